@@ -1,0 +1,42 @@
+//! The `headroom` binary: parses the command line and orchestrates the layers below.
+//!
+//! `main` is thin: it runs a command and turns an error into one sentence on stderr.
+//! Exit codes: 0 success, 1 failure, 2 usage (clap's own).
+
+mod audit;
+mod output;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// How far is each I/O path from its physical ceiling, and why.
+#[derive(Parser, Debug)]
+#[command(name = "headroom", version, about, long_about = None)]
+struct Cli {
+    #[command(flatten)]
+    global: output::GlobalArgs,
+
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Inventory of PCI Express links with their state, ceilings and findings (the default).
+    Audit(audit::AuditArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => audit::run(&cli.global, &audit::AuditArgs::default()),
+        Some(Command::Audit(args)) => audit::run(&cli.global, &args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("headroom: error: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! Read-only discovery of the machine's I/O hardware under a root directory (default `/`).
+//!
+//! Nothing here changes a system setting. A missing file is a normal state of the world
+//! (old kernel, no root, no such bus) and is reported as such, never as a crash.
+
+pub mod pci;

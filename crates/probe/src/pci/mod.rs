@@ -1,0 +1,1 @@
+//! PCI: sysfs discovery, config-space decoding, `lspci -xxx` dumps, topology.
