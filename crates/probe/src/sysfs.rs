@@ -53,7 +53,10 @@ impl ReadError {
             _ if err.raw_os_error() == Some(22) => ReadErrorKind::Invalid,
             _ => ReadErrorKind::Other(err.to_string()),
         };
-        ReadError { path: path.to_path_buf(), kind }
+        ReadError {
+            path: path.to_path_buf(),
+            kind,
+        }
     }
 }
 
