@@ -132,3 +132,197 @@ mod tests {
         assert_eq!(PcieGen::from_gts(8.0), Some(PcieGen::Gen3));
     }
 }
+
+/// The Device/Port Type of a PCI Express capability (PCIe Base Spec 6.0 section 7.5.3.2,
+/// bits 7:4 of the PCI Express Capabilities Register).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PortType {
+    Endpoint,
+    LegacyEndpoint,
+    RootComplexIntegratedEndpoint,
+    RootComplexEventCollector,
+    RootPort,
+    UpstreamPort,
+    DownstreamPort,
+    PcieToPciBridge,
+    PciToPcieBridge,
+    Unknown(u8),
+}
+
+impl PortType {
+    /// Decode the 4-bit field.
+    pub fn from_code(code: u8) -> Self {
+        match code {
+            0x0 => PortType::Endpoint,
+            0x1 => PortType::LegacyEndpoint,
+            0x4 => PortType::RootPort,
+            0x5 => PortType::UpstreamPort,
+            0x6 => PortType::DownstreamPort,
+            0x7 => PortType::PcieToPciBridge,
+            0x8 => PortType::PciToPcieBridge,
+            0x9 => PortType::RootComplexIntegratedEndpoint,
+            0xa => PortType::RootComplexEventCollector,
+            other => PortType::Unknown(other),
+        }
+    }
+
+    /// The port faces away from the CPU: the upstream end of the link below it.
+    pub fn is_downstream_facing(self) -> bool {
+        matches!(
+            self,
+            PortType::RootPort | PortType::DownstreamPort | PortType::PciToPcieBridge
+        )
+    }
+
+    /// The port faces the CPU: the downstream end of the link above it.
+    pub fn is_upstream_facing(self) -> bool {
+        matches!(
+            self,
+            PortType::Endpoint
+                | PortType::LegacyEndpoint
+                | PortType::UpstreamPort
+                | PortType::PcieToPciBridge
+        )
+    }
+
+    /// Whether lspci marks a slower-than-capable LnkSta "(downgraded)" for this type: it does
+    /// not for root ports, downstream ports and PCIe-to-PCI bridges (pciutils ls-caps.c,
+    /// `link_compare`), whose LnkCap describes the port, not what the device below can do.
+    pub fn lspci_reports_downgrade(self) -> bool {
+        !matches!(
+            self,
+            PortType::RootPort | PortType::DownstreamPort | PortType::PcieToPciBridge
+        )
+    }
+
+    /// lspci's name of the type ("Root Port (Slot+)" without the slot part).
+    pub fn label(self) -> &'static str {
+        match self {
+            PortType::Endpoint => "Endpoint",
+            PortType::LegacyEndpoint => "Legacy Endpoint",
+            PortType::RootComplexIntegratedEndpoint => "Root Complex Integrated Endpoint",
+            PortType::RootComplexEventCollector => "Root Complex Event Collector",
+            PortType::RootPort => "Root Port",
+            PortType::UpstreamPort => "Upstream Port",
+            PortType::DownstreamPort => "Downstream Port",
+            PortType::PcieToPciBridge => "PCI-Express to PCI/PCI-X Bridge",
+            PortType::PciToPcieBridge => "PCI/PCI-X to PCI-Express Bridge",
+            PortType::Unknown(_) => "Unknown type",
+        }
+    }
+}
+
+/// What one end of a link can do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkEnd {
+    /// Highest speed and widest width the port supports (LnkCap; LnkCap2's vector, where
+    /// present, only refines which lower speeds exist).
+    pub capable: LinkState,
+}
+
+/// Which end of a link keeps it below what the other end could do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitingEnd {
+    /// The port above (root port or switch downstream port).
+    Upstream,
+    /// The device below.
+    Downstream,
+    /// Both ends have the same capability.
+    Both,
+}
+
+/// A link's state judged against the capability of both of its ends.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LinkComparison {
+    pub current: LinkState,
+    pub upstream: LinkState,
+    pub downstream: LinkState,
+    /// The best state both ends support: the lower speed and the narrower width.
+    pub common: LinkState,
+    /// Which end sets `common`'s speed.
+    pub speed_limited_by: LimitingEnd,
+    /// Which end sets `common`'s width.
+    pub width_limited_by: LimitingEnd,
+    /// The link runs slower than both ends support.
+    pub speed_below_common: bool,
+    /// The link runs narrower than both ends support.
+    pub width_below_common: bool,
+}
+
+impl LinkComparison {
+    /// Judge `current` against the capabilities of the upstream and downstream ends.
+    pub fn new(current: LinkState, upstream: LinkState, downstream: LinkState) -> Self {
+        let limit = |u: f64, d: f64| {
+            if u < d {
+                LimitingEnd::Upstream
+            } else if d < u {
+                LimitingEnd::Downstream
+            } else {
+                LimitingEnd::Both
+            }
+        };
+        let common = LinkState {
+            gen: upstream.gen.min(downstream.gen),
+            width: upstream.width.min(downstream.width),
+        };
+        LinkComparison {
+            current,
+            upstream,
+            downstream,
+            common,
+            speed_limited_by: limit(upstream.gen.gts(), downstream.gen.gts()),
+            width_limited_by: limit(f64::from(upstream.width), f64::from(downstream.width)),
+            speed_below_common: current.gen < common.gen,
+            width_below_common: current.width < common.width,
+        }
+    }
+
+    /// Whether the link runs below what both of its ends support, in speed or width.
+    pub fn below_common(&self) -> bool {
+        self.speed_below_common || self.width_below_common
+    }
+}
+
+#[cfg(test)]
+mod link_tests {
+    use super::*;
+
+    #[test]
+    fn raspberry_pi_5_gen2_link_below_both_ends() {
+        // Seed 003: the RP1/NVMe link trains at 5 GT/s x1 while both ends do 8 GT/s.
+        let c = LinkComparison::new(
+            LinkState::new(PcieGen::Gen2, 1),
+            LinkState::new(PcieGen::Gen3, 1),
+            LinkState::new(PcieGen::Gen3, 4),
+        );
+        assert_eq!(c.common, LinkState::new(PcieGen::Gen3, 1));
+        assert!(c.speed_below_common);
+        assert!(!c.width_below_common);
+        assert_eq!(c.width_limited_by, LimitingEnd::Upstream);
+        assert_eq!(c.speed_limited_by, LimitingEnd::Both);
+    }
+
+    #[test]
+    fn device_faster_than_slot_is_not_below_common() {
+        // A Gen4 x4 SSD in a Gen3 x4 slot running 8 GT/s x4: lspci says "downgraded",
+        // but the link is at the best both ends support; the slot limits it.
+        let c = LinkComparison::new(
+            LinkState::new(PcieGen::Gen3, 4),
+            LinkState::new(PcieGen::Gen3, 4),
+            LinkState::new(PcieGen::Gen4, 4),
+        );
+        assert!(!c.below_common());
+        assert_eq!(c.speed_limited_by, LimitingEnd::Upstream);
+    }
+
+    #[test]
+    fn port_types() {
+        assert_eq!(PortType::from_code(4), PortType::RootPort);
+        assert!(!PortType::RootPort.lspci_reports_downgrade());
+        assert!(PortType::Endpoint.lspci_reports_downgrade());
+        assert!(PortType::UpstreamPort.is_upstream_facing());
+        assert!(PortType::DownstreamPort.is_downstream_facing());
+    }
+}
