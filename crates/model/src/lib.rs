@@ -7,4 +7,4 @@ pub mod pcie;
 pub mod units;
 
 pub use finding::{Finding, Severity};
-pub use pcie::{LinkComparison, LinkState, PcieGen, PortType};
+pub use pcie::{Aspm, LinkComparison, LinkState, PcieGen, PortType};

@@ -7,8 +7,9 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// A PCI Express generation, named by its signalling rate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// A PCI Express generation, named by its signalling rate. Serialized as its rate in GT/s
+/// (a number: `8.0`), the unit lspci and sysfs use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum PcieGen {
     Gen1,
     Gen2,
@@ -71,6 +72,23 @@ impl PcieGen {
     }
 }
 
+impl Serialize for PcieGen {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.gts())
+    }
+}
+
+impl<'de> Deserialize<'de> for PcieGen {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let gts = f64::deserialize(d)?;
+        PcieGen::from_gts(gts).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "{gts} GT/s is not a PCI Express rate (2.5, 5, 8, 16, 32, 64, 128)"
+            ))
+        })
+    }
+}
+
 impl fmt::Display for PcieGen {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} GT/s", trim_float(self.gts()))
@@ -91,6 +109,7 @@ pub const VALID_WIDTHS: [u8; 7] = [1, 2, 4, 8, 12, 16, 32];
 /// The state of one PCI Express link (or one end's capability): speed and lane count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LinkState {
+    #[serde(rename = "speed_gts")]
     pub gen: PcieGen,
     pub width: u8,
 }
@@ -122,6 +141,15 @@ mod tests {
         assert_eq!(PcieGen::from_speed_code(5).map(PcieGen::gts), Some(32.0));
         assert_eq!(PcieGen::from_speed_code(0), None);
         assert_eq!(PcieGen::from_speed_code(8), None);
+    }
+
+    #[test]
+    fn json_speaks_gt_per_s() {
+        let l = LinkState::new(PcieGen::Gen1, 4);
+        let j = serde_json::to_string(&l).unwrap();
+        assert_eq!(j, r#"{"speed_gts":2.5,"width":4}"#);
+        assert_eq!(serde_json::from_str::<LinkState>(&j).unwrap(), l);
+        assert!(serde_json::from_str::<PcieGen>("3.0").is_err());
     }
 
     #[test]
@@ -213,12 +241,36 @@ impl PortType {
     }
 }
 
-/// What one end of a link can do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LinkEnd {
-    /// Highest speed and widest width the port supports (LnkCap; LnkCap2's vector, where
-    /// present, only refines which lower speeds exist).
-    pub capable: LinkState,
+/// Active State Power Management states, as a set (LnkCap bits 11:10 "ASPM Support",
+/// LnkCtl bits 1:0 "ASPM Control"; PCIe Base Spec 6.0 sections 7.5.3.6 and 7.5.3.7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct Aspm {
+    pub l0s: bool,
+    pub l1: bool,
+}
+
+impl Aspm {
+    /// From the 2-bit field: bit 0 = L0s, bit 1 = L1.
+    pub fn from_bits(bits: u8) -> Self {
+        Aspm {
+            l0s: bits & 1 != 0,
+            l1: bits & 2 != 0,
+        }
+    }
+
+    pub fn any(self) -> bool {
+        self.l0s || self.l1
+    }
+
+    /// "L0s L1", "L1", "" — lspci's words.
+    pub fn label(self) -> &'static str {
+        match (self.l0s, self.l1) {
+            (true, true) => "L0s L1",
+            (true, false) => "L0s",
+            (false, true) => "L1",
+            (false, false) => "none",
+        }
+    }
 }
 
 /// Which end of a link keeps it below what the other end could do.
