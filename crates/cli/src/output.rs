@@ -1,6 +1,7 @@
-//! Options every command shares: JSON output and colour.
+//! Options every command shares (JSON output, colour) and terminal styling.
 
 use clap::{Args, ValueEnum};
+use model::Severity;
 use std::io::IsTerminal;
 
 #[derive(Args, Debug, Clone, Default)]
@@ -9,7 +10,7 @@ pub struct GlobalArgs {
     #[arg(long, global = true)]
     pub json: bool,
 
-    /// Colour in terminal output.
+    /// Colour in terminal output (NO_COLOR in the environment turns `auto` off).
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
     pub color: ColorChoice,
 }
@@ -22,7 +23,6 @@ pub enum ColorChoice {
     Never,
 }
 
-#[allow(dead_code)] // used by the audit, landing in the next commits
 impl GlobalArgs {
     /// Whether to colour stdout: `--color always|never`, else only on a terminal and
     /// without `NO_COLOR` (https://no-color.org).
@@ -38,8 +38,47 @@ impl GlobalArgs {
     }
 }
 
+/// ANSI styling, or none. Ten lines do not deserve a crate.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    color: bool,
+}
+
+impl Style {
+    pub fn new(color: bool) -> Self {
+        Style { color }
+    }
+
+    fn paint(&self, code: &str, s: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+
+    pub fn bold(&self, s: &str) -> String {
+        self.paint("1", s)
+    }
+
+    pub fn warn(&self, s: &str) -> String {
+        self.paint("33", s)
+    }
+
+    pub fn err(&self, s: &str) -> String {
+        self.paint("31", s)
+    }
+
+    pub fn severity(&self, sev: Severity) -> String {
+        match sev {
+            Severity::Info => "info".to_string(),
+            Severity::Warning => self.warn("warning"),
+            Severity::Error => self.err("error"),
+        }
+    }
+}
+
 /// Print a JSON document on stdout.
-#[allow(dead_code)] // used by the audit, landing in the next commits
 pub fn print_json<T: serde::Serialize>(doc: &T) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(doc)?;
     println!("{text}");

@@ -87,6 +87,88 @@ impl SysRoot {
     pub fn has_sysfs(&self) -> bool {
         self.path("/sys").is_dir()
     }
+
+    /// Resolve `rel` (absolute within the root, e.g. `/sys/bus/pci/devices/0000:00:02.0`) to
+    /// the path it designates within the root, following symlinks and *link files* at every
+    /// component, with absolute targets taken relative to the root, and `..` never leaving
+    /// the root. Returns the logical path (absolute, within the root); `self.path()` of it is
+    /// the file on disk.
+    ///
+    /// Link files: captured trees that went through a copy that drops symlinks keep each link
+    /// as a small regular file whose content is the target (`../../../devices/pci0000:00/...`).
+    /// A sysfs attribute value never starts with `../`, so such a file is unambiguous.
+    pub fn resolve(&self, rel: impl AsRef<Path>) -> Result<PathBuf, ReadError> {
+        // The kernel's own bound on nested links (MAXSYMLINKS = 40).
+        const MAX_LINKS: usize = 40;
+        let rel = rel.as_ref();
+        let mut pending: Vec<std::ffi::OsString> = rel
+            .components()
+            .rev()
+            .filter_map(|c| match c {
+                std::path::Component::Normal(n) => Some(n.to_os_string()),
+                std::path::Component::ParentDir => Some("..".into()),
+                _ => None,
+            })
+            .collect();
+        let mut logical = PathBuf::from("/");
+        let mut links = 0;
+        while let Some(comp) = pending.pop() {
+            if comp == ".." {
+                logical.pop();
+                continue;
+            }
+            let candidate = logical.join(&comp);
+            match self.link_target(&candidate)? {
+                Some(target) => {
+                    links += 1;
+                    if links > MAX_LINKS {
+                        return Err(ReadError {
+                            path: self.path(rel),
+                            kind: ReadErrorKind::Other(
+                                "too many levels of links (a link loop)".into(),
+                            ),
+                        });
+                    }
+                    if target.is_absolute() {
+                        logical = PathBuf::from("/");
+                    }
+                    for c in target.components().rev() {
+                        match c {
+                            std::path::Component::Normal(n) => pending.push(n.to_os_string()),
+                            std::path::Component::ParentDir => pending.push("..".into()),
+                            _ => {}
+                        }
+                    }
+                }
+                None => logical = candidate,
+            }
+        }
+        Ok(logical)
+    }
+
+    /// The target of `rel` (within the root) if it is a symlink or a link file.
+    pub fn link_target(&self, rel: &Path) -> Result<Option<PathBuf>, ReadError> {
+        let disk = self.path(rel);
+        let meta = match std::fs::symlink_metadata(&disk) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(ReadError::from_io(&disk, &e)),
+        };
+        if meta.file_type().is_symlink() {
+            return std::fs::read_link(&disk)
+                .map(Some)
+                .map_err(|e| ReadError::from_io(&disk, &e));
+        }
+        if meta.is_file() && meta.len() < 4096 && self.root != Path::new("/") {
+            if let Ok(text) = std::fs::read_to_string(&disk) {
+                let t = text.trim_end_matches('\n');
+                if t.starts_with("../") && !t.contains('\n') {
+                    return Ok(Some(PathBuf::from(t)));
+                }
+            }
+        }
+        Ok(None)
+    }
 }
 
 /// Read a whole attribute file as bytes. Missing file: `Ok(None)`.
@@ -136,19 +218,63 @@ pub fn parse_hex_u32(s: &str) -> Option<u32> {
     u32::from_str_radix(digits, 16).ok()
 }
 
-/// The final component of a symlink's target (`driver` -> `../../bus/pci/drivers/nvme` gives
-/// `nvme`). Missing link: `Ok(None)`.
-pub fn link_name(path: &Path) -> Result<Option<String>, ReadError> {
-    match std::fs::read_link(path) {
-        Ok(t) => Ok(t.file_name().map(|n| n.to_string_lossy().into_owned())),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(ReadError::from_io(path, &e)),
-    }
+/// The final component of a link's target (`driver` -> `../../bus/pci/drivers/nvme` gives
+/// `nvme`), for a symlink or a link file (see [`SysRoot::resolve`]). `rel` is within the root.
+/// Missing link: `Ok(None)`.
+pub fn link_name(root: &SysRoot, rel: &Path) -> Result<Option<String>, ReadError> {
+    Ok(root
+        .link_target(rel)?
+        .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned())))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resolves_symlinks_and_link_files_within_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = SysRoot::new(dir.path());
+        let dev = dir.path().join("sys/devices/pci0000:00/0000:00:02.0");
+        std::fs::create_dir_all(&dev).unwrap();
+        std::fs::write(dev.join("vendor"), "0x1af4\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("sys/bus/pci/devices")).unwrap();
+        std::fs::create_dir_all(dir.path().join("sys/bus/pci/drivers/virtio-pci")).unwrap();
+        // A link file (what a symlink-dropping copy leaves) and a real symlink.
+        std::fs::write(
+            dir.path().join("sys/bus/pci/devices/0000:00:02.0"),
+            "../../../devices/pci0000:00/0000:00:02.0\n",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("../../../bus/pci/drivers/virtio-pci", dev.join("driver"))
+            .unwrap();
+        let got = r
+            .resolve("/sys/bus/pci/devices/0000:00:02.0/vendor")
+            .unwrap();
+        assert_eq!(
+            got,
+            PathBuf::from("/sys/devices/pci0000:00/0000:00:02.0/vendor")
+        );
+        assert_eq!(read_attr(&r.path(&got)).unwrap().as_deref(), Some("0x1af4"));
+        let drv = link_name(&r, Path::new("/sys/devices/pci0000:00/0000:00:02.0/driver"));
+        assert_eq!(drv.unwrap().as_deref(), Some("virtio-pci"));
+        // `..` cannot climb out of the root; an absolute target is re-rooted.
+        std::os::unix::fs::symlink("/../../../etc", dev.join("escape")).unwrap();
+        let esc = r
+            .resolve("/sys/devices/pci0000:00/0000:00:02.0/escape")
+            .unwrap();
+        assert_eq!(esc, PathBuf::from("/etc"));
+    }
+
+    #[test]
+    fn link_loops_are_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = SysRoot::new(dir.path());
+        std::os::unix::fs::symlink("b", dir.path().join("a")).unwrap();
+        std::os::unix::fs::symlink("a", dir.path().join("b")).unwrap();
+        let e = r.resolve("/a/x").unwrap_err();
+        assert!(e.to_string().contains("link loop"), "{e}");
+    }
 
     #[test]
     fn hex_values() {
@@ -173,5 +299,40 @@ mod tests {
         assert_eq!(read_attr(&dir.join("empty")).unwrap(), None);
         assert_eq!(read_attr(&dir.join("v")).unwrap().as_deref(), Some("2.00"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// Serde helpers: PCI/USB ids as the hex strings lspci and sysfs print (`"8086"`, class
+/// `"010802"`), not as decimal numbers nobody recognises.
+pub mod hex_id {
+    use serde::Serializer;
+
+    pub fn u16_opt<S: Serializer>(v: &Option<u16>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => s.collect_str(&format_args!("{v:04x}")),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn u16<S: Serializer>(v: &u16, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{v:04x}"))
+    }
+
+    pub fn class_opt<S: Serializer>(v: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => s.collect_str(&format_args!("{v:06x}")),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn class<S: Serializer>(v: &u32, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{v:06x}"))
+    }
+
+    pub fn u8_opt<S: Serializer>(v: &Option<u8>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => s.collect_str(&format_args!("{v:02x}")),
+            None => s.serialize_none(),
+        }
     }
 }

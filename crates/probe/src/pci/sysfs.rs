@@ -225,26 +225,23 @@ fn read_function(
     warnings: &mut Vec<String>,
 ) -> Option<SysfsFunction> {
     // The device directory: the bus entry is a symlink into /sys/devices.
-    let real = match std::fs::canonicalize(link) {
-        Ok(p) => p,
-        Err(e) => {
+    let rel = Path::new("/sys/bus/pci/devices").join(address.to_string());
+    let device_path = match root.resolve(&rel) {
+        Ok(p) if root.path(&p).is_dir() => p,
+        Ok(_) => {
             warnings.push(format!(
-                "{}: {} (removed during the scan, or a dangling link); skipped",
-                link.display(),
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    "does not resolve".to_string()
-                } else {
-                    e.to_string()
-                }
+                "{}: does not resolve to a device directory (removed during the scan, or a \
+                 dangling link); skipped",
+                link.display()
             ));
             return None;
         }
+        Err(e) => {
+            warnings.push(format!("{e}; skipped"));
+            return None;
+        }
     };
-    let root_real = std::fs::canonicalize(root.root()).unwrap_or_else(|_| root.root().into());
-    let device_path = match real.strip_prefix(&root_real) {
-        Ok(rel) => Path::new("/").join(rel),
-        Err(_) => real.clone(),
-    };
+    let real = root.path(&device_path);
     let parent = device_path
         .parent()
         .and_then(|p| p.file_name())
@@ -305,7 +302,7 @@ fn read_function(
                 rootport_total_nonfatal: num(rn),
             }
         });
-    let driver = match sysfs::link_name(&real.join("driver")) {
+    let driver = match sysfs::link_name(root, &device_path.join("driver")) {
         Ok(d) => d,
         Err(e) => {
             warnings.push(e.to_string());

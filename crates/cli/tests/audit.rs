@@ -1,0 +1,183 @@
+//! `headroom audit` as a user runs it: on this machine, on captured sysfs trees, on bad input.
+#![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+use std::path::Path;
+
+fn headroom() -> Command {
+    let mut c = Command::cargo_bin("headroom").unwrap();
+    c.env("NO_COLOR", "1");
+    c
+}
+
+fn audit_json(root: &Path) -> Value {
+    let out = headroom()
+        .args(["audit", "--json", "--root"])
+        .arg(root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn function<'a>(doc: &'a Value, addr: &str) -> &'a Value {
+    doc["pci"]["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["address"] == addr)
+        .unwrap_or_else(|| panic!("{addr} not in the audit"))
+}
+
+#[test]
+fn no_arguments_audits_this_machine() {
+    let out = headroom().output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("PCI: "), "{text}");
+    // Every function sysfs lists appears in the tree.
+    if let Ok(entries) = std::fs::read_dir("/sys/bus/pci/devices") {
+        for e in entries {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(text.contains(&name), "{name} missing from:\n{text}");
+        }
+    }
+}
+
+#[test]
+fn json_document_is_versioned() {
+    let doc = audit_json(Path::new("/"));
+    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["kind"], "audit");
+    assert!(doc["pci"]["functions"].is_array());
+}
+
+/// The VM tree against the `lspci -nnk` captured on that VM: ids, class, revision, driver
+/// for every function, and names where a pci.ids is installed.
+#[test]
+fn this_vm_tree_agrees_with_lspci_nnk() {
+    let Some(fx) = probe::fixtures::shared_fixtures() else {
+        return;
+    };
+    let tree = fx.join("sysfs/this-vm");
+    let doc = audit_json(&tree);
+    let expected = std::fs::read_to_string(tree.join("expected-lspci-nnk.txt")).unwrap();
+    let have_ids = probe::pci::ids::PCI_IDS_PATHS
+        .iter()
+        .any(|p| Path::new(p).exists());
+    let mut checked = 0;
+    let mut current: Option<Value> = None;
+    for line in expected.lines() {
+        if let Some(driver) = line.trim().strip_prefix("Kernel driver in use: ") {
+            let f = current.as_ref().unwrap();
+            assert_eq!(f["driver"], driver);
+            continue;
+        }
+        if line.starts_with('\t') || line.is_empty() {
+            continue;
+        }
+        // "00:02.0 Mass storage controller [0180]: Red Hat, Inc. Virtio 1.0 block device [1af4:1042] (rev 01)"
+        let (addr, rest) = line.split_once(' ').unwrap();
+        let f = function(&doc, &format!("0000:{addr}")).clone();
+        let class = &rest[rest.find('[').unwrap() + 1..][..4];
+        assert_eq!(&f["class"].as_str().unwrap()[..4], class, "{line}");
+        let ids = rest.rsplit_once(" [").unwrap().1;
+        let ids = ids.split(']').next().unwrap();
+        let (v, d) = ids.split_once(':').unwrap();
+        assert_eq!(f["vendor_id"], v, "{line}");
+        assert_eq!(f["device_id"], d, "{line}");
+        if let Some(rev) = rest.split("(rev ").nth(1) {
+            assert_eq!(f["revision"], &rev[..2], "{line}");
+        }
+        if have_ids {
+            let class_name = rest.split(" [").next().unwrap();
+            assert_eq!(f["names"]["class"], class_name, "{line}");
+            let vendor_and_device = rest.split("]: ").nth(1).unwrap();
+            let vendor = f["names"]["vendor"].as_str().unwrap();
+            assert!(vendor_and_device.starts_with(vendor), "{line}");
+        }
+        current = Some(f);
+        checked += 1;
+    }
+    assert_eq!(checked, 6);
+}
+
+/// hwloc's Dell R910 tree: an old kernel's link attributes ("8 GT/s", empty max_link_*).
+#[test]
+fn old_kernel_link_attributes() {
+    let Some(fx) = probe::fixtures::shared_fixtures() else {
+        return;
+    };
+    let doc = audit_json(&fx.join("sysfs/hwloc-40intel64-4xeth-ib-2pciroots"));
+    let ib = function(&doc, "0000:43:00.0");
+    assert_eq!(ib["kernel_link"]["current"]["speed_gts"], 8.0);
+    assert_eq!(ib["kernel_link"]["current"]["width"], 4);
+    assert_eq!(ib["kernel_link"]["max"], Value::Null);
+    assert_eq!(ib["parent"], "0000:40:03.0");
+    assert_eq!(ib["driver"], "ib_qib");
+    let eth = function(&doc, "0000:02:00.0");
+    assert_eq!(eth["driver"], "bnx2");
+    assert_eq!(eth["parent"], "0000:00:05.0");
+    assert_eq!(eth["numa_node"], -1); // the file says -1: no NUMA affinity recorded
+    assert_eq!(ib["numa_node"], 2); // second I/O hub
+}
+
+#[test]
+fn root_that_does_not_exist_is_one_sentence() {
+    headroom()
+        .args(["audit", "--root", "/nonexistent/headroom"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "--root /nonexistent/headroom: no such directory",
+        ))
+        .stderr(predicate::str::contains("panicked").not());
+}
+
+#[test]
+fn root_that_is_not_a_sysfs_tree_warns_and_still_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    headroom()
+        .args(["audit", "--root"])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("PCI: 0 functions"))
+        .stderr(predicate::str::contains("has no sys/ directory"));
+}
+
+#[test]
+fn dangling_function_link_is_skipped_with_a_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    let devs = dir.path().join("sys/bus/pci/devices");
+    std::fs::create_dir_all(&devs).unwrap();
+    let real = dir.path().join("sys/devices/pci0000:00/0000:00:01.0");
+    std::fs::create_dir_all(&real).unwrap();
+    std::fs::write(real.join("vendor"), "0x8086\n").unwrap();
+    std::fs::write(real.join("device"), "0x1234\n").unwrap();
+    std::fs::write(real.join("class"), "0x020000\n").unwrap();
+    std::os::unix::fs::symlink(
+        "../../../devices/pci0000:00/0000:00:01.0",
+        devs.join("0000:00:01.0"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        "../../../devices/pci0000:00/0000:00:09.0",
+        devs.join("0000:00:09.0"),
+    )
+    .unwrap();
+    headroom()
+        .args(["audit", "--root"])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("0000:00:01.0"))
+        .stdout(predicate::str::contains("PCI: 1 functions"))
+        .stderr(predicate::str::contains("0000:00:09.0: does not resolve"));
+}

@@ -1,0 +1,679 @@
+//! The PCI audit: every function with its names, link state against both ends' capability,
+//! and findings. Built from sysfs (a live machine or a captured tree) or from an lspci dump.
+
+use super::address::PciAddress;
+use super::ids::PciNames;
+use super::sysfs::{AerCounters, KernelLink, PciPolicy};
+use model::{Aspm, Finding, LinkComparison, LinkState, PcieGen, PortType, Severity};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashSet};
+
+/// What a PCI Express capability says about a function's link, decoded from config space.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExpressFacts {
+    /// Capability version (1 or 2).
+    pub version: u8,
+    pub port_type: PortType,
+    /// LnkCap: highest speed and width of this port. `None` when the speed code is reserved.
+    pub link_capable: Option<LinkState>,
+    /// LnkCap speed code and width as read (kept when they do not decode, e.g. code 0).
+    pub link_capable_raw: (u8, u8),
+    /// LnkSta: the negotiated state. `None` when there is no link (width 0, speed unknown).
+    pub link_status: Option<LinkState>,
+    pub link_status_raw: (u8, u8),
+    /// LnkCap2 Supported Link Speeds vector (empty for a v1 capability or a zero vector).
+    pub supported_speeds: Vec<PcieGen>,
+    /// LnkCtl2 Target Link Speed, where LnkCtl2 exists.
+    pub target_speed: Option<PcieGen>,
+    /// DevCap Max_Payload_Size Supported, bytes.
+    pub max_payload_supported: u16,
+    /// DevCtl Max_Payload_Size, bytes.
+    pub max_payload: u16,
+    /// DevCtl Max_Read_Request_Size, bytes.
+    pub max_read_request: u16,
+    pub aspm_support: Aspm,
+    pub aspm_enabled: Aspm,
+    /// LnkCtl Read Completion Boundary, bytes (64 or 128).
+    pub read_completion_boundary: u16,
+    /// FLIT mode in use (LnkSta2), where the capability reports it.
+    pub flit_mode: Option<bool>,
+    /// lspci's "(downgraded)" marks on LnkSta speed and width.
+    pub lspci_downgraded_speed: bool,
+    pub lspci_downgraded_width: bool,
+}
+
+/// AER status registers (extended capability 0x0001), with lspci's bit names.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AerStatus {
+    pub uncorrectable: Vec<String>,
+    pub uncorrectable_mask: Vec<String>,
+    pub correctable: Vec<String>,
+    pub correctable_mask: Vec<String>,
+}
+
+/// Header fields of config space.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct HeaderFacts {
+    #[serde(serialize_with = "crate::sysfs::hex_id::u16")]
+    pub vendor_id: u16,
+    #[serde(serialize_with = "crate::sysfs::hex_id::u16")]
+    pub device_id: u16,
+    #[serde(serialize_with = "crate::sysfs::hex_id::class")]
+    pub class: u32,
+    pub revision: u8,
+    pub header_type: u8,
+    #[serde(serialize_with = "crate::sysfs::hex_id::u16_opt")]
+    pub subsystem_vendor_id: Option<u16>,
+    #[serde(serialize_with = "crate::sysfs::hex_id::u16_opt")]
+    pub subsystem_device_id: Option<u16>,
+    /// Type 1 (bridge) headers: secondary and subordinate bus numbers.
+    pub secondary_bus: Option<u8>,
+    pub subordinate_bus: Option<u8>,
+}
+
+/// Everything the audit takes from one function's config space.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConfigFacts {
+    pub header: Option<HeaderFacts>,
+    pub express: Option<ExpressFacts>,
+    pub aer: Option<AerStatus>,
+    pub warnings: Vec<String>,
+}
+
+/// One function as found, before the audit judges it.
+#[derive(Debug, Clone, Default)]
+pub struct FunctionInput {
+    pub address: Option<PciAddress>,
+    /// The bridge above, from the sysfs device path (None: root bus, or unknown for a dump).
+    pub parent: Option<PciAddress>,
+    pub vendor_id: Option<u16>,
+    pub device_id: Option<u16>,
+    pub subsystem_vendor_id: Option<u16>,
+    pub subsystem_device_id: Option<u16>,
+    pub class: Option<u32>,
+    pub revision: Option<u8>,
+    pub driver: Option<String>,
+    pub numa_node: Option<i32>,
+    pub local_cpulist: Option<String>,
+    pub kernel_link: KernelLink,
+    pub aer_counters: Option<AerCounters>,
+    pub config_len: usize,
+    pub config: ConfigFacts,
+    /// The text lspci printed on the device line of a dump.
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Names {
+    pub vendor: Option<String>,
+    pub device: Option<String>,
+    pub subsystem: Option<String>,
+    pub class: Option<String>,
+}
+
+/// One audited function.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditedFunction {
+    pub address: PciAddress,
+    pub parent: Option<PciAddress>,
+    pub children: Vec<PciAddress>,
+    #[serde(serialize_with = "crate::sysfs::hex_id::u16_opt")]
+    pub vendor_id: Option<u16>,
+    #[serde(serialize_with = "crate::sysfs::hex_id::u16_opt")]
+    pub device_id: Option<u16>,
+    #[serde(serialize_with = "crate::sysfs::hex_id::u16_opt")]
+    pub subsystem_vendor_id: Option<u16>,
+    #[serde(serialize_with = "crate::sysfs::hex_id::u16_opt")]
+    pub subsystem_device_id: Option<u16>,
+    #[serde(serialize_with = "crate::sysfs::hex_id::class_opt")]
+    pub class: Option<u32>,
+    #[serde(serialize_with = "crate::sysfs::hex_id::u8_opt")]
+    pub revision: Option<u8>,
+    pub names: Names,
+    pub description: Option<String>,
+    pub driver: Option<String>,
+    pub numa_node: Option<i32>,
+    pub local_cpulist: Option<String>,
+    /// Bytes of config space that could be read (64 without root; 256 or 4096 with).
+    pub config_bytes: usize,
+    pub header: Option<HeaderFacts>,
+    pub express: Option<ExpressFacts>,
+    pub kernel_link: KernelLink,
+    pub aer_counters: Option<AerCounters>,
+    pub aer_status: Option<AerStatus>,
+    /// Index into `PciAudit::links` of the link above this function, if any.
+    pub upstream_link: Option<usize>,
+    /// Root port above this function (itself for a root port), following parents.
+    pub root_port: Option<PciAddress>,
+}
+
+impl AuditedFunction {
+    /// "Vendor Device" or numeric ids, the way lspci -nn falls back.
+    pub fn display_name(&self) -> String {
+        let v = self
+            .names
+            .vendor
+            .clone()
+            .or_else(|| self.vendor_id.map(|v| format!("Vendor {v:04x}")));
+        let d = self
+            .names
+            .device
+            .clone()
+            .or_else(|| self.device_id.map(|d| format!("Device {d:04x}")));
+        match (v, d, &self.description) {
+            (Some(v), Some(d), _) => format!("{v} {d}"),
+            (_, _, Some(desc)) => desc.clone(),
+            (Some(v), None, None) => v,
+            (None, Some(d), None) => d,
+            (None, None, None) => "unknown device".to_string(),
+        }
+    }
+
+    /// The PCIe link state this function reports: LnkSta, else the kernel's attribute.
+    pub fn current_link(&self) -> Option<LinkState> {
+        self.express
+            .as_ref()
+            .and_then(|e| e.link_status)
+            .or(self.kernel_link.current)
+    }
+
+    /// The function's own capability: LnkCap, else the kernel's `max_link_*`.
+    pub fn capable_link(&self) -> Option<LinkState> {
+        self.express
+            .as_ref()
+            .and_then(|e| e.link_capable)
+            .or(self.kernel_link.max)
+    }
+}
+
+/// Where a link's facts came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkSource {
+    /// Both ends' PCI Express capabilities (config space).
+    ConfigSpace,
+    /// The kernel's current/max link attributes (config space not readable).
+    Sysfs,
+}
+
+/// A PCI Express link: the port above (root port or switch downstream port) and the device
+/// below it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditedLink {
+    pub upstream: PciAddress,
+    pub downstream: PciAddress,
+    pub source: LinkSource,
+    pub comparison: LinkComparison,
+    /// MPS both ends support (the smaller DevCap), and what each end is set to.
+    pub max_payload_common: Option<u16>,
+    pub max_payload_upstream: Option<u16>,
+    pub max_payload_downstream: Option<u16>,
+    /// ASPM states enabled on either end (LnkCtl).
+    pub aspm_enabled: Aspm,
+}
+
+/// The whole audit.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PciAudit {
+    pub functions: Vec<AuditedFunction>,
+    pub links: Vec<AuditedLink>,
+    pub policy: PciPolicy,
+    pub findings: Vec<Finding>,
+    /// One sentence per problem met while reading; the audit went on past each.
+    pub warnings: Vec<String>,
+    /// The pci.ids file names came from, if any.
+    pub names_source: Option<String>,
+}
+
+/// Build the audit from the functions found. `names` gives vendor/device names.
+pub fn build(
+    inputs: Vec<FunctionInput>,
+    policy: PciPolicy,
+    names: &PciNames,
+    mut warnings: Vec<String>,
+) -> PciAudit {
+    let mut functions: Vec<AuditedFunction> = Vec::with_capacity(inputs.len());
+    let mut seen = HashSet::new();
+    for input in inputs {
+        let Some(address) = input.address else {
+            continue;
+        };
+        if !seen.insert(address) {
+            warnings.push(format!(
+                "{address} is listed twice; the second entry was ignored"
+            ));
+            continue;
+        }
+        warnings.extend(
+            input
+                .config
+                .warnings
+                .iter()
+                .map(|w| format!("{address}: {w}")),
+        );
+        let h = input.config.header.as_ref();
+        // sysfs attributes first (the kernel's own reading), config space otherwise.
+        let vendor_id = input.vendor_id.or(h.map(|h| h.vendor_id));
+        let device_id = input.device_id.or(h.map(|h| h.device_id));
+        let subsystem_vendor_id = input
+            .subsystem_vendor_id
+            .or(h.and_then(|h| h.subsystem_vendor_id));
+        let subsystem_device_id = input
+            .subsystem_device_id
+            .or(h.and_then(|h| h.subsystem_device_id));
+        let class = input.class.or(h.map(|h| h.class));
+        let revision = input.revision.or(h.map(|h| h.revision));
+        let n = Names {
+            vendor: vendor_id.and_then(|v| names.vendor(v)).map(str::to_string),
+            device: vendor_id
+                .zip(device_id)
+                .and_then(|(v, d)| names.device(v, d))
+                .map(str::to_string),
+            subsystem: match (
+                vendor_id,
+                device_id,
+                subsystem_vendor_id,
+                subsystem_device_id,
+            ) {
+                (Some(v), Some(d), Some(sv), Some(sd)) => {
+                    names.subsystem(v, d, sv, sd).map(str::to_string)
+                }
+                _ => None,
+            },
+            class: class.and_then(|c| names.class(c)).map(str::to_string),
+        };
+        functions.push(AuditedFunction {
+            address,
+            parent: input.parent,
+            children: Vec::new(),
+            vendor_id,
+            device_id,
+            subsystem_vendor_id,
+            subsystem_device_id,
+            class,
+            revision,
+            names: n,
+            description: input.description,
+            driver: input.driver,
+            numa_node: input.numa_node,
+            local_cpulist: input.local_cpulist,
+            config_bytes: input.config_len,
+            header: input.config.header,
+            express: input.config.express,
+            kernel_link: input.kernel_link,
+            aer_counters: input.aer_counters,
+            aer_status: input.config.aer,
+            upstream_link: None,
+            root_port: None,
+        });
+    }
+    functions.sort_by_key(|f| f.address);
+    link_parents_by_bus(&mut functions);
+    let index: BTreeMap<PciAddress, usize> = functions
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.address, i))
+        .collect();
+    // Children, root ports.
+    for i in 0..functions.len() {
+        if let Some(p) = functions[i].parent {
+            match index.get(&p) {
+                Some(&pi) => {
+                    let a = functions[i].address;
+                    functions[pi].children.push(a);
+                }
+                None => {
+                    // The parent bridge is not in the list (hidden by firmware, or the dump
+                    // holds only part of the machine): treat this function as top-level.
+                    functions[i].parent = None;
+                }
+            }
+        }
+    }
+    for i in 0..functions.len() {
+        functions[i].root_port = find_root_port(&functions, &index, i);
+    }
+    let links = build_links(&mut functions, &index);
+    let mut audit = PciAudit {
+        functions,
+        links,
+        policy,
+        findings: Vec::new(),
+        warnings,
+        names_source: names.source.as_ref().map(|p| p.display().to_string()),
+    };
+    audit.findings = findings(&audit);
+    audit
+}
+
+/// For functions with no parent yet (dumps), the bridge whose secondary bus is their bus.
+fn link_parents_by_bus(functions: &mut [AuditedFunction]) {
+    // (domain, secondary bus) -> bridge; the first bridge wins when firmware left two
+    // bridges claiming the same bus (unconfigured ones say 0).
+    let mut by_secondary: BTreeMap<(u32, u8), PciAddress> = BTreeMap::new();
+    for f in functions.iter() {
+        if let Some(sec) = f.header.as_ref().and_then(|h| h.secondary_bus) {
+            if sec != 0 && sec != f.address.bus {
+                by_secondary
+                    .entry((f.address.domain, sec))
+                    .or_insert(f.address);
+            }
+        }
+    }
+    for f in functions.iter_mut() {
+        if f.parent.is_none() {
+            if let Some(&p) = by_secondary.get(&(f.address.domain, f.address.bus)) {
+                if p != f.address {
+                    f.parent = Some(p);
+                }
+            }
+        }
+    }
+}
+
+/// Follow parents up to a root port (bounded by the number of functions: no loop can hang).
+fn find_root_port(
+    functions: &[AuditedFunction],
+    index: &BTreeMap<PciAddress, usize>,
+    start: usize,
+) -> Option<PciAddress> {
+    let mut i = start;
+    for _ in 0..=functions.len() {
+        let f = &functions[i];
+        if f.express.as_ref().map(|e| e.port_type) == Some(PortType::RootPort) {
+            return Some(f.address);
+        }
+        match f.parent.and_then(|p| index.get(&p)) {
+            Some(&pi) => i = pi,
+            None => return None,
+        }
+    }
+    None
+}
+
+fn build_links(
+    functions: &mut [AuditedFunction],
+    index: &BTreeMap<PciAddress, usize>,
+) -> Vec<AuditedLink> {
+    let mut links = Vec::new();
+    // A link belongs to a device (bus:device), not to each of its functions: functions
+    // 1..7 of a multi-function device share function 0's link.
+    let mut seen_devices: HashSet<(PciAddress, u32, u8, u8)> = HashSet::new();
+    for i in 0..functions.len() {
+        let f = &functions[i];
+        let Some(&pi) = f.parent.and_then(|p| index.get(&p)) else {
+            continue;
+        };
+        let p = &functions[pi];
+        let key = (p.address, f.address.domain, f.address.bus, f.address.device);
+        let link = match (&f.express, &p.express) {
+            (Some(fe), Some(pe)) => {
+                if !fe.port_type.is_upstream_facing() || !pe.port_type.is_downstream_facing() {
+                    continue;
+                }
+                let (Some(current), Some(down_cap), Some(up_cap)) = (
+                    fe.link_status.or(pe.link_status),
+                    fe.link_capable,
+                    pe.link_capable,
+                ) else {
+                    continue;
+                };
+                let mps_common = fe.max_payload_supported.min(pe.max_payload_supported);
+                AuditedLink {
+                    upstream: p.address,
+                    downstream: f.address,
+                    source: LinkSource::ConfigSpace,
+                    comparison: LinkComparison::new(current, up_cap, down_cap),
+                    max_payload_common: Some(mps_common),
+                    max_payload_upstream: Some(pe.max_payload),
+                    max_payload_downstream: Some(fe.max_payload),
+                    aspm_enabled: Aspm {
+                        l0s: fe.aspm_enabled.l0s || pe.aspm_enabled.l0s,
+                        l1: fe.aspm_enabled.l1 || pe.aspm_enabled.l1,
+                    },
+                }
+            }
+            _ => {
+                // Without config space, the kernel's attributes still give both ends'
+                // capability and the current state. Bridges are left out: without the
+                // port type we cannot tell which side of a switch port its status is for.
+                if f.class.map(|c| c >> 8) == Some(0x0604) {
+                    continue;
+                }
+                let (Some(current), Some(down_cap), Some(up_cap)) =
+                    (f.kernel_link.current, f.kernel_link.max, p.kernel_link.max)
+                else {
+                    continue;
+                };
+                AuditedLink {
+                    upstream: p.address,
+                    downstream: f.address,
+                    source: LinkSource::Sysfs,
+                    comparison: LinkComparison::new(current, up_cap, down_cap),
+                    max_payload_common: None,
+                    max_payload_upstream: None,
+                    max_payload_downstream: None,
+                    aspm_enabled: Aspm::default(),
+                }
+            }
+        };
+        if !seen_devices.insert(key) {
+            continue;
+        }
+        functions[i].upstream_link = Some(links.len());
+        links.push(link);
+    }
+    links
+}
+
+/// The findings of the audit, most severe first.
+pub fn findings(audit: &PciAudit) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let by_addr: BTreeMap<PciAddress, &AuditedFunction> =
+        audit.functions.iter().map(|f| (f.address, f)).collect();
+    let name = |a: &PciAddress| {
+        by_addr
+            .get(a)
+            .map(|f| format!("{a} ({})", f.display_name()))
+            .unwrap_or_else(|| a.to_string())
+    };
+    for l in &audit.links {
+        let c = &l.comparison;
+        let subject = l.downstream.to_string();
+        if c.below_common() {
+            let mut what = Vec::new();
+            if c.speed_below_common {
+                what.push(format!(
+                    "speed {} where both ends support {}",
+                    c.current.gen, c.common.gen
+                ));
+            }
+            if c.width_below_common {
+                what.push(format!(
+                    "width x{} where both ends support x{}",
+                    c.current.width, c.common.width
+                ));
+            }
+            out.push(
+                Finding::new(
+                    Severity::Warning,
+                    &subject,
+                    format!(
+                        "link {} -> {} runs below what both ends support: {}",
+                        l.upstream,
+                        name(&l.downstream),
+                        what.join(", ")
+                    ),
+                )
+                .with_advice(
+                    "check the slot, cable, riser or retimer and the firmware's link speed \
+                     setting; a link that retrains lower under load points to signal integrity",
+                ),
+            );
+        } else if c.current.gen < c.downstream.gen || c.current.width < c.downstream.width {
+            out.push(Finding::new(
+                Severity::Info,
+                &subject,
+                format!(
+                    "{} can do {} but the port above ({}) supports only {}: the link runs at {}, \
+                     the best the slot allows",
+                    name(&l.downstream),
+                    c.downstream,
+                    l.upstream,
+                    c.upstream,
+                    c.current
+                ),
+            ));
+        }
+        if let (Some(common), Some(up), Some(down)) = (
+            l.max_payload_common,
+            l.max_payload_upstream,
+            l.max_payload_downstream,
+        ) {
+            if up.min(down) < common {
+                out.push(
+                    Finding::new(
+                        Severity::Info,
+                        &subject,
+                        format!(
+                            "MaxPayload is {} bytes on link {} -> {} where both ends support {} \
+                             bytes: every TLP carries less data for the same overhead",
+                            up.min(down),
+                            l.upstream,
+                            l.downstream,
+                            common
+                        ),
+                    )
+                    .with_advice(
+                        "boot with pci=pcie_bus_perf to let the kernel raise MPS (the seed's \
+                         tuning), if no peer-to-peer DMA needs the smaller size",
+                    ),
+                );
+            }
+        }
+        if l.aspm_enabled.any() {
+            out.push(
+                Finding::new(
+                    Severity::Info,
+                    &subject,
+                    format!(
+                        "ASPM {} enabled on link {} -> {}: the link sleeps when idle and pays \
+                         an exit latency on the next transfer",
+                        l.aspm_enabled.label(),
+                        l.upstream,
+                        l.downstream
+                    ),
+                )
+                .with_advice(
+                    "for benchmarks, set /sys/module/pcie_aspm/parameters/policy to \
+                     performance or boot with pcie_aspm=off",
+                ),
+            );
+        }
+    }
+    for f in &audit.functions {
+        let subject = f.address.to_string();
+        if let Some(e) = &f.express {
+            if let (Some(t), Some(cap)) = (e.target_speed, e.link_capable) {
+                if t < cap.gen {
+                    out.push(
+                        Finding::new(
+                            Severity::Warning,
+                            &subject,
+                            format!(
+                                "{}: target link speed (LnkCtl2) is {} below its capability {}: \
+                                 the link will not train faster",
+                                name(&f.address),
+                                t,
+                                cap.gen
+                            ),
+                        )
+                        .with_advice(
+                            "firmware or a driver capped the speed (e.g. a device-tree \
+                             max-link-speed); raise it if the board's signal path allows",
+                        ),
+                    );
+                }
+            }
+        }
+        let counted = f
+            .aer_counters
+            .as_ref()
+            .map(|a| a.nonzero())
+            .unwrap_or_default();
+        if !counted.is_empty() {
+            let list: Vec<String> = counted.iter().map(|(n, c)| format!("{n} {c}")).collect();
+            let fatal = f.aer_counters.as_ref().is_some_and(|a| {
+                a.fatal
+                    .iter()
+                    .any(|(n, c)| *c > 0 && !n.starts_with("TOTAL_"))
+            });
+            out.push(Finding::new(
+                if fatal {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                },
+                &subject,
+                format!(
+                    "{} has counted AER errors since boot: {}",
+                    name(&f.address),
+                    list.join(", ")
+                ),
+            ));
+        }
+        if let Some(s) = &f.aer_status {
+            if !s.uncorrectable.is_empty() || !s.correctable.is_empty() {
+                let mut parts = Vec::new();
+                if !s.uncorrectable.is_empty() {
+                    parts.push(format!("UESta {}", s.uncorrectable.join(" ")));
+                }
+                if !s.correctable.is_empty() {
+                    parts.push(format!("CESta {}", s.correctable.join(" ")));
+                }
+                out.push(Finding::new(
+                    if s.uncorrectable.is_empty() {
+                        Severity::Warning
+                    } else {
+                        Severity::Error
+                    },
+                    &subject,
+                    format!(
+                        "{} reports AER error status bits set: {}",
+                        name(&f.address),
+                        parts.join("; ")
+                    ),
+                ));
+            }
+        }
+    }
+    let unreadable = audit
+        .functions
+        .iter()
+        .filter(|f| f.config_bytes > 0 && f.config_bytes < 256)
+        .count();
+    if unreadable > 0 {
+        out.push(
+            Finding::new(
+                Severity::Info,
+                "config space",
+                format!(
+                    "only the first 64 bytes of config space were readable for {unreadable} \
+                     function(s): MPS, ASPM, AER and link capabilities of both ends are unknown"
+                ),
+            )
+            .with_advice("run as root for the full audit"),
+        );
+    }
+    out.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    out
+}
+
+impl ConfigFacts {
+    /// Decode what the audit needs from config space bytes.
+    pub fn from_config(bytes: &[u8]) -> Self {
+        // Filled in from the config-space decoder (config.rs) when it lands.
+        let _ = bytes;
+        ConfigFacts::default()
+    }
+}
