@@ -3,6 +3,7 @@
 pub mod address;
 pub mod audit;
 pub mod ids;
+pub mod synth;
 pub mod sysfs;
 
 use crate::sysfs::SysRoot;
