@@ -2,7 +2,9 @@
 //!
 //! Nothing in this crate performs I/O. Every constant of the ceiling model cites its source.
 
+pub mod finding;
 pub mod pcie;
 pub mod units;
 
+pub use finding::{Finding, Severity};
 pub use pcie::{LinkState, PcieGen};

@@ -1,0 +1,42 @@
+//! Findings: one sentence each on why a path is not as fast as it could be.
+
+use serde::{Deserialize, Serialize};
+
+/// How much a finding matters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Severity {
+    /// Worth knowing; nothing to fix.
+    Info,
+    /// Costs performance and can usually be fixed.
+    Warning,
+    /// Broken or badly misconfigured.
+    Error,
+}
+
+/// One observation about a device or setting, with what to do about it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    pub severity: Severity,
+    /// What it is about, as the user names it: `sdb`, `USB 4-1`, `eth0`.
+    pub subject: String,
+    /// One sentence: what is wrong and why it matters.
+    pub message: String,
+    /// One sentence: what to do, when there is something to do.
+    pub advice: Option<String>,
+}
+
+impl Finding {
+    pub fn new(severity: Severity, subject: impl Into<String>, message: impl Into<String>) -> Self {
+        Finding {
+            severity,
+            subject: subject.into(),
+            message: message.into(),
+            advice: None,
+        }
+    }
+
+    pub fn with_advice(mut self, advice: impl Into<String>) -> Self {
+        self.advice = Some(advice.into());
+        self
+    }
+}
