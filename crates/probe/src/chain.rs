@@ -242,7 +242,12 @@ impl Resolver<'_> {
         if is_bare_name && self.exists(&format!("/sys/class/net/{text}")) {
             return self.net(&text, 0);
         }
-        if is_bare_name && crate::block::locate(self.root, &text).is_ok() {
+        // A name in /sys/class/block whose link dangles is still meant as a block device:
+        // resolving it says what is wrong with it.
+        if is_bare_name
+            && (self.exists(&format!("/sys/class/block/{text}"))
+                || crate::block::locate(self.root, &text).is_ok())
+        {
             return self.block(&text, 0);
         }
         if let Some(dev) = text.strip_prefix("/dev/") {
@@ -649,10 +654,7 @@ impl Resolver<'_> {
                     driver: self.driver(&dir),
                     name,
                 });
-            } else if link_name(&dir.join("subsystem")).ok().flatten().as_deref()
-                == Some("platform")
-                || anc.starts_with("/sys/devices/platform")
-            {
+            } else if self.is_platform_device(&dir, anc) {
                 hops.push(Hop::Platform {
                     driver: self.driver(&dir),
                     name,
@@ -669,6 +671,18 @@ impl Resolver<'_> {
                  ends at the last device found"
             )),
         )
+    }
+
+    /// A platform (SoC, ACPI) device: its `subsystem` link says `platform`; in dumps
+    /// without `subsystem` links, a directory under /sys/devices/platform with a driver.
+    fn is_platform_device(&self, dir: &Path, path: &Path) -> bool {
+        match link_name(&dir.join("subsystem")).ok().flatten() {
+            Some(subsystem) => subsystem == "platform",
+            None => {
+                path.starts_with("/sys/devices/platform")
+                    && dir.join("driver").symlink_metadata().is_ok()
+            }
+        }
     }
 
     fn driver(&mut self, dir: &Path) -> Option<String> {
@@ -767,6 +781,17 @@ fn transport_of(hw: &[Hop], path: &Path) -> Transport {
             Hop::Usb { .. } => return Transport::Usb,
             Hop::Mmc { .. } => return Transport::Mmc,
             Hop::Virtio { .. } => return Transport::Virtio,
+            // libata hosts whose path has no ataN (kernels before 2.6.2x): the driver says it,
+            // as lsblk decides TRAN from scsi_host proc_name.
+            Hop::ScsiHost {
+                driver: Some(d), ..
+            } if d == "ahci"
+                || d.starts_with("sata_")
+                || d.starts_with("ata_")
+                || d.starts_with("pata_") =>
+            {
+                return Transport::Ata
+            }
             Hop::ScsiHost { .. } => return Transport::Scsi,
             _ => {}
         }

@@ -51,6 +51,9 @@ impl ReadError {
             io::ErrorKind::NotFound => ReadErrorKind::Vanished,
             io::ErrorKind::InvalidInput => ReadErrorKind::Invalid,
             _ if err.raw_os_error() == Some(22) => ReadErrorKind::Invalid,
+            io::ErrorKind::IsADirectory => {
+                ReadErrorKind::Other("is a directory where an attribute file was expected".into())
+            }
             _ => ReadErrorKind::Other(err.to_string()),
         };
         ReadError {
@@ -238,9 +241,17 @@ impl SysRoot {
             done.push(name);
             let on_disk = done.iter().fold(self.root.clone(), |p, c| p.join(c));
             if on_disk.symlink_metadata().is_err() {
+                let why = if hops > 0 {
+                    format!(
+                        "does not exist (reached from {} through a dangling link)",
+                        self.path(rel).display()
+                    )
+                } else {
+                    "does not exist".to_string()
+                };
                 return Err(ReadError {
                     path: on_disk,
-                    kind: ReadErrorKind::Other("does not exist".to_string()),
+                    kind: ReadErrorKind::Other(why),
                 });
             }
             if let Some(target) = read_link_target(&on_disk)? {
