@@ -520,7 +520,7 @@ impl Resolver<'_> {
         };
         let dir = self.root.path(&path);
         let virt = is_virtual(&path);
-        let speed = crate::net::read_speed(&dir.join("speed"));
+        let speed = crate::net::read_speed(&dir.join("speed"), &mut self.warnings);
         let mut hops = vec![Hop::Network {
             name: name.to_string(),
             speed_mbps: speed,

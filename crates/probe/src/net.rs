@@ -109,11 +109,11 @@ fn read_interface(root: &SysRoot, name: &str, path: &Path, w: &mut Vec<String>) 
     };
     NetInterface {
         name: name.to_string(),
-        speed_mbps: read_speed(&dir.join("speed")),
-        duplex: read_optional(&dir.join("duplex")),
+        speed_mbps: read_speed(&dir.join("speed"), w),
+        duplex: read_optional(&dir.join("duplex"), w),
         mtu: read_parsed_noting(&dir.join("mtu"), |s| s.parse().ok(), w),
         operstate: read_attr_noting(&dir.join("operstate"), w),
-        carrier: read_optional(&dir.join("carrier")).and_then(|c| match c.as_str() {
+        carrier: read_optional(&dir.join("carrier"), w).and_then(|c| match c.as_str() {
             "0" => Some(false),
             "1" => Some(true),
             _ => None,
@@ -156,19 +156,22 @@ fn attachment_of(hops: &[Hop]) -> Option<Attachment> {
 }
 
 /// An attribute the kernel refuses to read for down or virtual links (EINVAL): that is a
-/// state, not an error, so it reads as `None` without a warning.
-fn read_optional(path: &Path) -> Option<String> {
+/// state, not an error, so it reads as `None` without a warning. Other errors are noted.
+fn read_optional(path: &Path, w: &mut Vec<String>) -> Option<String> {
     match read_attr(path) {
         Ok(v) => v,
         Err(e) if e.kind == ReadErrorKind::Invalid => None,
-        Err(_) => None,
+        Err(e) => {
+            w.push(e.to_string());
+            None
+        }
     }
 }
 
 /// `speed` in Mb/s; -1 (SPEED_UNKNOWN, include/uapi/linux/ethtool.h), 0, empty or
-/// unreadable: `None`.
-pub fn read_speed(path: &Path) -> Option<u64> {
-    read_optional(path).and_then(|s| parse_speed(&s))
+/// refused with EINVAL (link down): `None`. Other read errors are noted in `w`.
+pub fn read_speed(path: &Path, w: &mut Vec<String>) -> Option<u64> {
+    read_optional(path, w).and_then(|s| parse_speed(&s))
 }
 
 /// Parse a `speed` value: a positive number of Mb/s.

@@ -53,6 +53,8 @@ pub struct UsbDevice {
     pub root_hub: bool,
     /// The hub this device is plugged into (`None` for a root hub).
     pub parent: Option<String>,
+    /// Devices plugged into this one (a hub), in port order.
+    pub children: Vec<String>,
     pub devnum: Option<u32>,
     /// Negotiated signalling rate in Mb/s.
     pub speed_mbps: Option<f64>,
@@ -159,6 +161,16 @@ pub fn scan(root: &SysRoot) -> UsbInventory {
     }
     inv.devices
         .sort_by(|a, b| (a.bus, &a.ports).cmp(&(b.bus, &b.ports)));
+    let links: Vec<(String, String)> = inv
+        .devices
+        .iter()
+        .filter_map(|d| Some((d.parent.clone()?, d.name.clone())))
+        .collect();
+    for (parent, child) in links {
+        if let Some(p) = inv.devices.iter_mut().find(|d| d.name == parent) {
+            p.children.push(child);
+        }
+    }
     inv.findings = inv.devices.iter().flat_map(findings_for).collect();
     inv
 }
@@ -293,6 +305,7 @@ pub(crate) fn device_at(
         ports,
         root_hub,
         parent,
+        children: Vec::new(),
         devnum: num("devnum", warnings),
         speed_mbps: read_parsed_noting(&dir.join("speed"), parse_speed, warnings),
         rx_lanes: num("rx_lanes", warnings),

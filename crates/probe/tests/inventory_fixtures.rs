@@ -712,6 +712,26 @@ fn usb_ethernet_adapters() {
             speed_mbps: Some(5000.0)
         })
     );
+    let br0 = iface(&inv, "br0");
+    assert!(br0.is_virtual);
+    assert_eq!(br0.devtype.as_deref(), Some("bridge"));
+    let c = resolve(&root, "br0");
+    let Hop::Layer {
+        kind: LayerKind::Net { devtype },
+        branches,
+        ..
+    } = &c.hops[1]
+    else {
+        panic!("{:?}", c.hops)
+    };
+    assert_eq!(devtype.as_deref(), Some("bridge"));
+    let below: Vec<String> = branches[0].hops.iter().map(short).collect();
+    assert_eq!(
+        below,
+        ["net eth1", "usb 2-2", "usb usb2", "pci 0000:00:14.0", "cpu"]
+    );
+    assert_eq!(usb::scan(&root).devices[0].children, ["1-2", "1-3"]);
+
     let capped: Vec<_> = inv.findings.iter().map(|f| f.subject.as_str()).collect();
     assert_eq!(capped, ["eth2"], "1000 Mb/s link behind 480 Mb/s USB");
     let c = resolve(&root, "eth2");
