@@ -965,6 +965,9 @@ mod tests {
         assert_eq!(ios.rate_mbps(), Some(1600.0));
         let hs400 = hs200.replace("9 (mmc HS200)", "10 (mmc HS400)");
         assert_eq!(parse_mmc_ios(&hs400).rate_mbps(), Some(3200.0));
+        // Kernels before 4.x named HS200/HS400 "mmc high-speed SDR200" / "mmc high-speed HS400".
+        let old = hs200.replace("9 (mmc HS200)", "10 (mmc high-speed HS400)");
+        assert_eq!(parse_mmc_ios(&old).rate_mbps(), Some(3200.0));
         let sd = "clock:\t\t50000000 Hz\nbus width:\t2 (4 bits)\ntiming spec:\t2 (sd high-speed)\n";
         assert_eq!(parse_mmc_ios(sd).rate_mbps(), Some(200.0));
     }

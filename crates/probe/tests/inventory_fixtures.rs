@@ -929,6 +929,11 @@ fn live_temp_file_and_loopback_resolve() {
     if maj == 254 && root.path("/sys/block/vda").exists() {
         let n = names(&c);
         assert_eq!(n[1..3], ["disk vda Virtio", "virtio virtio1"], "{n:?}");
+        // The device node resolves by its st_rdev to the same disk.
+        if Path::new("/dev/vda").exists() {
+            let d = chain::resolve(&root, Path::new("/dev/vda"));
+            assert_eq!(names(&d)[..2], ["disk vda Virtio", "virtio virtio1"]);
+        }
     }
 
     let lo = chain::resolve(&root, Path::new("lo"));
