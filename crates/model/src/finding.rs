@@ -1,34 +1,27 @@
-//! Findings: what headroom concludes about why a path is not faster, one sentence each.
+//! Findings: one sentence each on why a path is not as fast as it could be.
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// How much a finding matters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Severity {
+    /// Worth knowing; nothing to fix.
     Info,
+    /// Costs performance and can usually be fixed.
     Warning,
+    /// Broken or badly misconfigured.
     Error,
 }
 
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        })
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// One observation about a device or setting, with what to do about it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     pub severity: Severity,
-    /// What it is about: a PCI address, a device name, a setting.
+    /// What it is about, as the user names it: `sdb`, `USB 4-1`, `eth0`.
     pub subject: String,
-    /// One sentence: what is wrong and what it costs.
+    /// One sentence: what is wrong and why it matters.
     pub message: String,
-    /// What to change, when there is something to change.
+    /// One sentence: what to do, when there is something to do.
     pub advice: Option<String>,
 }
 
@@ -45,5 +38,15 @@ impl Finding {
     pub fn with_advice(mut self, advice: impl Into<String>) -> Self {
         self.advice = Some(advice.into());
         self
+    }
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        })
     }
 }

@@ -6,3 +6,10 @@
 pub mod fixtures;
 pub mod pci;
 pub mod sysfs;
+
+// Inventory of USB, block and network devices and the hardware chain of a target.
+pub mod block;
+pub mod chain;
+pub mod mounts;
+pub mod net;
+pub mod usb;

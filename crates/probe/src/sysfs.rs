@@ -51,6 +51,9 @@ impl ReadError {
             io::ErrorKind::NotFound => ReadErrorKind::Vanished,
             io::ErrorKind::InvalidInput => ReadErrorKind::Invalid,
             _ if err.raw_os_error() == Some(22) => ReadErrorKind::Invalid,
+            io::ErrorKind::IsADirectory => {
+                ReadErrorKind::Other("is a directory where an attribute file was expected".into())
+            }
             _ => ReadErrorKind::Other(err.to_string()),
         };
         ReadError {
@@ -86,88 +89,6 @@ impl SysRoot {
     /// Whether this root looks like a Linux system root (has `sys/`).
     pub fn has_sysfs(&self) -> bool {
         self.path("/sys").is_dir()
-    }
-
-    /// Resolve `rel` (absolute within the root, e.g. `/sys/bus/pci/devices/0000:00:02.0`) to
-    /// the path it designates within the root, following symlinks and *link files* at every
-    /// component, with absolute targets taken relative to the root, and `..` never leaving
-    /// the root. Returns the logical path (absolute, within the root); `self.path()` of it is
-    /// the file on disk.
-    ///
-    /// Link files: captured trees that went through a copy that drops symlinks keep each link
-    /// as a small regular file whose content is the target (`../../../devices/pci0000:00/...`).
-    /// A sysfs attribute value never starts with `../`, so such a file is unambiguous.
-    pub fn resolve(&self, rel: impl AsRef<Path>) -> Result<PathBuf, ReadError> {
-        // The kernel's own bound on nested links (MAXSYMLINKS = 40).
-        const MAX_LINKS: usize = 40;
-        let rel = rel.as_ref();
-        let mut pending: Vec<std::ffi::OsString> = rel
-            .components()
-            .rev()
-            .filter_map(|c| match c {
-                std::path::Component::Normal(n) => Some(n.to_os_string()),
-                std::path::Component::ParentDir => Some("..".into()),
-                _ => None,
-            })
-            .collect();
-        let mut logical = PathBuf::from("/");
-        let mut links = 0;
-        while let Some(comp) = pending.pop() {
-            if comp == ".." {
-                logical.pop();
-                continue;
-            }
-            let candidate = logical.join(&comp);
-            match self.link_target(&candidate)? {
-                Some(target) => {
-                    links += 1;
-                    if links > MAX_LINKS {
-                        return Err(ReadError {
-                            path: self.path(rel),
-                            kind: ReadErrorKind::Other(
-                                "too many levels of links (a link loop)".into(),
-                            ),
-                        });
-                    }
-                    if target.is_absolute() {
-                        logical = PathBuf::from("/");
-                    }
-                    for c in target.components().rev() {
-                        match c {
-                            std::path::Component::Normal(n) => pending.push(n.to_os_string()),
-                            std::path::Component::ParentDir => pending.push("..".into()),
-                            _ => {}
-                        }
-                    }
-                }
-                None => logical = candidate,
-            }
-        }
-        Ok(logical)
-    }
-
-    /// The target of `rel` (within the root) if it is a symlink or a link file.
-    pub fn link_target(&self, rel: &Path) -> Result<Option<PathBuf>, ReadError> {
-        let disk = self.path(rel);
-        let meta = match std::fs::symlink_metadata(&disk) {
-            Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(ReadError::from_io(&disk, &e)),
-        };
-        if meta.file_type().is_symlink() {
-            return std::fs::read_link(&disk)
-                .map(Some)
-                .map_err(|e| ReadError::from_io(&disk, &e));
-        }
-        if meta.is_file() && meta.len() < 4096 && self.root != Path::new("/") {
-            if let Ok(text) = std::fs::read_to_string(&disk) {
-                let t = text.trim_end_matches('\n');
-                if t.starts_with("../") && !t.contains('\n') {
-                    return Ok(Some(PathBuf::from(t)));
-                }
-            }
-        }
-        Ok(None)
     }
 }
 
@@ -218,63 +139,183 @@ pub fn parse_hex_u32(s: &str) -> Option<u32> {
     u32::from_str_radix(digits, 16).ok()
 }
 
-/// The final component of a link's target (`driver` -> `../../bus/pci/drivers/nvme` gives
-/// `nvme`), for a symlink or a link file (see [`SysRoot::resolve`]). `rel` is within the root.
-/// Missing link: `Ok(None)`.
-pub fn link_name(root: &SysRoot, rel: &Path) -> Result<Option<String>, ReadError> {
-    Ok(root
-        .link_target(rel)?
-        .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned())))
+/// The final component of a symlink's target (`driver` -> `../../bus/pci/drivers/nvme` gives
+/// `nvme`). Missing link: `Ok(None)`. Recorded links (see [`read_link_target`]) count too.
+pub fn link_name(path: &Path) -> Result<Option<String>, ReadError> {
+    match read_link_target(path)? {
+        Some(t) => Ok(t.file_name().map(|n| n.to_string_lossy().into_owned())),
+        None if path.symlink_metadata().is_ok() => Err(ReadError {
+            path: path.to_path_buf(),
+            kind: ReadErrorKind::Other("is not a symbolic link".to_string()),
+        }),
+        None => Ok(None),
+    }
+}
+
+/// [`read_attr`] for a scan that goes on past a bad attribute: an unreadable one becomes
+/// one sentence in `warnings` and reads as `None`.
+pub fn read_attr_noting(path: &Path, warnings: &mut Vec<String>) -> Option<String> {
+    read_attr(path).unwrap_or_else(|e| {
+        warnings.push(e.to_string());
+        None
+    })
+}
+
+/// [`read_parsed`] for a scan that goes on past a bad attribute (see [`read_attr_noting`]).
+pub fn read_parsed_noting<T>(
+    path: &Path,
+    parse: impl FnOnce(&str) -> Option<T>,
+    warnings: &mut Vec<String>,
+) -> Option<T> {
+    read_parsed(path, parse).unwrap_or_else(|e| {
+        warnings.push(e.to_string());
+        None
+    })
+}
+
+/// Longest text a recorded link may hold; sysfs paths are far shorter than a page.
+const RECORDED_LINK_MAX: u64 = 4096;
+
+/// Where a link points: the target of a symlink, or of a *recorded link*. Missing path or a
+/// path that is not a link: `Ok(None)`.
+///
+/// A recorded link is a regular file whose whole content is a relative path starting with
+/// `../` (no newline inside): what sysfs dumps hold where the copy could not keep symlinks
+/// (the shared fixture trees are stored that way). No sysfs attribute value starts with
+/// `../`, so on a live system this only ever sees real symlinks.
+pub fn read_link_target(path: &Path) -> Result<Option<PathBuf>, ReadError> {
+    let meta = match path.symlink_metadata() {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ReadError::from_io(path, &e)),
+    };
+    if meta.file_type().is_symlink() {
+        return std::fs::read_link(path)
+            .map(Some)
+            .map_err(|e| ReadError::from_io(path, &e));
+    }
+    if !meta.is_file() || meta.len() > RECORDED_LINK_MAX || meta.len() < 3 {
+        return Ok(None);
+    }
+    let Some(bytes) = read_bytes(path)? else {
+        return Ok(None);
+    };
+    Ok(parse_recorded_link(&String::from_utf8_lossy(&bytes)))
+}
+
+/// The target held by a recorded link's text, if the text is one.
+fn parse_recorded_link(text: &str) -> Option<PathBuf> {
+    let t = text.strip_suffix('\n').unwrap_or(text);
+    (t.starts_with("../") && !t.contains('\n') && !t.contains('\0')).then(|| PathBuf::from(t))
+}
+
+/// Most links followed while resolving one path (the kernel's own limit is 40).
+const MAX_LINK_HOPS: usize = 40;
+
+impl SysRoot {
+    /// `rel` (an absolute path like `/sys/block/sda`) with every symlink and recorded link
+    /// resolved, as an absolute path *within the root* (`/sys/devices/.../block/sda`).
+    /// `..` never climbs above the root and absolute link targets are taken as relative to
+    /// the root, so a fixture tree resolves exactly as the live system would.
+    pub fn canonical(&self, rel: impl AsRef<Path>) -> Result<PathBuf, ReadError> {
+        use std::collections::VecDeque;
+        use std::ffi::OsString;
+        use std::path::Component;
+
+        let rel = rel.as_ref();
+        let mut todo: VecDeque<OsString> = rel
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_os_string()),
+                Component::ParentDir => Some(OsString::from("..")),
+                _ => None,
+            })
+            .collect();
+        let mut done: Vec<OsString> = Vec::new();
+        let mut hops = 0;
+        while let Some(name) = todo.pop_front() {
+            if name == ".." {
+                done.pop();
+                continue;
+            }
+            done.push(name);
+            let on_disk = done.iter().fold(self.root.clone(), |p, c| p.join(c));
+            if on_disk.symlink_metadata().is_err() {
+                let why = if hops > 0 {
+                    format!(
+                        "does not exist (reached from {} through a dangling link)",
+                        self.path(rel).display()
+                    )
+                } else {
+                    "does not exist".to_string()
+                };
+                return Err(ReadError {
+                    path: on_disk,
+                    kind: ReadErrorKind::Other(why),
+                });
+            }
+            if let Some(target) = read_link_target(&on_disk)? {
+                hops += 1;
+                if hops > MAX_LINK_HOPS {
+                    return Err(ReadError {
+                        path: self.path(rel),
+                        kind: ReadErrorKind::Other(format!(
+                            "more than {MAX_LINK_HOPS} links (a link loop?)"
+                        )),
+                    });
+                }
+                done.pop();
+                if target.is_absolute() {
+                    done.clear();
+                }
+                for c in target.components().rev() {
+                    match c {
+                        Component::Normal(n) => todo.push_front(n.to_os_string()),
+                        Component::ParentDir => todo.push_front(OsString::from("..")),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Ok(done.iter().fold(PathBuf::from("/"), |p, c| p.join(c)))
+    }
+
+    /// The on-disk path of attribute `rel` whose directory part may go through links
+    /// (`/sys/block/sda/device/model`): the directory is resolved with [`Self::canonical`].
+    /// When it cannot be, the plain path is returned, so that reading it reports "missing".
+    pub fn attr(&self, rel: impl AsRef<Path>) -> PathBuf {
+        let rel = rel.as_ref();
+        match (rel.parent(), rel.file_name()) {
+            (Some(dir), Some(file)) => match self.canonical(dir) {
+                Ok(d) => self.path(d).join(file),
+                Err(_) => self.path(rel),
+            },
+            _ => self.path(rel),
+        }
+    }
+
+    /// The names in directory `rel` under the root, sorted. A missing directory is empty;
+    /// one that cannot be listed is an error naming it.
+    pub fn list(&self, rel: impl AsRef<Path>) -> Result<Vec<String>, ReadError> {
+        let dir = self.path(rel);
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(ReadError::from_io(&dir, &e)),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| ReadError::from_io(&dir, &e))?;
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(names)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn resolves_symlinks_and_link_files_within_the_root() {
-        let dir = tempfile::tempdir().unwrap();
-        let r = SysRoot::new(dir.path());
-        let dev = dir.path().join("sys/devices/pci0000:00/0000:00:02.0");
-        std::fs::create_dir_all(&dev).unwrap();
-        std::fs::write(dev.join("vendor"), "0x1af4\n").unwrap();
-        std::fs::create_dir_all(dir.path().join("sys/bus/pci/devices")).unwrap();
-        std::fs::create_dir_all(dir.path().join("sys/bus/pci/drivers/virtio-pci")).unwrap();
-        // A link file (what a symlink-dropping copy leaves) and a real symlink.
-        std::fs::write(
-            dir.path().join("sys/bus/pci/devices/0000:00:02.0"),
-            "../../../devices/pci0000:00/0000:00:02.0\n",
-        )
-        .unwrap();
-        std::os::unix::fs::symlink("../../../bus/pci/drivers/virtio-pci", dev.join("driver"))
-            .unwrap();
-        let got = r
-            .resolve("/sys/bus/pci/devices/0000:00:02.0/vendor")
-            .unwrap();
-        assert_eq!(
-            got,
-            PathBuf::from("/sys/devices/pci0000:00/0000:00:02.0/vendor")
-        );
-        assert_eq!(read_attr(&r.path(&got)).unwrap().as_deref(), Some("0x1af4"));
-        let drv = link_name(&r, Path::new("/sys/devices/pci0000:00/0000:00:02.0/driver"));
-        assert_eq!(drv.unwrap().as_deref(), Some("virtio-pci"));
-        // `..` cannot climb out of the root; an absolute target is re-rooted.
-        std::os::unix::fs::symlink("/../../../etc", dev.join("escape")).unwrap();
-        let esc = r
-            .resolve("/sys/devices/pci0000:00/0000:00:02.0/escape")
-            .unwrap();
-        assert_eq!(esc, PathBuf::from("/etc"));
-    }
-
-    #[test]
-    fn link_loops_are_an_error_not_a_hang() {
-        let dir = tempfile::tempdir().unwrap();
-        let r = SysRoot::new(dir.path());
-        std::os::unix::fs::symlink("b", dir.path().join("a")).unwrap();
-        std::os::unix::fs::symlink("a", dir.path().join("b")).unwrap();
-        let e = r.resolve("/a/x").unwrap_err();
-        assert!(e.to_string().contains("link loop"), "{e}");
-    }
 
     #[test]
     fn hex_values() {
@@ -298,6 +339,54 @@ mod tests {
         assert_eq!(read_attr(&dir.join("nope")).unwrap(), None);
         assert_eq!(read_attr(&dir.join("empty")).unwrap(), None);
         assert_eq!(read_attr(&dir.join("v")).unwrap().as_deref(), Some("2.00"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn recorded_links_are_recognised_and_attributes_are_not() {
+        assert_eq!(
+            parse_recorded_link("../../../devices/pci0000:00/0000:00:1d.7/usb5/5-1"),
+            Some(PathBuf::from(
+                "../../../devices/pci0000:00/0000:00:1d.7/usb5/5-1"
+            ))
+        );
+        assert_eq!(
+            parse_recorded_link("../../loop0\n"),
+            Some(PathBuf::from("../../loop0"))
+        );
+        assert_eq!(parse_recorded_link("480\n"), None);
+        assert_eq!(parse_recorded_link(" 2.00\n"), None);
+    }
+
+    #[test]
+    fn canonical_follows_real_and_recorded_links_within_the_root() {
+        let dir = std::env::temp_dir().join(format!("headroom-canon-{}", std::process::id()));
+        let dev = dir.join("sys/devices/pci0000:00/0000:00:02.0/virtio1/block/vda");
+        std::fs::create_dir_all(&dev).unwrap();
+        std::fs::create_dir_all(dir.join("sys/block")).unwrap();
+        std::fs::create_dir_all(dir.join("sys/class/block")).unwrap();
+        std::os::unix::fs::symlink(
+            "../devices/pci0000:00/0000:00:02.0/virtio1/block/vda",
+            dir.join("sys/block/vda"),
+        )
+        .unwrap();
+        std::fs::write(dir.join("sys/class/block/vda"), "../../block/vda").unwrap();
+        std::os::unix::fs::symlink("loop-b", dir.join("sys/loop-a")).unwrap();
+        std::os::unix::fs::symlink("loop-a", dir.join("sys/loop-b")).unwrap();
+        let root = SysRoot::new(&dir);
+        let want = PathBuf::from("/sys/devices/pci0000:00/0000:00:02.0/virtio1/block/vda");
+        assert_eq!(root.canonical("/sys/block/vda").unwrap(), want);
+        assert_eq!(root.canonical("/sys/class/block/vda").unwrap(), want);
+        assert_eq!(root.canonical("/sys/../../sys/block/vda").unwrap(), want);
+        let err = root.canonical("/sys/loop-a").unwrap_err();
+        assert!(err.to_string().contains("loop"), "{err}");
+        assert!(root.canonical("/sys/block/nope").is_err());
+        assert_eq!(
+            link_name(&dir.join("sys/class/block/vda"))
+                .unwrap()
+                .as_deref(),
+            Some("vda")
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

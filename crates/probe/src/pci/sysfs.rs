@@ -226,7 +226,7 @@ fn read_function(
 ) -> Option<SysfsFunction> {
     // The device directory: the bus entry is a symlink into /sys/devices.
     let rel = Path::new("/sys/bus/pci/devices").join(address.to_string());
-    let device_path = match root.resolve(&rel) {
+    let device_path = match root.canonical(&rel) {
         Ok(p) if root.path(&p).is_dir() => p,
         Ok(_) => {
             warnings.push(format!(
@@ -302,7 +302,7 @@ fn read_function(
                 rootport_total_nonfatal: num(rn),
             }
         });
-    let driver = match sysfs::link_name(root, &device_path.join("driver")) {
+    let driver = match sysfs::link_name(&real.join("driver")) {
         Ok(d) => d,
         Err(e) => {
             warnings.push(e.to_string());
