@@ -341,6 +341,23 @@ fn check_function(c: &mut Checker, config: &ConfigSpace, r: &RefDevice, lspci_31
             }
         } else if cap.title.starts_with("Advanced Error Reporting") {
             check_aer(c, config, cap);
+        } else if let (true, Some(devcap3)) = (cap.title == "Device 3", cap.entry("DevCap3")) {
+            // Only 3.14 names the Device 3 capability (3.9: "Extended Capability ID 0x2f").
+            let d = config.device3.as_ref().unwrap();
+            for (ours, name) in [
+                (d.dmwr_request_routing, "DMWr Request Routing"),
+                (d.tag14_completer, "14-Bit Tag Completer"),
+                (d.tag14_requester, "14-Bit Tag Requester"),
+                (d.l0p_supported, "L0p"),
+            ] {
+                let plus = devcap3.contains(&format!("{name}+"));
+                let minus = devcap3.contains(&format!("{name}-"));
+                c.eq(
+                    &format!("DevCap3 {name}"),
+                    Some(ours),
+                    plus.then_some(true).or(minus.then_some(false)),
+                );
+            }
         }
     }
 }

@@ -11,7 +11,7 @@
 //! the way each field is shown follows pciutils `ls-caps.c` / `ls-ecaps.c` (lspci 3.14),
 //! so that the values can be checked against lspci's own decode of the same bytes.
 
-use model::PcieGen;
+use model::{LinkState, PcieGen};
 use serde::Serialize;
 
 /// Conventional configuration space (PCI Local Bus 3.0 section 6.1).
@@ -856,6 +856,21 @@ fn decode_link(
     }
 }
 
+impl ExpressLink {
+    /// The link as it runs now; `None` when it is down (no defined speed, or width 0).
+    pub fn current(&self) -> Option<LinkState> {
+        let gen = self.speed?;
+        (self.width > 0).then(|| LinkState::new(gen, self.width))
+    }
+
+    /// What this end of the link can do (LnkCap); `None` when LnkCap holds no defined
+    /// speed or a width of 0.
+    pub fn capable(&self) -> Option<LinkState> {
+        let gen = self.max_speed?;
+        (self.max_width > 0).then(|| LinkState::new(gen, self.max_width))
+    }
+}
+
 impl ExpressCap {
     /// What lspci appends to "LnkSta: Speed ...": pciutils `ls-caps.c` `link_compare()`
     /// compares the raw speed codes of LnkSta and this function's own LnkCap. Above is
@@ -1081,6 +1096,8 @@ mod tests {
         );
         assert_eq!(e.lspci_downgraded_speed(), Some(LinkMark::Downgraded));
         assert_eq!(e.lspci_downgraded_width(), None);
+        assert_eq!(l.current(), Some(LinkState::new(PcieGen::Gen3, 4)));
+        assert_eq!(l.capable(), Some(LinkState::new(PcieGen::Gen4, 4)));
         let l2 = e.link2.as_ref().unwrap();
         assert_eq!(l2.supported_speeds, PcieGen::ALL[..4]);
         assert_eq!(l2.target_speed, Some(PcieGen::Gen4));
@@ -1130,6 +1147,7 @@ mod tests {
             .unwrap();
         let l = e.link.as_ref().unwrap();
         assert_eq!((l.speed, l.speed_code, l.width), (None, 0, 0));
+        assert_eq!(l.current(), None);
         assert_eq!(e.lspci_downgraded_speed(), None);
         // The same on an endpoint is marked: the status is below its LnkCap.
         let e = ConfigSpace::decode(&function(256, 0, 0, 0))
