@@ -6,6 +6,7 @@ use anyhow::Context;
 use clap::Args;
 use probe::pci::address::PciAddress;
 use probe::pci::audit::{AuditedFunction, PciAudit};
+use probe::pci::config::LinkMark;
 use probe::sysfs::SysRoot;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -218,14 +219,18 @@ pub fn function_line(audit: &PciAudit, f: &AuditedFunction, style: &Style) -> St
     if let Some(d) = &f.driver {
         let _ = write!(s, " [{d}]");
     }
-    if let Some(e) = &f.express {
-        let _ = write!(s, " <{}>", e.port_type.label());
+    if let Some(pt) = f.port_type() {
+        let _ = write!(s, " <{}>", pt.lspci_name());
     }
     if let Some(cur) = f.current_link() {
         let cap = f.capable_link();
         let _ = write!(s, "  link {cur}");
-        let (down_speed, down_width) = match &f.express {
-            Some(e) => (e.lspci_downgraded_speed, e.lspci_downgraded_width),
+        let (down_speed, down_width) = match f.express() {
+            Some(_) => {
+                let (s, w) = f.lspci_marks();
+                let down = |m| m == Some(LinkMark::Downgraded);
+                (down(s), down(w))
+            }
             None => {
                 // Kernel attributes only: apply lspci's rule to non-bridges.
                 let bridge = f.class.map(|c| c >> 8) == Some(0x0604);
@@ -267,12 +272,13 @@ pub fn function_line(audit: &PciAudit, f: &AuditedFunction, style: &Style) -> St
             let _ = write!(s, "  {}", style.err(&format!("AER: {}", list.join(", "))));
         }
     }
-    if let Some(st) = &f.aer_status {
-        let bits: Vec<&str> = st
-            .uncorrectable
+    if let Some(a) = f.aer() {
+        let bits: Vec<&str> = a
+            .uncorrectable_status
+            .set
             .iter()
-            .chain(st.correctable.iter())
-            .map(String::as_str)
+            .chain(a.correctable_status.set.iter())
+            .copied()
             .collect();
         if !bits.is_empty() {
             let _ = write!(

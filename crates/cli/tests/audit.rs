@@ -183,3 +183,167 @@ fn dangling_function_link_is_skipped_with_a_sentence() {
             "devices/0000:00:09.0 through a dangling link); skipped",
         ));
 }
+
+fn dump_json(name: &str) -> Option<Value> {
+    let fx = probe::fixtures::shared_fixtures()?;
+    let out = headroom()
+        .args(["audit", "--json", "--lspci"])
+        .arg(fx.join("pci").join(name))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn findings(doc: &Value) -> Vec<String> {
+    doc["pci"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["message"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Samsung PM174X: Gen5 x2 capable, trained at 16 GT/s: lspci prints "(downgraded)".
+#[test]
+fn dump_downgraded_nvme_and_aer_status() {
+    let Some(doc) = dump_json("pciutils-tests_cap-phy32.lspci") else {
+        return;
+    };
+    let f = function(&doc, "0000:2e:00.0");
+    let link = &f["config"]["express"]["link"];
+    assert_eq!(link["max_speed"], 32.0);
+    assert_eq!(link["speed"], 16.0);
+    assert_eq!(link["width"], 2);
+    assert_eq!(
+        f["config"]["express"]["device"]["max_payload_supported"],
+        512
+    );
+    assert_eq!(f["config"]["express"]["device"]["max_payload"], 256);
+    let ce = f["config"]["aer"]["correctable_status"]["set"]
+        .as_array()
+        .unwrap();
+    assert_eq!(ce, &vec![Value::from("AdvNonFatalErr")]);
+    assert!(findings(&doc)
+        .iter()
+        .any(|m| m.contains("CESta AdvNonFatalErr")));
+
+    let fx = probe::fixtures::shared_fixtures().unwrap();
+    headroom()
+        .args(["audit", "--lspci"])
+        .arg(fx.join("pci/pciutils-tests_cap-phy32.lspci"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "0000:2e:00.0 Non-Volatile memory controller",
+        ))
+        .stdout(predicate::str::contains(
+            "link 16 GT/s x2 (speed downgraded) of 32 GT/s x2",
+        ));
+}
+
+/// ASUS P6T6: X58 root port -> NF200 switch -> SAS HBA, topology from bus numbers
+/// (what `lspci -F dump -t` draws: 03.0-[02-05]----00.0-[03-05]--+-00.0-[04]----00.0).
+#[test]
+fn dump_topology_through_a_switch() {
+    let Some(doc) = dump_json("pciutils-tests_tree-asus-p6t6.lspci") else {
+        return;
+    };
+    assert_eq!(doc["pci"]["functions"].as_array().unwrap().len(), 53);
+    let hba = function(&doc, "0000:04:00.0");
+    assert_eq!(hba["parent"], "0000:03:00.0");
+    assert_eq!(hba["root_port"], "0000:00:03.0");
+    assert_eq!(function(&doc, "0000:03:00.0")["parent"], "0000:02:00.0");
+    assert_eq!(function(&doc, "0000:02:00.0")["parent"], "0000:00:03.0");
+    assert_eq!(function(&doc, "0000:06:00.1")["parent"], "0000:00:07.0");
+    let children = function(&doc, "0000:02:00.0")["children"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        children,
+        vec![Value::from("0000:03:00.0"), Value::from("0000:03:02.0")]
+    );
+    // The SAS HBA link: device x8, switch port x16, running 5 GT/s x8: the device limits it.
+    let links = doc["pci"]["links"].as_array().unwrap();
+    let l = links
+        .iter()
+        .find(|l| l["downstream"] == "0000:04:00.0")
+        .unwrap();
+    assert_eq!(l["upstream"], "0000:03:00.0");
+    assert_eq!(l["comparison"]["common"]["width"], 8);
+    assert_eq!(l["comparison"]["width_limited_by"], "downstream");
+    assert_eq!(l["comparison"]["width_below_common"], false);
+}
+
+/// Arm N1SDP: MPS 128 on a link whose ends both support 256 (the seed's pcie_bus_perf case).
+#[test]
+fn dump_mps_below_both_ends() {
+    let Some(doc) = dump_json("linux-pci_arm-n1sdp_plx-pex8749_machine.lspci-xxx") else {
+        return;
+    };
+    let f = findings(&doc);
+    assert!(
+        f.iter().any(|m| m.contains(
+            "MaxPayload is 128 bytes on link 0000:00:00.0 -> 0000:01:00.0 where both ends \
+             support 256 bytes"
+        )),
+        "{f:#?}"
+    );
+    // Functions 1-4 of the switch's upstream device do not control the link's target speed.
+    assert!(!f
+        .iter()
+        .any(|m| m.contains("0000:01:00.1") && m.contains("target link speed")));
+    assert_eq!(doc["pci"]["functions"].as_array().unwrap().len(), 16);
+}
+
+/// Freescale P2020: several PCI domains, downgraded links.
+#[test]
+fn dump_with_domains() {
+    let Some(doc) = dump_json("pciutils-tests_tree-fsl-p2020.lspci") else {
+        return;
+    };
+    assert_eq!(function(&doc, "0001:03:00.0")["parent"], "0001:02:00.0");
+    assert_eq!(function(&doc, "0002:01:00.0")["parent"], "0002:00:00.0");
+    assert_eq!(function(&doc, "0000:05:00.0")["parent"], "0000:04:00.0");
+}
+
+#[test]
+fn malformed_dump_lines_are_named_and_the_rest_is_audited() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("bug.txt");
+    std::fs::write(
+        &dump,
+        "00:1c.0 PCI bridge: something\n\
+         00: 86 80 10 3a 07 04 10 00 00 00 04 06 10 00 81 00\n\
+         10: zz 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00\n\
+         \n\
+         01:00.0 Ethernet controller: something\n\
+         00: ec 10 68 81 07 04 10 00 06 00 00 02 10 00 00 00\n",
+    )
+    .unwrap();
+    headroom()
+        .args(["audit", "--lspci"])
+        .arg(&dump)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("0000:01:00.0"))
+        .stdout(predicate::str::contains("0000:00:1c.0"))
+        .stderr(predicate::str::contains("line 3:"));
+}
+
+#[test]
+fn missing_dump_file_is_one_sentence() {
+    headroom()
+        .args(["audit", "--lspci", "/nonexistent/dump.txt"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "cannot read the lspci dump /nonexistent/dump.txt",
+        ))
+        .stderr(predicate::str::contains("panicked").not());
+}

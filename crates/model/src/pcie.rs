@@ -215,17 +215,27 @@ impl PortType {
     }
 
     /// Whether lspci marks a slower-than-capable LnkSta "(downgraded)" for this type: it does
-    /// not for root ports, downstream ports and PCIe-to-PCI bridges (pciutils ls-caps.c,
-    /// `link_compare`), whose LnkCap describes the port, not what the device below can do.
+    /// not for root ports, downstream ports and PCI/PCI-X-to-PCIe bridges (type 8; pciutils
+    /// ls-caps.c `link_compare` tests PCI_EXP_TYPE_PCI_BRIDGE = 0x8), the ports whose LnkCap
+    /// describes the port, not what the device below can do.
     pub fn lspci_reports_downgrade(self) -> bool {
         !matches!(
             self,
-            PortType::RootPort | PortType::DownstreamPort | PortType::PcieToPciBridge
+            PortType::RootPort | PortType::DownstreamPort | PortType::PciToPcieBridge
         )
     }
 
-    /// lspci's name of the type ("Root Port (Slot+)" without the slot part).
-    pub fn label(self) -> &'static str {
+    /// Functions with Link registers: all but Root Complex integrated endpoints and event
+    /// collectors (PCIe Base Spec 6.0 section 7.5.3).
+    pub fn has_link(self) -> bool {
+        !matches!(
+            self,
+            PortType::RootComplexIntegratedEndpoint | PortType::RootComplexEventCollector
+        )
+    }
+
+    /// lspci's name of the type, printed after "Express (vN)".
+    pub fn lspci_name(self) -> &'static str {
         match self {
             PortType::Endpoint => "Endpoint",
             PortType::LegacyEndpoint => "Legacy Endpoint",
@@ -262,13 +272,31 @@ impl Aspm {
         self.l0s || self.l1
     }
 
-    /// "L0s L1", "L1", "" — lspci's words.
+    /// "L0s L1", "L1", "none".
     pub fn label(self) -> &'static str {
         match (self.l0s, self.l1) {
             (true, true) => "L0s L1",
             (true, false) => "L0s",
             (false, true) => "L1",
             (false, false) => "none",
+        }
+    }
+
+    /// As lspci prints LnkCap: "ASPM not supported", "ASPM L0s L1".
+    pub fn lspci_support_label(self) -> &'static str {
+        match (self.l0s, self.l1) {
+            (false, false) => "not supported",
+            _ => self.label(),
+        }
+    }
+
+    /// As lspci prints LnkCtl: "ASPM Disabled", "ASPM L1 Enabled".
+    pub fn lspci_control_label(self) -> &'static str {
+        match (self.l0s, self.l1) {
+            (true, true) => "L0s L1 Enabled",
+            (true, false) => "L0s Enabled",
+            (false, true) => "L1 Enabled",
+            (false, false) => "Disabled",
         }
     }
 }

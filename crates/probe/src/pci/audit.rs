@@ -2,83 +2,12 @@
 //! and findings. Built from sysfs (a live machine or a captured tree) or from an lspci dump.
 
 use super::address::PciAddress;
+use super::config::{Aer, ConfigSpace, ExpressCap, ExpressLink, Header, LinkMark};
 use super::ids::PciNames;
 use super::sysfs::{AerCounters, KernelLink, PciPolicy};
-use model::{Aspm, Finding, LinkComparison, LinkState, PcieGen, PortType, Severity};
+use model::{Aspm, Finding, LinkComparison, LinkState, PortType, Severity};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
-
-/// What a PCI Express capability says about a function's link, decoded from config space.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ExpressFacts {
-    /// Capability version (1 or 2).
-    pub version: u8,
-    pub port_type: PortType,
-    /// LnkCap: highest speed and width of this port. `None` when the speed code is reserved.
-    pub link_capable: Option<LinkState>,
-    /// LnkCap speed code and width as read (kept when they do not decode, e.g. code 0).
-    pub link_capable_raw: (u8, u8),
-    /// LnkSta: the negotiated state. `None` when there is no link (width 0, speed unknown).
-    pub link_status: Option<LinkState>,
-    pub link_status_raw: (u8, u8),
-    /// LnkCap2 Supported Link Speeds vector (empty for a v1 capability or a zero vector).
-    pub supported_speeds: Vec<PcieGen>,
-    /// LnkCtl2 Target Link Speed, where LnkCtl2 exists.
-    pub target_speed: Option<PcieGen>,
-    /// DevCap Max_Payload_Size Supported, bytes.
-    pub max_payload_supported: u16,
-    /// DevCtl Max_Payload_Size, bytes.
-    pub max_payload: u16,
-    /// DevCtl Max_Read_Request_Size, bytes.
-    pub max_read_request: u16,
-    pub aspm_support: Aspm,
-    pub aspm_enabled: Aspm,
-    /// LnkCtl Read Completion Boundary, bytes (64 or 128).
-    pub read_completion_boundary: u16,
-    /// FLIT mode in use (LnkSta2), where the capability reports it.
-    pub flit_mode: Option<bool>,
-    /// lspci's "(downgraded)" marks on LnkSta speed and width.
-    pub lspci_downgraded_speed: bool,
-    pub lspci_downgraded_width: bool,
-}
-
-/// AER status registers (extended capability 0x0001), with lspci's bit names.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct AerStatus {
-    pub uncorrectable: Vec<String>,
-    pub uncorrectable_mask: Vec<String>,
-    pub correctable: Vec<String>,
-    pub correctable_mask: Vec<String>,
-}
-
-/// Header fields of config space.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct HeaderFacts {
-    #[serde(serialize_with = "crate::sysfs::hex_id::u16")]
-    pub vendor_id: u16,
-    #[serde(serialize_with = "crate::sysfs::hex_id::u16")]
-    pub device_id: u16,
-    #[serde(serialize_with = "crate::sysfs::hex_id::class")]
-    pub class: u32,
-    pub revision: u8,
-    pub header_type: u8,
-    #[serde(serialize_with = "crate::sysfs::hex_id::u16_opt")]
-    pub subsystem_vendor_id: Option<u16>,
-    #[serde(serialize_with = "crate::sysfs::hex_id::u16_opt")]
-    pub subsystem_device_id: Option<u16>,
-    /// Type 1 (bridge) headers: secondary and subordinate bus numbers.
-    pub secondary_bus: Option<u8>,
-    pub subordinate_bus: Option<u8>,
-}
-
-/// Everything the audit takes from one function's config space.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ConfigFacts {
-    pub header: Option<HeaderFacts>,
-    pub express: Option<ExpressFacts>,
-    pub aer: Option<AerStatus>,
-    pub warnings: Vec<String>,
-}
 
 /// One function as found, before the audit judges it.
 #[derive(Debug, Clone, Default)]
@@ -98,7 +27,11 @@ pub struct FunctionInput {
     pub kernel_link: KernelLink,
     pub aer_counters: Option<AerCounters>,
     pub config_len: usize,
-    pub config: ConfigFacts,
+    /// The decoded config space (`None` when no bytes could be read).
+    pub config: Option<ConfigSpace>,
+    /// Whether the decoder's warnings are worth showing: not for the 64 bytes an
+    /// unprivileged sysfs read gives, where one "run as root" finding says it all.
+    pub config_warnings: bool,
     /// The text lspci printed on the device line of a dump.
     pub description: Option<String>,
 }
@@ -136,11 +69,10 @@ pub struct AuditedFunction {
     pub local_cpulist: Option<String>,
     /// Bytes of config space that could be read (64 without root; 256 or 4096 with).
     pub config_bytes: usize,
-    pub header: Option<HeaderFacts>,
-    pub express: Option<ExpressFacts>,
+    /// Config space decoded: header, capability lists, PCI Express capability, AER.
+    pub config: Option<ConfigSpace>,
     pub kernel_link: KernelLink,
     pub aer_counters: Option<AerCounters>,
-    pub aer_status: Option<AerStatus>,
     /// Index into `PciAudit::links` of the link above this function, if any.
     pub upstream_link: Option<usize>,
     /// Root port above this function (itself for a root port), following parents.
@@ -148,6 +80,34 @@ pub struct AuditedFunction {
 }
 
 impl AuditedFunction {
+    pub fn header(&self) -> Option<&Header> {
+        self.config.as_ref().and_then(|c| c.header.as_ref())
+    }
+
+    pub fn express(&self) -> Option<&ExpressCap> {
+        self.config.as_ref().and_then(|c| c.express.as_ref())
+    }
+
+    pub fn express_link(&self) -> Option<&ExpressLink> {
+        self.express().and_then(|e| e.link.as_ref())
+    }
+
+    pub fn aer(&self) -> Option<&Aer> {
+        self.config.as_ref().and_then(|c| c.aer.as_ref())
+    }
+
+    pub fn port_type(&self) -> Option<PortType> {
+        self.express().map(|e| e.port_type)
+    }
+
+    /// lspci's marks on LnkSta speed and width.
+    pub fn lspci_marks(&self) -> (Option<LinkMark>, Option<LinkMark>) {
+        match self.express() {
+            Some(e) => (e.lspci_downgraded_speed(), e.lspci_downgraded_width()),
+            None => (None, None),
+        }
+    }
+
     /// "Vendor Device" or numeric ids, the way lspci -nn falls back.
     pub fn display_name(&self) -> String {
         let v = self
@@ -171,17 +131,15 @@ impl AuditedFunction {
 
     /// The PCIe link state this function reports: LnkSta, else the kernel's attribute.
     pub fn current_link(&self) -> Option<LinkState> {
-        self.express
-            .as_ref()
-            .and_then(|e| e.link_status)
+        self.express_link()
+            .and_then(ExpressLink::current)
             .or(self.kernel_link.current)
     }
 
     /// The function's own capability: LnkCap, else the kernel's `max_link_*`.
     pub fn capable_link(&self) -> Option<LinkState> {
-        self.express
-            .as_ref()
-            .and_then(|e| e.link_capable)
+        self.express_link()
+            .and_then(ExpressLink::capable)
             .or(self.kernel_link.max)
     }
 }
@@ -205,9 +163,9 @@ pub struct AuditedLink {
     pub source: LinkSource,
     pub comparison: LinkComparison,
     /// MPS both ends support (the smaller DevCap), and what each end is set to.
-    pub max_payload_common: Option<u16>,
-    pub max_payload_upstream: Option<u16>,
-    pub max_payload_downstream: Option<u16>,
+    pub max_payload_common: Option<u32>,
+    pub max_payload_upstream: Option<u32>,
+    pub max_payload_downstream: Option<u32>,
     /// ASPM states enabled on either end (LnkCtl).
     pub aspm_enabled: Aspm,
 }
@@ -244,23 +202,21 @@ pub fn build(
             ));
             continue;
         }
-        warnings.extend(
-            input
-                .config
-                .warnings
-                .iter()
-                .map(|w| format!("{address}: {w}")),
-        );
-        let h = input.config.header.as_ref();
+        if input.config_warnings {
+            if let Some(c) = &input.config {
+                warnings.extend(c.warnings.iter().map(|w| format!("{address}: {w}")));
+            }
+        }
+        let h = input.config.as_ref().and_then(|c| c.header.as_ref());
         // sysfs attributes first (the kernel's own reading), config space otherwise.
         let vendor_id = input.vendor_id.or(h.map(|h| h.vendor_id));
         let device_id = input.device_id.or(h.map(|h| h.device_id));
         let subsystem_vendor_id = input
             .subsystem_vendor_id
-            .or(h.and_then(|h| h.subsystem_vendor_id));
+            .or(h.and_then(|h| h.subsystem.map(|s| s.vendor_id)));
         let subsystem_device_id = input
             .subsystem_device_id
-            .or(h.and_then(|h| h.subsystem_device_id));
+            .or(h.and_then(|h| h.subsystem.map(|s| s.device_id)));
         let class = input.class.or(h.map(|h| h.class));
         let revision = input.revision.or(h.map(|h| h.revision));
         let n = Names {
@@ -298,11 +254,9 @@ pub fn build(
             numa_node: input.numa_node,
             local_cpulist: input.local_cpulist,
             config_bytes: input.config_len,
-            header: input.config.header,
-            express: input.config.express,
+            config: input.config,
             kernel_link: input.kernel_link,
             aer_counters: input.aer_counters,
-            aer_status: input.config.aer,
             upstream_link: None,
             root_port: None,
         });
@@ -352,7 +306,7 @@ fn link_parents_by_bus(functions: &mut [AuditedFunction]) {
     // bridges claiming the same bus (unconfigured ones say 0).
     let mut by_secondary: BTreeMap<(u32, u8), PciAddress> = BTreeMap::new();
     for f in functions.iter() {
-        if let Some(sec) = f.header.as_ref().and_then(|h| h.secondary_bus) {
+        if let Some(sec) = f.header().and_then(|h| h.bridge_buses).map(|b| b.secondary) {
             if sec != 0 && sec != f.address.bus {
                 by_secondary
                     .entry((f.address.domain, sec))
@@ -380,7 +334,7 @@ fn find_root_port(
     let mut i = start;
     for _ in 0..=functions.len() {
         let f = &functions[i];
-        if f.express.as_ref().map(|e| e.port_type) == Some(PortType::RootPort) {
+        if f.port_type() == Some(PortType::RootPort) {
             return Some(f.address);
         }
         match f.parent.and_then(|p| index.get(&p)) {
@@ -406,30 +360,35 @@ fn build_links(
         };
         let p = &functions[pi];
         let key = (p.address, f.address.domain, f.address.bus, f.address.device);
-        let link = match (&f.express, &p.express) {
+        let link = match (f.express(), p.express()) {
             (Some(fe), Some(pe)) => {
                 if !fe.port_type.is_upstream_facing() || !pe.port_type.is_downstream_facing() {
                     continue;
                 }
+                let (fl, pl) = (f.express_link(), p.express_link());
                 let (Some(current), Some(down_cap), Some(up_cap)) = (
-                    fe.link_status.or(pe.link_status),
-                    fe.link_capable,
-                    pe.link_capable,
+                    fl.and_then(ExpressLink::current)
+                        .or(pl.and_then(ExpressLink::current)),
+                    fl.and_then(ExpressLink::capable),
+                    pl.and_then(ExpressLink::capable),
                 ) else {
                     continue;
                 };
-                let mps_common = fe.max_payload_supported.min(pe.max_payload_supported);
+                let mps = |e: &ExpressCap| e.device.as_ref().map(|d| d.max_payload);
+                let mps_cap = |e: &ExpressCap| e.device.as_ref().map(|d| d.max_payload_supported);
+                let aspm = |l: Option<&ExpressLink>| l.map(|l| l.aspm_control).unwrap_or_default();
+                let (fa, pa) = (aspm(fl), aspm(pl));
                 AuditedLink {
                     upstream: p.address,
                     downstream: f.address,
                     source: LinkSource::ConfigSpace,
                     comparison: LinkComparison::new(current, up_cap, down_cap),
-                    max_payload_common: Some(mps_common),
-                    max_payload_upstream: Some(pe.max_payload),
-                    max_payload_downstream: Some(fe.max_payload),
+                    max_payload_common: mps_cap(fe).zip(mps_cap(pe)).map(|(a, b)| a.min(b)),
+                    max_payload_upstream: mps(pe),
+                    max_payload_downstream: mps(fe),
                     aspm_enabled: Aspm {
-                        l0s: fe.aspm_enabled.l0s || pe.aspm_enabled.l0s,
-                        l1: fe.aspm_enabled.l1 || pe.aspm_enabled.l1,
+                        l0s: fa.l0s || pa.l0s,
+                        l1: fa.l1 || pa.l1,
                     },
                 }
             }
@@ -573,27 +532,34 @@ pub fn findings(audit: &PciAudit) -> Vec<Finding> {
     }
     for f in &audit.functions {
         let subject = f.address.to_string();
-        if let Some(e) = &f.express {
-            if let (Some(t), Some(cap)) = (e.target_speed, e.link_capable) {
-                if t < cap.gen {
-                    out.push(
-                        Finding::new(
-                            Severity::Warning,
-                            &subject,
-                            format!(
-                                "{}: target link speed (LnkCtl2) is {} below its capability {}: \
-                                 the link will not train faster",
-                                name(&f.address),
-                                t,
-                                cap.gen
-                            ),
-                        )
-                        .with_advice(
-                            "firmware or a driver capped the speed (e.g. a device-tree \
-                             max-link-speed); raise it if the board's signal path allows",
+        // In a multi-function device only function 0's Target Link Speed controls the link
+        // (PCIe Base Spec 6.0 section 7.5.3.19: RsvdP in the other functions).
+        let controls_link =
+            f.address.function == 0 || f.port_type().is_some_and(|t| t.is_downstream_facing());
+        let target = f
+            .express()
+            .and_then(|e| e.link2.as_ref())
+            .and_then(|l| l.target_speed)
+            .filter(|_| controls_link);
+        if let (Some(t), Some(cap)) = (target, f.express_link().and_then(ExpressLink::capable)) {
+            if t < cap.gen {
+                out.push(
+                    Finding::new(
+                        Severity::Warning,
+                        &subject,
+                        format!(
+                            "{}: target link speed (LnkCtl2) is {} below its capability {}: \
+                             the link will not train faster",
+                            name(&f.address),
+                            t,
+                            cap.gen
                         ),
-                    );
-                }
+                    )
+                    .with_advice(
+                        "firmware or a driver capped the speed (e.g. a device-tree \
+                         max-link-speed); raise it if the board's signal path allows",
+                    ),
+                );
             }
         }
         let counted = f
@@ -622,17 +588,18 @@ pub fn findings(audit: &PciAudit) -> Vec<Finding> {
                 ),
             ));
         }
-        if let Some(s) = &f.aer_status {
-            if !s.uncorrectable.is_empty() || !s.correctable.is_empty() {
+        if let Some(a) = f.aer() {
+            let (ue, ce) = (&a.uncorrectable_status.set, &a.correctable_status.set);
+            if !ue.is_empty() || !ce.is_empty() {
                 let mut parts = Vec::new();
-                if !s.uncorrectable.is_empty() {
-                    parts.push(format!("UESta {}", s.uncorrectable.join(" ")));
+                if !ue.is_empty() {
+                    parts.push(format!("UESta {}", ue.join(" ")));
                 }
-                if !s.correctable.is_empty() {
-                    parts.push(format!("CESta {}", s.correctable.join(" ")));
+                if !ce.is_empty() {
+                    parts.push(format!("CESta {}", ce.join(" ")));
                 }
                 out.push(Finding::new(
-                    if s.uncorrectable.is_empty() {
+                    if ue.is_empty() {
                         Severity::Warning
                     } else {
                         Severity::Error
@@ -667,13 +634,4 @@ pub fn findings(audit: &PciAudit) -> Vec<Finding> {
     }
     out.sort_by_key(|f| std::cmp::Reverse(f.severity));
     out
-}
-
-impl ConfigFacts {
-    /// Decode what the audit needs from config space bytes.
-    pub fn from_config(bytes: &[u8]) -> Self {
-        // Filled in from the config-space decoder (config.rs) when it lands.
-        let _ = bytes;
-        ConfigFacts::default()
-    }
 }
