@@ -474,7 +474,7 @@ pub enum Mega {
 pub struct GuideFigure {
     pub speed: UsbSpeed,
     pub transfer: TransferType,
-    /// As printed, "MBps".
+    /// As printed (in "MBps"), question mark included.
     pub printed: &'static str,
     /// Our ceiling, bytes/s.
     pub bytes_per_second: f64,
@@ -490,7 +490,7 @@ const GUIDE_TABLE_1_2: [(UsbSpeed, TransferType, &str); 6] = [
     (UsbSpeed::High, TransferType::Bulk, "53.25"),
     (UsbSpeed::High, TransferType::Isochronous, "23.44"),
     (UsbSpeed::Gen1, TransferType::Interrupt, "23.44"),
-    (UsbSpeed::Gen1, TransferType::Bulk, "400"),
+    (UsbSpeed::Gen1, TransferType::Bulk, "400?"),
     (UsbSpeed::Gen1, TransferType::Isochronous, "375.04"),
 ];
 
@@ -544,8 +544,8 @@ fn unexplained_note(c: &TransferCeiling, printed: &str) -> String {
         )
     } else {
         format!(
-            "printed \"{printed}MBps?\" in the guide, matches neither unit: ceiling {:.1} x 10^6 \
-             = {:.1} x 2^20 B/s",
+            "neither: the guide's \"{printed}\" (its question mark) matches no derivation; \
+             ceiling {:.1} x 10^6 = {:.1} x 2^20 B/s",
             bps / MB,
             bps / MIB
         )
