@@ -49,6 +49,23 @@ impl MmcMode {
         }
     }
 
+    /// The mode from the timing name the kernel prints in debugfs `mmcN/ios`
+    /// ("timing spec: 9 (mmc HS200)"; drivers/mmc/core/debugfs.c, `mmc_ios_show`). Takes the
+    /// part in parentheses. None for legacy, SDR12/SDR25 and unknown names.
+    pub fn from_ios_timing(name: &str) -> Option<MmcMode> {
+        match name.trim() {
+            "mmc high-speed" => Some(MmcMode::EmmcHs52),
+            "mmc DDR52" => Some(MmcMode::EmmcDdr52),
+            "mmc HS200" => Some(MmcMode::EmmcHs200),
+            "mmc HS400" | "mmc HS400 enhanced strobe" => Some(MmcMode::EmmcHs400),
+            "sd high-speed" => Some(MmcMode::SdHighSpeed),
+            "sd uhs SDR50" => Some(MmcMode::SdSdr50),
+            "sd uhs DDR50" => Some(MmcMode::SdDdr50),
+            "sd uhs SDR104" => Some(MmcMode::SdSdr104),
+            _ => None,
+        }
+    }
+
     /// Clock in MHz, bus width in bits, and whether data moves on both edges ([emmc] 5.3,
     /// [sd] 3.9).
     pub fn bus(self) -> (f64, u32, bool) {
@@ -111,6 +128,19 @@ mod tests {
         assert_eq!(mb(MmcMode::EmmcDdr52), 104.0);
         assert_eq!(mb(MmcMode::SdSdr104), 104.0);
         assert_eq!(mb(MmcMode::SdSdr50), 50.0);
+    }
+
+    #[test]
+    fn kernel_timing_names() {
+        assert_eq!(
+            MmcMode::from_ios_timing("mmc HS400 enhanced strobe"),
+            Some(MmcMode::EmmcHs400)
+        );
+        assert_eq!(
+            MmcMode::from_ios_timing("sd uhs SDR104"),
+            Some(MmcMode::SdSdr104)
+        );
+        assert_eq!(MmcMode::from_ios_timing("legacy"), None);
     }
 
     #[test]
