@@ -11,6 +11,8 @@ use model::ceiling::{eth, mmc, sata, usb};
 use model::pcie::{LinkState, PcieGen};
 use model::units::RateUnit;
 use serde::Serialize;
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::process::ExitCode;
 
 #[derive(Args, Debug, Clone)]
@@ -329,6 +331,19 @@ fn print_document<T: Serialize>(link: &'static str, body: T) -> anyhow::Result<E
     Ok(ExitCode::SUCCESS)
 }
 
+/// Write a rendered text to stdout. A closed pipe (`headroom ceiling pcie | head`) is not an
+/// error: the reader has what it wanted.
+fn emit(text: &str) -> anyhow::Result<ExitCode> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}
+
 /// A rate in `unit` with at least four significant digits ("984.6", "53.25", "0.0008").
 fn num(bytes_per_sec: f64, unit: RateUnit) -> String {
     let v = unit.of(bytes_per_sec);
@@ -458,6 +473,7 @@ fn pcie_command(global: &GlobalArgs, a: &PcieArgs, unit: RateUnit) -> anyhow::Re
         return print_document("pcie", PcieBody { ceilings });
     }
 
+    let mut out = String::new();
     let u = unit.label();
     let width_header = |t: &mut Vec<String>| {
         for w in &a.lanes {
@@ -480,21 +496,23 @@ fn pcie_command(global: &GlobalArgs, a: &PcieArgs, unit: RateUnit) -> anyhow::Re
         }
         raw.row(row);
     }
-    println!(
+    writeln!(
+        out,
         "PCIe raw ceiling per direction (after line coding), {u} = {}:",
         unit_definition(unit)
-    );
-    print!("{}", raw.render());
+    )?;
+    out.push_str(&raw.render());
 
     for set in &sets {
         for &gen in &a.gens {
-            println!();
-            println!(
+            writeln!(out)?;
+            writeln!(
+                out,
                 "PCIe {} (Gen {}) per direction, {u}; assumptions: {}",
                 gen,
                 gen.number(),
                 set_caption(set, gen)
-            );
+            )?;
             let mut header = vec![s("ceiling")];
             width_header(&mut header);
             let mut t = Table::new(header, 1);
@@ -528,23 +546,25 @@ fn pcie_command(global: &GlobalArgs, a: &PcieArgs, unit: RateUnit) -> anyhow::Re
                     t.row(row);
                 }
             }
-            print!("{}", t.render());
+            out.push_str(&t.render());
         }
     }
     if sets.iter().any(|p| p.set == AssumptionSet::Seed) && a.gens.contains(&PcieGen::Gen3) {
-        println!();
-        println!(
+        writeln!(out)?;
+        writeln!(
+            out,
             "The Rockchip guide prints 807.8 MB/s (x1, MPS 128), 6.464 GB/s (x8, MPS 128) and \
              7.1002 GB/s (x8, MPS 256); the exact values are 807.9 MB/s, 6.463 and 7.1003 GB/s \
              (rounding slips in the guide)."
-        );
+        )?;
     }
-    println!();
-    println!(
+    writeln!(out)?;
+    writeln!(
+        out,
         "effective: both directions busy; Ack and UpdateFC DLLPs at the PCIe spec's latency \
          limits (tables 3-7..3-9, via pcie-bench), SKP ordered sets at their longest interval."
-    );
-    Ok(ExitCode::SUCCESS)
+    )?;
+    emit(&out)
 }
 
 fn unit_definition(unit: RateUnit) -> &'static str {
@@ -637,6 +657,7 @@ fn usb_command(global: &GlobalArgs, a: &UsbArgs, unit: RateUnit) -> anyhow::Resu
         );
     }
 
+    let mut out = String::new();
     let u = unit.label();
     let mut header = vec![s("speed"), s("signalling"), s("coding"), format!("raw {u}")];
     for t in &transfers {
@@ -655,28 +676,32 @@ fn usb_command(global: &GlobalArgs, a: &UsbArgs, unit: RateUnit) -> anyhow::Resu
         }
         table.row(row);
     }
-    println!(
+    writeln!(
+        out,
         "USB ceilings per endpoint and direction, {u} = {}:",
         unit_definition(unit)
-    );
-    print!("{}", table.render());
-    println!();
-    println!("How each ceiling is derived:");
+    )?;
+    out.push_str(&table.render());
+    writeln!(out)?;
+    writeln!(out, "How each ceiling is derived:")?;
     for r in &rows {
         match r.transfers.first() {
             Some(first) if r.transfers.iter().all(|t| t.basis == first.basis) => {
-                println!("  {}: {}", r.label, first.basis);
+                writeln!(out, "  {}: {}", r.label, first.basis)?;
             }
             _ => {
                 for t in &r.transfers {
-                    println!("  {} {}: {}", r.label, t.transfer.label(), t.basis);
+                    writeln!(out, "  {} {}: {}", r.label, t.transfer.label(), t.basis)?;
                 }
             }
         }
     }
 
-    println!();
-    println!("Rockchip USB guide, table 1-2 \"Max Transfer Speed\" (printed as MBps), checked:");
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Rockchip USB guide, table 1-2 \"Max Transfer Speed\" (printed as MBps), checked:"
+    )?;
     let mut g = Table::new(
         vec![
             s("speed"),
@@ -703,8 +728,8 @@ fn usb_command(global: &GlobalArgs, a: &UsbArgs, unit: RateUnit) -> anyhow::Resu
             },
         ]);
     }
-    print!("{}", g.render());
-    Ok(ExitCode::SUCCESS)
+    out.push_str(&g.render());
+    emit(&out)
 }
 
 // ---- SATA ----
@@ -723,6 +748,7 @@ fn sata_command(global: &GlobalArgs, a: &SataArgs, unit: RateUnit) -> anyhow::Re
     if global.json {
         return print_document("sata", SataBody { links });
     }
+    let mut out = String::new();
     let u = unit.label();
     let mut t = Table::new(
         vec![
@@ -741,13 +767,14 @@ fn sata_command(global: &GlobalArgs, a: &SataArgs, unit: RateUnit) -> anyhow::Re
             num(c.data_bps, unit),
         ]);
     }
-    println!("SATA ceilings, {u} = {}:", unit_definition(unit));
-    print!("{}", t.render());
-    println!(
+    writeln!(out, "SATA ceilings, {u} = {}:", unit_definition(unit))?;
+    out.push_str(&t.render());
+    writeln!(
+        out,
         "data: 8192 B Data FISes less SOF, FIS type, CRC and EOF Dwords and an ALIGN pair per \
          256 Dwords; command FISes and handshakes not counted."
-    );
-    Ok(ExitCode::SUCCESS)
+    )?;
+    emit(&out)
 }
 
 // ---- Ethernet ----
@@ -794,6 +821,7 @@ fn eth_command(global: &GlobalArgs, a: &EthArgs, unit: RateUnit) -> anyhow::Resu
     if global.json {
         return print_document("eth", EthBody { ceilings });
     }
+    let mut out = String::new();
     let u = unit.label();
     let mut t = Table::new(
         vec![
@@ -827,17 +855,19 @@ fn eth_command(global: &GlobalArgs, a: &EthArgs, unit: RateUnit) -> anyhow::Resu
             format!("{:.1}", c.goodput_bps * 8.0 / 1e6),
         ]);
     }
-    println!(
+    writeln!(
+        out,
         "Ethernet goodput ceilings at MTU {}, {u} = {}, Mbit/s = 10^6 bit/s:",
         a.mtu,
         unit_definition(unit)
-    );
-    print!("{}", t.render());
-    println!(
+    )?;
+    out.push_str(&t.render());
+    writeln!(
+        out,
         "wire B: preamble+SFD 8, MAC header 14, FCS 4, inter-frame gap 12 per frame (IEEE 802.3); \
          IPv4 20, IPv6 40, TCP 20 (+12 timestamps), UDP 8."
-    );
-    Ok(ExitCode::SUCCESS)
+    )?;
+    emit(&out)
 }
 
 // ---- eMMC / SD ----
@@ -852,6 +882,7 @@ fn mmc_command(global: &GlobalArgs, unit: RateUnit) -> anyhow::Result<ExitCode> 
     if global.json {
         return print_document("mmc", MmcBody { modes });
     }
+    let mut out = String::new();
     let u = unit.label();
     let mut t = Table::new(
         vec![
@@ -874,11 +905,16 @@ fn mmc_command(global: &GlobalArgs, unit: RateUnit) -> anyhow::Result<ExitCode> 
             num(c.block_bps, unit),
         ]);
     }
-    println!("eMMC and SD bus ceilings, {u} = {}:", unit_definition(unit));
-    print!("{}", t.render());
-    println!(
+    writeln!(
+        out,
+        "eMMC and SD bus ceilings, {u} = {}:",
+        unit_definition(unit)
+    )?;
+    out.push_str(&t.render());
+    writeln!(
+        out,
         "blocks: 512 B blocks less start bit, CRC16 and end bit per data line; card access \
          time and write busy not counted."
-    );
-    Ok(ExitCode::SUCCESS)
+    )?;
+    emit(&out)
 }
