@@ -547,6 +547,26 @@ fn pcie_command(global: &GlobalArgs, a: &PcieArgs, unit: RateUnit) -> anyhow::Re
                 }
             }
             out.push_str(&t.render());
+            // The read requests ride the other direction; their share of it does not depend
+            // on the width, so one sentence per table.
+            let shares: Vec<String> = a
+                .mps
+                .iter()
+                .map(|&mps| {
+                    let c = ceiling(gen, a.lanes[0], set, mps);
+                    format!("{:.1} % (MPS {mps})", 100.0 * c.read_request_share)
+                })
+                .collect();
+            let request_bytes = ceiling(gen, a.lanes[0], set, a.mps[0])
+                .write_overhead
+                .total();
+            writeln!(
+                out,
+                "reads: one {request_bytes} B request per {} B (MRRS) travels the other way and takes \
+                 {} of that direction at the read ceiling.",
+                set.mrrs,
+                shares.join(", ")
+            )?;
         }
     }
     if sets.iter().any(|p| p.set == AssumptionSet::Seed) && a.gens.contains(&PcieGen::Gen3) {

@@ -432,7 +432,8 @@ const SKP_8B10B_SYMBOLS: f64 = 4.0;
 const SKP_8B10B_INTERVAL: f64 = 1538.0;
 /// 8 GT/s and above: one SKP OS block (16 Symbols nominal) at most every 375 blocks ([spec]
 /// section 4.2.7.3: "between 370 to 375 blocks"), announced by a 4-Symbol EDS token in the
-/// data stream ([spec] section 4.2.2.3.1).
+/// data stream ([spec] section 4.2.2.3.1). This is the common-clock (and SRNS) schedule;
+/// SRIS links send SKP about ten times as often, which this model does not know about.
 const SKP_128B130B_INTERVAL_BLOCKS: f64 = 375.0;
 const BLOCK_SYMBOLS: f64 = 16.0;
 const EDS_TOKEN_BYTES: f64 = 4.0;
