@@ -392,8 +392,10 @@ const ACK_LIMITS_GEN3: [[u16; 6]; 6] = [
 ];
 
 /// The Ack (and UpdateFC) latency limit in Symbol Times for this link and MPS. x12 is not in
-/// [pcie-bench]'s transcription: we use the x8 column (more frequent DLLPs than the spec's
-/// x12 values, so the effective ceiling errs low by under 0.2 %). 16.0 GT/s and above use the
+/// [pcie-bench]'s transcription: we use the x8 column. The spec's x12 limit lies between the
+/// x8 and x16 ones, so this counts fewer DLLPs and the effective ceiling errs high (an upper
+/// bound stays one) by less than 16/12 x (1/48 - 1/67) = 0.8 % at 2.5 GT/s and MPS 128, and
+/// 0.11 % at 8 GT/s. 16.0 GT/s and above use the
 /// 8.0 GT/s table, as [spec] rev 5.0 table 3-9 covers them. An MPS outside the table uses the
 /// largest column not above it.
 pub fn ack_limit_symbol_times(link: LinkState, mps: u16) -> u16 {
