@@ -4,6 +4,7 @@
 //! Exit codes: 0 success, 1 failure, 2 usage (clap's own).
 
 mod audit;
+mod ceiling;
 mod output;
 
 use clap::{Parser, Subcommand};
@@ -24,6 +25,8 @@ struct Cli {
 enum Command {
     /// Inventory of PCI Express links with their state, ceilings and findings (the default).
     Audit(audit::AuditArgs),
+    /// Theoretical ceilings of PCIe, USB, SATA, Ethernet and eMMC/SD links.
+    Ceiling(ceiling::CeilingArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => audit::run(&cli.global, &audit::AuditArgs::default()),
         Some(Command::Audit(args)) => audit::run(&cli.global, &args),
+        Some(Command::Ceiling(args)) => ceiling::run(&cli.global, &args),
     };
     match result {
         Ok(code) => code,
