@@ -4,6 +4,7 @@
 use crate::output::{print_json, GlobalArgs, Style};
 use anyhow::Context;
 use clap::Args;
+use model::units::MB;
 use probe::pci::address::PciAddress;
 use probe::pci::audit::{AuditedFunction, PciAudit};
 use probe::pci::config::LinkMark;
@@ -122,6 +123,12 @@ pub fn render_text(audit: &PciAudit, style: &Style) -> String {
         audit.functions.len(),
         audit.links.len()
     );
+    if !audit.links.is_empty() || audit.functions.iter().any(|f| f.own_link_ceiling.is_some()) {
+        let _ = writeln!(
+            out,
+            "Link ceilings: effective write per direction, MB/s = 10^6 B/s (now of capable)"
+        );
+    }
     if let Some(p) = &audit.policy.aspm_policy {
         let _ = write!(out, "ASPM policy: {p}");
         let _ = writeln!(
@@ -253,15 +260,28 @@ pub fn function_line(audit: &PciAudit, f: &AuditedFunction, style: &Style) -> St
                 let _ = write!(s, " of {c}");
             }
         }
-        if let Some(li) = f.upstream_link {
-            if let Some(l) = audit.links.get(li) {
-                if l.comparison.below_common() {
-                    let _ = write!(
-                        s,
-                        " {}",
-                        style.warn(&format!("below both ends' {}", l.comparison.common))
-                    );
-                }
+        let link = f.upstream_link.and_then(|li| audit.links.get(li));
+        if let Some(l) = link {
+            if l.comparison.below_common() {
+                let _ = write!(
+                    s,
+                    " {}",
+                    style.warn(&format!("below both ends' {}", l.comparison.common))
+                );
+            }
+        }
+        if let Some(c) = link.map(|l| &l.ceiling).or(f.own_link_ceiling.as_ref()) {
+            // The effective write ceiling per direction, MB/s = 10^6 B/s.
+            let now = c.current.effective_write_bps / MB;
+            let best = c.capable.effective_write_bps / MB;
+            if c.loss_percent >= 0.5 {
+                let _ = write!(
+                    s,
+                    " = {now:.0} of {best:.0} MB/s (-{:.0} %)",
+                    c.loss_percent
+                );
+            } else {
+                let _ = write!(s, " = {now:.0} MB/s");
             }
         }
     }

@@ -5,6 +5,8 @@ use super::address::PciAddress;
 use super::config::{Aer, ConfigSpace, ExpressCap, ExpressLink, Header, LinkMark};
 use super::ids::PciNames;
 use super::sysfs::{AerCounters, KernelLink, PciPolicy};
+use model::ceiling::pcie::{link_ceiling, PcieCeiling, TlpParams};
+use model::units::MB;
 use model::{Aspm, Finding, LinkComparison, LinkState, PortType, Severity};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
@@ -77,6 +79,9 @@ pub struct AuditedFunction {
     pub upstream_link: Option<usize>,
     /// Root port above this function (itself for a root port), following parents.
     pub root_port: Option<PciAddress>,
+    /// For a device whose port above is not in the audit (a dump of one device, a hidden
+    /// bridge): the ceilings of its link judged against its own capability only.
+    pub own_link_ceiling: Option<LinkCeilings>,
 }
 
 impl AuditedFunction {
@@ -168,6 +173,86 @@ pub struct AuditedLink {
     pub max_payload_downstream: Option<u32>,
     /// ASPM states enabled on either end (LnkCtl).
     pub aspm_enabled: Aspm,
+    /// Max_Read_Request_Size of the device below, bytes.
+    pub max_read_request: Option<u32>,
+    /// Read Completion Boundary the device below reports for its link, bytes.
+    pub read_completion_boundary: Option<u16>,
+    /// Theoretical ceilings of the link now and at its best.
+    pub ceiling: LinkCeilings,
+}
+
+/// A link's ceilings (model::ceiling::pcie, the "default" assumption set: 4DW headers, no
+/// ECRC, MPS-sized completions), per direction, in bytes per second.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkCeilings {
+    /// At the state the link runs now, with its MPS and MRRS.
+    pub current: PcieCeiling,
+    /// At the best state both ends support, same MPS and MRRS.
+    pub capable: PcieCeiling,
+    /// What the link loses against `capable`: effective write ceiling, bytes/s and percent.
+    pub loss_bps: f64,
+    pub loss_percent: f64,
+    /// At the largest MPS both ends support, where that is above the one in use.
+    pub at_best_mps: Option<PcieCeiling>,
+    /// Which parameters were not read from the hardware and were assumed instead.
+    pub assumed: Vec<String>,
+}
+
+/// Spec reset values, used where config space could not be read: MPS 128 B and MRRS 512 B
+/// (PCIe Base Spec 6.0 section 7.5.3.4, Device Control defaults), RCB 64 B (section 7.5.3.7).
+const DEFAULT_MPS: u32 = 128;
+const DEFAULT_MRRS: u32 = 512;
+const DEFAULT_RCB: u16 = 64;
+
+/// Ceilings of a link from its comparison and what is known of its MPS, MRRS and RCB.
+pub fn link_ceilings(
+    comparison: &LinkComparison,
+    mps: Option<u32>,
+    mps_common: Option<u32>,
+    mrrs: Option<u32>,
+    rcb: Option<u16>,
+) -> LinkCeilings {
+    let mut assumed = Vec::new();
+    // Sizes outside u16 (the reserved 8192/16384 codes) cannot be valid MPS values: cap them.
+    let size = |v: u32| u16::try_from(v.min(4096)).unwrap_or(4096);
+    let mps_v = mps.unwrap_or_else(|| {
+        assumed.push(format!(
+            "MPS {DEFAULT_MPS} B (spec default; config space not read)"
+        ));
+        DEFAULT_MPS
+    });
+    let mrrs_v = mrrs.unwrap_or_else(|| {
+        assumed.push(format!(
+            "MRRS {DEFAULT_MRRS} B (spec default; config space not read)"
+        ));
+        DEFAULT_MRRS
+    });
+    let rcb_v = rcb.unwrap_or(DEFAULT_RCB);
+    let params = TlpParams::default_for(size(mps_v), size(mrrs_v).max(128), rcb_v);
+    let current = link_ceiling(comparison.current, &params);
+    let capable = link_ceiling(comparison.common, &params);
+    let loss_bps = (capable.effective_write_bps - current.effective_write_bps).max(0.0);
+    let loss_percent = if capable.effective_write_bps > 0.0 {
+        100.0 * loss_bps / capable.effective_write_bps
+    } else {
+        0.0
+    };
+    let at_best_mps = mps_common
+        .filter(|&best| best > mps_v)
+        .map(|best| link_ceiling(comparison.current, &params.with_mps(size(best))));
+    LinkCeilings {
+        current,
+        capable,
+        loss_bps,
+        loss_percent,
+        at_best_mps,
+        assumed,
+    }
+}
+
+/// "869 MB/s" with the unit: rates are printed in MB/s (10^6 B/s), as the seeds and fio do.
+fn mbps(bps: f64) -> String {
+    format!("{:.0} MB/s", bps / MB)
 }
 
 /// The whole audit.
@@ -259,6 +344,7 @@ pub fn build(
             aer_counters: input.aer_counters,
             upstream_link: None,
             root_port: None,
+            own_link_ceiling: None,
         });
     }
     functions.sort_by_key(|f| f.address);
@@ -288,6 +374,9 @@ pub fn build(
         functions[i].root_port = find_root_port(&functions, &index, i);
     }
     let links = build_links(&mut functions, &index);
+    for f in functions.iter_mut() {
+        f.own_link_ceiling = own_link_ceiling(f);
+    }
     let mut audit = PciAudit {
         functions,
         links,
@@ -378,18 +467,30 @@ fn build_links(
                 let mps_cap = |e: &ExpressCap| e.device.as_ref().map(|d| d.max_payload_supported);
                 let aspm = |l: Option<&ExpressLink>| l.map(|l| l.aspm_control).unwrap_or_default();
                 let (fa, pa) = (aspm(fl), aspm(pl));
+                let comparison = LinkComparison::new(current, up_cap, down_cap);
+                let mps_common = mps_cap(fe).zip(mps_cap(pe)).map(|(a, b)| a.min(b));
+                // The link carries TLPs no larger than the smaller MPS of its two ends.
+                let mps_in_use = match (mps(fe), mps(pe)) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                let mrrs = fe.device.as_ref().map(|d| d.max_read_request);
+                let rcb = fl.and_then(|l| l.rcb);
                 AuditedLink {
                     upstream: p.address,
                     downstream: f.address,
                     source: LinkSource::ConfigSpace,
-                    comparison: LinkComparison::new(current, up_cap, down_cap),
-                    max_payload_common: mps_cap(fe).zip(mps_cap(pe)).map(|(a, b)| a.min(b)),
+                    ceiling: link_ceilings(&comparison, mps_in_use, mps_common, mrrs, rcb),
+                    comparison,
+                    max_payload_common: mps_common,
                     max_payload_upstream: mps(pe),
                     max_payload_downstream: mps(fe),
                     aspm_enabled: Aspm {
                         l0s: fa.l0s || pa.l0s,
                         l1: fa.l1 || pa.l1,
                     },
+                    max_read_request: mrrs,
+                    read_completion_boundary: rcb,
                 }
             }
             _ => {
@@ -404,15 +505,19 @@ fn build_links(
                 else {
                     continue;
                 };
+                let comparison = LinkComparison::new(current, up_cap, down_cap);
                 AuditedLink {
                     upstream: p.address,
                     downstream: f.address,
                     source: LinkSource::Sysfs,
-                    comparison: LinkComparison::new(current, up_cap, down_cap),
+                    ceiling: link_ceilings(&comparison, None, None, None, None),
+                    comparison,
                     max_payload_common: None,
                     max_payload_upstream: None,
                     max_payload_downstream: None,
                     aspm_enabled: Aspm::default(),
+                    max_read_request: None,
+                    read_completion_boundary: None,
                 }
             }
         };
@@ -423,6 +528,28 @@ fn build_links(
         links.push(link);
     }
     links
+}
+
+/// Ceilings of a function's link against its own capability, for a device with a link but
+/// no audited port above it (function 0 only: the others share its link).
+fn own_link_ceiling(f: &AuditedFunction) -> Option<LinkCeilings> {
+    if f.upstream_link.is_some() || f.address.function != 0 {
+        return None;
+    }
+    match f.port_type() {
+        Some(t) if !t.is_upstream_facing() => return None,
+        None if f.class.map(|c| c >> 8) == Some(0x0604) => return None,
+        _ => {}
+    }
+    let (current, capable) = (f.current_link()?, f.capable_link()?);
+    let dev = f.express().and_then(|e| e.device.as_ref());
+    Some(link_ceilings(
+        &LinkComparison::new(current, capable, capable),
+        dev.map(|d| d.max_payload),
+        None,
+        dev.map(|d| d.max_read_request),
+        f.express_link().and_then(|l| l.rcb),
+    ))
 }
 
 /// The findings of the audit, most severe first.
@@ -458,10 +585,14 @@ pub fn findings(audit: &PciAudit) -> Vec<Finding> {
                     Severity::Warning,
                     &subject,
                     format!(
-                        "link {} -> {} runs below what both ends support: {}",
+                        "link {} -> {} runs below what both ends support: {}; its ceiling \
+                         is {} instead of {} (-{:.0} %)",
                         l.upstream,
                         name(&l.downstream),
-                        what.join(", ")
+                        what.join(", "),
+                        mbps(l.ceiling.current.effective_write_bps),
+                        mbps(l.ceiling.capable.effective_write_bps),
+                        l.ceiling.loss_percent
                     ),
                 )
                 .with_advice(
@@ -496,11 +627,24 @@ pub fn findings(audit: &PciAudit) -> Vec<Finding> {
                         &subject,
                         format!(
                             "MaxPayload is {} bytes on link {} -> {} where both ends support {} \
-                             bytes: every TLP carries less data for the same overhead",
+                             bytes: every TLP carries less data for the same overhead{}",
                             up.min(down),
                             l.upstream,
                             l.downstream,
-                            common
+                            common,
+                            l.ceiling
+                                .at_best_mps
+                                .as_ref()
+                                .map(|b| format!(
+                                    " ({} instead of {} per direction, +{:.1} %)",
+                                    mbps(b.effective_write_bps),
+                                    mbps(l.ceiling.current.effective_write_bps),
+                                    100.0
+                                        * (b.effective_write_bps
+                                            / l.ceiling.current.effective_write_bps
+                                            - 1.0)
+                                ))
+                                .unwrap_or_default()
                         ),
                     )
                     .with_advice(
