@@ -42,15 +42,9 @@ impl Default for AuditArgs {
 struct AuditDocument<'a> {
     schema_version: u32,
     kind: &'static str,
-    tool: Tool,
+    tool: crate::output::Tool,
     source: Source,
     pci: &'a PciAudit,
-}
-
-#[derive(Serialize)]
-struct Tool {
-    name: &'static str,
-    version: &'static str,
 }
 
 #[derive(Serialize)]
@@ -97,10 +91,7 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
         print_json(&AuditDocument {
             schema_version: 1,
             kind: "audit",
-            tool: Tool {
-                name: "headroom",
-                version: env!("CARGO_PKG_VERSION"),
-            },
+            tool: crate::output::Tool::this(),
             source,
             pci: &audit,
         })?;

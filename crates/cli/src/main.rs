@@ -6,6 +6,7 @@
 mod audit;
 mod ceiling;
 mod output;
+mod path;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -27,6 +28,8 @@ enum Command {
     Audit(audit::AuditArgs),
     /// Theoretical ceilings of PCIe, USB, SATA, Ethernet and eMMC/SD links.
     Ceiling(ceiling::CeilingArgs),
+    /// The chain of hardware a file, block device or interface crosses, and its bottleneck.
+    Path(path::PathArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
         None => audit::run(&cli.global, &audit::AuditArgs::default()),
         Some(Command::Audit(args)) => audit::run(&cli.global, &args),
         Some(Command::Ceiling(args)) => ceiling::run(&cli.global, &args),
+        Some(Command::Path(args)) => path::run(&cli.global, &args),
     };
     match result {
         Ok(code) => code,

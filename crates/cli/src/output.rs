@@ -84,3 +84,19 @@ pub fn print_json<T: serde::Serialize>(doc: &T) -> anyhow::Result<()> {
     println!("{text}");
     Ok(())
 }
+
+/// The tool's identity in every JSON document.
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct Tool {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+impl Tool {
+    pub fn this() -> Self {
+        Tool {
+            name: "headroom",
+            version: env!("CARGO_PKG_VERSION"),
+        }
+    }
+}

@@ -255,6 +255,18 @@ impl Resolver<'_> {
                 return self.block(&name, 0);
             }
         }
+        // A bare name that is no interface, no block device and no file here is a typo, not
+        // a file to be created in the current directory.
+        if is_bare_name && !(self.live() && target.symlink_metadata().is_ok()) {
+            return (
+                vec![],
+                Some(format!(
+                    "{text} is not a network interface, a block device or a file here: give \
+                     a path (./{text}), a /dev node or a name from /sys/class/net or \
+                     /sys/class/block"
+                )),
+            );
+        }
         self.file(target, 0)
     }
 

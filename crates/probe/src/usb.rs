@@ -109,6 +109,17 @@ pub enum StorageTransport {
     Other,
 }
 
+impl StorageTransport {
+    /// How users name it: "UAS", "Bulk-Only (usb-storage)".
+    pub fn label(self) -> &'static str {
+        match self {
+            StorageTransport::Uas => "UAS",
+            StorageTransport::BulkOnly => "Bulk-Only (usb-storage)",
+            StorageTransport::Other => "other storage protocol",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct MassStorage {
     pub interface: String,

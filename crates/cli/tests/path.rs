@@ -1,0 +1,149 @@
+//! `headroom path`: targets resolved to their links, ceilings and bottleneck.
+#![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn headroom() -> Command {
+    let mut c = Command::cargo_bin("headroom").unwrap();
+    c.env("NO_COLOR", "1");
+    c
+}
+
+fn tree(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/sysfs")
+        .join(name)
+}
+
+fn path_json(root: &Path, target: &str) -> Value {
+    let out = headroom()
+        .args(["path", "--json", "--root"])
+        .arg(root)
+        .arg(target)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn bottleneck(doc: &Value) -> &Value {
+    let p = &doc["path"];
+    &p["links"][p["bottleneck"].as_u64().unwrap() as usize]
+}
+
+#[test]
+fn nvme_behind_a_downgraded_link_is_the_bottleneck() {
+    let doc = path_json(&tree("sd-nvme-downgraded-sata"), "/data/x");
+    assert_eq!(doc["kind"], "path");
+    let b = bottleneck(&doc);
+    assert_eq!(b["kind"], "pcie");
+    assert_eq!(b["name"], "PCIe 0000:00:1c.0 -> 0000:01:00.0");
+    assert_eq!(b["state"], "8 GT/s x1");
+    assert_eq!(b["capable_state"], "16 GT/s x4");
+    // Gen 3 x1 raw is 984.6 MB/s (seed table 1); the effective write ceiling sits below it.
+    let c = b["ceiling_bps"].as_f64().unwrap();
+    assert!(c < 984.62e6 && c > 700e6, "{c}");
+    assert!(b["capable_ceiling_bps"].as_f64().unwrap() > 6e9);
+}
+
+#[test]
+fn sata_and_sd_card_bottlenecks() {
+    let root = tree("sd-nvme-downgraded-sata");
+    let sata = path_json(&root, "/srv/sata/f");
+    assert_eq!(bottleneck(&sata)["name"], "SATA ata2");
+    assert_eq!(bottleneck(&sata)["state"], "3.0 Gbps");
+    // 3 Gb/s after 8b/10b is 300 MB/s raw; FIS framing keeps the data ceiling below it.
+    let c = bottleneck(&sata)["ceiling_bps"].as_f64().unwrap();
+    assert!(c < 300e6 && c > 280e6, "{c}");
+    // A mount point with a space (\040 in mountinfo).
+    let sd = path_json(&root, "/media/sd card/x");
+    assert_eq!(bottleneck(&sd)["kind"], "mmc");
+    assert!(bottleneck(&sd)["state"]
+        .as_str()
+        .unwrap()
+        .contains("SDR104"));
+}
+
+#[test]
+fn usb3_disk_stuck_at_480m_names_the_usb_link() {
+    let root = tree("usb3-uas-bot-r8152");
+    let doc = path_json(&root, "sdb");
+    let b = bottleneck(&doc);
+    assert_eq!(b["name"], "USB 1-2");
+    assert_eq!(b["state"], "480 Mb/s");
+    assert_eq!(b["capable_state"], "5000 Mb/s");
+    // The USB guide's table 1-2: USB 2.0 bulk 53.25 MB/s (10^6 B).
+    assert!((b["ceiling_bps"].as_f64().unwrap() - 53.248e6).abs() < 1e3);
+    assert!(b["note"].as_str().unwrap().contains("Bulk-Only"));
+    headroom()
+        .args(["path", "--root"])
+        .arg(&root)
+        .arg("sdb")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "Bottleneck: USB 1-2 at 480 Mb/s: 53 MB/s",
+        ));
+}
+
+#[test]
+fn network_filesystem_stops_with_a_sentence() {
+    let doc = path_json(&tree("sd-nvme-downgraded-sata"), "/mnt/nfs/a");
+    assert!(doc["path"]["bottleneck"].is_null());
+    assert!(doc["path"]["chain"]["stopped"]
+        .as_str()
+        .unwrap()
+        .contains("not backed by a block device"));
+    assert!(doc["path"]["no_bottleneck_reason"].is_string());
+}
+
+#[test]
+fn this_machine_file_and_loopback() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = headroom()
+        .args(["path", "--json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hops = doc["path"]["chain"]["hops"].as_array().unwrap();
+    assert_eq!(hops.first().unwrap()["hop"], "filesystem");
+    assert_eq!(hops.last().unwrap()["hop"], "cpu", "{hops:#?}");
+    headroom()
+        .args(["path", "lo"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("interface lo (virtual)"))
+        .stdout(predicate::str::contains("Bottleneck: none known"));
+}
+
+#[test]
+fn missing_file_says_so_and_shows_its_filesystem() {
+    headroom()
+        .args(["path", "/nonexistent/headroom/target"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("mounted at /"))
+        .stderr(predicate::str::contains(
+            "/nonexistent/headroom/target does not exist; the path shown is that of the \
+             filesystem it would be created on",
+        ));
+}
+
+#[test]
+fn unknown_interface_or_device_name_stops_with_a_sentence() {
+    headroom()
+        .args(["path", "nosuchdev0"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("stopped:"))
+        .stderr(predicate::str::contains("panicked").not());
+}

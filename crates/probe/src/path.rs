@@ -1,0 +1,287 @@
+//! The path of a target: its hardware chain ([`crate::chain`]) with every link's state and
+//! ceiling attached (PCIe from the audit, USB/SATA/MMC/Ethernet from the model), and the
+//! bottleneck: the link with the smallest ceiling.
+
+use crate::chain::{self, Branch, Chain, Hop};
+use crate::pci::address::PciAddress;
+use crate::pci::audit::{AuditedFunction, PciAudit};
+use crate::sysfs::{read_attr, SysRoot};
+use model::ceiling::{eth, mmc, sata, usb};
+use model::units::MB;
+use serde::Serialize;
+use std::path::Path;
+
+/// The kind of a link on a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkKind {
+    Pcie,
+    Usb,
+    Sata,
+    Mmc,
+    Ethernet,
+}
+
+/// One link of a path with its ceiling, in bytes per second, towards the CPU (for PCIe: the
+/// device's DMA writes to memory, what a disk read or a received packet uses; the other
+/// direction is in `ceiling_other_direction_bps`).
+#[derive(Clone, Debug, Serialize)]
+pub struct PathLink {
+    pub kind: LinkKind,
+    /// "PCIe 0000:00:01.0 -> 0000:01:00.0", "USB 4-1", "SATA ata1", "MMC mmc0", "eth0".
+    pub name: String,
+    /// The state now: "5 GT/s x1", "480 Mb/s", "6.0 Gbps", "mmc HS200", "1000 Mb/s".
+    pub state: String,
+    /// The best state its ends support, where known and different.
+    pub capable_state: Option<String>,
+    pub ceiling_bps: f64,
+    pub ceiling_other_direction_bps: Option<f64>,
+    /// The ceiling at `capable_state`.
+    pub capable_ceiling_bps: Option<f64>,
+    /// What the ceiling counts ("effective PCIe write, MPS 256", "bulk transfers").
+    pub basis: String,
+    /// Why it is below its best ("downgraded", "Bulk-Only, not UAS").
+    pub note: Option<String>,
+}
+
+/// A target resolved to its path and bottleneck.
+#[derive(Clone, Debug, Serialize)]
+pub struct TargetPath {
+    pub chain: Chain,
+    /// Links from the target towards the CPU (every branch of a layered device included).
+    pub links: Vec<PathLink>,
+    /// Index into `links` of the smallest ceiling.
+    pub bottleneck: Option<usize>,
+    /// Why there is no bottleneck, when there is none.
+    pub no_bottleneck_reason: Option<String>,
+}
+
+impl TargetPath {
+    pub fn bottleneck_link(&self) -> Option<&PathLink> {
+        self.bottleneck.and_then(|i| self.links.get(i))
+    }
+}
+
+/// Resolve `target` under `root` to its path, using `audit` for the PCIe links.
+pub fn resolve(root: &SysRoot, target: &Path, audit: &PciAudit) -> TargetPath {
+    let mut chain = chain::resolve(root, target);
+    if target.components().count() > 1 && std::fs::symlink_metadata(root.path(target)).is_err() {
+        chain.warnings.push(format!(
+            "{} does not exist; the path shown is that of the filesystem it would be created on",
+            target.display()
+        ));
+    }
+    let mut links = Vec::new();
+    collect_links(root, &chain.hops, audit, &mut links);
+    let bottleneck = links
+        .iter()
+        .enumerate()
+        .min_by(|a, b| a.1.ceiling_bps.total_cmp(&b.1.ceiling_bps))
+        .map(|(i, _)| i);
+    let no_bottleneck_reason = bottleneck.is_none().then(|| {
+        let virtio = contains_hop(&chain.hops, &|h| matches!(h, Hop::Virtio { .. }));
+        if virtio {
+            "no link on this path has a ceiling: virtio is paravirtual (the host's storage or \
+             network sets the limit, not a bus headroom can see)"
+                .to_string()
+        } else if let Some(s) = &chain.stopped {
+            format!("no link with a known ceiling before the chain stopped: {s}")
+        } else {
+            "no link on this path has a known ceiling".to_string()
+        }
+    });
+    TargetPath {
+        chain,
+        links,
+        bottleneck,
+        no_bottleneck_reason,
+    }
+}
+
+fn contains_hop(hops: &[Hop], pred: &dyn Fn(&Hop) -> bool) -> bool {
+    hops.iter().any(|h| {
+        pred(h)
+            || matches!(h, Hop::Layer { branches, .. }
+                if branches.iter().any(|b: &Branch| contains_hop(&b.hops, pred)))
+    })
+}
+
+fn collect_links(root: &SysRoot, hops: &[Hop], audit: &PciAudit, out: &mut Vec<PathLink>) {
+    for h in hops {
+        match h {
+            Hop::Layer { branches, .. } => {
+                for b in branches {
+                    collect_links(root, &b.hops, audit, out);
+                }
+            }
+            Hop::Pci { address, .. } => {
+                if let Some(l) = address.parse().ok().and_then(|a| pcie_link(audit, a)) {
+                    out.push(l);
+                }
+            }
+            Hop::Usb {
+                name,
+                root_hub: false,
+                speed_mbps: Some(speed),
+                rx_lanes,
+                version,
+                storage,
+                ..
+            } => {
+                let lanes = rx_lanes.unwrap_or(1).clamp(1, 2) as u8;
+                let Some(bps) = usb::bulk_ceiling_for_sysfs(*speed, lanes) else {
+                    continue;
+                };
+                // A SuperSpeed device (bcdUSB >= 3.00) could run at 5000 Mb/s at least.
+                let v3 = version
+                    .as_deref()
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+                    .is_some_and(|v| v >= 3.0);
+                let capable = (v3 && *speed < 5000.0).then_some(5000.0);
+                let mut notes = Vec::new();
+                if capable.is_some() {
+                    notes.push("a USB 3 device running at USB 2 speed (port or cable)".into());
+                }
+                if let Some(s) = storage {
+                    notes.push(s.label().to_string());
+                }
+                out.push(PathLink {
+                    kind: LinkKind::Usb,
+                    name: format!("USB {name}"),
+                    state: format!("{speed} Mb/s"),
+                    capable_state: capable.map(|c| format!("{c} Mb/s")),
+                    ceiling_bps: bps,
+                    ceiling_other_direction_bps: None,
+                    capable_ceiling_bps: capable.and_then(|c| usb::bulk_ceiling_for_sysfs(c, 1)),
+                    basis: "bulk transfers (model::ceiling::usb)".into(),
+                    note: (!notes.is_empty()).then(|| notes.join("; ")),
+                });
+            }
+            Hop::Ata {
+                port,
+                sata_spd: Some(spd),
+                rate_mbps: Some(rate),
+            } => {
+                if let Some(bps) = sata::data_bps(rate / 1000.0) {
+                    out.push(PathLink {
+                        kind: LinkKind::Sata,
+                        name: format!("SATA {port}"),
+                        state: spd.clone(),
+                        capable_state: None,
+                        ceiling_bps: bps,
+                        ceiling_other_direction_bps: None,
+                        capable_ceiling_bps: None,
+                        basis: "data FIS payload after 8b/10b (model::ceiling::sata)".into(),
+                        note: None,
+                    });
+                }
+            }
+            Hop::Mmc {
+                host,
+                timing,
+                rate_mbps,
+                ..
+            } => {
+                let mode = timing.as_deref().and_then(mmc::MmcMode::from_ios_timing);
+                let (bps, state) = match (mode, rate_mbps) {
+                    (Some(m), _) => (mmc::ceiling(m).block_bps, m.label().to_string()),
+                    (None, Some(r)) => (r * 1e6 / 8.0, format!("{r} Mb/s bus")),
+                    (None, None) => continue,
+                };
+                out.push(PathLink {
+                    kind: LinkKind::Mmc,
+                    name: format!("MMC {host}"),
+                    state,
+                    capable_state: None,
+                    ceiling_bps: bps,
+                    ceiling_other_direction_bps: None,
+                    capable_ceiling_bps: None,
+                    basis: "bus clock x width x edges, 512 B blocks (model::ceiling::mmc)".into(),
+                    note: None,
+                });
+            }
+            Hop::Network {
+                name,
+                speed_mbps: Some(speed),
+                is_virtual: false,
+                ..
+            } => {
+                let mtu = read_attr(&root.attr(format!("/sys/class/net/{name}/mtu")))
+                    .ok()
+                    .flatten()
+                    .and_then(|m| m.parse().ok())
+                    .unwrap_or(1500);
+                if let Some(bps) = eth::tcp_goodput_bps(*speed as f64 * 1e6, mtu) {
+                    out.push(PathLink {
+                        kind: LinkKind::Ethernet,
+                        name: name.clone(),
+                        state: format!("{speed} Mb/s, MTU {mtu}"),
+                        capable_state: None,
+                        ceiling_bps: bps,
+                        ceiling_other_direction_bps: None,
+                        capable_ceiling_bps: None,
+                        basis: "TCP/IPv4 goodput with timestamps (model::ceiling::eth)".into(),
+                        note: None,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The PCIe link above function `a` (its own, or function 0's for a multi-function device),
+/// or the function's own link when its port above is not visible.
+fn pcie_link(audit: &PciAudit, a: PciAddress) -> Option<PathLink> {
+    let same_device = |b: &PciAddress| (b.domain, b.bus, b.device) == (a.domain, a.bus, a.device);
+    let f: &AuditedFunction = audit.functions.iter().find(|f| f.address == a)?;
+    let (name, c, ceil, note) = match audit.links.iter().find(|l| same_device(&l.downstream)) {
+        Some(l) => {
+            let c = &l.comparison;
+            let note = if c.below_common() {
+                Some(format!("link below what both ends support ({})", c.common))
+            } else if c.current.gen < c.downstream.gen || c.current.width < c.downstream.width {
+                Some(format!(
+                    "the device can do {}, the port above only {}",
+                    c.downstream, c.upstream
+                ))
+            } else {
+                None
+            };
+            (
+                format!("PCIe {} -> {}", l.upstream, l.downstream),
+                *c,
+                &l.ceiling,
+                note,
+            )
+        }
+        None => {
+            let ceil = f.own_link_ceiling.as_ref()?;
+            let cur = f.current_link()?;
+            let cap = f.capable_link()?;
+            let c = model::LinkComparison::new(cur, cap, cap);
+            let note = (cur != cap).then(|| format!("downgraded from {cap}"));
+            (format!("PCIe {a}"), c, ceil, note)
+        }
+    };
+    let capable = (c.common != c.current).then(|| c.common.to_string());
+    Some(PathLink {
+        kind: LinkKind::Pcie,
+        name,
+        state: c.current.to_string(),
+        capable_ceiling_bps: capable.as_ref().map(|_| ceil.capable.effective_write_bps),
+        capable_state: capable,
+        ceiling_bps: ceil.current.effective_write_bps,
+        ceiling_other_direction_bps: Some(ceil.current.effective_read_bps),
+        basis: format!(
+            "effective PCIe write, MPS {} B (model::ceiling::pcie, default assumptions)",
+            ceil.current.params.mps
+        ),
+        note,
+    })
+}
+
+/// "397 MB/s" (MB = 10^6 B).
+pub fn format_mbps(bps: f64) -> String {
+    format!("{:.0} MB/s", bps / MB)
+}
