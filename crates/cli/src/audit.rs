@@ -4,11 +4,15 @@
 use crate::output::{print_json, GlobalArgs, Style};
 use anyhow::Context;
 use clap::Args;
-use model::units::MB;
+use model::units::{GIB, MB};
+use model::Finding;
+use probe::block::{BlockDevice, BlockInventory};
+use probe::net::{Attachment, NetInventory};
 use probe::pci::address::PciAddress;
 use probe::pci::audit::{AuditedFunction, PciAudit};
 use probe::pci::config::LinkMark;
 use probe::sysfs::SysRoot;
+use probe::usb::{HostAttachment, UsbDevice, UsbInventory};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -45,6 +49,18 @@ struct AuditDocument<'a> {
     tool: crate::output::Tool,
     source: Source,
     pci: &'a PciAudit,
+    usb: Option<&'a UsbInventory>,
+    block: Option<&'a BlockInventory>,
+    net: Option<&'a NetInventory>,
+    /// Every finding of every section, most severe first.
+    findings: &'a [Finding],
+}
+
+/// What the audit found beyond PCI (only for a system root; a dump has PCI alone).
+struct Inventories {
+    usb: UsbInventory,
+    block: BlockInventory,
+    net: NetInventory,
 }
 
 #[derive(Serialize)]
@@ -55,6 +71,7 @@ enum Source {
 }
 
 pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
+    let mut inventories = None;
     let (audit, source) = match &args.lspci {
         Some(file) => {
             let text = std::fs::read(file).with_context(|| {
@@ -78,13 +95,29 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
                     args.root.display()
                 );
             }
+            inventories = Some(Inventories {
+                usb: probe::usb::scan(&root),
+                block: probe::block::scan(&root),
+                net: probe::net::scan(&root),
+            });
             (
                 probe::pci::audit_sysfs(&root),
                 Source::Root(args.root.clone()),
             )
         }
     };
-    for w in &audit.warnings {
+    let mut findings: Vec<Finding> = audit.findings.clone();
+    let mut warnings: Vec<&String> = audit.warnings.iter().collect();
+    if let Some(inv) = &inventories {
+        findings.extend(inv.usb.findings.iter().cloned());
+        findings.extend(inv.block.findings.iter().cloned());
+        findings.extend(inv.net.findings.iter().cloned());
+        warnings.extend(&inv.usb.warnings);
+        warnings.extend(&inv.block.warnings);
+        warnings.extend(&inv.net.warnings);
+    }
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    for w in warnings {
         eprintln!("headroom: warning: {w}");
     }
     if global.json {
@@ -94,17 +127,28 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
             tool: crate::output::Tool::this(),
             source,
             pci: &audit,
+            usb: inventories.as_ref().map(|i| &i.usb),
+            block: inventories.as_ref().map(|i| &i.block),
+            net: inventories.as_ref().map(|i| &i.net),
+            findings: &findings,
         })?;
     } else {
         let style = Style::new(global.use_color());
-        print!("{}", render_text(&audit, &style));
+        let mut text = render_pci(&audit, &style);
+        if let Some(inv) = &inventories {
+            text.push_str(&render_usb(&inv.usb, &style));
+            text.push_str(&render_block(&inv.block));
+            text.push_str(&render_net(&inv.net));
+        }
+        text.push_str(&render_findings(&findings, &style));
+        print!("{text}");
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The terminal view: a tree of functions (like `lspci -tv`, one line each with its link
-/// state), then the findings.
-pub fn render_text(audit: &PciAudit, style: &Style) -> String {
+/// The PCI section: a tree of functions (like `lspci -tv`, one line each with its link
+/// state and ceiling).
+pub fn render_pci(audit: &PciAudit, style: &Style) -> String {
     let mut out = String::new();
     let by_addr: BTreeMap<PciAddress, &AuditedFunction> =
         audit.functions.iter().map(|f| (f.address, f)).collect();
@@ -141,17 +185,248 @@ pub fn render_text(audit: &PciAudit, style: &Style) -> String {
         let last = i + 1 == roots.len();
         render_node(&mut out, audit, &by_addr, f, "", last, style, 0);
     }
-    if audit.findings.is_empty() {
+    out
+}
+
+/// The findings, most severe first.
+pub fn render_findings(findings: &[Finding], style: &Style) -> String {
+    let mut out = String::new();
+    if findings.is_empty() {
         let _ = writeln!(out, "\nFindings: none");
-    } else {
-        let _ = writeln!(out, "\nFindings:");
-        for f in &audit.findings {
-            let sev = style.severity(f.severity);
+        return out;
+    }
+    let _ = writeln!(out, "\nFindings:");
+    for f in findings {
+        let sev = style.severity(f.severity);
+        // Name the subject unless the sentence already does.
+        if f.message.contains(&f.subject) {
             let _ = writeln!(out, "  {sev}: {}", f.message);
-            if let Some(a) = &f.advice {
-                let _ = writeln!(out, "      -> {a}");
+        } else {
+            let _ = writeln!(out, "  {sev}: {}: {}", f.subject, f.message);
+        }
+        if let Some(a) = &f.advice {
+            let _ = writeln!(out, "      -> {a}");
+        }
+    }
+    out
+}
+
+/// The USB section: each bus as a tree (like `lsusb -t`) with speed, version, names, the
+/// storage protocol and the bulk ceiling of each device's link.
+pub fn render_usb(usb: &UsbInventory, style: &Style) -> String {
+    let mut out = String::new();
+    if usb.devices.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "\nUSB: {} devices (bulk ceiling per device link, MB/s = 10^6 B/s)",
+        usb.devices.len()
+    );
+    let by_name: BTreeMap<&str, &UsbDevice> =
+        usb.devices.iter().map(|d| (d.name.as_str(), d)).collect();
+    for d in usb.devices.iter().filter(|d| d.parent.is_none()) {
+        usb_node(&mut out, &by_name, d, "", 0, style);
+    }
+    out
+}
+
+fn usb_node(
+    out: &mut String,
+    by_name: &BTreeMap<&str, &UsbDevice>,
+    d: &UsbDevice,
+    prefix: &str,
+    depth: usize,
+    style: &Style,
+) {
+    let mut line = format!("{prefix}{}", style.bold(&d.name));
+    if let Some(s) = d.speed_mbps {
+        let _ = write!(line, " {s}M");
+    }
+    if let Some(v) = &d.version {
+        let _ = write!(line, " (USB {})", v.trim());
+    }
+    let names: Vec<&str> = [
+        d.vendor_name.as_deref().or(d.manufacturer.as_deref()),
+        d.product_name.as_deref().or(d.product.as_deref()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !names.is_empty() {
+        let _ = write!(line, " {}", names.join(" "));
+    }
+    if d.root_hub {
+        if let Some(hc) = &d.host_controller {
+            let at = match &hc.attachment {
+                HostAttachment::Pci { address } => format!("PCI {address}"),
+                HostAttachment::Platform { name } => format!("platform {name}"),
+            };
+            let _ = write!(
+                line,
+                " root hub on {} {at}",
+                hc.kind.unwrap_or("host controller")
+            );
+        }
+    } else {
+        let drivers: Vec<&str> = d
+            .interfaces
+            .iter()
+            .filter_map(|i| i.driver.as_deref())
+            .collect();
+        if !drivers.is_empty() {
+            let _ = write!(line, " [{}]", drivers.join(", "));
+        }
+        if let Some(st) = &d.storage {
+            let _ = write!(line, " {}", st.transport.label());
+        }
+        let lanes = d.rx_lanes.unwrap_or(1).clamp(1, 2) as u8;
+        if let Some(c) = d
+            .speed_mbps
+            .and_then(|s| model::ceiling::usb::bulk_ceiling_for_sysfs(s, lanes))
+        {
+            let _ = write!(line, " = {:.1} MB/s", c / MB);
+        }
+    }
+    let _ = writeln!(out, "  {line}");
+    if depth > 16 {
+        return;
+    }
+    for c in &d.children {
+        if let Some(child) = by_name.get(c.as_str()) {
+            usb_node(
+                out,
+                by_name,
+                child,
+                &format!("{prefix}  "),
+                depth + 1,
+                style,
+            );
+        }
+    }
+}
+
+/// The block section, like `lsblk`: disks with size (GiB = 2^30 B), transport, queue
+/// settings the seeds tune, and mounts.
+pub fn render_block(block: &BlockInventory) -> String {
+    let mut out = String::new();
+    let disks: Vec<&BlockDevice> = block
+        .devices
+        .iter()
+        .filter(|d| d.size_bytes.unwrap_or(0) > 0)
+        .collect();
+    if disks.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "\nBlock devices (size in GiB = 2^30 B, queue limits in KiB):"
+    );
+    let _ = writeln!(
+        out,
+        "  {:<12} {:>9} {:<8} {:>4} {:<12} {:>8} {:>10} {:>8}  MOUNTS",
+        "NAME", "SIZE", "TRAN", "ROTA", "SCHED", "MAX_SECT", "MAX_HW", "RA"
+    );
+    for d in disks {
+        let q = d.queue.as_ref();
+        let num = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
+        let name = if d.parent.is_some() {
+            format!("  {}", d.name)
+        } else {
+            d.name.clone()
+        };
+        let mounts: Vec<String> = d
+            .mounts
+            .iter()
+            .map(|m| format!("{} ({})", printable(&m.mount_point), m.fs_type))
+            .collect();
+        let tran = if d.parent.is_some() {
+            String::new()
+        } else {
+            serde_json::to_value(d.transport)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        };
+        let _ = writeln!(
+            out,
+            "  {:<12} {:>9} {:<8} {:>4} {:<12} {:>8} {:>10} {:>8}  {}",
+            name,
+            d.size_bytes
+                .map(|b| format!("{:.1}", b as f64 / GIB))
+                .unwrap_or_else(|| "-".into()),
+            tran,
+            q.and_then(|q| q.rotational)
+                .map(|r| if r { "1" } else { "0" })
+                .unwrap_or("-"),
+            q.and_then(|q| q.scheduler.clone())
+                .unwrap_or_else(|| "-".into()),
+            num(q.and_then(|q| q.max_sectors_kb)),
+            num(q.and_then(|q| q.max_hw_sectors_kb)),
+            num(q.and_then(|q| q.read_ahead_kb)),
+            mounts.join(", ")
+        );
+    }
+    out
+}
+
+/// The network section, like `ip -br link` with speed and what each interface hangs off.
+pub fn render_net(net: &NetInventory) -> String {
+    let mut out = String::new();
+    if net.interfaces.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "\nNetwork interfaces (TCP ceiling in MB/s = 10^6 B/s):"
+    );
+    for i in &net.interfaces {
+        let mut line = format!(
+            "  {:<10} {:<8}",
+            i.name,
+            i.operstate.as_deref().unwrap_or("?")
+        );
+        match i.speed_mbps {
+            Some(s) => {
+                let _ = write!(line, " {s} Mb/s");
+            }
+            None => line.push_str(" speed unknown"),
+        }
+        if let Some(d) = i.duplex.as_deref().filter(|d| *d != "unknown") {
+            let _ = write!(line, " {d}");
+        }
+        if let Some(m) = i.mtu {
+            let _ = write!(line, " MTU {m}");
+        }
+        if let Some(d) = &i.driver {
+            let _ = write!(line, " [{d}]");
+        }
+        if i.is_virtual {
+            line.push_str(" virtual");
+        }
+        if let Some(a) = &i.attachment {
+            let on = match a {
+                Attachment::Pci { address } => format!("PCI {address}"),
+                Attachment::Usb { device, speed_mbps } => format!(
+                    "USB {device}{}",
+                    speed_mbps.map(|s| format!(" ({s}M)")).unwrap_or_default()
+                ),
+                Attachment::Virtio { name, pci } => format!(
+                    "{name}{}",
+                    pci.as_deref()
+                        .map(|p| format!(" on PCI {p}"))
+                        .unwrap_or_default()
+                ),
+                Attachment::Platform { name } => format!("platform {name}"),
+            };
+            let _ = write!(line, " on {on}");
+        }
+        if let (Some(s), Some(m)) = (i.speed_mbps, i.mtu) {
+            if let Some(c) = model::ceiling::eth::tcp_goodput_bps(s as f64 * 1e6, m) {
+                let _ = write!(line, " = {:.1} MB/s TCP", c / MB);
             }
         }
+        let _ = writeln!(out, "{line}");
     }
     out
 }
@@ -300,4 +575,19 @@ pub fn function_line(audit: &PciAudit, f: &AuditedFunction, style: &Style) -> St
         }
     }
     s
+}
+
+/// A path as one printable line: control characters (a newline in a mount point) escaped the
+/// way mountinfo writes them (`\012`).
+pub fn printable(p: &std::path::Path) -> String {
+    p.to_string_lossy()
+        .chars()
+        .map(|c| {
+            if c.is_control() {
+                format!("\\{:03o}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }

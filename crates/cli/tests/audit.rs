@@ -347,3 +347,75 @@ fn missing_dump_file_is_one_sentence() {
         ))
         .stderr(predicate::str::contains("panicked").not());
 }
+
+fn repo_tree(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/sysfs")
+        .join(name)
+}
+
+/// USB, block and network sections with their findings, on the hand-made USB tree.
+#[test]
+fn audit_covers_usb_block_and_network() {
+    let root = repo_tree("usb3-uas-bot-r8152");
+    let doc = audit_json(&root);
+    let usb = doc["usb"]["devices"].as_array().unwrap();
+    let t5 = usb.iter().find(|d| d["name"] == "2-1").unwrap();
+    assert_eq!(t5["speed_mbps"], 5000.0);
+    assert_eq!(t5["storage"]["transport"], "uas");
+    let net = doc["net"]["interfaces"].as_array().unwrap();
+    assert!(net
+        .iter()
+        .any(|i| i["name"] == "eth2" && i["speed_mbps"] == 1000));
+    let block = doc["block"]["devices"].as_array().unwrap();
+    let sdb = block.iter().find(|d| d["name"] == "sdb").unwrap();
+    assert_eq!(sdb["queue"]["max_sectors_kb"], 120);
+    let all: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        all.iter()
+            .any(|m| m.contains("USB 3.20 device running at 480 Mb/s")),
+        "{all:#?}"
+    );
+    assert!(
+        all.iter().any(|m| m.contains("Bulk-Only Transport")),
+        "{all:#?}"
+    );
+    assert!(
+        all.iter().any(|m| m.contains("the USB connection caps")),
+        "{all:#?}"
+    );
+
+    headroom()
+        .args(["audit", "--root"])
+        .arg(&root)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "2-1 5000M (USB 3.10) Samsung Electronics Co., Ltd Portable SSD T5 [uas] UAS = 474.9 MB/s",
+        ))
+        // A newline in a mount point stays on one line, escaped as mountinfo does.
+        .stdout(predicate::str::contains("/mnt/new\\012line (ext4)"))
+        .stdout(predicate::str::contains("warning: USB 1-2: USB 3.20 device running at 480 Mb/s"));
+}
+
+/// The VM: a virtio disk and virtio net, no USB bus.
+#[test]
+fn audit_of_this_machine_lists_its_disk_and_interfaces() {
+    let doc = audit_json(Path::new("/"));
+    let net = doc["net"]["interfaces"].as_array().unwrap();
+    assert!(net
+        .iter()
+        .any(|i| i["name"] == "lo" && i["virtual"] == true));
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    if mounts.contains(" / / ") {
+        let block = doc["block"]["devices"].as_array().unwrap();
+        assert!(block.iter().any(|d| d["mounts"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["mount_point"] == "/"))));
+    }
+}
