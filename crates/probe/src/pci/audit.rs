@@ -4,7 +4,7 @@
 use super::address::PciAddress;
 use super::config::{Aer, ConfigSpace, ExpressCap, ExpressLink, Header, LinkMark};
 use super::ids::PciNames;
-use super::sysfs::{AerCounters, KernelLink, PciPolicy};
+use super::sysfs::{AerCounters, KernelLink, PciPolicy, SysfsFunction};
 use model::ceiling::pcie::{link_ceiling, PcieCeiling, TlpParams};
 use model::units::MB;
 use model::{Aspm, Finding, LinkComparison, LinkState, PortType, Severity};
@@ -12,22 +12,12 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
 
 /// One function as found, before the audit judges it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct FunctionInput {
-    pub address: Option<PciAddress>,
-    /// The bridge above, from the sysfs device path (None: root bus, or unknown for a dump).
-    pub parent: Option<PciAddress>,
-    pub vendor_id: Option<u16>,
-    pub device_id: Option<u16>,
-    pub subsystem_vendor_id: Option<u16>,
-    pub subsystem_device_id: Option<u16>,
-    pub class: Option<u32>,
-    pub revision: Option<u8>,
-    pub driver: Option<String>,
-    pub numa_node: Option<i32>,
-    pub local_cpulist: Option<String>,
-    pub kernel_link: KernelLink,
-    pub aer_counters: Option<AerCounters>,
+    pub address: PciAddress,
+    /// What sysfs says of it (`None` for a function from an lspci dump).
+    pub sysfs: Option<SysfsFunction>,
+    /// Bytes of config space that could be read.
     pub config_len: usize,
     /// The decoded config space (`None` when no bytes could be read).
     pub config: Option<ConfigSpace>,
@@ -36,6 +26,27 @@ pub struct FunctionInput {
     pub config_warnings: bool,
     /// The text lspci printed on the device line of a dump.
     pub description: Option<String>,
+}
+
+impl FunctionInput {
+    fn header(&self) -> Option<&Header> {
+        self.config.as_ref().and_then(|c| c.header.as_ref())
+    }
+
+    /// Vendor id: the kernel's reading first, config space otherwise.
+    pub fn vendor_id(&self) -> Option<u16> {
+        self.sysfs
+            .as_ref()
+            .and_then(|s| s.vendor_id)
+            .or(self.header().map(|h| h.vendor_id))
+    }
+
+    pub fn subsystem_vendor_id(&self) -> Option<u16> {
+        self.sysfs
+            .as_ref()
+            .and_then(|s| s.subsystem_vendor_id)
+            .or(self.header().and_then(|h| h.subsystem.map(|s| s.vendor_id)))
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -278,9 +289,7 @@ pub fn build(
     let mut functions: Vec<AuditedFunction> = Vec::with_capacity(inputs.len());
     let mut seen = HashSet::new();
     for input in inputs {
-        let Some(address) = input.address else {
-            continue;
-        };
+        let address = input.address;
         if !seen.insert(address) {
             warnings.push(format!(
                 "{address} is listed twice; the second entry was ignored"
@@ -292,18 +301,17 @@ pub fn build(
                 warnings.extend(c.warnings.iter().map(|w| format!("{address}: {w}")));
             }
         }
-        let h = input.config.as_ref().and_then(|c| c.header.as_ref());
+        let h = input.header();
+        let sy = input.sysfs.as_ref();
         // sysfs attributes first (the kernel's own reading), config space otherwise.
-        let vendor_id = input.vendor_id.or(h.map(|h| h.vendor_id));
-        let device_id = input.device_id.or(h.map(|h| h.device_id));
-        let subsystem_vendor_id = input
-            .subsystem_vendor_id
-            .or(h.and_then(|h| h.subsystem.map(|s| s.vendor_id)));
-        let subsystem_device_id = input
-            .subsystem_device_id
+        let vendor_id = input.vendor_id();
+        let device_id = sy.and_then(|s| s.device_id).or(h.map(|h| h.device_id));
+        let subsystem_vendor_id = input.subsystem_vendor_id();
+        let subsystem_device_id = sy
+            .and_then(|s| s.subsystem_device_id)
             .or(h.and_then(|h| h.subsystem.map(|s| s.device_id)));
-        let class = input.class.or(h.map(|h| h.class));
-        let revision = input.revision.or(h.map(|h| h.revision));
+        let class = sy.and_then(|s| s.class).or(h.map(|h| h.class));
+        let revision = sy.and_then(|s| s.revision).or(h.map(|h| h.revision));
         let n = Names {
             vendor: vendor_id.and_then(|v| names.vendor(v)).map(str::to_string),
             device: vendor_id
@@ -323,9 +331,10 @@ pub fn build(
             },
             class: class.and_then(|c| names.class(c)).map(str::to_string),
         };
+        let sysfs = input.sysfs;
         functions.push(AuditedFunction {
             address,
-            parent: input.parent,
+            parent: sysfs.as_ref().and_then(|s| s.parent),
             children: Vec::new(),
             vendor_id,
             device_id,
@@ -335,13 +344,16 @@ pub fn build(
             revision,
             names: n,
             description: input.description,
-            driver: input.driver,
-            numa_node: input.numa_node,
-            local_cpulist: input.local_cpulist,
             config_bytes: input.config_len,
             config: input.config,
-            kernel_link: input.kernel_link,
-            aer_counters: input.aer_counters,
+            driver: sysfs.as_ref().and_then(|s| s.driver.clone()),
+            numa_node: sysfs.as_ref().and_then(|s| s.numa_node),
+            local_cpulist: sysfs.as_ref().and_then(|s| s.local_cpulist.clone()),
+            kernel_link: sysfs
+                .as_ref()
+                .map(|s| s.kernel_link.clone())
+                .unwrap_or_default(),
+            aer_counters: sysfs.and_then(|s| s.aer),
             upstream_link: None,
             root_port: None,
             own_link_ceiling: None,

@@ -24,24 +24,16 @@ pub fn audit_sysfs(root: &SysRoot) -> PciAudit {
     let inputs: Vec<FunctionInput> = scan
         .functions
         .into_iter()
-        .map(|f| FunctionInput {
-            address: Some(f.address),
-            parent: f.parent,
-            vendor_id: f.vendor_id,
-            device_id: f.device_id,
-            subsystem_vendor_id: f.subsystem_vendor_id,
-            subsystem_device_id: f.subsystem_device_id,
-            class: f.class,
-            revision: f.revision,
-            driver: f.driver,
-            numa_node: f.numa_node,
-            local_cpulist: f.local_cpulist,
-            kernel_link: f.kernel_link,
-            aer_counters: f.aer,
-            config_len: f.config.len(),
-            config: (!f.config.is_empty()).then(|| ConfigSpace::decode(&f.config)),
-            config_warnings: f.config.len() > UNPRIVILEGED_CONFIG_BYTES,
-            description: None,
+        .map(|mut f| {
+            let bytes = std::mem::take(&mut f.config);
+            FunctionInput {
+                address: f.address,
+                config_len: bytes.len(),
+                config: (!bytes.is_empty()).then(|| ConfigSpace::decode(&bytes)),
+                config_warnings: bytes.len() > UNPRIVILEGED_CONFIG_BYTES,
+                description: None,
+                sysfs: Some(f),
+            }
         })
         .collect();
     let names = load_names(root, &inputs);
@@ -61,12 +53,12 @@ pub fn audit_dump(text: &str, names_root: &SysRoot) -> PciAudit {
         .functions
         .into_iter()
         .map(|f| FunctionInput {
-            address: Some(f.address),
+            address: f.address,
+            sysfs: None,
             config_len: f.config.len(),
             config: Some(ConfigSpace::decode(&f.config)),
             config_warnings: true,
             description: Some(f.description),
-            ..FunctionInput::default()
         })
         .collect();
     let names = load_names(names_root, &inputs);
@@ -76,14 +68,10 @@ pub fn audit_dump(text: &str, names_root: &SysRoot) -> PciAudit {
 /// Names for the vendors present, from pci.ids under `root`, else the host's own (pci.ids is
 /// a database, not machine state: a captured tree rarely carries one).
 pub fn load_names(root: &SysRoot, inputs: &[FunctionInput]) -> PciNames {
-    let header = |f: &FunctionInput| f.config.as_ref().and_then(|c| c.header.clone());
     let vendors: HashSet<u16> = inputs
         .iter()
-        .filter_map(|f| f.vendor_id.or(header(f).map(|h| h.vendor_id)))
-        .chain(inputs.iter().filter_map(|f| {
-            f.subsystem_vendor_id
-                .or(header(f).and_then(|h| h.subsystem.map(|s| s.vendor_id)))
-        }))
+        .flat_map(|f| [f.vendor_id(), f.subsystem_vendor_id()])
+        .flatten()
         .collect();
     let names = PciNames::load(root, &vendors);
     if names.source.is_none() && root.root() != std::path::Path::new("/") {
