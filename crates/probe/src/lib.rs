@@ -6,3 +6,4 @@
 pub mod fixtures;
 pub mod pci;
 pub mod sysfs;
+pub mod system;
