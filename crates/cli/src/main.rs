@@ -4,6 +4,7 @@
 //! Exit codes: 0 success, 1 failure, 2 usage (clap's own).
 
 mod audit;
+mod bench;
 mod output;
 
 use clap::{Parser, Subcommand};
@@ -24,6 +25,8 @@ struct Cli {
 enum Command {
     /// Inventory of PCI Express links with their state, ceilings and findings (the default).
     Audit(audit::AuditArgs),
+    /// Run a workload engine (latency: cyclictest's method, with a built-in stress load).
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => audit::run(&cli.global, &audit::AuditArgs::default()),
         Some(Command::Audit(args)) => audit::run(&cli.global, &args),
+        Some(Command::Bench(args)) => bench::run(&cli.global, &args),
     };
     match result {
         Ok(code) => code,

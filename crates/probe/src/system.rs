@@ -248,6 +248,37 @@ impl SystemContext {
     }
 }
 
+/// Read the device interrupt counts alone (to count what arrived during a run); without
+/// the affinity files.
+pub fn read_irq_counts(root: &SysRoot) -> Result<Option<Vec<IrqLine>>, ReadError> {
+    Ok(read_attr(&root.path("/proc/interrupts"))?.map(|t| parse_interrupts(&t)))
+}
+
+/// How many interrupts of each device line arrived on `cpu` between two readings of
+/// `/proc/interrupts`, largest first, zeros left out.
+pub fn irq_deltas_on_cpu(
+    before: &[IrqLine],
+    after: &[IrqLine],
+    cpu: u32,
+) -> Vec<(u32, String, u64)> {
+    let mut out: Vec<(u32, String, u64)> = after
+        .iter()
+        .filter(|l| !l.is_per_cpu())
+        .filter_map(|l| {
+            let now = *l.counts.get(&cpu)?;
+            let then = before
+                .iter()
+                .find(|b| b.irq == l.irq)
+                .and_then(|b| b.counts.get(&cpu).copied())
+                .unwrap_or(0);
+            let d = now.saturating_sub(then);
+            (d > 0).then(|| (l.irq, l.name.clone(), d))
+        })
+        .collect();
+    out.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    out
+}
+
 /// Read the load average alone (cheap; sampled during a run).
 pub fn read_load_average(root: &SysRoot) -> Result<Option<LoadAverage>, ReadError> {
     Ok(read_attr(&root.path("/proc/loadavg"))?.and_then(|s| parse_loadavg(&s)))
@@ -567,6 +598,24 @@ mod tests {
             vec![45]
         );
         assert_eq!(ctx.load_average.unwrap().one, 1.70);
+    }
+
+    #[test]
+    fn interrupt_deltas() {
+        let before = parse_interrupts(
+            "           CPU0       CPU1\n 36:          0      34453   PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0\n 39:       2625          0   PCI-MSIX-0000:00:03.0   2-edge      virtio2-output.0\n",
+        );
+        let after = parse_interrupts(
+            "           CPU0       CPU1\n 36:          0      34500   PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0\n 39:       2630          0   PCI-MSIX-0000:00:03.0   2-edge      virtio2-output.0\n",
+        );
+        assert_eq!(
+            irq_deltas_on_cpu(&before, &after, 1),
+            vec![(36, "virtio1-req.0".into(), 47)]
+        );
+        assert_eq!(
+            irq_deltas_on_cpu(&before, &after, 0),
+            vec![(39, "virtio2-output.0".into(), 5)]
+        );
     }
 
     #[test]
