@@ -67,14 +67,10 @@ pub struct LatencyArgs {
     )]
     pub interval_us: u64,
 
-    /// Added to the interval of each next thread, in us.
-    #[arg(
-        short = 'd',
-        long = "distance",
-        value_name = "US",
-        default_value_t = 500
-    )]
-    pub distance_us: u64,
+    /// Added to the interval of each next thread, in us [default: 500; 0 with -h, as
+    /// cyclictest does].
+    #[arg(short = 'd', long = "distance", value_name = "US")]
+    pub distance_us: Option<u64>,
 
     /// How long to measure: 10s, 5m, 2h, 1d (a bare number is seconds, like cyclictest).
     /// Without it and without --loops: 10 s.
@@ -93,14 +89,10 @@ pub struct LatencyArgs {
     #[arg(long = "no-mlock", conflicts_with = "mlockall")]
     pub no_mlock: bool,
 
-    /// Histogram limit in us (1 us buckets; above it goes to the overflow count).
-    #[arg(
-        short = 'h',
-        long = "histogram",
-        value_name = "US",
-        default_value_t = 10_000
-    )]
-    pub histogram_us: u32,
+    /// Histogram limit in us (1 us buckets; above it goes to the overflow count)
+    /// [default: 10000].
+    #[arg(short = 'h', long = "histogram", value_name = "US")]
+    pub histogram_us: Option<u32>,
 
     /// No live display.
     #[arg(short = 'q', long = "quiet")]
@@ -286,14 +278,35 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
         }
         other => other,
     };
+    // cyclictest ignores the distance when a histogram is asked for ("WARN: distance is
+    // ignored and set to 0, if histogram enabled", rt-tests 2.x): a pasted command with -h
+    // ran all its threads at the base interval.
+    let distance_us = match (a.histogram_us, a.distance_us) {
+        (Some(_), None) if threads > 1 => {
+            notes.push(
+                "-h without -d: all threads at the base interval, as cyclictest sets the \
+                 distance to 0 when a histogram is asked for"
+                    .to_string(),
+            );
+            0
+        }
+        (Some(_), Some(d)) if d > 0 && threads > 1 => {
+            notes.push(format!(
+                "-h with -d {d}: keeping the distance; cyclictest would have ignored it and run \
+                 every thread at the base interval"
+            ));
+            d
+        }
+        (_, d) => d.unwrap_or(500),
+    };
     let config = Config {
         threads,
         affinity,
         priority,
         interval: Duration::from_micros(a.interval_us),
-        distance: Duration::from_micros(a.distance_us),
+        distance: Duration::from_micros(distance_us),
         limits: Limits { duration, loops },
-        histogram_limit_us: a.histogram_us,
+        histogram_limit_us: a.histogram_us.unwrap_or(10_000),
         keep_largest: 10,
         window: a.window,
         lock_memory: !a.no_mlock,
@@ -439,7 +452,9 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         .collect();
     let mut drawn = 0usize;
     let mut last_load = Instant::now();
-    let measurement = session.run(&interrupt, Duration::from_millis(100), |live| {
+    // Without a display, wake only for the load-average samples.
+    let every = Duration::from_millis(if live_display { 100 } else { 1000 });
+    let measurement = session.run(&interrupt, every, |live| {
         if last_load.elapsed() >= Duration::from_secs(5) {
             last_load = Instant::now();
             sample(&mut load_samples);
@@ -880,9 +895,14 @@ mod tests {
         assert_eq!(c.threads, 4);
         assert_eq!(c.limits.duration, Some(Duration::from_secs(8 * 3600)));
         // `-t 2 -a` pins thread N to CPU N; -h is the histogram, not help.
-        let (c, _) = build_config(&parse("latency -t 2 -a -h 400 -q -D 2h"), &avail).unwrap();
+        let (c, notes) = build_config(&parse("latency -t 2 -a -h 400 -q -D 2h"), &avail).unwrap();
         assert_eq!((c.cpu_of(0), c.cpu_of(1)), (Some(0), Some(1)));
         assert_eq!(c.histogram_limit_us, 400);
+        // cyclictest: -h sets the distance to 0.
+        assert_eq!(c.interval_of(1), Duration::from_micros(1000));
+        assert!(notes.iter().any(|n| n.contains("distance to 0")));
+        let (c, _) = build_config(&parse("latency -t 2 -h 400 -d 100 -D 1"), &avail).unwrap();
+        assert_eq!(c.interval_of(1), Duration::from_micros(1100));
         let (c, _) = build_config(&parse("latency -a 2-3 -t 4 -D 1s"), &avail).unwrap();
         assert_eq!(c.cpu_of(3), Some(3));
         let (c, _) = build_config(&parse("latency -S -l 100"), &avail).unwrap();
