@@ -990,10 +990,13 @@ fn measure_thread(
         cell.sum_ns.store(sum_ns, Ordering::Relaxed);
         next += interval_ns;
         // A wake-up so late that the next period is already due: cyclictest advances
-        // silently; we count every period skipped.
+        // silently; we count every period skipped (within the run: a period due after the
+        // end of the run was never part of it).
         while next <= now {
+            if next <= end {
+                rec.missed += 1;
+            }
             next += interval_ns;
-            rec.missed += 1;
         }
     };
     let cpu_time_ns = now_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(cpu0);

@@ -208,6 +208,9 @@ struct LatencyDocument<'a> {
     schema_version: u32,
     kind: &'static str,
     config: &'a Config,
+    /// When the measurement started (Unix time, ms): spike and window times are relative
+    /// to it.
+    started_unix_ms: u128,
     /// What headroom did with the command line (removed flags, defaults it chose).
     notes: &'a [String],
     context: &'a SystemContext,
@@ -454,6 +457,9 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     let mut last_load = Instant::now();
     // Without a display, wake only for the load-average samples.
     let every = Duration::from_millis(if live_display { 100 } else { 1000 });
+    let started_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
     let measurement = session.run(&interrupt, every, |live| {
         if last_load.elapsed() >= Duration::from_secs(5) {
             last_load = Instant::now();
@@ -487,6 +493,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
             schema_version: 1,
             kind: "latency",
             config: &config,
+            started_unix_ms,
             notes: &notes,
             context: &context,
             stress: stress_record.as_ref(),
@@ -510,9 +517,9 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
 }
 
 /// The CPUs the measurement ran on: the pinned ones, or every available CPU for free threads.
-fn measured_cpus(config: &Config, m: &Measurement) -> Vec<u32> {
+fn measured_cpus(config: &Config) -> Vec<u32> {
     let mut cpus: Vec<u32> = match &config.affinity {
-        Affinity::Pinned(_) => (0..m.threads.len())
+        Affinity::Pinned(_) => (0..config.threads)
             .filter_map(|i| config.cpu_of(i))
             .collect(),
         Affinity::Free => latency::available_cpus(),
@@ -544,7 +551,7 @@ pub fn findings(
             ),
         );
     }
-    let cpus = measured_cpus(config, m);
+    let cpus = measured_cpus(config);
     let scaling: Vec<String> = ctx
         .cpufreq
         .iter()
@@ -929,6 +936,102 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert!(parse_duration("2x").unwrap_err().contains("unknown unit"));
         assert!(parse_duration("h").is_err());
+    }
+
+    fn fixture(name: &str) -> SystemContext {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/system")
+            .join(name);
+        SystemContext::read(&SysRoot::new(dir))
+    }
+
+    fn measurement(privileged: bool, missed: u64) -> Measurement {
+        let mut total = latency::merge(&[], 10);
+        total.missed_periods = missed;
+        let step = if privileged {
+            Step::Done
+        } else {
+            Step::Refused("EPERM".into())
+        };
+        Measurement {
+            privileges: Privileges {
+                sched_fifo: step.clone(),
+                memory_locked: step.clone(),
+                cpu_dma_latency_held: step,
+            },
+            elapsed_ns: 0,
+            stopped_by: StopReason::Duration,
+            threads: Vec::new(),
+            total,
+        }
+    }
+
+    fn messages(f: &[Finding]) -> String {
+        f.iter()
+            .map(|f| f.message.clone())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn findings_on_the_rt_board() {
+        let ctx = fixture("rt-board-handmade");
+        // Threads pinned to CPUs 0 (schedutil) and 3 (performance, IRQ 45 routed there).
+        let config = Config {
+            threads: 2,
+            affinity: Affinity::Pinned(vec![0, 3]),
+            ..Config::default()
+        };
+        let f = findings(&config, &ctx, &measurement(true, 0), None);
+        let text = messages(&f);
+        assert!(!text.contains("not real-time"), "{text}");
+        assert!(
+            text.contains("governor scales on CPU 0 (schedutil)"),
+            "{text}"
+        );
+        assert!(!text.contains("CPU 3 (performance)"), "{text}");
+        assert!(
+            text.contains("measured CPU 3 is the target of device interrupts 45"),
+            "{text}"
+        );
+        assert!(!text.contains("measured CPU 0 is the target"), "{text}");
+        // With a second reading of /proc/interrupts, the interrupts that arrived count.
+        let mut after = ctx.irqs.clone().unwrap();
+        after
+            .iter_mut()
+            .find(|l| l.irq == 45)
+            .unwrap()
+            .counts
+            .insert(3, 400);
+        let text = messages(&findings(
+            &config,
+            &ctx,
+            &measurement(true, 0),
+            Some(&after),
+        ));
+        assert!(
+            text.contains("measured CPU 3 took 79 device interrupts during the run (45 "),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn findings_on_this_vm() {
+        let ctx = fixture("firecracker-vm-6.18");
+        let config = Config {
+            threads: 1,
+            affinity: Affinity::Pinned(vec![0]),
+            ..Config::default()
+        };
+        let f = findings(&config, &ctx, &measurement(false, 7), None);
+        let text = messages(&f);
+        assert!(
+            text.contains("not real-time (preemption: PREEMPT_DYNAMIC"),
+            "{text}"
+        );
+        assert!(text.contains("not comparable with cyclictest"), "{text}");
+        assert!(text.contains("7 periods were missed"), "{text}");
+        assert!(!text.contains("governor"), "no cpufreq here: {text}");
     }
 
     #[test]
