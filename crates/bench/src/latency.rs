@@ -29,6 +29,10 @@ pub const MAX_PRIORITY: u8 = 99;
 /// How many threads per available CPU we accept. More threads than CPUs measure each
 /// other's wake-ups more than the kernel's, and every thread's stack is locked in memory.
 pub const MAX_THREADS_PER_CPU: usize = 4;
+/// Stack of a measuring thread. The loop needs a few KiB; under `mlockall(MCL_FUTURE)` every
+/// byte of it is locked, and std's 2 MiB default would exhaust an 8 MiB RLIMIT_MEMLOCK
+/// (the usual default for a non-root user) at the second thread.
+const THREAD_STACK: usize = 256 << 10;
 /// The largest histogram we keep per thread (1 us buckets: 1 s, 8 MB per thread).
 pub const MAX_HISTOGRAM_US: u32 = 1_000_000;
 
@@ -397,6 +401,7 @@ pub struct ThreadResult {
     pub cpu: Option<u32>,
     /// The CPU it ran on last (where the scheduler left a free thread).
     pub last_cpu: Option<u32>,
+    /// The SCHED_FIFO priority it ran at; 0 = normal scheduling (refused or `-p 0`).
     pub priority: u8,
     pub interval_us: u64,
     pub stats: Stats,
@@ -695,13 +700,6 @@ impl Session {
         config.validate(&available)?;
         let skip = config.skip_privileged_steps;
         let refused_by_test = || Step::Refused("skipped (privileged steps disabled)".into());
-        let memory_locked = if !config.lock_memory {
-            Step::NotRequested
-        } else if skip {
-            refused_by_test()
-        } else {
-            lock_memory()
-        };
         let (cpu_dma_latency_held, dma_file) = if !config.hold_dma_latency {
             (Step::NotRequested, None)
         } else if skip {
@@ -724,6 +722,7 @@ impl Session {
             let tx_t = tx.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("latency-{i}"))
+                .stack_size(THREAD_STACK)
                 .spawn(move || measure_thread(i, &cfg, &shared_t, &tx_t));
             match spawned {
                 Ok(h) => handles.push(h),
@@ -760,6 +759,17 @@ impl Session {
                 }
             }
         }
+        // Lock memory once the threads exist and have allocated and touched their
+        // histograms: MCL_CURRENT then covers everything the loop uses, and a locked-memory
+        // limit too small for it (RLIMIT_MEMLOCK, 8 MiB for a plain user) is one refused
+        // call here instead of a failed allocation later.
+        let memory_locked = if !config.lock_memory {
+            Step::NotRequested
+        } else if skip {
+            refused_by_test()
+        } else {
+            lock_memory()
+        };
         let session = Session {
             config,
             privileges: Privileges {
@@ -832,6 +842,11 @@ impl Session {
         }
         progress(&self.live());
         let elapsed_ns = started.elapsed().as_nanos() as u64;
+        if self.privileges.memory_locked.is_done() {
+            // Measurement over: building the report must not run into the lock limit.
+            // SAFETY: no arguments.
+            unsafe { libc::munlockall() };
+        }
         let mut threads = Vec::new();
         let mut reasons = Vec::new();
         for (i, h) in std::mem::take(&mut self.handles).into_iter().enumerate() {
@@ -927,13 +942,18 @@ fn measure_thread(
         })
     })();
     let setup_failed = setup.is_err();
+    // The priority the thread really runs at (0 = SCHED_OTHER), as cyclictest's `P:` shows.
+    let priority = match &setup {
+        Ok(Step::Done) => cfg.priority,
+        _ => 0,
+    };
     let _ = tx.send((i, setup));
     let empty = |rec: Recorder| ThreadResult {
         thread: i,
         tid,
         cpu,
         last_cpu: current_cpu(),
-        priority: cfg.priority,
+        priority,
         interval_us: interval_ns / NS_PER_US,
         stats: rec.stats(),
         cpu_time_ns: 0,
@@ -1008,7 +1028,7 @@ fn measure_thread(
             tid,
             cpu,
             last_cpu,
-            priority: cfg.priority,
+            priority,
             interval_us: interval_ns / NS_PER_US,
             stats: rec.stats(),
             cpu_time_ns,
@@ -1169,6 +1189,7 @@ mod tests {
         assert!(t.stats.min_ns <= t.stats.max_ns);
         assert!(m.privileges.sched_fifo.is_refused());
         assert!(m.privileges.memory_locked.is_refused());
+        assert_eq!(t.priority, 0, "refused SCHED_FIFO: normal scheduling");
     }
 
     #[test]

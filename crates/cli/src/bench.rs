@@ -332,7 +332,8 @@ fn privilege_refusal(p: &Privileges, priority: u8) -> Option<String> {
     (!missing.is_empty()).then(|| {
         format!(
             "could not get {}: without them the latencies include waits behind ordinary \
-             tasks and page faults, and are not comparable with cyclictest",
+             tasks, page faults and the 50 us timer slack of normal threads, and are not \
+             comparable with cyclictest",
             missing.join(" and ")
         )
     })
@@ -406,6 +407,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         eprintln!("warning: /dev/cpu_dma_latency not held at 0 ({why}): deep C-states may add exit latency");
     }
 
+    let session_fifo = session.privileges().sched_fifo.is_done();
     let started = Instant::now();
     let mut stress_record = None;
     let mut load = None;
@@ -450,6 +452,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     sample(&mut load_samples);
 
     let live_display = !a.quiet && std::io::stderr().is_terminal();
+    let shown_priority = if session_fifo { config.priority } else { 0 };
     let intervals: Vec<u64> = (0..config.threads)
         .map(|i| config.interval_of(i).as_micros() as u64)
         .collect();
@@ -474,7 +477,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
                 let _ = writeln!(
                     err,
                     "{}\x1b[K",
-                    cyclictest_line(l, config.priority, intervals[l.thread])
+                    cyclictest_line(l, shown_priority, intervals[l.thread])
                 );
             }
             drawn = live.len();
