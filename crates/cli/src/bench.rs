@@ -116,7 +116,9 @@ pub struct LatencyArgs {
     pub nanosleep: bool,
 
     /// Background load during the run: `cpu=4,io=2,vm=1,vm-bytes=4M[,cpu-load=P]`, or a
-    /// pasted `stress-ng ...` / `stress ...` command.
+    /// pasted `stress-ng ...` / `stress ...` command. vm-bytes is divided across the vm
+    /// workers as stress-ng does; a pasted `stress` command gives each worker that much.
+    /// Sizes are binary (4M = 4 MiB), as in both tools.
     #[arg(long, value_name = "SPEC")]
     pub stress: Option<String>,
 
