@@ -36,6 +36,21 @@ const THREAD_STACK: usize = 256 << 10;
 /// The largest histogram we keep per thread (1 us buckets: 1 s, 8 MB per thread).
 pub const MAX_HISTOGRAM_US: u32 = 1_000_000;
 
+fn as_us<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_micros() as u64)
+}
+
+fn as_s<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+fn opt_as_s<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_some(&d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
 /// Where the measuring threads run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", content = "cpus", rename_all = "snake_case")]
@@ -50,6 +65,7 @@ pub enum Affinity {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Limits {
     /// Stop after this time (cyclictest `-D`).
+    #[serde(rename = "duration_s", serialize_with = "opt_as_s")]
     pub duration: Option<Duration>,
     /// Stop each thread after this many wake-ups (cyclictest `-l`).
     pub loops: Option<u64>,
@@ -62,8 +78,10 @@ pub struct Config {
     /// SCHED_FIFO priority 1..=99; 0 runs the threads at SCHED_OTHER like cyclictest `-p 0`.
     pub priority: u8,
     /// Base interval (cyclictest `-i`, default 1000 us).
+    #[serde(rename = "interval_us", serialize_with = "as_us")]
     pub interval: Duration,
     /// Added per thread (cyclictest `-d`, default 500 us).
+    #[serde(rename = "distance_us", serialize_with = "as_us")]
     pub distance: Duration,
     pub limits: Limits,
     /// Histogram buckets of 1 us from 0 up to this limit; above goes to the overflow count.
@@ -71,6 +89,7 @@ pub struct Config {
     /// How many of the largest latencies to keep, with their timestamps.
     pub keep_largest: usize,
     /// Length of the windows whose maxima are kept (one minute like OSADL's long-term plots).
+    #[serde(rename = "window_s", serialize_with = "as_s")]
     pub window: Duration,
     /// Lock memory (`mlockall(MCL_CURRENT | MCL_FUTURE)`, cyclictest `-m`).
     pub lock_memory: bool,

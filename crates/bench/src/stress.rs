@@ -127,10 +127,10 @@ fn finish(
         return Err("the stress spec starts no worker: give cpu=N, io=N or vm=N".into());
     }
     let given = vm_bytes.unwrap_or(DEFAULT_VM_BYTES);
-    let per = if divided && vm > 0 {
-        given / u64::from(vm)
-    } else {
-        given
+    let per = match vm {
+        0 => 0,
+        n if divided => given / u64::from(n),
+        _ => given,
     };
     // A worker must map at least a page and at most 64 GiB (a typo guard).
     if vm > 0 && !(VM_STRIDE as u64..=64 << 30).contains(&per) {

@@ -103,6 +103,9 @@ fn two_threads_by_duration_with_cyclictest_flags() {
         "400",
         "--allow-unprivileged",
     ]);
+    assert_eq!(doc["config"]["interval_us"], 1000);
+    assert_eq!(doc["config"]["distance_us"], 500);
+    assert_eq!(doc["config"]["limits"]["duration_s"], 1.0);
     let m = &doc["measurement"];
     assert_eq!(m["stopped_by"], "duration");
     let threads = m["threads"].as_array().unwrap();
