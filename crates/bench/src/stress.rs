@@ -12,7 +12,9 @@
 //! `vm-bytes` semantics: the key=value form and a pasted `stress-ng` command divide the bytes
 //! across the vm workers (stress-ng: `vm_bytes /= num_instances`); a pasted `stress` command
 //! gives each worker that much (stress 1.0). Sizes use stress-ng's and stress's suffixes,
-//! which are binary: `4M` = 4 MiB.
+//! which are binary: `4M` = 4 MiB. The touching follows the tool too: stress-ng writes and
+//! checks the whole mapping each pass (memory traffic), stress writes a byte per page
+//! (page faults).
 
 use serde::Serialize;
 use std::path::PathBuf;
@@ -23,8 +25,12 @@ use std::time::{Duration, Instant};
 pub const DEFAULT_VM_BYTES: u64 = 256 << 20;
 /// Length of a busy/idle slice for a CPU worker below 100 % load.
 const CPU_SLICE: Duration = Duration::from_millis(10);
-/// Page stride of the vm workers' touches (stress's `--vm-stride` default, 4096).
-const VM_STRIDE: usize = 4096;
+/// Page stride of the older stress's vm workers (its `--vm-stride` default, 4096): one byte
+/// written per page, so its load is mostly page faults.
+const PAGE_STRIDE: u32 = 4096;
+/// stress-ng's vm workers write (and check) the whole mapping on every pass; we write every
+/// 64-bit word and read it back, so the load is mostly memory traffic in user space.
+const WORD_STRIDE: u32 = 8;
 
 /// What load to run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -36,6 +42,8 @@ pub struct StressSpec {
     pub vm: u32,
     /// Bytes each vm worker maps, touches and unmaps per loop.
     pub vm_bytes_per_worker: u64,
+    /// Bytes between two writes: 8 (every word, stress-ng) or 4096 (a byte a page, stress).
+    pub vm_stride: u32,
     /// How the spec was read, in words (`stress-ng semantics: 4 MiB divided by 1 worker`).
     pub interpretation: String,
 }
@@ -133,7 +141,7 @@ fn finish(
         _ => given,
     };
     // A worker must map at least a page and at most 64 GiB (a typo guard).
-    if vm > 0 && !(VM_STRIDE as u64..=64 << 30).contains(&per) {
+    if vm > 0 && !(u64::from(PAGE_STRIDE)..=64 << 30).contains(&per) {
         return Err(format!(
             "vm-bytes gives each vm worker {per} bytes: use 4K to 64G per worker"
         ));
@@ -157,6 +165,8 @@ fn finish(
         io,
         vm,
         vm_bytes_per_worker: per,
+        // stress-ng semantics go with stress-ng's way of touching memory.
+        vm_stride: if divided { WORD_STRIDE } else { PAGE_STRIDE },
         interpretation,
     })
 }
@@ -254,7 +264,7 @@ fn parse_command(args: Vec<&str>, stress_ng: bool) -> Result<StressSpec, String>
 pub enum WorkerKind {
     Cpu { load_pct: u8 },
     Io,
-    Vm { bytes: u64 },
+    Vm { bytes: u64, stride: u32 },
 }
 
 /// The arguments a worker process gets (after the caller's hidden command): one place for
@@ -273,7 +283,14 @@ impl WorkerArgs {
         let (kind, param) = match self.kind {
             WorkerKind::Cpu { load_pct } => ("cpu", u64::from(load_pct)),
             WorkerKind::Io => ("io", 0),
-            WorkerKind::Vm { bytes } => ("vm", bytes),
+            WorkerKind::Vm { bytes, stride } => {
+                return vec![
+                    format!("vm:{stride}"),
+                    bytes.to_string(),
+                    self.parent.to_string(),
+                    self.deadline.as_millis().to_string(),
+                ]
+            }
         };
         vec![
             kind.into(),
@@ -294,7 +311,13 @@ impl WorkerArgs {
                 load_pct: u8::try_from(param.clamp(1, 100)).unwrap_or(100),
             },
             "io" => WorkerKind::Io,
-            "vm" => WorkerKind::Vm { bytes: param },
+            k if k.starts_with("vm:") => match k[3..].parse::<u32>() {
+                Ok(stride) if (1..=PAGE_STRIDE).contains(&stride) => WorkerKind::Vm {
+                    bytes: param,
+                    stride,
+                },
+                _ => return Err(format!("bad vm stride in {k:?}")),
+            },
             k => return Err(format!("unknown stress worker kind {k:?}")),
         };
         Ok(WorkerArgs {
@@ -351,6 +374,7 @@ impl Load {
         kinds.extend((0..spec.io).map(|_| WorkerKind::Io));
         kinds.extend((0..spec.vm).map(|_| WorkerKind::Vm {
             bytes: spec.vm_bytes_per_worker,
+            stride: spec.vm_stride,
         }));
         let mut load = Load {
             children: Vec::new(),
@@ -454,7 +478,7 @@ pub fn run_worker(kind: WorkerKind, until: Instant) -> u64 {
     match kind {
         WorkerKind::Cpu { load_pct } => cpu_worker(load_pct, until),
         WorkerKind::Io => io_worker(until),
-        WorkerKind::Vm { bytes } => vm_worker(bytes, until),
+        WorkerKind::Vm { bytes, stride } => vm_worker(bytes, stride, until),
     }
 }
 
@@ -495,14 +519,14 @@ fn io_worker(until: Instant) -> u64 {
     ops
 }
 
-/// Map `bytes` of anonymous memory, write a byte in every page, unmap; repeat. mmap and
-/// munmap directly, not the allocator: glibc would keep a freed block for reuse and the
-/// page faults (what disturbs the other CPUs) would stop after the first loop.
-fn vm_worker(bytes: u64, until: Instant) -> u64 {
+/// Map `bytes` of anonymous memory, write it (every word, or a byte every `stride`), unmap;
+/// repeat. mmap and munmap directly, not the allocator: glibc would keep a freed block for
+/// reuse and the page faults would stop after the first loop.
+fn vm_worker(bytes: u64, stride: u32, until: Instant) -> u64 {
     let Ok(len) = usize::try_from(bytes) else {
         return 0;
     };
-    let mut ops = 0;
+    let mut ops: u64 = 0;
     while Instant::now() < until {
         // SAFETY: anonymous private mapping, no file; checked for MAP_FAILED below.
         let p = unsafe {
@@ -520,10 +544,20 @@ fn vm_worker(bytes: u64, until: Instant) -> u64 {
             std::thread::sleep(Duration::from_millis(10));
             continue;
         }
-        let base = p.cast::<u8>();
-        for off in (0..len).step_by(VM_STRIDE) {
-            // SAFETY: off < len, inside the mapping just created and writable.
-            unsafe { base.add(off).write_volatile(ops as u8) };
+        if stride <= WORD_STRIDE {
+            // SAFETY: the mapping is `len` bytes, page-aligned (so u64-aligned), writable,
+            // zero-filled (a valid u64 array) and ours alone until the munmap below.
+            let words = unsafe { std::slice::from_raw_parts_mut(p.cast::<u64>(), len / 8) };
+            let pattern = ops.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            words.fill(pattern);
+            // Read it back like stress-ng's verification, so the writes cannot be elided.
+            std::hint::black_box(words.iter().fold(0u64, |a, &w| a ^ w));
+        } else {
+            let base = p.cast::<u8>();
+            for off in (0..len).step_by(stride as usize) {
+                // SAFETY: off < len, inside the mapping just created and writable.
+                unsafe { base.add(off).write_volatile(ops as u8) };
+            }
         }
         // SAFETY: unmapping exactly the mapping created above.
         unsafe { libc::munmap(p, len) };
@@ -550,6 +584,11 @@ mod tests {
         let b = StressSpec::parse("stress -c 4 --io 2 --vm 1 --vm-bytes 256M --timeout 1000000s")
             .unwrap();
         assert_eq!(b.vm_bytes_per_worker, 256 << 20);
+        assert_eq!(
+            (a.vm_stride, b.vm_stride),
+            (8, 4096),
+            "stress-ng writes it all"
+        );
         assert!(b.interpretation.starts_with("stress semantics"));
         // RK3576: `-vm 4` is stress-ng's `-v -m 4`; 512M divided across 4 workers.
         let c = StressSpec::parse(
@@ -594,7 +633,10 @@ mod tests {
         for kind in [
             WorkerKind::Cpu { load_pct: 40 },
             WorkerKind::Io,
-            WorkerKind::Vm { bytes: 1 << 20 },
+            WorkerKind::Vm {
+                bytes: 1 << 20,
+                stride: 8,
+            },
         ] {
             let a = WorkerArgs {
                 kind,
@@ -614,7 +656,14 @@ mod tests {
             WorkerKind::Cpu { load_pct: 100 },
             WorkerKind::Cpu { load_pct: 30 },
             WorkerKind::Io,
-            WorkerKind::Vm { bytes: 1 << 20 },
+            WorkerKind::Vm {
+                bytes: 1 << 20,
+                stride: 8,
+            },
+            WorkerKind::Vm {
+                bytes: 1 << 20,
+                stride: 4096,
+            },
         ] {
             let t0 = Instant::now();
             let ops = run_worker(kind, t0 + Duration::from_millis(100));
