@@ -17,7 +17,7 @@ use std::fs::File;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -694,11 +694,39 @@ fn hold_dma_latency() -> (Step, Option<File>) {
     }
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    Parked,
+    Go,
+    Abort,
+}
+
 struct Shared {
     stop: AtomicBool,
-    abort: AtomicBool,
     start_ns: AtomicU64,
+    gate: Mutex<Gate>,
+    gate_moved: Condvar,
     live: Vec<LiveCell>,
+}
+
+impl Shared {
+    fn set_gate(&self, g: Gate) {
+        // A poisoned lock only means a thread panicked holding it; the state is a plain enum.
+        *self.gate.lock().unwrap_or_else(|e| e.into_inner()) = g;
+        self.gate_moved.notify_all();
+    }
+
+    fn wait_gate(&self, limit: Duration) -> Gate {
+        let since = Instant::now();
+        let mut g = self.gate.lock().unwrap_or_else(|e| e.into_inner());
+        while *g == Gate::Parked && since.elapsed() < limit {
+            g = self
+                .gate_moved
+                .wait_timeout(g, Duration::from_secs(1))
+                .map_or_else(|e| e.into_inner().0, |r| r.0);
+        }
+        *g
+    }
 }
 
 /// Threads set up and parked, privileges obtained; nothing measured yet.
@@ -729,8 +757,9 @@ impl Session {
 
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
-            abort: AtomicBool::new(false),
             start_ns: AtomicU64::new(0),
+            gate: Mutex::new(Gate::Parked),
+            gate_moved: Condvar::new(),
             live: (0..config.threads).map(|_| LiveCell::default()).collect(),
         });
         let (tx, rx) = mpsc::channel::<(usize, Result<Step, String>)>();
@@ -747,7 +776,7 @@ impl Session {
                 Ok(h) => handles.push(h),
                 Err(e) => {
                     // Release the threads already parked, then report.
-                    shared.abort.store(true, Ordering::SeqCst);
+                    shared.set_gate(Gate::Abort);
                     drop(tx);
                     join_all(handles);
                     return Err(LatencyError::Thread {
@@ -825,6 +854,7 @@ impl Session {
     ) -> Result<Measurement, LatencyError> {
         let start = now_ns(libc::CLOCK_MONOTONIC);
         self.shared.start_ns.store(start, Ordering::SeqCst);
+        self.shared.set_gate(Gate::Go);
         let started = Instant::now();
         // Bounded: the threads end by duration or loop count; the longest possible run is
         // the loop count times the longest interval, plus slack.
@@ -926,7 +956,7 @@ impl Drop for Session {
         // Dropped without `run` (setup refused, caller declined): release the parked
         // threads and tell them to leave.
         if !self.handles.is_empty() {
-            self.shared.abort.store(true, Ordering::SeqCst);
+            self.shared.set_gate(Gate::Abort);
             join_all(std::mem::take(&mut self.handles));
         }
     }
@@ -983,21 +1013,11 @@ fn measure_thread(
     if setup_failed {
         return (empty(rec), StopReason::Interrupted);
     }
-    // Park until `run` sets the start time, or leave when the session is dropped. Polling
-    // (every ms, bounded: 1 h) rather than a barrier: a session may be dropped unrun, and
-    // the threads need not start in the same microsecond, each keeps its own period.
-    let parked = Instant::now();
-    loop {
-        if shared.abort.load(Ordering::SeqCst) {
-            return (empty(rec), StopReason::Interrupted);
-        }
-        if shared.start_ns.load(Ordering::SeqCst) != 0 {
-            break;
-        }
-        if parked.elapsed() > Duration::from_secs(3600) {
-            return (empty(rec), StopReason::Interrupted);
-        }
-        std::thread::sleep(Duration::from_millis(1));
+    // Park until `run` opens the gate (all threads then start within microseconds of each
+    // other, as cyclictest's do after its barrier: their timers' phases matter when two
+    // threads share a CPU), or leave when the session is dropped. Bounded: 1 h.
+    if shared.wait_gate(Duration::from_secs(3600)) != Gate::Go {
+        return (empty(rec), StopReason::Interrupted);
     }
 
     let start = shared.start_ns.load(Ordering::SeqCst);
