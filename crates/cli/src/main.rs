@@ -5,6 +5,7 @@
 
 mod audit;
 mod ceiling;
+mod bench;
 mod output;
 mod path;
 
@@ -30,6 +31,8 @@ enum Command {
     Ceiling(ceiling::CeilingArgs),
     /// The chain of hardware a file, block device or interface crosses, and its bottleneck.
     Path(path::PathArgs),
+    /// Run a workload engine (latency: cyclictest's method, with a built-in stress load).
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +42,7 @@ fn main() -> ExitCode {
         Some(Command::Audit(args)) => audit::run(&cli.global, &args),
         Some(Command::Ceiling(args)) => ceiling::run(&cli.global, &args),
         Some(Command::Path(args)) => path::run(&cli.global, &args),
+        Some(Command::Bench(args)) => bench::run(&cli.global, &args),
     };
     match result {
         Ok(code) => code,

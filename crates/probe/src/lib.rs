@@ -14,3 +14,4 @@ pub mod chain;
 pub mod mounts;
 pub mod net;
 pub mod usb;
+pub mod system;
