@@ -11,6 +11,7 @@ use bench::latency::{
 };
 use bench::stress::{self, Launcher, Load, StopReport, StressSpec};
 use clap::{ArgAction, Args, Subcommand};
+use model::{Finding, Severity};
 use probe::sysfs::SysRoot;
 use probe::system::{self, LoadAverage, SystemContext};
 use serde::Serialize;
@@ -174,20 +175,6 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-/// One finding: what a number depends on, in a sentence.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Finding {
-    pub severity: Severity,
-    pub message: String,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    Info,
-    Warning,
 }
 
 #[derive(Debug, Serialize)]
@@ -544,7 +531,9 @@ pub fn findings(
     irqs_after: Option<&[system::IrqLine]>,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mut push = |severity, message: String| out.push(Finding { severity, message });
+    // Latency findings are about the run as a whole: the subject is the measured CPUs' context.
+    let mut push =
+        |severity, message: String| out.push(Finding::new(severity, "latency run", message));
     let p = &ctx.kernel.preemption;
     if !p.is_realtime() {
         push(
@@ -863,11 +852,7 @@ fn render_text(
         );
     }
     for f in findings {
-        let tag = match f.severity {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-        };
-        let _ = writeln!(s, "{tag}: {}", f.message);
+        let _ = writeln!(s, "{}: {}", f.severity, f.message);
     }
     s
 }

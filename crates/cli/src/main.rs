@@ -4,8 +4,8 @@
 //! Exit codes: 0 success, 1 failure, 2 usage (clap's own).
 
 mod audit;
-mod ceiling;
 mod bench;
+mod ceiling;
 mod output;
 mod path;
 
