@@ -4,6 +4,8 @@
 //! Exit codes: 0 success, 1 failure, 2 usage (clap's own).
 
 mod audit;
+mod bench;
+mod bench_disk;
 mod output;
 
 use clap::{Parser, Subcommand};
@@ -20,10 +22,14 @@ struct Cli {
     command: Option<Command>,
 }
 
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Inventory of PCI Express links with their state, ceilings and findings (the default).
     Audit(audit::AuditArgs),
+    /// Run a benchmark against a target and report it against the path's ceiling.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +37,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => audit::run(&cli.global, &audit::AuditArgs::default()),
         Some(Command::Audit(args)) => audit::run(&cli.global, &args),
+        Some(Command::Bench(args)) => bench::run(&cli.global, &args),
     };
     match result {
         Ok(code) => code,

@@ -669,7 +669,7 @@ fn pause(cfg: &RunConfig, spec: &TestSpec, run_no: u32, d: Duration) -> Result<(
         }
         if let Some(f) = cfg.progress {
             f(&Progress {
-                test: &spec.label,
+                test: &spec.name(),
                 run: run_no,
                 runs: cfg.parameters.runs,
                 phase: "pause",
@@ -909,6 +909,7 @@ fn sample_progress<T>(
     let Some(f) = cfg.progress else {
         return;
     };
+    let name = spec.name();
     let mut last_bytes = 0;
     let mut last_t = start;
     // Bounded by the jobs, which are bounded by runtime (each loop checks its deadline).
@@ -919,7 +920,7 @@ fn sample_progress<T>(
         let dt = (now - last_t).as_secs_f64();
         let elapsed = now - start;
         f(&Progress {
-            test: &spec.label,
+            test: &name,
             run: run_no,
             runs: cfg.parameters.runs,
             phase: if elapsed < ramp { "ramp" } else { "run" },

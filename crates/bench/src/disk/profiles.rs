@@ -40,6 +40,11 @@ impl TestSpec {
         }
     }
 
+    /// The test and its direction, as the progress line and the table show it.
+    pub fn name(&self) -> String {
+        format!("{} {}", self.label, self.workload.direction())
+    }
+
     /// CrystalDiskMark's name for a test: `SEQ1M Q8T1`.
     pub fn cdm_label(workload: Workload, block_size: u64, queue_depth: u32, jobs: u32) -> String {
         let kind = match workload.pattern {
