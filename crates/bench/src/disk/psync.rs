@@ -67,10 +67,6 @@ impl EngineWorker for PsyncWorker<'_> {
         }))
     }
 
-    fn commit(&mut self) -> Result<(), DiskError> {
-        Ok(())
-    }
-
     fn getevents(&mut self, _min: u32, _out: &mut Vec<Completion>) -> Result<(), DiskError> {
         // Every I/O completed in `queue`: nothing is ever in flight here.
         Ok(())

@@ -164,13 +164,18 @@ fn dev_pair(dev: u64) -> (u32, u32) {
 pub struct Target {
     info: TargetInfo,
     file: File,
-    remove_on_drop: Option<PathBuf>,
+    _created: RemoveOnDrop,
     notes: Vec<String>,
 }
 
-impl Drop for Target {
+/// Removes the file headroom created as soon as it goes out of scope, on every path out of
+/// `prepare` and `run` (success, error, Ctrl-C).
+#[derive(Debug, Default)]
+struct RemoveOnDrop(Option<PathBuf>);
+
+impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
-        if let Some(p) = self.remove_on_drop.take() {
+        if let Some(p) = self.0.take() {
             // Best effort: the file may already be gone; nothing more can be done in a drop.
             let _ = std::fs::remove_file(p);
         }
@@ -192,7 +197,7 @@ pub fn prepare(
 ) -> Result<Target, DiskError> {
     let show = insp.file.display().to_string();
     let mut notes = Vec::new();
-    let mut remove_on_drop = None;
+    let mut created = RemoveOnDrop::default();
     let direct_flag = if opts.direct { libc::O_DIRECT } else { 0 };
     let (file, size, fill) = match insp.kind {
         TargetKind::BlockDevice => {
@@ -264,9 +269,20 @@ pub fn prepare(
                 .open(&insp.file)
                 .map_err(|e| open_error(&show, &e, opts.direct))?;
             if !existing {
-                remove_on_drop = Some(insp.file.clone());
+                created.0 = Some(insp.file.clone());
             }
-            (f, opts.size, true)
+            // An existing file already as large as the test and without holes has real blocks
+            // under every offset: refilling it would only wear the disk and warm its caches.
+            let full = existing
+                && f.metadata()
+                    .is_ok_and(|m| m.len() >= opts.size && m.blocks() * 512 >= m.len());
+            if full {
+                notes.push(format!(
+                    "{show} existed and was used without refilling it (--overwrite: write tests \
+                     overwrite its data)"
+                ));
+            }
+            (f, opts.size, !full)
         }
     };
     let (mem_align, offset_align) = dio_alignment(&file, insp.kind == TargetKind::BlockDevice);
@@ -290,7 +306,7 @@ pub fn prepare(
             device_note,
         },
         file,
-        remove_on_drop,
+        _created: created,
         notes,
     };
     if size == 0 {
