@@ -445,3 +445,56 @@ fn full_filesystem_is_a_clear_sentence() {
         .contains("not a block device"));
     assert!(entries(dir.path()).is_empty());
 }
+
+#[test]
+fn ramp_is_excluded_but_cross_checked() {
+    let dir = disk_dir();
+    let d = dir.path().to_str().unwrap();
+    let doc = run_json(
+        &[
+            d, "--rw", "randread", "--qd", "4", "--size", "16M", "--ramp", "0.2",
+        ]
+        .into_iter()
+        .chain(["--time-based", "--runtime", "0.3"])
+        .collect::<Vec<_>>(),
+        &[],
+    );
+    check_result(&doc, "io_uring", 1);
+    let run = &doc["tests"][0]["runs"][0];
+    let measured = run["bytes"].as_u64().unwrap();
+    let all = run["cross_check"]["app_read_bytes"].as_u64().unwrap();
+    // The ramp's reads reached the disk (the kernel counted them) but not the result.
+    assert!(all > measured, "ramp bytes missing: {run:#}");
+    assert_eq!(doc["parameters"]["ramp_s"], 0.2);
+}
+
+#[test]
+fn written_data_is_random_unless_zero_and_an_existing_file_stays() {
+    let dir = disk_dir();
+    let f = dir.path().join("existing.bin");
+    std::fs::write(&f, vec![0xAAu8; 1 << 20]).unwrap();
+    let p = f.to_str().unwrap();
+    let write = [
+        "--rw",
+        "write",
+        "--size",
+        "1M",
+        "--overwrite",
+        "--fsync-end",
+    ];
+    let doc = run_json(&[&[p][..], &write, &["--zero"]].concat(), &[]);
+    assert!(doc["tests"][0]["runs"][0]["fsync_s"].as_f64().unwrap() >= 0.0);
+    let data = std::fs::read(&f).unwrap();
+    assert_eq!(data.len(), 1 << 20);
+    assert!(data.iter().all(|b| *b == 0), "--zero wrote non-zero bytes");
+    run_json(&[&[p][..], &write].concat(), &[]);
+    let data = std::fs::read(&f).unwrap();
+    let zeros = data.iter().filter(|b| **b == 0).count();
+    let marks = data.iter().filter(|b| **b == 0xAA).count();
+    // Random bytes: about 1/256 of each value.
+    assert!(
+        zeros < data.len() / 100 && marks < data.len() / 100,
+        "{zeros} {marks}"
+    );
+    assert_eq!(entries(dir.path()), ["existing.bin"]);
+}

@@ -32,6 +32,19 @@ pub fn proc_self_io() -> Option<ProcIo> {
     parse_proc_io(&std::fs::read_to_string("/proc/self/io").ok()?)
 }
 
+/// Ask the kernel to read this program's own file into the page cache now, before anything is
+/// measured. Otherwise the first run of a code path pages it in from disk during a run, and
+/// `/proc/self/io` counts those reads with the benchmark's (seen as +1 % on a 16 MiB test).
+/// The readahead is submitted (and counted) here, outside every measured window.
+pub fn preload_own_executable() {
+    let Ok(f) = std::fs::File::open("/proc/self/exe") else {
+        return;
+    };
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid fd; offset 0 and length 0 mean the whole file; advice only.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED) };
+}
+
 /// Sectors read and written of one device line of `/proc/diskstats`
 /// (Documentation/admin-guide/iostats.rst: fields 6 and 10, in 512-byte units whatever the
 /// device's logical block size).
