@@ -94,7 +94,7 @@ pub struct DiskArgs {
     pub zero: bool,
 
     /// I/O engine: auto (io_uring, else psync), io_uring, psync.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, alias = "ioengine", default_value = "auto")]
     pub engine: String,
 
     /// Allow writing over an existing file.
