@@ -87,8 +87,16 @@ fn check_result_on(doc: &Value, engine: &str, tests: usize, exact_proc_io: bool)
             let cc = &run["cross_check"];
             // O_DIRECT: the kernel's count of this process's bytes equals the engine's.
             let err = cc["proc_io_error_percent"].as_f64().unwrap();
-            if exact_proc_io {
+            let writes = cc["app_write_bytes"].as_u64().unwrap() > 0;
+            if exact_proc_io && !writes {
                 assert!(err.abs() < 1.0, "cross-check {err} % in {run:#}");
+            } else if exact_proc_io {
+                // Writes to a file also dirty its metadata (mtime), which the kernel charges
+                // to the writer: at most a few percent on these 0.3 s runs, never less.
+                assert!(
+                    (-0.01..5.0).contains(&err),
+                    "cross-check {err} % in {run:#}"
+                );
             } else {
                 assert!(err > -1.0, "the kernel counted fewer bytes: {run:#}");
             }
