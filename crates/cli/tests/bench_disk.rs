@@ -85,19 +85,26 @@ fn check_result_on(doc: &Value, engine: &str, tests: usize, exact_proc_io: bool)
                 min as f64 <= p50 as f64 * 1.001 && p50 <= p99 && p99 as f64 <= max as f64 * 1.001
             );
             let cc = &run["cross_check"];
-            // O_DIRECT: the kernel's count of this process's bytes equals the engine's.
-            let err = cc["proc_io_error_percent"].as_f64().unwrap();
-            let writes = cc["app_write_bytes"].as_u64().unwrap() > 0;
-            if exact_proc_io && !writes {
-                assert!(err.abs() < 1.0, "cross-check {err} % in {run:#}");
-            } else if exact_proc_io {
-                // Writes to a file also dirty its metadata (mtime), which the kernel charges
-                // to the writer: at most a few percent on these 0.3 s runs, never less.
+            // O_DIRECT reads: the kernel's count of this process's bytes equals the engine's.
+            let n = |k: &str| cc[k].as_u64().unwrap() as f64;
+            let (app_r, app_w) = (n("app_read_bytes"), n("app_write_bytes"));
+            let (k_r, k_w) = (n("proc_io_read_bytes"), n("proc_io_write_bytes"));
+            if exact_proc_io {
                 assert!(
-                    (-0.01..5.0).contains(&err),
-                    "cross-check {err} % in {run:#}"
+                    (k_r - app_r).abs() <= 0.01 * app_r,
+                    "read cross-check: {cc:#}"
+                );
+                // Writes to a file also dirty its metadata (the mtime, at most once per clock
+                // tick), which the kernel charges to the writer: never less than the data,
+                // at most a few MB per second of run.
+                let extra = k_w - app_w;
+                let bound = 4e6 * (secs + doc["parameters"]["ramp_s"].as_f64().unwrap()) + 1e6;
+                assert!(
+                    (0.0..=bound).contains(&extra),
+                    "write cross-check: {extra} bytes over {secs} s: {cc:#}"
                 );
             } else {
+                let err = cc["proc_io_error_percent"].as_f64().unwrap();
                 assert!(err > -1.0, "the kernel counted fewer bytes: {run:#}");
             }
             // The disk saw at least these bytes (other traffic only adds).
