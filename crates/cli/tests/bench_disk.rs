@@ -94,9 +94,9 @@ fn check_result_on(doc: &Value, engine: &str, tests: usize, exact_proc_io: bool)
                     (k_r - app_r).abs() <= 0.01 * app_r,
                     "read cross-check: {cc:#}"
                 );
-                // Writes to a file also dirty its metadata (the mtime, at most once per clock
-                // tick), which the kernel charges to the writer: never less than the data,
-                // at most a few MB per second of run.
+                // Writes to a file can also dirty filesystem metadata, which the kernel charges
+                // to the writer (up to 1.5 MB/s seen on this VM's root ext4): never less than
+                // the data, at most a few MB per second of run.
                 let extra = k_w - app_w;
                 let bound = 4e6 * (secs + doc["parameters"]["ramp_s"].as_f64().unwrap()) + 1e6;
                 assert!(
@@ -161,6 +161,10 @@ fn psync_fallback_when_io_uring_is_unavailable() {
     let notes = doc["notes"].to_string();
     assert!(notes.contains("using the psync engine instead"), "{notes}");
     assert!(notes.contains("queue depths above 1 run as QD1"), "{notes}");
+    assert!(
+        notes.contains("write cross-check may read a little high"),
+        "{notes}"
+    );
     let run = &doc["tests"][0]["runs"][0];
     assert!(run["read_bytes"].as_u64().unwrap() > 0 && run["write_bytes"].as_u64().unwrap() > 0);
     // Asking for io_uring by name when it is unavailable is an error, not a silent fallback.
