@@ -163,8 +163,18 @@ impl EngineWorker for IoUringWorker<'_> {
     fn getevents(&mut self, min: u32, out: &mut Vec<Completion>) -> Result<(), DiskError> {
         // Bounded: EINTR (a signal such as Ctrl-C) is retried at most 16 times.
         for tries in 0.. {
-            match self.ring.submit_and_wait(min as usize) {
+            // Wait in slices (kernel 5.11+ EXT_ARG) so a device that stops answering cannot
+            // hold the runner forever: it sees an empty slice and decides (see HUNG_AFTER).
+            let r = if self.ring.params().is_feature_ext_arg() {
+                let ts = types::Timespec::from(super::WAIT_SLICE);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(min as usize, &args)
+            } else {
+                self.ring.submit_and_wait(min as usize)
+            };
+            match r {
                 Ok(_) => break,
+                Err(e) if e.raw_os_error() == Some(libc::ETIME) => break,
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) && tries < 16 => continue,
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) => break,
                 Err(e) => return Err(DiskError::os("io_uring wait failed", &e)),

@@ -366,6 +366,13 @@ impl Drop for IoBuffers {
     }
 }
 
+/// How long an asynchronous engine waits for completions before giving the runner control back.
+pub const WAIT_SLICE: Duration = Duration::from_secs(1);
+/// With I/Os in flight and none completing for this long, the device is taken as hung (a USB
+/// stick that stopped answering) and the run ends with an error instead of waiting forever.
+/// The kernel's own block-layer timeout is 30 s (`/sys/block/X/queue/io_timeout`).
+pub const HUNG_AFTER: Duration = Duration::from_secs(45);
+
 /// The x86-64 and arm64 (4 KiB granule) transparent huge page size.
 const HUGE_PAGE: usize = 2 << 20;
 
@@ -1064,7 +1071,7 @@ fn run_job(
 
     // An engine failure (not an I/O error, which is a completion) stops the job at once.
     let mut engine_error: Option<DiskError> = None;
-    let mut uncommitted = false;
+    let mut silent_since: Option<Instant> = None;
     // Each iteration completes at least one I/O or ends the loop; the deadline bounds it.
     'run: loop {
         let now = Instant::now();
@@ -1110,16 +1117,6 @@ fn run_job(
             if ramped {
                 issued_measured += bs;
             }
-            // The previous I/O goes to the kernel now; the last one of a round goes with the
-            // wait in `getevents` (one system call fewer per round).
-            if uncommitted {
-                if let Err(e) = worker.commit() {
-                    free.push(slot);
-                    engine_error = Some(e);
-                    break 'run;
-                }
-                uncommitted = false;
-            }
             let queued = match worker.queue(io) {
                 Ok(q) => q,
                 Err(e) => {
@@ -1135,8 +1132,13 @@ fn run_job(
                     // Each I/O goes to the kernel as soon as it is ready (fio's default
                     // iodepth_batch_submit=1) rather than in one batch per round: a batch is
                     // plugged and dispatched only at its end, and on this project's virtio
-                    // disk that measured 15-25 % fewer RND4K Q32T1 IOPS (bench/vs-fio.sh).
-                    uncommitted = true;
+                    // disk that measured 15-25 % fewer RND4K Q32T1 IOPS (bench/vs-fio.sh);
+                    // leaving the last one of a round to the wait in `getevents` (one system
+                    // call fewer) measured 0-10 % fewer RND4K Q32T1 write IOPS there too.
+                    if let Err(e) = worker.commit() {
+                        engine_error = Some(e);
+                        break 'run;
+                    }
                 }
                 Queued::Done(c) => completions.push(c),
             }
@@ -1149,11 +1151,25 @@ fn run_job(
                 engine_error = Some(e);
                 break 'run;
             }
+            if completions.is_empty() {
+                let since = *silent_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= HUNG_AFTER {
+                    engine_error = Some(DiskError::Io(format!(
+                        "{inflight} I/Os got no answer from the device for {} s: it stopped \
+                         responding (see dmesg); the run was abandoned",
+                        HUNG_AFTER.as_secs()
+                    )));
+                    break 'run;
+                }
+            } else {
+                silent_since = None;
+            }
         }
         if completions.is_empty() {
-            // Nothing in flight and nothing done: stop, or go round to issue (only right after
-            // the budget was reached, which makes the next round stop).
-            if stopping {
+            // Nothing done: stop once nothing is in flight; else go round, to wait again (a
+            // silent wait slice) or to issue (right after the budget was reached, which makes
+            // the next round stop).
+            if stopping && inflight == 0 {
                 break;
             }
             continue;
@@ -1213,8 +1229,9 @@ fn run_job(
         Ordering::Relaxed,
     );
     if let Some(e) = engine_error {
-        // Reap what is still in flight (bounded), so the kernel is done with the buffers.
-        for _ in 0..64 {
+        // Reap what is still in flight (bounded: 8 wait slices), so the kernel is done with
+        // the buffers.
+        for _ in 0..8 {
             if inflight == 0 {
                 break;
             }
