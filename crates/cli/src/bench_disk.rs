@@ -93,7 +93,8 @@ pub struct DiskArgs {
     #[arg(long)]
     pub zero: bool,
 
-    /// I/O engine: auto (io_uring, else psync), io_uring, psync.
+    /// I/O engine: auto (io_uring, else psync), io_uring, psync, or null (no I/O: measures
+    /// headroom's own overhead, as fio's null engine).
     #[arg(long, alias = "ioengine", default_value = "auto")]
     pub engine: String,
 

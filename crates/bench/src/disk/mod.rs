@@ -13,6 +13,7 @@
 
 pub mod io_uring;
 pub mod kernel_count;
+pub mod null;
 pub mod profiles;
 pub mod psync;
 pub mod target;
@@ -201,9 +202,14 @@ pub trait EngineWorker {
     }
 }
 
-/// Every engine, best first: `auto` picks the first that is available.
-pub fn engines() -> [&'static dyn Engine; 2] {
-    [&io_uring::IoUringEngine, &psync::PsyncEngine]
+/// Every engine, best first: `auto` picks the first that is available (`null` never comes to
+/// that: psync is always available).
+pub fn engines() -> [&'static dyn Engine; 3] {
+    [
+        &io_uring::IoUringEngine,
+        &psync::PsyncEngine,
+        &null::NullEngine,
+    ]
 }
 
 /// The engine named `name` (`io_uring`, `psync`).
@@ -1421,5 +1427,71 @@ mod tests {
             bottleneck: "test".into(),
         });
         assert!((d.tests[0].efficiency.unwrap() - 0.5).abs() < 1e-9);
+    }
+
+    /// Run `spec` with the null engine on a small prepared file: the runner's own arithmetic.
+    fn null_run(spec: TestSpec, time_based: bool, runtime_s: f64) -> RunResult {
+        let dir = tempfile::tempdir().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let opts = target::TargetOptions {
+            size: 4 << 20,
+            direct: false,
+            writes: true,
+            ..Default::default()
+        };
+        let insp = target::inspect(dir.path()).unwrap();
+        let t = target::prepare(insp, None, None, &[], &opts, &stop, None).unwrap();
+        let mut parameters = profiles::test_parameters();
+        parameters.runs = 1;
+        parameters.pause_s = 0.0;
+        parameters.time_based = time_based;
+        parameters.runtime_s = runtime_s;
+        parameters.direct = false;
+        let cfg = RunConfig {
+            parameters,
+            tests: vec![spec],
+            engine: &null::NullEngine,
+            stop,
+            progress: None,
+        };
+        let r = run(&cfg, &t, SystemContext::default()).unwrap();
+        assert!(r
+            .notes
+            .iter()
+            .any(|n| n.contains("null engine does no I/O")));
+        r.tests[0].runs[0].clone()
+    }
+
+    #[test]
+    fn size_based_runs_cover_each_job_region_exactly_once() {
+        let r = null_run(
+            TestSpec::new("s", Workload::READ, 64 << 10, 8, 1),
+            false,
+            60.0,
+        );
+        assert_eq!((r.bytes, r.ios, r.read_bytes), (4 << 20, 64, 4 << 20));
+        // Three sequential jobs split 4 MiB into 3 regions of 21 blocks of 64 KiB.
+        let r = null_run(
+            TestSpec::new("s", Workload::WRITE, 64 << 10, 4, 3),
+            false,
+            60.0,
+        );
+        assert_eq!((r.bytes, r.ios), (3 * 21 * (64 << 10), 63));
+        assert_eq!(r.write_bytes, r.bytes);
+        assert_eq!(r.cross_check.app_write_bytes, r.bytes);
+    }
+
+    #[test]
+    fn mixed_workload_follows_the_read_percentage() {
+        let mix = Workload {
+            pattern: Pattern::Random,
+            read_percent: 70,
+        };
+        // Size-based: 4 MiB of 4 KiB I/Os, 1024 of them, whatever the machine's speed.
+        let r = null_run(TestSpec::new("m", mix, 4096, 16, 1), false, 600.0);
+        assert_eq!(r.ios, 1024);
+        let reads = r.read_bytes as f64 / r.bytes as f64;
+        assert!((0.65..0.75).contains(&reads), "{reads}");
+        assert!(r.latency.min_ns <= r.latency.p50_ns && r.latency.p50_ns <= r.latency.max_ns);
     }
 }
