@@ -29,6 +29,9 @@ pub struct BenchArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
+    /// Storage throughput, IOPS and latency on a file, directory or block device (fio-like,
+    /// CrystalDiskMark profiles), cross-checked with the kernel's byte counts.
+    Disk(crate::bench_disk::DiskArgs),
     /// Wake-up latency like cyclictest (its flags are accepted), optionally under a built-in
     /// stress load like stress-ng.
     #[command(disable_help_flag = true)]
@@ -168,6 +171,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     match &args.command {
+        BenchCommand::Disk(a) => crate::bench_disk::run_disk(global, a),
         BenchCommand::Latency(a) => run_latency(global, a),
         BenchCommand::StressWorker { args } => {
             let w = stress::WorkerArgs::from_args(args).map_err(anyhow::Error::msg)?;
@@ -872,7 +876,7 @@ mod tests {
         let argv = std::iter::once("t").chain(line.split_whitespace());
         match T::try_parse_from(argv).unwrap().c {
             BenchCommand::Latency(a) => a,
-            BenchCommand::StressWorker { .. } => panic!("wrong command"),
+            _ => panic!("wrong command"),
         }
     }
 

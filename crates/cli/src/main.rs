@@ -5,6 +5,7 @@
 
 mod audit;
 mod bench;
+mod bench_disk;
 mod ceiling;
 mod output;
 mod path;
@@ -23,6 +24,8 @@ struct Cli {
     command: Option<Command>,
 }
 
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Inventory of PCI Express links with their state, ceilings and findings (the default).
@@ -31,7 +34,8 @@ enum Command {
     Ceiling(ceiling::CeilingArgs),
     /// The chain of hardware a file, block device or interface crosses, and its bottleneck.
     Path(path::PathArgs),
-    /// Run a workload engine (latency: cyclictest's method, with a built-in stress load).
+    /// Run a benchmark: storage (fio/CrystalDiskMark-like) against the path's ceiling, or
+    /// wake-up latency (cyclictest's method) under a built-in stress load.
     Bench(bench::BenchArgs),
 }
 

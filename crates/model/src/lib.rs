@@ -2,6 +2,7 @@
 //!
 //! Nothing in this crate performs I/O. Every constant of the ceiling model cites its source.
 
+pub mod blockdev;
 pub mod ceiling;
 pub mod finding;
 pub mod pcie;

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# headroom bench disk against fio on the same file with the same parameters, alternating
+# fio, headroom, fio, headroom ... so drift of a shared machine hits both alike.
+# Prints, per test, the medians and the median of the per-round ratios headroom / fio:
+# IOPS for RND4K Q32T1 read and write, MB/s for SEQ1M Q8T1 read and write, and CPU time per
+# I/O (user + system of the whole process, io_uring workers included; lower is better).
+#
+# Usage: bench/vs-fio.sh [DIR] ; env: ROUNDS (3), RUNTIME (5 s), SIZE (1G), HEADROOM (binary).
+# Both use io_uring with O_DIRECT; fio gets its fastest io_uring options (fixedbufs,
+# registerfiles), as headroom always registers its buffers and file.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+dir="${1:-/var/tmp}"
+rounds="${ROUNDS:-3}"
+runtime="${RUNTIME:-5}"
+size="${SIZE:-1G}"
+headroom="${HEADROOM:-$here/target/release/headroom}"
+command -v fio >/dev/null || { echo "vs-fio: fio is not installed (apt-get install fio)" >&2; exit 1; }
+[ -x "$headroom" ] || { echo "vs-fio: build headroom first: cargo build --release" >&2; exit 1; }
+file="$dir/headroom-vs-fio.$$.dat"
+work="$(mktemp -d)"
+trap 'rm -f "$file"; rm -rf "$work"' EXIT INT TERM
+
+# fio lays the file out once; both tools then use it (headroom with --overwrite refills it
+# with incompressible data before a write test, outside the measured time).
+fio --name=layout --filename="$file" --size="$size" --rw=write --bs=1M --direct=1 \
+    --ioengine=psync --output=/dev/null
+
+tests=("RND4K-Q32T1 randread 4k 32 iops" "RND4K-Q32T1 randwrite 4k 32 iops"
+       "SEQ1M-Q8T1 read 1M 8 mbs" "SEQ1M-Q8T1 write 1M 8 mbs")
+
+run_fio() { # rw bs qd out
+    fio --name=t --filename="$file" --size="$size" --rw="$1" --bs="$2" --iodepth="$3" \
+        --numjobs=1 --ioengine=io_uring --fixedbufs --registerfiles --direct=1 \
+        --time_based --runtime="$runtime" --output-format=json > "$4"
+}
+run_headroom() { # rw bs qd out
+    "$headroom" --json bench disk "$file" --overwrite --rw "$1" --bs "$2" --qd "$3" \
+        --jobs 1 --engine io_uring --direct 1 --time-based --runtime "$runtime" \
+        --size "$size" > "$4"
+}
+
+for ((r = 1; r <= rounds; r++)); do
+    for t in "${tests[@]}"; do
+        read -r name rw bs qd _ <<< "$t"
+        echo "round $r/$rounds: $name $rw" >&2
+        run_fio "$rw" "$bs" "$qd" "$work/fio.$name.$rw.$r.json"
+        run_headroom "$rw" "$bs" "$qd" "$work/headroom.$name.$rw.$r.json"
+    done
+done
+
+python3 - "$work" "$rounds" "${tests[@]}" <<'PY'
+import json, statistics, sys
+work, rounds, tests = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+def fio(path):
+    j = json.load(open(path))["jobs"][0]
+    d = j["read"] if j["read"]["total_ios"] else j["write"]
+    secs = d["runtime"] / 1000.0
+    cpu = (j["usr_cpu"] + j["sys_cpu"]) / 100.0 * secs
+    # fio's bw_bytes is bytes/s; iops per second.
+    return d["iops"], d["bw_bytes"] / 1e6, cpu / max(d["total_ios"], 1) * 1e6
+def headroom(path):
+    r = json.load(open(path))["tests"][0]["runs"][0]
+    return r["iops"], r["mb_per_s"], r["cpu_us_per_io"]
+print(f"{'test':<24}{'metric':<7}{'fio':>12}{'headroom':>12}{'ratio':>8}{'min..max':>14}"
+      f"{'CPU/IO fio':>12}{'headroom':>10}{'ratio':>8}")
+print(f"{'':<24}{'':<7}{'(median)':>12}{'(median)':>12}{'h/f':>8}{'ratio':>14}"
+      f"{'(µs)':>12}{'(µs)':>10}{'h/f':>8}")
+for t in tests:
+    name, rw, bs, qd, metric = t.split()
+    f = [fio(f"{work}/fio.{name}.{rw}.{r}.json") for r in range(1, rounds + 1)]
+    h = [headroom(f"{work}/headroom.{name}.{rw}.{r}.json") for r in range(1, rounds + 1)]
+    k = 0 if metric == "iops" else 1
+    ratios = [hh[k] / ff[k] for hh, ff in zip(h, f)]
+    cpu = [hh[2] / ff[2] for hh, ff in zip(h, f)]
+    unit = "IOPS" if k == 0 else "MB/s"
+    print(f"{name + ' ' + rw:<24}{unit:<7}{statistics.median(x[k] for x in f):>12.1f}"
+          f"{statistics.median(x[k] for x in h):>12.1f}{statistics.median(ratios):>8.3f}"
+          f"{min(ratios):>7.3f}..{max(ratios):<6.3f}"
+          f"{statistics.median(x[2] for x in f):>12.2f}{statistics.median(x[2] for x in h):>10.2f}"
+          f"{statistics.median(cpu):>8.3f}")
+PY

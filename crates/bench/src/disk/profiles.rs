@@ -1,0 +1,551 @@
+//! Test sets (`--profile`) and the fio-style flags that override them.
+//!
+//! CrystalDiskMark 8's sets and defaults (1 GiB, 5 runs of 5 s, 5 s interval, best run shown)
+//! are from its documentation and settings dialog (crystalmark.info, CrystalDiskMark 8.0
+//! "Settings > Test Data / Interval / Profile"). `rk` is the fio emulation of seed 000 §8.1.1
+//! (`-direct=1 -iodepth 32 -bs=1024K` read/write and `-bs=4K` randread/randwrite, numjobs 1);
+//! `dd` is the block-size sweep of seed 004 (4K, 64K, 128K, 512K over a 1 GiB file, caches
+//! dropped before each run), with 1M added as the size where USB disks usually saturate.
+
+use super::{
+    DiskError, Parameters, Shown, Workload, MAX_BLOCK_SIZE, MAX_QUEUE_DEPTH, MIN_BLOCK_SIZE,
+};
+use serde::Serialize;
+
+/// One test of a profile: a workload at one block size, queue depth and job count.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TestSpec {
+    /// CrystalDiskMark-style name (`SEQ1M Q8T1`, `RND4K Q32T16`) or `dd 64K`.
+    pub label: String,
+    pub workload: Workload,
+    pub block_size: u64,
+    pub queue_depth: u32,
+    pub jobs: u32,
+}
+
+impl TestSpec {
+    pub fn new(
+        label: &str,
+        workload: Workload,
+        block_size: u64,
+        queue_depth: u32,
+        jobs: u32,
+    ) -> Self {
+        TestSpec {
+            label: label.to_string(),
+            workload,
+            block_size,
+            queue_depth,
+            jobs,
+        }
+    }
+
+    /// The test and its direction, as the progress line and the table show it.
+    pub fn name(&self) -> String {
+        format!("{} {}", self.label, self.workload.direction())
+    }
+
+    /// CrystalDiskMark's name for a test: `SEQ1M Q8T1`.
+    pub fn cdm_label(workload: Workload, block_size: u64, queue_depth: u32, jobs: u32) -> String {
+        let kind = match workload.pattern {
+            super::Pattern::Sequential => "SEQ",
+            super::Pattern::Random => "RND",
+        };
+        format!("{kind}{} Q{queue_depth}T{jobs}", size_label(block_size))
+    }
+}
+
+/// `1M`, `128K`, `4K`, `512` (binary multiples, as CrystalDiskMark and fio write them).
+pub fn size_label(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+        format!("{}M", bytes >> 20)
+    } else if bytes >= 1 << 10 && bytes % (1 << 10) == 0 {
+        format!("{}K", bytes >> 10)
+    } else {
+        bytes.to_string()
+    }
+}
+
+/// A named test set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Profile {
+    Cdm,
+    CdmNvme,
+    Peak,
+    Real,
+    Rk,
+    Dd,
+    /// No profile: one test from the flags alone (fio's way).
+    Custom,
+}
+
+impl Profile {
+    pub const NAMES: [&'static str; 6] = ["cdm", "cdm-nvme", "peak", "real", "rk", "dd"];
+
+    pub fn parse(s: &str) -> Result<Profile, DiskError> {
+        Ok(match s {
+            "cdm" => Profile::Cdm,
+            "cdm-nvme" => Profile::CdmNvme,
+            "peak" => Profile::Peak,
+            "real" => Profile::Real,
+            "rk" => Profile::Rk,
+            "dd" => Profile::Dd,
+            _ => {
+                return Err(DiskError::BadParameter(format!(
+                    "--profile {s}: no such profile; choose one of {}",
+                    Profile::NAMES.join(", ")
+                )))
+            }
+        })
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Profile::Cdm => "cdm",
+            Profile::CdmNvme => "cdm-nvme",
+            Profile::Peak => "peak",
+            Profile::Real => "real",
+            Profile::Rk => "rk",
+            Profile::Dd => "dd",
+            Profile::Custom => "custom",
+        }
+    }
+
+    /// `(sequential?, block size, queue depth, jobs)` of each CrystalDiskMark-style test.
+    fn cdm_set(&self) -> &'static [(bool, u64, u32, u32)] {
+        const M: u64 = 1 << 20;
+        const K: u64 = 1 << 10;
+        match self {
+            Profile::Cdm => &[
+                (true, M, 8, 1),
+                (true, M, 1, 1),
+                (false, 4 * K, 32, 1),
+                (false, 4 * K, 1, 1),
+            ],
+            Profile::CdmNvme => &[
+                (true, M, 8, 1),
+                (true, 128 * K, 32, 1),
+                (false, 4 * K, 32, 16),
+                (false, 4 * K, 1, 1),
+            ],
+            Profile::Peak => &[(true, M, 8, 1), (false, 4 * K, 32, 1)],
+            Profile::Real => &[(true, M, 1, 1), (false, 4 * K, 1, 1)],
+            Profile::Rk => &[(true, M, 32, 1), (false, 4 * K, 32, 1)],
+            Profile::Dd | Profile::Custom => &[],
+        }
+    }
+}
+
+/// Flags given on the command line; each one set overrides the profile's value for every test.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    pub rw: Option<String>,
+    pub rwmixread: Option<u8>,
+    pub block_size: Option<u64>,
+    pub queue_depth: Option<u32>,
+    pub jobs: Option<u32>,
+    pub size: Option<u64>,
+    pub runtime_s: Option<f64>,
+    pub ramp_s: Option<f64>,
+    pub runs: Option<u32>,
+    pub pause_s: Option<f64>,
+    pub direct: Option<bool>,
+    pub time_based: bool,
+    pub fsync_end: bool,
+    pub zero: bool,
+    pub shown: Option<Shown>,
+}
+
+/// The workload named by fio's `--rw` (`rw`/`randrw` take `--rwmixread`, default 50).
+pub fn parse_rw(s: &str, mix: Option<u8>) -> Result<Workload, DiskError> {
+    use super::Pattern::{Random, Sequential};
+    let mix = mix.unwrap_or(50);
+    if mix > 100 {
+        return Err(DiskError::BadParameter(format!(
+            "--rwmixread {mix}: a percentage of reads must be 0 to 100"
+        )));
+    }
+    let (pattern, read_percent) = match s {
+        "read" => (Sequential, 100),
+        "write" => (Sequential, 0),
+        "randread" => (Random, 100),
+        "randwrite" => (Random, 0),
+        "rw" | "readwrite" => (Sequential, mix),
+        "randrw" => (Random, mix),
+        _ => {
+            return Err(DiskError::BadParameter(format!(
+                "--rw {s}: not a workload; use read, write, randread, randwrite, rw or randrw \
+                 (fio's names)"
+            )))
+        }
+    };
+    Ok(Workload {
+        pattern,
+        read_percent,
+    })
+}
+
+/// A size like fio's: `4096`, `4k`, `4K`, `4KiB`, `1m`, `1MiB`, `1g`, `64M` (binary multiples:
+/// fio's default `kb_base=1024`). `KB`/`MB`/`GB` are refused rather than guessed, since they
+/// mean 10^3 to some readers and 2^10 to fio.
+pub fn parse_size(flag: &str, s: &str) -> Result<u64, DiskError> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let bad = |why: &str| DiskError::BadParameter(format!("{flag} {s}: {why}"));
+    let n: u64 = num.parse().map_err(|_| {
+        bad("not a size; write a number with an optional K, M, G or T (KiB, MiB, ...)")
+    })?;
+    let shift = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        "t" | "tib" => 40,
+        "kb" | "mb" | "gb" | "tb" => {
+            return Err(bad(
+                "KB/MB/GB are ambiguous (10^3 or 2^10?); write K, M, G for binary multiples \
+                 (KiB, MiB, GiB) or the number of bytes",
+            ))
+        }
+        _ => {
+            return Err(bad(
+                "unknown unit; use K, M, G or T (binary: KiB, MiB, GiB, TiB)",
+            ))
+        }
+    };
+    n.checked_mul(1u64 << shift).ok_or_else(|| bad("too large"))
+}
+
+/// A duration: `5` or `5s`, `500ms`, `2m`.
+pub fn parse_duration(flag: &str, s: &str) -> Result<f64, DiskError> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let bad = || {
+        DiskError::BadParameter(format!(
+            "{flag} {s}: not a duration; write seconds (5, 2.5s), milliseconds (500ms) or minutes (2m)"
+        ))
+    };
+    let v: f64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "" | "s" => v,
+        "ms" => v / 1000.0,
+        "m" | "min" => v * 60.0,
+        _ => return Err(bad()),
+    };
+    if !secs.is_finite() || !(0.0..=86_400.0).contains(&secs) {
+        return Err(bad());
+    }
+    Ok(secs)
+}
+
+/// The tests and parameters of `profile` with `o` applied on top, checked.
+pub fn build(
+    profile: Profile,
+    o: &Overrides,
+    engine: &str,
+    cpus: usize,
+) -> Result<(Parameters, Vec<TestSpec>), DiskError> {
+    const GIB: u64 = 1 << 30;
+    // CrystalDiskMark 8 defaults: 5 runs, 5 s each, 5 s interval, 1 GiB, best shown.
+    let (mut runs, mut runtime, mut pause, mut time_based) = match profile {
+        Profile::Dd => (1, 30.0, 0.0, false),
+        Profile::Custom => (1, 5.0, 0.0, o.time_based),
+        _ => (5, 5.0, 5.0, true),
+    };
+    runs = o.runs.unwrap_or(runs);
+    runtime = o.runtime_s.unwrap_or(runtime);
+    pause = o.pause_s.unwrap_or(pause);
+    time_based |= o.time_based;
+    let direct = o.direct.unwrap_or(true);
+    let mut tests = Vec::new();
+    let rw =
+        o.rw.as_deref()
+            .map(|s| parse_rw(s, o.rwmixread))
+            .transpose()?;
+    // --jobs is bounded by the CPUs (4 per CPU); a profile's own job count (CrystalDiskMark's
+    // T16) is kept as defined, since its numbers are compared with the original's.
+    let max_jobs = (cpus.max(1) * 4) as u32;
+    if let Some(j) = o.jobs.filter(|j| !(1..=max_jobs).contains(j)) {
+        return Err(DiskError::BadParameter(format!(
+            "--jobs {j}: jobs must be between 1 and {max_jobs} (4 per CPU)"
+        )));
+    }
+    match profile {
+        Profile::Custom => {
+            let w = rw.unwrap_or(Workload::READ);
+            let bs = o
+                .block_size
+                .unwrap_or(if w.pattern == super::Pattern::Random {
+                    4096
+                } else {
+                    1 << 20
+                });
+            let qd = o.queue_depth.unwrap_or(1);
+            let jobs = o.jobs.unwrap_or(1);
+            let label = TestSpec::cdm_label(w, bs, qd, jobs);
+            tests.push(TestSpec::new(&label, w, bs, qd, jobs));
+        }
+        Profile::Dd => {
+            for dir in [Workload::WRITE, Workload::READ] {
+                if rw.is_some_and(|w| w.read_percent != dir.read_percent) {
+                    continue;
+                }
+                for bs in [4u64 << 10, 64 << 10, 128 << 10, 512 << 10, 1 << 20] {
+                    let bs = o.block_size.unwrap_or(bs);
+                    let label = format!("dd {}", size_label(bs));
+                    tests.push(TestSpec::new(
+                        &label,
+                        dir,
+                        bs,
+                        o.queue_depth.unwrap_or(1),
+                        o.jobs.unwrap_or(1),
+                    ));
+                }
+                if o.block_size.is_some() {
+                    tests.dedup();
+                }
+            }
+        }
+        _ => {
+            // CrystalDiskMark runs every read, then every write.
+            for read in [true, false] {
+                for &(seq, bs, qd, jobs) in profile.cdm_set() {
+                    let w = match (seq, read) {
+                        (true, true) => Workload::READ,
+                        (true, false) => Workload::WRITE,
+                        (false, true) => Workload::RANDREAD,
+                        (false, false) => Workload::RANDWRITE,
+                    };
+                    let w = match rw {
+                        Some(r) if r.read_percent != w.read_percent => continue,
+                        _ => w,
+                    };
+                    let bs = o.block_size.unwrap_or(bs);
+                    let qd = o.queue_depth.unwrap_or(qd);
+                    let jobs = o.jobs.unwrap_or(jobs);
+                    tests.push(TestSpec::new(
+                        &TestSpec::cdm_label(w, bs, qd, jobs),
+                        w,
+                        bs,
+                        qd,
+                        jobs,
+                    ));
+                }
+            }
+        }
+    }
+    if tests.is_empty() {
+        return Err(DiskError::BadParameter(format!(
+            "--rw {} selects no test of profile {}; use read or write with a profile",
+            o.rw.as_deref().unwrap_or(""),
+            profile.name()
+        )));
+    }
+    let p = Parameters {
+        profile: profile.name().to_string(),
+        engine: engine.to_string(),
+        direct,
+        zero_buffers: o.zero,
+        size_bytes: o.size.unwrap_or(GIB),
+        runs,
+        runtime_s: runtime,
+        ramp_s: o.ramp_s.unwrap_or(0.0),
+        pause_s: pause,
+        time_based,
+        fsync_end: o.fsync_end,
+        // Seed 004 drops the page cache before each dd; with O_DIRECT there is none to drop.
+        drop_caches: profile == Profile::Dd && !direct,
+        shown: o.shown.unwrap_or(Shown::Best),
+    };
+    validate(&p, &tests)?;
+    Ok((p, tests))
+}
+
+/// Refuse what cannot run, with the flag, the value and the allowed range.
+pub fn validate(p: &Parameters, tests: &[TestSpec]) -> Result<(), DiskError> {
+    let bad = |m: String| Err(DiskError::BadParameter(m));
+    // A hard bound for any source of jobs: one thread per job.
+    let max_jobs = 1024;
+    for t in tests {
+        if !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&t.block_size) {
+            return bad(format!(
+                "--bs {}: block size must be between 512 bytes and 64 MiB",
+                t.block_size
+            ));
+        }
+        if t.block_size % 512 != 0 {
+            return bad(format!(
+                "--bs {}: block size must be a multiple of 512 bytes (the sector size)",
+                t.block_size
+            ));
+        }
+        if !(1..=MAX_QUEUE_DEPTH).contains(&t.queue_depth) {
+            return bad(format!(
+                "--qd {}: queue depth must be between 1 and {MAX_QUEUE_DEPTH}",
+                t.queue_depth
+            ));
+        }
+        if !(1..=max_jobs).contains(&t.jobs) {
+            return bad(format!(
+                "--jobs {}: jobs must be between 1 and {max_jobs}",
+                t.jobs
+            ));
+        }
+        // Bound the buffer memory: every job holds queue depth × block size.
+        let mem = t.block_size * t.queue_depth as u64 * t.jobs as u64;
+        if mem > 4 << 30 {
+            return bad(format!(
+                "{}: --bs × --qd × --jobs = {} MiB of I/O buffers; keep it under 4096 MiB",
+                t.label,
+                mem >> 20
+            ));
+        }
+    }
+    if p.runs == 0 || p.runs > 100 {
+        return bad(format!("--runs {}: runs must be between 1 and 100", p.runs));
+    }
+    if p.runtime_s <= 0.0 {
+        return bad("--runtime 0: a run needs a positive time bound".to_string());
+    }
+    if p.size_bytes < MIN_BLOCK_SIZE {
+        return bad(format!(
+            "--size {}: the test size must be at least 512 bytes",
+            p.size_bytes
+        ));
+    }
+    Ok(())
+}
+
+/// Parameters for unit tests elsewhere in the crate.
+#[cfg(test)]
+pub(crate) fn test_parameters() -> Parameters {
+    build(Profile::Peak, &Overrides::default(), "psync", 2)
+        .expect("peak builds")
+        .0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(p: Profile) -> Vec<String> {
+        build(p, &Overrides::default(), "io_uring", 16)
+            .unwrap()
+            .1
+            .iter()
+            .map(|t| format!("{} {}", t.label, t.workload.direction()))
+            .collect()
+    }
+
+    #[test]
+    fn crystaldiskmark_sets() {
+        assert_eq!(
+            labels(Profile::Cdm),
+            [
+                "SEQ1M Q8T1 read",
+                "SEQ1M Q1T1 read",
+                "RND4K Q32T1 read",
+                "RND4K Q1T1 read",
+                "SEQ1M Q8T1 write",
+                "SEQ1M Q1T1 write",
+                "RND4K Q32T1 write",
+                "RND4K Q1T1 write"
+            ]
+        );
+        assert_eq!(
+            labels(Profile::CdmNvme)[..4],
+            [
+                "SEQ1M Q8T1 read",
+                "SEQ128K Q32T1 read",
+                "RND4K Q32T16 read",
+                "RND4K Q1T1 read"
+            ]
+        );
+        assert_eq!(
+            labels(Profile::Rk),
+            [
+                "SEQ1M Q32T1 read",
+                "RND4K Q32T1 read",
+                "SEQ1M Q32T1 write",
+                "RND4K Q32T1 write"
+            ]
+        );
+        let (p, _) = build(Profile::Cdm, &Overrides::default(), "io_uring", 2).unwrap();
+        assert_eq!(
+            (p.runs, p.runtime_s, p.pause_s, p.size_bytes),
+            (5, 5.0, 5.0, 1 << 30)
+        );
+        assert_eq!(p.shown, Shown::Best);
+    }
+
+    #[test]
+    fn dd_sweeps_block_sizes_and_flags_override() {
+        let l = labels(Profile::Dd);
+        assert_eq!(l.len(), 10);
+        assert_eq!(l[0], "dd 4K write");
+        assert_eq!(l[9], "dd 1M read");
+        let o = Overrides {
+            rw: Some("read".into()),
+            queue_depth: Some(4),
+            size: Some(64 << 20),
+            ..Default::default()
+        };
+        let (p, t) = build(Profile::Peak, &o, "io_uring", 2).unwrap();
+        assert_eq!(p.size_bytes, 64 << 20);
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[0].label, "SEQ1M Q4T1");
+    }
+
+    #[test]
+    fn sizes_are_binary_and_ambiguous_units_are_refused() {
+        assert_eq!(parse_size("--bs", "4k").unwrap(), 4096);
+        assert_eq!(parse_size("--bs", "64MiB").unwrap(), 64 << 20);
+        assert_eq!(parse_size("--size", "1G").unwrap(), 1 << 30);
+        assert_eq!(parse_size("--bs", "512").unwrap(), 512);
+        let e = parse_size("--bs", "4KB").unwrap_err().to_string();
+        assert!(e.starts_with("--bs 4KB: KB/MB/GB are ambiguous"), "{e}");
+        assert!(parse_size("--bs", "x").is_err());
+        assert_eq!(parse_duration("--runtime", "500ms").unwrap(), 0.5);
+        assert_eq!(parse_duration("--runtime", "2m").unwrap(), 120.0);
+        assert!(parse_duration("--runtime", "-1").is_err());
+    }
+
+    #[test]
+    fn bad_values_name_the_flag_and_the_range() {
+        let mk = |bs: Option<u64>, qd: Option<u32>, jobs: Option<u32>| {
+            let o = Overrides {
+                block_size: bs,
+                queue_depth: qd,
+                jobs,
+                ..Default::default()
+            };
+            build(Profile::Custom, &o, "io_uring", 2)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            mk(Some(3), None, None),
+            "--bs 3: block size must be between 512 bytes and 64 MiB"
+        );
+        assert_eq!(
+            mk(Some(1000), None, None),
+            "--bs 1000: block size must be a multiple of 512 bytes (the sector size)"
+        );
+        assert_eq!(
+            mk(None, Some(0), None),
+            "--qd 0: queue depth must be between 1 and 1024"
+        );
+        assert_eq!(
+            mk(None, None, Some(9)),
+            "--jobs 9: jobs must be between 1 and 8 (4 per CPU)"
+        );
+        assert!(parse_rw("trim", None)
+            .unwrap_err()
+            .to_string()
+            .contains("fio's names"));
+    }
+}

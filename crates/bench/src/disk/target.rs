@@ -1,0 +1,674 @@
+//! The target of a disk benchmark: a file headroom creates (or an existing one it may read, or
+//! overwrite when told), or a raw block device. Preparation and the safety rules of DESIGN.md:
+//!
+//! - a file headroom creates is filled with incompressible data before anything reads it, and
+//!   removed when the [`Target`] is dropped: at the end, on error and on Ctrl-C (the runner
+//!   stops on the flag, the stack unwinds normally);
+//! - an existing file is never written without `--overwrite` (reading it is harmless), and one
+//!   with holes is not read as is, since reads of a hole never reach the disk;
+//! - free space is checked before the file is created;
+//! - a block device is opened read-only unless `--destructive`, and writing is refused while
+//!   it or any of its partitions is mounted, used as swap or held by dm/md (the caller passes
+//!   those holds, found by `probe::blockdev`); it is then opened with `O_EXCL`, which the kernel
+//!   refuses for a device in use (block/bdev.c `bd_prepare_to_claim`).
+
+use super::{DiskError, Pattern, Region, TestSpec};
+use model::blockdev::{BlockDevice, Hold};
+use serde::Serialize;
+use std::fs::{File, OpenOptions};
+use std::io::{Seek, SeekFrom};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What kind of target a path is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    /// A file headroom creates and removes.
+    NewFile,
+    /// A file that was there before (read as is, or overwritten with `--overwrite`).
+    ExistingFile,
+    BlockDevice,
+}
+
+/// The first step: what the path names, before anything is created or opened for writing.
+#[derive(Clone, Debug)]
+pub struct Inspection {
+    pub given: PathBuf,
+    /// The file or device that will be used (`DIR/headroom-disk.PID.tmp` for a directory).
+    pub file: PathBuf,
+    pub kind: TargetKind,
+    /// `major:minor` of the block device under it: the filesystem's device (`st_dev`) for a
+    /// file, the device itself (`st_rdev`) for a device node.
+    pub dev: (u32, u32),
+}
+
+/// What a report says about the target.
+#[derive(Clone, Debug, Serialize)]
+pub struct TargetInfo {
+    /// The path as given on the command line.
+    pub given: PathBuf,
+    /// The file or device actually read and written.
+    pub file: PathBuf,
+    pub kind: TargetKind,
+    /// Bytes of the file or device that the tests cover.
+    pub size_bytes: u64,
+    pub direct: bool,
+    /// Direct I/O alignment of memory and of offsets/lengths (STATX_DIOALIGN, Linux 6.1), or
+    /// the device's logical block size where statx does not report it.
+    pub dio_mem_align: u32,
+    pub dio_offset_align: u32,
+    /// The block device the file lives on (or the device itself), from `/sys/dev/block`.
+    pub device: Option<BlockDevice>,
+    /// Why `device` is empty (tmpfs, overlayfs, network filesystem).
+    pub device_note: Option<String>,
+}
+
+impl TargetInfo {
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> TargetInfo {
+        TargetInfo {
+            given: "/tmp/x".into(),
+            file: "/tmp/x".into(),
+            kind: TargetKind::NewFile,
+            size_bytes: 1 << 20,
+            direct: true,
+            dio_mem_align: 512,
+            dio_offset_align: 512,
+            device: None,
+            device_note: None,
+        }
+    }
+}
+
+/// Flags that decide what may be done to the target.
+#[derive(Clone, Debug, Default)]
+pub struct TargetOptions {
+    /// Bytes the tests cover (the file's size; at most the device's size).
+    pub size: u64,
+    pub direct: bool,
+    /// Some test writes.
+    pub writes: bool,
+    /// `--overwrite`: an existing file may be written.
+    pub overwrite: bool,
+    /// `--destructive`: a block device may be written.
+    pub destructive: bool,
+}
+
+/// The name of the file headroom creates inside a directory target.
+pub fn temp_name() -> String {
+    format!("headroom-disk.{}.tmp", std::process::id())
+}
+
+/// What `given` is. Nothing is created or written.
+pub fn inspect(given: &Path) -> Result<Inspection, DiskError> {
+    let show = given.display();
+    match std::fs::metadata(given) {
+        Ok(m) if m.file_type().is_block_device() => Ok(Inspection {
+            given: given.into(),
+            file: given.into(),
+            kind: TargetKind::BlockDevice,
+            dev: dev_pair(m.rdev()),
+        }),
+        Ok(m) if m.is_dir() => Ok(Inspection {
+            given: given.into(),
+            file: given.join(temp_name()),
+            kind: TargetKind::NewFile,
+            dev: dev_pair(m.dev()),
+        }),
+        Ok(m) if m.is_file() => Ok(Inspection {
+            given: given.into(),
+            file: given.into(),
+            kind: TargetKind::ExistingFile,
+            dev: dev_pair(m.dev()),
+        }),
+        Ok(_) => Err(DiskError::Target(format!(
+            "{show} is neither a regular file, a directory nor a block device"
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let parent = given
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let m = std::fs::metadata(parent).map_err(|e| {
+                DiskError::Target(format!(
+                    "{show}: its directory {} cannot be used: {e}",
+                    parent.display()
+                ))
+            })?;
+            if !m.is_dir() {
+                return Err(DiskError::Target(format!(
+                    "{show}: {} is not a directory",
+                    parent.display()
+                )));
+            }
+            Ok(Inspection {
+                given: given.into(),
+                file: given.into(),
+                kind: TargetKind::NewFile,
+                dev: dev_pair(m.dev()),
+            })
+        }
+        Err(e) => Err(DiskError::Target(format!("{show}: {e}"))),
+    }
+}
+
+fn dev_pair(dev: u64) -> (u32, u32) {
+    (libc::major(dev), libc::minor(dev))
+}
+
+/// A prepared target: open, filled, checked. Dropping it removes a file headroom created.
+#[derive(Debug)]
+pub struct Target {
+    info: TargetInfo,
+    file: File,
+    _created: RemoveOnDrop,
+    notes: Vec<String>,
+}
+
+/// Removes the file headroom created as soon as it goes out of scope, on every path out of
+/// `prepare` and `run` (success, error, Ctrl-C).
+#[derive(Debug, Default)]
+struct RemoveOnDrop(Option<PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            // Best effort: the file may already be gone; nothing more can be done in a drop.
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Progress of the fill: bytes written so far of the total.
+pub type FillProgress<'a> = &'a dyn Fn(u64, u64);
+
+/// Open (and for a new or overwritten file, create and fill) the target.
+pub fn prepare(
+    insp: Inspection,
+    device: Option<BlockDevice>,
+    device_note: Option<String>,
+    holds: &[Hold],
+    opts: &TargetOptions,
+    stop: &AtomicBool,
+    fill_progress: Option<FillProgress>,
+) -> Result<Target, DiskError> {
+    let show = insp.file.display().to_string();
+    let mut notes = Vec::new();
+    let mut created = RemoveOnDrop::default();
+    let direct_flag = if opts.direct { libc::O_DIRECT } else { 0 };
+    let (file, size, fill) = match insp.kind {
+        TargetKind::BlockDevice => {
+            if opts.writes && !opts.destructive {
+                return Err(DiskError::Target(format!(
+                    "{show} is a block device: writing to it destroys its data, so write tests \
+                     need --destructive (read tests run without it)"
+                )));
+            }
+            if opts.writes && !holds.is_empty() {
+                let list: Vec<String> = holds.iter().map(|h| h.to_string()).collect();
+                return Err(DiskError::Target(format!(
+                    "refusing to write to {show}: {}; unmount it, swapoff, or stop the dm/md \
+                     device first",
+                    list.join(", ")
+                )));
+            }
+            let mut f = OpenOptions::new()
+                .read(true)
+                .write(opts.writes)
+                .custom_flags(direct_flag | if opts.writes { libc::O_EXCL } else { 0 })
+                .open(&insp.file)
+                .map_err(|e| open_error(&show, &e, opts.direct))?;
+            let dev_size = f
+                .seek(SeekFrom::End(0))
+                .map_err(|e| DiskError::Target(format!("{show}: cannot find its size: {e}")))?;
+            if dev_size < opts.size {
+                notes.push(format!(
+                    "{show} holds {dev_size} bytes, less than --size: the whole device is tested"
+                ));
+            }
+            (f, opts.size.min(dev_size), false)
+        }
+        TargetKind::ExistingFile if !opts.overwrite => {
+            if opts.writes {
+                return Err(DiskError::Target(format!(
+                    "{show} exists: headroom never overwrites a file without --overwrite (or \
+                     give a directory, and headroom creates and removes its own file)"
+                )));
+            }
+            let f = OpenOptions::new()
+                .read(true)
+                .custom_flags(direct_flag)
+                .open(&insp.file)
+                .map_err(|e| open_error(&show, &e, opts.direct))?;
+            let m = f
+                .metadata()
+                .map_err(|e| DiskError::Target(format!("{show}: {e}")))?;
+            if m.blocks() * 512 < m.len() {
+                return Err(DiskError::Target(format!(
+                    "{show} has holes (sparse): reads of a hole never reach the disk; pass \
+                     --overwrite to fill it first"
+                )));
+            }
+            notes.push(format!("{show} existed and was read as is (not filled)"));
+            (f, opts.size.min(m.len()), false)
+        }
+        TargetKind::ExistingFile | TargetKind::NewFile => {
+            let existing = insp.kind == TargetKind::ExistingFile;
+            check_free_space(&insp.file, opts.size, existing)?;
+            let mut o = OpenOptions::new();
+            o.read(true).write(true).custom_flags(direct_flag);
+            if existing {
+                o.create(false);
+            } else {
+                o.create_new(true).mode(0o600);
+            }
+            let f = o
+                .open(&insp.file)
+                .map_err(|e| open_error(&show, &e, opts.direct))?;
+            if !existing {
+                created.0 = Some(insp.file.clone());
+            }
+            // An existing file already as large as the test and without holes has real blocks
+            // under every offset: refilling it would only wear the disk and warm its caches.
+            let full = existing
+                && f.metadata()
+                    .is_ok_and(|m| m.len() >= opts.size && m.blocks() * 512 >= m.len());
+            if full {
+                notes.push(format!(
+                    "{show} existed and was used without refilling it (--overwrite: write tests \
+                     overwrite its data)"
+                ));
+            }
+            (f, opts.size, !full)
+        }
+    };
+    let (mem_align, offset_align) = dio_alignment(&file, insp.kind == TargetKind::BlockDevice);
+    if opts.direct && offset_align == 0 {
+        return Err(DiskError::Target(format!(
+            "the filesystem of {show} does not support direct I/O (O_DIRECT); use --direct 0"
+        )));
+    }
+    let align = u64::from(offset_align.max(512));
+    let size = size / align * align;
+    let mut target = Target {
+        info: TargetInfo {
+            given: insp.given,
+            file: insp.file,
+            kind: insp.kind,
+            size_bytes: size,
+            direct: opts.direct,
+            dio_mem_align: mem_align,
+            dio_offset_align: offset_align,
+            device,
+            device_note,
+        },
+        file,
+        _created: created,
+        notes,
+    };
+    if size == 0 {
+        return Err(DiskError::Target(format!(
+            "{show}: nothing to test (size 0)"
+        )));
+    }
+    if fill {
+        target.fill(size, stop, fill_progress)?;
+    }
+    Ok(target)
+}
+
+fn open_error(show: &str, e: &std::io::Error, direct: bool) -> DiskError {
+    let hint = match e.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            ": permission denied; choose a directory you can write to, or run as root"
+        }
+        Some(libc::EROFS) => ": the filesystem is read-only",
+        Some(libc::EEXIST) => ": a file of that name appeared meanwhile; run again",
+        Some(libc::EBUSY) => ": the device is in use (mounted or held)",
+        Some(libc::EINVAL) if direct => {
+            ": the filesystem refuses direct I/O (O_DIRECT); use --direct 0"
+        }
+        _ => "",
+    };
+    DiskError::Target(format!("cannot open {show}: {e}{hint}"))
+}
+
+fn check_free_space(file: &Path, size: u64, existing: bool) -> Result<(), DiskError> {
+    let dir = file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let Some((avail, _)) = statvfs_avail(dir) else {
+        return Ok(());
+    };
+    let have = if existing {
+        std::fs::metadata(file).map(|m| m.len()).unwrap_or(0)
+    } else {
+        0
+    };
+    let need = size.saturating_sub(have);
+    if need > avail {
+        return Err(DiskError::Target(format!(
+            "only {} MiB free on the filesystem of {}, the test file needs {} MiB: free some \
+             space or lower --size",
+            avail >> 20,
+            dir.display(),
+            need.div_ceil(1 << 20)
+        )));
+    }
+    Ok(())
+}
+
+/// Bytes available to this user and the fragment size, from statvfs(3).
+fn statvfs_avail(dir: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: plain data, overwritten by statvfs.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `st` a valid out pointer.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    let frsize = st.f_frsize as u64;
+    Some((st.f_bavail as u64 * frsize, frsize))
+}
+
+/// `(memory alignment, offset alignment)` for direct I/O on `file`: STATX_DIOALIGN where the
+/// kernel reports it (6.1+; 0 = direct I/O unsupported), else the logical block size for a
+/// device (BLKSSZGET) and 512 for a file, with memory aligned to a page anyway.
+fn dio_alignment(file: &File, is_device: bool) -> (u32, u32) {
+    // SAFETY: plain data, overwritten by statx.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid fd, an empty NUL-terminated path with AT_EMPTY_PATH, a valid out pointer.
+    let rc = unsafe {
+        libc::statx(
+            file.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_DIOALIGN,
+            &mut stx,
+        )
+    };
+    if rc == 0 && stx.stx_mask & libc::STATX_DIOALIGN != 0 {
+        return (stx.stx_dio_mem_align, stx.stx_dio_offset_align);
+    }
+    if is_device {
+        let mut lbs: libc::c_int = 0;
+        // SAFETY: BLKSSZGET writes one int to a valid pointer.
+        if unsafe { libc::ioctl(file.as_raw_fd(), libc::BLKSSZGET, &mut lbs) } == 0 && lbs > 0 {
+            return (lbs as u32, lbs as u32);
+        }
+    }
+    (512, 512)
+}
+
+/// Drop the page cache (`sync; echo 3 > /proc/sys/vm/drop_caches`, as seed 004 does before
+/// each dd). Needs root; the error is a note for the report.
+pub fn drop_page_cache() -> Result<(), String> {
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "3\n").map_err(|e| {
+        format!(
+            "the page cache could not be dropped before each run ({e}; needs root): buffered \
+             reads may come from memory"
+        )
+    })
+}
+
+impl Target {
+    pub fn info(&self) -> &TargetInfo {
+        &self.info
+    }
+
+    pub fn notes(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
+
+    pub fn block_device(&self) -> Option<&BlockDevice> {
+        self.info.device.as_ref()
+    }
+
+    /// Memory alignment for I/O buffers (at least a page).
+    pub fn mem_align(&self) -> usize {
+        (self.info.dio_mem_align as usize)
+            .max(4096)
+            .next_power_of_two()
+    }
+
+    pub fn fsync(&self) -> Result<(), DiskError> {
+        self.file
+            .sync_all()
+            .map_err(|e| DiskError::os(&format!("fsync of {}", self.info.file.display()), &e))
+    }
+
+    /// Each job's region for `spec`: sequential jobs split the target into equal parts (as
+    /// CrystalDiskMark's threads do), random jobs each cover all of it.
+    pub fn job_regions(&self, spec: &TestSpec) -> Result<Vec<Region>, DiskError> {
+        let bs = spec.block_size;
+        if self.info.direct
+            && self.info.dio_offset_align > 0
+            && bs % u64::from(self.info.dio_offset_align) != 0
+        {
+            return Err(DiskError::BadParameter(format!(
+                "--bs {bs}: not a multiple of the direct I/O alignment of {} ({} bytes, from \
+                 STATX_DIOALIGN); use a multiple of it or --direct 0",
+                self.info.file.display(),
+                self.info.dio_offset_align
+            )));
+        }
+        let jobs = u64::from(spec.jobs.max(1));
+        let size = self.info.size_bytes;
+        let per_job = match spec.workload.pattern {
+            Pattern::Sequential => size / jobs / bs * bs,
+            Pattern::Random => size / bs * bs,
+        };
+        if per_job < bs {
+            return Err(DiskError::BadParameter(format!(
+                "{}: {} bytes of target cannot hold one {bs}-byte block per job; raise --size",
+                spec.label, size
+            )));
+        }
+        Ok((0..jobs)
+            .map(|j| Region {
+                start: match spec.workload.pattern {
+                    Pattern::Sequential => j * per_job,
+                    Pattern::Random => 0,
+                },
+                len: per_job,
+            })
+            .collect())
+    }
+
+    /// Write `size` bytes of incompressible data, then fsync, so reads hit real blocks.
+    fn fill(
+        &mut self,
+        size: u64,
+        stop: &AtomicBool,
+        progress: Option<FillProgress>,
+    ) -> Result<(), DiskError> {
+        const CHUNK: u64 = 1 << 20;
+        let align = self.mem_align();
+        let buf = super::IoBuffers::new(1, CHUNK as usize, align, false, 0x5EED)?;
+        let mut rng = super::Rng::new(size);
+        let show = self.info.file.display().to_string();
+        self.file
+            .set_len(0)
+            .map_err(|e| DiskError::os(&format!("cannot truncate {show}"), &e))?;
+        let mut done = 0u64;
+        // Bounded by size / CHUNK iterations.
+        while done < size {
+            if stop.load(Ordering::Relaxed) {
+                return Err(DiskError::Interrupted);
+            }
+            let len = (size - done).min(CHUNK) as usize;
+            buf.scramble_slot(0, &mut rng);
+            // SAFETY: slot 0 holds CHUNK >= len bytes and no I/O is in flight on it.
+            let n = unsafe {
+                libc::pwrite(
+                    self.file.as_raw_fd(),
+                    buf.slot_ptr(0).cast_const().cast(),
+                    len,
+                    done as libc::off_t,
+                )
+            };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                if e.raw_os_error() == Some(libc::ENOSPC) {
+                    return Err(DiskError::Target(format!(
+                        "the filesystem of {show} filled up while the test file was written \
+                         ({} of {} MiB): free some space or lower --size",
+                        done >> 20,
+                        size.div_ceil(1 << 20)
+                    )));
+                }
+                return Err(DiskError::os(&format!("writing the test file {show}"), &e));
+            }
+            if n == 0 {
+                return Err(DiskError::Io(format!(
+                    "writing the test file {show}: no progress"
+                )));
+            }
+            done += n as u64;
+            if let Some(p) = progress {
+                p(done, size);
+            }
+        }
+        self.file.sync_all().map_err(|e| {
+            if e.raw_os_error() == Some(libc::ENOSPC) {
+                DiskError::Target(format!("the filesystem of {show} is full: lower --size"))
+            } else {
+                DiskError::os(&format!("fsync of {show}"), &e)
+            }
+        })?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(size: u64, writes: bool) -> TargetOptions {
+        TargetOptions {
+            size,
+            direct: false,
+            writes,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn new_file_is_filled_and_removed_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let insp = inspect(dir.path()).unwrap();
+        assert_eq!(insp.kind, TargetKind::NewFile);
+        let file = insp.file.clone();
+        let stop = AtomicBool::new(false);
+        let t = prepare(insp, None, None, &[], &opts(3 << 20, true), &stop, None).unwrap();
+        let data = std::fs::read(&file).unwrap();
+        assert_eq!(data.len(), 3 << 20);
+        assert!(data.iter().filter(|b| **b == 0).count() < data.len() / 100);
+        drop(t);
+        assert!(!file.exists());
+    }
+
+    #[test]
+    fn existing_file_is_not_written_without_overwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("keep");
+        std::fs::write(&p, vec![7u8; 8192]).unwrap();
+        let stop = AtomicBool::new(false);
+        let e = prepare(
+            inspect(&p).unwrap(),
+            None,
+            None,
+            &[],
+            &opts(8192, true),
+            &stop,
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("never overwrites a file without --overwrite"),
+            "{e}"
+        );
+        // Reading it as is is allowed; it is left in place.
+        let t = prepare(
+            inspect(&p).unwrap(),
+            None,
+            None,
+            &[],
+            &opts(1 << 20, false),
+            &stop,
+            None,
+        )
+        .unwrap();
+        assert_eq!(t.info().size_bytes, 8192);
+        drop(t);
+        assert_eq!(std::fs::read(&p).unwrap(), vec![7u8; 8192]);
+    }
+
+    #[test]
+    fn free_space_is_checked_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let stop = AtomicBool::new(false);
+        let e = prepare(
+            inspect(dir.path()).unwrap(),
+            None,
+            None,
+            &[],
+            &opts(1 << 62, true),
+            &stop,
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("MiB free on the filesystem of"), "{e}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn sequential_jobs_split_the_target_random_jobs_share_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let stop = AtomicBool::new(false);
+        let t = prepare(
+            inspect(dir.path()).unwrap(),
+            None,
+            None,
+            &[],
+            &opts(4 << 20, true),
+            &stop,
+            None,
+        )
+        .unwrap();
+        let seq = TestSpec::new("s", super::super::Workload::READ, 1 << 20, 1, 3);
+        let r = t.job_regions(&seq).unwrap();
+        assert_eq!(
+            r.iter().map(|r| r.start).collect::<Vec<_>>(),
+            [0, 1 << 20, 2 << 20]
+        );
+        let rnd = TestSpec::new("r", super::super::Workload::RANDREAD, 4096, 1, 2);
+        assert!(t
+            .job_regions(&rnd)
+            .unwrap()
+            .iter()
+            .all(|r| r.start == 0 && r.len == 4 << 20));
+        let big = TestSpec::new("b", super::super::Workload::READ, 8 << 20, 1, 1);
+        assert!(t
+            .job_regions(&big)
+            .unwrap_err()
+            .to_string()
+            .contains("raise --size"));
+    }
+}

@@ -1,0 +1,418 @@
+//! `headroom bench disk PATH`: storage throughput, IOPS and latency, CrystalDiskMark's test
+//! sets or fio's flags, with the kernel's count of the same bytes beside each number.
+
+use crate::output::{print_json, GlobalArgs, Style};
+use anyhow::Context;
+use bench::disk::{
+    self, profiles, target, DiskError, DiskResult, Profile, Progress, RunConfig, SystemContext,
+};
+use clap::Args;
+use probe::sysfs::{read_attr, SysRoot};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Exit code after Ctrl-C, as shells report a process ended by SIGINT (128 + 2).
+const EXIT_INTERRUPTED: u8 = 130;
+
+#[derive(Args, Debug, Clone)]
+#[command(
+    after_help = "Sizes are binary as in fio: 4k = 4096 bytes, 1M = 1 MiB, 1G = 1 GiB. \
+Rates are printed in MB/s (10^6 B/s) and MiB/s (2^20 B/s).\n\
+Examples:\n  headroom bench disk /mnt/nvme --profile cdm\n  \
+headroom bench disk /media/usb --profile dd --size 256M\n  \
+headroom bench disk /mnt/x --rw randread --bs 4k --qd 32 --runtime 10"
+)]
+pub struct DiskArgs {
+    /// A directory (headroom creates and removes its own test file there), a new file name, an
+    /// existing file (read as is; written only with --overwrite), or a block device (read-only
+    /// unless --destructive).
+    pub path: PathBuf,
+
+    /// Test set: cdm, cdm-nvme, peak, real (CrystalDiskMark 8), rk (the Rockchip guide's fio
+    /// emulation: SEQ1M Q32T1, RND4K Q32T1), dd (sequential sweep 4K..1M). Without it: one test
+    /// from --rw/--bs/--qd/--jobs.
+    #[arg(long)]
+    pub profile: Option<String>,
+
+    /// Workload, fio's names: read, write, randread, randwrite, rw, randrw.
+    #[arg(long)]
+    pub rw: Option<String>,
+
+    /// Percentage of reads for rw/randrw (default 50).
+    #[arg(long)]
+    pub rwmixread: Option<u8>,
+
+    /// Block size, 512 to 64M (default 1M sequential, 4k random).
+    #[arg(long, value_name = "SIZE")]
+    pub bs: Option<String>,
+
+    /// I/Os in flight per job, 1 to 1024.
+    #[arg(long, visible_alias = "iodepth", value_name = "N")]
+    pub qd: Option<u32>,
+
+    /// Job threads, 1 to 4 per CPU.
+    #[arg(long, visible_alias = "numjobs", value_name = "N")]
+    pub jobs: Option<u32>,
+
+    /// Bytes of the file (or device) covered by the tests (default 1G).
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<String>,
+
+    /// Upper bound of each run (default 5s; dd: 30s): 10, 2.5s, 500ms, 1m.
+    #[arg(long, value_name = "TIME")]
+    pub runtime: Option<String>,
+
+    /// Time run before measuring, excluded from the results (default 0).
+    #[arg(long, alias = "ramp_time", value_name = "TIME")]
+    pub ramp: Option<String>,
+
+    /// Runs of each test (default 5 for CrystalDiskMark profiles, else 1).
+    #[arg(long, value_name = "N")]
+    pub runs: Option<u32>,
+
+    /// Pause between runs (default 5s for CrystalDiskMark profiles, else 0).
+    #[arg(long, value_name = "TIME")]
+    pub pause: Option<String>,
+
+    /// 1 = O_DIRECT, bypassing the page cache (default); 0 = buffered.
+    #[arg(long, value_name = "0|1", value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub direct: Option<u8>,
+
+    /// Loop over the region until --runtime, instead of stopping after --size bytes.
+    #[arg(long, alias = "time_based")]
+    pub time_based: bool,
+
+    /// fsync the file after each run (timed separately, not in the rates).
+    #[arg(long, alias = "end_fsync")]
+    pub fsync_end: bool,
+
+    /// Write zeros instead of incompressible random data.
+    #[arg(long)]
+    pub zero: bool,
+
+    /// I/O engine: auto (io_uring, else psync), io_uring, psync, or null (no I/O: measures
+    /// headroom's own overhead, as fio's null engine).
+    #[arg(long, alias = "ioengine", default_value = "auto")]
+    pub engine: String,
+
+    /// Allow writing over an existing file.
+    #[arg(long)]
+    pub overwrite: bool,
+
+    /// Allow write tests on a raw block device (destroys its data; refused while mounted).
+    #[arg(long)]
+    pub destructive: bool,
+}
+
+impl DiskArgs {
+    fn overrides(&self) -> Result<profiles::Overrides, DiskError> {
+        let size = |f: &str, v: &Option<String>| {
+            v.as_deref().map(|s| profiles::parse_size(f, s)).transpose()
+        };
+        let time = |f: &str, v: &Option<String>| {
+            v.as_deref()
+                .map(|s| profiles::parse_duration(f, s))
+                .transpose()
+        };
+        Ok(profiles::Overrides {
+            rw: self.rw.clone(),
+            rwmixread: self.rwmixread,
+            block_size: size("--bs", &self.bs)?,
+            queue_depth: self.qd,
+            jobs: self.jobs,
+            size: size("--size", &self.size)?,
+            runtime_s: time("--runtime", &self.runtime)?,
+            ramp_s: time("--ramp", &self.ramp)?,
+            runs: self.runs,
+            pause_s: time("--pause", &self.pause)?,
+            direct: self.direct.map(|d| d == 1),
+            time_based: self.time_based,
+            fsync_end: self.fsync_end,
+            zero: self.zero,
+            shown: None,
+        })
+    }
+}
+
+pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let profile = match &args.profile {
+        Some(p) => Profile::parse(p)?,
+        None => Profile::Custom,
+    };
+    let overrides = args.overrides()?;
+    let (engine, engine_note) = disk::choose_engine(&args.engine)?;
+    let (parameters, tests) = profiles::build(profile, &overrides, engine.name(), cpus)?;
+
+    // Where the target lives, at the block level; holds matter only for a device.
+    let insp = target::inspect(&args.path)?;
+    let root = SysRoot::new("/");
+    let (device, device_note) = match probe::blockdev::resolve(&root, insp.dev.0, insp.dev.1) {
+        Ok(Some(d)) => (Some(d), None),
+        Ok(None) => (
+            None,
+            Some(format!(
+                "device {}:{} is not a block device in /sys/dev/block (tmpfs, overlayfs or a \
+                 network filesystem?): no /proc/diskstats cross-check",
+                insp.dev.0, insp.dev.1
+            )),
+        ),
+        Err(e) => (
+            None,
+            Some(format!("the block device could not be resolved: {e}")),
+        ),
+    };
+    let writes = tests.iter().any(|t| t.workload.writes());
+    let holds = match (&device, insp.kind) {
+        (Some(d), target::TargetKind::BlockDevice) if writes => probe::blockdev::holds(&root, d)
+            .context("cannot tell whether the device is in use, so it is not written")?,
+        _ => Vec::new(),
+    };
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("cannot install the Ctrl-C handler that removes the test file")?;
+    }
+    let live = std::io::stderr().is_terminal();
+    let fill_progress = |done: u64, total: u64| {
+        if live && (done == total || done % (64 << 20) == 0) {
+            eprint!(
+                "\r\x1b[Kpreparing the test file: {} of {} MiB",
+                done >> 20,
+                total >> 20
+            );
+        }
+    };
+    let opts = target::TargetOptions {
+        size: parameters.size_bytes,
+        direct: parameters.direct,
+        writes,
+        overwrite: args.overwrite,
+        destructive: args.destructive,
+    };
+    let prepared = target::prepare(
+        insp,
+        device,
+        device_note,
+        &holds,
+        &opts,
+        &stop,
+        Some(&fill_progress),
+    );
+    let target = match prepared {
+        Ok(t) => t,
+        Err(DiskError::Interrupted) => return Ok(interrupted(live)),
+        Err(e) => return Err(e.into()),
+    };
+    let progress = |p: &Progress| {
+        if live {
+            eprint!(
+                "\r\x1b[K{:<24} run {}/{}  {:<5} {:>6.1} s  {:>10.1} MB/s",
+                p.test,
+                p.run,
+                p.runs,
+                p.phase,
+                p.elapsed.as_secs_f64(),
+                p.bytes_per_sec / model::units::MB
+            );
+            let _ = std::io::stderr().flush();
+        }
+    };
+    let cfg = RunConfig {
+        parameters,
+        tests,
+        engine,
+        stop: Arc::clone(&stop),
+        progress: Some(&progress),
+    };
+    let outcome = disk::run(&cfg, &target, system_context(&root, cpus));
+    // Remove the test file before anything is printed, whatever the outcome.
+    drop(target);
+    if live {
+        eprint!("\r\x1b[K");
+    }
+    let mut result = match outcome {
+        Ok(r) => r,
+        Err(DiskError::Interrupted) => return Ok(interrupted(live)),
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(n) = engine_note {
+        result.notes.insert(0, n);
+    }
+    // The path behind the device (links and their ceilings) is resolved elsewhere; until it
+    // is, say so rather than print an efficiency without a ceiling.
+    if result.ceiling.is_none() {
+        result.notes.push(
+            "the hardware path behind the device is not resolved: no ceiling, no efficiency"
+                .to_string(),
+        );
+    }
+    if global.json {
+        print_json(&result)?;
+    } else {
+        print!("{}", render(&result, &Style::new(global.use_color())));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn interrupted(live: bool) -> ExitCode {
+    if live {
+        eprint!("\r\x1b[K");
+    }
+    eprintln!("headroom: interrupted: stopped at once; the test file headroom created was removed");
+    ExitCode::from(EXIT_INTERRUPTED)
+}
+
+fn system_context(root: &SysRoot, cpus: usize) -> SystemContext {
+    let attr = |p: &str| read_attr(&root.path(p)).ok().flatten();
+    SystemContext {
+        kernel: attr("/proc/sys/kernel/osrelease"),
+        cpus,
+        hostname: attr("/proc/sys/kernel/hostname"),
+    }
+}
+
+/// The CrystalDiskMark-like table: one line per test, units in every header.
+pub fn render(r: &DiskResult, style: &Style) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let t = &r.target;
+    let dev = match &t.device {
+        Some(d) if d.name == d.disk => format!("{} ({})", d.name, d.maj_min()),
+        Some(d) => format!("{} ({}, disk {})", d.name, d.maj_min(), d.disk),
+        None => "an unresolved device".to_string(),
+    };
+    let kind = match t.kind {
+        target::TargetKind::NewFile => "test file",
+        target::TargetKind::ExistingFile => "existing file",
+        target::TargetKind::BlockDevice => "block device",
+    };
+    let p = &r.parameters;
+    let _ = writeln!(
+        s,
+        "{} {} ({kind}, {} MiB) on {dev}",
+        style.bold("headroom bench disk"),
+        t.file.display(),
+        t.size_bytes >> 20
+    );
+    let _ = writeln!(
+        s,
+        "profile {}, engine {}, {}, {} run{} of up to {} s{}; MB/s, MiB/s, IOPS and latency of \
+         the best run, mean MB/s of all runs",
+        p.profile,
+        p.engine,
+        if p.direct { "O_DIRECT" } else { "buffered" },
+        p.runs,
+        if p.runs == 1 { "" } else { "s" },
+        p.runtime_s,
+        if p.ramp_s > 0.0 {
+            format!(" after {} s ramp", p.ramp_s)
+        } else {
+            String::new()
+        },
+    );
+    s.push('\n');
+    let header = [
+        "Test",
+        "",
+        "Best",
+        "Mean",
+        "Best",
+        "Best",
+        "Lat mean",
+        "Lat p50",
+        "Lat p99",
+        "Lat p99.9",
+        "Lat max",
+        "CPU/IO",
+        "proc io",
+        "diskstats",
+    ];
+    let units = [
+        "",
+        "",
+        "(MB/s)",
+        "(MB/s)",
+        "(MiB/s)",
+        "(IOPS)",
+        "(µs)",
+        "(µs)",
+        "(µs)",
+        "(µs)",
+        "(µs)",
+        "(µs)",
+        "error (%)",
+        "error (%)",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![
+        header.iter().map(|h| h.to_string()).collect(),
+        units.iter().map(|h| h.to_string()).collect(),
+    ];
+    let us = |ns: f64| format!("{:.1}", ns / 1000.0);
+    let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:+.2}"));
+    for test in &r.tests {
+        let Some(b) = test.best() else { continue };
+        // The worst cross-check of all runs: one bad run is worth seeing.
+        let worst = |f: fn(&disk::RunResult) -> Option<f64>| {
+            test.runs
+                .iter()
+                .filter_map(f)
+                .max_by(|a, b| a.abs().total_cmp(&b.abs()))
+        };
+        rows.push(vec![
+            test.spec.label.clone(),
+            test.spec.workload.direction(),
+            format!("{:.1}", b.mb_per_s),
+            format!("{:.1}", test.mean_mb_per_s),
+            format!("{:.1}", b.mib_per_s),
+            format!("{:.0}", b.iops),
+            us(b.latency.mean_ns),
+            us(b.latency.p50_ns as f64),
+            us(b.latency.p99_ns as f64),
+            us(b.latency.p99_9_ns as f64),
+            us(b.latency.max_ns as f64),
+            format!("{:.2}", b.cpu_us_per_io),
+            pct(worst(|r| r.cross_check.proc_io_error_percent)),
+            pct(worst(|r| r.cross_check.diskstats_error_percent)),
+        ]);
+    }
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for (i, row) in rows.iter().enumerate() {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let w = widths[c];
+            if c < 2 {
+                let _ = write!(line, "{cell:<w$}  ");
+            } else {
+                let _ = write!(line, "{cell:>w$}  ");
+            }
+        }
+        let line = line.trim_end().to_string();
+        if i < 2 {
+            let _ = writeln!(s, "{}", style.bold(&line));
+        } else {
+            let _ = writeln!(s, "{line}");
+        }
+    }
+    if let Some(c) = &r.ceiling {
+        let _ = writeln!(
+            s,
+            "\nceiling {:.1} MB/s ({})",
+            c.bytes_per_sec / model::units::MB,
+            c.bottleneck
+        );
+    }
+    if !r.notes.is_empty() {
+        s.push('\n');
+        for n in &r.notes {
+            let _ = writeln!(s, "{} {n}", style.warn("note:"));
+        }
+    }
+    s
+}

@@ -1,0 +1,519 @@
+//! `headroom bench disk` as a user runs it: real runs on small files with every profile and
+//! engine, Ctrl-C, a mounted loop device, bad flags. Root-only cases say so and skip.
+#![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn headroom() -> Command {
+    let mut c = Command::cargo_bin("headroom").unwrap();
+    c.env("NO_COLOR", "1");
+    c
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A directory on the machine's real disk (not tmpfs), so the cross-check sees a block device.
+fn disk_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("headroom-disk-test")
+        .tempdir_in(
+            std::env::var_os("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from),
+        )
+        .unwrap()
+}
+
+fn run_json(args: &[&str], env: &[(&str, &str)]) -> Value {
+    let mut c = headroom();
+    c.arg("--json").arg("bench").arg("disk").args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "headroom {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// What a user checks in every result: bytes moved, consistent units, the kernel agreeing.
+fn check_result(doc: &Value, engine: &str, tests: usize) {
+    check_result_on(doc, engine, tests, true)
+}
+
+/// `exact_proc_io`: the target is not stacked (loop, dm), where the kernel may count the
+/// lower device's bytes to this process too.
+fn check_result_on(doc: &Value, engine: &str, tests: usize, exact_proc_io: bool) {
+    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["kind"], "disk");
+    assert_eq!(doc["parameters"]["engine"], engine);
+    let t = doc["tests"].as_array().unwrap();
+    assert_eq!(t.len(), tests, "{:#}", doc["tests"]);
+    for test in t {
+        for run in test["runs"].as_array().unwrap() {
+            let bytes = run["bytes"].as_u64().unwrap();
+            let secs = run["seconds"].as_f64().unwrap();
+            assert!(bytes > 0 && secs > 0.0, "{run:#}");
+            let mbs = run["mb_per_s"].as_f64().unwrap();
+            assert!((mbs - bytes as f64 / secs / 1e6).abs() < 1e-6 * mbs.max(1.0));
+            let mibs = run["mib_per_s"].as_f64().unwrap();
+            assert!((mibs * 1_048_576.0 - mbs * 1e6).abs() < 1e-3 * mbs.max(1.0) * 1e6);
+            let lat = &run["latency"];
+            let (min, p50, p99, max) = (
+                lat["min_ns"].as_u64().unwrap(),
+                lat["p50_ns"].as_u64().unwrap(),
+                lat["p99_ns"].as_u64().unwrap(),
+                lat["max_ns"].as_u64().unwrap(),
+            );
+            // HDR percentiles are within 0.1 % of the exact value.
+            assert!(
+                min as f64 <= p50 as f64 * 1.001 && p50 <= p99 && p99 as f64 <= max as f64 * 1.001
+            );
+            let cc = &run["cross_check"];
+            // O_DIRECT reads: the kernel's count of this process's bytes equals the engine's.
+            let n = |k: &str| cc[k].as_u64().unwrap() as f64;
+            let (app_r, app_w) = (n("app_read_bytes"), n("app_write_bytes"));
+            let (k_r, k_w) = (n("proc_io_read_bytes"), n("proc_io_write_bytes"));
+            if exact_proc_io {
+                assert!(
+                    (k_r - app_r).abs() <= 0.01 * app_r,
+                    "read cross-check: {cc:#}"
+                );
+                // Writes to a file can also dirty filesystem metadata, which the kernel charges
+                // to the writer (up to 1.5 MB/s seen on this VM's root ext4): never less than
+                // the data, at most a few MB per second of run.
+                let extra = k_w - app_w;
+                let bound = 4e6 * (secs + doc["parameters"]["ramp_s"].as_f64().unwrap()) + 1e6;
+                assert!(
+                    (0.0..=bound).contains(&extra),
+                    "write cross-check: {extra} bytes over {secs} s: {cc:#}"
+                );
+            } else {
+                let err = cc["proc_io_error_percent"].as_f64().unwrap();
+                assert!(err > -1.0, "the kernel counted fewer bytes: {run:#}");
+            }
+            // The disk saw at least these bytes (other traffic only adds).
+            if let Some(d) = cc["diskstats_error_percent"].as_f64() {
+                assert!(d > -1.0, "diskstats saw fewer bytes than written: {cc:#}");
+            }
+        }
+    }
+}
+
+const SMALL: [&str; 8] = [
+    "--size",
+    "16M",
+    "--runtime",
+    "0.3",
+    "--runs",
+    "1",
+    "--pause",
+    "0",
+];
+
+#[test]
+fn every_profile_runs_with_both_engines_and_leaves_no_file() {
+    let dir = disk_dir();
+    let d = dir.path().to_str().unwrap();
+    for (profile, tests) in [
+        ("cdm", 8),
+        ("cdm-nvme", 8),
+        ("peak", 4),
+        ("real", 4),
+        ("rk", 4),
+        ("dd", 10),
+    ] {
+        for engine in ["io_uring", "psync"] {
+            let mut args = vec![d, "--profile", profile, "--engine", engine];
+            args.extend(SMALL);
+            let doc = run_json(&args, &[]);
+            check_result(&doc, engine, tests);
+            assert!(
+                entries(dir.path()).is_empty(),
+                "{profile}: file left behind"
+            );
+        }
+    }
+}
+
+#[test]
+fn psync_fallback_when_io_uring_is_unavailable() {
+    let dir = disk_dir();
+    let mut args = vec![dir.path().to_str().unwrap(), "--rw", "randrw", "--qd", "8"];
+    args.extend(SMALL);
+    let doc = run_json(&args, &[("HEADROOM_DISABLE_IO_URING", "1")]);
+    check_result(&doc, "psync", 1);
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("using the psync engine instead"), "{notes}");
+    assert!(notes.contains("queue depths above 1 run as QD1"), "{notes}");
+    assert!(
+        notes.contains("write cross-check may read a little high"),
+        "{notes}"
+    );
+    let run = &doc["tests"][0]["runs"][0];
+    assert!(run["read_bytes"].as_u64().unwrap() > 0 && run["write_bytes"].as_u64().unwrap() > 0);
+    // Asking for io_uring by name when it is unavailable is an error, not a silent fallback.
+    let out = headroom()
+        .env("HEADROOM_DISABLE_IO_URING", "1")
+        .args([
+            "bench",
+            "disk",
+            dir.path().to_str().unwrap(),
+            "--engine",
+            "io_uring",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("io_uring is disabled"));
+}
+
+#[test]
+fn table_has_units_in_every_header() {
+    let dir = disk_dir();
+    let mut args = vec![
+        "bench",
+        "disk",
+        dir.path().to_str().unwrap(),
+        "--profile",
+        "real",
+    ];
+    args.extend(SMALL);
+    let out = headroom().args(&args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    for unit in ["(MB/s)", "(MiB/s)", "(IOPS)", "(µs)", "error (%)"] {
+        assert!(text.contains(unit), "{unit} missing in\n{text}");
+    }
+    assert!(
+        text.contains("SEQ1M Q1T1   read") || text.contains("SEQ1M Q1T1  read"),
+        "{text}"
+    );
+    assert!(text.contains("no ceiling"), "{text}");
+}
+
+#[test]
+fn ctrl_c_removes_the_test_file() {
+    let dir = disk_dir();
+    let bin = assert_cmd::cargo::cargo_bin("headroom");
+    let mut child = std::process::Command::new(bin)
+        .args(["bench", "disk"])
+        .arg(dir.path())
+        .args([
+            "--rw",
+            "randread",
+            "--size",
+            "32M",
+            "--time-based",
+            "--runtime",
+            "60",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait (bounded) for the file to exist, then a little for the run to start.
+    let t0 = Instant::now();
+    while entries(dir.path()).is_empty() && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !entries(dir.path()).is_empty(),
+        "the test file never appeared"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: sending a signal to our own child by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t1.elapsed() > Duration::from_secs(30) {
+            child.kill().unwrap();
+            panic!("headroom did not stop within 30 s of SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(
+        entries(dir.path()).is_empty(),
+        "file left behind: {:?}",
+        entries(dir.path())
+    );
+}
+
+fn fails_with(args: &[&str], sentence: &str) {
+    let out = headroom()
+        .args(["bench", "disk"])
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert!(
+        err.contains(sentence),
+        "{args:?}: expected {sentence:?} in {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn bad_flags_get_one_clear_sentence() {
+    let dir = disk_dir();
+    let d = dir.path().to_str().unwrap();
+    fails_with(
+        &[d, "--bs", "3"],
+        "--bs 3: block size must be between 512 bytes and 64 MiB",
+    );
+    fails_with(
+        &[d, "--qd", "0"],
+        "--qd 0: queue depth must be between 1 and 1024",
+    );
+    fails_with(&[d, "--bs", "4KB"], "--bs 4KB: KB/MB/GB are ambiguous");
+    fails_with(&[d, "--profile", "atto"], "--profile atto: no such profile");
+    fails_with(
+        &[d, "--jobs", "100000"],
+        "--jobs 100000: jobs must be between 1 and",
+    );
+    fails_with(
+        &["/nonexistent/dir/file"],
+        "its directory /nonexistent/dir cannot be used",
+    );
+    // An existing file is never written without --overwrite, and stays as it was.
+    let keep = dir.path().join("keep.bin");
+    std::fs::write(&keep, vec![42u8; 1 << 20]).unwrap();
+    fails_with(
+        &[keep.to_str().unwrap(), "--rw", "write", "--size", "1M"],
+        "never overwrites a file without --overwrite",
+    );
+    assert_eq!(std::fs::read(&keep).unwrap(), vec![42u8; 1 << 20]);
+    // Free space is checked before anything is written.
+    fails_with(&[d, "--size", "1048576G"], "MiB free on the filesystem of");
+    assert_eq!(entries(dir.path()), ["keep.bin"]);
+}
+
+#[test]
+fn directory_without_write_permission() {
+    let dir = disk_dir();
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("headroom");
+    let mut cmd = if is_root() {
+        // Root ignores permission bits: run as nobody, as a user would be.
+        if !Path::new("/usr/bin/setpriv").exists() {
+            eprintln!("skipped: running as root without setpriv to drop privileges");
+            return;
+        }
+        let mut c = std::process::Command::new("/usr/bin/setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin);
+        c
+    } else {
+        std::process::Command::new(&bin)
+    };
+    let out = cmd
+        .args(["bench", "disk"])
+        .arg(&ro)
+        .args(["--size", "1M"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("Permission denied") && err.contains("setpriv") {
+        eprintln!("skipped: the binary is not reachable by user nobody: {err}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("permission denied; choose a directory you can write to"),
+        "{err}"
+    );
+}
+
+/// Runs `cmd`, panicking with its stderr on failure.
+fn sh(cmd: &[&str]) -> String {
+    let out = std::process::Command::new(cmd[0])
+        .args(&cmd[1..])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Undoes mounts and loop devices whatever the test's outcome.
+struct Cleanup(Vec<Vec<String>>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for cmd in self.0.iter().rev() {
+            let _ = std::process::Command::new(&cmd[0]).args(&cmd[1..]).output();
+        }
+    }
+}
+
+#[test]
+fn writing_to_a_mounted_device_is_refused() {
+    if !is_root() || !Path::new("/dev/loop-control").exists() {
+        eprintln!("skipped: needs root and loop devices (losetup) to mount a test device");
+        return;
+    }
+    let dir = disk_dir();
+    let img = dir.path().join("disk.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let mut cleanup = Cleanup(Vec::new());
+    let dev = sh(&["losetup", "-f", "--show", img.to_str().unwrap()]);
+    cleanup
+        .0
+        .push(vec!["losetup".into(), "-d".into(), dev.clone()]);
+    sh(&["mkfs.ext4", "-q", "-F", &dev]);
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    sh(&["mount", &dev, mnt.to_str().unwrap()]);
+    cleanup
+        .0
+        .push(vec!["umount".into(), mnt.to_str().unwrap().to_string()]);
+
+    fails_with(
+        &[&dev, "--rw", "write", "--size", "8M"],
+        "writing to it destroys its data, so write tests need --destructive",
+    );
+    fails_with(
+        &[&dev, "--rw", "write", "--size", "8M", "--destructive"],
+        &format!("is mounted on {}", mnt.display()),
+    );
+    // Reading a mounted device is harmless and runs; it resolves to the loop device itself.
+    let doc = run_json(
+        &[&dev, "--rw", "read", "--size", "8M", "--runtime", "0.3"],
+        &[],
+    );
+    check_result_on(&doc, "io_uring", 1, false);
+    assert!(doc["notes"].to_string().contains("is a stacked device"));
+    assert_eq!(doc["target"]["kind"], "block_device");
+    assert_eq!(
+        doc["target"]["device"]["name"],
+        dev.trim_start_matches("/dev/")
+    );
+    // A file on the mounted filesystem resolves to the same device.
+    let doc = run_json(
+        &[mnt.to_str().unwrap(), "--rw", "write", "--size", "4M"],
+        &[],
+    );
+    assert_eq!(
+        doc["target"]["device"]["name"],
+        dev.trim_start_matches("/dev/")
+    );
+    assert_eq!(entries(&mnt), ["lost+found"]);
+}
+
+#[test]
+fn full_filesystem_is_a_clear_sentence() {
+    if !is_root() {
+        eprintln!("skipped: needs root to mount a small tmpfs");
+        return;
+    }
+    let dir = disk_dir();
+    let mut cleanup = Cleanup(Vec::new());
+    let m = dir.path().to_str().unwrap();
+    sh(&["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", m]);
+    cleanup.0.push(vec!["umount".into(), m.to_string()]);
+    fails_with(
+        &[m, "--size", "16M", "--direct", "0"],
+        "only 4 MiB free on the filesystem of",
+    );
+    // tmpfs is not a block device: the run still works and says there is no disk cross-check.
+    let doc = run_json(
+        &[m, "--size", "2M", "--direct", "0", "--runtime", "0.3"],
+        &[],
+    );
+    assert!(doc["target"]["device"].is_null());
+    assert!(doc["target"]["device_note"]
+        .as_str()
+        .unwrap()
+        .contains("not a block device"));
+    assert!(entries(dir.path()).is_empty());
+}
+
+#[test]
+fn ramp_is_excluded_but_cross_checked() {
+    let dir = disk_dir();
+    let d = dir.path().to_str().unwrap();
+    let doc = run_json(
+        &[
+            d, "--rw", "randread", "--qd", "4", "--size", "16M", "--ramp", "0.2",
+        ]
+        .into_iter()
+        .chain(["--time-based", "--runtime", "0.3"])
+        .collect::<Vec<_>>(),
+        &[],
+    );
+    check_result(&doc, "io_uring", 1);
+    let run = &doc["tests"][0]["runs"][0];
+    let measured = run["bytes"].as_u64().unwrap();
+    let all = run["cross_check"]["app_read_bytes"].as_u64().unwrap();
+    // The ramp's reads reached the disk (the kernel counted them) but not the result.
+    assert!(all > measured, "ramp bytes missing: {run:#}");
+    assert_eq!(doc["parameters"]["ramp_s"], 0.2);
+}
+
+#[test]
+fn written_data_is_random_unless_zero_and_an_existing_file_stays() {
+    let dir = disk_dir();
+    let f = dir.path().join("existing.bin");
+    std::fs::write(&f, vec![0xAAu8; 1 << 20]).unwrap();
+    let p = f.to_str().unwrap();
+    let write = [
+        "--rw",
+        "write",
+        "--size",
+        "1M",
+        "--overwrite",
+        "--fsync-end",
+    ];
+    let doc = run_json(&[&[p][..], &write, &["--zero"]].concat(), &[]);
+    assert!(doc["tests"][0]["runs"][0]["fsync_s"].as_f64().unwrap() >= 0.0);
+    let data = std::fs::read(&f).unwrap();
+    assert_eq!(data.len(), 1 << 20);
+    assert!(data.iter().all(|b| *b == 0), "--zero wrote non-zero bytes");
+    run_json(&[&[p][..], &write].concat(), &[]);
+    let data = std::fs::read(&f).unwrap();
+    let zeros = data.iter().filter(|b| **b == 0).count();
+    let marks = data.iter().filter(|b| **b == 0xAA).count();
+    // Random bytes: about 1/256 of each value.
+    assert!(
+        zeros < data.len() / 100 && marks < data.len() / 100,
+        "{zeros} {marks}"
+    );
+    assert_eq!(entries(dir.path()), ["existing.bin"]);
+}

@@ -1,0 +1,75 @@
+//! A block device as the kernel names it, and what holds it (mounts, swap, dm/md).
+//!
+//! Pure types: `probe::blockdev` fills them from sysfs and procfs, `bench::disk` reads them to
+//! say which device a file lives on and to refuse writing to a device that is in use.
+
+use serde::Serialize;
+use std::fmt;
+
+/// A block device by its `major:minor` number (`stat(2)`'s `st_dev` for a file, `st_rdev`
+/// for a device node) and the names sysfs gives it under `/sys/dev/block/MAJ:MIN`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BlockDevice {
+    pub major: u32,
+    pub minor: u32,
+    /// The kernel name of this device (`nvme0n1p2`, `sda1`, `vda`, `dm-0`).
+    pub name: String,
+    /// The whole disk it belongs to (`nvme0n1` for `nvme0n1p2`; itself for a whole disk).
+    pub disk: String,
+    /// Partition number when `name` is a partition (sysfs `partition` attribute).
+    pub partition: Option<u32>,
+}
+
+impl BlockDevice {
+    /// `MAJ:MIN`, as `/proc/self/mountinfo` and `/sys/dev/block` write it.
+    pub fn maj_min(&self) -> String {
+        format!("{}:{}", self.major, self.minor)
+    }
+}
+
+/// Why a block device (or one of its partitions) must not be written to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Hold {
+    /// Mounted: `device` is mounted on `mount_point` (from `/proc/self/mountinfo`).
+    Mounted { device: String, mount_point: String },
+    /// Used as swap (from `/proc/swaps`).
+    Swap { device: String },
+    /// Held by another block device (`/sys/block/X/holders/`: device-mapper, md, bcache).
+    HeldBy { device: String, holder: String },
+}
+
+impl fmt::Display for Hold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Hold::Mounted {
+                device,
+                mount_point,
+            } => write!(f, "{device} is mounted on {mount_point}"),
+            Hold::Swap { device } => write!(f, "{device} is used as swap"),
+            Hold::HeldBy { device, holder } => write!(f, "{device} is held by {holder} (dm/md)"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_read_as_sentences() {
+        let h = Hold::Mounted {
+            device: "loop0".into(),
+            mount_point: "/mnt/x".into(),
+        };
+        assert_eq!(h.to_string(), "loop0 is mounted on /mnt/x");
+        let d = BlockDevice {
+            major: 259,
+            minor: 1,
+            name: "nvme0n1p1".into(),
+            disk: "nvme0n1".into(),
+            partition: Some(1),
+        };
+        assert_eq!(d.maj_min(), "259:1");
+    }
+}
