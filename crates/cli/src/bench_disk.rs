@@ -243,13 +243,12 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     if let Some(n) = engine_note {
         result.notes.insert(0, n);
     }
-    // The path behind the device (links and their ceilings) is resolved elsewhere; until it
-    // is, say so rather than print an efficiency without a ceiling.
-    if result.ceiling.is_none() {
-        result.notes.push(
-            "the hardware path behind the device is not resolved: no ceiling, no efficiency"
-                .to_string(),
-        );
+    // Measured / ceiling: the path from the target to the CPU and its bottleneck link.
+    match path_ceiling(&root, &args.path) {
+        Ok(c) => result.apply_ceiling(c),
+        Err(why) => result
+            .notes
+            .push(format!("no ceiling, no efficiency: {why}")),
     }
     if global.json {
         print_json(&result)?;
@@ -403,10 +402,23 @@ pub fn render(r: &DiskResult, style: &Style) -> String {
     if let Some(c) = &r.ceiling {
         let _ = writeln!(
             s,
-            "\nceiling {:.1} MB/s ({})",
-            c.bytes_per_sec / model::units::MB,
-            c.bottleneck
+            "\nceiling: {} (read {:.1} MB/s, write {:.1} MB/s)",
+            c.bottleneck,
+            c.read_bytes_per_sec / model::units::MB,
+            c.write_bytes_per_sec / model::units::MB
         );
+        for t in &r.tests {
+            if let (Some(e), Some(b)) = (t.efficiency, t.best()) {
+                let _ = writeln!(
+                    s,
+                    "  {} {} {:.1} MB/s = {:.0} % of the ceiling",
+                    t.spec.label,
+                    t.spec.workload.direction(),
+                    b.mb_per_s,
+                    e * 100.0
+                );
+            }
+        }
     }
     if !r.notes.is_empty() {
         s.push('\n');
@@ -415,4 +427,29 @@ pub fn render(r: &DiskResult, style: &Style) -> String {
         }
     }
     s
+}
+
+/// The ceiling of the bottleneck link on the path from `target` to the CPU, or why there is
+/// none (virtio, tmpfs, a network filesystem, no sysfs).
+fn path_ceiling(root: &SysRoot, target: &std::path::Path) -> Result<disk::PathCeiling, String> {
+    let audit = probe::pci::audit_sysfs(root);
+    let path = probe::path::resolve(root, target, &audit);
+    let Some(b) = path.bottleneck_link() else {
+        return Err(path
+            .no_bottleneck_reason
+            .unwrap_or_else(|| "the path could not be resolved".to_string()));
+    };
+    let mut bottleneck = format!("{} at {}", b.name, b.state);
+    if let Some(n) = &b.note {
+        bottleneck.push_str(&format!(" ({n})"));
+    }
+    Ok(disk::PathCeiling {
+        read_bytes_per_sec: b.ceiling_bps,
+        write_bytes_per_sec: b.ceiling_other_direction_bps.unwrap_or(b.ceiling_bps),
+        full_duplex: matches!(
+            b.kind,
+            probe::path::LinkKind::Pcie | probe::path::LinkKind::Ethernet
+        ),
+        bottleneck,
+    })
 }

@@ -547,10 +547,36 @@ impl TestResult {
 /// (`probe::chain` + `model::ceiling`); the disk engine does not decide what a number means.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct PathCeiling {
-    /// Bytes per second the bottleneck link can carry in the tested direction.
-    pub bytes_per_sec: f64,
-    /// Which link is the bottleneck, in words (`PCIe 8 GT/s x1 at 0000:01:00.0`).
+    /// Bytes per second the bottleneck link can carry from the device towards the CPU (what
+    /// a read from the disk moves).
+    pub read_bytes_per_sec: f64,
+    /// Bytes per second towards the device (what a write to the disk moves).
+    pub write_bytes_per_sec: f64,
+    /// Whether the link carries both directions at once (PCIe, Ethernet), or shares one
+    /// medium between them (USB bulk, SATA, MMC).
+    pub full_duplex: bool,
+    /// Which link is the bottleneck, in words (`PCIe 0000:00:1c.0 -> 0000:01:00.0 at 8 GT/s
+    /// x1 (link below what both ends support (16 GT/s x4))`).
     pub bottleneck: String,
+}
+
+impl PathCeiling {
+    /// The ceiling for a workload reading `read_percent` % of its bytes: on a full-duplex
+    /// link the busier direction saturates first; on a shared medium the two add up.
+    pub fn for_read_percent(&self, read_percent: u8) -> f64 {
+        let r = f64::from(read_percent.min(100)) / 100.0;
+        let w = 1.0 - r;
+        let (cr, cw) = (self.read_bytes_per_sec, self.write_bytes_per_sec);
+        if r == 1.0 {
+            cr
+        } else if w == 1.0 {
+            cw
+        } else if self.full_duplex {
+            (cr / r).min(cw / w)
+        } else {
+            1.0 / (r / cr + w / cw)
+        }
+    }
 }
 
 /// Machine facts printed beside the numbers.
@@ -598,10 +624,11 @@ impl DiskResult {
     /// Set the path's ceiling and each test's efficiency (best run's rate / ceiling).
     pub fn apply_ceiling(&mut self, ceiling: PathCeiling) {
         for t in &mut self.tests {
+            let c = ceiling.for_read_percent(t.spec.workload.read_percent);
             t.efficiency = t
                 .best()
-                .filter(|_| ceiling.bytes_per_sec > 0.0)
-                .map(|r| r.bytes as f64 / r.seconds.max(1e-9) / ceiling.bytes_per_sec);
+                .filter(|_| c > 0.0)
+                .map(|r| r.bytes as f64 / r.seconds.max(1e-9) / c);
         }
         self.ceiling = Some(ceiling);
     }
@@ -1423,10 +1450,35 @@ mod tests {
             notes: vec![],
         };
         d.apply_ceiling(PathCeiling {
-            bytes_per_sec: 4e6,
+            read_bytes_per_sec: 4e6,
+            write_bytes_per_sec: 4e6,
+            full_duplex: true,
             bottleneck: "test".into(),
         });
         assert!((d.tests[0].efficiency.unwrap() - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn mixed_workloads_meet_the_ceiling_of_their_busier_direction() {
+        let full = PathCeiling {
+            read_bytes_per_sec: 800e6,
+            write_bytes_per_sec: 600e6,
+            full_duplex: true,
+            bottleneck: "PCIe".into(),
+        };
+        assert_eq!(full.for_read_percent(100), 800e6);
+        assert_eq!(full.for_read_percent(0), 600e6);
+        // 70 % reads on a full-duplex link: reads saturate at 800/0.7 = 1142.9 MB/s total,
+        // writes at 600/0.3 = 2000 MB/s: reads bound it.
+        assert!((full.for_read_percent(70) - 800e6 / 0.7).abs() < 1.0);
+        let shared = PathCeiling {
+            full_duplex: false,
+            read_bytes_per_sec: 50e6,
+            write_bytes_per_sec: 50e6,
+            ..full
+        };
+        // One medium for both directions: a 50/50 mix still totals 50 MB/s.
+        assert!((shared.for_read_percent(50) - 50e6).abs() < 1.0);
     }
 
     /// Run `spec` with the null engine on a small prepared file: the runner's own arithmetic.
