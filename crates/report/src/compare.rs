@@ -292,7 +292,7 @@ impl Comparison {
                         r.push(match row.delta(i) {
                             None => "–".into(),
                             Some(d) => {
-                                let mut s = format!("{:+.0} %", d.percent);
+                                let mut s = format!("{:+.1} %", d.percent);
                                 if d.significant == Some(false) {
                                     any_insignificant = true;
                                     s.push_str(" (not significant)");

@@ -14,7 +14,7 @@ pub fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
     out.push_str(&line(&mut header.iter().map(|h| h.to_string())));
     out.push_str(&line(&mut header.iter().map(|h| {
         // Numbers align right, as in the seeds' tables.
-        if h.contains('(') || h.contains('%') || *h == "Efficiency" || *h == "p99" {
+        if h.contains('(') || h.contains('%') || *h == "Efficiency" {
             "---:".to_string()
         } else {
             "---".to_string()
@@ -45,11 +45,12 @@ fn dash() -> String {
 /// The report of several documents, one section each.
 pub fn render(summaries: &[Summary]) -> String {
     let mut out = String::new();
-    for (i, s) in summaries.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
+    for s in summaries {
         section(&mut out, s);
+    }
+    // One newline at the end, whatever the last block was.
+    while out.ends_with("\n\n") {
+        out.pop();
     }
     out
 }
@@ -182,7 +183,7 @@ fn section(out: &mut String, s: &Summary) {
                 "Min (us)",
                 "Avg (us)",
                 "Max (us)",
-                "p99",
+                "p99 (us)",
                 "Missed (periods)",
             ],
             &rows,
