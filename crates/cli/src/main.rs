@@ -5,8 +5,11 @@
 
 mod audit;
 mod ceiling;
+mod compare;
+mod history;
 mod output;
 mod path;
+mod report;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -30,6 +33,12 @@ enum Command {
     Ceiling(ceiling::CeilingArgs),
     /// The chain of hardware a file, block device or interface crosses, and its bottleneck.
     Path(path::PathArgs),
+    /// Result documents as Markdown tables or one self-contained HTML file with plots.
+    Report(report::ReportArgs),
+    /// Runs side by side: the difference in percent and what changed between them.
+    Compare(compare::CompareArgs),
+    /// The runs saved in the history database.
+    History(history::HistoryArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +48,9 @@ fn main() -> ExitCode {
         Some(Command::Audit(args)) => audit::run(&cli.global, &args),
         Some(Command::Ceiling(args)) => ceiling::run(&cli.global, &args),
         Some(Command::Path(args)) => path::run(&cli.global, &args),
+        Some(Command::Report(args)) => report::run(&cli.global, &args),
+        Some(Command::Compare(args)) => compare::run(&cli.global, &args),
+        Some(Command::History(args)) => history::run(&cli.global, &args),
     };
     match result {
         Ok(code) => code,

@@ -79,6 +79,8 @@ impl Style {
 }
 
 /// Print a JSON document on stdout.
+// Kept for the bench branches, which print through it until they move to `print_result`.
+#[allow(dead_code)]
 pub fn print_json<T: serde::Serialize>(doc: &T) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(doc)?;
     println!("{text}");
@@ -98,5 +100,18 @@ impl Tool {
             name: "headroom",
             version: env!("CARGO_PKG_VERSION"),
         }
+    }
+}
+
+/// Print a command's result as a result document (`report::document`): the common envelope
+/// (`schema_version`, `kind`, `tool`, `created`, `host`) with `body`'s fields beside it. A
+/// `schema_version`, `kind` or `tool` field in `body` is replaced by the envelope's.
+pub fn print_result<T: serde::Serialize>(kind: &str, body: &T) -> anyhow::Result<()> {
+    let doc = report::document::wrap(kind, env!("CARGO_PKG_VERSION"), body)?;
+    let mut stdout = std::io::stdout().lock();
+    match std::io::Write::write_all(&mut stdout, doc.to_json_pretty().as_bytes()) {
+        // A closed pipe (`| head`) is not an error: the reader has what it wanted.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
     }
 }

@@ -8,14 +8,15 @@ use crate::summary::Summary;
 use std::fmt::Write;
 
 /// Whether a bigger number is better (throughput) or worse (latency).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Better {
     Higher,
     Lower,
 }
 
 /// One number measured in every run (or some).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Row {
     pub metric: String,
     pub unit: &'static str,
@@ -63,7 +64,7 @@ impl Row {
 }
 
 /// A fact that is not the same in every run.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ContextChange {
     pub key: String,
     /// One per run; `None` where the run does not say.
@@ -71,7 +72,7 @@ pub struct ContextChange {
 }
 
 /// Several runs side by side.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Comparison {
     pub kind: String,
     pub origins: Vec<String>,

@@ -170,7 +170,7 @@ impl Document {
             });
         };
         for k in ENVELOPE_KEYS {
-            body.remove(k);
+            body.shift_remove(k);
         }
         Ok(Document { envelope, body })
     }
@@ -304,13 +304,21 @@ mod tests {
 
     #[test]
     fn wrap_puts_the_envelope_first_and_replaces_old_envelope_fields() {
-        let body = json!({"schema_version": 1, "kind": "disk", "tests": [1, 2]});
+        let body = json!({"schema_version": 1, "kind": "disk", "tests": [1, 2], "notes": []});
         let doc = wrap("disk", "9.9.9", &body).unwrap();
         let v = doc.to_value();
         let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
         assert_eq!(
             keys,
-            ["schema_version", "kind", "tool", "created", "host", "tests"]
+            [
+                "schema_version",
+                "kind",
+                "tool",
+                "created",
+                "host",
+                "tests",
+                "notes"
+            ]
         );
         assert_eq!(v["tool"]["version"], "9.9.9");
         let created = v["created"].as_str().unwrap();

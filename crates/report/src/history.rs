@@ -118,47 +118,56 @@ impl Store {
         )
         .map_err(sql)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
-        let app_id: i32 = conn
-            .query_row("PRAGMA application_id", [], |r| r.get(0))
-            .map_err(|e| match e {
-                rusqlite::Error::SqliteFailure(f, _)
-                    if f.code == rusqlite::ErrorCode::NotADatabase =>
-                {
-                    foreign("it is damaged or not an SQLite database")
-                }
-                e => sql(e),
-            })?;
-        let tables: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM sqlite_schema WHERE type = 'table'",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(sql)?;
-        if app_id != APPLICATION_ID && (app_id != 0 || tables > 0) {
-            return Err(foreign("it is an SQLite database of another program"));
+        let not_a_db = |e: rusqlite::Error| match e {
+            rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase => {
+                foreign("it is damaged or not an SQLite database")
+            }
+            e => sql(e),
+        };
+        // Check and claim the file in one write transaction: another process creating the
+        // history at the same moment either finished (its id and table are there) or has
+        // not begun; BEGIN IMMEDIATE waits for it up to the busy timeout.
+        conn.execute_batch("BEGIN IMMEDIATE").map_err(not_a_db)?;
+        let claimed = (|| {
+            let app_id: i32 = conn
+                .query_row("PRAGMA application_id", [], |r| r.get(0))
+                .map_err(not_a_db)?;
+            let tables: i64 = conn
+                .query_row(
+                    "SELECT count(*) FROM sqlite_schema WHERE type = 'table'",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(not_a_db)?;
+            if app_id != APPLICATION_ID && (app_id != 0 || tables > 0) {
+                return Err(foreign("it is an SQLite database of another program"));
+            }
+            conn.execute_batch(&format!(
+                "PRAGMA application_id = {APPLICATION_ID};
+                 CREATE TABLE IF NOT EXISTS runs (
+                     id INTEGER PRIMARY KEY AUTOINCREMENT,
+                     created TEXT,
+                     host TEXT,
+                     kind TEXT NOT NULL,
+                     target TEXT,
+                     test TEXT NOT NULL,
+                     headline TEXT NOT NULL,
+                     document TEXT NOT NULL
+                 );
+                 COMMIT;"
+            ))
+            .map_err(sql)
+        })();
+        if let Err(e) = claimed {
+            // Nothing was written: the transaction is dropped as it was.
+            let _ = conn.execute_batch("ROLLBACK");
+            return Err(e);
         }
-        // journal_mode=WAL answers with the mode it got: a filesystem without shared memory
-        // keeps "delete", which is still safe, only slower with several writers.
+        // WAL lets readers run beside the writer; it answers with the mode it got (a
+        // filesystem without shared memory keeps "delete", still safe, only slower).
         let _mode: String = conn
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
             .map_err(sql)?;
-        conn.execute_batch(&format!(
-            "BEGIN IMMEDIATE;
-             PRAGMA application_id = {APPLICATION_ID};
-             CREATE TABLE IF NOT EXISTS runs (
-                 id INTEGER PRIMARY KEY AUTOINCREMENT,
-                 created TEXT,
-                 host TEXT,
-                 kind TEXT NOT NULL,
-                 target TEXT,
-                 test TEXT NOT NULL,
-                 headline TEXT NOT NULL,
-                 document TEXT NOT NULL
-             );
-             COMMIT;"
-        ))
-        .map_err(sql)?;
         Ok(Store {
             conn,
             path: path.to_path_buf(),

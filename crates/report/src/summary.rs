@@ -252,6 +252,7 @@ impl Summary {
     pub fn test_label(&self) -> String {
         match (self.tests.len(), self.threads.len()) {
             (0, 0) => self.kind.clone(),
+            (1, 0) => format!("{} (1 test)", self.kind),
             (n, 0) => format!("{} ({n} tests)", self.kind),
             (_, n) => format!(
                 "{} ({} threads)",
