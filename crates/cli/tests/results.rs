@@ -163,10 +163,10 @@ fn bad_input_gets_one_sentence() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains(
-            "rpi5-gen2.json is a disk result and ",
+            "rpi5-gen2.json is a result of kind `disk` and ",
         ))
         .stderr(predicate::str::contains(
-            "a latency result: compare runs of the same kind",
+            "of kind `latency`: compare runs of the same kind",
         ));
 
     // One bad file among good ones: the report is still made, the exit says it was not all.

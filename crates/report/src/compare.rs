@@ -85,7 +85,10 @@ pub struct Comparison {
 pub enum CompareError {
     #[error("compare needs at least two runs, got {0}")]
     TooFew(usize),
-    #[error("{a} is a {a_kind} result and {b} a {b_kind} result: compare runs of the same kind")]
+    #[error(
+        "{a} is a result of kind `{a_kind}` and {b} of kind `{b_kind}`: compare runs of the \
+         same kind"
+    )]
     DifferentKinds {
         a: String,
         a_kind: String,
@@ -93,8 +96,8 @@ pub enum CompareError {
         b_kind: String,
     },
     #[error(
-        "{origin} is a {kind} result, which has no measurements: compare reads benchmark \
-         results (disk, latency)"
+        "{origin} is a result of kind `{kind}`, which has no measurements: compare reads \
+         benchmark results (disk, latency)"
     )]
     NotMeasured { origin: String, kind: String },
 }

@@ -272,6 +272,12 @@ impl Document {
         })
     }
 
+    /// Write the document to `path` atomically (temporary file, then rename): call it
+    /// after each test of a run, so an interrupted run keeps what it measured.
+    pub fn write(&self, path: &Path) -> Result<(), crate::atomic::WriteError> {
+        crate::atomic::write_atomic(path, self.to_json_pretty().as_bytes())
+    }
+
     pub fn kind(&self) -> &str {
         &self.envelope.kind
     }
@@ -337,6 +343,15 @@ mod tests {
         let back = Document::parse(&text, "x.json").unwrap();
         assert_eq!(back, doc);
         assert_eq!(back.to_json_pretty(), text);
+    }
+
+    #[test]
+    fn write_then_read_gives_the_same_document() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("run.json");
+        let doc = wrap("disk", "0.1.0", &json!({"tests": []})).unwrap();
+        doc.write(&p).unwrap();
+        assert_eq!(Document::read(&p).unwrap(), doc);
     }
 
     #[test]

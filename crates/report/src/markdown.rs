@@ -201,7 +201,7 @@ fn section(out: &mut String, s: &Summary) {
             let advice = f
                 .advice
                 .as_ref()
-                .map(|a| format!(" {a}"))
+                .map(|a| format!(" — {a}"))
                 .unwrap_or_default();
             let _ = writeln!(
                 out,

@@ -105,6 +105,7 @@ impl Summary {
                 let d: DiskView = doc.view(origin)?;
                 if let Some(sys) = &d.system {
                     kernel = kernel.or(sys.kernel.clone());
+                    governor = sys.governor.clone();
                     s.hostname = s.hostname.or(sys.hostname.clone());
                 }
                 if let Some(p) = &d.parameters {

@@ -97,6 +97,9 @@ pub struct DiskParametersView {
 pub struct DiskSystemView {
     #[serde(default)]
     pub kernel: Option<String>,
+    /// The CPU frequency governor(s) during the run, when the bench records it.
+    #[serde(default)]
+    pub governor: Option<String>,
     #[serde(default)]
     pub hostname: Option<String>,
 }

@@ -106,8 +106,8 @@ fn compare_refuses_two_kinds() {
         .to_string();
     assert_eq!(
         e,
-        "rpi5-gen2.json is a disk result and latency-2-threads.json a latency result: \
-         compare runs of the same kind"
+        "rpi5-gen2.json is a result of kind `disk` and latency-2-threads.json of kind \
+         `latency`: compare runs of the same kind"
     );
 }
 
@@ -115,4 +115,35 @@ fn compare_refuses_two_kinds() {
 fn json_of_a_document_is_stable() {
     let doc = Document::read(&fixture("rpi5-gen3.json")).unwrap();
     insta::assert_snapshot!(doc.to_json_pretty());
+}
+
+#[test]
+fn the_json_schema_requires_what_the_reader_requires() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../docs/result-document.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        schema["required"],
+        serde_json::json!(["schema_version", "kind"])
+    );
+    assert_eq!(
+        schema["properties"]["schema_version"]["const"],
+        u64::from(report::document::SCHEMA_VERSION)
+    );
+    // Every fixture has the envelope fields the schema describes, first and in order.
+    for name in ["disk-peak.json", "latency-2-threads.json", "rpi5-gen2.json"] {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(fixture(name)).unwrap()).unwrap();
+        let keys: Vec<_> = v.as_object().unwrap().keys().take(5).cloned().collect();
+        assert_eq!(
+            keys,
+            ["schema_version", "kind", "tool", "created", "host"],
+            "{name}"
+        );
+    }
 }
