@@ -4,6 +4,7 @@
 //! Exit codes: 0 success, 1 failure, 2 usage (clap's own).
 
 mod audit;
+mod bench;
 mod ceiling;
 mod compare;
 mod history;
@@ -33,6 +34,8 @@ enum Command {
     Ceiling(ceiling::CeilingArgs),
     /// The chain of hardware a file, block device or interface crosses, and its bottleneck.
     Path(path::PathArgs),
+    /// Run a workload engine (latency: cyclictest's method, with a built-in stress load).
+    Bench(bench::BenchArgs),
     /// Result documents as Markdown tables or one self-contained HTML file with plots.
     Report(report::ReportArgs),
     /// Runs side by side: the difference in percent and what changed between them.
@@ -48,6 +51,7 @@ fn main() -> ExitCode {
         Some(Command::Audit(args)) => audit::run(&cli.global, &args),
         Some(Command::Ceiling(args)) => ceiling::run(&cli.global, &args),
         Some(Command::Path(args)) => path::run(&cli.global, &args),
+        Some(Command::Bench(args)) => bench::run(&cli.global, &args),
         Some(Command::Report(args)) => report::run(&cli.global, &args),
         Some(Command::Compare(args)) => compare::run(&cli.global, &args),
         Some(Command::History(args)) => history::run(&cli.global, &args),

@@ -79,7 +79,7 @@ impl Style {
 }
 
 /// Print a JSON document on stdout.
-// Kept for the bench branches, which print through it until they move to `print_result`.
+// Kept for the bench disk branch, which prints through it until it moves to `print_result`.
 #[allow(dead_code)]
 pub fn print_json<T: serde::Serialize>(doc: &T) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(doc)?;

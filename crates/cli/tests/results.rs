@@ -80,7 +80,7 @@ fn report_md_has_the_seed_style_tables() {
             "| Thread | CPU | Samples | Min (us) | Avg (us) | Max (us) | p99 (us) |",
         ))
         .stdout(predicate::str::contains(
-            "| 0 | – | 1998 | 4 | 12.2 | 1069 | 30 | 1 |",
+            "| 0 | – | 1999 | 4 | 27.3 | 980 | 199 | 0 |",
         ));
 }
 

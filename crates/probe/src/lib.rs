@@ -13,4 +13,5 @@ pub mod block;
 pub mod chain;
 pub mod mounts;
 pub mod net;
+pub mod system;
 pub mod usb;

@@ -163,11 +163,29 @@ impl Store {
             let _ = conn.execute_batch("ROLLBACK");
             return Err(e);
         }
-        // WAL lets readers run beside the writer; it answers with the mode it got (a
-        // filesystem without shared memory keeps "delete", still safe, only slower).
-        let _mode: String = conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .map_err(sql)?;
+        // WAL lets readers run beside the writer. The mode is kept in the file, so only the
+        // first opener switches; the switch needs the database to itself, and SQLite does
+        // not always call the busy handler for it, hence the bounded retry. A filesystem
+        // without shared memory answers "delete": still safe, only slower with several writers.
+        let start = std::time::Instant::now();
+        loop {
+            let mode: String = conn
+                .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+                .map_err(sql)?;
+            if mode.eq_ignore_ascii_case("wal") {
+                break;
+            }
+            match conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)) {
+                Ok(_) => break,
+                Err(rusqlite::Error::SqliteFailure(f, _))
+                    if f.code == rusqlite::ErrorCode::DatabaseBusy
+                        && start.elapsed() < BUSY_TIMEOUT =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(sql(e)),
+            }
+        }
         Ok(Store {
             conn,
             path: path.to_path_buf(),
@@ -190,22 +208,30 @@ impl Store {
     pub fn insert(&self, document_json: &str) -> Result<i64, HistoryError> {
         let doc = Document::parse(document_json, "the document to save")?;
         let s = Summary::of(&doc, "the document to save")?;
-        self.conn
-            .execute(
-                "INSERT INTO runs (created, host, kind, target, test, headline, document)
+        // IMMEDIATE takes the write lock first (waiting in the busy handler), so the insert
+        // never has to upgrade a stale read snapshot, which SQLite refuses without waiting.
+        let tx = rusqlite::Transaction::new_unchecked(
+            &self.conn,
+            rusqlite::TransactionBehavior::Immediate,
+        )
+        .map_err(|e| self.sql(e))?;
+        tx.execute(
+            "INSERT INTO runs (created, host, kind, target, test, headline, document)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    s.created,
-                    s.hostname,
-                    s.kind,
-                    s.target,
-                    s.test_label(),
-                    s.headline(),
-                    doc.to_json_pretty()
-                ],
-            )
-            .map_err(|e| self.sql(e))?;
-        Ok(self.conn.last_insert_rowid())
+            params![
+                s.created,
+                s.hostname,
+                s.kind,
+                s.target,
+                s.test_label(),
+                s.headline(),
+                doc.to_json_pretty()
+            ],
+        )
+        .map_err(|e| self.sql(e))?;
+        let id = tx.last_insert_rowid();
+        tx.commit().map_err(|e| self.sql(e))?;
+        Ok(id)
     }
 
     /// Every run, oldest first.
@@ -369,13 +395,20 @@ mod tests {
                         "--test-threads=1",
                     ])
                     .env("HEADROOM_HISTORY_TEST_WRITER", &db)
-                    .stdout(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
                     .spawn()
                     .unwrap()
             })
             .collect();
-        for mut c in children {
-            assert!(c.wait().unwrap().success(), "a writer failed");
+        for c in children {
+            let out = c.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "a writer failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         let s = Store::open(&db).unwrap();
         let rows = s.list().unwrap();

@@ -28,8 +28,13 @@ impl PciNames {
     pub fn load(root: &crate::sysfs::SysRoot, vendors: &HashSet<u16>) -> Self {
         for p in PCI_IDS_PATHS {
             let path = root.path(p);
-            if let Ok(text) = std::fs::read(&path) {
-                let mut names = Self::parse(&String::from_utf8_lossy(&text), vendors);
+            if let Ok(bytes) = std::fs::read(&path) {
+                // pci.ids is UTF-8; a damaged file still gives what can be read.
+                let text = match std::str::from_utf8(&bytes) {
+                    Ok(t) => std::borrow::Cow::Borrowed(t),
+                    Err(_) => String::from_utf8_lossy(&bytes),
+                };
+                let mut names = Self::parse(&text, vendors);
                 names.source = Some(path);
                 return names;
             }
@@ -44,7 +49,13 @@ impl PciNames {
         let mut device: Option<u16> = None;
         let mut class: Option<u8> = None;
         let mut in_classes = false;
-        for line in text.lines() {
+        for line in text.split('\n') {
+            // Most of the file is device and subsystem lines of vendors we do not keep:
+            // step over them before any parsing.
+            if vendor.is_none() && !in_classes && line.starts_with('\t') {
+                continue;
+            }
+            let line = line.strip_suffix('\r').unwrap_or(line);
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }

@@ -309,9 +309,8 @@ fn read_function(
             None
         }
     };
-    let config = match sysfs::read_bytes(&real.join("config")) {
-        Ok(Some(b)) => b,
-        Ok(None) => Vec::new(),
+    let config = match read_config(&real.join("config")) {
+        Ok(b) => b,
         Err(e) => {
             warnings.push(e.to_string());
             Vec::new()
@@ -341,6 +340,35 @@ fn read_function(
         aer,
         config,
     })
+}
+
+/// Conventional configuration space (PCI Local Bus Spec 3.0 section 6.1).
+const CONVENTIONAL_CONFIG: usize = 256;
+
+/// Read a function's `config` file: the 256 bytes of conventional space, and the 4 KiB of
+/// extended space only when the function has a PCI Express capability (only PCIe functions
+/// have extended space, PCIe Base Spec 6.0 section 7.2.2). Each config read can trap to a
+/// hypervisor or go through a slow ECAM window, so 4 KiB for a conventional function is 16
+/// times the work for nothing. Missing file: empty.
+fn read_config(path: &Path) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read;
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(ReadError::from_io(path, &e)),
+    };
+    let mut buf = Vec::with_capacity(4096);
+    (&mut file)
+        .take(CONVENTIONAL_CONFIG as u64)
+        .read_to_end(&mut buf)
+        .map_err(|e| ReadError::from_io(path, &e))?;
+    let express = buf.len() == CONVENTIONAL_CONFIG
+        && super::config::ConfigSpace::decode(&buf).express.is_some();
+    if express {
+        file.read_to_end(&mut buf)
+            .map_err(|e| ReadError::from_io(path, &e))?;
+    }
+    Ok(buf)
 }
 
 #[cfg(test)]

@@ -1,0 +1,1047 @@
+//! `headroom bench ...`: run a workload engine and say what its numbers mean.
+//!
+//! `bench latency` is cyclictest plus stress-ng in one command: the CPU/kernel context from
+//! `probe::system`, the measurement from `bench::latency`, the load from `bench::stress`,
+//! and the findings (what the numbers depend on) from here.
+
+use crate::output::GlobalArgs;
+use anyhow::Context as _;
+use bench::latency::{
+    self, Affinity, Config, Limits, Live, Measurement, Privileges, Session, Step, StopReason,
+};
+use bench::stress::{self, Launcher, Load, StopReport, StressSpec};
+use clap::{ArgAction, Args, Subcommand};
+use model::{Finding, Severity};
+use probe::sysfs::SysRoot;
+use probe::system::{self, LoadAverage, SystemContext};
+use serde::Serialize;
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Wake-up latency like cyclictest (its flags are accepted), optionally under a built-in
+    /// stress load like stress-ng.
+    #[command(disable_help_flag = true)]
+    Latency(LatencyArgs),
+    /// A worker of `--stress` (started by headroom itself).
+    #[command(hide = true, name = "stress-worker")]
+    StressWorker {
+        #[arg(num_args = 4, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+/// The flags of cyclictest that reports paste (`-t [N] -p PRIO -i US -d US -m -D 2h -h US -q
+/// -a [CPUS]`), with their cyclictest meaning, plus headroom's own.
+#[derive(Args, Debug, Default)]
+pub struct LatencyArgs {
+    /// Measuring threads; `-t` alone: one per available CPU.
+    #[arg(short = 't', long = "threads", value_name = "N", num_args = 0..=1)]
+    pub threads: Option<Option<usize>>,
+
+    /// SCHED_FIFO priority of the threads, 1-99 (0: normal scheduling).
+    #[arg(
+        short = 'p',
+        long = "priority",
+        visible_alias = "prio",
+        value_name = "PRIO",
+        default_value_t = 99
+    )]
+    pub priority: u32,
+
+    /// Base interval of thread 0, in us.
+    #[arg(
+        short = 'i',
+        long = "interval",
+        value_name = "US",
+        default_value_t = 1000
+    )]
+    pub interval_us: u64,
+
+    /// Added to the interval of each next thread, in us [default: 500; 0 with -h, as
+    /// cyclictest does].
+    #[arg(short = 'd', long = "distance", value_name = "US")]
+    pub distance_us: Option<u64>,
+
+    /// How long to measure: 10s, 5m, 2h, 1d (a bare number is seconds, like cyclictest).
+    /// Without it and without --loops: 10 s.
+    #[arg(short = 'D', long = "duration", value_name = "TIME", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// Wake-ups per thread, then stop.
+    #[arg(short = 'l', long = "loops", value_name = "N")]
+    pub loops: Option<u64>,
+
+    /// Lock memory (the default; accepted for cyclictest command lines).
+    #[arg(short = 'm', long = "mlockall")]
+    pub mlockall: bool,
+
+    /// Do not lock memory.
+    #[arg(long = "no-mlock", conflicts_with = "mlockall")]
+    pub no_mlock: bool,
+
+    /// Histogram limit in us (1 us buckets; above it goes to the overflow count)
+    /// [default: 10000].
+    #[arg(short = 'h', long = "histogram", value_name = "US")]
+    pub histogram_us: Option<u32>,
+
+    /// No live display.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+
+    /// Pin the threads: `-a` alone puts thread N on CPU N; `-a 2-3` spreads them over CPUs
+    /// 2 and 3. Without it the threads are free.
+    #[arg(short = 'a', long = "affinity", value_name = "CPUS", num_args = 0..=1)]
+    pub affinity: Option<Option<String>>,
+
+    /// One pinned thread per CPU (cyclictest `-S`: `-t -a`).
+    #[arg(short = 'S', long = "smp")]
+    pub smp: bool,
+
+    /// Clock (cyclictest `-c`): 0 = CLOCK_MONOTONIC, the only one headroom uses.
+    #[arg(short = 'c', long = "clock", value_name = "N")]
+    pub clock: Option<u32>,
+
+    /// Removed from cyclictest in 2017; accepted and explained.
+    #[arg(short = 'n', long = "nanosleep", hide = true)]
+    pub nanosleep: bool,
+
+    /// Background load during the run: `cpu=4,io=2,vm=1,vm-bytes=4M[,cpu-load=P]`, or a
+    /// pasted `stress-ng ...` / `stress ...` command. vm-bytes is divided across the vm
+    /// workers as stress-ng does; a pasted `stress` command gives each worker that much.
+    /// Sizes are binary (4M = 4 MiB), as in both tools.
+    #[arg(long, value_name = "SPEC")]
+    pub stress: Option<String>,
+
+    /// Measure even without SCHED_FIFO or locked memory (the numbers then include waits
+    /// behind ordinary tasks and page faults).
+    #[arg(long)]
+    pub allow_unprivileged: bool,
+
+    /// Length of the windows whose maxima are reported (OSADL-style long-term plots).
+    #[arg(long, value_name = "TIME", default_value = "60s", value_parser = parse_duration)]
+    pub window: Duration,
+
+    /// Behave as an unprivileged user would (for tests of that path).
+    #[arg(long, hide = true)]
+    pub skip_privileged_steps: bool,
+
+    /// Print help.
+    #[arg(long, action = ArgAction::Help)]
+    pub help: Option<bool>,
+}
+
+/// `10s`, `5m`, `2h`, `1d`, `500ms`; a bare number is seconds (cyclictest's `-D`).
+/// Case-insensitive, as reports write `-D8H`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (examples: 10s, 5m, 2h, 1d)"))?;
+    let secs = match unit {
+        "" | "s" => Some(n),
+        "m" | "min" => n.checked_mul(60),
+        "h" => n.checked_mul(3600),
+        "d" => n.checked_mul(86_400),
+        "ms" => return Ok(Duration::from_millis(n)),
+        _ => {
+            return Err(format!(
+                "{s:?}: unknown unit {unit:?} (use ms, s, m, h or d)"
+            ))
+        }
+    };
+    secs.map(Duration::from_secs)
+        .ok_or_else(|| format!("{s:?} is too long"))
+}
+
+pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    match &args.command {
+        BenchCommand::Latency(a) => run_latency(global, a),
+        BenchCommand::StressWorker { args } => {
+            let w = stress::WorkerArgs::from_args(args).map_err(anyhow::Error::msg)?;
+            stress::worker_main(&w).map_err(anyhow::Error::msg)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct LoadSample {
+    at_s: f64,
+    #[serde(flatten)]
+    load: LoadAverage,
+}
+
+#[derive(Debug, Serialize)]
+struct StressRecord {
+    spec: StressSpec,
+    pids: Vec<u32>,
+    stop: Option<StopReport>,
+}
+
+/// The `--json` document.
+#[derive(Debug, Serialize)]
+struct LatencyDocument<'a> {
+    schema_version: u32,
+    kind: &'static str,
+    config: &'a Config,
+    /// When the measurement started (Unix time, ms): spike and window times are relative
+    /// to it.
+    started_unix_ms: u128,
+    /// What headroom did with the command line (removed flags, defaults it chose).
+    notes: &'a [String],
+    context: &'a SystemContext,
+    stress: Option<&'a StressRecord>,
+    load_average: &'a [LoadSample],
+    measurement: &'a Measurement,
+    findings: &'a [Finding],
+}
+
+/// Turn the command line into an engine configuration, with notes on what was adjusted.
+pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<String>), String> {
+    let mut notes = Vec::new();
+    if a.nanosleep {
+        notes.push(
+            "-n (clock_nanosleep) was removed from cyclictest in 2017; cyclictest 2.x prints its \
+             usage and exits 0 on it, so a pasted command with -n measures nothing. \
+             clock_nanosleep is the only method now: measuring with it."
+                .to_string(),
+        );
+    }
+    match a.clock {
+        None | Some(0) => {}
+        Some(c) => notes.push(format!(
+            "-c {c}: headroom measures on CLOCK_MONOTONIC only (cyclictest -c 0); a wall clock \
+             (-c 1) can jump with NTP and is not used"
+        )),
+    }
+    let priority = u8::try_from(a.priority)
+        .ok()
+        .filter(|&p| p <= latency::MAX_PRIORITY)
+        .ok_or_else(|| {
+            format!(
+                "priority {} is out of range: SCHED_FIFO priorities are 1 to 99 \
+                 (0 = normal scheduling); use -p 1..99",
+                a.priority
+            )
+        })?;
+    let affinity_list = match &a.affinity {
+        Some(Some(list)) => Some(system::parse_cpu_list(list).ok_or_else(|| {
+            format!("-a {list:?} is not a CPU list (examples: -a 1, -a 0-3, -a 0,2)")
+        })?),
+        _ => None,
+    };
+    let pin_each = a.smp || matches!(a.affinity, Some(None));
+    let affinity = match (affinity_list, pin_each) {
+        (Some(list), _) => Affinity::Pinned(list),
+        (None, true) => Affinity::Pinned(available.to_vec()),
+        (None, false) => Affinity::Free,
+    };
+    let per_cpu = match &affinity {
+        Affinity::Pinned(l) => l.len(),
+        Affinity::Free => available.len(),
+    };
+    let threads = match a.threads {
+        Some(Some(n)) => n,
+        Some(None) => per_cpu.max(1),
+        None if a.smp => per_cpu.max(1),
+        None => 1,
+    };
+    let (duration, loops) = match (a.duration, a.loops) {
+        (None, None) => {
+            notes.push(
+                "no -D/--duration or -l/--loops: measuring for 10 s (cyclictest would run until \
+                 Ctrl-C)"
+                    .to_string(),
+            );
+            (Some(Duration::from_secs(10)), None)
+        }
+        other => other,
+    };
+    // cyclictest ignores the distance when a histogram is asked for ("WARN: distance is
+    // ignored and set to 0, if histogram enabled", rt-tests 2.x): a pasted command with -h
+    // ran all its threads at the base interval.
+    let distance_us = match (a.histogram_us, a.distance_us) {
+        (Some(_), None) if threads > 1 => {
+            notes.push(
+                "-h without -d: all threads at the base interval, as cyclictest sets the \
+                 distance to 0 when a histogram is asked for"
+                    .to_string(),
+            );
+            0
+        }
+        (Some(_), Some(d)) if d > 0 && threads > 1 => {
+            notes.push(format!(
+                "-h with -d {d}: keeping the distance; cyclictest would have ignored it and run \
+                 every thread at the base interval"
+            ));
+            d
+        }
+        (_, d) => d.unwrap_or(500),
+    };
+    let config = Config {
+        threads,
+        affinity,
+        priority,
+        interval: Duration::from_micros(a.interval_us),
+        distance: Duration::from_micros(distance_us),
+        limits: Limits { duration, loops },
+        histogram_limit_us: a.histogram_us.unwrap_or(10_000),
+        keep_largest: 10,
+        window: a.window,
+        lock_memory: !a.no_mlock,
+        hold_dma_latency: true,
+        skip_privileged_steps: a.skip_privileged_steps,
+    };
+    config.validate(available).map_err(|e| e.0)?;
+    Ok((config, notes))
+}
+
+/// The sentence that stops an unprivileged run, or `None` when it may proceed.
+fn privilege_refusal(p: &Privileges, priority: u8) -> Option<String> {
+    let mut missing = Vec::new();
+    if let Step::Refused(why) = &p.sched_fifo {
+        missing.push(format!("SCHED_FIFO priority {priority} ({why})"));
+    }
+    if let Step::Refused(why) = &p.memory_locked {
+        missing.push(format!("locked memory ({why})"));
+    }
+    (!missing.is_empty()).then(|| {
+        format!(
+            "could not get {}: without them the latencies include waits behind ordinary \
+             tasks, page faults and the 50 us timer slack of normal threads, and are not \
+             comparable with cyclictest",
+            missing.join(" and ")
+        )
+    })
+}
+
+fn us(ns: u64) -> u64 {
+    ns / 1000
+}
+
+/// cyclictest's thread line: `T: 0 ( 1234) P:99 I:1000 C:  12345 Min:      2 Act:    4
+/// Avg:    4 Max:      31` (rt-tests src/cyclictest/cyclictest.c, print_stat).
+pub fn cyclictest_line(l: &Live, priority: u8, interval_us: u64) -> String {
+    let avg = l.sum_ns.checked_div(l.cycles).unwrap_or(0);
+    let min = if l.cycles == 0 { 0 } else { l.min_ns };
+    format!(
+        "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:5} Avg:{:5} Max:{:8}",
+        l.thread,
+        l.tid,
+        priority,
+        interval_us,
+        l.cycles,
+        us(min),
+        us(l.act_ns),
+        us(avg),
+        us(l.max_ns)
+    )
+}
+
+fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode> {
+    let available = latency::available_cpus();
+    let (config, notes) = match build_config(a, &available) {
+        Ok(c) => c,
+        Err(msg) => {
+            eprintln!("headroom: error: {msg}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    for n in &notes {
+        eprintln!("note: {n}");
+    }
+    let root = SysRoot::new("/");
+    let context = SystemContext::read(&root);
+    let stress_spec = match a.stress.as_deref().map(StressSpec::parse).transpose() {
+        Ok(s) => s,
+        Err(msg) => {
+            eprintln!("headroom: error: --stress: {msg}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+
+    // Ctrl-C and SIGTERM stop the measurement (and with it the load); results are printed.
+    let interrupt = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&interrupt))
+            .context("installing the Ctrl-C handler")?;
+    }
+
+    let session = Session::prepare(config.clone()).map_err(anyhow::Error::msg)?;
+    if let Some(msg) = privilege_refusal(session.privileges(), config.priority) {
+        if !a.allow_unprivileged {
+            drop(session);
+            eprintln!(
+                "headroom: error: {msg}. Run as root (or with CAP_SYS_NICE and CAP_IPC_LOCK), \
+                 or pass --allow-unprivileged to measure anyway."
+            );
+            return Ok(ExitCode::from(1));
+        }
+        eprintln!("warning: {msg}; measuring anyway, as asked (--allow-unprivileged).");
+    }
+    if let Step::Refused(why) = &session.privileges().cpu_dma_latency_held {
+        eprintln!("warning: /dev/cpu_dma_latency not held at 0 ({why}): deep C-states may add exit latency");
+    }
+
+    let session_fifo = session.privileges().sched_fifo.is_done();
+    let started = Instant::now();
+    let mut stress_record = None;
+    let mut load = None;
+    if let Some(spec) = &stress_spec {
+        let launcher = Launcher {
+            program: std::env::current_exe().context("finding headroom's own binary")?,
+            args: vec!["bench".into(), "stress-worker".into()],
+        };
+        // The workers stop by themselves a little after the longest the run can take.
+        let bound = config
+            .limits
+            .duration
+            .unwrap_or(Duration::from_secs(86_400))
+            + Duration::from_secs(30);
+        let l = Load::start(spec, &launcher, bound)?;
+        if !global.json {
+            eprintln!("# stress: {} ({})", spec.describe(), spec.interpretation);
+        }
+        stress_record = Some(StressRecord {
+            spec: spec.clone(),
+            pids: l.pids(),
+            stop: None,
+        });
+        load = Some(l);
+        // Let the workers reach full speed before measuring (stress-ng runs first in the
+        // seed's procedure); interruptible.
+        let settle = Instant::now();
+        while settle.elapsed() < Duration::from_millis(500) && !interrupt.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    let mut load_samples = Vec::new();
+    let sample = |samples: &mut Vec<LoadSample>| {
+        if let Ok(Some(l)) = system::read_load_average(&root) {
+            samples.push(LoadSample {
+                at_s: started.elapsed().as_secs_f64(),
+                load: l,
+            });
+        }
+    };
+    sample(&mut load_samples);
+
+    let live_display = !a.quiet && std::io::stderr().is_terminal();
+    let shown_priority = if session_fifo { config.priority } else { 0 };
+    let intervals: Vec<u64> = (0..config.threads)
+        .map(|i| config.interval_of(i).as_micros() as u64)
+        .collect();
+    let mut drawn = 0usize;
+    let mut last_load = Instant::now();
+    // Without a display, wake only for the load-average samples.
+    let every = Duration::from_millis(if live_display { 100 } else { 1000 });
+    let started_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let measurement = session.run(&interrupt, every, |live| {
+        if last_load.elapsed() >= Duration::from_secs(5) {
+            last_load = Instant::now();
+            sample(&mut load_samples);
+        }
+        if live_display {
+            let mut err = std::io::stderr().lock();
+            if drawn > 0 {
+                let _ = write!(err, "\x1b[{drawn}A");
+            }
+            for l in live {
+                let _ = writeln!(
+                    err,
+                    "{}\x1b[K",
+                    cyclictest_line(l, shown_priority, intervals[l.thread])
+                );
+            }
+            drawn = live.len();
+        }
+    });
+    sample(&mut load_samples);
+    if let (Some(l), Some(r)) = (load.as_mut(), stress_record.as_mut()) {
+        r.stop = Some(l.stop());
+    }
+    let measurement = measurement.map_err(anyhow::Error::msg)?;
+
+    let irqs_after = system::read_irq_counts(&root).ok().flatten();
+    let findings = findings(&config, &context, &measurement, irqs_after.as_deref());
+    if global.json {
+        crate::output::print_result(
+            "latency",
+            &LatencyDocument {
+                schema_version: 1,
+                kind: "latency",
+                config: &config,
+                started_unix_ms,
+                notes: &notes,
+                context: &context,
+                stress: stress_record.as_ref(),
+                load_average: &load_samples,
+                measurement: &measurement,
+                findings: &findings,
+            },
+        )?;
+    } else {
+        print!(
+            "{}",
+            render_text(
+                &config,
+                &context,
+                &measurement,
+                load_samples.last(),
+                &findings
+            )
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The CPUs the measurement ran on: the pinned ones, or every available CPU for free threads.
+fn measured_cpus(config: &Config) -> Vec<u32> {
+    let mut cpus: Vec<u32> = match &config.affinity {
+        Affinity::Pinned(_) => (0..config.threads)
+            .filter_map(|i| config.cpu_of(i))
+            .collect(),
+        Affinity::Free => latency::available_cpus(),
+    };
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
+}
+
+/// What the numbers depend on, as sentences. The engine never judges; this does.
+/// `irqs_after` is `/proc/interrupts` read at the end of the run (the context holds the
+/// reading from its start).
+pub fn findings(
+    config: &Config,
+    ctx: &SystemContext,
+    m: &Measurement,
+    irqs_after: Option<&[system::IrqLine]>,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    // Latency findings are about the run as a whole: the subject is the measured CPUs' context.
+    let mut push =
+        |severity, message: String| out.push(Finding::new(severity, "latency run", message));
+    let p = &ctx.kernel.preemption;
+    if !p.is_realtime() {
+        push(
+            Severity::Warning,
+            format!(
+                "the kernel is not real-time (preemption: {}): its worst-case latency is not \
+                 bounded; the seed's boards run PREEMPT_RT or Xenomai",
+                p.describe()
+            ),
+        );
+    }
+    let cpus = measured_cpus(config);
+    let scaling: Vec<String> = ctx
+        .cpufreq
+        .iter()
+        .filter(|f| cpus.contains(&f.cpu) && f.scales())
+        .map(|f| format!("CPU {} ({})", f.cpu, f.governor.as_deref().unwrap_or("?")))
+        .collect();
+    if !scaling.is_empty() {
+        push(
+            Severity::Warning,
+            format!(
+                "the frequency governor scales on {}: wake-ups pay for frequency changes; set \
+                 the `performance` governor for stable numbers",
+                scaling.join(", ")
+            ),
+        );
+    }
+    for &cpu in &cpus {
+        let during = irqs_after
+            .map(|after| system::irq_deltas_on_cpu(ctx.irqs.as_deref().unwrap_or(&[]), after, cpu));
+        match during {
+            Some(d) if !d.is_empty() => {
+                let total: u64 = d.iter().map(|x| x.2).sum();
+                let top: Vec<String> = d
+                    .iter()
+                    .take(4)
+                    .map(|(irq, name, n)| format!("{irq} {name}: {n}"))
+                    .collect();
+                push(
+                    Severity::Warning,
+                    format!(
+                        "measured CPU {cpu} took {total} device interrupts during the run ({}{}): \
+                         their handlers delay wake-ups there; move them with \
+                         /proc/irq/N/smp_affinity_list",
+                        top.join(", "),
+                        if d.len() > 4 { ", ..." } else { "" }
+                    ),
+                );
+            }
+            _ => {
+                let routed: Vec<String> = ctx
+                    .irqs_on_cpu(cpu)
+                    .iter()
+                    .map(|l| format!("{} {}", l.irq, l.name))
+                    .collect();
+                if !routed.is_empty() {
+                    push(
+                        Severity::Info,
+                        format!(
+                            "measured CPU {cpu} is the target of device interrupts {} (none \
+                             arrived during the run)",
+                            routed.join(", ")
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    if ctx.smt_active == Some(true) {
+        push(
+            Severity::Info,
+            "SMT is active: a sibling hardware thread shares each measured core".into(),
+        );
+    }
+    let pr = &m.privileges;
+    if pr.sched_fifo.is_refused() || pr.memory_locked.is_refused() {
+        push(
+            Severity::Warning,
+            "measured without SCHED_FIFO or locked memory: not comparable with cyclictest".into(),
+        );
+    }
+    if pr.cpu_dma_latency_held.is_refused() {
+        push(
+            Severity::Info,
+            "/dev/cpu_dma_latency could not be held at 0: idle-state exit latency is included"
+                .into(),
+        );
+    }
+    if m.total.missed_periods > 0 {
+        push(
+            Severity::Warning,
+            format!(
+                "{} periods were missed (a wake-up came after the next one was due); \
+                 cyclictest skips these without counting them",
+                m.total.missed_periods
+            ),
+        );
+    }
+    if m.total.histogram.overflow > 0 {
+        push(
+            Severity::Info,
+            format!(
+                "{} wake-ups were above the histogram limit of {} us (-h): quantiles above it \
+                 are not known",
+                m.total.histogram.overflow,
+                m.total.histogram.limit_us()
+            ),
+        );
+    }
+    if m.stopped_by == StopReason::Interrupted {
+        push(
+            Severity::Info,
+            "the run was interrupted (Ctrl-C): partial results".into(),
+        );
+    }
+    out
+}
+
+fn fmt_q(q: Option<u32>, limit: u32) -> String {
+    q.map_or(format!(">{limit}"), |v| v.to_string())
+}
+
+fn render_text(
+    config: &Config,
+    ctx: &SystemContext,
+    m: &Measurement,
+    load: Option<&LoadSample>,
+    findings: &[Finding],
+) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    // The cyclictest header and lines, so the output reads like the seed's reports.
+    if m.privileges.cpu_dma_latency_held.is_done() {
+        let _ = writeln!(s, "# /dev/cpu_dma_latency set to 0us");
+    }
+    let policy = if m.privileges.sched_fifo.is_done() {
+        "fifo"
+    } else {
+        "other"
+    };
+    match load {
+        Some(l) => {
+            let _ = writeln!(
+                s,
+                "policy: {policy}: loadavg: {:.2} {:.2} {:.2} {}/{}",
+                l.load.one, l.load.five, l.load.fifteen, l.load.runnable, l.load.tasks
+            );
+        }
+        None => {
+            let _ = writeln!(s, "policy: {policy}");
+        }
+    }
+    let _ = writeln!(s);
+    for t in &m.threads {
+        let live = Live {
+            thread: t.thread,
+            tid: t.tid,
+            cycles: t.stats.count,
+            act_ns: t.stats.act_ns,
+            min_ns: t.stats.min_ns,
+            max_ns: t.stats.max_ns,
+            sum_ns: (t.stats.avg_ns * t.stats.count as f64) as u64,
+        };
+        let _ = writeln!(s, "{}", cyclictest_line(&live, t.priority, t.interval_us));
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:>6} {:>4} {:>8} {:>10} {:>6} {:>8} {:>6} {:>6} {:>8} {:>7} {:>8}",
+        "thread",
+        "cpu",
+        "interval",
+        "count",
+        "min",
+        "avg",
+        "p99",
+        "p99.9",
+        "max",
+        "missed",
+        "overflow"
+    );
+    let limit = config.histogram_limit_us;
+    let row = |s: &mut String, name: String, cpu: String, interval: String, st: &latency::Stats| {
+        let _ = writeln!(
+            s,
+            "{:>6} {:>4} {:>8} {:>10} {:>6} {:>8.1} {:>6} {:>6} {:>8} {:>7} {:>8}",
+            name,
+            cpu,
+            interval,
+            st.count,
+            us(st.min_ns),
+            st.avg_ns / 1000.0,
+            fmt_q(st.histogram.quantile_us(0.99), limit),
+            fmt_q(st.histogram.quantile_us(0.999), limit),
+            us(st.max_ns),
+            st.missed_periods,
+            st.histogram.overflow
+        );
+    };
+    for t in &m.threads {
+        let cpu = t.cpu.map_or_else(
+            || t.last_cpu.map_or("-".into(), |c| format!("~{c}")),
+            |c| c.to_string(),
+        );
+        row(
+            &mut s,
+            t.thread.to_string(),
+            cpu,
+            t.interval_us.to_string(),
+            &t.stats,
+        );
+    }
+    row(&mut s, "all".into(), "".into(), "".into(), &m.total);
+    let _ = writeln!(
+        s,
+        "(latencies in us; cpu ~N: free thread, last seen on CPU N)"
+    );
+
+    if !m.total.largest.is_empty() {
+        let top: Vec<String> = m
+            .total
+            .largest
+            .iter()
+            .take(5)
+            .map(|sp| {
+                format!(
+                    "{} us at {:.3} s (T{})",
+                    us(sp.latency_ns),
+                    sp.at_ns as f64 / 1e9,
+                    sp.thread
+                )
+            })
+            .collect();
+        let _ = writeln!(s, "largest: {}", top.join(", "));
+    }
+    if m.total.window_maxima.len() > 1 {
+        let w: Vec<String> = m
+            .total
+            .window_maxima
+            .iter()
+            .map(|w| format!("{}s:{}", w.start_s, us(w.max_ns)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "max per {} s window: {}",
+            config.window.as_secs(),
+            w.join(" ")
+        );
+    }
+    let _ = writeln!(s);
+    let k = &ctx.kernel;
+    let _ = writeln!(
+        s,
+        "kernel: {} ({})",
+        k.release.as_deref().unwrap_or("unknown"),
+        k.preemption.describe()
+    );
+    if let Some(c) = &ctx.cmdline {
+        let list = |v: &Option<Vec<u32>>| {
+            v.as_ref()
+                .map_or("no".to_string(), |l| system::format_cpu_list(l))
+        };
+        let _ = writeln!(
+            s,
+            "isolation: isolcpus={} nohz_full={} rcu_nocbs={}",
+            list(&c.isolcpus),
+            list(&c.nohz_full),
+            list(&c.rcu_nocbs)
+        );
+    }
+    if ctx.cpufreq.is_empty() {
+        let _ = writeln!(
+            s,
+            "cpufreq: absent (no governor; the frequency is not visible)"
+        );
+    } else {
+        for f in &ctx.cpufreq {
+            let mhz = |k: Option<u64>| k.map_or("?".into(), |v| (v / 1000).to_string());
+            let _ = writeln!(
+                s,
+                "cpufreq: CPU {} {} {} MHz (min {} max {})",
+                f.cpu,
+                f.governor.as_deref().unwrap_or("?"),
+                mhz(f.cur_khz),
+                mhz(f.min_khz),
+                mhz(f.max_khz)
+            );
+        }
+    }
+    let smt = match ctx.smt_active {
+        Some(true) => "active",
+        Some(false) => "inactive",
+        None => "absent",
+    };
+    let pr = &m.privileges;
+    let state = |st: &Step| match st {
+        Step::Done => "yes".to_string(),
+        Step::NotRequested => "not requested".to_string(),
+        Step::Refused(w) => format!("no ({w})"),
+    };
+    let _ = writeln!(
+        s,
+        "smt: {smt}; SCHED_FIFO: {}; memory locked: {}; cpu_dma_latency held: {}",
+        state(&pr.sched_fifo),
+        state(&pr.memory_locked),
+        state(&pr.cpu_dma_latency_held)
+    );
+    let cpu_time: u64 = m.threads.iter().map(|t| t.cpu_time_ns).sum();
+    if m.total.count > 0 {
+        let _ = writeln!(
+            s,
+            "measuring threads' CPU time: {:.1} ms, {:.2} us per wake-up",
+            cpu_time as f64 / 1e6,
+            cpu_time as f64 / m.total.count as f64 / 1000.0
+        );
+    }
+    for f in findings {
+        let _ = writeln!(s, "{}: {}", f.severity, f.message);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct T {
+        #[command(subcommand)]
+        c: BenchCommand,
+    }
+
+    fn parse(line: &str) -> LatencyArgs {
+        let argv = std::iter::once("t").chain(line.split_whitespace());
+        match T::try_parse_from(argv).unwrap().c {
+            BenchCommand::Latency(a) => a,
+            BenchCommand::StressWorker { .. } => panic!("wrong command"),
+        }
+    }
+
+    #[test]
+    fn seed_command_lines() {
+        let avail = [0, 1, 2, 3];
+        // seeds/001, RK3568: `cyclictest -c 0 -m -n -t 4 -p 99`
+        let a = parse("latency -c 0 -m -n -t 4 -p 99");
+        let (c, notes) = build_config(&a, &avail).unwrap();
+        assert_eq!((c.threads, c.priority), (4, 99));
+        assert_eq!(c.affinity, Affinity::Free);
+        assert_eq!(c.interval_of(3), Duration::from_micros(2500));
+        assert!(notes.iter().any(|n| n.contains("-n") && n.contains("2017")));
+        assert!(notes.iter().any(|n| n.contains("10 s")));
+        // RK3576: `cyclictest -c0 -m -t -p99 -D8H`: -t alone = one per CPU.
+        let (c, _) = build_config(&parse("latency -c0 -m -t -p99 -D8H"), &avail).unwrap();
+        assert_eq!(c.threads, 4);
+        assert_eq!(c.limits.duration, Some(Duration::from_secs(8 * 3600)));
+        // `-t 2 -a` pins thread N to CPU N; -h is the histogram, not help.
+        let (c, notes) = build_config(&parse("latency -t 2 -a -h 400 -q -D 2h"), &avail).unwrap();
+        assert_eq!((c.cpu_of(0), c.cpu_of(1)), (Some(0), Some(1)));
+        assert_eq!(c.histogram_limit_us, 400);
+        // cyclictest: -h sets the distance to 0.
+        assert_eq!(c.interval_of(1), Duration::from_micros(1000));
+        assert!(notes.iter().any(|n| n.contains("distance to 0")));
+        let (c, _) = build_config(&parse("latency -t 2 -h 400 -d 100 -D 1"), &avail).unwrap();
+        assert_eq!(c.interval_of(1), Duration::from_micros(1100));
+        let (c, _) = build_config(&parse("latency -a 2-3 -t 4 -D 1s"), &avail).unwrap();
+        assert_eq!(c.cpu_of(3), Some(3));
+        let (c, _) = build_config(&parse("latency -S -l 100"), &avail).unwrap();
+        assert_eq!((c.threads, c.cpu_of(2)), (4, Some(2)));
+    }
+
+    #[test]
+    fn bad_flags_get_a_sentence() {
+        let avail = [0, 1];
+        let err = |l: &str| build_config(&parse(l), &avail).unwrap_err();
+        assert!(err("latency -i 0 -D 1").contains("interval"));
+        assert!(err("latency -p 100 -D 1").contains("priority 100 is out of range"));
+        assert!(err("latency -t 9 -D 1").contains("between 1 and 8"));
+        assert!(err("latency -a 5 -D 1").contains("CPU 5 does not exist"));
+        assert!(err("latency -a x -D 1").contains("not a CPU list"));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("8H"), Ok(Duration::from_secs(28800)));
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert!(parse_duration("2x").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("h").is_err());
+    }
+
+    fn fixture(name: &str) -> SystemContext {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/system")
+            .join(name);
+        SystemContext::read(&SysRoot::new(dir))
+    }
+
+    fn measurement(privileged: bool, missed: u64) -> Measurement {
+        let mut total = latency::merge(&[], 10);
+        total.missed_periods = missed;
+        let step = if privileged {
+            Step::Done
+        } else {
+            Step::Refused("EPERM".into())
+        };
+        Measurement {
+            privileges: Privileges {
+                sched_fifo: step.clone(),
+                memory_locked: step.clone(),
+                cpu_dma_latency_held: step,
+            },
+            elapsed_ns: 0,
+            stopped_by: StopReason::Duration,
+            threads: Vec::new(),
+            total,
+        }
+    }
+
+    fn messages(f: &[Finding]) -> String {
+        f.iter()
+            .map(|f| f.message.clone())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn findings_on_the_rt_board() {
+        let ctx = fixture("rt-board-handmade");
+        // Threads pinned to CPUs 0 (schedutil) and 3 (performance, IRQ 45 routed there).
+        let config = Config {
+            threads: 2,
+            affinity: Affinity::Pinned(vec![0, 3]),
+            ..Config::default()
+        };
+        let f = findings(&config, &ctx, &measurement(true, 0), None);
+        let text = messages(&f);
+        assert!(!text.contains("not real-time"), "{text}");
+        assert!(
+            text.contains("governor scales on CPU 0 (schedutil)"),
+            "{text}"
+        );
+        assert!(!text.contains("CPU 3 (performance)"), "{text}");
+        assert!(
+            text.contains("measured CPU 3 is the target of device interrupts 45"),
+            "{text}"
+        );
+        assert!(!text.contains("measured CPU 0 is the target"), "{text}");
+        // With a second reading of /proc/interrupts, the interrupts that arrived count.
+        let mut after = ctx.irqs.clone().unwrap();
+        after
+            .iter_mut()
+            .find(|l| l.irq == 45)
+            .unwrap()
+            .counts
+            .insert(3, 400);
+        let text = messages(&findings(
+            &config,
+            &ctx,
+            &measurement(true, 0),
+            Some(&after),
+        ));
+        assert!(
+            text.contains("measured CPU 3 took 79 device interrupts during the run (45 "),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn findings_on_this_vm() {
+        let ctx = fixture("firecracker-vm-6.18");
+        let config = Config {
+            threads: 1,
+            affinity: Affinity::Pinned(vec![0]),
+            ..Config::default()
+        };
+        let f = findings(&config, &ctx, &measurement(false, 7), None);
+        let text = messages(&f);
+        assert!(
+            text.contains("not real-time (preemption: PREEMPT_DYNAMIC"),
+            "{text}"
+        );
+        assert!(text.contains("not comparable with cyclictest"), "{text}");
+        assert!(text.contains("7 periods were missed"), "{text}");
+        assert!(!text.contains("governor"), "no cpufreq here: {text}");
+    }
+
+    #[test]
+    fn line_format_matches_cyclictest() {
+        let l = Live {
+            thread: 0,
+            tid: 7227,
+            cycles: 999,
+            act_ns: 12_400,
+            min_ns: 3_900,
+            max_ns: 773_100,
+            sum_ns: 999 * 13_200,
+        };
+        // Captured from cyclictest 2.40 on this VM.
+        assert_eq!(
+            cyclictest_line(&l, 80, 1000),
+            "T: 0 ( 7227) P:80 I:1000 C:    999 Min:      3 Act:   12 Avg:   13 Max:     773"
+        );
+    }
+}

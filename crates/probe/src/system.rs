@@ -1,0 +1,631 @@
+//! CPU and kernel context: what a latency (or any CPU-bound) number depends on.
+//!
+//! Kernel version and preemption model, the isolation options of the kernel command line,
+//! CPUs online, cpufreq governors and frequencies, SMT, load average, and which device
+//! interrupts land on which CPU. Every fact is read under a [`SysRoot`]; a fact that cannot
+//! be read is `None` (absent), and an attribute that exists but could not be read is also
+//! listed in [`SystemContext::unreadable`] with the reason, never an error.
+
+use crate::sysfs::{read_attr, ReadError, SysRoot};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Everything this module knows about the CPUs and the kernel.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SystemContext {
+    pub kernel: Kernel,
+    pub cmdline: Option<Cmdline>,
+    /// `/sys/devices/system/cpu/online`.
+    pub cpus_online: Option<Vec<u32>>,
+    /// One entry per online CPU that has a cpufreq policy; empty when cpufreq is absent
+    /// (virtual machines, kernels without CONFIG_CPU_FREQ).
+    pub cpufreq: Vec<CpuFreq>,
+    /// `/sys/devices/system/cpu/smt/active` (absent on kernels before 4.19 and some arches).
+    pub smt_active: Option<bool>,
+    pub load_average: Option<LoadAverage>,
+    /// Device interrupt lines of `/proc/interrupts` (numbered lines only; LOC, RES, ... are
+    /// per-CPU by nature and say nothing about where a device was routed).
+    pub irqs: Option<Vec<IrqLine>>,
+    /// Attributes that exist but could not be read, with the reason.
+    pub unreadable: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Kernel {
+    /// `/proc/sys/kernel/osrelease`, e.g. `5.10.160-rt89`.
+    pub release: Option<String>,
+    /// `/proc/version`.
+    pub version: Option<String>,
+    pub preemption: Preemption,
+}
+
+/// The kernel's preemption model.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(tag = "model", rename_all = "snake_case")]
+pub enum Preemption {
+    /// PREEMPT_RT (`/sys/kernel/realtime` is 1, or `PREEMPT_RT` in `/proc/version`).
+    Rt,
+    /// CONFIG_PREEMPT_DYNAMIC; `mode` is the one selected now (`none`, `voluntary`, `full`,
+    /// `lazy`) when `/sys/kernel/debug/sched/preempt` is readable (root, debugfs mounted).
+    Dynamic { mode: Option<String> },
+    /// CONFIG_PREEMPT (low-latency desktop), `PREEMPT` in `/proc/version`.
+    Full,
+    /// CONFIG_PREEMPT_LAZY without dynamic switching.
+    Lazy,
+    /// No PREEMPT word in `/proc/version`: CONFIG_PREEMPT_NONE or _VOLUNTARY (server).
+    NoneOrVoluntary,
+    /// `/proc/version` unreadable.
+    Unknown,
+}
+
+impl Preemption {
+    /// Whether the kernel is a real-time (PREEMPT_RT) kernel.
+    pub fn is_realtime(&self) -> bool {
+        matches!(self, Preemption::Rt)
+    }
+
+    /// A short human name, e.g. `PREEMPT_DYNAMIC (full)`.
+    pub fn describe(&self) -> String {
+        match self {
+            Preemption::Rt => "PREEMPT_RT".into(),
+            Preemption::Dynamic { mode: Some(m) } => format!("PREEMPT_DYNAMIC ({m})"),
+            Preemption::Dynamic { mode: None } => "PREEMPT_DYNAMIC (mode not readable)".into(),
+            Preemption::Full => "PREEMPT".into(),
+            Preemption::Lazy => "PREEMPT_LAZY".into(),
+            Preemption::NoneOrVoluntary => "no forced preemption (NONE or VOLUNTARY)".into(),
+            Preemption::Unknown => "unknown".into(),
+        }
+    }
+}
+
+/// The kernel command line with the CPU isolation options parsed
+/// (Documentation/admin-guide/kernel-parameters.txt).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Cmdline {
+    pub raw: String,
+    /// `isolcpus=[flags,]list`: CPUs removed from the scheduler's balancing.
+    pub isolcpus: Option<Vec<u32>>,
+    /// The flags of `isolcpus=` (`nohz`, `domain`, `managed_irq`).
+    pub isolcpus_flags: Vec<String>,
+    /// `nohz_full=list`: CPUs without the periodic tick while running one task.
+    pub nohz_full: Option<Vec<u32>>,
+    /// `rcu_nocbs=list`: CPUs whose RCU callbacks run elsewhere.
+    pub rcu_nocbs: Option<Vec<u32>>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct CpuFreq {
+    pub cpu: u32,
+    pub governor: Option<String>,
+    pub cur_khz: Option<u64>,
+    pub min_khz: Option<u64>,
+    pub max_khz: Option<u64>,
+}
+
+impl CpuFreq {
+    /// Whether the frequency can move during a run: a governor other than `performance`
+    /// (or `userspace`, which holds what it is told) with a min below the max.
+    pub fn scales(&self) -> bool {
+        let fixed_governor = matches!(self.governor.as_deref(), Some("performance" | "userspace"));
+        let range = match (self.min_khz, self.max_khz) {
+            (Some(lo), Some(hi)) => lo < hi,
+            _ => true,
+        };
+        !fixed_governor && range && self.governor.is_some()
+    }
+}
+
+/// `/proc/loadavg`: `0.45 0.35 0.16 1/85 9142`.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct LoadAverage {
+    pub one: f64,
+    pub five: f64,
+    pub fifteen: f64,
+    pub runnable: u32,
+    pub tasks: u32,
+}
+
+/// One numbered line of `/proc/interrupts` with where the kernel delivers it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct IrqLine {
+    pub irq: u32,
+    /// Count per CPU column, in the header's CPU order.
+    pub counts: BTreeMap<u32, u64>,
+    /// The controller and trigger words, e.g. `PCI-MSIX-0000:00:02.0 1-edge`.
+    pub chip: String,
+    /// The device action name(s), e.g. `virtio1-req.0`.
+    pub name: String,
+    /// `/proc/irq/N/effective_affinity_list` (where it is delivered now), when readable.
+    pub effective_affinity: Option<Vec<u32>>,
+}
+
+impl IrqLine {
+    /// Whether this is a per-CPU interrupt (each CPU has its own: the ARM architected timer,
+    /// the PMU) rather than a device routed somewhere. On a GIC, hwirqs 16-31 are the PPIs
+    /// (Private Peripheral Interrupts) and 0-15 the SGIs (ARM GIC architecture
+    /// specification, IHI 0069, "INTID ranges"); `/proc/interrupts` prints the hwirq after
+    /// the chip name.
+    pub fn is_per_cpu(&self) -> bool {
+        let mut words = self.chip.split_whitespace();
+        let gic = words.next().is_some_and(|c| c.starts_with("GIC"));
+        let hwirq = words.next().and_then(|w| w.parse::<u32>().ok());
+        gic && hwirq.is_some_and(|h| h < 32)
+    }
+
+    /// Whether this interrupt is delivered to `cpu`: by its effective affinity when the
+    /// kernel exposes it, otherwise by a non-zero count in that CPU's column.
+    pub fn lands_on(&self, cpu: u32) -> bool {
+        match &self.effective_affinity {
+            Some(list) => list.contains(&cpu),
+            None => self.counts.get(&cpu).is_some_and(|&n| n > 0),
+        }
+    }
+}
+
+impl SystemContext {
+    /// Read everything under `root`. Never fails: what is missing is `None`.
+    pub fn read(root: &SysRoot) -> SystemContext {
+        let mut unreadable = Vec::new();
+        let mut attr = |rel: &str| -> Option<String> {
+            match read_attr(&root.path(rel)) {
+                Ok(v) => v,
+                Err(e) => {
+                    unreadable.push(e.to_string());
+                    None
+                }
+            }
+        };
+
+        let release = attr("/proc/sys/kernel/osrelease");
+        let version = attr("/proc/version");
+        let realtime = attr("/sys/kernel/realtime");
+        // debugfs needs root; a plain user gets EACCES, which is a normal absence here.
+        let dyn_mode = read_attr(&root.path("/sys/kernel/debug/sched/preempt"))
+            .ok()
+            .flatten();
+        let preemption =
+            preemption_model(realtime.as_deref(), dyn_mode.as_deref(), version.as_deref());
+        let cmdline = attr("/proc/cmdline").map(|raw| parse_cmdline(&raw));
+        let cpus_online = attr("/sys/devices/system/cpu/online").and_then(|s| parse_cpu_list(&s));
+        let smt_active =
+            attr("/sys/devices/system/cpu/smt/active").and_then(|s| match s.as_str() {
+                "1" => Some(true),
+                "0" => Some(false),
+                _ => None,
+            });
+        let load_average = attr("/proc/loadavg").and_then(|s| parse_loadavg(&s));
+
+        let mut cpufreq = Vec::new();
+        for &cpu in cpus_online.as_deref().unwrap_or(&[]) {
+            let base = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq");
+            if !root.path(&base).is_dir() {
+                continue;
+            }
+            let khz = |v: Option<String>| v.and_then(|s| s.parse::<u64>().ok());
+            cpufreq.push(CpuFreq {
+                cpu,
+                governor: attr(&format!("{base}/scaling_governor")),
+                cur_khz: khz(attr(&format!("{base}/scaling_cur_freq"))),
+                min_khz: khz(attr(&format!("{base}/scaling_min_freq"))),
+                max_khz: khz(attr(&format!("{base}/scaling_max_freq"))),
+            });
+        }
+
+        let irqs = attr("/proc/interrupts").map(|text| {
+            let mut lines = parse_interrupts(&text);
+            for line in &mut lines {
+                line.effective_affinity =
+                    attr(&format!("/proc/irq/{}/effective_affinity_list", line.irq))
+                        .and_then(|s| parse_cpu_list(&s));
+            }
+            lines
+        });
+
+        SystemContext {
+            kernel: Kernel {
+                release,
+                version,
+                preemption,
+            },
+            cmdline,
+            cpus_online,
+            cpufreq,
+            smt_active,
+            load_average,
+            irqs,
+            unreadable,
+        }
+    }
+
+    /// The device interrupts delivered to `cpu` (empty when `/proc/interrupts` is absent);
+    /// per-CPU interrupts such as the local timer are not device interrupts and not listed.
+    pub fn irqs_on_cpu(&self, cpu: u32) -> Vec<&IrqLine> {
+        self.irqs
+            .iter()
+            .flatten()
+            .filter(|l| !l.is_per_cpu() && l.lands_on(cpu))
+            .collect()
+    }
+}
+
+/// Read the device interrupt counts alone (to count what arrived during a run); without
+/// the affinity files.
+pub fn read_irq_counts(root: &SysRoot) -> Result<Option<Vec<IrqLine>>, ReadError> {
+    Ok(read_attr(&root.path("/proc/interrupts"))?.map(|t| parse_interrupts(&t)))
+}
+
+/// How many interrupts of each device line arrived on `cpu` between two readings of
+/// `/proc/interrupts`, largest first, zeros left out.
+pub fn irq_deltas_on_cpu(
+    before: &[IrqLine],
+    after: &[IrqLine],
+    cpu: u32,
+) -> Vec<(u32, String, u64)> {
+    let mut out: Vec<(u32, String, u64)> = after
+        .iter()
+        .filter(|l| !l.is_per_cpu())
+        .filter_map(|l| {
+            let now = *l.counts.get(&cpu)?;
+            let then = before
+                .iter()
+                .find(|b| b.irq == l.irq)
+                .and_then(|b| b.counts.get(&cpu).copied())
+                .unwrap_or(0);
+            let d = now.saturating_sub(then);
+            (d > 0).then(|| (l.irq, l.name.clone(), d))
+        })
+        .collect();
+    out.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    out
+}
+
+/// Read the load average alone (cheap; sampled during a run).
+pub fn read_load_average(root: &SysRoot) -> Result<Option<LoadAverage>, ReadError> {
+    Ok(read_attr(&root.path("/proc/loadavg"))?.and_then(|s| parse_loadavg(&s)))
+}
+
+/// Decide the preemption model. `/sys/kernel/realtime` exists only on PREEMPT_RT kernels
+/// (the RT patch set, and mainline since 6.12); `/sys/kernel/debug/sched/preempt` lists the
+/// dynamic modes with the active one in parentheses (`none voluntary (full) lazy`);
+/// otherwise the build flags that `/proc/version` prints after `#1 SMP`.
+pub fn preemption_model(
+    realtime: Option<&str>,
+    dynamic_modes: Option<&str>,
+    version: Option<&str>,
+) -> Preemption {
+    if realtime == Some("1") {
+        return Preemption::Rt;
+    }
+    let words: Vec<&str> = version
+        .map(|v| v.split_whitespace().collect())
+        .unwrap_or_default();
+    let has = |w: &str| words.contains(&w);
+    // Older RT kernels print `PREEMPT RT` as two words.
+    if has("PREEMPT_RT") || words.windows(2).any(|w| w == ["PREEMPT", "RT"]) {
+        return Preemption::Rt;
+    }
+    if let Some(modes) = dynamic_modes {
+        let active = modes
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix('(').and_then(|w| w.strip_suffix(')')));
+        return Preemption::Dynamic {
+            mode: active.map(str::to_string),
+        };
+    }
+    if version.is_none() {
+        return Preemption::Unknown;
+    }
+    if has("PREEMPT_DYNAMIC") {
+        Preemption::Dynamic { mode: None }
+    } else if has("PREEMPT_LAZY") {
+        Preemption::Lazy
+    } else if has("PREEMPT") {
+        Preemption::Full
+    } else {
+        Preemption::NoneOrVoluntary
+    }
+}
+
+/// Parse a kernel CPU list (`0-3,8,10-11`, Documentation/admin-guide/kernel-parameters.rst
+/// "cpu lists"). An empty string is an empty list; anything malformed is `None`.
+pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
+    let s = s.trim();
+    let mut cpus = Vec::new();
+    if s.is_empty() {
+        return Some(cpus);
+    }
+    for part in s.split(',') {
+        let part = part.trim();
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
+                // Bounded: no real machine has more than 64k CPUs.
+                if b < a || b - a > 65_536 {
+                    return None;
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(part.parse().ok()?),
+        }
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Some(cpus)
+}
+
+/// Format a CPU list compactly (`0-3,8`).
+pub fn format_cpu_list(cpus: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(",")
+}
+
+/// Parse `/proc/cmdline`. Only the kernel's own part counts: words after ` -- ` go to init.
+pub fn parse_cmdline(raw: &str) -> Cmdline {
+    let raw = raw.trim().to_string();
+    let kernel_part = raw.split(" -- ").next().unwrap_or("");
+    let mut out = Cmdline {
+        raw: raw.clone(),
+        isolcpus: None,
+        isolcpus_flags: Vec::new(),
+        nohz_full: None,
+        rcu_nocbs: None,
+    };
+    for word in kernel_part.split_whitespace() {
+        let Some((key, value)) = word.split_once('=') else {
+            continue;
+        };
+        match key {
+            "isolcpus" => {
+                // `isolcpus=nohz,domain,2-3`: leading non-numeric items are flags.
+                let (flags, list): (Vec<&str>, Vec<&str>) = value
+                    .split(',')
+                    .partition(|p| !p.starts_with(|c: char| c.is_ascii_digit()));
+                out.isolcpus_flags = flags.into_iter().map(str::to_string).collect();
+                out.isolcpus = parse_cpu_list(&list.join(","));
+            }
+            "nohz_full" => out.nohz_full = parse_cpu_list(value),
+            "rcu_nocbs" => out.rcu_nocbs = parse_cpu_list(value),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Parse `/proc/loadavg` (proc(5)).
+pub fn parse_loadavg(s: &str) -> Option<LoadAverage> {
+    let mut it = s.split_whitespace();
+    let one = it.next()?.parse().ok()?;
+    let five = it.next()?.parse().ok()?;
+    let fifteen = it.next()?.parse().ok()?;
+    let (runnable, tasks) = it.next()?.split_once('/')?;
+    Some(LoadAverage {
+        one,
+        five,
+        fifteen,
+        runnable: runnable.parse().ok()?,
+        tasks: tasks.parse().ok()?,
+    })
+}
+
+/// Parse the numbered lines of `/proc/interrupts` (filesystems/proc.rst, "interrupts"):
+/// a header of `CPUn` columns, then `IRQ: count... chip... name`.
+pub fn parse_interrupts(text: &str) -> Vec<IrqLine> {
+    let mut lines = text.lines();
+    let Some(header) = lines.next() else {
+        return Vec::new();
+    };
+    let cpus: Vec<u32> = header
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("CPU")?.parse().ok())
+        .collect();
+    let mut out = Vec::new();
+    for line in lines {
+        let Some((label, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let Ok(irq) = label.trim().parse::<u32>() else {
+            continue;
+        };
+        let mut words = rest.split_whitespace();
+        let mut counts = BTreeMap::new();
+        for &cpu in &cpus {
+            match words.clone().next().and_then(|w| w.parse::<u64>().ok()) {
+                Some(n) => {
+                    counts.insert(cpu, n);
+                    words.next();
+                }
+                None => break,
+            }
+        }
+        let tail: Vec<&str> = words.collect();
+        // The chip and its hwirq/trigger come first; the last word(s) are the action names.
+        // Names may be joined by ", " when an IRQ is shared.
+        let (chip, name) = match tail.len() {
+            0 => (String::new(), String::new()),
+            1 => (String::new(), tail[0].to_string()),
+            n => {
+                let name_start = tail
+                    .iter()
+                    .position(|w| w.ends_with(','))
+                    .unwrap_or(n - 1)
+                    .min(n - 1);
+                (tail[..name_start].join(" "), tail[name_start..].join(" "))
+            }
+        };
+        out.push(IrqLine {
+            irq,
+            counts,
+            chip,
+            name,
+            effective_affinity: None,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn fixture(name: &str) -> SysRoot {
+        SysRoot::new(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/fixtures/system")
+                .join(name),
+        )
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(
+            parse_cpu_list("0-3,8,10-11"),
+            Some(vec![0, 1, 2, 3, 8, 10, 11])
+        );
+        assert_eq!(parse_cpu_list("\n"), Some(vec![]));
+        assert_eq!(parse_cpu_list("1"), Some(vec![1]));
+        assert_eq!(parse_cpu_list("3-1"), None);
+        assert_eq!(parse_cpu_list("x"), None);
+        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(format_cpu_list(&[]), "");
+    }
+
+    #[test]
+    fn preemption_words() {
+        let vm = "Linux version 6.18.44-fc-v657 (builder@sandboxing) (gcc (GCC) 15.3.0) #1 SMP PREEMPT_DYNAMIC @0";
+        assert_eq!(
+            preemption_model(None, None, Some(vm)),
+            Preemption::Dynamic { mode: None }
+        );
+        assert_eq!(
+            preemption_model(None, Some("none voluntary (full) lazy"), Some(vm)),
+            Preemption::Dynamic {
+                mode: Some("full".into())
+            }
+        );
+        assert_eq!(preemption_model(Some("1"), None, Some(vm)), Preemption::Rt);
+        let rt = "Linux version 5.10.160-rt89 (gcc 10.3) #1 SMP PREEMPT RT Fri Jun 7 2024";
+        assert_eq!(preemption_model(None, None, Some(rt)), Preemption::Rt);
+        let server = "Linux version 5.15.0-91-generic (buildd@lcy02) #101-Ubuntu SMP Tue Nov 14 13:30:08 UTC 2023";
+        assert_eq!(
+            preemption_model(None, None, Some(server)),
+            Preemption::NoneOrVoluntary
+        );
+        let desk = "Linux version 4.19.232 (gcc 6.3.1) #1 SMP PREEMPT Wed Aug 9 2023";
+        assert_eq!(preemption_model(None, None, Some(desk)), Preemption::Full);
+        assert_eq!(preemption_model(None, None, None), Preemption::Unknown);
+    }
+
+    #[test]
+    fn cmdline_isolation() {
+        let c = parse_cmdline(
+            "console=ttyS2 isolcpus=nohz,domain,2-3 nohz_full=2-3 rcu_nocbs=2,3 -- init isolcpus=0",
+        );
+        assert_eq!(c.isolcpus, Some(vec![2, 3]));
+        assert_eq!(c.isolcpus_flags, vec!["nohz", "domain"]);
+        assert_eq!(c.nohz_full, Some(vec![2, 3]));
+        assert_eq!(c.rcu_nocbs, Some(vec![2, 3]));
+        let none = parse_cmdline("quiet -- --isolcpus=1");
+        assert_eq!(none.isolcpus, None);
+    }
+
+    #[test]
+    fn loadavg_line() {
+        let l = parse_loadavg("9.36 9.67 9.84 8/1152 3678\n").unwrap();
+        assert_eq!((l.one, l.runnable, l.tasks), (9.36, 8, 1152));
+        assert_eq!(parse_loadavg("garbage"), None);
+    }
+
+    #[test]
+    fn this_vm_captured() {
+        let ctx = SystemContext::read(&fixture("firecracker-vm-6.18"));
+        assert_eq!(ctx.kernel.release.as_deref(), Some("6.18.44-fc-v657"));
+        assert_eq!(ctx.kernel.preemption, Preemption::Dynamic { mode: None });
+        assert!(!ctx.kernel.preemption.is_realtime());
+        assert_eq!(ctx.cpus_online, Some(vec![0, 1]));
+        assert!(ctx.cpufreq.is_empty(), "this VM has no cpufreq");
+        assert_eq!(ctx.smt_active, Some(false));
+        let cmd = ctx.cmdline.as_ref().unwrap();
+        assert_eq!(cmd.isolcpus, None);
+        assert_eq!(cmd.nohz_full, None);
+        let irqs = ctx.irqs.as_ref().unwrap();
+        // 24..=43 without 27: 19 device lines, none of LOC/RES/... .
+        assert_eq!(irqs.len(), 19);
+        let disk = irqs.iter().find(|l| l.irq == 36).unwrap();
+        assert_eq!(disk.name, "virtio1-req.0");
+        assert_eq!(disk.chip, "PCI-MSIX-0000:00:02.0 1-edge");
+        assert_eq!(disk.effective_affinity, Some(vec![1]));
+        assert!(ctx.irqs_on_cpu(1).iter().any(|l| l.irq == 36));
+        assert!(!ctx.irqs_on_cpu(0).iter().any(|l| l.irq == 36));
+        assert!(ctx.unreadable.is_empty());
+    }
+
+    #[test]
+    fn rt_board_handmade() {
+        let ctx = SystemContext::read(&fixture("rt-board-handmade"));
+        assert_eq!(ctx.kernel.preemption, Preemption::Rt);
+        assert_eq!(ctx.cpus_online, Some(vec![0, 1, 2, 3]));
+        assert_eq!(ctx.cpufreq.len(), 4);
+        let c0 = &ctx.cpufreq[0];
+        assert_eq!(c0.governor.as_deref(), Some("schedutil"));
+        assert_eq!((c0.min_khz, c0.max_khz), (Some(408_000), Some(1_992_000)));
+        assert!(c0.scales());
+        assert!(
+            !ctx.cpufreq[2].scales(),
+            "performance governor holds the clock"
+        );
+        assert_eq!(ctx.smt_active, None, "no smt directory: absent, not false");
+        let cmd = ctx.cmdline.as_ref().unwrap();
+        assert_eq!(cmd.isolcpus, Some(vec![2, 3]));
+        // IRQ 45 has no effective_affinity file: counts decide.
+        assert_eq!(
+            ctx.irqs_on_cpu(3).iter().map(|l| l.irq).collect::<Vec<_>>(),
+            vec![45]
+        );
+        assert_eq!(ctx.load_average.unwrap().one, 1.70);
+    }
+
+    #[test]
+    fn interrupt_deltas() {
+        let before = parse_interrupts(
+            "           CPU0       CPU1\n 36:          0      34453   PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0\n 39:       2625          0   PCI-MSIX-0000:00:03.0   2-edge      virtio2-output.0\n",
+        );
+        let after = parse_interrupts(
+            "           CPU0       CPU1\n 36:          0      34500   PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0\n 39:       2630          0   PCI-MSIX-0000:00:03.0   2-edge      virtio2-output.0\n",
+        );
+        assert_eq!(
+            irq_deltas_on_cpu(&before, &after, 1),
+            vec![(36, "virtio1-req.0".into(), 47)]
+        );
+        assert_eq!(
+            irq_deltas_on_cpu(&before, &after, 0),
+            vec![(39, "virtio2-output.0".into(), 5)]
+        );
+    }
+
+    #[test]
+    fn empty_root_is_all_absent() {
+        let ctx = SystemContext::read(&SysRoot::new("/nonexistent-headroom-root"));
+        assert_eq!(ctx.kernel.release, None);
+        assert_eq!(ctx.kernel.preemption, Preemption::Unknown);
+        assert_eq!(ctx.cpus_online, None);
+        assert!(ctx.cpufreq.is_empty());
+        assert_eq!(ctx.irqs, None);
+        assert!(ctx.unreadable.is_empty());
+    }
+}
