@@ -369,6 +369,19 @@ mod tests {
     }
 
     #[test]
+    fn a_document_from_before_the_envelope_still_reads() {
+        // What `bench disk` printed before it emitted through `wrap`: no tool, created, host.
+        let doc = Document::parse(
+            r#"{"schema_version": 1, "kind": "disk", "tests": []}"#,
+            "old",
+        )
+        .unwrap();
+        assert_eq!(doc.kind(), "disk");
+        assert_eq!(doc.envelope.tool, None);
+        assert!(doc.body.contains_key("tests"));
+    }
+
+    #[test]
     fn a_newer_schema_says_upgrade() {
         let e = Document::parse(r#"{"schema_version": 2, "kind": "disk"}"#, "new.json")
             .unwrap_err()
