@@ -138,8 +138,14 @@ impl Summary {
                             .filter(|c| c.mb_s > 0.0)
                             .map(|c| measured / c.mb_s)
                     });
+                    // Compare lines tests up by name: a repeated name gets its ordinal.
+                    let mut name = t.name();
+                    let same = s.tests.iter().filter(|x| x.name.starts_with(&name)).count();
+                    if same > 0 {
+                        name = format!("{name} ({})", same + 1);
+                    }
                     s.tests.push(TestRow {
-                        name: t.name(),
+                        name,
                         block_size: t.spec.block_size,
                         measured_mb_s: measured,
                         runs_mb_s: runs,

@@ -147,3 +147,25 @@ fn the_json_schema_requires_what_the_reader_requires() {
         );
     }
 }
+
+#[test]
+fn compare_of_latency_runs_calls_more_latency_a_regression() {
+    let a = summary("latency-2-threads.json");
+    let mut b = a.clone();
+    b.origin = "loaded".into();
+    for t in &mut b.threads {
+        t.max_us *= 2.0;
+    }
+    let c = compare(&[a, b]).unwrap();
+    let max0 = c.rows.iter().find(|r| r.metric == "thread 0 max").unwrap();
+    let d = max0.delta(1).unwrap();
+    assert_eq!(d.percent.round(), 100.0);
+    assert!(d.regression, "twice the latency is worse");
+    let avg0 = c.rows.iter().find(|r| r.metric == "thread 0 avg").unwrap();
+    assert!(!avg0.delta(1).unwrap().regression, "unchanged");
+    assert_eq!(
+        c.regressions_above(50.0).len(),
+        3,
+        "max of threads 0, 1 and all"
+    );
+}
