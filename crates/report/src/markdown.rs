@@ -14,7 +14,7 @@ pub fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
     out.push_str(&line(&mut header.iter().map(|h| h.to_string())));
     out.push_str(&line(&mut header.iter().map(|h| {
         // Numbers align right, as in the seeds' tables.
-        if h.contains('(') || h.contains('%') || *h == "Efficiency" {
+        if h.contains('(') || h.contains('%') || *h == "Efficiency" || h.starts_with("Kernel") {
             "---:".to_string()
         } else {
             "---".to_string()
@@ -130,6 +130,9 @@ fn section(out: &mut String, s: &Summary) {
                     t.spread().map(mb).unwrap_or_else(dash),
                     ceiling.clone(),
                     t.efficiency.map(percent).unwrap_or_else(dash),
+                    t.cross_check_percent
+                        .map(|p| format!("{p:+.2} %"))
+                        .unwrap_or_else(dash),
                 ]
             })
             .collect();
@@ -141,6 +144,7 @@ fn section(out: &mut String, s: &Summary) {
                 "Spread (MB/s)",
                 "Ceiling (MB/s)",
                 "Efficiency",
+                "Kernel count vs engine",
             ],
             &rows,
         );

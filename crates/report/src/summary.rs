@@ -16,6 +16,9 @@ pub struct TestRow {
     pub runs_mb_s: Vec<f64>,
     /// measured / ceiling, 0..1.
     pub efficiency: Option<f64>,
+    /// The kernel's count of the headline run's bytes against the engine's, in percent
+    /// (/proc/self/io, else /proc/diskstats).
+    pub cross_check_percent: Option<f64>,
 }
 
 impl TestRow {
@@ -129,6 +132,11 @@ impl Summary {
                 for t in &d.tests {
                     let runs: Vec<f64> = t.runs.iter().map(|r| r.mb_per_s).collect();
                     let best = runs.get(t.best_run).copied();
+                    let cross_check_percent = t
+                        .runs
+                        .get(t.best_run)
+                        .and_then(|r| r.cross_check.as_ref())
+                        .and_then(|c| c.proc_io_error_percent.or(c.diskstats_error_percent));
                     let measured = if mean { t.mean_mb_per_s } else { best }
                         .or(t.mean_mb_per_s)
                         .unwrap_or(0.0);
@@ -150,6 +158,7 @@ impl Summary {
                         measured_mb_s: measured,
                         runs_mb_s: runs,
                         efficiency,
+                        cross_check_percent,
                     });
                 }
             }

@@ -148,6 +148,19 @@ pub struct WorkloadView {
 pub struct DiskRunView {
     /// MB/s = 10^6 B/s.
     pub mb_per_s: f64,
+    #[serde(default)]
+    pub cross_check: Option<CrossCheckView>,
+}
+
+/// The kernel's count of the same bytes, as (kernel − engine) / engine in percent.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct CrossCheckView {
+    /// `/proc/self/io`: this process's bytes only.
+    #[serde(default)]
+    pub proc_io_error_percent: Option<f64>,
+    /// `/proc/diskstats`: every process's bytes to the device.
+    #[serde(default)]
+    pub diskstats_error_percent: Option<f64>,
 }
 
 impl DiskTestView {
