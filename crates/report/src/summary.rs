@@ -9,6 +9,8 @@ use model::units::MB;
 #[derive(Clone, Debug, PartialEq)]
 pub struct TestRow {
     pub name: String,
+    /// `read`, `write` or `mix 70% read`; empty when the document does not say.
+    pub direction: String,
     pub block_size: Option<u64>,
     /// The headline: the best run (or the mean when the run asked for it), MB/s.
     pub measured_mb_s: f64,
@@ -154,6 +156,7 @@ impl Summary {
                     }
                     s.tests.push(TestRow {
                         name,
+                        direction: t.direction().unwrap_or_default(),
                         block_size: t.spec.block_size,
                         measured_mb_s: measured,
                         runs_mb_s: runs,

@@ -166,12 +166,21 @@ pub struct CrossCheckView {
 impl DiskTestView {
     /// `SEQ1M Q8T1 read`: the label and the direction, as the disk bench names a test.
     pub fn name(&self) -> String {
-        match self.workload().and_then(|w| w.read_percent) {
-            Some(100) => format!("{} read", self.spec.label),
-            Some(0) => format!("{} write", self.spec.label),
-            Some(p) => format!("{} mix {p}% read", self.spec.label),
+        match self.direction() {
+            Some(d) => format!("{} {d}", self.spec.label),
             None => self.spec.label.clone(),
         }
+    }
+
+    /// `read`, `write` or `mix 70% read`, as the disk bench words it.
+    pub fn direction(&self) -> Option<String> {
+        self.workload()
+            .and_then(|w| w.read_percent)
+            .map(|p| match p {
+                100 => "read".to_string(),
+                0 => "write".to_string(),
+                p => format!("mix {p}% read"),
+            })
     }
 
     fn workload(&self) -> Option<&WorkloadView> {

@@ -44,7 +44,7 @@ fn disk_doc(n: usize) -> Summary {
     let tests: Vec<_> = (0..n)
         .map(|i| {
             let mb = 100.0 + (i * 37 % 300) as f64;
-            json!({"spec": {"label": format!("dd {}K", 4 << (i % 8)), "workload": {"read_percent": if i % 2 == 0 {100} else {0}}},
+            json!({"spec": {"label": format!("dd {}K", 4 << (i % 8)), "block_size": 4096 << (i % 8), "workload": {"read_percent": if i % 2 == 0 {100} else {0}}},
                    "runs": [{"mb_per_s": mb}, {"mb_per_s": mb * 0.97}], "best_run": 0})
         })
         .collect();
@@ -173,7 +173,8 @@ fn the_html_report_renders_in_chromium() {
     let Some(chromium) = chromium() else { return };
     let cases: Vec<(&str, Vec<Summary>, usize, u32)> = vec![
         ("one test", vec![disk_doc(1)], 2, 2200),
-        ("a hundred tests", vec![disk_doc(100)], 2, 6000),
+        // Eight block sizes: the per-block-size plot too.
+        ("a hundred tests", vec![disk_doc(100)], 3, 7000),
         (
             "the Raspberry Pi pair",
             vec![
