@@ -285,6 +285,7 @@ impl Comparison {
         }
         let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
         let mut any_insignificant = false;
+        let mut any_unknown = false;
         let rows: Vec<Vec<String>> = self
             .rows
             .iter()
@@ -297,9 +298,13 @@ impl Comparison {
                             None => "–".into(),
                             Some(d) => {
                                 let mut s = format!("{:+.1} %", d.percent);
-                                if d.significant == Some(false) {
-                                    any_insignificant = true;
-                                    s.push_str(" (not significant)");
+                                match d.significant {
+                                    Some(false) => {
+                                        any_insignificant = true;
+                                        s.push_str(" (not significant)");
+                                    }
+                                    None => any_unknown = true,
+                                    Some(true) => {}
                                 }
                                 s
                             }
@@ -310,6 +315,13 @@ impl Comparison {
             })
             .collect();
         table(&mut out, &header_refs, &rows);
+        if any_unknown {
+            let _ = writeln!(
+                out,
+                "\nWhere neither run repeated its tests, their spread, and so whether a \
+                 difference is significant, is unknown: run each test several times to know."
+            );
+        }
         if any_insignificant {
             let _ = writeln!(
                 out,
