@@ -1,7 +1,7 @@
 //! `headroom audit`: the inventory of PCI functions and links with their state against
 //! what both ends can do, and the findings.
 
-use crate::output::{print_json, GlobalArgs, Style};
+use crate::output::{GlobalArgs, Style};
 use anyhow::Context;
 use clap::Args;
 use model::units::{GIB, MB};
@@ -121,17 +121,20 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
         eprintln!("headroom: warning: {w}");
     }
     if global.json {
-        print_json(&AuditDocument {
-            schema_version: 1,
-            kind: "audit",
-            tool: crate::output::Tool::this(),
-            source,
-            pci: &audit,
-            usb: inventories.as_ref().map(|i| &i.usb),
-            block: inventories.as_ref().map(|i| &i.block),
-            net: inventories.as_ref().map(|i| &i.net),
-            findings: &findings,
-        })?;
+        crate::output::print_result(
+            "audit",
+            &AuditDocument {
+                schema_version: 1,
+                kind: "audit",
+                tool: crate::output::Tool::this(),
+                source,
+                pci: &audit,
+                usb: inventories.as_ref().map(|i| &i.usb),
+                block: inventories.as_ref().map(|i| &i.block),
+                net: inventories.as_ref().map(|i| &i.net),
+                findings: &findings,
+            },
+        )?;
     } else {
         let style = Style::new(global.use_color());
         let mut text = render_pci(&audit, &style);

@@ -4,7 +4,7 @@
 //! `probe::system`, the measurement from `bench::latency`, the load from `bench::stress`,
 //! and the findings (what the numbers depend on) from here.
 
-use crate::output::{print_json, GlobalArgs};
+use crate::output::GlobalArgs;
 use anyhow::Context as _;
 use bench::latency::{
     self, Affinity, Config, Limits, Live, Measurement, Privileges, Session, Step, StopReason,
@@ -130,6 +130,9 @@ pub struct LatencyArgs {
     /// behind ordinary tasks and page faults).
     #[arg(long)]
     pub allow_unprivileged: bool,
+
+    #[command(flatten)]
+    pub keep: crate::output::KeepArgs,
 
     /// Length of the windows whose maxima are reported (OSADL-style long-term plots).
     #[arg(long, value_name = "TIME", default_value = "60s", value_parser = parse_duration)]
@@ -484,19 +487,23 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
 
     let irqs_after = system::read_irq_counts(&root).ok().flatten();
     let findings = findings(&config, &context, &measurement, irqs_after.as_deref());
+    let document = LatencyDocument {
+        schema_version: 1,
+        kind: "latency",
+        config: &config,
+        started_unix_ms,
+        notes: &notes,
+        context: &context,
+        stress: stress_record.as_ref(),
+        load_average: &load_samples,
+        measurement: &measurement,
+        findings: &findings,
+    };
+    if measurement.total.count > 0 {
+        a.keep.keep("latency", &document)?;
+    }
     if global.json {
-        print_json(&LatencyDocument {
-            schema_version: 1,
-            kind: "latency",
-            config: &config,
-            started_unix_ms,
-            notes: &notes,
-            context: &context,
-            stress: stress_record.as_ref(),
-            load_average: &load_samples,
-            measurement: &measurement,
-            findings: &findings,
-        })?;
+        crate::output::print_result("latency", &document)?;
     } else {
         print!(
             "{}",

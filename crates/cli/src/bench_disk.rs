@@ -1,7 +1,7 @@
 //! `headroom bench disk PATH`: storage throughput, IOPS and latency, CrystalDiskMark's test
 //! sets or fio's flags, with the kernel's count of the same bytes beside each number.
 
-use crate::output::{print_json, GlobalArgs, Style};
+use crate::output::{GlobalArgs, Style};
 use anyhow::Context;
 use bench::disk::{
     self, profiles, target, DiskError, DiskResult, Profile, Progress, RunConfig, SystemContext,
@@ -101,6 +101,9 @@ pub struct DiskArgs {
     /// Allow writing over an existing file.
     #[arg(long)]
     pub overwrite: bool,
+
+    #[command(flatten)]
+    pub keep: crate::output::KeepArgs,
 
     /// Allow write tests on a raw block device (destroys its data; refused while mounted).
     #[arg(long)]
@@ -222,12 +225,31 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
             let _ = std::io::stderr().flush();
         }
     };
+    // Measured / ceiling: the path from the target to the CPU and its bottleneck link,
+    // resolved once the test file exists.
+    let ceiling = path_ceiling(&root, &args.path);
+    // Write after each test, atomically: an interrupted run keeps what it measured.
+    let output_failed = std::sync::atomic::AtomicBool::new(false);
+    let write_partial = |partial: &disk::DiskResult| {
+        if let Some(path) = &args.keep.output {
+            let mut partial = partial.clone();
+            if let Ok(c) = &ceiling {
+                partial.apply_ceiling(c.clone());
+            }
+            if let Err(e) = crate::output::write_result(path, "disk", &partial) {
+                if !output_failed.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    eprintln!("headroom: warning: {e:#}");
+                }
+            }
+        }
+    };
     let cfg = RunConfig {
         parameters,
         tests,
         engine,
         stop: Arc::clone(&stop),
         progress: Some(&progress),
+        after_test: Some(&write_partial),
     };
     let outcome = disk::run(&cfg, &target, system_context(&root, cpus));
     // Remove the test file before anything is printed, whatever the outcome.
@@ -243,17 +265,26 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     if let Some(n) = engine_note {
         result.notes.insert(0, n);
     }
-    // Measured / ceiling: the path from the target to the CPU and its bottleneck link.
-    match path_ceiling(&root, &args.path) {
+    match ceiling {
         Ok(c) => result.apply_ceiling(c),
         Err(why) => result
             .notes
             .push(format!("no ceiling, no efficiency: {why}")),
     }
+    if !result.tests.is_empty() {
+        args.keep.keep("disk", &result)?;
+    }
     if global.json {
-        print_json(&result)?;
+        crate::output::print_result("disk", &result)?;
     } else {
         print!("{}", render(&result, &Style::new(global.use_color())));
+    }
+    if result.interrupted {
+        eprintln!(
+            "headroom: interrupted: the results above are those measured before the stop; the \
+             test file headroom created was removed"
+        );
+        return Ok(ExitCode::from(130));
     }
     Ok(ExitCode::SUCCESS)
 }

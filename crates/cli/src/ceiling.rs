@@ -4,7 +4,7 @@
 //! The arithmetic lives in `model::ceiling`; this module parses the arguments, checks them
 //! against the values the specs allow and lays out the tables.
 
-use crate::output::{print_json, GlobalArgs};
+use crate::output::GlobalArgs;
 use clap::{Args, Subcommand, ValueEnum};
 use model::ceiling::pcie::{self, AssumptionSet, CompletionSize, PcieCeiling, TlpParams};
 use model::ceiling::{eth, mmc, sata, usb};
@@ -321,13 +321,16 @@ struct Document<T: Serialize> {
 }
 
 fn print_document<T: Serialize>(link: &'static str, body: T) -> anyhow::Result<ExitCode> {
-    print_json(&Document {
-        schema_version: 1,
-        kind: "ceiling",
-        link,
-        rate_unit: "B/s",
-        body,
-    })?;
+    crate::output::print_result(
+        "ceiling",
+        &Document {
+            schema_version: 1,
+            kind: "ceiling",
+            link,
+            rate_unit: "B/s",
+            body,
+        },
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

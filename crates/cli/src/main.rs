@@ -7,8 +7,11 @@ mod audit;
 mod bench;
 mod bench_disk;
 mod ceiling;
+mod compare;
+mod history;
 mod output;
 mod path;
+mod report;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -37,6 +40,12 @@ enum Command {
     /// Run a benchmark: storage (fio/CrystalDiskMark-like) against the path's ceiling, or
     /// wake-up latency (cyclictest's method) under a built-in stress load.
     Bench(bench::BenchArgs),
+    /// Result documents as Markdown tables or one self-contained HTML file with plots.
+    Report(report::ReportArgs),
+    /// Runs side by side: the difference in percent and what changed between them.
+    Compare(compare::CompareArgs),
+    /// The runs saved in the history database.
+    History(history::HistoryArgs),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +56,9 @@ fn main() -> ExitCode {
         Some(Command::Ceiling(args)) => ceiling::run(&cli.global, &args),
         Some(Command::Path(args)) => path::run(&cli.global, &args),
         Some(Command::Bench(args)) => bench::run(&cli.global, &args),
+        Some(Command::Report(args)) => report::run(&cli.global, &args),
+        Some(Command::Compare(args)) => compare::run(&cli.global, &args),
+        Some(Command::History(args)) => history::run(&cli.global, &args),
     };
     match result {
         Ok(code) => code,

@@ -79,6 +79,8 @@ impl Style {
 }
 
 /// Print a JSON document on stdout.
+// Kept for the bench disk branch, which prints through it until it moves to `print_result`.
+#[allow(dead_code)]
 pub fn print_json<T: serde::Serialize>(doc: &T) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(doc)?;
     println!("{text}");
@@ -98,5 +100,75 @@ impl Tool {
             name: "headroom",
             version: env!("CARGO_PKG_VERSION"),
         }
+    }
+}
+
+/// Print a command's result as a result document (`report::document`): the common envelope
+/// (`schema_version`, `kind`, `tool`, `created`, `host`) with `body`'s fields beside it. A
+/// `schema_version`, `kind` or `tool` field in `body` is replaced by the envelope's.
+pub fn print_result<T: serde::Serialize>(kind: &str, body: &T) -> anyhow::Result<()> {
+    let doc = report::document::wrap(kind, env!("CARGO_PKG_VERSION"), body)?;
+    let mut stdout = std::io::stdout().lock();
+    match std::io::Write::write_all(&mut stdout, doc.to_json_pretty().as_bytes()) {
+        // A closed pipe (`| head`) is not an error: the reader has what it wanted.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// Write a result document of `kind` to `path` atomically (temp file, then rename).
+pub fn write_result<T: serde::Serialize>(
+    path: &std::path::Path,
+    kind: &str,
+    body: &T,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let doc = report::document::wrap(kind, env!("CARGO_PKG_VERSION"), body)?;
+    doc.write(path)
+        .with_context(|| format!("cannot write the result to {}", path.display()))
+}
+
+/// Keep a result document of `kind` in the history database (`db`, or the default one);
+/// returns its id.
+pub fn save_result<T: serde::Serialize>(
+    kind: &str,
+    body: &T,
+    db: Option<&std::path::Path>,
+) -> anyhow::Result<i64> {
+    let doc = report::document::wrap(kind, env!("CARGO_PKG_VERSION"), body)?;
+    let store = report::history::Store::open(&crate::history::db_path(db)?)?;
+    Ok(store.insert(&doc.to_json_pretty())?)
+}
+
+/// Options every benchmark shares for keeping its result.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct KeepArgs {
+    /// Also write the result document to FILE (atomically; benchmarks with several tests
+    /// write it after each one, so an interrupted run keeps what it measured).
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+
+    /// Do not keep the result in the history database.
+    #[arg(long)]
+    pub no_save: bool,
+
+    /// History database (default: $XDG_DATA_HOME/headroom/history.sqlite).
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<std::path::PathBuf>,
+}
+
+impl KeepArgs {
+    /// Write `--output` and save to the history as asked; a history failure is a warning,
+    /// not a lost run.
+    pub fn keep<T: serde::Serialize>(&self, kind: &str, body: &T) -> anyhow::Result<()> {
+        if let Some(path) = &self.output {
+            write_result(path, kind, body)?;
+        }
+        if !self.no_save {
+            if let Err(e) = save_result(kind, body, self.db.as_deref()) {
+                eprintln!("headroom: warning: the result was not kept in the history: {e:#}");
+            }
+        }
+        Ok(())
     }
 }

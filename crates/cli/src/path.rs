@@ -1,7 +1,7 @@
 //! `headroom path TARGET`: the chain of hardware a file, block device or network interface
 //! crosses, each link with its ceiling now and at its best, and the bottleneck.
 
-use crate::output::{print_json, GlobalArgs, Style};
+use crate::output::{GlobalArgs, Style};
 use clap::Args;
 use probe::chain::{Hop, LayerKind};
 use probe::path::{format_mbps, PathLink, TargetPath};
@@ -47,13 +47,16 @@ pub fn run(global: &GlobalArgs, args: &PathArgs) -> anyhow::Result<ExitCode> {
         eprintln!("headroom: warning: {w}");
     }
     if global.json {
-        print_json(&PathDocument {
-            schema_version: 1,
-            kind: "path",
-            tool: crate::output::Tool::this(),
-            root: &args.root,
-            path: &path,
-        })?;
+        crate::output::print_result(
+            "path",
+            &PathDocument {
+                schema_version: 1,
+                kind: "path",
+                tool: crate::output::Tool::this(),
+                root: &args.root,
+                path: &path,
+            },
+        )?;
     } else {
         print!(
             "{}",

@@ -3,14 +3,18 @@
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
 use assert_cmd::Command;
+use predicates::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+/// Results go to a history database of the tests' own, never the user's.
+const XDG_DATA_HOME: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/xdg-data");
+
 fn headroom() -> Command {
     let mut c = Command::cargo_bin("headroom").unwrap();
-    c.env("NO_COLOR", "1");
+    c.env("NO_COLOR", "1").env("XDG_DATA_HOME", XDG_DATA_HOME);
     c
 }
 
@@ -216,6 +220,7 @@ fn ctrl_c_removes_the_test_file() {
     let dir = disk_dir();
     let bin = assert_cmd::cargo::cargo_bin("headroom");
     let mut child = std::process::Command::new(bin)
+        .env("XDG_DATA_HOME", XDG_DATA_HOME)
         .args(["bench", "disk"])
         .arg(dir.path())
         .args([
@@ -338,6 +343,7 @@ fn directory_without_write_permission() {
         std::process::Command::new(&bin)
     };
     let out = cmd
+        .env("XDG_DATA_HOME", XDG_DATA_HOME)
         .args(["bench", "disk"])
         .arg(&ro)
         .args(["--size", "1M"])
@@ -516,4 +522,65 @@ fn written_data_is_random_unless_zero_and_an_existing_file_stays() {
         "{zeros} {marks}"
     );
     assert_eq!(entries(dir.path()), ["existing.bin"]);
+}
+
+/// `--output` is written after each test: Ctrl-C after the first test leaves a document with
+/// what was measured, marked interrupted, and the history keeps it too.
+#[test]
+fn interrupted_run_keeps_what_it_measured() {
+    let dir = disk_dir();
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = out_dir.path().join("run.json");
+    let db = out_dir.path().join("history.sqlite");
+    let bin = assert_cmd::cargo::cargo_bin("headroom");
+    let mut child = std::process::Command::new(bin)
+        .env("XDG_DATA_HOME", XDG_DATA_HOME)
+        .args(["bench", "disk"])
+        .arg(dir.path())
+        .args([
+            "--profile",
+            "peak",
+            "--size",
+            "16M",
+            "--runtime",
+            "1",
+            "--runs",
+            "1",
+        ])
+        .arg("--output")
+        .arg(&out)
+        .arg("--db")
+        .arg(&db)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The document appears after the first of the four tests; stop the run then.
+    let t0 = Instant::now();
+    while !out.exists() && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(out.exists(), "no result document after the first test");
+    // SAFETY: sending a signal to our own child by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    let doc: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(doc["kind"], "disk");
+    let tests = doc["tests"].as_array().unwrap();
+    assert!(!tests.is_empty());
+    if status.code() == Some(130) {
+        assert_eq!(doc["interrupted"], true);
+        assert!(tests.len() < 4);
+    } else {
+        // The signal came after the last test: a complete run.
+        assert!(status.success());
+        assert_eq!(tests.len(), 4);
+    }
+    assert!(entries(dir.path()).is_empty(), "test file left behind");
+    headroom()
+        .args(["history", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("disk"));
 }

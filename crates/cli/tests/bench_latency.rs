@@ -10,8 +10,13 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+/// Results go to a history database of the tests' own, never the user's.
+const XDG_DATA_HOME: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/xdg-data");
+
 fn headroom() -> Command {
-    Command::cargo_bin("headroom").unwrap()
+    let mut c = Command::cargo_bin("headroom").unwrap();
+    c.env("XDG_DATA_HOME", XDG_DATA_HOME);
+    c
 }
 
 fn run_json(args: &[&str]) -> Value {
@@ -163,6 +168,7 @@ fn stressed_run_records_load_and_leaves_no_worker() {
 fn start_loaded(extra: &[&str]) -> (std::process::Child, Vec<u64>) {
     let bin = assert_cmd::cargo::cargo_bin("headroom");
     let child = std::process::Command::new(bin)
+        .env("XDG_DATA_HOME", XDG_DATA_HOME)
         .args([
             "bench",
             "latency",

@@ -618,6 +618,9 @@ pub struct DiskResult {
     pub tests: Vec<TestResult>,
     /// Things a reader must know to trust the numbers (fallbacks, page cache, other traffic).
     pub notes: Vec<String>,
+    /// The run was stopped (Ctrl-C, SIGTERM) before every test ran: `tests` holds those that
+    /// finished, and the finished runs of the one that was running.
+    pub interrupted: bool,
 }
 
 impl DiskResult {
@@ -655,6 +658,9 @@ pub struct RunConfig<'a> {
     /// Set by a SIGINT/SIGTERM handler: every loop checks it and stops.
     pub stop: Arc<AtomicBool>,
     pub progress: Option<&'a (dyn Fn(&Progress) + Sync)>,
+    /// Called with the result so far after each test, so a caller can write it down: a run
+    /// that is interrupted or crashes later keeps what was measured.
+    pub after_test: Option<&'a (dyn Fn(&DiskResult) + Sync)>,
 }
 
 /// Run every test `runs` times on `target` and collect the result.
@@ -680,14 +686,25 @@ pub fn run(
     }
     kernel_count::preload_own_executable();
     let mut tests = Vec::with_capacity(cfg.tests.len());
-    for (ti, spec) in cfg.tests.iter().enumerate() {
+    let mut interrupted = false;
+    'tests: for (ti, spec) in cfg.tests.iter().enumerate() {
         let mut runs = Vec::with_capacity(p.runs as usize);
         for run_no in 1..=p.runs {
             if cfg.stop.load(Ordering::Relaxed) {
-                return Err(DiskError::Interrupted);
+                interrupted = true;
+            } else if (ti > 0 || run_no > 1) && p.pause_s > 0.0 {
+                match pause(cfg, spec, run_no, Duration::from_secs_f64(p.pause_s)) {
+                    Ok(()) => {}
+                    Err(DiskError::Interrupted) => interrupted = true,
+                    Err(e) => return Err(e),
+                }
             }
-            if (ti > 0 || run_no > 1) && p.pause_s > 0.0 {
-                pause(cfg, spec, run_no, Duration::from_secs_f64(p.pause_s))?;
+            if interrupted {
+                // Keep the runs this test finished: they were measured in full.
+                if !runs.is_empty() {
+                    tests.push(TestResult::new(spec.clone(), runs));
+                }
+                break 'tests;
             }
             if p.drop_caches {
                 if let Err(note) = target::drop_page_cache() {
@@ -696,7 +713,17 @@ pub fn run(
                     }
                 }
             }
-            let (r, run_notes) = run_once(cfg, target, spec, run_no)?;
+            let (r, run_notes) = match run_once(cfg, target, spec, run_no) {
+                Ok(v) => v,
+                Err(DiskError::Interrupted) => {
+                    interrupted = true;
+                    if !runs.is_empty() {
+                        tests.push(TestResult::new(spec.clone(), runs));
+                    }
+                    break 'tests;
+                }
+                Err(e) => return Err(e),
+            };
             for n in run_notes {
                 if !notes.contains(&n) {
                     notes.push(n);
@@ -705,6 +732,9 @@ pub fn run(
             runs.push(r);
         }
         tests.push(TestResult::new(spec.clone(), runs));
+        if let Some(f) = cfg.after_test {
+            f(&result_of(cfg, target, &system, &tests, &notes, false));
+        }
     }
     if target.info().kind != target::TargetKind::BlockDevice
         && cfg.tests.iter().any(|t| t.workload.writes())
@@ -735,16 +765,38 @@ pub fn run(
                 .to_string(),
         );
     }
-    Ok(DiskResult {
+    if interrupted {
+        notes.insert(
+            0,
+            format!(
+                "interrupted: {} of {} tests measured; the rest did not run",
+                tests.len(),
+                cfg.tests.len()
+            ),
+        );
+    }
+    Ok(result_of(cfg, target, &system, &tests, &notes, interrupted))
+}
+
+fn result_of(
+    cfg: &RunConfig,
+    target: &Target,
+    system: &SystemContext,
+    tests: &[TestResult],
+    notes: &[String],
+    interrupted: bool,
+) -> DiskResult {
+    DiskResult {
         schema_version: 1,
         kind: "disk",
-        parameters: p.clone(),
-        system,
+        parameters: cfg.parameters.clone(),
+        system: system.clone(),
         target: target.info().clone(),
         ceiling: None,
-        tests,
-        notes,
-    })
+        tests: tests.to_vec(),
+        notes: notes.to_vec(),
+        interrupted,
+    }
 }
 
 fn pause(cfg: &RunConfig, spec: &TestSpec, run_no: u32, d: Duration) -> Result<(), DiskError> {
@@ -1448,6 +1500,7 @@ mod tests {
             ceiling: None,
             tests: vec![t],
             notes: vec![],
+            interrupted: false,
         };
         d.apply_ceiling(PathCeiling {
             read_bytes_per_sec: 4e6,
@@ -1505,6 +1558,7 @@ mod tests {
             engine: &null::NullEngine,
             stop,
             progress: None,
+            after_test: None,
         };
         let r = run(&cfg, &t, SystemContext::default()).unwrap();
         assert!(r

@@ -1,0 +1,150 @@
+//! `headroom history`: the runs saved in the history database, one of them in full, and
+//! saving result files into it. Also where `report` and `compare` resolve a history id.
+
+use crate::output::GlobalArgs;
+use clap::{Args, Subcommand};
+use report::history::{default_path, Store};
+use report::{Document, Summary};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Args, Debug)]
+pub struct HistoryArgs {
+    #[command(subcommand)]
+    pub action: Option<HistoryAction>,
+
+    /// The history database (default: $XDG_DATA_HOME/headroom/history.sqlite).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub db: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum HistoryAction {
+    /// List the saved runs (the default).
+    List,
+    /// Print one saved run as a report (or its document with --json).
+    Show {
+        /// The run's id, as `headroom history` lists it.
+        id: i64,
+    },
+    /// Save result documents (files written by `--json`) into the history.
+    Add {
+        #[arg(required = true, value_name = "RUN.json")]
+        files: Vec<PathBuf>,
+    },
+}
+
+/// The database to use: `--db`, else the default location.
+pub fn db_path(db: Option<&Path>) -> anyhow::Result<PathBuf> {
+    match db {
+        Some(p) => Ok(p.to_path_buf()),
+        None => default_path().ok_or_else(|| {
+            anyhow::anyhow!(
+                "no place for the history: neither XDG_DATA_HOME nor HOME is set; give --db FILE"
+            )
+        }),
+    }
+}
+
+/// A run named on the command line: an existing file, else a history id (`12` or `#12`).
+pub fn load(input: &str, db: Option<&Path>) -> anyhow::Result<(Document, String)> {
+    let path = Path::new(input);
+    if path.exists() {
+        return Ok((Document::read(path)?, input.to_string()));
+    }
+    match input.trim_start_matches('#').parse::<i64>() {
+        Ok(id) => {
+            let store = Store::open(&db_path(db)?)?;
+            Ok((store.get(id)?, format!("#{id}")))
+        }
+        Err(_) => anyhow::bail!(
+            "{input}: no such file, and not a history id (`headroom history` lists the ids)"
+        ),
+    }
+}
+
+pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
+    let db = db_path(args.db.as_deref())?;
+    let store = Store::open(&db)?;
+    match args.action.as_ref().unwrap_or(&HistoryAction::List) {
+        HistoryAction::List => {
+            let rows = store.list()?;
+            if global.json {
+                crate::output::print_result(
+                    "history",
+                    &serde_json::json!({"database": db, "runs": rows}),
+                )?;
+            } else if rows.is_empty() {
+                println!("no runs saved in {} yet", db.display());
+            } else {
+                let table: Vec<[String; 6]> = rows
+                    .iter()
+                    .map(|r| {
+                        [
+                            r.id.to_string(),
+                            r.created.clone().unwrap_or_else(|| "-".into()),
+                            r.host.clone().unwrap_or_else(|| "-".into()),
+                            r.target.clone().unwrap_or_else(|| "-".into()),
+                            r.test.clone(),
+                            r.headline.clone(),
+                        ]
+                    })
+                    .collect();
+                let header = ["id", "time (UTC)", "host", "target", "test", "result"];
+                let mut widths = header.map(str::len);
+                for r in &table {
+                    for (w, c) in widths.iter_mut().zip(r) {
+                        *w = (*w).max(c.chars().count());
+                    }
+                }
+                let line = |cells: &[String]| {
+                    let mut s = String::new();
+                    for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+                        if i + 1 == cells.len() {
+                            s.push_str(c);
+                        } else {
+                            s.push_str(&format!("{c:<w$}  "));
+                        }
+                    }
+                    s
+                };
+                println!("{}", line(&header.map(String::from)));
+                for r in &table {
+                    println!("{}", line(r));
+                }
+            }
+        }
+        HistoryAction::Show { id } => {
+            let doc = store.get(*id)?;
+            if global.json {
+                print!("{}", doc.to_json_pretty());
+            } else {
+                let s = Summary::of(&doc, &format!("#{id}"))?;
+                print!("{}", report::markdown::render(&[s]));
+            }
+        }
+        HistoryAction::Add { files } => {
+            let mut failed = false;
+            for f in files {
+                let saved = std::fs::read_to_string(f)
+                    .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))
+                    .and_then(|text| {
+                        // Check it under its own name first, so an error names the file.
+                        Document::parse(&text, &f.display().to_string())?;
+                        Ok(store.insert(&text)?)
+                    });
+                match saved {
+                    Ok(id) => println!("{}: saved as #{id}", f.display()),
+                    Err(e) => {
+                        eprintln!("headroom: error: {e:#}");
+                        failed = true;
+                    }
+                }
+            }
+            if failed {
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,66 @@
+//! `headroom report RUN.json... [--md | --html FILE]`: result documents (files or history
+//! ids) as Markdown on stdout or as one self-contained HTML file.
+
+use crate::output::GlobalArgs;
+use clap::Args;
+use report::Summary;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Result documents: files written by `--json`, or history ids (`12` or `#12`).
+    #[arg(required = true, value_name = "RUN.json")]
+    pub runs: Vec<String>,
+
+    /// Markdown on stdout (also the default).
+    #[arg(long, conflicts_with = "html")]
+    pub md: bool,
+
+    /// Write one self-contained HTML file with plots (no network needed to view it).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// The history database for ids (default: $XDG_DATA_HOME/headroom/history.sqlite).
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+}
+
+pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    // A bad input is reported and skipped: the others still make a report.
+    let mut failed = false;
+    let mut docs = Vec::new();
+    let mut summaries = Vec::new();
+    for input in &args.runs {
+        let loaded = crate::history::load(input, args.db.as_deref())
+            .and_then(|(doc, origin)| Ok((Summary::of(&doc, &origin)?, doc)));
+        match loaded {
+            Ok((s, doc)) => {
+                summaries.push(s);
+                docs.push(doc);
+            }
+            Err(e) => {
+                eprintln!("headroom: error: {e:#}");
+                failed = true;
+            }
+        }
+    }
+    if summaries.is_empty() {
+        anyhow::bail!("no result document could be read: nothing to report");
+    }
+    if let Some(file) = &args.html {
+        let html = report::html::render(&summaries)?;
+        report::write_atomic(file, html.as_bytes())?;
+        eprintln!("headroom: wrote {}", file.display());
+    } else if global.json {
+        let all: Vec<serde_json::Value> = docs.iter().map(|d| d.to_value()).collect();
+        println!("{}", serde_json::to_string_pretty(&all)?);
+    } else {
+        print!("{}", report::markdown::render(&summaries));
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,334 @@
+//! Compare runs of the same kind: the same tests side by side with the difference to the
+//! first run in percent (the Raspberry Pi 5 article: 394 -> 732 MB/s, +85 %), the changes of
+//! context between the runs first (link state, MPS, governor, kernel), and a flag on
+//! differences smaller than the runs' own spread.
+
+use crate::markdown::{mb, table};
+use crate::summary::Summary;
+use std::fmt::Write;
+
+/// Whether a bigger number is better (throughput) or worse (latency).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
+/// One number measured in every run (or some).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Row {
+    pub metric: String,
+    pub unit: &'static str,
+    pub better: Better,
+    /// One per run; `None` where that run lacks the test.
+    pub values: Vec<Option<f64>>,
+    /// One per run: the spread of that run's repetitions (max − min), when it had several.
+    pub spreads: Vec<Option<f64>>,
+}
+
+/// How run `i` differs from the first.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Delta {
+    /// (this − first) / first × 100.
+    pub percent: f64,
+    /// `Some(false)` when |difference| is within the larger of both runs' spreads;
+    /// `None` when neither run had repetitions to know.
+    pub significant: Option<bool>,
+    /// Whether the change goes the wrong way (slower, or more latency).
+    pub regression: bool,
+}
+
+impl Row {
+    pub fn delta(&self, i: usize) -> Option<Delta> {
+        let a = self.values.first().copied().flatten()?;
+        let b = self.values.get(i).copied().flatten()?;
+        if a == 0.0 {
+            return None;
+        }
+        let percent = (b - a) / a * 100.0;
+        let spread = match (self.spreads[0], self.spreads.get(i).copied().flatten()) {
+            (None, None) => None,
+            (x, y) => Some(x.unwrap_or(0.0).max(y.unwrap_or(0.0))),
+        };
+        let regression = match self.better {
+            Better::Higher => b < a,
+            Better::Lower => b > a,
+        };
+        Some(Delta {
+            percent,
+            significant: spread.map(|s| (b - a).abs() > s),
+            regression,
+        })
+    }
+}
+
+/// A fact that is not the same in every run.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ContextChange {
+    pub key: String,
+    /// One per run; `None` where the run does not say.
+    pub values: Vec<Option<String>>,
+}
+
+/// Several runs side by side.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Comparison {
+    pub kind: String,
+    pub origins: Vec<String>,
+    pub changes: Vec<ContextChange>,
+    pub rows: Vec<Row>,
+}
+
+/// Why runs cannot be compared; one sentence each.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum CompareError {
+    #[error("compare needs at least two runs, got {0}")]
+    TooFew(usize),
+    #[error(
+        "{a} is a result of kind `{a_kind}` and {b} of kind `{b_kind}`: compare runs of the \
+         same kind"
+    )]
+    DifferentKinds {
+        a: String,
+        a_kind: String,
+        b: String,
+        b_kind: String,
+    },
+    #[error(
+        "{origin} is a result of kind `{kind}`, which has no measurements: compare reads \
+         benchmark results (disk, latency)"
+    )]
+    NotMeasured { origin: String, kind: String },
+}
+
+/// Line the runs up by test name, first-seen order.
+pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
+    if runs.len() < 2 {
+        return Err(CompareError::TooFew(runs.len()));
+    }
+    let first = &runs[0];
+    for r in &runs[1..] {
+        if r.kind != first.kind {
+            return Err(CompareError::DifferentKinds {
+                a: first.origin.clone(),
+                a_kind: first.kind.clone(),
+                b: r.origin.clone(),
+                b_kind: r.kind.clone(),
+            });
+        }
+    }
+    if let Some(r) = runs
+        .iter()
+        .find(|r| r.tests.is_empty() && r.threads.is_empty())
+    {
+        return Err(CompareError::NotMeasured {
+            origin: r.origin.clone(),
+            kind: r.kind.clone(),
+        });
+    }
+    let n = runs.len();
+    let mut rows: Vec<Row> = Vec::new();
+    let mut put = |metric: String,
+                   unit: &'static str,
+                   better: Better,
+                   i: usize,
+                   v: f64,
+                   spread: Option<f64>| {
+        let idx = match rows
+            .iter()
+            .position(|r| r.metric == metric && r.unit == unit)
+        {
+            Some(idx) => idx,
+            None => {
+                rows.push(Row {
+                    metric,
+                    unit,
+                    better,
+                    values: vec![None; n],
+                    spreads: vec![None; n],
+                });
+                rows.len() - 1
+            }
+        };
+        rows[idx].values[i] = Some(v);
+        rows[idx].spreads[i] = spread;
+    };
+    for (i, r) in runs.iter().enumerate() {
+        for t in &r.tests {
+            put(
+                t.name.clone(),
+                "MB/s",
+                Better::Higher,
+                i,
+                t.measured_mb_s,
+                t.spread(),
+            );
+        }
+        for t in &r.threads {
+            let name = format!("thread {}", t.name);
+            put(
+                format!("{name} avg"),
+                "us",
+                Better::Lower,
+                i,
+                t.avg_us,
+                None,
+            );
+            if let Some(p) = t.p99_us {
+                put(
+                    format!("{name} p99"),
+                    "us",
+                    Better::Lower,
+                    i,
+                    f64::from(p),
+                    None,
+                );
+            }
+            put(
+                format!("{name} max"),
+                "us",
+                Better::Lower,
+                i,
+                t.max_us,
+                None,
+            );
+        }
+    }
+    let mut keys: Vec<String> = Vec::new();
+    for r in runs {
+        for (k, _) in &r.context {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+    }
+    let changes = keys
+        .into_iter()
+        .filter_map(|key| {
+            let values: Vec<Option<String>> = runs
+                .iter()
+                .map(|r| {
+                    r.context
+                        .iter()
+                        .find(|(k, _)| *k == key)
+                        .map(|(_, v)| v.clone())
+                })
+                .collect();
+            let differs = values.iter().any(|v| *v != values[0]);
+            differs.then_some(ContextChange { key, values })
+        })
+        .collect();
+    Ok(Comparison {
+        kind: first.kind.clone(),
+        origins: runs.iter().map(|r| r.origin.clone()).collect(),
+        changes,
+        rows,
+    })
+}
+
+impl Comparison {
+    /// Regressions beyond `pct` percent that are not within the runs' spread, as
+    /// `(metric, run origin, percent)`.
+    pub fn regressions_above(&self, pct: f64) -> Vec<(String, String, f64)> {
+        let mut out = Vec::new();
+        for row in &self.rows {
+            for i in 1..self.origins.len() {
+                if let Some(d) = row.delta(i) {
+                    if d.regression && d.percent.abs() > pct && d.significant != Some(false) {
+                        out.push((row.metric.clone(), self.origins[i].clone(), d.percent));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Markdown: the changes first, then the table; also the terminal output.
+    pub fn to_markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "## compare {} — {}\n",
+            self.kind,
+            self.origins.join(" vs ")
+        );
+        if self.changes.is_empty() {
+            let _ = writeln!(out, "Same configuration in every run.\n");
+        } else {
+            let _ = writeln!(out, "### What changed\n");
+            let mut header = vec!["Setting"];
+            header.extend(self.origins.iter().map(String::as_str));
+            let rows: Vec<Vec<String>> = self
+                .changes
+                .iter()
+                .map(|c| {
+                    let mut r = vec![c.key.clone()];
+                    r.extend(
+                        c.values
+                            .iter()
+                            .map(|v| v.clone().unwrap_or_else(|| "–".into())),
+                    );
+                    r
+                })
+                .collect();
+            table(&mut out, &header, &rows);
+            out.push('\n');
+        }
+        let _ = writeln!(out, "### Results\n");
+        let mut header: Vec<String> = vec!["Test".into()];
+        for (i, o) in self.origins.iter().enumerate() {
+            header.push(o.clone());
+            if i > 0 {
+                header.push(format!("Δ vs {} (%)", self.origins[0]));
+            }
+        }
+        let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut any_insignificant = false;
+        let mut any_unknown = false;
+        let rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|row| {
+                let mut r = vec![format!("{} ({})", row.metric, row.unit)];
+                for (i, v) in row.values.iter().enumerate() {
+                    r.push(v.map(mb).unwrap_or_else(|| "–".into()));
+                    if i > 0 {
+                        r.push(match row.delta(i) {
+                            None => "–".into(),
+                            Some(d) => {
+                                let mut s = format!("{:+.1} %", d.percent);
+                                match d.significant {
+                                    Some(false) => {
+                                        any_insignificant = true;
+                                        s.push_str(" (not significant)");
+                                    }
+                                    None => any_unknown = true,
+                                    Some(true) => {}
+                                }
+                                s
+                            }
+                        });
+                    }
+                }
+                r
+            })
+            .collect();
+        table(&mut out, &header_refs, &rows);
+        if any_unknown {
+            let _ = writeln!(
+                out,
+                "\nWhere neither run repeated its tests, their spread, and so whether a \
+                 difference is significant, is unknown: run each test several times to know."
+            );
+        }
+        if any_insignificant {
+            let _ = writeln!(
+                out,
+                "\nNot significant: the difference is smaller than the spread of the runs' \
+                 own repetitions (max − min)."
+            );
+        }
+        out
+    }
+}

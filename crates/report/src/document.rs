@@ -1,0 +1,419 @@
+//! The result document: one versioned JSON format for every command.
+//!
+//! A document is an object whose first fields are the [`Envelope`] (`schema_version`,
+//! `kind`, `tool`, `created`, `host`) and whose other fields are the command's own body
+//! (an audit's `pci`, a disk run's `tests`, ...). The body stays an untyped JSON map here:
+//! readers take what they need through [`crate::views`]. The format is described in
+//! docs/result-document.md and docs/result-document.schema.json.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::path::Path;
+
+/// The schema version this headroom writes and the newest it reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The name in `tool.name` of every document headroom writes.
+pub const TOOL_NAME: &str = "headroom";
+
+/// The envelope's keys: a body field of the same name is replaced by the envelope's.
+const ENVELOPE_KEYS: [&str; 5] = ["schema_version", "kind", "tool", "created", "host"];
+
+/// Which program wrote a document.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+/// The machine a document was made on.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Host {
+    pub hostname: Option<String>,
+    /// `uname -r`.
+    pub kernel: Option<String>,
+}
+
+impl Host {
+    /// This machine, from /proc/sys/kernel/{hostname,osrelease} (Documentation/admin-guide/
+    /// sysctl/kernel.rst); a field that cannot be read stays empty.
+    pub fn this() -> Host {
+        let read = |f: &str| {
+            std::fs::read_to_string(Path::new("/proc/sys/kernel").join(f))
+                .ok()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+        };
+        Host {
+            hostname: read("hostname"),
+            kernel: read("osrelease"),
+        }
+    }
+}
+
+/// The fields every document starts with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Envelope {
+    pub schema_version: u32,
+    /// What the body is: `audit`, `path`, `ceiling`, `disk`, `latency`, ...
+    pub kind: String,
+    /// Absent only in documents written before the envelope existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<Tool>,
+    /// When the run ended, RFC 3339 in UTC (`2026-11-21T23:30:00Z`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<Host>,
+}
+
+impl Envelope {
+    /// The envelope of a document made now on this machine by headroom `tool_version`.
+    pub fn now(kind: &str, tool_version: &str) -> Envelope {
+        let created = time::OffsetDateTime::now_utc()
+            .replace_nanosecond(0)
+            .ok()
+            .and_then(|t| {
+                t.format(&time::format_description::well_known::Rfc3339)
+                    .ok()
+            });
+        Envelope {
+            schema_version: SCHEMA_VERSION,
+            kind: kind.to_string(),
+            tool: Some(Tool {
+                name: TOOL_NAME.to_string(),
+                version: tool_version.to_string(),
+            }),
+            created,
+            host: Some(Host::this()),
+        }
+    }
+}
+
+/// A result document: the envelope and the command's body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Document {
+    pub envelope: Envelope,
+    /// The command's own fields, without the envelope's.
+    pub body: Map<String, Value>,
+}
+
+/// Why a document could not be read or made; each message is one sentence naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum DocumentError {
+    #[error("cannot read {origin}: {source}")]
+    Io {
+        origin: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{origin} ends in the middle of its JSON (line {line}, column {column}): the file is \
+         truncated; use a complete result file or run the test again"
+    )]
+    Truncated {
+        origin: String,
+        line: usize,
+        column: usize,
+    },
+    #[error("{origin} is not JSON ({detail}): give a file written by `headroom ... --json`")]
+    NotJson { origin: String, detail: String },
+    #[error(
+        "{origin} is not a headroom result document ({what}): give a file written by \
+         `headroom ... --json`"
+    )]
+    Foreign { origin: String, what: String },
+    #[error(
+        "{origin} has schema version {found}, newer than the {SCHEMA_VERSION} this headroom \
+         {ours} reads: upgrade headroom to read it"
+    )]
+    Newer {
+        origin: String,
+        found: u64,
+        ours: &'static str,
+    },
+    #[error("the body of a {kind} document must be a JSON object, not {what}")]
+    BodyNotObject { kind: String, what: &'static str },
+    #[error("{origin}: the `{kind}` document does not have the expected fields ({detail})")]
+    Shape {
+        origin: String,
+        kind: String,
+        detail: String,
+    },
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl Document {
+    /// Wrap a command's body (any struct serialising to a JSON object) in `envelope`.
+    /// Body fields named like an envelope field (an older `schema_version` or `kind`) are
+    /// dropped: the envelope's win.
+    pub fn new<T: Serialize>(envelope: Envelope, body: &T) -> Result<Document, DocumentError> {
+        let value = serde_json::to_value(body).map_err(|e| DocumentError::Shape {
+            origin: "the command's result".into(),
+            kind: envelope.kind.clone(),
+            detail: e.to_string(),
+        })?;
+        let Value::Object(mut body) = value else {
+            return Err(DocumentError::BodyNotObject {
+                kind: envelope.kind.clone(),
+                what: json_type(&value),
+            });
+        };
+        for k in ENVELOPE_KEYS {
+            body.shift_remove(k);
+        }
+        Ok(Document { envelope, body })
+    }
+
+    /// The document as one JSON value: envelope fields first, then the body's in order.
+    pub fn to_value(&self) -> Value {
+        let mut out = match serde_json::to_value(&self.envelope) {
+            Ok(Value::Object(m)) => m,
+            // An Envelope is a struct of plain fields: it always serialises to an object.
+            _ => Map::new(),
+        };
+        for (k, v) in &self.body {
+            out.insert(k.clone(), v.clone());
+        }
+        Value::Object(out)
+    }
+
+    /// Pretty JSON text with a final newline, as `--json` prints and `--save` writes it.
+    pub fn to_json_pretty(&self) -> String {
+        let mut s = serde_json::to_string_pretty(&self.to_value()).unwrap_or_default();
+        s.push('\n');
+        s
+    }
+
+    /// Read a document from JSON text; `origin` names it in errors (a file name, `run 12`).
+    pub fn parse(text: &str, origin: &str) -> Result<Document, DocumentError> {
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            if e.is_eof() {
+                DocumentError::Truncated {
+                    origin: origin.to_string(),
+                    line: e.line(),
+                    column: e.column(),
+                }
+            } else {
+                DocumentError::NotJson {
+                    origin: origin.to_string(),
+                    detail: e.to_string(),
+                }
+            }
+        })?;
+        Document::from_value(value, origin)
+    }
+
+    /// Read a document from a file.
+    pub fn read(path: &Path) -> Result<Document, DocumentError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| DocumentError::Io {
+            origin: origin.clone(),
+            source,
+        })?;
+        Document::parse(&text, &origin)
+    }
+
+    /// Check the envelope of a parsed JSON value and split it from the body.
+    pub fn from_value(value: Value, origin: &str) -> Result<Document, DocumentError> {
+        let foreign = |what: String| DocumentError::Foreign {
+            origin: origin.to_string(),
+            what,
+        };
+        let Value::Object(mut map) = value else {
+            return Err(foreign(format!("it holds {}", json_type(&value))));
+        };
+        if let Some(name) = map
+            .get("tool")
+            .and_then(|t| t.get("name"))
+            .and_then(Value::as_str)
+        {
+            if name != TOOL_NAME {
+                return Err(foreign(format!("it was written by `{name}`")));
+            }
+        }
+        let version = match map.get("schema_version") {
+            None => return Err(foreign("it has no `schema_version`".into())),
+            Some(v) => v
+                .as_u64()
+                .ok_or_else(|| foreign(format!("its `schema_version` is {v}")))?,
+        };
+        if version > u64::from(SCHEMA_VERSION) {
+            return Err(DocumentError::Newer {
+                origin: origin.to_string(),
+                found: version,
+                ours: env!("CARGO_PKG_VERSION"),
+            });
+        }
+        if version == 0 {
+            return Err(foreign("its `schema_version` is 0".into()));
+        }
+        let mut env_map = Map::new();
+        for k in ENVELOPE_KEYS {
+            if let Some(v) = map.shift_remove(k) {
+                env_map.insert(k.to_string(), v);
+            }
+        }
+        let envelope: Envelope = serde_json::from_value(Value::Object(env_map))
+            .map_err(|e| foreign(format!("its envelope is malformed: {e}")))?;
+        Ok(Document {
+            envelope,
+            body: map,
+        })
+    }
+
+    /// Write the document to `path` atomically (temporary file, then rename): call it
+    /// after each test of a run, so an interrupted run keeps what it measured.
+    pub fn write(&self, path: &Path) -> Result<(), crate::atomic::WriteError> {
+        crate::atomic::write_atomic(path, self.to_json_pretty().as_bytes())
+    }
+
+    pub fn kind(&self) -> &str {
+        &self.envelope.kind
+    }
+
+    /// Read the body through a typed view; `origin` names the document in errors.
+    pub fn view<T: serde::de::DeserializeOwned>(&self, origin: &str) -> Result<T, DocumentError> {
+        serde_json::from_value(Value::Object(self.body.clone())).map_err(|e| DocumentError::Shape {
+            origin: origin.to_string(),
+            kind: self.envelope.kind.clone(),
+            detail: e.to_string(),
+        })
+    }
+}
+
+/// Wrap a command's body in a fresh envelope (made now, on this machine) and return the
+/// document: what every command's `--json` prints and `--save` stores.
+pub fn wrap<T: Serialize>(
+    kind: &str,
+    tool_version: &str,
+    body: &T,
+) -> Result<Document, DocumentError> {
+    Document::new(Envelope::now(kind, tool_version), body)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn wrap_puts_the_envelope_first_and_replaces_old_envelope_fields() {
+        let body = json!({"schema_version": 1, "kind": "disk", "tests": [1, 2], "notes": []});
+        let doc = wrap("disk", "9.9.9", &body).unwrap();
+        let v = doc.to_value();
+        let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(
+            keys,
+            [
+                "schema_version",
+                "kind",
+                "tool",
+                "created",
+                "host",
+                "tests",
+                "notes"
+            ]
+        );
+        assert_eq!(v["tool"]["version"], "9.9.9");
+        let created = v["created"].as_str().unwrap();
+        assert!(
+            time::OffsetDateTime::parse(created, &time::format_description::well_known::Rfc3339)
+                .is_ok(),
+            "{created}"
+        );
+        assert!(created.ends_with('Z'), "UTC: {created}");
+    }
+
+    #[test]
+    fn round_trip_gives_the_same_document() {
+        let doc = wrap("path", "0.1.0", &json!({"path": {"links": []}})).unwrap();
+        let text = doc.to_json_pretty();
+        let back = Document::parse(&text, "x.json").unwrap();
+        assert_eq!(back, doc);
+        assert_eq!(back.to_json_pretty(), text);
+    }
+
+    #[test]
+    fn write_then_read_gives_the_same_document() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("run.json");
+        let doc = wrap("disk", "0.1.0", &json!({"tests": []})).unwrap();
+        doc.write(&p).unwrap();
+        assert_eq!(Document::read(&p).unwrap(), doc);
+    }
+
+    #[test]
+    fn truncated_json_says_truncated() {
+        let text = wrap("path", "0.1.0", &json!({"a": [1, 2, 3]}))
+            .unwrap()
+            .to_json_pretty();
+        let cut = &text[..text.len() / 2];
+        let e = Document::parse(cut, "run.json").unwrap_err().to_string();
+        assert!(
+            e.starts_with("run.json ends in the middle of its JSON"),
+            "{e}"
+        );
+        assert!(e.contains("truncated"), "{e}");
+    }
+
+    #[test]
+    fn a_document_from_before_the_envelope_still_reads() {
+        // What `bench disk` printed before it emitted through `wrap`: no tool, created, host.
+        let doc = Document::parse(
+            r#"{"schema_version": 1, "kind": "disk", "tests": []}"#,
+            "old",
+        )
+        .unwrap();
+        assert_eq!(doc.kind(), "disk");
+        assert_eq!(doc.envelope.tool, None);
+        assert!(doc.body.contains_key("tests"));
+    }
+
+    #[test]
+    fn a_newer_schema_says_upgrade() {
+        let e = Document::parse(r#"{"schema_version": 2, "kind": "disk"}"#, "new.json")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("new.json has schema version 2, newer than the 1"),
+            "{e}"
+        );
+        assert!(e.contains("upgrade headroom"), "{e}");
+    }
+
+    #[test]
+    fn foreign_documents_are_named() {
+        let fio = r#"{"fio version": "fio-3.33", "jobs": []}"#;
+        let e = Document::parse(fio, "fio.json").unwrap_err().to_string();
+        assert!(
+            e.contains("fio.json is not a headroom result document (it has no `schema_version`)"),
+            "{e}"
+        );
+        let other =
+            r#"{"schema_version": 1, "kind": "x", "tool": {"name": "other", "version": "1"}}"#;
+        let e = Document::parse(other, "o.json").unwrap_err().to_string();
+        assert!(e.contains("written by `other`"), "{e}");
+        let e = Document::parse("[1]", "a.json").unwrap_err().to_string();
+        assert!(e.contains("it holds an array"), "{e}");
+        let e = Document::parse("hello", "h.txt").unwrap_err().to_string();
+        assert!(e.starts_with("h.txt is not JSON"), "{e}");
+    }
+
+    #[test]
+    fn a_body_that_is_not_an_object_is_refused() {
+        let e = wrap("x", "0", &[1, 2]).unwrap_err().to_string();
+        assert!(e.contains("must be a JSON object, not an array"), "{e}");
+    }
+}

@@ -1,0 +1,227 @@
+#![allow(clippy::unwrap_used)]
+//! The HTML report in a real headless Chromium: it loads with no console error and no
+//! network request, and its plots are drawn. Skipped with a note when chromium is missing,
+//! unless CI=true.
+
+use report::{Document, Summary};
+use serde_json::json;
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/results")
+        .join(name)
+}
+
+fn chromium() -> Option<PathBuf> {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        let found = std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join(name))
+                .find(|p| p.is_file())
+        });
+        if found.is_some() {
+            return found;
+        }
+    }
+    assert!(
+        !ci,
+        "chromium is not installed and CI=true: `apt-get install chromium`"
+    );
+    eprintln!("note: chromium is not installed: the HTML browser test is skipped");
+    None
+}
+
+/// A disk document with `n` tests against a 440 MB/s ceiling.
+fn disk_doc(n: usize) -> Summary {
+    let tests: Vec<_> = (0..n)
+        .map(|i| {
+            let mb = 100.0 + (i * 37 % 300) as f64;
+            json!({"spec": {"label": format!("dd {}K", 4 << (i % 8)), "block_size": 4096 << (i % 8), "workload": {"read_percent": if i % 2 == 0 {100} else {0}}},
+                   "runs": [{"mb_per_s": mb}, {"mb_per_s": mb * 0.97}], "best_run": 0})
+        })
+        .collect();
+    let doc = report::document::wrap(
+        "disk",
+        "0.1.0",
+        &json!({"ceiling": {"bytes_per_sec": 440.0e6, "bottleneck": "PCIe 5 GT/s x1"}, "tests": tests}),
+    )
+    .unwrap();
+    Summary::of(&doc, &format!("{n}-tests.json")).unwrap()
+}
+
+fn from_fixture(name: &str) -> Summary {
+    Summary::of(&Document::read(&fixture(name)).unwrap(), name).unwrap()
+}
+
+struct Loaded {
+    stderr: String,
+    png: Vec<u8>,
+    dom: String,
+    requests: Vec<String>,
+}
+
+/// Run chromium on `html` with every request sent to a local proxy that counts them.
+fn load(chromium: &Path, html: &Path, height: u32, dir: &Path) -> Loaded {
+    let proxy = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = proxy.local_addr().unwrap().port();
+    proxy.set_nonblocking(true).unwrap();
+    let stop = Arc::new(AtomicUsize::new(0));
+    let s = stop.clone();
+    // Each request is read (for the failure message) and refused by closing the connection.
+    let counter = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        while s.load(Ordering::Relaxed) == 0 {
+            match proxy.accept() {
+                Ok((mut conn, _)) => {
+                    let _ = conn.set_read_timeout(Some(Duration::from_millis(200)));
+                    let mut buf = [0u8; 512];
+                    let n = conn.read(&mut buf).unwrap_or(0);
+                    let text = String::from_utf8_lossy(&buf[..n]);
+                    seen.push(text.lines().next().unwrap_or("").to_string());
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+        seen
+    });
+    let url = format!("file://{}", html.display());
+    let run = |extra: &[String]| {
+        let mut cmd = Command::new(chromium);
+        cmd.args([
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+            // Every request (loopback too) goes to the counting proxy; names resolve nowhere.
+            &format!("--proxy-server=http://127.0.0.1:{port}"),
+            "--proxy-bypass-list=<-loopback>",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            &format!("--user-data-dir={}", dir.join("profile").display()),
+            &format!("--window-size=1000,{height}"),
+        ])
+        .args(extra)
+        .arg(&url)
+        .current_dir(dir)
+        // Files, not pipes: chromium's log could fill a pipe nobody reads while it runs.
+        .stdout(Stdio::from(std::fs::File::create(dir.join("out")).unwrap()))
+        .stderr(Stdio::from(std::fs::File::create(dir.join("err")).unwrap()));
+        let mut child = cmd.spawn().unwrap();
+        let start = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > Duration::from_secs(120) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("chromium hangs on {url}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = std::fs::read_to_string(dir.join("out")).unwrap();
+        let err = std::fs::read_to_string(dir.join("err")).unwrap();
+        (out, err)
+    };
+    let shot = dir.join("shot.png");
+    let (_, err1) = run(&[format!("--screenshot={}", shot.display())]);
+    let (dom, err2) = run(&["--dump-dom".to_string()]);
+    stop.store(1, Ordering::Relaxed);
+    let requests = counter.join().unwrap();
+    Loaded {
+        stderr: err1 + &err2,
+        png: std::fs::read(&shot).unwrap_or_default(),
+        dom,
+        requests,
+    }
+}
+
+/// Distinct colours and the number of pixels of `rgb` or near it (a thin line's
+/// anti-aliased edge blends it with white).
+fn colours(png_bytes: &[u8], rgb: [u8; 3]) -> (usize, usize) {
+    let decoder = png::Decoder::new(png_bytes);
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let step = info.color_type.samples();
+    assert!(step >= 3, "an RGB screenshot");
+    let mut seen = std::collections::HashSet::new();
+    let mut exact = 0;
+    for px in buf[..info.buffer_size()].chunks(step) {
+        seen.insert([px[0], px[1], px[2]]);
+        let distance: u32 = (0..3).map(|i| u32::from(px[i].abs_diff(rgb[i]))).sum();
+        if distance <= 60 {
+            exact += 1;
+        }
+    }
+    (seen.len(), exact)
+}
+
+#[test]
+fn the_html_report_renders_in_chromium() {
+    let Some(chromium) = chromium() else { return };
+    let cases: Vec<(&str, Vec<Summary>, usize, u32)> = vec![
+        ("one test", vec![disk_doc(1)], 2, 2200),
+        // Eight block sizes: the per-block-size plot too.
+        ("a hundred tests", vec![disk_doc(100)], 3, 7000),
+        (
+            "the Raspberry Pi pair",
+            vec![
+                from_fixture("rpi5-gen2.json"),
+                from_fixture("rpi5-gen3.json"),
+            ],
+            4,
+            4000,
+        ),
+        (
+            "latency",
+            vec![from_fixture("latency-2-threads.json")],
+            1,
+            2200,
+        ),
+    ];
+    let bar = report::html::BAR;
+    for (what, summaries, plots, height) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let html = report::html::render(&summaries).unwrap();
+        // Nothing that could reach out: no script, no link, no source, no CSS url().
+        for bad in ["<script", "src=", "href=", "url(", "@import", "<link"] {
+            assert!(!html.contains(bad), "{what}: the HTML contains {bad}");
+        }
+        let file = dir.path().join("report.html");
+        if let Some(keep) = std::env::var_os("HEADROOM_KEEP_HTML") {
+            std::fs::write(Path::new(&keep).join(format!("{what}.html")), &html).unwrap();
+        }
+        report::write_atomic(&file, html.as_bytes()).unwrap();
+        let l = load(&chromium, &file, height, dir.path());
+        assert!(l.requests.is_empty(), "{what}: requests: {:?}", l.requests);
+        let console: Vec<&str> = l.stderr.lines().filter(|x| x.contains("CONSOLE")).collect();
+        assert!(console.is_empty(), "{what}: console messages: {console:?}");
+        assert_eq!(
+            l.dom.matches("<svg").count(),
+            plots,
+            "{what}: plots in the DOM"
+        );
+        assert!(l.dom.contains("headroom report"), "{what}");
+        let (distinct, bar_pixels) = colours(&l.png, [bar.0, bar.1, bar.2]);
+        assert!(
+            distinct > 20,
+            "{what}: the screenshot is nearly blank ({distinct} colours)"
+        );
+        assert!(
+            bar_pixels > 100,
+            "{what}: the plots' colour covers only {bar_pixels} pixels"
+        );
+    }
+}

@@ -1,0 +1,171 @@
+#![allow(clippy::unwrap_used)]
+//! Markdown, compare and JSON of fixed result documents (tests/fixtures/results/).
+
+use report::compare::compare;
+use report::{Document, Summary};
+use std::path::PathBuf;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/results")
+        .join(name)
+}
+
+fn summary(name: &str) -> Summary {
+    let doc = Document::read(&fixture(name)).unwrap();
+    Summary::of(&doc, name).unwrap()
+}
+
+#[test]
+fn every_fixture_reads_back_into_the_same_document() {
+    for name in [
+        "disk-peak.json",
+        "latency-2-threads.json",
+        "rpi5-gen2.json",
+        "rpi5-gen3.json",
+    ] {
+        let text = std::fs::read_to_string(fixture(name)).unwrap();
+        let doc = Document::parse(&text, name).unwrap();
+        let a: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(doc.to_value(), a, "{name}");
+        assert_eq!(Document::parse(&doc.to_json_pretty(), name).unwrap(), doc);
+    }
+}
+
+#[test]
+fn markdown_of_a_disk_run() {
+    insta::assert_snapshot!(report::markdown::render(&[summary("disk-peak.json")]));
+}
+
+#[test]
+fn markdown_of_a_latency_run() {
+    let s = summary("latency-2-threads.json");
+    // The p99 of thread 0 from its histogram, as `bench latency` computes it.
+    assert!(s.threads[0].p99_us.is_some());
+    insta::assert_snapshot!(report::markdown::render(&[s]));
+}
+
+#[test]
+fn markdown_of_the_raspberry_pi_pair() {
+    let md = report::markdown::render(&[summary("rpi5-gen2.json"), summary("rpi5-gen3.json")]);
+    assert!(md.contains("| dd 100M write | 393.9 |"), "{md}");
+    insta::assert_snapshot!(md);
+}
+
+#[test]
+fn compare_reproduces_the_seed_gen2_to_gen3() {
+    let c = compare(&[summary("rpi5-gen2.json"), summary("rpi5-gen3.json")]).unwrap();
+    let row = &c.rows[0];
+    assert_eq!(row.metric, "dd 100M write");
+    // seeds/003: 394 MB/s at Gen 2 x1, 732 MB/s at Gen 3 x1, "an increase of 85%"
+    // (5242880000 B in 13.31 s and in 7.1666 s: +85.7 %; the article truncates).
+    assert_eq!(format!("{:.0}", row.values[0].unwrap()), "394");
+    assert_eq!(format!("{:.0}", row.values[1].unwrap()), "732");
+    let d = row.delta(1).unwrap();
+    assert_eq!(d.percent.trunc(), 85.0);
+    assert!(!d.regression);
+    assert_eq!(d.significant, None, "one run each: the spread is unknown");
+    // The link state is listed as what changed.
+    assert!(c.changes.iter().any(|ch| ch.key.starts_with("link PCIe")
+        && ch.values[0].as_deref().unwrap().starts_with("5 GT/s x1")));
+    assert!(c.regressions_above(5.0).is_empty());
+    // Backwards it is a regression of 46 %.
+    let back = compare(&[summary("rpi5-gen3.json"), summary("rpi5-gen2.json")]).unwrap();
+    assert_eq!(back.regressions_above(40.0).len(), 1);
+    assert!(back.regressions_above(50.0).is_empty());
+    insta::assert_snapshot!(c.to_markdown());
+}
+
+#[test]
+fn a_difference_within_the_spread_is_not_significant() {
+    // disk-peak ran each test 5 times; compared with itself shifted by 1 % it stays
+    // within the runs' spread.
+    let a = summary("disk-peak.json");
+    let mut b = a.clone();
+    b.origin = "b".into();
+    for t in &mut b.tests {
+        t.measured_mb_s *= 0.99;
+    }
+    let c = compare(&[a, b]).unwrap();
+    for row in &c.rows {
+        assert_eq!(
+            row.delta(1).unwrap().significant,
+            Some(false),
+            "{}",
+            row.metric
+        );
+    }
+    assert!(c.regressions_above(0.5).is_empty());
+    assert!(c.to_markdown().contains("(not significant)"));
+}
+
+#[test]
+fn compare_refuses_two_kinds() {
+    let e = compare(&[summary("rpi5-gen2.json"), summary("latency-2-threads.json")])
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "rpi5-gen2.json is a result of kind `disk` and latency-2-threads.json of kind \
+         `latency`: compare runs of the same kind"
+    );
+}
+
+#[test]
+fn json_of_a_document_is_stable() {
+    let doc = Document::read(&fixture("rpi5-gen3.json")).unwrap();
+    insta::assert_snapshot!(doc.to_json_pretty());
+}
+
+#[test]
+fn the_json_schema_requires_what_the_reader_requires() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../docs/result-document.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        schema["required"],
+        serde_json::json!(["schema_version", "kind"])
+    );
+    assert_eq!(
+        schema["properties"]["schema_version"]["const"],
+        u64::from(report::document::SCHEMA_VERSION)
+    );
+    // Every fixture has the envelope fields the schema describes, first and in order.
+    for name in ["disk-peak.json", "latency-2-threads.json", "rpi5-gen2.json"] {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(fixture(name)).unwrap()).unwrap();
+        let keys: Vec<_> = v.as_object().unwrap().keys().take(5).cloned().collect();
+        assert_eq!(
+            keys,
+            ["schema_version", "kind", "tool", "created", "host"],
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn compare_of_latency_runs_calls_more_latency_a_regression() {
+    let a = summary("latency-2-threads.json");
+    let mut b = a.clone();
+    b.origin = "loaded".into();
+    for t in &mut b.threads {
+        t.max_us *= 2.0;
+    }
+    let c = compare(&[a, b]).unwrap();
+    let max0 = c.rows.iter().find(|r| r.metric == "thread 0 max").unwrap();
+    let d = max0.delta(1).unwrap();
+    assert_eq!(d.percent.round(), 100.0);
+    assert!(d.regression, "twice the latency is worse");
+    let avg0 = c.rows.iter().find(|r| r.metric == "thread 0 avg").unwrap();
+    assert!(!avg0.delta(1).unwrap().regression, "unchanged");
+    assert_eq!(
+        c.regressions_above(50.0).len(),
+        3,
+        "max of threads 0, 1 and all"
+    );
+}
