@@ -7,6 +7,7 @@ use bench::disk::{
     self, profiles, target, DiskError, DiskResult, Profile, Progress, RunConfig, SystemContext,
 };
 use clap::Args;
+use probe::path::TargetPath;
 use probe::sysfs::{read_attr, SysRoot};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -227,16 +228,21 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     };
     // Measured / ceiling: the path from the target to the CPU and its bottleneck link,
     // resolved once the test file exists.
-    let ceiling = path_ceiling(&root, &args.path);
+    let path = probe::path::resolve(&root, &args.path, &probe::pci::audit_sysfs(&root));
+    let ceiling = path_ceiling(&path);
     // Write after each test, atomically: an interrupted run keeps what it measured.
     let output_failed = std::sync::atomic::AtomicBool::new(false);
     let write_partial = |partial: &disk::DiskResult| {
-        if let Some(path) = &args.keep.output {
+        if let Some(out) = &args.keep.output {
             let mut partial = partial.clone();
             if let Ok(c) = &ceiling {
                 partial.apply_ceiling(c.clone());
             }
-            if let Err(e) = crate::output::write_result(path, "disk", &partial) {
+            let doc = DiskDocument {
+                result: &partial,
+                path: Some(&path),
+            };
+            if let Err(e) = crate::output::write_result(out, "disk", &doc) {
                 if !output_failed.swap(true, std::sync::atomic::Ordering::Relaxed) {
                     eprintln!("headroom: warning: {e:#}");
                 }
@@ -271,11 +277,15 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
             .notes
             .push(format!("no ceiling, no efficiency: {why}")),
     }
+    let doc = DiskDocument {
+        result: &result,
+        path: Some(&path),
+    };
     if !result.tests.is_empty() {
-        args.keep.keep("disk", &result)?;
+        args.keep.keep("disk", &doc)?;
     }
     if global.json {
-        crate::output::print_result("disk", &result)?;
+        crate::output::print_result("disk", &doc)?;
     } else {
         print!("{}", render(&result, &Style::new(global.use_color())));
     }
@@ -303,6 +313,7 @@ fn system_context(root: &SysRoot, cpus: usize) -> SystemContext {
         kernel: attr("/proc/sys/kernel/osrelease"),
         cpus,
         hostname: attr("/proc/sys/kernel/hostname"),
+        governor: attr("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
     }
 }
 
@@ -460,14 +471,22 @@ pub fn render(r: &DiskResult, style: &Style) -> String {
     s
 }
 
+/// The disk result as a document: the engine's numbers and the path they are judged against.
+#[derive(serde::Serialize)]
+struct DiskDocument<'a> {
+    #[serde(flatten)]
+    result: &'a disk::DiskResult,
+    /// The chain of hardware from the target to the CPU, each link with its ceiling.
+    path: Option<&'a TargetPath>,
+}
+
 /// The ceiling of the bottleneck link on the path from `target` to the CPU, or why there is
 /// none (virtio, tmpfs, a network filesystem, no sysfs).
-fn path_ceiling(root: &SysRoot, target: &std::path::Path) -> Result<disk::PathCeiling, String> {
-    let audit = probe::pci::audit_sysfs(root);
-    let path = probe::path::resolve(root, target, &audit);
+fn path_ceiling(path: &TargetPath) -> Result<disk::PathCeiling, String> {
     let Some(b) = path.bottleneck_link() else {
         return Err(path
             .no_bottleneck_reason
+            .clone()
             .unwrap_or_else(|| "the path could not be resolved".to_string()));
     };
     let mut bottleneck = format!("{} at {}", b.name, b.state);

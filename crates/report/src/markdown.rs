@@ -152,9 +152,14 @@ fn section(out: &mut String, s: &Summary) {
             Some(c) => {
                 let _ = writeln!(out, "\nCeiling: {} ({} MB/s).", c.bottleneck, mb(c.mb_s));
             }
-            None => {
-                let _ = writeln!(out, "\nNo ceiling: the path was not resolved.");
-            }
+            None => match &s.no_ceiling_reason {
+                Some(why) => {
+                    let _ = writeln!(out, "\nNo ceiling: {why}.");
+                }
+                None => {
+                    let _ = writeln!(out, "\nNo ceiling: the path was not resolved.");
+                }
+            },
         }
         out.push('\n');
     }

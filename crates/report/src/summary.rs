@@ -75,6 +75,8 @@ pub struct Summary {
     pub threads: Vec<ThreadRow>,
     pub links: Vec<LinkView>,
     pub bottleneck: Option<usize>,
+    /// Why the path has no bottleneck with a ceiling (virtio, tmpfs...), when it was resolved.
+    pub no_ceiling_reason: Option<String>,
     pub findings: Vec<FindingView>,
     pub notes: Vec<String>,
 }
@@ -100,6 +102,7 @@ impl Summary {
             threads: Vec::new(),
             links: Vec::new(),
             bottleneck: None,
+            no_ceiling_reason: None,
             findings: common.findings,
             notes: common.notes,
         };
@@ -122,8 +125,16 @@ impl Summary {
                     }
                 }
                 s.target = d.target.as_ref().and_then(|t| t.given.clone());
+                // One ceiling line for the run: the direction its tests move data in (the
+                // smaller of the two when it has both).
+                let reads = d.tests.iter().any(|t| t.read_percent() > 0);
+                let writes = d.tests.iter().any(|t| t.read_percent() < 100);
                 s.ceiling = d.ceiling.as_ref().map(|c| CeilingRow {
-                    mb_s: c.bytes_per_sec / MB,
+                    mb_s: match (reads, writes) {
+                        (true, false) => c.read_bytes_per_sec,
+                        (false, true) => c.write_bytes_per_sec,
+                        _ => c.read_bytes_per_sec.min(c.write_bytes_per_sec),
+                    } / MB,
                     bottleneck: c.bottleneck.clone(),
                 });
                 let mean = d
@@ -229,6 +240,7 @@ impl Summary {
             }
             s.links = p.links;
             s.bottleneck = p.bottleneck;
+            s.no_ceiling_reason = p.no_bottleneck_reason;
         }
         let mut ctx = Vec::new();
         if let Some(k) = kernel {

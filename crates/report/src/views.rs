@@ -112,7 +112,10 @@ pub struct DiskTargetView {
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct DiskCeilingView {
-    pub bytes_per_sec: f64,
+    /// Device towards the CPU (what a read from the disk moves), bytes/s.
+    pub read_bytes_per_sec: f64,
+    /// CPU towards the device (what a write moves), bytes/s.
+    pub write_bytes_per_sec: f64,
     pub bottleneck: String,
 }
 
@@ -181,6 +184,11 @@ impl DiskTestView {
                 0 => "write".to_string(),
                 p => format!("mix {p}% read"),
             })
+    }
+
+    /// The share of reads in percent (100 when the document does not say).
+    pub fn read_percent(&self) -> u8 {
+        self.workload().and_then(|w| w.read_percent).unwrap_or(100)
     }
 
     fn workload(&self) -> Option<&WorkloadView> {

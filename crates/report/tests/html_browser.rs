@@ -51,7 +51,7 @@ fn disk_doc(n: usize) -> Summary {
     let doc = report::document::wrap(
         "disk",
         "0.1.0",
-        &json!({"ceiling": {"bytes_per_sec": 440.0e6, "bottleneck": "PCIe 5 GT/s x1"}, "tests": tests}),
+        &json!({"ceiling": {"read_bytes_per_sec": 434.0e6, "write_bytes_per_sec": 440.0e6, "full_duplex": true, "bottleneck": "PCIe 5 GT/s x1"}, "tests": tests}),
     )
     .unwrap();
     Summary::of(&doc, &format!("{n}-tests.json")).unwrap()

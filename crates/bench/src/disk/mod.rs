@@ -585,6 +585,9 @@ pub struct SystemContext {
     pub kernel: Option<String>,
     pub cpus: usize,
     pub hostname: Option<String>,
+    /// cpufreq governor of CPU 0 (`None` where cpufreq is absent): a scaling governor lowers
+    /// small-block results, so compare lists a change of it.
+    pub governor: Option<String>,
 }
 
 /// Run-wide parameters, as given (after profile defaults and overrides).
