@@ -12,6 +12,7 @@ use probe::pci::address::PciAddress;
 use probe::pci::audit::{AuditedFunction, PciAudit};
 use probe::pci::config::LinkMark;
 use probe::sysfs::SysRoot;
+use probe::system::SystemContext;
 use probe::usb::{HostAttachment, UsbDevice, UsbInventory};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -49,6 +50,7 @@ struct AuditDocument<'a> {
     tool: crate::output::Tool,
     source: Source,
     pci: &'a PciAudit,
+    system: Option<&'a SystemContext>,
     usb: Option<&'a UsbInventory>,
     block: Option<&'a BlockInventory>,
     net: Option<&'a NetInventory>,
@@ -58,6 +60,7 @@ struct AuditDocument<'a> {
 
 /// What the audit found beyond PCI (only for a system root; a dump has PCI alone).
 struct Inventories {
+    system: SystemContext,
     usb: UsbInventory,
     block: BlockInventory,
     net: NetInventory,
@@ -96,6 +99,7 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
                 );
             }
             inventories = Some(Inventories {
+                system: SystemContext::read(&root),
                 usb: probe::usb::scan(&root),
                 block: probe::block::scan(&root),
                 net: probe::net::scan(&root),
@@ -109,6 +113,7 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
     let mut findings: Vec<Finding> = audit.findings.clone();
     let mut warnings: Vec<&String> = audit.warnings.iter().collect();
     if let Some(inv) = &inventories {
+        findings.extend(system_findings(&inv.system));
         findings.extend(inv.usb.findings.iter().cloned());
         findings.extend(inv.block.findings.iter().cloned());
         findings.extend(inv.net.findings.iter().cloned());
@@ -129,6 +134,7 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
                 tool: crate::output::Tool::this(),
                 source,
                 pci: &audit,
+                system: inventories.as_ref().map(|i| &i.system),
                 usb: inventories.as_ref().map(|i| &i.usb),
                 block: inventories.as_ref().map(|i| &i.block),
                 net: inventories.as_ref().map(|i| &i.net),
@@ -137,7 +143,11 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
         )?;
     } else {
         let style = Style::new(global.use_color());
-        let mut text = render_pci(&audit, &style);
+        let mut text = String::new();
+        if let Some(inv) = &inventories {
+            text.push_str(&render_system(&inv.system));
+        }
+        text.push_str(&render_pci(&audit, &style));
         if let Some(inv) = &inventories {
             text.push_str(&render_usb(&inv.usb, &style));
             text.push_str(&render_block(&inv.block));
@@ -187,6 +197,94 @@ pub fn render_pci(audit: &PciAudit, style: &Style) -> String {
     for (i, f) in roots.iter().enumerate() {
         let last = i + 1 == roots.len();
         render_node(&mut out, audit, &by_addr, f, "", last, style, 0);
+    }
+    out
+}
+
+/// What the audit concludes from the CPU and kernel context: a governor that scales makes
+/// every benchmark's small-block and latency numbers depend on the load.
+pub fn system_findings(ctx: &SystemContext) -> Vec<Finding> {
+    let scaling = ctx.scaling_cpus(None);
+    if scaling.is_empty() {
+        return Vec::new();
+    }
+    vec![Finding::new(
+        model::Severity::Warning,
+        "cpufreq",
+        format!(
+            "the CPU frequency governor is not `performance` on {}: the clock follows the load, \
+             so small-block I/O and latency results vary from run to run",
+            scaling.join(", ")
+        ),
+    )
+    .with_advice(
+        "for benchmarks, write `performance` to /sys/devices/system/cpu/cpufreq/policy*/\
+         scaling_governor (the seeds also fix CPU and DDR clocks)",
+    )]
+}
+
+/// The CPU and kernel context the seeds' results depend on.
+pub fn render_system(ctx: &SystemContext) -> String {
+    let mut out = String::new();
+    let k = &ctx.kernel;
+    let _ = write!(
+        out,
+        "System: kernel {}, {}",
+        k.release.as_deref().unwrap_or("unknown"),
+        k.preemption.describe()
+    );
+    if let Some(c) = &ctx.cpus_online {
+        let _ = write!(
+            out,
+            "; {} CPUs online ({})",
+            c.len(),
+            probe::system::format_cpu_list(c)
+        );
+    }
+    match ctx.smt_active {
+        Some(true) => out.push_str("; SMT on"),
+        Some(false) => out.push_str("; SMT off"),
+        None => {}
+    }
+    out.push('\n');
+    if ctx.cpufreq.is_empty() {
+        out.push_str("  cpufreq: absent (no governor; the frequency is not visible)\n");
+    } else {
+        // Group CPUs by governor and range, as `cpupower frequency-info` users read them.
+        let mut groups: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        for f in &ctx.cpufreq {
+            let mhz = |k: Option<u64>| k.map(|k| (k / 1000).to_string()).unwrap_or("?".into());
+            let key = format!(
+                "{} {}-{} MHz (now {} MHz)",
+                f.governor.as_deref().unwrap_or("?"),
+                mhz(f.min_khz),
+                mhz(f.max_khz),
+                mhz(f.cur_khz)
+            );
+            groups.entry(key).or_default().push(f.cpu);
+        }
+        for (k, cpus) in groups {
+            let _ = writeln!(
+                out,
+                "  cpufreq CPUs {}: {k}",
+                probe::system::format_cpu_list(&cpus)
+            );
+        }
+    }
+    if let Some(c) = &ctx.cmdline {
+        let list = |v: &Option<Vec<u32>>| {
+            v.as_deref()
+                .map(probe::system::format_cpu_list)
+                .unwrap_or_else(|| "no".into())
+        };
+        let _ = writeln!(
+            out,
+            "  isolation: isolcpus={} nohz_full={} rcu_nocbs={}",
+            list(&c.isolcpus),
+            list(&c.nohz_full),
+            list(&c.rcu_nocbs)
+        );
+        let _ = writeln!(out, "  cmdline: {}", c.raw);
     }
     out
 }

@@ -557,12 +557,7 @@ pub fn findings(
         );
     }
     let cpus = measured_cpus(config);
-    let scaling: Vec<String> = ctx
-        .cpufreq
-        .iter()
-        .filter(|f| cpus.contains(&f.cpu) && f.scales())
-        .map(|f| format!("CPU {} ({})", f.cpu, f.governor.as_deref().unwrap_or("?")))
-        .collect();
+    let scaling = ctx.scaling_cpus(Some(&cpus));
     if !scaling.is_empty() {
         push(
             Severity::Warning,

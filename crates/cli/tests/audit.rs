@@ -40,7 +40,8 @@ fn no_arguments_audits_this_machine() {
     let out = headroom().output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.starts_with("PCI: "), "{text}");
+    assert!(text.starts_with("System: kernel "), "{text}");
+    assert!(text.contains("\nPCI: "), "{text}");
     // Every function sysfs lists appears in the tree.
     if let Ok(entries) = std::fs::read_dir("/sys/bus/pci/devices") {
         for e in entries {
@@ -418,4 +419,32 @@ fn audit_of_this_machine_lists_its_disk_and_interfaces() {
             .as_array()
             .is_some_and(|m| m.iter().any(|m| m["mount_point"] == "/"))));
     }
+}
+
+/// The CPU and kernel context: a board whose governor scales on two of four CPUs.
+#[test]
+fn audit_shows_kernel_context_and_a_scaling_governor() {
+    let root =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/system/rt-board-handmade");
+    let doc = audit_json(&root);
+    assert_eq!(doc["system"]["kernel"]["preemption"]["model"], "rt");
+    let f: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    let gov = f
+        .iter()
+        .find(|m| m.contains("governor is not `performance`"))
+        .unwrap_or_else(|| panic!("{f:#?}"));
+    assert!(gov.contains("schedutil"), "{gov}");
+    assert!(!gov.contains("CPU 0 (performance)"), "{gov}");
+    headroom()
+        .args(["audit", "--root"])
+        .arg(&root)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("System: kernel "))
+        .stdout(predicate::str::contains("PREEMPT_RT"));
 }

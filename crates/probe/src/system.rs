@@ -239,6 +239,16 @@ impl SystemContext {
 
     /// The device interrupts delivered to `cpu` (empty when `/proc/interrupts` is absent);
     /// per-CPU interrupts such as the local timer are not device interrupts and not listed.
+    /// The CPUs (of `among`, or all of them) whose frequency can move during a run, as
+    /// `CPU 0 (schedutil)`.
+    pub fn scaling_cpus(&self, among: Option<&[u32]>) -> Vec<String> {
+        self.cpufreq
+            .iter()
+            .filter(|f| among.is_none_or(|c| c.contains(&f.cpu)) && f.scales())
+            .map(|f| format!("CPU {} ({})", f.cpu, f.governor.as_deref().unwrap_or("?")))
+            .collect()
+    }
+
     pub fn irqs_on_cpu(&self, cpu: u32) -> Vec<&IrqLine> {
         self.irqs
             .iter()

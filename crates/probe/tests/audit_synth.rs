@@ -163,3 +163,54 @@ fn config_space_of_a_device_that_vanished_is_named() {
     );
     assert_eq!(audit.functions.len(), 2);
 }
+
+#[test]
+fn small_max_read_request_is_a_finding_with_its_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let g3x4 = LinkState::new(PcieGen::Gen3, 4);
+    let mut dev = express(PortType::Endpoint, g3x4, g3x4, 256);
+    dev.mrrs = 128;
+    write_tree(
+        dir.path(),
+        &[
+            (
+                addr("0000:00:01.0"),
+                None,
+                SynthFunction {
+                    vendor_id: 0x8086,
+                    device_id: 0x1901,
+                    class: 0x060400,
+                    buses: Some((0, 1, 1)),
+                    express: Some(express(PortType::RootPort, g3x4, g3x4, 256)),
+                    aer_status: None,
+                },
+            ),
+            (
+                addr("0000:01:00.0"),
+                Some(addr("0000:00:01.0")),
+                SynthFunction {
+                    vendor_id: 0x10ee,
+                    device_id: 0x7024,
+                    class: 0x058000,
+                    buses: None,
+                    express: Some(dev),
+                    aer_status: None,
+                },
+            ),
+        ],
+    )
+    .unwrap();
+    let audit = probe::pci::audit_sysfs(&SysRoot::new(dir.path()));
+    let l = &audit.links[0];
+    assert_eq!(l.max_read_request, Some(128));
+    let best = l.ceiling.at_max_mrrs.as_ref().unwrap();
+    assert!(best.effective_read_bps > l.ceiling.current.effective_read_bps);
+    assert!(audit.findings.iter().any(|f| f
+        .message
+        .contains("MaxReadReq is 128 bytes on 0000:01:00.0, below its MaxPayload 256")));
+    // The link itself is at its best: no other finding.
+    assert!(!audit
+        .findings
+        .iter()
+        .any(|f| f.message.contains("runs below")));
+}

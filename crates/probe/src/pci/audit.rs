@@ -205,6 +205,9 @@ pub struct LinkCeilings {
     pub loss_percent: f64,
     /// At the largest MPS both ends support, where that is above the one in use.
     pub at_best_mps: Option<PcieCeiling>,
+    /// At MRRS 4096 B (the largest the spec allows), where the one in use is smaller: reads
+    /// then need fewer requests and, when MRRS was below MPS, carry larger completions.
+    pub at_max_mrrs: Option<PcieCeiling>,
     /// Which parameters were not read from the hardware and were assumed instead.
     pub assumed: Vec<String>,
 }
@@ -251,12 +254,24 @@ pub fn link_ceilings(
     let at_best_mps = mps_common
         .filter(|&best| best > mps_v)
         .map(|best| link_ceiling(comparison.current, &params.with_mps(size(best))));
+    // PCIe Base Spec 6.0 section 7.5.3.4: Max_Read_Request_Size encodings stop at 4096 B.
+    const MAX_MRRS: u16 = 4096;
+    let at_max_mrrs = (params.mrrs < MAX_MRRS).then(|| {
+        link_ceiling(
+            comparison.current,
+            &TlpParams {
+                mrrs: MAX_MRRS,
+                ..params
+            },
+        )
+    });
     LinkCeilings {
         current,
         capable,
         loss_bps,
         loss_percent,
         at_best_mps,
+        at_max_mrrs,
         assumed,
     }
 }
@@ -662,6 +677,29 @@ pub fn findings(audit: &PciAudit) -> Vec<Finding> {
                     .with_advice(
                         "boot with pci=pcie_bus_perf to let the kernel raise MPS (the seed's \
                          tuning), if no peer-to-peer DMA needs the smaller size",
+                    ),
+                );
+            }
+        }
+        if let (Some(mrrs), Some(best)) = (l.max_read_request, &l.ceiling.at_max_mrrs) {
+            let mps = l.ceiling.current.params.mps;
+            if mrrs < u32::from(mps) {
+                out.push(
+                    Finding::new(
+                        Severity::Info,
+                        &subject,
+                        format!(
+                            "MaxReadReq is {mrrs} bytes on {}, below its MaxPayload {mps}: every \
+                             read completion carries at most {mrrs} bytes; reads top at {} \
+                             instead of {} with MaxReadReq 4096",
+                            l.downstream,
+                            mbps(l.ceiling.current.effective_read_bps),
+                            mbps(best.effective_read_bps)
+                        ),
+                    )
+                    .with_advice(
+                        "the driver or pci=pcie_bus_perf sets MaxReadReq; raise it unless a \
+                         quality-of-service reason keeps it small",
                     ),
                 );
             }
