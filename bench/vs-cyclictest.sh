@@ -61,7 +61,7 @@ run_one() {
     if [ "$tool" = headroom ]; then
         local extra=()
         [ "$cond" = stress ] && extra=(--stress "$STRESS_HR")
-        { time "$HEADROOM" bench latency "${common[@]}" -D "${SECS}s" --json "${extra[@]}" \
+        { time "$HEADROOM" bench latency --no-save "${common[@]}" -D "${SECS}s" --json "${extra[@]}" \
             >"$out.out" 2>"$out.err"; } 2>"$out.time"
     else
         { time cyclictest "${common[@]}" -D "$SECS" >"$out.out" 2>"$out.err"; } 2>"$out.time"

@@ -35,7 +35,7 @@ run_fio() { # rw bs qd out
         --time_based --runtime="$runtime" --output-format=json > "$4"
 }
 run_headroom() { # rw bs qd out
-    "$headroom" --json bench disk "$file" --overwrite --rw "$1" --bs "$2" --qd "$3" \
+    "$headroom" --json bench disk "$file" --no-save --overwrite --rw "$1" --bs "$2" --qd "$3" \
         --jobs 1 --engine io_uring --direct 1 --time-based --runtime "$runtime" \
         --size "$size" > "$4"
 }
