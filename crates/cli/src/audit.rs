@@ -113,7 +113,7 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
     let mut findings: Vec<Finding> = audit.findings.clone();
     let mut warnings: Vec<&String> = audit.warnings.iter().collect();
     if let Some(inv) = &inventories {
-        findings.extend(system_findings(&inv.system));
+        findings.extend(inv.system.findings());
         findings.extend(inv.usb.findings.iter().cloned());
         findings.extend(inv.block.findings.iter().cloned());
         findings.extend(inv.net.findings.iter().cloned());
@@ -199,28 +199,6 @@ pub fn render_pci(audit: &PciAudit, style: &Style) -> String {
         render_node(&mut out, audit, &by_addr, f, "", last, style, 0);
     }
     out
-}
-
-/// What the audit concludes from the CPU and kernel context: a governor that scales makes
-/// every benchmark's small-block and latency numbers depend on the load.
-pub fn system_findings(ctx: &SystemContext) -> Vec<Finding> {
-    let scaling = ctx.scaling_cpus(None);
-    if scaling.is_empty() {
-        return Vec::new();
-    }
-    vec![Finding::new(
-        model::Severity::Warning,
-        "cpufreq",
-        format!(
-            "the CPU frequency governor is not `performance` on {}: the clock follows the load, \
-             so small-block I/O and latency results vary from run to run",
-            scaling.join(", ")
-        ),
-    )
-    .with_advice(
-        "for benchmarks, write `performance` to /sys/devices/system/cpu/cpufreq/policy*/\
-         scaling_governor (the seeds also fix CPU and DDR clocks)",
-    )]
 }
 
 /// The CPU and kernel context the seeds' results depend on.

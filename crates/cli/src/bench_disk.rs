@@ -307,13 +307,20 @@ fn interrupted(live: bool) -> ExitCode {
     ExitCode::from(EXIT_INTERRUPTED)
 }
 
+/// The machine facts printed beside the numbers, from `probe::system` (and the host name).
 fn system_context(root: &SysRoot, cpus: usize) -> SystemContext {
-    let attr = |p: &str| read_attr(&root.path(p)).ok().flatten();
+    let ctx = probe::system::SystemContext::read(root);
     SystemContext {
-        kernel: attr("/proc/sys/kernel/osrelease"),
+        kernel: ctx.kernel.release,
         cpus,
-        hostname: attr("/proc/sys/kernel/hostname"),
-        governor: attr("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        hostname: read_attr(&root.path("/proc/sys/kernel/hostname"))
+            .ok()
+            .flatten(),
+        governor: ctx
+            .cpufreq
+            .into_iter()
+            .find(|f| f.cpu == 0)
+            .and_then(|f| f.governor),
     }
 }
 
@@ -482,7 +489,7 @@ struct DiskDocument<'a> {
 
 /// The ceiling of the bottleneck link on the path from `target` to the CPU, or why there is
 /// none (virtio, tmpfs, a network filesystem, no sysfs).
-fn path_ceiling(path: &TargetPath) -> Result<disk::PathCeiling, String> {
+fn path_ceiling(path: &TargetPath) -> Result<model::ceiling::PathCeiling, String> {
     let Some(b) = path.bottleneck_link() else {
         return Err(path
             .no_bottleneck_reason
@@ -493,7 +500,7 @@ fn path_ceiling(path: &TargetPath) -> Result<disk::PathCeiling, String> {
     if let Some(n) = &b.note {
         bottleneck.push_str(&format!(" ({n})"));
     }
-    Ok(disk::PathCeiling {
+    Ok(model::ceiling::PathCeiling {
         read_bytes_per_sec: b.ceiling_bps,
         write_bytes_per_sec: b.ceiling_other_direction_bps.unwrap_or(b.ceiling_bps),
         full_duplex: matches!(

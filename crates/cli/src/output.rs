@@ -78,15 +78,6 @@ impl Style {
     }
 }
 
-/// Print a JSON document on stdout.
-// Kept for the bench disk branch, which prints through it until it moves to `print_result`.
-#[allow(dead_code)]
-pub fn print_json<T: serde::Serialize>(doc: &T) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(doc)?;
-    println!("{text}");
-    Ok(())
-}
-
 /// The tool's identity in every JSON document.
 #[derive(serde::Serialize, Debug, Clone)]
 pub struct Tool {

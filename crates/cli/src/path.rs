@@ -3,8 +3,9 @@
 
 use crate::output::{GlobalArgs, Style};
 use clap::Args;
+use model::units::format_mb_per_s;
 use probe::chain::{Hop, LayerKind};
-use probe::path::{format_mbps, PathLink, TargetPath};
+use probe::path::{PathLink, TargetPath};
 use probe::pci::audit::PciAudit;
 use probe::sysfs::SysRoot;
 use serde::Serialize;
@@ -82,7 +83,7 @@ pub fn render_text(path: &TargetPath, audit: &PciAudit, style: &Style) -> String
                 "Bottleneck: {} at {}: {}{}",
                 b.name,
                 b.state,
-                style.bold(&format_mbps(b.ceiling_bps)),
+                style.bold(&format_mb_per_s(b.ceiling_bps)),
                 capable_text(b)
             );
             let _ = writeln!(out, "  ({}; MB/s = 10^6 B/s)", b.basis);
@@ -97,7 +98,7 @@ pub fn render_text(path: &TargetPath, audit: &PciAudit, style: &Style) -> String
 
 fn capable_text(l: &PathLink) -> String {
     match (&l.capable_state, l.capable_ceiling_bps) {
-        (Some(s), Some(c)) => format!(" (capable {s}: {})", format_mbps(c)),
+        (Some(s), Some(c)) => format!(" (capable {s}: {})", format_mb_per_s(c)),
         _ => String::new(),
     }
 }
@@ -284,24 +285,22 @@ fn render_hops(
 
 /// " = 397 of 6996 MB/s: link 5 GT/s x1 ..." for the hop that owns a link on the path.
 fn link_suffix(h: &Hop, path: &TargetPath) -> String {
-    let key = match h {
-        Hop::Pci { address, .. } => address.clone(),
-        Hop::Usb { name, .. } => format!("USB {name}"),
-        Hop::Ata { port, .. } => format!("SATA {port}"),
-        Hop::Mmc { host, .. } => format!("MMC {host}"),
-        Hop::Network { name, .. } => name.clone(),
-        _ => return String::new(),
+    let Some(id) = h.id() else {
+        return String::new();
     };
-    let Some((i, l)) = path.links.iter().enumerate().find(|(_, l)| {
-        l.name == key || l.name.ends_with(&format!("-> {key}")) || l.name == format!("PCIe {key}")
-    }) else {
+    let Some((i, l)) = path.links.iter().enumerate().find(|(_, l)| l.hop == id) else {
         return String::new();
     };
     let mut s = format!("  link {}", l.state);
     if let Some(n) = &l.note {
         let _ = write!(s, " ({n})");
     }
-    let _ = write!(s, " = {}{}", format_mbps(l.ceiling_bps), capable_text(l));
+    let _ = write!(
+        s,
+        " = {}{}",
+        format_mb_per_s(l.ceiling_bps),
+        capable_text(l)
+    );
     if path.bottleneck == Some(i) {
         s.push_str("  <- bottleneck");
     }

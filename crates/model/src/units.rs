@@ -58,6 +58,12 @@ pub fn format_rate_si(bytes_per_sec: f64) -> String {
     }
 }
 
+/// A rate in bytes per second as whole MB/s (10^6 B/s): "397 MB/s", the form of the link
+/// ceilings in the audit and the path.
+pub fn format_mb_per_s(bytes_per_sec: f64) -> String {
+    format!("{:.0} MB/s", bytes_per_sec / MB)
+}
+
 /// Four significant digits, without trailing zeros after the point being forced.
 fn sig4(v: f64) -> String {
     let decimals = if v >= 1000.0 {
@@ -80,6 +86,12 @@ mod tests {
     fn mb_and_mib_differ_as_documented() {
         assert_eq!(RateUnit::MBps.of(1_000_000.0), 1.0);
         assert!((RateUnit::MiBps.of(1_000_000.0) - 0.953_674).abs() < 1e-6);
+    }
+
+    #[test]
+    fn whole_mb_per_s() {
+        assert_eq!(format_mb_per_s(396.9e6), "397 MB/s");
+        assert_eq!(format_mb_per_s(1_048_576.0), "1 MB/s");
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //! Sources (kernel ABI): `/sys/dev/block/MAJ:MIN` links to the device's sysfs directory
 //! (Documentation/ABI/stable/sysfs-block, sysfs-dev); a partition's directory sits inside its
 //! disk's and has a `partition` attribute; `holders/` lists dm/md devices built on it.
-//! `/proc/self/mountinfo` field 3 is the mounted device's `MAJ:MIN`
-//! (Documentation/filesystems/proc.rst §3.5); `/proc/swaps` lists active swap areas.
+//! Mounts come from [`crate::mounts`] (`/proc/self/mountinfo` field 3 is the mounted
+//! device's `MAJ:MIN`); `/proc/swaps` lists active swap areas.
 
 use crate::sysfs::{read_attr, read_parsed, ReadError, SysRoot};
 use model::blockdev::{BlockDevice, Hold};
@@ -72,12 +72,13 @@ pub fn disk_and_partitions(root: &SysRoot, disk: &str) -> Result<Vec<(String, St
 pub fn holds(root: &SysRoot, dev: &BlockDevice) -> Result<Vec<Hold>, ReadError> {
     let members = disk_and_partitions(root, &dev.disk)?;
     let mut out = Vec::new();
-    let mountinfo = read_attr(&root.path("/proc/self/mountinfo"))?.unwrap_or_default();
-    for (maj_min, mount_point) in parse_mountinfo(&mountinfo) {
-        if let Some((name, _)) = members.iter().find(|(_, d)| *d == maj_min) {
+    // A line that does not parse cannot name one of these devices: its warning is not ours.
+    let (mounts, _) = crate::mounts::read(root)?;
+    for m in &mounts {
+        if let Some((name, _)) = members.iter().find(|(_, d)| *d == m.dev()) {
             out.push(Hold::Mounted {
                 device: name.clone(),
-                mount_point,
+                mount_point: m.mount_point.display().to_string(),
             });
         }
     }
@@ -110,46 +111,13 @@ pub fn holds(root: &SysRoot, dev: &BlockDevice) -> Result<Vec<Hold>, ReadError> 
     Ok(out)
 }
 
-/// `(MAJ:MIN, mount point)` of each line of `/proc/self/mountinfo`. The mount point has its
-/// spaces, tabs, newlines and backslashes octal-escaped by the kernel (`\040`); undone here.
-pub fn parse_mountinfo(text: &str) -> Vec<(String, String)> {
-    text.lines()
-        .filter_map(|line| {
-            let mut f = line.split(' ');
-            let dev = f.nth(2)?;
-            let mount_point = f.nth(1)?;
-            Some((dev.to_string(), unescape_octal(mount_point)))
-        })
-        .collect()
-}
-
 /// The device paths of `/proc/swaps` (first column after the header line).
 pub fn parse_swaps(text: &str) -> Vec<String> {
     text.lines()
         .skip(1)
         .filter_map(|l| l.split_whitespace().next())
-        .map(unescape_octal)
+        .map(crate::mounts::unescape)
         .collect()
-}
-
-fn unescape_octal(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
-            out.push(v);
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -164,9 +132,13 @@ mod tests {
 
     #[test]
     fn mountinfo_gives_device_and_unescaped_mount_point() {
-        let m = parse_mountinfo(MOUNTINFO);
-        assert_eq!(m[1], ("254:0".to_string(), "/".to_string()));
-        assert_eq!(m[2], ("7:0".to_string(), "/tmp/my mnt".to_string()));
+        let (m, _) = crate::mounts::parse(MOUNTINFO, Path::new("mountinfo"));
+        let dev_and_point = |i: usize| (m[i].dev(), m[i].mount_point.display().to_string());
+        assert_eq!(dev_and_point(1), ("254:0".to_string(), "/".to_string()));
+        assert_eq!(
+            dev_and_point(2),
+            ("7:0".to_string(), "/tmp/my mnt".to_string())
+        );
     }
 
     #[test]

@@ -157,6 +157,18 @@ pub enum Hop {
 }
 
 impl Hop {
+    /// The hop's own name, for a hop that can own a link: a PCI address, a USB device name,
+    /// a libata port, an MMC host, an interface.
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            Hop::Pci { address, .. } => Some(address),
+            Hop::Usb { name, .. } | Hop::Network { name, .. } => Some(name),
+            Hop::Ata { port, .. } => Some(port),
+            Hop::Mmc { host, .. } => Some(host),
+            _ => None,
+        }
+    }
+
     /// The nominal signalling rate of this hop in Mb/s (10^6 bit/s), before any encoding
     /// or protocol overhead, where the hop has one of its own. PCI hops get theirs from the
     /// PCIe link state, which is not read here.

@@ -7,7 +7,6 @@ use crate::pci::address::PciAddress;
 use crate::pci::audit::{AuditedFunction, PciAudit};
 use crate::sysfs::{read_attr, SysRoot};
 use model::ceiling::{eth, mmc, sata, usb};
-use model::units::MB;
 use serde::Serialize;
 use std::path::Path;
 
@@ -28,6 +27,8 @@ pub enum LinkKind {
 #[derive(Clone, Debug, Serialize)]
 pub struct PathLink {
     pub kind: LinkKind,
+    /// The chain hop this link belongs to ([`Hop::id`]: `0000:01:00.0`, `2-1`, `ata2`).
+    pub hop: String,
     /// "PCIe 0000:00:01.0 -> 0000:01:00.0", "USB 4-1", "SATA ata1", "MMC mmc0", "eth0".
     pub name: String,
     /// The state now: "5 GT/s x1", "480 Mb/s", "6.0 Gbps", "mmc HS200", "1000 Mb/s".
@@ -146,6 +147,7 @@ fn collect_links(root: &SysRoot, hops: &[Hop], audit: &PciAudit, out: &mut Vec<P
                     notes.push(s.label().to_string());
                 }
                 out.push(PathLink {
+                    hop: h.id().unwrap_or_default().to_string(),
                     kind: LinkKind::Usb,
                     name: format!("USB {name}"),
                     state: format!("{speed} Mb/s"),
@@ -164,6 +166,7 @@ fn collect_links(root: &SysRoot, hops: &[Hop], audit: &PciAudit, out: &mut Vec<P
             } => {
                 if let Some(bps) = sata::data_bps(rate / 1000.0) {
                     out.push(PathLink {
+                        hop: h.id().unwrap_or_default().to_string(),
                         kind: LinkKind::Sata,
                         name: format!("SATA {port}"),
                         state: spd.clone(),
@@ -189,6 +192,7 @@ fn collect_links(root: &SysRoot, hops: &[Hop], audit: &PciAudit, out: &mut Vec<P
                     (None, None) => continue,
                 };
                 out.push(PathLink {
+                    hop: h.id().unwrap_or_default().to_string(),
                     kind: LinkKind::Mmc,
                     name: format!("MMC {host}"),
                     state,
@@ -213,6 +217,7 @@ fn collect_links(root: &SysRoot, hops: &[Hop], audit: &PciAudit, out: &mut Vec<P
                     .unwrap_or(1500);
                 if let Some(bps) = eth::tcp_goodput_bps(*speed as f64 * 1e6, mtu) {
                     out.push(PathLink {
+                        hop: h.id().unwrap_or_default().to_string(),
                         kind: LinkKind::Ethernet,
                         name: name.clone(),
                         state: format!("{speed} Mb/s, MTU {mtu}"),
@@ -267,6 +272,7 @@ fn pcie_link(audit: &PciAudit, a: PciAddress) -> Option<PathLink> {
     let capable = (c.common != c.current).then(|| c.common.to_string());
     Some(PathLink {
         kind: LinkKind::Pcie,
+        hop: a.to_string(),
         name,
         state: c.current.to_string(),
         capable_ceiling_bps: capable.as_ref().map(|_| ceil.capable.effective_write_bps),
@@ -279,9 +285,4 @@ fn pcie_link(audit: &PciAudit, a: PciAddress) -> Option<PathLink> {
         ),
         note,
     })
-}
-
-/// "397 MB/s" (MB = 10^6 B).
-pub fn format_mbps(bps: f64) -> String {
-    format!("{:.0} MB/s", bps / MB)
 }

@@ -39,6 +39,22 @@ fn downgraded_tree(root: &std::path::Path) {
         l1: true,
     };
     nvme.target = Some(PcieGen::Gen2);
+    root_port_and_device(
+        root,
+        express(PortType::RootPort, g4x4, g2x1, 128),
+        SynthFunction {
+            vendor_id: 0x144d,
+            device_id: 0xa808,
+            class: 0x010802,
+            buses: None,
+            express: Some(nvme),
+            aer_status: Some((0, 1 << 6)), // CESta BadTLP
+        },
+    );
+}
+
+/// Root port 0000:00:01.0 (Intel, secondary bus 1) with `device` at 0000:01:00.0 below it.
+fn root_port_and_device(root: &std::path::Path, port: SynthExpress, device: SynthFunction) {
     write_tree(
         root,
         &[
@@ -50,22 +66,11 @@ fn downgraded_tree(root: &std::path::Path) {
                     device_id: 0x1901,
                     class: 0x060400,
                     buses: Some((0, 1, 1)),
-                    express: Some(express(PortType::RootPort, g4x4, g2x1, 128)),
+                    express: Some(port),
                     aer_status: None,
                 },
             ),
-            (
-                addr("0000:01:00.0"),
-                Some(addr("0000:00:01.0")),
-                SynthFunction {
-                    vendor_id: 0x144d,
-                    device_id: 0xa808,
-                    class: 0x010802,
-                    buses: None,
-                    express: Some(nvme),
-                    aer_status: Some((0, 1 << 6)), // CESta BadTLP
-                },
-            ),
+            (addr("0000:01:00.0"), Some(addr("0000:00:01.0")), device),
         ],
     )
     .unwrap();
@@ -170,36 +175,18 @@ fn small_max_read_request_is_a_finding_with_its_cost() {
     let g3x4 = LinkState::new(PcieGen::Gen3, 4);
     let mut dev = express(PortType::Endpoint, g3x4, g3x4, 256);
     dev.mrrs = 128;
-    write_tree(
+    root_port_and_device(
         dir.path(),
-        &[
-            (
-                addr("0000:00:01.0"),
-                None,
-                SynthFunction {
-                    vendor_id: 0x8086,
-                    device_id: 0x1901,
-                    class: 0x060400,
-                    buses: Some((0, 1, 1)),
-                    express: Some(express(PortType::RootPort, g3x4, g3x4, 256)),
-                    aer_status: None,
-                },
-            ),
-            (
-                addr("0000:01:00.0"),
-                Some(addr("0000:00:01.0")),
-                SynthFunction {
-                    vendor_id: 0x10ee,
-                    device_id: 0x7024,
-                    class: 0x058000,
-                    buses: None,
-                    express: Some(dev),
-                    aer_status: None,
-                },
-            ),
-        ],
-    )
-    .unwrap();
+        express(PortType::RootPort, g3x4, g3x4, 256),
+        SynthFunction {
+            vendor_id: 0x10ee,
+            device_id: 0x7024,
+            class: 0x058000,
+            buses: None,
+            express: Some(dev),
+            aer_status: None,
+        },
+    );
     let audit = probe::pci::audit_sysfs(&SysRoot::new(dir.path()));
     let l = &audit.links[0];
     assert_eq!(l.max_read_request, Some(128));

@@ -57,16 +57,7 @@ pub fn render(summaries: &[Summary]) -> String {
 
 fn section(out: &mut String, s: &Summary) {
     let _ = writeln!(out, "## {} — {}\n", s.kind, s.origin);
-    let mut facts = Vec::new();
-    if let Some(h) = &s.hostname {
-        facts.push(format!("host {h}"));
-    }
-    if let Some(c) = &s.created {
-        facts.push(c.clone());
-    }
-    if let Some(t) = &s.target {
-        facts.push(format!("target `{t}`"));
-    }
+    let facts = s.facts(|t| format!("`{t}`"));
     if !facts.is_empty() {
         let _ = writeln!(out, "{}\n", facts.join(" · "));
     }

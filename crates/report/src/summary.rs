@@ -87,6 +87,22 @@ fn us(ns: f64) -> f64 {
 
 impl Summary {
     /// Read what reports need from `doc`; `origin` names it in errors.
+    /// The line under a section's title: host, time, target (`quote` formats the target
+    /// for the output format).
+    pub fn facts(&self, quote: impl Fn(&str) -> String) -> Vec<String> {
+        let mut facts = Vec::new();
+        if let Some(h) = &self.hostname {
+            facts.push(format!("host {h}"));
+        }
+        if let Some(c) = &self.created {
+            facts.push(c.clone());
+        }
+        if let Some(t) = &self.target {
+            facts.push(format!("target {}", quote(t)));
+        }
+        facts
+    }
+
     pub fn of(doc: &Document, origin: &str) -> Result<Summary, DocumentError> {
         let common: CommonView = doc.view(origin)?;
         let env = &doc.envelope;

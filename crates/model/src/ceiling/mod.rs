@@ -70,6 +70,42 @@ pub(crate) fn packet_efficiency(payload: f64, overhead: f64) -> f64 {
     payload / (payload + overhead)
 }
 
+/// The bandwidth ceiling of a benchmark target's path: its bottleneck link's ceiling in each
+/// direction (`probe::path` resolves it; benchmarks divide by it to give efficiency).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PathCeiling {
+    /// Bytes per second the bottleneck link can carry from the device towards the CPU (what
+    /// a read from the disk moves).
+    pub read_bytes_per_sec: f64,
+    /// Bytes per second towards the device (what a write to the disk moves).
+    pub write_bytes_per_sec: f64,
+    /// Whether the link carries both directions at once (PCIe, Ethernet), or shares one
+    /// medium between them (USB bulk, SATA, MMC).
+    pub full_duplex: bool,
+    /// Which link is the bottleneck, in words (`PCIe 0000:00:1c.0 -> 0000:01:00.0 at 8 GT/s
+    /// x1 (link below what both ends support (16 GT/s x4))`).
+    pub bottleneck: String,
+}
+
+impl PathCeiling {
+    /// The ceiling for a workload reading `read_percent` % of its bytes: on a full-duplex
+    /// link the busier direction saturates first; on a shared medium the two add up.
+    pub fn for_read_percent(&self, read_percent: u8) -> f64 {
+        let r = f64::from(read_percent.min(100)) / 100.0;
+        let w = 1.0 - r;
+        let (cr, cw) = (self.read_bytes_per_sec, self.write_bytes_per_sec);
+        if r == 1.0 {
+            cr
+        } else if w == 1.0 {
+            cw
+        } else if self.full_duplex {
+            (cr / r).min(cw / w)
+        } else {
+            1.0 / (r / cr + w / cw)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,5 +116,28 @@ mod tests {
         assert_eq!(after_line_coding(6.0, 1, LineCoding::B8b10b), 600e6);
         assert!((after_line_coding(8.0, 1, LineCoding::B128b130b) - 984_615_384.6).abs() < 1.0);
         assert!((after_line_coding(10.0, 1, LineCoding::B128b132b) - 1_212_121_212.1).abs() < 1.0);
+    }
+
+    #[test]
+    fn mixed_workloads_meet_the_ceiling_of_their_busier_direction() {
+        let full = PathCeiling {
+            read_bytes_per_sec: 800e6,
+            write_bytes_per_sec: 600e6,
+            full_duplex: true,
+            bottleneck: "PCIe".into(),
+        };
+        assert_eq!(full.for_read_percent(100), 800e6);
+        assert_eq!(full.for_read_percent(0), 600e6);
+        // 70 % reads on a full-duplex link: reads saturate at 800/0.7 = 1142.9 MB/s total,
+        // writes at 600/0.3 = 2000 MB/s: reads bound it.
+        assert!((full.for_read_percent(70) - 800e6 / 0.7).abs() < 1.0);
+        let shared = PathCeiling {
+            full_duplex: false,
+            read_bytes_per_sec: 50e6,
+            write_bytes_per_sec: 50e6,
+            ..full
+        };
+        // One medium for both directions: a 50/50 mix still totals 50 MB/s.
+        assert!((shared.for_read_percent(50) - 50e6).abs() < 1.0);
     }
 }

@@ -6,7 +6,7 @@ use super::config::{Aer, ConfigSpace, ExpressCap, ExpressLink, Header, LinkMark}
 use super::ids::PciNames;
 use super::sysfs::{AerCounters, KernelLink, PciPolicy, SysfsFunction};
 use model::ceiling::pcie::{link_ceiling, PcieCeiling, TlpParams};
-use model::units::MB;
+use model::units::format_mb_per_s;
 use model::{Aspm, Finding, LinkComparison, LinkState, PortType, Severity};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
@@ -274,11 +274,6 @@ pub fn link_ceilings(
         at_max_mrrs,
         assumed,
     }
-}
-
-/// "869 MB/s" with the unit: rates are printed in MB/s (10^6 B/s), as the seeds and fio do.
-fn mbps(bps: f64) -> String {
-    format!("{:.0} MB/s", bps / MB)
 }
 
 /// The whole audit.
@@ -617,8 +612,8 @@ pub fn findings(audit: &PciAudit) -> Vec<Finding> {
                         l.upstream,
                         name(&l.downstream),
                         what.join(", "),
-                        mbps(l.ceiling.current.effective_write_bps),
-                        mbps(l.ceiling.capable.effective_write_bps),
+                        format_mb_per_s(l.ceiling.current.effective_write_bps),
+                        format_mb_per_s(l.ceiling.capable.effective_write_bps),
                         l.ceiling.loss_percent
                     ),
                 )
@@ -664,8 +659,8 @@ pub fn findings(audit: &PciAudit) -> Vec<Finding> {
                                 .as_ref()
                                 .map(|b| format!(
                                     " ({} instead of {} per direction, +{:.1} %)",
-                                    mbps(b.effective_write_bps),
-                                    mbps(l.ceiling.current.effective_write_bps),
+                                    format_mb_per_s(b.effective_write_bps),
+                                    format_mb_per_s(l.ceiling.current.effective_write_bps),
                                     100.0
                                         * (b.effective_write_bps
                                             / l.ceiling.current.effective_write_bps
@@ -693,8 +688,8 @@ pub fn findings(audit: &PciAudit) -> Vec<Finding> {
                              read completion carries at most {mrrs} bytes; reads top at {} \
                              instead of {} with MaxReadReq 4096",
                             l.downstream,
-                            mbps(l.ceiling.current.effective_read_bps),
-                            mbps(best.effective_read_bps)
+                            format_mb_per_s(l.ceiling.current.effective_read_bps),
+                            format_mb_per_s(best.effective_read_bps)
                         ),
                     )
                     .with_advice(
