@@ -5,9 +5,18 @@
 # IOPS for RND4K Q32T1 read and write, MB/s for SEQ1M Q8T1 read and write, and CPU time per
 # I/O (user + system of the whole process, io_uring workers included; lower is better).
 #
-# Usage: bench/vs-fio.sh [DIR] ; env: ROUNDS (3), RUNTIME (5 s), SIZE (1G), HEADROOM (binary).
+# Usage: bench/vs-fio.sh [DIR] ; env: ROUNDS (3), RUNTIME (5 s), SIZE (1G), HEADROOM (binary),
+# ONLY (a word that picks tests by name, e.g. ONLY=RND4K for the two random tests),
+# ZERO=1 (both write zeros: fio --zero_buffers, headroom --zero).
 # Both use io_uring with O_DIRECT; fio gets its fastest io_uring options (fixedbufs,
 # registerfiles), as headroom always registers its buffers and file.
+# On a VM's or a fast disk the device is often the limit and the ratios sit near 1 within the
+# machine's noise; to compare the engines themselves, give a RAM-backed filesystem as DIR, e.g.
+#   echo 1300M > /sys/block/zram0/disksize && mkfs.ext4 -q /dev/zram0 && mount /dev/zram0 /mnt/z
+# (and afterwards: umount /mnt/z && echo 1 > /sys/block/zram0/reset), with ZERO=1: zram
+# compresses what is written, and fio's default data (random with a scrambled header every
+# 512 B) costs its compressor about 3x the CPU of fully random data, which would be measured
+# instead of the engines; zero pages are stored without compressing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 dir="${1:-/var/tmp}"
@@ -19,25 +28,33 @@ command -v fio >/dev/null || { echo "vs-fio: fio is not installed (apt-get insta
 [ -x "$headroom" ] || { echo "vs-fio: build headroom first: cargo build --release" >&2; exit 1; }
 file="$dir/headroom-vs-fio.$$.dat"
 work="$(mktemp -d)"
+fio_zero=(); headroom_zero=()
+if [ "${ZERO:-0}" = 1 ]; then fio_zero=(--zero_buffers); headroom_zero=(--zero); fi
 trap 'rm -f "$file"; rm -rf "$work"' EXIT INT TERM
-
-# fio lays the file out once; both tools then use it (headroom with --overwrite refills it
-# with incompressible data before a write test, outside the measured time).
-fio --name=layout --filename="$file" --size="$size" --rw=write --bs=1M --direct=1 \
-    --ioengine=psync --output=/dev/null
 
 tests=("RND4K-Q32T1 randread 4k 32 iops" "RND4K-Q32T1 randwrite 4k 32 iops"
        "SEQ1M-Q8T1 read 1M 8 mbs" "SEQ1M-Q8T1 write 1M 8 mbs")
+if [ -n "${ONLY:-}" ]; then
+    picked=()
+    for t in "${tests[@]}"; do [[ "$t" == *"$ONLY"* ]] && picked+=("$t"); done
+    [ ${#picked[@]} -gt 0 ] || { echo "vs-fio: ONLY=$ONLY matches no test (RND4K, SEQ1M, randread, write, ...)" >&2; exit 2; }
+    tests=("${picked[@]}")
+fi
+
+# fio lays the file out once with its random data; both tools then use it as it is (headroom's
+# --overwrite lets its write tests write over it; neither refills it between tests).
+fio --name=layout --filename="$file" --size="$size" --rw=write --bs=1M --direct=1 \
+    --ioengine=psync --output=/dev/null
 
 run_fio() { # rw bs qd out
     fio --name=t --filename="$file" --size="$size" --rw="$1" --bs="$2" --iodepth="$3" \
         --numjobs=1 --ioengine=io_uring --fixedbufs --registerfiles --direct=1 \
-        --time_based --runtime="$runtime" --output-format=json > "$4"
+        --time_based --runtime="$runtime" "${fio_zero[@]}" --output-format=json > "$4"
 }
 run_headroom() { # rw bs qd out
     "$headroom" --json bench disk "$file" --no-save --overwrite --rw "$1" --bs "$2" --qd "$3" \
         --jobs 1 --engine io_uring --direct 1 --time-based --runtime "$runtime" \
-        --size "$size" > "$4"
+        --size "$size" "${headroom_zero[@]}" > "$4"
 }
 
 for ((r = 1; r <= rounds; r++)); do

@@ -154,7 +154,7 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     // Where the target lives, at the block level; holds matter only for a device.
     let insp = target::inspect(&args.path)?;
     let root = SysRoot::new("/");
-    let (device, device_note) = match probe::blockdev::resolve(&root, insp.dev.0, insp.dev.1) {
+    let (device, device_note) = match probe::block::by_number(&root, insp.dev.0, insp.dev.1) {
         Ok(Some(d)) => (Some(d), None),
         Ok(None) => (
             None,
@@ -171,7 +171,7 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     };
     let writes = tests.iter().any(|t| t.workload.writes());
     let holds = match (&device, insp.kind) {
-        (Some(d), target::TargetKind::BlockDevice) if writes => probe::blockdev::holds(&root, d)
+        (Some(d), target::TargetKind::BlockDevice) if writes => probe::block::holds(&root, d)
             .context("cannot tell whether the device is in use, so it is not written")?,
         _ => Vec::new(),
     };

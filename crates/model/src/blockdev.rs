@@ -1,6 +1,6 @@
 //! A block device as the kernel names it, and what holds it (mounts, swap, dm/md).
 //!
-//! Pure types: `probe::blockdev` fills them from sysfs and procfs, `bench::disk` reads them to
+//! Pure types: `probe::block::{by_number, holds}` fill them from sysfs and procfs, `bench::disk` reads them to
 //! say which device a file lives on and to refuse writing to a device that is in use.
 
 use serde::Serialize;
@@ -9,7 +9,7 @@ use std::fmt;
 /// A block device by its `major:minor` number (`stat(2)`'s `st_dev` for a file, `st_rdev`
 /// for a device node) and the names sysfs gives it under `/sys/dev/block/MAJ:MIN`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct BlockDevice {
+pub struct DeviceNumber {
     pub major: u32,
     pub minor: u32,
     /// The kernel name of this device (`nvme0n1p2`, `sda1`, `vda`, `dm-0`).
@@ -20,7 +20,7 @@ pub struct BlockDevice {
     pub partition: Option<u32>,
 }
 
-impl BlockDevice {
+impl DeviceNumber {
     /// `MAJ:MIN`, as `/proc/self/mountinfo` and `/sys/dev/block` write it.
     pub fn maj_min(&self) -> String {
         format!("{}:{}", self.major, self.minor)
@@ -63,7 +63,7 @@ mod tests {
             mount_point: "/mnt/x".into(),
         };
         assert_eq!(h.to_string(), "loop0 is mounted on /mnt/x");
-        let d = BlockDevice {
+        let d = DeviceNumber {
             major: 259,
             minor: 1,
             name: "nvme0n1p1".into(),

@@ -9,11 +9,11 @@
 //! - free space is checked before the file is created;
 //! - a block device is opened read-only unless `--destructive`, and writing is refused while
 //!   it or any of its partitions is mounted, used as swap or held by dm/md (the caller passes
-//!   those holds, found by `probe::blockdev`); it is then opened with `O_EXCL`, which the kernel
+//!   those holds, found by `probe::block::holds`); it is then opened with `O_EXCL`, which the kernel
 //!   refuses for a device in use (block/bdev.c `bd_prepare_to_claim`).
 
 use super::{DiskError, Pattern, Region, TestSpec};
-use model::blockdev::{BlockDevice, Hold};
+use model::blockdev::{DeviceNumber, Hold};
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom};
@@ -61,7 +61,7 @@ pub struct TargetInfo {
     pub dio_mem_align: u32,
     pub dio_offset_align: u32,
     /// The block device the file lives on (or the device itself), from `/sys/dev/block`.
-    pub device: Option<BlockDevice>,
+    pub device: Option<DeviceNumber>,
     /// Why `device` is empty (tmpfs, overlayfs, network filesystem).
     pub device_note: Option<String>,
 }
@@ -188,7 +188,7 @@ pub type FillProgress<'a> = &'a dyn Fn(u64, u64);
 /// Open (and for a new or overwritten file, create and fill) the target.
 pub fn prepare(
     insp: Inspection,
-    device: Option<BlockDevice>,
+    device: Option<DeviceNumber>,
     device_note: Option<String>,
     holds: &[Hold],
     opts: &TargetOptions,
@@ -431,7 +431,7 @@ impl Target {
         self.file.as_raw_fd()
     }
 
-    pub fn block_device(&self) -> Option<&BlockDevice> {
+    pub fn block_device(&self) -> Option<&DeviceNumber> {
         self.info.device.as_ref()
     }
 
