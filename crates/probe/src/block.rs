@@ -483,11 +483,19 @@ fn findings_for(d: &BlockDevice) -> Vec<Finding> {
                          {max} KiB requests."
                     ),
                 )
-                .with_advice(format!(
-                    "For large sequential I/O, raise /sys/block/{}/queue/max_sectors_kb (up \
-                     to {hw}).",
-                    d.name
-                )),
+                .with_advice(if hw >= 2_147_483_647 {
+                    format!(
+                        "For large sequential I/O, raise /sys/block/{}/queue/max_sectors_kb \
+                         (the device sets no upper limit) and measure with headroom bench disk.",
+                        d.name
+                    )
+                } else {
+                    format!(
+                        "For large sequential I/O, raise /sys/block/{}/queue/max_sectors_kb (up \
+                         to {hw}).",
+                        d.name
+                    )
+                }),
             );
         }
     }
