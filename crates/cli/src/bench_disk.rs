@@ -350,8 +350,8 @@ pub fn render(r: &DiskResult, style: &Style) -> String {
     let _ = writeln!(
         s,
         "profile {}, engine {}, {}, {} run{} of up to {} s{}; MB/s, MiB/s, IOPS and latency \
-         (submission to completion, fio's lat = slat + clat) of the best run, mean MB/s of all \
-         runs",
+         (submission to completion, fio's lat = slat + clat; clat in --json) of the best run, mean \
+         MB/s of all runs",
         p.profile,
         p.engine,
         if p.direct { "O_DIRECT" } else { "buffered" },

@@ -88,6 +88,22 @@ fn check_result_on(doc: &Value, engine: &str, tests: usize, exact_proc_io: bool)
             assert!(
                 min as f64 <= p50 as f64 * 1.001 && p50 <= p99 && p99 as f64 <= max as f64 * 1.001
             );
+            // clat (fio's: from the submitting call's return) is within lat (slat + clat);
+            // a synchronous engine's submission is the whole I/O, so there they are equal.
+            let clat = &run["clat"];
+            for k in ["min_ns", "p50_ns", "p99_ns", "max_ns"] {
+                let (c, l) = (clat[k].as_u64().unwrap(), lat[k].as_u64().unwrap());
+                if engine == "psync" {
+                    assert_eq!(c, l, "psync clat {k}: {run:#}");
+                } else {
+                    assert!(c as f64 <= l as f64 * 1.001, "clat {k} above lat: {run:#}");
+                }
+            }
+            let (cm, lm) = (
+                clat["mean_ns"].as_f64().unwrap(),
+                lat["mean_ns"].as_f64().unwrap(),
+            );
+            assert!(cm > 0.0 && cm <= lm * 1.001, "clat mean {cm} vs lat {lm}");
             let cc = &run["cross_check"];
             // O_DIRECT reads: the kernel's count of this process's bytes equals the engine's.
             let n = |k: &str| cc[k].as_u64().unwrap() as f64;

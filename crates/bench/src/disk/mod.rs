@@ -429,6 +429,41 @@ pub struct Latency {
     pub max_ns: u64,
 }
 
+/// Latencies of one job or one run: an HDR histogram with the exact min and max.
+struct LatencyRecorder {
+    hist: Histogram<u64>,
+    min_ns: u64,
+    max_ns: u64,
+}
+
+impl LatencyRecorder {
+    fn new() -> LatencyRecorder {
+        LatencyRecorder {
+            hist: Histogram::<u64>::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid bounds"),
+            min_ns: u64::MAX,
+            max_ns: 0,
+        }
+    }
+
+    fn record(&mut self, d: Duration) {
+        let ns = d.as_nanos().min(HIST_MAX_NS as u128) as u64;
+        self.hist.saturating_record(ns.max(1));
+        self.min_ns = self.min_ns.min(ns);
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    fn add(&mut self, other: &LatencyRecorder) {
+        // Both histograms have the same bounds: adding cannot fail.
+        let _ = self.hist.add(&other.hist);
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
+    fn summary(&self) -> Latency {
+        Latency::from_histogram(&self.hist, self.min_ns, self.max_ns)
+    }
+}
+
 impl Latency {
     fn from_histogram(h: &Histogram<u64>, min: u64, max: u64) -> Latency {
         if h.is_empty() {
@@ -484,7 +519,13 @@ pub struct RunResult {
     pub mb_per_s: f64,
     pub mib_per_s: f64,
     pub iops: f64,
+    /// From just before an I/O is handed to the kernel to when its completion is seen: fio's
+    /// `lat` (slat + clat).
     pub latency: Latency,
+    /// From when the kernel took the I/O (the submitting system call returned) to when its
+    /// completion is seen: fio's `clat`, whose percentiles fio prints by default. Equal to
+    /// `latency` for a synchronous engine (psync), whose submission is the whole I/O, as in fio.
+    pub clat: Latency,
     /// CPU time of this process over the run (job threads and the kernel's io_uring workers).
     pub cpu_user_s: f64,
     pub cpu_system_s: f64,
@@ -793,9 +834,8 @@ fn pause(cfg: &RunConfig, spec: &TestSpec, run_no: u32, d: Duration) -> Result<(
 
 /// What one job thread measured.
 struct JobOutcome {
-    hist: Histogram<u64>,
-    min_ns: u64,
-    max_ns: u64,
+    lat: LatencyRecorder,
+    clat: LatencyRecorder,
     measured_read: u64,
     measured_write: u64,
     measured_ios: u64,
@@ -914,9 +954,8 @@ struct Counters<'a> {
 }
 
 fn summarize(jobs: &[JobOutcome], c: Counters, fsync_s: Option<f64>) -> (RunResult, Vec<String>) {
-    let mut hist = Histogram::<u64>::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid bounds");
-    let mut min_ns = u64::MAX;
-    let mut max_ns = 0;
+    let mut lat = LatencyRecorder::new();
+    let mut clat = LatencyRecorder::new();
     let (mut rb, mut wb, mut ios, mut all_r, mut all_w) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut notes = Vec::new();
     // Measured window: from the earliest job's ramp end to the latest job's last completion,
@@ -924,10 +963,8 @@ fn summarize(jobs: &[JobOutcome], c: Counters, fsync_s: Option<f64>) -> (RunResu
     let first = jobs.iter().map(|j| j.measure_start).min();
     let last = jobs.iter().map(|j| j.measure_end).max();
     for j in jobs {
-        // Both histograms have the same bounds: adding cannot fail.
-        let _ = hist.add(&j.hist);
-        min_ns = min_ns.min(j.min_ns);
-        max_ns = max_ns.max(j.max_ns);
+        lat.add(&j.lat);
+        clat.add(&j.clat);
         rb += j.measured_read;
         wb += j.measured_write;
         ios += j.measured_ios;
@@ -991,7 +1028,12 @@ fn summarize(jobs: &[JobOutcome], c: Counters, fsync_s: Option<f64>) -> (RunResu
             0.0
         },
         latency: if ios > 0 {
-            Latency::from_histogram(&hist, min_ns, max_ns)
+            lat.summary()
+        } else {
+            Latency::default()
+        },
+        clat: if ios > 0 {
+            clat.summary()
         } else {
             Latency::default()
         },
@@ -1097,9 +1139,8 @@ fn run_job(
         plan.region.len
     };
     let mut out = JobOutcome {
-        hist: Histogram::<u64>::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid bounds"),
-        min_ns: u64::MAX,
-        max_ns: 0,
+        lat: LatencyRecorder::new(),
+        clat: LatencyRecorder::new(),
         measured_read: 0,
         measured_write: 0,
         measured_ios: 0,
@@ -1111,6 +1152,8 @@ fn run_job(
         notes: Vec::new(),
     };
     let mut issue_start: Vec<Instant> = vec![job_start; qd as usize];
+    // When the kernel had taken each slot's I/O (its submitting call returned): clat's start.
+    let mut submitted: Vec<Instant> = vec![job_start; qd as usize];
     let mut slot_op: Vec<Op> = vec![Op::Read; qd as usize];
     let mut pending: Vec<bool> = vec![false; qd as usize];
     let mut free: Vec<u32> = (0..qd).rev().collect();
@@ -1194,8 +1237,14 @@ fn run_job(
                         engine_error = Some(e);
                         break 'run;
                     }
+                    submitted[slot as usize] = Instant::now();
                 }
-                Queued::Done(c) => completions.push(c),
+                Queued::Done(c) => {
+                    // A synchronous engine's submission is the whole I/O: clat = lat, as fio
+                    // reports for its sync engines.
+                    submitted[slot as usize] = issue_start[slot as usize];
+                    completions.push(c)
+                }
             }
             if !completions.is_empty() || issued_measured >= budget {
                 break;
@@ -1257,12 +1306,9 @@ fn run_job(
                 Op::Write => out.all_write += n,
             }
             if ramped && issue_start[s] >= out.measure_start {
-                let ns = (done_at - issue_start[s])
-                    .as_nanos()
-                    .min(HIST_MAX_NS as u128) as u64;
-                out.hist.saturating_record(ns.max(1));
-                out.min_ns = out.min_ns.min(ns);
-                out.max_ns = out.max_ns.max(ns);
+                out.lat.record(done_at - issue_start[s]);
+                out.clat
+                    .record(done_at.saturating_duration_since(submitted[s]));
                 out.measured_ios += 1;
                 match slot_op[s] {
                     Op::Read => out.measured_read += n,
@@ -1399,12 +1445,14 @@ mod tests {
         let jobs: Vec<JobOutcome> = j
             .iter()
             .map(|&(bytes, ns)| {
-                let mut hist = Histogram::<u64>::new_with_bounds(1, HIST_MAX_NS, 3).unwrap();
-                hist.record(ns).unwrap();
+                let mut lat = LatencyRecorder::new();
+                lat.record(Duration::from_nanos(ns));
+                // clat: the submission took 100 ns of each I/O.
+                let mut clat = LatencyRecorder::new();
+                clat.record(Duration::from_nanos(ns.saturating_sub(100)));
                 JobOutcome {
-                    hist,
-                    min_ns: ns,
-                    max_ns: ns,
+                    lat,
+                    clat,
                     measured_read: bytes,
                     measured_write: 0,
                     measured_ios: 1,
@@ -1446,6 +1494,7 @@ mod tests {
         assert!((r.iops - 1.0).abs() < 1e-9);
         assert_eq!((r.latency.min_ns, r.latency.max_ns), (1000, 3000));
         assert!((r.latency.mean_ns - 2000.0).abs() < 5.0);
+        assert_eq!((r.clat.min_ns, r.clat.max_ns), (900, 2900));
         // 4.04 MB counted by the kernel against 4.00 MB by the engine: +1 %.
         assert!((r.cross_check.proc_io_error_percent.unwrap() - 1.0).abs() < 1e-9);
         assert!((r.cpu_us_per_io - 500_000.0).abs() < 1e-6);
