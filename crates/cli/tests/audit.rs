@@ -1,29 +1,15 @@
 //! `headroom audit` as a user runs it: on this machine, on captured sysfs trees, on bad input.
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
-use assert_cmd::Command;
+mod common;
+
+use common::*;
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::Path;
 
-fn headroom() -> Command {
-    let mut c = Command::cargo_bin("headroom").unwrap();
-    c.env("NO_COLOR", "1");
-    c
-}
-
 fn audit_json(root: &Path) -> Value {
-    let out = headroom()
-        .args(["audit", "--json", "--root"])
-        .arg(root)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    json_of(headroom().args(["audit", "--json", "--root"]).arg(root))
 }
 
 fn function<'a>(doc: &'a Value, addr: &str) -> &'a Value {
@@ -187,17 +173,11 @@ fn dangling_function_link_is_skipped_with_a_sentence() {
 
 fn dump_json(name: &str) -> Option<Value> {
     let fx = probe::fixtures::shared_fixtures()?;
-    let out = headroom()
-        .args(["audit", "--json", "--lspci"])
-        .arg(fx.join("pci").join(name))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(serde_json::from_slice(&out.stdout).unwrap())
+    Some(json_of(
+        headroom()
+            .args(["audit", "--json", "--lspci"])
+            .arg(fx.join("pci").join(name)),
+    ))
 }
 
 fn findings(doc: &Value) -> Vec<String> {

@@ -2,21 +2,14 @@
 //! engine, Ctrl-C, a mounted loop device, bad flags. Root-only cases say so and skip.
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
-use assert_cmd::Command;
+mod common;
+
+use common::*;
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-/// Results go to a history database of the tests' own, never the user's.
-const XDG_DATA_HOME: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/xdg-data");
-
-fn headroom() -> Command {
-    let mut c = Command::cargo_bin("headroom").unwrap();
-    c.env("NO_COLOR", "1").env("XDG_DATA_HOME", XDG_DATA_HOME);
-    c
-}
 
 fn is_root() -> bool {
     // SAFETY: geteuid cannot fail.
@@ -39,13 +32,7 @@ fn run_json(args: &[&str], env: &[(&str, &str)]) -> Value {
     for (k, v) in env {
         c.env(k, v);
     }
-    let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "headroom {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    json_of(&mut c)
 }
 
 fn entries(dir: &Path) -> Vec<String> {
@@ -234,9 +221,7 @@ fn table_has_units_in_every_header() {
 #[test]
 fn ctrl_c_removes_the_test_file() {
     let dir = disk_dir();
-    let bin = assert_cmd::cargo::cargo_bin("headroom");
-    let mut child = std::process::Command::new(bin)
-        .env("XDG_DATA_HOME", XDG_DATA_HOME)
+    let mut child = headroom_process()
         .args(["bench", "disk"])
         .arg(dir.path())
         .args([
@@ -548,9 +533,7 @@ fn interrupted_run_keeps_what_it_measured() {
     let out_dir = tempfile::tempdir().unwrap();
     let out = out_dir.path().join("run.json");
     let db = out_dir.path().join("history.sqlite");
-    let bin = assert_cmd::cargo::cargo_bin("headroom");
-    let mut child = std::process::Command::new(bin)
-        .env("XDG_DATA_HOME", XDG_DATA_HOME)
+    let mut child = headroom_process()
         .args(["bench", "disk"])
         .arg(dir.path())
         .args([

@@ -4,29 +4,16 @@
 // Helpers of an integration test are test code too; clippy only knows that for #[test] fns.
 #![allow(clippy::unwrap_used)]
 
-use assert_cmd::Command;
+mod common;
+
+use common::*;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-/// Results go to a history database of the tests' own, never the user's.
-const XDG_DATA_HOME: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/xdg-data");
-
-fn headroom() -> Command {
-    let mut c = Command::cargo_bin("headroom").unwrap();
-    c.env("XDG_DATA_HOME", XDG_DATA_HOME);
-    c
-}
-
 fn run_json(args: &[&str]) -> Value {
-    let out = headroom().args(args).arg("--json").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    json_of(headroom().args(args).arg("--json"))
 }
 
 fn hist_sum(h: &Value) -> u64 {
@@ -166,9 +153,7 @@ fn stressed_run_records_load_and_leaves_no_worker() {
 
 /// Start headroom with a load for 30 s, wait until its workers run, and return them.
 fn start_loaded(extra: &[&str]) -> (std::process::Child, Vec<u64>) {
-    let bin = assert_cmd::cargo::cargo_bin("headroom");
-    let child = std::process::Command::new(bin)
-        .env("XDG_DATA_HOME", XDG_DATA_HOME)
+    let child = headroom_process()
         .args([
             "bench",
             "latency",

@@ -1,16 +1,12 @@
 //! `headroom path`: targets resolved to their links, ceilings and bottleneck.
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
-use assert_cmd::Command;
+mod common;
+
+use common::*;
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-
-fn headroom() -> Command {
-    let mut c = Command::cargo_bin("headroom").unwrap();
-    c.env("NO_COLOR", "1");
-    c
-}
 
 fn tree(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -19,18 +15,12 @@ fn tree(name: &str) -> PathBuf {
 }
 
 fn path_json(root: &Path, target: &str) -> Value {
-    let out = headroom()
-        .args(["path", "--json", "--root"])
-        .arg(root)
-        .arg(target)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    json_of(
+        headroom()
+            .args(["path", "--json", "--root"])
+            .arg(root)
+            .arg(target),
+    )
 }
 
 fn bottleneck(doc: &Value) -> &Value {

@@ -2,17 +2,13 @@
 //! `report`, `compare` and `history` on fixed documents; bad input gets one sentence.
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
-use assert_cmd::Command;
+mod common;
+
+use common::*;
 use predicates::prelude::*;
 use report::Document;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-
-fn headroom() -> Command {
-    let mut c = Command::cargo_bin("headroom").unwrap();
-    c.env("NO_COLOR", "1");
-    c
-}
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")

@@ -3,8 +3,8 @@
 //! context between the runs first (link state, MPS, governor, kernel), and a flag on
 //! differences smaller than the runs' own spread.
 
-use crate::markdown::{mb, table};
-use crate::summary::Summary;
+use crate::markdown::table;
+use crate::summary::{mb, Summary};
 use std::fmt::Write;
 
 /// Whether a bigger number is better (throughput) or worse (latency).
@@ -257,8 +257,8 @@ impl Comparison {
             let _ = writeln!(out, "Same configuration in every run.\n");
         } else {
             let _ = writeln!(out, "### What changed\n");
-            let mut header = vec!["Setting"];
-            header.extend(self.origins.iter().map(String::as_str));
+            let mut header = vec![("Setting", false)];
+            header.extend(self.origins.iter().map(|o| (o.as_str(), false)));
             let rows: Vec<Vec<String>> = self
                 .changes
                 .iter()
@@ -283,7 +283,11 @@ impl Comparison {
                 header.push(format!("Δ vs {} (%)", self.origins[0]));
             }
         }
-        let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+        // The deltas align right; the values stay as the seeds' comparison tables show them.
+        let header_refs: Vec<(&str, bool)> = header
+            .iter()
+            .map(|h| (h.as_str(), h.starts_with("Δ vs ")))
+            .collect();
         let mut any_insignificant = false;
         let mut any_unknown = false;
         let rows: Vec<Vec<String>> = self

@@ -2,44 +2,33 @@
 //! thread: Min/Avg/Max and p99), the path and the findings. The same text is the terminal
 //! output of `headroom report`, so the screen and the file agree.
 
-use crate::summary::{is_downgraded, Summary};
+use crate::summary::{dash, is_downgraded, mb, Summary, Table};
 use std::fmt::Write;
 
 /// One shared table writer: a header row, the separator and the rows, cells escaped.
-pub fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
+/// `columns` are the titles and whether each holds numbers, which align right as in the
+/// seeds' tables.
+pub fn table(out: &mut String, columns: &[(&str, bool)], rows: &[Vec<String>]) {
     let line = |cells: &mut dyn Iterator<Item = String>| {
         let cells: Vec<String> = cells.collect();
         format!("| {} |\n", cells.join(" | "))
     };
-    out.push_str(&line(&mut header.iter().map(|h| h.to_string())));
-    out.push_str(&line(&mut header.iter().map(|h| {
-        // Numbers align right, as in the seeds' tables.
-        if h.contains('(') || h.contains('%') || *h == "Efficiency" || h.starts_with("Kernel") {
-            "---:".to_string()
-        } else {
-            "---".to_string()
-        }
+    out.push_str(&line(&mut columns.iter().map(|(h, _)| h.to_string())));
+    out.push_str(&line(&mut columns.iter().map(|(_, numeric)| {
+        if *numeric { "---:" } else { "---" }.to_string()
     })));
     for r in rows {
         out.push_str(&line(&mut r.iter().map(|c| escape(c))));
     }
 }
 
+fn write_table(out: &mut String, t: &Table) {
+    table(out, &t.columns, &t.rows);
+}
+
 /// `|` would end a cell; a newline would end the row.
 fn escape(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
-}
-
-pub fn mb(v: f64) -> String {
-    format!("{v:.1}")
-}
-
-pub fn percent(ratio: f64) -> String {
-    format!("{:.1} %", ratio * 100.0)
-}
-
-fn dash() -> String {
-    "–".to_string()
 }
 
 /// The report of several documents, one section each.
@@ -61,17 +50,9 @@ fn section(out: &mut String, s: &Summary) {
     if !facts.is_empty() {
         let _ = writeln!(out, "{}\n", facts.join(" · "));
     }
-    if !s.context.is_empty() {
-        let rows: Vec<Vec<String>> = s
-            .context
-            .iter()
-            .filter(|(k, _)| !k.starts_with("link "))
-            .map(|(k, v)| vec![k.clone(), v.clone()])
-            .collect();
-        if !rows.is_empty() {
-            table(out, &["Context", "Value"], &rows);
-            out.push('\n');
-        }
+    if let Some(t) = s.context_table() {
+        write_table(out, &t);
+        out.push('\n');
     }
     if !s.links.is_empty() {
         let _ = writeln!(out, "### Path\n");
@@ -103,42 +84,20 @@ fn section(out: &mut String, s: &Summary) {
             .collect();
         table(
             out,
-            &["Link", "State", "Capable", "Ceiling (MB/s)", "Note"],
+            &[
+                ("Link", false),
+                ("State", false),
+                ("Capable", false),
+                ("Ceiling (MB/s)", true),
+                ("Note", false),
+            ],
             &rows,
         );
         out.push('\n');
     }
     if !s.tests.is_empty() {
         let _ = writeln!(out, "### Throughput\n");
-        let ceiling = s.ceiling.as_ref().map(|c| mb(c.mb_s)).unwrap_or_else(dash);
-        let rows: Vec<Vec<String>> = s
-            .tests
-            .iter()
-            .map(|t| {
-                vec![
-                    t.name.clone(),
-                    mb(t.measured_mb_s),
-                    t.spread().map(mb).unwrap_or_else(dash),
-                    ceiling.clone(),
-                    t.efficiency.map(percent).unwrap_or_else(dash),
-                    t.cross_check_percent
-                        .map(|p| format!("{p:+.2} %"))
-                        .unwrap_or_else(dash),
-                ]
-            })
-            .collect();
-        table(
-            out,
-            &[
-                "Test",
-                "Measured (MB/s)",
-                "Spread (MB/s)",
-                "Ceiling (MB/s)",
-                "Efficiency",
-                "Kernel count vs engine",
-            ],
-            &rows,
-        );
+        write_table(out, &s.throughput_table());
         match &s.ceiling {
             Some(c) => {
                 let _ = writeln!(out, "\nCeiling: {} ({} MB/s).", c.bottleneck, mb(c.mb_s));
@@ -156,38 +115,7 @@ fn section(out: &mut String, s: &Summary) {
     }
     if !s.threads.is_empty() {
         let _ = writeln!(out, "### Latency\n");
-        let rows: Vec<Vec<String>> = s
-            .threads
-            .iter()
-            .map(|t| {
-                vec![
-                    t.name.clone(),
-                    t.cpu.map(|c| c.to_string()).unwrap_or_else(dash),
-                    t.count.to_string(),
-                    format!("{:.0}", t.min_us),
-                    format!("{:.1}", t.avg_us),
-                    format!("{:.0}", t.max_us),
-                    t.p99_us
-                        .map(|p| p.to_string())
-                        .unwrap_or_else(|| "overflow".into()),
-                    t.missed.to_string(),
-                ]
-            })
-            .collect();
-        table(
-            out,
-            &[
-                "Thread",
-                "CPU",
-                "Samples",
-                "Min (us)",
-                "Avg (us)",
-                "Max (us)",
-                "p99 (us)",
-                "Missed (periods)",
-            ],
-            &rows,
-        );
+        write_table(out, &s.latency_table());
         out.push('\n');
     }
     if !s.findings.is_empty() {

@@ -85,6 +85,38 @@ fn us(ns: f64) -> f64 {
     ns / 1000.0
 }
 
+/// MB/s (10^6 B/s) with one decimal, as the seeds' tables print it.
+pub fn mb(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+/// A 0..1 ratio as a percentage with one decimal.
+fn percent(ratio: f64) -> String {
+    format!("{:.1} %", ratio * 100.0)
+}
+
+/// The cell of a value a document does not have.
+pub fn dash() -> String {
+    "–".to_string()
+}
+
+/// A table as every renderer shows it: Markdown and HTML differ only in markup.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    /// Column titles (units in brackets) and whether the column holds numbers (aligned right).
+    pub columns: Vec<(&'static str, bool)>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(columns: &[(&'static str, bool)], rows: Vec<Vec<String>>) -> Table {
+        Table {
+            columns: columns.to_vec(),
+            rows,
+        }
+    }
+}
+
 impl Summary {
     /// Read what reports need from `doc`; `origin` names it in errors.
     /// The line under a section's title: host, time, target (`quote` formats the target
@@ -274,6 +306,89 @@ impl Summary {
         }
         s.context = ctx;
         Ok(s)
+    }
+
+    /// The facts that change what a number means (links aside: the path shows them);
+    /// `None` when there are none.
+    pub fn context_table(&self) -> Option<Table> {
+        let rows: Vec<Vec<String>> = self
+            .context
+            .iter()
+            .filter(|(k, _)| !k.starts_with("link "))
+            .map(|(k, v)| vec![k.clone(), v.clone()])
+            .collect();
+        (!rows.is_empty()).then(|| Table::new(&[("Context", false), ("Value", false)], rows))
+    }
+
+    /// Per test: measured, spread, ceiling, efficiency and the kernel's cross-check.
+    pub fn throughput_table(&self) -> Table {
+        let ceiling = self
+            .ceiling
+            .as_ref()
+            .map(|c| mb(c.mb_s))
+            .unwrap_or_else(dash);
+        let rows = self
+            .tests
+            .iter()
+            .map(|t| {
+                vec![
+                    t.name.clone(),
+                    mb(t.measured_mb_s),
+                    t.spread().map(mb).unwrap_or_else(dash),
+                    ceiling.clone(),
+                    t.efficiency.map(percent).unwrap_or_else(dash),
+                    t.cross_check_percent
+                        .map(|p| format!("{p:+.2} %"))
+                        .unwrap_or_else(dash),
+                ]
+            })
+            .collect();
+        Table::new(
+            &[
+                ("Test", false),
+                ("Measured (MB/s)", true),
+                ("Spread (MB/s)", true),
+                ("Ceiling (MB/s)", true),
+                ("Efficiency", true),
+                ("Kernel count vs engine", true),
+            ],
+            rows,
+        )
+    }
+
+    /// Per latency thread: cyclictest's columns plus p99 and missed periods.
+    pub fn latency_table(&self) -> Table {
+        let rows = self
+            .threads
+            .iter()
+            .map(|t| {
+                vec![
+                    t.name.clone(),
+                    t.cpu.map(|c| c.to_string()).unwrap_or_else(dash),
+                    t.count.to_string(),
+                    format!("{:.0}", t.min_us),
+                    format!("{:.1}", t.avg_us),
+                    format!("{:.0}", t.max_us),
+                    t.p99_us
+                        .map(|p| p.to_string())
+                        .unwrap_or_else(|| "overflow".into()),
+                    t.missed.to_string(),
+                ]
+            })
+            .collect();
+        Table::new(
+            &[
+                ("Thread", false),
+                ("CPU", false),
+                ("Samples", false),
+                ("Min (us)", true),
+                ("Avg (us)", true),
+                ("Max (us)", true),
+                ("p99 (us)", true),
+                ("Missed (periods)", true),
+            ],
+            rows,
+        )
     }
 
     /// The one number a history listing shows: the first test's MB/s or the worst
