@@ -42,12 +42,9 @@ impl Default for AuditArgs {
     }
 }
 
-/// The audit's JSON document.
+/// The audit's JSON body (`output::print_result` puts the envelope in front of it).
 #[derive(Serialize)]
 struct AuditDocument<'a> {
-    schema_version: u32,
-    kind: &'static str,
-    tool: crate::output::Tool,
     source: Source,
     pci: &'a PciAudit,
     system: Option<&'a SystemContext>,
@@ -129,9 +126,6 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
         crate::output::print_result(
             "audit",
             &AuditDocument {
-                schema_version: 1,
-                kind: "audit",
-                tool: crate::output::Tool::this(),
                 source,
                 pci: &audit,
                 system: inventories.as_ref().map(|i| &i.system),

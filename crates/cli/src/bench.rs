@@ -198,11 +198,9 @@ struct StressRecord {
     stop: Option<StopReport>,
 }
 
-/// The `--json` document.
+/// The `--json` body (`output::print_result` puts the envelope in front of it).
 #[derive(Debug, Serialize)]
 struct LatencyDocument<'a> {
-    schema_version: u32,
-    kind: &'static str,
     config: &'a Config,
     /// When the measurement started (Unix time, ms): spike and window times are relative
     /// to it.
@@ -488,8 +486,6 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     let irqs_after = system::read_irq_counts(&root).ok().flatten();
     let findings = findings(&config, &context, &measurement, irqs_after.as_deref());
     let document = LatencyDocument {
-        schema_version: 1,
-        kind: "latency",
         config: &config,
         started_unix_ms,
         notes: &notes,

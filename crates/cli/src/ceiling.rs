@@ -308,11 +308,9 @@ pub fn run(global: &GlobalArgs, args: &CeilingArgs) -> anyhow::Result<ExitCode> 
     }
 }
 
-/// The JSON document: every rate in bytes per second.
+/// The JSON body, every rate in bytes per second (`output::print_result` adds the envelope).
 #[derive(Serialize)]
 struct Document<T: Serialize> {
-    schema_version: u32,
-    kind: &'static str,
     link: &'static str,
     /// Always "B/s": `--unit` only changes the printed tables.
     rate_unit: &'static str,
@@ -324,8 +322,6 @@ fn print_document<T: Serialize>(link: &'static str, body: T) -> anyhow::Result<E
     crate::output::print_result(
         "ceiling",
         &Document {
-            schema_version: 1,
-            kind: "ceiling",
             link,
             rate_unit: "B/s",
             body,

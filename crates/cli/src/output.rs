@@ -78,22 +78,6 @@ impl Style {
     }
 }
 
-/// The tool's identity in every JSON document.
-#[derive(serde::Serialize, Debug, Clone)]
-pub struct Tool {
-    pub name: &'static str,
-    pub version: &'static str,
-}
-
-impl Tool {
-    pub fn this() -> Self {
-        Tool {
-            name: "headroom",
-            version: env!("CARGO_PKG_VERSION"),
-        }
-    }
-}
-
 /// Print a command's result as a result document (`report::document`): the common envelope
 /// (`schema_version`, `kind`, `tool`, `created`, `host`) with `body`'s fields beside it. A
 /// `schema_version`, `kind` or `tool` field in `body` is replaced by the envelope's.

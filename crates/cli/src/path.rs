@@ -25,11 +25,9 @@ pub struct PathArgs {
     pub root: PathBuf,
 }
 
+/// The JSON body (`output::print_result` puts the envelope in front of it).
 #[derive(Serialize)]
 struct PathDocument<'a> {
-    schema_version: u32,
-    kind: &'static str,
-    tool: crate::output::Tool,
     root: &'a std::path::Path,
     path: &'a TargetPath,
 }
@@ -51,9 +49,6 @@ pub fn run(global: &GlobalArgs, args: &PathArgs) -> anyhow::Result<ExitCode> {
         crate::output::print_result(
             "path",
             &PathDocument {
-                schema_version: 1,
-                kind: "path",
-                tool: crate::output::Tool::this(),
                 root: &args.root,
                 path: &path,
             },
