@@ -173,7 +173,7 @@ impl Config {
                 return Err(ConfigError(format!(
                     "CPU {bad} does not exist or is not available to this process \
                      (available: {}); choose CPUs from that list with -a/--affinity",
-                    format_cpus(available)
+                    model::units::format_cpu_list(available)
                 )));
             }
         }
@@ -197,11 +197,6 @@ impl Config {
         }
         Ok(())
     }
-}
-
-fn format_cpus(cpus: &[u32]) -> String {
-    let v: Vec<String> = cpus.iter().map(u32::to_string).collect();
-    v.join(",")
 }
 
 /// A configuration the machine cannot run, in one sentence.
@@ -1136,7 +1131,7 @@ mod tests {
             ..cfg()
         });
         assert!(
-            e.contains("CPU 7 does not exist") && e.contains("available: 0,1"),
+            e.contains("CPU 7 does not exist") && e.contains("available: 0-1"),
             "{e}"
         );
         assert!(cfg().validate(&avail).is_ok());

@@ -16,6 +16,7 @@
 //! checks the whole mapping each pass (memory traffic), stress writes a byte per page
 //! (page faults).
 
+use model::units::{format_bytes_binary, parse_size};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -82,36 +83,11 @@ impl StressSpec {
             parts.push(format!(
                 "{} vm ({} each)",
                 self.vm,
-                format_bytes(self.vm_bytes_per_worker)
+                format_bytes_binary(self.vm_bytes_per_worker)
             ));
         }
         parts.join(", ")
     }
-}
-
-fn format_bytes(b: u64) -> String {
-    if b >= 1 << 30 && b % (1 << 30) == 0 {
-        format!("{} GiB", b >> 30)
-    } else if b >= 1 << 20 && b % (1 << 20) == 0 {
-        format!("{} MiB", b >> 20)
-    } else if b >= 1 << 10 && b % (1 << 10) == 0 {
-        format!("{} KiB", b >> 10)
-    } else {
-        format!("{b} B")
-    }
-}
-
-/// Parse a size with stress-ng's suffixes (b, k, m, g; binary multiples).
-pub fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (num, mult) = match s.chars().last()?.to_ascii_lowercase() {
-        'b' => (&s[..s.len() - 1], 1u64),
-        'k' => (&s[..s.len() - 1], 1 << 10),
-        'm' => (&s[..s.len() - 1], 1 << 20),
-        'g' => (&s[..s.len() - 1], 1 << 30),
-        _ => (s, 1),
-    };
-    num.parse::<u64>().ok()?.checked_mul(mult)
 }
 
 fn count(key: &str, v: &str) -> Result<u32, String> {
@@ -151,12 +127,12 @@ fn finish(
     } else if divided {
         format!(
             "stress-ng semantics: vm-bytes {} divided across {vm} vm worker(s)",
-            format_bytes(given)
+            format_bytes_binary(given)
         )
     } else {
         format!(
             "stress semantics: vm-bytes {} for each of {vm} vm worker(s)",
-            format_bytes(given)
+            format_bytes_binary(given)
         )
     };
     Ok(StressSpec {
@@ -192,10 +168,7 @@ fn parse_pairs(s: &str) -> Result<StressSpec, String> {
             "vm" | "m" => vm = count("vm", v)?,
             "cpu-load" | "l" => load = load_pct(v)?,
             "vm-bytes" => {
-                bytes = Some(
-                    parse_size(v)
-                        .ok_or_else(|| format!("vm-bytes={v}: expected a size like 4M or 256M"))?,
-                )
+                bytes = Some(parse_size(v).map_err(|why| format!("vm-bytes={v}: {why}"))?)
             }
             other => {
                 return Err(format!(
@@ -239,9 +212,7 @@ fn parse_command(args: Vec<&str>, stress_ng: bool) -> Result<StressSpec, String>
             "-l" | "--cpu-load" if stress_ng => load = load_pct(value()?)?,
             "--vm-bytes" => {
                 let v = value()?;
-                bytes = Some(
-                    parse_size(v).ok_or_else(|| format!("{tool} --vm-bytes {v}: not a size"))?,
-                )
+                bytes = Some(parse_size(v).map_err(|why| format!("{tool} --vm-bytes {v}: {why}"))?)
             }
             "-t" | "--timeout" => {
                 value()?;
@@ -622,10 +593,21 @@ mod tests {
         assert!(StressSpec::parse("vm=1,vm-bytes=1")
             .unwrap_err()
             .contains("4K to 64G"));
-        assert_eq!(parse_size("4k"), Some(4096));
-        assert_eq!(parse_size("1G"), Some(1 << 30));
-        assert_eq!(parse_size("12"), Some(12));
-        assert_eq!(parse_size("M"), None);
+        // Sizes read as in every other command (model::units): 4k = 4KB = 4 KiB.
+        for s in [
+            "vm=1,vm-bytes=4k",
+            "vm=1,vm-bytes=4KB",
+            "stress-ng --vm 1 --vm-bytes 4KiB",
+        ] {
+            assert_eq!(
+                StressSpec::parse(s).unwrap().vm_bytes_per_worker,
+                4096,
+                "{s}"
+            );
+        }
+        assert!(StressSpec::parse("vm=1,vm-bytes=M")
+            .unwrap_err()
+            .contains("vm-bytes=M: not a size"));
     }
 
     #[test]

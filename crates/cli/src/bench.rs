@@ -147,29 +147,11 @@ pub struct LatencyArgs {
     pub help: Option<bool>,
 }
 
-/// `10s`, `5m`, `2h`, `1d`, `500ms`; a bare number is seconds (cyclictest's `-D`).
-/// Case-insensitive, as reports write `-D8H`.
+/// `10s`, `5m`, `2h`, `1d`, `500ms`; a bare number is seconds (cyclictest's `-D`);
+/// case-insensitive, as reports write `-D8H`. The one parser of every command
+/// (`model::units::parse_duration`), as clap's value parser.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration (examples: 10s, 5m, 2h, 1d)"))?;
-    let secs = match unit {
-        "" | "s" => Some(n),
-        "m" | "min" => n.checked_mul(60),
-        "h" => n.checked_mul(3600),
-        "d" => n.checked_mul(86_400),
-        "ms" => return Ok(Duration::from_millis(n)),
-        _ => {
-            return Err(format!(
-                "{s:?}: unknown unit {unit:?} (use ms, s, m, h or d)"
-            ))
-        }
-    };
-    secs.map(Duration::from_secs)
-        .ok_or_else(|| format!("{s:?} is too long"))
+    model::units::parse_duration(s).map_err(|why| format!("{s:?}: {why}"))
 }
 
 pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<ExitCode> {

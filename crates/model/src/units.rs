@@ -1,4 +1,5 @@
 //! Units. headroom follows fio and the seed documents: MB = 10^6 bytes, MiB = 2^20 bytes.
+//! Every command parses sizes, durations, rates and CPU lists with the functions below.
 //! The two are never mixed silently: every rate is kept in bytes per second (`f64`) and only
 //! converted when printed, with the unit named.
 
@@ -78,9 +79,285 @@ fn sig4(v: f64) -> String {
     format!("{v:.decimals$}")
 }
 
+// ---- parsing what users type: sizes, durations, rates, CPU lists ----
+//
+// One parser per kind for every command, so `--bs 4k`, `--size 1.5G`, `vm-bytes=4M`,
+// `--runtime 1h` and `-D 2h` read the same everywhere. Each returns the reason a value was
+// refused (without the flag's name: the caller puts `--flag VALUE:` in front).
+
+/// Bytes of a size suffix, case-insensitive. The rule (fio's default `kb_base=1024`, which
+/// stress-ng and CrystalDiskMark share): `K`, `KB` and `KiB` are 2^10 bytes, `M`/`MB`/`MiB`
+/// 2^20, `G` 2^30, `T` 2^40, `P` 2^50; `B` or nothing is bytes. fio's compatibility mode
+/// reads `KiB` as 10^3 (fio HOWTO, "kb_base"), which nobody typing KiB means: here every
+/// spelling of a prefix is binary, and the help says so.
+fn size_multiplier(unit: &str) -> Option<u64> {
+    Some(match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        "p" | "pb" | "pib" => 1 << 50,
+        _ => return None,
+    })
+}
+
+/// Split `12.5ms` into `("12.5", "ms")`; surrounding blanks and a blank between are ignored.
+fn split_number(s: &str) -> (&str, &str) {
+    let t = s.trim();
+    let at = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (n, u) = t.split_at(at);
+    (n, u.trim())
+}
+
+/// A non-negative decimal number (`12`, `1.5`, `.5`); no sign, no exponent.
+fn parse_decimal(n: &str) -> Option<f64> {
+    if n.is_empty() || n == "." || n.matches('.').count() > 1 {
+        return None;
+    }
+    n.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0)
+}
+
+/// A size in bytes: `4096`, `4k`, `4K`, `4KB`, `4KiB`, `1m`, `64M`, `1.5G` (binary multiples,
+/// see [`size_multiplier`]). A fraction is allowed as fio allows it (`1.5G` =
+/// 1610612736 bytes); the product must be a whole number of bytes (`0.3k` is refused).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let (num, unit) = split_number(s);
+    let Some(mult) = size_multiplier(unit) else {
+        return Err(format!(
+            "unknown unit {unit:?}; use K, M, G or T (each 1024 times the one before; KB and \
+             KiB mean the same) or a number of bytes"
+        ));
+    };
+    let Some(v) = parse_decimal(num) else {
+        return Err(
+            "not a size; write a number with an optional K, M, G or T (4k, 64M, 1.5G)".into(),
+        );
+    };
+    let bytes = v * mult as f64;
+    if bytes >= u64::MAX as f64 {
+        return Err("too large".into());
+    }
+    if bytes.fract() != 0.0 {
+        return Err(format!(
+            "{bytes} is not a whole number of bytes; write it in a smaller unit"
+        ));
+    }
+    Ok(bytes as u64)
+}
+
+/// Seconds in a duration unit, case-insensitive (cyclictest's `-D8H`): `d`, `h`, `m`/`min`,
+/// `s`/`sec`, `ms`/`msec`, `us`/`usec` (fio's time suffixes); nothing means seconds, as in
+/// fio's `runtime` and cyclictest's `-D`.
+fn seconds_per(unit: &str) -> Option<f64> {
+    Some(match unit.to_ascii_lowercase().as_str() {
+        "" | "s" | "sec" => 1.0,
+        "ms" | "msec" => 1e-3,
+        "us" | "usec" => 1e-6,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        "d" => 86_400.0,
+        _ => return None,
+    })
+}
+
+/// The longest duration accepted: a year, a bound against typos (`--runtime 1000000d`).
+pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(366 * 86_400);
+
+/// A duration: `10`, `10s`, `2.5s`, `500ms`, `250us`, `5m`, `1h`, `2d` (see [`seconds_per`]).
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let (num, unit) = split_number(s);
+    let Some(per) = seconds_per(unit) else {
+        return Err(format!("unknown unit {unit:?}; use us, ms, s, m, h or d"));
+    };
+    let Some(v) = parse_decimal(num) else {
+        return Err(
+            "not a duration; write a number with an optional unit (10s, 500ms, 5m, 2h, 1d)".into(),
+        );
+    };
+    std::time::Duration::try_from_secs_f64(v * per)
+        .ok()
+        .filter(|d| *d <= MAX_DURATION)
+        .ok_or_else(|| "too long (at most 366 days)".to_string())
+}
+
+/// A bit rate in bits per second, as iperf3's `-b`: `100M`, `1.5G`, `800k`, `1000000`
+/// (decimal multiples: K = 10^3, M = 10^6, G = 10^9, T = 10^12, as networks count bits;
+/// iperf3's unit_atof_rate). A trailing `bit/s`, `bps` or `b/s` is allowed.
+pub fn parse_bit_rate(s: &str) -> Result<f64, String> {
+    let (num, unit) = split_number(s);
+    let lower = unit.to_ascii_lowercase();
+    let prefix = ["bit/s", "bps", "b/s", "bit"]
+        .iter()
+        .find_map(|suffix| lower.strip_suffix(suffix))
+        .unwrap_or(&lower);
+    let mult = match prefix {
+        "" => 1.0,
+        "k" => 1e3,
+        "m" => 1e6,
+        "g" => 1e9,
+        "t" => 1e12,
+        _ => {
+            return Err(format!(
+                "unknown unit {unit:?}; use K, M, G or T (bits per second, 10^3 steps)"
+            ))
+        }
+    };
+    parse_decimal(num)
+        .map(|v| v * mult)
+        .ok_or_else(|| "not a rate; write a number with an optional K, M or G (100M, 1.5G)".into())
+}
+
+/// A kernel CPU list (`0-3,8,10-11`, Documentation/admin-guide/kernel-parameters.rst "cpu
+/// lists"), sorted and without duplicates. An empty string is an empty list; anything
+/// malformed is `None`.
+pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
+    let s = s.trim();
+    let mut cpus = Vec::new();
+    if s.is_empty() {
+        return Some(cpus);
+    }
+    for part in s.split(',') {
+        let part = part.trim();
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                // Bounded: no real machine has more than 64k CPUs.
+                if b < a || b - a > 65_536 {
+                    return None;
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(part.parse().ok()?),
+        }
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Some(cpus)
+}
+
+/// A CPU list in the kernel's compact form (`0-3,8`), as /sys/devices/system/cpu/online
+/// writes it. `cpus` need not be sorted.
+pub fn format_cpu_list(cpus: &[u32]) -> String {
+    let mut sorted = cpus.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let start = sorted[i];
+        let mut end = start;
+        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
+            i += 1;
+            end = sorted[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(",")
+}
+
+/// A byte count with the largest binary unit that divides it exactly: `4 KiB`, `256 MiB`,
+/// `1 GiB`, `1536 B`... (`1536` is `3 x 512`: `1.5 KiB` would hide that it is not 2^n).
+pub fn format_bytes_binary(b: u64) -> String {
+    for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if b >= 1 << shift && b % (1 << shift) == 0 {
+            return format!("{} {unit}", b >> shift);
+        }
+    }
+    format!("{b} B")
+}
+
+/// A byte count as fio and CrystalDiskMark write block sizes in test names: `1M`, `128K`,
+/// `4K`, `512` (binary multiples, no space).
+pub fn size_label(b: u64) -> String {
+    for (shift, unit) in [(30, "G"), (20, "M"), (10, "K")] {
+        if b >= 1 << shift && b % (1 << shift) == 0 {
+            return format!("{}{unit}", b >> shift);
+        }
+    }
+    b.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_read_as_fio_reads_them() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        for s in ["4k", "4K", "4KB", "4kb", "4KiB", " 4k "] {
+            assert_eq!(parse_size(s), Ok(4096), "{s}");
+        }
+        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        // fio: size=1.5G is 1.5 * 2^30 bytes.
+        assert_eq!(parse_size("1.5G"), Ok(1_610_612_736));
+        assert_eq!(parse_size("0.5k"), Ok(512));
+        assert_eq!(parse_size("2t"), Ok(2 << 40));
+        assert!(parse_size("0.3k").unwrap_err().contains("whole number"));
+        assert!(parse_size("4x").unwrap_err().contains("unknown unit"));
+        for bad in ["", "k", "-1", "1..5G", "1e3", "."] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+        assert!(parse_size("100000000P").unwrap_err().contains("too large"));
+    }
+
+    #[test]
+    fn durations_take_fio_and_cyclictest_units() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2.5s"), Ok(Duration::from_millis(2500)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("8H"), Ok(Duration::from_secs(28_800)));
+        assert_eq!(parse_duration("1d"), Ok(Duration::from_secs(86_400)));
+        assert!(parse_duration("2x").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("h").is_err());
+        assert!(parse_duration("-1").is_err());
+        assert!(parse_duration("1000d").unwrap_err().contains("too long"));
+    }
+
+    #[test]
+    fn bit_rates_are_decimal() {
+        assert_eq!(parse_bit_rate("100M"), Ok(100e6));
+        assert_eq!(parse_bit_rate("1.5G"), Ok(1.5e9));
+        assert_eq!(parse_bit_rate("800kbit/s"), Ok(800e3));
+        assert_eq!(parse_bit_rate("1000"), Ok(1000.0));
+        assert!(parse_bit_rate("1Q").is_err());
+    }
+
+    #[test]
+    fn cpu_lists_round_trip_in_the_kernel_form() {
+        assert_eq!(
+            parse_cpu_list("0-3,8,10-11"),
+            Some(vec![0, 1, 2, 3, 8, 10, 11])
+        );
+        assert_eq!(parse_cpu_list("\n"), Some(vec![]));
+        assert_eq!(parse_cpu_list("3-1"), None);
+        assert_eq!(parse_cpu_list("a"), None);
+        assert_eq!(format_cpu_list(&[0, 1, 2, 3]), "0-3");
+        assert_eq!(format_cpu_list(&[8, 0, 1, 10, 11, 3]), "0-1,3,8,10-11");
+        assert_eq!(format_cpu_list(&[]), "");
+    }
+
+    #[test]
+    fn byte_counts_in_binary_units() {
+        assert_eq!(format_bytes_binary(4096), "4 KiB");
+        assert_eq!(format_bytes_binary(256 << 20), "256 MiB");
+        assert_eq!(format_bytes_binary(1536), "1536 B");
+        assert_eq!(size_label(1 << 20), "1M");
+        assert_eq!(size_label(128 << 10), "128K");
+        assert_eq!(size_label(512), "512");
+    }
 
     #[test]
     fn mb_and_mib_differ_as_documented() {

@@ -359,53 +359,8 @@ pub fn preemption_model(
     }
 }
 
-/// Parse a kernel CPU list (`0-3,8,10-11`, Documentation/admin-guide/kernel-parameters.rst
-/// "cpu lists"). An empty string is an empty list; anything malformed is `None`.
-pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
-    let s = s.trim();
-    let mut cpus = Vec::new();
-    if s.is_empty() {
-        return Some(cpus);
-    }
-    for part in s.split(',') {
-        let part = part.trim();
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
-                // Bounded: no real machine has more than 64k CPUs.
-                if b < a || b - a > 65_536 {
-                    return None;
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(part.parse().ok()?),
-        }
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Some(cpus)
-}
-
-/// Format a CPU list compactly (`0-3,8`).
-pub fn format_cpu_list(cpus: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        out.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    out.join(",")
-}
+// CPU lists are parsed and written by one pair of functions for every command.
+pub use model::units::{format_cpu_list, parse_cpu_list};
 
 /// Parse `/proc/cmdline`. Only the kernel's own part counts: words after ` -- ` go to init.
 pub fn parse_cmdline(raw: &str) -> Cmdline {
