@@ -10,17 +10,22 @@ use clap::Args;
 use probe::path::TargetPath;
 use probe::sysfs::{read_attr, SysRoot};
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Exit code after Ctrl-C, as shells report a process ended by SIGINT (128 + 2).
 const EXIT_INTERRUPTED: u8 = 130;
+/// Exit code after SIGTERM (128 + 15).
+const EXIT_TERMINATED: u8 = 143;
+/// A bad value on the command line, as clap exits for a bad flag.
+const EXIT_USAGE: u8 = 2;
 
 #[derive(Args, Debug, Clone)]
 #[command(
-    after_help = "Sizes are binary as in fio: 4k = 4096 bytes, 1M = 1 MiB, 1G = 1 GiB. \
+    after_help = "Sizes are binary as in fio: 4k = 4KB = 4KiB = 4096 bytes, 1M = 1 MiB, 1.5G = \
+1.5 GiB. Times: 10 (seconds), 2.5s, 500ms, 5m, 1h. \
 Rates are printed in MB/s (10^6 B/s) and MiB/s (2^20 B/s).\n\
 Examples:\n  headroom bench disk /mnt/nvme --profile cdm\n  \
 headroom bench disk /media/usb --profile dd --size 256M\n  \
@@ -28,7 +33,8 @@ headroom bench disk /mnt/x --rw randread --bs 4k --qd 32 --runtime 10"
 )]
 pub struct DiskArgs {
     /// A directory (headroom creates and removes its own test file there), a new file name, an
-    /// existing file (read as is; written only with --overwrite), or a block device (read-only
+    /// existing file (read as is; written only with --overwrite), or a block device by name
+    /// (`loop0`) or node (`/dev/loop0`) (read-only
     /// unless --destructive).
     pub path: PathBuf,
 
@@ -113,12 +119,20 @@ pub struct DiskArgs {
 
 impl DiskArgs {
     fn overrides(&self) -> Result<profiles::Overrides, DiskError> {
+        let bad =
+            |f: &str, v: &str, why: String| DiskError::BadParameter(format!("{f} {v}: {why}"));
         let size = |f: &str, v: &Option<String>| {
-            v.as_deref().map(|s| profiles::parse_size(f, s)).transpose()
+            v.as_deref()
+                .map(|s| model::units::parse_size(s).map_err(|why| bad(f, s, why)))
+                .transpose()
         };
         let time = |f: &str, v: &Option<String>| {
             v.as_deref()
-                .map(|s| profiles::parse_duration(f, s))
+                .map(|s| {
+                    model::units::parse_duration(s)
+                        .map(|d| d.as_secs_f64())
+                        .map_err(|why| bad(f, s, why))
+                })
                 .transpose()
         };
         Ok(profiles::Overrides {
@@ -141,7 +155,54 @@ impl DiskArgs {
     }
 }
 
+/// `headroom bench disk`: a bad value (`--bs 3`, `--output` in a missing directory) is a usage
+/// error, exit 2, as everywhere else; a target that cannot be used, exit 1.
 pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode> {
+    match disk_command(global, args) {
+        Err(e) if is_usage_error(&e) => {
+            eprintln!("headroom: error: {e:#}");
+            Ok(ExitCode::from(EXIT_USAGE))
+        }
+        other => other,
+    }
+}
+
+fn is_usage_error(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<DiskError>(),
+        Some(DiskError::BadParameter(_))
+    ) || e.downcast_ref::<crate::output::OutputUnusable>().is_some()
+}
+
+/// The file or device `given` names for a benchmark, by the rules of `headroom path`
+/// (`probe::path::classify`): a bare block device name is the device's /dev node, a path
+/// under /dev that is not a block device is refused, an interface is not a disk.
+fn disk_target(root: &SysRoot, given: &Path) -> anyhow::Result<PathBuf> {
+    use probe::path::Target;
+    match probe::path::classify(root, given).map_err(DiskError::Target)? {
+        Target::BlockDevice(name) if !given.to_string_lossy().contains('/') => {
+            let node = Path::new("/dev").join(&name);
+            if node.exists() {
+                Ok(node)
+            } else {
+                Err(DiskError::Target(format!(
+                    "{name} is a block device without a node in /dev ({} is missing): give the \
+                     path of its node",
+                    node.display()
+                ))
+                .into())
+            }
+        }
+        Target::Interface(name) => Err(DiskError::Target(format!(
+            "{name} is a network interface, not a disk: give a directory, a file or a block \
+             device"
+        ))
+        .into()),
+        _ => Ok(given.to_path_buf()),
+    }
+}
+
+fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let profile = match &args.profile {
         Some(p) => Profile::parse(p)?,
@@ -150,10 +211,20 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     let overrides = args.overrides()?;
     let (engine, engine_note) = disk::choose_engine(&args.engine)?;
     let (parameters, tests) = profiles::build(profile, &overrides, engine.name(), cpus)?;
+    // A result that cannot be written is known now, not after the whole benchmark.
+    args.keep.check_output()?;
 
     // Where the target lives, at the block level; holds matter only for a device.
-    let insp = target::inspect(&args.path)?;
     let root = SysRoot::new("/");
+    let given = disk_target(&root, &args.path)?;
+    let insp = target::inspect(&given)?;
+    if insp.file != insp.given {
+        // A directory: the test files of runs that were killed (SIGKILL, a crash) are removed.
+        let dir = insp.given.clone();
+        for removed in target::remove_stale_files(&dir) {
+            eprintln!("headroom: {removed}");
+        }
+    }
     let (device, device_note) = match probe::block::by_number(&root, insp.dev.0, insp.dev.1) {
         Ok(Some(d)) => (Some(d), None),
         Ok(None) => (
@@ -176,11 +247,22 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         _ => Vec::new(),
     };
 
+    // SIGINT and SIGTERM both stop the run; `term` tells which came, for the exit code.
     let stop = Arc::new(AtomicBool::new(false));
+    let term = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))
             .context("cannot install the Ctrl-C handler that removes the test file")?;
     }
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&term))
+        .context("cannot install the SIGTERM handler that removes the test file")?;
+    let interrupted_code = || {
+        if term.load(Ordering::Relaxed) {
+            ExitCode::from(EXIT_TERMINATED)
+        } else {
+            ExitCode::from(EXIT_INTERRUPTED)
+        }
+    };
     let live = std::io::stderr().is_terminal();
     let fill_progress = |done: u64, total: u64| {
         if live && (done == total || done % (64 << 20) == 0) {
@@ -209,7 +291,10 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     );
     let target = match prepared {
         Ok(t) => t,
-        Err(DiskError::Interrupted) => return Ok(interrupted(live)),
+        Err(DiskError::Interrupted) => {
+            interrupted_before_measuring(live);
+            return Ok(interrupted_code());
+        }
         Err(e) => return Err(e.into()),
     };
     let progress = |p: &Progress| {
@@ -228,10 +313,14 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     };
     // Measured / ceiling: the path from the target to the CPU and its bottleneck link,
     // resolved once the test file exists.
-    let path = probe::path::resolve(&root, &args.path, &probe::pci::audit_sysfs(&root));
-    let ceiling = path_ceiling(&path);
+    let path = probe::path::resolve(&root, &given, &probe::pci::audit_sysfs(&root));
+    let ceiling = match &path {
+        Ok(p) => path_ceiling(p),
+        Err(why) => Err(why.clone()),
+    };
+    let path = path.ok();
     // Write after each test, atomically: an interrupted run keeps what it measured.
-    let output_failed = std::sync::atomic::AtomicBool::new(false);
+    let output_failed = AtomicBool::new(false);
     let write_partial = |partial: &disk::DiskResult| {
         if let Some(out) = &args.keep.output {
             let mut partial = partial.clone();
@@ -240,10 +329,10 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
             }
             let doc = DiskDocument {
                 result: &partial,
-                path: Some(&path),
+                path: path.as_ref(),
             };
             if let Err(e) = crate::output::write_result(out, "disk", &doc) {
-                if !output_failed.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                if !output_failed.swap(true, Ordering::Relaxed) {
                     eprintln!("headroom: warning: {e:#}");
                 }
             }
@@ -265,7 +354,10 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     }
     let mut result = match outcome {
         Ok(r) => r,
-        Err(DiskError::Interrupted) => return Ok(interrupted(live)),
+        Err(DiskError::Interrupted) => {
+            interrupted_before_measuring(live);
+            return Ok(interrupted_code());
+        }
         Err(e) => return Err(e.into()),
     };
     if let Some(n) = engine_note {
@@ -279,32 +371,43 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     }
     let doc = DiskDocument {
         result: &result,
-        path: Some(&path),
+        path: path.as_ref(),
     };
-    if !result.tests.is_empty() {
-        args.keep.keep("disk", &doc)?;
-    }
+    // The results reach stdout first: whatever happens to --output or the history after.
     if global.json {
         crate::output::print_result("disk", &doc)?;
     } else {
         print!("{}", render(&result, &Style::new(global.use_color())));
     }
+    let kept = if result.tests.is_empty() {
+        Ok(())
+    } else {
+        args.keep.keep("disk", &doc)
+    };
     if result.interrupted {
         eprintln!(
             "headroom: interrupted: the results above are those measured before the stop; the \
              test file headroom created was removed"
         );
-        return Ok(ExitCode::from(130));
+    }
+    if let Err(e) = kept {
+        eprintln!("headroom: error: {e:#}");
+        return Ok(ExitCode::from(1));
+    }
+    if result.interrupted {
+        return Ok(interrupted_code());
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn interrupted(live: bool) -> ExitCode {
+fn interrupted_before_measuring(live: bool) {
     if live {
         eprint!("\r\x1b[K");
     }
-    eprintln!("headroom: interrupted: stopped at once; the test file headroom created was removed");
-    ExitCode::from(EXIT_INTERRUPTED)
+    eprintln!(
+        "headroom: interrupted before anything was measured; the test file headroom created \
+         was removed"
+    );
 }
 
 /// The machine facts printed beside the numbers, from `probe::system` (and the host name).

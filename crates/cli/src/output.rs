@@ -97,11 +97,29 @@ pub fn write_result<T: serde::Serialize>(
     kind: &str,
     body: &T,
 ) -> anyhow::Result<()> {
-    use anyhow::Context;
     let doc = report::document::wrap(kind, env!("CARGO_PKG_VERSION"), body)?;
-    doc.write(path)
-        .with_context(|| format!("cannot write the result to {}", path.display()))
+    // WriteError's sentence already names the file and the OS's reason; a context on top
+    // would print the reason twice ("Is a directory (os error 21): Is a directory ...").
+    doc.write(path).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot write the result to {}: {}",
+            path.display(),
+            e.source
+        )
+    })
 }
+
+/// `--output` cannot be written: found before a benchmark runs (a usage error).
+#[derive(Debug)]
+pub struct OutputUnusable(pub String);
+
+impl std::fmt::Display for OutputUnusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for OutputUnusable {}
 
 /// Keep a result document of `kind` in the history database (`db`, or the default one);
 /// returns its id.
@@ -135,15 +153,68 @@ pub struct KeepArgs {
 impl KeepArgs {
     /// Write `--output` and save to the history as asked; a history failure is a warning,
     /// not a lost run.
+    /// The history keeps the result even when `--output` fails; that failure is returned.
     pub fn keep<T: serde::Serialize>(&self, kind: &str, body: &T) -> anyhow::Result<()> {
-        if let Some(path) = &self.output {
-            write_result(path, kind, body)?;
-        }
+        let written = match &self.output {
+            Some(path) => write_result(path, kind, body),
+            None => Ok(()),
+        };
         if !self.no_save {
             if let Err(e) = save_result(kind, body, self.db.as_deref()) {
                 eprintln!("headroom: warning: the result was not kept in the history: {e:#}");
             }
         }
-        Ok(())
+        written
+    }
+
+    /// Whether `--output` can be written, checked before a benchmark so that a missing or
+    /// read-only directory does not lose a whole run: the directory exists, the name is not a
+    /// directory, and a file can be created beside it (the atomic write needs that).
+    pub fn check_output(&self) -> Result<(), OutputUnusable> {
+        let Some(path) = &self.output else {
+            return Ok(());
+        };
+        let show = path.display();
+        if path.is_dir() {
+            return Err(OutputUnusable(format!(
+                "--output {show} is a directory: give a file name, e.g. {}",
+                path.join("run.json").display()
+            )));
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        if !dir.is_dir() {
+            return Err(OutputUnusable(format!(
+                "--output {show}: the directory {} does not exist; create it or choose another \
+                 place",
+                dir.display()
+            )));
+        }
+        let probe = dir.join(format!(".headroom-output-check.{}", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&probe)
+        {
+            Ok(_) => {
+                let _ = std::fs::remove_file(&probe);
+                Ok(())
+            }
+            Err(e) => {
+                let why = match e.raw_os_error() {
+                    Some(libc::EROFS) => "its filesystem is read-only".to_string(),
+                    Some(libc::EACCES) | Some(libc::EPERM) => {
+                        "no permission to create files there".to_string()
+                    }
+                    _ => e.to_string(),
+                };
+                Err(OutputUnusable(format!(
+                    "--output {show}: cannot write in {} ({why}); choose another place",
+                    dir.display()
+                )))
+            }
+        }
     }
 }

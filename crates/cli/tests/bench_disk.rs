@@ -271,14 +271,24 @@ fn ctrl_c_removes_the_test_file() {
     );
 }
 
+/// A target that cannot be used: one sentence, exit 1.
 fn fails_with(args: &[&str], sentence: &str) {
+    fails_with_code(args, sentence, 1)
+}
+
+/// A bad value of a flag: a usage error, one sentence, exit 2 (as clap and every command).
+fn usage_error(args: &[&str], sentence: &str) {
+    fails_with_code(args, sentence, 2)
+}
+
+fn fails_with_code(args: &[&str], sentence: &str, code: i32) {
     let out = headroom()
         .args(["bench", "disk"])
         .args(args)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
     assert!(
         err.contains(sentence),
         "{args:?}: expected {sentence:?} in {err}"
@@ -290,19 +300,42 @@ fn fails_with(args: &[&str], sentence: &str) {
 fn bad_flags_get_one_clear_sentence() {
     let dir = disk_dir();
     let d = dir.path().to_str().unwrap();
-    fails_with(
+    // Every bad value is a usage error, exit 2 (issue 11 item 17; it was 1).
+    usage_error(
         &[d, "--bs", "3"],
         "--bs 3: block size must be between 512 bytes and 64 MiB",
     );
-    fails_with(
+    usage_error(
         &[d, "--qd", "0"],
         "--qd 0: queue depth must be between 1 and 1024",
     );
-    fails_with(&[d, "--bs", "4KB"], "--bs 4KB: KB/MB/GB are ambiguous");
-    fails_with(&[d, "--profile", "atto"], "--profile atto: no such profile");
-    fails_with(
+    usage_error(&[d, "--bs", "4x"], "--bs 4x: unknown unit \"x\"");
+    usage_error(
+        &[d, "--size", "0.3k"],
+        "--size 0.3k: 307.2 is not a whole number",
+    );
+    usage_error(&[d, "--runtime", "5y"], "--runtime 5y: unknown unit \"y\"");
+    usage_error(&[d, "--profile", "atto"], "--profile atto: no such profile");
+    usage_error(
+        &[d, "--engine", "libaio"],
+        "--engine libaio: no such engine",
+    );
+    usage_error(
         &[d, "--jobs", "100000"],
         "--jobs 100000: jobs must be between 1 and",
+    );
+    usage_error(
+        &[d, "--rwmixread", "101", "--rw", "randrw"],
+        "--rwmixread 101",
+    );
+    // fio ignores rwmixread without a mix; a user who gave it meant one.
+    usage_error(
+        &[d, "--rwmixread", "70"],
+        "--rwmixread 70: only a mixed workload has a read share",
+    );
+    usage_error(
+        &[d, "--rw", "randread", "--rwmixread", "70"],
+        "--rwmixread 70: only a mixed workload has a read share",
     );
     fails_with(
         &["/nonexistent/dir/file"],
@@ -582,4 +615,325 @@ fn interrupted_run_keeps_what_it_measured() {
         .assert()
         .success()
         .stdout(predicate::str::contains("disk"));
+}
+
+/// Bytes this process has read from storage so far (`read_bytes` of /proc/PID/io).
+fn read_bytes_of(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("read_bytes: ").map(str::to_string))
+        })
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Waits (bounded) until the child exits; kills it and fails after `limit`.
+fn wait_exit(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let t0 = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if t0.elapsed() > limit {
+            child.kill().unwrap();
+            panic!("headroom did not stop within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Issue 11 items 4 and 17: one test stopped by SIGINT or SIGTERM while it measures keeps the
+/// seconds it measured (as fio does), marked interrupted, on stdout, in --output and in the
+/// history; the exit code is 128 + the signal.
+#[test]
+fn single_test_interrupted_keeps_its_partial_measurement() {
+    for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let dir = disk_dir();
+        let out_dir = tempfile::tempdir().unwrap();
+        let out = out_dir.path().join("run.json");
+        let db = out_dir.path().join("history.sqlite");
+        let mut child = headroom_process()
+            .args(["--json", "bench", "disk"])
+            .arg(dir.path())
+            .args(["--rw", "randread", "--size", "16M", "--time-based"])
+            .args(["--runtime", "120", "--output"])
+            .arg(&out)
+            .arg("--db")
+            .arg(&db)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The fill only writes: once the process reads, the measured run is under way.
+        let t0 = Instant::now();
+        while read_bytes_of(child.id()) == 0 && t0.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            read_bytes_of(child.id()) > 0,
+            "the run never started reading"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        // SAFETY: sending a signal to our own child by its pid.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let status = wait_exit(&mut child, Duration::from_secs(60));
+        let mut stdout = Vec::new();
+        std::io::Read::read_to_end(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(code), "signal {sig}: {err}");
+        let doc: Value = serde_json::from_slice(&stdout).unwrap();
+        let saved: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        for d in [&doc, &saved] {
+            assert_eq!(d["interrupted"], true, "{d:#}");
+            let run = &d["tests"][0]["runs"][0];
+            assert_eq!(run["interrupted"], true, "{run:#}");
+            assert!(run["bytes"].as_u64().unwrap() > 0, "{run:#}");
+            assert!(run["seconds"].as_f64().unwrap() > 0.0, "{run:#}");
+            assert!(run["iops"].as_f64().unwrap() > 0.0, "{run:#}");
+        }
+        assert!(doc["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("was stopped after"));
+        assert!(entries(dir.path()).is_empty(), "test file left behind");
+        let listed = headroom()
+            .args(["history", "--json", "--db"])
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert!(listed.status.success());
+        assert!(
+            String::from_utf8_lossy(&listed.stdout).contains("disk"),
+            "the interrupted run is not in the history"
+        );
+    }
+}
+
+/// Issue 11 item 3: --output in a missing directory or on a read-only mount is refused before
+/// anything runs (a usage error), and a failure after the run still leaves the results on
+/// stdout and in the history.
+#[test]
+fn output_is_checked_before_the_run_and_results_are_never_lost() {
+    let dir = disk_dir();
+    let d = dir.path().to_str().unwrap();
+    usage_error(
+        &[d, "--output", "/nonexistent/dir/run.json"],
+        "--output /nonexistent/dir/run.json: the directory /nonexistent/dir does not exist",
+    );
+    usage_error(&[d, "--output", d], "is a directory: give a file name");
+    assert!(entries(dir.path()).is_empty(), "a test file was created");
+    if is_root() {
+        let ro = tempfile::tempdir().unwrap();
+        let m = ro.path().to_str().unwrap();
+        let mut cleanup = Cleanup(Vec::new());
+        sh(&["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", m]);
+        cleanup.0.push(vec!["umount".into(), m.to_string()]);
+        usage_error(
+            &[d, "--output", &format!("{m}/run.json")],
+            "its filesystem is read-only",
+        );
+    } else {
+        eprintln!("skipped the read-only mount: needs root");
+    }
+    // The directory of --output disappears during the run: the numbers still reach stdout and
+    // the history, and the error says why once, without repeating the OS's words.
+    let out_dir = tempfile::tempdir().unwrap();
+    let gone = out_dir.path().join("gone");
+    std::fs::create_dir(&gone).unwrap();
+    let db = out_dir.path().join("history.sqlite");
+    let mut child = headroom_process()
+        .args(["--json", "bench", "disk", d])
+        .args(["--rw", "randread", "--size", "8M", "--time-based"])
+        .args(["--runtime", "3", "--output"])
+        .arg(gone.join("run.json"))
+        .arg("--db")
+        .arg(&db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while entries(dir.path()).is_empty() && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::fs::remove_dir(&gone).unwrap();
+    let status = wait_exit(&mut child, Duration::from_secs(120));
+    let mut stdout = Vec::new();
+    std::io::Read::read_to_end(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    let doc: Value = serde_json::from_slice(&stdout).unwrap();
+    check_result(&doc, "io_uring", 1);
+    assert!(err.contains("cannot write the result to"), "{err}");
+    for line in err.lines() {
+        assert!(
+            line.matches("No such file or directory").count() <= 1,
+            "{err}"
+        );
+    }
+    let listed = headroom()
+        .args(["history", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("disk"));
+}
+
+/// Issue 11 item 2: a /dev path that is no block device is refused instead of benchmarking a
+/// new file on devtmpfs (RAM); a bare block device name means the device, as in `path`.
+#[test]
+fn dev_paths_must_be_block_devices_and_bare_names_mean_devices() {
+    for t in ["/dev/nvme9n9", "/dev/loop9p2"] {
+        fails_with(&[t, "--size", "1M"], "no such block device on this machine");
+        assert!(!Path::new(t).exists(), "{t} was created");
+    }
+    fails_with(&["lo"], "lo is a network interface, not a disk");
+    if !is_root() || !Path::new("/dev/loop-control").exists() {
+        eprintln!("skipped the loop device: needs root and losetup");
+        return;
+    }
+    let dir = disk_dir();
+    let img = dir.path().join("disk.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
+    let mut cleanup = Cleanup(Vec::new());
+    let dev = sh(&["losetup", "-f", "--show", img.to_str().unwrap()]);
+    cleanup
+        .0
+        .push(vec!["losetup".into(), "-d".into(), dev.clone()]);
+    let name = dev.trim_start_matches("/dev/");
+    let cwd = disk_dir();
+    let doc = json_of(
+        headroom()
+            .current_dir(cwd.path())
+            .args(["--json", "bench", "disk", name])
+            .args(["--rw", "read", "--size", "4M", "--runtime", "1"]),
+    );
+    assert_eq!(doc["target"]["kind"], "block_device");
+    assert_eq!(doc["target"]["file"], dev);
+    assert!(
+        entries(cwd.path()).is_empty(),
+        "a file named {name} was created"
+    );
+}
+
+/// Issue 11 item 5: a run killed with SIGKILL leaves its test file; the next run in that
+/// directory recognises it (its process is gone), removes it and says so. A file of a running
+/// process is never touched.
+#[test]
+fn stale_test_file_of_a_killed_run_is_removed() {
+    let dir = disk_dir();
+    let mut child = headroom_process()
+        .args(["bench", "disk"])
+        .arg(dir.path())
+        .args(["--rw", "randread", "--size", "8M", "--time-based"])
+        .args(["--runtime", "120"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while entries(dir.path()).is_empty() && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap(); // SIGKILL: no handler runs
+    child.wait().unwrap();
+    let stale = entries(dir.path());
+    assert_eq!(stale.len(), 1, "{stale:?}");
+    assert!(stale[0].starts_with(&format!("headroom-disk.{}.", child.id())));
+    // A file named for this test process, which is alive, stays.
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let start = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .to_string();
+    let live = format!("headroom-disk.{}.{start}.tmp", std::process::id());
+    std::fs::write(dir.path().join(&live), b"in use").unwrap();
+    let out = headroom()
+        .args(["bench", "disk"])
+        .arg(dir.path())
+        .args(["--size", "1M", "--runtime", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("removed {}", dir.path().join(&stale[0]).display())),
+        "{err}"
+    );
+    assert!(err.contains("killed before it could remove it"), "{err}");
+    assert_eq!(entries(dir.path()), [live]);
+}
+
+/// Issue 11 item 16: tmpfs does no block I/O, so there is no cross-check to show (not
+/// "-100.00 %"), and a file smaller than one block is not told to "raise --size".
+#[test]
+fn tmpfs_and_small_files_get_the_right_sentence() {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        let dir = tempfile::tempdir_in(shm).unwrap();
+        let doc = run_json(
+            &[
+                dir.path().to_str().unwrap(),
+                "--size",
+                "4M",
+                "--direct",
+                "0",
+                "--runtime",
+                "0.3",
+            ],
+            &[],
+        );
+        let run = &doc["tests"][0]["runs"][0];
+        assert!(
+            run["cross_check"]["proc_io_error_percent"].is_null(),
+            "{run:#}"
+        );
+        assert!(doc["notes"]
+            .to_string()
+            .contains("tmpfs keeps its files in memory and does no block I/O"));
+    } else {
+        eprintln!("skipped tmpfs: no /dev/shm");
+    }
+    let dir = disk_dir();
+    let small = dir.path().join("small.bin");
+    std::fs::write(&small, vec![1u8; 2048]).unwrap();
+    let out = headroom()
+        .args(["bench", "disk"])
+        .arg(&small)
+        .args(["--bs", "4k"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("raise --size"), "{err}");
+    assert!(err.contains("holds only 2048 bytes"), "{err}");
+}
+
+/// Issue 11 item 21: sizes with a fraction and durations with any unit, as in fio and as
+/// `bench latency -D 2h` already took them.
+#[test]
+fn fractional_sizes_and_hours_are_accepted() {
+    let dir = disk_dir();
+    let doc = run_json(
+        &[
+            dir.path().to_str().unwrap(),
+            "--rw",
+            "read",
+            "--size",
+            "1.5M",
+            "--runtime",
+            "1h",
+        ],
+        &[],
+    );
+    assert_eq!(doc["parameters"]["size_bytes"], 1_572_864);
+    assert_eq!(doc["parameters"]["runtime_s"], 3600.0);
+    check_result(&doc, "io_uring", 1);
 }

@@ -115,25 +115,113 @@ fn this_machine_file_and_loopback() {
         .stdout(predicate::str::contains("Bottleneck: none known"));
 }
 
-#[test]
-fn missing_file_says_so_and_shows_its_filesystem() {
-    headroom()
-        .args(["path", "/nonexistent/headroom/target"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("mounted at /"))
-        .stderr(predicate::str::contains(
-            "/nonexistent/headroom/target does not exist; the path shown is that of the \
-             filesystem it would be created on",
-        ));
+/// A directory on the machine's real disk, to run `headroom` from as a user does.
+fn work_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
 
+/// `headroom path TARGET` run from `cwd`: (exit code, stdout, stderr).
+fn path_in(cwd: &Path, target: &str) -> (Option<i32>, String, String) {
+    let out = headroom()
+        .current_dir(cwd)
+        .args(["path", target])
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Issue 11 item 1: `./file`, `.`, `..` and `./etc` are taken from the current directory, as
+/// every other tool takes them; `.` and `..` are directories, not interface names.
 #[test]
-fn unknown_interface_or_device_name_stops_with_a_sentence() {
+fn relative_targets_are_taken_from_the_current_directory() {
+    let dir = work_dir();
+    std::fs::write(dir.path().join("file"), b"x").unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    for t in ["./file", "file", ".", "..", "sub", "./sub/../file"] {
+        let (code, out, err) = path_in(dir.path(), t);
+        assert_eq!(code, Some(0), "{t}: {err}");
+        assert!(err.is_empty(), "{t}: {err}");
+        let first_hop = out.lines().nth(1).unwrap_or_default();
+        assert!(first_hop.contains(" mounted at "), "{t}: {out}");
+        assert!(!out.contains("interface"), "{t}: {out}");
+    }
+    // ./etc here does not exist, although /etc does: it is not /etc.
+    let (code, out, err) = path_in(dir.path(), "./etc");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains(&format!(
+            "./etc does not exist (looked up as {}/./etc)",
+            dir.path().display()
+        )) || err.contains(&format!(
+            "./etc does not exist (looked up as {}/etc)",
+            dir.path().display()
+        )),
+        "{err}"
+    );
+    // The JSON of `.` names the directory's filesystem, not /sys/class/net.
+    let out = headroom()
+        .current_dir(dir.path())
+        .args(["path", "--json", "."])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["path"]["chain"]["hops"][0]["hop"], "filesystem",
+        "{doc:#}"
+    );
+    assert!(!doc.to_string().contains("/sys/class/net"), "{doc:#}");
+}
+
+/// Issue 11 item 1: anything that is no existing file or directory, no block device and no
+/// interface is one sentence and exit 1, with nothing on stdout.
+#[test]
+fn unknown_targets_are_an_error() {
+    let dir = work_dir();
+    for (t, sentence) in [
+        (
+            "nosuchif",
+            "nosuchif is not a network interface, a block device or a file here",
+        ),
+        (
+            "vda9",
+            "vda9 is not a network interface, a block device or a file here",
+        ),
+        (
+            "/nonexistent",
+            "/nonexistent does not exist: give an existing file or directory",
+        ),
+        (
+            "/nonexistent/headroom/target",
+            "/nonexistent/headroom/target does not exist",
+        ),
+        (
+            "/dev/nvme9n9",
+            "/dev/nvme9n9: no such block device on this machine",
+        ),
+        ("/dev/null", "/dev/null is a character device"),
+    ] {
+        let (code, out, err) = path_in(dir.path(), t);
+        assert_eq!(code, Some(1), "{t}: {out}{err}");
+        assert!(out.is_empty(), "{t}: {out}");
+        assert!(err.contains(sentence), "{t}: {err}");
+        assert_eq!(err.lines().count(), 1, "{t}: {err}");
+        assert!(err.starts_with("headroom: error: "), "{t}: {err}");
+    }
+    // Inside a captured tree, a name that is none of its devices is an error too.
+    let root = tree("usb3-uas-bot-r8152");
     headroom()
-        .args(["path", "nosuchdev0"])
+        .args(["path", "--root"])
+        .arg(&root)
+        .arg("nosuchdev0")
         .assert()
-        .success()
-        .stdout(predicate::str::contains("stopped:"))
+        .code(1)
+        .stderr(predicate::str::contains(
+            "nosuchdev0 is neither a network interface nor a block device in",
+        ))
         .stderr(predicate::str::contains("panicked").not());
 }

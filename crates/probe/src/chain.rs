@@ -250,7 +250,8 @@ impl Resolver<'_> {
             );
         }
         let text = target.to_string_lossy();
-        let is_bare_name = !text.contains('/') && !text.is_empty();
+        // `.` and `..` are directories, never interface names (/sys/class/net/. exists).
+        let is_bare_name = !text.contains('/') && !text.is_empty() && text != "." && text != "..";
         if is_bare_name && self.exists(&format!("/sys/class/net/{text}")) {
             return self.net(&text, 0);
         }

@@ -8,7 +8,7 @@ use crate::pci::audit::{AuditedFunction, PciAudit};
 use crate::sysfs::{read_attr, SysRoot};
 use model::ceiling::{eth, mmc, sata, usb};
 use serde::Serialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The kind of a link on a path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -63,15 +63,165 @@ impl TargetPath {
     }
 }
 
-/// Resolve `target` under `root` to its path, using `audit` for the PCIe links.
-pub fn resolve(root: &SysRoot, target: &Path, audit: &PciAudit) -> TargetPath {
-    let mut chain = chain::resolve(root, target);
-    if target.components().count() > 1 && std::fs::symlink_metadata(root.path(target)).is_err() {
-        chain.warnings.push(format!(
-            "{} does not exist; the path shown is that of the filesystem it would be created on",
-            target.display()
-        ));
+/// What a target names, decided before anything is resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// An existing file or directory (absolute: a relative path is taken from the current
+    /// directory; inside a captured tree, from its root).
+    File(PathBuf),
+    /// A path that does not exist yet (absolute), outside /dev. `bare` when it was given as a
+    /// plain name (`foo`), which `path` takes for a mistyped interface or device name.
+    Missing { path: PathBuf, bare: bool },
+    /// A block device by its kernel name (`nvme0n1p1`), given by name or by a node in /dev.
+    BlockDevice(String),
+    /// An existing network interface, given by its name.
+    Interface(String),
+}
+
+/// What `given` names, the way every command reads a target: a file or directory when it
+/// exists as one (relative to the current directory), a block device by its kernel name or a
+/// block device node, a network interface only by the name of one that exists. `.` and `..`
+/// are directories. A path under /dev that is not a block device node, a directory or a file
+/// is refused (`/dev/nvme0n1` on a machine without it), as is anything that is none of these
+/// (a character device, a FIFO). `root` other than `/` is a captured tree: names are looked
+/// up in its sysfs, files only by its mount table.
+pub fn classify(root: &SysRoot, given: &Path) -> Result<Target, String> {
+    let text = given.to_string_lossy();
+    if text.is_empty() {
+        return Err(
+            "the target is empty: give a file, a directory, a block device or a network \
+             interface"
+                .to_string(),
+        );
     }
+    let live = root.root() == Path::new("/");
+    let exists = |rel: &str| root.path(rel).symlink_metadata().is_ok();
+    let bare = !text.contains('/') && text != "." && text != "..";
+    if bare {
+        if exists(&format!("/sys/class/net/{text}")) {
+            return Ok(Target::Interface(text.into_owned()));
+        }
+        if exists(&format!("/sys/class/block/{text}")) || crate::block::locate(root, &text).is_ok()
+        {
+            return Ok(Target::BlockDevice(text.into_owned()));
+        }
+        if !live {
+            return Err(format!(
+                "{text} is neither a network interface nor a block device in {}: give a name \
+                 from its sys/class/net or sys/class/block, or an absolute path",
+                root.root().display()
+            ));
+        }
+    }
+    if !live {
+        let abs = Path::new("/").join(given);
+        if let Ok(rest) = abs.strip_prefix("/dev") {
+            let name = rest.file_name().map(|n| n.to_string_lossy().into_owned());
+            return match name.filter(|n| crate::block::locate(root, n).is_ok()) {
+                Some(n) => Ok(Target::BlockDevice(n)),
+                None => Err(format!(
+                    "{text}: no such block device in {}",
+                    root.root().display()
+                )),
+            };
+        }
+        return Ok(Target::File(abs));
+    }
+    let abs = std::path::absolute(given).map_err(|e| format!("{text}: {e}"))?;
+    match std::fs::metadata(&abs) {
+        Ok(m) => {
+            use std::os::unix::fs::{FileTypeExt, MetadataExt};
+            let t = m.file_type();
+            if t.is_block_device() {
+                let (major, minor) = chain::dev_major_minor(m.rdev());
+                return root
+                    .canonical(format!("/sys/dev/block/{major}:{minor}"))
+                    .ok()
+                    .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .map(Target::BlockDevice)
+                    .ok_or_else(|| {
+                        format!(
+                            "{text} is a block device node ({major}:{minor}) that the kernel \
+                             does not list in /sys/dev/block: the device is gone"
+                        )
+                    });
+            }
+            if t.is_dir() || t.is_file() {
+                return Ok(Target::File(abs));
+            }
+            let what = if t.is_char_device() {
+                "a character device"
+            } else if t.is_fifo() {
+                "a FIFO"
+            } else if t.is_socket() {
+                "a socket"
+            } else {
+                "not a regular file"
+            };
+            Err(format!(
+                "{text} is {what}: give a file, a directory, a block device or a network \
+                 interface"
+            ))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if on_devtmpfs(&abs) {
+                return Err(format!(
+                    "{text}: no such block device on this machine (lsblk lists them); /dev \
+                     holds device nodes, not files to test"
+                ));
+            }
+            Ok(Target::Missing { path: abs, bare })
+        }
+        Err(e) => Err(format!("{text}: {e}")),
+    }
+}
+
+/// Whether a path that does not exist would be created on /dev's own filesystem (devtmpfs,
+/// in RAM): its nearest existing ancestor is on the filesystem of /dev. `/dev/shm/x` is not
+/// (tmpfs of its own); `/dev/nvme0n1` is.
+fn on_devtmpfs(abs: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if !abs.starts_with("/dev") {
+        return false;
+    }
+    let Ok(dev) = std::fs::metadata("/dev").map(|m| m.dev()) else {
+        return false;
+    };
+    // Bounded by the path's depth.
+    abs.ancestors()
+        .skip(1)
+        .find_map(|a| std::fs::metadata(a).ok())
+        .is_some_and(|m| m.dev() == dev)
+}
+
+/// Resolve `target` under `root` to its path, using `audit` for the PCIe links. A target
+/// that [`classify`] refuses, or that does not exist on the live system, is an error in one
+/// sentence.
+pub fn resolve(root: &SysRoot, target: &Path, audit: &PciAudit) -> Result<TargetPath, String> {
+    let walk_from: PathBuf = match classify(root, target)? {
+        Target::File(p) => p,
+        Target::BlockDevice(name) | Target::Interface(name) => PathBuf::from(name),
+        Target::Missing { bare: true, .. } => {
+            let t = target.display();
+            return Err(format!(
+                "{t} is not a network interface, a block device or a file here: give a path \
+                 (./{t}), a /dev node, or a name from /sys/class/net or /sys/class/block"
+            ));
+        }
+        Target::Missing { path, .. } => {
+            let from_cwd = if target.is_absolute() {
+                String::new()
+            } else {
+                format!(" (looked up as {})", path.display())
+            };
+            return Err(format!(
+                "{} does not exist{from_cwd}: give an existing file or directory",
+                target.display()
+            ));
+        }
+    };
+    let mut chain = chain::resolve(root, &walk_from);
+    chain.target = target.display().to_string();
     let mut links = Vec::new();
     collect_links(root, &chain.hops, audit, &mut links);
     let bottleneck = links
@@ -91,12 +241,12 @@ pub fn resolve(root: &SysRoot, target: &Path, audit: &PciAudit) -> TargetPath {
             "no link on this path has a known ceiling".to_string()
         }
     });
-    TargetPath {
+    Ok(TargetPath {
         chain,
         links,
         bottleneck,
         no_bottleneck_reason,
-    }
+    })
 }
 
 fn contains_hop(hops: &[Hop], pred: &dyn Fn(&Hop) -> bool) -> bool {

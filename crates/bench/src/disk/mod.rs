@@ -534,6 +534,9 @@ pub struct RunResult {
     /// Time of the final fsync when asked (`--fsync-end`), not included in the rates.
     pub fsync_s: Option<f64>,
     pub cross_check: CrossCheck,
+    /// Cut short by SIGINT/SIGTERM: the numbers cover the seconds measured before the stop.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 /// Where the reported number comes from when a test runs several times.
@@ -568,9 +571,12 @@ impl TestResult {
         let n = runs.len().max(1) as f64;
         let mean_mb_per_s = runs.iter().map(|r| r.mb_per_s).sum::<f64>() / n;
         let mean_iops = runs.iter().map(|r| r.iops).sum::<f64>() / n;
+        // A run cut short by a signal is the best only when no run is complete.
+        let complete = runs.iter().any(|r| !r.interrupted);
         let best_run = runs
             .iter()
             .enumerate()
+            .filter(|(_, r)| !(complete && r.interrupted))
             .max_by(|a, b| a.1.mb_per_s.total_cmp(&b.1.mb_per_s))
             .map(|(i, _)| i)
             .unwrap_or(0);
@@ -696,6 +702,8 @@ pub fn run(
     kernel_count::preload_own_executable();
     let mut tests = Vec::with_capacity(cfg.tests.len());
     let mut interrupted = false;
+    // The test whose run a signal cut short, and the seconds it had measured.
+    let mut partial: Option<(String, f64)> = None;
     'tests: for (ti, spec) in cfg.tests.iter().enumerate() {
         let mut runs = Vec::with_capacity(p.runs as usize);
         for run_no in 1..=p.runs {
@@ -723,6 +731,19 @@ pub fn run(
                 }
             }
             let (r, run_notes) = match run_once(cfg, target, spec, run_no) {
+                Ok((r, n)) if r.interrupted => {
+                    // Cut short by a signal: kept, marked, and the run ends here.
+                    interrupted = true;
+                    partial = Some((spec.name(), r.seconds));
+                    runs.push(r);
+                    for n in n {
+                        if !notes.contains(&n) {
+                            notes.push(n);
+                        }
+                    }
+                    tests.push(TestResult::new(spec.clone(), runs));
+                    break 'tests;
+                }
                 Ok(v) => v,
                 Err(DiskError::Interrupted) => {
                     interrupted = true;
@@ -777,10 +798,16 @@ pub fn run(
         );
     }
     if interrupted {
+        let cut = partial.map_or_else(String::new, |(name, s)| {
+            format!(
+                "; the run of {name} was stopped after {s:.1} s and its numbers cover those \
+                 seconds (marked interrupted)"
+            )
+        });
         notes.insert(
             0,
             format!(
-                "interrupted: {} of {} tests measured; the rest did not run",
+                "interrupted: {} of {} tests measured{cut}; the rest did not run",
                 tests.len(),
                 cfg.tests.len()
             ),
@@ -916,7 +943,8 @@ fn run_once(
     for o in outcomes {
         jobs.push(o?);
     }
-    let fsync_s = if p.fsync_end {
+    let stopped = cfg.stop.load(Ordering::Relaxed);
+    let fsync_s = if p.fsync_end && !stopped {
         let t = Instant::now();
         target.fsync()?;
         Some(t.elapsed().as_secs_f64())
@@ -928,19 +956,26 @@ fn run_once(
     let disk_after = target
         .block_device()
         .and_then(|d| kernel_count::diskstats_for(&d.name));
-    if cfg.stop.load(Ordering::Relaxed) {
-        return Err(DiskError::Interrupted);
-    }
-    Ok(summarize(
+    let (mut r, notes) = summarize(
         &jobs,
         Counters {
             io: (io_before, io_after),
             disk: (disk_before, disk_after),
             device: target.block_device(),
             cpu: (cpu_before, cpu_after),
+            block_io: target.info().no_block_io.is_none(),
         },
         fsync_s,
-    ))
+    );
+    if stopped {
+        // Keep the seconds measured before the signal, as fio does; nothing measured (stopped
+        // in the ramp) is nothing to keep.
+        if r.ios == 0 || r.seconds <= 0.0 {
+            return Err(DiskError::Interrupted);
+        }
+        r.interrupted = true;
+    }
+    Ok((r, notes))
 }
 
 struct Counters<'a> {
@@ -951,6 +986,8 @@ struct Counters<'a> {
     ),
     device: Option<&'a DeviceNumber>,
     cpu: ((f64, f64), (f64, f64)),
+    /// The target does block I/O (not tmpfs): /proc/self/io's block counts can be compared.
+    block_io: bool,
 }
 
 fn summarize(jobs: &[JobOutcome], c: Counters, fsync_s: Option<f64>) -> (RunResult, Vec<String>) {
@@ -1008,7 +1045,10 @@ fn summarize(jobs: &[JobOutcome], c: Counters, fsync_s: Option<f64>) -> (RunResu
         app_write_bytes: all_w,
         proc_io_read_bytes: pr,
         proc_io_write_bytes: pw,
-        proc_io_error_percent: pr.zip(pw).and_then(|(r, w)| error_percent(r + w, app)),
+        proc_io_error_percent: pr
+            .zip(pw)
+            .filter(|_| c.block_io)
+            .and_then(|(r, w)| error_percent(r + w, app)),
         diskstats_device: c.device.map(|d| d.name.clone()),
         diskstats_read_bytes: dr,
         diskstats_write_bytes: dw,
@@ -1042,6 +1082,7 @@ fn summarize(jobs: &[JobOutcome], c: Counters, fsync_s: Option<f64>) -> (RunResu
         cpu_us_per_io: (user + sys) * 1e6 / all_ios as f64,
         fsync_s,
         cross_check,
+        interrupted: false,
     };
     (result, notes)
 }
@@ -1357,9 +1398,8 @@ fn run_job(
     if let Some(e) = error {
         return Err(e);
     }
-    if shared.stop.load(Ordering::Relaxed) {
-        return Err(DiskError::Interrupted);
-    }
+    // Stopped by a signal: every I/O issued has completed, so what was measured until then is
+    // a valid (shorter) measurement; the run decides whether to keep it.
     Ok(out)
 }
 
@@ -1478,6 +1518,7 @@ mod tests {
                 disk: (None, None),
                 device: None,
                 cpu: ((1.0, 2.0), (1.5, 2.5)),
+                block_io: true,
             },
             None,
         )

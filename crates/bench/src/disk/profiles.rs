@@ -10,6 +10,7 @@
 use super::{
     DiskError, Parameters, Shown, Workload, MAX_BLOCK_SIZE, MAX_QUEUE_DEPTH, MIN_BLOCK_SIZE,
 };
+use model::units::size_label;
 use serde::Serialize;
 
 /// One test of a profile: a workload at one block size, queue depth and job count.
@@ -52,17 +53,6 @@ impl TestSpec {
             super::Pattern::Random => "RND",
         };
         format!("{kind}{} Q{queue_depth}T{jobs}", size_label(block_size))
-    }
-}
-
-/// `1M`, `128K`, `4K`, `512` (binary multiples, as CrystalDiskMark and fio write them).
-pub fn size_label(bytes: u64) -> String {
-    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
-        format!("{}M", bytes >> 20)
-    } else if bytes >= 1 << 10 && bytes % (1 << 10) == 0 {
-        format!("{}K", bytes >> 10)
-    } else {
-        bytes.to_string()
     }
 }
 
@@ -185,63 +175,6 @@ pub fn parse_rw(s: &str, mix: Option<u8>) -> Result<Workload, DiskError> {
     })
 }
 
-/// A size like fio's: `4096`, `4k`, `4K`, `4KiB`, `1m`, `1MiB`, `1g`, `64M` (binary multiples:
-/// fio's default `kb_base=1024`). `KB`/`MB`/`GB` are refused rather than guessed, since they
-/// mean 10^3 to some readers and 2^10 to fio.
-pub fn parse_size(flag: &str, s: &str) -> Result<u64, DiskError> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let bad = |why: &str| DiskError::BadParameter(format!("{flag} {s}: {why}"));
-    let n: u64 = num.parse().map_err(|_| {
-        bad("not a size; write a number with an optional K, M, G or T (KiB, MiB, ...)")
-    })?;
-    let shift = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kib" => 10,
-        "m" | "mib" => 20,
-        "g" | "gib" => 30,
-        "t" | "tib" => 40,
-        "kb" | "mb" | "gb" | "tb" => {
-            return Err(bad(
-                "KB/MB/GB are ambiguous (10^3 or 2^10?); write K, M, G for binary multiples \
-                 (KiB, MiB, GiB) or the number of bytes",
-            ))
-        }
-        _ => {
-            return Err(bad(
-                "unknown unit; use K, M, G or T (binary: KiB, MiB, GiB, TiB)",
-            ))
-        }
-    };
-    n.checked_mul(1u64 << shift).ok_or_else(|| bad("too large"))
-}
-
-/// A duration: `5` or `5s`, `500ms`, `2m`.
-pub fn parse_duration(flag: &str, s: &str) -> Result<f64, DiskError> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let bad = || {
-        DiskError::BadParameter(format!(
-            "{flag} {s}: not a duration; write seconds (5, 2.5s), milliseconds (500ms) or minutes (2m)"
-        ))
-    };
-    let v: f64 = num.parse().map_err(|_| bad())?;
-    let secs = match unit {
-        "" | "s" => v,
-        "ms" => v / 1000.0,
-        "m" | "min" => v * 60.0,
-        _ => return Err(bad()),
-    };
-    if !secs.is_finite() || !(0.0..=86_400.0).contains(&secs) {
-        return Err(bad());
-    }
-    Ok(secs)
-}
-
 /// The tests and parameters of `profile` with `o` applied on top, checked.
 pub fn build(
     profile: Profile,
@@ -266,6 +199,15 @@ pub fn build(
         o.rw.as_deref()
             .map(|s| parse_rw(s, o.rwmixread))
             .transpose()?;
+    // fio ignores rwmixread for a workload that does not mix; a user who gave it meant a mix.
+    if let Some(mix) = o.rwmixread {
+        if !matches!(o.rw.as_deref(), Some("rw" | "readwrite" | "randrw")) {
+            return Err(DiskError::BadParameter(format!(
+                "--rwmixread {mix}: only a mixed workload has a read share; add --rw rw or \
+                 --rw randrw, or drop --rwmixread"
+            )));
+        }
+    }
     // --jobs is bounded by the CPUs (4 per CPU); a profile's own job count (CrystalDiskMark's
     // T16) is kept as defined, since its numbers are compared with the original's.
     let max_jobs = (cpus.max(1) * 4) as u32;
@@ -501,17 +443,23 @@ mod tests {
     }
 
     #[test]
-    fn sizes_are_binary_and_ambiguous_units_are_refused() {
-        assert_eq!(parse_size("--bs", "4k").unwrap(), 4096);
-        assert_eq!(parse_size("--bs", "64MiB").unwrap(), 64 << 20);
-        assert_eq!(parse_size("--size", "1G").unwrap(), 1 << 30);
-        assert_eq!(parse_size("--bs", "512").unwrap(), 512);
-        let e = parse_size("--bs", "4KB").unwrap_err().to_string();
-        assert!(e.starts_with("--bs 4KB: KB/MB/GB are ambiguous"), "{e}");
-        assert!(parse_size("--bs", "x").is_err());
-        assert_eq!(parse_duration("--runtime", "500ms").unwrap(), 0.5);
-        assert_eq!(parse_duration("--runtime", "2m").unwrap(), 120.0);
-        assert!(parse_duration("--runtime", "-1").is_err());
+    fn rwmixread_needs_a_mixed_workload() {
+        let with = |rw: Option<&str>| Overrides {
+            rw: rw.map(str::to_string),
+            rwmixread: Some(70),
+            ..Default::default()
+        };
+        for rw in [None, Some("randread"), Some("write")] {
+            let e = build(Profile::Custom, &with(rw), "psync", 2)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("--rwmixread 70: only a mixed workload"),
+                "{e}"
+            );
+        }
+        let (_, t) = build(Profile::Custom, &with(Some("randrw")), "psync", 2).unwrap();
+        assert_eq!(t[0].workload.read_percent, 70);
     }
 
     #[test]

@@ -64,6 +64,10 @@ pub struct TargetInfo {
     pub device: Option<DeviceNumber>,
     /// Why `device` is empty (tmpfs, overlayfs, network filesystem).
     pub device_note: Option<String>,
+    /// Why the target does no block I/O (tmpfs, ramfs), when it does none: the kernel's
+    /// block counts are then no cross-check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_block_io: Option<String>,
 }
 
 impl TargetInfo {
@@ -79,6 +83,7 @@ impl TargetInfo {
             dio_offset_align: 512,
             device: None,
             device_note: None,
+            no_block_io: None,
         }
     }
 }
@@ -97,9 +102,96 @@ pub struct TargetOptions {
     pub destructive: bool,
 }
 
-/// The name of the file headroom creates inside a directory target.
+/// The name of the file headroom creates inside a directory target:
+/// `headroom-disk.PID.START.tmp`, with the process's start time (field 22 of /proc/PID/stat,
+/// clock ticks since boot) beside its pid, so a later run can tell a file whose process is
+/// gone (killed with SIGKILL, which no handler sees) from one a running headroom uses, even
+/// after the pid was reused (see [`remove_stale_files`]).
 pub fn temp_name() -> String {
-    format!("headroom-disk.{}.tmp", std::process::id())
+    let pid = std::process::id();
+    match process_start_time(pid) {
+        Some(start) => format!("{TEMP_PREFIX}{pid}.{start}{TEMP_SUFFIX}"),
+        None => format!("{TEMP_PREFIX}{pid}{TEMP_SUFFIX}"),
+    }
+}
+
+const TEMP_PREFIX: &str = "headroom-disk.";
+const TEMP_SUFFIX: &str = ".tmp";
+
+/// Start time of process `pid` in clock ticks since boot: field 22 of /proc/PID/stat (proc(5));
+/// the fields are counted after the command name's closing parenthesis, which may itself hold
+/// spaces and parentheses. `None` when the process does not exist.
+fn process_start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_start_time(&stat)
+}
+
+fn parse_start_time(stat: &str) -> Option<u64> {
+    let after_comm = &stat[stat.rfind(')')? + 1..];
+    // After the comm: field 3 (state) is the first; starttime is field 22.
+    after_comm.split_whitespace().nth(22 - 3)?.parse().ok()
+}
+
+/// `(pid, start time)` of a test file name made by [`temp_name`]; the start time is absent in
+/// names from before it was added (`headroom-disk.PID.tmp`).
+fn parse_temp_name(name: &str) -> Option<(u32, Option<u64>)> {
+    let mid = name.strip_prefix(TEMP_PREFIX)?.strip_suffix(TEMP_SUFFIX)?;
+    match mid.split_once('.') {
+        Some((pid, start)) => Some((pid.parse().ok()?, Some(start.parse().ok()?))),
+        None => Some((mid.parse().ok()?, None)),
+    }
+}
+
+/// Whether the process that made a test file is gone: no process with its pid, or one that
+/// started at another time (the pid was reused). A name without a start time is stale only
+/// when its pid is gone: never remove a live process's file.
+fn owner_is_gone(pid: u32, start: Option<u64>) -> bool {
+    match (process_start_time(pid), start) {
+        (None, _) => true,
+        (Some(now), Some(then)) => now != then,
+        (Some(_), None) => false,
+    }
+}
+
+/// Remove the test files that runs killed without a chance to clean up left in `dir` (regular
+/// files named by [`temp_name`] whose process is gone); say what was removed, one sentence
+/// each. Nothing else in `dir` is touched.
+pub fn remove_stale_files(dir: &Path) -> Vec<String> {
+    let mut said = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return said;
+    };
+    // Bounded by the directory's entries.
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some((pid, start)) = parse_temp_name(&name) else {
+            continue;
+        };
+        if pid == std::process::id() || !owner_is_gone(pid, start) {
+            continue;
+        }
+        let Ok(meta) = e.path().symlink_metadata() else {
+            continue;
+        };
+        if !meta.is_file() {
+            continue;
+        }
+        let path = e.path();
+        match std::fs::remove_file(&path) {
+            Ok(()) => said.push(format!(
+                "removed {} ({} MiB), the test file of an earlier run (process {pid}) that \
+                 was killed before it could remove it",
+                path.display(),
+                meta.len() >> 20
+            )),
+            Err(err) => said.push(format!(
+                "warning: {} is the test file of an earlier run (process {pid}, gone) and \
+                 could not be removed: {err}",
+                path.display()
+            )),
+        }
+    }
+    said
 }
 
 /// What `given` is. Nothing is created or written.
@@ -293,6 +385,22 @@ pub fn prepare(
     }
     let align = u64::from(offset_align.max(512));
     let size = size / align * align;
+    // A device node's own filesystem (devtmpfs) says nothing about the device.
+    let memory_fs = if insp.kind == TargetKind::BlockDevice {
+        None
+    } else {
+        memory_filesystem(&file)
+    };
+    let no_block_io = memory_fs.map(|fs| {
+        format!(
+            "{fs} keeps its files in memory and does no block I/O: the rates are memory \
+             copies, and the kernel's block counts (/proc/self/io, /proc/diskstats) have \
+             nothing to cross-check"
+        )
+    });
+    if let Some(n) = &no_block_io {
+        notes.push(n.clone());
+    }
     let mut target = Target {
         info: TargetInfo {
             given: insp.given,
@@ -304,15 +412,26 @@ pub fn prepare(
             dio_offset_align: offset_align,
             device,
             device_note,
+            no_block_io,
         },
         file,
         _created: created,
         notes,
     };
     if size == 0 {
-        return Err(DiskError::Target(format!(
-            "{show}: nothing to test (size 0)"
-        )));
+        return Err(DiskError::Target(match insp.kind {
+            TargetKind::BlockDevice => format!(
+                "{show} is empty (0 bytes; a loop device without a backing file?): nothing to \
+                 test"
+            ),
+            TargetKind::ExistingFile => format!(
+                "{show} holds less than one {align}-byte block: nothing to test; give a larger \
+                 file (or --overwrite with --size to fill it)"
+            ),
+            TargetKind::NewFile => {
+                format!("--size {}: less than one {align}-byte block", opts.size)
+            }
+        }));
     }
     if fill {
         target.fill(size, stop, fill_progress)?;
@@ -405,6 +524,24 @@ fn dio_alignment(file: &File, is_device: bool) -> (u32, u32) {
     (512, 512)
 }
 
+/// The name of the in-memory filesystem `file` is on (tmpfs, ramfs), from fstatfs(2)'s f_type
+/// (the magic numbers of include/uapi/linux/magic.h); `None` for any other filesystem.
+fn memory_filesystem(file: &File) -> Option<&'static str> {
+    // SAFETY: plain data, overwritten by fstatfs.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid fd and a valid out pointer.
+    if unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) } != 0 {
+        return None;
+    }
+    // RAMFS_MAGIC, 0x858458f6 in include/uapi/linux/magic.h (the libc crate lacks it).
+    const RAMFS_MAGIC: libc::__fsword_t = 0x8584_58f6;
+    match st.f_type {
+        libc::TMPFS_MAGIC => Some("tmpfs"),
+        RAMFS_MAGIC => Some("ramfs"),
+        _ => None,
+    }
+}
+
 /// Drop the page cache (`sync; echo 3 > /proc/sys/vm/drop_caches`, as seed 004 does before
 /// each dd). Needs root; the error is a note for the report.
 pub fn drop_page_cache() -> Result<(), String> {
@@ -470,9 +607,21 @@ impl Target {
             Pattern::Random => size / bs * bs,
         };
         if per_job < bs {
+            let advice = match self.info.kind {
+                // The test covers at most the file as it is: --size cannot make it larger.
+                TargetKind::ExistingFile => format!(
+                    "{} holds only {size} bytes; use a smaller --bs, fewer --jobs or a larger \
+                     file (with --overwrite, --size sets the size it is filled to)",
+                    self.info.file.display()
+                ),
+                TargetKind::BlockDevice => format!(
+                    "the device holds only {size} bytes; use a smaller --bs or fewer --jobs"
+                ),
+                TargetKind::NewFile => "raise --size".to_string(),
+            };
             return Err(DiskError::BadParameter(format!(
-                "{}: {} bytes of target cannot hold one {bs}-byte block per job; raise --size",
-                spec.label, size
+                "{}: {size} bytes of target cannot hold one {bs}-byte block per job; {advice}",
+                spec.label
             )));
         }
         Ok((0..jobs)
@@ -565,6 +714,30 @@ mod tests {
             writes,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn test_file_names_carry_pid_and_start_time() {
+        // proc(5): a comm with spaces and parentheses; starttime is field 22.
+        let stat = "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 \
+                    987654 1000 50";
+        assert_eq!(parse_start_time(stat), Some(987_654));
+        assert_eq!(
+            parse_temp_name("headroom-disk.4242.987654.tmp"),
+            Some((4242, Some(987_654)))
+        );
+        assert_eq!(
+            parse_temp_name("headroom-disk.4242.tmp"),
+            Some((4242, None))
+        );
+        assert_eq!(parse_temp_name("headroom-disk.x.tmp"), None);
+        assert_eq!(parse_temp_name("other.4242.tmp"), None);
+        let own = temp_name();
+        let (pid, start) = parse_temp_name(&own).unwrap();
+        assert_eq!(pid, std::process::id());
+        assert!(!owner_is_gone(pid, start), "this process is alive");
+        // The same pid with another start time is a reused pid: the file's owner is gone.
+        assert!(owner_is_gone(pid, start.map(|s| s + 1)));
     }
 
     #[test]
