@@ -68,7 +68,7 @@ pub struct DiskArgs {
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
 
-    /// Upper bound of each run (default 5s; dd: 30s): 10, 2.5s, 500ms, 1m.
+    /// Upper bound of each run (default 5s; dd: 30s): 10, 2.5s, 500ms, 1m, 1h.
     #[arg(long, value_name = "TIME")]
     pub runtime: Option<String>,
 
