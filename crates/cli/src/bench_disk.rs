@@ -24,8 +24,8 @@ const EXIT_USAGE: u8 = 2;
 
 #[derive(Args, Debug, Clone)]
 #[command(
-    after_help = "Sizes are binary as in fio: 4k = 4KB = 4KiB = 4096 bytes, 1M = 1 MiB, 1.5G = \
-1.5 GiB. Times: 10 (seconds), 2.5s, 500ms, 5m, 1h. \
+    after_help = "Sizes are binary as in fio: 4k = 4KB = 4096 bytes, 1M = 1 MiB; 4KiB is 4096 \
+bytes too (fio reads 4000) and 1.5G is 1.5 GiB (fio reads 1 byte). Times: 10 (seconds), 2.5s, 500ms, 5m, 1h. \
 Rates are printed in MB/s (10^6 B/s) and MiB/s (2^20 B/s).\n\
 Examples:\n  headroom bench disk /mnt/nvme --profile cdm\n  \
 headroom bench disk /media/usb --profile dd --size 256M\n  \

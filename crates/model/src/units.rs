@@ -88,8 +88,9 @@ fn sig4(v: f64) -> String {
 /// Bytes of a size suffix, case-insensitive. The rule (fio's default `kb_base=1024`, which
 /// stress-ng and CrystalDiskMark share): `K`, `KB` and `KiB` are 2^10 bytes, `M`/`MB`/`MiB`
 /// 2^20, `G` 2^30, `T` 2^40, `P` 2^50; `B` or nothing is bytes. fio's compatibility mode
-/// reads `KiB` as 10^3 (fio HOWTO, "kb_base"), which nobody typing KiB means: here every
-/// spelling of a prefix is binary, and the help says so.
+/// reads `KiB` as 10^3 (fio HOWTO, "kb_base"; fio 3.33 takes `--bs=4KiB` as 4000 bytes),
+/// which nobody typing KiB means: here every spelling of a prefix is binary, and the help
+/// says so.
 fn size_multiplier(unit: &str) -> Option<u64> {
     Some(match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
@@ -121,8 +122,10 @@ fn parse_decimal(n: &str) -> Option<f64> {
 }
 
 /// A size in bytes: `4096`, `4k`, `4K`, `4KB`, `4KiB`, `1m`, `64M`, `1.5G` (binary multiples,
-/// see [`size_multiplier`]). A fraction is allowed as fio allows it (`1.5G` =
-/// 1610612736 bytes); the product must be a whole number of bytes (`0.3k` is refused).
+/// see [`size_multiplier`]). A fraction is read in full (`1.5G` = 1610612736 bytes), where
+/// fio 3.33 stops at the point and silently takes `--size=1.5M` as 1 byte ("size too small
+/// ... 1 < 4096", tried on this project's VM); the product must be a whole number of bytes
+/// (`0.3k` is refused).
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let (num, unit) = split_number(s);
     let Some(mult) = size_multiplier(unit) else {
@@ -297,7 +300,7 @@ mod tests {
         }
         assert_eq!(parse_size("64MiB"), Ok(64 << 20));
         assert_eq!(parse_size("1G"), Ok(1 << 30));
-        // fio: size=1.5G is 1.5 * 2^30 bytes.
+        // 1.5 * 2^30 bytes (fio 3.33 would read 1 byte).
         assert_eq!(parse_size("1.5G"), Ok(1_610_612_736));
         assert_eq!(parse_size("0.5k"), Ok(512));
         assert_eq!(parse_size("2t"), Ok(2 << 40));
