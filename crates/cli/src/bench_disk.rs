@@ -445,10 +445,10 @@ pub fn render(r: &DiskResult, style: &Style) -> String {
     let p = &r.parameters;
     let _ = writeln!(
         s,
-        "{} {} ({kind}, {} MiB) on {dev}",
+        "{} {} ({kind}, {}) on {dev}",
         style.bold("headroom bench disk"),
         t.file.display(),
-        t.size_bytes >> 20
+        model::units::format_bytes_binary(t.size_bytes)
     );
     let _ = writeln!(
         s,
@@ -516,7 +516,12 @@ pub fn render(r: &DiskResult, style: &Style) -> String {
                 .max_by(|a, b| a.abs().total_cmp(&b.abs()))
         };
         rows.push(vec![
-            test.spec.label.clone(),
+            if b.interrupted {
+                // Cut short by Ctrl-C: the numbers cover the seconds measured before it.
+                format!("{} (interrupted)", test.spec.label)
+            } else {
+                test.spec.label.clone()
+            },
             test.spec.workload.direction(),
             format!("{:.1}", b.mb_per_s),
             format!("{:.1}", test.mean_mb_per_s),

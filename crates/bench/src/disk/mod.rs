@@ -804,10 +804,15 @@ pub fn run(
                  seconds (marked interrupted)"
             )
         });
+        let rest = if tests.len() < cfg.tests.len() {
+            "; the rest did not run"
+        } else {
+            ""
+        };
         notes.insert(
             0,
             format!(
-                "interrupted: {} of {} tests measured{cut}; the rest did not run",
+                "interrupted: {} of {} tests measured{cut}{rest}",
                 tests.len(),
                 cfg.tests.len()
             ),
