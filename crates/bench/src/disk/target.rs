@@ -173,7 +173,11 @@ pub fn remove_stale_files(dir: &Path) -> Vec<String> {
         let Ok(meta) = e.path().symlink_metadata() else {
             continue;
         };
-        if !meta.is_file() {
+        // Only our own files (or any, as root): with /proc mounted hidepid, another user's
+        // running process would look gone.
+        // SAFETY: geteuid cannot fail.
+        let euid = unsafe { libc::geteuid() };
+        if !meta.is_file() || (euid != 0 && meta.uid() != euid) {
             continue;
         }
         let path = e.path();
