@@ -20,6 +20,15 @@ pub struct DeviceNumber {
     pub partition: Option<u32>,
 }
 
+/// Split a `dev_t` (`st_dev`, `st_rdev`) into `(major, minor)` as glibc's
+/// `gnu_dev_major`/`gnu_dev_minor` do (sysmacros.h): 12 bits of major at 8..20 and more above
+/// 32; minor in the low 8 bits, at 20..32 and above 44. The one splitter of every crate.
+pub fn split_dev(dev: u64) -> (u32, u32) {
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    (major as u32, minor as u32)
+}
+
 impl DeviceNumber {
     /// `MAJ:MIN`, as `/proc/self/mountinfo` and `/sys/dev/block` write it.
     pub fn maj_min(&self) -> String {

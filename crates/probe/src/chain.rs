@@ -947,13 +947,8 @@ fn live_st_dev(path: &Path) -> Option<(u32, u32)> {
         .map(|m| dev_major_minor(m.dev()))
 }
 
-/// Split a `dev_t` as glibc's `gnu_dev_major`/`gnu_dev_minor` do (sysmacros.h): 12 bits of
-/// major at 8..20 and more above 32; minor in the low 8 bits and 20..32 and above 44.
-pub fn dev_major_minor(dev: u64) -> (u32, u32) {
-    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
-    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
-    (major as u32, minor as u32)
-}
+/// `(major, minor)` of a `dev_t` (model::blockdev::split_dev, kept here for callers).
+pub use model::blockdev::split_dev as dev_major_minor;
 
 #[cfg(test)]
 mod tests {

@@ -252,7 +252,7 @@ pub fn inspect(given: &Path) -> Result<Inspection, DiskError> {
 }
 
 fn dev_pair(dev: u64) -> (u32, u32) {
-    (libc::major(dev), libc::minor(dev))
+    model::blockdev::split_dev(dev)
 }
 
 /// A prepared target: open, filled, checked. Dropping it removes a file headroom created.
