@@ -194,8 +194,8 @@ fn disk_target(root: &SysRoot, given: &Path) -> anyhow::Result<PathBuf> {
             }
         }
         Target::Interface(name) => Err(DiskError::Target(format!(
-            "{name} is a network interface, not a disk: give a directory, a file or a block \
-             device"
+            "{name} is a network interface, not a disk: give a directory, a file (./{name} for \
+             one of that name here) or a block device"
         ))
         .into()),
         _ => Ok(given.to_path_buf()),
