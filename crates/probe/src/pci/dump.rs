@@ -8,7 +8,7 @@
 //! Bytes a dump does not give read as 0xff, as in lspci.
 
 use super::address::PciAddress;
-use super::config::EXTENDED_SIZE;
+use super::regs::{PCI_CFG_SPACE_EXP_SIZE, PCI_CFG_SPACE_SIZE, PCI_STD_HEADER_SIZEOF};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -77,7 +77,11 @@ impl LspciDump {
 
 /// The config-space lengths lspci prints: `-x` 64 bytes, `-xxx` 256, `-xxxx` 4096
 /// (pciutils lspci.c `show_hex_dump`).
-const LSPCI_DUMP_LENGTHS: [usize; 3] = [64, 256, EXTENDED_SIZE];
+const LSPCI_DUMP_LENGTHS: [usize; 3] = [
+    PCI_STD_HEADER_SIZEOF,
+    PCI_CFG_SPACE_SIZE,
+    PCI_CFG_SPACE_EXP_SIZE,
+];
 
 /// A function being filled.
 struct Pending {
@@ -199,7 +203,7 @@ fn finish(pending: Option<Pending>, out: &mut LspciDump) {
         let next = LSPCI_DUMP_LENGTHS
             .into_iter()
             .find(|&l| l > p.bytes.len())
-            .unwrap_or(EXTENDED_SIZE);
+            .unwrap_or(PCI_CFG_SPACE_EXP_SIZE);
         out.warnings.push(DumpWarning {
             line: p.last_data_line,
             message: format!(
@@ -249,9 +253,9 @@ fn store_bytes(p: &mut Pending, offset: usize, rest: &str) -> Result<(), String>
         if b.len() > 2 && b[2] != b' ' {
             break;
         }
-        if at >= EXTENDED_SIZE {
+        if at >= PCI_CFG_SPACE_EXP_SIZE {
             return Err(format!(
-                "offset {at:#x} is past the {EXTENDED_SIZE} bytes of configuration space; \
+                "offset {at:#x} is past the {PCI_CFG_SPACE_EXP_SIZE} bytes of configuration space; \
                  the rest of the line was ignored"
             ));
         }

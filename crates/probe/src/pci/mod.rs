@@ -5,6 +5,7 @@ pub mod audit;
 pub mod config;
 pub mod dump;
 pub mod ids;
+pub mod regs;
 pub mod synth;
 pub mod sysfs;
 
