@@ -689,3 +689,31 @@ fn unlimited_max_hw_sectors_reads_no_limit() {
         .unwrap_or_else(|| panic!("{text}"));
     assert!(vda.contains(" no limit "), "{vda}");
 }
+
+/// The PCI line counts the links the tree shows a state for, once each, in the right number.
+#[test]
+fn pci_line_counts_the_links_it_shows() {
+    headroom()
+        .args(["audit", "--root"])
+        .arg(repo_tree("sd-nvme-downgraded-sata"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "PCI: 3 functions, 1 PCI Express link\n",
+        ));
+    let Some(fx) = probe::fixtures::shared_fixtures() else {
+        return;
+    };
+    // An old kernel's link attributes: three devices show a link, no port above has one.
+    let out = headroom()
+        .args(["audit", "--root"])
+        .arg(fx.join("sysfs/hwloc-40intel64-4xeth-ib-2pciroots"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("  link ").count(), 3, "{text}");
+    assert!(
+        text.contains("PCI: 37 functions, 3 PCI Express links\n"),
+        "{text}"
+    );
+}

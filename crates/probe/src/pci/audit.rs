@@ -357,15 +357,24 @@ pub struct PciAudit {
 }
 
 impl PciAudit {
-    /// The PCI Express links the audit shows: those with both ends in it, and those of
-    /// devices whose port above is not (judged against the device's own capability).
+    /// The PCI Express links the audit shows a state for, each counted once: a link is
+    /// named by the device below it (all functions of a device share its link); a port
+    /// (root or downstream) counts only when the device below is not in the audit. Without
+    /// config space (no root) a switch's ports cannot be told apart, so a switch may count
+    /// one link too many there.
     pub fn link_count(&self) -> usize {
-        self.links.len()
-            + self
-                .functions
-                .iter()
-                .filter(|f| f.own_link_ceiling.is_some())
-                .count()
+        let ports: HashSet<PciAddress> = self.links.iter().map(|l| l.upstream).collect();
+        let mut seen = HashSet::new();
+        for f in self.functions.iter().filter(|f| f.current_link().is_some()) {
+            let downstream_facing = f.port_type().is_some_and(|t| t.is_downstream_facing());
+            if ports.contains(&f.address) || (downstream_facing && !f.children.is_empty()) {
+                continue;
+            }
+            let a = f.address;
+            let function = if downstream_facing { a.function } else { 0 };
+            seen.insert((a.domain, a.bus, a.device, function));
+        }
+        seen.len()
     }
 }
 
