@@ -383,3 +383,60 @@ fn interrupted_runs_are_marked_in_the_listing() {
     assert!(!lines[1].contains("interrupted"), "{text}");
     assert!(lines[2].ends_with("731.6 MB/s (interrupted)"), "{text}");
 }
+
+/// A history on a read-only filesystem can be listed and shown (SQLite said "unable to open
+/// database file", code 14, when it opened read-write). Needs a tmpfs mount: as root, or
+/// skipped with a note.
+#[test]
+fn a_history_on_a_read_only_filesystem_can_be_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path();
+    let mount = |args: &[&str]| {
+        std::process::Command::new("mount")
+            .args(args)
+            .arg(mnt)
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !mount(&["-t", "tmpfs", "-o", "size=8m", "tmpfs"]) {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    }
+    let db = mnt.join("h.sqlite");
+    let result = std::panic::catch_unwind(|| {
+        headroom()
+            .args(["history", "add", "--db"])
+            .arg(&db)
+            .arg(result("rpi5-gen3.json"))
+            .assert()
+            .success();
+        assert!(mount(&["-o", "remount,ro"]), "remount read-only");
+        headroom()
+            .args(["history", "--db"])
+            .arg(&db)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("dd 100M write: 731.6 MB/s"));
+        headroom()
+            .args(["compare", "#1", "1", "--db"])
+            .arg(&db)
+            .assert()
+            .success();
+        // Saving there is refused with the reason, not a bare SQLite code.
+        headroom()
+            .args(["history", "add", "--db"])
+            .arg(&db)
+            .arg(result("rpi5-gen2.json"))
+            .assert()
+            .code(1)
+            .stderr(format!(
+                "headroom: error: cannot save in the history {}: Read-only file system (os \
+                 error 30); give --db FILE on a writable filesystem\n",
+                db.display()
+            ));
+    });
+    let _ = std::process::Command::new("umount").arg(mnt).status();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}

@@ -41,29 +41,33 @@ pub enum HistoryError {
         path.display()
     )]
     Foreign { path: PathBuf, why: String },
-    #[error("cannot create the directory {} for the history: {source}", path.display())]
+    #[error("cannot create the directory {} for the history: {error}", path.display())]
     Dir {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("cannot read the history {}: {source}", path.display())]
+    #[error("cannot read the history {}: {error}", path.display())]
     Read {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("cannot create the history {}: {source}", path.display())]
+    #[error("cannot create the history {}: {error}", path.display())]
     Create {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("the history {} failed: {source}", path.display())]
+    #[error(
+        "cannot save in the history {}: {error}; give --db FILE on a writable filesystem",
+        path.display()
+    )]
+    NotWritable {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("the history {} failed: {error}", path.display())]
     Sqlite {
         path: PathBuf,
-        #[source]
-        source: rusqlite::Error,
+        error: rusqlite::Error,
     },
     #[error("there is no run {id} in the history {}: `headroom history` lists them", path.display())]
     NoSuchRun { path: PathBuf, id: i64 },
@@ -136,10 +140,10 @@ fn check_header(path: &Path) -> Result<bool, HistoryError> {
     let mut f = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(source) => {
+        Err(error) => {
             return Err(HistoryError::Read {
                 path: path.to_path_buf(),
-                source,
+                error,
             })
         }
     };
@@ -153,10 +157,10 @@ fn check_header(path: &Path) -> Result<bool, HistoryError> {
         match f.read(&mut head[n..]) {
             Ok(0) => break,
             Ok(k) => n += k,
-            Err(source) => {
+            Err(error) => {
                 return Err(HistoryError::Read {
                     path: path.to_path_buf(),
-                    source,
+                    error,
                 })
             }
         }
@@ -196,9 +200,9 @@ impl Store {
         if !check_header(path)? {
             return Ok(None);
         }
-        let sql = |source| HistoryError::Sqlite {
+        let sql = |error| HistoryError::Sqlite {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let read_only = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, read_only).map_err(sql)?;
@@ -209,7 +213,7 @@ impl Store {
         let conn = match Self::check_ours(&conn, path) {
             Ok(()) => conn,
             Err(HistoryError::Sqlite {
-                source: rusqlite::Error::SqliteFailure(f, _),
+                error: rusqlite::Error::SqliteFailure(f, _),
                 ..
             }) if f.code == rusqlite::ErrorCode::CannotOpen => {
                 drop(conn);
@@ -244,7 +248,7 @@ impl Store {
                 }
                 e => HistoryError::Sqlite {
                     path: path.to_path_buf(),
-                    source: e,
+                    error: e,
                 },
             })?;
         if app_id != APPLICATION_ID {
@@ -259,9 +263,9 @@ impl Store {
     /// Open the history at `path` to save runs in it, creating it (and its directory) when
     /// there is none.
     pub fn open(path: &Path) -> Result<Store, HistoryError> {
-        let sql = |source| HistoryError::Sqlite {
+        let sql = |error| HistoryError::Sqlite {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let foreign = |why: &str| HistoryError::Foreign {
             path: path.to_path_buf(),
@@ -269,6 +273,14 @@ impl Store {
         };
         if !check_header(path)? {
             Self::create(path)?;
+        }
+        // SQLite would say only "unable to open database file" for a read-only filesystem
+        // or file; the system's own words say which.
+        if let Err(error) = std::fs::OpenOptions::new().write(true).open(path) {
+            return Err(HistoryError::NotWritable {
+                path: path.to_path_buf(),
+                error,
+            });
         }
         let conn = Connection::open_with_flags(
             path,
@@ -348,13 +360,14 @@ impl Store {
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(|source| HistoryError::Dir {
+        std::fs::create_dir_all(dir).map_err(|error| HistoryError::Dir {
             path: dir.to_path_buf(),
-            source,
+            error,
         })?;
-        let create = |source| HistoryError::Create {
+        // tempfile's errors name the temporary file; the user knows only `path`.
+        let create = |error: std::io::Error| HistoryError::Create {
             path: path.to_path_buf(),
-            source,
+            error: std::io::Error::from(error.kind()),
         };
         let tmp = tempfile::Builder::new()
             .prefix(".headroom-history-")
@@ -362,9 +375,9 @@ impl Store {
             .tempfile_in(dir)
             .map_err(create)?;
         {
-            let sql = |source| HistoryError::Sqlite {
+            let sql = |error| HistoryError::Sqlite {
                 path: tmp.path().to_path_buf(),
-                source,
+                error,
             };
             let conn = Connection::open(tmp.path()).map_err(sql)?;
             conn.execute_batch(&format!(
@@ -391,10 +404,10 @@ impl Store {
         &self.path
     }
 
-    fn sql(&self, source: rusqlite::Error) -> HistoryError {
+    fn sql(&self, error: rusqlite::Error) -> HistoryError {
         HistoryError::Sqlite {
             path: self.path.clone(),
-            source,
+            error,
         }
     }
 
