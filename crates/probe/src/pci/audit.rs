@@ -345,7 +345,8 @@ pub fn link_ceilings(
 /// The whole audit.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PciAudit {
-    pub source: ConfigSource,
+    /// Where the config space came from (sysfs or an lspci dump).
+    pub config_source: ConfigSource,
     pub functions: Vec<AuditedFunction>,
     pub links: Vec<AuditedLink>,
     pub policy: PciPolicy,
@@ -494,7 +495,7 @@ pub fn build(
         f.own_link_ceiling = own_link_ceiling(f);
     }
     let mut audit = PciAudit {
-        source,
+        config_source: source,
         functions,
         links,
         policy,
@@ -952,7 +953,7 @@ pub fn findings(audit: &PciAudit) -> Vec<Finding> {
         } else {
             format!("{unreadable} functions")
         };
-        out.push(match audit.source {
+        out.push(match audit.config_source {
             ConfigSource::Sysfs => Finding::new(
                 Severity::Info,
                 "config space",
