@@ -10,7 +10,6 @@ use probe::block::{BlockDevice, BlockInventory};
 use probe::net::{Attachment, NetInventory};
 use probe::pci::address::PciAddress;
 use probe::pci::audit::{AuditedFunction, PciAudit};
-use probe::pci::config::LinkMark;
 use probe::sysfs::SysRoot;
 use probe::system::SystemContext;
 use probe::usb::{HostAttachment, UsbDevice, UsbInventory};
@@ -63,6 +62,24 @@ struct Inventories {
     net: NetInventory,
 }
 
+impl Inventories {
+    /// Whether the root held anything of a Linux system beyond PCI.
+    fn found_anything(&self) -> bool {
+        !self.usb.devices.is_empty()
+            || !self.block.devices.is_empty()
+            || !self.net.interfaces.is_empty()
+            || self.system.kernel.release.is_some()
+            || self.system.cpus_online.is_some()
+            || !self.system.cpufreq.is_empty()
+            || self.system.cmdline.is_some()
+    }
+}
+
+/// `1 function`, `2 functions`: the count with its noun in the right number.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "snake_case")]
 enum Source {
@@ -82,10 +99,9 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
             })?;
             let text = String::from_utf8_lossy(&text);
             let names_root = SysRoot::new("/");
-            (
-                probe::pci::audit_dump(&text, &names_root),
-                Source::LspciDump(file.clone()),
-            )
+            let audit = probe::pci::audit_dump(&text, &names_root)
+                .map_err(|e| anyhow::anyhow!("--lspci {}: {e}", file.display()))?;
+            (audit, Source::LspciDump(file.clone()))
         }
         None => {
             let root = SysRoot::new(&args.root);
@@ -121,6 +137,16 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     for w in warnings {
         eprintln!("headroom: warning: {w}");
+    }
+    if let Some(inv) = &inventories {
+        if audit.functions.is_empty() && !inv.found_anything() {
+            anyhow::bail!(
+                "--root {}: no PCI function, USB device, block device, network interface or \
+                 kernel information found there; give the directory that contains sys/ and \
+                 proc/ (a captured tree, or / for this machine)",
+                args.root.display()
+            );
+        }
     }
     if global.json {
         crate::output::print_result(
@@ -161,9 +187,9 @@ pub fn render_pci(audit: &PciAudit, style: &Style) -> String {
         audit.functions.iter().map(|f| (f.address, f)).collect();
     let _ = writeln!(
         out,
-        "PCI: {} functions, {} PCI Express links",
-        audit.functions.len(),
-        audit.links.len()
+        "PCI: {}, {}",
+        count(audit.functions.len(), "function", "functions"),
+        count(audit.link_count(), "PCI Express link", "PCI Express links")
     );
     if !audit.links.is_empty() || audit.functions.iter().any(|f| f.own_link_ceiling.is_some()) {
         let _ = writeln!(
@@ -293,8 +319,8 @@ pub fn render_usb(usb: &UsbInventory, style: &Style) -> String {
     }
     let _ = writeln!(
         out,
-        "\nUSB: {} devices (bulk ceiling per device link, MB/s = 10^6 B/s)",
-        usb.devices.len()
+        "\nUSB: {} (bulk ceiling per device link, MB/s = 10^6 B/s)",
+        count(usb.devices.len(), "device", "devices")
     );
     let by_name: BTreeMap<&str, &UsbDevice> =
         usb.devices.iter().map(|d| (d.name.as_str(), d)).collect();
@@ -435,7 +461,10 @@ pub fn render_block(block: &BlockInventory) -> String {
             q.and_then(|q| q.scheduler.clone())
                 .unwrap_or_else(|| "-".into()),
             num(q.and_then(|q| q.max_sectors_kb)),
-            num(q.and_then(|q| q.max_hw_sectors_kb)),
+            match q.and_then(|q| q.max_hw_sectors_kb) {
+                Some(probe::block::MAX_HW_SECTORS_KB_NO_LIMIT..) => "no limit".to_string(),
+                v => num(v),
+            },
             num(q.and_then(|q| q.read_ahead_kb)),
             mounts.join(", ")
         );
@@ -571,27 +600,7 @@ pub fn function_line(audit: &PciAudit, f: &AuditedFunction, style: &Style) -> St
     if let Some(cur) = f.current_link() {
         let cap = f.capable_link();
         let _ = write!(s, "  link {cur}");
-        let (down_speed, down_width) = match f.express() {
-            Some(_) => {
-                let (s, w) = f.lspci_marks();
-                let down = |m| m == Some(LinkMark::Downgraded);
-                (down(s), down(w))
-            }
-            None => {
-                // Kernel attributes only: apply lspci's rule to non-bridges.
-                let bridge = f.class.map(|c| c >> 8) == Some(0x0604);
-                match cap {
-                    Some(c) if !bridge => (cur.gen < c.gen, cur.width < c.width),
-                    _ => (false, false),
-                }
-            }
-        };
-        if down_speed || down_width {
-            let what = match (down_speed, down_width) {
-                (true, true) => "downgraded",
-                (true, false) => "speed downgraded",
-                _ => "width downgraded",
-            };
+        if let Some(what) = f.downgraded.and_then(|d| d.label()) {
             let _ = write!(s, " ({})", style.warn(what));
         }
         if let Some(c) = cap {

@@ -3,7 +3,7 @@
 
 use crate::output::GlobalArgs;
 use clap::{Args, Subcommand};
-use report::history::{default_path, Store};
+use report::history::{default_path, parse_run_id, Store};
 use report::{Document, Summary};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -24,7 +24,8 @@ pub enum HistoryAction {
     List,
     /// Print one saved run as a report (or its document with --json).
     Show {
-        /// The run's id, as `headroom history` lists it.
+        /// The run's id, as `headroom history` lists it (`2` or `#2`).
+        #[arg(value_parser = run_id)]
         id: i64,
     },
     /// Save result documents (files written by `--json`) into the history.
@@ -46,18 +47,37 @@ pub fn db_path(db: Option<&Path>) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// clap's parser for a run id: `12` or `#12`, as everywhere else.
+fn run_id(text: &str) -> Result<i64, String> {
+    parse_run_id(text).ok_or_else(|| {
+        format!("`{text}` is not a run id: give a number as `headroom history` lists it (2 or #2)")
+    })
+}
+
+/// The history at `db` to read from; an error sentence when there is none (reading never
+/// creates one).
+fn open_to_read(db: &Path) -> anyhow::Result<Store> {
+    Store::open_existing(db)?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "there is no history at {} (no run was saved there yet): `headroom history` lists \
+             the saved runs; give --db FILE for another history",
+            db.display()
+        )
+    })
+}
+
 /// A run named on the command line: an existing file, else a history id (`12` or `#12`).
 pub fn load(input: &str, db: Option<&Path>) -> anyhow::Result<(Document, String)> {
     let path = Path::new(input);
     if path.exists() {
         return Ok((Document::read(path)?, input.to_string()));
     }
-    match input.trim_start_matches('#').parse::<i64>() {
-        Ok(id) => {
-            let store = Store::open(&db_path(db)?)?;
+    match parse_run_id(input) {
+        Some(id) => {
+            let store = open_to_read(&db_path(db)?)?;
             Ok((store.get(id)?, format!("#{id}")))
         }
-        Err(_) => anyhow::bail!(
+        None => anyhow::bail!(
             "{input}: no such file, and not a history id (`headroom history` lists the ids)"
         ),
     }
@@ -65,10 +85,12 @@ pub fn load(input: &str, db: Option<&Path>) -> anyhow::Result<(Document, String)
 
 pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let db = db_path(args.db.as_deref())?;
-    let store = Store::open(&db)?;
     match args.action.as_ref().unwrap_or(&HistoryAction::List) {
         HistoryAction::List => {
-            let rows = store.list()?;
+            let rows = match Store::open_existing(&db)? {
+                Some(store) => store.list()?,
+                None => Vec::new(),
+            };
             if global.json {
                 crate::output::print_result(
                     "history",
@@ -86,7 +108,11 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
                             r.host.clone().unwrap_or_else(|| "-".into()),
                             r.target.clone().unwrap_or_else(|| "-".into()),
                             r.test.clone(),
-                            r.headline.clone(),
+                            if r.interrupted {
+                                format!("{} (interrupted)", r.headline)
+                            } else {
+                                r.headline.clone()
+                            },
                         ]
                     })
                     .collect();
@@ -115,7 +141,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
             }
         }
         HistoryAction::Show { id } => {
-            let doc = store.get(*id)?;
+            let doc = open_to_read(&db)?.get(*id)?;
             if global.json {
                 print!("{}", doc.to_json_pretty());
             } else {
@@ -124,7 +150,9 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
             }
         }
         HistoryAction::Add { files } => {
+            let store = Store::open(&db)?;
             let mut failed = false;
+            let mut saved_runs = Vec::new();
             for f in files {
                 let saved = std::fs::read_to_string(f)
                     .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))
@@ -134,12 +162,36 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
                         Ok(store.insert(&text)?)
                     });
                 match saved {
-                    Ok(id) => println!("{}: saved as #{id}", f.display()),
+                    Ok(s) => {
+                        if !global.json {
+                            if s.new {
+                                println!("{}: saved as #{}", f.display(), s.id);
+                            } else {
+                                println!(
+                                    "{}: already saved as #{} (the same document); not stored \
+                                     again",
+                                    f.display(),
+                                    s.id
+                                );
+                            }
+                        }
+                        saved_runs.push(serde_json::json!({
+                            "file": f,
+                            "id": s.id,
+                            "new": s.new,
+                        }));
+                    }
                     Err(e) => {
                         eprintln!("headroom: error: {e:#}");
                         failed = true;
                     }
                 }
+            }
+            if global.json {
+                crate::output::print_result(
+                    "history",
+                    &serde_json::json!({"database": db, "added": saved_runs}),
+                )?;
             }
             if failed {
                 return Ok(ExitCode::from(1));

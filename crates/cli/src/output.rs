@@ -130,7 +130,7 @@ pub fn save_result<T: serde::Serialize>(
 ) -> anyhow::Result<i64> {
     let doc = report::document::wrap(kind, env!("CARGO_PKG_VERSION"), body)?;
     let store = report::history::Store::open(&crate::history::db_path(db)?)?;
-    Ok(store.insert(&doc.to_json_pretty())?)
+    Ok(store.insert(&doc.to_json_pretty())?.id)
 }
 
 /// Options every benchmark shares for keeping its result.

@@ -127,16 +127,27 @@ fn root_that_does_not_exist_is_one_sentence() {
         .stderr(predicate::str::contains("panicked").not());
 }
 
+/// `audit --root /tmp`: nothing of a system there is an error, not an empty audit.
 #[test]
-fn root_that_is_not_a_sysfs_tree_warns_and_still_reports() {
+fn root_that_is_not_a_sysfs_tree_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    headroom()
-        .args(["audit", "--root"])
-        .arg(dir.path())
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("PCI: 0 functions"))
-        .stderr(predicate::str::contains("has no sys/ directory"));
+    std::fs::write(dir.path().join("notes.txt"), "x\n").unwrap();
+    for json in [false, true] {
+        let mut cmd = headroom();
+        cmd.args(["audit", "--root"]).arg(dir.path());
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.assert()
+            .code(1)
+            .stdout("")
+            .stderr(predicate::str::contains("has no sys/ directory"))
+            .stderr(predicate::str::contains(format!(
+                "headroom: error: --root {}: no PCI function, USB device, block device, \
+                 network interface or kernel information found there",
+                dir.path().display()
+            )));
+    }
 }
 
 #[test]
@@ -165,7 +176,9 @@ fn dangling_function_link_is_skipped_with_a_sentence() {
         .assert()
         .success()
         .stdout(predicate::str::contains("0000:00:01.0"))
-        .stdout(predicate::str::contains("PCI: 1 functions"))
+        .stdout(predicate::str::contains(
+            "PCI: 1 function, 0 PCI Express links\n",
+        ))
         .stderr(predicate::str::contains(
             "devices/0000:00:09.0 through a dangling link); skipped",
         ));
@@ -427,4 +440,280 @@ fn audit_shows_kernel_context_and_a_scaling_governor() {
         .success()
         .stdout(predicate::str::contains("System: kernel "))
         .stdout(predicate::str::contains("PREEMPT_RT"));
+}
+
+/// An lspci hex dump of `(address, description, config bytes)`, as `lspci -xxxx` prints it.
+fn lspci_dump_text(functions: &[(&str, &str, Vec<u8>)]) -> String {
+    let mut out = String::new();
+    for (addr, desc, bytes) in functions {
+        out.push_str(&format!("{addr} {desc}\n"));
+        for (i, row) in bytes.chunks(16).enumerate() {
+            let hex: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
+            out.push_str(&format!("{:02x}: {}\n", i * 16, hex.join(" ")));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// An empty file, /dev/null, random bytes or a JSON file are no lspci dump: exit 1 with
+/// one sentence, nothing on stdout (lspci -F fails on them too).
+#[test]
+fn lspci_input_that_is_not_a_dump_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.txt");
+    std::fs::write(&empty, "").unwrap();
+    let random = dir.path().join("random.bin");
+    let bytes: Vec<u8> = (0u32..4096)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&random, bytes).unwrap();
+    let json = dir.path().join("audit.json");
+    std::fs::write(&json, "{\"schema_version\": 1, \"kind\": \"audit\"}\n").unwrap();
+    for file in [&empty, Path::new("/dev/null"), &random, &json] {
+        let out = headroom()
+            .args(["audit", "--lspci"])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", file.display());
+        assert!(out.stdout.is_empty(), "{}", file.display());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err,
+            format!(
+                "headroom: error: --lspci {}: no lspci device line in it (`BB:DD.F description` \
+                 followed by `00: xx xx ...` lines): it is not an lspci hex dump; capture one \
+                 with `sudo lspci -xxx > FILE`\n",
+                file.display()
+            )
+        );
+    }
+}
+
+/// A dump cut in the middle of a line: a warning names the line, the rest is audited, and
+/// the advice is about the capture, never "run as root" (headroom reads a file here).
+#[test]
+fn truncated_dump_is_named_at_its_line_and_never_asks_for_root() {
+    let Some(fx) = probe::fixtures::shared_fixtures() else {
+        return;
+    };
+    let whole =
+        std::fs::read_to_string(fx.join("pci/linux-pci_xilinx-rme-hdsp-audio.lspci-xxx")).unwrap();
+    // Cut the second device's block after 3 whole lines and half of the fourth.
+    let second = whole.match_indices("\n\n").next().unwrap().0 + 2;
+    let cut_at = second + whole[second..].match_indices('\n').nth(3).unwrap().0 + 12;
+    let cut = &whole[..cut_at];
+    let cut_line = cut.lines().count();
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("cut.txt");
+    std::fs::write(&dump, cut).unwrap();
+    let out = headroom()
+        .args(["audit", "--lspci"])
+        .arg(&dump)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        stderr.contains(&format!(
+            "headroom: warning: line {cut_line}: the bytes of "
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the dump looks truncated here"), "{stderr}");
+    assert!(stdout.contains("PCI: 2 functions"), "{stdout}");
+    assert!(!stdout.contains("run as root") && !stderr.contains("run as root"));
+    assert!(
+        stdout.contains("the dump gives fewer than 256 bytes of config space for 1 function"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("capture the dump with `sudo lspci -xxx`"),
+        "{stdout}"
+    );
+}
+
+/// The JSON marks each link "downgraded" as lspci does; a device whose port above is not in
+/// the dump still gets a finding when it runs below its own capability.
+#[test]
+fn downgraded_marks_in_json_and_single_ended_finding() {
+    use model::{Aspm, LinkState, PcieGen, PortType};
+    use probe::pci::synth::{SynthExpress, SynthFunction};
+    // A HiSilicon x4 endpoint trained at x2, alone in the dump.
+    let device = SynthFunction {
+        vendor_id: 0x19e5,
+        device_id: 0x0123,
+        class: 0x010802,
+        buses: None,
+        express: Some(SynthExpress {
+            port_type: PortType::Endpoint,
+            capable: LinkState::new(PcieGen::Gen3, 4),
+            status: LinkState::new(PcieGen::Gen3, 2),
+            mps_supported: 256,
+            mps: 256,
+            mrrs: 512,
+            aspm_support: Aspm::default(),
+            aspm_enabled: Aspm::default(),
+            target: None,
+        }),
+        aer_status: None,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("one.txt");
+    std::fs::write(
+        &dump,
+        lspci_dump_text(&[(
+            "01:00.0",
+            "Non-Volatile memory controller: X",
+            device.config(),
+        )]),
+    )
+    .unwrap();
+    let doc = json_of(headroom().args(["audit", "--json", "--lspci"]).arg(&dump));
+    let f = function(&doc, "0000:01:00.0");
+    assert_eq!(
+        f["downgraded"],
+        serde_json::json!({"speed": false, "width": true})
+    );
+    let single: Vec<String> = findings(&doc)
+        .into_iter()
+        .filter(|m| m.contains("below its own capability"))
+        .collect();
+    assert_eq!(single.len(), 1, "{single:#?}");
+    assert!(
+        single[0].contains(
+            "runs its link at 8 GT/s x2, below its own capability 8 GT/s x4 \
+                            (width x2 of its x4)"
+        ),
+        "{}",
+        single[0]
+    );
+    assert!(single[0].contains("(-50 %)"), "{}", single[0]);
+    assert!(single[0].contains("the port above is not in the input"));
+    headroom()
+        .args(["audit", "--lspci"])
+        .arg(&dump)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "PCI: 1 function, 1 PCI Express link\n",
+        ))
+        .stdout(predicate::str::contains(
+            "link 8 GT/s x2 (width downgraded) of 8 GT/s x4",
+        ))
+        .stdout(predicate::str::contains("Findings:\n  warning: "));
+    // Saved in the history, the audit reads "1 finding".
+    let saved = dir.path().join("audit.json");
+    let text = headroom()
+        .args(["audit", "--json", "--lspci"])
+        .arg(&dump)
+        .output()
+        .unwrap()
+        .stdout;
+    std::fs::write(&saved, text).unwrap();
+    let db = dir.path().join("h.sqlite");
+    headroom()
+        .args(["history", "add", "--db"])
+        .arg(&db)
+        .arg(&saved)
+        .assert()
+        .success();
+    headroom()
+        .args(["history", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("audit  1 finding\n"));
+
+    // Samsung PM174X alone (pciutils' cap-phy32): 16 of 32 GT/s, "Speed 16GT/s (downgraded)".
+    let Some(doc) = dump_json("pciutils-tests_cap-phy32.lspci") else {
+        return;
+    };
+    let f = function(&doc, "0000:2e:00.0");
+    assert_eq!(
+        f["downgraded"],
+        serde_json::json!({"speed": true, "width": false})
+    );
+    assert!(findings(&doc)
+        .iter()
+        .any(|m| m.contains("runs its link at 16 GT/s x2, below its own capability 32 GT/s x2")));
+    // Both ends in the input: the mark is on the link, from the device below (lspci never
+    // marks a root or downstream port).
+    let doc = dump_json("pciutils-tests_tree-fsl-p2020.lspci").unwrap();
+    let links = doc["pci"]["links"].as_array().unwrap();
+    assert!(!links.is_empty());
+    for l in links {
+        let down = function(&doc, l["downstream"].as_str().unwrap());
+        assert_eq!(l["downgraded"], down["downgraded"], "{l:#}");
+    }
+    let lspci = std::fs::read_to_string(
+        probe::fixtures::shared_fixtures()
+            .unwrap()
+            .join("pci/pciutils-tests_tree-fsl-p2020.lspci.lspci.txt"),
+    )
+    .unwrap();
+    let marked_by_lspci = lspci.matches("(downgraded)").count();
+    let marked_by_us: usize = doc["pci"]["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            usize::from(f["downgraded"]["speed"] == true)
+                + usize::from(f["downgraded"]["width"] == true)
+        })
+        .sum();
+    assert_eq!(marked_by_us, marked_by_lspci);
+}
+
+/// max_hw_sectors_kb 2147483647 is how a device says it sets no limit: the table says so.
+#[test]
+fn unlimited_max_hw_sectors_reads_no_limit() {
+    let Some(fx) = probe::fixtures::shared_fixtures() else {
+        return;
+    };
+    let out = headroom()
+        .args(["audit", "--root"])
+        .arg(fx.join("sysfs/this-vm"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(!text.contains("2147483647"), "{text}");
+    let vda = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("vda "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(vda.contains(" no limit "), "{vda}");
+}
+
+/// The PCI line counts the links the tree shows a state for, once each, in the right number.
+#[test]
+fn pci_line_counts_the_links_it_shows() {
+    headroom()
+        .args(["audit", "--root"])
+        .arg(repo_tree("sd-nvme-downgraded-sata"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "PCI: 3 functions, 1 PCI Express link\n",
+        ));
+    let Some(fx) = probe::fixtures::shared_fixtures() else {
+        return;
+    };
+    // An old kernel's link attributes: three devices show a link, no port above has one.
+    let out = headroom()
+        .args(["audit", "--root"])
+        .arg(fx.join("sysfs/hwloc-40intel64-4xeth-ib-2pciroots"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("  link ").count(), 3, "{text}");
+    assert!(
+        text.contains("PCI: 37 functions, 3 PCI Express links\n"),
+        "{text}"
+    );
 }

@@ -235,3 +235,208 @@ fn a_foreign_history_file_is_refused_and_kept() {
         .stderr(predicate::str::contains("is not a headroom history"));
     assert_eq!(std::fs::read_to_string(&db).unwrap(), "not a database\n");
 }
+
+/// Listing or showing a history that does not exist creates nothing: reading never creates.
+#[test]
+fn reading_a_history_that_does_not_exist_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("nonexistent/dir/h.sqlite");
+    headroom()
+        .args(["history", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("no runs saved in"));
+    let listed = json_of(&["history", "--json", "--db", db.to_str().unwrap()]);
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed["runs"], serde_json::json!([]));
+    for id in ["1", "#1"] {
+        headroom()
+            .args(["history", "show", id, "--db"])
+            .arg(&db)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("there is no history at"));
+        headroom()
+            .args(["report", id, "--db"])
+            .arg(&db)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("there is no history at"));
+    }
+    assert!(
+        !dir.path().join("nonexistent").exists(),
+        "a read created the directory"
+    );
+}
+
+/// `--db empty.txt`: a 0-byte text file is not turned into a database, by a listing or by
+/// saving; one sentence says why.
+#[test]
+fn an_empty_text_file_is_not_made_a_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("empty.txt");
+    std::fs::write(&db, "").unwrap();
+    for args in [
+        vec!["history"],
+        vec!["history", "add", result("rpi5-gen2.json").to_str().unwrap()],
+    ] {
+        let out = headroom()
+            .args(&args)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("is not a headroom history (it is an empty file, not an SQLite database)"),
+            "{err}"
+        );
+    }
+    assert_eq!(std::fs::metadata(&db).unwrap().len(), 0);
+}
+
+/// `history add a.json a.json` stores one run and says the second is the same document;
+/// `--json` prints the ids as JSON; `history show '#1'` reads ids as report and compare do.
+#[test]
+fn the_same_document_is_saved_once_and_ids_read_the_same_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite");
+    let a = result("rpi5-gen2.json");
+    headroom()
+        .args(["history", "add", "--db"])
+        .arg(&db)
+        .arg(&a)
+        .arg(&a)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("rpi5-gen2.json: saved as #1\n"))
+        .stdout(predicate::str::contains(
+            "rpi5-gen2.json: already saved as #1 (the same document); not stored again",
+        ));
+    let added = json_of(&[
+        "history",
+        "add",
+        "--json",
+        "--db",
+        db.to_str().unwrap(),
+        a.to_str().unwrap(),
+        result("rpi5-gen3.json").to_str().unwrap(),
+    ]);
+    let added: Value = serde_json::from_str(&added).unwrap();
+    assert_eq!(added["kind"], "history");
+    assert_eq!(added["added"][0]["id"], 1);
+    assert_eq!(added["added"][0]["new"], false);
+    assert_eq!(added["added"][1]["id"], 2);
+    assert_eq!(added["added"][1]["new"], true);
+    let listed: Value = serde_json::from_str(&json_of(&[
+        "history",
+        "--json",
+        "--db",
+        db.to_str().unwrap(),
+    ]))
+    .unwrap();
+    assert_eq!(listed["runs"].as_array().unwrap().len(), 2);
+    for id in ["2", "#2"] {
+        headroom()
+            .args(["history", "show", id, "--db"])
+            .arg(&db)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("731.6"));
+    }
+    headroom()
+        .args(["history", "show", "two", "--db"])
+        .arg(&db)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("`two` is not a run id"));
+}
+
+/// A run stopped by Ctrl-C is saved with `"interrupted": true`; the listing says so.
+#[test]
+fn interrupted_runs_are_marked_in_the_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite");
+    let mut doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(result("rpi5-gen3.json")).unwrap()).unwrap();
+    doc["interrupted"] = Value::Bool(true);
+    let stopped = dir.path().join("stopped.json");
+    std::fs::write(&stopped, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    headroom()
+        .args(["history", "add", "--db"])
+        .arg(&db)
+        .arg(result("rpi5-gen2.json"))
+        .arg(&stopped)
+        .assert()
+        .success();
+    let out = headroom()
+        .args(["history", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(!lines[1].contains("interrupted"), "{text}");
+    assert!(lines[2].ends_with("731.6 MB/s (interrupted)"), "{text}");
+}
+
+/// A history on a read-only filesystem can be listed and shown (SQLite said "unable to open
+/// database file", code 14, when it opened read-write). Needs a tmpfs mount: as root, or
+/// skipped with a note.
+#[test]
+fn a_history_on_a_read_only_filesystem_can_be_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path();
+    let mount = |args: &[&str]| {
+        std::process::Command::new("mount")
+            .args(args)
+            .arg(mnt)
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !mount(&["-t", "tmpfs", "-o", "size=8m", "tmpfs"]) {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    }
+    let db = mnt.join("h.sqlite");
+    let result = std::panic::catch_unwind(|| {
+        headroom()
+            .args(["history", "add", "--db"])
+            .arg(&db)
+            .arg(result("rpi5-gen3.json"))
+            .assert()
+            .success();
+        assert!(mount(&["-o", "remount,ro"]), "remount read-only");
+        headroom()
+            .args(["history", "--db"])
+            .arg(&db)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("dd 100M write: 731.6 MB/s"));
+        headroom()
+            .args(["compare", "#1", "1", "--db"])
+            .arg(&db)
+            .assert()
+            .success();
+        // Saving there is refused with the reason, not a bare SQLite code.
+        headroom()
+            .args(["history", "add", "--db"])
+            .arg(&db)
+            .arg(result("rpi5-gen2.json"))
+            .assert()
+            .code(1)
+            .stderr(format!(
+                "headroom: error: cannot save in the history {}: Read-only file system (os \
+                 error 30); give --db FILE on a writable filesystem\n",
+                db.display()
+            ));
+    });
+    let _ = std::process::Command::new("umount").arg(mnt).status();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}

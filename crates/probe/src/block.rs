@@ -462,14 +462,17 @@ pub fn parse_swaps(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// `max_hw_sectors_kb` of a device that sets no limit: UINT_MAX sectors of 512 B in KiB
+/// ((2^32 - 1) / 2, rounded down), what a driver that calls
+/// `blk_queue_max_hw_sectors(q, UINT_MAX)` (virtio-blk and others) shows.
+pub const MAX_HW_SECTORS_KB_NO_LIMIT: u64 = 2_147_483_647;
+
 fn findings_for(d: &BlockDevice) -> Vec<Finding> {
     let mut out = Vec::new();
     let Some(q) = &d.queue else { return out };
     if let (Some(max), Some(hw)) = (q.max_sectors_kb, q.max_hw_sectors_kb) {
         if max < hw {
-            // max_hw_sectors_kb 2147483647 (UINT_MAX sectors in KiB) is how virtio-blk and
-            // others say they set no limit.
-            let accepts = if hw >= 2_147_483_647 {
+            let accepts = if hw >= MAX_HW_SECTORS_KB_NO_LIMIT {
                 "the device sets no limit".to_string()
             } else {
                 format!("the device accepts {hw} KiB")
@@ -483,7 +486,7 @@ fn findings_for(d: &BlockDevice) -> Vec<Finding> {
                          {max} KiB requests."
                     ),
                 )
-                .with_advice(if hw >= 2_147_483_647 {
+                .with_advice(if hw >= MAX_HW_SECTORS_KB_NO_LIMIT {
                     format!(
                         "For large sequential I/O, raise /sys/block/{}/queue/max_sectors_kb \
                          (the device sets no upper limit) and measure with headroom bench disk.",

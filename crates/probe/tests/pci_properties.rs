@@ -2,8 +2,9 @@
 //! answering mid-read), the decoder and the dump parser return, without panicking, with
 //! output bounded by the size of the input.
 
-use probe::pci::config::{ConfigSpace, EXTENDED_SIZE, MAX_CAPABILITIES, MAX_EXTENDED_CAPABILITIES};
+use probe::pci::config::{ConfigSpace, MAX_CAPABILITIES, MAX_EXTENDED_CAPABILITIES};
 use probe::pci::dump::parse_lspci_dump;
+use probe::pci::regs::PCI_CFG_SPACE_EXP_SIZE;
 use proptest::prelude::*;
 
 /// Bytes that look like config space often enough to reach the capability walks: random,
@@ -47,7 +48,7 @@ proptest! {
     #[test]
     fn decoder_never_panics_and_stays_bounded(bytes in config_bytes()) {
         let c = ConfigSpace::decode(&bytes);
-        prop_assert_eq!(c.length, bytes.len().min(EXTENDED_SIZE));
+        prop_assert_eq!(c.length, bytes.len().min(PCI_CFG_SPACE_EXP_SIZE));
         prop_assert!(c.capabilities.len() <= MAX_CAPABILITIES);
         prop_assert!(c.extended_capabilities.len() <= MAX_EXTENDED_CAPABILITIES);
         // One warning per problem, and each walk stops at its first problem.
@@ -76,7 +77,7 @@ proptest! {
         prop_assert!(d.functions.len() <= lines);
         prop_assert!(d.warnings.len() <= 2 * lines);
         for f in &d.functions {
-            prop_assert!(!f.config.is_empty() && f.config.len() <= EXTENDED_SIZE);
+            prop_assert!(!f.config.is_empty() && f.config.len() <= PCI_CFG_SPACE_EXP_SIZE);
         }
         for w in &d.warnings {
             prop_assert!(w.line >= 1 && w.line <= lines);

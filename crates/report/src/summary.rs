@@ -406,7 +406,10 @@ impl Summary {
         } else if let Some(c) = &self.ceiling {
             format!("bottleneck {} ({:.1} MB/s)", c.bottleneck, c.mb_s)
         } else {
-            format!("{} findings", self.findings.len())
+            match self.findings.len() {
+                1 => "1 finding".to_string(),
+                n => format!("{n} findings"),
+            }
         }
     }
 

@@ -57,6 +57,41 @@ pub struct Names {
     pub class: Option<String>,
 }
 
+/// Where the config space of an audit came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfigSource {
+    /// sysfs of a machine or a captured tree (64 bytes without root).
+    #[default]
+    Sysfs,
+    /// An `lspci -x`/`-xxx`/`-xxxx` dump (as many bytes as it was captured with).
+    LspciDump,
+}
+
+/// lspci's "(downgraded)" marks on a link's status: the speed or width below what the
+/// function itself can do (see [`AuditedFunction::downgraded`] for the rule).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LinkDowngrade {
+    pub speed: bool,
+    pub width: bool,
+}
+
+impl LinkDowngrade {
+    pub fn any(self) -> bool {
+        self.speed || self.width
+    }
+
+    /// "downgraded", "speed downgraded" or "width downgraded"; `None` when neither.
+    pub fn label(self) -> Option<&'static str> {
+        match (self.speed, self.width) {
+            (true, true) => Some("downgraded"),
+            (true, false) => Some("speed downgraded"),
+            (false, true) => Some("width downgraded"),
+            (false, false) => None,
+        }
+    }
+}
+
 /// One audited function.
 #[derive(Debug, Clone, Serialize)]
 pub struct AuditedFunction {
@@ -93,6 +128,9 @@ pub struct AuditedFunction {
     /// For a device whose port above is not in the audit (a dump of one device, a hidden
     /// bridge): the ceilings of its link judged against its own capability only.
     pub own_link_ceiling: Option<LinkCeilings>,
+    /// lspci's "(downgraded)" marks on this function's link status; `None` when no link
+    /// state is known.
+    pub downgraded: Option<LinkDowngrade>,
 }
 
 impl AuditedFunction {
@@ -122,6 +160,31 @@ impl AuditedFunction {
             Some(e) => (e.lspci_downgraded_speed(), e.lspci_downgraded_width()),
             None => (None, None),
         }
+    }
+
+    /// Whether the link status is below this function's own capability, as lspci marks it
+    /// "(downgraded)": from config space, pciutils' rule (never on root ports, downstream
+    /// ports and PCI-to-PCIe bridges); from the kernel's attributes alone, the same rule on
+    /// anything but a bridge (class 0x0604, whose port type is unknown). `None` when the
+    /// link state is unknown.
+    fn compute_downgraded(&self) -> Option<LinkDowngrade> {
+        let current = self.current_link()?;
+        if self.express_link().and_then(ExpressLink::current).is_some() {
+            let (speed, width) = self.lspci_marks();
+            let down = |m| m == Some(LinkMark::Downgraded);
+            return Some(LinkDowngrade {
+                speed: down(speed),
+                width: down(width),
+            });
+        }
+        let bridge = self.class.map(|c| c >> 8) == Some(0x0604);
+        Some(match self.capable_link() {
+            Some(c) if !bridge => LinkDowngrade {
+                speed: current.gen < c.gen,
+                width: current.width < c.width,
+            },
+            _ => LinkDowngrade::default(),
+        })
     }
 
     /// "Vendor Device" or numeric ids, the way lspci -nn falls back.
@@ -190,6 +253,9 @@ pub struct AuditedLink {
     pub read_completion_boundary: Option<u16>,
     /// Theoretical ceilings of the link now and at its best.
     pub ceiling: LinkCeilings,
+    /// lspci's "(downgraded)" marks on the device below (the end lspci marks; a port's
+    /// status is never marked).
+    pub downgraded: LinkDowngrade,
 }
 
 /// A link's ceilings (model::ceiling::pcie, the "default" assumption set: 4DW headers, no
@@ -279,6 +345,8 @@ pub fn link_ceilings(
 /// The whole audit.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PciAudit {
+    /// Where the config space came from (sysfs or an lspci dump).
+    pub config_source: ConfigSource,
     pub functions: Vec<AuditedFunction>,
     pub links: Vec<AuditedLink>,
     pub policy: PciPolicy,
@@ -289,8 +357,31 @@ pub struct PciAudit {
     pub names_source: Option<String>,
 }
 
+impl PciAudit {
+    /// The PCI Express links the audit shows a state for, each counted once: a link is
+    /// named by the device below it (all functions of a device share its link); a port
+    /// (root or downstream) counts only when the device below is not in the audit. Without
+    /// config space (no root) a switch's ports cannot be told apart, so a switch may count
+    /// one link too many there.
+    pub fn link_count(&self) -> usize {
+        let ports: HashSet<PciAddress> = self.links.iter().map(|l| l.upstream).collect();
+        let mut seen = HashSet::new();
+        for f in self.functions.iter().filter(|f| f.current_link().is_some()) {
+            let downstream_facing = f.port_type().is_some_and(|t| t.is_downstream_facing());
+            if ports.contains(&f.address) || (downstream_facing && !f.children.is_empty()) {
+                continue;
+            }
+            let a = f.address;
+            let function = if downstream_facing { a.function } else { 0 };
+            seen.insert((a.domain, a.bus, a.device, function));
+        }
+        seen.len()
+    }
+}
+
 /// Build the audit from the functions found. `names` gives vendor/device names.
 pub fn build(
+    source: ConfigSource,
     inputs: Vec<FunctionInput>,
     policy: PciPolicy,
     names: &PciNames,
@@ -367,6 +458,7 @@ pub fn build(
             upstream_link: None,
             root_port: None,
             own_link_ceiling: None,
+            downgraded: None,
         });
     }
     functions.sort_by_key(|f| f.address);
@@ -395,11 +487,15 @@ pub fn build(
     for i in 0..functions.len() {
         functions[i].root_port = find_root_port(&functions, &index, i);
     }
+    for f in functions.iter_mut() {
+        f.downgraded = f.compute_downgraded();
+    }
     let links = build_links(&mut functions, &index);
     for f in functions.iter_mut() {
         f.own_link_ceiling = own_link_ceiling(f);
     }
     let mut audit = PciAudit {
+        config_source: source,
         functions,
         links,
         policy,
@@ -513,6 +609,7 @@ fn build_links(
                     },
                     max_read_request: mrrs,
                     read_completion_boundary: rcb,
+                    downgraded: f.downgraded.unwrap_or_default(),
                 }
             }
             _ => {
@@ -540,6 +637,7 @@ fn build_links(
                     aspm_enabled: Aspm::default(),
                     max_read_request: None,
                     read_completion_boundary: None,
+                    downgraded: f.downgraded.unwrap_or_default(),
                 }
             }
         };
@@ -572,6 +670,44 @@ fn own_link_ceiling(f: &AuditedFunction) -> Option<LinkCeilings> {
         dev.map(|d| d.max_read_request),
         f.express_link().and_then(|l| l.rcb),
     ))
+}
+
+/// A device's link below its own capability when the port above is not in the input (an
+/// lspci dump of one endpoint, a bridge firmware hides): what is known is that the device
+/// could do more; whether the port or the slot allows it is not.
+fn single_ended_downgrade(f: &AuditedFunction, name: &str) -> Option<Finding> {
+    let c = f.own_link_ceiling.as_ref()?;
+    let down = f.downgraded.filter(|d| d.any())?;
+    let (current, capable) = (f.current_link()?, f.capable_link()?);
+    let mut what = Vec::new();
+    if down.speed {
+        what.push(format!("speed {} of its {}", current.gen, capable.gen));
+    }
+    if down.width {
+        what.push(format!(
+            "width x{} of its x{}",
+            current.width, capable.width
+        ));
+    }
+    Some(
+        Finding::new(
+            Severity::Warning,
+            f.address.to_string(),
+            format!(
+                "{name} runs its link at {current}, below its own capability {capable} \
+                 ({}): its ceiling is {} instead of {} (-{:.0} %); the port above is not in \
+                 the input, so whether it or the slot allows more is unknown",
+                what.join(", "),
+                format_mb_per_s(c.current.effective_write_bps),
+                format_mb_per_s(c.capable.effective_write_bps),
+                c.loss_percent
+            ),
+        )
+        .with_advice(
+            "read the port above's LnkCap (`lspci -vv -s PORT`): if it supports more, check \
+             the slot, cable, riser or retimer; if not, the slot is the limit",
+        ),
+    )
 }
 
 /// The findings of the audit, most severe first.
@@ -721,6 +857,9 @@ pub fn findings(audit: &PciAudit) -> Vec<Finding> {
     }
     for f in &audit.functions {
         let subject = f.address.to_string();
+        if let Some(finding) = single_ended_downgrade(f, &name(&f.address)) {
+            out.push(finding);
+        }
         // In a multi-function device only function 0's Target Link Speed controls the link
         // (PCIe Base Spec 6.0 section 7.5.3.19: RsvdP in the other functions).
         let controls_link =
@@ -809,17 +948,33 @@ pub fn findings(audit: &PciAudit) -> Vec<Finding> {
         .filter(|f| f.config_bytes > 0 && f.config_bytes < 256)
         .count();
     if unreadable > 0 {
-        out.push(
-            Finding::new(
+        let functions = if unreadable == 1 {
+            "1 function".to_string()
+        } else {
+            format!("{unreadable} functions")
+        };
+        out.push(match audit.config_source {
+            ConfigSource::Sysfs => Finding::new(
                 Severity::Info,
                 "config space",
                 format!(
-                    "only the first 64 bytes of config space were readable for {unreadable} \
-                     function(s): MPS, ASPM, AER and link capabilities of both ends are unknown"
+                    "only the first 64 bytes of config space were readable for {functions}: \
+                     MPS, ASPM, AER and link capabilities of both ends are unknown"
                 ),
             )
             .with_advice("run as root for the full audit"),
-        );
+            // Running headroom as root cannot add bytes to a file: the capture must change.
+            ConfigSource::LspciDump => Finding::new(
+                Severity::Info,
+                "config space",
+                format!(
+                    "the dump gives fewer than 256 bytes of config space for {functions} \
+                     (captured with `lspci -x`, by lspci without root, or cut short): what \
+                     lies past them (MPS, ASPM, AER, link capabilities) is unknown"
+                ),
+            )
+            .with_advice("capture the dump with `sudo lspci -xxx` for the full audit"),
+        });
     }
     out.sort_by_key(|f| std::cmp::Reverse(f.severity));
     out

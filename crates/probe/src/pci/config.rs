@@ -7,31 +7,20 @@
 //! each problem (a capability list that loops, a pointer out of range, a device that reads
 //! all 0xff) becomes one sentence in [`ConfigSpace::warnings`] and the rest is still decoded.
 //!
+//! Register offsets and fields are named as in Linux's pci_regs.h (see [`super::regs`]).
 //! Register layouts: PCI Express Base Specification 6.0 (sections named per field);
 //! the way each field is shown follows pciutils `ls-caps.c` / `ls-ecaps.c` (lspci 3.14),
 //! so that the values can be checked against lspci's own decode of the same bytes.
 
+use super::regs::*;
 use model::{LinkState, PcieGen};
 use serde::Serialize;
-
-/// Conventional configuration space (PCI Local Bus 3.0 section 6.1).
-pub const CONVENTIONAL_SIZE: usize = 256;
-/// PCI Express extended configuration space (PCIe Base Spec 6.0 section 7.2.2).
-pub const EXTENDED_SIZE: usize = 4096;
-/// The standard header every function has (PCIe Base Spec 6.0 section 7.5.1).
-pub const HEADER_SIZE: usize = 64;
 
 /// Upper bound on capability-list entries: (256 - 64) / 4 = 48 dword-aligned places for a
 /// capability in conventional space, so a longer list must revisit one.
 pub const MAX_CAPABILITIES: usize = 48;
 /// Upper bound on extended capabilities: (4096 - 256) / 4 = 960 dword-aligned places.
 pub const MAX_EXTENDED_CAPABILITIES: usize = 960;
-
-/// Capability IDs (PCI Code and ID Assignment Specification 1.11, section 2).
-pub const CAP_ID_EXPRESS: u8 = 0x10;
-/// Extended capability IDs (PCI Code and ID Assignment Specification 1.11, section 3).
-pub const ECAP_ID_AER: u16 = 0x0001;
-pub const ECAP_ID_DEVICE3: u16 = 0x002f;
 
 /// The decoded configuration space of one function.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -316,13 +305,13 @@ impl ConfigSpace {
     /// `warnings`, and whatever is decodable is decoded. Bytes past 4096 are ignored.
     pub fn decode(bytes: &[u8]) -> ConfigSpace {
         let mut warnings = Vec::new();
-        let bytes = if bytes.len() > EXTENDED_SIZE {
+        let bytes = if bytes.len() > PCI_CFG_SPACE_EXP_SIZE {
             warnings.push(format!(
-                "{} bytes given but configuration space is at most {EXTENDED_SIZE}; the rest \
+                "{} bytes given but configuration space is at most {PCI_CFG_SPACE_EXP_SIZE}; the rest \
                  was ignored",
                 bytes.len()
             ));
-            &bytes[..EXTENDED_SIZE]
+            &bytes[..PCI_CFG_SPACE_EXP_SIZE]
         } else {
             bytes
         };
@@ -351,10 +340,10 @@ impl ConfigSpace {
             );
             return out;
         }
-        if bytes.len() < HEADER_SIZE {
+        if bytes.len() < PCI_STD_HEADER_SIZEOF {
             out.warnings.push(format!(
                 "only {} bytes of configuration space were captured, fewer than the \
-                 {HEADER_SIZE}-byte header; fields past byte {} are unknown",
+                 {PCI_STD_HEADER_SIZEOF}-byte header; fields past byte {} are unknown",
                 bytes.len(),
                 bytes.len()
             ));
@@ -373,14 +362,14 @@ impl ConfigSpace {
         }
 
         out.capabilities = walk_capabilities(b, header, &mut out.warnings);
-        if let Some(cap) = out.capabilities.iter().find(|c| c.id == CAP_ID_EXPRESS) {
+        if let Some(cap) = out.capabilities.iter().find(|c| c.id == PCI_CAP_ID_EXP) {
             out.express = decode_express(b, cap.offset, &mut out.warnings);
         }
 
-        if bytes.len() > CONVENTIONAL_SIZE {
-            if bytes.len() < EXTENDED_SIZE {
+        if bytes.len() > PCI_CFG_SPACE_SIZE {
+            if bytes.len() < PCI_CFG_SPACE_EXP_SIZE {
                 out.warnings.push(format!(
-                    "only {} of the {EXTENDED_SIZE} bytes of extended configuration space \
+                    "only {} of the {PCI_CFG_SPACE_EXP_SIZE} bytes of extended configuration space \
                      were captured; extended capabilities past byte {} are unknown",
                     bytes.len(),
                     bytes.len()
@@ -389,10 +378,10 @@ impl ConfigSpace {
             out.extended_capabilities = walk_extended_capabilities(b, &mut out.warnings);
             for ecap in &out.extended_capabilities {
                 match ecap.id {
-                    ECAP_ID_AER if out.aer.is_none() => {
+                    PCI_EXT_CAP_ID_ERR if out.aer.is_none() => {
                         out.aer = decode_aer(b, ecap, &mut out.warnings);
                     }
-                    ECAP_ID_DEVICE3 if out.device3.is_none() => {
+                    PCI_EXT_CAP_ID_DEV3 if out.device3.is_none() => {
                         out.device3 = decode_device3(b, ecap.offset, &mut out.warnings);
                     }
                     _ => {}
@@ -404,27 +393,38 @@ impl ConfigSpace {
 }
 
 fn decode_header(b: Bytes) -> Option<Header> {
-    let vendor_id = b.u16(0x00)?;
-    let device_id = b.u16(0x02)?;
-    let command = b.u16(0x04)?;
-    let status = b.u16(0x06)?;
-    let revision = b.u8(0x08)?;
-    let class = u32::from(b.u8(0x0b)?) << 16 | u32::from(b.u8(0x0a)?) << 8 | u32::from(b.u8(0x09)?);
-    let header_type_byte = b.u8(0x0e)?;
-    let header_type = header_type_byte & 0x7f;
-    let subsystem = match (header_type, b.u16(0x2c), b.u16(0x2e)) {
-        (0, Some(vendor_id), Some(device_id)) => Some(Subsystem {
+    let vendor_id = b.u16(PCI_VENDOR_ID)?;
+    let device_id = b.u16(PCI_DEVICE_ID)?;
+    let command = b.u16(PCI_COMMAND)?;
+    let status = b.u16(PCI_STATUS)?;
+    let revision = b.u8(PCI_REVISION_ID)?;
+    let class = u32::from(b.u16(PCI_CLASS_DEVICE)?) << 8 | u32::from(b.u8(PCI_CLASS_PROG)?);
+    let header_type_byte = b.u8(PCI_HEADER_TYPE)?;
+    let header_type = header_type_byte & PCI_HEADER_TYPE_MASK;
+    let subsystem = match (
+        header_type,
+        b.u16(PCI_SUBSYSTEM_VENDOR_ID),
+        b.u16(PCI_SUBSYSTEM_ID),
+    ) {
+        (PCI_HEADER_TYPE_NORMAL, Some(vendor_id), Some(device_id)) => Some(Subsystem {
             vendor_id,
             device_id,
         }),
         _ => None,
     };
-    let bridge_buses = match (header_type, b.u8(0x18), b.u8(0x19), b.u8(0x1a)) {
-        (1, Some(primary), Some(secondary), Some(subordinate)) => Some(BridgeBuses {
-            primary,
-            secondary,
-            subordinate,
-        }),
+    let bridge_buses = match (
+        header_type,
+        b.u8(PCI_PRIMARY_BUS),
+        b.u8(PCI_SECONDARY_BUS),
+        b.u8(PCI_SUBORDINATE_BUS),
+    ) {
+        (PCI_HEADER_TYPE_BRIDGE, Some(primary), Some(secondary), Some(subordinate)) => {
+            Some(BridgeBuses {
+                primary,
+                secondary,
+                subordinate,
+            })
+        }
         _ => None,
     };
     Some(Header {
@@ -435,7 +435,7 @@ fn decode_header(b: Bytes) -> Option<Header> {
         revision,
         class,
         header_type,
-        multi_function: header_type_byte & 0x80 != 0,
+        multi_function: header_type_byte & PCI_HEADER_TYPE_MFD != 0,
         subsystem,
         bridge_buses,
     })
@@ -446,19 +446,23 @@ fn decode_header(b: Bytes) -> Option<Header> {
 fn walk_capabilities(b: Bytes, header: &Header, warnings: &mut Vec<String>) -> Vec<Capability> {
     let mut caps = Vec::new();
     // Status bit 4: Capabilities List (PCIe Base Spec 6.0 section 7.5.1.1.4).
-    if header.status & 0x10 == 0 {
+    if header.status & PCI_STATUS_CAP_LIST == 0 {
         return caps;
     }
     // Capabilities Pointer: 0x34 for type 0 and 1 headers, 0x14 for CardBus bridges.
-    let pointer_at = if header.header_type == 2 { 0x14 } else { 0x34 };
+    let pointer_at = if header.header_type == PCI_HEADER_TYPE_CARDBUS {
+        PCI_CB_CAPABILITY_LIST
+    } else {
+        PCI_CAPABILITY_LIST
+    };
     let Some(first) = b.u8(pointer_at) else {
         warnings.push(format!(
             "the capabilities pointer (byte {pointer_at:#04x}) was not captured; \
-             capabilities are unknown (capture at least {HEADER_SIZE} bytes)"
+             capabilities are unknown (capture at least {PCI_STD_HEADER_SIZEOF} bytes)"
         ));
         return caps;
     };
-    let mut seen = [false; CONVENTIONAL_SIZE];
+    let mut seen = [false; PCI_CFG_SPACE_SIZE];
     // The bottom two bits are reserved and must be ignored (PCI Local Bus 3.0 section 6.7).
     let mut at = usize::from(first & !3);
     let mut from: Option<usize> = None;
@@ -467,9 +471,9 @@ fn walk_capabilities(b: Bytes, header: &Header, warnings: &mut Vec<String>) -> V
             Some(f) => format!("the capability at {f:#04x}"),
             None => format!("the capabilities pointer ({pointer_at:#04x})"),
         };
-        if at < HEADER_SIZE {
+        if at < PCI_STD_HEADER_SIZEOF {
             warnings.push(format!(
-                "{origin} points to {at:#04x}, inside the {HEADER_SIZE}-byte header; the \
+                "{origin} points to {at:#04x}, inside the {PCI_STD_HEADER_SIZEOF}-byte header; the \
                  capability list is corrupt and was not followed further"
             ));
             break;
@@ -497,7 +501,7 @@ fn walk_capabilities(b: Bytes, header: &Header, warnings: &mut Vec<String>) -> V
             break;
         }
         seen[at] = true;
-        let id = b.0[at];
+        let id = b.0[at + PCI_CAP_LIST_ID];
         if id == 0xff {
             // lspci's "<chain broken>": a dword of 0xff is what an absent device returns.
             warnings.push(format!(
@@ -512,7 +516,7 @@ fn walk_capabilities(b: Bytes, header: &Header, warnings: &mut Vec<String>) -> V
             name: capability_name(id),
         });
         from = Some(at);
-        at = usize::from(b.0[at + 1] & !3);
+        at = usize::from(b.0[at + PCI_CAP_LIST_NEXT] & !3);
     }
     caps
 }
@@ -520,8 +524,8 @@ fn walk_capabilities(b: Bytes, header: &Header, warnings: &mut Vec<String>) -> V
 /// Walks the extended capability list from 0x100 (PCIe Base Spec 6.0 section 7.6.3).
 fn walk_extended_capabilities(b: Bytes, warnings: &mut Vec<String>) -> Vec<ExtendedCapability> {
     let mut caps = Vec::new();
-    let mut seen = vec![false; EXTENDED_SIZE];
-    let mut at = CONVENTIONAL_SIZE;
+    let mut seen = vec![false; PCI_CFG_SPACE_EXP_SIZE];
+    let mut at = PCI_CFG_SPACE_SIZE;
     let mut from: Option<usize> = None;
     loop {
         let origin = match from {
@@ -564,19 +568,18 @@ fn walk_extended_capabilities(b: Bytes, warnings: &mut Vec<String>) -> Vec<Exten
             break;
         }
         seen[at] = true;
-        let id = (head & 0xffff) as u16;
+        let id = pci_ext_cap_id(head);
         caps.push(ExtendedCapability {
             offset: at as u16,
             id,
-            version: ((head >> 16) & 0xf) as u8,
+            version: pci_ext_cap_ver(head),
             name: extended_capability_name(id),
         });
-        // Next Capability Offset, bits 31:20; bits 1:0 reserved.
-        let next = ((head >> 20) & 0xffc) as usize;
+        let next = pci_ext_cap_next(head);
         if next == 0 {
             break;
         }
-        if next < CONVENTIONAL_SIZE {
+        if next < PCI_CFG_SPACE_SIZE {
             warnings.push(format!(
                 "the extended capability at {at:#05x} points to {next:#05x}, below 0x100 \
                  where extended capabilities start; the list is corrupt and was not followed \
@@ -594,15 +597,16 @@ fn walk_extended_capabilities(b: Bytes, warnings: &mut Vec<String>) -> Vec<Exten
 /// offsets are relative to the capability.
 fn decode_express(b: Bytes, at: u16, warnings: &mut Vec<String>) -> Option<ExpressCap> {
     let at = usize::from(at);
-    let Some(flags) = b.u16(at + 0x02) else {
+    let Some(flags) = b.u16(at + PCI_EXP_FLAGS) else {
         warnings.push(format!(
             "the PCI Express capability at {at:#04x} was cut off after its first bytes; \
              link and payload settings are unknown"
         ));
         return None;
     };
-    let version = (flags & 0xf) as u8;
-    let port_type = PortType::from_code(((flags >> 4) & 0xf) as u8);
+    let flags32 = u32::from(flags);
+    let version = field_get(PCI_EXP_FLAGS_VERS.into(), flags32) as u8;
+    let port_type = PortType::from_code(field_get(PCI_EXP_FLAGS_TYPE.into(), flags32) as u8);
     if let PortType::Unknown(code) = port_type {
         warnings.push(format!(
             "the PCI Express capability at {at:#04x} has device/port type {code}, which the \
@@ -610,9 +614,9 @@ fn decode_express(b: Bytes, at: u16, warnings: &mut Vec<String>) -> Option<Expre
         ));
     }
 
-    let device = match (b.u32(at + 0x04), b.u16(at + 0x08)) {
+    let device = match (b.u32(at + PCI_EXP_DEVCAP), b.u16(at + PCI_EXP_DEVCTL)) {
         (Some(devcap), Some(devctl)) => {
-            let mps_cap = (devcap & 7) as u8;
+            let mps_cap = field_get(PCI_EXP_DEVCAP_PAYLOAD, devcap) as u8;
             if mps_cap > 5 {
                 warnings.push(format!(
                     "DevCap Max_Payload_Size Supported has the reserved code {mps_cap} \
@@ -621,8 +625,9 @@ fn decode_express(b: Bytes, at: u16, warnings: &mut Vec<String>) -> Option<Expre
                     128u32 << mps_cap
                 ));
             }
-            let mps = ((devctl >> 5) & 7) as u8;
-            let mrrs = ((devctl >> 12) & 7) as u8;
+            let devctl32 = u32::from(devctl);
+            let mps = field_get(PCI_EXP_DEVCTL_PAYLOAD.into(), devctl32) as u8;
+            let mrrs = field_get(PCI_EXP_DEVCTL_READRQ.into(), devctl32) as u8;
             for (name, code) in [("Max_Payload_Size", mps), ("Max_Read_Request_Size", mrrs)] {
                 if code > 5 {
                     warnings.push(format!(
@@ -637,16 +642,20 @@ fn decode_express(b: Bytes, at: u16, warnings: &mut Vec<String>) -> Option<Expre
                 max_payload_supported: 128 << mps_cap,
                 max_payload: 128 << mps,
                 max_read_request: 128 << mrrs,
-                extended_tag_supported: devcap & (1 << 5) != 0,
-                relaxed_ordering: devctl & (1 << 4) != 0,
-                no_snoop: devctl & (1 << 11) != 0,
+                extended_tag_supported: devcap & PCI_EXP_DEVCAP_EXT_TAG != 0,
+                relaxed_ordering: devctl & PCI_EXP_DEVCTL_RELAX_EN != 0,
+                no_snoop: devctl & PCI_EXP_DEVCTL_NOSNOOP_EN != 0,
             })
         }
         _ => None,
     };
 
     let link = if port_type.has_link() {
-        match (b.u32(at + 0x0c), b.u16(at + 0x10), b.u16(at + 0x12)) {
+        match (
+            b.u32(at + PCI_EXP_LNKCAP),
+            b.u16(at + PCI_EXP_LNKCTL),
+            b.u16(at + PCI_EXP_LNKSTA),
+        ) {
             (Some(lnkcap), Some(lnkctl), Some(lnksta)) => {
                 Some(decode_link(lnkcap, lnkctl, lnksta, port_type, at, warnings))
             }
@@ -658,10 +667,14 @@ fn decode_express(b: Bytes, at: u16, warnings: &mut Vec<String>) -> Option<Expre
 
     // The "2" registers exist from capability version 2 on (PCIe Base Spec 2.0).
     let link2 = if version >= 2 && port_type.has_link() {
-        match (b.u32(at + 0x2c), b.u16(at + 0x30), b.u16(at + 0x32)) {
+        match (
+            b.u32(at + PCI_EXP_LNKCAP2),
+            b.u16(at + PCI_EXP_LNKCTL2),
+            b.u16(at + PCI_EXP_LNKSTA2),
+        ) {
             (Some(lnkcap2), Some(lnkctl2), Some(lnksta2)) => {
-                let vector = ((lnkcap2 >> 1) & 0x7f) as u8;
-                let target_code = (lnkctl2 & 0xf) as u8;
+                let vector = field_get(PCI_EXP_LNKCAP2_SLS, lnkcap2) as u8;
+                let target_code = field_get(PCI_EXP_LNKCTL2_TLS.into(), lnkctl2.into()) as u8;
                 Some(ExpressLink2 {
                     supported_speeds_vector: vector,
                     supported_speeds: PcieGen::ALL
@@ -676,7 +689,7 @@ fn decode_express(b: Bytes, at: u16, warnings: &mut Vec<String>) -> Option<Expre
                         PcieGen::from_speed_code(target_code)
                     },
                     target_speed_code: target_code,
-                    flit_mode_active: lnksta2 & (1 << 10) != 0,
+                    flit_mode_active: lnksta2 & PCI_EXP_LNKSTA2_FLIT != 0,
                 })
             }
             _ => None,
@@ -686,10 +699,10 @@ fn decode_express(b: Bytes, at: u16, warnings: &mut Vec<String>) -> Option<Expre
     };
 
     let needed = match (version >= 2, port_type.has_link()) {
-        (true, true) => 0x34,
-        (true, false) => 0x2c,
-        (false, true) => 0x14,
-        (false, false) => 0x0c,
+        (true, true) => PCI_CAP_EXP_ENDPOINT_SIZEOF_V2,
+        (true, false) => PCI_CAP_EXP_RC_ENDPOINT_SIZEOF_V2,
+        (false, true) => PCI_CAP_EXP_ENDPOINT_SIZEOF_V1,
+        (false, false) => PCI_CAP_EXP_RC_ENDPOINT_SIZEOF_V1,
     };
     if !b.has(at, needed) {
         warnings.push(format!(
@@ -703,9 +716,9 @@ fn decode_express(b: Bytes, at: u16, warnings: &mut Vec<String>) -> Option<Expre
         offset: at as u16,
         version,
         port_type,
-        slot_implemented: flags & (1 << 8) != 0,
-        interrupt_message_number: ((flags >> 9) & 0x1f) as u8,
-        flit_mode_supported: flags & (1 << 15) != 0,
+        slot_implemented: flags & PCI_EXP_FLAGS_SLOT != 0,
+        interrupt_message_number: field_get(PCI_EXP_FLAGS_IRQ.into(), flags32) as u8,
+        flit_mode_supported: flags & PCI_EXP_FLAGS_FLIT != 0,
         device,
         link,
         link2,
@@ -720,7 +733,7 @@ fn decode_link(
     at: usize,
     warnings: &mut Vec<String>,
 ) -> ExpressLink {
-    let max_speed_code = (lnkcap & 0xf) as u8;
+    let max_speed_code = field_get(PCI_EXP_LNKCAP_SLS, lnkcap) as u8;
     let max_speed = PcieGen::from_speed_code(max_speed_code);
     if max_speed.is_none() {
         warnings.push(format!(
@@ -728,7 +741,8 @@ fn decode_link(
              {max_speed_code}, which is not a defined speed (1-7); the link ceiling is unknown"
         ));
     }
-    let speed_code = (lnksta & 0xf) as u8;
+    let lnksta32 = u32::from(lnksta);
+    let speed_code = field_get(PCI_EXP_LNKSTA_CLS.into(), lnksta32) as u8;
     // Read Completion Boundary is defined for root ports, endpoints and PCIe-to-PCI
     // bridges; reserved for switch ports (PCIe Base Spec 6.0 section 7.5.3.7). lspci
     // prints it for the same types.
@@ -740,21 +754,25 @@ fn decode_link(
             | PortType::PcieToPciBridge
     );
     ExpressLink {
-        port_number: (lnkcap >> 24) as u8,
+        port_number: field_get(PCI_EXP_LNKCAP_PN, lnkcap) as u8,
         max_speed,
         max_speed_code,
-        max_width: ((lnkcap >> 4) & 0x3f) as u8,
-        aspm_support: Aspm::from_bits(((lnkcap >> 10) & 3) as u8),
-        aspm_control: Aspm::from_bits((lnkctl & 3) as u8),
-        rcb: rcb_defined.then_some(if lnkctl & (1 << 3) != 0 { 128 } else { 64 }),
-        link_disable: lnkctl & (1 << 4) != 0,
-        common_clock: lnkctl & (1 << 6) != 0,
-        flit_mode_disable: lnkctl & (1 << 13) != 0,
+        max_width: field_get(PCI_EXP_LNKCAP_MLW, lnkcap) as u8,
+        aspm_support: Aspm::from_bits(field_get(PCI_EXP_LNKCAP_ASPMS, lnkcap) as u8),
+        aspm_control: Aspm::from_bits(field_get(PCI_EXP_LNKCTL_ASPMC.into(), lnkctl.into()) as u8),
+        rcb: rcb_defined.then_some(if lnkctl & PCI_EXP_LNKCTL_RCB != 0 {
+            128
+        } else {
+            64
+        }),
+        link_disable: lnkctl & PCI_EXP_LNKCTL_LD != 0,
+        common_clock: lnkctl & PCI_EXP_LNKCTL_CCC != 0,
+        flit_mode_disable: lnkctl & PCI_EXP_LNKCTL_FLIT_MODE_DIS != 0,
         speed: PcieGen::from_speed_code(speed_code),
         speed_code,
-        width: ((lnksta >> 4) & 0x3f) as u8,
-        training: lnksta & (1 << 11) != 0,
-        data_link_active: lnksta & (1 << 13) != 0,
+        width: field_get(PCI_EXP_LNKSTA_NLW.into(), lnksta32) as u8,
+        training: lnksta & PCI_EXP_LNKSTA_LT != 0,
+        data_link_active: lnksta & PCI_EXP_LNKSTA_DLLLA != 0,
     }
 }
 
@@ -808,11 +826,11 @@ fn decode_aer(b: Bytes, ecap: &ExtendedCapability, warnings: &mut Vec<String>) -
     let at = usize::from(ecap.offset);
     // Offsets within the AER capability: PCIe Base Spec 6.0 section 7.8.4, figure 7-193.
     let regs = (
-        b.u32(at + 0x04),
-        b.u32(at + 0x08),
-        b.u32(at + 0x0c),
-        b.u32(at + 0x10),
-        b.u32(at + 0x14),
+        b.u32(at + PCI_ERR_UNCOR_STATUS),
+        b.u32(at + PCI_ERR_UNCOR_MASK),
+        b.u32(at + PCI_ERR_UNCOR_SEVER),
+        b.u32(at + PCI_ERR_COR_STATUS),
+        b.u32(at + PCI_ERR_COR_MASK),
     );
     let (Some(ue_sta), Some(ue_msk), Some(ue_sev), Some(ce_sta), Some(ce_msk)) = regs else {
         warnings.push(format!(
@@ -834,7 +852,7 @@ fn decode_aer(b: Bytes, ecap: &ExtendedCapability, warnings: &mut Vec<String>) -
 }
 
 fn decode_device3(b: Bytes, offset: u16, warnings: &mut Vec<String>) -> Option<Device3> {
-    let Some(devcap3) = b.u32(usize::from(offset) + 4) else {
+    let Some(devcap3) = b.u32(usize::from(offset) + PCI_DEV3_CAP) else {
         warnings.push(format!(
             "the Device 3 capability at {offset:#05x} runs past the {} bytes captured",
             b.0.len()
@@ -843,10 +861,10 @@ fn decode_device3(b: Bytes, offset: u16, warnings: &mut Vec<String>) -> Option<D
     };
     Some(Device3 {
         offset,
-        dmwr_request_routing: devcap3 & 1 != 0,
-        tag14_completer: devcap3 & (1 << 1) != 0,
-        tag14_requester: devcap3 & (1 << 2) != 0,
-        l0p_supported: devcap3 & (1 << 3) != 0,
+        dmwr_request_routing: devcap3 & PCI_DEV3_CAP_DMWR_REQ != 0,
+        tag14_completer: devcap3 & PCI_DEV3_CAP_14BIT_TAG_COMP != 0,
+        tag14_requester: devcap3 & PCI_DEV3_CAP_14BIT_TAG_REQ != 0,
+        l0p_supported: devcap3 & PCI_DEV3_CAP_L0P_SUPP != 0,
     })
 }
 
@@ -958,7 +976,7 @@ mod tests {
         put16(&mut b, 0x82, sta_width << 4 | sta_code);
         put32(&mut b, 0x9c, 0x0f << 1); // 2.5-16 GT/s
         put16(&mut b, 0xa0, 0x0004); // target 16 GT/s
-        if len >= EXTENDED_SIZE {
+        if len >= PCI_CFG_SPACE_EXP_SIZE {
             put32(&mut b, 0x100, 0x0001 | 2 << 16); // AER v2, last
             put32(&mut b, 0x104, 1 << 16 | 1 << 20 | 1 << 1); // UnxCmplt, UnsupReq, reserved
             put32(&mut b, 0x110, 1 | 1 << 13); // RxErr, AdvNonFatalErr
@@ -969,7 +987,7 @@ mod tests {
 
     #[test]
     fn decodes_an_endpoint_link_and_aer() {
-        let c = ConfigSpace::decode(&function(EXTENDED_SIZE, 0, 3, 4));
+        let c = ConfigSpace::decode(&function(PCI_CFG_SPACE_EXP_SIZE, 0, 3, 4));
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
         let h = c.header.as_ref().unwrap();
         assert_eq!(
@@ -1237,7 +1255,7 @@ mod tests {
     #[test]
     fn extended_list_problems() {
         // Loop: 0x100 -> 0x140 -> 0x100.
-        let mut b = function(EXTENDED_SIZE, 0, 4, 4);
+        let mut b = function(PCI_CFG_SPACE_EXP_SIZE, 0, 4, 4);
         put32(&mut b, 0x100, 0x0001 | 2 << 16 | 0x140 << 20);
         put32(&mut b, 0x140, 0x0003 | 1 << 16 | 0x100 << 20);
         let c = ConfigSpace::decode(&b);
@@ -1260,7 +1278,7 @@ mod tests {
             ]
         );
         // Truncated extended space: AER header present, its registers cut off.
-        let c = ConfigSpace::decode(&function(EXTENDED_SIZE, 0, 4, 4)[..0x108]);
+        let c = ConfigSpace::decode(&function(PCI_CFG_SPACE_EXP_SIZE, 0, 4, 4)[..0x108]);
         assert!(c.aer.is_none());
         assert_eq!(
             c.warnings,
@@ -1272,7 +1290,7 @@ mod tests {
             ]
         );
         // No extended space at all (conventional PCI device): silent.
-        let mut b = function(EXTENDED_SIZE, 0, 4, 4);
+        let mut b = function(PCI_CFG_SPACE_EXP_SIZE, 0, 4, 4);
         b[0x100..].fill(0xff);
         let c = ConfigSpace::decode(&b);
         assert!(c.warnings.is_empty() && c.extended_capabilities.is_empty());

@@ -8,7 +8,7 @@
 //! Bytes a dump does not give read as 0xff, as in lspci.
 
 use super::address::PciAddress;
-use super::config::EXTENDED_SIZE;
+use super::regs::{PCI_CFG_SPACE_EXP_SIZE, PCI_CFG_SPACE_SIZE, PCI_STD_HEADER_SIZEOF};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -42,13 +42,54 @@ impl fmt::Display for DumpWarning {
 pub struct LspciDump {
     pub functions: Vec<DumpedFunction>,
     pub warnings: Vec<DumpWarning>,
+    /// Lines that looked like lspci device lines (valid or not), whether or not bytes
+    /// followed.
+    pub device_lines: usize,
 }
+
+/// Why a text holds nothing to audit (lspci -F fails on such a file too).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DumpError {
+    #[error(
+        "no lspci device line in it (`BB:DD.F description` followed by `00: xx xx ...` \
+         lines): it is not an lspci hex dump; capture one with `sudo lspci -xxx > FILE`"
+    )]
+    NoDeviceLine,
+    #[error(
+        "{device_lines} device {} but no config bytes under {}: it is not an lspci hex dump \
+         (`lspci -v` text has no bytes); capture one with `sudo lspci -xxx > FILE`",
+        if *device_lines == 1 { "line" } else { "lines" },
+        if *device_lines == 1 { "it" } else { "any of them" }
+    )]
+    NoConfigBytes { device_lines: usize },
+}
+
+impl LspciDump {
+    /// The dump, or why it holds nothing to audit.
+    pub fn nonempty(self) -> Result<LspciDump, DumpError> {
+        match (self.device_lines, self.functions.len()) {
+            (0, _) => Err(DumpError::NoDeviceLine),
+            (n, 0) => Err(DumpError::NoConfigBytes { device_lines: n }),
+            _ => Ok(self),
+        }
+    }
+}
+
+/// The config-space lengths lspci prints: `-x` 64 bytes, `-xxx` 256, `-xxxx` 4096
+/// (pciutils lspci.c `show_hex_dump`).
+const LSPCI_DUMP_LENGTHS: [usize; 3] = [
+    PCI_STD_HEADER_SIZEOF,
+    PCI_CFG_SPACE_SIZE,
+    PCI_CFG_SPACE_EXP_SIZE,
+];
 
 /// A function being filled.
 struct Pending {
     address: PciAddress,
     description: String,
     line: usize,
+    /// The last line that gave bytes.
+    last_data_line: usize,
     bytes: Vec<u8>,
     given: Vec<bool>,
 }
@@ -67,6 +108,7 @@ pub fn parse_lspci_dump(text: &str) -> LspciDump {
         }
         if let Some(device) = device_line(line) {
             finish(current.take(), &mut out);
+            out.device_lines += 1;
             match device {
                 Ok((address, description)) => {
                     if let Some(first) = first_seen.get(&address) {
@@ -84,6 +126,7 @@ pub fn parse_lspci_dump(text: &str) -> LspciDump {
                         address,
                         description: description.trim().to_string(),
                         line: number,
+                        last_data_line: number,
                         bytes: Vec::new(),
                         given: Vec::new(),
                     });
@@ -107,6 +150,7 @@ pub fn parse_lspci_dump(text: &str) -> LspciDump {
             });
             continue;
         };
+        pending.last_data_line = number;
         if let Err(message) = store_bytes(pending, offset, rest) {
             out.warnings.push(DumpWarning {
                 line: number,
@@ -153,6 +197,25 @@ fn finish(pending: Option<Pending>, out: &mut LspciDump) {
             ),
         });
     }
+    // A dump cut short (a file truncated in transfer, a paste that lost its end) ends a
+    // device's bytes at a length lspci never prints.
+    if !LSPCI_DUMP_LENGTHS.contains(&p.bytes.len()) {
+        let next = LSPCI_DUMP_LENGTHS
+            .into_iter()
+            .find(|&l| l > p.bytes.len())
+            .unwrap_or(PCI_CFG_SPACE_EXP_SIZE);
+        out.warnings.push(DumpWarning {
+            line: p.last_data_line,
+            message: format!(
+                "the bytes of {} (device line {}) stop at offset {:#x}, short of the {next} \
+                 that lspci prints: the dump looks truncated here; the missing bytes read as \
+                 0xff",
+                p.address,
+                p.line,
+                p.bytes.len()
+            ),
+        });
+    }
     out.functions.push(DumpedFunction {
         address: p.address,
         description: p.description,
@@ -190,9 +253,9 @@ fn store_bytes(p: &mut Pending, offset: usize, rest: &str) -> Result<(), String>
         if b.len() > 2 && b[2] != b' ' {
             break;
         }
-        if at >= EXTENDED_SIZE {
+        if at >= PCI_CFG_SPACE_EXP_SIZE {
             return Err(format!(
-                "offset {at:#x} is past the {EXTENDED_SIZE} bytes of configuration space; \
+                "offset {at:#x} is past the {PCI_CFG_SPACE_EXP_SIZE} bytes of configuration space; \
                  the rest of the line was ignored"
             ));
         }
@@ -268,6 +331,15 @@ fn data_line(line: &str) -> Option<(usize, &str)> {
 mod tests {
     use super::*;
 
+    /// The dump without the warnings of a short (truncated-looking) device block: the tests
+    /// below give few bytes on purpose; `a_dump_cut_short_is_named_at_its_line` checks those.
+    fn parse_short(text: &str) -> LspciDump {
+        let mut d = parse_lspci_dump(text);
+        d.warnings
+            .retain(|w| !w.message.contains("looks truncated"));
+        d
+    }
+
     fn rows(start: usize, n: usize, byte: &str) -> String {
         (0..n)
             .map(|i| format!("{:02x}: {}\n", start + i * 16, vec![byte; 16].join(" ")))
@@ -282,7 +354,7 @@ mod tests {
             rows(0, 16, "aa"),
             rows(0, 4, "01")
         );
-        let d = parse_lspci_dump(&text);
+        let d = parse_short(&text);
         assert!(d.warnings.is_empty(), "{:?}", d.warnings);
         assert_eq!(d.functions.len(), 2);
         assert_eq!(d.functions[0].address.to_string(), "0000:00:1c.0");
@@ -300,7 +372,7 @@ mod tests {
         let text = "03:00.0 Ethernet controller: X\r\n\tSubsystem: Y\r\n\
                     \tCapabilities: [40] Power Management version 3\r\n\
                     00: 86 80 c9 10 06 04 10 00 01 00 00 02 10 00 80 00\r\n\r\n";
-        let d = parse_lspci_dump(text);
+        let d = parse_short(text);
         assert!(d.warnings.is_empty(), "{:?}", d.warnings);
         assert_eq!(d.functions[0].config[..4], [0x86, 0x80, 0xc9, 0x10]);
         assert_eq!(d.functions[0].config.len(), 16);
@@ -309,7 +381,7 @@ mod tests {
     #[test]
     fn malformed_bytes_are_named_with_line_and_rest_kept() {
         let text = "00:00.0 Host bridge: X\n00: 86 80 zz 10\n10: 01 02\n";
-        let d = parse_lspci_dump(text);
+        let d = parse_short(text);
         assert_eq!(d.warnings.len(), 2, "{:?}", d.warnings);
         assert_eq!(
             d.warnings[1].to_string(),
@@ -328,7 +400,7 @@ mod tests {
     #[test]
     fn offset_past_4096_is_refused() {
         let text = "00:00.0 X\n00: 01\n1000: 02 03\n";
-        let d = parse_lspci_dump(text);
+        let d = parse_short(text);
         assert_eq!(d.functions[0].config, vec![1]);
         assert_eq!(d.warnings.len(), 1);
         assert!(d.warnings[0]
@@ -339,7 +411,7 @@ mod tests {
     #[test]
     fn bytes_without_a_device_and_devices_without_bytes() {
         let text = "00: 01 02\n\n00:02.0 VGA: X\n\n00:03.0 Y\n00: 11\n";
-        let d = parse_lspci_dump(text);
+        let d = parse_short(text);
         let w: Vec<String> = d.warnings.iter().map(ToString::to_string).collect();
         assert_eq!(
             w,
@@ -357,7 +429,7 @@ mod tests {
     #[test]
     fn invalid_address_and_gaps_and_duplicates() {
         let text = "00:3f.0 X\n00: 01\n\n00:01.0 Y\n00: 01\n40: 02\n\n00:01.0 Z\n00: 03\n";
-        let d = parse_lspci_dump(text);
+        let d = parse_short(text);
         let w: Vec<String> = d.warnings.iter().map(ToString::to_string).collect();
         assert_eq!(w.len(), 4, "{w:?}");
         assert!(w[0].starts_with("line 1: `00:3f.0` is not a PCI address: the device number"));
@@ -382,11 +454,61 @@ mod tests {
     #[test]
     fn lines_that_only_look_alike_are_ignored() {
         let text = "00:00.0 X\n00: 01\n0: 02\n000000000: 03\n00:00 04\nab:cd.e\n";
-        let d = parse_lspci_dump(text);
+        let d = parse_short(text);
         // `ab:cd.e` is a device line with no text; device 0xcd is out of range.
         assert_eq!(d.functions.len(), 1);
         assert_eq!(d.functions[0].config, vec![1]);
         assert_eq!(d.warnings.len(), 1, "{:?}", d.warnings);
         assert_eq!(d.warnings[0].line, 6);
+    }
+
+    #[test]
+    fn a_dump_cut_short_is_named_at_its_line() {
+        // `lspci -xxx` output cut in the middle of its fifth line.
+        let text = format!("00:1f.3 Audio device: X\n{}40: 01 02 0", rows(0, 4, "aa"));
+        let d = parse_lspci_dump(&text);
+        let w: Vec<String> = d.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            w,
+            [
+                "line 6: `0` at byte 0x42 of 0000:00:1f.3 is not a two-digit hex byte; the \
+                 rest of the line was ignored",
+                "line 6: the bytes of 0000:00:1f.3 (device line 1) stop at offset 0x42, short \
+                 of the 256 that lspci prints: the dump looks truncated here; the missing \
+                 bytes read as 0xff",
+            ]
+        );
+        assert_eq!(d.functions[0].config.len(), 0x42);
+        // Whole `-x`, `-xxx` and `-xxxx` blocks are not truncated.
+        for n in [4, 16, 256] {
+            let d = parse_lspci_dump(&format!("00:00.0 X\n{}", rows(0, n, "01")));
+            assert!(d.warnings.is_empty(), "{n} rows: {:?}", d.warnings);
+        }
+    }
+
+    #[test]
+    fn text_without_a_device_is_not_a_dump() {
+        let random: String = (0u32..2000)
+            .map(|i| char::from_u32((i.wrapping_mul(2_654_435_761) >> 7) % 0x2ff + 1).unwrap())
+            .collect();
+        for text in [
+            "",
+            "{\"schema_version\": 1, \"kind\": \"audit\"}\n",
+            random.as_str(),
+        ] {
+            assert_eq!(
+                parse_lspci_dump(text).nonempty().err(),
+                Some(DumpError::NoDeviceLine),
+                "{text:?}"
+            );
+        }
+        let verbose = "00:02.0 VGA compatible controller: X\n\tSubsystem: Y\n\n\
+                       00:03.0 Audio device: Z\n";
+        let e = parse_lspci_dump(verbose).nonempty().err().unwrap();
+        assert_eq!(e, DumpError::NoConfigBytes { device_lines: 2 });
+        assert!(e
+            .to_string()
+            .starts_with("2 device lines but no config bytes under any"));
+        assert!(parse_lspci_dump("00:00.0 X\n00: 01\n").nonempty().is_ok());
     }
 }

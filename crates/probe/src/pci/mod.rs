@@ -5,6 +5,7 @@ pub mod audit;
 pub mod config;
 pub mod dump;
 pub mod ids;
+pub mod regs;
 pub mod synth;
 pub mod sysfs;
 
@@ -37,13 +38,20 @@ pub fn audit_sysfs(root: &SysRoot) -> PciAudit {
         })
         .collect();
     let names = load_names(root, &inputs);
-    audit::build(inputs, scan.policy, &names, scan.warnings)
+    audit::build(
+        audit::ConfigSource::Sysfs,
+        inputs,
+        scan.policy,
+        &names,
+        scan.warnings,
+    )
 }
 
 /// Audit the functions of an `lspci -x`/`-xxx`/`-xxxx` dump; names from pci.ids under
-/// `names_root`. Topology comes from the bridges' secondary bus numbers.
-pub fn audit_dump(text: &str, names_root: &SysRoot) -> PciAudit {
-    let dump = dump::parse_lspci_dump(text);
+/// `names_root`. Topology comes from the bridges' secondary bus numbers. A text with no
+/// function in it (empty, not a dump) is an error, as for `lspci -F`.
+pub fn audit_dump(text: &str, names_root: &SysRoot) -> Result<PciAudit, dump::DumpError> {
+    let dump = dump::parse_lspci_dump(text).nonempty()?;
     let warnings: Vec<String> = dump
         .warnings
         .iter()
@@ -57,12 +65,19 @@ pub fn audit_dump(text: &str, names_root: &SysRoot) -> PciAudit {
             sysfs: None,
             config_len: f.config.len(),
             config: Some(ConfigSpace::decode(&f.config)),
-            config_warnings: true,
+            // As for sysfs: a 64-byte capture gets one finding, not a warning per function.
+            config_warnings: f.config.len() > UNPRIVILEGED_CONFIG_BYTES,
             description: Some(f.description),
         })
         .collect();
     let names = load_names(names_root, &inputs);
-    audit::build(inputs, sysfs::PciPolicy::default(), &names, warnings)
+    Ok(audit::build(
+        audit::ConfigSource::LspciDump,
+        inputs,
+        sysfs::PciPolicy::default(),
+        &names,
+        warnings,
+    ))
 }
 
 /// Names for the vendors present, from pci.ids under `root`, else the host's own (pci.ids is

@@ -4,6 +4,7 @@
 //! and the PCIe Base Spec 6.0 section 7.5.3 (PCI Express Capability) and 7.8.4 (AER).
 
 use super::address::PciAddress;
+use super::regs::*;
 use model::{Aspm, LinkState, PortType};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -52,24 +53,25 @@ fn put32(b: &mut [u8], off: usize, v: u32) {
 impl SynthFunction {
     /// 4096 bytes of config space.
     pub fn config(&self) -> Vec<u8> {
-        let mut b = vec![0u8; 4096];
-        put16(&mut b, 0x00, self.vendor_id);
-        put16(&mut b, 0x02, self.device_id);
-        put16(&mut b, 0x04, 0x0006); // memory space + bus master
-        b[0x09] = self.class as u8;
-        b[0x0a] = (self.class >> 8) as u8;
-        b[0x0b] = (self.class >> 16) as u8;
+        let mut b = vec![0u8; PCI_CFG_SPACE_EXP_SIZE];
+        put16(&mut b, PCI_VENDOR_ID, self.vendor_id);
+        put16(&mut b, PCI_DEVICE_ID, self.device_id);
+        put16(&mut b, PCI_COMMAND, 0x0006); // memory space + bus master
+        b[PCI_CLASS_PROG] = self.class as u8;
+        put16(&mut b, PCI_CLASS_DEVICE, (self.class >> 8) as u16);
         if let Some((p, s, sub)) = self.buses {
-            b[0x0e] = 0x01;
-            b[0x18] = p;
-            b[0x19] = s;
-            b[0x1a] = sub;
+            b[PCI_HEADER_TYPE] = PCI_HEADER_TYPE_BRIDGE;
+            b[PCI_PRIMARY_BUS] = p;
+            b[PCI_SECONDARY_BUS] = s;
+            b[PCI_SUBORDINATE_BUS] = sub;
         }
         if let Some(e) = &self.express {
-            put16(&mut b, 0x06, 0x0010); // Status: Capabilities List
-            b[0x34] = 0x40;
-            b[0x40] = 0x10; // PCI Express capability ID
-            b[0x41] = 0x00; // last in list
+            // The PCI Express capability at 0x40, alone in the list.
+            const EXP: usize = 0x40;
+            put16(&mut b, PCI_STATUS, PCI_STATUS_CAP_LIST);
+            b[PCI_CAPABILITY_LIST] = EXP as u8;
+            b[EXP + PCI_CAP_LIST_ID] = PCI_CAP_ID_EXP;
+            b[EXP + PCI_CAP_LIST_NEXT] = 0x00; // last in list
             let pt: u16 = match e.port_type {
                 PortType::Endpoint => 0,
                 PortType::LegacyEndpoint => 1,
@@ -82,39 +84,48 @@ impl SynthFunction {
                 PortType::RootComplexEventCollector => 10,
                 PortType::Unknown(c) => u16::from(c),
             };
-            put16(&mut b, 0x42, 0x0002 | (pt << 4)); // version 2
-            put32(&mut b, 0x44, u32::from(size_code(e.mps_supported)));
+            put16(&mut b, EXP + PCI_EXP_FLAGS, 0x0002 | (pt << 4)); // version 2
+            put32(
+                &mut b,
+                EXP + PCI_EXP_DEVCAP,
+                u32::from(size_code(e.mps_supported)),
+            );
             put16(
                 &mut b,
-                0x48,
+                EXP + PCI_EXP_DEVCTL,
                 (size_code(e.mps) << 5) | (size_code(e.mrrs) << 12),
             );
             let aspm_bits = |a: Aspm| u32::from(a.l0s) | (u32::from(a.l1) << 1);
             put32(
                 &mut b,
-                0x4c,
+                EXP + PCI_EXP_LNKCAP,
                 u32::from(e.capable.gen.number())
                     | (u32::from(e.capable.width) << 4)
                     | (aspm_bits(e.aspm_support) << 10),
             );
-            put16(&mut b, 0x50, aspm_bits(e.aspm_enabled) as u16);
             put16(
                 &mut b,
-                0x52,
+                EXP + PCI_EXP_LNKCTL,
+                aspm_bits(e.aspm_enabled) as u16,
+            );
+            put16(
+                &mut b,
+                EXP + PCI_EXP_LNKSTA,
                 u16::from(e.status.gen.number()) | (u16::from(e.status.width) << 4),
             );
             // LnkCap2 supported speeds vector: bits 1..=gen.
             let vector: u32 = (1..=u32::from(e.capable.gen.number()))
                 .map(|g| 1 << g)
                 .sum();
-            put32(&mut b, 0x6c, vector);
+            put32(&mut b, EXP + PCI_EXP_LNKCAP2, vector);
             let target = e.target.unwrap_or(e.capable.gen);
-            put16(&mut b, 0x70, u16::from(target.number()));
+            put16(&mut b, EXP + PCI_EXP_LNKCTL2, u16::from(target.number()));
         }
         if let Some((ue, ce)) = self.aer_status {
-            put32(&mut b, 0x100, 0x0001 | (2 << 16)); // AER, version 2, last
-            put32(&mut b, 0x104, ue);
-            put32(&mut b, 0x110, ce);
+            const AER: usize = PCI_CFG_SPACE_SIZE;
+            put32(&mut b, AER, u32::from(PCI_EXT_CAP_ID_ERR) | (2 << 16)); // version 2, last
+            put32(&mut b, AER + PCI_ERR_UNCOR_STATUS, ue);
+            put32(&mut b, AER + PCI_ERR_COR_STATUS, ce);
         }
         b
     }
