@@ -30,10 +30,29 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
             anyhow::bail!("--fail-above {p}: give a percentage of 0 or more");
         }
     }
-    let mut summaries = Vec::new();
+    let mut loaded = Vec::new();
     for input in &args.runs {
-        let (doc, origin) = crate::history::load(input, args.db.as_deref())?;
-        summaries.push(Summary::of(&doc, &origin)?);
+        loaded.push(crate::history::load(input, args.db.as_deref())?);
+    }
+    let surveys = loaded.iter().filter(|(d, _)| d.kind() == "survey").count();
+    if surveys > 0 {
+        // Surveys line up part by part, each part compared as its own kind.
+        if surveys < loaded.len() {
+            anyhow::bail!(
+                "a survey compares only with other surveys: give survey documents alone, or a \
+                 part's document with the same kind of document"
+            );
+        }
+        let mut bodies = Vec::new();
+        for (doc, origin) in &loaded {
+            bodies.push((origin.clone(), report::survey::SurveyBody::of(doc, origin)?));
+        }
+        print!("{}", report::survey::compare_markdown(&bodies)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut summaries = Vec::new();
+    for (doc, origin) in &loaded {
+        summaries.push(Summary::of(doc, origin)?);
     }
     let c = report::compare::compare(&summaries)?;
     if global.json {

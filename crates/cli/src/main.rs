@@ -12,6 +12,7 @@ mod history;
 mod output;
 mod path;
 mod report;
+mod survey;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -46,6 +47,9 @@ enum Command {
     Compare(compare::CompareArgs),
     /// The runs saved in the history database.
     History(history::HistoryArgs),
+    /// The whole board report in one command: audit, every storage device, wake-up latency
+    /// idle and under load, network, judged against each path's ceiling, within a budget.
+    Survey(survey::SurveyArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
         Some(Command::Report(args)) => report::run(&cli.global, &args),
         Some(Command::Compare(args)) => compare::run(&cli.global, &args),
         Some(Command::History(args)) => history::run(&cli.global, &args),
+        Some(Command::Survey(args)) => survey::run(&cli.global, &args),
     };
     match result {
         Ok(code) => code,

@@ -30,33 +30,68 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     // A bad input is reported and skipped: the others still make a report.
     let mut failed = false;
     let mut docs = Vec::new();
+    // Markdown and HTML of each input in order: a survey brings its own intro and its
+    // parts' sections, any other document one section.
+    let mut md = String::new();
+    let mut intros = String::new();
     let mut summaries = Vec::new();
     for input in &args.runs {
-        let loaded = crate::history::load(input, args.db.as_deref())
-            .and_then(|(doc, origin)| Ok((Summary::of(&doc, &origin)?, doc)));
-        match loaded {
-            Ok((s, doc)) => {
-                summaries.push(s);
-                docs.push(doc);
-            }
+        let loaded = crate::history::load(input, args.db.as_deref());
+        let (doc, origin) = match loaded {
+            Ok(x) => x,
             Err(e) => {
                 eprintln!("headroom: error: {e:#}");
                 failed = true;
+                continue;
+            }
+        };
+        if doc.kind() == "survey" {
+            match report::survey::SurveyBody::of(&doc, &origin) {
+                Ok(body) => {
+                    md.push_str(&crate::survey::markdown(&doc, &body, &origin));
+                    intros.push_str(&report::survey::html_intro(&doc, &body, &origin));
+                    let (parts, _) = body.part_docs(&origin);
+                    summaries.extend(parts.into_iter().map(|p| p.summary));
+                }
+                Err(e) => {
+                    eprintln!("headroom: error: {e}");
+                    failed = true;
+                    continue;
+                }
+            }
+        } else {
+            match Summary::of(&doc, &origin) {
+                Ok(s) => {
+                    md.push_str(&report::markdown::render(std::slice::from_ref(&s)));
+                    summaries.push(s);
+                }
+                Err(e) => {
+                    eprintln!("headroom: error: {e}");
+                    failed = true;
+                    continue;
+                }
             }
         }
+        if !md.ends_with("\n\n") {
+            md.push('\n');
+        }
+        docs.push(doc);
     }
-    if summaries.is_empty() {
+    if docs.is_empty() {
         anyhow::bail!("no result document could be read: nothing to report");
     }
+    while md.ends_with("\n\n") {
+        md.pop();
+    }
     if let Some(file) = &args.html {
-        let html = report::html::render(&summaries)?;
+        let html = report::html::render_with_intro(&intros, &summaries)?;
         report::write_atomic(file, html.as_bytes())?;
         eprintln!("headroom: wrote {}", file.display());
     } else if global.json {
         let all: Vec<serde_json::Value> = docs.iter().map(|d| d.to_value()).collect();
         println!("{}", serde_json::to_string_pretty(&all)?);
     } else {
-        print!("{}", report::markdown::render(&summaries));
+        print!("{md}");
     }
     Ok(if failed {
         ExitCode::from(1)

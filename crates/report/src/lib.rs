@@ -14,6 +14,7 @@ pub mod history;
 pub mod html;
 pub mod markdown;
 pub mod summary;
+pub mod survey;
 pub mod views;
 
 pub use atomic::write_atomic;

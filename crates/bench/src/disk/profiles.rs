@@ -65,12 +65,15 @@ pub enum Profile {
     Real,
     Rk,
     Dd,
+    /// The short set of `headroom survey`: SEQ1M Q8T1, RND4K Q32T1 and SEQ1M Q1T1, the tests
+    /// that tell a link-bound device (sequential, deep queue) from a latency-bound one.
+    Survey,
     /// No profile: one test from the flags alone (fio's way).
     Custom,
 }
 
 impl Profile {
-    pub const NAMES: [&'static str; 6] = ["cdm", "cdm-nvme", "peak", "real", "rk", "dd"];
+    pub const NAMES: [&'static str; 7] = ["cdm", "cdm-nvme", "peak", "real", "rk", "dd", "survey"];
 
     pub fn parse(s: &str) -> Result<Profile, DiskError> {
         Ok(match s {
@@ -80,6 +83,7 @@ impl Profile {
             "real" => Profile::Real,
             "rk" => Profile::Rk,
             "dd" => Profile::Dd,
+            "survey" => Profile::Survey,
             _ => {
                 return Err(DiskError::BadParameter(format!(
                     "--profile {s}: no such profile; choose one of {}",
@@ -97,6 +101,7 @@ impl Profile {
             Profile::Real => "real",
             Profile::Rk => "rk",
             Profile::Dd => "dd",
+            Profile::Survey => "survey",
             Profile::Custom => "custom",
         }
     }
@@ -121,6 +126,7 @@ impl Profile {
             Profile::Peak => &[(true, M, 8, 1), (false, 4 * K, 32, 1)],
             Profile::Real => &[(true, M, 1, 1), (false, 4 * K, 1, 1)],
             Profile::Rk => &[(true, M, 32, 1), (false, 4 * K, 32, 1)],
+            Profile::Survey => &[(true, M, 8, 1), (false, 4 * K, 32, 1), (true, M, 1, 1)],
             Profile::Dd | Profile::Custom => &[],
         }
     }

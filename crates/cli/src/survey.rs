@@ -1,0 +1,1006 @@
+//! `headroom survey`: the whole board report of the seed documents in one command.
+//!
+//! A plan first (which part runs on which device, for how long, writing how much), fitted
+//! into `--budget` by `model::survey::fit`; then each part runs as headroom's own command in
+//! a child process (`headroom bench disk ... --json`), so a part that fails or is stopped
+//! leaves the others and the survey document intact, and each part's document is exactly
+//! what the command alone would have written. The survey document holds them all, with the
+//! summary and ranked conclusions of `report::survey`.
+
+use crate::output::{GlobalArgs, KeepArgs};
+use anyhow::Context;
+use clap::Args;
+use model::survey::{fit, format_seconds, PartKind, Plan, PlannedPart};
+use probe::block::{BlockDevice, BlockInventory, BlockKind};
+use probe::sysfs::SysRoot;
+use report::survey::{PartResult, PartStatus, SurveyBody};
+use report::Document;
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Args, Debug, Clone)]
+#[command(
+    after_help = "Parts: audit (every link, its ceiling and findings); disk (each storage \
+device behind a mounted, writable filesystem: SEQ1M Q8T1, RND4K Q32T1 and SEQ1M Q1T1, read and \
+write, in a test file of its own that is removed afterwards, also on Ctrl-C; block devices with \
+nothing mounted are only read, never written); latency (wake-up latency idle, then under the \
+built-in stress); net (to --net HOST, an iperf3 or headroom server, both directions).\n\
+Examples:\n  headroom survey --budget 10m --html board.html\n  \
+headroom survey --quick --dry-run\n  headroom survey --root captured-tree --dry-run"
+)]
+pub struct SurveyArgs {
+    /// Time for the whole survey: 40s, 10m, 1h. Parts get shorter, then are left out (with
+    /// the reason) to fit.
+    #[arg(long, default_value = "10m", value_name = "TIME")]
+    pub budget: String,
+
+    /// Shorter default times and a smaller test file (64 MiB instead of 256 MiB).
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Print the plan and stop.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Measure network throughput to HOST (an iperf3 or `headroom bench net --server`).
+    #[arg(long, value_name = "HOST")]
+    pub net: Option<String>,
+
+    /// Run only these parts: audit, disk, latency, net (comma-separated or repeated).
+    #[arg(long, value_delimiter = ',', value_name = "KIND")]
+    pub include: Vec<String>,
+
+    /// Leave out these parts: audit, disk, latency, net.
+    #[arg(long, value_delimiter = ',', value_name = "KIND")]
+    pub exclude: Vec<String>,
+
+    /// Plan the survey of a sysfs tree captured from another machine (with --dry-run only:
+    /// benchmarks run on this machine).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+
+    /// Also write the report as Markdown to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub md: Option<PathBuf>,
+
+    /// Also write the report as one self-contained HTML file with plots.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub keep: KeepArgs,
+}
+
+/// Default and shortest times of each part kind, seconds (per disk test, per latency run,
+/// per network direction). The defaults follow the tools' own: CrystalDiskMark's 5 s per
+/// test, cyclictest runs of a minute as in the Rockchip RT report's shortest runs, iperf3's
+/// 10 s.
+struct Times {
+    disk: f64,
+    latency: f64,
+    net: f64,
+    file_bytes: u64,
+}
+
+const NORMAL: Times = Times {
+    disk: 5.0,
+    latency: 60.0,
+    net: 10.0,
+    file_bytes: 256 << 20,
+};
+const QUICK: Times = Times {
+    disk: 2.0,
+    latency: 10.0,
+    net: 5.0,
+    file_bytes: 64 << 20,
+};
+const MIN_DISK_S: f64 = 1.0;
+const MIN_LATENCY_S: f64 = 3.0;
+const MIN_NET_S: f64 = 2.0;
+/// Assumed when estimating how long laying out a test file takes: an eMMC-class write
+/// speed, so the estimate errs long on faster storage.
+const ASSUMED_FILL_BYTES_PER_S: f64 = 100e6;
+
+/// Priorities: what is left out first when the budget is short has the lowest.
+const PRIO_AUDIT: u32 = 100;
+const PRIO_DISK: u32 = 80;
+const PRIO_LATENCY_IDLE: u32 = 60;
+const PRIO_LATENCY_STRESS: u32 = 50;
+const PRIO_NET: u32 = 40;
+const PRIO_DISK_READ_ONLY: u32 = 30;
+
+pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
+    let usage = |msg: String| {
+        eprintln!("headroom: error: {msg}");
+        Ok(ExitCode::from(2))
+    };
+    let budget = match bench::disk::profiles::parse_duration("--budget", &args.budget) {
+        Ok(b) => b,
+        Err(e) => return usage(e.to_string()),
+    };
+    let mut kinds_in = Vec::new();
+    for (flag, list) in [("--include", &args.include), ("--exclude", &args.exclude)] {
+        for k in list {
+            match PartKind::parse(k.trim()) {
+                Some(kind) => kinds_in.push((flag, kind)),
+                None => {
+                    return usage(format!(
+                        "{flag} {k}: not a part; use audit, disk, latency or net"
+                    ))
+                }
+            }
+        }
+    }
+    if args.root.is_some() && !args.dry_run {
+        return usage(
+            "--root plans the survey of a captured tree, which cannot run here: add --dry-run"
+                .to_string(),
+        );
+    }
+    let root = SysRoot::new(args.root.clone().unwrap_or_else(|| PathBuf::from("/")));
+    let live_root = args.root.is_none();
+    let plan = make_plan(&root, live_root, args, budget, &kinds_in);
+
+    if args.dry_run {
+        if global.json {
+            crate::output::print_result("survey-plan", &plan)?;
+        } else {
+            print!("{}", render_plan(&plan, live_root));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    // The places results go are checked before anything runs: a lost report after ten
+    // minutes of benchmarks is the worst outcome.
+    for file in [&args.keep.output, &args.md, &args.html]
+        .into_iter()
+        .flatten()
+    {
+        check_writable(file)?;
+    }
+    eprint!("{}", render_plan(&plan, live_root));
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut signals = Vec::new();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signals.push(
+            signal_hook::flag::register(sig, Arc::clone(&stop))
+                .context("cannot install the Ctrl-C handler of the survey")?,
+        );
+    }
+    let live = std::io::stderr().is_terminal();
+    let exe = std::env::current_exe()
+        .context("cannot find headroom's own executable to run the survey's parts")?;
+
+    let mut body = SurveyBody {
+        plan: plan.clone(),
+        parts: Vec::new(),
+        interrupted: false,
+        summary: String::new(),
+        conclusions: Vec::new(),
+    };
+    let planned_total: f64 = plan.seconds();
+    let started = Instant::now();
+    let running: Vec<&PlannedPart> = plan.parts.iter().filter(|p| p.run).collect();
+    for (i, part) in plan.parts.iter().enumerate() {
+        let result = if !part.run {
+            PartResult {
+                id: part.id.clone(),
+                kind: part.kind,
+                status: PartStatus::NotRun,
+                reason: part.reason.clone(),
+                seconds: None,
+                messages: Vec::new(),
+                document: None,
+            }
+        } else if stop.load(Ordering::Relaxed) {
+            PartResult {
+                id: part.id.clone(),
+                kind: part.kind,
+                status: PartStatus::NotRun,
+                reason: Some("not run: the survey was stopped before it".to_string()),
+                seconds: None,
+                messages: Vec::new(),
+                document: None,
+            }
+        } else {
+            let n = running
+                .iter()
+                .position(|p| p.id == part.id)
+                .map_or(0, |x| x + 1);
+            let done_before: f64 = plan.parts[..i]
+                .iter()
+                .filter(|p| p.run)
+                .map(PlannedPart::seconds)
+                .sum();
+            let ctx = Progress {
+                live,
+                index: n,
+                count: running.len(),
+                remaining_after: (planned_total - done_before - part.seconds()).max(0.0),
+            };
+            run_part(&exe, part, &stop, &ctx)
+        };
+        body.parts.push(result);
+        if let Some(out) = &args.keep.output {
+            // After every part, atomically: Ctrl-C or a crash keeps what was measured.
+            let partial = finished(&body, stop.load(Ordering::Relaxed));
+            if let Err(e) = crate::output::write_result(out, "survey", &partial) {
+                eprintln!("headroom: warning: {e:#}");
+            }
+        }
+    }
+    for id in signals {
+        signal_hook::low_level::unregister(id);
+    }
+    let interrupted = stop.load(Ordering::Relaxed);
+    let body = finished(&body, interrupted);
+    if !interrupted && live {
+        eprintln!(
+            "headroom: survey done in {}",
+            format_seconds(started.elapsed().as_secs_f64())
+        );
+    }
+
+    let doc = report::document::wrap("survey", env!("CARGO_PKG_VERSION"), &body)?;
+    args.keep.keep("survey", &body)?;
+    if let Some(file) = &args.md {
+        report::write_atomic(file, markdown(&doc, &body, "survey").as_bytes())?;
+        eprintln!("headroom: wrote {}", file.display());
+    }
+    if let Some(file) = &args.html {
+        report::write_atomic(file, html(&doc, &body, "survey")?.as_bytes())?;
+        eprintln!("headroom: wrote {}", file.display());
+    }
+    if global.json {
+        crate::output::print_result("survey", &body)?;
+    } else {
+        print!("{}", markdown(&doc, &body, "survey"));
+    }
+    if interrupted {
+        eprintln!(
+            "headroom: interrupted: the survey keeps the parts measured before the stop; the \
+             parts' test files were removed"
+        );
+        return Ok(ExitCode::from(130));
+    }
+    if body.parts.iter().any(|p| p.status == PartStatus::Failed) {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The body with its summary and conclusions made from the parts so far.
+fn finished(body: &SurveyBody, interrupted: bool) -> SurveyBody {
+    let mut b = body.clone();
+    b.interrupted = interrupted;
+    // Parts the survey did not reach yet (an interrupted or partial document).
+    for p in &body.plan.parts {
+        if !b.parts.iter().any(|r| r.id == p.id) {
+            b.parts.push(PartResult {
+                id: p.id.clone(),
+                kind: p.kind,
+                status: PartStatus::NotRun,
+                reason: Some(if interrupted {
+                    "not run: the survey was stopped before it".to_string()
+                } else {
+                    "not run yet".to_string()
+                }),
+                seconds: None,
+                messages: Vec::new(),
+                document: None,
+            });
+        }
+    }
+    let (summary, conclusions) = b.judge("survey");
+    b.summary = summary;
+    b.conclusions = conclusions;
+    b
+}
+
+/// The survey as Markdown: its own intro, then every part's section.
+pub fn markdown(doc: &Document, body: &SurveyBody, origin: &str) -> String {
+    let mut o = report::survey::markdown_intro(doc, body, origin);
+    let (docs, problems) = body.part_docs(origin);
+    let summaries: Vec<report::Summary> = docs.into_iter().map(|d| d.summary).collect();
+    o.push_str(&report::markdown::render(&summaries));
+    for p in problems {
+        o.push_str(&format!("\nNot shown: {p}\n"));
+    }
+    o
+}
+
+/// The survey as one HTML page.
+pub fn html(doc: &Document, body: &SurveyBody, origin: &str) -> anyhow::Result<String> {
+    let intro = report::survey::html_intro(doc, body, origin);
+    let (docs, _) = body.part_docs(origin);
+    let summaries: Vec<report::Summary> = docs.into_iter().map(|d| d.summary).collect();
+    Ok(report::html::render_with_intro(&intro, &summaries)?)
+}
+
+/// Refuse before the run when FILE cannot be written (a missing or read-only directory).
+fn check_writable(file: &Path) -> anyhow::Result<()> {
+    let dir = match file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "{}: the directory {} does not exist; create it or write elsewhere",
+            file.display(),
+            dir.display()
+        );
+    }
+    let probe = dir.join(format!(".headroom-check.{}", std::process::id()));
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe);
+    match made {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(e).with_context(|| {
+            format!(
+                "{}: cannot write in {}; choose a writable place for the report",
+                file.display(),
+                dir.display()
+            )
+        }),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The plan
+
+fn make_plan(
+    root: &SysRoot,
+    live: bool,
+    args: &SurveyArgs,
+    budget: f64,
+    kinds: &[(&str, PartKind)],
+) -> Plan {
+    let t = if args.quick { &QUICK } else { &NORMAL };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut parts = vec![PlannedPart {
+        id: "audit".to_string(),
+        kind: PartKind::Audit,
+        what: "every PCI Express, USB, block and network link: state against capability, \
+               ceiling, findings"
+            .to_string(),
+        command: vec!["audit".into()],
+        fixed_s: 2.0,
+        units: 0,
+        unit_s: 0.0,
+        min_unit_s: 0.0,
+        writes_bytes: 0,
+        priority: PRIO_AUDIT,
+        run: true,
+        reason: None,
+    }];
+    parts.extend(storage_parts(root, live, t));
+
+    let lat = |id: &str, stress: Option<String>, prio: u32| {
+        let mut command: Vec<String> = ["bench", "latency", "-S", "-p", "99", "-i", "1000", "-q"]
+            .map(String::from)
+            .to_vec();
+        let what = match &stress {
+            Some(s) => {
+                command.extend(["--stress".to_string(), s.clone()]);
+                format!(
+                    "wake-up latency like cyclictest -S -p 99 -i 1000 under the built-in \
+                     stress {s}"
+                )
+            }
+            None => "wake-up latency like cyclictest -S -p 99 -i 1000, idle".to_string(),
+        };
+        // SCHED_FIFO needs root (or CAP_SYS_NICE): without it the numbers still mean
+        // something, and the document says how they were taken.
+        if live && !is_root() {
+            command.push("--allow-unprivileged".into());
+        }
+        PlannedPart {
+            id: id.to_string(),
+            kind: PartKind::Latency,
+            what,
+            command,
+            fixed_s: 1.0,
+            units: 1,
+            unit_s: t.latency,
+            min_unit_s: MIN_LATENCY_S,
+            writes_bytes: 0,
+            priority: prio,
+            run: true,
+            reason: None,
+        }
+    };
+    parts.push(lat("latency idle", None, PRIO_LATENCY_IDLE));
+    parts.push(lat(
+        "latency stress",
+        Some(format!("cpu={cpus},io=1,vm=1,vm-bytes=64M")),
+        PRIO_LATENCY_STRESS,
+    ));
+
+    match &args.net {
+        Some(host) => {
+            for (dir, reverse) in [("send", false), ("receive", true)] {
+                let mut command = vec!["bench".into(), "net".into(), host.clone()];
+                if reverse {
+                    command.push("-R".into());
+                }
+                parts.push(PlannedPart {
+                    id: format!("net {host} {dir}"),
+                    kind: PartKind::Net,
+                    what: format!(
+                        "TCP throughput {} {host}, like iperf3 -c {host}{}",
+                        if reverse { "from" } else { "to" },
+                        if reverse { " -R" } else { "" }
+                    ),
+                    command,
+                    fixed_s: 1.0,
+                    units: 1,
+                    unit_s: t.net,
+                    min_unit_s: MIN_NET_S,
+                    writes_bytes: 0,
+                    priority: PRIO_NET,
+                    run: true,
+                    reason: None,
+                });
+            }
+        }
+        None => parts.push(PlannedPart {
+            id: "net".to_string(),
+            kind: PartKind::Net,
+            what: String::new(),
+            command: Vec::new(),
+            fixed_s: 0.0,
+            units: 0,
+            unit_s: 0.0,
+            min_unit_s: 0.0,
+            writes_bytes: 0,
+            priority: PRIO_NET,
+            run: false,
+            reason: Some(
+                "not run: no --net HOST given (an iperf3 or `headroom bench net --server`)"
+                    .to_string(),
+            ),
+        }),
+    }
+
+    let included: Vec<PartKind> = kinds
+        .iter()
+        .filter(|(f, _)| *f == "--include")
+        .map(|(_, k)| *k)
+        .collect();
+    for p in parts.iter_mut().filter(|p| p.run) {
+        if let Some((flag, _)) = kinds
+            .iter()
+            .find(|(f, k)| *f == "--exclude" && *k == p.kind)
+        {
+            p.run = false;
+            p.reason = Some(format!("not run: {flag} {}", p.kind.name()));
+        } else if !included.is_empty() && !included.contains(&p.kind) {
+            p.run = false;
+            p.reason = Some(format!(
+                "not run: not in --include {}",
+                join_kinds(&included)
+            ));
+        }
+    }
+    let mut plan = fit(budget, parts);
+    // Times the commands take, now that the budget has shaped them.
+    for p in plan.parts.iter_mut() {
+        apply_times(p);
+    }
+    plan
+}
+
+fn join_kinds(k: &[PartKind]) -> String {
+    k.iter().map(|k| k.name()).collect::<Vec<_>>().join(",")
+}
+
+/// Put the fitted unit time into the part's command line.
+fn apply_times(p: &mut PlannedPart) {
+    let secs = |s: f64| format!("{}s", (s * 10.0).round() / 10.0);
+    match p.kind {
+        PartKind::Disk => {
+            p.command.extend(["--runtime".to_string(), secs(p.unit_s)]);
+        }
+        PartKind::Latency => {
+            // cyclictest's -D takes whole seconds.
+            p.command
+                .extend(["-D".to_string(), format!("{}s", p.unit_s.round().max(1.0))]);
+        }
+        PartKind::Net if !p.command.is_empty() => {
+            p.command
+                .extend(["-t".to_string(), format!("{}", p.unit_s.round().max(1.0))]);
+        }
+        _ => {}
+    }
+    match p.kind {
+        _ if p.command.is_empty() => {}
+        // The survey keeps the parts in its own document: they are not saved one by one.
+        PartKind::Disk | PartKind::Latency | PartKind::Net => {
+            p.command
+                .extend(["--json".to_string(), "--no-save".to_string()]);
+        }
+        PartKind::Audit => p.command.push("--json".to_string()),
+    }
+}
+
+/// Why a block device is not storage hardware worth a benchmark, by its kernel name
+/// (Documentation/admin-guide/devices.txt: loop 7, ram 1, zram, nbd 43, sr 11, fd 2).
+fn not_storage(name: &str) -> Option<&'static str> {
+    let starts = |p: &str| {
+        name.strip_prefix(p)
+            .is_some_and(|rest| rest.chars().all(|c| c.is_ascii_digit()))
+    };
+    if starts("loop") {
+        Some("a loop device (a file, not hardware)")
+    } else if starts("ram") || starts("zram") {
+        Some("a RAM disk, not storage hardware")
+    } else if starts("nbd") {
+        Some("a network block device")
+    } else if starts("sr") || starts("fd") {
+        Some("an optical or floppy drive (removable media)")
+    } else {
+        None
+    }
+}
+
+/// One part per storage device: a test file on its writable filesystem, else reads of the
+/// raw device; nothing is ever written to a raw device.
+fn storage_parts(root: &SysRoot, live: bool, t: &Times) -> Vec<PlannedPart> {
+    let inv: BlockInventory = probe::block::scan(root);
+    let mut parts = Vec::new();
+    let disks: Vec<&BlockDevice> = inv
+        .devices
+        .iter()
+        .filter(|d| d.kind == BlockKind::Disk)
+        .collect();
+    for disk in disks {
+        let name = &disk.name;
+        let id = format!("disk {name}");
+        let size = disk.size_bytes.unwrap_or(0);
+        if let Some(why) = not_storage(name) {
+            // Unconfigured loop and zram devices (size 0) are not worth a line in the plan.
+            if size > 0 && !name.starts_with("loop") {
+                parts.push(not_run(
+                    &id,
+                    PartKind::Disk,
+                    format!("not run: {name} is {why}"),
+                ));
+            }
+            continue;
+        }
+        if size == 0 {
+            parts.push(not_run(
+                &id,
+                PartKind::Disk,
+                format!("not run: {name} has no medium (size 0)"),
+            ));
+            continue;
+        }
+        // A device-mapper or md layer is storage only through its members: surveyed when a
+        // filesystem the user writes to sits on it, and not when its members are files.
+        let layered = disk.layer.is_some() || name.starts_with("dm-") || name.starts_with("md");
+        if layered
+            && !disk.slaves.is_empty()
+            && disk.slaves.iter().all(|m| not_storage(m).is_some())
+        {
+            parts.push(not_run(
+                &id,
+                PartKind::Disk,
+                format!(
+                    "not run: {name} is built on {}, not on storage hardware",
+                    disk.slaves.join(", ")
+                ),
+            ));
+            continue;
+        }
+        // Where the disk or one of its partitions is mounted, with the mount's options.
+        let family: Vec<&BlockDevice> = inv
+            .devices
+            .iter()
+            .filter(|d| d.name == *name || d.parent.as_deref() == Some(name.as_str()))
+            .collect();
+        let mut writable = Vec::new();
+        let mut mounted = Vec::new();
+        for d in &family {
+            for m in &d.mounts {
+                mounted.push(m.mount_point.clone());
+                let rw = inv
+                    .mounts
+                    .iter()
+                    .find(|x| x.mount_point == m.mount_point)
+                    .is_some_and(|x| x.options.split(',').next() == Some("rw"));
+                if rw {
+                    writable.push((d.name.clone(), m.mount_point.clone(), m.fs_type.clone()));
+                }
+            }
+        }
+        // The shortest mount point first: `/` before `/home`.
+        writable.sort_by_key(|(_, mp, _)| mp.as_os_str().len());
+        if let Some((dev, mp, fs)) = writable.first() {
+            let mut p = disk_part(&id, mp, t, false);
+            p.what = format!(
+                "SEQ1M Q8T1, RND4K Q32T1 and SEQ1M Q1T1, read and write, in a {} MiB test file \
+                 of its own on {} ({fs} on {dev}), removed afterwards",
+                t.file_bytes >> 20,
+                mp.display()
+            );
+            if live {
+                if let Some(why) = no_room(mp, t.file_bytes) {
+                    p.run = false;
+                    p.reason = Some(format!("not run: {why}"));
+                }
+            }
+            parts.push(p);
+        } else if layered && mounted.is_empty() {
+            parts.push(not_run(
+                &id,
+                PartKind::Disk,
+                format!(
+                    "not run: {name} is a device-mapper or md layer with nothing mounted; its \
+                     member devices are surveyed"
+                ),
+            ));
+        } else {
+            let dev = PathBuf::from("/dev").join(name);
+            let mut p = disk_part(&id, &dev, t, true);
+            p.what = if mounted.is_empty() {
+                format!(
+                    "SEQ1M Q8T1, RND4K Q32T1 and SEQ1M Q1T1 reads of the first {} MiB of {} \
+                     (nothing mounted: read only, nothing is written to a raw device)",
+                    t.file_bytes >> 20,
+                    dev.display()
+                )
+            } else {
+                format!(
+                    "SEQ1M Q8T1, RND4K Q32T1 and SEQ1M Q1T1 reads of the first {} MiB of {} \
+                     (mounted read-only: read only, nothing is written)",
+                    t.file_bytes >> 20,
+                    dev.display()
+                )
+            };
+            parts.push(p);
+        }
+    }
+    parts
+}
+
+fn not_run(id: &str, kind: PartKind, reason: String) -> PlannedPart {
+    PlannedPart {
+        id: id.to_string(),
+        kind,
+        what: String::new(),
+        command: Vec::new(),
+        fixed_s: 0.0,
+        units: 0,
+        unit_s: 0.0,
+        min_unit_s: 0.0,
+        writes_bytes: 0,
+        priority: 0,
+        run: false,
+        reason: Some(reason),
+    }
+}
+
+fn disk_part(id: &str, target: &Path, t: &Times, read_only: bool) -> PlannedPart {
+    let mut command: Vec<String> = vec![
+        "bench".into(),
+        "disk".into(),
+        target.display().to_string(),
+        "--profile".into(),
+        "survey".into(),
+        "--runs".into(),
+        "1".into(),
+        "--pause".into(),
+        "0".into(),
+        "--size".into(),
+        format!("{}M", t.file_bytes >> 20),
+    ];
+    if read_only {
+        command.extend(["--rw".to_string(), "read".to_string()]);
+    }
+    let fill_s = if read_only {
+        0.0
+    } else {
+        t.file_bytes as f64 / ASSUMED_FILL_BYTES_PER_S
+    };
+    PlannedPart {
+        id: id.to_string(),
+        kind: PartKind::Disk,
+        what: String::new(),
+        command,
+        fixed_s: 1.0 + fill_s,
+        // The survey profile: three tests, each read and write (reads only on a raw device).
+        units: if read_only { 3 } else { 6 },
+        unit_s: t.disk,
+        min_unit_s: MIN_DISK_S,
+        writes_bytes: if read_only { 0 } else { t.file_bytes },
+        priority: if read_only {
+            PRIO_DISK_READ_ONLY
+        } else {
+            PRIO_DISK
+        },
+        run: true,
+        reason: None,
+    }
+}
+
+/// Why a test file of `bytes` cannot be made in `dir` now, if it cannot.
+fn no_room(dir: &Path, bytes: u64) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `c` is a valid NUL-terminated path; `st` is a plain C struct the call fills.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    if st.f_flag & libc::ST_RDONLY != 0 {
+        return Some(format!("{} is read-only", dir.display()));
+    }
+    let free = st.f_bavail as u64 * st.f_frsize as u64;
+    // Twice the file: the filesystem keeps room for everything else on it.
+    if free < bytes.saturating_mul(2) {
+        return Some(format!(
+            "{} has {} MiB free; the test file needs {} MiB and the same again to spare",
+            dir.display(),
+            free >> 20,
+            bytes >> 20
+        ));
+    }
+    None
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Arguments as a shell line a user can paste: words with spaces or quotes in single quotes.
+fn shell_line(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=,:@%+".contains(c))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The plan as the user reads it before the survey starts (and alone with --dry-run).
+pub fn render_plan(plan: &Plan, live: bool) -> String {
+    let run: Vec<&PlannedPart> = plan.parts.iter().filter(|p| p.run).collect();
+    let mut o = String::new();
+    if !live {
+        o.push_str("Plan only: the tree was captured on another machine; run the survey there.\n");
+    }
+    o += &format!(
+        "Survey plan: {} {} to run, about {} of a {} budget, writing {} MiB\n",
+        run.len(),
+        if run.len() == 1 { "part" } else { "parts" },
+        format_seconds(plan.seconds()),
+        format_seconds(plan.budget_s),
+        plan.writes_bytes() >> 20
+    );
+    if plan.scale < 1.0 {
+        o.push_str(&format!(
+            "  (times shortened to {:.0} % of their defaults to fit the budget)\n",
+            plan.scale * 100.0
+        ));
+    }
+    let width = plan.parts.iter().map(|p| p.id.len()).max().unwrap_or(0);
+    let mut n = 0;
+    for p in &plan.parts {
+        if p.run {
+            n += 1;
+            o.push_str(&format!(
+                "  {n:>2}. {:<width$}  {:>7}  {}\n",
+                p.id,
+                format_seconds(p.seconds()),
+                p.what
+            ));
+            if let Some(r) = &p.reason {
+                o.push_str(&format!("      {:<width$}           {r}\n", ""));
+            }
+            o.push_str(&format!(
+                "      {:<width$}           $ headroom {}\n",
+                "",
+                shell_line(&p.command)
+            ));
+        } else {
+            o.push_str(&format!(
+                "   -  {:<width$}  {:>7}  {}\n",
+                p.id,
+                "",
+                p.reason.as_deref().unwrap_or("not run")
+            ));
+        }
+    }
+    o
+}
+
+// ---------------------------------------------------------------------------------------
+// Running a part
+
+struct Progress {
+    live: bool,
+    index: usize,
+    count: usize,
+    /// Planned seconds of the parts after this one.
+    remaining_after: f64,
+}
+
+/// Longest a part may overrun its estimate before it is stopped: every loop is bounded.
+fn deadline(part: &PlannedPart) -> Duration {
+    Duration::from_secs_f64(part.seconds() * 3.0 + 120.0)
+}
+
+fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> PartResult {
+    let started = Instant::now();
+    let mut result = PartResult {
+        id: part.id.clone(),
+        kind: part.kind,
+        status: PartStatus::Failed,
+        reason: None,
+        seconds: None,
+        messages: Vec::new(),
+        document: None,
+    };
+    let child = Command::new(exe)
+        .args(&part.command)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            result.reason = Some(format!("could not start {}: {e}", exe.display()));
+            return result;
+        }
+    };
+    let out = child.stdout.take().map(|mut s| {
+        std::thread::spawn(move || {
+            let mut v = String::new();
+            let _ = s.read_to_string(&mut v);
+            v
+        })
+    });
+    let err = child.stderr.take().map(|mut s| {
+        std::thread::spawn(move || {
+            let mut v = String::new();
+            let _ = s.read_to_string(&mut v);
+            v
+        })
+    });
+    let limit = deadline(part);
+    let mut sent_int: Option<Instant> = None;
+    let mut killed = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) => {}
+            Err(_) => break None,
+        }
+        let elapsed = started.elapsed();
+        let stopping = stop.load(Ordering::Relaxed) || elapsed > limit;
+        if stopping && sent_int.is_none() {
+            // Ctrl-C in the terminal reaches the child too; a SIGTERM to the survey alone
+            // or the deadline does not: pass it on so the part cleans up and keeps its data.
+            // SAFETY: kill with a pid of our own child and a valid signal number.
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+            }
+            sent_int = Some(Instant::now());
+        }
+        if let Some(t) = sent_int {
+            if !killed && t.elapsed() > Duration::from_secs(60) {
+                let _ = child.kill();
+                killed = true;
+            }
+        }
+        if p.live {
+            let left = (part.seconds() - elapsed.as_secs_f64()).max(0.0) + p.remaining_after;
+            eprint!(
+                "\r\x1b[K[{}/{}] {}  {:.0} s of about {:.0} s · survey about {} left",
+                p.index,
+                p.count,
+                part.id,
+                elapsed.as_secs_f64(),
+                part.seconds(),
+                format_seconds(left)
+            );
+            let _ = std::io::stderr().flush();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    if p.live {
+        eprint!("\r\x1b[K");
+    }
+    let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
+    let stderr = err.and_then(|h| h.join().ok()).unwrap_or_default();
+    result.seconds = Some((started.elapsed().as_secs_f64() * 10.0).round() / 10.0);
+    result.messages = stderr
+        .lines()
+        .map(|l| l.trim_end().to_string())
+        .filter(|l| !l.is_empty() && !l.contains('\r'))
+        .collect();
+    if !stdout.trim().is_empty() {
+        match Document::parse(&stdout, &part.id) {
+            Ok(d) => result.document = Some(d.to_value()),
+            Err(e) => result
+                .messages
+                .push(format!("its output is not a document: {e}")),
+        }
+    }
+    let code = status.and_then(|s| {
+        use std::os::unix::process::ExitStatusExt;
+        s.code().or(s.signal().map(|sig| 128 + sig))
+    });
+    let last_error = || {
+        result
+            .messages
+            .iter()
+            .rev()
+            .find(|l| l.contains("error"))
+            .or(result.messages.last())
+            .map(|l| l.trim_start_matches("headroom: ").to_string())
+    };
+    match code {
+        Some(0) => result.status = PartStatus::Ran,
+        Some(130) | Some(143) if stop.load(Ordering::Relaxed) => {
+            result.status = PartStatus::Interrupted;
+            result.reason = Some("interrupted: the survey was stopped".to_string());
+        }
+        Some(130) | Some(143) | Some(137) => {
+            result.status = PartStatus::Failed;
+            result.reason = Some(format!(
+                "stopped after {} (the part's time limit)",
+                format_seconds(limit.as_secs_f64())
+            ));
+        }
+        Some(c) => {
+            result.status = PartStatus::Failed;
+            result.reason = Some(match last_error() {
+                Some(e) => format!("failed (exit {c}): {e}"),
+                None => format!("failed (exit {c})"),
+            });
+        }
+        None => {
+            result.status = PartStatus::Failed;
+            result.reason = Some("its exit status could not be read".to_string());
+        }
+    }
+    if !p.live {
+        return result;
+    }
+    eprintln!(
+        "headroom: [{}/{}] {}: {}{}",
+        p.index,
+        p.count,
+        part.id,
+        result.status.word(),
+        result
+            .reason
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default()
+    );
+    result
+}

@@ -1,0 +1,410 @@
+#![allow(clippy::unwrap_used)]
+//! `headroom survey`: the plan on captured trees, a short real survey on this machine read
+//! back by `report` and `compare`, and Ctrl-C at random points leaving a valid partial
+//! document and nothing behind.
+
+mod common;
+use common::{headroom, headroom_process, json_of};
+use serde_json::Value;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn shared_tree(name: &str) -> Option<PathBuf> {
+    let base = std::env::var_os("HEADROOM_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
+        });
+    let p = base.join("sysfs").join(name);
+    if p.is_dir() {
+        Some(p)
+    } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} is missing under CI",
+            p.display()
+        );
+        eprintln!("note: {} missing: test skipped", p.display());
+        None
+    }
+}
+
+fn repo_tree(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/sysfs")
+        .join(name)
+}
+
+fn part<'a>(plan: &'a Value, id: &str) -> &'a Value {
+    plan["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == id)
+        .unwrap_or_else(|| panic!("no part {id} in {plan:#}"))
+}
+
+#[test]
+fn plan_of_a_captured_tree_names_the_devices_and_never_writes_a_raw_one() {
+    let tree = repo_tree("sd-nvme-downgraded-sata");
+    let plan = json_of(
+        headroom()
+            .args(["survey", "--dry-run", "--json", "--root"])
+            .arg(&tree),
+    );
+    assert_eq!(plan["kind"], "survey-plan");
+    // Each mounted, writable filesystem gets a test file of its own, never its raw device.
+    for (id, dir) in [
+        ("disk nvme0n1", "/"),
+        ("disk sdc", "/srv/sata"),
+        ("disk mmcblk1", "/media/sd card"),
+    ] {
+        let p = part(&plan, id);
+        assert_eq!(p["run"], true, "{p:#}");
+        assert_eq!(p["command"][2], dir, "{p:#}");
+        assert!(
+            p["what"].as_str().unwrap().contains("removed afterwards"),
+            "{p:#}"
+        );
+    }
+    // A device-mapper layer with nothing mounted is not benchmarked.
+    assert_eq!(part(&plan, "disk dm-2")["run"], false);
+    // Nothing in the plan writes to /dev.
+    for p in plan["parts"].as_array().unwrap() {
+        let cmd: Vec<&str> = p["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        if cmd.iter().any(|w| w.starts_with("/dev/")) {
+            assert!(
+                cmd.windows(2).any(|w| w == ["--rw", "read"]),
+                "raw device written: {cmd:?}"
+            );
+        }
+    }
+    // The text plan says it is a plan only and quotes the path with a space as a shell does.
+    let out = headroom()
+        .args(["survey", "--dry-run", "--root"])
+        .arg(&tree)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("Plan only: the tree was captured on another machine"),
+        "{text}"
+    );
+    assert!(
+        text.contains("$ headroom bench disk '/media/sd card' --profile survey"),
+        "{text}"
+    );
+}
+
+#[test]
+fn plan_of_the_shared_trees_reads_unmounted_disks_only() {
+    let Some(tree) = shared_tree("ul-fc27-nvme-sata-lvm") else {
+        return;
+    };
+    let plan = json_of(
+        headroom()
+            .args(["survey", "--dry-run", "--json", "--budget", "2m", "--root"])
+            .arg(&tree),
+    );
+    // sda holds /, nvme0n1 /home, sdb /home/archive: each tested in a file there.
+    assert_eq!(part(&plan, "disk sda")["command"][2], "/");
+    assert_eq!(part(&plan, "disk nvme0n1")["command"][2], "/home");
+    assert_eq!(part(&plan, "disk sdb")["command"][2], "/home/archive");
+    // The LVM volume is built on loop devices: not storage hardware.
+    let dm = part(&plan, "disk dm-0");
+    assert_eq!(dm["run"], false);
+    assert!(dm["reason"].as_str().unwrap().contains("loop0"), "{dm:#}");
+    // The plan fits its budget.
+    let total: f64 = plan["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["run"] == true)
+        .map(|p| {
+            p["fixed_s"].as_f64().unwrap()
+                + p["units"].as_f64().unwrap() * p["unit_s"].as_f64().unwrap()
+        })
+        .sum();
+    assert!(total <= 120.5, "{total} s planned for a 2 min budget");
+    // Every captured tree plans without error.
+    for name in [
+        "checkbox-baytrail-emmc-sdhci-acpi",
+        "hwloc-40intel64-4xeth-ib-2pciroots",
+        "systemd-t60p-usbstorage-md-e1000e",
+        "this-vm",
+        "umockdev-intel-ehci-hubchain-kbd",
+    ] {
+        if let Some(t) = shared_tree(name) {
+            json_of(
+                headroom()
+                    .args(["survey", "--dry-run", "--json", "--root"])
+                    .arg(&t),
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_input_is_a_usage_error() {
+    for args in [
+        vec!["survey", "--budget", "soon", "--dry-run"],
+        vec!["survey", "--exclude", "gpu", "--dry-run"],
+        vec!["survey", "--root", "/tmp"],
+    ] {
+        let out = headroom().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+    // A report that cannot be written is refused before anything runs.
+    let out = headroom()
+        .args(["survey", "--quick", "--output", "/nonexistent-dir/s.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+}
+
+/// Test files bench disk leaves in `dir` (`headroom-disk.PID.tmp`).
+fn test_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("headroom-disk"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The disk parts' directories of this machine's plan.
+fn disk_dirs() -> Vec<PathBuf> {
+    let plan = json_of(headroom().args(["survey", "--dry-run", "--json", "--quick"]));
+    plan["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "disk" && p["run"] == true)
+        .map(|p| PathBuf::from(p["command"][2].as_str().unwrap()))
+        .filter(|d| d.is_dir())
+        .collect()
+}
+
+/// The surveys of this file write in the same directories and count the test files there:
+/// one at a time.
+static ONE_SURVEY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn is_root() -> bool {
+    // SAFETY: no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[test]
+fn a_short_survey_runs_and_reads_back_in_report_and_compare() {
+    if !is_root() {
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root");
+        eprintln!("note: not root: the survey's latency parts need SCHED_FIFO; test skipped");
+        return;
+    }
+    let _one = ONE_SURVEY.lock().unwrap_or_else(|e| e.into_inner());
+    let dirs = disk_dirs();
+    let before: Vec<Vec<String>> = dirs.iter().map(|d| test_files(d)).collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let out_json = tmp.path().join("survey.json");
+    let html = tmp.path().join("survey.html");
+    let out = headroom()
+        .current_dir(tmp.path())
+        .args([
+            "survey",
+            "--quick",
+            "--budget",
+            "40s",
+            "--output",
+            "survey.json",
+            "--html",
+            "survey.html",
+            "--no-save",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The plan came first, on stderr, and fitted the budget.
+    assert!(stderr.starts_with("Survey plan:"), "{stderr}");
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(md.starts_with("# headroom survey of"), "{md}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
+    assert_eq!(doc["kind"], "survey");
+    assert_eq!(doc["interrupted"], false);
+    // Every part ran or says why not.
+    for p in doc["parts"].as_array().unwrap() {
+        match p["status"].as_str().unwrap() {
+            "ran" => assert!(p["document"].is_object(), "{p:#}"),
+            _ => assert!(p["reason"].as_str().is_some_and(|r| !r.is_empty()), "{p:#}"),
+        }
+    }
+    let ran: Vec<&str> = doc["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["status"] == "ran")
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ran.contains(&"audit") && ran.contains(&"latency idle") && ran.contains(&"latency stress"),
+        "{ran:?}"
+    );
+    assert!(!doc["summary"].as_str().unwrap().is_empty());
+    let html_text = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        html_text.contains("Survey of") && html_text.contains("<svg"),
+        "no plots in the HTML"
+    );
+    // report and compare read it back.
+    let rep = headroom().arg("report").arg(&out_json).output().unwrap();
+    assert!(rep.status.success());
+    assert!(String::from_utf8_lossy(&rep.stdout).contains("## Conclusions, by what they cost"));
+    let cmp = headroom()
+        .arg("compare")
+        .arg(&out_json)
+        .arg(&out_json)
+        .output()
+        .unwrap();
+    assert!(
+        cmp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cmp.stderr)
+    );
+    assert!(String::from_utf8_lossy(&cmp.stdout).contains("# Surveys compared"));
+    // Nothing left behind in any filesystem it wrote to.
+    for (d, b) in dirs.iter().zip(&before) {
+        assert_eq!(&test_files(d), b, "test file left in {}", d.display());
+    }
+}
+
+/// Processes still in process group `pgid` (the survey, its parts, their stress workers).
+fn group_members(pgid: i32) -> Vec<i32> {
+    let mut left = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Field 5 is the process group; the command in field 2 may hold spaces: skip past it.
+        let Some(rest) = stat.rsplit_once(") ").map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(2).and_then(|g| g.parse::<i32>().ok()) == Some(pgid)
+            && fields.first() != Some(&"Z")
+        {
+            left.push(pid);
+        }
+    }
+    left
+}
+
+#[test]
+fn ctrl_c_at_random_points_keeps_a_valid_partial_document_and_leaves_nothing() {
+    if !is_root() {
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root");
+        eprintln!("note: not root: test skipped");
+        return;
+    }
+    let _one = ONE_SURVEY.lock().unwrap_or_else(|e| e.into_inner());
+    let dirs = disk_dirs();
+    let before: Vec<Vec<String>> = dirs.iter().map(|d| test_files(d)).collect();
+    let tmp = tempfile::tempdir().unwrap();
+    // Deterministic "random" points (a linear congruential sequence) spread over the first
+    // 7 s, where the audit, the disk part and the idle latency part run.
+    let mut x: u64 = 0x2545_f491;
+    for round in 0..20 {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let at = Duration::from_millis(200 + (x >> 33) % 7000);
+        let out = tmp.path().join(format!("s{round}.json"));
+        let mut child = headroom_process()
+            .args([
+                "survey",
+                "--quick",
+                "--budget",
+                "20s",
+                "--no-save",
+                "--output",
+            ])
+            .arg(&out)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            // Its own process group, as a terminal's foreground job: Ctrl-C reaches all of it.
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pgid = child.id() as i32;
+        std::thread::sleep(at);
+        // SAFETY: signalling the group of our own child.
+        unsafe {
+            libc::killpg(pgid, libc::SIGINT);
+        }
+        let started = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(90),
+                "round {round}: no exit after Ctrl-C"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        // Interrupted (130), or done just before the signal (0).
+        assert!(
+            matches!(status.code(), Some(130) | Some(0)),
+            "round {round} at {at:?}: {status:?}"
+        );
+        // The parts and their stress workers are gone too.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !group_members(pgid).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(
+            group_members(pgid).is_empty(),
+            "round {round}: processes left: {:?}",
+            group_members(pgid)
+        );
+        for (d, b) in dirs.iter().zip(&before) {
+            assert_eq!(
+                &test_files(d),
+                b,
+                "round {round}: test file left in {}",
+                d.display()
+            );
+        }
+        // The document, when the survey got as far as one part, is whole and says what ran.
+        if out.exists() {
+            let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap())
+                .unwrap_or_else(|e| panic!("round {round}: partial document unreadable: {e}"));
+            assert_eq!(doc["kind"], "survey");
+            let parts = doc["parts"].as_array().unwrap();
+            assert_eq!(parts.len(), doc["plan"]["parts"].as_array().unwrap().len());
+            if status.code() == Some(130) {
+                assert_eq!(doc["interrupted"], true, "round {round}");
+            }
+            for p in parts {
+                assert!(
+                    p["status"] == "ran" || p["reason"].is_string(),
+                    "round {round}: {p:#}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! The survey's plan: which parts run, on what, for how long, and how a time budget is
+//! shared between them.
+//!
+//! A survey is the board report of the seed documents made in one command: the audit, each
+//! storage device benchmarked, wake-up latency idle and under load, network throughput. Each
+//! part has a fixed cost (starting, laying out a test file) and a time that can shrink (the
+//! runtime of each disk test, the duration of a latency run). [`fit`] shares a budget between
+//! them: default times when they fit, else every shrinkable time scaled by the same factor
+//! down to its floor, else parts left out from the least important up, each with its reason.
+
+use serde::{Deserialize, Serialize};
+
+/// What a part measures; also the words of `--include`/`--exclude`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PartKind {
+    Audit,
+    Disk,
+    Latency,
+    Net,
+}
+
+impl PartKind {
+    pub const ALL: [PartKind; 4] = [
+        PartKind::Audit,
+        PartKind::Disk,
+        PartKind::Latency,
+        PartKind::Net,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PartKind::Audit => "audit",
+            PartKind::Disk => "disk",
+            PartKind::Latency => "latency",
+            PartKind::Net => "net",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<PartKind> {
+        PartKind::ALL.into_iter().find(|k| k.name() == s)
+    }
+}
+
+/// One part of a survey as planned.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlannedPart {
+    /// Unique within a survey, stable between surveys of one machine (compare lines parts up
+    /// by it): `audit`, `disk nvme0n1`, `latency idle`, `latency stress`, `net HOST`.
+    pub id: String,
+    pub kind: PartKind,
+    /// What it runs, in words: `SEQ1M Q8T1, RND4K Q32T1 read and write, SEQ1M Q1T1 ... in a
+    /// 256 MiB file on / (ext4)`.
+    pub what: String,
+    /// The command line of the part (`headroom bench disk / --profile survey ...`).
+    pub command: Vec<String>,
+    /// Seconds it costs whatever its runtime (start, test-file layout).
+    pub fixed_s: f64,
+    /// How many times the shrinkable time is spent (tests of a disk part, directions of a
+    /// network part).
+    pub units: u32,
+    /// Shrinkable time per unit: the default, then what [`fit`] gave it.
+    pub unit_s: f64,
+    /// The shortest unit time that still measures something.
+    pub min_unit_s: f64,
+    /// Bytes written to a filesystem (0 for read-only parts).
+    pub writes_bytes: u64,
+    /// Lower runs first to be left out when the budget is short.
+    pub priority: u32,
+    /// Whether it runs; when not, `reason` says why.
+    pub run: bool,
+    pub reason: Option<String>,
+}
+
+impl PlannedPart {
+    /// The part's estimated time in seconds.
+    pub fn seconds(&self) -> f64 {
+        self.fixed_s + f64::from(self.units) * self.unit_s
+    }
+
+    /// The least time the part can take.
+    pub fn min_seconds(&self) -> f64 {
+        self.fixed_s + f64::from(self.units) * self.min_unit_s
+    }
+}
+
+/// The plan of a survey: its parts and the budget they were fitted into.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub budget_s: f64,
+    /// The factor applied to every shrinkable time (1 when the defaults fit).
+    pub scale: f64,
+    pub parts: Vec<PlannedPart>,
+}
+
+impl Plan {
+    /// Estimated seconds of the parts that run.
+    pub fn seconds(&self) -> f64 {
+        self.parts
+            .iter()
+            .filter(|p| p.run)
+            .map(|p| p.seconds())
+            .sum()
+    }
+
+    /// Bytes the parts that run write.
+    pub fn writes_bytes(&self) -> u64 {
+        self.parts
+            .iter()
+            .filter(|p| p.run)
+            .map(|p| p.writes_bytes)
+            .sum()
+    }
+}
+
+/// Fit `parts` into `budget_s` seconds. Parts already marked not to run stay so. Unit times
+/// are scaled by one common factor (at most 1) and never below their floor; when even the
+/// floors do not fit, the part with the lowest priority is left out (with the reason) and
+/// the rest fitted again. Deterministic: ties in priority leave out the later part first.
+pub fn fit(budget_s: f64, mut parts: Vec<PlannedPart>) -> Plan {
+    let budget = budget_s.max(0.0);
+    let running = |parts: &[PlannedPart]| -> Vec<usize> {
+        (0..parts.len()).filter(|&i| parts[i].run).collect()
+    };
+    // Leave out the least important part (the later one of equal priority) while even the
+    // floors of the running parts exceed the budget.
+    loop {
+        let run = running(&parts);
+        let floors: f64 = run.iter().map(|&i| parts[i].min_seconds()).sum();
+        let least = run
+            .iter()
+            .copied()
+            .min_by_key(|&i| (parts[i].priority, std::cmp::Reverse(i)));
+        match least {
+            Some(out) if floors > budget + 1e-9 => {
+                let p = &mut parts[out];
+                p.run = false;
+                p.reason = Some(format!(
+                    "left out: the budget of {} leaves no room for it (it needs at least {})",
+                    format_seconds(budget),
+                    format_seconds(p.min_seconds())
+                ));
+            }
+            _ => break,
+        }
+    }
+    let run = running(&parts);
+    let fixed: f64 = run.iter().map(|&i| parts[i].fixed_s).sum();
+    let shrinkable: f64 = run
+        .iter()
+        .map(|&i| f64::from(parts[i].units) * parts[i].unit_s)
+        .sum();
+    let scale = if fixed + shrinkable <= budget || shrinkable <= 0.0 {
+        1.0
+    } else {
+        scale_for(budget, &parts, &run)
+    };
+    for &i in &run {
+        let p = &mut parts[i];
+        p.unit_s = (p.unit_s * scale).max(p.min_unit_s);
+    }
+    Plan {
+        budget_s: budget,
+        scale,
+        parts,
+    }
+}
+
+/// The common factor such that every unit time, scaled and held at its floor, fills the
+/// budget: bisection on the factor (the total is monotonic in it).
+fn scale_for(budget: f64, parts: &[PlannedPart], running: &[usize]) -> f64 {
+    let total = |s: f64| -> f64 {
+        running
+            .iter()
+            .map(|&i| {
+                let p = &parts[i];
+                p.fixed_s + f64::from(p.units) * (p.unit_s * s).max(p.min_unit_s)
+            })
+            .sum()
+    };
+    let (mut lo, mut hi) = (0.0_f64, 1.0_f64);
+    for _ in 0..60 {
+        let mid = (lo + hi) / 2.0;
+        if total(mid) <= budget {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// Seconds as a person reads them: `45 s`, `3 min 20 s`, `1 h 5 min`.
+pub fn format_seconds(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    match s {
+        0..=99 => format!("{s} s"),
+        100..=3599 if s % 60 == 0 => format!("{} min", s / 60),
+        100..=3599 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(id: &str, fixed: f64, units: u32, unit: f64, min: f64, prio: u32) -> PlannedPart {
+        PlannedPart {
+            id: id.into(),
+            kind: PartKind::Disk,
+            what: String::new(),
+            command: Vec::new(),
+            fixed_s: fixed,
+            units,
+            unit_s: unit,
+            min_unit_s: min,
+            writes_bytes: 0,
+            priority: prio,
+            run: true,
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn defaults_kept_when_they_fit() {
+        let plan = fit(100.0, vec![part("a", 1.0, 6, 5.0, 1.0, 9)]);
+        assert_eq!(plan.scale, 1.0);
+        assert_eq!(plan.parts[0].unit_s, 5.0);
+        assert_eq!(plan.seconds(), 31.0);
+    }
+
+    #[test]
+    fn times_scale_down_to_fill_the_budget() {
+        // 1 + 6 x 5 = 31 s and 2 x 10 = 20 s do not fit in 30 s; floors (7 + 4 = 11 s) do.
+        let plan = fit(
+            30.0,
+            vec![
+                part("disk", 1.0, 6, 5.0, 1.0, 9),
+                part("lat", 0.0, 2, 10.0, 2.0, 5),
+            ],
+        );
+        assert!(plan.scale < 1.0);
+        assert!((plan.seconds() - 30.0).abs() < 0.01, "{}", plan.seconds());
+        assert!(plan.parts.iter().all(|p| p.run));
+    }
+
+    #[test]
+    fn floors_hold_and_the_least_important_part_is_left_out() {
+        let plan = fit(
+            10.0,
+            vec![
+                part("disk", 1.0, 6, 5.0, 1.0, 9),
+                part("lat", 0.0, 2, 10.0, 5.0, 5),
+            ],
+        );
+        assert!(plan.parts[0].run);
+        assert!(!plan.parts[1].run);
+        let why = plan.parts[1].reason.as_deref().unwrap_or_default();
+        assert!(
+            why.contains("budget of 10 s") && why.contains("10 s"),
+            "{why}"
+        );
+        assert!(plan.seconds() <= 10.0);
+        assert!(plan.parts[0].unit_s >= 1.0);
+    }
+
+    #[test]
+    fn parts_already_out_stay_out_and_an_empty_budget_runs_nothing_long() {
+        let mut p = part("x", 1.0, 1, 1.0, 1.0, 1);
+        p.run = false;
+        p.reason = Some("excluded".into());
+        let plan = fit(0.0, vec![p, part("y", 1.0, 1, 1.0, 1.0, 1)]);
+        assert!(plan.parts.iter().all(|p| !p.run));
+        assert_eq!(plan.parts[0].reason.as_deref(), Some("excluded"));
+        assert_eq!(plan.seconds(), 0.0);
+    }
+
+    #[test]
+    fn seconds_read_as_a_person_writes_them() {
+        assert_eq!(format_seconds(45.2), "45 s");
+        assert_eq!(format_seconds(200.0), "3 min 20 s");
+        assert_eq!(format_seconds(600.0), "10 min");
+        assert_eq!(format_seconds(3900.0), "1 h 5 min");
+    }
+}

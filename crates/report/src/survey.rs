@@ -1,0 +1,774 @@
+//! A survey document (kind `survey`): the plan, each part's own result document, and what
+//! the seed documents write by hand at their end: a one-paragraph summary and the findings
+//! ranked by what they cost (MB/s lost against a ceiling or against the capable link, µs of
+//! wake-up latency added by load), each with its evidence and the action.
+//!
+//! The parts are ordinary documents (`audit`, `disk`, `latency`, ...): this module reads them
+//! through [`Summary`] like every other renderer, so a part reads the same in a survey as on
+//! its own.
+
+use crate::compare::{compare, CompareError};
+use crate::document::{Document, DocumentError};
+use crate::summary::{mb, Summary};
+use model::survey::{format_seconds, PartKind, Plan};
+use model::units::MB;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write;
+
+/// How a part ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PartStatus {
+    /// It ran to its end; `document` holds its result.
+    Ran,
+    /// It ran but was stopped (Ctrl-C): `document`, when present, holds what it measured.
+    Interrupted,
+    /// It started and failed: `reason` says why.
+    Failed,
+    /// It was not started: `reason` says why (excluded, no room in the budget, nothing to
+    /// test, the survey was stopped before it).
+    NotRun,
+}
+
+impl PartStatus {
+    pub fn word(self) -> &'static str {
+        match self {
+            PartStatus::Ran => "ran",
+            PartStatus::Interrupted => "interrupted",
+            PartStatus::Failed => "failed",
+            PartStatus::NotRun => "not run",
+        }
+    }
+}
+
+/// One part of a survey as it ran.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PartResult {
+    /// The planned part's id (`disk nvme0n1`).
+    pub id: String,
+    pub kind: PartKind,
+    pub status: PartStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Wall-clock seconds it took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
+    /// What the part printed on stderr (warnings, notes), kept for the bug report.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<String>,
+    /// The part's own result document, whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub document: Option<serde_json::Value>,
+}
+
+/// The body of a survey document.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SurveyBody {
+    pub plan: Plan,
+    pub parts: Vec<PartResult>,
+    /// True when the survey was stopped before its end (Ctrl-C, SIGTERM).
+    #[serde(default)]
+    pub interrupted: bool,
+    /// Made from the parts when the document is written; readers recompute them.
+    #[serde(default)]
+    pub summary: String,
+    #[serde(default)]
+    pub conclusions: Vec<Conclusion>,
+}
+
+/// One ranked finding of a survey.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Conclusion {
+    /// What it is about: `nvme0n1`, `0000:01:00.0`, `wake-up latency`.
+    pub subject: String,
+    /// What it costs in its own unit (`5671 MB/s (88 %)`, `+412 us`); empty when unknown.
+    pub cost: String,
+    /// The share of the ceiling (or of the latency) lost, 0..1: the rank. `None` when the
+    /// cost could not be measured (ranked after every measured one).
+    pub lost: Option<f64>,
+    /// Which test or link shows it.
+    pub evidence: String,
+    pub action: Option<String>,
+}
+
+/// A part's document and the summary every renderer reads, for the parts that have one.
+pub struct PartDoc<'a> {
+    pub part: &'a PartResult,
+    pub document: Document,
+    pub summary: Summary,
+}
+
+impl SurveyBody {
+    /// Read a survey document's body; `origin` names it in errors.
+    pub fn of(doc: &Document, origin: &str) -> Result<SurveyBody, DocumentError> {
+        doc.view(origin)
+    }
+
+    /// The parts that carry a document, each read as a document of its own. A part whose
+    /// document cannot be read is left out with the reason in the returned messages.
+    pub fn part_docs(&self, origin: &str) -> (Vec<PartDoc<'_>>, Vec<String>) {
+        let mut docs = Vec::new();
+        let mut problems = Vec::new();
+        for part in &self.parts {
+            let Some(value) = &part.document else {
+                continue;
+            };
+            let name = format!("{origin}: {}", part.id);
+            let read = Document::from_value(value.clone(), &name)
+                .and_then(|d| Summary::of(&d, &part.id).map(|s| (d, s)));
+            match read {
+                Ok((document, summary)) => docs.push(PartDoc {
+                    part,
+                    document,
+                    summary,
+                }),
+                Err(e) => problems.push(e.to_string()),
+            }
+        }
+        (docs, problems)
+    }
+
+    /// Summary paragraph and ranked conclusions, made from the parts' documents.
+    pub fn judge(&self, origin: &str) -> (String, Vec<Conclusion>) {
+        let (docs, _) = self.part_docs(origin);
+        let mut sentences = Vec::new();
+        let mut ranked = Vec::new();
+        let mut unranked = Vec::new();
+        let mut used_messages: Vec<String> = Vec::new();
+
+        for d in docs.iter().filter(|d| d.part.kind == PartKind::Audit) {
+            for link in audit_links(&d.document) {
+                let text = format!(
+                    "{} runs at {} of {}: {:.0} % of its bandwidth lost to the link",
+                    link.device, link.now, link.capable, link.loss_percent
+                );
+                sentences.push(text.clone());
+                let advice = d
+                    .summary
+                    .findings
+                    .iter()
+                    .find(|f| f.subject.as_deref() == Some(&link.address))
+                    .and_then(|f| {
+                        used_messages.push(f.message.clone());
+                        f.advice.clone()
+                    });
+                ranked.push(Conclusion {
+                    subject: link.address.clone(),
+                    cost: format!(
+                        "{} MB/s ({:.0} %)",
+                        mb(link.loss_bps / MB),
+                        link.loss_percent
+                    ),
+                    lost: Some(link.loss_percent / 100.0),
+                    evidence: format!("audit: {text}"),
+                    action: advice.or_else(|| {
+                        Some(
+                            "check the slot, cable or riser and the firmware's link speed \
+                             setting"
+                                .to_string(),
+                        )
+                    }),
+                });
+            }
+        }
+
+        for d in docs.iter().filter(|d| d.part.kind == PartKind::Disk) {
+            let s = &d.summary;
+            let device = d.part.id.trim_start_matches("disk ").to_string();
+            let best = s
+                .tests
+                .iter()
+                .max_by(|a, b| a.measured_mb_s.total_cmp(&b.measured_mb_s));
+            let Some(best) = best else {
+                continue;
+            };
+            let advice = s
+                .findings
+                .iter()
+                .find(|f| f.severity.eq_ignore_ascii_case("warning") && f.advice.is_some())
+                .and_then(|f| {
+                    used_messages.push(f.message.clone());
+                    f.advice.clone()
+                });
+            match (&s.ceiling, best.efficiency) {
+                (Some(c), Some(eff)) if c.mb_s > 0.0 => {
+                    sentences.push(format!(
+                        "storage on {device} reaches {:.0} % of its {} ceiling ({} of {} MB/s, \
+                         {})",
+                        eff * 100.0,
+                        c.bottleneck,
+                        mb(best.measured_mb_s),
+                        mb(c.mb_s),
+                        best.name
+                    ));
+                    let lost = (1.0 - eff).max(0.0);
+                    ranked.push(Conclusion {
+                        subject: device.clone(),
+                        cost: format!(
+                            "{} MB/s ({:.0} %)",
+                            mb((c.mb_s - best.measured_mb_s).max(0.0)),
+                            lost * 100.0
+                        ),
+                        lost: Some(lost),
+                        evidence: format!(
+                            "{}: {} {} MB/s of the {} ceiling {} MB/s",
+                            d.part.id,
+                            best.name,
+                            mb(best.measured_mb_s),
+                            c.bottleneck,
+                            mb(c.mb_s)
+                        ),
+                        action: advice.or_else(|| Some(disk_action(s, eff))),
+                    });
+                }
+                _ => {
+                    let why = s
+                        .no_ceiling_reason
+                        .clone()
+                        .unwrap_or_else(|| "its path has no known ceiling".to_string());
+                    sentences.push(format!(
+                        "storage on {device} gives {} MB/s ({}), with no ceiling to judge it \
+                         against ({why})",
+                        mb(best.measured_mb_s),
+                        best.name
+                    ));
+                    unranked.push(Conclusion {
+                        subject: device.clone(),
+                        cost: String::new(),
+                        lost: None,
+                        evidence: format!(
+                            "{}: {} {} MB/s; no ceiling: {why}",
+                            d.part.id,
+                            best.name,
+                            mb(best.measured_mb_s)
+                        ),
+                        action: advice,
+                    });
+                }
+            }
+        }
+
+        let max_of = |id: &str| {
+            docs.iter().find(|d| d.part.id == id).and_then(|d| {
+                d.summary
+                    .threads
+                    .iter()
+                    .map(|t| t.max_us)
+                    .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+            })
+        };
+        match (max_of("latency idle"), max_of("latency stress")) {
+            (Some(idle), Some(load)) => {
+                sentences.push(format!(
+                    "wake-up latency peaks at {idle:.0} us idle and {load:.0} us under load"
+                ));
+                if load > idle {
+                    let advice = docs
+                        .iter()
+                        .filter(|d| d.part.kind == PartKind::Latency)
+                        .flat_map(|d| d.summary.findings.iter())
+                        .find(|f| f.advice.is_some())
+                        .and_then(|f| {
+                            used_messages.push(f.message.clone());
+                            f.advice.clone()
+                        });
+                    ranked.push(Conclusion {
+                        subject: "wake-up latency".to_string(),
+                        cost: format!(
+                            "+{:.0} us ({:.0} %)",
+                            load - idle,
+                            (load - idle) / load * 100.0
+                        ),
+                        lost: Some((load - idle) / load),
+                        evidence: format!(
+                            "latency idle: max {idle:.0} us; latency stress: max {load:.0} us"
+                        ),
+                        action: advice,
+                    });
+                }
+            }
+            (Some(m), None) | (None, Some(m)) => {
+                sentences.push(format!("wake-up latency peaks at {m:.0} us"));
+            }
+            (None, None) => {}
+        }
+
+        // Every other warning or error of the parts, once, after the measured ones.
+        for d in &docs {
+            for f in &d.summary.findings {
+                let serious = matches!(
+                    f.severity.to_ascii_lowercase().as_str(),
+                    "warning" | "error"
+                );
+                if !serious || used_messages.contains(&f.message) {
+                    continue;
+                }
+                used_messages.push(f.message.clone());
+                unranked.push(Conclusion {
+                    subject: f.subject.clone().unwrap_or_else(|| d.part.id.clone()),
+                    cost: String::new(),
+                    lost: None,
+                    evidence: format!("{}: {}", d.part.id, f.message),
+                    action: f.advice.clone(),
+                });
+            }
+        }
+
+        ranked.sort_by(|a, b| b.lost.unwrap_or(0.0).total_cmp(&a.lost.unwrap_or(0.0)));
+        ranked.extend(unranked);
+
+        let not_run: Vec<&PartResult> = self
+            .parts
+            .iter()
+            .filter(|p| p.status != PartStatus::Ran)
+            .collect();
+        if !not_run.is_empty() {
+            let list = not_run
+                .iter()
+                .map(|p| format!("{} ({})", p.id, p.status.word()))
+                .collect::<Vec<_>>()
+                .join(", ");
+            sentences.push(format!(
+                "{} of {} {} did not run to the end: {list}",
+                not_run.len(),
+                self.parts.len(),
+                plural(self.parts.len(), "part", "parts")
+            ));
+        }
+        let summary = if sentences.is_empty() {
+            "Nothing was measured.".to_string()
+        } else {
+            let mut s = sentences.join("; ");
+            if let Some(first) = s.get(..1) {
+                s = first.to_uppercase() + &s[1..];
+            }
+            s.push('.');
+            s
+        };
+        (summary, ranked)
+    }
+}
+
+/// What to do about a storage device at efficiency `eff` of its path's bottleneck.
+fn disk_action(s: &Summary, eff: f64) -> String {
+    let link = s.bottleneck.and_then(|i| s.links.get(i));
+    let below = link.and_then(|l| {
+        l.capable_state
+            .as_ref()
+            .filter(|c| **c != l.state)
+            .map(|c| (l.name.clone(), l.state.clone(), c.clone()))
+    });
+    match below {
+        // Near a ceiling that is itself lowered: the link state is the lever (seed 003).
+        Some((name, now, capable)) if eff >= 0.7 => format!(
+            "the link limits it and runs below its capability: {name} at {now} of {capable}; \
+             raise the link speed or width"
+        ),
+        _ if eff >= 0.9 => "none: the device runs near the ceiling of its path".to_string(),
+        _ => "the link is not the limit: the device itself, its filesystem or the I/O size \
+              is; see the part's findings"
+            .to_string(),
+    }
+}
+
+fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
+/// A link of an audit document that runs below what both its ends support.
+struct LostLink {
+    address: String,
+    device: String,
+    now: String,
+    capable: String,
+    loss_bps: f64,
+    loss_percent: f64,
+}
+
+#[derive(Deserialize)]
+struct AuditView {
+    #[serde(default)]
+    pci: Option<PciView>,
+}
+
+#[derive(Deserialize)]
+struct PciView {
+    #[serde(default)]
+    functions: Vec<FunctionView>,
+    #[serde(default)]
+    links: Vec<AuditLinkView>,
+}
+
+#[derive(Deserialize)]
+struct FunctionView {
+    address: String,
+    #[serde(default)]
+    names: NamesView,
+}
+
+#[derive(Deserialize, Default)]
+struct NamesView {
+    #[serde(default)]
+    vendor: Option<String>,
+    #[serde(default)]
+    device: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct AuditLinkView {
+    downstream: String,
+    comparison: ComparisonView,
+    ceiling: LossView,
+}
+
+#[derive(Deserialize)]
+struct ComparisonView {
+    current: StateView,
+    #[serde(default)]
+    common: Option<StateView>,
+}
+
+#[derive(Deserialize)]
+struct StateView {
+    speed_gts: f64,
+    width: u32,
+}
+
+impl StateView {
+    fn show(&self) -> String {
+        format!("{} GT/s x{}", self.speed_gts, self.width)
+    }
+}
+
+#[derive(Deserialize)]
+struct LossView {
+    #[serde(default)]
+    loss_bps: f64,
+    #[serde(default)]
+    loss_percent: f64,
+}
+
+/// The links of an audit document that lose bandwidth against what both ends support.
+fn audit_links(doc: &Document) -> Vec<LostLink> {
+    let Ok(view) = doc.view::<AuditView>("audit") else {
+        return Vec::new();
+    };
+    let Some(pci) = view.pci else {
+        return Vec::new();
+    };
+    pci.links
+        .iter()
+        // Below half a percent is rounding of the model, not a lost link.
+        .filter(|l| l.ceiling.loss_percent >= 0.5)
+        .map(|l| {
+            let f = pci.functions.iter().find(|f| f.address == l.downstream);
+            let name = f
+                .map(|f| {
+                    [f.names.vendor.as_deref(), f.names.device.as_deref()]
+                        .into_iter()
+                        .flatten()
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .filter(|n| !n.is_empty());
+            LostLink {
+                address: l.downstream.clone(),
+                device: match name {
+                    Some(n) => format!("{} ({n})", l.downstream),
+                    None => l.downstream.clone(),
+                },
+                now: l.comparison.current.show(),
+                capable: l
+                    .comparison
+                    .common
+                    .as_ref()
+                    .map_or_else(|| "its capability".to_string(), StateView::show),
+                loss_bps: l.ceiling.loss_bps,
+                loss_percent: l.ceiling.loss_percent,
+            }
+        })
+        .collect()
+}
+
+/// The PCI Express links of audits side by side: each link's state in every survey, the
+/// ones that changed first (the seed-003 Gen 2 -> Gen 3 before/after).
+fn compare_links(all: &[(String, Vec<PartDoc<'_>>)], audits: &[&Document]) -> String {
+    let states: Vec<Vec<(String, String)>> = audits
+        .iter()
+        .map(|d| {
+            let Ok(view) = d.view::<AuditView>("audit") else {
+                return Vec::new();
+            };
+            view.pci
+                .map(|p| {
+                    p.links
+                        .iter()
+                        .map(|l| (l.downstream.clone(), l.comparison.current.show()))
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .collect();
+    let mut addresses: Vec<String> = states.iter().flatten().map(|(a, _)| a.clone()).collect();
+    addresses.sort();
+    addresses.dedup();
+    if addresses.is_empty() {
+        return "No PCI Express link in these audits.\n".to_string();
+    }
+    let mut rows: Vec<(bool, Vec<String>)> = addresses
+        .iter()
+        .map(|a| {
+            let cells: Vec<String> = states
+                .iter()
+                .map(|s| {
+                    s.iter()
+                        .find(|(x, _)| x == a)
+                        .map_or_else(crate::summary::dash, |(_, st)| st.clone())
+                })
+                .collect();
+            let changed = cells.windows(2).any(|w| w[0] != w[1]);
+            let mut row = vec![a.clone()];
+            row.extend(cells);
+            row.push(if changed { "changed" } else { "" }.to_string());
+            (changed, row)
+        })
+        .collect();
+    rows.sort_by_key(|(changed, _)| !changed);
+    let mut columns: Vec<(&str, bool)> = vec![("Link (device)", false)];
+    for (name, _) in all {
+        columns.push((name.as_str(), false));
+    }
+    columns.push(("", false));
+    let mut o = String::new();
+    let rows: Vec<Vec<String>> = rows.into_iter().map(|(_, r)| r).collect();
+    crate::markdown::table(&mut o, &columns, &rows);
+    o
+}
+
+/// The survey's own part of a report (title, summary, conclusions, parts), in Markdown; the
+/// parts' sections follow it (`markdown::render` of [`SurveyBody::part_docs`]).
+pub fn markdown_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String {
+    let (summary, conclusions) = body.judge(origin);
+    let mut o = String::new();
+    let host = doc
+        .envelope
+        .host
+        .as_ref()
+        .and_then(|h| h.hostname.clone())
+        .unwrap_or_else(|| "this machine".to_string());
+    let _ = writeln!(o, "# headroom survey of {host}\n");
+    let mut facts = vec![origin.to_string()];
+    if let Some(c) = &doc.envelope.created {
+        facts.push(c.clone());
+    }
+    facts.push(format!("budget {}", format_seconds(body.plan.budget_s)));
+    if body.interrupted {
+        facts.push("interrupted: partial results".to_string());
+    }
+    let _ = writeln!(o, "{}\n", facts.join(" · "));
+    let _ = writeln!(o, "{summary}\n");
+    let _ = writeln!(o, "## Conclusions, by what they cost\n");
+    if conclusions.is_empty() {
+        let _ = writeln!(o, "No finding.\n");
+    } else {
+        let rows: Vec<Vec<String>> = conclusions
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                vec![
+                    (i + 1).to_string(),
+                    if c.cost.is_empty() {
+                        "not measured".to_string()
+                    } else {
+                        c.cost.clone()
+                    },
+                    c.subject.clone(),
+                    c.evidence.clone(),
+                    c.action.clone().unwrap_or_else(crate::summary::dash),
+                ]
+            })
+            .collect();
+        crate::markdown::table(
+            &mut o,
+            &[
+                ("#", true),
+                ("Cost", true),
+                ("Subject", false),
+                ("Evidence", false),
+                ("Action", false),
+            ],
+            &rows,
+        );
+        o.push('\n');
+    }
+    let _ = writeln!(o, "## Parts\n");
+    crate::markdown::table(
+        &mut o,
+        &[
+            ("Part", false),
+            ("Status", false),
+            ("Time (s)", true),
+            ("What, or why not", false),
+        ],
+        &parts_rows(body),
+    );
+    o.push('\n');
+    o
+}
+
+fn parts_rows(body: &SurveyBody) -> Vec<Vec<String>> {
+    body.parts
+        .iter()
+        .map(|p| {
+            let planned = body.plan.parts.iter().find(|x| x.id == p.id);
+            let what = match (&p.reason, planned) {
+                (Some(r), _) => r.clone(),
+                (None, Some(x)) => x.what.clone(),
+                (None, None) => String::new(),
+            };
+            vec![
+                p.id.clone(),
+                p.status.word().to_string(),
+                p.seconds
+                    .map_or_else(crate::summary::dash, |s| format!("{s:.1}")),
+                what,
+            ]
+        })
+        .collect()
+}
+
+/// The survey's own part of an HTML report, to put before the parts' sections.
+pub fn html_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String {
+    use crate::html::esc;
+    let (summary, conclusions) = body.judge(origin);
+    let mut o = String::new();
+    let host = doc
+        .envelope
+        .host
+        .as_ref()
+        .and_then(|h| h.hostname.clone())
+        .unwrap_or_else(|| "this machine".to_string());
+    let _ = writeln!(o, "<section><h2>Survey of {}</h2>", esc(&host));
+    let _ = writeln!(o, "<p class=\"summary\">{}</p>", esc(&summary));
+    let _ = writeln!(o, "<h3>Conclusions, by what they cost</h3>");
+    o.push_str(
+        "<table><thead><tr><th>#</th><th>Cost</th><th>Subject</th><th>Evidence</th>\
+         <th>Action</th></tr></thead><tbody>\n",
+    );
+    for (i, c) in conclusions.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td></tr>",
+            i + 1,
+            esc(if c.cost.is_empty() {
+                "not measured"
+            } else {
+                &c.cost
+            }),
+            esc(&c.subject),
+            esc(&c.evidence),
+            esc(c.action.as_deref().unwrap_or("–"))
+        );
+    }
+    o.push_str(
+        "</tbody></table>\n<h3>Parts</h3>\n<table><thead><tr><th>Part</th>\
+                <th>Status</th><th>Time (s)</th><th>What, or why not</th></tr></thead><tbody>\n",
+    );
+    for r in parts_rows(body) {
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+            esc(&r[0]),
+            esc(&r[1]),
+            esc(&r[2]),
+            esc(&r[3])
+        );
+    }
+    o.push_str("</tbody></table></section>\n");
+    o
+}
+
+/// Two or more surveys lined up part by part: each part present in every survey is compared
+/// as its kind is (`compare`), and a part missing from some is named.
+pub fn compare_markdown(surveys: &[(String, SurveyBody)]) -> Result<String, CompareError> {
+    let mut o = String::new();
+    let Some((_, first)) = surveys.first() else {
+        return Ok(o);
+    };
+    let _ = writeln!(
+        o,
+        "# Surveys compared: {}\n",
+        surveys
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(" vs ")
+    );
+    let all: Vec<(String, Vec<PartDoc<'_>>)> = surveys
+        .iter()
+        .map(|(n, b)| (n.clone(), b.part_docs(n).0))
+        .collect();
+    let mut ids: Vec<&str> = first.parts.iter().map(|p| p.id.as_str()).collect();
+    for (_, b) in surveys.iter().skip(1) {
+        for p in &b.parts {
+            if !ids.contains(&p.id.as_str()) {
+                ids.push(&p.id);
+            }
+        }
+    }
+    for id in ids {
+        let found: Vec<Option<&PartDoc<'_>>> = all
+            .iter()
+            .map(|(_, docs)| docs.iter().find(|d| d.part.id == id))
+            .collect();
+        if found.iter().all(Option::is_some) {
+            let mut summaries: Vec<Summary> = Vec::new();
+            for ((name, _), d) in all.iter().zip(&found) {
+                if let Some(d) = d {
+                    let mut s = d.summary.clone();
+                    s.origin = format!("{name}: {id}");
+                    summaries.push(s);
+                }
+            }
+            let audits: Vec<&Document> = found.iter().flatten().map(|d| &d.document).collect();
+            if found
+                .iter()
+                .flatten()
+                .all(|d| d.part.kind == PartKind::Audit)
+            {
+                let _ = writeln!(o, "## {id}\n");
+                o.push_str(&compare_links(&all, &audits));
+                o.push('\n');
+                continue;
+            }
+            match compare(&summaries) {
+                Ok(c) => o.push_str(&c.to_markdown()),
+                Err(e) => {
+                    let _ = writeln!(o, "## {id}\n\nNot compared: {e}");
+                }
+            }
+            o.push('\n');
+        } else {
+            let missing: Vec<&str> = all
+                .iter()
+                .zip(&found)
+                .filter(|(_, d)| d.is_none())
+                .map(|((n, _), _)| n.as_str())
+                .collect();
+            let _ = writeln!(
+                o,
+                "## {id}\n\nNot compared: no result in {}.\n",
+                missing.join(", ")
+            );
+        }
+    }
+    while o.ends_with("\n\n") {
+        o.pop();
+    }
+    Ok(o)
+}

@@ -1,0 +1,188 @@
+#![allow(clippy::unwrap_used)]
+//! A survey document built from fixed part documents (tests/fixtures/results/): its summary,
+//! ranked conclusions, Markdown (insta snapshot) and compare of a before/after pair.
+
+use model::survey::{fit, PartKind, PlannedPart};
+use report::survey::{PartResult, PartStatus, SurveyBody};
+use report::Document;
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn fixture(name: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/results")
+        .join(name);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn planned(id: &str, kind: PartKind) -> PlannedPart {
+    PlannedPart {
+        id: id.into(),
+        kind,
+        what: format!("{id} as planned"),
+        command: vec!["bench".into()],
+        fixed_s: 1.0,
+        units: 1,
+        unit_s: 5.0,
+        min_unit_s: 1.0,
+        writes_bytes: 0,
+        priority: 1,
+        run: true,
+        reason: None,
+    }
+}
+
+fn ran(id: &str, kind: PartKind, doc: Value) -> PartResult {
+    PartResult {
+        id: id.into(),
+        kind,
+        status: PartStatus::Ran,
+        reason: None,
+        seconds: Some(6.0),
+        messages: Vec::new(),
+        document: Some(doc),
+    }
+}
+
+/// A board with a downgraded NVMe link (the audit fixture), the Raspberry Pi 5 dd run at
+/// `disk` (Gen 2 or Gen 3), latency idle and under load, and a network part not run.
+fn survey(disk: &str) -> (Document, SurveyBody) {
+    let idle = fixture("latency-2-threads.json");
+    let mut load = idle.clone();
+    // Under load the worst wake-up is 400 us later on every thread.
+    for t in load["measurement"]["threads"].as_array_mut().unwrap() {
+        let max = t["stats"]["max_ns"].as_u64().unwrap();
+        t["stats"]["max_ns"] = Value::from(max + 400_000);
+    }
+    let mut plan_parts = vec![
+        planned("audit", PartKind::Audit),
+        planned("disk nvme0n1", PartKind::Disk),
+        planned("latency idle", PartKind::Latency),
+        planned("latency stress", PartKind::Latency),
+        planned("net", PartKind::Net),
+    ];
+    plan_parts[4].run = false;
+    plan_parts[4].reason = Some("not run: no --net HOST given".into());
+    let plan = fit(600.0, plan_parts);
+    let body = SurveyBody {
+        plan,
+        parts: vec![
+            ran(
+                "audit",
+                PartKind::Audit,
+                fixture("audit-nvme-downgraded.json"),
+            ),
+            ran("disk nvme0n1", PartKind::Disk, fixture(disk)),
+            ran("latency idle", PartKind::Latency, idle),
+            ran("latency stress", PartKind::Latency, load),
+            PartResult {
+                id: "net".into(),
+                kind: PartKind::Net,
+                status: PartStatus::NotRun,
+                reason: Some("not run: no --net HOST given".into()),
+                seconds: None,
+                messages: Vec::new(),
+                document: None,
+            },
+        ],
+        interrupted: false,
+        summary: String::new(),
+        conclusions: Vec::new(),
+    };
+    let doc = report::document::wrap("survey", "0.1.0", &body).unwrap();
+    let mut doc = doc;
+    doc.envelope.created = Some("2026-11-23T12:00:00Z".into());
+    doc.envelope.host = Some(report::document::Host {
+        hostname: Some("rpi5".into()),
+        kernel: Some("6.6.51+rpt-rpi-2712".into()),
+    });
+    (doc, body)
+}
+
+#[test]
+fn the_summary_names_the_bottleneck_and_the_lost_link() {
+    let (_, body) = survey("rpi5-gen2.json");
+    let (summary, conclusions) = body.judge("survey.json");
+    // The audit's NVMe link runs at 8 GT/s x1 where both ends support 16 GT/s x4.
+    assert!(
+        summary.contains("0000:01:00.0") && summary.contains("runs at 8 GT/s x1 of 16 GT/s x4"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("88 % of its bandwidth lost to the link"),
+        "{summary}"
+    );
+    // The dd run is judged against its bottleneck, the PCIe 5 GT/s x1 link (seed 003).
+    assert!(
+        summary.contains("storage on nvme0n1 reaches") && summary.contains("PCIe 5 GT/s x1"),
+        "{summary}"
+    );
+    assert!(summary.contains("1 of 5 parts did not run to the end: net (not run)"));
+    // Ranked by the share lost: the link (88 %) before the latency added by load.
+    let ranked: Vec<&str> = conclusions
+        .iter()
+        .filter(|c| c.lost.is_some())
+        .map(|c| c.subject.as_str())
+        .collect();
+    assert_eq!(ranked.first(), Some(&"0000:01:00.0"), "{conclusions:#?}");
+    assert!(ranked.contains(&"wake-up latency"), "{conclusions:#?}");
+    assert!(ranked.contains(&"nvme0n1"), "{conclusions:#?}");
+    let lost: Vec<f64> = conclusions.iter().filter_map(|c| c.lost).collect();
+    assert!(
+        lost.windows(2).all(|w| w[0] >= w[1]),
+        "not ranked: {lost:?}"
+    );
+    // Every unmeasured finding comes after the measured ones.
+    let first_unmeasured = conclusions.iter().position(|c| c.lost.is_none());
+    if let Some(i) = first_unmeasured {
+        assert!(conclusions[i..].iter().all(|c| c.lost.is_none()));
+    }
+}
+
+#[test]
+fn markdown_of_a_survey() {
+    let (doc, body) = survey("rpi5-gen2.json");
+    let mut md = report::survey::markdown_intro(&doc, &body, "survey.json");
+    let (parts, problems) = body.part_docs("survey.json");
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(parts.len(), 4);
+    let summaries: Vec<report::Summary> = parts.into_iter().map(|p| p.summary).collect();
+    md.push_str(&report::markdown::render(&summaries));
+    assert!(md.starts_with("# headroom survey of rpi5\n"), "{md}");
+    insta::assert_snapshot!(md);
+}
+
+#[test]
+fn compare_of_two_surveys_lines_the_parts_up() {
+    let (_, before) = survey("rpi5-gen2.json");
+    let (_, after) = survey("rpi5-gen3.json");
+    let md = report::survey::compare_markdown(&[
+        ("before.json".to_string(), before),
+        ("after.json".to_string(), after),
+    ])
+    .unwrap();
+    // The disk part compared as a disk run: the seed's +85 % from Gen 2 to Gen 3.
+    assert!(md.contains("dd 100M write"), "{md}");
+    assert!(md.contains("+85."), "{md}");
+    // The part that ran in neither survey is named, not silently dropped.
+    assert!(
+        md.contains("## net\n\nNot compared: no result in before.json, after.json."),
+        "{md}"
+    );
+    // The audit part lines up its links.
+    assert!(
+        md.contains("| 0000:01:00.0 | 8 GT/s x1 | 8 GT/s x1 |"),
+        "{md}"
+    );
+}
+
+#[test]
+fn a_survey_document_reads_back() {
+    let (doc, body) = survey("rpi5-gen3.json");
+    let text = doc.to_json_pretty();
+    let back = Document::parse(&text, "survey.json").unwrap();
+    assert_eq!(back.kind(), "survey");
+    let again = SurveyBody::of(&back, "survey.json").unwrap();
+    assert_eq!(again.parts, body.parts);
+    assert_eq!(again.plan, body.plan);
+}
