@@ -118,9 +118,9 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
         eprintln!("headroom: error: {msg}");
         Ok(ExitCode::from(2))
     };
-    let budget = match bench::disk::profiles::parse_duration("--budget", &args.budget) {
-        Ok(b) => b,
-        Err(e) => return usage(e.to_string()),
+    let budget = match model::units::parse_duration(&args.budget) {
+        Ok(b) => b.as_secs_f64(),
+        Err(why) => return usage(format!("--budget {}: {why}", args.budget)),
     };
     let mut kinds_in = Vec::new();
     for (flag, list) in [("--include", &args.include), ("--exclude", &args.exclude)] {

@@ -197,6 +197,7 @@ pub fn format_seconds(s: f64) -> String {
         0..=99 => format!("{s} s"),
         100..=3599 if s % 60 == 0 => format!("{} min", s / 60),
         100..=3599 => format!("{} min {} s", s / 60, s % 60),
+        _ if (s % 3600) / 60 == 0 => format!("{} h", s / 3600),
         _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
     }
 }
@@ -282,5 +283,6 @@ mod tests {
         assert_eq!(format_seconds(200.0), "3 min 20 s");
         assert_eq!(format_seconds(600.0), "10 min");
         assert_eq!(format_seconds(3900.0), "1 h 5 min");
+        assert_eq!(format_seconds(3600.0), "1 h");
     }
 }
