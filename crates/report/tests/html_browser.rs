@@ -225,3 +225,87 @@ fn the_html_report_renders_in_chromium() {
         );
     }
 }
+
+#[test]
+fn a_survey_renders_in_chromium() {
+    use model::survey::{fit, PartKind, PlannedPart};
+    use report::survey::{PartResult, PartStatus, SurveyBody};
+    let Some(chromium) = chromium() else { return };
+    let value = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(fixture(name)).unwrap()).unwrap()
+    };
+    let parts = [
+        ("audit", PartKind::Audit, "audit-nvme-downgraded.json"),
+        ("disk nvme0n1", PartKind::Disk, "rpi5-gen2.json"),
+        ("latency idle", PartKind::Latency, "latency-2-threads.json"),
+    ];
+    let plan = fit(
+        600.0,
+        parts
+            .iter()
+            .map(|(id, kind, _)| PlannedPart {
+                id: id.to_string(),
+                kind: *kind,
+                what: String::new(),
+                command: Vec::new(),
+                fixed_s: 1.0,
+                units: 1,
+                unit_s: 5.0,
+                min_unit_s: 1.0,
+                writes_bytes: 0,
+                priority: 1,
+                run: true,
+                reason: None,
+            })
+            .collect(),
+    );
+    let body = SurveyBody {
+        plan,
+        parts: parts
+            .iter()
+            .map(|(id, kind, file)| PartResult {
+                id: id.to_string(),
+                kind: *kind,
+                status: PartStatus::Ran,
+                reason: None,
+                seconds: Some(6.0),
+                messages: Vec::new(),
+                document: Some(value(file)),
+            })
+            .collect(),
+        interrupted: false,
+        summary: String::new(),
+        conclusions: Vec::new(),
+    };
+    let doc = report::document::wrap("survey", "0.1.0", &body).unwrap();
+    let intro = report::survey::html_intro(&doc, &body, "survey.json");
+    let (docs, problems) = body.part_docs("survey.json");
+    assert!(problems.is_empty(), "{problems:?}");
+    let summaries: Vec<Summary> = docs.into_iter().map(|d| d.summary).collect();
+    let html = report::html::render_with_intro(&intro, &summaries).unwrap();
+    for bad in ["<script", "src=", "href=", "url(", "@import", "<link"] {
+        assert!(!html.contains(bad), "the survey HTML contains {bad}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("survey.html");
+    report::write_atomic(&file, html.as_bytes()).unwrap();
+    let l = load(&chromium, &file, 5000, dir.path());
+    assert!(l.requests.is_empty(), "requests: {:?}", l.requests);
+    let console: Vec<&str> = l.stderr.lines().filter(|x| x.contains("CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:?}");
+    // The survey's summary and ranked conclusions come first, then each part's section
+    // with the plots it has on its own (two for the dd run, one for latency).
+    assert!(l.dom.contains("Survey of") && l.dom.contains("Conclusions, by what they cost"));
+    assert!(
+        l.dom.contains("88 % of its bandwidth lost to the link"),
+        "{}",
+        l.dom
+    );
+    assert_eq!(l.dom.matches("<svg").count(), 3, "plots in the DOM");
+    let bar = report::html::BAR;
+    let (distinct, bar_pixels) = colours(&l.png, [bar.0, bar.1, bar.2]);
+    assert!(
+        distinct > 20 && bar_pixels > 100,
+        "{distinct} colours, {bar_pixels} bar pixels"
+    );
+}
