@@ -287,7 +287,7 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     if global.json {
         crate::output::print_result("disk", &doc)?;
     } else {
-        print!("{}", render(&result, &Style::new(global.use_color())));
+        crate::out!("{}", render(&result, &Style::new(global.use_color())))?;
     }
     if result.interrupted {
         eprintln!(

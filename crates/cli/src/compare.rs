@@ -39,7 +39,7 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
     if global.json {
         crate::output::print_result("compare", &c)?;
     } else {
-        print!("{}", c.to_markdown());
+        crate::out!("{}", c.to_markdown())?;
     }
     if let Some(pct) = args.fail_above {
         let worse = c.regressions_above(pct);

@@ -75,7 +75,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
                     &serde_json::json!({"database": db, "runs": rows}),
                 )?;
             } else if rows.is_empty() {
-                println!("no runs saved in {} yet", db.display());
+                crate::outln!("no runs saved in {} yet", db.display())?;
             } else {
                 let table: Vec<[String; 6]> = rows
                     .iter()
@@ -108,19 +108,19 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
                     }
                     s
                 };
-                println!("{}", line(&header.map(String::from)));
+                crate::outln!("{}", line(&header.map(String::from)))?;
                 for r in &table {
-                    println!("{}", line(r));
+                    crate::outln!("{}", line(r))?;
                 }
             }
         }
         HistoryAction::Show { id } => {
             let doc = store.get(*id)?;
             if global.json {
-                print!("{}", doc.to_json_pretty());
+                crate::out!("{}", doc.to_json_pretty())?;
             } else {
                 let s = Summary::of(&doc, &format!("#{id}"))?;
-                print!("{}", report::markdown::render(&[s]));
+                crate::out!("{}", report::markdown::render(&[s]))?;
             }
         }
         HistoryAction::Add { files } => {
@@ -134,7 +134,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
                         Ok(store.insert(&text)?)
                     });
                 match saved {
-                    Ok(id) => println!("{}: saved as #{id}", f.display()),
+                    Ok(id) => crate::outln!("{}: saved as #{id}", f.display())?,
                     Err(e) => {
                         eprintln!("headroom: error: {e:#}");
                         failed = true;

@@ -1,7 +1,9 @@
 //! The `headroom` binary: parses the command line and orchestrates the layers below.
 //!
 //! `main` is thin: it runs a command and turns an error into one sentence on stderr.
-//! Exit codes: 0 success, 1 failure, 2 usage (clap's own).
+//! Exit codes (`terminal::exit_code`): 0 success (also when stdout's reader went away),
+//! 1 failure, 2 usage error (clap's own and `terminal::UsageError`), 128 + signal when
+//! interrupted.
 
 mod audit;
 mod bench;
@@ -12,6 +14,7 @@ mod history;
 mod output;
 mod path;
 mod report;
+mod terminal;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -49,7 +52,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(bench::cyclictest_json_argv(std::env::args_os().collect()));
     let result = match cli.command {
         None => audit::run(&cli.global, &audit::AuditArgs::default()),
         Some(Command::Audit(args)) => audit::run(&cli.global, &args),
@@ -62,9 +65,6 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(err) => {
-            eprintln!("headroom: error: {err:#}");
-            ExitCode::from(1)
-        }
+        Err(err) => terminal::exit_code(&err),
     }
 }

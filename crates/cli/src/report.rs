@@ -54,9 +54,9 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         eprintln!("headroom: wrote {}", file.display());
     } else if global.json {
         let all: Vec<serde_json::Value> = docs.iter().map(|d| d.to_value()).collect();
-        println!("{}", serde_json::to_string_pretty(&all)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&all)?)?;
     } else {
-        print!("{}", report::markdown::render(&summaries));
+        crate::out!("{}", report::markdown::render(&summaries))?;
     }
     Ok(if failed {
         ExitCode::from(1)

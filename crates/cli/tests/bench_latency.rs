@@ -166,7 +166,7 @@ fn start_loaded(extra: &[&str]) -> (std::process::Child, Vec<u64>) {
         .args(["--stress", "cpu=2,io=1"])
         .args(extra)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let t0 = Instant::now();
@@ -191,24 +191,75 @@ fn wait_gone(workers: &[u64]) {
     assert!(left.is_empty(), "workers left running: {left:?}");
 }
 
-#[test]
-fn ctrl_c_stops_the_load_and_prints_what_was_measured() {
-    let (child, workers) = start_loaded(&[]);
+/// Signal a loaded run after it measured a little; the run must stop at once, keep its
+/// partial measurement (stdout, --output, the history, all marked interrupted), stop its
+/// workers, name the signal and exit 128 + signal.
+fn interrupt_loaded_run(signal: i32, name: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.sqlite");
+    let file = dir.path().join("run.json");
+    let (child, workers) = start_loaded(&[
+        "--db",
+        db.to_str().unwrap(),
+        "--output",
+        file.to_str().unwrap(),
+    ]);
     std::thread::sleep(Duration::from_millis(700));
     // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(child.id() as i32, signal) };
     let t0 = Instant::now();
     let out = child.wait_with_output().unwrap();
     assert!(t0.elapsed() < Duration::from_secs(10));
-    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + signal), "{err}");
+    assert!(
+        err.contains(&format!("headroom: interrupted by {name}")),
+        "{err}"
+    );
+    if signal != libc::SIGINT {
+        assert!(!err.contains("Ctrl-C"), "{name} is not Ctrl-C: {err}");
+    }
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["measurement"]["stopped_by"], "interrupted");
+    assert_eq!(doc["interrupted"], true);
     let total = &doc["measurement"]["total"];
+    assert!(
+        total["count"].as_u64().unwrap() > 0,
+        "nothing measured in 0.7 s"
+    );
     assert_eq!(
         hist_sum(&total["histogram"]),
         total["count"].as_u64().unwrap()
     );
+    assert!(doc["findings"]
+        .to_string()
+        .contains(&format!("interrupted by {name}")));
+    let written: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(written["interrupted"], true);
+    assert_eq!(written["measurement"]["total"]["count"], total["count"]);
+    // The history keeps it, marked interrupted.
+    let listed = json_of(headroom().args(["history", "--db", db.to_str().unwrap(), "--json"]));
+    let runs = listed["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{listed}");
+    let id = runs[0]["id"].as_i64().unwrap().to_string();
+    let saved = json_of(
+        headroom()
+            .args(["history", "show", &id, "--json", "--db"])
+            .arg(&db),
+    );
+    assert_eq!(saved["interrupted"], true);
+    assert_eq!(saved["measurement"]["total"]["count"], total["count"]);
     wait_gone(&workers);
+}
+
+#[test]
+fn ctrl_c_stops_the_load_keeps_the_partial_run_and_exits_130() {
+    interrupt_loaded_run(libc::SIGINT, "SIGINT (Ctrl-C)");
+}
+
+#[test]
+fn sigterm_is_named_and_exits_143() {
+    interrupt_loaded_run(libc::SIGTERM, "SIGTERM");
 }
 
 #[test]
@@ -348,4 +399,141 @@ fn removed_n_flag_is_explained_and_measured_anyway() {
         text.contains("T: 0 (") && text.contains("C:     20"),
         "{text}"
     );
+}
+
+#[test]
+fn pasted_cyclictest_flags_are_accepted_or_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ct.json");
+    let json_arg = format!("--json={}", file.display());
+    // rt-tests 2.x meanings: -N ns, -v every value, -b break trace, -M refresh on max,
+    // -x POSIX timers, -y/--policy, -H/--histofall, --json=FILE.
+    let out = headroom()
+        .args([
+            "bench",
+            "latency",
+            "-l",
+            "40",
+            "-q",
+            "--allow-unprivileged",
+            "--no-save",
+        ])
+        .args([
+            "-N", "-v", "-b", "100000", "-M", "-x", "-y", "fifo", "-H", "500",
+        ])
+        .arg(&json_arg)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    for said in [
+        "headroom: note: -v:",
+        "headroom: note: -b 100000:",
+        "headroom: note: -x:",
+        "headroom: note: --json=",
+        "0 wake-ups were above 100000 us",
+    ] {
+        assert!(err.contains(said), "{said}: {err}");
+    }
+    // --json=FILE: headroom's document in FILE; -H is the histogram limit.
+    let doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(doc["kind"], "latency");
+    assert_eq!(doc["config"]["histogram_limit_us"], 500);
+    let t = &doc["measurement"]["threads"][0]["stats"];
+    assert_eq!(t["count"], 40);
+    // -N: the cyclictest line in ns, the same numbers as the document's.
+    let text = String::from_utf8_lossy(&out.stdout);
+    let min = t["min_ns"].as_u64().unwrap();
+    let max = t["max_ns"].as_u64().unwrap();
+    assert!(
+        text.contains(&format!("Min:{min:7}")) && text.contains(&format!("Max:{max:8}")),
+        "min {min} ns, max {max} ns: {text}"
+    );
+
+    // `--json FILE` as getopt also reads it; --policy other is normal scheduling (-p 0).
+    let file2 = dir.path().join("ct2.json");
+    let out = headroom()
+        .args([
+            "bench",
+            "latency",
+            "-l",
+            "20",
+            "-q",
+            "--no-save",
+            "--policy",
+            "other",
+        ])
+        .arg("--json")
+        .arg(&file2)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&std::fs::read(&file2).unwrap()).unwrap();
+    assert_eq!(doc["config"]["priority"], 0);
+    assert_eq!(doc["measurement"]["threads"][0]["priority"], 0);
+
+    // What headroom cannot do is refused with a sentence, exit 2.
+    for (args, expect) in [
+        (&["--policy", "batch"][..], "--policy batch"),
+        (&["-y", "deadline"][..], "not a scheduling policy"),
+    ] {
+        let out = headroom()
+            .args(["bench", "latency", "-l", "20", "-q"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(expect), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn warnings_go_to_stderr_and_counts_agree_with_their_nouns() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite");
+    let out = headroom()
+        .args([
+            "bench",
+            "latency",
+            "-l",
+            "30",
+            "-q",
+            "--skip-privileged-steps",
+        ])
+        .args(["--allow-unprivileged", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Data on stdout; every warning on stderr, behind the one prefix.
+    assert!(text.contains("T: 0 ("), "{text}");
+    for line in text.lines() {
+        assert!(
+            !line.starts_with("warning") && !line.starts_with("info") && !line.contains("note:"),
+            "a diagnostic on stdout: {line}"
+        );
+    }
+    assert!(
+        err.contains("headroom: warning: measured without SCHED_FIFO or locked memory"),
+        "{err}"
+    );
+    for line in err.lines() {
+        assert!(line.starts_with("headroom: "), "unprefixed: {line}");
+    }
+    // One thread is `1 thread` in the history list.
+    let list = headroom()
+        .args(["history", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(list.contains("latency (1 thread)"), "{list}");
+    assert!(!list.contains("1 threads"), "{list}");
 }
