@@ -259,6 +259,29 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `headroom bench stress-worker KIND PARAM PARENT DEADLINE`, as `Load::start` writes it, run
+/// before clap builds the whole command line: a worker's start is then an exec and four
+/// numbers, so `--stress cpu=1000` starts its workers in seconds as stress-ng does.
+pub fn stress_worker_fast_path(args: &[OsString]) -> Option<anyhow::Result<ExitCode>> {
+    let [_, bench, worker, rest @ ..] = args else {
+        return None;
+    };
+    if bench != "bench" || worker != "stress-worker" {
+        return None;
+    }
+    let rest: Vec<String> = rest
+        .iter()
+        .map(|a| a.to_str().map(str::to_string))
+        .collect::<Option<_>>()?;
+    // Anything else (a typo, --help) goes through clap and gets its usual answer.
+    let w = stress::WorkerArgs::from_args(&rest).ok()?;
+    Some(
+        stress::worker_main(&w)
+            .map(|_| ExitCode::SUCCESS)
+            .map_err(anyhow::Error::msg),
+    )
+}
+
 #[derive(Debug, Serialize)]
 struct LoadSample {
     at_s: f64,

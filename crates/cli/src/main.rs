@@ -52,7 +52,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse_from(bench::cyclictest_json_argv(std::env::args_os().collect()));
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(worker) = bench::stress_worker_fast_path(&args) {
+        return worker.unwrap_or_else(|err| terminal::exit_code(&err));
+    }
+    let cli = Cli::parse_from(bench::cyclictest_json_argv(args));
     let result = match cli.command {
         None => audit::run(&cli.global, &audit::AuditArgs::default()),
         Some(Command::Audit(args)) => audit::run(&cli.global, &args),

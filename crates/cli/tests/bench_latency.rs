@@ -537,3 +537,127 @@ fn warnings_go_to_stderr_and_counts_agree_with_their_nouns() {
     assert!(list.contains("latency (1 thread)"), "{list}");
     assert!(!list.contains("1 threads"), "{list}");
 }
+
+/// The state letter and user CPU ticks of a process (/proc/PID/stat fields 3 and 14).
+fn state_and_utime(pid: u32) -> Option<(char, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some((fields[0].chars().next()?, fields[11].parse().ok()?))
+}
+
+/// `--stress cpu=1000` used to take minutes to start: each worker spun as soon as it ran, and
+/// the parent starting the next one competed with all of them for the CPUs. A worker now
+/// waits at a start gate (its stdin, until the parent closes it after starting them all).
+#[test]
+fn stress_workers_wait_at_the_start_gate_until_all_are_started() {
+    use std::io::Write as _;
+    let mut worker = headroom_process()
+        .args(["bench", "stress-worker", "cpu", "100"])
+        .arg(std::process::id().to_string())
+        .arg("20000")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = worker.id();
+    let t0 = Instant::now();
+    let mut state = None;
+    while t0.elapsed() < Duration::from_secs(10) {
+        state = state_and_utime(pid);
+        if matches!(state, Some(('S', _))) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (s, before) = state.unwrap();
+    assert_eq!(s, 'S', "a gated CPU worker must sleep, not spin");
+    // A byte is not the signal; end-of-file is.
+    worker.stdin.as_mut().unwrap().write_all(b"x").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(state_and_utime(pid).map(|s| s.0), Some('S'));
+    drop(worker.stdin.take());
+    let t0 = Instant::now();
+    let mut spun = false;
+    while t0.elapsed() < Duration::from_secs(20) && !spun {
+        std::thread::sleep(Duration::from_millis(50));
+        spun = state_and_utime(pid).is_some_and(|(_, t)| t > before);
+    }
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    assert!(
+        spun,
+        "the worker did not start its loop when the gate opened"
+    );
+}
+
+#[test]
+fn stress_ng_cpu_0_starts_one_worker_per_cpu() {
+    // SAFETY: sysconf takes an integer.
+    let configured = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) } as usize;
+    let doc = run_json(&[
+        "bench",
+        "latency",
+        "-l",
+        "20",
+        "-q",
+        "--allow-unprivileged",
+        "--no-save",
+        "--stress",
+        "stress-ng --cpu 0 --timeout 10s",
+    ]);
+    assert_eq!(doc["stress"]["spec"]["cpu"], configured as u64);
+    assert_eq!(doc["stress"]["pids"].as_array().unwrap().len(), configured);
+    let stop = &doc["stress"]["stop"];
+    assert_eq!(
+        stop["stopped"].as_u64().unwrap() + stop["killed"].as_u64().unwrap(),
+        configured as u64
+    );
+}
+
+fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+}
+
+/// bench/vs-cyclictest.sh reports a median outside its target as a verdict and exits 0: a
+/// timing is not a failure (README). A stand-in headroom, 500 us on every wake-up, puts the
+/// median far outside the target whatever this machine measures with cyclictest.
+#[test]
+fn vs_cyclictest_prints_a_verdict_and_exits_0_outside_the_target() {
+    if !root()
+        || !["cyclictest", "stress-ng", "python3"]
+            .iter()
+            .all(|t| on_path(t))
+    {
+        eprintln!("skipped: needs root, cyclictest, stress-ng and python3");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("slow.json");
+    std::fs::write(
+        &doc,
+        r#"{"measurement": {"total": {"histogram": {"buckets": [[500, 1000]], "overflow": 0},
+            "missed_periods": 0}, "threads": [{"cpu_time_ns": 1000000}]}}"#,
+    )
+    .unwrap();
+    let fake = dir.path().join("headroom");
+    std::fs::write(&fake, format!("#!/bin/sh\ncat '{}'\n", doc.display())).unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/vs-cyclictest.sh");
+    let out = std::process::Command::new("bash")
+        .arg(script)
+        .env("ROUNDS", "1")
+        .env("SECS", "1")
+        .env("THREADS", "1")
+        .env("CONDITIONS", "idle")
+        .env("HEADROOM", &fake)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}\n{err}");
+    assert!(
+        text.contains("verdict (idle): outside the 2 us target"),
+        "{text}"
+    );
+}
