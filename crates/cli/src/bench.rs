@@ -1282,6 +1282,32 @@ mod tests {
     }
 
     #[test]
+    fn breaktrace_counts_above_the_threshold_in_integer_us() {
+        let mut total = latency::merge(&[], 10);
+        // 5 wake-ups at 10.x us, 3 at 20.x us, 2 above the 100 us limit (largest 250 us).
+        let mut counts = vec![0u64; 100];
+        counts[10] = 5;
+        counts[20] = 3;
+        total.histogram = latency::Histogram {
+            counts,
+            overflow: 2,
+        };
+        total.max_ns = 250_400;
+        // cyclictest's -b compares integer us: 20.x us is not above 20.
+        assert!(above_threshold(&total, 20).starts_with("-b 20: 2 wake-ups were above 20 us"));
+        assert!(above_threshold(&total, 10).starts_with("-b 10: 5 wake-ups were above"));
+        assert!(above_threshold(&total, 9).starts_with("-b 9: 10 wake-ups were above"));
+        assert!(above_threshold(&total, 300).starts_with("-b 300: 0 wake-ups were above"));
+        let beyond = above_threshold(&total, 200);
+        assert!(
+            beyond.contains("up to 2 wake-ups were above it"),
+            "{beyond}"
+        );
+        total.histogram.overflow = 1;
+        assert!(above_threshold(&total, 150).contains("up to 1 wake-up was above it"));
+    }
+
+    #[test]
     fn line_format_matches_cyclictest() {
         let l = Live {
             thread: 0,
