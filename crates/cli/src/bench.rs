@@ -34,8 +34,9 @@ pub enum BenchCommand {
     /// Storage throughput, IOPS and latency on a file, directory or block device (fio-like,
     /// CrystalDiskMark profiles), cross-checked with the kernel's byte counts.
     Disk(crate::bench_disk::DiskArgs),
-    /// Wake-up latency like cyclictest (its flags are accepted), optionally under a built-in
-    /// stress load like stress-ng.
+    /// Wake-up latency like cyclictest (its flags are accepted; its `--json=FILE` writes
+    /// headroom's result document to FILE), optionally under a built-in stress load like
+    /// stress-ng.
     #[command(disable_help_flag = true)]
     Latency(LatencyArgs),
     /// A worker of `--stress` (started by headroom itself).
