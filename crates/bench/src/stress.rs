@@ -123,6 +123,15 @@ pub fn parse_size(s: &str) -> Option<u64> {
     num.parse::<u64>().ok()?.checked_mul(mult)
 }
 
+fn count(key: &str, v: &str) -> Result<u32, String> {
+    match v.parse::<u32>() {
+        Ok(n) if n <= 1024 => Ok(n),
+        _ => Err(format!(
+            "stress {key}={v}: expected a worker count from 0 to 1024"
+        )),
+    }
+}
+
 /// The CPU counts stress-ng reads for a worker count of 0 (configured CPUs) or below 0
 /// (online CPUs): stress-ng(1), "specifying a zero value will select the number of processors
 /// available as defined by sysconf(_SC_NPROCESSORS_CONF) ... If the value is less than zero
@@ -167,15 +176,6 @@ fn ng_count(key: &str, v: &str, cpus: Cpus, per_cpu: &mut Vec<String>) -> Result
             Ok(cpus.online)
         }
         _ => count(key, v),
-    }
-}
-
-fn count(key: &str, v: &str) -> Result<u32, String> {
-    match v.parse::<u32>() {
-        Ok(n) if n <= 1024 => Ok(n),
-        _ => Err(format!(
-            "stress {key}={v}: expected a worker count from 0 to 1024"
-        )),
     }
 }
 
