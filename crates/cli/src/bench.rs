@@ -674,7 +674,9 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     let interrupted = measurement.stopped_by == StopReason::Interrupted;
 
     let irqs_after = system::read_irq_counts(&root).ok().flatten();
-    let mut findings = findings(&config, &context, &measurement, irqs_after.as_deref());
+    let findings = findings(&config, &context, &measurement, irqs_after.as_deref());
+    // What only this command line knows: -b's count and the signal that stopped the run.
+    let mut findings = findings;
     if let Some(b) = a.breaktrace_us {
         findings.push(Finding::new(
             Severity::Info,
