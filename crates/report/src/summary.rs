@@ -406,10 +406,7 @@ impl Summary {
         } else if let Some(c) = &self.ceiling {
             format!("bottleneck {} ({:.1} MB/s)", c.bottleneck, c.mb_s)
         } else {
-            match self.findings.len() {
-                1 => "1 finding".to_string(),
-                n => format!("{n} findings"),
-            }
+            format!("{} findings", self.findings.len())
         }
     }
 
