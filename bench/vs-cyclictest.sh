@@ -15,6 +15,10 @@
 #   shared  both under the same stress-ng STRESS_NG (separates the engine from the load).
 # Environment: ROUNDS (8), SECS (5), THREADS (2), HIST (10000 us), HEADROOM (binary path),
 # STRESS_HR (headroom --stress spec), STRESS_NG (the same load as stress-ng arguments).
+#
+# Exit status: 0 once both tools ran, whatever the numbers (no script fails on a timing: a
+# median outside the 2 us target is printed as the verdict, to be looked into); 1 when a
+# tool is missing or a run fails; 130 on Ctrl-C.
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-8}
@@ -123,7 +127,6 @@ def cpu(path):
     u, s = open(path).read().split()
     return float(u) + float(s)
 
-fail = False
 for cond in conditions:
     print(f"\n== {cond}: {rounds} rounds, A = headroom, B = cyclictest (us; cpu in us per wake-up)")
     print(f"{'round':>5} {'A avg':>7} {'B avg':>7} {'d avg':>6} {'A p99':>6} {'B p99':>6} {'d p99':>6} "
@@ -150,7 +153,9 @@ for cond in conditions:
           f"cyclictest {statistics.median(cpu_b):.2f} us"
           + ("  (headroom: measuring threads only; cyclictest: whole process)" if cond == "stress"
              else "  (both: whole process, user+sys)"))
-    if abs(ma) > 2 or abs(mp) > 2:
-        fail = True
-sys.exit(1 if fail else 0)
+    if abs(ma) <= 2 and abs(mp) <= 2:
+        print(f"verdict ({cond}): within the 2 us target")
+    else:
+        print(f"verdict ({cond}): outside the 2 us target (avg {ma:+.2f} us, p99 {mp:+.1f} us): "
+              "a difference to look into on this machine, not a failure of the script")
 EOF

@@ -7,7 +7,11 @@
 //! - asks the kernel to kill it when its parent dies (`PR_SET_PDEATHSIG`), so nothing is
 //!   left running even if the parent is killed with SIGKILL;
 //! - stops by itself at a deadline given by the parent (every loop is bounded);
-//! - is stopped with SIGTERM (then SIGKILL) by [`Load::stop`], also called on drop.
+//! - is stopped with SIGTERM (then SIGKILL) by [`Load::stop`], also called on drop;
+//! - waits, before its loop, until the parent has started every worker (a start gate: its
+//!   stdin is a pipe the parent closes). Without the gate the parent competed for the CPUs
+//!   with every worker already spinning, so each next start took longer: 200 CPU workers
+//!   took 66 s to start on 2 CPUs, where stress-ng starts 1000 in 2 s.
 //!
 //! `vm-bytes` semantics: the key=value form and a pasted `stress-ng` command divide the bytes
 //! across the vm workers (stress-ng: `vm_bytes /= num_instances`); a pasted `stress` command
@@ -53,11 +57,16 @@ impl StressSpec {
     /// Parse `cpu=4,io=2,vm=1,vm-bytes=4M[,cpu-load=100]`, or a pasted `stress-ng ...` or
     /// `stress ...` command line.
     pub fn parse(s: &str) -> Result<StressSpec, String> {
+        Self::parse_for(s, Cpus::of_this_machine())
+    }
+
+    /// [`parse`](Self::parse) on a machine with `cpus` (what stress-ng's `--cpu 0` means).
+    pub fn parse_for(s: &str, cpus: Cpus) -> Result<StressSpec, String> {
         let s = s.trim();
         let mut words = s.split_whitespace();
         match words.next() {
-            Some("stress-ng") => parse_command(words.collect(), true),
-            Some("stress") => parse_command(words.collect(), false),
+            Some("stress-ng") => parse_command(words.collect(), true, cpus),
+            Some("stress") => parse_command(words.collect(), false, cpus),
             _ => parse_pairs(s),
         }
     }
@@ -96,6 +105,53 @@ fn count(key: &str, v: &str) -> Result<u32, String> {
         _ => Err(format!(
             "stress {key}={v}: expected a worker count from 0 to 1024"
         )),
+    }
+}
+
+/// The CPU counts stress-ng reads for a worker count of 0 (configured CPUs) or below 0
+/// (online CPUs): stress-ng(1), "specifying a zero value will select the number of processors
+/// available as defined by sysconf(_SC_NPROCESSORS_CONF) ... If the value is less than zero
+/// then the number of online CPUs is used".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cpus {
+    pub configured: u32,
+    pub online: u32,
+}
+
+impl Cpus {
+    pub fn of_this_machine() -> Cpus {
+        let read = |name| {
+            // SAFETY: sysconf takes an integer and returns a long (-1 when unknown).
+            let n = unsafe { libc::sysconf(name) };
+            u32::try_from(n).ok().filter(|&n| n > 0)
+        };
+        let online = read(libc::_SC_NPROCESSORS_ONLN).unwrap_or(1);
+        Cpus {
+            configured: read(libc::_SC_NPROCESSORS_CONF).unwrap_or(online),
+            online,
+        }
+    }
+}
+
+/// A worker count of a pasted stress-ng command: 0 is one per configured CPU, below 0 one
+/// per online CPU (said in `per_cpu`).
+fn ng_count(key: &str, v: &str, cpus: Cpus, per_cpu: &mut Vec<String>) -> Result<u32, String> {
+    match v.parse::<i64>() {
+        Ok(0) => {
+            per_cpu.push(format!(
+                "--{key} 0: one worker per configured CPU ({})",
+                cpus.configured
+            ));
+            Ok(cpus.configured)
+        }
+        Ok(n) if n < 0 => {
+            per_cpu.push(format!(
+                "--{key} {n}: one worker per online CPU ({})",
+                cpus.online
+            ));
+            Ok(cpus.online)
+        }
+        _ => count(key, v),
     }
 }
 
@@ -182,9 +238,10 @@ fn parse_pairs(s: &str) -> Result<StressSpec, String> {
 
 /// A pasted stress-ng/stress command. `--timeout`, `-t` and `-v` are accepted and ignored
 /// (the load stops with the measurement). stress-ng reads the seed's `-vm 4` as `-v -m 4`.
-fn parse_command(args: Vec<&str>, stress_ng: bool) -> Result<StressSpec, String> {
+fn parse_command(args: Vec<&str>, stress_ng: bool, cpus: Cpus) -> Result<StressSpec, String> {
     let tool = if stress_ng { "stress-ng" } else { "stress" };
     let (mut cpu, mut io, mut vm, mut load, mut bytes) = (0, 0, 0, 100, None);
+    let mut per_cpu = Vec::new();
     let mut i = 0;
     while i < args.len() {
         let a = args[i];
@@ -206,6 +263,11 @@ fn parse_command(args: Vec<&str>, stress_ng: bool) -> Result<StressSpec, String>
                 .ok_or_else(|| format!("{tool} {flag}: missing its value"))
         };
         match flag {
+            "-c" | "--cpu" if stress_ng => cpu = ng_count("cpu", value()?, cpus, &mut per_cpu)?,
+            "-i" | "--io" if stress_ng => io = ng_count("io", value()?, cpus, &mut per_cpu)?,
+            "-m" | "--vm" | "-vm" if stress_ng => {
+                vm = ng_count("vm", value()?, cpus, &mut per_cpu)?
+            }
             "-c" | "--cpu" => cpu = count("cpu", value()?)?,
             "-i" | "--io" => io = count("io", value()?)?,
             "-m" | "--vm" | "-vm" => vm = count("vm", value()?)?,
@@ -227,7 +289,12 @@ fn parse_command(args: Vec<&str>, stress_ng: bool) -> Result<StressSpec, String>
         }
         i += 1;
     }
-    finish(cpu, load, io, vm, bytes, stress_ng)
+    let mut spec = finish(cpu, load, io, vm, bytes, stress_ng)?;
+    for said in per_cpu {
+        spec.interpretation
+            .push_str(&format!("; {said}, as stress-ng"));
+    }
+    Ok(spec)
 }
 
 /// Which kind of worker, with its parameter.
@@ -350,6 +417,9 @@ impl Load {
         let mut load = Load {
             children: Vec::new(),
         };
+        // The start gate: each worker blocks reading its stdin until the parent closes the
+        // pipe, after the last worker started (or on an error, before stopping them).
+        let mut gates = Vec::with_capacity(kinds.len());
         for kind in kinds {
             let args = WorkerArgs {
                 kind,
@@ -359,13 +429,17 @@ impl Load {
             let child = Command::new(&launcher.program)
                 .args(&launcher.args)
                 .args(args.to_args())
-                .stdin(Stdio::null())
+                .stdin(Stdio::piped())
                 .stdout(Stdio::null())
                 .stderr(Stdio::inherit())
                 .spawn();
             match child {
-                Ok(c) => load.children.push((kind, c)),
+                Ok(mut c) => {
+                    gates.extend(c.stdin.take());
+                    load.children.push((kind, c));
+                }
                 Err(e) => {
+                    drop(gates);
                     load.stop();
                     return Err(StressError {
                         kind: format!("{kind:?}"),
@@ -375,6 +449,8 @@ impl Load {
                 }
             }
         }
+        // Open the gate: every worker sees end-of-file on its stdin and starts its loop.
+        drop(gates);
         Ok(load)
     }
 
@@ -395,25 +471,27 @@ impl Load {
                 unsafe { libc::kill(pid, libc::SIGTERM) };
             }
         }
+        // One pass over all of them per 5 ms (not 5 ms per worker): a thousand workers that
+        // need the CPUs in turn to exit must not make the wait a thousand times longer.
         let deadline = Instant::now() + Duration::from_secs(2);
-        for (_, c) in &mut self.children {
-            loop {
-                match c.try_wait() {
-                    Ok(Some(_)) => {
-                        report.stopped += 1;
-                        break;
-                    }
-                    Ok(None) if Instant::now() < deadline => {
-                        std::thread::sleep(Duration::from_millis(5))
-                    }
-                    _ => {
-                        let _ = c.kill();
-                        let _ = c.wait();
-                        report.killed += 1;
-                        break;
-                    }
+        let mut left: Vec<&mut Child> = self.children.iter_mut().map(|(_, c)| c).collect();
+        loop {
+            left.retain_mut(|c| match c.try_wait() {
+                Ok(Some(_)) => {
+                    report.stopped += 1;
+                    false
                 }
+                _ => true,
+            });
+            if left.is_empty() || Instant::now() >= deadline {
+                break;
             }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        for c in left {
+            let _ = c.kill();
+            let _ = c.wait();
+            report.killed += 1;
         }
         self.children.clear();
         report
@@ -440,8 +518,28 @@ pub fn worker_main(args: &WorkerArgs) -> Result<u64, String> {
         // The parent died before PR_SET_PDEATHSIG took hold.
         return Ok(0);
     }
+    wait_for_start();
+    if !parent_alive() {
+        return Ok(0);
+    }
     let until = Instant::now() + args.deadline;
     Ok(run_worker(args.kind, until))
+}
+
+/// The start gate: block until stdin reaches end-of-file (the parent closed its end of the
+/// pipe after starting every worker, or died). Bounded by the parent: PR_SET_PDEATHSIG is
+/// set before, and its end closes when it exits in any way.
+fn wait_for_start() {
+    use std::io::Read as _;
+    let mut byte = [0u8; 1];
+    let mut stdin = std::io::stdin().lock();
+    loop {
+        match stdin.read(&mut byte) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Ok(1) => continue,
+            _ => return,
+        }
+    }
 }
 
 /// Run one worker's loop in the calling thread until `until`.
@@ -608,6 +706,38 @@ mod tests {
         assert!(StressSpec::parse("vm=1,vm-bytes=M")
             .unwrap_err()
             .contains("vm-bytes=M: not a size"));
+    }
+
+    #[test]
+    fn stress_ng_zero_is_one_worker_per_cpu() {
+        let cpus = Cpus {
+            configured: 4,
+            online: 3,
+        };
+        let a = StressSpec::parse_for("stress-ng --cpu 0", cpus).unwrap();
+        assert_eq!(a.cpu, 4);
+        assert!(
+            a.interpretation
+                .contains("--cpu 0: one worker per configured CPU (4), as stress-ng"),
+            "{}",
+            a.interpretation
+        );
+        let b = StressSpec::parse_for("stress-ng -c -1 --io 0 --vm 2", cpus).unwrap();
+        assert_eq!((b.cpu, b.io, b.vm), (3, 4, 2));
+        // The older stress and headroom's key=value form keep 0 as none.
+        assert!(StressSpec::parse_for("stress -c 0", cpus)
+            .unwrap_err()
+            .contains("no worker"));
+        assert!(StressSpec::parse_for("cpu=0", cpus)
+            .unwrap_err()
+            .contains("no worker"));
+        // This machine: as many as sysconf says.
+        let here = Cpus::of_this_machine();
+        assert!(here.configured >= here.online && here.online >= 1);
+        assert_eq!(
+            StressSpec::parse("stress-ng --cpu 0").unwrap().cpu,
+            here.configured
+        );
     }
 
     #[test]

@@ -174,7 +174,7 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
             text.push_str(&render_net(&inv.net));
         }
         text.push_str(&render_findings(&findings, &style));
-        print!("{text}");
+        crate::out!("{text}")?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,7 @@
 //! and the findings (what the numbers depend on) from here.
 
 use crate::output::GlobalArgs;
+use crate::terminal;
 use anyhow::Context as _;
 use bench::latency::{
     self, Affinity, Config, Limits, Live, Measurement, Privileges, Session, Step, StopReason,
@@ -15,9 +16,10 @@ use model::{Finding, Severity};
 use probe::sysfs::SysRoot;
 use probe::system::{self, LoadAverage, SystemContext};
 use serde::Serialize;
+use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,8 +34,9 @@ pub enum BenchCommand {
     /// Storage throughput, IOPS and latency on a file, directory or block device (fio-like,
     /// CrystalDiskMark profiles), cross-checked with the kernel's byte counts.
     Disk(crate::bench_disk::DiskArgs),
-    /// Wake-up latency like cyclictest (its flags are accepted), optionally under a built-in
-    /// stress load like stress-ng.
+    /// Wake-up latency like cyclictest (its flags are accepted; its `--json=FILE` writes
+    /// headroom's result document to FILE), optionally under a built-in stress load like
+    /// stress-ng.
     #[command(disable_help_flag = true)]
     Latency(LatencyArgs),
     /// A worker of `--stress` (started by headroom itself).
@@ -45,7 +48,9 @@ pub enum BenchCommand {
 }
 
 /// The flags of cyclictest that reports paste (`-t [N] -p PRIO -i US -d US -m -D 2h -h US -q
-/// -a [CPUS]`), with their cyclictest meaning, plus headroom's own.
+/// -a [CPUS]`), with their cyclictest meaning, plus headroom's own. Those of cyclictest that
+/// headroom does not reproduce (`-v`, `-b`, `-x`, `--json=FILE`, ...) are accepted and a note
+/// says what headroom does instead (rt-tests 2.x, src/cyclictest/cyclictest.c).
 #[derive(Args, Debug, Default)]
 pub struct LatencyArgs {
     /// Measuring threads; `-t` alone: one per available CPU.
@@ -97,6 +102,49 @@ pub struct LatencyArgs {
     /// [default: 10000].
     #[arg(short = 'h', long = "histogram", value_name = "US")]
     pub histogram_us: Option<u32>,
+
+    /// cyclictest's -h with a summary column: the same histogram (headroom's table always
+    /// has the `all` row).
+    #[arg(
+        short = 'H',
+        long = "histofall",
+        value_name = "US",
+        conflicts_with = "histogram_us"
+    )]
+    pub histofall_us: Option<u32>,
+
+    /// Show the cyclictest lines (T: ... Min Act Avg Max) in ns instead of us.
+    #[arg(short = 'N', long = "nsecs")]
+    pub nsecs: bool,
+
+    /// Redraw the live lines only when a thread reaches a new maximum (slow terminals).
+    #[arg(short = 'M', long = "refresh_on_max", visible_alias = "refresh-on-max")]
+    pub refresh_on_max: bool,
+
+    /// Scheduling policy of the measuring threads: fifo (the default), rr (measured as
+    /// fifo: a thread sleeps long before its round-robin slice ends), other or normal (as
+    /// -p 0). batch and idle are refused.
+    #[arg(short = 'y', long = "policy", value_name = "NAME")]
+    pub policy: Option<String>,
+
+    /// cyclictest's every-value output (n:c:v lines); accepted, headroom keeps the
+    /// histogram, the largest wake-ups and the per-window maxima instead.
+    #[arg(short = 'v', long = "verbose")]
+    pub verbose: bool,
+
+    /// cyclictest's break trace at a latency above US; accepted, headroom measures to the end
+    /// and counts the wake-ups above US.
+    #[arg(short = 'b', long = "breaktrace", value_name = "US")]
+    pub breaktrace_us: Option<u64>,
+
+    /// cyclictest's POSIX timers; accepted, headroom measures with clock_nanosleep only.
+    #[arg(short = 'x', long = "posix_timers", visible_alias = "posix-timers")]
+    pub posix_timers: bool,
+
+    /// cyclictest's `--json=FILE` (main rewrites it to this): headroom's result document goes
+    /// to FILE, as with --output.
+    #[arg(long = "cyclictest-json", value_name = "FILE", hide = true)]
+    pub cyclictest_json: Option<std::path::PathBuf>,
 
     /// No live display.
     #[arg(short = 'q', long = "quiet")]
@@ -154,6 +202,34 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     model::units::parse_duration(s).map_err(|why| format!("{s:?}: {why}"))
 }
 
+/// cyclictest's `--json=FILE` (or `--json FILE`) after `bench latency` names a file, where
+/// headroom's global `--json` is a switch: turn it into the hidden `--cyclictest-json FILE`
+/// before clap reads the line, so a pasted cyclictest command runs.
+pub fn cyclictest_json_argv(mut args: Vec<OsString>) -> Vec<OsString> {
+    let Some(at) = args
+        .windows(2)
+        .position(|w| w[0] == "bench" && w[1] == "latency")
+    else {
+        return args;
+    };
+    let mut i = at + 2;
+    while i < args.len() {
+        let arg = args[i].to_string_lossy().into_owned();
+        if let Some(file) = arg.strip_prefix("--json=") {
+            args[i] = format!("--cyclictest-json={file}").into();
+        } else if arg == "--json"
+            && args
+                .get(i + 1)
+                .is_some_and(|next| !next.to_string_lossy().starts_with('-'))
+        {
+            args[i] = "--cyclictest-json".into();
+            i += 1;
+        }
+        i += 1;
+    }
+    args
+}
+
 pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     match &args.command {
         BenchCommand::Disk(a) => crate::bench_disk::run_disk(global, a),
@@ -164,6 +240,29 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `headroom bench stress-worker KIND PARAM PARENT DEADLINE`, as `Load::start` writes it, run
+/// before clap builds the whole command line: a worker's start is then an exec and four
+/// numbers, so `--stress cpu=1000` starts its workers in seconds as stress-ng does.
+pub fn stress_worker_fast_path(args: &[OsString]) -> Option<anyhow::Result<ExitCode>> {
+    let [_, bench, worker, rest @ ..] = args else {
+        return None;
+    };
+    if bench != "bench" || worker != "stress-worker" {
+        return None;
+    }
+    let rest: Vec<String> = rest
+        .iter()
+        .map(|a| a.to_str().map(str::to_string))
+        .collect::<Option<_>>()?;
+    // Anything else (a typo, --help) goes through clap and gets its usual answer.
+    let w = stress::WorkerArgs::from_args(&rest).ok()?;
+    Some(
+        stress::worker_main(&w)
+            .map(|_| ExitCode::SUCCESS)
+            .map_err(anyhow::Error::msg),
+    )
 }
 
 #[derive(Debug, Serialize)]
@@ -187,6 +286,9 @@ struct LatencyDocument<'a> {
     /// When the measurement started (Unix time, ms): spike and window times are relative
     /// to it.
     started_unix_ms: u128,
+    /// Stopped by SIGINT or SIGTERM before its duration or loop count: the measurement is
+    /// what was measured until then.
+    interrupted: bool,
     /// What headroom did with the command line (removed flags, defaults it chose).
     notes: &'a [String],
     context: &'a SystemContext,
@@ -214,14 +316,78 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
              (-c 1) can jump with NTP and is not used"
         )),
     }
-    let priority = u8::try_from(a.priority)
+    let requested_priority = match a.policy.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        None | Some("fifo") => a.priority,
+        Some("rr") => {
+            notes.push(
+                "--policy rr: measuring with SCHED_FIFO; a measuring thread sleeps long before \
+                 its round-robin slice (/proc/sys/kernel/sched_rr_timeslice_ms, 100 ms) would \
+                 end, so the two give the same wake-ups"
+                    .to_string(),
+            );
+            a.priority
+        }
+        Some(p @ ("other" | "normal")) => {
+            notes.push(format!(
+                "--policy {p}: normal scheduling (SCHED_OTHER) at priority 0, as -p 0"
+            ));
+            0
+        }
+        Some(p @ ("batch" | "idle")) => {
+            return Err(format!(
+                "--policy {p}: headroom measures with SCHED_FIFO or normal scheduling only; use \
+                 --policy fifo or --policy other"
+            ))
+        }
+        Some(p) => {
+            return Err(format!(
+                "--policy {p:?} is not a scheduling policy: use fifo, rr, other or normal"
+            ))
+        }
+    };
+    if a.verbose {
+        notes.push(
+            "-v: headroom does not print every wake-up (cyclictest's n:c:v lines); it keeps the \
+             1 us histogram, the largest wake-ups with their times and the per-window maxima \
+             (all in --json)"
+                .to_string(),
+        );
+    }
+    if let Some(b) = a.breaktrace_us {
+        notes.push(format!(
+            "-b {b}: headroom does not stop the run or write an ftrace mark at a spike; it \
+             measures to the end and counts the wake-ups above {b} us"
+        ));
+    }
+    if a.posix_timers {
+        notes.push(
+            "-x: headroom measures with clock_nanosleep only (cyclictest's default), not with \
+             POSIX timers"
+                .to_string(),
+        );
+    }
+    if let Some(file) = &a.cyclictest_json {
+        if a.keep.output.is_some() {
+            return Err(format!(
+                "--json={} and --output both name a result file: give one",
+                file.display()
+            ));
+        }
+        notes.push(format!(
+            "--json={}: headroom writes its own result document there (as --output; the \
+             format of `headroom bench latency --json`, not cyclictest's)",
+            file.display()
+        ));
+    }
+    let histogram_us = a.histogram_us.or(a.histofall_us);
+    let priority = u8::try_from(requested_priority)
         .ok()
         .filter(|&p| p <= latency::MAX_PRIORITY)
         .ok_or_else(|| {
             format!(
                 "priority {} is out of range: SCHED_FIFO priorities are 1 to 99 \
                  (0 = normal scheduling); use -p 1..99",
-                a.priority
+                requested_priority
             )
         })?;
     let affinity_list = match &a.affinity {
@@ -260,7 +426,7 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
     // cyclictest ignores the distance when a histogram is asked for ("WARN: distance is
     // ignored and set to 0, if histogram enabled", rt-tests 2.x): a pasted command with -h
     // ran all its threads at the base interval.
-    let distance_us = match (a.histogram_us, a.distance_us) {
+    let distance_us = match (histogram_us, a.distance_us) {
         (Some(_), None) if threads > 1 => {
             notes.push(
                 "-h without -d: all threads at the base interval, as cyclictest sets the \
@@ -285,7 +451,7 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
         interval: Duration::from_micros(a.interval_us),
         distance: Duration::from_micros(distance_us),
         limits: Limits { duration, loops },
-        histogram_limit_us: a.histogram_us.unwrap_or(10_000),
+        histogram_limit_us: histogram_us.unwrap_or(10_000),
         keep_largest: 10,
         window: a.window,
         lock_memory: !a.no_mlock,
@@ -320,10 +486,17 @@ fn us(ns: u64) -> u64 {
 }
 
 /// cyclictest's thread line: `T: 0 ( 1234) P:99 I:1000 C:  12345 Min:      2 Act:    4
-/// Avg:    4 Max:      31` (rt-tests src/cyclictest/cyclictest.c, print_stat).
-pub fn cyclictest_line(l: &Live, priority: u8, interval_us: u64) -> String {
+/// Avg:    4 Max:      31` (rt-tests src/cyclictest/cyclictest.c, print_stat); with `-N`
+/// (`nsecs`) the values are in ns and Act/Avg are 8 wide, as there.
+pub fn cyclictest_line(l: &Live, priority: u8, interval_us: u64, nsecs: bool) -> String {
     let avg = l.sum_ns.checked_div(l.cycles).unwrap_or(0);
     let min = if l.cycles == 0 { 0 } else { l.min_ns };
+    if nsecs {
+        return format!(
+            "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:8} Avg:{:8} Max:{:8}",
+            l.thread, l.tid, priority, interval_us, l.cycles, min, l.act_ns, avg, l.max_ns
+        );
+    }
     format!(
         "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:5} Avg:{:5} Max:{:8}",
         l.thread,
@@ -340,47 +513,50 @@ pub fn cyclictest_line(l: &Live, priority: u8, interval_us: u64) -> String {
 
 fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     let available = latency::available_cpus();
-    let (config, notes) = match build_config(a, &available) {
-        Ok(c) => c,
-        Err(msg) => {
-            eprintln!("headroom: error: {msg}");
-            return Ok(ExitCode::from(2));
-        }
-    };
+    let (config, notes) = build_config(a, &available).map_err(terminal::usage)?;
     for n in &notes {
-        eprintln!("note: {n}");
+        terminal::note(n);
+    }
+    let stress_spec = a
+        .stress
+        .as_deref()
+        .map(StressSpec::parse)
+        .transpose()
+        .map_err(|msg| terminal::usage(format!("--stress: {msg}")))?;
+    let mut keep = a.keep.clone();
+    if a.cyclictest_json.is_some() {
+        keep.output.clone_from(&a.cyclictest_json);
     }
     let root = SysRoot::new("/");
     let context = SystemContext::read(&root);
-    let stress_spec = match a.stress.as_deref().map(StressSpec::parse).transpose() {
-        Ok(s) => s,
-        Err(msg) => {
-            eprintln!("headroom: error: --stress: {msg}");
-            return Ok(ExitCode::from(2));
-        }
-    };
 
-    // Ctrl-C and SIGTERM stop the measurement (and with it the load); results are printed.
+    // SIGINT (Ctrl-C) and SIGTERM stop the measurement (and with it the load); what was
+    // measured is printed and kept, marked interrupted, and the exit code is 128 + signal.
     let interrupt = Arc::new(AtomicBool::new(false));
+    let signal = Arc::new(AtomicUsize::new(0));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&interrupt))
-            .context("installing the Ctrl-C handler")?;
+        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)
+            .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&interrupt)))
+            .context("installing the SIGINT/SIGTERM handlers")?;
     }
 
     let session = Session::prepare(config.clone()).map_err(anyhow::Error::msg)?;
     if let Some(msg) = privilege_refusal(session.privileges(), config.priority) {
         if !a.allow_unprivileged {
             drop(session);
-            eprintln!(
-                "headroom: error: {msg}. Run as root (or with CAP_SYS_NICE and CAP_IPC_LOCK), \
-                 or pass --allow-unprivileged to measure anyway."
+            anyhow::bail!(
+                "{msg}. Run as root (or with CAP_SYS_NICE and CAP_IPC_LOCK), or pass \
+                 --allow-unprivileged to measure anyway."
             );
-            return Ok(ExitCode::from(1));
         }
-        eprintln!("warning: {msg}; measuring anyway, as asked (--allow-unprivileged).");
+        terminal::warn(format_args!(
+            "{msg}; measuring anyway, as asked (--allow-unprivileged)."
+        ));
     }
     if let Step::Refused(why) = &session.privileges().cpu_dma_latency_held {
-        eprintln!("warning: /dev/cpu_dma_latency not held at 0 ({why}): deep C-states may add exit latency");
+        terminal::warn(format_args!(
+            "/dev/cpu_dma_latency not held at 0 ({why}): deep C-states may add exit latency"
+        ));
     }
 
     let session_fifo = session.privileges().sched_fifo.is_done();
@@ -400,7 +576,11 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
             + Duration::from_secs(30);
         let l = Load::start(spec, &launcher, bound)?;
         if !global.json {
-            eprintln!("# stress: {} ({})", spec.describe(), spec.interpretation);
+            terminal::info(format_args!(
+                "stress: {} ({})",
+                spec.describe(),
+                spec.interpretation
+            ));
         }
         stress_record = Some(StressRecord {
             spec: spec.clone(),
@@ -433,6 +613,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         .map(|i| config.interval_of(i).as_micros() as u64)
         .collect();
     let mut drawn = 0usize;
+    let mut drawn_max = Vec::new();
     let mut last_load = Instant::now();
     // Without a display, wake only for the load-average samples.
     let every = Duration::from_millis(if live_display { 100 } else { 1000 });
@@ -444,7 +625,11 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
             last_load = Instant::now();
             sample(&mut load_samples);
         }
-        if live_display {
+        // -M: redraw only when a thread reaches a new maximum (cyclictest's refresh_on_max).
+        let maxima: Vec<u64> = live.iter().map(|l| l.max_ns).collect();
+        let redraw = !a.refresh_on_max || maxima != drawn_max;
+        if live_display && redraw {
+            drawn_max = maxima;
             let mut err = std::io::stderr().lock();
             if drawn > 0 {
                 let _ = write!(err, "\x1b[{drawn}A");
@@ -453,7 +638,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
                 let _ = writeln!(
                     err,
                     "{}\x1b[K",
-                    cyclictest_line(l, shown_priority, intervals[l.thread])
+                    cyclictest_line(l, shown_priority, intervals[l.thread], a.nsecs)
                 );
             }
             drawn = live.len();
@@ -464,12 +649,35 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         r.stop = Some(l.stop());
     }
     let measurement = measurement.map_err(anyhow::Error::msg)?;
+    let stopped_by_signal = match signal.load(Ordering::SeqCst) {
+        0 => None,
+        sig => i32::try_from(sig).ok(),
+    };
+    let interrupted = measurement.stopped_by == StopReason::Interrupted;
 
     let irqs_after = system::read_irq_counts(&root).ok().flatten();
     let findings = findings(&config, &context, &measurement, irqs_after.as_deref());
+    // What only this command line knows: -b's count and the signal that stopped the run.
+    let mut findings = findings;
+    if let Some(b) = a.breaktrace_us {
+        findings.push(Finding::new(
+            Severity::Info,
+            "latency run",
+            above_threshold(&measurement.total, b),
+        ));
+    }
+    if interrupted {
+        let by = stopped_by_signal.map_or("a signal".to_string(), terminal::signal_name);
+        findings.push(Finding::new(
+            Severity::Info,
+            "latency run",
+            format!("the run was interrupted by {by}: partial results"),
+        ));
+    }
     let document = LatencyDocument {
         config: &config,
         started_unix_ms,
+        interrupted,
         notes: &notes,
         context: &context,
         stress: stress_record.as_ref(),
@@ -477,24 +685,74 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         measurement: &measurement,
         findings: &findings,
     };
-    if measurement.total.count > 0 {
-        a.keep.keep("latency", &document)?;
+    let measured = measurement.total.count > 0;
+    if measured {
+        keep.keep("latency", &document)?;
     }
     if global.json {
         crate::output::print_result("latency", &document)?;
     } else {
-        print!(
+        crate::out!(
             "{}",
             render_text(
                 &config,
                 &context,
                 &measurement,
                 load_samples.last(),
-                &findings
+                a.nsecs
             )
-        );
+        )?;
+    }
+    // What the numbers depend on: warnings on stderr, where a user looks for them (the
+    // document carries them too).
+    for f in &findings {
+        match f.severity {
+            Severity::Info => terminal::note(&f.message),
+            Severity::Warning => terminal::warn(&f.message),
+            Severity::Error => terminal::error(&f.message),
+        }
+    }
+    if let Some(signal) = stopped_by_signal {
+        let kept = if !measured {
+            "nothing was measured".to_string()
+        } else if keep.no_save {
+            "the results above are those measured before it".to_string()
+        } else {
+            "the results above are those measured before it; kept in the history marked \
+             interrupted"
+                .to_string()
+        };
+        return Err(terminal::Interrupted { signal, kept }.into());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How many wake-ups were above `threshold_us` (cyclictest's `-b`), from the 1 us histogram.
+fn above_threshold(total: &latency::Stats, threshold_us: u64) -> String {
+    let h = &total.histogram;
+    let limit = u64::from(h.limit_us());
+    let above = if us(total.max_ns) <= threshold_us {
+        0
+    } else if threshold_us < limit {
+        // Bucket k holds [k, k+1) us: above the threshold in cyclictest's integer us.
+        h.counts
+            .iter()
+            .skip(usize::try_from(threshold_us + 1).unwrap_or(usize::MAX))
+            .sum::<u64>()
+            + h.overflow
+    } else {
+        return format!(
+            "-b {threshold_us}: up to {} above it (the histogram stops at {limit} us; raise -h \
+             to count above {threshold_us} us); the largest was {} us",
+            terminal::count(h.overflow, "wake-up was", "wake-ups were"),
+            us(total.max_ns)
+        );
+    };
+    format!(
+        "-b {threshold_us}: {} above {threshold_us} us (the largest: {} us)",
+        terminal::count(above, "wake-up was", "wake-ups were"),
+        us(total.max_ns)
+    )
 }
 
 /// The CPUs the measurement ran on: the pinned ones, or every available CPU for free threads.
@@ -560,9 +818,10 @@ pub fn findings(
                 push(
                     Severity::Warning,
                     format!(
-                        "measured CPU {cpu} took {total} device interrupts during the run ({}{}): \
-                         their handlers delay wake-ups there; move them with \
+                        "measured CPU {cpu} took {} during the run ({}{}): their \
+                         handlers delay wake-ups there; move them with \
                          /proc/irq/N/smp_affinity_list",
+                        terminal::count(total, "device interrupt", "device interrupts"),
                         top.join(", "),
                         if d.len() > 4 { ", ..." } else { "" }
                     ),
@@ -578,8 +837,13 @@ pub fn findings(
                     push(
                         Severity::Info,
                         format!(
-                            "measured CPU {cpu} is the target of device interrupts {} (none \
+                            "measured CPU {cpu} is the target of device {} {} (none \
                              arrived during the run)",
+                            if routed.len() == 1 {
+                                "interrupt"
+                            } else {
+                                "interrupts"
+                            },
                             routed.join(", ")
                         ),
                     );
@@ -611,9 +875,9 @@ pub fn findings(
         push(
             Severity::Warning,
             format!(
-                "{} periods were missed (a wake-up came after the next one was due); \
-                 cyclictest skips these without counting them",
-                m.total.missed_periods
+                "{} missed (a wake-up came after the next one was due); cyclictest skips \
+                 these without counting them",
+                terminal::count(m.total.missed_periods, "period was", "periods were")
             ),
         );
     }
@@ -621,17 +885,10 @@ pub fn findings(
         push(
             Severity::Info,
             format!(
-                "{} wake-ups were above the histogram limit of {} us (-h): quantiles above it \
-                 are not known",
-                m.total.histogram.overflow,
+                "{} above the histogram limit of {} us (-h): quantiles above it are not known",
+                terminal::count(m.total.histogram.overflow, "wake-up was", "wake-ups were"),
                 m.total.histogram.limit_us()
             ),
-        );
-    }
-    if m.stopped_by == StopReason::Interrupted {
-        push(
-            Severity::Info,
-            "the run was interrupted (Ctrl-C): partial results".into(),
         );
     }
     out
@@ -646,7 +903,7 @@ fn render_text(
     ctx: &SystemContext,
     m: &Measurement,
     load: Option<&LoadSample>,
-    findings: &[Finding],
+    nsecs: bool,
 ) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
@@ -682,7 +939,11 @@ fn render_text(
             max_ns: t.stats.max_ns,
             sum_ns: (t.stats.avg_ns * t.stats.count as f64) as u64,
         };
-        let _ = writeln!(s, "{}", cyclictest_line(&live, t.priority, t.interval_us));
+        let _ = writeln!(
+            s,
+            "{}",
+            cyclictest_line(&live, t.priority, t.interval_us, nsecs)
+        );
     }
     let _ = writeln!(s);
     let _ = writeln!(
@@ -835,9 +1096,6 @@ fn render_text(
             cpu_time as f64 / m.total.count as f64 / 1000.0
         );
     }
-    for f in findings {
-        let _ = writeln!(s, "{}: {}", f.severity, f.message);
-    }
     s
 }
 
@@ -965,7 +1223,7 @@ mod tests {
         );
         assert!(!text.contains("CPU 3 (performance)"), "{text}");
         assert!(
-            text.contains("measured CPU 3 is the target of device interrupts 45"),
+            text.contains("measured CPU 3 is the target of device interrupt 45 "),
             "{text}"
         );
         assert!(!text.contains("measured CPU 0 is the target"), "{text}");
@@ -1009,6 +1267,32 @@ mod tests {
     }
 
     #[test]
+    fn breaktrace_counts_above_the_threshold_in_integer_us() {
+        let mut total = latency::merge(&[], 10);
+        // 5 wake-ups at 10.x us, 3 at 20.x us, 2 above the 100 us limit (largest 250 us).
+        let mut counts = vec![0u64; 100];
+        counts[10] = 5;
+        counts[20] = 3;
+        total.histogram = latency::Histogram {
+            counts,
+            overflow: 2,
+        };
+        total.max_ns = 250_400;
+        // cyclictest's -b compares integer us: 20.x us is not above 20.
+        assert!(above_threshold(&total, 20).starts_with("-b 20: 2 wake-ups were above 20 us"));
+        assert!(above_threshold(&total, 10).starts_with("-b 10: 5 wake-ups were above"));
+        assert!(above_threshold(&total, 9).starts_with("-b 9: 10 wake-ups were above"));
+        assert!(above_threshold(&total, 300).starts_with("-b 300: 0 wake-ups were above"));
+        let beyond = above_threshold(&total, 200);
+        assert!(
+            beyond.contains("up to 2 wake-ups were above it"),
+            "{beyond}"
+        );
+        total.histogram.overflow = 1;
+        assert!(above_threshold(&total, 150).contains("up to 1 wake-up was above it"));
+    }
+
+    #[test]
     fn line_format_matches_cyclictest() {
         let l = Live {
             thread: 0,
@@ -1021,8 +1305,13 @@ mod tests {
         };
         // Captured from cyclictest 2.40 on this VM.
         assert_eq!(
-            cyclictest_line(&l, 80, 1000),
+            cyclictest_line(&l, 80, 1000, false),
             "T: 0 ( 7227) P:80 I:1000 C:    999 Min:      3 Act:   12 Avg:   13 Max:     773"
+        );
+        // -N: cyclictest's use_nsecs format.
+        assert_eq!(
+            cyclictest_line(&l, 80, 1000, true),
+            "T: 0 ( 7227) P:80 I:1000 C:    999 Min:   3900 Act:   12400 Avg:   13200 Max:  773100"
         );
     }
 }

@@ -19,8 +19,6 @@ use std::sync::Arc;
 const EXIT_INTERRUPTED: u8 = 130;
 /// Exit code after SIGTERM (128 + 15).
 const EXIT_TERMINATED: u8 = 143;
-/// A bad value on the command line, as clap exits for a bad flag.
-const EXIT_USAGE: u8 = 2;
 
 #[derive(Args, Debug, Clone)]
 #[command(
@@ -159,10 +157,7 @@ impl DiskArgs {
 /// error, exit 2, as everywhere else; a target that cannot be used, exit 1.
 pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode> {
     match disk_command(global, args) {
-        Err(e) if is_usage_error(&e) => {
-            eprintln!("headroom: error: {e:#}");
-            Ok(ExitCode::from(EXIT_USAGE))
-        }
+        Err(e) if is_usage_error(&e) => Err(crate::terminal::usage(format!("{e:#}"))),
         other => other,
     }
 }
@@ -377,7 +372,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     if global.json {
         crate::output::print_result("disk", &doc)?;
     } else {
-        print!("{}", render(&result, &Style::new(global.use_color())));
+        crate::out!("{}", render(&result, &Style::new(global.use_color())))?;
     }
     let kept = if result.tests.is_empty() {
         Ok(())

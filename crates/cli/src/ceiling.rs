@@ -12,7 +12,6 @@ use model::pcie::{LinkState, PcieGen};
 use model::units::RateUnit;
 use serde::Serialize;
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::process::ExitCode;
 
 #[derive(Args, Debug, Clone)]
@@ -331,16 +330,10 @@ fn print_document<T: Serialize>(link: &'static str, body: T) -> anyhow::Result<E
 }
 
 /// Write a rendered text to stdout. A closed pipe (`headroom ceiling pcie | head`) is not an
-/// error: the reader has what it wanted.
+/// error: the reader has what it wanted (`terminal::StdoutClosed`, a quiet exit 0).
 fn emit(text: &str) -> anyhow::Result<ExitCode> {
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(ExitCode::SUCCESS),
-    }
+    crate::out!("{text}")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A rate in `unit` with at least four significant digits ("984.6", "53.25", "0.0008").
@@ -830,8 +823,7 @@ fn eth_command(global: &GlobalArgs, a: &EthArgs, unit: RateUnit) -> anyhow::Resu
                     Ok(c) => ceilings.push(c),
                     Err(e) => {
                         // A usage error: the sentence names what is allowed; exit 2 as clap does.
-                        eprintln!("headroom: error: {e}");
-                        return Ok(ExitCode::from(2));
+                        return Err(crate::terminal::usage(e.to_string()));
                     }
                 }
             }

@@ -47,7 +47,7 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
         for (doc, origin) in &loaded {
             bodies.push((origin.clone(), report::survey::SurveyBody::of(doc, origin)?));
         }
-        print!("{}", report::survey::compare_markdown(&bodies)?);
+        crate::out!("{}", report::survey::compare_markdown(&bodies)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut summaries = Vec::new();
@@ -58,7 +58,7 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
     if global.json {
         crate::output::print_result("compare", &c)?;
     } else {
-        print!("{}", c.to_markdown());
+        crate::out!("{}", c.to_markdown())?;
     }
     if let Some(pct) = args.fail_above {
         let worse = c.regressions_above(pct);

@@ -97,7 +97,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
                     &serde_json::json!({"database": db, "runs": rows}),
                 )?;
             } else if rows.is_empty() {
-                println!("no runs saved in {} yet", db.display());
+                crate::outln!("no runs saved in {} yet", db.display())?;
             } else {
                 let table: Vec<[String; 6]> = rows
                     .iter()
@@ -134,19 +134,19 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
                     }
                     s
                 };
-                println!("{}", line(&header.map(String::from)));
+                crate::outln!("{}", line(&header.map(String::from)))?;
                 for r in &table {
-                    println!("{}", line(r));
+                    crate::outln!("{}", line(r))?;
                 }
             }
         }
         HistoryAction::Show { id } => {
             let doc = open_to_read(&db)?.get(*id)?;
             if global.json {
-                print!("{}", doc.to_json_pretty());
+                crate::out!("{}", doc.to_json_pretty())?;
             } else {
                 let s = Summary::of(&doc, &format!("#{id}"))?;
-                print!("{}", report::markdown::render(&[s]));
+                crate::out!("{}", report::markdown::render(&[s]))?;
             }
         }
         HistoryAction::Add { files } => {
@@ -165,14 +165,14 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
                     Ok(s) => {
                         if !global.json {
                             if s.new {
-                                println!("{}: saved as #{}", f.display(), s.id);
+                                crate::outln!("{}: saved as #{}", f.display(), s.id)?;
                             } else {
-                                println!(
+                                crate::outln!(
                                     "{}: already saved as #{} (the same document); not stored \
                                      again",
                                     f.display(),
                                     s.id
-                                );
+                                )?;
                             }
                         }
                         saved_runs.push(serde_json::json!({

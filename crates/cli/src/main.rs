@@ -1,7 +1,9 @@
 //! The `headroom` binary: parses the command line and orchestrates the layers below.
 //!
 //! `main` is thin: it runs a command and turns an error into one sentence on stderr.
-//! Exit codes: 0 success, 1 failure, 2 usage (clap's own).
+//! Exit codes (`terminal::exit_code`): 0 success (also when stdout's reader went away),
+//! 1 failure, 2 usage error (clap's own and `terminal::UsageError`), 128 + signal when
+//! interrupted.
 
 mod audit;
 mod bench;
@@ -13,6 +15,7 @@ mod output;
 mod path;
 mod report;
 mod survey;
+mod terminal;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -53,7 +56,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(worker) = bench::stress_worker_fast_path(&args) {
+        return worker.unwrap_or_else(|err| terminal::exit_code(&err));
+    }
+    let cli = Cli::parse_from(bench::cyclictest_json_argv(args));
     let result = match cli.command {
         None => audit::run(&cli.global, &audit::AuditArgs::default()),
         Some(Command::Audit(args)) => audit::run(&cli.global, &args),
@@ -67,9 +74,6 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(err) => {
-            eprintln!("headroom: error: {err:#}");
-            ExitCode::from(1)
-        }
+        Err(err) => terminal::exit_code(&err),
     }
 }

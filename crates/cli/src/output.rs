@@ -83,12 +83,8 @@ impl Style {
 /// `schema_version`, `kind` or `tool` field in `body` is replaced by the envelope's.
 pub fn print_result<T: serde::Serialize>(kind: &str, body: &T) -> anyhow::Result<()> {
     let doc = report::document::wrap(kind, env!("CARGO_PKG_VERSION"), body)?;
-    let mut stdout = std::io::stdout().lock();
-    match std::io::Write::write_all(&mut stdout, doc.to_json_pretty().as_bytes()) {
-        // A closed pipe (`| head`) is not an error: the reader has what it wanted.
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
+    // A closed pipe (`| head`) comes back as terminal::StdoutClosed: main exits 0 quietly.
+    crate::out!("{}", doc.to_json_pretty())
 }
 
 /// Write a result document of `kind` to `path` atomically (temp file, then rename).
@@ -161,7 +157,9 @@ impl KeepArgs {
         };
         if !self.no_save {
             if let Err(e) = save_result(kind, body, self.db.as_deref()) {
-                eprintln!("headroom: warning: the result was not kept in the history: {e:#}");
+                crate::terminal::warn(format_args!(
+                    "the result was not kept in the history: {e:#}"
+                ));
             }
         }
         written

@@ -54,10 +54,10 @@ pub fn run(global: &GlobalArgs, args: &PathArgs) -> anyhow::Result<ExitCode> {
             },
         )?;
     } else {
-        print!(
+        crate::out!(
             "{}",
             render_text(&path, &audit, &Style::new(global.use_color()))
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -89,9 +89,9 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         eprintln!("headroom: wrote {}", file.display());
     } else if global.json {
         let all: Vec<serde_json::Value> = docs.iter().map(|d| d.to_value()).collect();
-        println!("{}", serde_json::to_string_pretty(&all)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&all)?)?;
     } else {
-        print!("{md}");
+        crate::out!("{md}")?;
     }
     Ok(if failed {
         ExitCode::from(1)

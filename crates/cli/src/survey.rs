@@ -114,10 +114,7 @@ const PRIO_NET: u32 = 40;
 const PRIO_DISK_READ_ONLY: u32 = 30;
 
 pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
-    let usage = |msg: String| {
-        eprintln!("headroom: error: {msg}");
-        Ok(ExitCode::from(2))
-    };
+    let usage = |msg: String| Err(crate::terminal::usage(msg));
     let budget = match model::units::parse_duration(&args.budget) {
         Ok(b) => b.as_secs_f64(),
         Err(why) => return usage(format!("--budget {}: {why}", args.budget)),
@@ -149,7 +146,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
         if global.json {
             crate::output::print_result("survey-plan", &plan)?;
         } else {
-            print!("{}", render_plan(&plan, live_root));
+            crate::out!("{}", render_plan(&plan, live_root))?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -165,10 +162,16 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     eprint!("{}", render_plan(&plan, live_root));
 
     let stop = Arc::new(AtomicBool::new(false));
+    // Which signal stopped it, for the exit code (128 + signal) and the sentence.
+    let terminated = Arc::new(AtomicBool::new(false));
     let mut signals = Vec::new();
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    for (sig, flag) in [
+        (signal_hook::consts::SIGINT, &stop),
+        (signal_hook::consts::SIGTERM, &stop),
+        (signal_hook::consts::SIGTERM, &terminated),
+    ] {
         signals.push(
-            signal_hook::flag::register(sig, Arc::clone(&stop))
+            signal_hook::flag::register(sig, Arc::clone(flag))
                 .context("cannot install the Ctrl-C handler of the survey")?,
         );
     }
@@ -259,14 +262,20 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     if global.json {
         crate::output::print_result("survey", &body)?;
     } else {
-        print!("{}", markdown(&doc, &body, "survey"));
+        crate::out!("{}", markdown(&doc, &body, "survey"))?;
     }
     if interrupted {
-        eprintln!(
-            "headroom: interrupted: the survey keeps the parts measured before the stop; the \
-             parts' test files were removed"
-        );
-        return Ok(ExitCode::from(130));
+        return Err(crate::terminal::Interrupted {
+            signal: if terminated.load(Ordering::Relaxed) {
+                libc::SIGTERM
+            } else {
+                libc::SIGINT
+            },
+            kept: "the survey keeps the parts measured before the stop; the parts' test files \
+                   were removed"
+                .to_string(),
+        }
+        .into());
     }
     if body.parts.iter().any(|p| p.status == PartStatus::Failed) {
         return Ok(ExitCode::from(1));

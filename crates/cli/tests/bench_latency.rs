@@ -166,7 +166,7 @@ fn start_loaded(extra: &[&str]) -> (std::process::Child, Vec<u64>) {
         .args(["--stress", "cpu=2,io=1"])
         .args(extra)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let t0 = Instant::now();
@@ -191,24 +191,75 @@ fn wait_gone(workers: &[u64]) {
     assert!(left.is_empty(), "workers left running: {left:?}");
 }
 
-#[test]
-fn ctrl_c_stops_the_load_and_prints_what_was_measured() {
-    let (child, workers) = start_loaded(&[]);
+/// Signal a loaded run after it measured a little; the run must stop at once, keep its
+/// partial measurement (stdout, --output, the history, all marked interrupted), stop its
+/// workers, name the signal and exit 128 + signal.
+fn interrupt_loaded_run(signal: i32, name: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.sqlite");
+    let file = dir.path().join("run.json");
+    let (child, workers) = start_loaded(&[
+        "--db",
+        db.to_str().unwrap(),
+        "--output",
+        file.to_str().unwrap(),
+    ]);
     std::thread::sleep(Duration::from_millis(700));
     // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(child.id() as i32, signal) };
     let t0 = Instant::now();
     let out = child.wait_with_output().unwrap();
     assert!(t0.elapsed() < Duration::from_secs(10));
-    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + signal), "{err}");
+    assert!(
+        err.contains(&format!("headroom: interrupted by {name}")),
+        "{err}"
+    );
+    if signal != libc::SIGINT {
+        assert!(!err.contains("Ctrl-C"), "{name} is not Ctrl-C: {err}");
+    }
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["measurement"]["stopped_by"], "interrupted");
+    assert_eq!(doc["interrupted"], true);
     let total = &doc["measurement"]["total"];
+    assert!(
+        total["count"].as_u64().unwrap() > 0,
+        "nothing measured in 0.7 s"
+    );
     assert_eq!(
         hist_sum(&total["histogram"]),
         total["count"].as_u64().unwrap()
     );
+    assert!(doc["findings"]
+        .to_string()
+        .contains(&format!("interrupted by {name}")));
+    let written: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(written["interrupted"], true);
+    assert_eq!(written["measurement"]["total"]["count"], total["count"]);
+    // The history keeps it, marked interrupted.
+    let listed = json_of(headroom().args(["history", "--db", db.to_str().unwrap(), "--json"]));
+    let runs = listed["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{listed}");
+    let id = runs[0]["id"].as_i64().unwrap().to_string();
+    let saved = json_of(
+        headroom()
+            .args(["history", "show", &id, "--json", "--db"])
+            .arg(&db),
+    );
+    assert_eq!(saved["interrupted"], true);
+    assert_eq!(saved["measurement"]["total"]["count"], total["count"]);
     wait_gone(&workers);
+}
+
+#[test]
+fn ctrl_c_stops_the_load_keeps_the_partial_run_and_exits_130() {
+    interrupt_loaded_run(libc::SIGINT, "SIGINT (Ctrl-C)");
+}
+
+#[test]
+fn sigterm_is_named_and_exits_143() {
+    interrupt_loaded_run(libc::SIGTERM, "SIGTERM");
 }
 
 #[test]
@@ -346,6 +397,267 @@ fn removed_n_flag_is_explained_and_measured_anyway() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("T: 0 (") && text.contains("C:     20"),
+        "{text}"
+    );
+}
+
+#[test]
+fn pasted_cyclictest_flags_are_accepted_or_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ct.json");
+    let json_arg = format!("--json={}", file.display());
+    // rt-tests 2.x meanings: -N ns, -v every value, -b break trace, -M refresh on max,
+    // -x POSIX timers, -y/--policy, -H/--histofall, --json=FILE.
+    let out = headroom()
+        .args([
+            "bench",
+            "latency",
+            "-l",
+            "40",
+            "-q",
+            "--allow-unprivileged",
+            "--no-save",
+        ])
+        .args([
+            "-N", "-v", "-b", "100000", "-M", "-x", "-y", "fifo", "-H", "500",
+        ])
+        .arg(&json_arg)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    for said in [
+        "headroom: note: -v:",
+        "headroom: note: -b 100000:",
+        "headroom: note: -x:",
+        "headroom: note: --json=",
+        "0 wake-ups were above 100000 us",
+    ] {
+        assert!(err.contains(said), "{said}: {err}");
+    }
+    // --json=FILE: headroom's document in FILE; -H is the histogram limit.
+    let doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(doc["kind"], "latency");
+    assert_eq!(doc["config"]["histogram_limit_us"], 500);
+    let t = &doc["measurement"]["threads"][0]["stats"];
+    assert_eq!(t["count"], 40);
+    // -N: the cyclictest line in ns, the same numbers as the document's.
+    let text = String::from_utf8_lossy(&out.stdout);
+    let min = t["min_ns"].as_u64().unwrap();
+    let max = t["max_ns"].as_u64().unwrap();
+    assert!(
+        text.contains(&format!("Min:{min:7}")) && text.contains(&format!("Max:{max:8}")),
+        "min {min} ns, max {max} ns: {text}"
+    );
+
+    // `--json FILE` as getopt also reads it; --policy other is normal scheduling (-p 0).
+    let file2 = dir.path().join("ct2.json");
+    let out = headroom()
+        .args([
+            "bench",
+            "latency",
+            "-l",
+            "20",
+            "-q",
+            "--no-save",
+            "--policy",
+            "other",
+        ])
+        .arg("--json")
+        .arg(&file2)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&std::fs::read(&file2).unwrap()).unwrap();
+    assert_eq!(doc["config"]["priority"], 0);
+    assert_eq!(doc["measurement"]["threads"][0]["priority"], 0);
+
+    // What headroom cannot do is refused with a sentence, exit 2.
+    for (args, expect) in [
+        (&["--policy", "batch"][..], "--policy batch"),
+        (&["-y", "deadline"][..], "not a scheduling policy"),
+    ] {
+        let out = headroom()
+            .args(["bench", "latency", "-l", "20", "-q"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(expect), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn warnings_go_to_stderr_and_counts_agree_with_their_nouns() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite");
+    let out = headroom()
+        .args([
+            "bench",
+            "latency",
+            "-l",
+            "30",
+            "-q",
+            "--skip-privileged-steps",
+        ])
+        .args(["--allow-unprivileged", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Data on stdout; every warning on stderr, behind the one prefix.
+    assert!(text.contains("T: 0 ("), "{text}");
+    for line in text.lines() {
+        assert!(
+            !line.starts_with("warning") && !line.starts_with("info") && !line.contains("note:"),
+            "a diagnostic on stdout: {line}"
+        );
+    }
+    assert!(
+        err.contains("headroom: warning: measured without SCHED_FIFO or locked memory"),
+        "{err}"
+    );
+    for line in err.lines() {
+        assert!(line.starts_with("headroom: "), "unprefixed: {line}");
+    }
+    // One thread is `1 thread` in the history list.
+    let list = headroom()
+        .args(["history", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(list.contains("latency (1 thread)"), "{list}");
+    assert!(!list.contains("1 threads"), "{list}");
+}
+
+/// The state letter and user CPU ticks of a process (/proc/PID/stat fields 3 and 14).
+fn state_and_utime(pid: u32) -> Option<(char, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some((fields[0].chars().next()?, fields[11].parse().ok()?))
+}
+
+/// `--stress cpu=1000` used to take minutes to start: each worker spun as soon as it ran, and
+/// the parent starting the next one competed with all of them for the CPUs. A worker now
+/// waits at a start gate (its stdin, until the parent closes it after starting them all).
+#[test]
+fn stress_workers_wait_at_the_start_gate_until_all_are_started() {
+    use std::io::Write as _;
+    let mut worker = headroom_process()
+        .args(["bench", "stress-worker", "cpu", "100"])
+        .arg(std::process::id().to_string())
+        .arg("20000")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = worker.id();
+    let t0 = Instant::now();
+    let mut state = None;
+    while t0.elapsed() < Duration::from_secs(10) {
+        state = state_and_utime(pid);
+        if matches!(state, Some(('S', _))) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (s, before) = state.unwrap();
+    assert_eq!(s, 'S', "a gated CPU worker must sleep, not spin");
+    // A byte is not the signal; end-of-file is.
+    worker.stdin.as_mut().unwrap().write_all(b"x").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(state_and_utime(pid).map(|s| s.0), Some('S'));
+    drop(worker.stdin.take());
+    let t0 = Instant::now();
+    let mut spun = false;
+    while t0.elapsed() < Duration::from_secs(20) && !spun {
+        std::thread::sleep(Duration::from_millis(50));
+        spun = state_and_utime(pid).is_some_and(|(_, t)| t > before);
+    }
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    assert!(
+        spun,
+        "the worker did not start its loop when the gate opened"
+    );
+}
+
+#[test]
+fn stress_ng_cpu_0_starts_one_worker_per_cpu() {
+    // SAFETY: sysconf takes an integer.
+    let configured = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) } as usize;
+    let doc = run_json(&[
+        "bench",
+        "latency",
+        "-l",
+        "20",
+        "-q",
+        "--allow-unprivileged",
+        "--no-save",
+        "--stress",
+        "stress-ng --cpu 0 --timeout 10s",
+    ]);
+    assert_eq!(doc["stress"]["spec"]["cpu"], configured as u64);
+    assert_eq!(doc["stress"]["pids"].as_array().unwrap().len(), configured);
+    let stop = &doc["stress"]["stop"];
+    assert_eq!(
+        stop["stopped"].as_u64().unwrap() + stop["killed"].as_u64().unwrap(),
+        configured as u64
+    );
+}
+
+fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+}
+
+/// bench/vs-cyclictest.sh reports a median outside its target as a verdict and exits 0: a
+/// timing is not a failure (README). A stand-in headroom, 500 us on every wake-up, puts the
+/// median far outside the target whatever this machine measures with cyclictest.
+#[test]
+fn vs_cyclictest_prints_a_verdict_and_exits_0_outside_the_target() {
+    if !root()
+        || !["cyclictest", "stress-ng", "python3"]
+            .iter()
+            .all(|t| on_path(t))
+    {
+        eprintln!("skipped: needs root, cyclictest, stress-ng and python3");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("slow.json");
+    std::fs::write(
+        &doc,
+        r#"{"measurement": {"total": {"histogram": {"buckets": [[500, 1000]], "overflow": 0},
+            "missed_periods": 0}, "threads": [{"cpu_time_ns": 1000000}]}}"#,
+    )
+    .unwrap();
+    let fake = dir.path().join("headroom");
+    std::fs::write(&fake, format!("#!/bin/sh\ncat '{}'\n", doc.display())).unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/vs-cyclictest.sh");
+    let out = std::process::Command::new("bash")
+        .arg(script)
+        .env("ROUNDS", "1")
+        .env("SECS", "1")
+        .env("THREADS", "1")
+        .env("CONDITIONS", "idle")
+        .env("HEADROOM", &fake)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}\n{err}");
+    assert!(
+        text.contains("verdict (idle): outside the 2 us target"),
         "{text}"
     );
 }

@@ -419,11 +419,12 @@ impl Summary {
             (0, 0) => self.kind.clone(),
             (1, 0) => format!("{} (1 test)", self.kind),
             (n, 0) => format!("{} ({n} tests)", self.kind),
-            (_, n) => format!(
-                "{} ({} threads)",
-                self.kind,
-                n - usize::from(n > 1 && self.threads.iter().any(|t| t.name == "all"))
-            ),
+            (_, n) => {
+                match n - usize::from(n > 1 && self.threads.iter().any(|t| t.name == "all")) {
+                    1 => format!("{} (1 thread)", self.kind),
+                    n => format!("{} ({n} threads)", self.kind),
+                }
+            }
         }
     }
 }

@@ -1,0 +1,188 @@
+//! The terminal: data goes to stdout through one writer, everything else to stderr behind one
+//! `headroom:` prefix, and the errors a command returns become the exit codes of DESIGN:
+//! 0 success, 1 failure, 2 usage error, 128 + signal when interrupted.
+//!
+//! A closed stdout (`headroom audit | head -1`) is not a failure: the reader has what it
+//! wanted. The writer returns it as [`StdoutClosed`], which travels up like any error, so the
+//! command's cleanup (temp files, stress workers) runs on the way, and `main` exits 0 without
+//! a word. Nothing here calls `process::exit`.
+
+use std::fmt;
+use std::io::Write as _;
+use std::process::ExitCode;
+
+/// A bad flag or value (`-p 100`, `--stress gpu=1`): one sentence, exit 2, as clap's own
+/// usage errors.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// A usage error as the `anyhow::Error` a command returns.
+pub fn usage(sentence: impl Into<String>) -> anyhow::Error {
+    UsageError(sentence.into()).into()
+}
+
+/// The run was stopped by a signal after it kept what it measured: exit 128 + the signal's
+/// number (130 for Ctrl-C, 143 for SIGTERM), as shells report it.
+#[derive(Debug)]
+pub struct Interrupted {
+    pub signal: i32,
+    /// What happened to the results, e.g. "the results above are those measured before it".
+    pub kept: String,
+}
+
+impl fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "interrupted by {}", signal_name(self.signal))?;
+        if !self.kept.is_empty() {
+            write!(f, ": {}", self.kept)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// `SIGINT (Ctrl-C)`, `SIGTERM`, ...: the name a user reads in `kill -l`.
+pub fn signal_name(signal: i32) -> String {
+    match signal {
+        libc::SIGINT => "SIGINT (Ctrl-C)".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        libc::SIGQUIT => "SIGQUIT".into(),
+        n => format!("signal {n}"),
+    }
+}
+
+/// Stdout's reader went away (EPIPE): the end of the output, not a failure.
+#[derive(Debug)]
+pub struct StdoutClosed;
+
+impl fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("stdout was closed by its reader")
+    }
+}
+
+impl std::error::Error for StdoutClosed {}
+
+/// Write to stdout and flush. A closed pipe is returned as [`StdoutClosed`]; use it through
+/// [`out!`](crate::out) and [`outln!`](crate::outln), which read like `print!`/`println!`.
+pub fn write_stdout(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(StdoutClosed.into()),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot write to stdout")),
+    }
+}
+
+/// `print!` that returns a closed stdout as an error instead of panicking.
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::terminal::write_stdout(format_args!($($arg)*))
+    };
+}
+
+/// `println!` that returns a closed stdout as an error instead of panicking.
+#[macro_export]
+macro_rules! outln {
+    () => {
+        $crate::terminal::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::terminal::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `headroom: {kind}{message}` on stderr. A closed stderr loses the message, never the run.
+fn say(kind: &str, message: fmt::Arguments<'_>) {
+    let _ = writeln!(std::io::stderr().lock(), "headroom: {kind}{message}");
+}
+
+/// `headroom: warning: ...` on stderr.
+pub fn warn(message: impl fmt::Display) {
+    say("warning: ", format_args!("{message}"));
+}
+
+/// `headroom: error: ...` on stderr, for an error after which the work goes on.
+pub fn error(message: impl fmt::Display) {
+    say("error: ", format_args!("{message}"));
+}
+
+/// `headroom: note: ...` on stderr: what headroom did with the command line.
+pub fn note(message: impl fmt::Display) {
+    say("note: ", format_args!("{message}"));
+}
+
+/// `headroom: ...` on stderr: progress and what happened to the results.
+pub fn info(message: impl fmt::Display) {
+    say("", format_args!("{message}"));
+}
+
+/// `1 thread`, `2 threads`: the count with its noun in the right number.
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The exit code for a command's error, after saying it on stderr (except a closed stdout,
+/// which ends the output quietly).
+pub fn exit_code(err: &anyhow::Error) -> ExitCode {
+    if err.chain().any(|e| e.is::<StdoutClosed>()) {
+        return ExitCode::SUCCESS;
+    }
+    if let Some(i) = err.chain().find_map(|e| e.downcast_ref::<Interrupted>()) {
+        info(i);
+        return ExitCode::from(u8::try_from(128 + i.signal).unwrap_or(130));
+    }
+    error(format_args!("{err:#}"));
+    if err.chain().any(|e| e.is::<UsageError>()) {
+        ExitCode::from(2)
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_map_to_exit_codes_through_contexts() {
+        let code = |e: anyhow::Error| format!("{:?}", exit_code(&e));
+        assert_eq!(
+            code(usage("bad").context("bench latency")),
+            code(usage("x"))
+        );
+        assert_eq!(code(usage("x")), format!("{:?}", ExitCode::from(2)));
+        assert_eq!(
+            code(anyhow::Error::new(StdoutClosed).context("printing")),
+            format!("{:?}", ExitCode::SUCCESS)
+        );
+        let i = Interrupted {
+            signal: libc::SIGTERM,
+            kept: String::new(),
+        };
+        assert_eq!(i.to_string(), "interrupted by SIGTERM");
+        assert_eq!(code(i.into()), format!("{:?}", ExitCode::from(143)));
+        assert_eq!(
+            code(anyhow::anyhow!("disk failed")),
+            format!("{:?}", ExitCode::from(1))
+        );
+    }
+
+    #[test]
+    fn counts_agree_with_their_nouns() {
+        assert_eq!(count(1, "thread", "threads"), "1 thread");
+        assert_eq!(count(0, "thread", "threads"), "0 threads");
+        assert_eq!(count(2, "wake-up", "wake-ups"), "2 wake-ups");
+    }
+}
