@@ -27,7 +27,7 @@ pub struct CeilingArgs {
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
-    /// 10^6 bytes (fio's and the seeds' MB).
+    /// 10^6 bytes (the MB of fio and of the vendors' performance guides).
     #[value(name = "MB")]
     Mb,
     /// 2^20 bytes.
@@ -96,7 +96,8 @@ pub struct PcieArgs {
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SetChoice {
-    /// The seed's 28 B per TLP (Rockchip PCIe guide, section 2.2).
+    /// The Rockchip PCIe guide's 28 B per TLP (section 2.2).
+    #[value(name = "rockchip", alias = "seed")]
     Seed,
     /// No ECRC, header per --addr, completions per --rcb-split.
     Default,
@@ -610,7 +611,9 @@ fn set_caption(set: &TlpParams, gen: PcieGen) -> String {
         o.framing
     );
     match set.set {
-        AssumptionSet::Seed => format!("seed (Rockchip PCIe guide 2.2), {parts}"),
+        AssumptionSet::Seed => {
+            format!("the Rockchip PCIe guide's 28 B assumption set (section 2.2), {parts}")
+        }
         AssumptionSet::Default => format!(
             "default (no ECRC, {}-bit addresses, {} completions), {parts}",
             if set.header_bytes == 16 { 64 } else { 32 },

@@ -82,7 +82,15 @@ impl Style {
 /// (`schema_version`, `kind`, `tool`, `created`, `host`) with `body`'s fields beside it. A
 /// `schema_version`, `kind` or `tool` field in `body` is replaced by the envelope's.
 pub fn print_result<T: serde::Serialize>(kind: &str, body: &T) -> anyhow::Result<()> {
-    let doc = report::document::wrap(kind, env!("CARGO_PKG_VERSION"), body)?;
+    print_document(&report::document::wrap(
+        kind,
+        env!("CARGO_PKG_VERSION"),
+        body,
+    )?)
+}
+
+/// Print a result document as it is (`report --json` of one input keeps its envelope).
+pub fn print_document(doc: &report::Document) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     match std::io::Write::write_all(&mut stdout, doc.to_json_pretty().as_bytes()) {
         // A closed pipe (`| head`) is not an error: the reader has what it wanted.

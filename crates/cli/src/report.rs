@@ -1,5 +1,7 @@
 //! `headroom report RUN.json... [--md | --html FILE]`: result documents (files or history
-//! ids) as Markdown on stdout or as one self-contained HTML file.
+//! ids) as Markdown on stdout or as one self-contained HTML file. With `--json`, one
+//! document: the input itself, or a document of kind `report` holding several inputs in
+//! `documents`.
 
 use crate::output::GlobalArgs;
 use clap::Args;
@@ -53,8 +55,14 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         report::write_atomic(file, html.as_bytes())?;
         eprintln!("headroom: wrote {}", file.display());
     } else if global.json {
-        let all: Vec<serde_json::Value> = docs.iter().map(|d| d.to_value()).collect();
-        println!("{}", serde_json::to_string_pretty(&all)?);
+        // One document on stdout, as every command prints: the input itself when there is
+        // one, else a document of kind `report` whose `documents` holds the inputs in order.
+        if let [doc] = docs.as_slice() {
+            crate::output::print_document(doc)?;
+        } else {
+            let documents: Vec<serde_json::Value> = docs.iter().map(|d| d.to_value()).collect();
+            crate::output::print_result("report", &serde_json::json!({ "documents": documents }))?;
+        }
     } else {
         print!("{}", report::markdown::render(&summaries));
     }

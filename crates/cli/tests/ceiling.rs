@@ -50,8 +50,8 @@ fn pcie_table_reproduces_the_rockchip_guide() {
     ]);
     // Units in every header, the assumption set named.
     assert!(out.contains("x1 MB/s  x2 MB/s  x4 MB/s  x8 MB/s"), "{out}");
-    let seed = "assumptions: seed (Rockchip PCIe guide 2.2), 28 B per TLP = header 16 + ECRC 4 \
-                + LCRC 4 + sequence 2 + framing 2";
+    let seed = "assumptions: the Rockchip PCIe guide's 28 B assumption set (section 2.2), 28 B \
+                per TLP = header 16 + ECRC 4 + LCRC 4 + sequence 2 + framing 2";
     assert!(out.contains(seed), "{out}");
     assert!(out.contains("assumptions: default (no ECRC"), "{out}");
     // Guide 2.1: 984.6 MB/s, 1.969, 3.938, 7.877 GB/s.
@@ -117,7 +117,7 @@ fn pcie_json_document() {
     let ceilings = doc["ceilings"].as_array().unwrap();
     assert_eq!(ceilings.len(), 4); // 2 sets x 2 widths
     let seed_x1 = &ceilings[0];
-    assert_eq!(seed_x1["params"]["set"], "seed");
+    assert_eq!(seed_x1["params"]["set"], "rockchip");
     assert_eq!(seed_x1["link"]["width"], 1);
     let tlp = seed_x1["tlp_write_bps"].as_f64().unwrap();
     assert!((tlp - 887.5e6).abs() < 0.05e6, "{tlp}");
@@ -297,4 +297,37 @@ fn ethernet_json_names_bits_and_bytes() {
     let goodput = c["goodput_bytes_per_sec"].as_f64().unwrap();
     // 941.5 Mbit/s of TCP with timestamps... the first row is TCP without: 949.3 Mbit/s.
     assert_eq!(format!("{:.1}", goodput * 8.0 / 1e6), "949.3");
+}
+
+#[test]
+fn output_names_the_documents_not_our_notes() {
+    // Issue 11 item 19: "seed" is a word of headroom's own notes; users read the name of the
+    // document (the Rockchip PCIe guide).
+    let tree = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/sysfs/sd-nvme-downgraded-sata"
+    );
+    let runs: [&[&str]; 8] = [
+        &["ceiling", "pcie", "--gen", "3", "--lanes", "1"],
+        &["--json", "ceiling", "pcie", "--gen", "3", "--lanes", "1"],
+        &["ceiling", "pcie", "--help"],
+        &["ceiling", "--help"],
+        &["ceiling", "usb"],
+        &["ceiling", "pcie", "--assumptions", "seed", "--gen", "3"],
+        &["audit", "--root", tree],
+        &["--json", "audit", "--root", tree],
+    ];
+    for args in runs {
+        let out = assert_cmd::Command::cargo_bin("headroom")
+            .unwrap()
+            .env("NO_COLOR", "1")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        for text in [&out.stdout, &out.stderr] {
+            let text = String::from_utf8_lossy(text).to_lowercase();
+            assert!(!text.contains("seed"), "{args:?}: {text}");
+        }
+    }
 }

@@ -504,6 +504,38 @@ impl Summary {
             "audit" => {
                 let a: AuditView = doc.view(origin)?;
                 s.inventory = inventory(&a);
+                // Each link's state, so compare shows a link that retrained or moved.
+                for l in a.pci.iter().flat_map(|p| &p.links) {
+                    if let Some(c) = &l.comparison {
+                        let mut state = c.current.to_string();
+                        if let Some(common) = c.common.filter(|x| *x != c.current) {
+                            state.push_str(&format!(" (both ends support {common})"));
+                        }
+                        let key = format!("link PCIe {} -> {}", l.upstream, l.downstream);
+                        put(&mut s, &key, state);
+                    }
+                }
+                for d in a.usb.iter().flat_map(|u| &u.devices) {
+                    if let Some(speed) = d.speed_mbps {
+                        let v = d.version.as_deref().unwrap_or("?");
+                        put(
+                            &mut s,
+                            &format!("link USB {}", d.name),
+                            format!("{speed}M (USB {v})"),
+                        );
+                    }
+                }
+                for i in a.net.iter().flat_map(|n| &n.interfaces) {
+                    let speed = i
+                        .speed_mbps
+                        .map_or("speed unknown".into(), |x| format!("{x} Mb/s"));
+                    let mtu = i.mtu.map(|m| format!(", MTU {m}")).unwrap_or_default();
+                    put(
+                        &mut s,
+                        &format!("link net {}", i.name),
+                        format!("{speed}{mtu}"),
+                    );
+                }
             }
             _ => {}
         }
