@@ -94,6 +94,9 @@ pub struct Summary {
     pub hops: Vec<String>,
     /// Why the chain ends before the CPU, when it does.
     pub chain_stopped: Option<String>,
+    /// The latency histogram's limit in us: a percentile above it reads `>limit`, as on
+    /// the terminal.
+    pub histogram_limit_us: Option<u32>,
     /// An audit's inventory: PCI functions and links, USB devices, block devices, network
     /// interfaces, each a titled table as the terminal lists them.
     pub inventory: Vec<(String, Table)>,
@@ -278,6 +281,7 @@ impl Summary {
             notes: common.notes,
             hops: Vec::new(),
             chain_stopped: None,
+            histogram_limit_us: None,
             inventory: Vec::new(),
         };
         let mut kernel = env.host.as_ref().and_then(|h| h.kernel.clone());
@@ -458,6 +462,7 @@ impl Summary {
                     }
                     if let Some(h) = c.histogram_limit_us {
                         put(&mut s, "histogram limit", format!("{h} us"));
+                        s.histogram_limit_us = Some(h);
                     }
                     if let Some(m) = c.lock_memory {
                         put(&mut s, "memory locked", yes_no(m));
@@ -682,7 +687,16 @@ impl Summary {
             .threads
             .iter()
             .map(|t| {
-                let q = |p: Option<u32>| p.map_or_else(|| "overflow".into(), |p| p.to_string());
+                // Above the histogram's limit, as the terminal says it.
+                let q = |p: Option<u32>| {
+                    p.map_or_else(
+                        || {
+                            self.histogram_limit_us
+                                .map_or("overflow".into(), |l| format!(">{l}"))
+                        },
+                        |p| p.to_string(),
+                    )
+                };
                 vec![
                     t.name.clone(),
                     t.cpu.clone().unwrap_or_else(dash),
