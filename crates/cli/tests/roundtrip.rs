@@ -245,11 +245,12 @@ fn bench_latency_reads_back_with_the_terminals_numbers() {
             "1000",
             "--stress",
             "cpu=1",
-            "--no-save",
             "--allow-unprivileged",
             "--output",
         ])
         .arg(&file)
+        .arg("--db")
+        .arg(dir.path().join("h.sqlite"))
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
@@ -300,6 +301,12 @@ fn bench_latency_reads_back_with_the_terminals_numbers() {
         "{c}"
     );
     assert!(c.contains("| stress | cpu=1 |"), "{c}");
+    // The history list's result is the same truncated max as the terminal's `all` row.
+    let max_all = &rows.iter().find(|r| r.0 == "all").unwrap().1[5];
+    let db = dir.path().join("h.sqlite");
+    let list = stdout_of(&["history", "--db", db.to_str().unwrap()]);
+    assert!(list.contains(&format!("max {max_all} us")), "{list}");
+    assert!(list.contains("latency (2 threads)"), "{list}");
 }
 
 #[test]
