@@ -34,12 +34,18 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let mut docs = Vec::new();
     let mut summaries = Vec::new();
     for input in &args.runs {
-        let loaded = crate::history::load(input, args.db.as_deref())
-            .and_then(|(doc, origin)| Ok((Summary::of(&doc, &origin)?, doc)));
+        let loaded = crate::history::load(input, args.db.as_deref()).and_then(|(doc, origin)| {
+            unpack(doc, &origin)?
+                .into_iter()
+                .map(|(doc, origin)| Ok((Summary::of(&doc, &origin)?, doc)))
+                .collect::<anyhow::Result<Vec<_>>>()
+        });
         match loaded {
-            Ok((s, doc)) => {
-                summaries.push(s);
-                docs.push(doc);
+            Ok(loaded) => {
+                for (s, doc) in loaded {
+                    summaries.push(s);
+                    docs.push(doc);
+                }
             }
             Err(e) => {
                 eprintln!("headroom: error: {e:#}");
@@ -71,4 +77,27 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The documents of `doc`: itself, or those a `report --json` of several inputs holds in
+/// `documents` (named `origin #1`, `origin #2`...).
+fn unpack(doc: report::Document, origin: &str) -> anyhow::Result<Vec<(report::Document, String)>> {
+    if doc.envelope.kind != "report" {
+        return Ok(vec![(doc, origin.to_string())]);
+    }
+    let inner = doc
+        .body
+        .get("documents")
+        .and_then(|d| d.as_array())
+        .ok_or_else(|| {
+            anyhow::anyhow!("{origin} is a report without its `documents` list: nothing to show")
+        })?;
+    inner
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let name = format!("{origin} #{}", i + 1);
+            Ok((report::Document::parse(&v.to_string(), &name)?, name))
+        })
+        .collect()
 }

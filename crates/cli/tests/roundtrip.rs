@@ -206,6 +206,11 @@ fn bench_disk_null_reads_back_with_every_field() {
     assert_eq!(both["kind"], "report");
     assert_eq!(both["documents"].as_array().unwrap().len(), 2);
     assert_eq!(both["documents"][1], doc);
+    // ... which report reads back as its documents.
+    let both_file = save(dir.path(), "both.json", &both);
+    let md = stdout_of(&["report", &both_file]);
+    assert_eq!(md.matches("## disk — ").count(), 2, "{md}");
+    assert!(md.contains("both.json #2"), "{md}");
 }
 
 /// The terminal's summary table of `bench latency`: thread name -> its cells.

@@ -359,6 +359,9 @@ impl Summary {
                         }
                     }
                 }
+                if let Some(i) = d.interrupted {
+                    put(&mut s, "interrupted", yes_no(i));
+                }
                 s.target = d.target.as_ref().and_then(|t| t.given.clone());
                 // One ceiling line for the run: the direction its tests move data in (the
                 // smaller of the two when it has both).
@@ -500,10 +503,9 @@ impl Summary {
                         .or(t.last_cpu.map(|c| format!("~{c}")));
                     s.threads.push(row(t.thread.to_string(), cpu, &t.stats));
                 }
+                // `all`, as the terminal prints it, also under a single thread.
                 if let Some(total) = &l.measurement.total {
-                    if l.measurement.threads.len() > 1 {
-                        s.threads.push(row("all".into(), None, total));
-                    }
+                    s.threads.push(row("all".into(), None, total));
                 }
             }
             "audit" => {
@@ -759,11 +761,11 @@ impl Summary {
             (0, 0) => self.kind.clone(),
             (1, 0) => format!("{} (1 test)", self.kind),
             (n, 0) => format!("{} ({n} tests)", self.kind),
-            (_, n) => format!(
+            (_, _) => format!(
                 "{} ({})",
                 self.kind,
                 plural(
-                    n - usize::from(n > 1 && self.threads.iter().any(|t| t.name == "all")),
+                    self.threads.iter().filter(|t| t.name != "all").count(),
                     "thread",
                     "threads"
                 )

@@ -87,6 +87,9 @@ pub struct DiskView {
     pub ceiling: Option<DiskCeilingView>,
     #[serde(default)]
     pub tests: Vec<DiskTestView>,
+    /// Stopped by a signal before every test ran.
+    #[serde(default)]
+    pub interrupted: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

@@ -281,3 +281,38 @@ fn latency_numbers_are_truncated_like_cyclictest_everywhere() {
         .to_markdown()
         .contains("| thread 0 max (us) | 719 | 719 |"));
 }
+
+#[test]
+fn one_of_a_thing_is_singular() {
+    // Issue 11 item 21: "1 threads", "1 findings".
+    let one = edited("latency-2-threads.json", "one.json", |v| {
+        let t0 = v["measurement"]["threads"][0].clone();
+        v["measurement"]["threads"] = serde_json::json!([t0]);
+        v["findings"] = serde_json::json!([]);
+    });
+    assert_eq!(one.test_label(), "latency (1 thread)");
+    // The terminal prints `all` under one thread too; so does the report.
+    assert_eq!(one.threads.last().unwrap().name, "all");
+    assert_eq!(
+        summary("latency-2-threads.json").test_label(),
+        "latency (2 threads)"
+    );
+    let audit = edited("rpi5-gen2.json", "audit.json", |v| {
+        v["kind"] = "audit".into();
+        v["tests"] = serde_json::json!([]);
+        v["ceiling"] = serde_json::Value::Null;
+        v["path"] = serde_json::Value::Null;
+        v["findings"] = serde_json::json!([{"severity": "Info", "message": "m"}]);
+    });
+    assert_eq!(audit.headline(), "1 finding");
+    let changed = compare(&[
+        summary("latency-2-threads.json"),
+        edited("latency-2-threads.json", "b.json", |v| {
+            v["config"]["priority"] = 80.into();
+        }),
+    ])
+    .unwrap();
+    assert!(changed
+        .to_markdown()
+        .contains("### What changed (1 setting)"));
+}
