@@ -70,7 +70,7 @@ fn report_md_has_the_seed_style_tables() {
         .assert()
         .success()
         .stdout(predicate::str::contains(
-            "| dd 100M write | 393.9 | – | 4 | 440.3 | 89.5 % |",
+            "| dd 100M write | 393.9 | 393.9 | – | 4 | 440.3 | 89.5 % |",
         ))
         .stdout(predicate::str::contains(
             "| Thread | CPU | Samples | Min (us) | Avg (us) | p99 (us) | p99.9 (us) | Max (us) |",

@@ -131,7 +131,23 @@ fn bench_disk_null_reads_back_with_every_field() {
     // Throughput: the headline MB/s and IOPS of the best run.
     let row = md_row(&md, &name);
     assert_eq!(row[1], format!("{:.1}", run["mb_per_s"].as_f64().unwrap()));
-    assert_eq!(row[3], format!("{:.0}", run["iops"].as_f64().unwrap()));
+    assert_eq!(
+        row[2],
+        format!("{:.1}", t["mean_mb_per_s"].as_f64().unwrap())
+    );
+    assert_eq!(row[4], format!("{:.0}", run["iops"].as_f64().unwrap()));
+    assert_eq!(
+        row[7],
+        format!("{:.2}", run["cpu_us_per_io"].as_f64().unwrap())
+    );
+    // Both kernel cross-checks, as the terminal prints them.
+    let cc = &run["cross_check"];
+    for (cell, key) in [(8, "proc_io_error_percent"), (9, "diskstats_error_percent")] {
+        match cc[key].as_f64() {
+            Some(p) => assert_eq!(row[cell], format!("{p:+.2} %")),
+            None => assert_eq!(row[cell], "–"),
+        }
+    }
     // Latency: every percentile the bench wrote, none above the max (issue 11 item 12).
     let lat = &run["latency"];
     let ns = |k: &str| lat[k].as_f64().unwrap();

@@ -20,9 +20,14 @@ pub struct TestRow {
     pub runs_mb_s: Vec<f64>,
     /// measured / ceiling, 0..1.
     pub efficiency: Option<f64>,
-    /// The kernel's count of the headline run's bytes against the engine's, in percent
-    /// (/proc/self/io, else /proc/diskstats).
-    pub cross_check_percent: Option<f64>,
+    /// The mean of the runs, MB/s.
+    pub mean_mb_s: Option<f64>,
+    /// The kernel's count of the headline run's bytes against the engine's, in percent:
+    /// /proc/self/io (this process) and /proc/diskstats (the whole device).
+    pub proc_io_error_percent: Option<f64>,
+    pub diskstats_error_percent: Option<f64>,
+    /// The headline run's CPU time per I/O, us.
+    pub cpu_us_per_io: Option<f64>,
     /// The headline run's I/Os per second.
     pub iops: Option<f64>,
     /// The headline run's latency (submission to completion), ns.
@@ -383,11 +388,7 @@ impl Summary {
                 for t in &d.tests {
                     let runs: Vec<f64> = t.runs.iter().map(|r| r.mb_per_s).collect();
                     let best = runs.get(t.best_run).copied();
-                    let cross_check_percent = t
-                        .runs
-                        .get(t.best_run)
-                        .and_then(|r| r.cross_check.as_ref())
-                        .and_then(|c| c.proc_io_error_percent.or(c.diskstats_error_percent));
+                    let cross_check = t.runs.get(t.best_run).and_then(|r| r.cross_check.as_ref());
                     let measured = if mean { t.mean_mb_per_s } else { best }
                         .or(t.mean_mb_per_s)
                         .unwrap_or(0.0);
@@ -411,7 +412,11 @@ impl Summary {
                         measured_mb_s: measured,
                         runs_mb_s: runs,
                         efficiency,
-                        cross_check_percent,
+                        mean_mb_s: t.mean_mb_per_s,
+                        proc_io_error_percent: cross_check.and_then(|c| c.proc_io_error_percent),
+                        diskstats_error_percent: cross_check
+                            .and_then(|c| c.diskstats_error_percent),
+                        cpu_us_per_io: headline_run.and_then(|r| r.cpu_us_per_io),
                         iops: headline_run.and_then(|r| r.iops),
                         latency: headline_run
                             .and_then(|r| r.latency.clone())
@@ -608,7 +613,8 @@ impl Summary {
         (!rows.is_empty()).then(|| Table::new(&[("Context", false), ("Value", false)], rows))
     }
 
-    /// Per test: measured, spread, ceiling, efficiency and the kernel's cross-check.
+    /// Per test: measured, mean, spread, IOPS, ceiling, efficiency, CPU per I/O and the
+    /// kernel's cross-checks, as `bench disk` prints them.
     pub fn throughput_table(&self) -> Table {
         let ceiling = self
             .ceiling
@@ -619,16 +625,20 @@ impl Summary {
             .tests
             .iter()
             .map(|t| {
+                let check = |p: Option<f64>| p.map(|p| format!("{p:+.2} %")).unwrap_or_else(dash);
                 vec![
                     t.name.clone(),
                     mb(t.measured_mb_s),
+                    t.mean_mb_s.map(mb).unwrap_or_else(dash),
                     t.spread().map(mb).unwrap_or_else(dash),
                     t.iops.map(|i| format!("{i:.0}")).unwrap_or_else(dash),
                     ceiling.clone(),
                     t.efficiency.map(percent).unwrap_or_else(dash),
-                    t.cross_check_percent
-                        .map(|p| format!("{p:+.2} %"))
+                    t.cpu_us_per_io
+                        .map(|c| format!("{c:.2}"))
                         .unwrap_or_else(dash),
+                    check(t.proc_io_error_percent),
+                    check(t.diskstats_error_percent),
                 ]
             })
             .collect();
@@ -636,11 +646,14 @@ impl Summary {
             &[
                 ("Test", false),
                 ("Measured (MB/s)", true),
+                ("Mean (MB/s)", true),
                 ("Spread (MB/s)", true),
                 ("IOPS", true),
                 ("Ceiling (MB/s)", true),
                 ("Efficiency", true),
-                ("Kernel count vs engine", true),
+                ("CPU per I/O (us)", true),
+                ("proc io error", true),
+                ("diskstats error", true),
             ],
             rows,
         )

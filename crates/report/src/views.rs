@@ -206,6 +206,9 @@ pub struct DiskRunView {
     pub mb_per_s: f64,
     #[serde(default)]
     pub iops: Option<f64>,
+    /// CPU time (user + system) per I/O, us.
+    #[serde(default)]
+    pub cpu_us_per_io: Option<f64>,
     /// Submission to completion (fio's lat).
     #[serde(default)]
     pub latency: Option<DiskLatencyView>,
