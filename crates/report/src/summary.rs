@@ -344,15 +344,22 @@ impl Summary {
                 }
                 if let Some(t) = &d.target {
                     if let Some(f) = &t.file {
-                        let kind = t
-                            .kind
-                            .as_deref()
-                            .map(|k| format!(" ({})", k.replace('_', " ")));
-                        put(
-                            &mut s,
-                            "test file",
-                            format!("{f}{}", kind.unwrap_or_default()),
-                        );
+                        // headroom's own file (in a directory the user gave) is named after
+                        // its process: its directory is what two runs can share.
+                        let own = t.given.as_deref() != Some(f.as_str());
+                        let file = match t.kind.as_deref() {
+                            Some("new_file") if own => {
+                                let dir = std::path::Path::new(f)
+                                    .parent()
+                                    .map(|d| d.display().to_string())
+                                    .filter(|d| !d.is_empty())
+                                    .unwrap_or_else(|| ".".into());
+                                format!("new file in {dir}")
+                            }
+                            Some(k) => format!("{f} ({})", k.replace('_', " ")),
+                            None => f.clone(),
+                        };
+                        put(&mut s, "test file", file);
                     }
                     if let Some(dev) = &t.device {
                         if let Some(name) = &dev.name {
