@@ -312,6 +312,17 @@ fn bench_latency_reads_back_with_the_terminals_numbers() {
     ] {
         assert!(md.contains(f), "`{f}` not in:\n{md}");
     }
+    // The lines under the terminal's table: the largest wake-ups, isolation, SMT.
+    let largest = text
+        .lines()
+        .find_map(|l| l.strip_prefix("largest: "))
+        .unwrap();
+    shown(&md, &html, &[format!("Largest: {largest}.")]);
+    let isolation = text
+        .lines()
+        .find_map(|l| l.strip_prefix("isolation: "))
+        .unwrap();
+    assert!(md.contains(&format!("| isolation | {isolation} |")), "{md}");
     let measured = doc["measurement"]["elapsed_ns"].as_f64().unwrap() / 1e9;
     shown(&md, &html, &[format!("{measured:.1} s")]);
     // compare shows the terminal's max for each thread, and the settings.

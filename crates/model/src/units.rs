@@ -147,6 +147,28 @@ pub fn format_bytes_binary(bytes: u64) -> String {
     format!("{bytes} B")
 }
 
+/// A CPU list compactly, as the kernel writes them in sysfs and on its command line
+/// (`0-3,8`; Documentation/admin-guide/kernel-parameters.rst, "cpu lists").
+pub fn format_cpu_list(cpus: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(",")
+}
+
 /// Four significant digits, without trailing zeros after the point being forced.
 fn sig4(v: f64) -> String {
     let decimals = if v >= 1000.0 {

@@ -386,26 +386,8 @@ pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
     Some(cpus)
 }
 
-/// Format a CPU list compactly (`0-3,8`).
-pub fn format_cpu_list(cpus: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        out.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    out.join(",")
-}
+/// Format a CPU list compactly (`0-3,8`): one implementation, in `model::units`.
+pub use model::units::format_cpu_list;
 
 /// Parse `/proc/cmdline`. Only the kernel's own part counts: words after ` -- ` go to init.
 pub fn parse_cmdline(raw: &str) -> Cmdline {

@@ -132,6 +132,9 @@ fn section(out: &mut String, s: &Summary) {
     if !s.threads.is_empty() {
         let _ = writeln!(out, "### Latency\n");
         write_table(out, &s.latency_table());
+        for l in &s.latency_lines {
+            let _ = writeln!(out, "\n{}", escape(l));
+        }
         out.push('\n');
     }
     if !s.findings.is_empty() {

@@ -102,6 +102,9 @@ pub struct Summary {
     /// The latency histogram's limit in us: a percentile above it reads `>limit`, as on
     /// the terminal.
     pub histogram_limit_us: Option<u32>,
+    /// What the terminal prints under its latency table: the largest wake-ups and the
+    /// maxima per window.
+    pub latency_lines: Vec<String>,
     /// An audit's inventory: PCI functions and links, USB devices, block devices, network
     /// interfaces, each a titled table as the terminal lists them.
     pub inventory: Vec<(String, Table)>,
@@ -145,30 +148,12 @@ fn put(s: &mut Summary, key: &str, value: String) {
     s.context.push((key.to_string(), value));
 }
 
-/// The latency bench's affinity (`{"kind": "free"}`, `{"kind": "pinned", "cpus": [2, 3]}`)
-/// as words: `free`, `pinned, cpus 2 3`.
-fn affinity(a: &serde_json::Value) -> String {
-    match a {
-        serde_json::Value::Object(m) => {
-            let mut parts: Vec<String> = Vec::new();
-            for (k, v) in m {
-                match v {
-                    serde_json::Value::String(x) if k == "kind" => parts.insert(0, x.clone()),
-                    serde_json::Value::Array(xs) => parts.push(format!(
-                        "{} {}",
-                        k.replace('_', " "),
-                        xs.iter()
-                            .map(|x| x.to_string())
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    )),
-                    v => parts.push(format!("{} {v}", k.replace('_', " "))),
-                }
-            }
-            parts.join(", ")
-        }
-        serde_json::Value::String(x) => x.clone(),
-        v => v.to_string(),
+/// A privileged step as the terminal words it: `yes`, `not requested`, `no (why)`.
+fn step_words(st: &crate::views::StepView) -> String {
+    match st.state.as_str() {
+        "done" => "yes".to_string(),
+        "not_requested" => "not requested".to_string(),
+        _ => format!("no ({})", st.reason.as_deref().unwrap_or(&st.state)),
     }
 }
 
@@ -287,6 +272,7 @@ impl Summary {
             hops: Vec::new(),
             chain_stopped: None,
             histogram_limit_us: None,
+            latency_lines: Vec::new(),
             inventory: Vec::new(),
         };
         let mut kernel = env.host.as_ref().and_then(|h| h.kernel.clone());
@@ -456,7 +442,7 @@ impl Summary {
                         put(&mut s, "threads", n.to_string());
                     }
                     if let Some(a) = &c.affinity {
-                        put(&mut s, "affinity", affinity(a));
+                        put(&mut s, "affinity", a.to_string());
                     }
                     if let Some(i) = c.interval_us {
                         put(&mut s, "interval", format!("{i} us"));
@@ -479,8 +465,89 @@ impl Summary {
                         put(&mut s, "histogram limit", format!("{h} us"));
                         s.histogram_limit_us = Some(h);
                     }
-                    if let Some(m) = c.lock_memory {
-                        put(&mut s, "memory locked", yes_no(m));
+                }
+                if let Some(ctx) = &l.context {
+                    if let Some(c) = &ctx.cmdline {
+                        let list = |v: &Option<Vec<u32>>| {
+                            v.as_deref()
+                                .map_or("no".into(), model::units::format_cpu_list)
+                        };
+                        put(
+                            &mut s,
+                            "isolation",
+                            format!(
+                                "isolcpus={} nohz_full={} rcu_nocbs={}",
+                                list(&c.isolcpus),
+                                list(&c.nohz_full),
+                                list(&c.rcu_nocbs)
+                            ),
+                        );
+                    }
+                    let smt = match ctx.smt_active {
+                        Some(true) => "active",
+                        Some(false) => "inactive",
+                        None => "absent",
+                    };
+                    put(&mut s, "SMT", smt.to_string());
+                }
+                if let Some(p) = &l.measurement.privileges {
+                    for (key, step) in [
+                        ("SCHED_FIFO", &p.sched_fifo),
+                        ("memory locked", &p.memory_locked),
+                        ("cpu_dma_latency held", &p.cpu_dma_latency_held),
+                    ] {
+                        if let Some(st) = step {
+                            put(&mut s, key, step_words(st));
+                        }
+                    }
+                }
+                let cpu_ns: u64 = l
+                    .measurement
+                    .threads
+                    .iter()
+                    .filter_map(|t| t.cpu_time_ns)
+                    .sum();
+                let wakeups = l.measurement.total.as_ref().map_or(0, |t| t.count);
+                if cpu_ns > 0 && wakeups > 0 {
+                    put(
+                        &mut s,
+                        "measuring threads' CPU time",
+                        format!(
+                            "{:.1} ms, {:.2} us per wake-up",
+                            cpu_ns as f64 / 1e6,
+                            cpu_ns as f64 / wakeups as f64 / 1000.0
+                        ),
+                    );
+                }
+                if let Some(total) = &l.measurement.total {
+                    // The terminal's lines under its table, truncated the same way.
+                    let top: Vec<String> = total
+                        .largest
+                        .iter()
+                        .take(5)
+                        .map(|x| {
+                            format!(
+                                "{} us at {:.3} s (T{})",
+                                whole_us(x.latency_ns),
+                                x.at_ns as f64 / 1e9,
+                                x.thread
+                            )
+                        })
+                        .collect();
+                    if !top.is_empty() {
+                        s.latency_lines
+                            .push(format!("Largest: {}.", top.join(", ")));
+                    }
+                    if total.window_maxima.len() > 1 {
+                        let w: Vec<String> = total
+                            .window_maxima
+                            .iter()
+                            .map(|w| format!("{}s:{}", w.start_s, whole_us(w.max_ns)))
+                            .collect();
+                        let window = l.config.as_ref().and_then(|c| c.window_s);
+                        let per = window.map(|w| format!(" {w} s")).unwrap_or_default();
+                        s.latency_lines
+                            .push(format!("Max (us) per{per} window: {}.", w.join(" ")));
                     }
                 }
                 let stress = l

@@ -340,9 +340,8 @@ impl StressSpecView {
 pub struct LatencyConfigView {
     #[serde(default)]
     pub threads: Option<u32>,
-    /// `{"kind": "free"}`, `{"kind": "pinned", ...}`: shown as written.
     #[serde(default)]
-    pub affinity: Option<serde_json::Value>,
+    pub affinity: Option<AffinityView>,
     #[serde(default)]
     pub interval_us: Option<u64>,
     #[serde(default)]
@@ -353,8 +352,32 @@ pub struct LatencyConfigView {
     pub limits: Option<LatencyLimitsView>,
     #[serde(default)]
     pub histogram_limit_us: Option<u32>,
+    /// Length of the windows whose maxima are kept, s.
     #[serde(default)]
-    pub lock_memory: Option<bool>,
+    pub window_s: Option<f64>,
+}
+
+/// `{"kind": "free"}` or `{"kind": "pinned", "cpus": [2, 3]}`.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct AffinityView {
+    pub kind: String,
+    #[serde(default)]
+    pub cpus: Option<Vec<u32>>,
+}
+
+impl std::fmt::Display for AffinityView {
+    /// `free` or `pinned to CPUs 2-3`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.cpus {
+            Some(c) => write!(
+                f,
+                "{} to CPUs {}",
+                self.kind,
+                model::units::format_cpu_list(c)
+            ),
+            None => f.write_str(&self.kind),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -371,6 +394,55 @@ pub struct LatencyContextView {
     pub kernel: Option<LatencyKernelView>,
     #[serde(default)]
     pub cpufreq: Vec<CpuFreqView>,
+    #[serde(default)]
+    pub cmdline: Option<CmdlineView>,
+    #[serde(default)]
+    pub smt_active: Option<bool>,
+}
+
+/// The isolation parameters of the kernel command line (`None`: not given).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct CmdlineView {
+    #[serde(default)]
+    pub isolcpus: Option<Vec<u32>>,
+    #[serde(default)]
+    pub nohz_full: Option<Vec<u32>>,
+    #[serde(default)]
+    pub rcu_nocbs: Option<Vec<u32>>,
+}
+
+/// Whether a privileged step (SCHED_FIFO, mlockall, /dev/cpu_dma_latency) was taken:
+/// `{"state": "done"}`, `{"state": "not_requested"}` or `{"state": "refused", ...}`.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct StepView {
+    pub state: String,
+    /// Why it was refused, when it was.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct PrivilegesView {
+    #[serde(default)]
+    pub sched_fifo: Option<StepView>,
+    #[serde(default)]
+    pub memory_locked: Option<StepView>,
+    #[serde(default)]
+    pub cpu_dma_latency_held: Option<StepView>,
+}
+
+/// One of the largest wake-up latencies: when and on which thread.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct SpikeView {
+    pub latency_ns: u64,
+    pub at_ns: u64,
+    pub thread: u32,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct WindowMaxView {
+    pub start_s: u64,
+    pub max_ns: u64,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -406,6 +478,8 @@ pub struct LatencyMeasurementView {
     /// Why the run ended (`duration`, `loops`, `signal`...), as written.
     #[serde(default)]
     pub stopped_by: Option<serde_json::Value>,
+    #[serde(default)]
+    pub privileges: Option<PrivilegesView>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -419,6 +493,9 @@ pub struct LatencyThreadView {
     #[serde(default)]
     pub interval_us: Option<u64>,
     pub stats: LatencyStatsView,
+    /// CPU time the measuring thread used.
+    #[serde(default)]
+    pub cpu_time_ns: Option<u64>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -431,6 +508,10 @@ pub struct LatencyStatsView {
     pub missed_periods: u64,
     #[serde(default)]
     pub histogram: HistogramView,
+    #[serde(default)]
+    pub largest: Vec<SpikeView>,
+    #[serde(default)]
+    pub window_maxima: Vec<WindowMaxView>,
 }
 
 /// cyclictest's histogram: 1 µs buckets, only the non-empty ones as `[µs, count]` pairs, and
