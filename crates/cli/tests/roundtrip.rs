@@ -429,10 +429,12 @@ fn path_reads_back_hop_by_hop() {
         row[3],
         format!("{:.1}", b["ceiling_bps"].as_f64().unwrap() / 1e6)
     );
+    assert_eq!(row[4], b["basis"].as_str().unwrap());
     assert!(
-        row[4].contains("bottleneck") && row[4].contains("downgraded"),
+        row[5].contains("bottleneck") && row[5].contains("downgraded"),
         "{row:?}"
     );
+    shown(&md, &html, &[b["basis"].as_str().unwrap().to_string()]);
     // Every hop of the chain, the disk's model included.
     assert_eq!(
         md.matches("\n- ").count(),

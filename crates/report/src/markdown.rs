@@ -99,6 +99,11 @@ fn section(out: &mut String, s: &Summary) {
                     l.state.clone(),
                     l.capable_state.clone().unwrap_or_else(dash),
                     mb(l.ceiling_bps / model::units::MB),
+                    if l.basis.is_empty() {
+                        dash()
+                    } else {
+                        l.basis.clone()
+                    },
                     mark.join(", "),
                 ]
             })
@@ -110,6 +115,7 @@ fn section(out: &mut String, s: &Summary) {
                 ("State", false),
                 ("Capable", false),
                 ("Ceiling (MB/s)", true),
+                ("Basis", false),
                 ("Note", false),
             ],
             &rows,
