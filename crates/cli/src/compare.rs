@@ -33,6 +33,12 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
     let mut summaries = Vec::new();
     for input in &args.runs {
         let (doc, origin) = crate::history::load(input, args.db.as_deref())?;
+        if doc.envelope.kind == "report" {
+            anyhow::bail!(
+                "{origin} holds several documents (`report --json` of several inputs): compare \
+                 the result documents themselves"
+            );
+        }
         summaries.push(Summary::of(&doc, &origin)?);
     }
     let c = report::compare::compare(&summaries)?;

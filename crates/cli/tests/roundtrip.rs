@@ -227,6 +227,13 @@ fn bench_disk_null_reads_back_with_every_field() {
     let md = stdout_of(&["report", &both_file]);
     assert_eq!(md.matches("## disk — ").count(), 2, "{md}");
     assert!(md.contains("both.json #2"), "{md}");
+    headroom()
+        .args(["compare", &both_file, &file])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "holds several documents (`report --json` of several inputs)",
+        ));
 }
 
 /// The terminal's summary table of `bench latency`: thread name -> its cells.
