@@ -812,6 +812,14 @@ struct EthBody {
 }
 
 fn eth_command(global: &GlobalArgs, a: &EthArgs, unit: RateUnit) -> anyhow::Result<ExitCode> {
+    if a.len.is_some() && a.proto != Proto::Udp {
+        // Not silently ignored: TCP's segment size follows the MTU.
+        eprintln!(
+            "headroom: error: --len sets the UDP datagram payload: add --proto udp (TCP segments \
+             follow the MTU: change --mtu instead)"
+        );
+        return Ok(ExitCode::from(2));
+    }
     let ips: Vec<eth::IpVersion> = match a.ip {
         IpChoice::V4 => vec![eth::IpVersion::V4],
         IpChoice::V6 => vec![eth::IpVersion::V6],

@@ -279,6 +279,11 @@ fn ethernet_udp_datagrams_fill_the_mtu() {
     assert!(out.contains("UDP datagrams fill the MTU 9000"), "{out}");
     let std_mtu = stdout(&["ceiling", "eth", "--proto", "udp", "--ip", "4"]);
     assert_eq!(row(&std_mtu, "Ethernet", "1G    UDP / IPv4")[0], 1472.0);
+    headroom(&["ceiling", "eth", "--len", "1000"])
+        .code(2)
+        .stderr(contains(
+            "--len sets the UDP datagram payload: add --proto udp",
+        ));
 }
 
 #[test]
