@@ -167,7 +167,8 @@ pub fn plural(n: usize, one: &str, many: &str) -> String {
 }
 
 /// One hop of a path chain as a line: its kind, then every field it has, in the
-/// producer's order (`filesystem: ext4, /dev/vda, /, 254:0`).
+/// producer's order (`disk: vda, virtio, rotational`); a filesystem as `headroom path`
+/// words it.
 fn hop_line(hop: &serde_json::Map<String, serde_json::Value>) -> String {
     use serde_json::Value;
     let kind = hop
