@@ -481,8 +481,9 @@ fn privilege_refusal(p: &Privileges, priority: u8) -> Option<String> {
     })
 }
 
+/// Whole us, truncated as cyclictest does (one rule for the terminal, report and compare).
 fn us(ns: u64) -> u64 {
-    ns / 1000
+    model::units::whole_us(ns)
 }
 
 /// cyclictest's thread line: `T: 0 ( 1234) P:99 I:1000 C:  12345 Min:      2 Act:    4
@@ -787,7 +788,8 @@ pub fn findings(
             Severity::Warning,
             format!(
                 "the kernel is not real-time (preemption: {}): its worst-case latency is not \
-                 bounded; the seed's boards run PREEMPT_RT or Xenomai",
+                 bounded; the boards of Rockchip's RealTime Linux Performance Test Report run \
+                 PREEMPT_RT or Xenomai",
                 p.describe()
             ),
         );
@@ -971,7 +973,7 @@ fn render_text(
             interval,
             st.count,
             us(st.min_ns),
-            st.avg_ns / 1000.0,
+            model::units::tenths_us(st.avg_ns),
             fmt_q(st.histogram.quantile_us(0.99), limit),
             fmt_q(st.histogram.quantile_us(0.999), limit),
             us(st.max_ns),

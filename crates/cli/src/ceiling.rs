@@ -9,7 +9,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use model::ceiling::pcie::{self, AssumptionSet, CompletionSize, PcieCeiling, TlpParams};
 use model::ceiling::{eth, mmc, sata, usb};
 use model::pcie::{LinkState, PcieGen};
-use model::units::RateUnit;
+use model::units::{BitsPerSec, RateUnit};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -26,7 +26,7 @@ pub struct CeilingArgs {
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
-    /// 10^6 bytes (fio's and the seeds' MB).
+    /// 10^6 bytes (the MB of fio and of the vendors' performance guides).
     #[value(name = "MB")]
     Mb,
     /// 2^20 bytes.
@@ -95,7 +95,8 @@ pub struct PcieArgs {
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SetChoice {
-    /// The seed's 28 B per TLP (Rockchip PCIe guide, section 2.2).
+    /// The Rockchip PCIe guide's 28 B per TLP (section 2.2).
+    #[value(name = "rockchip", alias = "seed")]
     Seed,
     /// No ECRC, header per --addr, completions per --rcb-split.
     Default,
@@ -145,7 +146,7 @@ pub struct SataArgs {
 pub struct EthArgs {
     /// MAC rates (10M, 100M, 1G, 2.5G, 5G, 10G, 25G, 40G, 50G, 100G), comma-separated.
     #[arg(long, value_delimiter = ',', value_parser = parse_eth_rate, default_value = "1G")]
-    pub rate: Vec<f64>,
+    pub rate: Vec<BitsPerSec>,
 
     /// IP MTU in bytes.
     #[arg(long, default_value_t = 1500)]
@@ -155,9 +156,11 @@ pub struct EthArgs {
     #[arg(long, value_enum, default_value_t = Proto::Tcp)]
     pub proto: Proto,
 
-    /// UDP datagram payload in bytes (iperf's default is 1470).
-    #[arg(long, default_value_t = 1470)]
-    pub len: u32,
+    /// UDP datagram payload in bytes. Default: the largest that fits the MTU unfragmented
+    /// (MTU - IP header - 8 B UDP header: 1472 B over IPv4 at MTU 1500, 8972 B at 9000), as
+    /// iperf3 sizes UDP datagrams from the path's MSS; iperf2's fixed default is 1470.
+    #[arg(long)]
+    pub len: Option<u32>,
 
     /// IP version: 4, 6, or both.
     #[arg(long, value_enum, default_value_t = IpChoice::Both)]
@@ -287,7 +290,7 @@ fn parse_sata_rate(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("SATA has no {s} Gb/s link; {allowed}"))
 }
 
-fn parse_eth_rate(s: &str) -> Result<f64, String> {
+fn parse_eth_rate(s: &str) -> Result<BitsPerSec, String> {
     eth::parse_rate(s).ok_or_else(|| {
         let names: Vec<&str> = eth::RATES.iter().map(|(n, _)| *n).collect();
         format!("`{s}` is not an Ethernet rate; use {}", names.join(", "))
@@ -307,12 +310,15 @@ pub fn run(global: &GlobalArgs, args: &CeilingArgs) -> anyhow::Result<ExitCode> 
     }
 }
 
-/// The JSON body, every rate in bytes per second (`output::print_result` adds the envelope).
+/// The JSON body (`output::print_result` adds the envelope).
 #[derive(Serialize)]
 struct Document<T: Serialize> {
     link: &'static str,
-    /// Always "B/s": `--unit` only changes the printed tables.
-    rate_unit: &'static str,
+    /// The unit of the `..._bps` fields of PCIe, USB, SATA and eMMC ceilings: always "B/s"
+    /// (`--unit` only changes the printed tables). Absent for Ethernet, whose fields name
+    /// their unit (`rate_bits_per_sec`, `goodput_bytes_per_sec`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate_unit: Option<&'static str>,
     #[serde(flatten)]
     body: T,
 }
@@ -322,7 +328,7 @@ fn print_document<T: Serialize>(link: &'static str, body: T) -> anyhow::Result<E
         "ceiling",
         &Document {
             link,
-            rate_unit: "B/s",
+            rate_unit: (link != "eth").then_some("B/s"),
             body,
         },
     )?;
@@ -598,7 +604,9 @@ fn set_caption(set: &TlpParams, gen: PcieGen) -> String {
         o.framing
     );
     match set.set {
-        AssumptionSet::Seed => format!("seed (Rockchip PCIe guide 2.2), {parts}"),
+        AssumptionSet::Seed => {
+            format!("the Rockchip PCIe guide's 28 B assumption set (section 2.2), {parts}")
+        }
         AssumptionSet::Default => format!(
             "default (no ECRC, {}-bit addresses, {} completions), {parts}",
             if set.header_bytes == 16 { 64 } else { 32 },
@@ -797,6 +805,14 @@ struct EthBody {
 }
 
 fn eth_command(global: &GlobalArgs, a: &EthArgs, unit: RateUnit) -> anyhow::Result<ExitCode> {
+    if a.len.is_some() && a.proto != Proto::Udp {
+        // Not silently ignored: TCP's segment size follows the MTU.
+        eprintln!(
+            "headroom: error: --len sets the UDP datagram payload: add --proto udp (TCP segments \
+             follow the MTU: change --mtu instead)"
+        );
+        return Ok(ExitCode::from(2));
+    }
     let ips: Vec<eth::IpVersion> = match a.ip {
         IpChoice::V4 => vec![eth::IpVersion::V4],
         IpChoice::V6 => vec![eth::IpVersion::V6],
@@ -807,14 +823,23 @@ fn eth_command(global: &GlobalArgs, a: &EthArgs, unit: RateUnit) -> anyhow::Resu
             eth::Transport::Tcp { timestamps: false },
             eth::Transport::Tcp { timestamps: true },
         ],
-        Proto::Udp => vec![eth::Transport::Udp { payload: a.len }],
+        // The payload is chosen per IP version below when --len is not given.
+        Proto::Udp => vec![eth::Transport::Udp {
+            payload: a.len.unwrap_or(0),
+        }],
     };
     let mut ceilings = Vec::new();
     for &rate in &a.rate {
         for &ip in &ips {
             for &transport in &transports {
+                let transport = match transport {
+                    eth::Transport::Udp { .. } if a.len.is_none() => eth::Transport::Udp {
+                        payload: eth::udp_payload_filling(a.mtu, ip).unwrap_or(0),
+                    },
+                    t => t,
+                };
                 let params = eth::EthParams {
-                    rate_bps: rate,
+                    rate,
                     mtu: a.mtu,
                     ip,
                     transport,
@@ -857,13 +882,13 @@ fn eth_command(global: &GlobalArgs, a: &EthArgs, unit: RateUnit) -> anyhow::Resu
             eth::IpVersion::V6 => "IPv6",
         };
         t.row(vec![
-            s(eth::rate_name(c.params.rate_bps).unwrap_or("?")),
+            s(eth::rate_name(c.params.rate).unwrap_or("?")),
             format!("{proto} / {ip}"),
             s(c.payload_bytes),
             s(c.frames),
             s(c.wire_bytes),
-            num(c.goodput_bps, unit),
-            format!("{:.1}", c.goodput_bps * 8.0 / 1e6),
+            num(c.goodput.0, unit),
+            format!("{:.1}", c.goodput.to_bits().mbit()),
         ]);
     }
     writeln!(
@@ -878,6 +903,17 @@ fn eth_command(global: &GlobalArgs, a: &EthArgs, unit: RateUnit) -> anyhow::Resu
         "wire B: preamble+SFD 8, MAC header 14, FCS 4, inter-frame gap 12 per frame (IEEE 802.3); \
          IPv4 20, IPv6 40, TCP 20 (+12 timestamps), UDP 8."
     )?;
+    if a.proto == Proto::Udp {
+        match a.len {
+            Some(len) => writeln!(out, "UDP datagrams of {len} B payload (--len).")?,
+            None => writeln!(
+                out,
+                "UDP datagrams fill the MTU {}: payload = MTU - IP header - 8 B UDP header \
+                 (--len sets another size).",
+                a.mtu
+            )?,
+        }
+    }
     emit(&out)
 }
 

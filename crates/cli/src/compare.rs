@@ -32,7 +32,14 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
     }
     let mut loaded = Vec::new();
     for input in &args.runs {
-        loaded.push(crate::history::load(input, args.db.as_deref())?);
+        let (doc, origin) = crate::history::load(input, args.db.as_deref())?;
+        if doc.envelope.kind == "report" {
+            anyhow::bail!(
+                "{origin} holds several documents (`report --json` of several inputs): compare \
+                 the result documents themselves"
+            );
+        }
+        loaded.push((doc, origin));
     }
     let surveys = loaded.iter().filter(|(d, _)| d.kind() == "survey").count();
     if surveys > 0 {

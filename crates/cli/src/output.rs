@@ -82,8 +82,16 @@ impl Style {
 /// (`schema_version`, `kind`, `tool`, `created`, `host`) with `body`'s fields beside it. A
 /// `schema_version`, `kind` or `tool` field in `body` is replaced by the envelope's.
 pub fn print_result<T: serde::Serialize>(kind: &str, body: &T) -> anyhow::Result<()> {
-    let doc = report::document::wrap(kind, env!("CARGO_PKG_VERSION"), body)?;
-    // A closed pipe (`| head`) comes back as terminal::StdoutClosed: main exits 0 quietly.
+    print_document(&report::document::wrap(
+        kind,
+        env!("CARGO_PKG_VERSION"),
+        body,
+    )?)
+}
+
+/// Print a result document as it is (`report --json` of one input keeps its envelope). A
+/// closed pipe (`| head`) comes back as terminal::StdoutClosed: main exits 0 quietly.
+pub fn print_document(doc: &report::Document) -> anyhow::Result<()> {
     crate::out!("{}", doc.to_json_pretty())
 }
 

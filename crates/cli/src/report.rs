@@ -1,5 +1,7 @@
 //! `headroom report RUN.json... [--md | --html FILE]`: result documents (files or history
-//! ids) as Markdown on stdout or as one self-contained HTML file.
+//! ids) as Markdown on stdout or as one self-contained HTML file. With `--json`, one
+//! document: the input itself, or a document of kind `report` holding several inputs in
+//! `documents`.
 
 use crate::output::GlobalArgs;
 use clap::Args;
@@ -36,8 +38,9 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let mut intros = String::new();
     let mut summaries = Vec::new();
     for input in &args.runs {
-        let loaded = crate::history::load(input, args.db.as_deref());
-        let (doc, origin) = match loaded {
+        let loaded = crate::history::load(input, args.db.as_deref())
+            .and_then(|(doc, origin)| unpack(doc, &origin));
+        let loaded = match loaded {
             Ok(x) => x,
             Err(e) => {
                 eprintln!("headroom: error: {e:#}");
@@ -45,37 +48,39 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
-        if doc.kind() == "survey" {
-            match report::survey::SurveyBody::of(&doc, &origin) {
-                Ok(body) => {
-                    md.push_str(&crate::survey::markdown(&doc, &body, &origin));
-                    intros.push_str(&report::survey::html_intro(&doc, &body, &origin));
-                    let (parts, _) = body.part_docs(&origin);
-                    summaries.extend(parts.into_iter().map(|p| p.summary));
+        for (doc, origin) in loaded {
+            if doc.kind() == "survey" {
+                match report::survey::SurveyBody::of(&doc, &origin) {
+                    Ok(body) => {
+                        md.push_str(&crate::survey::markdown(&doc, &body, &origin));
+                        intros.push_str(&report::survey::html_intro(&doc, &body, &origin));
+                        let (parts, _) = body.part_docs(&origin);
+                        summaries.extend(parts.into_iter().map(|p| p.summary));
+                    }
+                    Err(e) => {
+                        eprintln!("headroom: error: {e}");
+                        failed = true;
+                        continue;
+                    }
                 }
-                Err(e) => {
-                    eprintln!("headroom: error: {e}");
-                    failed = true;
-                    continue;
+            } else {
+                match Summary::of(&doc, &origin) {
+                    Ok(s) => {
+                        md.push_str(&report::markdown::render(std::slice::from_ref(&s)));
+                        summaries.push(s);
+                    }
+                    Err(e) => {
+                        eprintln!("headroom: error: {e}");
+                        failed = true;
+                        continue;
+                    }
                 }
             }
-        } else {
-            match Summary::of(&doc, &origin) {
-                Ok(s) => {
-                    md.push_str(&report::markdown::render(std::slice::from_ref(&s)));
-                    summaries.push(s);
-                }
-                Err(e) => {
-                    eprintln!("headroom: error: {e}");
-                    failed = true;
-                    continue;
-                }
+            if !md.ends_with("\n\n") {
+                md.push('\n');
             }
+            docs.push(doc);
         }
-        if !md.ends_with("\n\n") {
-            md.push('\n');
-        }
-        docs.push(doc);
     }
     if docs.is_empty() {
         anyhow::bail!("no result document could be read: nothing to report");
@@ -88,8 +93,14 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         report::write_atomic(file, html.as_bytes())?;
         eprintln!("headroom: wrote {}", file.display());
     } else if global.json {
-        let all: Vec<serde_json::Value> = docs.iter().map(|d| d.to_value()).collect();
-        crate::outln!("{}", serde_json::to_string_pretty(&all)?)?;
+        // One document on stdout, as every command prints: the input itself when there is
+        // one, else a document of kind `report` whose `documents` holds the inputs in order.
+        if let [doc] = docs.as_slice() {
+            crate::output::print_document(doc)?;
+        } else {
+            let documents: Vec<serde_json::Value> = docs.iter().map(|d| d.to_value()).collect();
+            crate::output::print_result("report", &serde_json::json!({ "documents": documents }))?;
+        }
     } else {
         crate::out!("{md}")?;
     }
@@ -98,4 +109,27 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The documents of `doc`: itself, or those a `report --json` of several inputs holds in
+/// `documents` (named `origin #1`, `origin #2`...).
+fn unpack(doc: report::Document, origin: &str) -> anyhow::Result<Vec<(report::Document, String)>> {
+    if doc.envelope.kind != "report" {
+        return Ok(vec![(doc, origin.to_string())]);
+    }
+    let inner = doc
+        .body
+        .get("documents")
+        .and_then(|d| d.as_array())
+        .ok_or_else(|| {
+            anyhow::anyhow!("{origin} is a report without its `documents` list: nothing to show")
+        })?;
+    inner
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let name = format!("{origin} #{}", i + 1);
+            Ok((report::Document::parse(&v.to_string(), &name)?, name))
+        })
+        .collect()
 }

@@ -50,8 +50,8 @@ fn pcie_table_reproduces_the_rockchip_guide() {
     ]);
     // Units in every header, the assumption set named.
     assert!(out.contains("x1 MB/s  x2 MB/s  x4 MB/s  x8 MB/s"), "{out}");
-    let seed = "assumptions: seed (Rockchip PCIe guide 2.2), 28 B per TLP = header 16 + ECRC 4 \
-                + LCRC 4 + sequence 2 + framing 2";
+    let seed = "assumptions: the Rockchip PCIe guide's 28 B assumption set (section 2.2), 28 B \
+                per TLP = header 16 + ECRC 4 + LCRC 4 + sequence 2 + framing 2";
     assert!(out.contains(seed), "{out}");
     assert!(out.contains("assumptions: default (no ECRC"), "{out}");
     // Guide 2.1: 984.6 MB/s, 1.969, 3.938, 7.877 GB/s.
@@ -117,7 +117,7 @@ fn pcie_json_document() {
     let ceilings = doc["ceilings"].as_array().unwrap();
     assert_eq!(ceilings.len(), 4); // 2 sets x 2 widths
     let seed_x1 = &ceilings[0];
-    assert_eq!(seed_x1["params"]["set"], "seed");
+    assert_eq!(seed_x1["params"]["set"], "rockchip");
     assert_eq!(seed_x1["link"]["width"], 1);
     let tlp = seed_x1["tlp_write_bps"].as_f64().unwrap();
     assert!((tlp - 887.5e6).abs() < 0.05e6, "{tlp}");
@@ -228,10 +228,17 @@ fn ethernet_goodput() {
     // iperf3's familiar 941.5 Mbit/s: TCP with timestamps over IPv4.
     let ts = row(&out, "Ethernet goodput", "1G    TCP, timestamps / IPv4");
     assert_eq!(ts, [1448.0, 1.0, 1538.0, 117.7, 941.5]);
-    let udp = stdout(&["ceiling", "eth", "--proto", "udp", "--ip", "4"]);
+    // iperf2's 1470 B datagram: 1470 of 1536 wire bytes = 957.0 Mbit/s.
+    let udp = stdout(&[
+        "ceiling", "eth", "--proto", "udp", "--ip", "4", "--len", "1470",
+    ]);
     assert_eq!(
         row(&udp, "Ethernet", "1G    UDP / IPv4"),
         [1470.0, 1.0, 1536.0, 119.6, 957.0]
+    );
+    assert!(
+        udp.contains("UDP datagrams of 1470 B payload (--len)."),
+        "{udp}"
     );
     headroom(&["ceiling", "eth", "--ip", "6", "--mtu", "1000"])
         .code(2)
@@ -257,4 +264,75 @@ fn sata_and_mmc() {
     let doc: Value = serde_json::from_str(&stdout(&["--json", "ceiling", "mmc"])).unwrap();
     assert_eq!(doc["schema_version"], 1);
     assert_eq!(doc["modes"][2]["bus_bps"], 200e6);
+}
+
+#[test]
+fn ethernet_udp_datagrams_fill_the_mtu() {
+    // Without --len the datagram fills the MTU: 9000 - 20 - 8 = 8972 B over IPv4, one
+    // 9038 B frame on the wire (not 1470 B whatever the MTU).
+    let out = stdout(&["ceiling", "eth", "--mtu", "9000", "--proto", "udp"]);
+    assert_eq!(
+        row(&out, "Ethernet", "1G    UDP / IPv4"),
+        [8972.0, 1.0, 9038.0, 124.1, 992.7]
+    );
+    assert_eq!(row(&out, "Ethernet", "1G    UDP / IPv6")[0], 8952.0);
+    assert!(out.contains("UDP datagrams fill the MTU 9000"), "{out}");
+    let std_mtu = stdout(&["ceiling", "eth", "--proto", "udp", "--ip", "4"]);
+    assert_eq!(row(&std_mtu, "Ethernet", "1G    UDP / IPv4")[0], 1472.0);
+    headroom(&["ceiling", "eth", "--len", "1000"])
+        .code(2)
+        .stderr(contains(
+            "--len sets the UDP datagram payload: add --proto udp",
+        ));
+}
+
+#[test]
+fn ethernet_json_names_bits_and_bytes() {
+    let out = stdout(&["--json", "ceiling", "eth", "--rate", "1G", "--ip", "4"]);
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    // A rate in bits/s is never next to "B/s": every rate field names its unit.
+    assert!(doc.get("rate_unit").is_none(), "{out}");
+    assert!(
+        !out.contains("rate_bps") && !out.contains("goodput_bps"),
+        "{out}"
+    );
+    let c = &doc["ceilings"][0];
+    assert_eq!(c["params"]["rate_bits_per_sec"], 1e9);
+    assert_eq!(c["raw_bytes_per_sec"], 125e6);
+    let goodput = c["goodput_bytes_per_sec"].as_f64().unwrap();
+    // 941.5 Mbit/s of TCP with timestamps... the first row is TCP without: 949.3 Mbit/s.
+    assert_eq!(format!("{:.1}", goodput * 8.0 / 1e6), "949.3");
+}
+
+#[test]
+fn output_names_the_documents_not_our_notes() {
+    // Issue 11 item 19: "seed" is a word of headroom's own notes; users read the name of the
+    // document (the Rockchip PCIe guide).
+    let tree = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/sysfs/sd-nvme-downgraded-sata"
+    );
+    let runs: [&[&str]; 8] = [
+        &["ceiling", "pcie", "--gen", "3", "--lanes", "1"],
+        &["--json", "ceiling", "pcie", "--gen", "3", "--lanes", "1"],
+        &["ceiling", "pcie", "--help"],
+        &["ceiling", "--help"],
+        &["ceiling", "usb"],
+        &["ceiling", "pcie", "--assumptions", "seed", "--gen", "3"],
+        &["audit", "--root", tree],
+        &["--json", "audit", "--root", tree],
+    ];
+    for args in runs {
+        let out = assert_cmd::Command::cargo_bin("headroom")
+            .unwrap()
+            .env("NO_COLOR", "1")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        for text in [&out.stdout, &out.stderr] {
+            let text = String::from_utf8_lossy(text).to_lowercase();
+            assert!(!text.contains("seed"), "{args:?}: {text}");
+        }
+    }
 }

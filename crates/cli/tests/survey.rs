@@ -172,13 +172,19 @@ fn bad_input_is_a_usage_error() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
 }
 
-/// Test files bench disk leaves in `dir` (`headroom-disk.PID.tmp`).
+/// Test files in `dir` that no running process owns (`headroom-disk.PID.START.tmp` whose
+/// PID is gone): what an interrupted run would leave behind. Files of live processes are
+/// other runs on this machine at the same time, not ours.
 fn test_files(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .map(|d| {
             d.flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .filter(|n| n.starts_with("headroom-disk"))
+                .filter(|n| {
+                    let pid = n.split('.').nth(1).unwrap_or("");
+                    !Path::new("/proc").join(pid).exists()
+                })
                 .collect()
         })
         .unwrap_or_default()

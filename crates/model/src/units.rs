@@ -65,6 +65,72 @@ pub fn format_mb_per_s(bytes_per_sec: f64) -> String {
     format!("{:.0} MB/s", bytes_per_sec / MB)
 }
 
+/// A rate in bytes per second. Bytes and bits are distinct types so a link's bit rate cannot
+/// be printed or compared as bytes (issue 12): convert with [`BitsPerSec::to_bytes`]. In JSON
+/// a bare number in a field named `..._bytes_per_sec`.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct BytesPerSec(pub f64);
+
+/// A rate in bits per second (Ethernet's MAC rate, `speed` in sysfs x 10^6). In JSON a bare
+/// number in a field named `..._bits_per_sec`.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct BitsPerSec(pub f64);
+
+impl BytesPerSec {
+    /// The same rate in bits per second.
+    pub fn to_bits(self) -> BitsPerSec {
+        BitsPerSec(self.0 * 8.0)
+    }
+
+    /// This rate in `unit` (MB/s or MiB/s).
+    pub fn in_unit(self, unit: RateUnit) -> f64 {
+        unit.of(self.0)
+    }
+}
+
+impl BitsPerSec {
+    /// The same rate in bytes per second.
+    pub fn to_bytes(self) -> BytesPerSec {
+        BytesPerSec(self.0 / 8.0)
+    }
+
+    /// Megabits per second (10^6 bit/s), iperf3's `Mbits/sec`.
+    pub fn mbit(self) -> f64 {
+        self.0 / 1e6
+    }
+}
+
+impl std::fmt::Display for BytesPerSec {
+    /// "984.6 MB/s", as [`format_rate_si`].
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&format_rate_si(self.0))
+    }
+}
+
+impl std::fmt::Display for BitsPerSec {
+    /// "941.5 Mbit/s" (10^6 bit/s).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:.1} Mbit/s", self.mbit())
+    }
+}
+
+/// Whole microseconds of a latency in nanoseconds, truncated as cyclictest does for its
+/// integer columns (rt-tests src/cyclictest/cyclictest.c: `calcdiff` divides the
+/// nanoseconds by 1000 in integer arithmetic, and min, max and the histogram's 1 us buckets
+/// keep that value). Every latency headroom prints in whole us goes through here, so the
+/// terminal, the report, compare and the history agree with each other and with cyclictest.
+pub fn whole_us(ns: u64) -> u64 {
+    ns / 1000
+}
+
+/// A mean latency in us with one decimal, truncated (not rounded) like [`whole_us`], so
+/// "21.9" never reads above cyclictest's "Avg: 21".
+pub fn tenths_us(ns: f64) -> f64 {
+    (ns / 100.0).floor() / 10.0
+}
+
 /// Four significant digits, without trailing zeros after the point being forced.
 fn sig4(v: f64) -> String {
     let decimals = if v >= 1000.0 {
@@ -379,5 +445,33 @@ mod tests {
         assert_eq!(format_rate_si(984.615_384e6), "984.6 MB/s");
         assert_eq!(format_rate_si(7.876_923e9), "7.877 GB/s");
         assert_eq!(format_rate_si(250e6), "250.0 MB/s");
+    }
+
+    #[test]
+    fn latencies_truncate_like_cyclictest() {
+        assert_eq!(whole_us(726_999), 726);
+        assert_eq!(whole_us(999), 0);
+        assert_eq!(tenths_us(21_950.0), 21.9);
+        assert_eq!(format!("{:.1}", tenths_us(719_990.0)), "719.9");
+    }
+
+    #[test]
+    fn bits_and_bytes_are_different_types() {
+        let link = BitsPerSec(1e9);
+        assert_eq!(link.to_bytes(), BytesPerSec(125e6));
+        assert_eq!(link.to_string(), "1000.0 Mbit/s");
+        assert_eq!(link.to_bytes().to_string(), "125.0 MB/s");
+        assert_eq!(
+            serde_json::to_string(&BitsPerSec(1e9)).unwrap(),
+            "1000000000.0"
+        );
+    }
+
+    #[test]
+    fn binary_sizes() {
+        assert_eq!(format_bytes_binary(16 << 20), "16 MiB");
+        assert_eq!(format_bytes_binary(1536 << 10), "1536 KiB");
+        assert_eq!(format_bytes_binary(1 << 30), "1 GiB");
+        assert_eq!(format_bytes_binary(1000), "1000 B");
     }
 }

@@ -105,13 +105,13 @@ proptest! {
                                         mtu in 1280u32..=9216, payload in 1u32..=65_507,
                                         v6 in any::<bool>(), ts in any::<bool>(), udp in any::<bool>()) {
         let params = eth::EthParams {
-            rate_bps: rate.1,
+            rate: model::units::BitsPerSec(rate.1),
             mtu,
             ip: if v6 { eth::IpVersion::V6 } else { eth::IpVersion::V4 },
             transport: if udp { eth::Transport::Udp { payload } } else { eth::Transport::Tcp { timestamps: ts } },
         };
         let c = eth::goodput(&params).unwrap();
-        prop_assert!(c.goodput_bps > 0.0 && c.goodput_bps < c.raw_bps);
+        prop_assert!(c.goodput.0 > 0.0 && c.goodput < c.raw);
     }
 }
 

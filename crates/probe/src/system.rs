@@ -268,7 +268,7 @@ impl SystemContext {
         )
         .with_advice(
             "for benchmarks, write `performance` to /sys/devices/system/cpu/cpufreq/policy*/\
-             scaling_governor (the seeds also fix CPU and DDR clocks)",
+             scaling_governor (the Rockchip PCIe guide also fixes the CPU and DDR clocks)",
         )]
     }
 

@@ -1,10 +1,10 @@
-//! Compare runs of the same kind: the same tests side by side with the difference to the
+//! Compare runs of the same kind (audits and paths too, by their links and settings): the same tests side by side with the difference to the
 //! first run in percent (the Raspberry Pi 5 article: 394 -> 732 MB/s, +85 %), the changes of
 //! context between the runs first (link state, MPS, governor, kernel), and a flag on
 //! differences smaller than the runs' own spread.
 
 use crate::markdown::table;
-use crate::summary::{mb, Summary};
+use crate::summary::Summary;
 use std::fmt::Write;
 
 /// Whether a bigger number is better (throughput) or worse (latency).
@@ -21,6 +21,9 @@ pub struct Row {
     pub metric: String,
     pub unit: &'static str,
     pub better: Better,
+    /// Decimals the values are shown with: 0 for cyclictest's whole-us columns (already
+    /// truncated), 1 for MB/s and mean latencies.
+    pub decimals: usize,
     /// One per run; `None` where that run lacks the test.
     pub values: Vec<Option<f64>>,
     /// One per run: the spread of that run's repetitions (max − min), when it had several.
@@ -63,7 +66,7 @@ impl Row {
     }
 }
 
-/// A fact that is not the same in every run.
+/// A parameter of the runs or a fact of their context, with its value in each run.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ContextChange {
     pub key: String,
@@ -76,7 +79,10 @@ pub struct ContextChange {
 pub struct Comparison {
     pub kind: String,
     pub origins: Vec<String>,
+    /// The settings and facts that differ between the runs.
     pub changes: Vec<ContextChange>,
+    /// Those the same in every run (each value once per run, all equal).
+    pub same: Vec<ContextChange>,
     pub rows: Vec<Row>,
 }
 
@@ -95,11 +101,6 @@ pub enum CompareError {
         b: String,
         b_kind: String,
     },
-    #[error(
-        "{origin} is a result of kind `{kind}`, which has no measurements: compare reads \
-         benchmark results (disk, latency)"
-    )]
-    NotMeasured { origin: String, kind: String },
 }
 
 /// Line the runs up by test name, first-seen order.
@@ -118,20 +119,12 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
             });
         }
     }
-    if let Some(r) = runs
-        .iter()
-        .find(|r| r.tests.is_empty() && r.threads.is_empty())
-    {
-        return Err(CompareError::NotMeasured {
-            origin: r.origin.clone(),
-            kind: r.kind.clone(),
-        });
-    }
     let n = runs.len();
     let mut rows: Vec<Row> = Vec::new();
     let mut put = |metric: String,
                    unit: &'static str,
                    better: Better,
+                   decimals: usize,
                    i: usize,
                    v: f64,
                    spread: Option<f64>| {
@@ -145,6 +138,7 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
                     metric,
                     unit,
                     better,
+                    decimals,
                     values: vec![None; n],
                     spreads: vec![None; n],
                 });
@@ -160,10 +154,27 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
                 t.name.clone(),
                 "MB/s",
                 Better::Higher,
+                1,
                 i,
                 t.measured_mb_s,
                 t.spread(),
             );
+            if let Some(iops) = t.iops {
+                put(t.name.clone(), "IOPS", Better::Higher, 0, i, iops, None);
+            }
+            if let Some(l) = &t.latency {
+                for (q, ns) in [("mean", l.mean_ns), ("p99", l.p99_ns as f64)] {
+                    put(
+                        format!("{} latency {q}", t.name),
+                        "us",
+                        Better::Lower,
+                        1,
+                        i,
+                        ns / 1000.0,
+                        None,
+                    );
+                }
+            }
         }
         for t in &r.threads {
             let name = format!("thread {}", t.name);
@@ -171,6 +182,7 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
                 format!("{name} avg"),
                 "us",
                 Better::Lower,
+                1,
                 i,
                 t.avg_us,
                 None,
@@ -180,6 +192,7 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
                     format!("{name} p99"),
                     "us",
                     Better::Lower,
+                    0,
                     i,
                     f64::from(p),
                     None,
@@ -189,8 +202,9 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
                 format!("{name} max"),
                 "us",
                 Better::Lower,
+                0,
                 i,
-                t.max_us,
+                t.max_us as f64,
                 None,
             );
         }
@@ -203,9 +217,11 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
             }
         }
     }
-    let changes = keys
+    // Every parameter and fact of every run, in the runs' order; the ones that differ
+    // first (a run that does not say differs from one that does).
+    let (changes, same): (Vec<ContextChange>, Vec<ContextChange>) = keys
         .into_iter()
-        .filter_map(|key| {
+        .map(|key| {
             let values: Vec<Option<String>> = runs
                 .iter()
                 .map(|r| {
@@ -215,14 +231,14 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
                         .map(|(_, v)| v.clone())
                 })
                 .collect();
-            let differs = values.iter().any(|v| *v != values[0]);
-            differs.then_some(ContextChange { key, values })
+            ContextChange { key, values }
         })
-        .collect();
+        .partition(|c| c.values.iter().any(|v| *v != c.values[0]));
     Ok(Comparison {
         kind: first.kind.clone(),
         origins: runs.iter().map(|r| r.origin.clone()).collect(),
         changes,
+        same,
         rows,
     })
 }
@@ -253,15 +269,10 @@ impl Comparison {
             self.kind,
             self.origins.join(" vs ")
         );
-        if self.changes.is_empty() {
-            let _ = writeln!(out, "Same configuration in every run.\n");
-        } else {
-            let _ = writeln!(out, "### What changed\n");
-            let mut header = vec![("Setting", false)];
-            header.extend(self.origins.iter().map(|o| (o.as_str(), false)));
-            let rows: Vec<Vec<String>> = self
-                .changes
-                .iter()
+        let mut header = vec![("Setting", false)];
+        header.extend(self.origins.iter().map(|o| (o.as_str(), false)));
+        let settings = |list: &[ContextChange]| -> Vec<Vec<String>> {
+            list.iter()
                 .map(|c| {
                     let mut r = vec![c.key.clone()];
                     r.extend(
@@ -271,9 +282,42 @@ impl Comparison {
                     );
                     r
                 })
-                .collect();
-            table(&mut out, &header, &rows);
+                .collect()
+        };
+        if self.changes.is_empty() {
+            let _ = writeln!(out, "Same configuration in every run:\n");
+        } else {
+            let _ = writeln!(
+                out,
+                "### What changed ({})\n",
+                crate::summary::plural(self.changes.len(), "setting", "settings")
+            );
+            table(&mut out, &header, &settings(&self.changes));
             out.push('\n');
+            if !self.same.is_empty() {
+                let _ = writeln!(out, "### Same in every run\n");
+            }
+        }
+        if !self.same.is_empty() {
+            // One value per setting: the same in every run.
+            let rows: Vec<Vec<String>> = self
+                .same
+                .iter()
+                .map(|c| {
+                    let v = c.values.first().cloned().flatten();
+                    vec![c.key.clone(), v.unwrap_or_else(|| "–".into())]
+                })
+                .collect();
+            table(&mut out, &[("Setting", false), ("Value", false)], &rows);
+            out.push('\n');
+        }
+        if self.rows.is_empty() {
+            let _ = writeln!(
+                out,
+                "No measurements: {} documents describe links and settings, compared above.",
+                self.kind
+            );
+            return out;
         }
         let _ = writeln!(out, "### Results\n");
         let mut header: Vec<String> = vec!["Test".into()];
@@ -296,7 +340,10 @@ impl Comparison {
             .map(|row| {
                 let mut r = vec![format!("{} ({})", row.metric, row.unit)];
                 for (i, v) in row.values.iter().enumerate() {
-                    r.push(v.map(mb).unwrap_or_else(|| "–".into()));
+                    r.push(
+                        v.map(|v| format!("{v:.*}", row.decimals))
+                            .unwrap_or_else(|| "–".into()),
+                    );
                     if i > 0 {
                         r.push(match row.delta(i) {
                             None => "–".into(),

@@ -54,6 +54,27 @@ fn section(out: &mut String, s: &Summary) {
         write_table(out, &t);
         out.push('\n');
     }
+    for (title, t) in &s.inventory {
+        let _ = writeln!(out, "### {title}\n");
+        write_table(out, t);
+        out.push('\n');
+    }
+    if !s.hops.is_empty() {
+        let _ = writeln!(out, "### Chain\n");
+        for h in &s.hops {
+            let _ = writeln!(out, "- {}", escape(h));
+        }
+        if let Some(why) = &s.chain_stopped {
+            let _ = writeln!(out, "\nThe chain stops: {}.", escape(why));
+        }
+        out.push('\n');
+    }
+    if s.tests.is_empty() && s.links.is_empty() {
+        // A path document: its bottleneck or why it has none, as `headroom path` says.
+        if let Some(why) = &s.no_ceiling_reason {
+            let _ = writeln!(out, "Bottleneck: none known: {}.\n", escape(why));
+        }
+    }
     if !s.links.is_empty() {
         let _ = writeln!(out, "### Path\n");
         let rows: Vec<Vec<String>> = s
@@ -78,6 +99,11 @@ fn section(out: &mut String, s: &Summary) {
                     l.state.clone(),
                     l.capable_state.clone().unwrap_or_else(dash),
                     mb(l.ceiling_bps / model::units::MB),
+                    if l.basis.is_empty() {
+                        dash()
+                    } else {
+                        l.basis.clone()
+                    },
                     mark.join(", "),
                 ]
             })
@@ -89,6 +115,7 @@ fn section(out: &mut String, s: &Summary) {
                 ("State", false),
                 ("Capable", false),
                 ("Ceiling (MB/s)", true),
+                ("Basis", false),
                 ("Note", false),
             ],
             &rows,
@@ -98,24 +125,22 @@ fn section(out: &mut String, s: &Summary) {
     if !s.tests.is_empty() {
         let _ = writeln!(out, "### Throughput\n");
         write_table(out, &s.throughput_table());
-        match &s.ceiling {
-            Some(c) => {
-                let _ = writeln!(out, "\nCeiling: {} ({} MB/s).", c.bottleneck, mb(c.mb_s));
-            }
-            None => match &s.no_ceiling_reason {
-                Some(why) => {
-                    let _ = writeln!(out, "\nNo ceiling: {why}.");
-                }
-                None => {
-                    let _ = writeln!(out, "\nNo ceiling: the path was not resolved.");
-                }
-            },
+        if let Some(t) = s.disk_latency_table() {
+            let _ = writeln!(
+                out,
+                "\nLatency of the same runs, submission to completion (fio's lat):\n"
+            );
+            write_table(out, &t);
         }
+        let _ = writeln!(out, "\n{}", s.ceiling_sentence());
         out.push('\n');
     }
     if !s.threads.is_empty() {
         let _ = writeln!(out, "### Latency\n");
         write_table(out, &s.latency_table());
+        for l in &s.latency_lines {
+            let _ = writeln!(out, "\n{}", escape(l));
+        }
         out.push('\n');
     }
     if !s.findings.is_empty() {

@@ -2,8 +2,10 @@
 //! compare all read a [`Summary`], so what a user sees on screen and in a file agree.
 
 use crate::document::{Document, DocumentError};
-use crate::views::{CommonView, DiskView, FindingView, LatencyView, LinkView, PathView};
-use model::units::MB;
+use crate::views::{
+    AuditView, CommonView, DiskLatencyView, DiskView, FindingView, LatencyView, LinkView, PathView,
+};
+use model::units::{format_bytes_binary, tenths_us, whole_us, MB};
 
 /// One throughput test (disk: `SEQ1M Q8T1 read`, `dd 64K write`).
 #[derive(Clone, Debug, PartialEq)]
@@ -18,9 +20,18 @@ pub struct TestRow {
     pub runs_mb_s: Vec<f64>,
     /// measured / ceiling, 0..1.
     pub efficiency: Option<f64>,
-    /// The kernel's count of the headline run's bytes against the engine's, in percent
-    /// (/proc/self/io, else /proc/diskstats).
-    pub cross_check_percent: Option<f64>,
+    /// The mean of the runs, MB/s.
+    pub mean_mb_s: Option<f64>,
+    /// The kernel's count of the headline run's bytes against the engine's, in percent:
+    /// /proc/self/io (this process) and /proc/diskstats (the whole device).
+    pub proc_io_error_percent: Option<f64>,
+    pub diskstats_error_percent: Option<f64>,
+    /// The headline run's CPU time per I/O, us.
+    pub cpu_us_per_io: Option<f64>,
+    /// The headline run's I/Os per second.
+    pub iops: Option<f64>,
+    /// The headline run's latency (submission to completion), ns.
+    pub latency: Option<DiskLatencyView>,
 }
 
 impl TestRow {
@@ -35,16 +46,21 @@ impl TestRow {
     }
 }
 
-/// One latency thread (or `all`), cyclictest's columns plus p99.
+/// One latency thread (or `all`), cyclictest's columns plus p99 and p99.9. Whole
+/// microseconds are truncated as cyclictest truncates them ([`model::units::whole_us`]), the
+/// mean to one decimal the same way, so the terminal, the report, compare and the history
+/// show one number for one field.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ThreadRow {
     pub name: String,
-    pub cpu: Option<u32>,
+    /// The CPU a pinned thread ran on (`2`), or where a free one was last seen (`~2`).
+    pub cpu: Option<String>,
     pub count: u64,
-    pub min_us: f64,
+    pub min_us: u64,
     pub avg_us: f64,
-    pub max_us: f64,
+    pub max_us: u64,
     pub p99_us: Option<u32>,
+    pub p99_9_us: Option<u32>,
     pub missed: u64,
     /// `(µs, count)` of the non-empty 1 µs buckets.
     pub histogram: Vec<(u32, u64)>,
@@ -79,10 +95,19 @@ pub struct Summary {
     pub no_ceiling_reason: Option<String>,
     pub findings: Vec<FindingView>,
     pub notes: Vec<String>,
-}
-
-fn us(ns: f64) -> f64 {
-    ns / 1000.0
+    /// The chain of hardware from the target to the CPU, one line per hop.
+    pub hops: Vec<String>,
+    /// Why the chain ends before the CPU, when it does.
+    pub chain_stopped: Option<String>,
+    /// The latency histogram's limit in us: a percentile above it reads `>limit`, as on
+    /// the terminal.
+    pub histogram_limit_us: Option<u32>,
+    /// What the terminal prints under its latency table: the largest wake-ups and the
+    /// maxima per window.
+    pub latency_lines: Vec<String>,
+    /// An audit's inventory: PCI functions and links, USB devices, block devices, network
+    /// interfaces, each a titled table as the terminal lists them.
+    pub inventory: Vec<(String, Table)>,
 }
 
 /// MB/s (10^6 B/s) with one decimal, as the seeds' tables print it.
@@ -93,6 +118,98 @@ pub fn mb(v: f64) -> String {
 /// A 0..1 ratio as a percentage with one decimal.
 fn percent(ratio: f64) -> String {
     format!("{:.1} %", ratio * 100.0)
+}
+
+/// A disk latency in us with one decimal, as `bench disk` prints it.
+fn lat_us(ns: f64) -> String {
+    format!("{:.1}", ns / 1000.0)
+}
+
+/// Seconds as a user types them: `5 s`, `0.3 s`.
+fn seconds(s: f64) -> String {
+    format!("{s} s")
+}
+
+/// Percentiles within [min, max]. HDR histograms report a bucket's highest equivalent value,
+/// up to 0.1 % above the largest sample at 3 significant digits, so documents written before
+/// `bench disk` clamped them can hold a p99.9 above the exact max; no sample lies outside the
+/// measured min and max.
+fn clamp_percentiles(mut l: DiskLatencyView) -> DiskLatencyView {
+    let (lo, hi) = (l.min_ns, l.max_ns.max(l.min_ns));
+    for p in [&mut l.p50_ns, &mut l.p99_ns, &mut l.p99_9_ns] {
+        *p = (*p).clamp(lo, hi);
+    }
+    l.p90_ns = l.p90_ns.map(|p| p.clamp(lo, hi));
+    l
+}
+
+/// A fact of the run's own making (a parameter, the target), after kernel and governor.
+fn put(s: &mut Summary, key: &str, value: String) {
+    s.context.push((key.to_string(), value));
+}
+
+/// A privileged step as the terminal words it: `yes`, `not requested`, `no (why)`.
+fn step_words(st: &crate::views::StepView) -> String {
+    match st.state.as_str() {
+        "done" => "yes".to_string(),
+        "not_requested" => "not requested".to_string(),
+        _ => format!("no ({})", st.reason.as_deref().unwrap_or(&st.state)),
+    }
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.to_string()
+}
+
+/// `n thing` or `n things`.
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// One hop of a path chain as a line: its kind, then every field it has, in the
+/// producer's order (`disk: vda, virtio, rotational`); a filesystem as `headroom path`
+/// words it.
+fn hop_line(hop: &serde_json::Map<String, serde_json::Value>) -> String {
+    use serde_json::Value;
+    let kind = hop
+        .get("hop")
+        .and_then(Value::as_str)
+        .unwrap_or("hop")
+        .replace('_', " ");
+    fn flat(key: &str, v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Null | Value::Bool(false) => {}
+            Value::Bool(true) => out.push(key.replace('_', " ")),
+            Value::String(s) => out.push(s.clone()),
+            Value::Number(n) => out.push(format!("{} {n}", key.replace('_', " "))),
+            Value::Array(a) => {
+                for x in a {
+                    flat(key, x, out);
+                }
+            }
+            Value::Object(m) => {
+                for (k, x) in m {
+                    flat(k, x, out);
+                }
+            }
+        }
+    }
+    let text = |k: &str| hop.get(k).and_then(Value::as_str);
+    if let (Some(fs), Some(src), Some(at)) = (text("fs_type"), text("source"), text("mount_point"))
+    {
+        // As `headroom path` words it.
+        let dev = text("dev").map(|d| format!(" ({d})")).unwrap_or_default();
+        return format!("{kind}: {fs} on {src}{dev} mounted at {at}");
+    }
+    let mut parts = Vec::new();
+    for (k, v) in hop.iter().filter(|(k, _)| *k != "hop") {
+        flat(k, v, &mut parts);
+    }
+    if parts.is_empty() {
+        kind
+    } else {
+        format!("{kind}: {}", parts.join(", "))
+    }
 }
 
 /// The cell of a value a document does not have.
@@ -153,6 +270,11 @@ impl Summary {
             no_ceiling_reason: None,
             findings: common.findings,
             notes: common.notes,
+            hops: Vec::new(),
+            chain_stopped: None,
+            histogram_limit_us: None,
+            latency_lines: Vec::new(),
+            inventory: Vec::new(),
         };
         let mut kernel = env.host.as_ref().and_then(|h| h.kernel.clone());
         let mut governor = None;
@@ -166,11 +288,78 @@ impl Summary {
                 }
                 if let Some(p) = &d.parameters {
                     if let Some(profile) = &p.profile {
-                        s.context.push(("profile".into(), profile.clone()));
+                        put(&mut s, "profile", profile.clone());
                     }
                     if let Some(engine) = &p.engine {
-                        s.context.push(("engine".into(), engine.clone()));
+                        put(&mut s, "engine", engine.clone());
                     }
+                    if let Some(direct) = p.direct {
+                        let io = if direct { "O_DIRECT" } else { "buffered" };
+                        put(&mut s, "I/O", io.to_string());
+                    }
+                    if let Some(size) = p.size_bytes {
+                        put(&mut s, "size", format_bytes_binary(size));
+                    }
+                    if let Some(runs) = p.runs {
+                        put(&mut s, "runs", runs.to_string());
+                    }
+                    if let Some(r) = p.runtime_s {
+                        put(&mut s, "runtime (upper bound)", seconds(r));
+                    }
+                    if let Some(r) = p.ramp_s {
+                        put(&mut s, "ramp", seconds(r));
+                    }
+                    if let Some(r) = p.pause_s {
+                        put(&mut s, "pause between runs", seconds(r));
+                    }
+                    if let Some(t) = p.time_based {
+                        put(&mut s, "time based", yes_no(t));
+                    }
+                    if let Some(f) = p.fsync_end {
+                        put(&mut s, "fsync at the end", yes_no(f));
+                    }
+                    if let Some(z) = p.zero_buffers {
+                        let data = if z { "zeros" } else { "random" };
+                        put(&mut s, "write data", data.to_string());
+                    }
+                    if let Some(shown) = &p.shown {
+                        put(&mut s, "headline", format!("{shown} run"));
+                    }
+                }
+                if let Some(cpus) = d.system.as_ref().and_then(|x| x.cpus) {
+                    put(&mut s, "CPUs", cpus.to_string());
+                }
+                if let Some(t) = &d.target {
+                    if let Some(f) = &t.file {
+                        // headroom's own file (in a directory the user gave) is named after
+                        // its process: its directory is what two runs can share.
+                        let own = t.given.as_deref() != Some(f.as_str());
+                        let file = match t.kind.as_deref() {
+                            Some("new_file") if own => {
+                                let dir = std::path::Path::new(f)
+                                    .parent()
+                                    .map(|d| d.display().to_string())
+                                    .filter(|d| !d.is_empty())
+                                    .unwrap_or_else(|| ".".into());
+                                format!("new file in {dir}")
+                            }
+                            Some(k) => format!("{f} ({})", k.replace('_', " ")),
+                            None => f.clone(),
+                        };
+                        put(&mut s, "test file", file);
+                    }
+                    if let Some(dev) = &t.device {
+                        if let Some(name) = &dev.name {
+                            let num = match (dev.major, dev.minor) {
+                                (Some(a), Some(b)) => format!(" ({a}:{b})"),
+                                _ => String::new(),
+                            };
+                            put(&mut s, "device", format!("{name}{num}"));
+                        }
+                    }
+                }
+                if let Some(i) = d.interrupted {
+                    put(&mut s, "interrupted", yes_no(i));
                 }
                 s.target = d.target.as_ref().and_then(|t| t.given.clone());
                 // One ceiling line for the run: the direction its tests move data in (the
@@ -193,11 +382,7 @@ impl Summary {
                 for t in &d.tests {
                     let runs: Vec<f64> = t.runs.iter().map(|r| r.mb_per_s).collect();
                     let best = runs.get(t.best_run).copied();
-                    let cross_check_percent = t
-                        .runs
-                        .get(t.best_run)
-                        .and_then(|r| r.cross_check.as_ref())
-                        .and_then(|c| c.proc_io_error_percent.or(c.diskstats_error_percent));
+                    let cross_check = t.runs.get(t.best_run).and_then(|r| r.cross_check.as_ref());
                     let measured = if mean { t.mean_mb_per_s } else { best }
                         .or(t.mean_mb_per_s)
                         .unwrap_or(0.0);
@@ -213,6 +398,7 @@ impl Summary {
                     if same > 0 {
                         name = format!("{name} ({})", same + 1);
                     }
+                    let headline_run = t.runs.get(t.best_run);
                     s.tests.push(TestRow {
                         name,
                         direction: t.direction().unwrap_or_default(),
@@ -220,7 +406,15 @@ impl Summary {
                         measured_mb_s: measured,
                         runs_mb_s: runs,
                         efficiency,
-                        cross_check_percent,
+                        mean_mb_s: t.mean_mb_per_s,
+                        proc_io_error_percent: cross_check.and_then(|c| c.proc_io_error_percent),
+                        diskstats_error_percent: cross_check
+                            .and_then(|c| c.diskstats_error_percent),
+                        cpu_us_per_io: headline_run.and_then(|r| r.cpu_us_per_io),
+                        iops: headline_run.and_then(|r| r.iops),
+                        latency: headline_run
+                            .and_then(|r| r.latency.clone())
+                            .map(clamp_percentiles),
                     });
                 }
             }
@@ -245,32 +439,189 @@ impl Summary {
                     }
                 }
                 if let Some(c) = &l.config {
+                    if let Some(n) = c.threads {
+                        put(&mut s, "threads", n.to_string());
+                    }
+                    if let Some(a) = &c.affinity {
+                        put(&mut s, "affinity", a.to_string());
+                    }
                     if let Some(i) = c.interval_us {
-                        s.context.push(("interval".into(), format!("{i} us")));
+                        put(&mut s, "interval", format!("{i} us"));
+                    }
+                    if let Some(d) = c.distance_us {
+                        put(&mut s, "distance", format!("{d} us"));
                     }
                     if let Some(p) = c.priority {
-                        s.context.push(("priority".into(), p.to_string()));
+                        put(&mut s, "priority", p.to_string());
                     }
+                    if let Some(lim) = &c.limits {
+                        if let Some(d) = lim.duration_s {
+                            put(&mut s, "duration", seconds(d));
+                        }
+                        if let Some(n) = lim.loops {
+                            put(&mut s, "loops", n.to_string());
+                        }
+                    }
+                    if let Some(h) = c.histogram_limit_us {
+                        put(&mut s, "histogram limit", format!("{h} us"));
+                        s.histogram_limit_us = Some(h);
+                    }
+                }
+                if let Some(ctx) = &l.context {
+                    if let Some(c) = &ctx.cmdline {
+                        let list = |v: &Option<Vec<u32>>| {
+                            v.as_deref()
+                                .map_or("no".into(), model::units::format_cpu_list)
+                        };
+                        put(
+                            &mut s,
+                            "isolation",
+                            format!(
+                                "isolcpus={} nohz_full={} rcu_nocbs={}",
+                                list(&c.isolcpus),
+                                list(&c.nohz_full),
+                                list(&c.rcu_nocbs)
+                            ),
+                        );
+                    }
+                    let smt = match ctx.smt_active {
+                        Some(true) => "active",
+                        Some(false) => "inactive",
+                        None => "absent",
+                    };
+                    put(&mut s, "SMT", smt.to_string());
+                }
+                if let Some(p) = &l.measurement.privileges {
+                    for (key, step) in [
+                        ("SCHED_FIFO", &p.sched_fifo),
+                        ("memory locked", &p.memory_locked),
+                        ("cpu_dma_latency held", &p.cpu_dma_latency_held),
+                    ] {
+                        if let Some(st) = step {
+                            put(&mut s, key, step_words(st));
+                        }
+                    }
+                }
+                let cpu_ns: u64 = l
+                    .measurement
+                    .threads
+                    .iter()
+                    .filter_map(|t| t.cpu_time_ns)
+                    .sum();
+                let wakeups = l.measurement.total.as_ref().map_or(0, |t| t.count);
+                if cpu_ns > 0 && wakeups > 0 {
+                    put(
+                        &mut s,
+                        "measuring threads' CPU time",
+                        format!(
+                            "{:.1} ms, {:.2} us per wake-up",
+                            cpu_ns as f64 / 1e6,
+                            cpu_ns as f64 / wakeups as f64 / 1000.0
+                        ),
+                    );
+                }
+                if let Some(total) = &l.measurement.total {
+                    // The terminal's lines under its table, truncated the same way.
+                    let top: Vec<String> = total
+                        .largest
+                        .iter()
+                        .take(5)
+                        .map(|x| {
+                            format!(
+                                "{} us at {:.3} s (T{})",
+                                whole_us(x.latency_ns),
+                                x.at_ns as f64 / 1e9,
+                                x.thread
+                            )
+                        })
+                        .collect();
+                    if !top.is_empty() {
+                        s.latency_lines
+                            .push(format!("Largest: {}.", top.join(", ")));
+                    }
+                    if total.window_maxima.len() > 1 {
+                        let w: Vec<String> = total
+                            .window_maxima
+                            .iter()
+                            .map(|w| format!("{}s:{}", w.start_s, whole_us(w.max_ns)))
+                            .collect();
+                        let window = l.config.as_ref().and_then(|c| c.window_s);
+                        let per = window.map(|w| format!(" {w} s")).unwrap_or_default();
+                        s.latency_lines
+                            .push(format!("Max (us) per{per} window: {}.", w.join(" ")));
+                    }
+                }
+                let stress = l
+                    .stress
+                    .as_ref()
+                    .map_or("none".to_string(), |x| x.spec.spec());
+                put(&mut s, "stress", stress);
+                if let Some(e) = l.measurement.elapsed_ns {
+                    put(&mut s, "measured for", format!("{:.1} s", e as f64 / 1e9));
+                }
+                if let Some(by) = &l.measurement.stopped_by {
+                    let by = by.as_str().map_or_else(|| by.to_string(), str::to_string);
+                    put(&mut s, "stopped by", by.replace('_', " "));
                 }
                 let row = |name: String, cpu, st: &crate::views::LatencyStatsView| ThreadRow {
                     name,
                     cpu,
                     count: st.count,
-                    min_us: us(st.min_ns as f64),
-                    avg_us: us(st.avg_ns),
-                    max_us: us(st.max_ns as f64),
+                    min_us: whole_us(st.min_ns),
+                    avg_us: tenths_us(st.avg_ns),
+                    max_us: whole_us(st.max_ns),
                     p99_us: st.histogram.quantile_us(0.99),
+                    p99_9_us: st.histogram.quantile_us(0.999),
                     missed: st.missed_periods,
                     histogram: st.histogram.buckets.clone(),
                     overflow: st.histogram.overflow,
                 };
                 for t in &l.measurement.threads {
-                    s.threads.push(row(t.thread.to_string(), t.cpu, &t.stats));
+                    let cpu = t
+                        .cpu
+                        .map(|c| c.to_string())
+                        .or(t.last_cpu.map(|c| format!("~{c}")));
+                    s.threads.push(row(t.thread.to_string(), cpu, &t.stats));
                 }
+                // `all`, as the terminal prints it, also under a single thread.
                 if let Some(total) = &l.measurement.total {
-                    if l.measurement.threads.len() > 1 {
-                        s.threads.push(row("all".into(), None, total));
+                    s.threads.push(row("all".into(), None, total));
+                }
+            }
+            "audit" => {
+                let a: AuditView = doc.view(origin)?;
+                s.inventory = inventory(&a);
+                // Each link's state, so compare shows a link that retrained or moved.
+                for l in a.pci.iter().flat_map(|p| &p.links) {
+                    if let Some(c) = &l.comparison {
+                        let mut state = c.current.to_string();
+                        if let Some(common) = c.common.filter(|x| *x != c.current) {
+                            state.push_str(&format!(" (both ends support {common})"));
+                        }
+                        let key = format!("link PCIe {} -> {}", l.upstream, l.downstream);
+                        put(&mut s, &key, state);
                     }
+                }
+                for d in a.usb.iter().flat_map(|u| &u.devices) {
+                    if let Some(speed) = d.speed_mbps {
+                        let v = d.version.as_deref().unwrap_or("?");
+                        put(
+                            &mut s,
+                            &format!("link USB {}", d.name),
+                            format!("{speed}M (USB {v})"),
+                        );
+                    }
+                }
+                for i in a.net.iter().flat_map(|n| &n.interfaces) {
+                    let speed = i
+                        .speed_mbps
+                        .map_or("speed unknown".into(), |x| format!("{x} Mb/s"));
+                    let mtu = i.mtu.map(|m| format!(", MTU {m}")).unwrap_or_default();
+                    put(
+                        &mut s,
+                        &format!("link net {}", i.name),
+                        format!("{speed}{mtu}"),
+                    );
                 }
             }
             _ => {}
@@ -278,6 +629,23 @@ impl Summary {
         let path: Option<PathView> = common.path;
         if let Some(p) = path {
             s.target = s.target.or(p.chain.as_ref().and_then(|c| c.target.clone()));
+            if let Some(c) = &p.chain {
+                s.hops = c.hops.iter().map(hop_line).collect();
+                s.chain_stopped = c.stopped.clone();
+                // The filesystem the target is on changes what a number means (tmpfs does
+                // no block I/O): compared like a parameter.
+                if let Some(fs) = c
+                    .hops
+                    .iter()
+                    .find(|h| h.get("hop").and_then(|v| v.as_str()) == Some("filesystem"))
+                {
+                    put(
+                        &mut s,
+                        "filesystem",
+                        hop_line(fs).trim_start_matches("filesystem: ").to_string(),
+                    );
+                }
+            }
             if s.ceiling.is_none() {
                 if let Some(b) = p.bottleneck.and_then(|i| p.links.get(i)) {
                     s.ceiling = Some(CeilingRow {
@@ -320,7 +688,8 @@ impl Summary {
         (!rows.is_empty()).then(|| Table::new(&[("Context", false), ("Value", false)], rows))
     }
 
-    /// Per test: measured, spread, ceiling, efficiency and the kernel's cross-check.
+    /// Per test: measured, mean, spread, IOPS, ceiling, efficiency, CPU per I/O and the
+    /// kernel's cross-checks, as `bench disk` prints them.
     pub fn throughput_table(&self) -> Table {
         let ceiling = self
             .ceiling
@@ -331,15 +700,20 @@ impl Summary {
             .tests
             .iter()
             .map(|t| {
+                let check = |p: Option<f64>| p.map(|p| format!("{p:+.2} %")).unwrap_or_else(dash);
                 vec![
                     t.name.clone(),
                     mb(t.measured_mb_s),
+                    t.mean_mb_s.map(mb).unwrap_or_else(dash),
                     t.spread().map(mb).unwrap_or_else(dash),
+                    t.iops.map(|i| format!("{i:.0}")).unwrap_or_else(dash),
                     ceiling.clone(),
                     t.efficiency.map(percent).unwrap_or_else(dash),
-                    t.cross_check_percent
-                        .map(|p| format!("{p:+.2} %"))
+                    t.cpu_us_per_io
+                        .map(|c| format!("{c:.2}"))
                         .unwrap_or_else(dash),
+                    check(t.proc_io_error_percent),
+                    check(t.diskstats_error_percent),
                 ]
             })
             .collect();
@@ -347,13 +721,54 @@ impl Summary {
             &[
                 ("Test", false),
                 ("Measured (MB/s)", true),
+                ("Mean (MB/s)", true),
                 ("Spread (MB/s)", true),
+                ("IOPS", true),
                 ("Ceiling (MB/s)", true),
                 ("Efficiency", true),
-                ("Kernel count vs engine", true),
+                ("CPU per I/O (us)", true),
+                ("proc io error", true),
+                ("diskstats error", true),
             ],
             rows,
         )
+    }
+
+    /// Per test: the headline run's latency, submission to completion (fio's lat), as
+    /// `bench disk` prints it; `None` when no test recorded one.
+    pub fn disk_latency_table(&self) -> Option<Table> {
+        let rows: Vec<Vec<String>> = self
+            .tests
+            .iter()
+            .filter_map(|t| {
+                let l = t.latency.as_ref()?;
+                Some(vec![
+                    t.name.clone(),
+                    lat_us(l.min_ns as f64),
+                    lat_us(l.mean_ns),
+                    lat_us(l.p50_ns as f64),
+                    l.p90_ns.map(|p| lat_us(p as f64)).unwrap_or_else(dash),
+                    lat_us(l.p99_ns as f64),
+                    lat_us(l.p99_9_ns as f64),
+                    lat_us(l.max_ns as f64),
+                ])
+            })
+            .collect();
+        (!rows.is_empty()).then(|| {
+            Table::new(
+                &[
+                    ("Test", false),
+                    ("Min (us)", true),
+                    ("Mean (us)", true),
+                    ("p50 (us)", true),
+                    ("p90 (us)", true),
+                    ("p99 (us)", true),
+                    ("p99.9 (us)", true),
+                    ("Max (us)", true),
+                ],
+                rows,
+            )
+        })
     }
 
     /// Per latency thread: cyclictest's columns plus p99 and missed periods.
@@ -362,17 +777,27 @@ impl Summary {
             .threads
             .iter()
             .map(|t| {
+                // Above the histogram's limit, as the terminal says it.
+                let q = |p: Option<u32>| {
+                    p.map_or_else(
+                        || {
+                            self.histogram_limit_us
+                                .map_or("overflow".into(), |l| format!(">{l}"))
+                        },
+                        |p| p.to_string(),
+                    )
+                };
                 vec![
                     t.name.clone(),
-                    t.cpu.map(|c| c.to_string()).unwrap_or_else(dash),
+                    t.cpu.clone().unwrap_or_else(dash),
                     t.count.to_string(),
-                    format!("{:.0}", t.min_us),
+                    t.min_us.to_string(),
                     format!("{:.1}", t.avg_us),
-                    format!("{:.0}", t.max_us),
-                    t.p99_us
-                        .map(|p| p.to_string())
-                        .unwrap_or_else(|| "overflow".into()),
+                    q(t.p99_us),
+                    q(t.p99_9_us),
+                    t.max_us.to_string(),
                     t.missed.to_string(),
+                    t.overflow.to_string(),
                 ]
             })
             .collect();
@@ -380,15 +805,27 @@ impl Summary {
             &[
                 ("Thread", false),
                 ("CPU", false),
-                ("Samples", false),
+                ("Samples", true),
                 ("Min (us)", true),
                 ("Avg (us)", true),
-                ("Max (us)", true),
                 ("p99 (us)", true),
+                ("p99.9 (us)", true),
+                ("Max (us)", true),
                 ("Missed (periods)", true),
+                ("Overflow", true),
             ],
             rows,
         )
+    }
+
+    /// The line under a throughput table: the ceiling the tests are measured against, or
+    /// why there is none.
+    pub fn ceiling_sentence(&self) -> String {
+        match (&self.ceiling, &self.no_ceiling_reason) {
+            (Some(c), _) => format!("Ceiling: {} ({} MB/s).", c.bottleneck, mb(c.mb_s)),
+            (None, Some(why)) => format!("No ceiling: {why}."),
+            (None, None) => "No ceiling: the path was not resolved.".to_string(),
+        }
     }
 
     /// The one number a history listing shows: the first test's MB/s or the worst
@@ -396,20 +833,13 @@ impl Summary {
     pub fn headline(&self) -> String {
         if let Some(t) = self.tests.first() {
             format!("{}: {:.1} MB/s", t.name, t.measured_mb_s)
-        } else if let Some(worst) = self
-            .threads
-            .iter()
-            .map(|t| t.max_us)
-            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
-        {
-            format!("max {worst:.0} us")
+        } else if let Some(worst) = self.threads.iter().map(|t| t.max_us).max() {
+            // The same truncated field as the Max column of the terminal and the report.
+            format!("max {worst} us")
         } else if let Some(c) = &self.ceiling {
             format!("bottleneck {} ({:.1} MB/s)", c.bottleneck, c.mb_s)
         } else {
-            match self.findings.len() {
-                1 => "1 finding".to_string(),
-                n => format!("{n} findings"),
-            }
+            plural(self.findings.len(), "finding", "findings")
         }
     }
 
@@ -419,14 +849,257 @@ impl Summary {
             (0, 0) => self.kind.clone(),
             (1, 0) => format!("{} (1 test)", self.kind),
             (n, 0) => format!("{} ({n} tests)", self.kind),
-            (_, n) => {
-                match n - usize::from(n > 1 && self.threads.iter().any(|t| t.name == "all")) {
-                    1 => format!("{} (1 thread)", self.kind),
-                    n => format!("{} ({n} threads)", self.kind),
-                }
-            }
+            (_, _) => format!(
+                "{} ({})",
+                self.kind,
+                plural(
+                    self.threads.iter().filter(|t| t.name != "all").count(),
+                    "thread",
+                    "threads"
+                )
+            ),
         }
     }
+}
+
+/// An audit's inventory as the terminal lists it, one table per bus.
+fn inventory(a: &AuditView) -> Vec<(String, Table)> {
+    let opt = |v: Option<String>| v.unwrap_or_else(dash);
+    let mut out = Vec::new();
+    if let Some(pci) = &a.pci {
+        let rows: Vec<Vec<String>> = pci
+            .functions
+            .iter()
+            .map(|f| {
+                let names = f.names.clone().unwrap_or_default();
+                let what = [names.class, names.vendor, names.device]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(": ");
+                let link = f.kernel_link.as_ref();
+                vec![
+                    f.address.clone(),
+                    if what.is_empty() { dash() } else { what },
+                    opt(f.driver.clone()),
+                    opt(link.and_then(|l| l.current).map(|s| s.to_string())),
+                    opt(link.and_then(|l| l.max).map(|s| s.to_string())),
+                ]
+            })
+            .collect();
+        out.push((
+            format!("PCI: {}", plural(rows.len(), "function", "functions")),
+            Table::new(
+                &[
+                    ("Address", false),
+                    ("Device", false),
+                    ("Driver", false),
+                    ("Link", false),
+                    ("Max", false),
+                ],
+                rows,
+            ),
+        ));
+        let rows: Vec<Vec<String>> = pci
+            .links
+            .iter()
+            .map(|l| {
+                let cmp = l.comparison.as_ref();
+                let downgraded = cmp.is_some_and(|c| c.speed_below_common || c.width_below_common);
+                vec![
+                    format!("{} -> {}", l.upstream, l.downstream),
+                    opt(cmp.map(|c| c.current.to_string())),
+                    opt(cmp.and_then(|c| c.common).map(|s| s.to_string())),
+                    opt(l
+                        .ceiling
+                        .as_ref()
+                        .map(|c| mb(c.current.effective_write_bps / MB))),
+                    opt(l
+                        .ceiling
+                        .as_ref()
+                        .and_then(|c| c.capable.as_ref())
+                        .map(|c| mb(c.effective_write_bps / MB))),
+                    if downgraded { "downgraded" } else { "" }.to_string(),
+                ]
+            })
+            .collect();
+        if !rows.is_empty() {
+            out.push((
+                format!(
+                    "PCI Express: {} (ceiling: effective write per direction)",
+                    plural(rows.len(), "link", "links")
+                ),
+                Table::new(
+                    &[
+                        ("Link", false),
+                        ("State", false),
+                        ("Both ends support", false),
+                        ("Ceiling (MB/s)", true),
+                        ("Capable ceiling (MB/s)", true),
+                        ("Note", false),
+                    ],
+                    rows,
+                ),
+            ));
+        }
+    }
+    if let Some(usb) = a.usb.as_ref().filter(|u| !u.devices.is_empty()) {
+        let rows: Vec<Vec<String>> = usb
+            .devices
+            .iter()
+            .map(|d| {
+                let product = [
+                    d.vendor_name.clone(),
+                    d.product_name.clone().or(d.product.clone()),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" ");
+                let drivers: Vec<String> = d
+                    .interfaces
+                    .iter()
+                    .filter_map(|i| i.driver.clone())
+                    .collect();
+                let lanes = d.rx_lanes.unwrap_or(1).clamp(1, 2) as u8;
+                // The audit's bulk ceiling of the device's link (root hubs have none).
+                let ceiling = d
+                    .speed_mbps
+                    .filter(|_| !d.root_hub)
+                    .and_then(|s| model::ceiling::usb::bulk_ceiling_for_sysfs(s, lanes));
+                vec![
+                    d.name.clone(),
+                    opt(d.speed_mbps.map(|s| s.to_string())),
+                    opt(d.version.clone()),
+                    if product.is_empty() { dash() } else { product },
+                    if d.root_hub {
+                        "root hub".to_string()
+                    } else if drivers.is_empty() {
+                        dash()
+                    } else {
+                        drivers.join(", ")
+                    },
+                    opt(d
+                        .storage
+                        .as_ref()
+                        .and_then(|s| s.transport.clone())
+                        .map(|t| t.replace('_', " "))),
+                    opt(ceiling.map(|c| mb(c / MB))),
+                ]
+            })
+            .collect();
+        out.push((
+            format!("USB: {}", plural(rows.len(), "device", "devices")),
+            Table::new(
+                &[
+                    ("Device", false),
+                    ("Speed (Mb/s)", true),
+                    ("USB", false),
+                    ("Product", false),
+                    ("Driver", false),
+                    ("Storage", false),
+                    ("Bulk ceiling (MB/s)", true),
+                ],
+                rows,
+            ),
+        ));
+    }
+    if let Some(block) = a.block.as_ref().filter(|b| !b.devices.is_empty()) {
+        let rows: Vec<Vec<String>> = block
+            .devices
+            .iter()
+            .map(|d| {
+                let q = d.queue.as_ref();
+                let kb = |v: Option<u64>| opt(v.map(|x| x.to_string()));
+                vec![
+                    d.name.clone(),
+                    opt(d.kind.clone()),
+                    opt(d
+                        .size_bytes
+                        .map(|b| format!("{:.1}", b as f64 / model::units::GIB))),
+                    opt(d.transport.clone()),
+                    opt(q.and_then(|q| q.rotational).map(yes_no)),
+                    opt(q.and_then(|q| q.scheduler.clone())),
+                    kb(q.and_then(|q| q.max_sectors_kb)),
+                    kb(q.and_then(|q| q.max_hw_sectors_kb)),
+                    kb(q.and_then(|q| q.read_ahead_kb)),
+                    d.mounts
+                        .iter()
+                        .map(|m| match &m.fs_type {
+                            Some(fs) => format!("{} ({fs})", m.mount_point),
+                            None => m.mount_point.clone(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ]
+            })
+            .collect();
+        out.push((
+            format!(
+                "Block: {} (size in GiB = 2^30 B, queue limits in KiB)",
+                plural(rows.len(), "device", "devices")
+            ),
+            Table::new(
+                &[
+                    ("Name", false),
+                    ("Kind", false),
+                    ("Size (GiB)", true),
+                    ("Transport", false),
+                    ("Rotational", false),
+                    ("Scheduler", false),
+                    ("max_sectors_kb", true),
+                    ("max_hw_sectors_kb", true),
+                    ("read_ahead_kb", true),
+                    ("Mounts", false),
+                ],
+                rows,
+            ),
+        ));
+    }
+    if let Some(net) = a.net.as_ref().filter(|n| !n.interfaces.is_empty()) {
+        let rows: Vec<Vec<String>> = net
+            .interfaces
+            .iter()
+            .map(|i| {
+                // The audit's TCP goodput ceiling (IPv4, timestamps) of the interface's link.
+                let tcp = match (i.speed_mbps, i.mtu) {
+                    (Some(s), Some(m)) => {
+                        model::ceiling::eth::tcp_goodput_bps(s as f64 * 1e6, m).map(|c| mb(c / MB))
+                    }
+                    _ => None,
+                };
+                vec![
+                    i.name.clone(),
+                    opt(i.operstate.clone()),
+                    opt(i.speed_mbps.map(|s| s.to_string())),
+                    opt(i.duplex.clone()),
+                    opt(i.mtu.map(|m| m.to_string())),
+                    if i.is_virtual {
+                        "virtual".to_string()
+                    } else {
+                        opt(i.driver.clone())
+                    },
+                    opt(tcp),
+                ]
+            })
+            .collect();
+        out.push((
+            format!("Network: {}", plural(rows.len(), "interface", "interfaces")),
+            Table::new(
+                &[
+                    ("Interface", false),
+                    ("State", false),
+                    ("Speed (Mb/s)", true),
+                    ("Duplex", false),
+                    ("MTU", true),
+                    ("Driver", false),
+                    ("TCP ceiling (MB/s)", true),
+                ],
+                rows,
+            ),
+        ));
+    }
+    out
 }
 
 /// `8 GT/s x1` or `5 GT/s x1 (capable 8 GT/s x1: downgraded)`, with the link's basis

@@ -254,7 +254,8 @@ impl SurveyBody {
                     .threads
                     .iter()
                     .map(|t| t.max_us)
-                    .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+                    .max()
+                    .map(|m| m as f64)
             })
         };
         match (max_of("latency idle"), max_of("latency stress")) {

@@ -47,6 +47,13 @@ pub struct PathView {
 pub struct ChainView {
     #[serde(default)]
     pub target: Option<String>,
+    /// `probe::chain::Hop`s, target first, each an object tagged by `hop`; shown field by
+    /// field so a hop kind added later still shows.
+    #[serde(default)]
+    pub hops: Vec<serde_json::Map<String, serde_json::Value>>,
+    /// Why the chain ends before the CPU, when it does.
+    #[serde(default)]
+    pub stopped: Option<String>,
 }
 
 /// `probe::path::PathLink`.
@@ -80,6 +87,9 @@ pub struct DiskView {
     pub ceiling: Option<DiskCeilingView>,
     #[serde(default)]
     pub tests: Vec<DiskTestView>,
+    /// Stopped by a signal before every test ran.
+    #[serde(default)]
+    pub interrupted: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -91,6 +101,25 @@ pub struct DiskParametersView {
     /// `best` (CrystalDiskMark's habit) or `mean`: which number is the test's headline.
     #[serde(default)]
     pub shown: Option<String>,
+    /// O_DIRECT (true) or buffered.
+    #[serde(default)]
+    pub direct: Option<bool>,
+    #[serde(default)]
+    pub size_bytes: Option<u64>,
+    #[serde(default)]
+    pub runs: Option<u32>,
+    #[serde(default)]
+    pub runtime_s: Option<f64>,
+    #[serde(default)]
+    pub ramp_s: Option<f64>,
+    #[serde(default)]
+    pub pause_s: Option<f64>,
+    #[serde(default)]
+    pub time_based: Option<bool>,
+    #[serde(default)]
+    pub fsync_end: Option<bool>,
+    #[serde(default)]
+    pub zero_buffers: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -102,12 +131,32 @@ pub struct DiskSystemView {
     pub governor: Option<String>,
     #[serde(default)]
     pub hostname: Option<String>,
+    #[serde(default)]
+    pub cpus: Option<u32>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct DiskTargetView {
     #[serde(default)]
     pub given: Option<String>,
+    /// The file or device the tests read and wrote.
+    #[serde(default)]
+    pub file: Option<String>,
+    /// `new_file`, `existing_file`, `block_device`...
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub device: Option<DiskDeviceView>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct DiskDeviceView {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub major: Option<u32>,
+    #[serde(default)]
+    pub minor: Option<u32>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -139,6 +188,10 @@ pub struct DiskSpecView {
     pub workload: Option<WorkloadView>,
     #[serde(default)]
     pub block_size: Option<u64>,
+    #[serde(default)]
+    pub queue_depth: Option<u32>,
+    #[serde(default)]
+    pub jobs: Option<u32>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -152,7 +205,28 @@ pub struct DiskRunView {
     /// MB/s = 10^6 B/s.
     pub mb_per_s: f64,
     #[serde(default)]
+    pub iops: Option<f64>,
+    /// CPU time (user + system) per I/O, us.
+    #[serde(default)]
+    pub cpu_us_per_io: Option<f64>,
+    /// Submission to completion (fio's lat).
+    #[serde(default)]
+    pub latency: Option<DiskLatencyView>,
+    #[serde(default)]
     pub cross_check: Option<CrossCheckView>,
+}
+
+/// `bench::disk::Latency`, nanoseconds.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct DiskLatencyView {
+    pub min_ns: u64,
+    pub mean_ns: f64,
+    pub p50_ns: u64,
+    #[serde(default)]
+    pub p90_ns: Option<u64>,
+    pub p99_ns: u64,
+    pub p99_9_ns: u64,
+    pub max_ns: u64,
 }
 
 /// The kernel's count of the same bytes, as (kernel − engine) / engine in percent.
@@ -204,14 +278,114 @@ pub struct LatencyView {
     #[serde(default)]
     pub context: Option<LatencyContextView>,
     pub measurement: LatencyMeasurementView,
+    /// The background load; absent or null when the run had none.
+    #[serde(default)]
+    pub stress: Option<StressView>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct StressView {
+    pub spec: StressSpecView,
+}
+
+/// `bench::stress::StressSpec`: worker counts as `--stress` takes them.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct StressSpecView {
+    #[serde(default)]
+    pub cpu: u32,
+    #[serde(default)]
+    pub cpu_load: Option<u32>,
+    #[serde(default)]
+    pub io: u32,
+    #[serde(default)]
+    pub vm: u32,
+    #[serde(default)]
+    pub vm_bytes_per_worker: u64,
+}
+
+impl StressSpecView {
+    /// The load in `--stress` syntax (`cpu=2,io=1,vm=1,vm-bytes=4M`), which a user can paste
+    /// back; `none` without workers.
+    pub fn spec(&self) -> String {
+        let mut parts = Vec::new();
+        if self.cpu > 0 {
+            parts.push(format!("cpu={}", self.cpu));
+            if let Some(l) = self.cpu_load.filter(|&l| l < 100) {
+                parts.push(format!("cpu-load={l}"));
+            }
+        }
+        if self.io > 0 {
+            parts.push(format!("io={}", self.io));
+        }
+        if self.vm > 0 {
+            parts.push(format!("vm={}", self.vm));
+            // vm-bytes is the total, divided across the workers (stress-ng's meaning).
+            let total = self.vm_bytes_per_worker * u64::from(self.vm);
+            // In the flag's own spelling: 4M = 4 MiB, as stress-ng reads it.
+            let size = model::units::format_bytes_binary(total)
+                .replace(" B", "")
+                .replace("iB", "")
+                .replace(' ', "");
+            parts.push(format!("vm-bytes={size}"));
+        }
+        if parts.is_empty() {
+            "none".to_string()
+        } else {
+            parts.join(",")
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct LatencyConfigView {
     #[serde(default)]
+    pub threads: Option<u32>,
+    #[serde(default)]
+    pub affinity: Option<AffinityView>,
+    #[serde(default)]
     pub interval_us: Option<u64>,
     #[serde(default)]
+    pub distance_us: Option<u64>,
+    #[serde(default)]
     pub priority: Option<i64>,
+    #[serde(default)]
+    pub limits: Option<LatencyLimitsView>,
+    #[serde(default)]
+    pub histogram_limit_us: Option<u32>,
+    /// Length of the windows whose maxima are kept, s.
+    #[serde(default)]
+    pub window_s: Option<f64>,
+}
+
+/// `{"kind": "free"}` or `{"kind": "pinned", "cpus": [2, 3]}`.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct AffinityView {
+    pub kind: String,
+    #[serde(default)]
+    pub cpus: Option<Vec<u32>>,
+}
+
+impl std::fmt::Display for AffinityView {
+    /// `free` or `pinned to CPUs 2-3`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.cpus {
+            Some(c) => write!(
+                f,
+                "{} to CPUs {}",
+                self.kind,
+                model::units::format_cpu_list(c)
+            ),
+            None => f.write_str(&self.kind),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct LatencyLimitsView {
+    #[serde(default)]
+    pub duration_s: Option<f64>,
+    #[serde(default)]
+    pub loops: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -220,6 +394,55 @@ pub struct LatencyContextView {
     pub kernel: Option<LatencyKernelView>,
     #[serde(default)]
     pub cpufreq: Vec<CpuFreqView>,
+    #[serde(default)]
+    pub cmdline: Option<CmdlineView>,
+    #[serde(default)]
+    pub smt_active: Option<bool>,
+}
+
+/// The isolation parameters of the kernel command line (`None`: not given).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct CmdlineView {
+    #[serde(default)]
+    pub isolcpus: Option<Vec<u32>>,
+    #[serde(default)]
+    pub nohz_full: Option<Vec<u32>>,
+    #[serde(default)]
+    pub rcu_nocbs: Option<Vec<u32>>,
+}
+
+/// Whether a privileged step (SCHED_FIFO, mlockall, /dev/cpu_dma_latency) was taken:
+/// `{"state": "done"}`, `{"state": "not_requested"}` or `{"state": "refused", ...}`.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct StepView {
+    pub state: String,
+    /// Why it was refused, when it was.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct PrivilegesView {
+    #[serde(default)]
+    pub sched_fifo: Option<StepView>,
+    #[serde(default)]
+    pub memory_locked: Option<StepView>,
+    #[serde(default)]
+    pub cpu_dma_latency_held: Option<StepView>,
+}
+
+/// One of the largest wake-up latencies: when and on which thread.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct SpikeView {
+    pub latency_ns: u64,
+    pub at_ns: u64,
+    pub thread: u32,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct WindowMaxView {
+    pub start_s: u64,
+    pub max_ns: u64,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -249,6 +472,14 @@ pub struct LatencyMeasurementView {
     pub threads: Vec<LatencyThreadView>,
     #[serde(default)]
     pub total: Option<LatencyStatsView>,
+    /// How long the threads measured.
+    #[serde(default)]
+    pub elapsed_ns: Option<u64>,
+    /// Why the run ended (`duration`, `loops`, `signal`...), as written.
+    #[serde(default)]
+    pub stopped_by: Option<serde_json::Value>,
+    #[serde(default)]
+    pub privileges: Option<PrivilegesView>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -256,9 +487,15 @@ pub struct LatencyThreadView {
     pub thread: u32,
     #[serde(default)]
     pub cpu: Option<u32>,
+    /// Where a free (unpinned) thread last ran.
+    #[serde(default)]
+    pub last_cpu: Option<u32>,
     #[serde(default)]
     pub interval_us: Option<u64>,
     pub stats: LatencyStatsView,
+    /// CPU time the measuring thread used.
+    #[serde(default)]
+    pub cpu_time_ns: Option<u64>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -271,6 +508,10 @@ pub struct LatencyStatsView {
     pub missed_periods: u64,
     #[serde(default)]
     pub histogram: HistogramView,
+    #[serde(default)]
+    pub largest: Vec<SpikeView>,
+    #[serde(default)]
+    pub window_maxima: Vec<WindowMaxView>,
 }
 
 /// cyclictest's histogram: 1 µs buckets, only the non-empty ones as `[µs, count]` pairs, and
@@ -304,6 +545,215 @@ impl HistogramView {
         }
         None
     }
+}
+
+/// `headroom audit`'s body: the inventory a report lists link by link.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct AuditView {
+    #[serde(default)]
+    pub pci: Option<PciInventoryView>,
+    #[serde(default)]
+    pub usb: Option<UsbInventoryView>,
+    #[serde(default)]
+    pub block: Option<BlockInventoryView>,
+    #[serde(default)]
+    pub net: Option<NetInventoryView>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct PciInventoryView {
+    #[serde(default)]
+    pub functions: Vec<PciFunctionView>,
+    #[serde(default)]
+    pub links: Vec<PciLinkView>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct PciFunctionView {
+    pub address: String,
+    #[serde(default)]
+    pub names: Option<PciNamesView>,
+    #[serde(default)]
+    pub driver: Option<String>,
+    /// The link the kernel reports for this function (`current_link_speed` ...).
+    #[serde(default)]
+    pub kernel_link: Option<KernelLinkView>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct PciNamesView {
+    #[serde(default)]
+    pub vendor: Option<String>,
+    #[serde(default)]
+    pub device: Option<String>,
+    #[serde(default)]
+    pub class: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct KernelLinkView {
+    #[serde(default)]
+    pub current: Option<PcieLinkStateView>,
+    #[serde(default)]
+    pub max: Option<PcieLinkStateView>,
+}
+
+/// `model::pcie::LinkState`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
+pub struct PcieLinkStateView {
+    pub speed_gts: f64,
+    pub width: u32,
+}
+
+impl std::fmt::Display for PcieLinkStateView {
+    /// `8 GT/s x1`, as the audit and lspci write it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} GT/s x{}", self.speed_gts, self.width)
+    }
+}
+
+/// One PCIe link of the audit: both ends, the states and the ceilings.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct PciLinkView {
+    pub upstream: String,
+    pub downstream: String,
+    #[serde(default)]
+    pub comparison: Option<LinkComparisonView>,
+    #[serde(default)]
+    pub ceiling: Option<PciLinkCeilingView>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct LinkComparisonView {
+    pub current: PcieLinkStateView,
+    /// The best both ends support.
+    #[serde(default)]
+    pub common: Option<PcieLinkStateView>,
+    #[serde(default)]
+    pub speed_below_common: bool,
+    #[serde(default)]
+    pub width_below_common: bool,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct PciLinkCeilingView {
+    pub current: PcieCeilingView,
+    #[serde(default)]
+    pub capable: Option<PcieCeilingView>,
+}
+
+/// The part of `model::ceiling::pcie::PcieCeiling` the audit prints: the effective write
+/// ceiling per direction, bytes/s.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct PcieCeilingView {
+    pub effective_write_bps: f64,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct UsbInventoryView {
+    #[serde(default)]
+    pub devices: Vec<UsbDeviceView>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct UsbDeviceView {
+    pub name: String,
+    #[serde(default)]
+    pub root_hub: bool,
+    #[serde(default)]
+    pub speed_mbps: Option<f64>,
+    #[serde(default)]
+    pub rx_lanes: Option<u32>,
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub vendor_name: Option<String>,
+    #[serde(default)]
+    pub product_name: Option<String>,
+    #[serde(default)]
+    pub product: Option<String>,
+    #[serde(default)]
+    pub interfaces: Vec<UsbInterfaceView>,
+    #[serde(default)]
+    pub storage: Option<UsbStorageView>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct UsbInterfaceView {
+    #[serde(default)]
+    pub driver: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct UsbStorageView {
+    /// `uas` or `bot`, as the probe names it.
+    #[serde(default)]
+    pub transport: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct BlockInventoryView {
+    #[serde(default)]
+    pub devices: Vec<BlockDeviceView>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct BlockDeviceView {
+    pub name: String,
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub size_bytes: Option<u64>,
+    #[serde(default)]
+    pub transport: Option<String>,
+    #[serde(default)]
+    pub queue: Option<BlockQueueView>,
+    #[serde(default)]
+    pub mounts: Vec<MountView>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct BlockQueueView {
+    #[serde(default)]
+    pub scheduler: Option<String>,
+    #[serde(default)]
+    pub rotational: Option<bool>,
+    #[serde(default)]
+    pub max_sectors_kb: Option<u64>,
+    #[serde(default)]
+    pub max_hw_sectors_kb: Option<u64>,
+    #[serde(default)]
+    pub read_ahead_kb: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct MountView {
+    pub mount_point: String,
+    #[serde(default)]
+    pub fs_type: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct NetInventoryView {
+    #[serde(default)]
+    pub interfaces: Vec<NetInterfaceView>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct NetInterfaceView {
+    pub name: String,
+    #[serde(default)]
+    pub operstate: Option<String>,
+    #[serde(default)]
+    pub speed_mbps: Option<u64>,
+    #[serde(default)]
+    pub duplex: Option<String>,
+    #[serde(default)]
+    pub mtu: Option<u32>,
+    #[serde(default)]
+    pub driver: Option<String>,
+    #[serde(default, rename = "virtual")]
+    pub is_virtual: bool,
 }
 
 #[cfg(test)]

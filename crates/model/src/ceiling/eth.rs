@@ -9,6 +9,7 @@
 //! fragment header 8 B (section 4.5); [RFC 9293] TCP header 20 B; [RFC 7323] timestamps
 //! option 10 B, padded to 12; [RFC 768] UDP header 8 B.
 
+use crate::units::{BitsPerSec, BytesPerSec};
 use serde::Serialize;
 
 const PREAMBLE_SFD: u32 = 8;
@@ -40,19 +41,19 @@ pub const RATES: [(&str, f64); 10] = [
     ("100G", 100e9),
 ];
 
-/// The MAC rate named `name` ("1G", "10g", "100M"), bits per second.
-pub fn parse_rate(name: &str) -> Option<f64> {
+/// The MAC rate named `name` ("1G", "10g", "100M").
+pub fn parse_rate(name: &str) -> Option<BitsPerSec> {
     RATES
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(name.trim()))
-        .map(|&(_, r)| r)
+        .map(|&(_, r)| BitsPerSec(r))
 }
 
-/// The name of a MAC rate in bits per second ("1G").
-pub fn rate_name(bits_per_second: f64) -> Option<&'static str> {
+/// The name of a MAC rate ("1G").
+pub fn rate_name(rate: BitsPerSec) -> Option<&'static str> {
     RATES
         .iter()
-        .find(|(_, r)| (r - bits_per_second).abs() < 1.0)
+        .find(|(_, r)| (r - rate.0).abs() < 1.0)
         .map(|&(n, _)| n)
 }
 
@@ -92,8 +93,9 @@ pub enum Transport {
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct EthParams {
-    /// MAC rate, bits per second.
-    pub rate_bps: f64,
+    /// MAC rate.
+    #[serde(rename = "rate_bits_per_sec")]
+    pub rate: BitsPerSec,
     /// IP MTU, bytes (the interface's `mtu`).
     pub mtu: u32,
     pub ip: IpVersion,
@@ -134,8 +136,9 @@ const MAX_MTU: u32 = 9216;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct EthCeiling {
     pub params: EthParams,
-    /// The MAC rate in bytes/s (the raw ceiling).
-    pub raw_bps: f64,
+    /// The MAC rate in bytes (the raw ceiling).
+    #[serde(rename = "raw_bytes_per_sec")]
+    pub raw: BytesPerSec,
     /// Application bytes per frame sequence (TCP segment payload, or UDP datagram).
     pub payload_bytes: u32,
     /// Frames per payload (1, or the IP fragments of a large UDP datagram).
@@ -143,7 +146,8 @@ pub struct EthCeiling {
     /// Bytes on the wire per payload, preamble to inter-frame gap.
     pub wire_bytes: u32,
     /// Application bytes per second.
-    pub goodput_bps: f64,
+    #[serde(rename = "goodput_bytes_per_sec")]
+    pub goodput: BytesPerSec,
 }
 
 /// Bytes on the wire for one IP packet of `ip_len` bytes.
@@ -196,14 +200,14 @@ pub fn goodput(params: &EthParams) -> Result<EthCeiling, EthError> {
             }
         }
     };
-    let raw = params.rate_bps / 8.0;
+    let raw = params.rate.to_bytes();
     Ok(EthCeiling {
         params: *params,
-        raw_bps: raw,
+        raw,
         payload_bytes: payload,
         frames,
         wire_bytes: wire,
-        goodput_bps: raw * f64::from(payload) / f64::from(wire),
+        goodput: BytesPerSec(raw.0 * f64::from(payload) / f64::from(wire)),
     })
 }
 
@@ -212,13 +216,20 @@ pub fn goodput(params: &EthParams) -> Result<EthCeiling, EthError> {
 /// the figure the audit compares iperf3 with. None for an MTU the model refuses.
 pub fn tcp_goodput_bps(rate_bps: f64, mtu: u32) -> Option<f64> {
     goodput(&EthParams {
-        rate_bps,
+        rate: BitsPerSec(rate_bps),
         mtu,
         ip: IpVersion::V4,
         transport: Transport::Tcp { timestamps: true },
     })
     .ok()
-    .map(|c| c.goodput_bps)
+    .map(|c| c.goodput.0)
+}
+
+/// The largest UDP payload one IP packet carries at `mtu` (no fragmentation): the MTU less
+/// the IP header and the 8 B UDP header ([RFC 768]). At MTU 1500 over IPv4: 1472 B; at
+/// 9000: 8972 B. `None` when the MTU leaves no room.
+pub fn udp_payload_filling(mtu: u32, ip: IpVersion) -> Option<u32> {
+    mtu.checked_sub(ip.header() + UDP_HEADER).filter(|&p| p > 0)
 }
 
 #[cfg(test)]
@@ -227,7 +238,7 @@ mod tests {
 
     fn at(rate: &str, mtu: u32, ip: IpVersion, transport: Transport) -> EthCeiling {
         goodput(&EthParams {
-            rate_bps: parse_rate(rate).unwrap(),
+            rate: parse_rate(rate).unwrap(),
             mtu,
             ip,
             transport,
@@ -245,14 +256,14 @@ mod tests {
             Transport::Tcp { timestamps: true },
         );
         assert_eq!((ts.payload_bytes, ts.wire_bytes), (1448, 1538));
-        assert_eq!(format!("{:.1}", ts.goodput_bps * 8.0 / 1e6), "941.5");
+        assert_eq!(format!("{:.1}", ts.goodput.to_bits().mbit()), "941.5");
         let plain = at(
             "1G",
             1500,
             IpVersion::V4,
             Transport::Tcp { timestamps: false },
         );
-        assert_eq!(format!("{:.1}", plain.goodput_bps * 8.0 / 1e6), "949.3");
+        assert_eq!(format!("{:.1}", plain.goodput.to_bits().mbit()), "949.3");
         let v6 = at(
             "1G",
             1500,
@@ -267,7 +278,7 @@ mod tests {
             Transport::Tcp { timestamps: true },
         );
         assert_eq!(jumbo.payload_bytes, 8948);
-        assert!((jumbo.goodput_bps - 10e9 / 8.0 * 8948.0 / 9038.0).abs() < 1.0);
+        assert!((jumbo.goodput.0 - 10e9 / 8.0 * 8948.0 / 9038.0).abs() < 1.0);
     }
 
     #[test]
@@ -275,7 +286,7 @@ mod tests {
         // iperf's default 1470 B datagram: 1470 of 1536 wire bytes = 957.0 Mb/s on 1G.
         let u = at("1G", 1500, IpVersion::V4, Transport::Udp { payload: 1470 });
         assert_eq!((u.frames, u.wire_bytes), (1, 1536));
-        assert_eq!(format!("{:.1}", u.goodput_bps * 8.0 / 1e6), "957.0");
+        assert_eq!(format!("{:.1}", u.goodput.to_bits().mbit()), "957.0");
         // A small datagram is padded to the 64 B minimum frame: 84 B on the wire.
         let small = at("100M", 1500, IpVersion::V4, Transport::Udp { payload: 10 });
         assert_eq!(small.wire_bytes, 84);
@@ -293,7 +304,7 @@ mod tests {
     #[test]
     fn bad_parameters() {
         let p = EthParams {
-            rate_bps: 1e9,
+            rate: BitsPerSec(1e9),
             mtu: 1000,
             ip: IpVersion::V6,
             transport: Transport::Tcp { timestamps: false },
@@ -303,10 +314,21 @@ mod tests {
             "MTU 1000 is below the 1280 bytes this IP version requires; use 1280 to 9216"
         );
         assert_eq!(parse_rate("3G"), None);
-        assert_eq!(parse_rate("2.5g"), Some(2.5e9));
+        assert_eq!(parse_rate("2.5g"), Some(BitsPerSec(2.5e9)));
         // sysfs speed 1000 (Mb/s), MTU 1500: the 941.5 Mb/s of iperf3.
         let tcp = tcp_goodput_bps(1000e6, 1500).unwrap();
         assert_eq!(format!("{:.1}", tcp * 8.0 / 1e6), "941.5");
         assert_eq!(tcp_goodput_bps(1000e6, 20), None);
+    }
+
+    #[test]
+    fn udp_datagrams_that_fill_the_mtu() {
+        assert_eq!(udp_payload_filling(1500, IpVersion::V4), Some(1472));
+        assert_eq!(udp_payload_filling(9000, IpVersion::V4), Some(8972));
+        assert_eq!(udp_payload_filling(9000, IpVersion::V6), Some(8952));
+        let u = at("10G", 9000, IpVersion::V4, Transport::Udp { payload: 8972 });
+        // One frame of 9000 B IP packet: 9038 B on the wire.
+        assert_eq!((u.frames, u.wire_bytes), (1, 9038));
+        assert_eq!(format!("{:.1}", u.goodput.to_bits().mbit()), "9927.0");
     }
 }

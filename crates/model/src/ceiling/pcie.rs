@@ -83,7 +83,8 @@ const DLLP_WIRE_BYTES: f64 = 8.0;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AssumptionSet {
-    /// The seed's 28 B per TLP (Rockchip PCIe guide, section 2.2).
+    /// The Rockchip PCIe guide's 28 B per TLP (section 2.2). `rockchip` in JSON.
+    #[serde(rename = "rockchip")]
     Seed,
     /// Sharper default: no ECRC, per-parameter header size.
     Default,
@@ -92,7 +93,7 @@ pub enum AssumptionSet {
 impl AssumptionSet {
     pub fn label(self) -> &'static str {
         match self {
-            AssumptionSet::Seed => "seed",
+            AssumptionSet::Seed => "rockchip",
             AssumptionSet::Default => "default",
         }
     }
@@ -101,8 +102,8 @@ impl AssumptionSet {
     pub fn describe(self) -> &'static str {
         match self {
             AssumptionSet::Seed => {
-                "seed (Rockchip PCIe guide 2.2): 28 B per TLP = header 16 + ECRC 4 + LCRC 4 \
-                 + sequence 2 + framing 2"
+                "the Rockchip PCIe guide's 28 B assumption set (section 2.2): header 16 + \
+                 ECRC 4 + LCRC 4 + sequence 2 + framing 2 per TLP"
             }
             AssumptionSet::Default => {
                 "default: no ECRC (Linux default), so header + LCRC 4 + sequence 2 + framing 2 \

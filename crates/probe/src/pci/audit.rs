@@ -806,8 +806,8 @@ pub fn findings(audit: &PciAudit) -> Vec<Finding> {
                         ),
                     )
                     .with_advice(
-                        "boot with pci=pcie_bus_perf to let the kernel raise MPS (the seed's \
-                         tuning), if no peer-to-peer DMA needs the smaller size",
+                        "boot with pci=pcie_bus_perf to let the kernel raise MPS (the Rockchip PCIe \
+                         guide's tuning), if no peer-to-peer DMA needs the smaller size",
                     ),
                 );
             }
