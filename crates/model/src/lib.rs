@@ -6,6 +6,7 @@ pub mod blockdev;
 pub mod ceiling;
 pub mod finding;
 pub mod pcie;
+pub mod procfs;
 pub mod units;
 
 pub use finding::{Finding, Severity};
