@@ -11,6 +11,7 @@ use bench::latency::{
 };
 use bench::stress::{self, Launcher, Load, StopReport, StressSpec};
 use clap::{ArgAction, Args, Subcommand};
+use counters::{interrupts, Sampler};
 use model::{Finding, Severity};
 use probe::sysfs::SysRoot;
 use probe::system::{self, LoadAverage, SystemContext};
@@ -434,12 +435,13 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         }
     }
 
+    let load_sampler = counters::LoadAverageSampler::new(counters::Root::new(root.root()));
     let mut load_samples = Vec::new();
     let sample = |samples: &mut Vec<LoadSample>| {
-        if let Ok(Some(l)) = system::read_load_average(&root) {
+        if let Ok(l) = load_sampler.snapshot() {
             samples.push(LoadSample {
                 at_s: started.elapsed().as_secs_f64(),
-                load: l,
+                load: l.value,
             });
         }
     };
@@ -483,7 +485,10 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     }
     let measurement = measurement.map_err(anyhow::Error::msg)?;
 
-    let irqs_after = system::read_irq_counts(&root).ok().flatten();
+    let irqs_after = counters::InterruptsSampler::new(counters::Root::new(root.root()))
+        .snapshot()
+        .ok()
+        .map(|s| s.value);
     let findings = findings(&config, &context, &measurement, irqs_after.as_deref());
     let document = LatencyDocument {
         config: &config,
@@ -565,8 +570,10 @@ pub fn findings(
         );
     }
     for &cpu in &cpus {
-        let during = irqs_after
-            .map(|after| system::irq_deltas_on_cpu(ctx.irqs.as_deref().unwrap_or(&[]), after, cpu));
+        let during = irqs_after.map(|after| {
+            let lines = interrupts::delta_lines(ctx.irqs.as_deref().unwrap_or(&[]), after);
+            interrupts::on_cpu(&lines, cpu)
+        });
         match during {
             Some(d) if !d.is_empty() => {
                 let total: u64 = d.iter().map(|x| x.2).sum();

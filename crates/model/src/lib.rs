@@ -7,6 +7,7 @@ pub mod ceiling;
 pub mod finding;
 pub mod net;
 pub mod pcie;
+pub mod procfs;
 pub mod units;
 
 pub use finding::{Finding, Severity};
