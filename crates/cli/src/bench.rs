@@ -37,6 +37,9 @@ pub enum BenchCommand {
     /// stress load like stress-ng.
     #[command(disable_help_flag = true)]
     Latency(LatencyArgs),
+    /// TCP and UDP throughput like iperf3 (its flags and protocol: either end may be a stock
+    /// iperf3), judged against the link's ceiling.
+    Net(crate::bench_net::NetArgs),
     /// A worker of `--stress` (started by headroom itself).
     #[command(hide = true, name = "stress-worker")]
     StressWorker {
@@ -177,6 +180,7 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     match &args.command {
         BenchCommand::Disk(a) => crate::bench_disk::run_disk(global, a),
         BenchCommand::Latency(a) => run_latency(global, a),
+        BenchCommand::Net(a) => crate::bench_net::run_net(global, a),
         BenchCommand::StressWorker { args } => {
             let w = stress::WorkerArgs::from_args(args).map_err(anyhow::Error::msg)?;
             stress::worker_main(&w).map_err(anyhow::Error::msg)?;

@@ -400,6 +400,30 @@ pub fn ethernet_goodput(rate_bps: f64, p: &GoodputParams) -> Option<f64> {
     .map(|c| c.goodput_bps)
 }
 
+/// What headroom found out about the interface a test's bytes left by: the facts the
+/// ceiling and the findings are made from (filled by probe, judged by report).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkFacts {
+    pub interface: String,
+    /// Negotiated speed, Mb/s (sysfs `speed`); `None` when down, virtual or unknown.
+    pub speed_mbps: Option<u64>,
+    pub duplex: Option<String>,
+    pub mtu: Option<u32>,
+    /// No hardware below (lo, veth, bridge, tun, ...).
+    pub is_virtual: bool,
+    pub is_loopback: bool,
+    pub driver: Option<String>,
+    /// The USB device's own rate, Mb/s, when the adapter is on USB.
+    pub usb_speed_mbps: Option<f64>,
+    /// A token-bucket qdisc at the root of the interface.
+    pub shaper: Option<Shaper>,
+    /// `net.ipv4.tcp_timestamps` (0 off, 1 on, 2 on without random offsets).
+    pub tcp_timestamps: Option<u32>,
+    /// Offloads visible in sysfs/ethtool that change how packets reach the wire or the CPU.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

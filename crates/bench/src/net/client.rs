@@ -296,6 +296,20 @@ pub fn run_client(
         return Err(last_err.unwrap_or_else(|| NetError::Setup("no address to connect to".into())));
     };
     let _ = sock.set_nodelay(true);
+    // Without -l: 128 KiB for TCP; for UDP the control connection's MSS, so datagrams are
+    // not fragmented (iperf_connect does the same).
+    let mut resolved = cfg.clone();
+    if resolved.test.len == 0 {
+        resolved.test.len = match resolved.test.protocol {
+            Protocol::Tcp => super::DEFAULT_TCP_LEN,
+            Protocol::Udp => sock
+                .mss()
+                .ok()
+                .filter(|&m| m > 0 && m <= proto::MAX_UDP_BLOCKSIZE)
+                .unwrap_or(super::DEFAULT_UDP_LEN),
+        };
+    }
+    let cfg = &resolved;
     let mut ctrl: TcpStream = sock.into();
     let peer = format!("{}:{}", cfg.host, cfg.port);
     let local = ctrl

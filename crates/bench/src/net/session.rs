@@ -402,7 +402,8 @@ pub fn merge_peer(
         s.peer = Some(EndTotals {
             bytes: r.bytes,
             seconds: (r.end_time - r.start_time).max(0.0),
-            retransmits: (peer_sends && r.retransmits >= 0).then_some(r.retransmits as u64),
+            // iperf3 3.12 sends garbage (i64::MAX) as a UDP sender's retransmits.
+            retransmits: (!udp && peer_sends && r.retransmits >= 0).then_some(r.retransmits as u64),
             packets: udp.then_some(r.packets),
             lost_packets: (udp && !peer_sends).then_some(r.errors),
             out_of_order: None,
