@@ -335,7 +335,7 @@ fn link_facts(iface: &str) -> (Option<LinkFacts>, Vec<String>) {
 fn print_interval(json: bool, end_s: f64, flow: Flow, bps: f64) {
     if !json {
         eprintln!(
-            "[{end_s:7.2} s] {:<17} {:>10.2} Mbit/s",
+            "headroom: [{end_s:7.2} s] {:<17} {:>10.2} Mbit/s",
             flow.label(),
             bps / 1e6
         );

@@ -106,6 +106,10 @@ impl Interval {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EndTotals {
     pub bytes: u64,
+    /// Bytes counted during the omitted seconds (`-O`), not in `bytes`; this end's own count
+    /// only (iperf3 does not exchange it).
+    #[serde(default)]
+    pub omitted_bytes: u64,
     /// Seconds the end counted bytes for.
     pub seconds: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]

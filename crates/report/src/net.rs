@@ -38,7 +38,8 @@ pub struct InterfaceCheck {
     pub interface: String,
     pub tx_bytes: u64,
     pub rx_bytes: u64,
-    /// Application bytes this end sent and received (payload only).
+    /// Application bytes this end sent and received (payload only, omitted seconds included,
+    /// as the interface counted through them).
     pub app_sent: u64,
     pub app_received: u64,
     /// Interface bytes / application bytes - 1, for the direction that carried the test
@@ -227,13 +228,13 @@ impl NetReport {
             .streams
             .iter()
             .filter(local_sends)
-            .map(|s| s.local.bytes)
+            .map(|s| s.local.bytes + s.local.omitted_bytes)
             .sum();
         let app_received: u64 = measurement
             .streams
             .iter()
             .filter(|s| !s.local_sends)
-            .map(|s| s.local.bytes)
+            .map(|s| s.local.bytes + s.local.omitted_bytes)
             .sum();
         let interface_check = iface.map(|(interface, tx, rx)| {
             let loopback = link.as_ref().is_some_and(|l| l.is_loopback);
@@ -255,7 +256,8 @@ impl NetReport {
             }
         });
         let gb = |bytes: u64| bytes as f64 / model::units::GB;
-        let moved = app_sent + app_received;
+        // CPU time is counted from the end of the omitted seconds: the bytes after it.
+        let moved: u64 = measurement.streams.iter().map(|s| s.local.bytes).sum();
         let cpu_per_gb = CpuPerGb {
             local_s_per_gb: (moved > 0).then(|| measurement.cpu_local.cpu_seconds() / gb(moved)),
             peer_s_per_gb: measurement
@@ -380,10 +382,16 @@ pub fn findings(r: &NetReport) -> Vec<Finding> {
                 push(
                     Severity::Info,
                     format!(
-                        "{}: the receiver counted {:.1} % fewer bytes than the sender (bytes \
-                         still in flight when the test ended, or lost datagrams)",
+                        "{}: the receiver counted {:.1} % {} bytes than the sender (bytes in \
+                         flight when the measured time began or ended{})",
                         v.flow.label(),
-                        gap * 100.0
+                        gap.abs() * 100.0,
+                        if gap > 0.0 { "fewer" } else { "more" },
+                        if r.measurement.config.protocol == Protocol::Udp {
+                            ", or lost datagrams"
+                        } else {
+                            ""
+                        }
                     ),
                     None,
                 );

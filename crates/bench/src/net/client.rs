@@ -236,6 +236,12 @@ fn udp_connect(cfg: &ClientConfig, addr: &SocketAddr, id: u32) -> Result<UdpSock
     if let Some(w) = cfg.test.window {
         let _ = s.set_send_buffer_size(w as usize);
         let _ = s.set_recv_buffer_size(w as usize);
+    } else {
+        let u: &UdpSocket = &s
+            .try_clone()
+            .map_err(|e| connect_error(cfg, addr, &e))?
+            .into();
+        super::stream::enlarge_udp_receive_buffer(u);
     }
     s.connect(&SockAddr::from(*addr))
         .map_err(|e| connect_error(cfg, addr, &e))?;

@@ -232,8 +232,17 @@ impl Server {
             + Duration::from_secs(u64::from(config.duration_s))
             + Duration::from_secs(15);
         let fds = [ctrl.as_raw_fd(), self.listener.as_raw_fd()];
+        // The server's senders stop when the test is due to end rather than when TEST_END
+        // arrives, so nothing is sent after the client stopped counting (iperf3 sends on
+        // until TEST_END; its client then reports those bytes as never received).
+        let due = s.measured_start() + Duration::from_secs(u64::from(config.duration_s));
+        let mut senders_stopped = false;
         let stopped = loop {
             let now = Instant::now();
+            if !senders_stopped && now >= due {
+                s.stop_senders();
+                senders_stopped = true;
+            }
             for (end_s, flow, bps) in s.tick(now) {
                 on_event(Event::Interval { end_s, flow, bps });
             }
@@ -435,6 +444,8 @@ impl Server {
                         let r = socket2::SockRef::from(&u);
                         let _ = r.set_send_buffer_size(w as usize);
                         let _ = r.set_recv_buffer_size(w as usize);
+                    } else {
+                        super::stream::enlarge_udp_receive_buffer(&u);
                     }
                     // A fresh socket for the next stream's connect datagram (iperf_udp_accept).
                     if out.len() + 1

@@ -145,6 +145,14 @@ impl Session {
                 self.omitting = false;
                 for s in &mut self.streams {
                     s.base = s.counters.snapshot();
+                    // As at the end: bytes still queued here have not reached the peer, which
+                    // starts its own count at the same moment.
+                    if let (Sock::Tcp(_), true) = (&s.sock, s.local_sends) {
+                        s.base.bytes = s
+                            .base
+                            .bytes
+                            .saturating_sub(stream::unsent_bytes(s.sock.fd()).unwrap_or(0));
+                    }
                     s.last = s.base;
                     s.base_retrans = Self::retrans_of(&s.sock, s.local_sends);
                     s.last_retrans = s.base_retrans;
@@ -237,7 +245,15 @@ impl Session {
             .saturating_duration_since(self.measured_start())
             .as_secs_f64();
         for s in &mut self.streams {
-            s.end = Some((s.counters.snapshot(), secs));
+            let mut snap = s.counters.snapshot();
+            // A TCP sender's bytes still queued in its socket had not reached the peer when
+            // the test ended: the peer (iperf3 stops counting at TEST_END) never counts them.
+            if let (Sock::Tcp(_), true) = (&s.sock, s.local_sends) {
+                snap.bytes = snap
+                    .bytes
+                    .saturating_sub(stream::unsent_bytes(s.sock.fd()).unwrap_or(0));
+            }
+            s.end = Some((snap, secs));
         }
     }
 
@@ -322,6 +338,7 @@ impl Session {
                 };
                 let local = EndTotals {
                     bytes: end.bytes.saturating_sub(s.base.bytes),
+                    omitted_bytes: s.base.bytes,
                     seconds: secs,
                     retransmits: info
                         .map(|i| u64::from(i.tcpi_total_retrans.saturating_sub(s.base_retrans))),
@@ -401,6 +418,7 @@ pub fn merge_peer(
         let peer_sends = !s.local_sends;
         s.peer = Some(EndTotals {
             bytes: r.bytes,
+            omitted_bytes: 0,
             seconds: (r.end_time - r.start_time).max(0.0),
             // iperf3 3.12 sends garbage (i64::MAX) as a UDP sender's retransmits.
             retransmits: (!udp && peer_sends && r.retransmits >= 0).then_some(r.retransmits as u64),

@@ -96,6 +96,9 @@ pub struct Work {
     pub udp_counters_64bit: bool,
 }
 
+/// How far a paced sender may fall behind its schedule and still catch up.
+const MAX_PACER_DEBT: Duration = Duration::from_millis(2);
+
 /// Paces a sender to `rate` bits per second: each block is due when the bytes before it have
 /// taken their time at the rate; the thread sleeps (absolute CLOCK_MONOTONIC deadline, timer
 /// slack 1 ns) until then, so datagrams leave evenly spaced instead of in bursts.
@@ -116,9 +119,18 @@ impl Pacer {
         }
     }
 
-    /// Wait until `sent` bytes are due; returns early when `stop` is set.
-    fn wait(&self, sent: u64, stop: &AtomicBool) {
+    /// Wait until `sent` bytes are due; returns early when `stop` is set. A sender that fell
+    /// behind (the thread was not scheduled) does not catch up in a burst: a debt of more than
+    /// [`MAX_PACER_DEBT`] is forgiven, so a shaper's small bucket is not overrun (the burst
+    /// after a stall is iperf3's known weak spot, esnet/iperf#386 and #460). The rate actually
+    /// sent is what the sender's byte count says.
+    fn wait(&mut self, sent: u64, stop: &AtomicBool) {
         let due = self.start + Duration::from_nanos((sent as f64 * self.ns_per_byte) as u64);
+        let now = Instant::now();
+        if now > due + MAX_PACER_DEBT {
+            self.start += now - due - MAX_PACER_DEBT;
+            return;
+        }
         loop {
             let now = Instant::now();
             if now >= due || stop.load(Ordering::Relaxed) {
@@ -174,11 +186,11 @@ fn tcp_send(s: &TcpStream, w: Work, c: &Counters, stop: &AtomicBool) -> Result<(
     } else {
         None
     };
-    let pacer = w.rate_bps.filter(|&r| r > 0).map(Pacer::new);
+    let mut pacer = w.rate_bps.filter(|&r| r > 0).map(Pacer::new);
     let fd = s.as_raw_fd();
     let mut sent: u64 = 0;
     while !stop.load(Ordering::Relaxed) {
-        if let Some(p) = &pacer {
+        if let Some(p) = &mut pacer {
             p.wait(sent, stop);
         }
         let n = match &memfd {
@@ -286,12 +298,12 @@ pub fn read_udp_header(buf: &[u8], wide: bool) -> Option<(u32, u32, u64)> {
 fn udp_send(s: &UdpSocket, w: Work, c: &Counters, stop: &AtomicBool) -> Result<(), String> {
     let mut buf = payload(w.len);
     // iperf3's default UDP rate is 1 Mbit/s (iperf_defaults: UDP_RATE); the caller sets it.
-    let pacer = w.rate_bps.filter(|&r| r > 0).map(Pacer::new);
+    let mut pacer = w.rate_bps.filter(|&r| r > 0).map(Pacer::new);
     let fd = s.as_raw_fd();
     let (mut sent, mut count) = (0u64, 0u64);
     let _ = s.set_write_timeout(Some(POLL));
     while !stop.load(Ordering::Relaxed) {
-        if let Some(p) = &pacer {
+        if let Some(p) = &mut pacer {
             p.wait(sent, stop);
             if stop.load(Ordering::Relaxed) {
                 break;
@@ -350,6 +362,28 @@ impl UdpStats {
             self.jitter_s += (d - self.jitter_s) / 16.0;
         }
         self.prev_transit = Some(transit_s);
+    }
+}
+
+/// A UDP receive buffer of 4 MiB (as root past net.core.rmem_max, SO_RCVBUFFORCE): a receiver
+/// thread that is not scheduled for a few ms must not turn into datagram loss that the path
+/// did not cause. A no-op when the user gave -w.
+pub fn enlarge_udp_receive_buffer(s: &UdpSocket) {
+    let size: libc::c_int = 4 << 20;
+    for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+        // SAFETY: setsockopt reads one int.
+        let r = unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            return;
+        }
     }
 }
 
