@@ -159,7 +159,7 @@ pub fn ceiling(f: &LinkFacts, m: &NetMeasurement) -> Result<NetCeiling, String> 
     let eth = ethernet_goodput(speed as f64 * 1e6, &p)
         .ok_or_else(|| format!("the Ethernet model refuses MTU {mtu} with {what}"))?;
     let mut basis = format!(
-        "Ethernet {speed} Mb/s on {}, MTU {mtu}, {what} (IEEE 802.3 framing)",
+        "Ethernet {speed} Mb/s on {}, IEEE 802.3 framing, MTU {mtu}, {what}",
         f.interface
     );
     let mut g = eth;
@@ -621,4 +621,203 @@ pub fn render_text(r: &NetReport) -> String {
         let _ = writeln!(s, "{}: {}", f.severity, f.message);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::net::{CpuUse, Direction, EndTotals, NetConfig, Role, Shaper, StreamResult};
+
+    fn measurement(protocol: Protocol, len: u32, sent: u64, received: u64) -> NetMeasurement {
+        let end = |bytes| EndTotals {
+            bytes,
+            seconds: 10.0,
+            retransmits: Some(3),
+            ..EndTotals::default()
+        };
+        NetMeasurement {
+            role: Role::Client,
+            config: NetConfig {
+                protocol,
+                direction: Direction::Forward,
+                duration_s: 10,
+                omit_s: 0,
+                streams: 1,
+                len,
+                bitrate_bps: None,
+                window: None,
+                mss: None,
+                zerocopy: false,
+                udp_counters_64bit: false,
+            },
+            peer: "192.0.2.2:5201".into(),
+            local: "192.0.2.1:40000".into(),
+            interface: Some("eth0".into()),
+            peer_version: Some("3.12".into()),
+            streams: vec![StreamResult {
+                id: 1,
+                flow: Flow::ClientToServer,
+                local_sends: true,
+                local: end(sent),
+                peer: Some(end(received)),
+                intervals: vec![],
+                rtt_us: Some(250),
+                rttvar_us: Some(20),
+                pmtu: Some(1500),
+                snd_mss: Some(1448),
+            }],
+            cpu_local: CpuUse {
+                total_percent: 20.0,
+                user_percent: 2.0,
+                system_percent: 18.0,
+                wall_s: 10.0,
+            },
+            cpu_peer: None,
+            congestion_local: Some("cubic".into()),
+            congestion_peer: Some("cubic".into()),
+            interval_s: 1.0,
+            stopped_by: NetStop::Completed,
+        }
+    }
+
+    fn gigabit() -> LinkFacts {
+        LinkFacts {
+            interface: "eth0".into(),
+            speed_mbps: Some(1000),
+            duplex: Some("full".into()),
+            mtu: Some(1500),
+            tcp_timestamps: Some(1),
+            ..LinkFacts::default()
+        }
+    }
+
+    #[test]
+    fn gigabit_ethernet_tcp() {
+        // iperf3's familiar 941 Mbit/s over 1G: 10 s at 941.0 Mbit/s received.
+        let received = (941.0e6 / 8.0 * 10.0) as u64;
+        let r = NetReport::new(
+            measurement(Protocol::Tcp, 131_072, received + 1000, received),
+            Some(gigabit()),
+            Some(("eth0".into(), received + received / 20, 1_000_000)),
+            vec![],
+        );
+        let c = r.ceiling.as_ref().unwrap();
+        assert_eq!(format!("{:.1}", c.goodput_bps * 8.0 / 1e6), "941.5");
+        assert!(c.basis.contains("Ethernet 1000 Mb/s") && c.basis.contains("with timestamps"));
+        let e = r.flows[0].efficiency.unwrap();
+        assert!((e - 941.0 / 941.5).abs() < 1e-3, "{e}");
+        assert!((r.interface_check.as_ref().unwrap().overhead.unwrap() - 0.05).abs() < 1e-6);
+        // CPU: 20 % of 10 s for the 1.176 GB this end moved.
+        let per_gb = r.cpu_per_gb.local_s_per_gb.unwrap();
+        assert!((per_gb - 2.0 / ((received + 1000) as f64 / 1e9)).abs() < 1e-9);
+        assert!(r.findings.is_empty(), "{:?}", r.findings);
+        let text = render_text(&r);
+        assert!(
+            text.contains("efficiency client -> server: 941.00 Mbit/s / 941.48 Mbit/s = 99.9 %"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn timestamps_off_and_usb2_adapter() {
+        let facts = LinkFacts {
+            tcp_timestamps: Some(0),
+            usb_speed_mbps: Some(480.0),
+            ..gigabit()
+        };
+        let r = NetReport::new(
+            measurement(Protocol::Tcp, 131_072, 1, 1),
+            Some(facts),
+            None,
+            vec![],
+        );
+        let c = r.ceiling.as_ref().unwrap();
+        assert!(
+            c.basis.contains("without timestamps") && c.basis.contains("USB 480"),
+            "{}",
+            c.basis
+        );
+        // USB 2 bulk: 53.248 MB/s of frames (13 x 512 B per 125 us microframe), of which
+        // 1460/1538 is TCP payload.
+        assert!(
+            (c.goodput_bps - 53.248e6 * 1460.0 / 1538.0).abs() < 1.0,
+            "{}",
+            c.goodput_bps
+        );
+        let text: Vec<String> = r.findings.iter().map(|f| f.message.clone()).collect();
+        assert!(
+            text.iter().any(|m| m.contains("USB 480 Mb/s link")),
+            "{text:?}"
+        );
+    }
+
+    #[test]
+    fn no_ceiling_says_why() {
+        let lo = LinkFacts {
+            interface: "lo".into(),
+            mtu: Some(65536),
+            is_virtual: true,
+            is_loopback: true,
+            ..LinkFacts::default()
+        };
+        let r = NetReport::new(
+            measurement(Protocol::Tcp, 131_072, 10, 10),
+            Some(lo),
+            None,
+            vec![],
+        );
+        assert!(r.ceiling.is_none());
+        assert!(r.no_ceiling_reason.unwrap().contains("loopback"));
+        let veth = LinkFacts {
+            interface: "veth0".into(),
+            speed_mbps: Some(10_000),
+            mtu: Some(1500),
+            is_virtual: true,
+            ..LinkFacts::default()
+        };
+        let r = NetReport::new(
+            measurement(Protocol::Tcp, 131_072, 10, 10),
+            Some(veth.clone()),
+            None,
+            vec![],
+        );
+        assert!(r.no_ceiling_reason.unwrap().contains("virtual"));
+        // A shaper gives a virtual link its ceiling.
+        let shaped = LinkFacts {
+            shaper: Some(Shaper {
+                rate_bps: 100e6,
+                overhead: 24,
+                mpu: 0,
+            }),
+            tcp_timestamps: Some(1),
+            ..veth
+        };
+        let r = NetReport::new(
+            measurement(Protocol::Udp, 1448, 10, 10),
+            Some(shaped),
+            None,
+            vec![],
+        );
+        let c = r.ceiling.unwrap();
+        assert!((c.goodput_bps * 8.0 - 100e6 * 1448.0 / 1514.0).abs() < 1e-3);
+    }
+
+    #[test]
+    fn udp_loss_and_byte_gap_findings() {
+        let mut m = measurement(Protocol::Udp, 1448, 1_000_000, 900_000);
+        m.streams[0].local.packets = Some(1000);
+        m.streams[0].peer.as_mut().unwrap().lost_packets = Some(100);
+        let r = NetReport::new(m, Some(gigabit()), None, vec![]);
+        let text: Vec<String> = r.findings.iter().map(|f| f.message.clone()).collect();
+        assert!(
+            text.iter()
+                .any(|t| t.contains("10.00 % of the UDP datagrams were lost")),
+            "{text:?}"
+        );
+        assert!(
+            text.iter().any(|t| t.contains("10.0 % fewer bytes")),
+            "{text:?}"
+        );
+        assert!(render_text(&r).contains("100/1000 (10.00%)"));
+    }
 }
