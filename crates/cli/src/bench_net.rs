@@ -147,6 +147,15 @@ pub struct NetArgs {
     #[arg(long = "connect-timeout", value_name = "MS", default_value_t = 5000)]
     pub connect_timeout_ms: u64,
 
+    /// iperf3's output format (k/m/g/K/M/G): accepted for pasted lines; headroom prints
+    /// Mbit/s and keeps bytes per second in --json.
+    #[arg(short = 'f', long = "format", value_name = "UNIT", hide = true)]
+    pub format: Option<String>,
+
+    /// iperf3's verbose flag: accepted for pasted lines (headroom's output is complete).
+    #[arg(short = 'V', long = "verbose", hide = true)]
+    pub verbose: bool,
+
     #[command(flatten)]
     pub keep: crate::output::KeepArgs,
 }
@@ -245,6 +254,11 @@ pub fn build_test(a: &NetArgs) -> Result<(NetConfig, Vec<String>), String> {
             a.loss_threshold
         ));
     }
+    if let Some(f) = &a.format {
+        notes.push(format!(
+            "-f {f}: headroom prints rates in Mbit/s (10^6 bit/s) and keeps bytes/s in --json"
+        ));
+    }
     let duration_s = match (a.time, a.find_rate) {
         (Some(t), _) => t,
         (None, true) => 3,
@@ -310,6 +324,26 @@ fn link_facts(iface: &str) -> (Option<LinkFacts>, Vec<String>) {
              packet crosses the stack alone, which costs CPU per byte"
         ));
     }
+    // The bus links below the interface (`headroom path IFACE`): the narrowest PCIe one.
+    let pcie_ceiling = if i.is_virtual {
+        None
+    } else {
+        let path = probe::path::resolve(
+            &root,
+            std::path::Path::new(iface),
+            &probe::pci::audit_sysfs(&root),
+        );
+        path.links
+            .iter()
+            .filter(|l| l.kind == probe::path::LinkKind::Pcie)
+            .map(|l| {
+                let c = l
+                    .ceiling_other_direction_bps
+                    .map_or(l.ceiling_bps, |o| o.min(l.ceiling_bps));
+                (format!("{} at {}", l.name, l.state), c)
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+    };
     let usb_speed_mbps = match &i.attachment {
         Some(probe::net::Attachment::Usb { speed_mbps, .. }) => *speed_mbps,
         _ => None,
@@ -324,6 +358,7 @@ fn link_facts(iface: &str) -> (Option<LinkFacts>, Vec<String>) {
             is_loopback: iface == "lo",
             driver: i.driver.clone(),
             usb_speed_mbps,
+            pcie_ceiling,
             shaper,
             tcp_timestamps,
             notes: facts_notes,

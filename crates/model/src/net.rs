@@ -419,6 +419,10 @@ pub struct LinkFacts {
     pub driver: Option<String>,
     /// The USB device's own rate, Mb/s, when the adapter is on USB.
     pub usb_speed_mbps: Option<f64>,
+    /// The smallest PCIe ceiling below the interface (either direction), bytes/s, with the
+    /// link's name: a NIC on a narrow or downgraded link is capped by it.
+    #[serde(default)]
+    pub pcie_ceiling: Option<(String, f64)>,
     /// A token-bucket qdisc at the root of the interface.
     pub shaper: Option<Shaper>,
     /// `net.ipv4.tcp_timestamps` (0 off, 1 on, 2 on without random offsets).

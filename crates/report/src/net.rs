@@ -177,6 +177,18 @@ pub fn ceiling(f: &LinkFacts, m: &NetMeasurement) -> Result<NetCeiling, String> 
             }
         }
     }
+    if let Some((name, bps)) = &f.pcie_ceiling {
+        // PCIe carries whole frames (and descriptors, not counted: this is an upper bound).
+        let share = eth / (speed as f64 * 1e6 / 8.0);
+        let cap = bps * share;
+        if cap < g {
+            g = cap;
+            basis.push_str(&format!(
+                "; capped by {name} ({:.1} MB/s of frames)",
+                bps / model::units::MB
+            ));
+        }
+    }
     Ok(NetCeiling {
         goodput_bps: g,
         basis,
@@ -432,8 +444,11 @@ pub fn render_text(r: &NetReport) -> String {
     let c = &m.config;
     let _ = writeln!(
         s,
-        "{:?} {} stream(s) per direction, {} s (+{} s omitted), {} B per {}{}",
-        c.protocol,
+        "{} {} stream(s) per direction, {} s (+{} s omitted), {} B per {}{}",
+        match c.protocol {
+            Protocol::Tcp => "TCP",
+            Protocol::Udp => "UDP",
+        },
         c.streams,
         c.duration_s,
         c.omit_s,
@@ -515,6 +530,23 @@ pub fn render_text(r: &NetReport) -> String {
                 jitter
             );
         }
+    }
+    for st in m.streams.iter().filter(|x| x.rtt_us.is_some()) {
+        let cwnd = st
+            .intervals
+            .last()
+            .and_then(|i| i.cwnd_bytes)
+            .map_or(String::new(), |c| format!(", cwnd {} KB", c / 1000));
+        let _ = writeln!(
+            s,
+            "stream {} ({}): rtt {} us (var {} us), mss {} B, path MTU {} B{cwnd}",
+            st.id,
+            st.flow.label(),
+            st.rtt_us.unwrap_or(0),
+            st.rttvar_us.unwrap_or(0),
+            st.snd_mss.map_or("?".into(), |x| x.to_string()),
+            st.pmtu.map_or("?".into(), |x| x.to_string()),
+        );
     }
     let _ = writeln!(s);
     match (&r.ceiling, &r.no_ceiling_reason) {
@@ -749,6 +781,32 @@ mod tests {
             text.iter().any(|m| m.contains("USB 480 Mb/s link")),
             "{text:?}"
         );
+    }
+
+    #[test]
+    fn a_narrow_pcie_link_caps_a_fast_nic() {
+        let facts = LinkFacts {
+            speed_mbps: Some(10_000),
+            pcie_ceiling: Some((
+                "PCIe 0000:00:1c.0 -> 0000:03:00.0 at 2.5 GT/s x1".into(),
+                200e6,
+            )),
+            ..gigabit()
+        };
+        let r = NetReport::new(
+            measurement(Protocol::Tcp, 131_072, 1, 1),
+            Some(facts),
+            None,
+            vec![],
+        );
+        let c = r.ceiling.unwrap();
+        // 200 MB/s of frames, 1448 of every 1538 bytes TCP payload.
+        assert!(
+            (c.goodput_bps - 200e6 * 1448.0 / 1538.0).abs() < 1.0,
+            "{}",
+            c.goodput_bps
+        );
+        assert!(c.basis.contains("capped by PCIe"), "{}", c.basis);
     }
 
     #[test]
