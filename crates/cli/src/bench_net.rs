@@ -318,7 +318,7 @@ fn link_facts(iface: &str) -> (Option<LinkFacts>, Vec<String>) {
     };
     let tcp_timestamps = read("/proc/sys/net/ipv4/tcp_timestamps").and_then(|s| s.parse().ok());
     let mut facts_notes = Vec::new();
-    if read(&format!("/sys/class/net/{iface}/gso_max_segs")).as_deref() == Some("1") {
+    if probe::qdisc::gso_max_segs(iface) == Some(1) {
         facts_notes.push(format!(
             "GSO is limited to one segment per packet on {iface} (gso_max_segs 1): every \
              packet crosses the stack alone, which costs CPU per byte"

@@ -1,5 +1,6 @@
 //! The root qdisc of an interface, for the shapers that set a link's ceiling below its speed
-//! (a `tbf` on a test link, as in the shaped-link tests of `bench net`).
+//! (a `tbf` on a test link, as in the shaped-link tests of `bench net`), and the interface's
+//! GSO segment limit: both only in rtnetlink, read through iproute2's JSON output.
 //!
 //! The qdisc tree is only visible through rtnetlink; `tc -j qdisc show dev IF` (iproute2)
 //! prints it as JSON, which is what this module reads. For `tbf`, iproute2 prints `rate` in
@@ -44,6 +45,25 @@ pub fn root_shaper(iface: &str) -> Result<Option<Shaper>, String> {
     Ok(parse_tc_json(&String::from_utf8_lossy(&out.stdout)))
 }
 
+/// `gso_max_segs` from `ip -j -d link show dev IFACE`'s output.
+pub fn parse_gso_max_segs(text: &str) -> Option<u64> {
+    let v: Value = serde_json::from_str(text).ok()?;
+    v.as_array()?.first()?.get("gso_max_segs")?.as_u64()
+}
+
+/// The most segments the stack hands the device in one GSO packet (IFLA_GSO_MAX_SEGS);
+/// `None` when iproute2 cannot tell.
+pub fn gso_max_segs(iface: &str) -> Option<u64> {
+    let out = std::process::Command::new("ip")
+        .args(["-j", "-d", "link", "show", "dev", iface])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| parse_gso_max_segs(&String::from_utf8_lossy(&out.stdout)))
+        .flatten()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,5 +87,13 @@ mod tests {
             None
         );
         assert_eq!(parse_tc_json("garbage"), None);
+    }
+
+    #[test]
+    fn gso_limit() {
+        // `ip -j -d link show dev va` after `ip link set dev va gso_max_segs 1` (trimmed).
+        let text = r#"[{"ifindex":2,"ifname":"va","mtu":1500,"gso_max_size":65536,"gso_max_segs":1,"gro_max_size":65536}]"#;
+        assert_eq!(parse_gso_max_segs(text), Some(1));
+        assert_eq!(parse_gso_max_segs("[]"), None);
     }
 }

@@ -19,6 +19,8 @@ pub struct NetCeiling {
     pub goodput_bps: f64,
     /// How it was computed, in words (the link, rate, MTU, headers).
     pub basis: String,
+    /// The ceiling is a shaper on this end's egress: it bounds only what this end sends.
+    pub egress_only: bool,
 }
 
 /// One direction's numbers against the ceiling.
@@ -130,11 +132,13 @@ pub fn ceiling(f: &LinkFacts, m: &NetMeasurement) -> Result<NetCeiling, String> 
         return Ok(NetCeiling {
             goodput_bps: g,
             basis: format!(
-                "tbf qdisc on {}: rate {}, overhead {} B per packet, MTU {mtu}, {what}",
+                "tbf qdisc on {}: rate {}, overhead {} B per packet, MTU {mtu}, {what}; it \
+                 shapes what this end sends",
                 f.interface,
                 mbit(sh.rate_bps),
                 sh.overhead
             ),
+            egress_only: true,
         });
     }
     if f.is_loopback {
@@ -192,6 +196,7 @@ pub fn ceiling(f: &LinkFacts, m: &NetMeasurement) -> Result<NetCeiling, String> 
     Ok(NetCeiling {
         goodput_bps: g,
         basis,
+        egress_only: false,
     })
 }
 
@@ -219,8 +224,14 @@ impl NetReport {
             .into_iter()
             .map(|flow| {
                 let summary = measurement.summary(flow);
+                let sends = measurement
+                    .streams
+                    .iter()
+                    .any(|s| s.flow == flow && s.local_sends);
                 let efficiency = match (&ceil, summary.receiver_bps) {
-                    (Some(c), Some(r)) if c.goodput_bps > 0.0 => Some(r / (c.goodput_bps * 8.0)),
+                    (Some(c), Some(r)) if c.goodput_bps > 0.0 && (sends || !c.egress_only) => {
+                        Some(r / (c.goodput_bps * 8.0))
+                    }
                     _ => None,
                 };
                 let bytes_gap = match (summary.sender_bytes, summary.receiver_bytes) {
@@ -558,6 +569,13 @@ pub fn render_text(r: &NetReport) -> String {
                 ceil.basis
             );
             for v in &r.flows {
+                if v.efficiency.is_none() && ceil.egress_only {
+                    let _ = writeln!(
+                        s,
+                        "efficiency {}: none (the shaper here bounds only what this end sends)",
+                        v.flow.label()
+                    );
+                }
                 if let (Some(e), Some(rx)) = (v.efficiency, v.summary.receiver_bps) {
                     let _ = writeln!(
                         s,
