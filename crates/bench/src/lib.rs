@@ -3,8 +3,10 @@
 //!
 //! - [`disk`]: storage throughput, IOPS and latency, fio's pluggable engines.
 //! - [`latency`]: wake-up latency, cyclictest's method.
+//! - [`net`]: TCP and UDP throughput, iperf3's protocol and flags.
 //! - [`stress`]: CPU, sync() and memory load, stress-ng's recipes without stress-ng.
 
 pub mod disk;
 pub mod latency;
+pub mod net;
 pub mod stress;

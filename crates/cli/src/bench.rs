@@ -12,6 +12,7 @@ use bench::latency::{
 };
 use bench::stress::{self, Launcher, Load, StopReport, StressSpec};
 use clap::{ArgAction, Args, Subcommand};
+use counters::{interrupts, Sampler};
 use model::{Finding, Severity};
 use probe::sysfs::SysRoot;
 use probe::system::{self, LoadAverage, SystemContext};
@@ -39,6 +40,9 @@ pub enum BenchCommand {
     /// stress-ng.
     #[command(disable_help_flag = true)]
     Latency(LatencyArgs),
+    /// TCP and UDP throughput like iperf3 (its flags and protocol: either end may be a stock
+    /// iperf3), judged against the link's ceiling.
+    Net(crate::bench_net::NetArgs),
     /// A worker of `--stress` (started by headroom itself).
     #[command(hide = true, name = "stress-worker")]
     StressWorker {
@@ -234,6 +238,7 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     match &args.command {
         BenchCommand::Disk(a) => crate::bench_disk::run_disk(global, a),
         BenchCommand::Latency(a) => run_latency(global, a),
+        BenchCommand::Net(a) => crate::bench_net::run_net(global, a),
         BenchCommand::StressWorker { args } => {
             let w = stress::WorkerArgs::from_args(args).map_err(anyhow::Error::msg)?;
             stress::worker_main(&w).map_err(anyhow::Error::msg)?;
@@ -597,12 +602,13 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         }
     }
 
+    let load_sampler = counters::LoadAverageSampler::new(counters::Root::new(root.root()));
     let mut load_samples = Vec::new();
     let sample = |samples: &mut Vec<LoadSample>| {
-        if let Ok(Some(l)) = system::read_load_average(&root) {
+        if let Ok(l) = load_sampler.snapshot() {
             samples.push(LoadSample {
                 at_s: started.elapsed().as_secs_f64(),
-                load: l,
+                load: l.value,
             });
         }
     };
@@ -656,7 +662,10 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     };
     let interrupted = measurement.stopped_by == StopReason::Interrupted;
 
-    let irqs_after = system::read_irq_counts(&root).ok().flatten();
+    let irqs_after = counters::InterruptsSampler::new(counters::Root::new(root.root()))
+        .snapshot()
+        .ok()
+        .map(|s| s.value);
     let findings = findings(&config, &context, &measurement, irqs_after.as_deref());
     // What only this command line knows: -b's count and the signal that stopped the run.
     let mut findings = findings;
@@ -807,8 +816,10 @@ pub fn findings(
         );
     }
     for &cpu in &cpus {
-        let during = irqs_after
-            .map(|after| system::irq_deltas_on_cpu(ctx.irqs.as_deref().unwrap_or(&[]), after, cpu));
+        let during = irqs_after.map(|after| {
+            let lines = interrupts::delta_lines(ctx.irqs.as_deref().unwrap_or(&[]), after);
+            interrupts::on_cpu(&lines, cpu)
+        });
         match during {
             Some(d) if !d.is_empty() => {
                 let total: u64 = d.iter().map(|x| x.2).sum();

@@ -7,6 +7,7 @@ use bench::disk::{
     self, profiles, target, DiskError, DiskResult, Profile, Progress, RunConfig, SystemContext,
 };
 use clap::Args;
+use counters::Sampler;
 use probe::path::TargetPath;
 use probe::sysfs::{read_attr, SysRoot};
 use std::io::{IsTerminal, Write};
@@ -340,6 +341,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         stop: Arc::clone(&stop),
         progress: Some(&progress),
         after_test: Some(&write_partial),
+        kernel_counts: Some(&KernelCounters::default()),
     };
     let outcome = disk::run(&cfg, &target, system_context(&root, cpus));
     // Remove the test file before anything is printed, whatever the outcome.
@@ -613,4 +615,35 @@ fn path_ceiling(path: &TargetPath) -> Result<model::ceiling::PathCeiling, String
         ),
         bottleneck,
     })
+}
+
+/// The kernel's byte counters for bench disk's cross-check, from the counters crate's
+/// samplers of `/proc/self/io` and `/proc/diskstats`.
+#[derive(Default)]
+struct KernelCounters {
+    root: counters::Root,
+}
+
+impl disk::kernel_count::KernelCounts for KernelCounters {
+    fn process_bytes(&self) -> Option<disk::kernel_count::ByteCount> {
+        let io = counters::ProcIoSampler::own(self.root.clone())
+            .snapshot()
+            .ok()?
+            .value;
+        Some(disk::kernel_count::ByteCount {
+            read_bytes: io.read_bytes,
+            write_bytes: io.write_bytes,
+        })
+    }
+
+    fn device_bytes(&self, name: &str) -> Option<disk::kernel_count::ByteCount> {
+        let s = counters::DiskStatsSampler::device(self.root.clone(), name)
+            .snapshot()
+            .ok()?;
+        let d = s.value.get(name)?;
+        Some(disk::kernel_count::ByteCount {
+            read_bytes: d.read_bytes(),
+            write_bytes: d.write_bytes(),
+        })
+    }
 }

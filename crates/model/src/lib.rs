@@ -5,7 +5,9 @@
 pub mod blockdev;
 pub mod ceiling;
 pub mod finding;
+pub mod net;
 pub mod pcie;
+pub mod procfs;
 pub mod survey;
 pub mod units;
 

@@ -13,5 +13,6 @@ pub mod block;
 pub mod chain;
 pub mod mounts;
 pub mod net;
+pub mod qdisc;
 pub mod system;
 pub mod usb;

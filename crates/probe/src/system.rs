@@ -6,10 +6,12 @@
 //! be read is `None` (absent), and an attribute that exists but could not be read is also
 //! listed in [`SystemContext::unreadable`] with the reason, never an error.
 
-use crate::sysfs::{read_attr, ReadError, SysRoot};
+use crate::sysfs::{read_attr, SysRoot};
 use model::{Finding, Severity};
 use serde::Serialize;
-use std::collections::BTreeMap;
+
+// The /proc text formats are parsed once, in model; the samplers of counters read them too.
+pub use model::procfs::{parse_interrupts, parse_loadavg, IrqLine, LoadAverage};
 
 /// Everything this module knows about the CPUs and the kernel.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -113,53 +115,6 @@ impl CpuFreq {
             _ => true,
         };
         !fixed_governor && range && self.governor.is_some()
-    }
-}
-
-/// `/proc/loadavg`: `0.45 0.35 0.16 1/85 9142`.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
-pub struct LoadAverage {
-    pub one: f64,
-    pub five: f64,
-    pub fifteen: f64,
-    pub runnable: u32,
-    pub tasks: u32,
-}
-
-/// One numbered line of `/proc/interrupts` with where the kernel delivers it.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct IrqLine {
-    pub irq: u32,
-    /// Count per CPU column, in the header's CPU order.
-    pub counts: BTreeMap<u32, u64>,
-    /// The controller and trigger words, e.g. `PCI-MSIX-0000:00:02.0 1-edge`.
-    pub chip: String,
-    /// The device action name(s), e.g. `virtio1-req.0`.
-    pub name: String,
-    /// `/proc/irq/N/effective_affinity_list` (where it is delivered now), when readable.
-    pub effective_affinity: Option<Vec<u32>>,
-}
-
-impl IrqLine {
-    /// Whether this is a per-CPU interrupt (each CPU has its own: the ARM architected timer,
-    /// the PMU) rather than a device routed somewhere. On a GIC, hwirqs 16-31 are the PPIs
-    /// (Private Peripheral Interrupts) and 0-15 the SGIs (ARM GIC architecture
-    /// specification, IHI 0069, "INTID ranges"); `/proc/interrupts` prints the hwirq after
-    /// the chip name.
-    pub fn is_per_cpu(&self) -> bool {
-        let mut words = self.chip.split_whitespace();
-        let gic = words.next().is_some_and(|c| c.starts_with("GIC"));
-        let hwirq = words.next().and_then(|w| w.parse::<u32>().ok());
-        gic && hwirq.is_some_and(|h| h < 32)
-    }
-
-    /// Whether this interrupt is delivered to `cpu`: by its effective affinity when the
-    /// kernel exposes it, otherwise by a non-zero count in that CPU's column.
-    pub fn lands_on(&self, cpu: u32) -> bool {
-        match &self.effective_affinity {
-            Some(list) => list.contains(&cpu),
-            None => self.counts.get(&cpu).is_some_and(|&n| n > 0),
-        }
     }
 }
 
@@ -281,42 +236,6 @@ impl SystemContext {
     }
 }
 
-/// Read the device interrupt counts alone (to count what arrived during a run); without
-/// the affinity files.
-pub fn read_irq_counts(root: &SysRoot) -> Result<Option<Vec<IrqLine>>, ReadError> {
-    Ok(read_attr(&root.path("/proc/interrupts"))?.map(|t| parse_interrupts(&t)))
-}
-
-/// How many interrupts of each device line arrived on `cpu` between two readings of
-/// `/proc/interrupts`, largest first, zeros left out.
-pub fn irq_deltas_on_cpu(
-    before: &[IrqLine],
-    after: &[IrqLine],
-    cpu: u32,
-) -> Vec<(u32, String, u64)> {
-    let mut out: Vec<(u32, String, u64)> = after
-        .iter()
-        .filter(|l| !l.is_per_cpu())
-        .filter_map(|l| {
-            let now = *l.counts.get(&cpu)?;
-            let then = before
-                .iter()
-                .find(|b| b.irq == l.irq)
-                .and_then(|b| b.counts.get(&cpu).copied())
-                .unwrap_or(0);
-            let d = now.saturating_sub(then);
-            (d > 0).then(|| (l.irq, l.name.clone(), d))
-        })
-        .collect();
-    out.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
-    out
-}
-
-/// Read the load average alone (cheap; sampled during a run).
-pub fn read_load_average(root: &SysRoot) -> Result<Option<LoadAverage>, ReadError> {
-    Ok(read_attr(&root.path("/proc/loadavg"))?.and_then(|s| parse_loadavg(&s)))
-}
-
 /// Decide the preemption model. `/sys/kernel/realtime` exists only on PREEMPT_RT kernels
 /// (the RT patch set, and mainline since 6.12); `/sys/kernel/debug/sched/preempt` lists the
 /// dynamic modes with the active one in parentheses (`none voluntary (full) lazy`);
@@ -394,78 +313,6 @@ pub fn parse_cmdline(raw: &str) -> Cmdline {
     out
 }
 
-/// Parse `/proc/loadavg` (proc(5)).
-pub fn parse_loadavg(s: &str) -> Option<LoadAverage> {
-    let mut it = s.split_whitespace();
-    let one = it.next()?.parse().ok()?;
-    let five = it.next()?.parse().ok()?;
-    let fifteen = it.next()?.parse().ok()?;
-    let (runnable, tasks) = it.next()?.split_once('/')?;
-    Some(LoadAverage {
-        one,
-        five,
-        fifteen,
-        runnable: runnable.parse().ok()?,
-        tasks: tasks.parse().ok()?,
-    })
-}
-
-/// Parse the numbered lines of `/proc/interrupts` (filesystems/proc.rst, "interrupts"):
-/// a header of `CPUn` columns, then `IRQ: count... chip... name`.
-pub fn parse_interrupts(text: &str) -> Vec<IrqLine> {
-    let mut lines = text.lines();
-    let Some(header) = lines.next() else {
-        return Vec::new();
-    };
-    let cpus: Vec<u32> = header
-        .split_whitespace()
-        .filter_map(|w| w.strip_prefix("CPU")?.parse().ok())
-        .collect();
-    let mut out = Vec::new();
-    for line in lines {
-        let Some((label, rest)) = line.split_once(':') else {
-            continue;
-        };
-        let Ok(irq) = label.trim().parse::<u32>() else {
-            continue;
-        };
-        let mut words = rest.split_whitespace();
-        let mut counts = BTreeMap::new();
-        for &cpu in &cpus {
-            match words.clone().next().and_then(|w| w.parse::<u64>().ok()) {
-                Some(n) => {
-                    counts.insert(cpu, n);
-                    words.next();
-                }
-                None => break,
-            }
-        }
-        let tail: Vec<&str> = words.collect();
-        // The chip and its hwirq/trigger come first; the last word(s) are the action names.
-        // Names may be joined by ", " when an IRQ is shared.
-        let (chip, name) = match tail.len() {
-            0 => (String::new(), String::new()),
-            1 => (String::new(), tail[0].to_string()),
-            n => {
-                let name_start = tail
-                    .iter()
-                    .position(|w| w.ends_with(','))
-                    .unwrap_or(n - 1)
-                    .min(n - 1);
-                (tail[..name_start].join(" "), tail[name_start..].join(" "))
-            }
-        };
-        out.push(IrqLine {
-            irq,
-            counts,
-            chip,
-            name,
-            effective_affinity: None,
-        });
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,13 +380,6 @@ mod tests {
     }
 
     #[test]
-    fn loadavg_line() {
-        let l = parse_loadavg("9.36 9.67 9.84 8/1152 3678\n").unwrap();
-        assert_eq!((l.one, l.runnable, l.tasks), (9.36, 8, 1152));
-        assert_eq!(parse_loadavg("garbage"), None);
-    }
-
-    #[test]
     fn this_vm_captured() {
         let ctx = SystemContext::read(&fixture("firecracker-vm-6.18"));
         assert_eq!(ctx.kernel.release.as_deref(), Some("6.18.44-fc-v657"));
@@ -586,24 +426,6 @@ mod tests {
             vec![45]
         );
         assert_eq!(ctx.load_average.unwrap().one, 1.70);
-    }
-
-    #[test]
-    fn interrupt_deltas() {
-        let before = parse_interrupts(
-            "           CPU0       CPU1\n 36:          0      34453   PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0\n 39:       2625          0   PCI-MSIX-0000:00:03.0   2-edge      virtio2-output.0\n",
-        );
-        let after = parse_interrupts(
-            "           CPU0       CPU1\n 36:          0      34500   PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0\n 39:       2630          0   PCI-MSIX-0000:00:03.0   2-edge      virtio2-output.0\n",
-        );
-        assert_eq!(
-            irq_deltas_on_cpu(&before, &after, 1),
-            vec![(36, "virtio1-req.0".into(), 47)]
-        );
-        assert_eq!(
-            irq_deltas_on_cpu(&before, &after, 0),
-            vec![(39, "virtio2-output.0".into(), 5)]
-        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod document;
 pub mod history;
 pub mod html;
 pub mod markdown;
+pub mod net;
 pub mod summary;
 pub mod survey;
 pub mod views;

@@ -3,7 +3,8 @@
 
 use crate::document::{Document, DocumentError};
 use crate::views::{
-    AuditView, CommonView, DiskLatencyView, DiskView, FindingView, LatencyView, LinkView, PathView,
+    AuditView, CommonView, DiskLatencyView, DiskView, FindingView, LatencyView, LinkView, NetView,
+    PathView,
 };
 use model::units::{format_bytes_binary, tenths_us, whole_us, MB};
 
@@ -67,6 +68,14 @@ pub struct ThreadRow {
     pub overflow: u64,
 }
 
+/// A rate over time (net: one direction's intervals), MB/s (10^6 B/s) at each interval's end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RateSeries {
+    pub name: String,
+    /// (seconds since the measured time began, MB/s), two points (start, end) per interval.
+    pub points: Vec<(f64, f64)>,
+}
+
 /// The ceiling a throughput is measured against.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CeilingRow {
@@ -89,6 +98,8 @@ pub struct Summary {
     pub ceiling: Option<CeilingRow>,
     pub tests: Vec<TestRow>,
     pub threads: Vec<ThreadRow>,
+    /// Rates over time (net), plotted with the ceiling line.
+    pub series: Vec<RateSeries>,
     pub links: Vec<LinkView>,
     pub bottleneck: Option<usize>,
     /// Why the path has no bottleneck with a ceiling (virtio, tmpfs...), when it was resolved.
@@ -265,6 +276,7 @@ impl Summary {
             ceiling: None,
             tests: Vec::new(),
             threads: Vec::new(),
+            series: Vec::new(),
             links: Vec::new(),
             bottleneck: None,
             no_ceiling_reason: None,
@@ -622,6 +634,72 @@ impl Summary {
                         &format!("link net {}", i.name),
                         format!("{speed}{mtu}"),
                     );
+                }
+            }
+            "net" => {
+                let n: NetView = doc.view(origin)?;
+                let m = &n.measurement;
+                let c = &m.config;
+                let proto = c.protocol.clone().unwrap_or_default().to_uppercase();
+                s.target = m.peer.clone();
+                if let Some(i) = &m.interface {
+                    s.context.push(("interface".into(), i.clone()));
+                }
+                if let Some(r) = &m.role {
+                    s.context.push(("role".into(), r.clone()));
+                }
+                if let Some(p) = c.streams {
+                    s.context.push(("streams".into(), p.to_string()));
+                }
+                if let Some(b) = c.bitrate_bps {
+                    s.context.push((
+                        "offered".into(),
+                        format!("{:.2} Mbit/s per stream", b as f64 / 1e6),
+                    ));
+                }
+                s.ceiling = n.ceiling.as_ref().map(|c| CeilingRow {
+                    mb_s: c.goodput_bps / MB,
+                    bottleneck: c.basis.clone(),
+                });
+                s.no_ceiling_reason = n.no_ceiling_reason.clone();
+                for f in &n.flows {
+                    let mb_s = f.summary.receiver_bps.unwrap_or(0.0) / 8.0 / MB;
+                    s.tests.push(TestRow {
+                        name: format!("{proto} {}", f.flow.replace("-to-", " -> ")),
+                        direction: f.flow.clone(),
+                        block_size: c.len,
+                        measured_mb_s: mb_s,
+                        runs_mb_s: vec![mb_s],
+                        efficiency: f.efficiency,
+                        mean_mb_s: Some(mb_s),
+                        // The interface's own count of the bytes is not a block-layer count:
+                        // `report::net` shows it beside the payload in its own table.
+                        proc_io_error_percent: None,
+                        diskstats_error_percent: None,
+                        cpu_us_per_io: None,
+                        iops: None,
+                        latency: None,
+                    });
+                    // The flow's streams summed interval by interval.
+                    let streams: Vec<_> = m.streams.iter().filter(|x| x.flow == f.flow).collect();
+                    let n_iv = streams.iter().map(|x| x.intervals.len()).max().unwrap_or(0);
+                    // A step per interval: its rate from its start to its end.
+                    let points = (0..n_iv)
+                        .filter_map(|i| {
+                            let ivs: Vec<_> =
+                                streams.iter().filter_map(|x| x.intervals.get(i)).collect();
+                            let first = ivs.first()?;
+                            let secs = first.end_s - first.start_s;
+                            let bytes: u64 = ivs.iter().map(|v| v.bytes).sum();
+                            let v = bytes as f64 / secs / MB;
+                            (secs > 0.0).then_some([(first.start_s, v), (first.end_s, v)])
+                        })
+                        .flatten()
+                        .collect();
+                    s.series.push(RateSeries {
+                        name: f.flow.replace("-to-", " -> "),
+                        points,
+                    });
                 }
             }
             _ => {}

@@ -786,3 +786,91 @@ mod tests {
         assert_eq!(t.name(), "SEQ1M Q8T1 write");
     }
 }
+
+/// `headroom bench net`'s body (`report::net::NetReport`).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct NetView {
+    #[serde(default)]
+    pub measurement: NetMeasurementView,
+    #[serde(default)]
+    pub ceiling: Option<NetCeilingView>,
+    #[serde(default)]
+    pub no_ceiling_reason: Option<String>,
+    #[serde(default)]
+    pub flows: Vec<NetFlowView>,
+    #[serde(default)]
+    pub interface_check: Option<NetInterfaceCheckView>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct NetMeasurementView {
+    #[serde(default)]
+    pub role: Option<String>,
+    #[serde(default)]
+    pub peer: Option<String>,
+    #[serde(default)]
+    pub interface: Option<String>,
+    #[serde(default)]
+    pub config: NetConfigView,
+    #[serde(default)]
+    pub streams: Vec<NetStreamView>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct NetConfigView {
+    #[serde(default)]
+    pub protocol: Option<String>,
+    #[serde(default)]
+    pub direction: Option<String>,
+    #[serde(default)]
+    pub streams: Option<u32>,
+    #[serde(default)]
+    pub len: Option<u64>,
+    #[serde(default)]
+    pub bitrate_bps: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct NetStreamView {
+    pub flow: String,
+    #[serde(default)]
+    pub intervals: Vec<NetIntervalView>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct NetIntervalView {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub bytes: u64,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct NetCeilingView {
+    /// Application bytes per second.
+    pub goodput_bps: f64,
+    #[serde(default)]
+    pub basis: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct NetFlowView {
+    pub flow: String,
+    #[serde(default)]
+    pub summary: NetFlowSummaryView,
+    #[serde(default)]
+    pub efficiency: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct NetFlowSummaryView {
+    /// Bits per second.
+    #[serde(default)]
+    pub receiver_bps: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct NetInterfaceCheckView {
+    pub interface: String,
+    #[serde(default)]
+    pub overhead: Option<f64>,
+}

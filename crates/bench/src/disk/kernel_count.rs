@@ -1,35 +1,25 @@
 //! The kernel's own count of the bytes a run moved, and the process's CPU time.
 //!
-//! Small parsers of `/proc/self/io` and `/proc/diskstats`. They belong with the other samplers
-//! in a `counters` crate once it exists (DESIGN.md); the disk engine needs them per run now.
+//! The engine never reads `/proc` itself: the caller hands it a [`KernelCounts`] (the cli's
+//! is backed by the samplers of the `counters` crate: `/proc/self/io` and `/proc/diskstats`),
+//! read before and after each run, beside the engine's own count.
 
-/// The storage-level counters of `/proc/self/io` (Documentation/filesystems/proc.rst §3.3):
-/// `read_bytes` = bytes this process caused to be fetched from storage (counted when the
-/// block I/O is submitted), `write_bytes` = bytes it caused to be sent to storage.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ProcIo {
+/// Bytes read and written, as the kernel counted them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ByteCount {
     pub read_bytes: u64,
     pub write_bytes: u64,
 }
 
-/// Parse the text of `/proc/PID/io`. `None` when a field is missing (kernel without
-/// CONFIG_TASK_IO_ACCOUNTING).
-pub fn parse_proc_io(text: &str) -> Option<ProcIo> {
-    let field = |name: &str| {
-        text.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            (k.trim() == name).then(|| v.trim().parse::<u64>().ok())?
-        })
-    };
-    Some(ProcIo {
-        read_bytes: field("read_bytes")?,
-        write_bytes: field("write_bytes")?,
-    })
-}
-
-/// `/proc/self/io` now, for the whole process (every thread, the io_uring workers included).
-pub fn proc_self_io() -> Option<ProcIo> {
-    parse_proc_io(&std::fs::read_to_string("/proc/self/io").ok()?)
+/// The kernel's running byte counters, read around each run (DESIGN: samplers run beside an
+/// engine, the cli starts them). `None` when a counter is not available.
+pub trait KernelCounts: Sync {
+    /// Bytes this process (every thread, the io_uring workers included) has caused to be
+    /// read from and written to storage so far.
+    fn process_bytes(&self) -> Option<ByteCount>;
+    /// Bytes block device `name` (e.g. `nvme0n1`) has read and written so far, every
+    /// process's traffic included.
+    fn device_bytes(&self, name: &str) -> Option<ByteCount>;
 }
 
 /// Ask the kernel to read this program's own file into the page cache now, before anything is
@@ -43,43 +33,6 @@ pub fn preload_own_executable() {
     use std::os::fd::AsRawFd;
     // SAFETY: a valid fd; offset 0 and length 0 mean the whole file; advice only.
     unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED) };
-}
-
-/// Sectors read and written of one device line of `/proc/diskstats`
-/// (Documentation/admin-guide/iostats.rst: fields 6 and 10, in 512-byte units whatever the
-/// device's logical block size).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DiskStats {
-    pub sectors_read: u64,
-    pub sectors_written: u64,
-}
-
-impl DiskStats {
-    pub fn read_bytes(&self) -> u64 {
-        self.sectors_read * 512
-    }
-    pub fn write_bytes(&self) -> u64 {
-        self.sectors_written * 512
-    }
-}
-
-/// The line of device `name` in the text of `/proc/diskstats`.
-pub fn parse_diskstats(text: &str, name: &str) -> Option<DiskStats> {
-    text.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        if f.get(2) != Some(&name) {
-            return None;
-        }
-        Some(DiskStats {
-            sectors_read: f.get(5)?.parse().ok()?,
-            sectors_written: f.get(9)?.parse().ok()?,
-        })
-    })
-}
-
-/// `/proc/diskstats` for device `name` now.
-pub fn diskstats_for(name: &str) -> Option<DiskStats> {
-    parse_diskstats(&std::fs::read_to_string("/proc/diskstats").ok()?, name)
 }
 
 /// User and system CPU seconds of this process so far (`getrusage(RUSAGE_SELF)`: every thread,
@@ -99,33 +52,6 @@ pub fn process_cpu() -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    // Captured on this project's build VM (kernel 6.18).
-    const PROC_IO: &str = "rchar: 6976\nwchar: 0\nsyscr: 10\nsyscw: 0\nread_bytes: 4096\n\
-                           write_bytes: 1048576\ncancelled_write_bytes: 0\n";
-    const DISKSTATS: &str = "   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n \
-        254       0 vda 27781 5177 2198826 34597 57080 43620 8301168 72392 0 14740 109411 \
-        11795 31 912064 1265 42816 1156\n";
-
-    #[test]
-    fn proc_io_fields() {
-        assert_eq!(
-            parse_proc_io(PROC_IO),
-            Some(ProcIo {
-                read_bytes: 4096,
-                write_bytes: 1_048_576
-            })
-        );
-        assert_eq!(parse_proc_io("rchar: 1\n"), None);
-    }
-
-    #[test]
-    fn diskstats_sectors_are_512_bytes() {
-        let d = parse_diskstats(DISKSTATS, "vda").unwrap();
-        assert_eq!(d.sectors_read, 2_198_826);
-        assert_eq!(d.write_bytes(), 8_301_168 * 512);
-        assert_eq!(parse_diskstats(DISKSTATS, "vd"), None);
-    }
 
     #[test]
     fn cpu_time_grows_with_work() {

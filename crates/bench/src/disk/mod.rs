@@ -681,6 +681,9 @@ pub struct RunConfig<'a> {
     /// Called with the result so far after each test, so a caller can write it down: a run
     /// that is interrupted or crashes later keeps what was measured.
     pub after_test: Option<&'a (dyn Fn(&DiskResult) + Sync)>,
+    /// The kernel's byte counters read around each run for the cross-check (`None`: no
+    /// cross-check).
+    pub kernel_counts: Option<&'a dyn kernel_count::KernelCounts>,
 }
 
 /// Run every test `runs` times on `target` and collect the result.
@@ -908,10 +911,11 @@ fn run_once(
     };
     let ramp = Duration::from_secs_f64(p.ramp_s);
     let runtime = Duration::from_secs_f64(p.runtime_s);
-    let io_before = kernel_count::proc_self_io();
+    let kc = cfg.kernel_counts;
+    let io_before = kc.and_then(|k| k.process_bytes());
     let disk_before = target
         .block_device()
-        .and_then(|d| kernel_count::diskstats_for(&d.name));
+        .and_then(|d| kc?.device_bytes(&d.name));
     let cpu_before = kernel_count::process_cpu();
     let start = Instant::now();
     let outcomes: Vec<Result<JobOutcome, DiskError>> = std::thread::scope(|s| {
@@ -962,10 +966,10 @@ fn run_once(
         None
     };
     let cpu_after = kernel_count::process_cpu();
-    let io_after = kernel_count::proc_self_io();
+    let io_after = kc.and_then(|k| k.process_bytes());
     let disk_after = target
         .block_device()
-        .and_then(|d| kernel_count::diskstats_for(&d.name));
+        .and_then(|d| kc?.device_bytes(&d.name));
     let (mut r, notes) = summarize(
         &jobs,
         Counters {
@@ -989,10 +993,13 @@ fn run_once(
 }
 
 struct Counters<'a> {
-    io: (Option<kernel_count::ProcIo>, Option<kernel_count::ProcIo>),
+    io: (
+        Option<kernel_count::ByteCount>,
+        Option<kernel_count::ByteCount>,
+    ),
     disk: (
-        Option<kernel_count::DiskStats>,
-        Option<kernel_count::DiskStats>,
+        Option<kernel_count::ByteCount>,
+        Option<kernel_count::ByteCount>,
     ),
     device: Option<&'a DeviceNumber>,
     cpu: ((f64, f64), (f64, f64)),
@@ -1044,8 +1051,8 @@ fn summarize(jobs: &[JobOutcome], c: Counters, fsync_s: Option<f64>) -> (RunResu
     };
     let (dr, dw) = match c.disk {
         (Some(a), Some(b)) => (
-            Some(b.read_bytes().saturating_sub(a.read_bytes())),
-            Some(b.write_bytes().saturating_sub(a.write_bytes())),
+            Some(b.read_bytes.saturating_sub(a.read_bytes)),
+            Some(b.write_bytes.saturating_sub(a.write_bytes)),
         ),
         _ => (None, None),
     };
@@ -1538,7 +1545,7 @@ mod tests {
             })
             .collect();
         let io = |r| {
-            Some(kernel_count::ProcIo {
+            Some(kernel_count::ByteCount {
                 read_bytes: r,
                 write_bytes: 0,
             })
@@ -1628,6 +1635,7 @@ mod tests {
             stop,
             progress: None,
             after_test: None,
+            kernel_counts: None,
         };
         let r = run(&cfg, &t, SystemContext::default()).unwrap();
         assert!(r

@@ -1,0 +1,432 @@
+//! What client and server share once the streams exist: start the threads, sample the
+//! counters each interval, stop, and turn the counts into results (ours, for the peer, and
+//! the peer's merged into ours).
+
+use super::proto::{Results, StreamReport};
+use super::stream::{self, Counters, Snapshot, Sock, Work};
+use model::net::{CpuUse, EndTotals, Flow, Interval, NetConfig, Protocol, StreamResult};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// One data stream before it runs.
+pub struct PendingStream {
+    pub id: u32,
+    pub flow: Flow,
+    pub local_sends: bool,
+    pub sock: Sock,
+}
+
+struct Running {
+    id: u32,
+    flow: Flow,
+    local_sends: bool,
+    sock: Sock,
+    counters: Arc<Counters>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    base: Snapshot,
+    last: Snapshot,
+    last_retrans: u32,
+    base_retrans: u32,
+    intervals: Vec<Interval>,
+    end: Option<(Snapshot, f64)>,
+}
+
+/// Process CPU time (user, system) in seconds (getrusage(2), RUSAGE_SELF: every thread).
+fn rusage() -> (f64, f64) {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
+    (t(ru.ru_utime), t(ru.ru_stime))
+}
+
+/// The test while it runs.
+pub struct Session {
+    streams: Vec<Running>,
+    started: Instant,
+    omit: Duration,
+    interval: Duration,
+    next_tick: Instant,
+    omitting: bool,
+    cpu_start: (f64, f64),
+    protocol: Protocol,
+    end_time: Option<Instant>,
+}
+
+impl Session {
+    /// Start every stream's thread now (the TEST_RUNNING moment).
+    pub fn start(
+        pending: Vec<PendingStream>,
+        config: &NetConfig,
+        interval: Duration,
+    ) -> Result<Session, String> {
+        let started = Instant::now();
+        let mut streams = Vec::with_capacity(pending.len());
+        for p in pending {
+            let counters = Arc::new(Counters::default());
+            let stop = Arc::new(AtomicBool::new(false));
+            let work = Work {
+                send: p.local_sends,
+                len: config.len as usize,
+                rate_bps: config.bitrate_bps,
+                zerocopy: config.zerocopy,
+                udp_counters_64bit: config.udp_counters_64bit,
+            };
+            let sock = p
+                .sock
+                .try_clone()
+                .map_err(|e| format!("cannot use data stream {}: {e}", p.id))?;
+            let (c, s) = (Arc::clone(&counters), Arc::clone(&stop));
+            let thread = std::thread::Builder::new()
+                .name(format!("net-stream-{}", p.id))
+                .spawn(move || stream::run(sock, work, &c, &s))
+                .map_err(|e| format!("cannot start the thread of stream {}: {e}", p.id))?;
+            let retrans = Self::retrans_of(&p.sock, p.local_sends);
+            streams.push(Running {
+                id: p.id,
+                flow: p.flow,
+                local_sends: p.local_sends,
+                sock: p.sock,
+                counters,
+                stop,
+                thread: Some(thread),
+                base: Snapshot::default(),
+                last: Snapshot::default(),
+                last_retrans: retrans,
+                base_retrans: retrans,
+                intervals: Vec::new(),
+                end: None,
+            });
+        }
+        let omit = Duration::from_secs(u64::from(config.omit_s));
+        Ok(Session {
+            streams,
+            started,
+            omit,
+            interval,
+            next_tick: started + if omit.is_zero() { interval } else { omit },
+            omitting: !omit.is_zero(),
+            cpu_start: rusage(),
+            protocol: config.protocol,
+            end_time: None,
+        })
+    }
+
+    fn retrans_of(sock: &Sock, sends: bool) -> u32 {
+        match sock {
+            Sock::Tcp(_) if sends => {
+                stream::tcp_info(sock.fd()).map_or(0, |i| i.tcpi_total_retrans)
+            }
+            _ => 0,
+        }
+    }
+
+    /// When the next interval ends.
+    pub fn next_tick(&self) -> Instant {
+        self.next_tick
+    }
+
+    /// When the omitted seconds end (the measured time starts).
+    pub fn measured_start(&self) -> Instant {
+        self.started + self.omit
+    }
+
+    /// Record the intervals that have ended by `now`; returns the completed intervals'
+    /// per-flow rates (end of interval in s, flow, bits/s) for a live display.
+    pub fn tick(&mut self, now: Instant) -> Vec<(f64, Flow, f64)> {
+        let mut shown = Vec::new();
+        while now >= self.next_tick {
+            let at = self.next_tick;
+            if self.omitting {
+                self.omitting = false;
+                for s in &mut self.streams {
+                    s.base = s.counters.snapshot();
+                    // As at the end: bytes still queued here have not reached the peer, which
+                    // starts its own count at the same moment.
+                    if let (Sock::Tcp(_), true) = (&s.sock, s.local_sends) {
+                        s.base.bytes = s
+                            .base
+                            .bytes
+                            .saturating_sub(stream::unsent_bytes(s.sock.fd()).unwrap_or(0));
+                    }
+                    s.last = s.base;
+                    s.base_retrans = Self::retrans_of(&s.sock, s.local_sends);
+                    s.last_retrans = s.base_retrans;
+                }
+                self.cpu_start = rusage();
+            } else {
+                let end_s = (at - self.measured_start()).as_secs_f64();
+                let start_s = (end_s - self.interval.as_secs_f64()).max(0.0);
+                let mut per_flow: Vec<(Flow, f64)> = Vec::new();
+                for s in &mut self.streams {
+                    let iv = Self::interval_of(s, start_s, end_s, self.protocol);
+                    match per_flow.iter_mut().find(|(f, _)| *f == s.flow) {
+                        Some((_, b)) => *b += iv.bits_per_second(),
+                        None => per_flow.push((s.flow, iv.bits_per_second())),
+                    }
+                    s.intervals.push(iv);
+                }
+                shown.extend(per_flow.into_iter().map(|(f, b)| (end_s, f, b)));
+            }
+            self.next_tick = at + self.interval;
+        }
+        shown
+    }
+
+    fn interval_of(s: &mut Running, start_s: f64, end_s: f64, protocol: Protocol) -> Interval {
+        let now = s.counters.snapshot();
+        let mut iv = Interval {
+            start_s,
+            end_s,
+            bytes: now.bytes.saturating_sub(s.last.bytes),
+            ..Interval::default()
+        };
+        match (protocol, s.local_sends) {
+            (Protocol::Tcp, true) => {
+                if let Some(info) = stream::tcp_info(s.sock.fd()) {
+                    iv.retransmits = Some(u64::from(
+                        info.tcpi_total_retrans.saturating_sub(s.last_retrans),
+                    ));
+                    s.last_retrans = info.tcpi_total_retrans;
+                    iv.rtt_us = Some(info.tcpi_rtt);
+                    iv.cwnd_bytes =
+                        Some(u64::from(info.tcpi_snd_cwnd) * u64::from(info.tcpi_snd_mss));
+                }
+            }
+            (Protocol::Udp, true) => {
+                iv.packets = Some(now.packets.saturating_sub(s.last.packets));
+            }
+            (Protocol::Udp, false) => {
+                iv.packets = Some(now.packets.saturating_sub(s.last.packets));
+                iv.lost_packets = Some(now.lost.saturating_sub(s.last.lost));
+            }
+            (Protocol::Tcp, false) => {}
+        }
+        s.last = now;
+        iv
+    }
+
+    /// The first error a stream thread hit, with its stream id.
+    pub fn stream_error(&self) -> Option<String> {
+        self.streams.iter().find_map(|s| {
+            s.counters
+                .error()
+                .map(|e| format!("data stream {}: {e}", s.id))
+        })
+    }
+
+    /// Stop the local senders; TCP senders first wait (bounded) until the peer has
+    /// acknowledged every byte, so both ends count the same bytes.
+    pub fn stop_senders(&mut self) {
+        for s in self.streams.iter().filter(|s| s.local_sends) {
+            s.stop.store(true, Ordering::Relaxed);
+        }
+        for s in self.streams.iter_mut().filter(|s| s.local_sends) {
+            if let Some(t) = s.thread.take() {
+                let _ = t.join();
+            }
+        }
+        for s in self.streams.iter().filter(|s| s.local_sends) {
+            if let Sock::Tcp(_) = s.sock {
+                stream::drain(s.sock.fd(), Duration::from_secs(3));
+            }
+        }
+    }
+
+    /// Fix the end of the test now: the totals are the counts at this moment.
+    pub fn mark_end(&mut self) {
+        let now = Instant::now();
+        self.end_time = Some(now);
+        let secs = now
+            .saturating_duration_since(self.measured_start())
+            .as_secs_f64();
+        for s in &mut self.streams {
+            let mut snap = s.counters.snapshot();
+            // A TCP sender's bytes still queued in its socket had not reached the peer when
+            // the test ended: the peer (iperf3 stops counting at TEST_END) never counts them.
+            if let (Sock::Tcp(_), true) = (&s.sock, s.local_sends) {
+                snap.bytes = snap
+                    .bytes
+                    .saturating_sub(stream::unsent_bytes(s.sock.fd()).unwrap_or(0));
+            }
+            s.end = Some((snap, secs));
+        }
+    }
+
+    /// Let local receivers take what is still in flight until the peer closes the streams
+    /// (bounded by `limit`), counting it in the totals fixed by [`Self::mark_end`].
+    pub fn drain_receivers(&mut self, limit: Duration) {
+        let until = Instant::now() + limit;
+        while Instant::now() < until
+            && self
+                .streams
+                .iter()
+                .any(|s| !s.local_sends && !s.counters.done.load(Ordering::Acquire))
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        for s in self.streams.iter_mut().filter(|s| !s.local_sends) {
+            if let Some((snap, secs)) = s.end {
+                let now = s.counters.snapshot();
+                if now.bytes > snap.bytes {
+                    s.end = Some((now, secs));
+                }
+            }
+        }
+    }
+
+    /// Stop everything and close the data sockets (the peer's receivers see the end).
+    pub fn stop_all(&mut self) {
+        for s in &self.streams {
+            s.stop.store(true, Ordering::Relaxed);
+        }
+        for s in &mut self.streams {
+            if let Some(t) = s.thread.take() {
+                let _ = t.join();
+            }
+            if let Sock::Tcp(t) = &s.sock {
+                let _ = t.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+
+    /// CPU use since the measured time began.
+    pub fn cpu(&self) -> CpuUse {
+        let (u1, s1) = rusage();
+        let wall = self
+            .end_time
+            .unwrap_or_else(Instant::now)
+            .saturating_duration_since(self.measured_start())
+            .as_secs_f64()
+            .max(1e-9);
+        let (u, s) = (
+            (u1 - self.cpu_start.0).max(0.0),
+            (s1 - self.cpu_start.1).max(0.0),
+        );
+        CpuUse {
+            total_percent: (u + s) / wall * 100.0,
+            user_percent: u / wall * 100.0,
+            system_percent: s / wall * 100.0,
+            wall_s: wall,
+        }
+    }
+
+    /// The congestion control of the first TCP stream.
+    pub fn congestion(&self) -> Option<String> {
+        self.streams.iter().find_map(|s| match s.sock {
+            Sock::Tcp(_) => stream::congestion(s.sock.fd()),
+            Sock::Udp(_) => None,
+        })
+    }
+
+    /// This end's totals per stream (after [`Self::mark_end`]).
+    pub fn results(&self) -> Vec<StreamResult> {
+        self.streams
+            .iter()
+            .map(|s| {
+                let (end, secs) = s.end.unwrap_or_else(|| {
+                    (s.counters.snapshot(), self.started.elapsed().as_secs_f64())
+                });
+                let udp = self.protocol == Protocol::Udp;
+                let info = match (&s.sock, s.local_sends) {
+                    (Sock::Tcp(_), true) => stream::tcp_info(s.sock.fd()),
+                    _ => None,
+                };
+                let local = EndTotals {
+                    bytes: end.bytes.saturating_sub(s.base.bytes),
+                    omitted_bytes: s.base.bytes,
+                    seconds: secs,
+                    retransmits: info
+                        .map(|i| u64::from(i.tcpi_total_retrans.saturating_sub(s.base_retrans))),
+                    packets: udp.then(|| end.packets.saturating_sub(s.base.packets)),
+                    lost_packets: (udp && !s.local_sends)
+                        .then(|| end.lost.saturating_sub(s.base.lost)),
+                    out_of_order: (udp && !s.local_sends)
+                        .then(|| end.out_of_order.saturating_sub(s.base.out_of_order)),
+                    jitter_ms: (udp && !s.local_sends).then(|| s.counters.jitter_s() * 1e3),
+                };
+                StreamResult {
+                    id: s.id,
+                    flow: s.flow,
+                    local_sends: s.local_sends,
+                    local,
+                    peer: None,
+                    intervals: s.intervals.clone(),
+                    rtt_us: info.map(|i| i.tcpi_rtt),
+                    rttvar_us: info.map(|i| i.tcpi_rttvar),
+                    pmtu: info.map(|i| i.tcpi_pmtu),
+                    snd_mss: info.map(|i| i.tcpi_snd_mss),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Our result message for the peer (`send_results`).
+pub fn results_message(
+    streams: &[StreamResult],
+    cpu: &CpuUse,
+    congestion: Option<String>,
+    tcp: bool,
+) -> Results {
+    let sends = streams.iter().any(|s| s.local_sends);
+    let receives_only = !sends;
+    Results {
+        cpu_util_total: cpu.total_percent,
+        cpu_util_user: cpu.user_percent,
+        cpu_util_system: cpu.system_percent,
+        sender_has_retransmits: if receives_only { -1 } else { i64::from(tcp) },
+        congestion_used: congestion,
+        streams: streams
+            .iter()
+            .map(|s| StreamReport {
+                id: s.id,
+                bytes: s.local.bytes,
+                retransmits: match (s.local_sends, s.local.retransmits) {
+                    (true, Some(r)) => r as i64,
+                    _ => -1,
+                },
+                jitter_s: s.local.jitter_ms.unwrap_or(0.0) / 1e3,
+                errors: s.local.lost_packets.unwrap_or(0),
+                packets: s.local.packets.unwrap_or(0),
+                start_time: 0.0,
+                end_time: s.local.seconds,
+            })
+            .collect(),
+    }
+}
+
+/// Put the peer's result message beside ours; a stream id the peer does not know is an error
+/// as in iperf3 (`IESTREAMID`).
+pub fn merge_peer(
+    streams: &mut [StreamResult],
+    peer: &Results,
+    protocol: Protocol,
+) -> Result<(), String> {
+    let udp = protocol == Protocol::Udp;
+    for r in &peer.streams {
+        let s = streams.iter_mut().find(|s| s.id == r.id).ok_or_else(|| {
+            format!(
+                "the peer's results name stream {}, which this test does not have",
+                r.id
+            )
+        })?;
+        let peer_sends = !s.local_sends;
+        s.peer = Some(EndTotals {
+            bytes: r.bytes,
+            omitted_bytes: 0,
+            seconds: (r.end_time - r.start_time).max(0.0),
+            // iperf3 3.12 sends garbage (i64::MAX) as a UDP sender's retransmits.
+            retransmits: (!udp && peer_sends && r.retransmits >= 0).then_some(r.retransmits as u64),
+            packets: udp.then_some(r.packets),
+            lost_packets: (udp && !peer_sends).then_some(r.errors),
+            out_of_order: None,
+            jitter_ms: (udp && !peer_sends).then_some(r.jitter_s * 1e3),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,515 @@
+//! The data streams: one thread per stream (as iperf3 3.16+ does), TCP or UDP, sending or
+//! receiving, with a pacer for `-b`. Each thread only counts; the session samples the counts.
+
+use std::io::Read;
+use std::net::{TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How often a blocked thread looks at its stop flag.
+pub const POLL: Duration = Duration::from_millis(100);
+
+/// What one stream's thread has counted so far (single writer: the thread).
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub bytes: AtomicU64,
+    /// UDP: datagrams sent, or the highest sequence number received.
+    pub packets: AtomicU64,
+    pub lost: AtomicU64,
+    pub out_of_order: AtomicU64,
+    /// RFC 3550 interarrival jitter in seconds, as f64 bits.
+    pub jitter_bits: AtomicU64,
+    /// The thread has ended (end of stream, stop, or error).
+    pub done: AtomicBool,
+    pub error: Mutex<Option<String>>,
+}
+
+impl Counters {
+    pub fn jitter_s(&self) -> f64 {
+        f64::from_bits(self.jitter_bits.load(Ordering::Relaxed))
+    }
+
+    fn fail(&self, msg: String) {
+        if let Ok(mut e) = self.error.lock() {
+            e.get_or_insert(msg);
+        }
+    }
+
+    pub fn error(&self) -> Option<String> {
+        self.error.lock().ok().and_then(|e| e.clone())
+    }
+}
+
+/// A point in time of one stream's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Snapshot {
+    pub bytes: u64,
+    pub packets: u64,
+    pub lost: u64,
+    pub out_of_order: u64,
+}
+
+impl Counters {
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            bytes: self.bytes.load(Ordering::Relaxed),
+            packets: self.packets.load(Ordering::Relaxed),
+            lost: self.lost.load(Ordering::Relaxed),
+            out_of_order: self.out_of_order.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A data socket.
+#[derive(Debug)]
+pub enum Sock {
+    Tcp(TcpStream),
+    Udp(UdpSocket),
+}
+
+impl Sock {
+    pub fn fd(&self) -> RawFd {
+        match self {
+            Sock::Tcp(s) => s.as_raw_fd(),
+            Sock::Udp(s) => s.as_raw_fd(),
+        }
+    }
+
+    pub fn try_clone(&self) -> std::io::Result<Sock> {
+        Ok(match self {
+            Sock::Tcp(s) => Sock::Tcp(s.try_clone()?),
+            Sock::Udp(s) => Sock::Udp(s.try_clone()?),
+        })
+    }
+}
+
+/// What a stream thread does.
+#[derive(Clone, Copy, Debug)]
+pub struct Work {
+    pub send: bool,
+    pub len: usize,
+    /// Bits per second; `None`: as fast as the socket takes.
+    pub rate_bps: Option<u64>,
+    pub zerocopy: bool,
+    pub udp_counters_64bit: bool,
+}
+
+/// How far a paced sender may fall behind its schedule and still catch up.
+const MAX_PACER_DEBT: Duration = Duration::from_millis(2);
+
+/// Paces a sender to `rate` bits per second: each block is due when the bytes before it have
+/// taken their time at the rate; the thread sleeps (absolute CLOCK_MONOTONIC deadline, timer
+/// slack 1 ns) until then, so datagrams leave evenly spaced instead of in bursts.
+struct Pacer {
+    start: Instant,
+    ns_per_byte: f64,
+}
+
+impl Pacer {
+    fn new(rate_bps: u64) -> Pacer {
+        // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
+        unsafe {
+            libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+        }
+        Pacer {
+            start: Instant::now(),
+            ns_per_byte: 8e9 / rate_bps as f64,
+        }
+    }
+
+    /// Wait until `sent` bytes are due; returns early when `stop` is set. A sender that fell
+    /// behind (the thread was not scheduled) does not catch up in a burst: a debt of more than
+    /// [`MAX_PACER_DEBT`] is forgiven, so a shaper's small bucket is not overrun (the burst
+    /// after a stall is iperf3's known weak spot, esnet/iperf#386 and #460). The rate actually
+    /// sent is what the sender's byte count says.
+    fn wait(&mut self, sent: u64, stop: &AtomicBool) {
+        let due = self.start + Duration::from_nanos((sent as f64 * self.ns_per_byte) as u64);
+        let now = Instant::now();
+        if now > due + MAX_PACER_DEBT {
+            self.start += now - due - MAX_PACER_DEBT;
+            return;
+        }
+        loop {
+            let now = Instant::now();
+            if now >= due || stop.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep((due - now).min(POLL));
+        }
+    }
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
+}
+
+/// Bytes that are not all zero, so compression on the path cannot flatter the numbers.
+fn payload(len: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// The thread body of one stream: runs until `stop` (senders), or until the end of the
+/// stream or `stop` (receivers).
+pub fn run(sock: Sock, work: Work, c: &Counters, stop: &AtomicBool) {
+    let result = match (&sock, work.send) {
+        (Sock::Tcp(s), true) => tcp_send(s, work, c, stop),
+        (Sock::Tcp(s), false) => tcp_recv(s, work, c, stop),
+        (Sock::Udp(s), true) => udp_send(s, work, c, stop),
+        (Sock::Udp(s), false) => udp_recv(s, work, c, stop),
+    };
+    if let Err(e) = result {
+        c.fail(e);
+    }
+    c.done.store(true, Ordering::Release);
+}
+
+fn tcp_send(s: &TcpStream, w: Work, c: &Counters, stop: &AtomicBool) -> Result<(), String> {
+    let buf = payload(w.len);
+    let _ = s.set_write_timeout(Some(POLL));
+    let memfd = if w.zerocopy {
+        Some(memfd_with(&buf)?)
+    } else {
+        None
+    };
+    let mut pacer = w.rate_bps.filter(|&r| r > 0).map(Pacer::new);
+    let fd = s.as_raw_fd();
+    let mut sent: u64 = 0;
+    while !stop.load(Ordering::Relaxed) {
+        if let Some(p) = &mut pacer {
+            p.wait(sent, stop);
+        }
+        let n = match &memfd {
+            // SAFETY: sendfile from our memfd (offset pointer to a local) into the socket.
+            Some(m) => unsafe {
+                let mut off: libc::off_t = 0;
+                libc::sendfile(fd, m.as_raw_fd(), &mut off, w.len)
+            },
+            // SAFETY: send() reads `len` bytes of `buf`, which is that long.
+            None => unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) },
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if is_timeout(&e) {
+                continue;
+            }
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            return Err(format!("sending failed: {e}"));
+        }
+        sent += n as u64;
+        c.bytes.store(sent, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+fn memfd_with(buf: &[u8]) -> Result<std::fs::File, String> {
+    use std::io::Write;
+    // SAFETY: memfd_create with a NUL-terminated name; the fd is owned by the File below.
+    let fd = unsafe { libc::memfd_create(c"headroom-net".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(format!(
+            "-Z needs memfd_create: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: fd is a fresh descriptor nobody else owns.
+    let mut f = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    f.write_all(buf).map_err(|e| format!("-Z: {e}"))?;
+    Ok(f)
+}
+
+fn tcp_recv(s: &TcpStream, w: Work, c: &Counters, stop: &AtomicBool) -> Result<(), String> {
+    let mut buf = vec![0u8; w.len.max(65_536)];
+    let _ = s.set_read_timeout(Some(POLL));
+    let mut got: u64 = 0;
+    let mut s = s;
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                got += n as u64;
+                c.bytes.store(got, Ordering::Relaxed);
+            }
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => {
+                if stop.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                return Err(format!("receiving failed: {e}"));
+            }
+        }
+        if stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+    }
+}
+
+/// CLOCK_MONOTONIC now (iperf3 stamps datagrams with it: iperf_time.c).
+fn monotonic() -> (u64, u32) {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64, (ts.tv_nsec / 1000) as u32)
+}
+
+/// iperf3's UDP header (iperf_udp.c): seconds and microseconds of the send time, then the
+/// packet count, all big-endian; the count is 64-bit with `udp_counters_64bit`.
+pub fn write_udp_header(buf: &mut [u8], sec: u64, usec: u32, count: u64, wide: bool) {
+    buf[0..4].copy_from_slice(&(sec as u32).to_be_bytes());
+    buf[4..8].copy_from_slice(&usec.to_be_bytes());
+    if wide {
+        buf[8..16].copy_from_slice(&count.to_be_bytes());
+    } else {
+        buf[8..12].copy_from_slice(&(count as u32).to_be_bytes());
+    }
+}
+
+/// (sec, usec, count) of a datagram; `None` when it is too short for the header.
+pub fn read_udp_header(buf: &[u8], wide: bool) -> Option<(u32, u32, u64)> {
+    let be32 =
+        |i: usize| -> Option<u32> { Some(u32::from_be_bytes(buf.get(i..i + 4)?.try_into().ok()?)) };
+    let count = if wide {
+        u64::from_be_bytes(buf.get(8..16)?.try_into().ok()?)
+    } else {
+        u64::from(be32(8)?)
+    };
+    Some((be32(0)?, be32(4)?, count))
+}
+
+fn udp_send(s: &UdpSocket, w: Work, c: &Counters, stop: &AtomicBool) -> Result<(), String> {
+    let mut buf = payload(w.len);
+    // iperf3's default UDP rate is 1 Mbit/s (iperf_defaults: UDP_RATE); the caller sets it.
+    let mut pacer = w.rate_bps.filter(|&r| r > 0).map(Pacer::new);
+    let fd = s.as_raw_fd();
+    let (mut sent, mut count) = (0u64, 0u64);
+    let _ = s.set_write_timeout(Some(POLL));
+    while !stop.load(Ordering::Relaxed) {
+        if let Some(p) = &mut pacer {
+            p.wait(sent, stop);
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+        count += 1;
+        let (sec, usec) = monotonic();
+        write_udp_header(&mut buf, sec, usec, count, w.udp_counters_64bit);
+        // SAFETY: send() reads buf.len() bytes of buf.
+        let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+        if n < 0 {
+            count -= 1;
+            let e = std::io::Error::last_os_error();
+            // ENOBUFS: the qdisc or device queue is full; iperf3 treats it as a retry too.
+            if is_timeout(&e) || e.raw_os_error() == Some(libc::ENOBUFS) {
+                continue;
+            }
+            // ECONNREFUSED: an ICMP port unreachable came back (the receiver is gone).
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            return Err(format!("sending datagrams failed: {e}"));
+        }
+        sent += n as u64;
+        c.bytes.store(sent, Ordering::Relaxed);
+        c.packets.store(count, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// The receiver side of iperf3's UDP accounting: sequence gaps are losses, a sequence number
+/// at or below the highest seen is out of order (and takes back one loss), and the jitter is
+/// RFC 3550 A.8's running estimate over the transit-time differences.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct UdpStats {
+    pub highest: u64,
+    pub lost: u64,
+    pub out_of_order: u64,
+    pub jitter_s: f64,
+    prev_transit: Option<f64>,
+}
+
+impl UdpStats {
+    /// One datagram with sequence `seq`, `transit_s` = arrival - send time (clocks need not
+    /// agree: only differences count).
+    pub fn datagram(&mut self, seq: u64, transit_s: f64) {
+        if seq > self.highest {
+            self.lost += seq - 1 - self.highest;
+            self.highest = seq;
+        } else {
+            self.out_of_order += 1;
+            self.lost = self.lost.saturating_sub(1);
+        }
+        if let Some(prev) = self.prev_transit {
+            let d = (transit_s - prev).abs();
+            self.jitter_s += (d - self.jitter_s) / 16.0;
+        }
+        self.prev_transit = Some(transit_s);
+    }
+}
+
+/// A UDP receive buffer of 4 MiB (as root past net.core.rmem_max, SO_RCVBUFFORCE): a receiver
+/// thread that is not scheduled for a few ms must not turn into datagram loss that the path
+/// did not cause. A no-op when the user gave -w.
+pub fn enlarge_udp_receive_buffer(s: &UdpSocket) {
+    let size: libc::c_int = 4 << 20;
+    for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+        // SAFETY: setsockopt reads one int.
+        let r = unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            return;
+        }
+    }
+}
+
+fn udp_recv(s: &UdpSocket, w: Work, c: &Counters, stop: &AtomicBool) -> Result<(), String> {
+    let mut buf = vec![0u8; w.len.max(65_536)];
+    let _ = s.set_read_timeout(Some(POLL));
+    let mut st = UdpStats::default();
+    let mut got: u64 = 0;
+    while !stop.load(Ordering::Relaxed) {
+        match s.recv(&mut buf) {
+            Ok(n) => {
+                let (now_s, now_us) = monotonic();
+                // A stray connect message (4 bytes) or a runt is not a data datagram.
+                let Some((sec, usec, seq)) = read_udp_header(&buf[..n], w.udp_counters_64bit)
+                else {
+                    continue;
+                };
+                got += n as u64;
+                let transit = (now_s as f64 + f64::from(now_us) * 1e-6)
+                    - (f64::from(sec) + f64::from(usec) * 1e-6);
+                st.datagram(seq, transit);
+                c.bytes.store(got, Ordering::Relaxed);
+                c.packets.store(st.highest, Ordering::Relaxed);
+                c.lost.store(st.lost, Ordering::Relaxed);
+                c.out_of_order.store(st.out_of_order, Ordering::Relaxed);
+                c.jitter_bits
+                    .store(st.jitter_s.to_bits(), Ordering::Relaxed);
+            }
+            Err(e) if is_timeout(&e) => {}
+            // ECONNREFUSED on a connected UDP socket: an ICMP error for an earlier send;
+            // the receiver keeps listening.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+            Err(e) => return Err(format!("receiving datagrams failed: {e}")),
+        }
+    }
+    Ok(())
+}
+
+/// TCP_INFO of a socket (include/uapi/linux/tcp.h), or `None` when it cannot be read.
+pub fn tcp_info(fd: RawFd) -> Option<libc::tcp_info> {
+    // SAFETY: tcp_info is plain old data; getsockopt writes at most `len` bytes into it.
+    unsafe {
+        let mut info: libc::tcp_info = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        let r = libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        );
+        (r == 0).then_some(info)
+    }
+}
+
+/// Bytes a TCP socket has not yet had acknowledged (SIOCOUTQ, linux/sockios.h = TIOCOUTQ).
+pub fn unsent_bytes(fd: RawFd) -> Option<u64> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ writes one int.
+    let r = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n) };
+    (r == 0).then_some(n.max(0) as u64)
+}
+
+/// The TCP congestion control of a socket (TCP_CONGESTION).
+pub fn congestion(fd: RawFd) -> Option<String> {
+    let mut buf = [0u8; 32];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most len bytes into buf.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return None;
+    }
+    let s = &buf[..(len as usize).min(buf.len())];
+    let end = s.iter().position(|&b| b == 0).unwrap_or(s.len());
+    Some(String::from_utf8_lossy(&s[..end]).into_owned()).filter(|s| !s.is_empty())
+}
+
+/// Wait until a TCP sender's queue is empty (all bytes acknowledged) or `limit` passes, so
+/// the receiver has counted every byte the sender counted when the test ends.
+pub fn drain(fd: RawFd, limit: Duration) {
+    let until = Instant::now() + limit;
+    while Instant::now() < until {
+        match unsent_bytes(fd) {
+            Some(0) | None => return,
+            Some(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn udp_header_is_iperf3s() {
+        let mut b = [0u8; 16];
+        write_udp_header(&mut b, 0x1_0000_0005, 7, 258, false);
+        assert_eq!(&b[..12], &[0, 0, 0, 5, 0, 0, 0, 7, 0, 0, 1, 2]);
+        assert_eq!(read_udp_header(&b, false), Some((5, 7, 258)));
+        write_udp_header(&mut b, 1, 2, 1 << 40, true);
+        assert_eq!(read_udp_header(&b, true), Some((1, 2, 1 << 40)));
+        assert_eq!(read_udp_header(&b[..11], false), None);
+        assert_eq!(read_udp_header(&b[..12], true), None);
+    }
+
+    #[test]
+    fn loss_order_and_jitter() {
+        let mut s = UdpStats::default();
+        for (seq, t) in [(1, 0.010), (2, 0.012), (5, 0.010), (4, 0.011), (6, 0.010)] {
+            s.datagram(seq, t);
+        }
+        // 3 and 4 missing at 5; 4 arrives late: one out of order, one loss left.
+        assert_eq!((s.highest, s.lost, s.out_of_order), (6, 1, 1));
+        // Jitter: |d| = 2, 2, 1, 1 ms, each moving the estimate by 1/16 of the difference.
+        let mut j = 0.0f64;
+        for d in [0.002, 0.002, 0.001, 0.001] {
+            j += (d - j) / 16.0;
+        }
+        assert!((s.jitter_s - j).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,697 @@
+//! `headroom bench net`: iperf3's test with iperf3's flags and protocol, judged against the
+//! link's ceiling. `--server` is iperf3 `-s`; a HOST (or `-c HOST`) is iperf3 `-c`.
+
+use crate::output::GlobalArgs;
+use anyhow::Context as _;
+use bench::net::{self, server::Event, ClientConfig, Family, Server, ServerConfig};
+use clap::Args;
+use counters::Sampler;
+use model::net::{Direction, Flow, LinkFacts, NetConfig, NetMeasurement, NetStop, Protocol};
+use report::net::{FindRate, NetReport, RateStep};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Exit code after Ctrl-C (128 + SIGINT).
+const EXIT_INTERRUPTED: u8 = 130;
+
+/// iperf3's flags, with iperf3's meaning and units (`-b 100M` = 10^8 bit/s, `-l 128K` =
+/// 131072 bytes, as iperf3's units.c).
+#[derive(Args, Debug, Clone, Default)]
+#[command(
+    after_help = "Examples:\n  headroom bench net --server\n  headroom bench net 192.0.2.1 -t 10 -P 2\n  \
+headroom bench net -c 192.0.2.1 -u -b 100M -R\n  headroom bench net 192.0.2.1 -u --find-rate\n\
+A pasted iperf3 command line works: `headroom bench net iperf3 -c HOST -R -t 5`.\n\
+Rates are in bits per second with decimal prefixes (iperf3's -b); lengths and windows in bytes \
+with binary ones (iperf3's -l, -w)."
+)]
+pub struct NetArgs {
+    /// The server to test against (or `-c HOST`); a leading `iperf3` word is ignored.
+    #[arg(value_name = "HOST", num_args = 0..=2)]
+    pub host: Vec<String>,
+
+    /// Run as the client of HOST.
+    #[arg(short = 'c', long = "client", value_name = "HOST")]
+    pub client: Option<String>,
+
+    /// Run as a server (iperf3 -s): serve tests one at a time until Ctrl-C.
+    #[arg(short = 's', long = "server", conflicts_with_all = ["client", "host"])]
+    pub server: bool,
+
+    /// With --server: serve one test, then exit.
+    #[arg(short = '1', long = "one-off", requires = "server")]
+    pub one_off: bool,
+
+    /// Port of the server.
+    #[arg(short = 'p', long = "port", default_value_t = net::DEFAULT_PORT)]
+    pub port: u16,
+
+    /// Seconds to measure [default: 10; 3 per step with --find-rate].
+    #[arg(short = 't', long = "time", value_name = "SECONDS", value_parser = positive_seconds, allow_negative_numbers = true)]
+    pub time: Option<u32>,
+
+    /// Seconds at the start not counted (TCP slow start).
+    #[arg(
+        short = 'O',
+        long = "omit",
+        value_name = "SECONDS",
+        default_value_t = 0
+    )]
+    pub omit: u32,
+
+    /// Parallel streams, each with its own thread (1 to 128).
+    #[arg(short = 'P', long = "parallel", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=128))]
+    pub parallel: u32,
+
+    /// Reverse: the server sends.
+    #[arg(short = 'R', long = "reverse", conflicts_with = "bidir")]
+    pub reverse: bool,
+
+    /// Both directions at once.
+    #[arg(long = "bidir")]
+    pub bidir: bool,
+
+    /// UDP instead of TCP.
+    #[arg(short = 'u', long = "udp")]
+    pub udp: bool,
+
+    /// Target rate per stream in bit/s (100M, 1G); 0 = unlimited. UDP default 1M, as iperf3.
+    #[arg(
+        short = 'b',
+        long = "bitrate",
+        visible_alias = "bandwidth",
+        value_name = "RATE"
+    )]
+    pub bitrate: Option<String>,
+
+    /// Bytes per write (TCP, default 128K) or per datagram (UDP, default: the path's MSS).
+    #[arg(short = 'l', long = "length", value_name = "BYTES")]
+    pub length: Option<String>,
+
+    /// Socket buffer size (SO_SNDBUF/SO_RCVBUF).
+    #[arg(short = 'w', long = "window", value_name = "BYTES")]
+    pub window: Option<String>,
+
+    /// TCP maximum segment size.
+    #[arg(short = 'M', long = "set-mss", value_name = "BYTES")]
+    pub mss: Option<u32>,
+
+    /// Send with sendfile(2) instead of write(2).
+    #[arg(short = 'Z', long = "zerocopy")]
+    pub zerocopy: bool,
+
+    /// Seconds between interval reports (0: none).
+    #[arg(
+        short = 'i',
+        long = "interval",
+        value_name = "SECONDS",
+        default_value_t = 1.0
+    )]
+    pub interval: f64,
+
+    /// Local address to bind to.
+    #[arg(short = 'B', long = "bind", value_name = "ADDRESS")]
+    pub bind: Option<std::net::IpAddr>,
+
+    /// IPv4 only.
+    #[arg(short = '4', long = "version4", conflicts_with = "v6")]
+    pub v4: bool,
+
+    /// IPv6 only.
+    #[arg(short = '6', long = "version6")]
+    pub v6: bool,
+
+    /// TCP congestion control (e.g. cubic, bbr).
+    #[arg(short = 'C', long = "congestion", value_name = "ALGO")]
+    pub congestion: Option<String>,
+
+    /// 64-bit UDP packet counters.
+    #[arg(long = "udp-counters-64bit")]
+    pub udp_counters_64bit: bool,
+
+    /// Same as --json (iperf3's -J).
+    #[arg(short = 'J')]
+    pub json_short: bool,
+
+    /// UDP: find the highest offered rate whose loss stays under --loss-threshold (bisection,
+    /// starting at -b or 1G).
+    #[arg(long = "find-rate")]
+    pub find_rate: bool,
+
+    /// Loss allowed by --find-rate, percent.
+    #[arg(long = "loss-threshold", value_name = "PERCENT", default_value_t = 0.1)]
+    pub loss_threshold: f64,
+
+    /// Give up connecting after this many ms.
+    #[arg(long = "connect-timeout", value_name = "MS", default_value_t = 5000)]
+    pub connect_timeout_ms: u64,
+
+    /// iperf3's output format (k/m/g/K/M/G): accepted for pasted lines; headroom prints
+    /// Mbit/s and keeps bytes per second in --json.
+    #[arg(short = 'f', long = "format", value_name = "UNIT", hide = true)]
+    pub format: Option<String>,
+
+    /// iperf3's verbose flag: accepted for pasted lines (headroom's output is complete).
+    #[arg(short = 'V', long = "verbose", hide = true)]
+    pub verbose: bool,
+
+    #[command(flatten)]
+    pub keep: crate::output::KeepArgs,
+}
+
+fn positive_seconds(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<i64>() {
+        Ok(n) if (1..=86_400).contains(&n) => Ok(n as u32),
+        Ok(n) => Err(format!(
+            "{n} seconds is not a test length: give 1 to 86400 (iperf3's limit)"
+        )),
+        Err(_) => Err(format!("{s:?} is not a number of seconds (example: -t 10)")),
+    }
+}
+
+/// iperf3's numbers with a K/M/G/T suffix (units.c): `base` 1000 for rates, 1024 for sizes.
+fn iperf_number(flag: &str, s: &str, base: f64) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], base),
+        Some('m' | 'M') => (&t[..t.len() - 1], base * base),
+        Some('g' | 'G') => (&t[..t.len() - 1], base * base * base),
+        Some('t' | 'T') => (&t[..t.len() - 1], base * base * base * base),
+        _ => (t, 1.0),
+    };
+    let v: f64 = num.parse().map_err(|_| {
+        format!("{flag} {s:?} is not a number (examples: {flag} 100M, {flag} 128K)")
+    })?;
+    if !(v >= 0.0 && v.is_finite()) {
+        return Err(format!("{flag} {s:?} must not be negative"));
+    }
+    Ok((v * mult) as u64)
+}
+
+/// The engine configuration a command line asks for, and notes on what headroom chose.
+pub fn build_test(a: &NetArgs) -> Result<(NetConfig, Vec<String>), String> {
+    let mut notes = Vec::new();
+    let protocol = if a.udp { Protocol::Udp } else { Protocol::Tcp };
+    let bitrate_bps = match &a.bitrate {
+        Some(b) => {
+            let v = iperf_number("-b", b, 1000.0)?;
+            if v == 0 {
+                notes.push("-b 0: unlimited rate, as iperf3".to_string());
+                None
+            } else {
+                Some(v)
+            }
+        }
+        None if a.udp => Some(net::DEFAULT_UDP_RATE),
+        None => None,
+    };
+    let len = match &a.length {
+        Some(l) => {
+            let v = iperf_number("-l", l, 1024.0)?;
+            let (min, max) = if a.udp {
+                (
+                    if a.udp_counters_64bit { 16 } else { 12 },
+                    u64::from(net::proto::MAX_UDP_BLOCKSIZE),
+                )
+            } else {
+                (1, u64::from(net::proto::MAX_BLOCKSIZE))
+            };
+            if v < min || v > max {
+                return Err(format!("-l {l}: give {min} to {max} bytes"));
+            }
+            v as u32
+        }
+        None => 0,
+    };
+    let window = match &a.window {
+        Some(w) => {
+            let v = iperf_number("-w", w, 1024.0)?;
+            if v == 0 || v > 512 * 1024 * 1024 {
+                return Err(format!("-w {w}: give 1 byte to 512M (iperf3's limit)"));
+            }
+            Some(v as u32)
+        }
+        None => None,
+    };
+    if let Some(m) = a.mss {
+        if !(88..=net::proto::MAX_MSS).contains(&m) {
+            return Err(format!("-M {m}: give 88 to {} bytes", net::proto::MAX_MSS));
+        }
+    }
+    if a.interval != 0.0 && !(0.1..=60.0).contains(&a.interval) {
+        return Err(format!(
+            "-i {}: give 0.1 to 60 seconds, or 0 for no interval reports",
+            a.interval
+        ));
+    }
+    if a.find_rate && !a.udp {
+        return Err("--find-rate steps a UDP rate: add -u".to_string());
+    }
+    if !(a.loss_threshold > 0.0 && a.loss_threshold < 100.0) {
+        return Err(format!(
+            "--loss-threshold {}: give a percentage above 0 and below 100",
+            a.loss_threshold
+        ));
+    }
+    if let Some(f) = &a.format {
+        notes.push(format!(
+            "-f {f}: headroom prints rates in Mbit/s (10^6 bit/s) and keeps bytes/s in --json"
+        ));
+    }
+    let duration_s = match (a.time, a.find_rate) {
+        (Some(t), _) => t,
+        (None, true) => 3,
+        (None, false) => 10,
+    };
+    Ok((
+        NetConfig {
+            protocol,
+            direction: if a.bidir {
+                Direction::Bidir
+            } else if a.reverse {
+                Direction::Reverse
+            } else {
+                Direction::Forward
+            },
+            duration_s,
+            omit_s: a.omit,
+            streams: a.parallel,
+            len,
+            bitrate_bps,
+            window,
+            mss: a.mss,
+            zerocopy: a.zerocopy,
+            udp_counters_64bit: a.udp_counters_64bit,
+        },
+        notes,
+    ))
+}
+
+fn interval_of(a: &NetArgs, duration_s: u32) -> Duration {
+    if a.interval == 0.0 {
+        Duration::from_secs(u64::from(duration_s).max(1))
+    } else {
+        Duration::from_secs_f64(a.interval)
+    }
+}
+
+/// What probe can tell about the interface the test used.
+fn link_facts(iface: &str) -> (Option<LinkFacts>, Vec<String>) {
+    let mut notes = Vec::new();
+    let root = probe::sysfs::SysRoot::new("/");
+    let inv = probe::net::scan(&root);
+    let Some(i) = inv.interfaces.iter().find(|i| i.name == iface) else {
+        return (None, notes);
+    };
+    let shaper = match probe::qdisc::root_shaper(iface) {
+        Ok(s) => s,
+        Err(e) => {
+            notes.push(e);
+            None
+        }
+    };
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let tcp_timestamps = read("/proc/sys/net/ipv4/tcp_timestamps").and_then(|s| s.parse().ok());
+    let mut facts_notes = Vec::new();
+    if probe::qdisc::gso_max_segs(iface) == Some(1) {
+        facts_notes.push(format!(
+            "GSO is limited to one segment per packet on {iface} (gso_max_segs 1): every \
+             packet crosses the stack alone, which costs CPU per byte"
+        ));
+    }
+    // The bus links below the interface (`headroom path IFACE`): the narrowest PCIe one.
+    let pcie_ceiling = if i.is_virtual {
+        None
+    } else {
+        let path = probe::path::resolve(
+            &root,
+            std::path::Path::new(iface),
+            &probe::pci::audit_sysfs(&root),
+        );
+        // An interface that cannot be resolved has no bus link to cap it: the Ethernet
+        // model alone gives the ceiling.
+        path.map(|p| p.links)
+            .unwrap_or_default()
+            .iter()
+            .filter(|l| l.kind == probe::path::LinkKind::Pcie)
+            .map(|l| {
+                let c = l
+                    .ceiling_other_direction_bps
+                    .map_or(l.ceiling_bps, |o| o.min(l.ceiling_bps));
+                (format!("{} at {}", l.name, l.state), c)
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+    };
+    let usb_speed_mbps = match &i.attachment {
+        Some(probe::net::Attachment::Usb { speed_mbps, .. }) => *speed_mbps,
+        _ => None,
+    };
+    (
+        Some(LinkFacts {
+            interface: iface.to_string(),
+            speed_mbps: i.speed_mbps,
+            duplex: i.duplex.clone(),
+            mtu: i.mtu,
+            is_virtual: i.is_virtual,
+            is_loopback: iface == "lo",
+            driver: i.driver.clone(),
+            usb_speed_mbps,
+            pcie_ceiling,
+            shaper,
+            tcp_timestamps,
+            notes: facts_notes,
+        }),
+        notes,
+    )
+}
+
+fn print_interval(json: bool, end_s: f64, flow: Flow, bps: f64) {
+    if !json {
+        eprintln!(
+            "headroom: [{end_s:7.2} s] {:<17} {:>10.2} Mbit/s",
+            flow.label(),
+            bps / 1e6
+        );
+    }
+}
+
+pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
+    let json = global.json || a.json_short;
+    let (test, notes) = match build_test(a) {
+        Ok(t) => t,
+        Err(msg) => {
+            eprintln!("headroom: error: {msg}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let interrupt = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&interrupt))
+            .context("installing the Ctrl-C handler")?;
+    }
+    if a.server {
+        return run_server(a, json, &interrupt, a.interval);
+    }
+    let mut words: Vec<&str> = a.host.iter().map(String::as_str).collect();
+    if matches!(words.first(), Some(&"iperf3") | Some(&"iperf")) {
+        words.remove(0);
+    }
+    let host = match (a.client.as_deref(), words.as_slice()) {
+        (Some(h), []) => h.to_string(),
+        (None, [h]) => h.to_string(),
+        (None, []) => {
+            eprintln!(
+                "headroom: error: give the server to test against (HOST or -c HOST), or \
+                 --server to be one"
+            );
+            return Ok(ExitCode::from(2));
+        }
+        _ => {
+            eprintln!("headroom: error: give one server, as HOST or as -c HOST");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    for n in &notes {
+        eprintln!("headroom: note: {n}");
+    }
+    let cfg = ClientConfig {
+        host,
+        port: a.port,
+        bind: a.bind,
+        family: if a.v4 {
+            Family::V4
+        } else if a.v6 {
+            Family::V6
+        } else {
+            Family::Any
+        },
+        interval: interval_of(a, test.duration_s),
+        test,
+        connect_timeout: Duration::from_millis(a.connect_timeout_ms.max(1)),
+        congestion: a.congestion.clone(),
+    };
+    let outcome = if a.find_rate {
+        find_rate(&cfg, a.loss_threshold, &interrupt, json)
+    } else {
+        one_test(&cfg, &interrupt, json).map(|(m, iface)| (m, iface, None))
+    };
+    let (m, iface, fr) = match outcome {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("headroom: error: {e}");
+            return Ok(ExitCode::from(if interrupt.load(Ordering::Relaxed) {
+                EXIT_INTERRUPTED
+            } else {
+                1
+            }));
+        }
+    };
+    let code = finish(m, iface, fr, notes, json, &a.keep)?;
+    Ok(code)
+}
+
+/// The interface's name and its sent and received bytes during the test.
+type IfaceBytes = Option<(String, u64, u64)>;
+type Tested = (NetMeasurement, IfaceBytes);
+
+fn one_test(cfg: &ClientConfig, interrupt: &AtomicBool, json: bool) -> Result<Tested, String> {
+    // The interface is known once connected; sample every interface and keep the test's.
+    let all = counters::NetDevSampler::new(counters::Root::system());
+    let before = all.snapshot().ok();
+    let m = net::run_client(cfg, interrupt, &mut |end_s, flow, bps| {
+        print_interval(json, end_s, flow, bps)
+    })
+    .map_err(|e| e.to_string())?;
+    let iface = m.interface.clone().and_then(|name| {
+        let after = all.snapshot().ok()?;
+        let d = all.delta(before.as_ref()?, &after);
+        let s = d.interface(&name)?;
+        Some((name, s.tx_bytes, s.rx_bytes))
+    });
+    Ok((m, iface))
+}
+
+/// Bisection on the offered UDP rate: the highest rate whose loss stays under the threshold.
+fn find_rate(
+    cfg: &ClientConfig,
+    threshold: f64,
+    interrupt: &AtomicBool,
+    json: bool,
+) -> Result<(NetMeasurement, IfaceBytes, Option<FindRate>), String> {
+    // Start at -b (when given beyond iperf3's 1M default) or 1 Gbit/s per stream.
+    let start = cfg
+        .test
+        .bitrate_bps
+        .filter(|&b| b != net::DEFAULT_UDP_RATE)
+        .unwrap_or(1_000_000_000) as f64;
+    let (mut lo, mut hi): (f64, f64) = (0.0, start);
+    let mut best: Option<Tested> = None;
+    let mut last: Option<Tested> = None;
+    let mut steps = Vec::new();
+    let mut offered = start;
+    // Bounded: at most 14 tests.
+    for _ in 0..14 {
+        if interrupt.load(Ordering::Relaxed) {
+            break;
+        }
+        let mut c = cfg.clone();
+        c.test.bitrate_bps = Some(offered.max(1000.0) as u64);
+        let t = one_test(&c, interrupt, true)?;
+        let flow = t.0.flows().first().copied().unwrap_or(Flow::ClientToServer);
+        let s = t.0.summary(flow);
+        let loss = s.loss_percent().unwrap_or(100.0);
+        let received = s.receiver_bps.unwrap_or(0.0);
+        let total_offered = offered * f64::from(c.test.streams);
+        if !json {
+            eprintln!(
+                "headroom: find-rate: offered {:.2} Mbit/s, received {:.2} Mbit/s, loss {loss:.3} %",
+                total_offered / 1e6,
+                received / 1e6
+            );
+        }
+        steps.push(RateStep {
+            offered_bps: total_offered,
+            received_bps: received,
+            loss_percent: loss,
+        });
+        if loss <= threshold {
+            lo = offered;
+            best = Some(t);
+            if (hi - lo) / hi < 0.01 || lo >= start {
+                break;
+            }
+        } else {
+            hi = offered;
+            last = Some(t);
+            // What came through is a good guess of what the path carries.
+            let per_stream = received / f64::from(c.test.streams);
+            if lo == 0.0 && per_stream > 0.0 && per_stream < hi {
+                offered = per_stream * 0.99;
+                continue;
+            }
+        }
+        if (hi - lo) / hi < 0.01 {
+            break;
+        }
+        offered = (lo + hi) / 2.0;
+    }
+    let fr = FindRate {
+        threshold_percent: threshold,
+        rate_bps: best.as_ref().map(|_| lo * f64::from(cfg.test.streams)),
+        steps,
+    };
+    let (m, iface) = best
+        .or(last)
+        .ok_or_else(|| "--find-rate: no test completed".to_string())?;
+    Ok((m, iface, Some(fr)))
+}
+
+fn finish(
+    m: NetMeasurement,
+    iface: IfaceBytes,
+    fr: Option<FindRate>,
+    mut notes: Vec<String>,
+    json: bool,
+    keep: &crate::output::KeepArgs,
+) -> anyhow::Result<ExitCode> {
+    let interrupted = m.stopped_by == NetStop::Interrupted;
+    let (facts, more) = match &m.interface {
+        Some(i) => link_facts(i),
+        None => (None, Vec::new()),
+    };
+    notes.extend(more);
+    let mut r = NetReport::new(m, facts, iface, notes);
+    if fr.is_some() {
+        r.find_rate = fr;
+    }
+    keep.keep("net", &r)?;
+    if json {
+        crate::output::print_result("net", &r)?;
+    } else {
+        print!("{}", report::net::render_text(&r));
+    }
+    Ok(if interrupted {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn run_server(
+    a: &NetArgs,
+    json: bool,
+    interrupt: &AtomicBool,
+    interval: f64,
+) -> anyhow::Result<ExitCode> {
+    let server = match Server::bind(ServerConfig {
+        port: a.port,
+        bind: a.bind,
+        interval: Duration::from_secs_f64(if interval == 0.0 { 3600.0 } else { interval }),
+    }) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("headroom: error: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    eprintln!(
+        "headroom: serving iperf3 tests on port {} (Ctrl-C to stop)",
+        server.local_addr().map_or(a.port, |s| s.port())
+    );
+    loop {
+        let before = counters::NetDevSampler::new(counters::Root::system());
+        let snap = before.snapshot().ok();
+        let mut on_event = |e: Event<'_>| match e {
+            Event::Accepted { peer } => eprintln!("headroom: test from {peer}"),
+            Event::Interval { end_s, flow, bps } => print_interval(json, end_s, flow, bps),
+            Event::Denied { peer } => {
+                eprintln!("headroom: {peer} was refused: a test is running (access denied)")
+            }
+        };
+        match server.serve_one(interrupt, &mut on_event) {
+            Ok(None) => return Ok(ExitCode::from(EXIT_INTERRUPTED)),
+            Ok(Some(m)) => {
+                let iface = m.interface.clone().and_then(|name| {
+                    let after = before.snapshot().ok()?;
+                    let d = before.delta(snap.as_ref()?, &after);
+                    let s = d.interface(&name)?;
+                    Some((name, s.tx_bytes, s.rx_bytes))
+                });
+                let interrupted =
+                    m.stopped_by == NetStop::Interrupted && interrupt.load(Ordering::Relaxed);
+                let code = finish(m, iface, None, Vec::new(), json, &a.keep)?;
+                if interrupted {
+                    return Ok(ExitCode::from(EXIT_INTERRUPTED));
+                }
+                if a.one_off {
+                    return Ok(code);
+                }
+            }
+            Err(e) => {
+                eprintln!("headroom: warning: the test ended early: {e}");
+                if a.one_off {
+                    return Ok(ExitCode::from(1));
+                }
+            }
+        }
+        if interrupt.load(Ordering::Relaxed) {
+            return Ok(ExitCode::from(EXIT_INTERRUPTED));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct T {
+        #[command(flatten)]
+        a: NetArgs,
+    }
+
+    fn parse(line: &str) -> Result<NetArgs, clap::Error> {
+        T::try_parse_from(std::iter::once("t").chain(line.split_whitespace())).map(|t| t.a)
+    }
+
+    #[test]
+    fn pasted_iperf3_lines() {
+        let a = parse("iperf3 -c 10.0.0.2 -u -b 100M -l 1448 -P 2 -R -t 5 -O 1 -i 0.5").unwrap();
+        assert_eq!(a.host, vec!["iperf3".to_string()]);
+        let (t, notes) = build_test(&a).unwrap();
+        assert_eq!(t.protocol, Protocol::Udp);
+        assert_eq!(t.direction, Direction::Reverse);
+        assert_eq!((t.streams, t.duration_s, t.omit_s, t.len), (2, 5, 1, 1448));
+        assert_eq!(t.bitrate_bps, Some(100_000_000));
+        assert!(notes.is_empty());
+        let (t, _) = build_test(&parse("h -w 4M -l 128K --bidir -Z").unwrap()).unwrap();
+        assert_eq!((t.window, t.len), (Some(4 << 20), 131_072));
+        assert_eq!(t.direction, Direction::Bidir);
+        assert!(t.zerocopy);
+        // UDP without -b: iperf3's 1 Mbit/s (1024 x 1024 bit/s).
+        let (t, _) = build_test(&parse("h -u").unwrap()).unwrap();
+        assert_eq!(t.bitrate_bps, Some(1_048_576));
+        let (t, notes) = build_test(&parse("h -u -b 0").unwrap()).unwrap();
+        assert_eq!(t.bitrate_bps, None);
+        assert!(notes[0].contains("unlimited"));
+    }
+
+    #[test]
+    fn bad_values_get_a_sentence() {
+        let e = parse("h -P 0").unwrap_err().to_string();
+        assert!(e.contains("0"), "{e}");
+        let e = parse("h -t -1").unwrap_err().to_string();
+        assert!(e.contains("not a test length") || e.contains("-1"), "{e}");
+        let err = |l: &str| build_test(&parse(l).unwrap()).unwrap_err();
+        assert!(err("h -b fast").contains("not a number"));
+        assert!(err("h -u -l 4").contains("give 12 to 65507"));
+        assert!(err("h --find-rate").contains("add -u"));
+        assert!(err("h -i 100").contains("0.1 to 60"));
+    }
+}

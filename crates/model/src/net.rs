@@ -1,0 +1,544 @@
+//! Network benchmark types (`headroom bench net`, iperf3's test) and the goodput ceiling of a
+//! link shaped by a token-bucket qdisc.
+//!
+//! The engine (`bench::net`) fills these; `report` judges them. iperf3's own names are kept
+//! where a user compares the two (`retransmits`, `jitter_ms`, `lost_packets`).
+
+use crate::ceiling::eth::{self, EthParams, IpVersion, Transport};
+use serde::{Deserialize, Serialize};
+
+/// The transport of the test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Tcp,
+    Udp,
+}
+
+/// Who sends: the client (iperf3's default), the server (`-R`), or both (`--bidir`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Forward,
+    Reverse,
+    Bidir,
+}
+
+/// The test as both ends agreed on it (iperf3's parameter exchange).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NetConfig {
+    pub protocol: Protocol,
+    pub direction: Direction,
+    /// Measured seconds (`-t`), after the omitted ones.
+    pub duration_s: u32,
+    /// Seconds at the start that are not counted (`-O`).
+    pub omit_s: u32,
+    /// Streams per direction (`-P`).
+    pub streams: u32,
+    /// Bytes per write (TCP) or per datagram (UDP) (`-l`).
+    pub len: u32,
+    /// Target rate per stream, bits per second (`-b`); `None`: unlimited.
+    pub bitrate_bps: Option<u64>,
+    /// Socket buffer size asked for (`-w`), bytes.
+    pub window: Option<u32>,
+    /// TCP maximum segment size asked for (`-M`), bytes.
+    pub mss: Option<u32>,
+    /// sendfile(2) instead of write(2) (`-Z`).
+    pub zerocopy: bool,
+    /// 64-bit UDP packet counters (iperf3 `--udp-counters-64bit`).
+    pub udp_counters_64bit: bool,
+}
+
+/// Which way a stream's bytes go, seen from the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Flow {
+    ClientToServer,
+    ServerToClient,
+}
+
+impl Flow {
+    pub fn label(self) -> &'static str {
+        match self {
+            Flow::ClientToServer => "client -> server",
+            Flow::ServerToClient => "server -> client",
+        }
+    }
+}
+
+/// One reporting interval of one stream, as this end saw it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Seconds since the end of the omitted period (negative while omitting).
+    pub start_s: f64,
+    pub end_s: f64,
+    pub bytes: u64,
+    /// TCP senders: segments retransmitted in the interval (TCP_INFO tcpi_total_retrans).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// TCP senders: smoothed RTT at the end of the interval, us (tcpi_rtt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_us: Option<u32>,
+    /// TCP senders: congestion window, bytes (tcpi_snd_cwnd x tcpi_snd_mss, as iperf3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwnd_bytes: Option<u64>,
+    /// UDP receivers: datagrams lost in the interval (sequence gaps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_packets: Option<u64>,
+    /// UDP: datagrams sent or received in the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packets: Option<u64>,
+}
+
+impl Interval {
+    /// Bits per second over the interval.
+    pub fn bits_per_second(&self) -> f64 {
+        let s = self.end_s - self.start_s;
+        if s > 0.0 {
+            self.bytes as f64 * 8.0 / s
+        } else {
+            0.0
+        }
+    }
+}
+
+/// One stream's totals at one end (the omitted seconds excluded).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EndTotals {
+    pub bytes: u64,
+    /// Bytes counted during the omitted seconds (`-O`), not in `bytes`; this end's own count
+    /// only (iperf3 does not exchange it).
+    #[serde(default)]
+    pub omitted_bytes: u64,
+    /// Seconds the end counted bytes for.
+    pub seconds: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// UDP: the sender's datagram count, or the receiver's highest sequence number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packets: Option<u64>,
+    /// UDP receivers: datagrams lost (iperf3's `errors`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_packets: Option<u64>,
+    /// UDP receivers: datagrams that arrived after a later one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_of_order: Option<u64>,
+    /// UDP receivers: RFC 3550 interarrival jitter, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_ms: Option<f64>,
+}
+
+impl EndTotals {
+    pub fn bits_per_second(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.bytes as f64 * 8.0 / self.seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+/// One stream: what this end measured, and what the peer said it measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StreamResult {
+    /// iperf3's stream id (1, 3, 4, 5, ...: iperf3 skips 2 and both ends must agree).
+    pub id: u32,
+    pub flow: Flow,
+    /// This end sent the stream's bytes.
+    pub local_sends: bool,
+    pub local: EndTotals,
+    /// The peer's totals from the result exchange; `None` when the test ended without one.
+    pub peer: Option<EndTotals>,
+    pub intervals: Vec<Interval>,
+    /// TCP senders at the end: smoothed RTT and its variance, us; path MTU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_us: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rttvar_us: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pmtu: Option<u32>,
+    /// TCP: the segment size the kernel used (TCP_INFO tcpi_snd_mss), bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snd_mss: Option<u32>,
+}
+
+impl StreamResult {
+    /// The sender's and the receiver's totals, whichever end each is.
+    pub fn sender(&self) -> Option<&EndTotals> {
+        if self.local_sends {
+            Some(&self.local)
+        } else {
+            self.peer.as_ref()
+        }
+    }
+
+    pub fn receiver(&self) -> Option<&EndTotals> {
+        if self.local_sends {
+            self.peer.as_ref()
+        } else {
+            Some(&self.local)
+        }
+    }
+}
+
+/// CPU time one end spent during the test (user + system of the whole process).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuUse {
+    /// Percent of one CPU over the test's wall time, as iperf3's `cpu_util_*`.
+    pub total_percent: f64,
+    pub user_percent: f64,
+    pub system_percent: f64,
+    /// Wall seconds the percentages are of.
+    pub wall_s: f64,
+}
+
+impl CpuUse {
+    /// CPU seconds spent.
+    pub fn cpu_seconds(&self) -> f64 {
+        self.total_percent / 100.0 * self.wall_s
+    }
+}
+
+/// Which end of the test headroom was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Client,
+    Server,
+}
+
+/// Why the test ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetStop {
+    /// The duration passed and the results were exchanged.
+    Completed,
+    /// Ctrl-C: the peer was told (CLIENT_TERMINATE / SERVER_TERMINATE), partial results.
+    Interrupted,
+}
+
+/// A whole test at one end.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NetMeasurement {
+    pub role: Role,
+    pub config: NetConfig,
+    /// `host:port` of the peer's control connection.
+    pub peer: String,
+    /// Local address of the control connection.
+    pub local: String,
+    /// The interface the local address belongs to (`lo`, `eth0`), when found.
+    pub interface: Option<String>,
+    /// The peer's version (`client_version` in the parameters), when it said.
+    pub peer_version: Option<String>,
+    pub streams: Vec<StreamResult>,
+    pub cpu_local: CpuUse,
+    pub cpu_peer: Option<CpuUse>,
+    /// TCP congestion control used here and at the peer (TCP_CONGESTION).
+    pub congestion_local: Option<String>,
+    pub congestion_peer: Option<String>,
+    /// Interval length, s.
+    pub interval_s: f64,
+    pub stopped_by: NetStop,
+}
+
+/// The totals of one direction: the streams of that flow summed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlowSummary {
+    pub streams: usize,
+    pub sender_bytes: Option<u64>,
+    pub receiver_bytes: Option<u64>,
+    /// Receiver's bytes per the longest of the receivers' seconds, bits/s (iperf3's
+    /// "receiver" line).
+    pub receiver_bps: Option<f64>,
+    pub sender_bps: Option<f64>,
+    pub retransmits: Option<u64>,
+    pub lost_packets: Option<u64>,
+    pub packets: Option<u64>,
+    pub out_of_order: Option<u64>,
+    /// Mean jitter of the streams, ms (iperf3 averages the streams' jitter).
+    pub jitter_ms: Option<f64>,
+}
+
+impl FlowSummary {
+    /// Lost / total datagrams in percent, iperf3's "Lost/Total".
+    pub fn loss_percent(&self) -> Option<f64> {
+        match (self.lost_packets, self.packets) {
+            (Some(l), Some(p)) if p > 0 => Some(l as f64 * 100.0 / p as f64),
+            _ => None,
+        }
+    }
+}
+
+fn sum_opt(vals: impl Iterator<Item = Option<u64>>) -> Option<u64> {
+    let mut total = None;
+    for v in vals.flatten() {
+        *total.get_or_insert(0) += v;
+    }
+    total
+}
+
+impl NetMeasurement {
+    /// The directions that carried streams, in the order client->server, server->client.
+    pub fn flows(&self) -> Vec<Flow> {
+        [Flow::ClientToServer, Flow::ServerToClient]
+            .into_iter()
+            .filter(|f| self.streams.iter().any(|s| s.flow == *f))
+            .collect()
+    }
+
+    /// One direction's totals.
+    pub fn summary(&self, flow: Flow) -> FlowSummary {
+        let streams: Vec<&StreamResult> = self.streams.iter().filter(|s| s.flow == flow).collect();
+        let senders: Vec<&EndTotals> = streams.iter().filter_map(|s| s.sender()).collect();
+        let receivers: Vec<&EndTotals> = streams.iter().filter_map(|s| s.receiver()).collect();
+        let rate = |ends: &[&EndTotals]| {
+            let secs = ends.iter().map(|e| e.seconds).fold(0.0, f64::max);
+            let bytes: u64 = ends.iter().map(|e| e.bytes).sum();
+            (!ends.is_empty() && secs > 0.0).then(|| bytes as f64 * 8.0 / secs)
+        };
+        let jitters: Vec<f64> = receivers.iter().filter_map(|r| r.jitter_ms).collect();
+        FlowSummary {
+            streams: streams.len(),
+            sender_bytes: (!senders.is_empty()).then(|| senders.iter().map(|e| e.bytes).sum()),
+            receiver_bytes: (!receivers.is_empty())
+                .then(|| receivers.iter().map(|e| e.bytes).sum()),
+            receiver_bps: rate(&receivers),
+            sender_bps: rate(&senders),
+            retransmits: sum_opt(senders.iter().map(|e| e.retransmits)),
+            lost_packets: sum_opt(receivers.iter().map(|e| e.lost_packets)),
+            packets: sum_opt(senders.iter().map(|e| e.packets)),
+            out_of_order: sum_opt(receivers.iter().map(|e| e.out_of_order)),
+            jitter_ms: (!jitters.is_empty())
+                .then(|| jitters.iter().sum::<f64>() / jitters.len() as f64),
+        }
+    }
+
+    /// Bits per second of a direction per interval (the streams' intervals summed by index),
+    /// as this end saw them: (end of interval in s, bits/s).
+    pub fn interval_rates(&self, flow: Flow) -> Vec<(f64, f64)> {
+        let streams: Vec<&StreamResult> = self.streams.iter().filter(|s| s.flow == flow).collect();
+        let n = streams.iter().map(|s| s.intervals.len()).max().unwrap_or(0);
+        (0..n)
+            .filter_map(|i| {
+                let ivs: Vec<&Interval> =
+                    streams.iter().filter_map(|s| s.intervals.get(i)).collect();
+                let first = ivs.first()?;
+                let secs = first.end_s - first.start_s;
+                let bytes: u64 = ivs.iter().map(|v| v.bytes).sum();
+                (secs > 0.0).then(|| (first.end_s, bytes as f64 * 8.0 / secs))
+            })
+            .collect()
+    }
+}
+
+/// A token-bucket shaper on the sending interface (`tc qdisc ... tbf rate R overhead O`):
+/// every packet costs its length from the MAC header on plus `overhead` bytes
+/// (net/sched/sch_tbf.c charges `qdisc_pkt_len`, to which the rate table adds the
+/// configured overhead: tc-tbf(8), "overhead"; net/sched/sch_api.c `__qdisc_calculate_pkt_len`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Shaper {
+    /// Rate, bits per second.
+    pub rate_bps: f64,
+    /// Bytes added to each packet's length, MAC header included in the length.
+    pub overhead: u32,
+    /// Minimum packet unit, bytes (tc's `mpu`); 0 when unset.
+    pub mpu: u32,
+}
+
+/// Ethernet MAC header, the part of a frame a qdisc sees on an Ethernet-like device
+/// (IEEE 802.3-2018 clause 3.1.1: 6 + 6 + 2 B).
+const MAC_HEADER: u32 = 14;
+
+/// What the ceiling of a transfer is computed from.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct GoodputParams {
+    pub mtu: u32,
+    pub ip: IpVersion,
+    pub transport: Transport,
+}
+
+/// Application bytes per packet for `p` (TCP: the MSS; UDP: the datagram), from the Ethernet
+/// model, or `None` when the model refuses the MTU or the datagram does not fit one packet.
+fn payload_and_ip_len(p: &GoodputParams) -> Option<(u32, u32)> {
+    let c = eth::goodput(&EthParams {
+        rate: crate::units::BitsPerSec(1e9),
+        mtu: p.mtu,
+        ip: p.ip,
+        transport: p.transport,
+    })
+    .ok()?;
+    if c.frames != 1 {
+        return None;
+    }
+    // The Ethernet model's bytes on the wire minus its per-frame framing give the IP length;
+    // recompute it here from the payload instead of relying on its private constants.
+    let ip_header = match p.ip {
+        IpVersion::V4 => 20,
+        IpVersion::V6 => 40,
+    };
+    let ip_len = match p.transport {
+        Transport::Tcp { .. } => p.mtu,
+        // RFC 768: 8-byte UDP header.
+        Transport::Udp { payload } => ip_header + 8 + payload,
+    };
+    Some((c.payload_bytes, ip_len))
+}
+
+/// Goodput through a token-bucket shaper, bytes per second: the rate times the share of each
+/// charged packet that is application data. `None` when the parameters make no single packet.
+pub fn shaped_goodput(shaper: &Shaper, p: &GoodputParams) -> Option<f64> {
+    let (payload, ip_len) = payload_and_ip_len(p)?;
+    let charged = (MAC_HEADER + ip_len).max(shaper.mpu) + shaper.overhead;
+    Some(shaper.rate_bps / 8.0 * f64::from(payload) / f64::from(charged))
+}
+
+/// Goodput of an Ethernet link at its MAC rate, bytes per second (the Ethernet model).
+pub fn ethernet_goodput(rate_bps: f64, p: &GoodputParams) -> Option<f64> {
+    eth::goodput(&EthParams {
+        rate: crate::units::BitsPerSec(rate_bps),
+        mtu: p.mtu,
+        ip: p.ip,
+        transport: p.transport,
+    })
+    .ok()
+    .map(|c| c.goodput.0)
+}
+
+/// What headroom found out about the interface a test's bytes left by: the facts the
+/// ceiling and the findings are made from (filled by probe, judged by report).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkFacts {
+    pub interface: String,
+    /// Negotiated speed, Mb/s (sysfs `speed`); `None` when down, virtual or unknown.
+    pub speed_mbps: Option<u64>,
+    pub duplex: Option<String>,
+    pub mtu: Option<u32>,
+    /// No hardware below (lo, veth, bridge, tun, ...).
+    pub is_virtual: bool,
+    pub is_loopback: bool,
+    pub driver: Option<String>,
+    /// The USB device's own rate, Mb/s, when the adapter is on USB.
+    pub usb_speed_mbps: Option<f64>,
+    /// The smallest PCIe ceiling below the interface (either direction), bytes/s, with the
+    /// link's name: a NIC on a narrow or downgraded link is capped by it.
+    #[serde(default)]
+    pub pcie_ceiling: Option<(String, f64)>,
+    /// A token-bucket qdisc at the root of the interface.
+    pub shaper: Option<Shaper>,
+    /// `net.ipv4.tcp_timestamps` (0 off, 1 on, 2 on without random offsets).
+    pub tcp_timestamps: Option<u32>,
+    /// Offloads visible in sysfs/ethtool that change how packets reach the wire or the CPU.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tcp(ts: bool) -> GoodputParams {
+        GoodputParams {
+            mtu: 1500,
+            ip: IpVersion::V4,
+            transport: Transport::Tcp { timestamps: ts },
+        }
+    }
+
+    #[test]
+    fn tbf_with_ethernet_overhead_is_the_ethernet_ceiling() {
+        // issue 14: tbf rate 100mbit overhead 24 on a veth: 1448/1538 and 1460/1538 of the rate.
+        let s = Shaper {
+            rate_bps: 100e6,
+            overhead: 24,
+            mpu: 0,
+        };
+        let ts = shaped_goodput(&s, &tcp(true)).unwrap() * 8.0;
+        let plain = shaped_goodput(&s, &tcp(false)).unwrap() * 8.0;
+        assert!((ts - 100e6 * 1448.0 / 1538.0).abs() < 1e-3);
+        assert!((plain - 100e6 * 1460.0 / 1538.0).abs() < 1e-3);
+        assert_eq!(format!("{:.2}", ts / 1e6), "94.15");
+        assert_eq!(format!("{:.2}", plain / 1e6), "94.93");
+        // The same as the Ethernet model at 100 Mb/s.
+        let e = ethernet_goodput(100e6, &tcp(true)).unwrap() * 8.0;
+        assert!((e - ts).abs() < 1e-3);
+        // UDP 1448-byte datagrams: 20 + 8 + 1448 = 1476 B of IP, 1490 + 24 charged.
+        let u = shaped_goodput(
+            &s,
+            &GoodputParams {
+                mtu: 1500,
+                ip: IpVersion::V4,
+                transport: Transport::Udp { payload: 1448 },
+            },
+        )
+        .unwrap();
+        assert!((u * 8.0 - 100e6 * 1448.0 / 1514.0).abs() < 1e-3);
+        // Without overhead the shaper charges only the frame from the MAC header.
+        let bare = Shaper { overhead: 0, ..s };
+        let b = shaped_goodput(&bare, &tcp(true)).unwrap() * 8.0;
+        assert!((b - 100e6 * 1448.0 / 1514.0).abs() < 1e-3);
+    }
+
+    #[test]
+    fn flow_summaries() {
+        let end = |bytes, secs| EndTotals {
+            bytes,
+            seconds: secs,
+            ..EndTotals::default()
+        };
+        let stream = |id, flow, local_sends| StreamResult {
+            id,
+            flow,
+            local_sends,
+            local: end(1000, 2.0),
+            peer: Some(end(990, 2.0)),
+            intervals: vec![],
+            rtt_us: None,
+            rttvar_us: None,
+            pmtu: None,
+            snd_mss: None,
+        };
+        let m = NetMeasurement {
+            role: Role::Client,
+            config: NetConfig {
+                protocol: Protocol::Tcp,
+                direction: Direction::Bidir,
+                duration_s: 2,
+                omit_s: 0,
+                streams: 2,
+                len: 131_072,
+                bitrate_bps: None,
+                window: None,
+                mss: None,
+                zerocopy: false,
+                udp_counters_64bit: false,
+            },
+            peer: "x:5201".into(),
+            local: "y:1".into(),
+            interface: None,
+            peer_version: None,
+            streams: vec![
+                stream(1, Flow::ClientToServer, true),
+                stream(3, Flow::ClientToServer, true),
+                stream(4, Flow::ServerToClient, false),
+            ],
+            cpu_local: CpuUse::default(),
+            cpu_peer: None,
+            congestion_local: None,
+            congestion_peer: None,
+            interval_s: 1.0,
+            stopped_by: NetStop::Completed,
+        };
+        assert_eq!(m.flows(), vec![Flow::ClientToServer, Flow::ServerToClient]);
+        let up = m.summary(Flow::ClientToServer);
+        assert_eq!(
+            (up.sender_bytes, up.receiver_bytes),
+            (Some(2000), Some(1980))
+        );
+        assert_eq!(up.receiver_bps, Some(1980.0 * 8.0 / 2.0));
+        let down = m.summary(Flow::ServerToClient);
+        assert_eq!(
+            (down.sender_bytes, down.receiver_bytes),
+            (Some(990), Some(1000))
+        );
+    }
+}
