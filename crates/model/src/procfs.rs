@@ -1,7 +1,8 @@
 //! Pure types and parsers of the kernel's `/proc` text formats that both discovery (probe:
 //! where a device's interrupts are delivered) and the samplers (counters: how many arrived
 //! during a run) read. Parsing is pure (text in, values out), so it lives here, once, where
-//! both layers can use it; reading the files is theirs.
+//! both layers can use it; reading the files is theirs. The kernel's CPU-list format
+//! (`0-3,8`, also in sysfs `cpumask`/`cpus` files) is here for the same reason.
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -123,6 +124,54 @@ pub fn parse_interrupts(text: &str) -> Vec<IrqLine> {
         });
     }
     out
+}
+
+/// Parse a kernel CPU list (`0-3,8,10-11`, Documentation/admin-guide/kernel-parameters.rst
+/// "cpu lists"). An empty string is an empty list; anything malformed is `None`.
+pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
+    let s = s.trim();
+    let mut cpus = Vec::new();
+    if s.is_empty() {
+        return Some(cpus);
+    }
+    for part in s.split(',') {
+        let part = part.trim();
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
+                // Bounded: no real machine has more than 64k CPUs.
+                if b < a || b - a > 65_536 {
+                    return None;
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(part.parse().ok()?),
+        }
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Some(cpus)
+}
+
+/// Format a CPU list compactly (`0-3,8`).
+pub fn format_cpu_list(cpus: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(",")
 }
 
 #[cfg(test)]

@@ -11,7 +11,9 @@ use model::{Finding, Severity};
 use serde::Serialize;
 
 // The /proc text formats are parsed once, in model; the samplers of counters read them too.
-pub use model::procfs::{parse_interrupts, parse_loadavg, IrqLine, LoadAverage};
+pub use model::procfs::{
+    format_cpu_list, parse_cpu_list, parse_interrupts, parse_loadavg, IrqLine, LoadAverage,
+};
 
 /// Everything this module knows about the CPUs and the kernel.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -276,54 +278,6 @@ pub fn preemption_model(
     } else {
         Preemption::NoneOrVoluntary
     }
-}
-
-/// Parse a kernel CPU list (`0-3,8,10-11`, Documentation/admin-guide/kernel-parameters.rst
-/// "cpu lists"). An empty string is an empty list; anything malformed is `None`.
-pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
-    let s = s.trim();
-    let mut cpus = Vec::new();
-    if s.is_empty() {
-        return Some(cpus);
-    }
-    for part in s.split(',') {
-        let part = part.trim();
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
-                // Bounded: no real machine has more than 64k CPUs.
-                if b < a || b - a > 65_536 {
-                    return None;
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(part.parse().ok()?),
-        }
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Some(cpus)
-}
-
-/// Format a CPU list compactly (`0-3,8`).
-pub fn format_cpu_list(cpus: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        out.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    out.join(",")
 }
 
 /// Parse `/proc/cmdline`. Only the kernel's own part counts: words after ` -- ` go to init.

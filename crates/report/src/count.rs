@@ -1,0 +1,365 @@
+//! The result of `headroom count` (document kind `count`) and its terminal renderings,
+//! shaped like `perf stat`'s: the same columns (value, unit, event, multiplexing fraction),
+//! `<not counted>` / `<not supported>`, the elapsed time, `-x SEP` CSV and `-I` lines.
+
+use model::Finding;
+use serde::{Deserialize, Serialize};
+
+/// Whether an event produced a number, in perf's words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CountStatus {
+    Counted,
+    /// Opened, never scheduled: `<not counted>`.
+    NotCounted,
+    /// The kernel or hardware has no such event: `<not supported>`.
+    NotSupported,
+}
+
+/// One event's total.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CountedEvent {
+    /// As typed (or `name=`).
+    pub name: String,
+    pub pmu: String,
+    pub status: CountStatus,
+    /// Scaled (multiplexing and the event's unit scale); `None` unless counted.
+    #[serde(default)]
+    pub value: Option<f64>,
+    /// The counter's own value before any scaling.
+    #[serde(default)]
+    pub raw: Option<u64>,
+    #[serde(default)]
+    pub unit: Option<String>,
+    /// time_running / time_enabled in percent (< 100: multiplexed and extrapolated).
+    #[serde(default)]
+    pub running_percent: Option<f64>,
+    #[serde(default)]
+    pub enabled_ns: u64,
+    #[serde(default)]
+    pub running_ns: u64,
+    /// Why it was not counted or not supported.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// A conversion the user should know of (16-byte units ...).
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// The events of one `-I` interval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CountInterval {
+    /// Seconds since counting started, at the end of the interval.
+    pub time_s: f64,
+    pub events: Vec<CountedEvent>,
+}
+
+/// Interrupts of one device during the run (`--irq`, and every benchmark's path).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IrqRate {
+    /// The device as the user named it (a PCI address or a block/net name).
+    pub device: String,
+    /// Its interrupt lines (MSI/MSI-X vectors from sysfs `msi_irqs/`, or the INTx `irq`).
+    pub irqs: Vec<u32>,
+    /// The action names of those lines in /proc/interrupts.
+    #[serde(default)]
+    pub names: Vec<String>,
+    pub count: u64,
+    pub per_second: f64,
+}
+
+/// A PCIe PMU and the root port it counts (from `count --list`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PmuLink {
+    pub pmu: String,
+    /// `dwc_rootport`, `vendor_pcie_bdf`, `hisi_pcie`, `uncore_iio_free_running`.
+    pub family: String,
+    /// The root ports (PCI addresses) it counts for, as the audit names them.
+    pub root_ports: Vec<String>,
+    /// How the name (or sysfs) says what it covers.
+    pub covers: String,
+}
+
+/// The body of a `count` result document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CountDocument {
+    /// What perf prints after "Performance counter stats for": `'dd if=...'`, `'system
+    /// wide'`, `'CPU(s) 0-1'`.
+    pub target: String,
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// `process` or `system_wide`.
+    pub scope: String,
+    #[serde(default)]
+    pub cpus: Option<Vec<u32>>,
+    pub elapsed_s: f64,
+    #[serde(default)]
+    pub user_s: Option<f64>,
+    #[serde(default)]
+    pub sys_s: Option<f64>,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    pub events: Vec<CountedEvent>,
+    #[serde(default)]
+    pub intervals: Vec<CountInterval>,
+    #[serde(default)]
+    pub interrupts: Vec<IrqRate>,
+    #[serde(default)]
+    pub findings: Vec<Finding>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// perf's value column: counts as integers, scaled values (clocks in msec, MiB, ...) with
+/// two decimals (tools/perf/util/stat-display.c: "%18.0f" / "%18.2f").
+fn value_text(e: &CountedEvent) -> String {
+    match e.status {
+        CountStatus::NotCounted => "<not counted>".into(),
+        CountStatus::NotSupported => "<not supported>".into(),
+        CountStatus::Counted => {
+            let v = e.value.unwrap_or(0.0);
+            if e.unit.is_some() {
+                format!("{v:.2}")
+            } else {
+                format!("{v:.0}")
+            }
+        }
+    }
+}
+
+fn unit_width(events: &[CountedEvent]) -> usize {
+    events
+        .iter()
+        .filter_map(|e| e.unit.as_ref().map(String::len))
+        .max()
+        .unwrap_or(0)
+        .max(4)
+}
+
+/// One event line as perf prints it: value right-aligned in 18 columns, the unit, the
+/// name, and `(62.50%)` when the counter ran part of the time.
+pub fn event_line(e: &CountedEvent, unit_w: usize) -> String {
+    let mut line = format!(
+        "{:>18} {:<uw$} {}",
+        value_text(e),
+        e.unit.as_deref().unwrap_or(""),
+        e.name,
+        uw = unit_w
+    );
+    if let (CountStatus::Counted, Some(p)) = (e.status, e.running_percent) {
+        if p < 100.0 {
+            line = format!("{line:<60}  ({p:.2}%)");
+        }
+    }
+    line
+}
+
+/// The whole `perf stat` block.
+pub fn render_text(d: &CountDocument) -> String {
+    let w = unit_width(&d.events);
+    let mut out = format!("\n Performance counter stats for {}:\n\n", d.target);
+    for e in &d.events {
+        out.push_str(&event_line(e, w));
+        out.push('\n');
+    }
+    if !d.interrupts.is_empty() {
+        out.push('\n');
+        for r in &d.interrupts {
+            out.push_str(&format!(
+                "{:>18} {:<w$} interrupts of {} (IRQ {}{})  # {:.1} /sec\n",
+                r.count,
+                "",
+                r.device,
+                r.irqs
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+                if r.names.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", r.names.join(", "))
+                },
+                r.per_second
+            ));
+        }
+    }
+    out.push_str(&format!("\n{:>18.9} seconds time elapsed\n", d.elapsed_s));
+    if let (Some(u), Some(s)) = (d.user_s, d.sys_s) {
+        out.push_str(&format!(
+            "\n{u:>18.9} seconds user\n{s:>18.9} seconds sys\n"
+        ));
+    }
+    out.push('\n');
+    out
+}
+
+/// perf's CSV (`-x SEP`): value, unit, event, run time (ns), percent running, then two
+/// empty metric fields.
+pub fn csv_line(e: &CountedEvent, sep: &str) -> String {
+    let v = value_text(e);
+    let pct = match e.status {
+        CountStatus::Counted => format!("{:.2}", e.running_percent.unwrap_or(100.0)),
+        CountStatus::NotCounted => "0.00".into(),
+        CountStatus::NotSupported => "100.00".into(),
+    };
+    [
+        v.as_str(),
+        e.unit.as_deref().unwrap_or(""),
+        &e.name,
+        &e.running_ns.to_string(),
+        &pct,
+        "",
+        "",
+    ]
+    .join(sep)
+}
+
+pub fn render_csv(d: &CountDocument, sep: &str) -> String {
+    d.events.iter().map(|e| csv_line(e, sep) + "\n").collect()
+}
+
+/// perf's `-I` header.
+pub fn interval_header() -> String {
+    "#           time             counts unit events\n".to_string()
+}
+
+/// The lines of one `-I` interval (`     1.000177283                 98      cs`), or
+/// `time SEP csv_line` with `-x`.
+pub fn interval_lines(i: &CountInterval, sep: Option<&str>) -> String {
+    let w = unit_width(&i.events);
+    i.events
+        .iter()
+        .map(|e| match sep {
+            Some(s) => format!("{:.9}{s}{}\n", i.time_s, csv_line(e, s)),
+            None => format!("{:>16.9} {}\n", i.time_s, event_line(e, w)),
+        })
+        .collect()
+}
+
+/// `count --list`: the PMUs with their events, PCIe ones with the root ports they count.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PmuListing {
+    pub name: String,
+    pub type_id: u32,
+    #[serde(default)]
+    pub cpumask: Option<Vec<u32>>,
+    pub events: Vec<String>,
+    pub formats: Vec<String>,
+    #[serde(default)]
+    pub link: Option<PmuLink>,
+}
+
+pub fn render_list(pmus: &[PmuListing], findings: &[Finding]) -> String {
+    let mut out = String::new();
+    for p in pmus {
+        out.push_str(&format!("{} (type {})", p.name, p.type_id));
+        if let Some(c) = &p.cpumask {
+            out.push_str(&format!(
+                ", counts on CPU {}",
+                model::procfs::format_cpu_list(c)
+            ));
+        }
+        if let Some(l) = &p.link {
+            if l.root_ports.is_empty() {
+                out.push_str(&format!(", PCIe {}: {}", l.family, l.covers));
+            } else {
+                out.push_str(&format!(
+                    ", PCIe {}: root port {} ({})",
+                    l.family,
+                    l.root_ports.join(", "),
+                    l.covers
+                ));
+            }
+        }
+        out.push('\n');
+        if !p.formats.is_empty() {
+            out.push_str(&format!("  terms: {}\n", p.formats.join(", ")));
+        }
+        for e in &p.events {
+            out.push_str(&format!("  {}/{}/\n", p.name, e));
+        }
+    }
+    for f in findings {
+        out.push_str(&format!("\n{}: {}: {}", f.severity, f.subject, f.message));
+        if let Some(a) = &f.advice {
+            out.push_str(&format!(" ({a})"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(name: &str, value: f64, unit: Option<&str>, pct: f64) -> CountedEvent {
+        CountedEvent {
+            name: name.into(),
+            pmu: "software".into(),
+            status: CountStatus::Counted,
+            value: Some(value),
+            raw: Some(value as u64),
+            unit: unit.map(str::to_string),
+            running_percent: Some(pct),
+            enabled_ns: 1000,
+            running_ns: (pct * 10.0) as u64,
+            reason: None,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn perf_shaped_lines() {
+        // perf 6.1 on this VM: "              3.47 msec task-clock" and
+        // "                24      context-switches".
+        let w = 4;
+        assert_eq!(
+            event_line(&ev("task-clock", 3.4712, Some("msec"), 100.0), w),
+            "              3.47 msec task-clock"
+        );
+        assert_eq!(
+            event_line(&ev("context-switches", 24.0, None, 100.0), w),
+            "                24      context-switches"
+        );
+        let m = event_line(&ev("cs", 1600.0, None, 62.5), w);
+        assert!(m.starts_with("              1600      cs"), "{m}");
+        assert!(m.ends_with("  (62.50%)"), "{m}");
+        let mut ns = ev("cycles", 0.0, None, 100.0);
+        ns.status = CountStatus::NotSupported;
+        assert_eq!(event_line(&ns, w), "   <not supported>      cycles");
+        // perf -x,: "<not supported>,,cycles,0,100.00,,"
+        ns.running_ns = 0;
+        assert_eq!(csv_line(&ns, ","), "<not supported>,,cycles,0,100.00,,");
+        assert_eq!(
+            csv_line(&ev("task-clock", 0.86, Some("msec"), 100.0), ","),
+            "0.86,msec,task-clock,1000,100.00,,"
+        );
+    }
+
+    #[test]
+    fn document_round_trips() {
+        let d = CountDocument {
+            target: "'true'".into(),
+            command: Some(vec!["true".into()]),
+            scope: "process".into(),
+            cpus: None,
+            elapsed_s: 0.001,
+            user_s: Some(0.0),
+            sys_s: Some(0.001),
+            exit_code: Some(0),
+            events: vec![ev("cs", 1.0, None, 100.0)],
+            intervals: vec![],
+            interrupts: vec![],
+            findings: vec![],
+            notes: vec![],
+        };
+        let v = serde_json::to_value(&d).unwrap();
+        let back: CountDocument = serde_json::from_value(v).unwrap();
+        assert_eq!(back, d);
+        let t = render_text(&d);
+        assert!(t.contains(" Performance counter stats for 'true':"), "{t}");
+        assert!(t.contains("       0.001000000 seconds time elapsed"), "{t}");
+    }
+}
