@@ -8,6 +8,7 @@ mod bench;
 mod bench_disk;
 mod ceiling;
 mod compare;
+mod count;
 mod history;
 mod output;
 mod path;
@@ -46,6 +47,9 @@ enum Command {
     Compare(compare::CompareArgs),
     /// The runs saved in the history database.
     History(history::HistoryArgs),
+    /// Count events of any PMU while a command runs, like `perf stat` (PCIe PMUs joined
+    /// to their root ports; interrupts per second of a device with --irq).
+    Count(count::CountArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
         Some(Command::Report(args)) => report::run(&cli.global, &args),
         Some(Command::Compare(args)) => compare::run(&cli.global, &args),
         Some(Command::History(args)) => history::run(&cli.global, &args),
+        Some(Command::Count(args)) => count::run(&cli.global, &args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,535 @@
+//! `headroom count`: perf stat's counting, on any PMU sysfs describes, with the PCIe PMUs
+//! joined to the audit's root ports and interrupts per second of a device.
+//!
+//! Thin: options parsed here, events resolved and counted by the counters crate, the
+//! document and its renderings made by report.
+
+use crate::output::GlobalArgs;
+use clap::Args;
+use counters::event::{Event, Pmus};
+use counters::perf::{outcome, OpenError, Outcome, Reading, Scope, Session};
+use counters::workload::{Workload, WorkloadError};
+use counters::{pcie_pmu, Root, Sampler};
+use report::count::{
+    CountDocument, CountInterval, CountStatus, CountedEvent, IrqRate, PmuLink, PmuListing,
+    RootPortFact,
+};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Args, Debug)]
+pub struct CountArgs {
+    /// Event to count, in perf's syntax: `PMU/EVENT,term=V/`, `SYSTEM:TRACEPOINT`, a
+    /// name like `task-clock`, a group `{a,b}`; repeat or separate with commas.
+    #[arg(short = 'e', long = "event", value_name = "EVENT")]
+    pub events: Vec<String>,
+    /// Count on every online CPU, every process (system-wide).
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Count on these CPUs only, system-wide (`0-3,8`).
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    pub cpus: Option<String>,
+    /// Print the counts every MS milliseconds (at least 10).
+    #[arg(short = 'I', long = "interval-print", value_name = "MS")]
+    pub interval_ms: Option<u64>,
+    /// CSV output with this separator, perf's columns.
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
+    pub separator: Option<String>,
+    /// List the PMUs and their events, the PCIe ones with the root ports they count.
+    #[arg(long)]
+    pub list: bool,
+    /// Also count the interrupts of this device (a PCI address like 0000:01:00.0) per
+    /// second, from its MSI/MSI-X lines; repeatable.
+    #[arg(long = "irq", value_name = "DEVICE")]
+    pub irq: Vec<String>,
+    /// Read sysfs and /proc under this directory (a fixture tree) instead of /.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+    /// The command to count (after --).
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// perf stat's default events when none is given (tools/perf/builtin-stat.c
+/// default_attrs0/1: the software counters, then the generic hardware ones).
+const DEFAULT_EVENTS: &str = "task-clock,context-switches,cpu-migrations,page-faults,cycles,\
+                              instructions,branches,branch-misses";
+
+fn usage(msg: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
+    eprintln!("headroom: error: {msg}");
+    Ok(ExitCode::from(2))
+}
+
+pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
+    if !a.root.is_dir() {
+        return usage(format_args!(
+            "--root {}: no such directory; give the directory that contains sys/",
+            a.root.display()
+        ));
+    }
+    let root = Root::new(&a.root);
+    if a.list {
+        return list(global, &root);
+    }
+    let pmus = match Pmus::read(&root) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!(
+                "headroom: error: cannot list the PMUs: {e} (a kernel without CONFIG_PERF_EVENTS?)"
+            );
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let given: Vec<String> = if a.events.is_empty() && a.irq.is_empty() {
+        vec![DEFAULT_EVENTS.to_string()]
+    } else {
+        a.events.clone()
+    };
+    let events = match counters::event::parse_all(&given, &pmus) {
+        Ok(e) => e,
+        Err(e) => return usage(e),
+    };
+    let interval = match a.interval_ms {
+        Some(ms) if ms < 10 => {
+            return usage(format_args!(
+                "-I {ms}: the print interval must be at least 10 ms (perf's minimum)"
+            ))
+        }
+        Some(ms) => Some(Duration::from_millis(ms)),
+        None => None,
+    };
+    let cpus = match (&a.cpus, a.all_cpus) {
+        (Some(list), _) => match model::procfs::parse_cpu_list(list).filter(|c| !c.is_empty()) {
+            Some(c) => Some(c),
+            None => {
+                return usage(format_args!(
+                    "-C {list}: not a CPU list; write it like 0-3,8"
+                ))
+            }
+        },
+        (None, true) => match counters::pmu::online_cpus(&root) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!("headroom: error: -a: {e}");
+                return Ok(ExitCode::from(1));
+            }
+        },
+        (None, false) => None,
+    };
+    if a.command.is_empty() && cpus.is_none() {
+        return usage("give a command after -- (e.g. `headroom count -e cs -- sleep 1`), or -a/-C to count system-wide until Ctrl-C");
+    }
+    let mut irq_devices = Vec::new();
+    for d in &a.irq {
+        match irq_lines(&root, d) {
+            Ok(l) => irq_devices.push((d.clone(), l)),
+            Err(msg) => return usage(msg),
+        }
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+
+    let mut workload = if a.command.is_empty() {
+        None
+    } else {
+        match Workload::prepare(&a.command) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                eprintln!("headroom: error: {e}");
+                return Ok(ExitCode::from(127));
+            }
+        }
+    };
+    let scope = match (&cpus, &workload) {
+        (Some(c), _) => Scope::Cpus(c.clone()),
+        (None, Some(w)) => Scope::Process(w.pid()),
+        (None, None) => unreachable_scope()?,
+    };
+    let session = match Session::open(&events, &scope) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("headroom: error: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    for (i, e) in events.iter().enumerate() {
+        if let Some(OpenError::Other(msg)) = session.error(i) {
+            eprintln!("headroom: warning: {msg}");
+        }
+        if let Some(n) = &e.note {
+            eprintln!("headroom: note: {}: {n}", e.name);
+        }
+    }
+    let irq_sampler = counters::InterruptsSampler::new(root.clone());
+    let irq_before = if irq_devices.is_empty() {
+        None
+    } else {
+        irq_sampler.snapshot().ok()
+    };
+
+    let started = Instant::now();
+    if matches!(scope, Scope::Cpus(_)) {
+        session.enable();
+    }
+    if let Some(w) = workload.as_mut() {
+        if let Err(e) = w.start() {
+            eprintln!("headroom: error: {e}");
+            let code = match e {
+                WorkloadError::Exec(..) => 126,
+                _ => 127,
+            };
+            return Ok(ExitCode::from(code));
+        }
+    }
+
+    let mut out = std::io::stdout().lock();
+    let sep = a.separator.as_deref();
+    let mut intervals = Vec::new();
+    let mut last: Vec<Option<Reading>> = vec![None; events.len()];
+    let mut exit = None;
+    let mut next_tick = interval.map(|i| started + i);
+    if interval.is_some() && sep.is_none() && !global.json {
+        let _ = out.write_all(report::count::interval_header().as_bytes());
+    }
+    // Bounded by the command (or Ctrl-C): each pass sleeps at most 100 ms.
+    loop {
+        if let Some(w) = workload.as_mut() {
+            if interval.is_none() && !stop.load(Ordering::SeqCst) {
+                exit = w.wait();
+                break;
+            }
+            if let Some(x) = w.try_wait() {
+                exit = Some(x);
+                break;
+            }
+        } else if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let now = Instant::now();
+        match next_tick {
+            Some(t) if now >= t => {
+                let readings = session.read();
+                let rows = counted(&events, &session, &readings, Some(&last));
+                last = readings;
+                let row = CountInterval {
+                    time_s: started.elapsed().as_secs_f64(),
+                    events: rows,
+                };
+                if !global.json {
+                    let _ = out.write_all(report::count::interval_lines(&row, sep).as_bytes());
+                    let _ = out.flush();
+                }
+                intervals.push(row);
+                next_tick = interval.map(|i| t + i);
+            }
+            Some(t) => std::thread::sleep((t - now).min(Duration::from_millis(100))),
+            None => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    session.disable();
+    let readings = session.read();
+    // The last, partial interval, as perf prints it.
+    if interval.is_some() {
+        let row = CountInterval {
+            time_s: elapsed,
+            events: counted(&events, &session, &readings, Some(&last)),
+        };
+        if !global.json {
+            let _ = out.write_all(report::count::interval_lines(&row, sep).as_bytes());
+        }
+        intervals.push(row);
+    }
+    let interrupted = stop.load(Ordering::SeqCst);
+
+    let mut interrupts = Vec::new();
+    if let (Some(before), Ok(after)) = (irq_before, irq_sampler.snapshot()) {
+        let d = irq_sampler.delta(&before, &after);
+        let secs = d.elapsed.as_secs_f64();
+        for (device, irqs) in irq_devices {
+            let count = d.total_of(&irqs);
+            let names = after
+                .value
+                .iter()
+                .filter(|l| irqs.contains(&l.irq))
+                .map(|l| l.name.clone())
+                .collect();
+            interrupts.push(IrqRate {
+                device,
+                irqs,
+                names,
+                count,
+                per_second: if secs > 0.0 { count as f64 / secs } else { 0.0 },
+            });
+        }
+    }
+
+    let target = match (&a.command.is_empty(), &cpus, a.all_cpus) {
+        (false, None, _) => format!("'{}'", a.command.join(" ")),
+        (_, Some(_), true) => "'system wide'".to_string(),
+        (_, Some(c), false) => format!("'CPU(s) {}'", model::procfs::format_cpu_list(c)),
+        _ => "'system wide'".to_string(),
+    };
+    let doc = CountDocument {
+        target,
+        command: (!a.command.is_empty()).then(|| a.command.clone()),
+        scope: if cpus.is_some() {
+            "system_wide"
+        } else {
+            "process"
+        }
+        .to_string(),
+        cpus: cpus.clone(),
+        elapsed_s: elapsed,
+        user_s: exit.map(|x| x.user_s),
+        sys_s: exit.map(|x| x.sys_s),
+        exit_code: exit.map(|x| x.shell_code()),
+        events: counted(&events, &session, &readings, None),
+        intervals,
+        interrupts,
+        findings: Vec::new(),
+        notes: events
+            .iter()
+            .filter_map(|e| e.note.as_ref().map(|n| format!("{}: {n}", e.name)))
+            .collect(),
+    };
+    if global.json {
+        crate::output::print_result("count", &doc)?;
+    } else if interval.is_none() {
+        let text = match sep {
+            Some(s) => report::count::render_csv(&doc, s),
+            None => report::count::render_text(&doc),
+        };
+        if let Err(e) = out.write_all(text.as_bytes()) {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                return Err(e.into());
+            }
+        }
+    }
+    let code = match exit {
+        Some(x) => x.shell_code(),
+        None if interrupted => 130,
+        None => 0,
+    };
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+fn unreachable_scope() -> anyhow::Result<Scope> {
+    anyhow::bail!("neither a command nor CPUs to count on")
+}
+
+/// Each event's line, from the total or (with `last`) the interval's difference.
+fn counted(
+    events: &[Event],
+    session: &Session,
+    readings: &[Option<Reading>],
+    last: Option<&[Option<Reading>]>,
+) -> Vec<CountedEvent> {
+    events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let mut row = CountedEvent {
+                name: e.name.clone(),
+                pmu: e.pmu.clone(),
+                status: CountStatus::NotSupported,
+                value: None,
+                raw: None,
+                unit: e.unit.clone(),
+                running_percent: None,
+                enabled_ns: 0,
+                running_ns: 0,
+                reason: session.error(i).map(|x| x.to_string()),
+                note: e.note.clone(),
+            };
+            let Some(r) = readings.get(i).copied().flatten() else {
+                if row.reason.is_none() {
+                    row.status = CountStatus::NotCounted;
+                    row.reason = Some(format!(
+                        "{}: reading the counter failed (its PMU {} may have gone)",
+                        e.name, e.pmu
+                    ));
+                }
+                return row;
+            };
+            let r = match last.and_then(|l| l.get(i).copied().flatten()) {
+                Some(prev) => r.since(&prev),
+                None => r,
+            };
+            row.enabled_ns = r.enabled_ns;
+            row.running_ns = r.running_ns;
+            match outcome(&r, e.scale) {
+                Outcome::Counted {
+                    value,
+                    raw,
+                    running_percent,
+                } => {
+                    row.status = CountStatus::Counted;
+                    row.value = Some(value);
+                    row.raw = Some(raw);
+                    row.running_percent = Some(running_percent);
+                }
+                Outcome::NotCounted => row.status = CountStatus::NotCounted,
+                Outcome::NotSupported(why) => row.reason = Some(why),
+            }
+            row
+        })
+        .collect()
+}
+
+/// The interrupt lines of PCI device `dev` (`0000:01:00.0` or `01:00.0`): its MSI/MSI-X
+/// vectors (sysfs `msi_irqs/`, Documentation/ABI/testing/sysfs-bus-pci), else its INTx
+/// `irq`.
+fn irq_lines(root: &Root, dev: &str) -> Result<Vec<u32>, String> {
+    let full = if dev.matches(':').count() == 1 {
+        format!("0000:{dev}")
+    } else {
+        dev.to_string()
+    };
+    let base = format!("/sys/bus/pci/devices/{full}");
+    if !root.path(&base).is_dir() {
+        return Err(format!(
+            "--irq {dev}: no PCI device {full} (give its address as `lspci -D` prints it)"
+        ));
+    }
+    let mut irqs: Vec<u32> = std::fs::read_dir(root.path(&format!("{base}/msi_irqs")))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    if irqs.is_empty() {
+        if let Some(n) = root
+            .read(&format!("{base}/irq"))
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+            .filter(|&n| n > 0)
+        {
+            irqs.push(n);
+        }
+    }
+    irqs.sort_unstable();
+    if irqs.is_empty() {
+        return Err(format!(
+            "--irq {dev}: the device has no interrupt line (no msi_irqs/, irq 0)"
+        ));
+    }
+    Ok(irqs)
+}
+
+/// `count --list`.
+fn list(global: &GlobalArgs, root: &Root) -> anyhow::Result<ExitCode> {
+    let pmus = match counters::pmu::discover(root) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("headroom: error: cannot list the PMUs: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let audit = probe::pci::audit_sysfs(&probe::sysfs::SysRoot::new(root.as_path()));
+    let ports: Vec<(probe::pci::address::PciAddress, Option<u16>)> = audit
+        .functions
+        .iter()
+        .filter(|f| f.port_type() == Some(model::PortType::RootPort))
+        .map(|f| (f.address, f.vendor_id))
+        .collect();
+    let mut links = Vec::new();
+    let listing: Vec<PmuListing> = pmus
+        .iter()
+        .map(|p| {
+            let link = pcie_pmu::classify(p, root).map(|c| PmuLink {
+                pmu: p.name.clone(),
+                family: c.family.to_string(),
+                root_ports: ports
+                    .iter()
+                    .filter(|(a, _)| c.covers(a.domain, a.bus, a.device << 3 | a.function))
+                    .map(|(a, _)| a.to_string())
+                    .collect(),
+                covers: c.describe(),
+            });
+            if let Some(l) = &link {
+                links.push(l.clone());
+            }
+            PmuListing {
+                name: p.name.clone(),
+                type_id: p.type_id,
+                cpumask: p.cpumask.clone(),
+                // perf lists a parameter the user must give as `lane=?`.
+                events: p
+                    .events
+                    .iter()
+                    .map(|(k, alias)| {
+                        let mut name = k.clone();
+                        for t in &alias.terms {
+                            if t.value == counters::pmu::TermValue::Required {
+                                name.push_str(&format!(",{}=?", t.name));
+                            }
+                        }
+                        name
+                    })
+                    .collect(),
+                formats: p
+                    .formats
+                    .iter()
+                    .map(|(k, f)| format!("{k}={}", format_of(f)))
+                    .collect(),
+                link,
+            }
+        })
+        .collect();
+    let facts: Vec<RootPortFact> = ports
+        .iter()
+        .map(|(a, v)| RootPortFact {
+            address: a.to_string(),
+            vendor_id: *v,
+        })
+        .collect();
+    let kernel = root.read("/proc/sys/kernel/osrelease").ok();
+    let findings =
+        report::count::root_port_pmu_findings(&facts, &links, kernel.as_deref().map(str::trim));
+    if global.json {
+        #[derive(serde::Serialize)]
+        struct ListDocument<'a> {
+            pmus: &'a [PmuListing],
+            findings: &'a [model::Finding],
+        }
+        crate::output::print_result(
+            "pmu_list",
+            &ListDocument {
+                pmus: &listing,
+                findings: &findings,
+            },
+        )?;
+    } else {
+        let text = report::count::render_list(&listing, &findings);
+        if let Err(e) = std::io::stdout().lock().write_all(text.as_bytes()) {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                return Err(e.into());
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn format_of(f: &counters::pmu::Format) -> String {
+    let word = ["config", "config1", "config2", "config3"][f.word];
+    let ranges: Vec<String> = f
+        .ranges
+        .iter()
+        .map(|&(lo, hi)| {
+            if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}-{hi}")
+            }
+        })
+        .collect();
+    format!("{word}:{}", ranges.join(","))
+}
