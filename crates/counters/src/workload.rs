@@ -115,6 +115,8 @@ impl Workload {
             let mut b = 0u8;
             // SAFETY: valid fds and a one-byte buffer; only async-signal-safe calls follow.
             unsafe {
+                // Our copy of the write end would keep the pipe open forever.
+                libc::close(go_w.as_raw_fd());
                 let n = libc::read(go_r.as_raw_fd(), (&mut b as *mut u8).cast(), 1);
                 if n != 1 {
                     libc::_exit(127);
@@ -229,6 +231,20 @@ mod tests {
         let mut w = Workload::prepare(&["sh".into(), "-c".into(), "exit 3".into()]).unwrap();
         w.start().unwrap();
         assert_eq!(w.wait().unwrap().shell_code(), 3);
+    }
+
+    #[test]
+    fn a_workload_never_started_does_not_run_or_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let w = Workload::prepare(&[
+            "sh".into(),
+            "-c".into(),
+            format!("touch {}", marker.display()),
+        ])
+        .unwrap();
+        drop(w);
+        assert!(!marker.exists());
     }
 
     #[test]
