@@ -46,6 +46,9 @@ pub struct CountArgs {
     /// second, from its MSI/MSI-X lines; repeatable.
     #[arg(long = "irq", value_name = "DEVICE")]
     pub irq: Vec<String>,
+    /// Write the counts (text, CSV or --json) to FILE instead of stderr.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Read sysfs and /proc under this directory (a fixture tree) instead of /.
     #[arg(long, value_name = "DIR", default_value = "/")]
     pub root: PathBuf,
@@ -189,7 +192,21 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let mut out = std::io::stdout().lock();
+    // Like perf stat, the counts go to stderr (or -o FILE): stdout belongs to the command,
+    // whose output would otherwise be mixed into the numbers (and break --json).
+    let mut out: Box<dyn Write> = match &a.output {
+        Some(path) => match std::fs::File::create(path) {
+            Ok(f) => Box::new(std::io::BufWriter::new(f)),
+            Err(e) => {
+                eprintln!(
+                    "headroom: error: -o {}: cannot create it: {e}",
+                    path.display()
+                );
+                return Ok(ExitCode::from(1));
+            }
+        },
+        None => Box::new(std::io::stderr().lock()),
+    };
     let sep = a.separator.as_deref();
     let mut intervals = Vec::new();
     let mut last: Vec<Option<Reading>> = vec![None; events.len()];
@@ -300,17 +317,20 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
             .filter_map(|e| e.note.as_ref().map(|n| format!("{}: {n}", e.name)))
             .collect(),
     };
-    if global.json {
-        crate::output::print_result("count", &doc)?;
+    let text = if global.json {
+        report::document::wrap("count", env!("CARGO_PKG_VERSION"), &doc)?.to_json_pretty() + "\n"
     } else if interval.is_none() {
-        let text = match sep {
+        match sep {
             Some(s) => report::count::render_csv(&doc, s),
             None => report::count::render_text(&doc),
-        };
-        if let Err(e) = out.write_all(text.as_bytes()) {
-            if e.kind() != std::io::ErrorKind::BrokenPipe {
-                return Err(e.into());
-            }
+        }
+    } else {
+        String::new()
+    };
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("headroom: error: cannot write the counts: {e}");
+            return Ok(ExitCode::from(1));
         }
     }
     let code = match exit {

@@ -24,6 +24,24 @@ fn bin() -> String {
         .to_string()
 }
 
+/// `headroom --json count -o FILE ARGS`: the document as the user gets it in FILE (the
+/// counts never go to stdout, which belongs to the command).
+fn count_json(args: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("count.json");
+    let out = headroom()
+        .args(["--json", "count", "-o", file.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap()
+}
+
 fn have_perf() -> bool {
     let ok = Std::new("perf")
         .arg("--version")
@@ -71,6 +89,8 @@ fn software_events_agree_with_perf_stat() {
     }
     // perf counts headroom and the workload, headroom the workload alone: the difference is
     // headroom's own few milliseconds and switches, under 1 % of a 200k-switch workload.
+    let dir = tempfile::tempdir().unwrap();
+    let ours_file = dir.path().join("ours.csv");
     let out = Std::new("perf")
         .args([
             "stat",
@@ -80,7 +100,8 @@ fn software_events_agree_with_perf_stat() {
             "--",
             &bin(),
         ])
-        .args(["count", "-x,", "-e", "task-clock,context-switches", "--"])
+        .args(["count", "-x,", "-o", ours_file.to_str().unwrap()])
+        .args(["-e", "task-clock,context-switches", "--"])
         .args(["perf", "bench", "sched", "pipe", "-l", "200000"])
         .env("NO_COLOR", "1")
         .output()
@@ -90,7 +111,7 @@ fn software_events_agree_with_perf_stat() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let ours = csv_values(&String::from_utf8_lossy(&out.stdout));
+    let ours = csv_values(&std::fs::read_to_string(&ours_file).unwrap());
     let perf = csv_values(&String::from_utf8_lossy(&out.stderr));
     within_1_percent(
         value_of(&ours, "task-clock"),
@@ -125,7 +146,7 @@ fn page_faults_and_a_syscall_tracepoint_match_perf_stat() {
         .unwrap();
     assert!(h.status.success(), "{}", String::from_utf8_lossy(&h.stderr));
     let perf = csv_values(&String::from_utf8_lossy(&p.stderr));
-    let ours = csv_values(&String::from_utf8_lossy(&h.stdout));
+    let ours = csv_values(&String::from_utf8_lossy(&h.stderr));
     within_1_percent(
         value_of(&ours, "page-faults"),
         value_of(&perf, "page-faults"),
@@ -169,7 +190,7 @@ fn a_block_tracepoint_counts_the_disk_benchmarks_requests() {
         .unwrap();
     assert!(h.status.success(), "{}", String::from_utf8_lossy(&h.stderr));
     let requests = value_of(
-        &csv_values(&String::from_utf8_lossy(&h.stdout)),
+        &csv_values(&String::from_utf8_lossy(&h.stderr)),
         "block:block_getrq",
     );
     let doc: Value =
@@ -211,7 +232,7 @@ fn not_supported_and_csv_lines_are_perfs() {
         .output()
         .unwrap();
     assert!(h.status.success());
-    let text = String::from_utf8_lossy(&h.stdout).into_owned();
+    let text = String::from_utf8_lossy(&h.stderr).into_owned();
     // No hardware PMU in this VM: perf prints `<not supported>,,cycles,0,100.00,,`.
     assert!(
         text.starts_with("<not supported>,,cycles,0,100.00,,\n"),
@@ -225,7 +246,7 @@ fn not_supported_and_csv_lines_are_perfs() {
         .args(["count", "-e", "cycles", "--", "true"])
         .output()
         .unwrap();
-    let t = String::from_utf8_lossy(&t.stdout).into_owned();
+    let t = String::from_utf8_lossy(&t.stderr).into_owned();
     assert!(t.contains(" Performance counter stats for 'true':"), "{t}");
     assert!(t.contains("   <not supported>      cycles"), "{t}");
     assert!(t.contains(" seconds time elapsed"), "{t}");
@@ -248,7 +269,7 @@ fn interval_prints_every_period_and_the_exit_code_is_the_commands() {
         .output()
         .unwrap();
     assert_eq!(h.status.code(), Some(3), "the command's exit code");
-    let text = String::from_utf8_lossy(&h.stdout).into_owned();
+    let text = String::from_utf8_lossy(&h.stderr).into_owned();
     assert!(
         text.starts_with("#           time             counts unit events\n"),
         "{text}"
@@ -261,16 +282,7 @@ fn interval_prints_every_period_and_the_exit_code_is_the_commands() {
 
 #[test]
 fn system_wide_json_is_a_count_document() {
-    let doc = json_of(headroom().args([
-        "--json",
-        "count",
-        "-a",
-        "-e",
-        "{cs,cpu-clock}",
-        "--",
-        "sleep",
-        "0.2",
-    ]));
+    let doc = count_json(&["-a", "-e", "{cs,cpu-clock}", "--", "sleep", "0.2"]);
     assert_eq!(doc["kind"], "count");
     assert_eq!(doc["scope"], "system_wide");
     assert_eq!(doc["target"], "'system wide'");
@@ -280,6 +292,48 @@ fn system_wide_json_is_a_count_document() {
     // cpu-clock on every CPU for 0.2 s: at least 0.2 s × CPUs × (nearly all of it).
     let cpus = doc["cpus"].as_array().unwrap().len() as f64;
     assert!(ev[1]["value"].as_f64().unwrap() > 150.0 * cpus, "{doc:#}");
+}
+
+#[test]
+fn the_commands_stdout_stays_its_own_and_report_reads_the_document() {
+    // `ls` writes to stdout; the counts go to stderr, so --json stays parseable.
+    let out = headroom()
+        .args([
+            "--json",
+            "count",
+            "-e",
+            "cs,task-clock",
+            "--",
+            "echo",
+            "hello",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");
+    let doc: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(doc["kind"], "count");
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    let b = dir.path().join("b.json");
+    std::fs::write(&a, &out.stderr).unwrap();
+    std::fs::write(&b, &out.stderr).unwrap();
+    let md = headroom()
+        .args(["report", "--md"])
+        .arg(&a)
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&md.stdout).into_owned();
+    assert!(md.contains("### Counters"), "{md}");
+    assert!(md.contains("| task-clock |"), "{md}");
+    let cmp = headroom().arg("compare").arg(&a).arg(&b).output().unwrap();
+    assert!(
+        cmp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cmp.stderr)
+    );
+    let cmp = String::from_utf8_lossy(&cmp.stdout).into_owned();
+    assert!(cmp.contains("| cs (count) |"), "{cmp}");
+    assert!(cmp.contains("task-clock (msec)"), "{cmp}");
 }
 
 #[test]
@@ -296,17 +350,19 @@ fn interrupts_per_second_of_a_device() {
         .unwrap();
     let file = dir.path().join("d.bin");
     std::fs::write(&file, vec![1u8; 1 << 20]).unwrap();
-    let doc = json_of(
-        headroom()
-            .args(["--json", "count", "-e", "cs", "--irq", &bdf, "--"])
-            .args([
-                "dd",
-                &format!("if={}", file.display()),
-                "of=/dev/null",
-                "iflag=direct",
-                "bs=4k",
-            ]),
-    );
+    let input = format!("if={}", file.display());
+    let doc = count_json(&[
+        "-e",
+        "cs",
+        "--irq",
+        &bdf,
+        "--",
+        "dd",
+        &input,
+        "of=/dev/null",
+        "iflag=direct",
+        "bs=4k",
+    ]);
     let irq = &doc["interrupts"][0];
     assert_eq!(irq["device"], bdf);
     // 256 direct reads complete with interrupts (virtio may coalesce some).

@@ -97,7 +97,7 @@ pub enum CompareError {
     },
     #[error(
         "{origin} is a result of kind `{kind}`, which has no measurements: compare reads \
-         benchmark results (disk, latency)"
+         benchmark results (disk, latency) and counts"
     )]
     NotMeasured { origin: String, kind: String },
 }
@@ -120,7 +120,7 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
     }
     if let Some(r) = runs
         .iter()
-        .find(|r| r.tests.is_empty() && r.threads.is_empty())
+        .find(|r| r.tests.is_empty() && r.threads.is_empty() && r.counters.is_empty())
     {
         return Err(CompareError::NotMeasured {
             origin: r.origin.clone(),
@@ -155,6 +155,21 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
         rows[idx].spreads[i] = spread;
     };
     for (i, r) in runs.iter().enumerate() {
+        for c in &r.counters {
+            // Bytes and rates are work done (higher is better); other events (switches,
+            // faults, clock time) are costs.
+            let (unit, better): (&'static str, Better) = match c.unit.as_str() {
+                "" => ("count", Better::Lower),
+                "msec" => ("msec", Better::Lower),
+                "B" => ("B", Better::Higher),
+                "MiB" => ("MiB", Better::Higher),
+                "/s" => ("/s", Better::Lower),
+                _ => ("scaled", Better::Higher),
+            };
+            if let Some(v) = c.value {
+                put(c.name.clone(), unit, better, i, v, None);
+            }
+        }
         for t in &r.tests {
             put(
                 t.name.clone(),

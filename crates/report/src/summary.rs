@@ -79,6 +79,22 @@ pub struct Summary {
     pub no_ceiling_reason: Option<String>,
     pub findings: Vec<FindingView>,
     pub notes: Vec<String>,
+    /// The events of a `count` document (and the interrupt rates it measured).
+    pub counters: Vec<CounterRow>,
+}
+
+/// One counted event as reports show it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CounterRow {
+    pub name: String,
+    /// Scaled value; `None` for `<not counted>` / `<not supported>`.
+    pub value: Option<f64>,
+    /// `msec`, `MiB`, `B`, `/s` (interrupt rates), empty for a plain count.
+    pub unit: String,
+    /// Below 100 when the kernel multiplexed the counter.
+    pub running_percent: Option<f64>,
+    /// `counted`, `<not counted>`, `<not supported>`.
+    pub status: String,
 }
 
 fn us(ns: f64) -> f64 {
@@ -148,6 +164,7 @@ impl Summary {
             ceiling: None,
             tests: Vec::new(),
             threads: Vec::new(),
+            counters: Vec::new(),
             links: Vec::new(),
             bottleneck: None,
             no_ceiling_reason: None,
@@ -273,6 +290,35 @@ impl Summary {
                     }
                 }
             }
+            "count" => {
+                let c: crate::count::CountDocument = doc.view(origin)?;
+                s.target = Some(c.target.trim_matches('\'').to_string());
+                s.context.push(("scope".into(), c.scope.replace('_', " ")));
+                use crate::count::CountStatus;
+                for e in &c.events {
+                    s.counters.push(CounterRow {
+                        name: e.name.clone(),
+                        value: e.value,
+                        unit: e.unit.clone().unwrap_or_default(),
+                        running_percent: e.running_percent,
+                        status: match e.status {
+                            CountStatus::Counted => "counted",
+                            CountStatus::NotCounted => "<not counted>",
+                            CountStatus::NotSupported => "<not supported>",
+                        }
+                        .to_string(),
+                    });
+                }
+                for r in &c.interrupts {
+                    s.counters.push(CounterRow {
+                        name: format!("interrupts of {}", r.device),
+                        value: Some(r.per_second),
+                        unit: "/s".into(),
+                        running_percent: None,
+                        status: "counted".into(),
+                    });
+                }
+            }
             _ => {}
         }
         let path: Option<PathView> = common.path;
@@ -318,6 +364,41 @@ impl Summary {
             .map(|(k, v)| vec![k.clone(), v.clone()])
             .collect();
         (!rows.is_empty()).then(|| Table::new(&[("Context", false), ("Value", false)], rows))
+    }
+
+    /// Per counted event: value, unit and the multiplexing fraction (perf's columns).
+    pub fn counters_table(&self) -> Table {
+        let rows = self
+            .counters
+            .iter()
+            .map(|c| {
+                vec![
+                    c.name.clone(),
+                    match c.value {
+                        Some(v) if c.unit.is_empty() => format!("{v:.0}"),
+                        Some(v) => format!("{v:.2}"),
+                        None => c.status.clone(),
+                    },
+                    if c.unit.is_empty() {
+                        dash()
+                    } else {
+                        c.unit.clone()
+                    },
+                    c.running_percent
+                        .map(|p| format!("{p:.2}"))
+                        .unwrap_or_else(dash),
+                ]
+            })
+            .collect();
+        Table::new(
+            &[
+                ("Event", false),
+                ("Value", true),
+                ("Unit", false),
+                ("Running [%]", true),
+            ],
+            rows,
+        )
     }
 
     /// Per test: measured, spread, ceiling, efficiency and the kernel's cross-check.
