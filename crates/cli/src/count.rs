@@ -49,6 +49,12 @@ pub struct CountArgs {
     /// Write the counts (text, CSV or --json) to FILE instead of stderr.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Do not keep the result in the history database.
+    #[arg(long)]
+    pub no_save: bool,
+    /// History database (default: $XDG_DATA_HOME/headroom/history.sqlite).
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
     /// Read sysfs and /proc under this directory (a fixture tree) instead of /.
     #[arg(long, value_name = "DIR", default_value = "/")]
     pub root: PathBuf,
@@ -317,6 +323,12 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
             .filter_map(|e| e.note.as_ref().map(|n| format!("{}: {n}", e.name)))
             .collect(),
     };
+    // Kept like every measurement (an -a run stopped by Ctrl-C too: it measured).
+    if !a.no_save && doc.events.iter().any(|e| e.status == CountStatus::Counted) {
+        if let Err(e) = crate::output::save_result("count", &doc, a.db.as_deref()) {
+            eprintln!("headroom: warning: the result was not kept in the history: {e:#}");
+        }
+    }
     let text = if global.json {
         report::document::wrap("count", env!("CARGO_PKG_VERSION"), &doc)?.to_json_pretty() + "\n"
     } else if interval.is_none() {

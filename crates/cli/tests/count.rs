@@ -100,7 +100,7 @@ fn software_events_agree_with_perf_stat() {
             "--",
             &bin(),
         ])
-        .args(["count", "-x,", "-o", ours_file.to_str().unwrap()])
+        .args(["count", "--no-save", "-x,", "-o", ours_file.to_str().unwrap()])
         .args(["-e", "task-clock,context-switches", "--"])
         .args(["perf", "bench", "sched", "pipe", "-l", "200000"])
         .env("NO_COLOR", "1")
@@ -325,6 +325,26 @@ fn the_commands_stdout_stays_its_own_and_report_reads_the_document() {
     let md = String::from_utf8_lossy(&md.stdout).into_owned();
     assert!(md.contains("### Counters"), "{md}");
     assert!(md.contains("| task-clock |"), "{md}");
+    let db = dir.path().join("history.sqlite");
+    let kept = headroom()
+        .args([
+            "count",
+            "--db",
+            db.to_str().unwrap(),
+            "-e",
+            "cs,page-faults",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert!(kept.status.success());
+    let h = headroom()
+        .args(["history", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let h = String::from_utf8_lossy(&h.stdout).into_owned();
+    assert!(h.contains("count (2 events)") && h.contains("cs: "), "{h}");
     let cmp = headroom().arg("compare").arg(&a).arg(&b).output().unwrap();
     assert!(
         cmp.status.success(),

@@ -486,6 +486,12 @@ impl Summary {
             format!("max {worst:.0} us")
         } else if let Some(c) = &self.ceiling {
             format!("bottleneck {} ({:.1} MB/s)", c.bottleneck, c.mb_s)
+        } else if let Some(c) = self.counters.first() {
+            match c.value {
+                Some(v) if c.unit.is_empty() => format!("{}: {v:.0}", c.name),
+                Some(v) => format!("{}: {v:.2} {}", c.name, c.unit),
+                None => format!("{}: {}", c.name, c.status),
+            }
         } else {
             format!("{} findings", self.findings.len())
         }
@@ -494,6 +500,10 @@ impl Summary {
     /// What the run tested, for a history listing: the tests' or threads' count.
     pub fn test_label(&self) -> String {
         match (self.tests.len(), self.threads.len()) {
+            (0, 0) if self.counters.len() == 1 => format!("{} (1 event)", self.kind),
+            (0, 0) if !self.counters.is_empty() => {
+                format!("{} ({} events)", self.kind, self.counters.len())
+            }
             (0, 0) => self.kind.clone(),
             (1, 0) => format!("{} (1 test)", self.kind),
             (n, 0) => format!("{} ({n} tests)", self.kind),
