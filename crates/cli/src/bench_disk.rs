@@ -242,6 +242,7 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
             let doc = DiskDocument {
                 result: &partial,
                 path: Some(&path),
+                counters: None,
             };
             if let Err(e) = crate::output::write_result(out, "disk", &doc) {
                 if !output_failed.swap(true, std::sync::atomic::Ordering::Relaxed) {
@@ -259,6 +260,11 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         after_test: Some(&write_partial),
         kernel_counts: Some(&KernelCounters::default()),
     };
+    // Interrupts of the path's devices and its root port's PMU, beside the engine.
+    let beside = crate::count::Beside::start(
+        counters::Root::new(root.root()),
+        &path.chain.pci_addresses(),
+    );
     let outcome = disk::run(&cfg, &target, system_context(&root, cpus));
     // Remove the test file before anything is printed, whatever the outcome.
     drop(target);
@@ -279,9 +285,18 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
             .notes
             .push(format!("no ceiling, no efficiency: {why}")),
     }
+    let runs = result.tests.iter().flat_map(|t| &t.runs);
+    let (app_r, app_w) = runs.fold((0, 0), |(r, w), run| {
+        (
+            r + run.cross_check.app_read_bytes,
+            w + run.cross_check.app_write_bytes,
+        )
+    });
+    let beside = beside.finish(app_r, app_w);
     let doc = DiskDocument {
         result: &result,
         path: Some(&path),
+        counters: Some(&beside),
     };
     if !result.tests.is_empty() {
         args.keep.keep("disk", &doc)?;
@@ -290,6 +305,7 @@ pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         crate::output::print_result("disk", &doc)?;
     } else {
         print!("{}", render(&result, &Style::new(global.use_color())));
+        print!("{}", report::count::render_beside(&beside));
     }
     if result.interrupted {
         eprintln!(
@@ -488,6 +504,9 @@ struct DiskDocument<'a> {
     result: &'a disk::DiskResult,
     /// The chain of hardware from the target to the CPU, each link with its ceiling.
     path: Option<&'a TargetPath>,
+    /// Interrupts of the path's devices and the root port's PMU bytes (counters crate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    counters: Option<&'a report::count::BesideCounters>,
 }
 
 /// The ceiling of the bottleneck link on the path from `target` to the CPU, or why there is

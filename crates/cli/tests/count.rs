@@ -100,7 +100,13 @@ fn software_events_agree_with_perf_stat() {
             "--",
             &bin(),
         ])
-        .args(["count", "--no-save", "-x,", "-o", ours_file.to_str().unwrap()])
+        .args([
+            "count",
+            "--no-save",
+            "-x,",
+            "-o",
+            ours_file.to_str().unwrap(),
+        ])
         .args(["-e", "task-clock,context-switches", "--"])
         .args(["perf", "bench", "sched", "pipe", "-l", "200000"])
         .env("NO_COLOR", "1")
@@ -577,4 +583,52 @@ fn no_permission_says_what_to_do() {
         )),
         "{err}"
     );
+}
+
+#[test]
+fn bench_disk_reports_the_interrupts_of_its_path() {
+    let Ok(dev) = std::fs::canonicalize("/sys/block/vda/device/..") else {
+        eprintln!("skipped: no /sys/block/vda");
+        return;
+    };
+    let bdf = dev.file_name().unwrap().to_string_lossy().into_owned();
+    let dir = tempfile::Builder::new()
+        .prefix("headroom-count-bench")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let file = dir.path().join("data.bin");
+    std::fs::write(&file, vec![7u8; 4 << 20]).unwrap();
+    let doc = json_of(
+        headroom()
+            .args(["--json", "bench", "disk"])
+            .arg(&file)
+            .args([
+                "--rw",
+                "randread",
+                "--bs",
+                "4k",
+                "--qd",
+                "1",
+                "--size",
+                "4M",
+                "--engine",
+                "psync",
+                "--no-save",
+            ]),
+    );
+    let ios = doc["tests"][0]["runs"][0]["ios"].as_u64().unwrap();
+    let irq = doc["counters"]["interrupts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["device"] == bdf)
+        .unwrap_or_else(|| panic!("no interrupts of {bdf}: {:#}", doc["counters"]));
+    // QD1 O_DIRECT: each read completes with an interrupt (other traffic only adds).
+    assert!(
+        irq["count"].as_u64().unwrap() >= ios / 2,
+        "{irq:#} for {ios} I/Os"
+    );
+    assert!(irq["per_second"].as_f64().unwrap() > 0.0);
+    // No PCIe PMU on a virtio VM: none claimed.
+    assert!(doc["counters"]["pmu"].is_null());
 }

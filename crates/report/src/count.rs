@@ -495,3 +495,137 @@ mod finding_tests {
         );
     }
 }
+
+/// The root port's PMU bytes against the application's (a benchmark's cross-check on the bus).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PmuBytes {
+    pub pmu: String,
+    /// The PCI function on the path the PMU covers (its root port).
+    pub root_port: String,
+    /// Payload the root port received (device-to-memory writes: a disk read's data).
+    #[serde(default)]
+    pub rx_event: Option<String>,
+    #[serde(default)]
+    pub rx_bytes: Option<f64>,
+    /// Payload the root port sent (completions of the device's reads: a disk write's data).
+    #[serde(default)]
+    pub tx_event: Option<String>,
+    #[serde(default)]
+    pub tx_bytes: Option<f64>,
+    pub app_read_bytes: u64,
+    pub app_write_bytes: u64,
+    /// (PMU − application) / application, percent, reads against Rx and writes against Tx.
+    #[serde(default)]
+    pub read_error_percent: Option<f64>,
+    #[serde(default)]
+    pub write_error_percent: Option<f64>,
+    /// Why a number is missing (the PMU refused the event, no such event ...).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// Counters sampled beside a benchmark's engine: interrupts of the devices on its path, the
+/// root port's PMU when one exists.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BesideCounters {
+    #[serde(default)]
+    pub interrupts: Vec<IrqRate>,
+    #[serde(default)]
+    pub pmu: Option<PmuBytes>,
+    /// What could not be sampled, one sentence each.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+pub fn error_percent(counted: f64, app: u64) -> Option<f64> {
+    (app > 0).then(|| (counted - app as f64) / app as f64 * 100.0)
+}
+
+/// The lines a benchmark prints under its table.
+pub fn render_beside(b: &BesideCounters) -> String {
+    let mut out = String::new();
+    for r in &b.interrupts {
+        out.push_str(&format!(
+            "Interrupts: {} (IRQ {}{}): {} during the run, {:.1} /s\n",
+            r.device,
+            r.irqs
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            if r.names.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", r.names.join(", "))
+            },
+            r.count,
+            r.per_second
+        ));
+    }
+    if let Some(p) = &b.pmu {
+        let side = |what: &str, bytes: Option<f64>, app: u64, err: Option<f64>| match bytes {
+            Some(v) => format!(
+                "{what} {v:.0} B vs application {app} B{}",
+                err.map(|e| format!(" ({e:+.2} %)")).unwrap_or_default()
+            ),
+            None => format!("{what} –"),
+        };
+        out.push_str(&format!(
+            "PCIe PMU {} (root port {}): {}; {}{}\n",
+            p.pmu,
+            p.root_port,
+            side("Rx", p.rx_bytes, p.app_read_bytes, p.read_error_percent),
+            side("Tx", p.tx_bytes, p.app_write_bytes, p.write_error_percent),
+            p.reason
+                .as_ref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod beside_tests {
+    use super::*;
+
+    #[test]
+    fn pmu_bytes_against_the_applications() {
+        // Seed 002: 536,910,432 16-byte units on pcie_bdf_200 for fio's 8590 MB read.
+        let rx = 536_910_432.0 * 16.0;
+        let app = 8_192 * 1_048_576;
+        let b = BesideCounters {
+            interrupts: vec![IrqRate {
+                device: "0000:01:00.0".into(),
+                irqs: vec![40, 41],
+                names: vec!["nvme0q1".into()],
+                count: 5000,
+                per_second: 2500.0,
+            }],
+            pmu: Some(PmuBytes {
+                pmu: "pcie_bdf_200".into(),
+                root_port: "0000:02:00.0".into(),
+                rx_event: Some("pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/".into()),
+                rx_bytes: Some(rx),
+                tx_event: None,
+                tx_bytes: None,
+                app_read_bytes: app,
+                app_write_bytes: 0,
+                read_error_percent: error_percent(rx, app),
+                write_error_percent: None,
+                reason: None,
+            }),
+            notes: vec![],
+        };
+        let e = b.pmu.as_ref().unwrap().read_error_percent.unwrap();
+        assert!((e - 0.00736).abs() < 0.0001, "{e}");
+        let t = render_beside(&b);
+        assert!(
+            t.contains(
+                "Interrupts: 0000:01:00.0 (IRQ 40,41 nvme0q1): 5000 during the run, 2500.0 /s"
+            ),
+            "{t}"
+        );
+        assert!(t.contains("PCIe PMU pcie_bdf_200 (root port 0000:02:00.0): Rx 8590566912 B vs application 8589934592 B (+0.01 %); Tx –"), "{t}");
+    }
+}
