@@ -169,8 +169,16 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         }
     };
     for (i, e) in events.iter().enumerate() {
-        if let Some(OpenError::Other(msg)) = session.error(i) {
-            eprintln!("headroom: warning: {msg}");
+        match session.error(i) {
+            Some(OpenError::Other(msg)) => eprintln!("headroom: warning: {msg}"),
+            // perf is silent on a generic hardware event a VM lacks; a named PMU's reason
+            // is worth a line.
+            Some(OpenError::NotSupported(msg))
+                if e.type_id != counters::pmu::PERF_TYPE_HARDWARE =>
+            {
+                eprintln!("headroom: warning: {msg}")
+            }
+            _ => {}
         }
         if let Some(n) = &e.note {
             eprintln!("headroom: note: {}: {n}", e.name);

@@ -632,3 +632,72 @@ fn bench_disk_reports_the_interrupts_of_its_path() {
     // No PCIe PMU on a virtio VM: none claimed.
     assert!(doc["counters"]["pmu"].is_null());
 }
+
+#[test]
+fn a_pmu_that_vanished_is_one_sentence_and_the_rest_is_counted() {
+    // The fixture lists dwc_rootport_3018 (type 12); this kernel has no such PMU, as after
+    // the driver is unloaded between listing and counting.
+    let out = headroom()
+        .args([
+            "count",
+            "--root",
+            &fixture("pmu-dwc-rootport"),
+            "-C",
+            "0",
+            "-x,",
+        ])
+        .args([
+            "-e",
+            "dwc_rootport_3018/Rx_PCIe_TLP_Data_Payload/,cs",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        err.contains("the running kernel has no PMU dwc_rootport_3018 of type 12 (it vanished"),
+        "{err}"
+    );
+    assert!(
+        err.contains("<not supported>,B,dwc_rootport_3018/Rx_PCIe_TLP_Data_Payload/,0,100.00,,"),
+        "{err}"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.ends_with(",,cs,") || l.contains(",,cs,")),
+        "{err}"
+    );
+}
+
+#[test]
+fn ctrl_c_ends_a_system_wide_count_with_its_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("counts.txt");
+    let mut child = headroom_process()
+        .args(["count", "-a", "-e", "cs", "-o", file.to_str().unwrap()])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: signalling our own child by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed().as_secs() > 30 {
+            child.kill().unwrap();
+            panic!("headroom count -a did not stop on SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains(" Performance counter stats for 'system wide':"),
+        "{text}"
+    );
+    assert!(text.lines().any(|l| l.ends_with(" cs")), "{text}");
+}

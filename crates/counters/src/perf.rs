@@ -177,9 +177,32 @@ fn paranoid() -> Option<i32> {
         .ok()
 }
 
-fn describe(e: &Event, errno: i32, scope: &Scope) -> OpenError {
+fn describe(e: &Event, errno: i32, scope: &Scope, cpu: i32) -> OpenError {
     let name = &e.name;
+    // SAFETY: sysconf has no preconditions.
+    let configured = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+    if cpu >= 0
+        && configured > 0
+        && i64::from(cpu) >= configured as i64
+        && matches!(errno, libc::EINVAL | libc::ENODEV | libc::ENXIO)
+    {
+        return OpenError::Other(format!(
+            "{name}: CPU {cpu} does not exist on this machine ({configured} CPUs): check -C, or \
+             the --root tree's cpu/online"
+        ));
+    }
+    let sysfs_pmu = !matches!(e.pmu.as_str(), "software" | "tracepoint" | "cpu");
     match errno {
+        // A PMU sysfs listed, with its own dynamic type number (above the fixed ones, 0-5 in
+        // enum perf_type_id), that the running kernel does not know.
+        libc::ENOENT | libc::ENODEV if sysfs_pmu && e.type_id > 5 => {
+            OpenError::NotSupported(format!(
+                "{name}: the running kernel has no PMU {} of type {} (it vanished: its driver \
+                 was unloaded or its device removed since it was listed, or --root describes \
+                 another machine)",
+                e.pmu, e.type_id
+            ))
+        }
         libc::ENOENT | libc::EOPNOTSUPP => OpenError::NotSupported(format!(
             "{name}: the kernel or the hardware does not have this event"
         )),
@@ -271,7 +294,7 @@ impl Session {
                         slot.fds.push(fd);
                     }
                     Err(errno) => {
-                        let d = describe(e, errno, scope);
+                        let d = describe(e, errno, scope, cpu);
                         if matches!(d, OpenError::Permission(_)) {
                             return Err(d);
                         }
