@@ -636,6 +636,16 @@ fn bench_disk_reports_the_interrupts_of_its_path() {
     assert!(irq["per_second"].as_f64().unwrap() > 0.0);
     // No PCIe PMU on a virtio VM: none claimed.
     assert!(doc["counters"]["pmu"].is_null());
+    // The report carries the counter column.
+    let saved = dir.path().join("disk.json");
+    std::fs::write(&saved, doc.to_string()).unwrap();
+    let md = headroom()
+        .args(["report", "--md"])
+        .arg(&saved)
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&md.stdout).into_owned();
+    assert!(md.contains(&format!("| interrupts of {bdf} |")), "{md}");
 }
 
 #[test]

@@ -321,6 +321,39 @@ impl Summary {
             }
             _ => {}
         }
+        // Counters a benchmark sampled beside its engine (bench disk, bench net): the
+        // interrupt rates of its path and the root port's PMU bytes.
+        #[derive(serde::Deserialize)]
+        struct BesideView {
+            #[serde(default)]
+            counters: Option<crate::count::BesideCounters>,
+        }
+        if env.kind != "count" {
+            if let Ok(BesideView { counters: Some(b) }) = doc.view::<BesideView>(origin) {
+                for r in &b.interrupts {
+                    s.counters.push(CounterRow {
+                        name: format!("interrupts of {}", r.device),
+                        value: Some(r.per_second),
+                        unit: "/s".into(),
+                        running_percent: None,
+                        status: "counted".into(),
+                    });
+                }
+                if let Some(p) = &b.pmu {
+                    for (side, v) in [("Rx", p.rx_bytes), ("Tx", p.tx_bytes)] {
+                        if let Some(v) = v {
+                            s.counters.push(CounterRow {
+                                name: format!("{} {side} payload", p.pmu),
+                                value: Some(v),
+                                unit: "B".into(),
+                                running_percent: None,
+                                status: "counted".into(),
+                            });
+                        }
+                    }
+                }
+            }
+        }
         let path: Option<PathView> = common.path;
         if let Some(p) = path {
             s.target = s.target.or(p.chain.as_ref().and_then(|c| c.target.clone()));
