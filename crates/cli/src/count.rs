@@ -134,7 +134,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     }
     let mut irq_devices = Vec::new();
     for d in &a.irq {
-        match irq_lines(&root, d) {
+        match counters::interrupts::pci_device_irqs(&root, d) {
             Ok(l) => irq_devices.push((d.clone(), l)),
             Err(msg) => return usage(msg),
         }
@@ -424,46 +424,6 @@ fn counted(
         .collect()
 }
 
-/// The interrupt lines of PCI device `dev` (`0000:01:00.0` or `01:00.0`): its MSI/MSI-X
-/// vectors (sysfs `msi_irqs/`, Documentation/ABI/testing/sysfs-bus-pci), else its INTx
-/// `irq`.
-fn irq_lines(root: &Root, dev: &str) -> Result<Vec<u32>, String> {
-    let full = if dev.matches(':').count() == 1 {
-        format!("0000:{dev}")
-    } else {
-        dev.to_string()
-    };
-    let base = format!("/sys/bus/pci/devices/{full}");
-    if !root.path(&base).is_dir() {
-        return Err(format!(
-            "--irq {dev}: no PCI device {full} (give its address as `lspci -D` prints it)"
-        ));
-    }
-    let mut irqs: Vec<u32> = std::fs::read_dir(root.path(&format!("{base}/msi_irqs")))
-        .map(|rd| {
-            rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    if irqs.is_empty() {
-        if let Some(n) = root
-            .read(&format!("{base}/irq"))
-            .ok()
-            .and_then(|t| t.trim().parse::<u32>().ok())
-            .filter(|&n| n > 0)
-        {
-            irqs.push(n);
-        }
-    }
-    irqs.sort_unstable();
-    if irqs.is_empty() {
-        return Err(format!(
-            "--irq {dev}: the device has no interrupt line (no msi_irqs/, irq 0)"
-        ));
-    }
-    Ok(irqs)
-}
-
 /// `count --list`.
 fn list(global: &GlobalArgs, root: &Root) -> anyhow::Result<ExitCode> {
     let pmus = match counters::pmu::discover(root) {
@@ -611,7 +571,11 @@ impl Beside {
         let mut notes = Vec::new();
         let devices: Vec<(String, Vec<u32>)> = pci
             .iter()
-            .filter_map(|d| irq_lines(&root, d).ok().map(|l| (d.clone(), l)))
+            .filter_map(|d| {
+                counters::interrupts::pci_device_irqs(&root, d)
+                    .ok()
+                    .map(|l| (d.clone(), l))
+            })
             .collect();
         let pmu = Self::open_pmu(&root, pci, &mut notes);
         let irq_sampler = counters::InterruptsSampler::new(root.clone());
