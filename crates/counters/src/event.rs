@@ -99,7 +99,7 @@ const SOFTWARE: [(&str, u64); 14] = [
 ];
 
 /// perf's generic hardware event names (event_symbols_hw; enum perf_hw_id).
-const HARDWARE: [(&str, u64); 15] = [
+const HARDWARE: [(&str, u64); 14] = [
     ("cpu-cycles", 0),
     ("cycles", 0),
     ("instructions", 1),
@@ -114,7 +114,6 @@ const HARDWARE: [(&str, u64); 15] = [
     ("stalled-cycles-backend", 8),
     ("idle-cycles-backend", 8),
     ("ref-cycles", 9),
-    ("cpu-cycles", 0),
 ];
 
 /// Terms every PMU accepts besides its own `format/` (perf's config terms).
@@ -365,13 +364,10 @@ fn resolve_pmu_event(
         };
         if v.is_none() {
             if let Some(alias) = pmu.events.get(k) {
-                if alias_name.is_some() {
+                if let Some(first) = &alias_name {
                     return Err(err(
                         text,
-                        format!(
-                            "two events in one: '{k}' after '{}'",
-                            alias_name.unwrap_or_default()
-                        ),
+                        format!("two events in one: '{k}' after '{first}'"),
                     ));
                 }
                 alias_name = Some(k.to_string());
