@@ -606,7 +606,16 @@ impl Beside {
         let mut events = Vec::new();
         for (i, name) in [(0, &class.rx_bytes_event), (1, &class.tx_bytes_event)] {
             let Some(name) = name else { continue };
-            match counters::event::resolve(&format!("{}/{name}/", class.pmu), None, &pmus) {
+            // hisi_pcie counts for a target: the function the benchmark drives (the first
+            // PCI address from the target), by its requester ID.
+            let target = match (class.family, pci.first().and_then(|d| addr(d))) {
+                ("hisi_pcie", Some(a)) => format!(
+                    ",bdf=0x{:x}",
+                    u16::from(a.bus) << 8 | u16::from(a.device) << 3 | u16::from(a.function)
+                ),
+                _ => String::new(),
+            };
+            match counters::event::resolve(&format!("{}/{name}{target}/", class.pmu), None, &pmus) {
                 Ok(e) => events.push((i, e)),
                 Err(e) => notes.push(e.to_string()),
             }

@@ -404,6 +404,15 @@ fn resolve_pmu_event(
     if let Some(r) = required.first() {
         return Err(err(text, format!("Required parameter '{r}' not specified")));
     }
+    // hisi_pcie_pmu counts for a target only: hisi_pcie_pmu_valid_filter() refuses an event
+    // with neither a port bitmap nor a requester ID (config2 bits 0-31).
+    if pmu.name.starts_with("hisi_pcie") && config[2] & 0xffff_ffff == 0 {
+        return Err(err(
+            text,
+            "hisi_pcie PMUs count for a target: add port=0xN (a bitmap of root ports) or \
+             bdf=0xBBDF (one function), e.g. rx_mrd_flux,port=0x1",
+        ));
+    }
     let mut note = None;
     // The vendor PCIe PMU of seed 002 (pcie_bdf_<bdf>) counts TLP payload in 16-byte units;
     // mainline's dwc_pcie_pmu multiplies by 16 itself and reports bytes.
@@ -477,10 +486,30 @@ fn set_term(
 /// Parse every `-e` value and resolve each event.
 pub fn parse_all(args: &[String], pmus: &Pmus) -> Result<Vec<Event>, EventError> {
     let mut next_group = 0;
-    let mut out = Vec::new();
+    let mut out: Vec<Event> = Vec::new();
     for a in args {
         for (text, group) in split(a, &mut next_group)? {
-            out.push(resolve(&text, group, pmus)?);
+            let e = resolve(&text, group, pmus)?;
+            // dwc_pcie_pmu has one counter per event type (dwc_pcie_pmu_event_add():
+            // -ENOSPC when it is in use): two of a type in one group are never scheduled
+            // together, so the group would never count. Apart, the kernel multiplexes them.
+            let dwc_type = |e: &Event| (e.config[0] >> 16) & 0xf;
+            if e.pmu.starts_with("dwc_rootport_") && e.group.is_some() {
+                if let Some(other) = out
+                    .iter()
+                    .find(|o| o.pmu == e.pmu && o.group == e.group && dwc_type(o) == dwc_type(&e))
+                {
+                    return Err(err(
+                        &text,
+                        format!(
+                            "{} has one counter per event type: '{}' and '{}' cannot be in one \
+                             group; give them as separate events and they are multiplexed",
+                            e.pmu, other.name, e.name
+                        ),
+                    ));
+                }
+            }
+            out.push(e);
         }
     }
     Ok(out)
@@ -530,6 +559,19 @@ mod tests {
         let v = one("pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/", &p).unwrap();
         assert_eq!((v.config[0], v.scale), (1, 16.0));
         assert!(v.note.unwrap().contains("16-byte units"));
+        // One time-based counter: Rx and Tx in a group can never count; apart they multiplex.
+        let g = parse_all(
+            &["{dwc_rootport_3018/Rx_PCIe_TLP_Data_Payload/,dwc_rootport_3018/Tx_PCIe_TLP_Data_Payload/}".to_string()],
+            &p,
+        )
+        .unwrap_err();
+        assert!(g.to_string().contains("one counter per event type"), "{g}");
+        let apart = parse_all(
+            &["dwc_rootport_3018/Rx_PCIe_TLP_Data_Payload/,dwc_rootport_3018/Tx_PCIe_TLP_Data_Payload/".to_string()],
+            &p,
+        )
+        .unwrap();
+        assert_eq!(apart.len(), 2);
     }
 
     #[test]
@@ -543,6 +585,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(b.config, [0x104, 0x4 | (1 << 4), 0x7c08 << 16, 0]);
+        let e = one("hisi_pcie0_core1/rx_mrd_flux/", &p).unwrap_err();
+        assert!(e.to_string().contains("add port=0xN"), "{e}");
         let e = one("hisi_pcie0_core1/rx_mrd_flux,lane=1/", &p).unwrap_err();
         assert!(
             e.to_string().contains(
