@@ -326,6 +326,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
             let doc = DiskDocument {
                 result: &partial,
                 path: path.as_ref(),
+                counters: None,
             };
             if let Err(e) = crate::output::write_result(out, "disk", &doc) {
                 if !output_failed.swap(true, Ordering::Relaxed) {
@@ -343,6 +344,14 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         after_test: Some(&write_partial),
         kernel_counts: Some(&KernelCounters::default()),
     };
+    // Interrupts of the path's devices and its root port's PMU, beside the engine.
+    let beside = crate::count::Beside::start(
+        counters::Root::new(root.root()),
+        &path
+            .as_ref()
+            .map(|p| p.chain.pci_addresses())
+            .unwrap_or_default(),
+    );
     let outcome = disk::run(&cfg, &target, system_context(&root, cpus));
     // Remove the test file before anything is printed, whatever the outcome.
     drop(target);
@@ -366,15 +375,25 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
             .notes
             .push(format!("no ceiling, no efficiency: {why}")),
     }
+    let runs = result.tests.iter().flat_map(|t| &t.runs);
+    let (app_r, app_w) = runs.fold((0, 0), |(r, w), run| {
+        (
+            r + run.cross_check.app_read_bytes,
+            w + run.cross_check.app_write_bytes,
+        )
+    });
+    let beside = beside.finish(app_r, app_w);
     let doc = DiskDocument {
         result: &result,
         path: path.as_ref(),
+        counters: Some(&beside),
     };
     // The results reach stdout first: whatever happens to --output or the history after.
     if global.json {
         crate::output::print_result("disk", &doc)?;
     } else {
         crate::out!("{}", render(&result, &Style::new(global.use_color())))?;
+        crate::out!("{}", report::count::render_beside(&beside))?;
     }
     let kept = if result.tests.is_empty() {
         Ok(())
@@ -591,6 +610,9 @@ struct DiskDocument<'a> {
     result: &'a disk::DiskResult,
     /// The chain of hardware from the target to the CPU, each link with its ceiling.
     path: Option<&'a TargetPath>,
+    /// Interrupts of the path's devices and the root port's PMU bytes (counters crate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    counters: Option<&'a report::count::BesideCounters>,
 }
 
 /// The ceiling of the bottleneck link on the path from `target` to the CPU, or why there is

@@ -11,6 +11,7 @@ mod bench_disk;
 mod bench_net;
 mod ceiling;
 mod compare;
+mod count;
 mod history;
 mod output;
 mod path;
@@ -54,6 +55,9 @@ enum Command {
     /// The whole board report in one command: audit, every storage device, wake-up latency
     /// idle and under load, network, judged against each path's ceiling, within a budget.
     Survey(survey::SurveyArgs),
+    /// Count events of any PMU while a command runs, like `perf stat` (PCIe PMUs joined
+    /// to their root ports; interrupts per second of a device with --irq).
+    Count(count::CountArgs),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
         Some(Command::Compare(args)) => compare::run(&cli.global, &args),
         Some(Command::History(args)) => history::run(&cli.global, &args),
         Some(Command::Survey(args)) => survey::run(&cli.global, &args),
+        Some(Command::Count(args)) => count::run(&cli.global, &args),
     };
     match result {
         Ok(code) => code,

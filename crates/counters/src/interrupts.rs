@@ -128,6 +128,46 @@ impl Sampler for InterruptsSampler {
     }
 }
 
+/// The interrupt lines of PCI device `dev` (`0000:01:00.0` or `01:00.0`): its MSI/MSI-X
+/// vectors (sysfs `msi_irqs/`, Documentation/ABI/testing/sysfs-bus-pci), else its INTx
+/// `irq`.
+pub fn pci_device_irqs(root: &Root, dev: &str) -> Result<Vec<u32>, String> {
+    let full = if dev.matches(':').count() == 1 {
+        format!("0000:{dev}")
+    } else {
+        dev.to_string()
+    };
+    let base = format!("/sys/bus/pci/devices/{full}");
+    if !root.path(&base).is_dir() {
+        return Err(format!(
+            "--irq {dev}: no PCI device {full} (give its address as `lspci -D` prints it)"
+        ));
+    }
+    let mut irqs: Vec<u32> = std::fs::read_dir(root.path(&format!("{base}/msi_irqs")))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    if irqs.is_empty() {
+        if let Some(n) = root
+            .read(&format!("{base}/irq"))
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+            .filter(|&n| n > 0)
+        {
+            irqs.push(n);
+        }
+    }
+    irqs.sort_unstable();
+    if irqs.is_empty() {
+        return Err(format!(
+            "--irq {dev}: the device has no interrupt line (no msi_irqs/, irq 0)"
+        ));
+    }
+    Ok(irqs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,5 +201,22 @@ mod tests {
         let a = s.snapshot().unwrap();
         assert_eq!(a.value.len(), 19);
         assert!(s.delta(&a, &a).lines.is_empty(), "no change, no lines");
+    }
+
+    #[test]
+    fn a_devices_lines_from_msi_irqs_or_intx() {
+        let dir = tempfile::tempdir().unwrap();
+        let dev = dir.path().join("sys/bus/pci/devices/0000:01:00.0");
+        std::fs::create_dir_all(dev.join("msi_irqs")).unwrap();
+        for n in ["41", "40"] {
+            std::fs::write(dev.join("msi_irqs").join(n), "msix\n").unwrap();
+        }
+        std::fs::write(dev.join("irq"), "16\n").unwrap();
+        let root = Root::new(dir.path());
+        assert_eq!(pci_device_irqs(&root, "01:00.0"), Ok(vec![40, 41]));
+        std::fs::remove_dir_all(dev.join("msi_irqs")).unwrap();
+        assert_eq!(pci_device_irqs(&root, "0000:01:00.0"), Ok(vec![16]), "INTx");
+        let e = pci_device_irqs(&root, "02:00.0").unwrap_err();
+        assert!(e.contains("no PCI device 0000:02:00.0"), "{e}");
     }
 }

@@ -11,10 +11,15 @@
 //! them, and report says what the numbers mean.
 
 pub mod diskstats;
+pub mod event;
 pub mod interrupts;
 pub mod loadavg;
 pub mod net_dev;
+pub mod pcie_pmu;
+pub mod perf;
+pub mod pmu;
 pub mod proc_io;
+pub mod workload;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

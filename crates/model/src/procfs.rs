@@ -1,7 +1,8 @@
 //! Pure types and parsers of the kernel's `/proc` text formats that both discovery (probe:
 //! where a device's interrupts are delivered) and the samplers (counters: how many arrived
 //! during a run) read. Parsing is pure (text in, values out), so it lives here, once, where
-//! both layers can use it; reading the files is theirs.
+//! both layers can use it; reading the files is theirs. The kernel's CPU-list format
+//! (`0-3,8`, also in sysfs `cpumask`/`cpus` files) is here for the same reason.
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -124,6 +125,9 @@ pub fn parse_interrupts(text: &str) -> Vec<IrqLine> {
     }
     out
 }
+
+// CPU lists (`0-3,8`) are parsed and written once, in `crate::units`.
+pub use crate::units::{format_cpu_list, parse_cpu_list};
 
 #[cfg(test)]
 mod tests {

@@ -11,7 +11,9 @@ use model::{Finding, Severity};
 use serde::Serialize;
 
 // The /proc text formats are parsed once, in model; the samplers of counters read them too.
-pub use model::procfs::{parse_interrupts, parse_loadavg, IrqLine, LoadAverage};
+pub use model::procfs::{
+    format_cpu_list, parse_cpu_list, parse_interrupts, parse_loadavg, IrqLine, LoadAverage,
+};
 
 /// Everything this module knows about the CPUs and the kernel.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -277,9 +279,6 @@ pub fn preemption_model(
         Preemption::NoneOrVoluntary
     }
 }
-
-// CPU lists are parsed and written by one pair of functions for every command.
-pub use model::units::{format_cpu_list, parse_cpu_list};
 
 /// Parse `/proc/cmdline`. Only the kernel's own part counts: words after ` -- ` go to init.
 pub fn parse_cmdline(raw: &str) -> Cmdline {

@@ -149,6 +149,23 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
         rows[idx].spreads[i] = spread;
     };
     for (i, r) in runs.iter().enumerate() {
+        for c in &r.counters {
+            // Bytes and rates are work done (higher is better); other events (switches,
+            // faults, clock time) are costs.
+            let (unit, better): (&'static str, Better) = match c.unit.as_str() {
+                "" => ("count", Better::Lower),
+                "msec" => ("msec", Better::Lower),
+                "B" => ("B", Better::Higher),
+                "MiB" => ("MiB", Better::Higher),
+                "/s" => ("/s", Better::Lower),
+                _ => ("scaled", Better::Higher),
+            };
+            if let Some(v) = c.value {
+                // Counts are whole; scaled values (msec, MiB) keep two decimals as perf prints.
+                let decimals = if unit == "count" { 0 } else { 2 };
+                put(c.name.clone(), unit, better, decimals, i, v, None);
+            }
+        }
         for t in &r.tests {
             put(
                 t.name.clone(),

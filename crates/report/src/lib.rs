@@ -9,6 +9,7 @@
 
 pub mod atomic;
 pub mod compare;
+pub mod count;
 pub mod document;
 pub mod history;
 pub mod html;

@@ -143,6 +143,11 @@ fn section(out: &mut String, s: &Summary) {
         }
         out.push('\n');
     }
+    if !s.counters.is_empty() {
+        let _ = writeln!(out, "### Counters\n");
+        write_table(out, &s.counters_table());
+        out.push('\n');
+    }
     if !s.findings.is_empty() {
         let _ = writeln!(out, "### Findings\n");
         for f in &s.findings {

@@ -119,6 +119,22 @@ pub struct Summary {
     /// An audit's inventory: PCI functions and links, USB devices, block devices, network
     /// interfaces, each a titled table as the terminal lists them.
     pub inventory: Vec<(String, Table)>,
+    /// The events of a `count` document (and the interrupt rates it measured).
+    pub counters: Vec<CounterRow>,
+}
+
+/// One counted event as reports show it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CounterRow {
+    pub name: String,
+    /// Scaled value; `None` for `<not counted>` / `<not supported>`.
+    pub value: Option<f64>,
+    /// `msec`, `MiB`, `B`, `/s` (interrupt rates), empty for a plain count.
+    pub unit: String,
+    /// Below 100 when the kernel multiplexed the counter.
+    pub running_percent: Option<f64>,
+    /// `counted`, `<not counted>`, `<not supported>`.
+    pub status: String,
 }
 
 /// MB/s (10^6 B/s) with one decimal, as the seeds' tables print it.
@@ -277,6 +293,7 @@ impl Summary {
             tests: Vec::new(),
             threads: Vec::new(),
             series: Vec::new(),
+            counters: Vec::new(),
             links: Vec::new(),
             bottleneck: None,
             no_ceiling_reason: None,
@@ -702,7 +719,69 @@ impl Summary {
                     });
                 }
             }
+            "count" => {
+                let c: crate::count::CountDocument = doc.view(origin)?;
+                s.target = Some(c.target.trim_matches('\'').to_string());
+                s.context.push(("scope".into(), c.scope.replace('_', " ")));
+                use crate::count::CountStatus;
+                for e in &c.events {
+                    s.counters.push(CounterRow {
+                        name: e.name.clone(),
+                        value: e.value,
+                        unit: e.unit.clone().unwrap_or_default(),
+                        running_percent: e.running_percent,
+                        status: match e.status {
+                            CountStatus::Counted => "counted",
+                            CountStatus::NotCounted => "<not counted>",
+                            CountStatus::NotSupported => "<not supported>",
+                        }
+                        .to_string(),
+                    });
+                }
+                for r in &c.interrupts {
+                    s.counters.push(CounterRow {
+                        name: format!("interrupts of {}", r.device),
+                        value: Some(r.per_second),
+                        unit: "/s".into(),
+                        running_percent: None,
+                        status: "counted".into(),
+                    });
+                }
+            }
             _ => {}
+        }
+        // Counters a benchmark sampled beside its engine (bench disk, bench net): the
+        // interrupt rates of its path and the root port's PMU bytes.
+        #[derive(serde::Deserialize)]
+        struct BesideView {
+            #[serde(default)]
+            counters: Option<crate::count::BesideCounters>,
+        }
+        if env.kind != "count" {
+            if let Ok(BesideView { counters: Some(b) }) = doc.view::<BesideView>(origin) {
+                for r in &b.interrupts {
+                    s.counters.push(CounterRow {
+                        name: format!("interrupts of {}", r.device),
+                        value: Some(r.per_second),
+                        unit: "/s".into(),
+                        running_percent: None,
+                        status: "counted".into(),
+                    });
+                }
+                if let Some(p) = &b.pmu {
+                    for (side, v) in [("Rx", p.rx_bytes), ("Tx", p.tx_bytes)] {
+                        if let Some(v) = v {
+                            s.counters.push(CounterRow {
+                                name: format!("{} {side} payload", p.pmu),
+                                value: Some(v),
+                                unit: "B".into(),
+                                running_percent: None,
+                                status: "counted".into(),
+                            });
+                        }
+                    }
+                }
+            }
         }
         let path: Option<PathView> = common.path;
         if let Some(p) = path {
@@ -764,6 +843,41 @@ impl Summary {
             .map(|(k, v)| vec![k.clone(), v.clone()])
             .collect();
         (!rows.is_empty()).then(|| Table::new(&[("Context", false), ("Value", false)], rows))
+    }
+
+    /// Per counted event: value, unit and the multiplexing fraction (perf's columns).
+    pub fn counters_table(&self) -> Table {
+        let rows = self
+            .counters
+            .iter()
+            .map(|c| {
+                vec![
+                    c.name.clone(),
+                    match c.value {
+                        Some(v) if c.unit.is_empty() => format!("{v:.0}"),
+                        Some(v) => format!("{v:.2}"),
+                        None => c.status.clone(),
+                    },
+                    if c.unit.is_empty() {
+                        dash()
+                    } else {
+                        c.unit.clone()
+                    },
+                    c.running_percent
+                        .map(|p| format!("{p:.2}"))
+                        .unwrap_or_else(dash),
+                ]
+            })
+            .collect();
+        Table::new(
+            &[
+                ("Event", false),
+                ("Value", true),
+                ("Unit", false),
+                ("Running [%]", true),
+            ],
+            rows,
+        )
     }
 
     /// Per test: measured, mean, spread, IOPS, ceiling, efficiency, CPU per I/O and the
@@ -916,6 +1030,12 @@ impl Summary {
             format!("max {worst} us")
         } else if let Some(c) = &self.ceiling {
             format!("bottleneck {} ({:.1} MB/s)", c.bottleneck, c.mb_s)
+        } else if let Some(c) = self.counters.first() {
+            match c.value {
+                Some(v) if c.unit.is_empty() => format!("{}: {v:.0}", c.name),
+                Some(v) => format!("{}: {v:.2} {}", c.name, c.unit),
+                None => format!("{}: {}", c.name, c.status),
+            }
         } else {
             plural(self.findings.len(), "finding", "findings")
         }
@@ -924,6 +1044,10 @@ impl Summary {
     /// What the run tested, for a history listing: the tests' or threads' count.
     pub fn test_label(&self) -> String {
         match (self.tests.len(), self.threads.len()) {
+            (0, 0) if self.counters.len() == 1 => format!("{} (1 event)", self.kind),
+            (0, 0) if !self.counters.is_empty() => {
+                format!("{} ({} events)", self.kind, self.counters.len())
+            }
             (0, 0) => self.kind.clone(),
             (1, 0) => format!("{} (1 test)", self.kind),
             (n, 0) => format!("{} ({n} tests)", self.kind),

@@ -1,0 +1,725 @@
+//! `headroom count`: perf stat's counting, on any PMU sysfs describes, with the PCIe PMUs
+//! joined to the audit's root ports and interrupts per second of a device.
+//!
+//! Thin: options parsed here, events resolved and counted by the counters crate, the
+//! document and its renderings made by report.
+
+use crate::output::GlobalArgs;
+use clap::Args;
+use counters::event::{Event, Pmus};
+use counters::perf::{outcome, OpenError, Outcome, Reading, Scope, Session};
+use counters::workload::{Workload, WorkloadError};
+use counters::{pcie_pmu, Root, Sampler};
+use report::count::{
+    CountDocument, CountInterval, CountStatus, CountedEvent, IrqRate, PmuLink, PmuListing,
+    RootPortFact,
+};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Args, Debug)]
+pub struct CountArgs {
+    /// Event to count, in perf's syntax: `PMU/EVENT,term=V/`, `SYSTEM:TRACEPOINT`, a
+    /// name like `task-clock`, a group `{a,b}`; repeat or separate with commas.
+    #[arg(short = 'e', long = "event", value_name = "EVENT")]
+    pub events: Vec<String>,
+    /// Count on every online CPU, every process (system-wide).
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Count on these CPUs only, system-wide (`0-3,8`).
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    pub cpus: Option<String>,
+    /// Print the counts every MS milliseconds (at least 10).
+    #[arg(short = 'I', long = "interval-print", value_name = "MS")]
+    pub interval_ms: Option<u64>,
+    /// CSV output with this separator, perf's columns.
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
+    pub separator: Option<String>,
+    /// List the PMUs and their events, the PCIe ones with the root ports they count.
+    #[arg(long)]
+    pub list: bool,
+    /// Also count the interrupts of this device (a PCI address like 0000:01:00.0) per
+    /// second, from its MSI/MSI-X lines; repeatable.
+    #[arg(long = "irq", value_name = "DEVICE")]
+    pub irq: Vec<String>,
+    /// Write the counts (text, CSV or --json) to FILE instead of stderr.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Do not keep the result in the history database.
+    #[arg(long)]
+    pub no_save: bool,
+    /// History database (default: $XDG_DATA_HOME/headroom/history.sqlite).
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// Read sysfs and /proc under this directory (a fixture tree) instead of /.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+    /// The command to count (after --).
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// perf stat's default events when none is given (tools/perf/builtin-stat.c
+/// default_attrs0/1: the software counters, then the generic hardware ones).
+const DEFAULT_EVENTS: &str = "task-clock,context-switches,cpu-migrations,page-faults,cycles,\
+                              instructions,branches,branch-misses";
+
+fn usage(msg: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
+    eprintln!("headroom: error: {msg}");
+    Ok(ExitCode::from(2))
+}
+
+pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
+    if !a.root.is_dir() {
+        return usage(format_args!(
+            "--root {}: no such directory; give the directory that contains sys/",
+            a.root.display()
+        ));
+    }
+    let root = Root::new(&a.root);
+    if a.list {
+        return list(global, &root);
+    }
+    let pmus = match Pmus::read(&root) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!(
+                "headroom: error: cannot list the PMUs: {e} (a kernel without CONFIG_PERF_EVENTS?)"
+            );
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let given: Vec<String> = if a.events.is_empty() && a.irq.is_empty() {
+        vec![DEFAULT_EVENTS.to_string()]
+    } else {
+        a.events.clone()
+    };
+    let events = match counters::event::parse_all(&given, &pmus) {
+        Ok(e) => e,
+        Err(e) => return usage(e),
+    };
+    let interval = match a.interval_ms {
+        Some(ms) if ms < 10 => {
+            return usage(format_args!(
+                "-I {ms}: the print interval must be at least 10 ms (perf's minimum)"
+            ))
+        }
+        Some(ms) => Some(Duration::from_millis(ms)),
+        None => None,
+    };
+    let cpus = match (&a.cpus, a.all_cpus) {
+        (Some(list), _) => match model::procfs::parse_cpu_list(list).filter(|c| !c.is_empty()) {
+            Some(c) => Some(c),
+            None => {
+                return usage(format_args!(
+                    "-C {list}: not a CPU list; write it like 0-3,8"
+                ))
+            }
+        },
+        (None, true) => match counters::pmu::online_cpus(&root) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!("headroom: error: -a: {e}");
+                return Ok(ExitCode::from(1));
+            }
+        },
+        (None, false) => None,
+    };
+    if a.command.is_empty() && cpus.is_none() {
+        return usage("give a command after -- (e.g. `headroom count -e cs -- sleep 1`), or -a/-C to count system-wide until Ctrl-C");
+    }
+    let mut irq_devices = Vec::new();
+    for d in &a.irq {
+        match counters::interrupts::pci_device_irqs(&root, d) {
+            Ok(l) => irq_devices.push((d.clone(), l)),
+            Err(msg) => return usage(msg),
+        }
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+
+    let mut workload = if a.command.is_empty() {
+        None
+    } else {
+        match Workload::prepare(&a.command) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                eprintln!("headroom: error: {e}");
+                return Ok(ExitCode::from(127));
+            }
+        }
+    };
+    let scope = match (&cpus, &workload) {
+        (Some(c), _) => Scope::Cpus(c.clone()),
+        (None, Some(w)) => Scope::Process(w.pid()),
+        (None, None) => unreachable_scope()?,
+    };
+    let session = match Session::open(&events, &scope) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("headroom: error: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    for (i, e) in events.iter().enumerate() {
+        match session.error(i) {
+            Some(OpenError::Other(msg)) => eprintln!("headroom: warning: {msg}"),
+            // perf is silent on a generic hardware event a VM lacks; a named PMU's reason
+            // is worth a line.
+            Some(OpenError::NotSupported(msg))
+                if e.type_id != counters::pmu::PERF_TYPE_HARDWARE =>
+            {
+                eprintln!("headroom: warning: {msg}")
+            }
+            _ => {}
+        }
+        if let Some(n) = &e.note {
+            eprintln!("headroom: note: {}: {n}", e.name);
+        }
+    }
+    let irq_sampler = counters::InterruptsSampler::new(root.clone());
+    let irq_before = if irq_devices.is_empty() {
+        None
+    } else {
+        irq_sampler.snapshot().ok()
+    };
+
+    let started = Instant::now();
+    if matches!(scope, Scope::Cpus(_)) {
+        session.enable();
+    }
+    if let Some(w) = workload.as_mut() {
+        if let Err(e) = w.start() {
+            eprintln!("headroom: error: {e}");
+            let code = match e {
+                WorkloadError::Exec(..) => 126,
+                _ => 127,
+            };
+            return Ok(ExitCode::from(code));
+        }
+    }
+
+    // Like perf stat, the counts go to stderr (or -o FILE): stdout belongs to the command,
+    // whose output would otherwise be mixed into the numbers (and break --json).
+    let mut out: Box<dyn Write> = match &a.output {
+        Some(path) => match std::fs::File::create(path) {
+            Ok(f) => Box::new(std::io::BufWriter::new(f)),
+            Err(e) => {
+                eprintln!(
+                    "headroom: error: -o {}: cannot create it: {e}",
+                    path.display()
+                );
+                return Ok(ExitCode::from(1));
+            }
+        },
+        None => Box::new(std::io::stderr().lock()),
+    };
+    let sep = a.separator.as_deref();
+    let mut intervals = Vec::new();
+    let mut last: Vec<Option<Reading>> = vec![None; events.len()];
+    let mut exit = None;
+    let mut next_tick = interval.map(|i| started + i);
+    if interval.is_some() && sep.is_none() && !global.json {
+        let _ = out.write_all(report::count::interval_header().as_bytes());
+    }
+    // Bounded by the command (or Ctrl-C): each pass sleeps at most 100 ms.
+    loop {
+        if let Some(w) = workload.as_mut() {
+            if interval.is_none() && !stop.load(Ordering::SeqCst) {
+                exit = w.wait();
+                break;
+            }
+            if let Some(x) = w.try_wait() {
+                exit = Some(x);
+                break;
+            }
+        } else if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let now = Instant::now();
+        match next_tick {
+            Some(t) if now >= t => {
+                let readings = session.read();
+                let rows = counted(&events, &session, &readings, Some(&last));
+                last = readings;
+                let row = CountInterval {
+                    time_s: started.elapsed().as_secs_f64(),
+                    events: rows,
+                };
+                if !global.json {
+                    let _ = out.write_all(report::count::interval_lines(&row, sep).as_bytes());
+                    let _ = out.flush();
+                }
+                intervals.push(row);
+                next_tick = interval.map(|i| t + i);
+            }
+            Some(t) => std::thread::sleep((t - now).min(Duration::from_millis(100))),
+            None => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    session.disable();
+    let readings = session.read();
+    // The last, partial interval, as perf prints it.
+    if interval.is_some() {
+        let row = CountInterval {
+            time_s: elapsed,
+            events: counted(&events, &session, &readings, Some(&last)),
+        };
+        if !global.json {
+            let _ = out.write_all(report::count::interval_lines(&row, sep).as_bytes());
+        }
+        intervals.push(row);
+    }
+    let interrupted = stop.load(Ordering::SeqCst);
+
+    let mut interrupts = Vec::new();
+    if let (Some(before), Ok(after)) = (irq_before, irq_sampler.snapshot()) {
+        let d = irq_sampler.delta(&before, &after);
+        let secs = d.elapsed.as_secs_f64();
+        for (device, irqs) in irq_devices {
+            let count = d.total_of(&irqs);
+            let names = after
+                .value
+                .iter()
+                .filter(|l| irqs.contains(&l.irq))
+                .map(|l| l.name.clone())
+                .collect();
+            interrupts.push(IrqRate {
+                device,
+                irqs,
+                names,
+                count,
+                per_second: if secs > 0.0 { count as f64 / secs } else { 0.0 },
+            });
+        }
+    }
+
+    let target = match (&a.command.is_empty(), &cpus, a.all_cpus) {
+        (false, None, _) => format!("'{}'", a.command.join(" ")),
+        (_, Some(_), true) => "'system wide'".to_string(),
+        (_, Some(c), false) => format!("'CPU(s) {}'", model::procfs::format_cpu_list(c)),
+        _ => "'system wide'".to_string(),
+    };
+    let doc = CountDocument {
+        target,
+        command: (!a.command.is_empty()).then(|| a.command.clone()),
+        scope: if cpus.is_some() {
+            "system_wide"
+        } else {
+            "process"
+        }
+        .to_string(),
+        cpus: cpus.clone(),
+        elapsed_s: elapsed,
+        user_s: exit.map(|x| x.user_s),
+        sys_s: exit.map(|x| x.sys_s),
+        exit_code: exit.map(|x| x.shell_code()),
+        events: counted(&events, &session, &readings, None),
+        intervals,
+        interrupts,
+        findings: Vec::new(),
+        notes: events
+            .iter()
+            .filter_map(|e| e.note.as_ref().map(|n| format!("{}: {n}", e.name)))
+            .collect(),
+    };
+    // Kept like every measurement (an -a run stopped by Ctrl-C too: it measured).
+    if !a.no_save && doc.events.iter().any(|e| e.status == CountStatus::Counted) {
+        if let Err(e) = crate::output::save_result("count", &doc, a.db.as_deref()) {
+            eprintln!("headroom: warning: the result was not kept in the history: {e:#}");
+        }
+    }
+    let text = if global.json {
+        report::document::wrap("count", env!("CARGO_PKG_VERSION"), &doc)?.to_json_pretty() + "\n"
+    } else if interval.is_none() {
+        match sep {
+            Some(s) => report::count::render_csv(&doc, s),
+            None => report::count::render_text(&doc),
+        }
+    } else {
+        String::new()
+    };
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("headroom: error: cannot write the counts: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    }
+    let code = match exit {
+        Some(x) => x.shell_code(),
+        None if interrupted => 130,
+        None => 0,
+    };
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+fn unreachable_scope() -> anyhow::Result<Scope> {
+    anyhow::bail!("neither a command nor CPUs to count on")
+}
+
+/// Each event's line, from the total or (with `last`) the interval's difference.
+fn counted(
+    events: &[Event],
+    session: &Session,
+    readings: &[Option<Reading>],
+    last: Option<&[Option<Reading>]>,
+) -> Vec<CountedEvent> {
+    events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let mut row = CountedEvent {
+                name: e.name.clone(),
+                pmu: e.pmu.clone(),
+                status: CountStatus::NotSupported,
+                value: None,
+                raw: None,
+                unit: e.unit.clone(),
+                running_percent: None,
+                enabled_ns: 0,
+                running_ns: 0,
+                reason: session.error(i).map(|x| x.to_string()),
+                note: e.note.clone(),
+            };
+            let Some(r) = readings.get(i).copied().flatten() else {
+                if row.reason.is_none() {
+                    row.status = CountStatus::NotCounted;
+                    row.reason = Some(format!(
+                        "{}: reading the counter failed (its PMU {} may have gone)",
+                        e.name, e.pmu
+                    ));
+                }
+                return row;
+            };
+            let r = match last.and_then(|l| l.get(i).copied().flatten()) {
+                Some(prev) => r.since(&prev),
+                None => r,
+            };
+            row.enabled_ns = r.enabled_ns;
+            row.running_ns = r.running_ns;
+            match outcome(&r, e.scale) {
+                Outcome::Counted {
+                    value,
+                    raw,
+                    running_percent,
+                } => {
+                    row.status = CountStatus::Counted;
+                    row.value = Some(value);
+                    row.raw = Some(raw);
+                    row.running_percent = Some(running_percent);
+                }
+                Outcome::NotCounted => row.status = CountStatus::NotCounted,
+                Outcome::NotSupported(why) => row.reason = Some(why),
+            }
+            row
+        })
+        .collect()
+}
+
+/// `count --list`.
+fn list(global: &GlobalArgs, root: &Root) -> anyhow::Result<ExitCode> {
+    let pmus = match counters::pmu::discover(root) {
+        Ok(p) => p,
+        // No event_source at all is a state of the world (CONFIG_PERF_EVENTS off, a
+        // fixture of PCI only): the root ports are still judged.
+        Err(e) if e.is_unsupported() => {
+            eprintln!("headroom: warning: {e}: no PMU to list");
+            Vec::new()
+        }
+        Err(e) => {
+            eprintln!("headroom: error: cannot list the PMUs: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let audit = probe::pci::audit_sysfs(&probe::sysfs::SysRoot::new(root.as_path()));
+    let ports: Vec<(probe::pci::address::PciAddress, Option<u16>)> = audit
+        .functions
+        .iter()
+        // A root port by its PCIe capability; without config space (a fixture, no root),
+        // a PCI-to-PCI bridge (class 0604) on a root bus.
+        .filter(|f| match f.port_type() {
+            Some(t) => t == model::PortType::RootPort,
+            None => f.parent.is_none() && f.class.is_some_and(|c| c >> 8 == 0x0604),
+        })
+        .map(|f| (f.address, f.vendor_id))
+        .collect();
+    let mut links = Vec::new();
+    let listing: Vec<PmuListing> = pmus
+        .iter()
+        .map(|p| {
+            let link = pcie_pmu::classify(p, root).map(|c| PmuLink {
+                pmu: p.name.clone(),
+                family: c.family.to_string(),
+                root_ports: ports
+                    .iter()
+                    .filter(|(a, _)| c.covers(a.domain, a.bus, a.device << 3 | a.function))
+                    .map(|(a, _)| a.to_string())
+                    .collect(),
+                covers: c.describe(),
+            });
+            if let Some(l) = &link {
+                links.push(l.clone());
+            }
+            PmuListing {
+                name: p.name.clone(),
+                type_id: p.type_id,
+                cpumask: p.cpumask.clone(),
+                // perf lists a parameter the user must give as `lane=?`.
+                events: p
+                    .events
+                    .iter()
+                    .map(|(k, alias)| {
+                        let mut name = k.clone();
+                        for t in &alias.terms {
+                            if t.value == counters::pmu::TermValue::Required {
+                                name.push_str(&format!(",{}=?", t.name));
+                            }
+                        }
+                        name
+                    })
+                    .collect(),
+                formats: p
+                    .formats
+                    .iter()
+                    .map(|(k, f)| format!("{k}={}", format_of(f)))
+                    .collect(),
+                link,
+            }
+        })
+        .collect();
+    let facts: Vec<RootPortFact> = ports
+        .iter()
+        .map(|(a, v)| RootPortFact {
+            address: a.to_string(),
+            vendor_id: *v,
+        })
+        .collect();
+    let kernel = root.read("/proc/sys/kernel/osrelease").ok();
+    let findings =
+        report::count::root_port_pmu_findings(&facts, &links, kernel.as_deref().map(str::trim));
+    if global.json {
+        #[derive(serde::Serialize)]
+        struct ListDocument<'a> {
+            pmus: &'a [PmuListing],
+            findings: &'a [model::Finding],
+        }
+        crate::output::print_result(
+            "pmu_list",
+            &ListDocument {
+                pmus: &listing,
+                findings: &findings,
+            },
+        )?;
+    } else {
+        let text = report::count::render_list(&listing, &findings);
+        if let Err(e) = std::io::stdout().lock().write_all(text.as_bytes()) {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                return Err(e.into());
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn format_of(f: &counters::pmu::Format) -> String {
+    let word = ["config", "config1", "config2", "config3"][f.word];
+    let ranges: Vec<String> = f
+        .ranges
+        .iter()
+        .map(|&(lo, hi)| {
+            if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}-{hi}")
+            }
+        })
+        .collect();
+    format!("{word}:{}", ranges.join(","))
+}
+
+/// Counters that run beside a benchmark's engine (DESIGN: the cli starts samplers, runs the
+/// engine, stops them): interrupts of every PCI device on the target's path, and the PCIe
+/// PMU of its root port when the machine has one.
+/// The root port's PMU opened for a run: its name, the root port, the (side, event) pairs
+/// (0 = Rx, 1 = Tx) and their counters.
+struct RootPortPmu {
+    pmu: String,
+    port: String,
+    events: Vec<(usize, Event)>,
+    session: Session,
+}
+
+pub struct Beside {
+    irq_sampler: counters::InterruptsSampler,
+    irq_before: Option<counters::Stamped<Vec<model::procfs::IrqLine>>>,
+    devices: Vec<(String, Vec<u32>)>,
+    pmu: Option<RootPortPmu>,
+    notes: Vec<String>,
+}
+
+impl Beside {
+    /// Start sampling for the PCI functions `pci` (from the target towards the CPU).
+    pub fn start(root: Root, pci: &[String]) -> Beside {
+        let mut notes = Vec::new();
+        let devices: Vec<(String, Vec<u32>)> = pci
+            .iter()
+            .filter_map(|d| {
+                counters::interrupts::pci_device_irqs(&root, d)
+                    .ok()
+                    .map(|l| (d.clone(), l))
+            })
+            .collect();
+        let pmu = Self::open_pmu(&root, pci, &mut notes);
+        let irq_sampler = counters::InterruptsSampler::new(root.clone());
+        let irq_before = irq_sampler.snapshot().ok();
+        if let Some(p) = &pmu {
+            p.session.enable();
+        }
+        Beside {
+            irq_sampler,
+            irq_before,
+            devices,
+            pmu,
+            notes,
+        }
+    }
+
+    fn open_pmu(root: &Root, pci: &[String], notes: &mut Vec<String>) -> Option<RootPortPmu> {
+        let pmus = Pmus::read(root).ok()?;
+        let addr = |s: &str| s.parse::<probe::pci::address::PciAddress>().ok();
+        let (class, port) = pmus.list.iter().find_map(|p| {
+            let c = pcie_pmu::classify(p, root)?;
+            let port = pci.iter().find(|d| {
+                addr(d).is_some_and(|a| c.covers(a.domain, a.bus, a.device << 3 | a.function))
+            })?;
+            Some((c, port.clone()))
+        })?;
+        // Index 0 = Rx (a read's data), 1 = Tx (a write's data).
+        let mut events = Vec::new();
+        for (i, name) in [(0, &class.rx_bytes_event), (1, &class.tx_bytes_event)] {
+            let Some(name) = name else { continue };
+            // hisi_pcie counts for a target: the function the benchmark drives (the first
+            // PCI address from the target), by its requester ID.
+            let target = match (class.family, pci.first().and_then(|d| addr(d))) {
+                ("hisi_pcie", Some(a)) => format!(
+                    ",bdf=0x{:x}",
+                    u16::from(a.bus) << 8 | u16::from(a.device) << 3 | u16::from(a.function)
+                ),
+                _ => String::new(),
+            };
+            match counters::event::resolve(&format!("{}/{name}{target}/", class.pmu), None, &pmus) {
+                Ok(e) => events.push((i, e)),
+                Err(e) => notes.push(e.to_string()),
+            }
+        }
+        if events.is_empty() {
+            notes.push(format!(
+                "{} covers root port {port} but has no payload-byte event headroom knows",
+                class.pmu
+            ));
+            return None;
+        }
+        let cpus = counters::pmu::online_cpus(root).unwrap_or_default();
+        let only: Vec<Event> = events.iter().map(|(_, e)| e.clone()).collect();
+        match Session::open(&only, &Scope::Cpus(cpus)) {
+            Ok(session) => Some(RootPortPmu {
+                pmu: class.pmu.clone(),
+                port,
+                events,
+                session,
+            }),
+            Err(e) => {
+                notes.push(format!("{}: {e}", class.pmu));
+                None
+            }
+        }
+    }
+
+    /// Stop and say what was counted, against the application's bytes.
+    pub fn finish(
+        self,
+        app_read_bytes: u64,
+        app_write_bytes: u64,
+    ) -> report::count::BesideCounters {
+        let mut out = report::count::BesideCounters {
+            notes: self.notes,
+            ..Default::default()
+        };
+        if let (Some(before), Ok(after)) = (&self.irq_before, self.irq_sampler.snapshot()) {
+            let d = self.irq_sampler.delta(before, &after);
+            let secs = d.elapsed.as_secs_f64();
+            for (device, irqs) in self.devices {
+                let count = d.total_of(&irqs);
+                out.interrupts.push(IrqRate {
+                    names: after
+                        .value
+                        .iter()
+                        .filter(|l| irqs.contains(&l.irq))
+                        .map(|l| l.name.clone())
+                        .collect(),
+                    device,
+                    irqs,
+                    count,
+                    per_second: if secs > 0.0 { count as f64 / secs } else { 0.0 },
+                });
+            }
+        }
+        if let Some(RootPortPmu {
+            pmu,
+            port,
+            events,
+            session,
+        }) = self.pmu
+        {
+            session.disable();
+            let readings = session.read();
+            let mut p = report::count::PmuBytes {
+                pmu,
+                root_port: port,
+                rx_event: None,
+                rx_bytes: None,
+                tx_event: None,
+                tx_bytes: None,
+                app_read_bytes,
+                app_write_bytes,
+                read_error_percent: None,
+                write_error_percent: None,
+                reason: None,
+            };
+            for (k, (side, e)) in events.iter().enumerate() {
+                let value = match (session.error(k), readings.get(k).copied().flatten()) {
+                    (Some(err), _) => {
+                        p.reason = Some(err.to_string());
+                        None
+                    }
+                    (None, Some(r)) => match outcome(&r, e.scale) {
+                        Outcome::Counted { value, .. } => Some(value),
+                        _ => None,
+                    },
+                    (None, None) => None,
+                };
+                if *side == 0 {
+                    p.rx_event = Some(e.name.clone());
+                    p.rx_bytes = value;
+                    p.read_error_percent =
+                        value.and_then(|v| report::count::error_percent(v, app_read_bytes));
+                } else {
+                    p.tx_event = Some(e.name.clone());
+                    p.tx_bytes = value;
+                    p.write_error_percent =
+                        value.and_then(|v| report::count::error_percent(v, app_write_bytes));
+                }
+            }
+            out.pmu = Some(p);
+        }
+        out
+    }
+}

@@ -1,0 +1,718 @@
+//! `headroom count` as a user runs it, against `perf stat` (Debian's linux-perf) on the
+//! events this VM has: software counters and tracepoints (no hardware PMU here), PCIe PMUs
+//! from fixture trees, bad input in perf's words.
+#![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command as Std;
+
+fn fixture(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn bin() -> String {
+    assert_cmd::cargo::cargo_bin("headroom")
+        .display()
+        .to_string()
+}
+
+/// `headroom --json count -o FILE ARGS`: the document as the user gets it in FILE (the
+/// counts never go to stdout, which belongs to the command).
+fn count_json(args: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("count.json");
+    let out = headroom()
+        .args(["--json", "count", "-o", file.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap()
+}
+
+fn have_perf() -> bool {
+    let ok = Std::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        // CI installs it (.ci/run): there a missing perf is a failure, not a skip.
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "perf (linux-perf) is not installed"
+        );
+        eprintln!("skipped: perf (linux-perf) is not installed");
+    }
+    ok
+}
+
+/// `value,unit,event,...` lines of perf's or headroom's `-x,` output, by event name.
+fn csv_values(text: &str) -> Vec<(String, f64)> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            if f.len() < 5 {
+                return None;
+            }
+            Some((f[2].to_string(), f[0].parse().ok()?))
+        })
+        .collect()
+}
+
+fn value_of(rows: &[(String, f64)], name: &str) -> f64 {
+    rows.iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no {name} in {rows:?}"))
+        .1
+}
+
+fn within_1_percent(ours: f64, perf: f64, what: &str) {
+    let err = (ours - perf).abs() / perf;
+    assert!(
+        err <= 0.01,
+        "{what}: headroom {ours} vs perf {perf} ({:.3} %)",
+        err * 100.0
+    );
+}
+
+#[test]
+fn software_events_agree_with_perf_stat() {
+    if !have_perf() {
+        return;
+    }
+    // perf counts headroom and the workload, headroom the workload alone: the difference is
+    // headroom's own few milliseconds and switches, under 1 % of a 200k-switch workload.
+    let dir = tempfile::tempdir().unwrap();
+    let ours_file = dir.path().join("ours.csv");
+    let out = Std::new("perf")
+        .args([
+            "stat",
+            "-x,",
+            "-e",
+            "task-clock,context-switches",
+            "--",
+            &bin(),
+        ])
+        .args([
+            "count",
+            "--no-save",
+            "-x,",
+            "-o",
+            ours_file.to_str().unwrap(),
+        ])
+        .args(["-e", "task-clock,context-switches", "--"])
+        .args(["perf", "bench", "sched", "pipe", "-l", "200000"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ours = csv_values(&std::fs::read_to_string(&ours_file).unwrap());
+    let perf = csv_values(&String::from_utf8_lossy(&out.stderr));
+    within_1_percent(
+        value_of(&ours, "task-clock"),
+        value_of(&perf, "task-clock"),
+        "task-clock",
+    );
+    within_1_percent(
+        value_of(&ours, "context-switches"),
+        value_of(&perf, "context-switches"),
+        "context-switches",
+    );
+    assert!(value_of(&ours, "context-switches") > 200_000.0, "{ours:?}");
+}
+
+#[test]
+fn page_faults_and_a_syscall_tracepoint_match_perf_stat() {
+    if !have_perf() {
+        return;
+    }
+    // A 32 MiB buffer faults in 8192 pages: deterministic, so separate runs agree.
+    let workload = ["dd", "if=/dev/zero", "of=/dev/null", "bs=32M", "count=1"];
+    let events = "page-faults,syscalls:sys_enter_write";
+    let p = Std::new("perf")
+        .args(["stat", "-x,", "-e", events, "--"])
+        .args(workload)
+        .output()
+        .unwrap();
+    let h = headroom()
+        .args(["count", "-x,", "-e", events, "--"])
+        .args(workload)
+        .output()
+        .unwrap();
+    assert!(h.status.success(), "{}", String::from_utf8_lossy(&h.stderr));
+    let perf = csv_values(&String::from_utf8_lossy(&p.stderr));
+    let ours = csv_values(&String::from_utf8_lossy(&h.stderr));
+    within_1_percent(
+        value_of(&ours, "page-faults"),
+        value_of(&perf, "page-faults"),
+        "page-faults",
+    );
+    assert!(value_of(&ours, "page-faults") > 8192.0);
+    assert_eq!(
+        value_of(&ours, "syscalls:sys_enter_write"),
+        value_of(&perf, "syscalls:sys_enter_write"),
+        "the same writes"
+    );
+}
+
+#[test]
+fn a_block_tracepoint_counts_the_disk_benchmarks_requests() {
+    // A file on the real disk (not tmpfs) read with O_DIRECT 4 KiB at QD1: one request each.
+    let dir = tempfile::Builder::new()
+        .prefix("headroom-count-test")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let file = dir.path().join("data.bin");
+    std::fs::write(&file, vec![0x5a; 4 << 20]).unwrap();
+    let bench = format!(
+        "{} --json bench disk {} --rw randread --bs 4k --qd 1 --size 4M --engine psync --no-save > {}",
+        bin(),
+        file.display(),
+        dir.path().join("bench.json").display()
+    );
+    let h = headroom()
+        .args([
+            "count",
+            "-x,",
+            "-e",
+            "block:block_getrq",
+            "--",
+            "sh",
+            "-c",
+            &bench,
+        ])
+        .output()
+        .unwrap();
+    assert!(h.status.success(), "{}", String::from_utf8_lossy(&h.stderr));
+    let requests = value_of(
+        &csv_values(&String::from_utf8_lossy(&h.stderr)),
+        "block:block_getrq",
+    );
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("bench.json")).unwrap())
+            .unwrap();
+    let ios = doc["tests"][0]["runs"][0]["ios"].as_f64().unwrap();
+    assert_eq!(ios, 1024.0);
+    // Every I/O is a request; a page of the programs read from disk may add a few.
+    assert!(
+        requests >= ios && requests <= ios * 1.01,
+        "{requests} requests for {ios} I/Os"
+    );
+    if have_perf() {
+        let p = Std::new("perf")
+            .args([
+                "stat",
+                "-x,",
+                "-e",
+                "block:block_getrq",
+                "--",
+                "sh",
+                "-c",
+                &bench,
+            ])
+            .output()
+            .unwrap();
+        let perf = value_of(
+            &csv_values(&String::from_utf8_lossy(&p.stderr)),
+            "block:block_getrq",
+        );
+        within_1_percent(requests, perf, "block:block_getrq");
+    }
+}
+
+#[test]
+fn not_supported_and_csv_lines_are_perfs() {
+    let h = headroom()
+        .args(["count", "-x,", "-e", "cycles,cs", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(h.status.success());
+    let text = String::from_utf8_lossy(&h.stderr).into_owned();
+    // No hardware PMU in this VM: perf prints `<not supported>,,cycles,0,100.00,,`.
+    assert!(
+        text.starts_with("<not supported>,,cycles,0,100.00,,\n"),
+        "{text}"
+    );
+    assert!(
+        text.lines().nth(1).unwrap().ends_with(",,cs,") || text.contains(",,cs,"),
+        "{text}"
+    );
+    let t = headroom()
+        .args(["count", "-e", "cycles", "--", "true"])
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&t.stderr).into_owned();
+    assert!(t.contains(" Performance counter stats for 'true':"), "{t}");
+    assert!(t.contains("   <not supported>      cycles"), "{t}");
+    assert!(t.contains(" seconds time elapsed"), "{t}");
+}
+
+#[test]
+fn interval_prints_every_period_and_the_exit_code_is_the_commands() {
+    let h = headroom()
+        .args([
+            "count",
+            "-I",
+            "100",
+            "-e",
+            "cs",
+            "--",
+            "sh",
+            "-c",
+            "sleep 0.35; exit 3",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(h.status.code(), Some(3), "the command's exit code");
+    let text = String::from_utf8_lossy(&h.stderr).into_owned();
+    assert!(
+        text.starts_with("#           time             counts unit events\n"),
+        "{text}"
+    );
+    assert!(
+        text.lines().filter(|l| l.ends_with(" cs")).count() >= 3,
+        "{text}"
+    );
+}
+
+#[test]
+fn system_wide_json_is_a_count_document() {
+    let doc = count_json(&["-a", "-e", "{cs,cpu-clock}", "--", "sleep", "0.2"]);
+    assert_eq!(doc["kind"], "count");
+    assert_eq!(doc["scope"], "system_wide");
+    assert_eq!(doc["target"], "'system wide'");
+    let ev = doc["events"].as_array().unwrap();
+    assert_eq!(ev.len(), 2);
+    assert_eq!(ev[1]["unit"], "msec");
+    // cpu-clock on every CPU for 0.2 s: at least 0.2 s × CPUs × (nearly all of it).
+    let cpus = doc["cpus"].as_array().unwrap().len() as f64;
+    assert!(ev[1]["value"].as_f64().unwrap() > 150.0 * cpus, "{doc:#}");
+}
+
+#[test]
+fn the_commands_stdout_stays_its_own_and_report_reads_the_document() {
+    // `ls` writes to stdout; the counts go to stderr, so --json stays parseable.
+    let out = headroom()
+        .args([
+            "--json",
+            "count",
+            "-e",
+            "cs,task-clock",
+            "--",
+            "echo",
+            "hello",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");
+    let doc: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(doc["kind"], "count");
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    let b = dir.path().join("b.json");
+    std::fs::write(&a, &out.stderr).unwrap();
+    std::fs::write(&b, &out.stderr).unwrap();
+    let md = headroom()
+        .args(["report", "--md"])
+        .arg(&a)
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&md.stdout).into_owned();
+    assert!(md.contains("### Counters"), "{md}");
+    assert!(md.contains("| task-clock |"), "{md}");
+    let db = dir.path().join("history.sqlite");
+    let kept = headroom()
+        .args([
+            "count",
+            "--db",
+            db.to_str().unwrap(),
+            "-e",
+            "cs,page-faults",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert!(kept.status.success());
+    let h = headroom()
+        .args(["history", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let h = String::from_utf8_lossy(&h.stdout).into_owned();
+    assert!(h.contains("count (2 events)") && h.contains("cs: "), "{h}");
+    let cmp = headroom().arg("compare").arg(&a).arg(&b).output().unwrap();
+    assert!(
+        cmp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cmp.stderr)
+    );
+    let cmp = String::from_utf8_lossy(&cmp.stdout).into_owned();
+    assert!(cmp.contains("| cs (count) |"), "{cmp}");
+    assert!(cmp.contains("task-clock (msec)"), "{cmp}");
+}
+
+#[test]
+fn interrupts_per_second_of_a_device() {
+    // The VM's disk: virtio-blk at the PCI function behind /sys/block/vda.
+    let Ok(dev) = std::fs::canonicalize("/sys/block/vda/device/..") else {
+        eprintln!("skipped: no /sys/block/vda");
+        return;
+    };
+    let bdf = dev.file_name().unwrap().to_string_lossy().into_owned();
+    let dir = tempfile::Builder::new()
+        .prefix("headroom-count-irq")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let file = dir.path().join("d.bin");
+    std::fs::write(&file, vec![1u8; 1 << 20]).unwrap();
+    let input = format!("if={}", file.display());
+    let doc = count_json(&[
+        "-e",
+        "cs",
+        "--irq",
+        &bdf,
+        "--",
+        "dd",
+        &input,
+        "of=/dev/null",
+        "iflag=direct",
+        "bs=4k",
+    ]);
+    let irq = &doc["interrupts"][0];
+    assert_eq!(irq["device"], bdf);
+    // 256 direct reads complete with interrupts (virtio may coalesce some).
+    assert!(irq["count"].as_u64().unwrap() >= 64, "{irq:#}");
+    assert!(irq["per_second"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn list_joins_pcie_pmus_to_root_ports() {
+    let out = headroom()
+        .args(["count", "--list", "--root", &fixture("pmu-dwc-rootport")])
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(t.contains("dwc_rootport_3018 (type 12), counts on CPU 0, PCIe dwc_rootport: named for root port 0000:30:03.0"), "{t}");
+    assert!(
+        t.contains("dwc_rootport_3018/rx_memory_read,lane=?/"),
+        "{t}"
+    );
+    assert!(t.contains("pcie_bdf_200 (type 14), counts on CPU 0, PCIe vendor_pcie_bdf: named for root port 0000:02:00.0"), "{t}");
+    let out = headroom()
+        .args(["count", "--list", "--root", &fixture("pmu-hisi-pcie")])
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(t.contains("hisi_pcie0_core1 (type 21), counts on CPU 0, PCIe hisi_pcie: routing IDs 7c:00.0..7c:1f.7"), "{t}");
+    let out = headroom()
+        .args([
+            "--json",
+            "count",
+            "--list",
+            "--root",
+            &fixture("pmu-uncore-iio"),
+        ])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let iio = doc["pmus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "uncore_iio_free_running_1")
+        .unwrap();
+    assert_eq!(iio["link"]["covers"], "root bus 0000:16");
+}
+
+#[test]
+fn a_root_port_without_pmu_gets_a_finding() {
+    let out = headroom()
+        .args([
+            "count",
+            "--list",
+            "--root",
+            &fixture("sysfs/sd-nvme-downgraded-sata"),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let t = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        t.contains("root port 0000:00:1c.0: no PMU counts this root port's traffic"),
+        "{t}"
+    );
+    assert!(t.contains("not in dwc_pcie_pmu's RAS DES list"), "{t}");
+}
+
+fn fails_with(args: &[&str], code: i32, sentence: &str) {
+    let out = headroom().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+    assert!(err.contains(sentence), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one sentence: {err}");
+}
+
+#[test]
+fn bad_input_in_perfs_words() {
+    let dwc = fixture("pmu-dwc-rootport");
+    fails_with(
+        &["count", "-e", "foo/bar/", "--", "true"],
+        2,
+        "event syntax error: 'foo/bar/': Cannot find PMU `foo'. Missing kernel support?",
+    );
+    fails_with(
+        &["count", "-e", "software/bar/", "--", "true"],
+        2,
+        "unknown term 'bar' for pmu 'software'",
+    );
+    fails_with(
+        &["count", "-e", "block:nosuch", "--", "true"],
+        2,
+        "unknown tracepoint",
+    );
+    fails_with(
+        &["count", "-e", "nosuchevent", "--", "true"],
+        2,
+        "parser error",
+    );
+    fails_with(
+        &[
+            "count",
+            "--root",
+            &dwc,
+            "-e",
+            "dwc_rootport_3018/rx_memory_read,lane=256/",
+            "--",
+            "true",
+        ],
+        2,
+        "value too big for format (lane), maximum is 255",
+    );
+    fails_with(
+        &[
+            "count",
+            "--root",
+            &dwc,
+            "-e",
+            "dwc_rootport_3018/rx_memory_read/",
+            "--",
+            "true",
+        ],
+        2,
+        "Required parameter 'lane' not specified",
+    );
+    fails_with(
+        &[
+            "count",
+            "--root",
+            &dwc,
+            "-e",
+            "dwc_rootport_3018/Rx_PCIe_TLP_Data_Payload,eventid=0x10000/",
+            "--",
+            "true",
+        ],
+        2,
+        "value too big for format (eventid), maximum is 65535",
+    );
+    fails_with(&["count", "-e", "cs"], 2, "give a command after --");
+    fails_with(
+        &["count", "-I", "5", "-e", "cs", "--", "true"],
+        2,
+        "at least 10 ms",
+    );
+    fails_with(
+        &["count", "-C", "x", "-e", "cs", "--", "true"],
+        2,
+        "-C x: not a CPU list",
+    );
+    fails_with(
+        &["count", "--root", "no/such/dir", "--list"],
+        2,
+        "--root no/such/dir: no such directory",
+    );
+    fails_with(
+        &["count", "-e", "cs", "--irq", "0000:99:00.0", "--", "true"],
+        2,
+        "no PCI device 0000:99:00.0",
+    );
+    fails_with(
+        &["count", "-e", "cs", "--", "no-such-command-h7"],
+        127,
+        "Workload failed: `no-such-command-h7`: command not found",
+    );
+}
+
+#[test]
+fn no_permission_says_what_to_do() {
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(-1);
+    let setpriv = Std::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !root || paranoid < 1 || !setpriv {
+        eprintln!("skipped: needs root to drop to nobody, setpriv, and perf_event_paranoid >= 1");
+        return;
+    }
+    let out = Std::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", &bin()])
+        .args(["count", "-a", "-e", "cs", "--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "No permission to enable cs event: perf_event_paranoid is {paranoid}"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn bench_disk_reports_the_interrupts_of_its_path() {
+    let Ok(dev) = std::fs::canonicalize("/sys/block/vda/device/..") else {
+        eprintln!("skipped: no /sys/block/vda");
+        return;
+    };
+    let bdf = dev.file_name().unwrap().to_string_lossy().into_owned();
+    let dir = tempfile::Builder::new()
+        .prefix("headroom-count-bench")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let file = dir.path().join("data.bin");
+    std::fs::write(&file, vec![7u8; 4 << 20]).unwrap();
+    let doc = json_of(
+        headroom()
+            .args(["--json", "bench", "disk"])
+            .arg(&file)
+            .args([
+                "--rw",
+                "randread",
+                "--bs",
+                "4k",
+                "--qd",
+                "1",
+                "--size",
+                "4M",
+                "--engine",
+                "psync",
+                "--no-save",
+            ]),
+    );
+    let ios = doc["tests"][0]["runs"][0]["ios"].as_u64().unwrap();
+    let irq = doc["counters"]["interrupts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["device"] == bdf)
+        .unwrap_or_else(|| panic!("no interrupts of {bdf}: {:#}", doc["counters"]));
+    // QD1 O_DIRECT: each read completes with an interrupt (other traffic only adds).
+    assert!(
+        irq["count"].as_u64().unwrap() >= ios / 2,
+        "{irq:#} for {ios} I/Os"
+    );
+    assert!(irq["per_second"].as_f64().unwrap() > 0.0);
+    // No PCIe PMU on a virtio VM: none claimed.
+    assert!(doc["counters"]["pmu"].is_null());
+    // The report carries the counter column.
+    let saved = dir.path().join("disk.json");
+    std::fs::write(&saved, doc.to_string()).unwrap();
+    let md = headroom()
+        .args(["report", "--md"])
+        .arg(&saved)
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&md.stdout).into_owned();
+    assert!(md.contains(&format!("| interrupts of {bdf} |")), "{md}");
+}
+
+#[test]
+fn a_pmu_that_vanished_is_one_sentence_and_the_rest_is_counted() {
+    // The fixture lists dwc_rootport_3018 (type 12); this kernel has no such PMU, as after
+    // the driver is unloaded between listing and counting.
+    let out = headroom()
+        .args([
+            "count",
+            "--root",
+            &fixture("pmu-dwc-rootport"),
+            "-C",
+            "0",
+            "-x,",
+        ])
+        .args([
+            "-e",
+            "dwc_rootport_3018/Rx_PCIe_TLP_Data_Payload/,cs",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        err.contains("the running kernel has no PMU dwc_rootport_3018 of type 12 (it vanished"),
+        "{err}"
+    );
+    assert!(
+        err.contains("<not supported>,B,dwc_rootport_3018/Rx_PCIe_TLP_Data_Payload/,0,100.00,,"),
+        "{err}"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.ends_with(",,cs,") || l.contains(",,cs,")),
+        "{err}"
+    );
+}
+
+#[test]
+fn ctrl_c_ends_a_system_wide_count_with_its_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("counts.txt");
+    let mut child = headroom_process()
+        .args(["count", "-a", "-e", "cs", "-o", file.to_str().unwrap()])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: signalling our own child by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed().as_secs() > 30 {
+            child.kill().unwrap();
+            panic!("headroom count -a did not stop on SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains(" Performance counter stats for 'system wide':"),
+        "{text}"
+    );
+    assert!(text.lines().any(|l| l.ends_with(" cs")), "{text}");
+}
