@@ -6,6 +6,7 @@
 mod audit;
 mod bench;
 mod bench_disk;
+mod bench_mmio;
 mod ceiling;
 mod compare;
 mod history;

@@ -10,6 +10,7 @@ pub mod sysfs;
 
 // Inventory of USB, block and network devices and the hardware chain of a target.
 pub mod block;
+pub mod cache;
 pub mod chain;
 pub mod mounts;
 pub mod net;

@@ -13,6 +13,7 @@ pub mod document;
 pub mod history;
 pub mod html;
 pub mod markdown;
+pub mod mmio;
 pub mod summary;
 pub mod views;
 

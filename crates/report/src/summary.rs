@@ -79,6 +79,9 @@ pub struct Summary {
     pub no_ceiling_reason: Option<String>,
     pub findings: Vec<FindingView>,
     pub notes: Vec<String>,
+    /// Kind `mmio`: the per-width table (region beside DRAM) and the lines saying what was
+    /// measured.
+    pub mmio: Option<(Table, Vec<String>)>,
 }
 
 fn us(ns: f64) -> f64 {
@@ -153,6 +156,7 @@ impl Summary {
             no_ceiling_reason: None,
             findings: common.findings,
             notes: common.notes,
+            mmio: None,
         };
         let mut kernel = env.host.as_ref().and_then(|h| h.kernel.clone());
         let mut governor = None;
@@ -272,6 +276,38 @@ impl Summary {
                         s.threads.push(row("all".into(), None, total));
                     }
                 }
+            }
+            "mmio" => {
+                let m: crate::mmio::MmioView = doc.view(origin)?;
+                s.target = m.region.as_ref().map(|r| r.given.clone());
+                // One test per (where, width, operation), so compare and the history line
+                // them up like any throughput.
+                let mem = m.memory.iter().flat_map(|x| x.results.iter());
+                let region = m.results.iter().map(|r| (m.has_region(), r));
+                for (is_region, r) in region.chain(mem.map(|r| (false, r))) {
+                    let place = if is_region { "" } else { "DRAM " };
+                    s.tests.push(TestRow {
+                        name: format!("{place}{} {}", crate::mmio::access_label(&r.width), r.op),
+                        direction: r.op.clone(),
+                        block_size: None,
+                        measured_mb_s: r.mb_per_s,
+                        runs_mb_s: vec![r.mb_per_s],
+                        efficiency: None,
+                        cross_check_percent: None,
+                    });
+                }
+                if let Some(c) = m.memory.as_ref().and_then(|x| x.copy.as_ref()) {
+                    s.tests.push(TestRow {
+                        name: "DRAM memcpy (C library)".into(),
+                        direction: "copy".into(),
+                        block_size: Some(c.block_bytes),
+                        measured_mb_s: c.mb_per_s,
+                        runs_mb_s: vec![c.mb_per_s],
+                        efficiency: None,
+                        cross_check_percent: None,
+                    });
+                }
+                s.mmio = Some((m.table(), m.describe()));
             }
             _ => {}
         }
