@@ -96,7 +96,61 @@ fn copy(map: &Mapping, cfg: &MemConfig, stop: &AtomicBool) -> MemCopyResult {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
+    use model::mmio::{AccessOp, AccessWidth};
+    use std::time::Duration;
+
+    /// The plain loop a user would write to measure DRAM loads: volatile 64-bit reads summed,
+    /// `sweeps` times over the buffer; MB/s.
+    fn reference_load_64(map: &Mapping, sweeps: u64) -> (f64, u64) {
+        let p = map.as_ptr().cast::<u64>();
+        let n = map.len() / 8;
+        let start = Instant::now();
+        let mut sum = 0u64;
+        for _ in 0..sweeps {
+            for i in 0..n {
+                // SAFETY: i < n words of the mapping.
+                sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(p.add(i)) });
+            }
+        }
+        let ns = start.elapsed().as_nanos() as u64;
+        (mb_per_s(sweeps * map.len() as u64, ns), sum)
+    }
+
+    #[test]
+    fn the_engine_adds_nothing_to_a_plain_loop() {
+        // Timing is never asserted (a shared machine); the counts and the sum are. The ratio
+        // is printed: `cargo test -p headroom-bench --lib engine_adds -- --nocapture`.
+        let len = 64usize << 20;
+        let sweeps = 10;
+        let map = Mapping::anonymous(len).unwrap();
+        // SAFETY: our own writable mapping.
+        unsafe { std::ptr::write_bytes(map.as_ptr(), 0x11, len) };
+        let mut ratios = Vec::new();
+        for _ in 0..5 {
+            let mut c = mmio::Config::new(
+                vec![AccessWidth::W64],
+                vec![AccessOp::Load],
+                Duration::from_secs(60),
+            );
+            c.max_sweeps = Some(sweeps);
+            let out = mmio::run(&c, &map, 0, len as u64, &AtomicBool::new(false)).unwrap();
+            let r = out[0].result.as_ref().unwrap();
+            assert_eq!(r.accesses, sweeps * (len / 8) as u64);
+            let (reference, sum) = reference_load_64(&map, sweeps);
+            assert_eq!(out[0].checksum, sum, "the engine read the same words");
+            ratios.push(r.mb_per_s / reference);
+            println!(
+                "64-bit DRAM load: engine {:.1} MB/s, plain loop {:.1} MB/s, ratio {:.3}",
+                r.mb_per_s,
+                reference,
+                r.mb_per_s / reference
+            );
+        }
+        ratios.sort_by(f64::total_cmp);
+        println!("median ratio engine / plain loop: {:.3}", ratios[2]);
+    }
 
     #[test]
     fn the_buffer_outgrows_the_cache() {

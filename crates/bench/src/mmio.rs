@@ -414,7 +414,16 @@ fn run_pair(
     // Parent: wait, bounded.
     let limit = Instant::now() + cfg.duration + GRACE;
     let mut status: libc::c_int = 0;
+    let mut forwarded = false;
     loop {
+        // Ctrl-C reaches the whole foreground group, but a `kill` of this process alone
+        // would leave the child measuring: pass the stop on (the child inherited the
+        // handler that sets its copy of the flag).
+        if !forwarded && stop.load(Ordering::Relaxed) {
+            // SAFETY: our own child.
+            unsafe { libc::kill(pid, libc::SIGINT) };
+            forwarded = true;
+        }
         // SAFETY: waits for our own child.
         let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
         if r == pid {

@@ -84,6 +84,10 @@ pub struct MmioArgs {
     #[arg(long)]
     pub no_mem: bool,
 
+    /// Stop each run after N sweeps of the window (for tests).
+    #[arg(long, hide = true, value_name = "N")]
+    pub max_sweeps: Option<u64>,
+
     #[command(flatten)]
     pub keep: crate::output::KeepArgs,
 }
@@ -378,11 +382,13 @@ enum Target {
     File(PathBuf),
 }
 
-fn parse_target(s: &str) -> Target {
-    if let Ok(addr) = s.parse::<BarAddress>() {
-        if !Path::new(s).exists() {
-            return Target::Bar { addr, file: None };
-        }
+fn parse_target(s: &str) -> Result<Target, Refusal> {
+    if !Path::new(s).exists() && !s.contains('/') && s.contains('.') && s.contains(':') {
+        // Shaped like DDDD:BB:DD.F:N: a mistake in it is a usage error, not a missing file.
+        return match s.parse::<BarAddress>() {
+            Ok(addr) => Ok(Target::Bar { addr, file: None }),
+            Err(e) => Err(usage(e)),
+        };
     }
     // /sys/bus/pci/devices/0000:01:00.0/resource2[_wc] (or the /sys/devices path).
     let p = PathBuf::from(s);
@@ -397,14 +403,14 @@ fn parse_target(s: &str) -> Target {
             .map(|r| r.trim_end_matches("_wc"));
         if let (Some(Ok(bar)), Ok(function)) = (n.map(str::parse::<u8>), dir.parse()) {
             if bar <= 5 {
-                return Target::Bar {
+                return Ok(Target::Bar {
                     addr: BarAddress { function, bar },
                     file: Some(p),
-                };
+                });
             }
         }
     }
-    Target::File(p)
+    Ok(Target::File(p))
 }
 
 /// Why the kernel said EPERM to a BAR mapping, with the lockdown mode when readable.
@@ -781,7 +787,10 @@ fn write_matches(target: &Target, given: &str, w: &str) -> bool {
 
 pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
     let root = SysRoot::new("/");
-    let target = parse_target(&a.target);
+    let target = match parse_target(&a.target) {
+        Ok(t) => t,
+        Err(r) => return Ok(fail(r)),
+    };
     let writable = a.write.is_some();
     let ops = if a.op.is_empty() {
         if writable {
@@ -844,6 +853,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
     let live = std::io::stderr().is_terminal();
     let mut cfg = mmio::Config::new(a.width.clone(), ops.clone(), duration);
     cfg.threads = a.threads;
+    cfg.max_sweeps = a.max_sweeps;
     // Never read a BAR beyond the accesses asked: no prefault sweep on device memory.
     cfg.prefault = opened.region.kind != "bar";
     let mut notes = vec![format!(
