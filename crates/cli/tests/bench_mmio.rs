@@ -1,5 +1,6 @@
 //! `headroom bench mmio` and `bench mem` as a user runs them. The BAR stand-in is a file on
 //! tmpfs (/dev/shm); the refusals are checked on this machine's real PCI functions.
+#![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
 mod common;
 
@@ -363,7 +364,7 @@ fn reports_compare_and_history_read_mmio_results() {
 
 #[test]
 fn ctrl_c_keeps_what_was_measured_and_exits_130() {
-    let mut child = headroom_process()
+    let child = headroom_process()
         .args([
             "bench",
             "mem",
