@@ -967,3 +967,87 @@ fn link_findings(region: &Region, path: &probe::path::TargetPath) -> Vec<Finding
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use probe::path::{LinkKind, PathLink, TargetPath};
+
+    fn region() -> Region {
+        Region {
+            given: "01:00.0:2".into(),
+            kind: "bar",
+            file: "/sys/bus/pci/devices/0000:01:00.0/resource2".into(),
+            bar: Some("0000:01:00.0:2".into()),
+            bar_bytes: Some(1 << 20),
+            bar_start: Some(0xf000_0000),
+            prefetchable: Some(false),
+            is_64bit: Some(false),
+            write_combining: false,
+            write_combining_available: Some(false),
+            window_offset: 0,
+            window_bytes: 1 << 20,
+            writable: false,
+            driver: None,
+        }
+    }
+
+    fn path(state: &str, capable: Option<&str>) -> TargetPath {
+        TargetPath {
+            chain: probe::chain::Chain {
+                target: "0000:01:00.0".into(),
+                hops: Vec::new(),
+                stopped: None,
+                warnings: Vec::new(),
+            },
+            links: vec![PathLink {
+                kind: LinkKind::Pcie,
+                hop: "0000:01:00.0".into(),
+                name: "PCIe 0000:00:01.0 -> 0000:01:00.0".into(),
+                state: state.into(),
+                capable_state: capable.map(str::to_string),
+                ceiling_bps: 1e9,
+                ceiling_other_direction_bps: None,
+                capable_ceiling_bps: None,
+                basis: String::new(),
+                note: None,
+            }],
+            bottleneck: Some(0),
+            no_bottleneck_reason: None,
+        }
+    }
+
+    #[test]
+    fn a_bar_behind_a_downgraded_link_is_a_finding() {
+        // The Rockchip guide's RK3588 endpoint trained at Gen 2 x1 instead of Gen 3 x4.
+        let f = link_findings(&region(), &path("5 GT/s x1", Some("8 GT/s x4")));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert_eq!(f[0].subject, "0000:01:00.0:2");
+        assert!(
+            f[0].message.contains("at 5 GT/s x1 (capable 8 GT/s x4)"),
+            "{}",
+            f[0].message
+        );
+        assert!(link_findings(&region(), &path("8 GT/s x4", None)).is_empty());
+    }
+
+    #[test]
+    fn targets_are_told_apart() {
+        assert!(matches!(
+            parse_target("01:00.0:2"),
+            Ok(Target::Bar { file: None, .. })
+        ));
+        match parse_target("/sys/bus/pci/devices/0000:01:00.0/resource2_wc") {
+            Ok(Target::Bar {
+                addr,
+                file: Some(_),
+            }) => assert_eq!(addr.to_string(), "0000:01:00.0:2"),
+            _ => panic!("a resourceN_wc path is that BAR"),
+        }
+        assert!(matches!(parse_target("./bar.bin"), Ok(Target::File(_))));
+        assert!(parse_target("01:00.0:9").is_err());
+        assert_eq!(parse_bytes("--offset", "0x1000").ok(), Some(4096));
+        assert_eq!(parse_bytes("--size", "64K").ok(), Some(65536));
+    }
+}

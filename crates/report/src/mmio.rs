@@ -260,8 +260,8 @@ impl MmioView {
             out.push(format!("DRAM buffer {} MiB{llc}", m.buffer_bytes >> 20));
             if let Some(c) = &m.copy {
                 out.push(format!(
-                    "DRAM memcpy (C library, {} KiB blocks): {} MB/s copied",
-                    c.block_bytes >> 10,
+                    "DRAM memcpy (C library, {} MiB per call): {} MB/s copied",
+                    c.block_bytes >> 20,
                     mb(c.mb_per_s)
                 ));
             }
