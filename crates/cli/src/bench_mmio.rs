@@ -24,15 +24,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-const SIDE_EFFECTS: &str = "Loads from a device are not harmless: reading a FIFO, a \
-clear-on-read status register or a doorbell changes the device's state. Map only BARs whose \
-registers you know (a RAM-like BAR of an FPGA or of a PCIe endpoint in a test setup).";
+/// What `--help` and the notes of a BAR run say about loads (one text for both).
+macro_rules! side_effects {
+    () => {
+        "Loads from a device are not harmless: reading a FIFO, a clear-on-read status register \
+or a doorbell changes the device's state. Map only BARs whose registers you know (a RAM-like BAR \
+of an FPGA or of a PCIe endpoint in a test setup)."
+    };
+}
+const SIDE_EFFECTS: &str = side_effects!();
 
 #[derive(Args, Debug, Clone)]
 #[command(after_help = concat!(
-    "Loads from a device are not harmless: reading a FIFO, a clear-on-read status register or \
-a doorbell changes the device's state. Map only BARs whose registers you know (a RAM-like BAR \
-of an FPGA or of a PCIe endpoint in a test setup).\n\n",
+    side_effects!(),
+    "\n\n",
     "The mapping is read-only unless --write names the exact target; stores are refused while \
 a driver is bound to the function and on the BAR holding its MSI-X table.\n",
     "Rates are MB/s (10^6 B/s). Sizes and offsets: bytes, K/M/G (binary), or 0x hex.\n",
