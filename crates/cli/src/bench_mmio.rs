@@ -1037,6 +1037,89 @@ mod tests {
         assert!(link_findings(&region(), &path("8 GT/s x4", None)).is_empty());
     }
 
+    /// A sysfs tree with one function: its `resource` lines, `enable`, and a driver link.
+    fn tree(resource: &str, enable: &str, driver: Option<&str>) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("sys/bus/pci/devices/0000:01:00.0");
+        std::fs::create_dir_all(&f).unwrap();
+        std::fs::write(f.join("resource"), resource).unwrap();
+        std::fs::write(f.join("enable"), enable).unwrap();
+        if let Some(drv) = driver {
+            let dd = d.path().join("sys/bus/pci/drivers").join(drv);
+            std::fs::create_dir_all(&dd).unwrap();
+            std::os::unix::fs::symlink(&dd, f.join("driver")).unwrap();
+        }
+        std::fs::create_dir_all(d.path().join("sys/kernel/security")).unwrap();
+        std::fs::write(
+            d.path().join("sys/kernel/security/lockdown"),
+            "none [integrity] confidentiality\n",
+        )
+        .unwrap();
+        d
+    }
+
+    const MEM_BAR: &str = "0x00000000f0000000 0x00000000f00fffff 0x0000000000040200\n";
+    const IO_BAR: &str = "0x000000000000c000 0x000000000000c03f 0x0000000000040101\n";
+    const NO_BAR: &str = "0x0000000000000000 0x0000000000000000 0x0000000000000000\n";
+
+    fn refusal(d: &tempfile::TempDir, bar: u8, writable: bool) -> String {
+        let root = SysRoot::new(d.path());
+        let addr: BarAddress = format!("0000:01:00.0:{bar}").parse().unwrap();
+        match open_bar(&root, "x", addr, None, false, writable, 0, None) {
+            Err(r) => r.message,
+            Ok(_) => panic!("mapped"),
+        }
+    }
+
+    #[test]
+    fn every_refusal_before_the_mapping_is_one_sentence_with_the_way_out() {
+        let io = tree(&format!("{MEM_BAR}{IO_BAR}"), "1\n", None);
+        let m = refusal(&io, 1, false);
+        assert!(
+            m.contains("BAR 1 of 0000:01:00.0 is an I/O-port BAR"),
+            "{m}"
+        );
+        let off = tree(MEM_BAR, "0\n", None);
+        let m = refusal(&off, 0, false);
+        assert!(m.contains("is disabled (sysfs enable = 0)"), "{m}");
+        assert!(
+            m.contains("echo 1 > /sys/bus/pci/devices/0000:01:00.0/enable"),
+            "{m}"
+        );
+        let m = refusal(&tree(&format!("{MEM_BAR}{NO_BAR}"), "1", None), 1, false);
+        assert!(
+            m.contains("BAR 1 of 0000:01:00.0 is not implemented"),
+            "{m}"
+        );
+        let bound = tree(MEM_BAR, "1", Some("nvme"));
+        let m = refusal(&bound, 0, true);
+        assert!(m.contains("bound to driver nvme"), "{m}");
+        assert!(
+            m.contains("echo 0000:01:00.0 > /sys/bus/pci/drivers/nvme/unbind"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn kernel_refusals_are_explained() {
+        if not_root() {
+            return; // the sentences below are root's; a user is told to use sudo
+        }
+        let d = tree(MEM_BAR, "1", Some("nvme"));
+        let root = SysRoot::new(d.path());
+        let addr: BarAddress = "0000:01:00.0:0".parse().unwrap();
+        let facts = bar::function_facts(&root, &addr.function).unwrap();
+        let einval = std::io::Error::from_raw_os_error(libc::EINVAL);
+        let m = explain(&root, "mapping resource0", &einval, &addr, &facts);
+        assert!(
+            m.contains("driver nvme claimed BAR 0") && m.contains("iomem=relaxed"),
+            "{m}"
+        );
+        let eperm = std::io::Error::from_raw_os_error(libc::EPERM);
+        let m = explain(&root, "mapping resource0", &eperm, &addr, &facts);
+        assert!(m.contains("locked down in `integrity` mode"), "{m}");
+    }
+
     #[test]
     fn targets_are_told_apart() {
         assert!(matches!(
