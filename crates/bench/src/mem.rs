@@ -101,17 +101,29 @@ mod tests {
     use model::mmio::{AccessOp, AccessWidth};
     use std::time::Duration;
 
-    /// The plain loop a user would write to measure DRAM loads: volatile 64-bit reads summed,
-    /// `sweeps` times over the buffer; MB/s.
-    fn reference_load_64(map: &Mapping, sweeps: u64) -> (f64, u64) {
-        let p = map.as_ptr().cast::<u64>();
-        let n = map.len() / 8;
+    /// The plain loops a user would write to measure DRAM: volatile reads summed, or volatile
+    /// writes of the index, `sweeps` times over the buffer; (MB/s, sum of what was read).
+    fn reference<T: Copy + Into<u64>>(
+        map: &Mapping,
+        sweeps: u64,
+        op: AccessOp,
+        of: impl Fn(u64) -> T,
+    ) -> (f64, u64) {
+        let p = map.as_ptr().cast::<T>();
+        let n = map.len() / std::mem::size_of::<T>();
         let start = Instant::now();
         let mut sum = 0u64;
         for _ in 0..sweeps {
             for i in 0..n {
-                // SAFETY: i < n words of the mapping.
-                sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(p.add(i)) });
+                // SAFETY: i < n elements of the mapping.
+                unsafe {
+                    match op {
+                        AccessOp::Load => {
+                            sum = sum.wrapping_add(std::ptr::read_volatile(p.add(i)).into())
+                        }
+                        AccessOp::Store => std::ptr::write_volatile(p.add(i), of(i as u64)),
+                    }
+                }
             }
         }
         let ns = start.elapsed().as_nanos() as u64;
@@ -120,36 +132,46 @@ mod tests {
 
     #[test]
     fn the_engine_adds_nothing_to_a_plain_loop() {
-        // Timing is never asserted (a shared machine); the counts and the sum are. The ratio
-        // is printed: `cargo test -p headroom-bench --lib engine_adds -- --nocapture`.
+        // Timing is never asserted (a shared machine); the counts and the sums are. The
+        // ratios are printed: `cargo test -p headroom-bench --lib engine_adds -- --nocapture`.
         let len = 64usize << 20;
-        let sweeps = 10;
+        let sweeps = 4;
         let map = Mapping::anonymous(len).unwrap();
         // SAFETY: our own writable mapping.
         unsafe { std::ptr::write_bytes(map.as_ptr(), 0x11, len) };
-        let mut ratios = Vec::new();
-        for _ in 0..5 {
-            let mut c = mmio::Config::new(
-                vec![AccessWidth::W64],
-                vec![AccessOp::Load],
-                Duration::from_secs(60),
-            );
-            c.max_sweeps = Some(sweeps);
-            let out = mmio::run(&c, &map, 0, len as u64, &AtomicBool::new(false)).unwrap();
-            let r = out[0].result.as_ref().unwrap();
-            assert_eq!(r.accesses, sweeps * (len / 8) as u64);
-            let (reference, sum) = reference_load_64(&map, sweeps);
-            assert_eq!(out[0].checksum, sum, "the engine read the same words");
-            ratios.push(r.mb_per_s / reference);
+        for (w, op) in [
+            (AccessWidth::W8, AccessOp::Load),
+            (AccessWidth::W32, AccessOp::Load),
+            (AccessWidth::W64, AccessOp::Load),
+            (AccessWidth::W32, AccessOp::Store),
+            (AccessWidth::W64, AccessOp::Store),
+        ] {
+            let mut ratios = Vec::new();
+            for _ in 0..5 {
+                let mut c = mmio::Config::new(vec![w], vec![op], Duration::from_secs(60));
+                c.max_sweeps = Some(sweeps);
+                let out = mmio::run(&c, &map, 0, len as u64, &AtomicBool::new(false)).unwrap();
+                let r = out[0].result.as_ref().unwrap();
+                assert_eq!(r.accesses, sweeps * (len / w.bytes()) as u64);
+                let (reference, sum) = match w {
+                    AccessWidth::W8 => reference::<u8>(&map, sweeps, op, |i| i as u8),
+                    AccessWidth::W32 => reference::<u32>(&map, sweeps, op, |i| i as u32),
+                    _ => reference::<u64>(&map, sweeps, op, |i| i),
+                };
+                if op == AccessOp::Load {
+                    assert_eq!(out[0].checksum, sum, "the engine read the same values");
+                }
+                ratios.push(r.mb_per_s / reference);
+            }
+            ratios.sort_by(f64::total_cmp);
             println!(
-                "64-bit DRAM load: engine {:.1} MB/s, plain loop {:.1} MB/s, ratio {:.3}",
-                r.mb_per_s,
-                reference,
-                r.mb_per_s / reference
+                "{} {op}: engine / plain loop, 5 rounds: median {:.3} (min {:.3}, max {:.3})",
+                w.label(),
+                ratios[2],
+                ratios[0],
+                ratios[4]
             );
         }
-        ratios.sort_by(f64::total_cmp);
-        println!("median ratio engine / plain loop: {:.3}", ratios[2]);
     }
 
     #[test]
