@@ -895,6 +895,14 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let llc = probe::cache::last_level_cache_bytes(&root);
+    if let Some(l) = llc.filter(|&l| opened.region.kind != "bar" && opened.region.window_bytes <= l)
+    {
+        notes.push(format!(
+            "the {}-byte window of a file fits in the {} KiB last-level cache: its numbers are              cache speeds, above DRAM's",
+            opened.region.window_bytes,
+            l >> 10
+        ));
+    }
     let memory = if a.no_mem || stop.load(Ordering::Relaxed) {
         None
     } else {
