@@ -260,7 +260,7 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         Err(r) => return Ok(fail(r)),
     };
     let root = SysRoot::new("/");
-    let llc = probe::cache::last_level_cache_bytes(&root);
+    let llc = probe::memory::last_level_cache_bytes(&root);
     let buffer = match a
         .size
         .as_deref()
@@ -271,6 +271,16 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         Err(r) => return Ok(fail(r)),
     };
     let mut notes = Vec::new();
+    // The buffer is populated up front: never more than half of what the kernel says is
+    // available, so a typo (--size 100G) cannot push the machine into swap or the OOM killer.
+    if let Some(avail) = probe::memory::available_bytes(&root).filter(|&m| buffer > m / 2) {
+        return Ok(fail(usage(format!(
+            "--size {}: a buffer above half of the {} MiB of available memory (MemAvailable \
+             in /proc/meminfo) is refused; give a smaller --size",
+            a.size.as_deref().unwrap_or_default(),
+            avail >> 20
+        ))));
+    }
     if buffer < 16 * u64::from(a.threads) {
         return Ok(fail(usage(format!(
             "--size {buffer}: the buffer needs at least 16 bytes per thread"
@@ -894,11 +904,11 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
             ));
         }
     }
-    let llc = probe::cache::last_level_cache_bytes(&root);
+    let llc = probe::memory::last_level_cache_bytes(&root);
     if let Some(l) = llc.filter(|&l| opened.region.kind != "bar" && opened.region.window_bytes <= l)
     {
         notes.push(format!(
-            "the {}-byte window of a file fits in the {} KiB last-level cache: its numbers are              cache speeds, above DRAM's",
+            "the {}-byte window of a file fits in the {} KiB last-level cache: its numbers are cache speeds, above DRAM's",
             opened.region.window_bytes,
             l >> 10
         ));

@@ -304,6 +304,10 @@ fn bench_mem_measures_every_width_and_memcpy_on_a_buffer_beyond_the_cache() {
         let w = r["width"].as_str().unwrap().parse::<u64>().unwrap() / 8;
         assert_eq!(r["accesses"].as_u64().unwrap(), buffer / w, "{r}");
     }
+    // A typo in --size cannot push the machine into the OOM killer.
+    let (code, _, stderr) = stderr_of(headroom().args(["bench", "mem", "--size", "64T"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--size 64T: a buffer above half of the"), "{stderr}");
     let copy = &m["copy"];
     assert_eq!(
         copy["bytes"].as_u64().unwrap(),

@@ -1,5 +1,6 @@
-//! CPU caches from sysfs (Documentation/ABI/testing/sysfs-devices-system-cpu,
-//! `/sys/devices/system/cpu/cpuX/cache/indexY/{level,type,size}`).
+//! The memory hierarchy: CPU caches from sysfs (Documentation/ABI/testing/
+//! sysfs-devices-system-cpu, `/sys/devices/system/cpu/cpuX/cache/indexY/{level,type,size}`)
+//! and the RAM available from /proc/meminfo (Documentation/filesystems/proc.rst).
 
 use crate::sysfs::{read_attr, SysRoot};
 
@@ -39,6 +40,18 @@ pub fn parse_size(s: &str) -> Option<u64> {
     num.parse::<u64>().ok().map(|n| n << shift)
 }
 
+/// `MemAvailable` of /proc/meminfo in bytes: what can be allocated without swapping.
+pub fn available_bytes(root: &SysRoot) -> Option<u64> {
+    let text = read_attr(&root.path("/proc/meminfo")).ok().flatten()?;
+    parse_mem_available(&text)
+}
+
+pub fn parse_mem_available(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -49,5 +62,12 @@ mod tests {
         assert_eq!(parse_size("1M"), Some(1 << 20));
         assert_eq!(parse_size("512"), Some(512));
         assert_eq!(parse_size("big"), None);
+    }
+
+    #[test]
+    fn mem_available_in_bytes() {
+        let m = "MemTotal:       24683520 kB\nMemFree:        14223360 kB\nMemAvailable:   23688192 kB\n";
+        assert_eq!(parse_mem_available(m), Some(23688192 * 1024));
+        assert_eq!(parse_mem_available("MemTotal: 1 kB"), None);
     }
 }
