@@ -583,7 +583,12 @@ fn child(
                         (t * slice as usize + pos) as u64,
                     )
                 });
-                let ns = b0.elapsed().as_nanos() as f64;
+                let b1 = Instant::now();
+                let ns = b1.duration_since(b0).as_nanos() as f64;
+                // The end of the last whole batch: what the rate uses when a fault ends the
+                // child before it can note its end.
+                sh.end_ns
+                    .fetch_max(b1.duration_since(t0).as_nanos() as u64, Ordering::Relaxed);
                 let k = slot.batches.load(Ordering::Relaxed);
                 slot.samples[k as usize % SAMPLES_PER_THREAD]
                     .store((ns / n as f64).to_bits(), Ordering::Relaxed);
@@ -955,6 +960,7 @@ mod tests {
             assert_eq!(fault.offset, 16 * 1024, "{w:?} {op:?}");
             // Four whole 4 KiB batches were done before the fault.
             assert_eq!(r.accesses, (16 * 1024 / w.bytes()) as u64, "{w:?} {op:?}");
+            assert!(r.elapsed_ns > 0 && r.mb_per_s > 0.0, "the time up to the fault counts");
         }
         // The process is alive and the mapping still usable below the cut.
         let out = run(

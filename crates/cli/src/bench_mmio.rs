@@ -894,11 +894,14 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
     for r in &results {
         if let Some(f) = &r.fault {
             notes.push(format!(
-                "{} {} took {} at offset {:#x} of the window after {} accesses: the page \
-                 behind it is gone (a truncated file) or the device did not answer",
+                "{} {} took {} at offset {:#x} of {} ({:#x} into the window) after {} \
+                 accesses: the page behind it is gone (a truncated file) or the device did not \
+                 answer; the run of that width stopped there",
                 r.width.label(),
                 r.op,
                 f.signal,
+                opened.region.window_offset + f.offset,
+                opened.region.given,
                 f.offset,
                 r.accesses
             ));

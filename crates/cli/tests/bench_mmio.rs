@@ -307,7 +307,10 @@ fn bench_mem_measures_every_width_and_memcpy_on_a_buffer_beyond_the_cache() {
     // A typo in --size cannot push the machine into the OOM killer.
     let (code, _, stderr) = stderr_of(headroom().args(["bench", "mem", "--size", "64T"]));
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("--size 64T: a buffer above half of the"), "{stderr}");
+    assert!(
+        stderr.contains("--size 64T: a buffer above half of the"),
+        "{stderr}"
+    );
     let copy = &m["copy"];
     assert_eq!(
         copy["bytes"].as_u64().unwrap(),
@@ -408,4 +411,70 @@ fn path_of_a_function_and_its_bar_reaches_the_cpu() {
         assert_eq!(hops[0]["address"], FUNCTION);
         assert_eq!(hops.last().unwrap()["hop"], "cpu");
     }
+}
+
+#[test]
+fn a_file_truncated_during_the_run_is_a_reported_sigbus_not_a_crash() {
+    // The stand-in for a device that stops answering: the file shrinks under the mapping.
+    for attempt in 0..3 {
+        let f = bar_file(1 << 20, |_| 7);
+        let child = headroom_process()
+            .args([
+                "bench",
+                "mmio",
+                f.path().to_str().unwrap(),
+                "--width",
+                "32",
+                "--duration",
+                "20s",
+                "--no-mem",
+                "--no-save",
+                "--json",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(f.path())
+            .unwrap()
+            .set_len(256 * 1024)
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        if v["region"]["window_bytes"] != 1 << 20 {
+            // The file was cut before headroom mapped it: nothing to see, try again.
+            eprintln!("attempt {attempt}: truncated before the mapping");
+            continue;
+        }
+        let r = &v["results"][0];
+        assert_eq!(r["fault"]["signal"], "SIGBUS", "{v}");
+        // Where the sweep was when the pages went: past the cut, inside the file as mapped,
+        // on an access of the width asked.
+        let at = r["fault"]["offset"].as_u64().unwrap();
+        assert!((256 * 1024..1 << 20).contains(&at) && at % 4 == 0, "{v}");
+        assert!(
+            r["mb_per_s"].as_f64().unwrap() > 0.0,
+            "the accesses before count: {v}"
+        );
+        assert_eq!(r["width"], "32");
+        let note = v["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n.as_str().unwrap().contains("took SIGBUS"))
+            .expect("a note says where");
+        assert!(
+            note.as_str()
+                .unwrap()
+                .contains(&format!("32-bit load took SIGBUS at offset {at:#x}")),
+            "{note}"
+        );
+        return;
+    }
+    panic!("the file was always cut before headroom mapped it");
 }
