@@ -960,7 +960,10 @@ mod tests {
             assert_eq!(fault.offset, 16 * 1024, "{w:?} {op:?}");
             // Four whole 4 KiB batches were done before the fault.
             assert_eq!(r.accesses, (16 * 1024 / w.bytes()) as u64, "{w:?} {op:?}");
-            assert!(r.elapsed_ns > 0 && r.mb_per_s > 0.0, "the time up to the fault counts");
+            assert!(
+                r.elapsed_ns > 0 && r.mb_per_s > 0.0,
+                "the time up to the fault counts"
+            );
         }
         // The process is alive and the mapping still usable below the cut.
         let out = run(
