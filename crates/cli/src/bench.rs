@@ -43,6 +43,12 @@ pub enum BenchCommand {
     /// TCP and UDP throughput like iperf3 (its flags and protocol: either end may be a stock
     /// iperf3), judged against the link's ceiling.
     Net(crate::bench_net::NetArgs),
+    /// CPU loads and stores on a PCI BAR (or a file) by width, 8 to 128 bits and memcpy, with
+    /// DRAM beside them; read-only unless --write names the BAR.
+    Mmio(crate::bench_mmio::MmioArgs),
+    /// The DRAM yardstick of `bench mmio`: the same widths and a memcpy on a buffer larger
+    /// than the last-level cache.
+    Mem(crate::bench_mmio::MemArgs),
     /// A worker of `--stress` (started by headroom itself).
     #[command(hide = true, name = "stress-worker")]
     StressWorker {
@@ -239,6 +245,8 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<ExitCode> {
         BenchCommand::Disk(a) => crate::bench_disk::run_disk(global, a),
         BenchCommand::Latency(a) => run_latency(global, a),
         BenchCommand::Net(a) => crate::bench_net::run_net(global, a),
+        BenchCommand::Mmio(a) => crate::bench_mmio::run_mmio(global, a),
+        BenchCommand::Mem(a) => crate::bench_mmio::run_mem(global, a),
         BenchCommand::StressWorker { args } => {
             let w = stress::WorkerArgs::from_args(args).map_err(anyhow::Error::msg)?;
             stress::worker_main(&w).map_err(anyhow::Error::msg)?;

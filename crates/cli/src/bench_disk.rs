@@ -194,6 +194,12 @@ fn disk_target(root: &SysRoot, given: &Path) -> anyhow::Result<PathBuf> {
              one of that name here) or a block device"
         ))
         .into()),
+        Target::PciFunction(name) => Err(DiskError::Target(format!(
+            "{name} is a PCI function, not a disk: give its block device (`headroom audit` \
+             lists them), a directory or a file; `headroom bench mmio {name}:BAR` measures its \
+             BARs"
+        ))
+        .into()),
         _ => Ok(given.to_path_buf()),
     }
 }

@@ -8,6 +8,7 @@
 mod audit;
 mod bench;
 mod bench_disk;
+mod bench_mmio;
 mod bench_net;
 mod ceiling;
 mod compare;

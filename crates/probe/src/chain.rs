@@ -268,6 +268,13 @@ impl Resolver<'_> {
                 return self.block(&name, 0);
             }
         }
+        // A PCI function (`0000:01:00.0`, `01:00.0`), or one of its BARs (`0000:01:00.0:2`,
+        // as `bench mmio` names them): the function and the links above it.
+        if is_bare_name {
+            if let Some(walk) = self.pci_function(&text) {
+                return walk;
+            }
+        }
         // A bare name that is no interface, no block device and no file here is a typo, not
         // a file to be created in the current directory.
         if is_bare_name && !(self.live() && target.symlink_metadata().is_ok()) {
@@ -281,6 +288,25 @@ impl Resolver<'_> {
             );
         }
         self.file(target, 0)
+    }
+
+    /// The walk from PCI function `text` (optionally `:BAR`), when it exists here.
+    fn pci_function(&mut self, text: &str) -> Option<Walk> {
+        let addr = text
+            .parse::<crate::pci::address::PciAddress>()
+            .ok()
+            .or_else(|| text.rsplit_once(':').and_then(|(a, _)| a.parse().ok()))?;
+        let path = self
+            .root
+            .canonical(format!("/sys/bus/pci/devices/{addr}"))
+            .ok()?;
+        let mut hops = vec![Hop::Pci {
+            address: addr.to_string(),
+            driver: self.driver(&self.root.path(&path)),
+        }];
+        let (hw, stopped) = self.hardware(&path);
+        hops.extend(hw);
+        Some((hops, stopped))
     }
 
     fn exists(&self, rel: &str) -> bool {

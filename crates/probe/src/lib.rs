@@ -11,6 +11,7 @@ pub mod sysfs;
 // Inventory of USB, block and network devices and the hardware chain of a target.
 pub mod block;
 pub mod chain;
+pub mod memory;
 pub mod mounts;
 pub mod net;
 pub mod qdisc;

@@ -76,6 +76,9 @@ pub enum Target {
     BlockDevice(String),
     /// An existing network interface, given by its name.
     Interface(String),
+    /// An existing PCI function (`0000:01:00.0`, `01:00.0`), or one of its BARs as `bench
+    /// mmio` names them (`0000:01:00.0:2`), given as written.
+    PciFunction(String),
 }
 
 /// What `given` names, the way every command reads a target: a file or directory when it
@@ -104,6 +107,13 @@ pub fn classify(root: &SysRoot, given: &Path) -> Result<Target, String> {
         if exists(&format!("/sys/class/block/{text}")) || crate::block::locate(root, &text).is_ok()
         {
             return Ok(Target::BlockDevice(text.into_owned()));
+        }
+        let function = text
+            .parse::<crate::pci::address::PciAddress>()
+            .ok()
+            .or_else(|| text.rsplit_once(':').and_then(|(a, _)| a.parse().ok()));
+        if function.is_some_and(|a| exists(&format!("/sys/bus/pci/devices/{a}"))) {
+            return Ok(Target::PciFunction(text.into_owned()));
         }
         if !live {
             return Err(format!(
@@ -200,7 +210,9 @@ fn on_devtmpfs(abs: &Path) -> bool {
 pub fn resolve(root: &SysRoot, target: &Path, audit: &PciAudit) -> Result<TargetPath, String> {
     let walk_from: PathBuf = match classify(root, target)? {
         Target::File(p) => p,
-        Target::BlockDevice(name) | Target::Interface(name) => PathBuf::from(name),
+        Target::BlockDevice(name) | Target::Interface(name) | Target::PciFunction(name) => {
+            PathBuf::from(name)
+        }
         Target::Missing { bare: true, .. } => {
             let t = target.display();
             return Err(format!(

@@ -14,6 +14,7 @@ pub mod document;
 pub mod history;
 pub mod html;
 pub mod markdown;
+pub mod mmio;
 pub mod net;
 pub mod summary;
 pub mod survey;

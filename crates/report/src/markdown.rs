@@ -122,7 +122,15 @@ fn section(out: &mut String, s: &Summary) {
         );
         out.push('\n');
     }
-    if !s.tests.is_empty() {
+    if let Some((t, lines)) = &s.mmio {
+        let _ = writeln!(out, "### CPU access by width\n");
+        for l in lines {
+            let _ = writeln!(out, "{}  ", escape(l));
+        }
+        out.push('\n');
+        write_table(out, t);
+        out.push('\n');
+    } else if !s.tests.is_empty() {
         let _ = writeln!(out, "### Throughput\n");
         write_table(out, &s.throughput_table());
         if let Some(t) = s.disk_latency_table() {

@@ -36,6 +36,25 @@ pub struct TestRow {
 }
 
 impl TestRow {
+    /// A throughput measured once, with none of the disk-only columns (IOPS, latency, the
+    /// kernel's block counts): a network flow, an MMIO or DRAM access width.
+    pub fn single(name: String, direction: String, block_size: Option<u64>, mb_s: f64) -> TestRow {
+        TestRow {
+            name,
+            direction,
+            block_size,
+            measured_mb_s: mb_s,
+            runs_mb_s: vec![mb_s],
+            efficiency: None,
+            mean_mb_s: Some(mb_s),
+            proc_io_error_percent: None,
+            diskstats_error_percent: None,
+            cpu_us_per_io: None,
+            iops: None,
+            latency: None,
+        }
+    }
+
     /// max − min of the runs, MB/s; `None` with fewer than two runs.
     pub fn spread(&self) -> Option<f64> {
         if self.runs_mb_s.len() < 2 {
@@ -121,6 +140,9 @@ pub struct Summary {
     pub inventory: Vec<(String, Table)>,
     /// The events of a `count` document (and the interrupt rates it measured).
     pub counters: Vec<CounterRow>,
+    /// Kind `mmio`: the per-width table (region beside DRAM) and the lines saying what was
+    /// measured.
+    pub mmio: Option<(Table, Vec<String>)>,
 }
 
 /// One counted event as reports show it.
@@ -304,6 +326,7 @@ impl Summary {
             histogram_limit_us: None,
             latency_lines: Vec::new(),
             inventory: Vec::new(),
+            mmio: None,
         };
         let mut kernel = env.host.as_ref().and_then(|h| h.kernel.clone());
         let mut governor = None;
@@ -682,20 +705,13 @@ impl Summary {
                 for f in &n.flows {
                     let mb_s = f.summary.receiver_bps.unwrap_or(0.0) / 8.0 / MB;
                     s.tests.push(TestRow {
-                        name: format!("{proto} {}", f.flow.replace("-to-", " -> ")),
-                        direction: f.flow.clone(),
-                        block_size: c.len,
-                        measured_mb_s: mb_s,
-                        runs_mb_s: vec![mb_s],
                         efficiency: f.efficiency,
-                        mean_mb_s: Some(mb_s),
-                        // The interface's own count of the bytes is not a block-layer count:
-                        // `report::net` shows it beside the payload in its own table.
-                        proc_io_error_percent: None,
-                        diskstats_error_percent: None,
-                        cpu_us_per_io: None,
-                        iops: None,
-                        latency: None,
+                        ..TestRow::single(
+                            format!("{proto} {}", f.flow.replace("-to-", " -> ")),
+                            f.flow.clone(),
+                            c.len,
+                            mb_s,
+                        )
                     });
                     // The flow's streams summed interval by interval.
                     let streams: Vec<_> = m.streams.iter().filter(|x| x.flow == f.flow).collect();
@@ -747,6 +763,32 @@ impl Summary {
                         status: "counted".into(),
                     });
                 }
+            }
+            "mmio" => {
+                let m: crate::mmio::MmioView = doc.view(origin)?;
+                s.target = m.region.as_ref().map(|r| r.given.clone());
+                // One test per (where, width, operation), so compare and the history line
+                // them up like any throughput.
+                let mem = m.memory.iter().flat_map(|x| x.results.iter());
+                let region = m.results.iter().map(|r| (m.has_region(), r));
+                for (is_region, r) in region.chain(mem.map(|r| (false, r))) {
+                    let place = if is_region { "" } else { "DRAM " };
+                    s.tests.push(TestRow::single(
+                        format!("{place}{} {}", crate::mmio::access_label(&r.width), r.op),
+                        r.op.clone(),
+                        None,
+                        r.mb_per_s,
+                    ));
+                }
+                if let Some(c) = m.memory.as_ref().and_then(|x| x.copy.as_ref()) {
+                    s.tests.push(TestRow::single(
+                        "DRAM memcpy (C library)".into(),
+                        "copy".into(),
+                        Some(c.block_bytes),
+                        c.mb_per_s,
+                    ));
+                }
+                s.mmio = Some((m.table(), m.describe()));
             }
             _ => {}
         }

@@ -2,6 +2,7 @@
 
 pub mod address;
 pub mod audit;
+pub mod bar;
 pub mod config;
 pub mod dump;
 pub mod ids;
