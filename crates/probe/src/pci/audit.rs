@@ -405,7 +405,7 @@ pub fn build(
         policy,
         findings: Vec::new(),
         warnings,
-        names_source: names.source.as_ref().map(|p| p.display().to_string()),
+        names_source: names.source.clone(),
     };
     audit.findings = findings(&audit);
     audit
