@@ -47,7 +47,13 @@ for target in $TARGETS; do
         # -Zbuild-std; the target itself is a stable, tier-2 one.
         say "no prebuilt std for $target from rustup: building it from rust-src (-Zbuild-std)"
         rustup component add rust-src >&2 || die "rustup component add rust-src failed"
-        build=(env RUSTC_BOOTSTRAP=1 "${build[@]}" -Zbuild-std=std,panic_unwind)
+        # Without the prebuilt std there are no self-contained crt objects and libc either:
+        # link-self-contained=no takes zig's musl instead. This variable replaces the
+        # target's rustflags in .cargo/config.toml, so they are repeated here.
+        flags="-C link-self-contained=no"
+        [[ $target == armv7-* ]] && flags="--cfg=io_uring_skip_arch_check $flags"
+        var=CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<<"$target")_RUSTFLAGS
+        build=(env RUSTC_BOOTSTRAP=1 "$var=$flags" "${build[@]}" -Zbuild-std=std,panic_unwind)
     fi
     say "building $target ($PROFILE profile)"
     start=$SECONDS

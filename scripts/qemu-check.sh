@@ -69,9 +69,13 @@ cmp -s <("$native" ceiling pcie --gen 3 --lanes 1,2,4,8 --mps 128,256) \
     <(run ceiling pcie --gen 3 --lanes 1,2,4,8 --mps 128,256) || fail "ceiling pcie table differs"
 echo "qemu-check [$label]: $n audits and 3 ceilings give the native build's JSON"
 
-# Disk: a 16 MiB file in a fresh directory, psync because io_uring_setup is ENOSYS under qemu.
-mkdir "$work/disk"
-run --json bench disk "$work/disk" --rw randrw --size 16M --runtime 0.5 --runs 1 --pause 0 \
+# Disk: a 16 MiB file in a fresh directory beside the binary (under target/ or dist/, not a
+# tmpfs /tmp); psync because io_uring_setup is ENOSYS under qemu-user. Buffered (--direct 0):
+# qemu 7.2's statx passes STATX_DIOALIGN in stx_mask but leaves stx_dio_offset_align 0, which
+# the kernel uses to say "no direct I/O here", so O_DIRECT is refused under emulation only.
+disk=$(mktemp -d "$(dirname "$cross")/qemu-check-disk.XXXXXX")
+trap 'rm -rf "$work" "$disk"' EXIT
+run --json bench disk "$disk" --rw randrw --size 16M --runtime 0.5 --runs 1 --pause 0 --direct 0 \
     --no-save --output "$work/disk.json" >/dev/null || fail "bench disk failed"
 jq -e '.parameters.engine == "psync"' "$work/disk.json" >/dev/null ||
     fail "bench disk did not run psync: $(jq -c .parameters.engine "$work/disk.json")"
@@ -79,7 +83,7 @@ jq -e '[.notes[] | select(test("io_uring.*using the psync engine instead"))] | l
     "$work/disk.json" >/dev/null || fail "bench disk: no io_uring fallback note: $(jq -c .notes "$work/disk.json")"
 jq -e '[.tests[].runs[] | .read_bytes + .write_bytes] | add > 0' "$work/disk.json" >/dev/null ||
     fail "bench disk moved no bytes"
-[[ -z $(ls -A "$work/disk") ]] || fail "bench disk left a file behind: $(ls -A "$work/disk")"
+[[ -z $(ls -A "$disk") ]] || fail "bench disk left a file behind: $(ls -A "$disk")"
 
 # Latency: two seconds, one thread; without root SCHED_FIFO is refused and said so.
 run --json bench latency -t 1 -i 1000 -D 2s --allow-unprivileged --no-save \
