@@ -77,5 +77,5 @@ done
 say "done; binary sizes (bytes):"
 for target in $TARGETS; do
     f=dist/headroom-$version-$target/headroom
-    printf '%-36s %9d  %s\n' "$target" "$(stat -c %s "$f")" "$(file -b "$f" | cut -d, -f1-2,5)"
+    printf '%-36s %9d  %s\n' "$target" "$(stat -c %s "$f")" "$(file -b "$f" | cut -d, -f1-2,4-5)"
 done
