@@ -608,7 +608,8 @@ fn now_ns(clock: libc::clockid_t) -> u64 {
 /// Sleep until the absolute CLOCK_MONOTONIC time `t_ns`, retrying after a signal.
 fn sleep_until(t_ns: u64) {
     let ts = libc::timespec {
-        tv_sec: (t_ns / NS_PER_SEC) as libc::time_t,
+        // `as _`: time_t is i64 or i32 (32-bit musl), and libc deprecates naming it on musl.
+        tv_sec: (t_ns / NS_PER_SEC) as _,
         tv_nsec: (t_ns % NS_PER_SEC) as libc::c_long,
     };
     // Bounded: each EINTR needs a signal; a handful is plenty.
@@ -646,9 +647,11 @@ fn set_affinity(cpu: u32) -> Result<(), String> {
 }
 
 fn set_fifo(priority: u8) -> Step {
-    let param = libc::sched_param {
-        sched_priority: priority as i32,
-    };
+    // musl's sched_param has more fields than glibc's (the SCHED_SPORADIC ones it reserves):
+    // start from zero and set the one Linux reads, so the same code builds for both.
+    // SAFETY: plain data, all-zero is a valid value.
+    let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
+    param.sched_priority = i32::from(priority);
     // SAFETY: valid sched_param; pid 0 = the calling thread (Linux schedules threads).
     let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
     if rc == 0 {

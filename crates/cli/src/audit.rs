@@ -345,6 +345,11 @@ fn usb_node(
     if let Some(v) = &d.version {
         let _ = write!(line, " (USB {})", v.trim());
     }
+    // Without a usb.ids name (no database, or the feature builtin-ids off), the numeric ids
+    // as lsusb prints them.
+    if let (None, Some(v), Some(p)) = (&d.vendor_name, d.vendor_id, d.product_id) {
+        let _ = write!(line, " {v:04x}:{p:04x}");
+    }
     let names: Vec<&str> = [
         d.vendor_name.as_deref().or(d.manufacturer.as_deref()),
         d.product_name.as_deref().or(d.product.as_deref()),

@@ -25,7 +25,14 @@ use std::process::ExitCode;
 
 /// How far is each I/O path from its physical ceiling, and why.
 #[derive(Parser, Debug)]
-#[command(name = "headroom", version, about, long_about = None)]
+#[command(
+    name = "headroom",
+    version,
+    // `--version` also says which pci.ids/usb.ids are built in (`-V` stays one line).
+    long_version = concat!(env!("CARGO_PKG_VERSION"), "\n", probe::builtin_ids_summary!()),
+    about,
+    long_about = None
+)]
 struct Cli {
     #[command(flatten)]
     global: output::GlobalArgs,

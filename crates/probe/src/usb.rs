@@ -38,6 +38,8 @@ pub struct UsbInventory {
     pub devices: Vec<UsbDevice>,
     /// The usb.ids file names were taken from, if one was found under the root.
     pub ids_file: Option<PathBuf>,
+    /// Without one: the copy built into the binary ("built-in usb.ids VERSION"), if any.
+    pub ids_builtin: Option<String>,
     pub findings: Vec<Finding>,
     /// One sentence per thing that could not be read; the rest of the scan went on.
     pub warnings: Vec<String>,
@@ -150,13 +152,18 @@ pub struct HostController {
 /// Read the whole USB tree under the root.
 pub fn scan(root: &SysRoot) -> UsbInventory {
     let mut inv = UsbInventory::default();
-    let ids = load_ids(root, &mut inv);
     let names = match root.list("/sys/bus/usb/devices") {
         Ok(n) => n,
         Err(e) => {
             inv.warnings.push(e.to_string());
             return inv;
         }
+    };
+    // Names only when there is something to name (the built-in copy costs a decompression).
+    let ids = if names.is_empty() {
+        None
+    } else {
+        load_ids(root, &mut inv)
     };
     for name in names.iter().filter(|n| !n.contains(':')) {
         let rel = format!("/sys/bus/usb/devices/{name}");
@@ -198,7 +205,9 @@ fn load_ids(root: &SysRoot, inv: &mut UsbInventory) -> Option<UsbIds> {
             Err(e) => inv.warnings.push(e.to_string()),
         }
     }
-    None
+    let text = crate::builtin_ids::usb_ids()?;
+    inv.ids_builtin = Some(crate::builtin_ids::USB_IDS_SOURCE.to_string());
+    Some(UsbIds::parse(&text))
 }
 
 /// Whether a sysfs directory name is a USB device (`usb3`, `3-1`, `3-1.4.2`), not an

@@ -501,7 +501,7 @@ pub fn build(
         policy,
         findings: Vec::new(),
         warnings,
-        names_source: names.source.as_ref().map(|p| p.display().to_string()),
+        names_source: names.source.clone(),
     };
     audit.findings = findings(&audit);
     audit
@@ -673,7 +673,8 @@ fn own_link_ceiling(f: &AuditedFunction) -> Option<LinkCeilings> {
 }
 
 /// A device's link below its own capability when the port above is not in the input (an
-/// lspci dump of one endpoint, a bridge firmware hides): what is known is that the device
+/// lspci dump of one endpoint, a bridge firmware hides) or reports no capability (a 4.19
+/// platform root port without `max_link_*`): what is known is that the device
 /// could do more; whether the port or the slot allows it is not.
 fn single_ended_downgrade(f: &AuditedFunction, name: &str) -> Option<Finding> {
     let c = f.own_link_ceiling.as_ref()?;
@@ -696,7 +697,8 @@ fn single_ended_downgrade(f: &AuditedFunction, name: &str) -> Option<Finding> {
             format!(
                 "{name} runs its link at {current}, below its own capability {capable} \
                  ({}): its ceiling is {} instead of {} (-{:.0} %); the port above is not in \
-                 the input, so whether it or the slot allows more is unknown",
+                 the input or does not report its capability, so whether it or the slot \
+                 allows more is unknown",
                 what.join(", "),
                 format_mb_per_s(c.current.effective_write_bps),
                 format_mb_per_s(c.capable.effective_write_bps),

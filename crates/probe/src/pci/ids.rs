@@ -18,8 +18,8 @@ pub struct PciNames {
     subsystems: HashMap<(u16, u16, u16, u16), String>,
     classes: HashMap<u8, String>,
     subclasses: HashMap<(u8, u8), String>,
-    /// The file the names came from, if any.
-    pub source: Option<PathBuf>,
+    /// The file the names came from, or the built-in copy ("built-in pci.ids VERSION").
+    pub source: Option<String>,
 }
 
 impl PciNames {
@@ -35,11 +35,24 @@ impl PciNames {
                     Err(_) => String::from_utf8_lossy(&bytes),
                 };
                 let mut names = Self::parse(&text, vendors);
-                names.source = Some(path);
+                names.source = Some(path.display().to_string());
                 return names;
             }
         }
         Self::default()
+    }
+
+    /// Names from the pci.ids built into the binary (feature `builtin-ids`), for systems
+    /// without one; an empty table (numeric ids) when the feature is off.
+    pub fn builtin(vendors: &HashSet<u16>) -> Self {
+        match crate::builtin_ids::pci_ids() {
+            Some(text) => {
+                let mut names = Self::parse(&text, vendors);
+                names.source = Some(crate::builtin_ids::PCI_IDS_SOURCE.to_string());
+                names
+            }
+            None => Self::default(),
+        }
     }
 
     /// Parse pci.ids text, keeping entries of `vendors` only.

@@ -89,9 +89,12 @@ pub fn load_names(root: &SysRoot, inputs: &[FunctionInput]) -> PciNames {
         .flat_map(|f| [f.vendor_id(), f.subsystem_vendor_id()])
         .flatten()
         .collect();
-    let names = PciNames::load(root, &vendors);
+    let mut names = PciNames::load(root, &vendors);
     if names.source.is_none() && root.root() != std::path::Path::new("/") {
-        return PciNames::load(&SysRoot::new("/"), &vendors);
+        names = PciNames::load(&SysRoot::new("/"), &vendors);
+    }
+    if names.source.is_none() {
+        names = PciNames::builtin(&vendors);
     }
     names
 }

@@ -1,0 +1,132 @@
+//! pci.ids and usb.ids built into the binary (cargo feature `builtin-ids`, on by default), for
+//! boards without pciutils, usbutils or hwdata (busybox, minimal Debian images).
+//!
+//! The system's own files come first (they are usually newer); these copies are used only when
+//! none is found. They are Debian 12's `pci.ids` and `usb.ids` packages, gzip-compressed in
+//! `crates/probe/data/` (see the README there for versions, checksums and the licences:
+//! GPL-2.0-or-later or BSD-3-Clause, both databases). Without the feature the names are absent
+//! and the audit shows numeric ids, as lspci does without a pci.ids.
+
+/// The built-in pci.ids's `# Version:` line (checked against the data by a test).
+#[macro_export]
+macro_rules! builtin_pci_ids_version {
+    () => {
+        "2023.04.10"
+    };
+}
+
+/// The built-in usb.ids's `# Version:` line (checked against the data by a test).
+#[macro_export]
+macro_rules! builtin_usb_ids_version {
+    () => {
+        "2025.07.26"
+    };
+}
+
+/// What a result says its names came from when the built-in pci.ids was used.
+pub const PCI_IDS_SOURCE: &str = concat!("built-in pci.ids ", builtin_pci_ids_version!());
+/// What a result says its names came from when the built-in usb.ids was used.
+pub const USB_IDS_SOURCE: &str = concat!("built-in usb.ids ", builtin_usb_ids_version!());
+
+/// One line for `headroom --version`: which copies are built in, if any.
+#[cfg(feature = "builtin-ids")]
+#[macro_export]
+macro_rules! builtin_ids_summary {
+    () => {
+        concat!(
+            "built-in pci.ids ",
+            $crate::builtin_pci_ids_version!(),
+            ", usb.ids ",
+            $crate::builtin_usb_ids_version!(),
+            " (Debian 12; used when the system has none)"
+        )
+    };
+}
+
+/// One line for `headroom --version`: which copies are built in, if any.
+#[cfg(not(feature = "builtin-ids"))]
+#[macro_export]
+macro_rules! builtin_ids_summary {
+    () => {
+        "no built-in pci.ids/usb.ids (feature builtin-ids off): numeric ids without the system's"
+    };
+}
+
+#[cfg(feature = "builtin-ids")]
+static PCI_IDS_GZ: &[u8] = include_bytes!("../data/pci.ids.gz");
+#[cfg(feature = "builtin-ids")]
+static USB_IDS_GZ: &[u8] = include_bytes!("../data/usb.ids.gz");
+
+/// The built-in pci.ids text; `None` when the feature is off.
+pub fn pci_ids() -> Option<String> {
+    #[cfg(feature = "builtin-ids")]
+    {
+        gunzip(PCI_IDS_GZ)
+    }
+    #[cfg(not(feature = "builtin-ids"))]
+    {
+        None
+    }
+}
+
+/// The built-in usb.ids text; `None` when the feature is off.
+pub fn usb_ids() -> Option<String> {
+    #[cfg(feature = "builtin-ids")]
+    {
+        gunzip(USB_IDS_GZ)
+    }
+    #[cfg(not(feature = "builtin-ids"))]
+    {
+        None
+    }
+}
+
+/// Decompress one of the embedded files. They are fixed at build time and checked by the tests
+/// below, so a failure here is a broken build, reported as "no names" rather than a panic.
+#[cfg(feature = "builtin-ids")]
+fn gunzip(gz: &[u8]) -> Option<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
+}
+
+#[cfg(all(test, feature = "builtin-ids"))]
+mod tests {
+    use super::*;
+
+    /// The `# Version:` line of an ids file's header.
+    fn version_line(text: &str) -> Option<&str> {
+        text.lines()
+            .take(20)
+            .find_map(|l| {
+                l.trim_start_matches(['#', ' ', '\t'])
+                    .strip_prefix("Version:")
+            })
+            .map(str::trim)
+    }
+
+    #[test]
+    fn pci_ids_decompress_and_match_their_version() {
+        let text = pci_ids().expect("built-in pci.ids");
+        assert_eq!(version_line(&text), Some(builtin_pci_ids_version!()));
+        // The whole file, not a truncated one: the class section is at its end.
+        assert!(text.contains("\nC 0c  Serial bus controller\n"));
+        assert!(text.len() > 1_000_000, "{} bytes", text.len());
+    }
+
+    #[test]
+    fn usb_ids_decompress_and_match_their_version() {
+        let text = usb_ids().expect("built-in usb.ids");
+        assert_eq!(version_line(&text), Some(builtin_usb_ids_version!()));
+        assert!(text.contains("\n1d6b  Linux Foundation\n"));
+    }
+
+    #[test]
+    fn sources_name_the_versions() {
+        assert_eq!(PCI_IDS_SOURCE, "built-in pci.ids 2023.04.10");
+        assert_eq!(USB_IDS_SOURCE, "built-in usb.ids 2025.07.26");
+    }
+}
