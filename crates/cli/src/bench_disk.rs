@@ -7,7 +7,7 @@ use bench::disk::{
     self, profiles, target, DiskError, DiskResult, Profile, Progress, RunConfig, SystemContext,
 };
 use clap::Args;
-use probe::path::TargetPath;
+use model::path::TargetPath;
 use probe::sysfs::{read_attr, SysRoot};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -315,7 +315,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     // resolved once the test file exists.
     let path = probe::path::resolve(&root, &given, &probe::pci::audit_sysfs(&root));
     let ceiling = match &path {
-        Ok(p) => path_ceiling(p),
+        Ok(p) => p.ceiling(),
         Err(why) => Err(why.clone()),
     };
     let path = path.ok();
@@ -594,28 +594,4 @@ struct DiskDocument<'a> {
     result: &'a disk::DiskResult,
     /// The chain of hardware from the target to the CPU, each link with its ceiling.
     path: Option<&'a TargetPath>,
-}
-
-/// The ceiling of the bottleneck link on the path from `target` to the CPU, or why there is
-/// none (virtio, tmpfs, a network filesystem, no sysfs).
-fn path_ceiling(path: &TargetPath) -> Result<model::ceiling::PathCeiling, String> {
-    let Some(b) = path.bottleneck_link() else {
-        return Err(path
-            .no_bottleneck_reason
-            .clone()
-            .unwrap_or_else(|| "the path could not be resolved".to_string()));
-    };
-    let mut bottleneck = format!("{} at {}", b.name, b.state);
-    if let Some(n) = &b.note {
-        bottleneck.push_str(&format!(" ({n})"));
-    }
-    Ok(model::ceiling::PathCeiling {
-        read_bytes_per_sec: b.ceiling_bps,
-        write_bytes_per_sec: b.ceiling_other_direction_bps.unwrap_or(b.ceiling_bps),
-        full_duplex: matches!(
-            b.kind,
-            probe::path::LinkKind::Pcie | probe::path::LinkKind::Ethernet
-        ),
-        bottleneck,
-    })
 }

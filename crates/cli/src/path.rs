@@ -3,9 +3,8 @@
 
 use crate::output::{GlobalArgs, Style};
 use clap::Args;
+use model::path::{Hop, LayerKind, PathLink, TargetPath};
 use model::units::format_mb_per_s;
-use probe::chain::{Hop, LayerKind};
-use probe::path::{PathLink, TargetPath};
 use probe::pci::audit::PciAudit;
 use probe::sysfs::SysRoot;
 use serde::Serialize;

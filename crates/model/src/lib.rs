@@ -5,6 +5,7 @@
 pub mod blockdev;
 pub mod ceiling;
 pub mod finding;
+pub mod path;
 pub mod pcie;
 pub mod survey;
 pub mod units;

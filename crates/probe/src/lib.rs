@@ -8,10 +8,14 @@ pub mod path;
 pub mod pci;
 pub mod sysfs;
 
-// Inventory of USB, block and network devices and the hardware chain of a target.
+// Inventory of USB, block and network devices and the hardware chain of a target, in one
+// direction: sysfs <- per-bus parsers (usb, bus, pci) <- walk <- block, net <- chain (the
+// resolver) <- path (links and ceilings). Types are model's (`model::path`).
 pub mod block;
+pub mod bus;
 pub mod chain;
 pub mod mounts;
 pub mod net;
 pub mod system;
 pub mod usb;
+mod walk;

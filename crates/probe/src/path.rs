@@ -2,66 +2,14 @@
 //! ceiling attached (PCIe from the audit, USB/SATA/MMC/Ethernet from the model), and the
 //! bottleneck: the link with the smallest ceiling.
 
-use crate::chain::{self, Branch, Chain, Hop};
+use crate::chain;
 use crate::pci::address::PciAddress;
 use crate::pci::audit::{AuditedFunction, PciAudit};
 use crate::sysfs::{read_attr, SysRoot};
 use model::ceiling::{eth, mmc, sata, usb};
-use serde::Serialize;
+use model::path::{Branch, Hop};
+pub use model::path::{LinkKind, PathLink, TargetPath};
 use std::path::{Path, PathBuf};
-
-/// The kind of a link on a path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LinkKind {
-    Pcie,
-    Usb,
-    Sata,
-    Mmc,
-    Ethernet,
-}
-
-/// One link of a path with its ceiling, in bytes per second, towards the CPU (for PCIe: the
-/// device's DMA writes to memory, what a disk read or a received packet uses; the other
-/// direction is in `ceiling_other_direction_bps`).
-#[derive(Clone, Debug, Serialize)]
-pub struct PathLink {
-    pub kind: LinkKind,
-    /// The chain hop this link belongs to ([`Hop::id`]: `0000:01:00.0`, `2-1`, `ata2`).
-    pub hop: String,
-    /// "PCIe 0000:00:01.0 -> 0000:01:00.0", "USB 4-1", "SATA ata1", "MMC mmc0", "eth0".
-    pub name: String,
-    /// The state now: "5 GT/s x1", "480 Mb/s", "6.0 Gbps", "mmc HS200", "1000 Mb/s".
-    pub state: String,
-    /// The best state its ends support, where known and different.
-    pub capable_state: Option<String>,
-    pub ceiling_bps: f64,
-    pub ceiling_other_direction_bps: Option<f64>,
-    /// The ceiling at `capable_state`.
-    pub capable_ceiling_bps: Option<f64>,
-    /// What the ceiling counts ("effective PCIe write, MPS 256", "bulk transfers").
-    pub basis: String,
-    /// Why it is below its best ("downgraded", "Bulk-Only, not UAS").
-    pub note: Option<String>,
-}
-
-/// A target resolved to its path and bottleneck.
-#[derive(Clone, Debug, Serialize)]
-pub struct TargetPath {
-    pub chain: Chain,
-    /// Links from the target towards the CPU (every branch of a layered device included).
-    pub links: Vec<PathLink>,
-    /// Index into `links` of the smallest ceiling.
-    pub bottleneck: Option<usize>,
-    /// Why there is no bottleneck, when there is none.
-    pub no_bottleneck_reason: Option<String>,
-}
-
-impl TargetPath {
-    pub fn bottleneck_link(&self) -> Option<&PathLink> {
-        self.bottleneck.and_then(|i| self.links.get(i))
-    }
-}
 
 /// What a target names, decided before anything is resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -224,11 +172,7 @@ pub fn resolve(root: &SysRoot, target: &Path, audit: &PciAudit) -> Result<Target
     chain.target = target.display().to_string();
     let mut links = Vec::new();
     collect_links(root, &chain.hops, audit, &mut links);
-    let bottleneck = links
-        .iter()
-        .enumerate()
-        .min_by(|a, b| a.1.ceiling_bps.total_cmp(&b.1.ceiling_bps))
-        .map(|(i, _)| i);
+    let bottleneck = TargetPath::find_bottleneck(&links);
     let no_bottleneck_reason = bottleneck.is_none().then(|| {
         let virtio = contains_hop(&chain.hops, &|h| matches!(h, Hop::Virtio { .. }));
         if virtio {
