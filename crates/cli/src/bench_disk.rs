@@ -7,6 +7,7 @@ use bench::disk::{
     self, profiles, target, DiskError, DiskResult, Profile, Progress, RunConfig, SystemContext,
 };
 use clap::Args;
+use model::ceiling::PathCeiling;
 use model::path::TargetPath;
 use probe::sysfs::{read_attr, SysRoot};
 use std::io::{IsTerminal, Write};
@@ -323,14 +324,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     let output_failed = AtomicBool::new(false);
     let write_partial = |partial: &disk::DiskResult| {
         if let Some(out) = &args.keep.output {
-            let mut partial = partial.clone();
-            if let Ok(c) = &ceiling {
-                partial.apply_ceiling(c.clone());
-            }
-            let doc = DiskDocument {
-                result: &partial,
-                path: path.as_ref(),
-            };
+            let doc = DiskDocument::new(partial, ceiling.as_ref().ok(), path.as_ref());
             if let Err(e) = crate::output::write_result(out, "disk", &doc) {
                 if !output_failed.swap(true, Ordering::Relaxed) {
                     eprintln!("headroom: warning: {e:#}");
@@ -363,21 +357,17 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     if let Some(n) = engine_note {
         result.notes.insert(0, n);
     }
-    match ceiling {
-        Ok(c) => result.apply_ceiling(c),
-        Err(why) => result
+    if let Err(why) = &ceiling {
+        result
             .notes
-            .push(format!("no ceiling, no efficiency: {why}")),
+            .push(format!("no ceiling, no efficiency: {why}"));
     }
-    let doc = DiskDocument {
-        result: &result,
-        path: path.as_ref(),
-    };
+    let doc = DiskDocument::new(&result, ceiling.as_ref().ok(), path.as_ref());
     // The results reach stdout first: whatever happens to --output or the history after.
     if global.json {
         crate::output::print_result("disk", &doc)?;
     } else {
-        print!("{}", render(&result, &Style::new(global.use_color())));
+        print!("{}", render(&doc, &Style::new(global.use_color())));
     }
     let kept = if result.tests.is_empty() {
         Ok(())
@@ -428,10 +418,10 @@ fn system_context(root: &SysRoot, cpus: usize) -> SystemContext {
 }
 
 /// The CrystalDiskMark-like table: one line per test, units in every header.
-pub fn render(r: &DiskResult, style: &Style) -> String {
+fn render(doc: &DiskDocument, style: &Style) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    let t = &r.target;
+    let t = doc.target;
     let dev = match &t.device {
         Some(d) if d.name == d.disk => format!("{} ({})", d.name, d.maj_min()),
         Some(d) => format!("{} ({}, disk {})", d.name, d.maj_min(), d.disk),
@@ -442,7 +432,7 @@ pub fn render(r: &DiskResult, style: &Style) -> String {
         target::TargetKind::ExistingFile => "existing file",
         target::TargetKind::BlockDevice => "block device",
     };
-    let p = &r.parameters;
+    let p = doc.parameters;
     let _ = writeln!(
         s,
         "{} {} ({kind}, {}) on {dev}",
@@ -506,7 +496,7 @@ pub fn render(r: &DiskResult, style: &Style) -> String {
     ];
     let us = |ns: f64| format!("{:.1}", ns / 1000.0);
     let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:+.2}"));
-    for test in &r.tests {
+    for test in doc.tests.iter().map(|j| j.test) {
         let Some(b) = test.best() else { continue };
         // The worst cross-check of all runs: one bad run is worth seeing.
         let worst = |f: fn(&disk::RunResult) -> Option<f64>| {
@@ -557,7 +547,7 @@ pub fn render(r: &DiskResult, style: &Style) -> String {
             let _ = writeln!(s, "{line}");
         }
     }
-    if let Some(c) = &r.ceiling {
+    if let Some(c) = doc.ceiling {
         let _ = writeln!(
             s,
             "\nceiling: {} (read {:.1} MB/s, write {:.1} MB/s)",
@@ -565,8 +555,12 @@ pub fn render(r: &DiskResult, style: &Style) -> String {
             c.read_bytes_per_sec / model::units::MB,
             c.write_bytes_per_sec / model::units::MB
         );
-        for t in &r.tests {
-            if let (Some(e), Some(b)) = (t.efficiency, t.best()) {
+        for JudgedTest {
+            test: t,
+            efficiency,
+        } in &doc.tests
+        {
+            if let (Some(e), Some(b)) = (efficiency, t.best()) {
                 let _ = writeln!(
                     s,
                     "  {} {} {:.1} MB/s = {:.0} % of the ceiling",
@@ -578,20 +572,206 @@ pub fn render(r: &DiskResult, style: &Style) -> String {
             }
         }
     }
-    if !r.notes.is_empty() {
+    if !doc.notes.is_empty() {
         s.push('\n');
-        for n in &r.notes {
+        for n in doc.notes {
             let _ = writeln!(s, "{} {n}", style.warn("note:"));
         }
     }
     s
 }
 
-/// The disk result as a document: the engine's numbers and the path they are judged against.
+/// The disk result as a document: the engine's measurements, the path's ceiling with each
+/// test's efficiency as report judges it (`report::efficiency`), and the path they are
+/// judged against. Fields and their order are those of the document since version 1.
 #[derive(serde::Serialize)]
 struct DiskDocument<'a> {
-    #[serde(flatten)]
-    result: &'a disk::DiskResult,
+    schema_version: u32,
+    kind: &'static str,
+    parameters: &'a disk::Parameters,
+    system: &'a SystemContext,
+    target: &'a target::TargetInfo,
+    /// The path's bottleneck ceiling, when the path could be resolved.
+    ceiling: Option<&'a PathCeiling>,
+    tests: Vec<JudgedTest<'a>>,
+    notes: &'a [String],
+    interrupted: bool,
     /// The chain of hardware from the target to the CPU, each link with its ceiling.
     path: Option<&'a TargetPath>,
+}
+
+/// One test's measurements and, last, its best run's efficiency against the path's ceiling.
+#[derive(serde::Serialize)]
+struct JudgedTest<'a> {
+    #[serde(flatten)]
+    test: &'a disk::TestResult,
+    efficiency: Option<f64>,
+}
+
+impl<'a> DiskDocument<'a> {
+    fn new(
+        result: &'a DiskResult,
+        ceiling: Option<&'a PathCeiling>,
+        path: Option<&'a TargetPath>,
+    ) -> Self {
+        // Every field named: a new measurement cannot be left out of the document unnoticed.
+        let DiskResult {
+            schema_version,
+            kind,
+            parameters,
+            system,
+            target,
+            tests,
+            notes,
+            interrupted,
+        } = result;
+        let tests = tests
+            .iter()
+            .map(|t| JudgedTest {
+                test: t,
+                efficiency: ceiling.zip(t.best()).and_then(|(c, b)| {
+                    report::efficiency::efficiency(
+                        b.bytes,
+                        b.seconds,
+                        t.spec.workload.read_percent,
+                        c,
+                    )
+                }),
+            })
+            .collect();
+        DiskDocument {
+            schema_version: *schema_version,
+            kind,
+            parameters,
+            system,
+            target,
+            ceiling,
+            tests,
+            notes,
+            interrupted: *interrupted,
+            path,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
+    use super::*;
+
+    /// A real measurement: the null engine, one sequential read and one random write, on a
+    /// small test file in a temporary directory.
+    fn null_result(dir: &Path) -> DiskResult {
+        let overrides = profiles::Overrides {
+            rw: Some("randrw".into()),
+            rwmixread: Some(70),
+            size: Some(1 << 20),
+            runtime_s: Some(0.05),
+            ..Default::default()
+        };
+        let (engine, _) = disk::choose_engine("null").unwrap();
+        let (parameters, tests) =
+            profiles::build(Profile::Custom, &overrides, engine.name(), 1).unwrap();
+        let opts = target::TargetOptions {
+            size: parameters.size_bytes,
+            direct: false,
+            writes: true,
+            ..Default::default()
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let insp = target::inspect(dir).unwrap();
+        let t = target::prepare(insp, None, None, &[], &opts, &stop, None).unwrap();
+        let cfg = RunConfig {
+            parameters,
+            tests,
+            engine,
+            stop,
+            progress: None,
+            after_test: None,
+        };
+        disk::run(&cfg, &t, SystemContext::default()).unwrap()
+    }
+
+    fn key_paths(v: &serde_json::Value, prefix: &str, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => m.iter().for_each(|(k, v)| {
+                let p = format!("{prefix}.{k}");
+                out.push(p.clone());
+                key_paths(v, &p, out);
+            }),
+            serde_json::Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .for_each(|(i, v)| key_paths(v, &format!("{prefix}[{i}]"), out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn the_document_judges_efficiency_against_the_path_ceiling() {
+        let dir = tempfile::tempdir().unwrap();
+        let result = null_result(dir.path());
+        let ceiling = PathCeiling {
+            read_bytes_per_sec: 400e6,
+            write_bytes_per_sec: 200e6,
+            full_duplex: false,
+            bottleneck: "USB 2-1 at 5000 Mb/s".into(),
+        };
+        let judged =
+            serde_json::to_value(DiskDocument::new(&result, Some(&ceiling), None)).unwrap();
+        let bare = serde_json::to_value(DiskDocument::new(&result, None, None)).unwrap();
+        // The same fields in the same order, with or without a ceiling (whose own fields are
+        // there only when it is); the judgement where the document always had it.
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        key_paths(&judged, "", &mut a);
+        key_paths(&bare, "", &mut b);
+        a.retain(|k| !k.starts_with(".ceiling."));
+        assert_eq!(a, b);
+        let top: Vec<&str> = judged
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        assert_eq!(
+            top,
+            [
+                "schema_version",
+                "kind",
+                "parameters",
+                "system",
+                "target",
+                "ceiling",
+                "tests",
+                "notes",
+                "interrupted",
+                "path"
+            ]
+        );
+        let test = &judged["tests"][0];
+        assert_eq!(
+            test.as_object().unwrap().keys().next_back().unwrap(),
+            "efficiency"
+        );
+        assert_eq!(judged["ceiling"]["bottleneck"], "USB 2-1 at 5000 Mb/s");
+        assert!(bare["tests"][0]["efficiency"].is_null());
+        // 70 % reads on a shared medium: 1 / (0.7/400 + 0.3/200) MB/s = 307.7 MB/s.
+        let best = &result.tests[0].runs[result.tests[0].best_run];
+        let expect = best.bytes as f64 / best.seconds / (1.0 / (0.7 / 400e6 + 0.3 / 200e6));
+        let got = test["efficiency"].as_f64().unwrap();
+        assert!(
+            (got - expect).abs() < 1e-9 * expect.max(1.0),
+            "{got} vs {expect}"
+        );
+        // The terminal shows the same judgement.
+        let text = render(
+            &DiskDocument::new(&result, Some(&ceiling), None),
+            &Style::new(false),
+        );
+        assert!(text.contains("ceiling: USB 2-1 at 5000 Mb/s (read 400.0 MB/s, write 200.0 MB/s)"));
+        assert!(
+            text.contains(&format!("= {:.0} % of the ceiling", got * 100.0)),
+            "{text}"
+        );
+    }
 }
