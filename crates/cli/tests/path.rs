@@ -225,3 +225,33 @@ fn unknown_targets_are_an_error() {
         ))
         .stderr(predicate::str::contains("panicked").not());
 }
+
+/// The terminal text of `path`, byte for byte, pinned from the renderer as it was in cli
+/// before it moved to report (tests/snapshots/path): a downgraded PCIe link, a USB disk on
+/// UAS, an SD card, a bridge over a USB NIC (a branch) and a dm loop (a stopped branch).
+#[test]
+fn path_text_is_unchanged() {
+    let cases = [
+        ("sd-nvme-downgraded-sata", "/data/x", "nvme-downgraded.txt"),
+        ("sd-nvme-downgraded-sata", "/media/sd card/x", "sd-card.txt"),
+        ("sd-nvme-downgraded-sata", "/mnt/loopy/f", "dm-loop.txt"),
+        ("usb3-uas-bot-r8152", "sda", "uas-disk.txt"),
+        ("usb3-uas-bot-r8152", "br0", "bridge-over-usb-nic.txt"),
+    ];
+    for (t, target, snapshot) in cases {
+        let expected = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/snapshots/path")
+                .join(snapshot),
+        )
+        .unwrap();
+        let out = headroom()
+            .args(["path", "--color", "never", "--root"])
+            .arg(tree(t))
+            .arg(target)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{target}");
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), expected, "{target}");
+    }
+}
