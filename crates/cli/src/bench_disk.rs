@@ -661,7 +661,7 @@ mod tests {
 
     /// A real measurement: the null engine, one sequential read and one random write, on a
     /// small test file in a temporary directory.
-    fn null_result(dir: &Path) -> DiskResult {
+    pub(super) fn null_result(dir: &Path) -> DiskResult {
         let overrides = profiles::Overrides {
             rw: Some("randrw".into()),
             rwmixread: Some(70),
@@ -773,5 +773,82 @@ mod tests {
             text.contains(&format!("= {:.0} % of the ceiling", got * 100.0)),
             "{text}"
         );
+    }
+}
+
+#[cfg(test)]
+mod text_tests {
+    #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
+    use super::tests::null_result;
+    use super::*;
+
+    /// A measured result with every number the table shows set by hand, so the text is known.
+    fn fixed_result(dir: &Path) -> DiskResult {
+        let mut r = null_result(dir);
+        r.target.file = "/mnt/x/headroom-disk.tmp".into();
+        r.target.size_bytes = 1 << 30;
+        r.target.device = Some(model::blockdev::DeviceNumber {
+            major: 259,
+            minor: 2,
+            name: "nvme0n1p2".into(),
+            disk: "nvme0n1".into(),
+            partition: Some(2),
+        });
+        r.parameters.runtime_s = 5.0;
+        r.parameters.ramp_s = 1.0;
+        r.notes = vec!["a note".into()];
+        let t = &mut r.tests[0];
+        t.spec.label = "RND4K Q32T1".into();
+        t.mean_mb_per_s = 1234.56;
+        let b = t.best_run;
+        let run = &mut t.runs[b];
+        run.bytes = 2_000_000_000;
+        run.seconds = 2.0;
+        run.mb_per_s = 1000.04;
+        run.mib_per_s = 953.7;
+        run.iops = 244_150.6;
+        run.latency.mean_ns = 12_345.0;
+        run.latency.p50_ns = 10_000;
+        run.latency.p99_ns = 55_555;
+        run.latency.p99_9_ns = 99_999;
+        run.latency.max_ns = 1_234_567;
+        run.cpu_us_per_io = 3.14159;
+        run.cross_check.proc_io_error_percent = Some(0.5);
+        run.cross_check.diskstats_error_percent = None;
+        run.interrupted = false;
+        r
+    }
+
+    /// The table of `bench disk`, byte for byte (pinned before its renderer moved to report).
+    #[test]
+    fn disk_text_is_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = fixed_result(dir.path());
+        let ceiling = PathCeiling {
+            read_bytes_per_sec: 1500e6,
+            write_bytes_per_sec: 1000e6,
+            full_duplex: true,
+            bottleneck: "PCIe 0000:00:1c.0 -> 0000:01:00.0 at 8 GT/s x2".into(),
+        };
+        // 70 % reads at 1000 MB/s on a full-duplex link: reads saturate first, at
+        // 1500 / 0.7 = 2142.9 MB/s in total, so 47 %.
+        let text = render(
+            &DiskDocument::new(&r, Some(&ceiling), None),
+            &Style::new(false),
+        );
+        let expected = "\
+headroom bench disk /mnt/x/headroom-disk.tmp (test file, 1 GiB) on nvme0n1p2 (259:2, disk nvme0n1)
+profile custom, engine null, O_DIRECT, 1 run of up to 5 s after 1 s ramp; MB/s, MiB/s, IOPS and latency (submission to completion, fio's lat = slat + clat; clat in --json) of the best run, mean MB/s of all runs
+
+Test                         Best    Mean     Best    Best  Lat mean  Lat p50  Lat p99  Lat p99.9  Lat max  CPU/IO    proc io  diskstats
+                           (MB/s)  (MB/s)  (MiB/s)  (IOPS)      (µs)     (µs)     (µs)       (µs)     (µs)    (µs)  error (%)  error (%)
+RND4K Q32T1  mix 70% read  1000.0  1234.6    953.7  244151      12.3     10.0     55.6      100.0   1234.6    3.14      +0.50          -
+
+ceiling: PCIe 0000:00:1c.0 -> 0000:01:00.0 at 8 GT/s x2 (read 1500.0 MB/s, write 1000.0 MB/s)
+  RND4K Q32T1 mix 70% read 1000.0 MB/s = 47 % of the ceiling
+
+note: a note
+";
+        assert_eq!(text, expected, "\n{text}");
     }
 }
