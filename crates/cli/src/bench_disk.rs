@@ -812,7 +812,7 @@ mod text_tests {
         run.latency.p99_ns = 55_555;
         run.latency.p99_9_ns = 99_999;
         run.latency.max_ns = 1_234_567;
-        run.cpu_us_per_io = 3.14159;
+        run.cpu_us_per_io = 4.25678;
         run.cross_check.proc_io_error_percent = Some(0.5);
         run.cross_check.diskstats_error_percent = None;
         run.interrupted = false;
@@ -842,7 +842,7 @@ profile custom, engine null, O_DIRECT, 1 run of up to 5 s after 1 s ramp; MB/s, 
 
 Test                         Best    Mean     Best    Best  Lat mean  Lat p50  Lat p99  Lat p99.9  Lat max  CPU/IO    proc io  diskstats
                            (MB/s)  (MB/s)  (MiB/s)  (IOPS)      (µs)     (µs)     (µs)       (µs)     (µs)    (µs)  error (%)  error (%)
-RND4K Q32T1  mix 70% read  1000.0  1234.6    953.7  244151      12.3     10.0     55.6      100.0   1234.6    3.14      +0.50          -
+RND4K Q32T1  mix 70% read  1000.0  1234.6    953.7  244151      12.3     10.0     55.6      100.0   1234.6    4.26      +0.50          -
 
 ceiling: PCIe 0000:00:1c.0 -> 0000:01:00.0 at 8 GT/s x2 (read 1500.0 MB/s, write 1000.0 MB/s)
   RND4K Q32T1 mix 70% read 1000.0 MB/s = 47 % of the ceiling
