@@ -417,168 +417,60 @@ fn system_context(root: &SysRoot, cpus: usize) -> SystemContext {
     }
 }
 
-/// The CrystalDiskMark-like table: one line per test, units in every header.
+/// The CrystalDiskMark-like table (`report::terminal::disk`) of a judged document.
 fn render(doc: &DiskDocument, style: &Style) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
+    use report::terminal::disk::{DiskHeading, DiskRow};
     let t = doc.target;
-    let dev = match &t.device {
-        Some(d) if d.name == d.disk => format!("{} ({})", d.name, d.maj_min()),
-        Some(d) => format!("{} ({}, disk {})", d.name, d.maj_min(), d.disk),
-        None => "an unresolved device".to_string(),
-    };
-    let kind = match t.kind {
-        target::TargetKind::NewFile => "test file",
-        target::TargetKind::ExistingFile => "existing file",
-        target::TargetKind::BlockDevice => "block device",
-    };
     let p = doc.parameters;
-    let _ = writeln!(
-        s,
-        "{} {} ({kind}, {}) on {dev}",
-        style.bold("headroom bench disk"),
-        t.file.display(),
-        model::units::format_bytes_binary(t.size_bytes)
-    );
-    let _ = writeln!(
-        s,
-        "profile {}, engine {}, {}, {} run{} of up to {} s{}; MB/s, MiB/s, IOPS and latency \
-         (submission to completion, fio's lat = slat + clat; clat in --json) of the best run, mean \
-         MB/s of all runs",
-        p.profile,
-        p.engine,
-        if p.direct { "O_DIRECT" } else { "buffered" },
-        p.runs,
-        if p.runs == 1 { "" } else { "s" },
-        p.runtime_s,
-        if p.ramp_s > 0.0 {
-            format!(" after {} s ramp", p.ramp_s)
-        } else {
-            String::new()
+    let heading = DiskHeading {
+        file: &t.file,
+        kind: match t.kind {
+            target::TargetKind::NewFile => "test file",
+            target::TargetKind::ExistingFile => "existing file",
+            target::TargetKind::BlockDevice => "block device",
         },
-    );
-    s.push('\n');
-    let header = [
-        "Test",
-        "",
-        "Best",
-        "Mean",
-        "Best",
-        "Best",
-        "Lat mean",
-        "Lat p50",
-        "Lat p99",
-        "Lat p99.9",
-        "Lat max",
-        "CPU/IO",
-        "proc io",
-        "diskstats",
-    ];
-    let units = [
-        "",
-        "",
-        "(MB/s)",
-        "(MB/s)",
-        "(MiB/s)",
-        "(IOPS)",
-        "(µs)",
-        "(µs)",
-        "(µs)",
-        "(µs)",
-        "(µs)",
-        "(µs)",
-        "error (%)",
-        "error (%)",
-    ];
-    let mut rows: Vec<Vec<String>> = vec![
-        header.iter().map(|h| h.to_string()).collect(),
-        units.iter().map(|h| h.to_string()).collect(),
-    ];
-    let us = |ns: f64| format!("{:.1}", ns / 1000.0);
-    let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:+.2}"));
-    for test in doc.tests.iter().map(|j| j.test) {
-        let Some(b) = test.best() else { continue };
-        // The worst cross-check of all runs: one bad run is worth seeing.
-        let worst = |f: fn(&disk::RunResult) -> Option<f64>| {
-            test.runs
-                .iter()
-                .filter_map(f)
-                .max_by(|a, b| a.abs().total_cmp(&b.abs()))
-        };
-        rows.push(vec![
-            if b.interrupted {
-                // Cut short by Ctrl-C: the numbers cover the seconds measured before it.
-                format!("{} (interrupted)", test.spec.label)
-            } else {
-                test.spec.label.clone()
-            },
-            test.spec.workload.direction(),
-            format!("{:.1}", b.mb_per_s),
-            format!("{:.1}", test.mean_mb_per_s),
-            format!("{:.1}", b.mib_per_s),
-            format!("{:.0}", b.iops),
-            us(b.latency.mean_ns),
-            us(b.latency.p50_ns as f64),
-            us(b.latency.p99_ns as f64),
-            us(b.latency.p99_9_ns as f64),
-            us(b.latency.max_ns as f64),
-            format!("{:.2}", b.cpu_us_per_io),
-            pct(worst(|r| r.cross_check.proc_io_error_percent)),
-            pct(worst(|r| r.cross_check.diskstats_error_percent)),
-        ]);
-    }
-    let widths: Vec<usize> = (0..header.len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        size_bytes: t.size_bytes,
+        device: t.device.as_ref(),
+        profile: &p.profile,
+        engine: &p.engine,
+        direct: p.direct,
+        runs: p.runs,
+        runtime_s: p.runtime_s,
+        ramp_s: p.ramp_s,
+    };
+    let rows: Vec<DiskRow> = doc
+        .tests
+        .iter()
+        .filter_map(|JudgedTest { test, efficiency }| {
+            let b = test.best()?;
+            // The worst cross-check of all runs: one bad run is worth seeing.
+            let worst = |f: fn(&disk::RunResult) -> Option<f64>| {
+                test.runs
+                    .iter()
+                    .filter_map(f)
+                    .max_by(|a, b| a.abs().total_cmp(&b.abs()))
+            };
+            Some(DiskRow {
+                label: test.spec.label.clone(),
+                interrupted: b.interrupted,
+                direction: test.spec.workload.direction(),
+                best_mb_per_s: b.mb_per_s,
+                mean_mb_per_s: test.mean_mb_per_s,
+                best_mib_per_s: b.mib_per_s,
+                best_iops: b.iops,
+                lat_mean_ns: b.latency.mean_ns,
+                lat_p50_ns: b.latency.p50_ns,
+                lat_p99_ns: b.latency.p99_ns,
+                lat_p99_9_ns: b.latency.p99_9_ns,
+                lat_max_ns: b.latency.max_ns,
+                cpu_us_per_io: b.cpu_us_per_io,
+                proc_io_error_percent: worst(|r| r.cross_check.proc_io_error_percent),
+                diskstats_error_percent: worst(|r| r.cross_check.diskstats_error_percent),
+                efficiency: *efficiency,
+            })
+        })
         .collect();
-    for (i, row) in rows.iter().enumerate() {
-        let mut line = String::new();
-        for (c, cell) in row.iter().enumerate() {
-            let w = widths[c];
-            if c < 2 {
-                let _ = write!(line, "{cell:<w$}  ");
-            } else {
-                let _ = write!(line, "{cell:>w$}  ");
-            }
-        }
-        let line = line.trim_end().to_string();
-        if i < 2 {
-            let _ = writeln!(s, "{}", style.bold(&line));
-        } else {
-            let _ = writeln!(s, "{line}");
-        }
-    }
-    if let Some(c) = doc.ceiling {
-        let _ = writeln!(
-            s,
-            "\nceiling: {} (read {:.1} MB/s, write {:.1} MB/s)",
-            c.bottleneck,
-            c.read_bytes_per_sec / model::units::MB,
-            c.write_bytes_per_sec / model::units::MB
-        );
-        for JudgedTest {
-            test: t,
-            efficiency,
-        } in &doc.tests
-        {
-            if let (Some(e), Some(b)) = (efficiency, t.best()) {
-                let _ = writeln!(
-                    s,
-                    "  {} {} {:.1} MB/s = {:.0} % of the ceiling",
-                    t.spec.label,
-                    t.spec.workload.direction(),
-                    b.mb_per_s,
-                    e * 100.0
-                );
-            }
-        }
-    }
-    if !doc.notes.is_empty() {
-        s.push('\n');
-        for n in doc.notes {
-            let _ = writeln!(s, "{} {n}", style.warn("note:"));
-        }
-    }
-    s
+    report::terminal::disk::render(&heading, &rows, doc.ceiling, doc.notes, style)
 }
 
 /// The disk result as a document: the engine's measurements, the path's ceiling with each
