@@ -6,8 +6,11 @@
 //! them. The duplex rule ([`LinkKind::full_duplex`]) and the path's ceiling for a workload
 //! ([`TargetPath::ceiling`]) are decided here, once.
 
+use crate::ceiling::mmc::MmcMode;
 use crate::ceiling::PathCeiling;
-use serde::Serialize;
+use crate::pcie::LinkState;
+use serde::{Serialize, Serializer};
+use std::fmt;
 use std::path::PathBuf;
 
 /// The resolved chain of one target.
@@ -228,6 +231,45 @@ pub enum LinkKind {
     Ethernet,
 }
 
+/// The state of a link, typed per kind of link. Documents and terminals show it as one
+/// piece of text ([`fmt::Display`]), the same for every kind: "8 GT/s x1", "5000 Mb/s",
+/// "6.0 Gbps", "SD UHS-I SDR104", "52 Mb/s bus", "1000 Mb/s, MTU 1500".
+#[derive(Clone, Debug, PartialEq)]
+pub enum PathLinkState {
+    /// A PCIe link: speed and width.
+    Pcie(LinkState),
+    /// A USB link at its negotiated rate in Mb/s (both lanes of Gen 2x2 counted).
+    Usb { mbps: f64 },
+    /// A SATA link at its negotiated line rate in Gb/s (sysfs `sata_spd`: 1.5, 3.0, 6.0).
+    Sata { gbps: f64 },
+    /// An MMC/SD bus in a known timing mode.
+    Mmc(MmcMode),
+    /// An MMC/SD bus whose timing mode is not known, by its bus rate in Mb/s.
+    MmcBus { mbps: f64 },
+    /// An Ethernet link at its speed in Mb/s with the interface's MTU in bytes.
+    Ethernet { mbps: u64, mtu: u32 },
+}
+
+impl fmt::Display for PathLinkState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PathLinkState::Pcie(l) => write!(f, "{l}"),
+            PathLinkState::Usb { mbps } => write!(f, "{mbps} Mb/s"),
+            // As the kernel writes sata_spd (drivers/ata/libata-sata.c: "%s Gbps").
+            PathLinkState::Sata { gbps } => write!(f, "{gbps:.1} Gbps"),
+            PathLinkState::Mmc(m) => f.write_str(m.label()),
+            PathLinkState::MmcBus { mbps } => write!(f, "{mbps} Mb/s bus"),
+            PathLinkState::Ethernet { mbps, mtu } => write!(f, "{mbps} Mb/s, MTU {mtu}"),
+        }
+    }
+}
+
+impl Serialize for PathLinkState {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// One link of a path with its ceiling, in bytes per second, towards the CPU (for PCIe: the
 /// device's DMA writes to memory, what a disk read or a received packet uses; the other
 /// direction is in `ceiling_other_direction_bps`).
@@ -238,10 +280,11 @@ pub struct PathLink {
     pub hop: String,
     /// "PCIe 0000:00:01.0 -> 0000:01:00.0", "USB 4-1", "SATA ata1", "MMC mmc0", "eth0".
     pub name: String,
-    /// The state now: "5 GT/s x1", "480 Mb/s", "6.0 Gbps", "mmc HS200", "1000 Mb/s".
-    pub state: String,
+    /// The state now: "5 GT/s x1", "480 Mb/s", "6.0 Gbps", "SD UHS-I SDR104", "1000 Mb/s,
+    /// MTU 1500" (typed; written as this text).
+    pub state: PathLinkState,
     /// The best state its ends support, where known and different.
-    pub capable_state: Option<String>,
+    pub capable_state: Option<PathLinkState>,
     pub ceiling_bps: f64,
     pub ceiling_other_direction_bps: Option<f64>,
     /// The ceiling at `capable_state`.
@@ -338,7 +381,7 @@ mod tests {
             kind,
             hop: "h".into(),
             name: format!("{kind:?}"),
-            state: "s".into(),
+            state: PathLinkState::Usb { mbps: 5000.0 },
             capable_state: None,
             ceiling_bps: to_cpu,
             ceiling_other_direction_bps: from_cpu,
@@ -376,7 +419,7 @@ mod tests {
             (400e6, 400e6)
         );
         assert!(!c.full_duplex);
-        assert_eq!(c.bottleneck, "Usb at s");
+        assert_eq!(c.bottleneck, "Usb at 5000 Mb/s");
         // A 50/50 mix on one medium: 400 MB/s in total.
         assert!((c.for_read_percent(50) - 400e6).abs() < 1.0);
 
@@ -394,6 +437,31 @@ mod tests {
         let p = path(vec![]);
         assert_eq!(p.bottleneck, None);
         assert_eq!(p.ceiling().unwrap_err(), "virtio is paravirtual");
+    }
+
+    #[test]
+    fn states_are_written_as_the_kernel_and_the_seeds_write_them() {
+        let pcie = LinkState::new(crate::PcieGen::Gen3, 1);
+        let shown = [
+            (PathLinkState::Pcie(pcie), "8 GT/s x1"),
+            (PathLinkState::Usb { mbps: 480.0 }, "480 Mb/s"),
+            (PathLinkState::Usb { mbps: 20000.0 }, "20000 Mb/s"),
+            (PathLinkState::Sata { gbps: 3.0 }, "3.0 Gbps"),
+            (PathLinkState::Sata { gbps: 1.5 }, "1.5 Gbps"),
+            (PathLinkState::Mmc(MmcMode::EmmcHs200), "eMMC HS200"),
+            (PathLinkState::MmcBus { mbps: 52.0 }, "52 Mb/s bus"),
+            (
+                PathLinkState::Ethernet {
+                    mbps: 1000,
+                    mtu: 9000,
+                },
+                "1000 Mb/s, MTU 9000",
+            ),
+        ];
+        for (state, text) in shown {
+            assert_eq!(state.to_string(), text);
+            assert_eq!(serde_json::to_value(&state).unwrap(), text);
+        }
     }
 
     #[test]

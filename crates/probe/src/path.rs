@@ -8,7 +8,7 @@ use crate::pci::audit::{AuditedFunction, PciAudit};
 use crate::sysfs::{read_attr, SysRoot};
 use model::ceiling::{eth, mmc, sata, usb};
 use model::path::{Branch, Hop};
-pub use model::path::{LinkKind, PathLink, TargetPath};
+pub use model::path::{LinkKind, PathLink, PathLinkState, TargetPath};
 use std::path::{Path, PathBuf};
 
 /// What a target names, decided before anything is resolved.
@@ -244,8 +244,8 @@ fn collect_links(root: &SysRoot, hops: &[Hop], audit: &PciAudit, out: &mut Vec<P
                     hop: h.id().unwrap_or_default().to_string(),
                     kind: LinkKind::Usb,
                     name: format!("USB {name}"),
-                    state: format!("{speed} Mb/s"),
-                    capable_state: capable.map(|c| format!("{c} Mb/s")),
+                    state: PathLinkState::Usb { mbps: *speed },
+                    capable_state: capable.map(|c| PathLinkState::Usb { mbps: c }),
                     ceiling_bps: bps,
                     ceiling_other_direction_bps: None,
                     capable_ceiling_bps: capable.and_then(|c| usb::bulk_ceiling_for_sysfs(c, 1)),
@@ -255,15 +255,17 @@ fn collect_links(root: &SysRoot, hops: &[Hop], audit: &PciAudit, out: &mut Vec<P
             }
             Hop::Ata {
                 port,
-                sata_spd: Some(spd),
                 rate_mbps: Some(rate),
+                ..
             } => {
                 if let Some(bps) = sata::data_bps(rate / 1000.0) {
                     out.push(PathLink {
                         hop: h.id().unwrap_or_default().to_string(),
                         kind: LinkKind::Sata,
                         name: format!("SATA {port}"),
-                        state: spd.clone(),
+                        state: PathLinkState::Sata {
+                            gbps: rate / 1000.0,
+                        },
                         capable_state: None,
                         ceiling_bps: bps,
                         ceiling_other_direction_bps: None,
@@ -281,8 +283,8 @@ fn collect_links(root: &SysRoot, hops: &[Hop], audit: &PciAudit, out: &mut Vec<P
             } => {
                 let mode = timing.as_deref().and_then(mmc::MmcMode::from_ios_timing);
                 let (bps, state) = match (mode, rate_mbps) {
-                    (Some(m), _) => (mmc::ceiling(m).block_bps, m.label().to_string()),
-                    (None, Some(r)) => (r * 1e6 / 8.0, format!("{r} Mb/s bus")),
+                    (Some(m), _) => (mmc::ceiling(m).block_bps, PathLinkState::Mmc(m)),
+                    (None, Some(r)) => (r * 1e6 / 8.0, PathLinkState::MmcBus { mbps: *r }),
                     (None, None) => continue,
                 };
                 out.push(PathLink {
@@ -314,7 +316,7 @@ fn collect_links(root: &SysRoot, hops: &[Hop], audit: &PciAudit, out: &mut Vec<P
                         hop: h.id().unwrap_or_default().to_string(),
                         kind: LinkKind::Ethernet,
                         name: name.clone(),
-                        state: format!("{speed} Mb/s, MTU {mtu}"),
+                        state: PathLinkState::Ethernet { mbps: *speed, mtu },
                         capable_state: None,
                         ceiling_bps: bps,
                         ceiling_other_direction_bps: None,
@@ -363,12 +365,12 @@ fn pcie_link(audit: &PciAudit, a: PciAddress) -> Option<PathLink> {
             (format!("PCIe {a}"), c, ceil, note)
         }
     };
-    let capable = (c.common != c.current).then(|| c.common.to_string());
+    let capable = (c.common != c.current).then_some(PathLinkState::Pcie(c.common));
     Some(PathLink {
         kind: LinkKind::Pcie,
         hop: a.to_string(),
         name,
-        state: c.current.to_string(),
+        state: PathLinkState::Pcie(c.current),
         capable_ceiling_bps: capable.as_ref().map(|_| ceil.capable.effective_write_bps),
         capable_state: capable,
         ceiling_bps: ceil.current.effective_write_bps,
