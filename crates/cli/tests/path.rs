@@ -255,3 +255,34 @@ fn path_text_is_unchanged() {
         assert_eq!(String::from_utf8(out.stdout).unwrap(), expected, "{target}");
     }
 }
+
+/// A document `path --json` writes now reads back in `report` with every link field the
+/// producer filled: the typed states come out as the text report expects.
+#[test]
+fn a_fresh_path_document_reads_back_in_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("path.json");
+    let out = headroom()
+        .args(["path", "--json", "--root"])
+        .arg(tree("sd-nvme-downgraded-sata"))
+        .arg("/data/x")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(&doc, &out.stdout).unwrap();
+    let produced: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let b = bottleneck(&produced);
+    let md = headroom().arg("report").arg(&doc).output().unwrap();
+    assert!(md.status.success());
+    let md = String::from_utf8(md.stdout).unwrap();
+    let row = format!(
+        "| {} | {} | {} | {:.1} | bottleneck, downgraded, {} |",
+        b["name"].as_str().unwrap(),
+        b["state"].as_str().unwrap(),
+        b["capable_state"].as_str().unwrap(),
+        b["ceiling_bps"].as_f64().unwrap() / 1e6,
+        b["note"].as_str().unwrap()
+    );
+    assert!(md.contains(&row), "{row}\nnot in\n{md}");
+    assert!(!md.contains('–'), "a field shown as missing:\n{md}");
+}
