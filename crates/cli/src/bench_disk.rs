@@ -8,7 +8,8 @@ use bench::disk::{
 };
 use clap::Args;
 use counters::Sampler;
-use probe::path::TargetPath;
+use model::ceiling::PathCeiling;
+use model::path::TargetPath;
 use probe::sysfs::{read_attr, SysRoot};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -317,7 +318,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     // resolved once the test file exists.
     let path = probe::path::resolve(&root, &given, &probe::pci::audit_sysfs(&root));
     let ceiling = match &path {
-        Ok(p) => path_ceiling(p),
+        Ok(p) => p.ceiling(),
         Err(why) => Err(why.clone()),
     };
     let path = path.ok();
@@ -325,15 +326,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     let output_failed = AtomicBool::new(false);
     let write_partial = |partial: &disk::DiskResult| {
         if let Some(out) = &args.keep.output {
-            let mut partial = partial.clone();
-            if let Ok(c) = &ceiling {
-                partial.apply_ceiling(c.clone());
-            }
-            let doc = DiskDocument {
-                result: &partial,
-                path: path.as_ref(),
-                counters: None,
-            };
+            let doc = DiskDocument::new(partial, ceiling.as_ref().ok(), path.as_ref());
             if let Err(e) = crate::output::write_result(out, "disk", &doc) {
                 if !output_failed.swap(true, Ordering::Relaxed) {
                     eprintln!("headroom: warning: {e:#}");
@@ -375,11 +368,10 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     if let Some(n) = engine_note {
         result.notes.insert(0, n);
     }
-    match ceiling {
-        Ok(c) => result.apply_ceiling(c),
-        Err(why) => result
+    if let Err(why) = &ceiling {
+        result
             .notes
-            .push(format!("no ceiling, no efficiency: {why}")),
+            .push(format!("no ceiling, no efficiency: {why}"));
     }
     let runs = result.tests.iter().flat_map(|t| &t.runs);
     let (app_r, app_w) = runs.fold((0, 0), |(r, w), run| {
@@ -389,16 +381,13 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         )
     });
     let beside = beside.finish(app_r, app_w);
-    let doc = DiskDocument {
-        result: &result,
-        path: path.as_ref(),
-        counters: Some(&beside),
-    };
+    let mut doc = DiskDocument::new(&result, ceiling.as_ref().ok(), path.as_ref());
+    doc.counters = Some(&beside);
     // The results reach stdout first: whatever happens to --output or the history after.
     if global.json {
         crate::output::print_result("disk", &doc)?;
     } else {
-        crate::out!("{}", render(&result, &Style::new(global.use_color())))?;
+        crate::out!("{}", render(&doc, &Style::new(global.use_color())))?;
         crate::out!("{}", report::count::render_beside(&beside))?;
     }
     let kept = if result.tests.is_empty() {
@@ -449,171 +438,77 @@ fn system_context(root: &SysRoot, cpus: usize) -> SystemContext {
     }
 }
 
-/// The CrystalDiskMark-like table: one line per test, units in every header.
-pub fn render(r: &DiskResult, style: &Style) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    let t = &r.target;
-    let dev = match &t.device {
-        Some(d) if d.name == d.disk => format!("{} ({})", d.name, d.maj_min()),
-        Some(d) => format!("{} ({}, disk {})", d.name, d.maj_min(), d.disk),
-        None => "an unresolved device".to_string(),
-    };
-    let kind = match t.kind {
-        target::TargetKind::NewFile => "test file",
-        target::TargetKind::ExistingFile => "existing file",
-        target::TargetKind::BlockDevice => "block device",
-    };
-    let p = &r.parameters;
-    let _ = writeln!(
-        s,
-        "{} {} ({kind}, {}) on {dev}",
-        style.bold("headroom bench disk"),
-        t.file.display(),
-        model::units::format_bytes_binary(t.size_bytes)
-    );
-    let _ = writeln!(
-        s,
-        "profile {}, engine {}, {}, {} run{} of up to {} s{}; MB/s, MiB/s, IOPS and latency \
-         (submission to completion, fio's lat = slat + clat; clat in --json) of the best run, mean \
-         MB/s of all runs",
-        p.profile,
-        p.engine,
-        if p.direct { "O_DIRECT" } else { "buffered" },
-        p.runs,
-        if p.runs == 1 { "" } else { "s" },
-        p.runtime_s,
-        if p.ramp_s > 0.0 {
-            format!(" after {} s ramp", p.ramp_s)
-        } else {
-            String::new()
+/// The CrystalDiskMark-like table (`report::terminal::disk`) of a judged document.
+fn render(doc: &DiskDocument, style: &Style) -> String {
+    use report::terminal::disk::{DiskHeading, DiskRow};
+    let t = doc.target;
+    let p = doc.parameters;
+    let heading = DiskHeading {
+        file: &t.file,
+        kind: match t.kind {
+            target::TargetKind::NewFile => "test file",
+            target::TargetKind::ExistingFile => "existing file",
+            target::TargetKind::BlockDevice => "block device",
         },
-    );
-    s.push('\n');
-    let header = [
-        "Test",
-        "",
-        "Best",
-        "Mean",
-        "Best",
-        "Best",
-        "Lat mean",
-        "Lat p50",
-        "Lat p99",
-        "Lat p99.9",
-        "Lat max",
-        "CPU/IO",
-        "proc io",
-        "diskstats",
-    ];
-    let units = [
-        "",
-        "",
-        "(MB/s)",
-        "(MB/s)",
-        "(MiB/s)",
-        "(IOPS)",
-        "(µs)",
-        "(µs)",
-        "(µs)",
-        "(µs)",
-        "(µs)",
-        "(µs)",
-        "error (%)",
-        "error (%)",
-    ];
-    let mut rows: Vec<Vec<String>> = vec![
-        header.iter().map(|h| h.to_string()).collect(),
-        units.iter().map(|h| h.to_string()).collect(),
-    ];
-    let us = |ns: f64| format!("{:.1}", ns / 1000.0);
-    let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:+.2}"));
-    for test in &r.tests {
-        let Some(b) = test.best() else { continue };
-        // The worst cross-check of all runs: one bad run is worth seeing.
-        let worst = |f: fn(&disk::RunResult) -> Option<f64>| {
-            test.runs
-                .iter()
-                .filter_map(f)
-                .max_by(|a, b| a.abs().total_cmp(&b.abs()))
-        };
-        rows.push(vec![
-            if b.interrupted {
-                // Cut short by Ctrl-C: the numbers cover the seconds measured before it.
-                format!("{} (interrupted)", test.spec.label)
-            } else {
-                test.spec.label.clone()
-            },
-            test.spec.workload.direction(),
-            format!("{:.1}", b.mb_per_s),
-            format!("{:.1}", test.mean_mb_per_s),
-            format!("{:.1}", b.mib_per_s),
-            format!("{:.0}", b.iops),
-            us(b.latency.mean_ns),
-            us(b.latency.p50_ns as f64),
-            us(b.latency.p99_ns as f64),
-            us(b.latency.p99_9_ns as f64),
-            us(b.latency.max_ns as f64),
-            format!("{:.2}", b.cpu_us_per_io),
-            pct(worst(|r| r.cross_check.proc_io_error_percent)),
-            pct(worst(|r| r.cross_check.diskstats_error_percent)),
-        ]);
-    }
-    let widths: Vec<usize> = (0..header.len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        size_bytes: t.size_bytes,
+        device: t.device.as_ref(),
+        profile: &p.profile,
+        engine: &p.engine,
+        direct: p.direct,
+        runs: p.runs,
+        runtime_s: p.runtime_s,
+        ramp_s: p.ramp_s,
+    };
+    let rows: Vec<DiskRow> = doc
+        .tests
+        .iter()
+        .filter_map(|JudgedTest { test, efficiency }| {
+            let b = test.best()?;
+            // The worst cross-check of all runs: one bad run is worth seeing.
+            let worst = |f: fn(&disk::RunResult) -> Option<f64>| {
+                test.runs
+                    .iter()
+                    .filter_map(f)
+                    .max_by(|a, b| a.abs().total_cmp(&b.abs()))
+            };
+            Some(DiskRow {
+                label: test.spec.label.clone(),
+                interrupted: b.interrupted,
+                direction: test.spec.workload.direction(),
+                best_mb_per_s: b.mb_per_s,
+                mean_mb_per_s: test.mean_mb_per_s,
+                best_mib_per_s: b.mib_per_s,
+                best_iops: b.iops,
+                lat_mean_ns: b.latency.mean_ns,
+                lat_p50_ns: b.latency.p50_ns,
+                lat_p99_ns: b.latency.p99_ns,
+                lat_p99_9_ns: b.latency.p99_9_ns,
+                lat_max_ns: b.latency.max_ns,
+                cpu_us_per_io: b.cpu_us_per_io,
+                proc_io_error_percent: worst(|r| r.cross_check.proc_io_error_percent),
+                diskstats_error_percent: worst(|r| r.cross_check.diskstats_error_percent),
+                efficiency: *efficiency,
+            })
+        })
         .collect();
-    for (i, row) in rows.iter().enumerate() {
-        let mut line = String::new();
-        for (c, cell) in row.iter().enumerate() {
-            let w = widths[c];
-            if c < 2 {
-                let _ = write!(line, "{cell:<w$}  ");
-            } else {
-                let _ = write!(line, "{cell:>w$}  ");
-            }
-        }
-        let line = line.trim_end().to_string();
-        if i < 2 {
-            let _ = writeln!(s, "{}", style.bold(&line));
-        } else {
-            let _ = writeln!(s, "{line}");
-        }
-    }
-    if let Some(c) = &r.ceiling {
-        let _ = writeln!(
-            s,
-            "\nceiling: {} (read {:.1} MB/s, write {:.1} MB/s)",
-            c.bottleneck,
-            c.read_bytes_per_sec / model::units::MB,
-            c.write_bytes_per_sec / model::units::MB
-        );
-        for t in &r.tests {
-            if let (Some(e), Some(b)) = (t.efficiency, t.best()) {
-                let _ = writeln!(
-                    s,
-                    "  {} {} {:.1} MB/s = {:.0} % of the ceiling",
-                    t.spec.label,
-                    t.spec.workload.direction(),
-                    b.mb_per_s,
-                    e * 100.0
-                );
-            }
-        }
-    }
-    if !r.notes.is_empty() {
-        s.push('\n');
-        for n in &r.notes {
-            let _ = writeln!(s, "{} {n}", style.warn("note:"));
-        }
-    }
-    s
+    report::terminal::disk::render(&heading, &rows, doc.ceiling, doc.notes, style)
 }
 
-/// The disk result as a document: the engine's numbers and the path they are judged against.
+/// The disk result as a document: the engine's measurements, the path's ceiling with each
+/// test's efficiency as report judges it (`report::efficiency`), and the path they are
+/// judged against. Fields and their order are those of the document since version 1.
 #[derive(serde::Serialize)]
 struct DiskDocument<'a> {
-    #[serde(flatten)]
-    result: &'a disk::DiskResult,
+    schema_version: u32,
+    kind: &'static str,
+    parameters: &'a disk::Parameters,
+    system: &'a SystemContext,
+    target: &'a target::TargetInfo,
+    /// The path's bottleneck ceiling, when the path could be resolved.
+    ceiling: Option<&'a PathCeiling>,
+    tests: Vec<JudgedTest<'a>>,
+    notes: &'a [String],
+    interrupted: bool,
     /// The chain of hardware from the target to the CPU, each link with its ceiling.
     path: Option<&'a TargetPath>,
     /// Interrupts of the path's devices and the root port's PMU bytes (counters crate).
@@ -621,28 +516,259 @@ struct DiskDocument<'a> {
     counters: Option<&'a report::count::BesideCounters>,
 }
 
-/// The ceiling of the bottleneck link on the path from `target` to the CPU, or why there is
-/// none (virtio, tmpfs, a network filesystem, no sysfs).
-fn path_ceiling(path: &TargetPath) -> Result<model::ceiling::PathCeiling, String> {
-    let Some(b) = path.bottleneck_link() else {
-        return Err(path
-            .no_bottleneck_reason
-            .clone()
-            .unwrap_or_else(|| "the path could not be resolved".to_string()));
-    };
-    let mut bottleneck = format!("{} at {}", b.name, b.state);
-    if let Some(n) = &b.note {
-        bottleneck.push_str(&format!(" ({n})"));
+/// One test's measurements and, last, its best run's efficiency against the path's ceiling.
+#[derive(serde::Serialize)]
+struct JudgedTest<'a> {
+    #[serde(flatten)]
+    test: &'a disk::TestResult,
+    efficiency: Option<f64>,
+}
+
+impl<'a> DiskDocument<'a> {
+    fn new(
+        result: &'a DiskResult,
+        ceiling: Option<&'a PathCeiling>,
+        path: Option<&'a TargetPath>,
+    ) -> Self {
+        // Every field named: a new measurement cannot be left out of the document unnoticed.
+        let DiskResult {
+            schema_version,
+            kind,
+            parameters,
+            system,
+            target,
+            tests,
+            notes,
+            interrupted,
+        } = result;
+        let tests = tests
+            .iter()
+            .map(|t| JudgedTest {
+                test: t,
+                efficiency: ceiling.zip(t.best()).and_then(|(c, b)| {
+                    report::efficiency::efficiency(
+                        b.bytes,
+                        b.seconds,
+                        t.spec.workload.read_percent,
+                        c,
+                    )
+                }),
+            })
+            .collect();
+        DiskDocument {
+            schema_version: *schema_version,
+            kind,
+            parameters,
+            system,
+            target,
+            ceiling,
+            tests,
+            notes,
+            interrupted: *interrupted,
+            path,
+            counters: None,
+        }
     }
-    Ok(model::ceiling::PathCeiling {
-        read_bytes_per_sec: b.ceiling_bps,
-        write_bytes_per_sec: b.ceiling_other_direction_bps.unwrap_or(b.ceiling_bps),
-        full_duplex: matches!(
-            b.kind,
-            probe::path::LinkKind::Pcie | probe::path::LinkKind::Ethernet
-        ),
-        bottleneck,
-    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
+    use super::*;
+
+    /// A real measurement: the null engine, one sequential read and one random write, on a
+    /// small test file in a temporary directory.
+    pub(super) fn null_result(dir: &Path) -> DiskResult {
+        let overrides = profiles::Overrides {
+            rw: Some("randrw".into()),
+            rwmixread: Some(70),
+            size: Some(1 << 20),
+            runtime_s: Some(0.05),
+            ..Default::default()
+        };
+        let (engine, _) = disk::choose_engine("null").unwrap();
+        let (parameters, tests) =
+            profiles::build(Profile::Custom, &overrides, engine.name(), 1).unwrap();
+        let opts = target::TargetOptions {
+            size: parameters.size_bytes,
+            direct: false,
+            writes: true,
+            ..Default::default()
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let insp = target::inspect(dir).unwrap();
+        let t = target::prepare(insp, None, None, &[], &opts, &stop, None).unwrap();
+        let cfg = RunConfig {
+            parameters,
+            tests,
+            engine,
+            stop,
+            progress: None,
+            after_test: None,
+            kernel_counts: None,
+        };
+        disk::run(&cfg, &t, SystemContext::default()).unwrap()
+    }
+
+    fn key_paths(v: &serde_json::Value, prefix: &str, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => m.iter().for_each(|(k, v)| {
+                let p = format!("{prefix}.{k}");
+                out.push(p.clone());
+                key_paths(v, &p, out);
+            }),
+            serde_json::Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .for_each(|(i, v)| key_paths(v, &format!("{prefix}[{i}]"), out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn the_document_judges_efficiency_against_the_path_ceiling() {
+        let dir = tempfile::tempdir().unwrap();
+        let result = null_result(dir.path());
+        let ceiling = PathCeiling {
+            read_bytes_per_sec: 400e6,
+            write_bytes_per_sec: 200e6,
+            full_duplex: false,
+            bottleneck: "USB 2-1 at 5000 Mb/s".into(),
+        };
+        let judged =
+            serde_json::to_value(DiskDocument::new(&result, Some(&ceiling), None)).unwrap();
+        let bare = serde_json::to_value(DiskDocument::new(&result, None, None)).unwrap();
+        // The same fields in the same order, with or without a ceiling (whose own fields are
+        // there only when it is); the judgement where the document always had it.
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        key_paths(&judged, "", &mut a);
+        key_paths(&bare, "", &mut b);
+        a.retain(|k| !k.starts_with(".ceiling."));
+        assert_eq!(a, b);
+        let top: Vec<&str> = judged
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        assert_eq!(
+            top,
+            [
+                "schema_version",
+                "kind",
+                "parameters",
+                "system",
+                "target",
+                "ceiling",
+                "tests",
+                "notes",
+                "interrupted",
+                "path"
+            ]
+        );
+        let test = &judged["tests"][0];
+        assert_eq!(
+            test.as_object().unwrap().keys().next_back().unwrap(),
+            "efficiency"
+        );
+        assert_eq!(judged["ceiling"]["bottleneck"], "USB 2-1 at 5000 Mb/s");
+        assert!(bare["tests"][0]["efficiency"].is_null());
+        // 70 % reads on a shared medium: 1 / (0.7/400 + 0.3/200) MB/s = 307.7 MB/s.
+        let best = &result.tests[0].runs[result.tests[0].best_run];
+        let expect = best.bytes as f64 / best.seconds / (1.0 / (0.7 / 400e6 + 0.3 / 200e6));
+        let got = test["efficiency"].as_f64().unwrap();
+        assert!(
+            (got - expect).abs() < 1e-9 * expect.max(1.0),
+            "{got} vs {expect}"
+        );
+        // The terminal shows the same judgement.
+        let text = render(
+            &DiskDocument::new(&result, Some(&ceiling), None),
+            &Style::new(false),
+        );
+        assert!(text.contains("ceiling: USB 2-1 at 5000 Mb/s (read 400.0 MB/s, write 200.0 MB/s)"));
+        assert!(
+            text.contains(&format!("= {:.0} % of the ceiling", got * 100.0)),
+            "{text}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod text_tests {
+    #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
+    use super::tests::null_result;
+    use super::*;
+
+    /// A measured result with every number the table shows set by hand, so the text is known.
+    fn fixed_result(dir: &Path) -> DiskResult {
+        let mut r = null_result(dir);
+        r.target.file = "/mnt/x/headroom-disk.tmp".into();
+        r.target.size_bytes = 1 << 30;
+        r.target.device = Some(model::blockdev::DeviceNumber {
+            major: 259,
+            minor: 2,
+            name: "nvme0n1p2".into(),
+            disk: "nvme0n1".into(),
+            partition: Some(2),
+        });
+        r.parameters.runtime_s = 5.0;
+        r.parameters.ramp_s = 1.0;
+        r.notes = vec!["a note".into()];
+        let t = &mut r.tests[0];
+        t.spec.label = "RND4K Q32T1".into();
+        t.mean_mb_per_s = 1234.56;
+        let b = t.best_run;
+        let run = &mut t.runs[b];
+        run.bytes = 2_000_000_000;
+        run.seconds = 2.0;
+        run.mb_per_s = 1000.04;
+        run.mib_per_s = 953.7;
+        run.iops = 244_150.6;
+        run.latency.mean_ns = 12_345.0;
+        run.latency.p50_ns = 10_000;
+        run.latency.p99_ns = 55_555;
+        run.latency.p99_9_ns = 99_999;
+        run.latency.max_ns = 1_234_567;
+        run.cpu_us_per_io = 4.25678;
+        run.cross_check.proc_io_error_percent = Some(0.5);
+        run.cross_check.diskstats_error_percent = None;
+        run.interrupted = false;
+        r
+    }
+
+    /// The table of `bench disk`, byte for byte (pinned before its renderer moved to report).
+    #[test]
+    fn disk_text_is_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = fixed_result(dir.path());
+        let ceiling = PathCeiling {
+            read_bytes_per_sec: 1500e6,
+            write_bytes_per_sec: 1000e6,
+            full_duplex: true,
+            bottleneck: "PCIe 0000:00:1c.0 -> 0000:01:00.0 at 8 GT/s x2".into(),
+        };
+        // 70 % reads at 1000 MB/s on a full-duplex link: reads saturate first, at
+        // 1500 / 0.7 = 2142.9 MB/s in total, so 47 %.
+        let text = render(
+            &DiskDocument::new(&r, Some(&ceiling), None),
+            &Style::new(false),
+        );
+        let expected = "\
+headroom bench disk /mnt/x/headroom-disk.tmp (test file, 1 GiB) on nvme0n1p2 (259:2, disk nvme0n1)
+profile custom, engine null, O_DIRECT, 1 run of up to 5 s after 1 s ramp; MB/s, MiB/s, IOPS and latency (submission to completion, fio's lat = slat + clat; clat in --json) of the best run, mean MB/s of all runs
+
+Test                         Best    Mean     Best    Best  Lat mean  Lat p50  Lat p99  Lat p99.9  Lat max  CPU/IO    proc io  diskstats
+                           (MB/s)  (MB/s)  (MiB/s)  (IOPS)      (µs)     (µs)     (µs)       (µs)     (µs)    (µs)  error (%)  error (%)
+RND4K Q32T1  mix 70% read  1000.0  1234.6    953.7  244151      12.3     10.0     55.6      100.0   1234.6    4.26      +0.50          -
+
+ceiling: PCIe 0000:00:1c.0 -> 0000:01:00.0 at 8 GT/s x2 (read 1500.0 MB/s, write 1000.0 MB/s)
+  RND4K Q32T1 mix 70% read 1000.0 MB/s = 47 % of the ceiling
+
+note: a note
+";
+        assert_eq!(text, expected, "\n{text}");
+    }
 }
 
 /// The kernel's byte counters for bench disk's cross-check, from the counters crate's

@@ -1007,6 +1007,8 @@ fn link_findings(region: &Region, path: &probe::path::TargetPath) -> Vec<Finding
 #[cfg(test)]
 mod tests {
     use super::*;
+    use model::path::PathLinkState;
+    use model::{LinkState, PcieGen};
     use probe::path::{LinkKind, PathLink, TargetPath};
 
     fn region() -> Region {
@@ -1028,7 +1030,7 @@ mod tests {
         }
     }
 
-    fn path(state: &str, capable: Option<&str>) -> TargetPath {
+    fn path(state: LinkState, capable: Option<LinkState>) -> TargetPath {
         TargetPath {
             chain: probe::chain::Chain {
                 target: "0000:01:00.0".into(),
@@ -1040,8 +1042,8 @@ mod tests {
                 kind: LinkKind::Pcie,
                 hop: "0000:01:00.0".into(),
                 name: "PCIe 0000:00:01.0 -> 0000:01:00.0".into(),
-                state: state.into(),
-                capable_state: capable.map(str::to_string),
+                state: PathLinkState::Pcie(state),
+                capable_state: capable.map(PathLinkState::Pcie),
                 ceiling_bps: 1e9,
                 ceiling_other_direction_bps: None,
                 capable_ceiling_bps: None,
@@ -1056,7 +1058,13 @@ mod tests {
     #[test]
     fn a_bar_behind_a_downgraded_link_is_a_finding() {
         // The Rockchip guide's RK3588 endpoint trained at Gen 2 x1 instead of Gen 3 x4.
-        let f = link_findings(&region(), &path("5 GT/s x1", Some("8 GT/s x4")));
+        let f = link_findings(
+            &region(),
+            &path(
+                LinkState::new(PcieGen::Gen2, 1),
+                Some(LinkState::new(PcieGen::Gen3, 4)),
+            ),
+        );
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Warning);
         assert_eq!(f[0].subject, "0000:01:00.0:2");
@@ -1065,7 +1073,7 @@ mod tests {
             "{}",
             f[0].message
         );
-        assert!(link_findings(&region(), &path("8 GT/s x4", None)).is_empty());
+        assert!(link_findings(&region(), &path(LinkState::new(PcieGen::Gen3, 4), None)).is_empty());
     }
 
     /// A sysfs tree with one function: its `resource` lines, `enable`, and a driver link.

@@ -1,7 +1,6 @@
 //! Options every command shares (JSON output, colour) and terminal styling.
 
 use clap::{Args, ValueEnum};
-use model::Severity;
 use std::io::IsTerminal;
 
 #[derive(Args, Debug, Clone, Default)]
@@ -38,45 +37,8 @@ impl GlobalArgs {
     }
 }
 
-/// ANSI styling, or none. Ten lines do not deserve a crate.
-#[derive(Debug, Clone, Copy)]
-pub struct Style {
-    color: bool,
-}
-
-impl Style {
-    pub fn new(color: bool) -> Self {
-        Style { color }
-    }
-
-    fn paint(&self, code: &str, s: &str) -> String {
-        if self.color {
-            format!("\x1b[{code}m{s}\x1b[0m")
-        } else {
-            s.to_string()
-        }
-    }
-
-    pub fn bold(&self, s: &str) -> String {
-        self.paint("1", s)
-    }
-
-    pub fn warn(&self, s: &str) -> String {
-        self.paint("33", s)
-    }
-
-    pub fn err(&self, s: &str) -> String {
-        self.paint("31", s)
-    }
-
-    pub fn severity(&self, sev: Severity) -> String {
-        match sev {
-            Severity::Info => "info".to_string(),
-            Severity::Warning => self.warn("warning"),
-            Severity::Error => self.err("error"),
-        }
-    }
-}
+/// ANSI styling, or none (report's, shared by every terminal renderer).
+pub use report::terminal::Style;
 
 /// Print a command's result as a result document (`report::document`): the common envelope
 /// (`schema_version`, `kind`, `tool`, `created`, `host`) with `body`'s fields beside it. A

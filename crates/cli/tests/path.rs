@@ -225,3 +225,65 @@ fn unknown_targets_are_an_error() {
         ))
         .stderr(predicate::str::contains("panicked").not());
 }
+
+/// The terminal text of `path`, byte for byte, pinned from the renderer as it was in cli
+/// before it moved to report (tests/snapshots/path): a downgraded PCIe link, a USB disk on
+/// UAS, an SD card, a bridge over a USB NIC (a branch) and a dm loop (a stopped branch).
+#[test]
+fn path_text_is_unchanged() {
+    let cases = [
+        ("sd-nvme-downgraded-sata", "/data/x", "nvme-downgraded.txt"),
+        ("sd-nvme-downgraded-sata", "/media/sd card/x", "sd-card.txt"),
+        ("sd-nvme-downgraded-sata", "/mnt/loopy/f", "dm-loop.txt"),
+        ("usb3-uas-bot-r8152", "sda", "uas-disk.txt"),
+        ("usb3-uas-bot-r8152", "br0", "bridge-over-usb-nic.txt"),
+    ];
+    for (t, target, snapshot) in cases {
+        let expected = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/snapshots/path")
+                .join(snapshot),
+        )
+        .unwrap();
+        let out = headroom()
+            .args(["path", "--color", "never", "--root"])
+            .arg(tree(t))
+            .arg(target)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{target}");
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), expected, "{target}");
+    }
+}
+
+/// A document `path --json` writes now reads back in `report` with every link field the
+/// producer filled: the typed states come out as the text report expects.
+#[test]
+fn a_fresh_path_document_reads_back_in_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("path.json");
+    let out = headroom()
+        .args(["path", "--json", "--root"])
+        .arg(tree("sd-nvme-downgraded-sata"))
+        .arg("/data/x")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(&doc, &out.stdout).unwrap();
+    let produced: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let b = bottleneck(&produced);
+    let md = headroom().arg("report").arg(&doc).output().unwrap();
+    assert!(md.status.success());
+    let md = String::from_utf8(md.stdout).unwrap();
+    let row = format!(
+        "| {} | {} | {} | {:.1} | {} | bottleneck, downgraded, {} |",
+        b["name"].as_str().unwrap(),
+        b["state"].as_str().unwrap(),
+        b["capable_state"].as_str().unwrap(),
+        b["ceiling_bps"].as_f64().unwrap() / 1e6,
+        b["basis"].as_str().unwrap(),
+        b["note"].as_str().unwrap()
+    );
+    assert!(md.contains(&row), "{row}\nnot in\n{md}");
+    assert!(!md.contains('–'), "a field shown as missing:\n{md}");
+}

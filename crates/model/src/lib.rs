@@ -7,6 +7,7 @@ pub mod ceiling;
 pub mod finding;
 pub mod mmio;
 pub mod net;
+pub mod path;
 pub mod pcie;
 pub mod procfs;
 pub mod survey;

@@ -10,13 +10,14 @@
 //! directory sits inside its disk's; `holders/` lists dm/md devices built on it; mounts come
 //! from [`crate::mounts`] (mountinfo field 3 is `MAJ:MIN`); `/proc/swaps` lists swap areas.
 
-use crate::chain::{self, LayerKind, Transport};
 use crate::mounts::{self, Mount};
 use crate::sysfs::{
     read_attr, read_attr_noting, read_link_target, read_parsed, read_parsed_noting, ReadError,
     ReadErrorKind, SysRoot,
 };
+use crate::walk;
 use model::blockdev::{DeviceNumber, Hold};
+use model::path::{Hop, LayerKind, Transport};
 use model::{Finding, Severity};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -63,8 +64,8 @@ pub struct BlockDevice {
     /// dm/md/loop details when this is such a layer.
     pub layer: Option<LayerKind>,
     pub transport: Transport,
-    /// The bus devices from the disk up to the CPU (disks only; see [`chain::Hop`]).
-    pub bus_path: Vec<chain::Hop>,
+    /// The bus devices from the disk up to the CPU (disks only; see [`Hop`]).
+    pub bus_path: Vec<Hop>,
     /// Where it is mounted, from mountinfo.
     pub mounts: Vec<MountedAt>,
     /// Canonical sysfs directory, within the root.
@@ -192,7 +193,8 @@ pub fn scan(root: &SysRoot) -> BlockInventory {
 /// (in structure-only dumps) its uevent says `DEVTYPE=partition`.
 pub(crate) fn is_partition(dir: &Path) -> bool {
     dir.join("partition").exists()
-        || chain::uevent_value(&dir.join("uevent"), "DEVTYPE").as_deref() == Some("partition")
+        || crate::sysfs::uevent_value(&dir.join("uevent"), "DEVTYPE").as_deref()
+            == Some("partition")
 }
 
 /// The number at the end of a partition name, for sorting `sda2` before `sda10`.
@@ -227,7 +229,7 @@ fn read_device(
     let (transport, layer, bus_path) = match disk {
         Some(d) => (d.transport, None, Vec::new()),
         None => {
-            let (hops, t, hw_warnings) = chain::hardware_at(root, path);
+            let (hops, t, hw_warnings) = walk::hardware_at(root, path);
             w.extend(hw_warnings);
             let hops = if t == Transport::Virtual {
                 Vec::new()

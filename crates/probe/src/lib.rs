@@ -9,8 +9,11 @@ pub mod path;
 pub mod pci;
 pub mod sysfs;
 
-// Inventory of USB, block and network devices and the hardware chain of a target.
+// Inventory of USB, block and network devices and the hardware chain of a target, in one
+// direction: sysfs <- per-bus parsers (usb, bus, pci) <- walk <- block, net <- chain (the
+// resolver) <- path (links and ceilings). Types are model's (`model::path`).
 pub mod block;
+pub mod bus;
 pub mod chain;
 pub mod memory;
 pub mod mounts;
@@ -18,3 +21,4 @@ pub mod net;
 pub mod qdisc;
 pub mod system;
 pub mod usb;
+mod walk;

@@ -7,10 +7,11 @@
 //! not in sysfs at all (only the ethtool netlink/ioctl API has them), so a link negotiated
 //! below what the partner offers cannot be seen from here.
 
-use crate::chain::{self, Hop};
 use crate::sysfs::{
     link_name, read_attr, read_attr_noting, read_parsed_noting, ReadErrorKind, SysRoot,
 };
+use crate::walk;
+use model::path::Hop;
 use model::{Finding, Severity};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -103,7 +104,7 @@ fn read_interface(root: &SysRoot, name: &str, path: &Path, w: &mut Vec<String>) 
     let attachment = if is_virtual {
         None
     } else {
-        let (hops, _, hw_warnings) = chain::hardware_at(root, path);
+        let (hops, _, hw_warnings) = walk::hardware_at(root, path);
         w.extend(hw_warnings);
         attachment_of(&hops)
     };
@@ -125,7 +126,7 @@ fn read_interface(root: &SysRoot, name: &str, path: &Path, w: &mut Vec<String>) 
         }),
         attachment,
         is_virtual,
-        devtype: chain::uevent_value(&dir.join("uevent"), "DEVTYPE"),
+        devtype: crate::sysfs::uevent_value(&dir.join("uevent"), "DEVTYPE"),
         sysfs_path: path.to_path_buf(),
     }
 }

@@ -2,66 +2,14 @@
 //! ceiling attached (PCIe from the audit, USB/SATA/MMC/Ethernet from the model), and the
 //! bottleneck: the link with the smallest ceiling.
 
-use crate::chain::{self, Branch, Chain, Hop};
+use crate::chain;
 use crate::pci::address::PciAddress;
 use crate::pci::audit::{AuditedFunction, PciAudit};
 use crate::sysfs::{read_attr, SysRoot};
 use model::ceiling::{eth, mmc, sata, usb};
-use serde::Serialize;
+use model::path::{Branch, Hop};
+pub use model::path::{LinkKind, PathLink, PathLinkState, TargetPath};
 use std::path::{Path, PathBuf};
-
-/// The kind of a link on a path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LinkKind {
-    Pcie,
-    Usb,
-    Sata,
-    Mmc,
-    Ethernet,
-}
-
-/// One link of a path with its ceiling, in bytes per second, towards the CPU (for PCIe: the
-/// device's DMA writes to memory, what a disk read or a received packet uses; the other
-/// direction is in `ceiling_other_direction_bps`).
-#[derive(Clone, Debug, Serialize)]
-pub struct PathLink {
-    pub kind: LinkKind,
-    /// The chain hop this link belongs to ([`Hop::id`]: `0000:01:00.0`, `2-1`, `ata2`).
-    pub hop: String,
-    /// "PCIe 0000:00:01.0 -> 0000:01:00.0", "USB 4-1", "SATA ata1", "MMC mmc0", "eth0".
-    pub name: String,
-    /// The state now: "5 GT/s x1", "480 Mb/s", "6.0 Gbps", "mmc HS200", "1000 Mb/s".
-    pub state: String,
-    /// The best state its ends support, where known and different.
-    pub capable_state: Option<String>,
-    pub ceiling_bps: f64,
-    pub ceiling_other_direction_bps: Option<f64>,
-    /// The ceiling at `capable_state`.
-    pub capable_ceiling_bps: Option<f64>,
-    /// What the ceiling counts ("effective PCIe write, MPS 256", "bulk transfers").
-    pub basis: String,
-    /// Why it is below its best ("downgraded", "Bulk-Only, not UAS").
-    pub note: Option<String>,
-}
-
-/// A target resolved to its path and bottleneck.
-#[derive(Clone, Debug, Serialize)]
-pub struct TargetPath {
-    pub chain: Chain,
-    /// Links from the target towards the CPU (every branch of a layered device included).
-    pub links: Vec<PathLink>,
-    /// Index into `links` of the smallest ceiling.
-    pub bottleneck: Option<usize>,
-    /// Why there is no bottleneck, when there is none.
-    pub no_bottleneck_reason: Option<String>,
-}
-
-impl TargetPath {
-    pub fn bottleneck_link(&self) -> Option<&PathLink> {
-        self.bottleneck.and_then(|i| self.links.get(i))
-    }
-}
 
 /// What a target names, decided before anything is resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -236,11 +184,7 @@ pub fn resolve(root: &SysRoot, target: &Path, audit: &PciAudit) -> Result<Target
     chain.target = target.display().to_string();
     let mut links = Vec::new();
     collect_links(root, &chain.hops, audit, &mut links);
-    let bottleneck = links
-        .iter()
-        .enumerate()
-        .min_by(|a, b| a.1.ceiling_bps.total_cmp(&b.1.ceiling_bps))
-        .map(|(i, _)| i);
+    let bottleneck = TargetPath::find_bottleneck(&links);
     let no_bottleneck_reason = bottleneck.is_none().then(|| {
         let virtio = contains_hop(&chain.hops, &|h| matches!(h, Hop::Virtio { .. }));
         if virtio {
@@ -312,8 +256,8 @@ fn collect_links(root: &SysRoot, hops: &[Hop], audit: &PciAudit, out: &mut Vec<P
                     hop: h.id().unwrap_or_default().to_string(),
                     kind: LinkKind::Usb,
                     name: format!("USB {name}"),
-                    state: format!("{speed} Mb/s"),
-                    capable_state: capable.map(|c| format!("{c} Mb/s")),
+                    state: PathLinkState::Usb { mbps: *speed },
+                    capable_state: capable.map(|c| PathLinkState::Usb { mbps: c }),
                     ceiling_bps: bps,
                     ceiling_other_direction_bps: None,
                     capable_ceiling_bps: capable.and_then(|c| usb::bulk_ceiling_for_sysfs(c, 1)),
@@ -323,15 +267,17 @@ fn collect_links(root: &SysRoot, hops: &[Hop], audit: &PciAudit, out: &mut Vec<P
             }
             Hop::Ata {
                 port,
-                sata_spd: Some(spd),
                 rate_mbps: Some(rate),
+                ..
             } => {
                 if let Some(bps) = sata::data_bps(rate / 1000.0) {
                     out.push(PathLink {
                         hop: h.id().unwrap_or_default().to_string(),
                         kind: LinkKind::Sata,
                         name: format!("SATA {port}"),
-                        state: spd.clone(),
+                        state: PathLinkState::Sata {
+                            gbps: rate / 1000.0,
+                        },
                         capable_state: None,
                         ceiling_bps: bps,
                         ceiling_other_direction_bps: None,
@@ -349,8 +295,8 @@ fn collect_links(root: &SysRoot, hops: &[Hop], audit: &PciAudit, out: &mut Vec<P
             } => {
                 let mode = timing.as_deref().and_then(mmc::MmcMode::from_ios_timing);
                 let (bps, state) = match (mode, rate_mbps) {
-                    (Some(m), _) => (mmc::ceiling(m).block_bps, m.label().to_string()),
-                    (None, Some(r)) => (r * 1e6 / 8.0, format!("{r} Mb/s bus")),
+                    (Some(m), _) => (mmc::ceiling(m).block_bps, PathLinkState::Mmc(m)),
+                    (None, Some(r)) => (r * 1e6 / 8.0, PathLinkState::MmcBus { mbps: *r }),
                     (None, None) => continue,
                 };
                 out.push(PathLink {
@@ -382,7 +328,7 @@ fn collect_links(root: &SysRoot, hops: &[Hop], audit: &PciAudit, out: &mut Vec<P
                         hop: h.id().unwrap_or_default().to_string(),
                         kind: LinkKind::Ethernet,
                         name: name.clone(),
-                        state: format!("{speed} Mb/s, MTU {mtu}"),
+                        state: PathLinkState::Ethernet { mbps: *speed, mtu },
                         capable_state: None,
                         ceiling_bps: bps,
                         ceiling_other_direction_bps: None,
@@ -431,12 +377,12 @@ fn pcie_link(audit: &PciAudit, a: PciAddress) -> Option<PathLink> {
             (format!("PCIe {a}"), c, ceil, note)
         }
     };
-    let capable = (c.common != c.current).then(|| c.common.to_string());
+    let capable = (c.common != c.current).then_some(PathLinkState::Pcie(c.common));
     Some(PathLink {
         kind: LinkKind::Pcie,
         hop: a.to_string(),
         name,
-        state: c.current.to_string(),
+        state: PathLinkState::Pcie(c.current),
         capable_ceiling_bps: capable.as_ref().map(|_| ceil.capable.effective_write_bps),
         capable_state: capable,
         ceiling_bps: ceil.current.effective_write_bps,

@@ -313,6 +313,13 @@ impl SysRoot {
     }
 }
 
+/// The value of `KEY=value` in a uevent file.
+pub fn uevent_value(path: &Path, key: &str) -> Option<String> {
+    let text = read_attr(path).ok().flatten()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix('=').map(str::to_string))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

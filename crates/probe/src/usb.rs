@@ -100,27 +100,7 @@ pub struct UsbInterface {
     pub driver: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StorageTransport {
-    /// USB Attached SCSI (driver `uas`, protocol 62h): command queueing, streams.
-    Uas,
-    /// Bulk-Only Transport (driver `usb-storage`, protocol 50h): one command at a time.
-    BulkOnly,
-    /// Another protocol (CBI, vendor specific) or no driver bound.
-    Other,
-}
-
-impl StorageTransport {
-    /// How users name it: "UAS", "Bulk-Only (usb-storage)".
-    pub fn label(self) -> &'static str {
-        match self {
-            StorageTransport::Uas => "UAS",
-            StorageTransport::BulkOnly => "Bulk-Only (usb-storage)",
-            StorageTransport::Other => "other storage protocol",
-        }
-    }
-}
+pub use model::path::StorageTransport;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct MassStorage {

@@ -11,6 +11,7 @@ pub mod atomic;
 pub mod compare;
 pub mod count;
 pub mod document;
+pub mod efficiency;
 pub mod history;
 pub mod html;
 pub mod markdown;
@@ -18,6 +19,7 @@ pub mod mmio;
 pub mod net;
 pub mod summary;
 pub mod survey;
+pub mod terminal;
 pub mod views;
 
 pub use atomic::write_atomic;

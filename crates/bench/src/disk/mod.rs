@@ -20,7 +20,6 @@ pub mod target;
 
 use hdrhistogram::Histogram;
 use model::blockdev::DeviceNumber;
-use model::ceiling::PathCeiling;
 use serde::Serialize;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -562,9 +561,6 @@ pub struct TestResult {
     pub mean_iops: f64,
     /// Index into `runs` of the best run (highest MB/s).
     pub best_run: usize,
-    /// Measured / ceiling of the best run; filled with the path's ceiling (see
-    /// [`DiskResult::apply_ceiling`]).
-    pub efficiency: Option<f64>,
 }
 
 impl TestResult {
@@ -591,7 +587,6 @@ impl TestResult {
             mean_mb_per_s,
             mean_iops,
             best_run,
-            efficiency: None,
         }
     }
 }
@@ -625,7 +620,8 @@ pub struct Parameters {
     pub shown: Shown,
 }
 
-/// The whole result of `headroom bench disk`: one JSON document.
+/// The measurements of `headroom bench disk`. The path's ceiling and each test's efficiency
+/// are judged beside them (`report::efficiency`), not here.
 #[derive(Clone, Debug, Serialize)]
 pub struct DiskResult {
     pub schema_version: u32,
@@ -633,28 +629,12 @@ pub struct DiskResult {
     pub parameters: Parameters,
     pub system: SystemContext,
     pub target: target::TargetInfo,
-    /// The path's bottleneck ceiling, when the path could be resolved (filled by the caller).
-    pub ceiling: Option<PathCeiling>,
     pub tests: Vec<TestResult>,
     /// Things a reader must know to trust the numbers (fallbacks, page cache, other traffic).
     pub notes: Vec<String>,
     /// The run was stopped (Ctrl-C, SIGTERM) before every test ran: `tests` holds those that
     /// finished, and the finished runs of the one that was running.
     pub interrupted: bool,
-}
-
-impl DiskResult {
-    /// Set the path's ceiling and each test's efficiency (best run's rate / ceiling).
-    pub fn apply_ceiling(&mut self, ceiling: PathCeiling) {
-        for t in &mut self.tests {
-            let c = ceiling.for_read_percent(t.spec.workload.read_percent);
-            t.efficiency = t
-                .best()
-                .filter(|_| c > 0.0)
-                .map(|r| r.bytes as f64 / r.seconds.max(1e-9) / c);
-        }
-        self.ceiling = Some(ceiling);
-    }
 }
 
 /// What the caller sees while a run goes on.
@@ -843,7 +823,6 @@ fn result_of(
         parameters: cfg.parameters.clone(),
         system: system.clone(),
         target: target.info().clone(),
-        ceiling: None,
         tests: tests.to_vec(),
         notes: notes.to_vec(),
         interrupted,
@@ -1578,36 +1557,6 @@ mod tests {
         // 4.04 MB counted by the kernel against 4.00 MB by the engine: +1 %.
         assert!((r.cross_check.proc_io_error_percent.unwrap() - 1.0).abs() < 1e-9);
         assert!((r.cpu_us_per_io - 500_000.0).abs() < 1e-6);
-    }
-
-    #[test]
-    fn efficiency_is_best_run_over_ceiling() {
-        let spec = TestSpec::new("SEQ1M Q8T1", Workload::READ, 1 << 20, 8, 1);
-        let mut t = TestResult::new(
-            spec,
-            vec![run_with(&[(2_000_000, 1)]), run_with(&[(4_000_000, 1)])],
-        );
-        assert_eq!(t.best_run, 1);
-        assert!((t.mean_mb_per_s - 1.5).abs() < 1e-9);
-        t.efficiency = None;
-        let mut d = DiskResult {
-            schema_version: 1,
-            kind: "disk",
-            parameters: profiles::test_parameters(),
-            system: SystemContext::default(),
-            target: target::TargetInfo::for_tests(),
-            ceiling: None,
-            tests: vec![t],
-            notes: vec![],
-            interrupted: false,
-        };
-        d.apply_ceiling(PathCeiling {
-            read_bytes_per_sec: 4e6,
-            write_bytes_per_sec: 4e6,
-            full_duplex: true,
-            bottleneck: "test".into(),
-        });
-        assert!((d.tests[0].efficiency.unwrap() - 0.5).abs() < 1e-9);
     }
 
     /// Run `spec` with the null engine on a small prepared file: the runner's own arithmetic.

@@ -70,24 +70,6 @@ pub struct TargetInfo {
     pub no_block_io: Option<String>,
 }
 
-impl TargetInfo {
-    #[cfg(test)]
-    pub(crate) fn for_tests() -> TargetInfo {
-        TargetInfo {
-            given: "/tmp/x".into(),
-            file: "/tmp/x".into(),
-            kind: TargetKind::NewFile,
-            size_bytes: 1 << 20,
-            direct: true,
-            dio_mem_align: 512,
-            dio_offset_align: 512,
-            device: None,
-            device_note: None,
-            no_block_io: None,
-        }
-    }
-}
-
 /// Flags that decide what may be done to the target.
 #[derive(Clone, Debug, Default)]
 pub struct TargetOptions {

@@ -1,0 +1,474 @@
+//! The path of a target: the chain of hops from a file, a block device or a network
+//! interface down to the CPU (filesystem, partition, dm/md/loop layers, disk, bus devices,
+//! PCI functions), the links on it with their ceilings, and the bottleneck.
+//!
+//! probe fills these types (`probe::chain::resolve`, `probe::path::resolve`); report reads
+//! them. The duplex rule ([`LinkKind::full_duplex`]) and the path's ceiling for a workload
+//! ([`TargetPath::ceiling`]) are decided here, once.
+
+use crate::ceiling::mmc::MmcMode;
+use crate::ceiling::PathCeiling;
+use crate::pcie::LinkState;
+use serde::{Serialize, Serializer};
+use std::fmt;
+use std::path::PathBuf;
+
+/// The resolved chain of one target.
+#[derive(Clone, Debug, Serialize)]
+pub struct Chain {
+    /// The target as given.
+    pub target: String,
+    /// From the target towards the CPU.
+    pub hops: Vec<Hop>,
+    /// Why the chain ends before the CPU (tmpfs, network filesystem, missing sysfs...).
+    pub stopped: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+/// One branch below a layer (a dm/md slave, a loop device's backing file).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Branch {
+    pub hops: Vec<Hop>,
+    pub stopped: Option<String>,
+}
+
+/// Which kind of storage interface a disk hangs off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    Nvme,
+    /// SATA or PATA through libata (an `ataN` port in the path).
+    Ata,
+    /// A SCSI host adapter (SAS, RAID, old AHCI paths without `ataN`).
+    Scsi,
+    Usb,
+    Mmc,
+    Virtio,
+    /// No hardware below (loop, dm, md, zram, ram).
+    Virtual,
+    Unknown,
+}
+
+/// The kind of a stacking layer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum LayerKind {
+    /// Device mapper: `name` from `dm/name`, `uuid` prefix tells LVM/CRYPT/...
+    Dm {
+        name: Option<String>,
+        uuid: Option<String>,
+    },
+    /// Software RAID, `level` like `raid1`.
+    Md { level: Option<String> },
+    /// A loop device and the file behind it.
+    Loop { backing_file: Option<PathBuf> },
+    /// A network device stacked on others (bridge, bond, VLAN), `DEVTYPE` from its uevent.
+    Net { devtype: Option<String> },
+}
+
+/// One hop of a chain.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "hop", rename_all = "snake_case")]
+pub enum Hop {
+    Filesystem {
+        fs_type: String,
+        source: String,
+        mount_point: PathBuf,
+        /// `major:minor` of the filesystem (`st_dev`).
+        dev: String,
+    },
+    Partition {
+        name: String,
+        number: Option<u32>,
+    },
+    Layer {
+        name: String,
+        kind: LayerKind,
+        branches: Vec<Branch>,
+    },
+    Disk {
+        name: String,
+        transport: Transport,
+        model: Option<String>,
+        rotational: Option<bool>,
+    },
+    Network {
+        name: String,
+        /// Link speed in Mb/s (`None` when down or not reported).
+        speed_mbps: Option<u64>,
+        duplex: Option<String>,
+        driver: Option<String>,
+        #[serde(rename = "virtual")]
+        is_virtual: bool,
+    },
+    /// A libata port with its negotiated SATA link speed.
+    Ata {
+        port: String,
+        /// `sata_spd` as the kernel writes it: "6.0 Gbps".
+        sata_spd: Option<String>,
+        rate_mbps: Option<f64>,
+    },
+    /// A SCSI host adapter (when there is no libata port or USB device to name instead).
+    ScsiHost {
+        host: String,
+        driver: Option<String>,
+    },
+    Usb {
+        name: String,
+        root_hub: bool,
+        /// Negotiated rate in Mb/s; already counts both lanes of a Gen 2x2 link.
+        speed_mbps: Option<f64>,
+        rx_lanes: Option<u32>,
+        tx_lanes: Option<u32>,
+        version: Option<String>,
+        /// Driver of the interface the chain goes through (`uas`, `usb-storage`, `r8152`),
+        /// or of the device for hubs.
+        driver: Option<String>,
+        storage: Option<StorageTransport>,
+    },
+    Mmc {
+        host: String,
+        card: Option<String>,
+        /// `MMC`, `SD`, `SDIO`.
+        card_type: Option<String>,
+        /// `timing spec` of debugfs `ios`, e.g. "mmc HS200".
+        timing: Option<String>,
+        rate_mbps: Option<f64>,
+    },
+    Virtio {
+        name: String,
+        driver: Option<String>,
+    },
+    Pci {
+        /// `0000:01:00.0`.
+        address: String,
+        driver: Option<String>,
+    },
+    Platform {
+        name: String,
+        driver: Option<String>,
+    },
+    Cpu,
+}
+
+impl Hop {
+    /// The hop's own name, for a hop that can own a link: a PCI address, a USB device name,
+    /// a libata port, an MMC host, an interface.
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            Hop::Pci { address, .. } => Some(address),
+            Hop::Usb { name, .. } | Hop::Network { name, .. } => Some(name),
+            Hop::Ata { port, .. } => Some(port),
+            Hop::Mmc { host, .. } => Some(host),
+            _ => None,
+        }
+    }
+
+    /// The nominal signalling rate of this hop in Mb/s (10^6 bit/s), before any encoding
+    /// or protocol overhead, where the hop has one of its own. PCI hops get theirs from the
+    /// PCIe link state, which is not read here.
+    pub fn nominal_rate_mbps(&self) -> Option<f64> {
+        match self {
+            Hop::Usb { speed_mbps, .. } => *speed_mbps,
+            Hop::Ata { rate_mbps, .. } | Hop::Mmc { rate_mbps, .. } => *rate_mbps,
+            Hop::Network { speed_mbps, .. } => speed_mbps.map(|s| s as f64),
+            _ => None,
+        }
+    }
+}
+
+impl Chain {
+    /// Every PCI address on the chain, branches included, from the target towards the CPU.
+    pub fn pci_addresses(&self) -> Vec<String> {
+        fn walk(hops: &[Hop], out: &mut Vec<String>) {
+            for h in hops {
+                match h {
+                    Hop::Pci { address, .. } => out.push(address.clone()),
+                    Hop::Layer { branches, .. } => {
+                        branches.iter().for_each(|b| walk(&b.hops, out));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.hops, &mut out);
+        out
+    }
+}
+
+/// How a USB mass-storage interface moves its commands and data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StorageTransport {
+    /// USB Attached SCSI (driver `uas`, protocol 62h): command queueing, streams.
+    Uas,
+    /// Bulk-Only Transport (driver `usb-storage`, protocol 50h): one command at a time.
+    BulkOnly,
+    /// Another protocol (CBI, vendor specific) or no driver bound.
+    Other,
+}
+
+impl StorageTransport {
+    /// How users name it: "UAS", "Bulk-Only (usb-storage)".
+    pub fn label(self) -> &'static str {
+        match self {
+            StorageTransport::Uas => "UAS",
+            StorageTransport::BulkOnly => "Bulk-Only (usb-storage)",
+            StorageTransport::Other => "other storage protocol",
+        }
+    }
+}
+
+/// The kind of a link on a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkKind {
+    Pcie,
+    Usb,
+    Sata,
+    Mmc,
+    Ethernet,
+}
+
+/// The state of a link, typed per kind of link. Documents and terminals show it as one
+/// piece of text ([`fmt::Display`]), the same for every kind: "8 GT/s x1", "5000 Mb/s",
+/// "6.0 Gbps", "SD UHS-I SDR104", "52 Mb/s bus", "1000 Mb/s, MTU 1500".
+#[derive(Clone, Debug, PartialEq)]
+pub enum PathLinkState {
+    /// A PCIe link: speed and width.
+    Pcie(LinkState),
+    /// A USB link at its negotiated rate in Mb/s (both lanes of Gen 2x2 counted).
+    Usb { mbps: f64 },
+    /// A SATA link at its negotiated line rate in Gb/s (sysfs `sata_spd`: 1.5, 3.0, 6.0).
+    Sata { gbps: f64 },
+    /// An MMC/SD bus in a known timing mode.
+    Mmc(MmcMode),
+    /// An MMC/SD bus whose timing mode is not known, by its bus rate in Mb/s.
+    MmcBus { mbps: f64 },
+    /// An Ethernet link at its speed in Mb/s with the interface's MTU in bytes.
+    Ethernet { mbps: u64, mtu: u32 },
+}
+
+impl fmt::Display for PathLinkState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PathLinkState::Pcie(l) => write!(f, "{l}"),
+            PathLinkState::Usb { mbps } => write!(f, "{mbps} Mb/s"),
+            // As the kernel writes sata_spd (drivers/ata/libata-sata.c: "%s Gbps").
+            PathLinkState::Sata { gbps } => write!(f, "{gbps:.1} Gbps"),
+            PathLinkState::Mmc(m) => f.write_str(m.label()),
+            PathLinkState::MmcBus { mbps } => write!(f, "{mbps} Mb/s bus"),
+            PathLinkState::Ethernet { mbps, mtu } => write!(f, "{mbps} Mb/s, MTU {mtu}"),
+        }
+    }
+}
+
+impl Serialize for PathLinkState {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// One link of a path with its ceiling, in bytes per second, towards the CPU (for PCIe: the
+/// device's DMA writes to memory, what a disk read or a received packet uses; the other
+/// direction is in `ceiling_other_direction_bps`).
+#[derive(Clone, Debug, Serialize)]
+pub struct PathLink {
+    pub kind: LinkKind,
+    /// The chain hop this link belongs to ([`Hop::id`]: `0000:01:00.0`, `2-1`, `ata2`).
+    pub hop: String,
+    /// "PCIe 0000:00:01.0 -> 0000:01:00.0", "USB 4-1", "SATA ata1", "MMC mmc0", "eth0".
+    pub name: String,
+    /// The state now: "5 GT/s x1", "480 Mb/s", "6.0 Gbps", "SD UHS-I SDR104", "1000 Mb/s,
+    /// MTU 1500" (typed; written as this text).
+    pub state: PathLinkState,
+    /// The best state its ends support, where known and different.
+    pub capable_state: Option<PathLinkState>,
+    pub ceiling_bps: f64,
+    pub ceiling_other_direction_bps: Option<f64>,
+    /// The ceiling at `capable_state`.
+    pub capable_ceiling_bps: Option<f64>,
+    /// What the ceiling counts ("effective PCIe write, MPS 256", "bulk transfers").
+    pub basis: String,
+    /// Why it is below its best ("downgraded", "Bulk-Only, not UAS").
+    pub note: Option<String>,
+}
+
+/// A target resolved to its path and bottleneck.
+#[derive(Clone, Debug, Serialize)]
+pub struct TargetPath {
+    pub chain: Chain,
+    /// Links from the target towards the CPU (every branch of a layered device included).
+    pub links: Vec<PathLink>,
+    /// Index into `links` of the smallest ceiling.
+    pub bottleneck: Option<usize>,
+    /// Why there is no bottleneck, when there is none.
+    pub no_bottleneck_reason: Option<String>,
+}
+
+impl LinkKind {
+    /// Whether the link carries both directions at once, so that a read/write mix is bound
+    /// by its busier direction ([`PathCeiling::for_read_percent`]): PCIe (a transmit and a
+    /// receive pair per lane) and Ethernet (full duplex as `ethtool` reports it for the
+    /// links headroom models). The others share one medium, so a mix is bound by the sum:
+    /// SATA (one FIS on the link at a time), MMC (one data bus), USB (USB 2.0 is half duplex;
+    /// the bulk ceiling of `ceiling::usb` is one figure for both directions, so USB 3 is
+    /// counted the same way).
+    pub fn full_duplex(self) -> bool {
+        matches!(self, LinkKind::Pcie | LinkKind::Ethernet)
+    }
+}
+
+impl PathLink {
+    /// Bytes per second towards the CPU (what a disk read or a received packet moves).
+    pub fn ceiling_to_cpu_bps(&self) -> f64 {
+        self.ceiling_bps
+    }
+
+    /// Bytes per second away from the CPU (what a disk write or a sent packet moves): the
+    /// other direction's ceiling where the link has its own for it, else the same.
+    pub fn ceiling_from_cpu_bps(&self) -> f64 {
+        self.ceiling_other_direction_bps.unwrap_or(self.ceiling_bps)
+    }
+}
+
+impl TargetPath {
+    /// The index into `links` of the link with the smallest ceiling towards the CPU (the
+    /// value [`TargetPath::bottleneck`] holds once probe has filled the links).
+    pub fn find_bottleneck(links: &[PathLink]) -> Option<usize> {
+        links
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.ceiling_bps.total_cmp(&b.1.ceiling_bps))
+            .map(|(i, _)| i)
+    }
+
+    /// The bottleneck link, when the path has a link with a known ceiling.
+    pub fn bottleneck_link(&self) -> Option<&PathLink> {
+        self.bottleneck.and_then(|i| self.links.get(i))
+    }
+
+    /// The path's ceiling per direction at its bottleneck link, with the duplex rule of that
+    /// link ([`LinkKind::full_duplex`]), or why there is none (virtio, tmpfs, a network
+    /// filesystem, no sysfs) in one sentence.
+    pub fn ceiling(&self) -> Result<PathCeiling, String> {
+        let Some(b) = self.bottleneck_link() else {
+            return Err(self
+                .no_bottleneck_reason
+                .clone()
+                .unwrap_or_else(|| "the path could not be resolved".to_string()));
+        };
+        let mut bottleneck = format!("{} at {}", b.name, b.state);
+        if let Some(n) = &b.note {
+            bottleneck.push_str(&format!(" ({n})"));
+        }
+        Ok(PathCeiling {
+            read_bytes_per_sec: b.ceiling_to_cpu_bps(),
+            write_bytes_per_sec: b.ceiling_from_cpu_bps(),
+            full_duplex: b.kind.full_duplex(),
+            bottleneck,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(kind: LinkKind, to_cpu: f64, from_cpu: Option<f64>) -> PathLink {
+        PathLink {
+            kind,
+            hop: "h".into(),
+            name: format!("{kind:?}"),
+            state: PathLinkState::Usb { mbps: 5000.0 },
+            capable_state: None,
+            ceiling_bps: to_cpu,
+            ceiling_other_direction_bps: from_cpu,
+            capable_ceiling_bps: None,
+            basis: "b".into(),
+            note: None,
+        }
+    }
+
+    fn path(links: Vec<PathLink>) -> TargetPath {
+        TargetPath {
+            chain: Chain {
+                target: "/x".into(),
+                hops: vec![],
+                stopped: None,
+                warnings: vec![],
+            },
+            bottleneck: TargetPath::find_bottleneck(&links),
+            links,
+            no_bottleneck_reason: Some("virtio is paravirtual".into()),
+        }
+    }
+
+    #[test]
+    fn bottleneck_is_the_smallest_ceiling_and_sets_the_duplex_rule() {
+        // A USB 3 bridge (shared medium) behind a PCIe link: the USB link bounds the path.
+        let p = path(vec![
+            link(LinkKind::Usb, 400e6, None),
+            link(LinkKind::Pcie, 900e6, Some(950e6)),
+        ]);
+        assert_eq!(p.bottleneck_link().map(|l| l.kind), Some(LinkKind::Usb));
+        let c = p.ceiling().unwrap();
+        assert_eq!(
+            (c.read_bytes_per_sec, c.write_bytes_per_sec),
+            (400e6, 400e6)
+        );
+        assert!(!c.full_duplex);
+        assert_eq!(c.bottleneck, "Usb at 5000 Mb/s");
+        // A 50/50 mix on one medium: 400 MB/s in total.
+        assert!((c.for_read_percent(50) - 400e6).abs() < 1.0);
+
+        // PCIe alone: the write direction has its own ceiling and a mix is bound by the
+        // busier direction (800/0.5 vs 600/0.5: 1200 MB/s).
+        let p = path(vec![link(LinkKind::Pcie, 800e6, Some(600e6))]);
+        let c = p.ceiling().unwrap();
+        assert!(c.full_duplex);
+        assert_eq!(c.write_bytes_per_sec, 600e6);
+        assert!((c.for_read_percent(50) - 1200e6).abs() < 1.0);
+    }
+
+    #[test]
+    fn no_link_no_ceiling_says_why() {
+        let p = path(vec![]);
+        assert_eq!(p.bottleneck, None);
+        assert_eq!(p.ceiling().unwrap_err(), "virtio is paravirtual");
+    }
+
+    #[test]
+    fn states_are_written_as_the_kernel_and_the_seeds_write_them() {
+        let pcie = LinkState::new(crate::PcieGen::Gen3, 1);
+        let shown = [
+            (PathLinkState::Pcie(pcie), "8 GT/s x1"),
+            (PathLinkState::Usb { mbps: 480.0 }, "480 Mb/s"),
+            (PathLinkState::Usb { mbps: 20000.0 }, "20000 Mb/s"),
+            (PathLinkState::Sata { gbps: 3.0 }, "3.0 Gbps"),
+            (PathLinkState::Sata { gbps: 1.5 }, "1.5 Gbps"),
+            (PathLinkState::Mmc(MmcMode::EmmcHs200), "eMMC HS200"),
+            (PathLinkState::MmcBus { mbps: 52.0 }, "52 Mb/s bus"),
+            (
+                PathLinkState::Ethernet {
+                    mbps: 1000,
+                    mtu: 9000,
+                },
+                "1000 Mb/s, MTU 9000",
+            ),
+        ];
+        for (state, text) in shown {
+            assert_eq!(state.to_string(), text);
+            assert_eq!(serde_json::to_value(&state).unwrap(), text);
+        }
+    }
+
+    #[test]
+    fn duplex_by_kind() {
+        assert!(LinkKind::Pcie.full_duplex() && LinkKind::Ethernet.full_duplex());
+        assert!(![LinkKind::Usb, LinkKind::Sata, LinkKind::Mmc]
+            .iter()
+            .any(|k| k.full_duplex()));
+    }
+}
