@@ -10,6 +10,7 @@
 pub mod atomic;
 pub mod compare;
 pub mod document;
+pub mod findings;
 pub mod history;
 pub mod html;
 pub mod markdown;
