@@ -4,6 +4,7 @@
 //! (old kernel, no root, no such bus) and is reported as such, never as a crash.
 
 pub mod fixtures;
+pub mod inventory;
 pub mod path;
 pub mod pci;
 pub mod sysfs;
