@@ -147,7 +147,9 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
             text.push_str(&render_block(&inv.block));
             text.push_str(&render_net(&inv.net));
         }
-        text.push_str(&render_findings(&findings, &style));
+        text.push_str(&report::terminal::audit::findings(&findings, |s| {
+            style.severity(s)
+        }));
         crate::out!("{text}")?;
     }
     Ok(ExitCode::SUCCESS)
@@ -261,29 +263,6 @@ pub fn render_system(ctx: &SystemContext) -> String {
             list(&c.rcu_nocbs)
         );
         let _ = writeln!(out, "  cmdline: {}", c.raw);
-    }
-    out
-}
-
-/// The findings, most severe first.
-pub fn render_findings(findings: &[Finding], style: &Style) -> String {
-    let mut out = String::new();
-    if findings.is_empty() {
-        let _ = writeln!(out, "\nFindings: none");
-        return out;
-    }
-    let _ = writeln!(out, "\nFindings:");
-    for f in findings {
-        let sev = style.severity(f.severity);
-        // Name the subject unless the sentence already does.
-        if f.message.contains(&f.subject) {
-            let _ = writeln!(out, "  {sev}: {}", f.message);
-        } else {
-            let _ = writeln!(out, "  {sev}: {}: {}", f.subject, f.message);
-        }
-        if let Some(a) = &f.advice {
-            let _ = writeln!(out, "      -> {a}");
-        }
     }
     out
 }

@@ -16,6 +16,7 @@ pub mod html;
 pub mod markdown;
 pub mod summary;
 pub mod survey;
+pub mod terminal;
 pub mod views;
 
 pub use atomic::write_atomic;

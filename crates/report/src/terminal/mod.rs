@@ -1,0 +1,3 @@
+//! Terminal text renderers (what the commands print on stdout without `--json`).
+
+pub mod audit;
