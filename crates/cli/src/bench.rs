@@ -1161,6 +1161,95 @@ mod tests {
         assert!(!text.contains("governor"), "no cpufreq here: {text}");
     }
 
+    /// One thread's stats: `n` wake-ups at `at_us`, one spike of `spike_us` at 1.5 s.
+    fn stats(thread: usize, n: u64, at_us: usize, spike_us: u64) -> latency::Stats {
+        let mut counts = vec![0u64; 100];
+        counts[at_us] = n - 1;
+        let (bucket, overflow) = match usize::try_from(spike_us) {
+            Ok(b) if b < 100 => (Some(b), 0),
+            _ => (None, 1),
+        };
+        if let Some(b) = bucket {
+            counts[b] += 1;
+        }
+        let spike = latency::Spike {
+            latency_ns: spike_us * 1000 + 400,
+            at_ns: 1_500_000_000,
+            cycle: 1500,
+            thread,
+        };
+        latency::Stats {
+            count: n,
+            min_ns: at_us as u64 * 1000 + 200,
+            max_ns: spike.latency_ns,
+            avg_ns: at_us as f64 * 1000.0 + 700.0,
+            act_ns: at_us as u64 * 1000 + 300,
+            missed_periods: 0,
+            histogram: latency::Histogram { counts, overflow },
+            largest: vec![spike],
+            window_maxima: vec![
+                latency::WindowMax {
+                    start_s: 0,
+                    max_ns: at_us as u64 * 1000,
+                    count: n / 2,
+                },
+                latency::WindowMax {
+                    start_s: 1,
+                    max_ns: spike.latency_ns,
+                    count: n / 2,
+                },
+            ],
+        }
+    }
+
+    /// The terminal text of a latency run, pinned byte for byte before it moves to report.
+    #[test]
+    fn text_of_a_two_thread_run() {
+        let ctx = fixture("rt-board-handmade");
+        let config = Config {
+            threads: 2,
+            affinity: Affinity::Pinned(vec![0, 3]),
+            histogram_limit_us: 100,
+            window: Duration::from_secs(1),
+            ..Config::default()
+        };
+        let threads: Vec<latency::ThreadResult> = [(0, 0, 12, 57), (1, 3, 8, 140)]
+            .into_iter()
+            .map(|(t, cpu, at, spike)| latency::ThreadResult {
+                thread: t,
+                tid: 7000 + t as i32,
+                cpu: Some(cpu),
+                last_cpu: Some(cpu),
+                priority: 80,
+                interval_us: 1000 + 500 * t as u64,
+                stats: stats(t, 2000, at, spike),
+                cpu_time_ns: 9_000_000,
+                cpu_time_per_wakeup_ns: 4500.0,
+            })
+            .collect();
+        let total = latency::merge(&threads.iter().map(|t| &t.stats).collect::<Vec<_>>(), 5);
+        let m = Measurement {
+            threads,
+            total,
+            ..measurement(true, 0)
+        };
+        let load = LoadSample {
+            at_s: 2.0,
+            load: LoadAverage {
+                one: 0.5,
+                five: 0.25,
+                fifteen: 0.125,
+                runnable: 2,
+                tasks: 311,
+            },
+        };
+        insta::assert_snapshot!(render_text(&config, &ctx, &m, Some(&load), false));
+        insta::assert_snapshot!(
+            "text_of_a_two_thread_run_in_ns",
+            render_text(&config, &ctx, &measurement(false, 3), None, true)
+        );
+    }
+
     #[test]
     fn line_format_matches_cyclictest() {
         let l = Live {
