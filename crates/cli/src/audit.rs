@@ -98,7 +98,7 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
     let findings = match inv {
         Some(inv) => report::findings::audit::collect([
             &inv.pci.findings[..],
-            &inv.system.findings(),
+            &report::findings::system::cpufreq(&inv.system.scaling_cpus(None)),
             &inv.usb.findings,
             &inv.block.findings,
             &inv.net.findings,

@@ -3,13 +3,14 @@
 //! The producers (probe, bench) return facts; the sentences, their severity and their order
 //! are made here, so every command says the same thing the same way.
 //!
-//! Not here yet: the per-device findings of `audit` (PCI links, USB, block, net, CPU/kernel
-//! context) are still made in `probe` beside the inventory types they read
-//! (`probe::pci::audit`, `probe::usb`, `probe::block`, `probe::net`, `probe::system`): those
-//! types move to `model::inventory` first (issue 12), then their findings move here.
+//! Not here yet: the per-device findings of `audit` (PCI links, USB, block, net) are still
+//! made in `probe` beside the inventory types they read (`probe::pci::audit`, `probe::usb`,
+//! `probe::block`, `probe::net`): those types move to `model::inventory` first (issue 12),
+//! then their findings move here.
 
 pub mod audit;
 pub mod latency;
+pub mod system;
 
 /// `1 thread`, `2 threads`: the count with its noun in the right number.
 pub fn count(n: u64, one: &str, many: &str) -> String {
