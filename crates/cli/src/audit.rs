@@ -2,6 +2,7 @@
 //! what both ends can do, and the findings.
 
 use crate::output::{GlobalArgs, Style};
+use crate::terminal::count;
 use anyhow::Context;
 use clap::Args;
 use model::units::{GIB, MB};
@@ -54,32 +55,6 @@ struct AuditDocument<'a> {
     findings: &'a [Finding],
 }
 
-/// What the audit found beyond PCI (only for a system root; a dump has PCI alone).
-struct Inventories {
-    system: SystemContext,
-    usb: UsbInventory,
-    block: BlockInventory,
-    net: NetInventory,
-}
-
-impl Inventories {
-    /// Whether the root held anything of a Linux system beyond PCI.
-    fn found_anything(&self) -> bool {
-        !self.usb.devices.is_empty()
-            || !self.block.devices.is_empty()
-            || !self.net.interfaces.is_empty()
-            || self.system.kernel.release.is_some()
-            || self.system.cpus_online.is_some()
-            || !self.system.cpufreq.is_empty()
-            || self.system.cmdline.is_some()
-    }
-}
-
-/// `1 function`, `2 functions`: the count with its noun in the right number.
-fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 #[derive(Serialize)]
 #[serde(rename_all = "snake_case")]
 enum Source {
@@ -88,8 +63,10 @@ enum Source {
 }
 
 pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
-    let mut inventories = None;
-    let (audit, source) = match &args.lspci {
+    // A dump has PCI alone; a root has the whole inventory.
+    let dump_audit;
+    let inventory;
+    let (audit, inv, source) = match &args.lspci {
         Some(file) => {
             let text = std::fs::read(file).with_context(|| {
                 format!(
@@ -99,47 +76,44 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
             })?;
             let text = String::from_utf8_lossy(&text);
             let names_root = SysRoot::new("/");
-            let audit = probe::pci::audit_dump(&text, &names_root)
+            dump_audit = probe::pci::audit_dump(&text, &names_root)
                 .map_err(|e| anyhow::anyhow!("--lspci {}: {e}", file.display()))?;
-            (audit, Source::LspciDump(file.clone()))
+            (&dump_audit, None, Source::LspciDump(file.clone()))
         }
         None => {
-            let root = SysRoot::new(&args.root);
             if !args.root.is_dir() {
                 anyhow::bail!(
                     "--root {}: no such directory; give the directory that contains sys/",
                     args.root.display()
                 );
             }
-            inventories = Some(Inventories {
-                system: SystemContext::read(&root),
-                usb: probe::usb::scan(&root),
-                block: probe::block::scan(&root),
-                net: probe::net::scan(&root),
-            });
+            inventory = probe::inventory::scan(&SysRoot::new(&args.root));
             (
-                probe::pci::audit_sysfs(&root),
+                &inventory.pci,
+                Some(&inventory),
                 Source::Root(args.root.clone()),
             )
         }
     };
-    let mut findings: Vec<Finding> = audit.findings.clone();
-    let mut warnings: Vec<&String> = audit.warnings.iter().collect();
-    if let Some(inv) = &inventories {
-        findings.extend(inv.system.findings());
-        findings.extend(inv.usb.findings.iter().cloned());
-        findings.extend(inv.block.findings.iter().cloned());
-        findings.extend(inv.net.findings.iter().cloned());
-        warnings.extend(&inv.usb.warnings);
-        warnings.extend(&inv.block.warnings);
-        warnings.extend(&inv.net.warnings);
-    }
-    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    let findings = match inv {
+        Some(inv) => report::findings::audit::collect([
+            &inv.pci.findings[..],
+            &report::findings::system::cpufreq(&inv.system.scaling_cpus(None)),
+            &inv.usb.findings,
+            &inv.block.findings,
+            &inv.net.findings,
+        ]),
+        None => report::findings::audit::collect([&audit.findings[..]]),
+    };
+    let warnings: Vec<&String> = match inv {
+        Some(inv) => inv.warnings().collect(),
+        None => audit.warnings.iter().collect(),
+    };
     for w in warnings {
         eprintln!("headroom: warning: {w}");
     }
-    if let Some(inv) = &inventories {
-        if audit.functions.is_empty() && !inv.found_anything() {
+    if let Some(inv) = inv {
+        if !inv.found_anything() {
             anyhow::bail!(
                 "--root {}: no PCI function, USB device, block device, network interface or \
                  kernel information found there; give the directory that contains sys/ and \
@@ -153,27 +127,29 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
             "audit",
             &AuditDocument {
                 source,
-                pci: &audit,
-                system: inventories.as_ref().map(|i| &i.system),
-                usb: inventories.as_ref().map(|i| &i.usb),
-                block: inventories.as_ref().map(|i| &i.block),
-                net: inventories.as_ref().map(|i| &i.net),
+                pci: audit,
+                system: inv.map(|i| &i.system),
+                usb: inv.map(|i| &i.usb),
+                block: inv.map(|i| &i.block),
+                net: inv.map(|i| &i.net),
                 findings: &findings,
             },
         )?;
     } else {
         let style = Style::new(global.use_color());
         let mut text = String::new();
-        if let Some(inv) = &inventories {
+        if let Some(inv) = inv {
             text.push_str(&render_system(&inv.system));
         }
-        text.push_str(&render_pci(&audit, &style));
-        if let Some(inv) = &inventories {
+        text.push_str(&render_pci(audit, &style));
+        if let Some(inv) = inv {
             text.push_str(&render_usb(&inv.usb, &style));
             text.push_str(&render_block(&inv.block));
             text.push_str(&render_net(&inv.net));
         }
-        text.push_str(&render_findings(&findings, &style));
+        text.push_str(&report::terminal::audit::findings(&findings, |s| {
+            style.severity(s)
+        }));
         crate::out!("{text}")?;
     }
     Ok(ExitCode::SUCCESS)
@@ -188,8 +164,12 @@ pub fn render_pci(audit: &PciAudit, style: &Style) -> String {
     let _ = writeln!(
         out,
         "PCI: {}, {}",
-        count(audit.functions.len(), "function", "functions"),
-        count(audit.link_count(), "PCI Express link", "PCI Express links")
+        count(audit.functions.len() as u64, "function", "functions"),
+        count(
+            audit.link_count() as u64,
+            "PCI Express link",
+            "PCI Express links"
+        )
     );
     if !audit.links.is_empty() || audit.functions.iter().any(|f| f.own_link_ceiling.is_some()) {
         let _ = writeln!(
@@ -287,29 +267,6 @@ pub fn render_system(ctx: &SystemContext) -> String {
     out
 }
 
-/// The findings, most severe first.
-pub fn render_findings(findings: &[Finding], style: &Style) -> String {
-    let mut out = String::new();
-    if findings.is_empty() {
-        let _ = writeln!(out, "\nFindings: none");
-        return out;
-    }
-    let _ = writeln!(out, "\nFindings:");
-    for f in findings {
-        let sev = style.severity(f.severity);
-        // Name the subject unless the sentence already does.
-        if f.message.contains(&f.subject) {
-            let _ = writeln!(out, "  {sev}: {}", f.message);
-        } else {
-            let _ = writeln!(out, "  {sev}: {}: {}", f.subject, f.message);
-        }
-        if let Some(a) = &f.advice {
-            let _ = writeln!(out, "      -> {a}");
-        }
-    }
-    out
-}
-
 /// The USB section: each bus as a tree (like `lsusb -t`) with speed, version, names, the
 /// storage protocol and the bulk ceiling of each device's link.
 pub fn render_usb(usb: &UsbInventory, style: &Style) -> String {
@@ -320,7 +277,7 @@ pub fn render_usb(usb: &UsbInventory, style: &Style) -> String {
     let _ = writeln!(
         out,
         "\nUSB: {} (bulk ceiling per device link, MB/s = 10^6 B/s)",
-        count(usb.devices.len(), "device", "devices")
+        count(usb.devices.len() as u64, "device", "devices")
     );
     let by_name: BTreeMap<&str, &UsbDevice> =
         usb.devices.iter().map(|d| (d.name.as_str(), d)).collect();

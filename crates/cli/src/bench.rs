@@ -2,7 +2,7 @@
 //!
 //! `bench latency` is cyclictest plus stress-ng in one command: the CPU/kernel context from
 //! `probe::system`, the measurement from `bench::latency`, the load from `bench::stress`,
-//! and the findings (what the numbers depend on) from here.
+//! and the findings (what the numbers depend on) from `report::findings::latency`.
 
 use crate::output::GlobalArgs;
 use crate::terminal;
@@ -16,6 +16,7 @@ use counters::{interrupts, Sampler};
 use model::{Finding, Severity};
 use probe::sysfs::SysRoot;
 use probe::system::{self, LoadAverage, SystemContext};
+use report::findings::latency::{CpuInterrupts, LatencyRun};
 use serde::Serialize;
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -678,19 +679,17 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     // What only this command line knows: -b's count and the signal that stopped the run.
     let mut findings = findings;
     if let Some(b) = a.breaktrace_us {
-        findings.push(Finding::new(
-            Severity::Info,
-            "latency run",
-            above_threshold(&measurement.total, b),
+        let h = &measurement.total.histogram;
+        findings.push(report::findings::latency::breaktrace(
+            b,
+            &h.counts,
+            h.overflow,
+            us(measurement.total.max_ns),
         ));
     }
     if interrupted {
         let by = stopped_by_signal.map_or("a signal".to_string(), terminal::signal_name);
-        findings.push(Finding::new(
-            Severity::Info,
-            "latency run",
-            format!("the run was interrupted by {by}: partial results"),
-        ));
+        findings.push(report::findings::latency::interrupted(&by));
     }
     let document = LatencyDocument {
         config: &config,
@@ -745,34 +744,6 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
-/// How many wake-ups were above `threshold_us` (cyclictest's `-b`), from the 1 us histogram.
-fn above_threshold(total: &latency::Stats, threshold_us: u64) -> String {
-    let h = &total.histogram;
-    let limit = u64::from(h.limit_us());
-    let above = if us(total.max_ns) <= threshold_us {
-        0
-    } else if threshold_us < limit {
-        // Bucket k holds [k, k+1) us: above the threshold in cyclictest's integer us.
-        h.counts
-            .iter()
-            .skip(usize::try_from(threshold_us + 1).unwrap_or(usize::MAX))
-            .sum::<u64>()
-            + h.overflow
-    } else {
-        return format!(
-            "-b {threshold_us}: up to {} above it (the histogram stops at {limit} us; raise -h \
-             to count above {threshold_us} us); the largest was {} us",
-            terminal::count(h.overflow, "wake-up was", "wake-ups were"),
-            us(total.max_ns)
-        );
-    };
-    format!(
-        "-b {threshold_us}: {} above {threshold_us} us (the largest: {} us)",
-        terminal::count(above, "wake-up was", "wake-ups were"),
-        us(total.max_ns)
-    )
-}
-
 /// The CPUs the measurement ran on: the pinned ones, or every available CPU for free threads.
 fn measured_cpus(config: &Config) -> Vec<u32> {
     let mut cpus: Vec<u32> = match &config.affinity {
@@ -786,133 +757,56 @@ fn measured_cpus(config: &Config) -> Vec<u32> {
     cpus
 }
 
-/// What the numbers depend on, as sentences. The engine never judges; this does.
-/// `irqs_after` is `/proc/interrupts` read at the end of the run (the context holds the
-/// reading from its start).
+/// The facts `report::findings::latency` judges, gathered from the run's context and
+/// measurement. `irqs_after` is `/proc/interrupts` read at the end of the run (the context
+/// holds the reading from its start).
+pub fn latency_run(
+    config: &Config,
+    ctx: &SystemContext,
+    m: &Measurement,
+    irqs_after: Option<&[system::IrqLine]>,
+) -> LatencyRun {
+    let cpus = measured_cpus(config);
+    let pr = &m.privileges;
+    LatencyRun {
+        preemption: ctx.kernel.preemption.describe(),
+        realtime: ctx.kernel.preemption.is_realtime(),
+        scaling_cpus: ctx.scaling_cpus(Some(&cpus)),
+        cpus: cpus
+            .iter()
+            .map(|&cpu| CpuInterrupts {
+                cpu,
+                arrived: irqs_after
+                    .map(|after| {
+                        let lines =
+                            interrupts::delta_lines(ctx.irqs.as_deref().unwrap_or(&[]), after);
+                        interrupts::on_cpu(&lines, cpu)
+                    })
+                    .unwrap_or_default(),
+                routed: ctx
+                    .irqs_on_cpu(cpu)
+                    .iter()
+                    .map(|l| format!("{} {}", l.irq, l.name))
+                    .collect(),
+            })
+            .collect(),
+        smt_active: ctx.smt_active,
+        rt_refused: pr.sched_fifo.is_refused() || pr.memory_locked.is_refused(),
+        dma_latency_refused: pr.cpu_dma_latency_held.is_refused(),
+        missed_periods: m.total.missed_periods,
+        histogram_overflow: m.total.histogram.overflow,
+        histogram_limit_us: m.total.histogram.limit_us(),
+    }
+}
+
+/// What the numbers depend on, as sentences: the engine never judges, report does.
 pub fn findings(
     config: &Config,
     ctx: &SystemContext,
     m: &Measurement,
     irqs_after: Option<&[system::IrqLine]>,
 ) -> Vec<Finding> {
-    let mut out = Vec::new();
-    // Latency findings are about the run as a whole: the subject is the measured CPUs' context.
-    let mut push =
-        |severity, message: String| out.push(Finding::new(severity, "latency run", message));
-    let p = &ctx.kernel.preemption;
-    if !p.is_realtime() {
-        push(
-            Severity::Warning,
-            format!(
-                "the kernel is not real-time (preemption: {}): its worst-case latency is not \
-                 bounded; the boards of Rockchip's RealTime Linux Performance Test Report run \
-                 PREEMPT_RT or Xenomai",
-                p.describe()
-            ),
-        );
-    }
-    let cpus = measured_cpus(config);
-    let scaling = ctx.scaling_cpus(Some(&cpus));
-    if !scaling.is_empty() {
-        push(
-            Severity::Warning,
-            format!(
-                "the frequency governor scales on {}: wake-ups pay for frequency changes; set \
-                 the `performance` governor for stable numbers",
-                scaling.join(", ")
-            ),
-        );
-    }
-    for &cpu in &cpus {
-        let during = irqs_after.map(|after| {
-            let lines = interrupts::delta_lines(ctx.irqs.as_deref().unwrap_or(&[]), after);
-            interrupts::on_cpu(&lines, cpu)
-        });
-        match during {
-            Some(d) if !d.is_empty() => {
-                let total: u64 = d.iter().map(|x| x.2).sum();
-                let top: Vec<String> = d
-                    .iter()
-                    .take(4)
-                    .map(|(irq, name, n)| format!("{irq} {name}: {n}"))
-                    .collect();
-                push(
-                    Severity::Warning,
-                    format!(
-                        "measured CPU {cpu} took {} during the run ({}{}): their \
-                         handlers delay wake-ups there; move them with \
-                         /proc/irq/N/smp_affinity_list",
-                        terminal::count(total, "device interrupt", "device interrupts"),
-                        top.join(", "),
-                        if d.len() > 4 { ", ..." } else { "" }
-                    ),
-                );
-            }
-            _ => {
-                let routed: Vec<String> = ctx
-                    .irqs_on_cpu(cpu)
-                    .iter()
-                    .map(|l| format!("{} {}", l.irq, l.name))
-                    .collect();
-                if !routed.is_empty() {
-                    push(
-                        Severity::Info,
-                        format!(
-                            "measured CPU {cpu} is the target of device {} {} (none \
-                             arrived during the run)",
-                            if routed.len() == 1 {
-                                "interrupt"
-                            } else {
-                                "interrupts"
-                            },
-                            routed.join(", ")
-                        ),
-                    );
-                }
-            }
-        }
-    }
-    if ctx.smt_active == Some(true) {
-        push(
-            Severity::Info,
-            "SMT is active: a sibling hardware thread shares each measured core".into(),
-        );
-    }
-    let pr = &m.privileges;
-    if pr.sched_fifo.is_refused() || pr.memory_locked.is_refused() {
-        push(
-            Severity::Warning,
-            "measured without SCHED_FIFO or locked memory: not comparable with cyclictest".into(),
-        );
-    }
-    if pr.cpu_dma_latency_held.is_refused() {
-        push(
-            Severity::Info,
-            "/dev/cpu_dma_latency could not be held at 0: idle-state exit latency is included"
-                .into(),
-        );
-    }
-    if m.total.missed_periods > 0 {
-        push(
-            Severity::Warning,
-            format!(
-                "{} missed (a wake-up came after the next one was due); cyclictest skips \
-                 these without counting them",
-                terminal::count(m.total.missed_periods, "period was", "periods were")
-            ),
-        );
-    }
-    if m.total.histogram.overflow > 0 {
-        push(
-            Severity::Info,
-            format!(
-                "{} above the histogram limit of {} us (-h): quantiles above it are not known",
-                terminal::count(m.total.histogram.overflow, "wake-up was", "wake-ups were"),
-                m.total.histogram.limit_us()
-            ),
-        );
-    }
-    out
+    report::findings::latency::findings(&latency_run(config, ctx, m, irqs_after))
 }
 
 fn fmt_q(q: Option<u32>, limit: u32) -> String {
@@ -1287,30 +1181,93 @@ mod tests {
         assert!(!text.contains("governor"), "no cpufreq here: {text}");
     }
 
-    #[test]
-    fn breaktrace_counts_above_the_threshold_in_integer_us() {
-        let mut total = latency::merge(&[], 10);
-        // 5 wake-ups at 10.x us, 3 at 20.x us, 2 above the 100 us limit (largest 250 us).
+    /// One thread's stats: `n` wake-ups at `at_us`, one spike of `spike_us` at 1.5 s.
+    fn stats(thread: usize, n: u64, at_us: usize, spike_us: u64) -> latency::Stats {
         let mut counts = vec![0u64; 100];
-        counts[10] = 5;
-        counts[20] = 3;
-        total.histogram = latency::Histogram {
-            counts,
-            overflow: 2,
+        counts[at_us] = n - 1;
+        let (bucket, overflow) = match usize::try_from(spike_us) {
+            Ok(b) if b < 100 => (Some(b), 0),
+            _ => (None, 1),
         };
-        total.max_ns = 250_400;
-        // cyclictest's -b compares integer us: 20.x us is not above 20.
-        assert!(above_threshold(&total, 20).starts_with("-b 20: 2 wake-ups were above 20 us"));
-        assert!(above_threshold(&total, 10).starts_with("-b 10: 5 wake-ups were above"));
-        assert!(above_threshold(&total, 9).starts_with("-b 9: 10 wake-ups were above"));
-        assert!(above_threshold(&total, 300).starts_with("-b 300: 0 wake-ups were above"));
-        let beyond = above_threshold(&total, 200);
-        assert!(
-            beyond.contains("up to 2 wake-ups were above it"),
-            "{beyond}"
+        if let Some(b) = bucket {
+            counts[b] += 1;
+        }
+        let spike = latency::Spike {
+            latency_ns: spike_us * 1000 + 400,
+            at_ns: 1_500_000_000,
+            cycle: 1500,
+            thread,
+        };
+        latency::Stats {
+            count: n,
+            min_ns: at_us as u64 * 1000 + 200,
+            max_ns: spike.latency_ns,
+            avg_ns: at_us as f64 * 1000.0 + 700.0,
+            act_ns: at_us as u64 * 1000 + 300,
+            missed_periods: 0,
+            histogram: latency::Histogram { counts, overflow },
+            largest: vec![spike],
+            window_maxima: vec![
+                latency::WindowMax {
+                    start_s: 0,
+                    max_ns: at_us as u64 * 1000,
+                    count: n / 2,
+                },
+                latency::WindowMax {
+                    start_s: 1,
+                    max_ns: spike.latency_ns,
+                    count: n / 2,
+                },
+            ],
+        }
+    }
+
+    /// The terminal text of a latency run, pinned byte for byte before it moves to report.
+    #[test]
+    fn text_of_a_two_thread_run() {
+        let ctx = fixture("rt-board-handmade");
+        let config = Config {
+            threads: 2,
+            affinity: Affinity::Pinned(vec![0, 3]),
+            histogram_limit_us: 100,
+            window: Duration::from_secs(1),
+            ..Config::default()
+        };
+        let threads: Vec<latency::ThreadResult> = [(0, 0, 12, 57), (1, 3, 8, 140)]
+            .into_iter()
+            .map(|(t, cpu, at, spike)| latency::ThreadResult {
+                thread: t,
+                tid: 7000 + t as i32,
+                cpu: Some(cpu),
+                last_cpu: Some(cpu),
+                priority: 80,
+                interval_us: 1000 + 500 * t as u64,
+                stats: stats(t, 2000, at, spike),
+                cpu_time_ns: 9_000_000,
+                cpu_time_per_wakeup_ns: 4500.0,
+            })
+            .collect();
+        let total = latency::merge(&threads.iter().map(|t| &t.stats).collect::<Vec<_>>(), 5);
+        let m = Measurement {
+            threads,
+            total,
+            ..measurement(true, 0)
+        };
+        let load = LoadSample {
+            at_s: 2.0,
+            load: LoadAverage {
+                one: 0.5,
+                five: 0.25,
+                fifteen: 0.125,
+                runnable: 2,
+                tasks: 311,
+            },
+        };
+        insta::assert_snapshot!(render_text(&config, &ctx, &m, Some(&load), false));
+        insta::assert_snapshot!(
+            "text_of_a_two_thread_run_in_ns",
+            render_text(&config, &ctx, &measurement(false, 3), None, true)
         );
-        total.histogram.overflow = 1;
-        assert!(above_threshold(&total, 150).contains("up to 1 wake-up was above it"));
     }
 
     #[test]

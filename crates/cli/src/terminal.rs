@@ -128,10 +128,9 @@ pub fn info(message: impl fmt::Display) {
     say("", format_args!("{message}"));
 }
 
-/// `1 thread`, `2 threads`: the count with its noun in the right number.
-pub fn count(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
+/// `1 thread`, `2 threads`: the count with its noun in the right number (one helper for
+/// the terminal and the findings).
+pub use report::findings::count;
 
 /// The exit code for a command's error, after saying it on stderr (except a closed stdout,
 /// which ends the output quietly).

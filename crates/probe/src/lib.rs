@@ -5,6 +5,7 @@
 
 pub mod builtin_ids;
 pub mod fixtures;
+pub mod inventory;
 pub mod path;
 pub mod pci;
 pub mod sysfs;

@@ -7,7 +7,6 @@
 //! listed in [`SystemContext::unreadable`] with the reason, never an error.
 
 use crate::sysfs::{read_attr, SysRoot};
-use model::{Finding, Severity};
 use serde::Serialize;
 
 // The /proc text formats are parsed once, in model; the samplers of counters read them too.
@@ -205,28 +204,6 @@ impl SystemContext {
             .filter(|f| among.is_none_or(|c| c.contains(&f.cpu)) && f.scales())
             .map(|f| format!("CPU {} ({})", f.cpu, f.governor.as_deref().unwrap_or("?")))
             .collect()
-    }
-
-    /// What the audit concludes from this context: a governor that scales makes every
-    /// benchmark's small-block and latency numbers depend on the load.
-    pub fn findings(&self) -> Vec<Finding> {
-        let scaling = self.scaling_cpus(None);
-        if scaling.is_empty() {
-            return Vec::new();
-        }
-        vec![Finding::new(
-            Severity::Warning,
-            "cpufreq",
-            format!(
-                "the CPU frequency governor is not `performance` on {}: the clock follows the \
-                 load, so small-block I/O and latency results vary from run to run",
-                scaling.join(", ")
-            ),
-        )
-        .with_advice(
-            "for benchmarks, write `performance` to /sys/devices/system/cpu/cpufreq/policy*/\
-             scaling_governor (the Rockchip PCIe guide also fixes the CPU and DDR clocks)",
-        )]
     }
 
     pub fn irqs_on_cpu(&self, cpu: u32) -> Vec<&IrqLine> {

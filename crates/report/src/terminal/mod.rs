@@ -1,6 +1,7 @@
 //! Terminal text of the commands: the same facts as the documents, for a person at a
 //! terminal. Each renderer takes model types (or plain rows) and a [`Style`]; cli prints.
 
+pub mod audit;
 pub mod disk;
 pub mod path;
 
