@@ -3,7 +3,6 @@
 //! Nothing here changes a system setting. A missing file is a normal state of the world
 //! (old kernel, no root, no such bus) and is reported as such, never as a crash.
 
-pub mod fixtures;
 pub mod path;
 pub mod pci;
 pub mod sysfs;
