@@ -7,6 +7,7 @@ use super::{
     kernel_count, target, DiskError, DiskResult, Engine, Parameters, RunResult, SystemContext,
     Target, TestResult, TestSpec,
 };
+use crate::{Bench, Phase, Phased, Stop};
 use model::blockdev::DeviceNumber;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,11 +19,58 @@ pub struct Progress<'a> {
     pub test: &'a str,
     pub run: u32,
     pub runs: u32,
-    /// `"fill"`, `"ramp"`, `"run"`, `"pause"`.
-    pub phase: &'static str,
+    /// Ramp, run or pause (printed as `ramp`, `run`, `pause`).
+    pub phase: Phase,
     pub elapsed: Duration,
     /// Bytes per second over the last sampling interval.
     pub bytes_per_sec: f64,
+}
+
+impl Phased for Progress<'_> {
+    fn phase(&self) -> Phase {
+        self.phase
+    }
+    fn elapsed(&self) -> Duration {
+        self.elapsed
+    }
+}
+
+/// `bench disk` in the run shape of every engine ([`crate::Bench`]): the configuration and the
+/// prepared target in; the stop flag and the progress callback come with `run`.
+pub struct DiskRun<'a> {
+    pub parameters: Parameters,
+    pub tests: Vec<TestSpec>,
+    pub engine: &'static dyn Engine,
+    /// As [`RunConfig::after_test`].
+    pub after_test: Option<&'a (dyn Fn(&DiskResult) + Sync)>,
+    pub target: &'a Target,
+    pub system: SystemContext,
+}
+
+impl Bench for DiskRun<'_> {
+    const KIND: &'static str = "disk";
+    type Progress<'p> = Progress<'p>;
+    type Measurement = DiskResult;
+    type Error = DiskError;
+
+    fn run<F>(self, stop: &Stop, progress: F) -> Result<DiskResult, DiskError>
+    where
+        F: for<'p> Fn(&Progress<'p>) + Sync,
+    {
+        let cfg = RunConfig {
+            parameters: self.parameters,
+            tests: self.tests,
+            engine: self.engine,
+            stop: Arc::clone(stop),
+            progress: Some(&progress),
+            after_test: self.after_test,
+        };
+        run(&cfg, self.target, self.system)
+    }
+
+    fn interrupted(m: &DiskResult) -> bool {
+        m.interrupted
+    }
 }
 
 /// How to run: the configuration of every test, the engine and the stop flag.
@@ -224,7 +272,7 @@ fn pause(cfg: &RunConfig, spec: &TestSpec, run_no: u32, d: Duration) -> Result<(
                 test: &spec.name(),
                 run: run_no,
                 runs: cfg.parameters.runs,
-                phase: "pause",
+                phase: Phase::Pause,
                 elapsed: start.elapsed(),
                 bytes_per_sec: 0.0,
             });
@@ -471,7 +519,11 @@ fn sample_progress<T>(
             test: &name,
             run: run_no,
             runs: cfg.parameters.runs,
-            phase: if elapsed < ramp { "ramp" } else { "run" },
+            phase: if elapsed < ramp {
+                Phase::Ramp
+            } else {
+                Phase::Run
+            },
             elapsed,
             bytes_per_sec: if dt > 0.0 {
                 (b - last_bytes) as f64 / dt
