@@ -14,7 +14,10 @@ pub const FIXTURES_ENV: &str = "HEADROOM_FIXTURES";
 
 /// The repository's root (this crate is `crates/testsupport`).
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.ancestors()
+        .nth(2)
+        .map_or_else(|| here.join("../.."), Path::to_path_buf)
 }
 
 /// The repository's own fixtures, `tests/fixtures/REL` (made by the scripts there; always
@@ -30,7 +33,10 @@ pub fn own(rel: &str) -> PathBuf {
 pub fn shared_dir() -> PathBuf {
     match std::env::var_os(FIXTURES_ENV) {
         Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => repo_root().join("../shared/fixtures"),
+        _ => {
+            let root = repo_root();
+            root.parent().unwrap_or(&root).join("shared/fixtures")
+        }
     }
 }
 
@@ -67,8 +73,8 @@ pub fn shared(rel: &str) -> Option<PathBuf> {
     None
 }
 
-/// Where skipped tests are listed, one line each (`test name: reason`): `tmp/` of the build's
-/// target directory, beside the test binaries.
+/// Where skipped tests are listed, one line each (`binary (pid N) test name: reason`), appended
+/// run after run: `tmp/` of the build's target directory, beside the test binaries.
 pub fn skip_log() -> PathBuf {
     // A test binary runs from <target>/<profile>/deps/; <target>/tmp is cargo's own
     // CARGO_TARGET_TMPDIR.
@@ -96,7 +102,10 @@ pub fn skip(why: &str) {
         .append(true)
         .open(&log)
     {
-        let _ = writeln!(f, "{test}: {why}");
+        // The test binary and its pid tell one run's skips from an earlier run's.
+        let exe = std::env::current_exe().unwrap_or_default();
+        let binary = exe.file_name().unwrap_or_default().to_string_lossy();
+        let _ = writeln!(f, "{binary} (pid {}) {test}: {why}", std::process::id());
     }
 }
 
