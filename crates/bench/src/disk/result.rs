@@ -60,13 +60,18 @@ impl Latency {
         if h.is_empty() {
             return Latency::default();
         }
+        // hdrhistogram answers a quantile with the highest value equivalent to its bucket
+        // (up to 0.1 % above the samples at 3 significant digits), so a p99.9 could read
+        // above the exact max (813.1 vs 812.6 us) or a p50 of one sample above it. No sample
+        // lies outside [min, max]: clamp to the exact extremes kept beside the histogram.
+        let q = |quantile: f64| h.value_at_quantile(quantile).clamp(min, max.max(min));
         Latency {
             min_ns: min,
             mean_ns: h.mean(),
-            p50_ns: h.value_at_quantile(0.50),
-            p90_ns: h.value_at_quantile(0.90),
-            p99_ns: h.value_at_quantile(0.99),
-            p99_9_ns: h.value_at_quantile(0.999),
+            p50_ns: q(0.50),
+            p90_ns: q(0.90),
+            p99_ns: q(0.99),
+            p99_9_ns: q(0.999),
             max_ns: max,
         }
     }
@@ -245,3 +250,31 @@ impl DiskResult {
 
 /// Latencies above one hour are clamped (a run never lasts that long).
 const HIST_MAX_NS: u64 = 3_600_000_000_000;
+
+#[cfg(test)]
+mod tests {
+    use super::super::Rng;
+    use super::*;
+
+    #[test]
+    fn percentiles_stay_within_min_and_max() {
+        // Issue 11 item 12: "p50 166.1 vs max 166.0". One sample of 166.05 us: its HDR bucket's
+        // highest equivalent value lies above it.
+        let mut r = LatencyRecorder::new();
+        r.record(Duration::from_nanos(166_050));
+        let l = r.summary();
+        assert_eq!((l.min_ns, l.max_ns), (166_050, 166_050));
+        for p in [l.p50_ns, l.p90_ns, l.p99_ns, l.p99_9_ns] {
+            assert_eq!(p, 166_050);
+        }
+        // Many samples: every percentile within the exact min and max, and ordered.
+        let mut r = LatencyRecorder::new();
+        let mut rng = Rng::new(7);
+        for _ in 0..10_000 {
+            r.record(Duration::from_nanos(800_000 + rng.below(12_600)));
+        }
+        let l = r.summary();
+        let ps = [l.min_ns, l.p50_ns, l.p90_ns, l.p99_ns, l.p99_9_ns, l.max_ns];
+        assert!(ps.windows(2).all(|w| w[0] <= w[1]), "{ps:?}");
+    }
+}
