@@ -28,7 +28,7 @@
 //!    engine's notes), no judgement: ceilings, efficiency and findings are `report`'s.
 //!
 //! [`Bench`] states the shape as a trait; [`disk::DiskRun`] and [`latency::Session`]
-//! implement it, and the test `every_engine_follows_the_run_shape` drives both through it.
+//! implement it (beside each engine's own run), and the test `every_engine_follows_the_run_shape` drives both through it.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -98,54 +98,6 @@ pub trait Bench {
 
     /// Whether the stop flag cut `m` short (its numbers cover the time before the stop).
     fn interrupted(m: &Self::Measurement) -> bool;
-}
-
-/// `bench latency`'s progress: every measuring thread's live numbers (cyclictest's `T:` lines).
-#[derive(Clone, Copy, Debug)]
-pub struct LatencyProgress<'a> {
-    pub threads: &'a [latency::Live],
-    pub elapsed: Duration,
-}
-
-impl Phased for LatencyProgress<'_> {
-    fn phase(&self) -> Phase {
-        // The session's threads are started and parked by `Session::prepare`: a running
-        // session is measuring from its first wake-up.
-        Phase::Run
-    }
-    fn elapsed(&self) -> Duration {
-        self.elapsed
-    }
-}
-
-/// How often a latency session reports progress through [`Bench::run`] (the command line's
-/// live display redraws as often).
-pub const LATENCY_PROGRESS_EVERY: Duration = Duration::from_millis(100);
-
-// The latency engine's side of the shape. It lives here until latency.rs is split by concern
-// (config, histogram, rt helpers, session), when it moves beside `Session`.
-impl Bench for latency::Session {
-    const KIND: &'static str = "latency";
-    type Progress<'p> = LatencyProgress<'p>;
-    type Measurement = latency::Measurement;
-    type Error = latency::LatencyError;
-
-    fn run<F>(self, stop: &Stop, progress: F) -> Result<latency::Measurement, latency::LatencyError>
-    where
-        F: for<'p> Fn(&LatencyProgress<'p>) + Sync,
-    {
-        let start = std::time::Instant::now();
-        latency::Session::run(self, stop, LATENCY_PROGRESS_EVERY, |threads| {
-            progress(&LatencyProgress {
-                threads,
-                elapsed: start.elapsed(),
-            })
-        })
-    }
-
-    fn interrupted(m: &latency::Measurement) -> bool {
-        m.stopped_by == latency::StopReason::Interrupted
-    }
 }
 
 #[cfg(test)]
