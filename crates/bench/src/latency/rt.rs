@@ -51,6 +51,7 @@ pub struct Privileges {
     pub cpu_dma_latency_held: Step,
 }
 
+/// The time of `clock` (CLOCK_MONOTONIC, CLOCK_THREAD_CPUTIME_ID) in nanoseconds.
 pub fn now_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -64,7 +65,8 @@ pub fn now_ns(clock: libc::clockid_t) -> u64 {
 /// Sleep until the absolute CLOCK_MONOTONIC time `t_ns`, retrying after a signal.
 pub fn sleep_until(t_ns: u64) {
     let ts = libc::timespec {
-        tv_sec: (t_ns / NS_PER_SEC) as libc::time_t,
+        // `as _`: time_t is i64 or i32 (32-bit musl), and libc deprecates naming it on musl.
+        tv_sec: (t_ns / NS_PER_SEC) as _,
         tv_nsec: (t_ns % NS_PER_SEC) as libc::c_long,
     };
     // Bounded: each EINTR needs a signal; a handful is plenty.
@@ -84,6 +86,7 @@ pub fn sleep_until(t_ns: u64) {
     }
 }
 
+/// Pin the calling thread to `cpu` (`sched_setaffinity`); the error is the kernel's words.
 pub fn set_affinity(cpu: u32) -> Result<(), String> {
     // SAFETY: plain data, zeroed is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -101,10 +104,13 @@ pub fn set_affinity(cpu: u32) -> Result<(), String> {
     }
 }
 
+/// Run the calling thread under SCHED_FIFO at `priority` (`sched_setscheduler`).
 pub fn set_fifo(priority: u8) -> Step {
-    let param = libc::sched_param {
-        sched_priority: priority as i32,
-    };
+    // musl's sched_param has more fields than glibc's (the SCHED_SPORADIC ones it reserves):
+    // start from zero and set the one Linux reads, so the same code builds for both.
+    // SAFETY: plain data, all-zero is a valid value.
+    let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
+    param.sched_priority = i32::from(priority);
     // SAFETY: valid sched_param; pid 0 = the calling thread (Linux schedules threads).
     let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
     if rc == 0 {
@@ -114,17 +120,20 @@ pub fn set_fifo(priority: u8) -> Step {
     }
 }
 
+/// The CPU the calling thread runs on now (`sched_getcpu`).
 pub fn current_cpu() -> Option<u32> {
     // SAFETY: no arguments, returns -1 on error.
     let c = unsafe { libc::sched_getcpu() };
     u32::try_from(c).ok()
 }
 
+/// The calling thread's kernel thread id.
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.
     unsafe { libc::gettid() }
 }
 
+/// Lock the process's memory, present and future (`mlockall(MCL_CURRENT | MCL_FUTURE)`).
 pub fn lock_memory() -> Step {
     // SAFETY: plain flags.
     let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
