@@ -1,12 +1,10 @@
 //! `headroom audit` as a user runs it: on this machine, on captured sysfs trees, on bad input.
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
-mod common;
-
-use common::*;
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::Path;
+use testsupport::cmd::*;
 
 fn audit_json(root: &Path) -> Value {
     json_of(headroom().args(["audit", "--json", "--root"]).arg(root))
@@ -49,7 +47,7 @@ fn json_document_is_versioned() {
 /// for every function, and names where a pci.ids is installed.
 #[test]
 fn this_vm_tree_agrees_with_lspci_nnk() {
-    let Some(fx) = probe::fixtures::shared_fixtures() else {
+    let Some(fx) = testsupport::fixtures::shared_fixtures() else {
         return;
     };
     let tree = fx.join("sysfs/this-vm");
@@ -98,7 +96,7 @@ fn this_vm_tree_agrees_with_lspci_nnk() {
 /// hwloc's Dell R910 tree: an old kernel's link attributes ("8 GT/s", empty max_link_*).
 #[test]
 fn old_kernel_link_attributes() {
-    let Some(fx) = probe::fixtures::shared_fixtures() else {
+    let Some(fx) = testsupport::fixtures::shared_fixtures() else {
         return;
     };
     let doc = audit_json(&fx.join("sysfs/hwloc-40intel64-4xeth-ib-2pciroots"));
@@ -185,7 +183,7 @@ fn dangling_function_link_is_skipped_with_a_sentence() {
 }
 
 fn dump_json(name: &str) -> Option<Value> {
-    let fx = probe::fixtures::shared_fixtures()?;
+    let fx = testsupport::fixtures::shared_fixtures()?;
     Some(json_of(
         headroom()
             .args(["audit", "--json", "--lspci"])
@@ -226,7 +224,7 @@ fn dump_downgraded_nvme_and_aer_status() {
         .iter()
         .any(|m| m.contains("CESta AdvNonFatalErr")));
 
-    let fx = probe::fixtures::shared_fixtures().unwrap();
+    let fx = testsupport::fixtures::shared_fixtures().unwrap();
     headroom()
         .args(["audit", "--lspci"])
         .arg(fx.join("pci/pciutils-tests_cap-phy32.lspci"))
@@ -343,9 +341,7 @@ fn missing_dump_file_is_one_sentence() {
 }
 
 fn repo_tree(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/sysfs")
-        .join(name)
+    testsupport::fixtures::own(&format!("sysfs/{name}"))
 }
 
 /// USB, block and network sections with their findings, on the hand-made USB tree.
@@ -417,8 +413,7 @@ fn audit_of_this_machine_lists_its_disk_and_interfaces() {
 /// The CPU and kernel context: a board whose governor scales on two of four CPUs.
 #[test]
 fn audit_shows_kernel_context_and_a_scaling_governor() {
-    let root =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/system/rt-board-handmade");
+    let root = testsupport::fixtures::own("system/rt-board-handmade");
     let doc = audit_json(&root);
     assert_eq!(doc["system"]["kernel"]["preemption"]["model"], "rt");
     let f: Vec<&str> = doc["findings"]
@@ -495,7 +490,7 @@ fn lspci_input_that_is_not_a_dump_is_an_error() {
 /// the advice is about the capture, never "run as root" (headroom reads a file here).
 #[test]
 fn truncated_dump_is_named_at_its_line_and_never_asks_for_root() {
-    let Some(fx) = probe::fixtures::shared_fixtures() else {
+    let Some(fx) = testsupport::fixtures::shared_fixtures() else {
         return;
     };
     let whole =
@@ -542,7 +537,7 @@ fn truncated_dump_is_named_at_its_line_and_never_asks_for_root() {
 #[test]
 fn downgraded_marks_in_json_and_single_ended_finding() {
     use model::{Aspm, LinkState, PcieGen, PortType};
-    use probe::pci::synth::{SynthExpress, SynthFunction};
+    use testsupport::synth::{SynthExpress, SynthFunction};
     // A HiSilicon x4 endpoint trained at x2, alone in the dump.
     let device = SynthFunction {
         vendor_id: 0x19e5,
@@ -651,7 +646,7 @@ fn downgraded_marks_in_json_and_single_ended_finding() {
         assert_eq!(l["downgraded"], down["downgraded"], "{l:#}");
     }
     let lspci = std::fs::read_to_string(
-        probe::fixtures::shared_fixtures()
+        testsupport::fixtures::shared_fixtures()
             .unwrap()
             .join("pci/pciutils-tests_tree-fsl-p2020.lspci.lspci.txt"),
     )
@@ -672,7 +667,7 @@ fn downgraded_marks_in_json_and_single_ended_finding() {
 /// max_hw_sectors_kb 2147483647 is how a device says it sets no limit: the table says so.
 #[test]
 fn unlimited_max_hw_sectors_reads_no_limit() {
-    let Some(fx) = probe::fixtures::shared_fixtures() else {
+    let Some(fx) = testsupport::fixtures::shared_fixtures() else {
         return;
     };
     let out = headroom()
@@ -701,7 +696,7 @@ fn pci_line_counts_the_links_it_shows() {
         .stdout(predicate::str::contains(
             "PCI: 3 functions, 1 PCI Express link\n",
         ));
-    let Some(fx) = probe::fixtures::shared_fixtures() else {
+    let Some(fx) = testsupport::fixtures::shared_fixtures() else {
         return;
     };
     // An old kernel's link attributes: three devices show a link, no port above has one.

@@ -3,8 +3,7 @@
 //! reads. PCI names come from the host's pci.ids (pciutils, installed by .ci/run).
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
-mod common;
-use common::headroom;
+use testsupport::cmd::headroom;
 
 fn audit_text(tree: &str, color: bool) -> String {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/");

@@ -2,14 +2,12 @@
 //! engine, Ctrl-C, a mounted loop device, bad flags. Root-only cases say so and skip.
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
-mod common;
-
-use common::*;
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
+use testsupport::cmd::*;
 
 fn is_root() -> bool {
     // SAFETY: geteuid cannot fail.
@@ -377,7 +375,7 @@ fn directory_without_write_permission() {
         std::process::Command::new(&bin)
     };
     let out = cmd
-        .env("XDG_DATA_HOME", XDG_DATA_HOME)
+        .env("XDG_DATA_HOME", xdg_data_home())
         .args(["bench", "disk"])
         .arg(&ro)
         .args(["--size", "1M"])

@@ -4,13 +4,11 @@
 // Helpers of an integration test are test code too; clippy only knows that for #[test] fns.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
-use common::*;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
+use testsupport::cmd::*;
 
 fn run_json(args: &[&str]) -> Value {
     json_of(headroom().args(args).arg("--json"))

@@ -2,10 +2,8 @@
 //! tmpfs (/dev/shm); the refusals are checked on this machine's real PCI functions.
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
-mod common;
-
-use common::{headroom, headroom_process, json_of};
 use std::path::{Path, PathBuf};
+use testsupport::cmd::{headroom, headroom_process, json_of};
 
 /// A tmpfs file of `len` bytes holding `fill(i)` at byte i, removed on drop.
 fn bar_file(len: usize, fill: impl Fn(usize) -> u8) -> tempfile::NamedTempFile {

@@ -9,15 +9,13 @@
 // Helpers of an integration test are test code too; clippy only knows that for #[test] fns.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
-use common::*;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+use testsupport::cmd::*;
 
 /// A process killed (and reaped) when dropped.
 struct Guard(Child);
@@ -310,7 +308,7 @@ fn in_ns(ns: &str) -> Command {
     c.args(["netns", "exec", ns])
         .arg(assert_cmd::cargo::cargo_bin("headroom"))
         .env("NO_COLOR", "1")
-        .env("XDG_DATA_HOME", XDG_DATA_HOME);
+        .env("XDG_DATA_HOME", xdg_data_home());
     c
 }
 

@@ -3,12 +3,10 @@
 //! from fixture trees, bad input in perf's words.
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
-mod common;
-
-use common::*;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Command as Std;
+use testsupport::cmd::*;
 
 fn fixture(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -8,12 +8,10 @@
 // The filter checks the architecture; these are the two it knows.
 #![cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 
-mod common;
-
-use common::headroom_process;
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::process::Output;
+use testsupport::cmd::headroom_process;
 
 /// io_uring_setup's number: 425 on every architecture since Linux 5.1
 /// (include/uapi/asm-generic/unistd.h, arch/x86/entry/syscalls/syscall_64.tbl).

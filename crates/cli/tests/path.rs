@@ -1,17 +1,13 @@
 //! `headroom path`: targets resolved to their links, ceilings and bottleneck.
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
-mod common;
-
-use common::*;
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use testsupport::cmd::*;
 
 fn tree(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/sysfs")
-        .join(name)
+    testsupport::fixtures::own(&format!("sysfs/{name}"))
 }
 
 fn path_json(root: &Path, target: &str) -> Value {

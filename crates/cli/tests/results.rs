@@ -2,16 +2,14 @@
 //! `report`, `compare` and `history` on fixed documents; bad input gets one sentence.
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
-mod common;
-
-use common::*;
 use predicates::prelude::*;
 use report::Document;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use testsupport::cmd::*;
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+    testsupport::fixtures::own("")
 }
 
 fn result(name: &str) -> PathBuf {

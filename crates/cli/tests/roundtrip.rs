@@ -4,11 +4,9 @@
 //! numbers the terminal showed (issue 11 items 10, 11 and 13).
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
-mod common;
-
-use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use testsupport::cmd::*;
 
 fn tree(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

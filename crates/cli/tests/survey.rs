@@ -3,37 +3,18 @@
 //! back by `report` and `compare`, and Ctrl-C at random points leaving a valid partial
 //! document and nothing behind.
 
-mod common;
-use common::{headroom, headroom_process, json_of};
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use testsupport::cmd::{headroom, headroom_process, json_of};
 
 fn shared_tree(name: &str) -> Option<PathBuf> {
-    let base = std::env::var_os("HEADROOM_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
-        });
-    let p = base.join("sysfs").join(name);
-    if p.is_dir() {
-        Some(p)
-    } else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{} is missing under CI",
-            p.display()
-        );
-        eprintln!("note: {} missing: test skipped", p.display());
-        None
-    }
+    testsupport::fixtures::shared(&format!("sysfs/{name}"))
 }
 
 fn repo_tree(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/sysfs")
-        .join(name)
+    testsupport::fixtures::own(&format!("sysfs/{name}"))
 }
 
 fn part<'a>(plan: &'a Value, id: &str) -> &'a Value {

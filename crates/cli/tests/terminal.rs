@@ -4,12 +4,10 @@
 // Helpers of an integration test are test code too; clippy only knows that for #[test] fns.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
-use common::*;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::{Output, Stdio};
+use testsupport::cmd::*;
 
 fn shared_fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -6,9 +6,9 @@
 
 use model::{Aspm, LinkState, PcieGen, PortType};
 use probe::pci::address::PciAddress;
-use probe::pci::synth::{write_tree, SynthExpress, SynthFunction};
 use probe::sysfs::SysRoot;
 use std::time::Instant;
+use testsupport::synth::{write_tree, SynthExpress, SynthFunction};
 
 fn express(port_type: PortType, gen: PcieGen, width: u8) -> SynthExpress {
     SynthExpress {

@@ -4,7 +4,6 @@
 //! (old kernel, no root, no such bus) and is reported as such, never as a crash.
 
 pub mod builtin_ids;
-pub mod fixtures;
 pub mod inventory;
 pub mod path;
 pub mod pci;

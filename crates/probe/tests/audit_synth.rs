@@ -3,8 +3,8 @@
 
 use model::{Aspm, LinkState, PcieGen, PortType, Severity};
 use probe::pci::address::PciAddress;
-use probe::pci::synth::{write_tree, SynthExpress, SynthFunction};
 use probe::sysfs::SysRoot;
+use testsupport::synth::{write_tree, SynthExpress, SynthFunction};
 
 fn addr(s: &str) -> PciAddress {
     s.parse().unwrap()

@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 /// A captured tree with USB devices and no usb.ids under it (umockdev's Intel EHCI capture).
 fn usb_tree() -> Option<SysRoot> {
-    let dir = probe::fixtures::shared_fixtures()?
+    let dir = testsupport::fixtures::shared_fixtures()?
         .join("sysfs")
         .join("umockdev-intel-ehci-hubchain-kbd");
     assert!(

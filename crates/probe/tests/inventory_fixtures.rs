@@ -14,7 +14,9 @@ use probe::usb::{self, HostAttachment, StorageTransport, UsbDevice};
 use std::path::{Path, PathBuf};
 
 fn shared(tree: &str) -> Option<SysRoot> {
-    let dir = probe::fixtures::shared_fixtures()?.join("sysfs").join(tree);
+    let dir = testsupport::fixtures::shared_fixtures()?
+        .join("sysfs")
+        .join(tree);
     assert!(
         dir.is_dir(),
         "missing shared fixture tree {}",
@@ -24,11 +26,7 @@ fn shared(tree: &str) -> Option<SysRoot> {
 }
 
 fn own(tree: &str) -> SysRoot {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/sysfs")
-        .join(tree);
-    assert!(dir.is_dir(), "missing fixture tree {}", dir.display());
-    SysRoot::new(dir)
+    SysRoot::new(testsupport::fixtures::own(&format!("sysfs/{tree}")))
 }
 
 fn usb_dev<'a>(inv: &'a usb::UsbInventory, name: &str) -> &'a UsbDevice {

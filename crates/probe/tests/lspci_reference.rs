@@ -409,7 +409,7 @@ fn check_file(dump_path: &Path) -> (usize, Vec<String>) {
 
 #[test]
 fn decoder_agrees_with_lspci_on_every_shared_dump() {
-    let Some(fixtures) = probe::fixtures::shared_fixtures() else {
+    let Some(fixtures) = testsupport::fixtures::shared_fixtures() else {
         return;
     };
     let dir = fixtures.join("pci");
@@ -451,7 +451,7 @@ fn decoder_agrees_with_lspci_on_every_shared_dump() {
 /// Width x0", without "(downgraded)" (root ports are never marked).
 #[test]
 fn link_down_root_port_matches_lspci() {
-    let Some(fixtures) = probe::fixtures::shared_fixtures() else {
+    let Some(fixtures) = testsupport::fixtures::shared_fixtures() else {
         return;
     };
     let text = fs::read_to_string(fixtures.join("pci/pciutils-tests_cap-atomicops.lspci")).unwrap();

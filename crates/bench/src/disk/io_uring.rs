@@ -24,7 +24,10 @@ impl Engine for IoUringEngine {
     }
 
     fn caps(&self) -> EngineCaps {
-        EngineCaps { asynchronous: true }
+        EngineCaps {
+            asynchronous: true,
+            diskless: false,
+        }
     }
 
     fn available(&self) -> Result<(), DiskError> {

@@ -2,9 +2,7 @@
 //! io_uring cannot run (kernel before 5.1, `io_uring_disabled`, seccomp, qemu-user) and the
 //! baseline engine everywhere.
 
-use super::{
-    Completion, DiskError, Engine, EngineCaps, EngineWorker, IoBuffers, IoUnit, Op, Queued,
-};
+use super::{Completion, DiskError, Engine, EngineWorker, IoBuffers, IoUnit, Op, Queued};
 use std::os::fd::RawFd;
 
 pub struct PsyncEngine;
@@ -14,15 +12,7 @@ impl Engine for PsyncEngine {
         "psync"
     }
 
-    fn caps(&self) -> EngineCaps {
-        EngineCaps {
-            asynchronous: false,
-        }
-    }
-
-    fn available(&self) -> Result<(), DiskError> {
-        Ok(())
-    }
+    // caps and available: the defaults (synchronous, reaches the target, runs everywhere).
 
     fn open_worker<'a>(
         &self,

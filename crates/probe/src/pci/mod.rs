@@ -7,7 +7,6 @@ pub mod config;
 pub mod dump;
 pub mod ids;
 pub mod regs;
-pub mod synth;
 pub mod sysfs;
 
 use crate::sysfs::SysRoot;

@@ -1,0 +1,35 @@
+//! Wake-up latency, measured the way cyclictest (rt-tests) measures it.
+//!
+//! One thread per measurement, SCHED_FIFO at a priority, memory locked, `/dev/cpu_dma_latency`
+//! held at 0 for the run, and an absolute-time `clock_nanosleep(CLOCK_MONOTONIC,
+//! TIMER_ABSTIME)` loop: latency = the time read on wake-up minus the time programmed.
+//! Thread `i` sleeps `interval + i x distance` (cyclictest's `-i`/`-d`).
+//!
+//! Beyond cyclictest: missed periods are counted (cyclictest skips them silently), the
+//! largest latencies keep their timestamps, and the maximum of every window (a minute by
+//! default) is kept, so a long run shows when its spikes happened.
+//!
+//! The engine measures and reports what it could set up; it never judges a number.
+//! Usage: [`Session::prepare`] (privileged setup, threads parked), then [`Session::run`].
+//!
+//! - [`config`]: what a run is asked to do, checked before it starts.
+//! - [`histogram`]: what a thread measured and the merge across threads.
+//! - [`rt`]: real-time helpers (affinity, SCHED_FIFO, mlockall, `/dev/cpu_dma_latency`).
+//! - [`session`]: the threads, their run and the measurement.
+
+pub mod config;
+pub mod histogram;
+pub mod rt;
+pub mod session;
+
+pub use config::{
+    Affinity, Config, ConfigError, LatencyError, Limits, MAX_HISTOGRAM_US, MAX_PRIORITY,
+    MAX_THREADS_PER_CPU,
+};
+pub use histogram::{merge, Histogram, Spike, Stats, WindowMax};
+pub use rt::{available_cpus, Privileges, Step};
+pub use session::{Live, Measurement, Progress, Session, StopReason, ThreadResult, PROGRESS_EVERY};
+
+const NS_PER_US: u64 = 1_000;
+
+const NS_PER_SEC: u64 = 1_000_000_000;
