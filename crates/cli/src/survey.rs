@@ -50,6 +50,10 @@ pub struct SurveyArgs {
     #[arg(long, value_name = "HOST")]
     pub net: Option<String>,
 
+    /// The port of the server given with --net (iperf3's default 5201).
+    #[arg(long, value_name = "PORT", default_value_t = 5201, requires = "net")]
+    pub net_port: u16,
+
     /// Run only these parts: audit, disk, latency, net (comma-separated or repeated).
     #[arg(long, value_delimiter = ',', value_name = "KIND")]
     pub include: Vec<String>,
@@ -438,7 +442,13 @@ fn make_plan(
     match &args.net {
         Some(host) => {
             for (dir, reverse) in [("send", false), ("receive", true)] {
-                let mut command = vec!["bench".into(), "net".into(), host.clone()];
+                let mut command = vec![
+                    "bench".into(),
+                    "net".into(),
+                    host.clone(),
+                    "-p".into(),
+                    args.net_port.to_string(),
+                ];
                 if reverse {
                     command.push("-R".into());
                 }

@@ -395,3 +395,68 @@ fn ctrl_c_at_random_points_keeps_a_valid_partial_document_and_leaves_nothing() {
         }
     }
 }
+
+/// Kills the server when the test ends, also when it fails.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_network_part_measures_both_directions_against_a_server() {
+    // A headroom server on loopback (an iperf3 server works the same: bench net speaks its
+    // protocol); a port of its own so other tests' servers are not in the way.
+    let port = 5291;
+    let _server = Server(
+        headroom_process()
+            .args(["bench", "net", "--server", "-p", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let doc = json_of(headroom().args([
+        "survey",
+        "--quick",
+        "--budget",
+        "20s",
+        "--include",
+        "net",
+        "--no-save",
+        "--json",
+        "--net",
+        "127.0.0.1",
+        "--net-port",
+        &port.to_string(),
+    ]));
+    let parts = doc["parts"].as_array().unwrap();
+    for id in ["net 127.0.0.1 send", "net 127.0.0.1 receive"] {
+        let p = parts
+            .iter()
+            .find(|p| p["id"] == id)
+            .unwrap_or_else(|| panic!("{doc:#}"));
+        assert_eq!(p["status"], "ran", "{p:#}");
+        assert_eq!(p["document"]["kind"], "net", "{p:#}");
+    }
+    // Everything else was left out by --include, with the reason.
+    for p in parts.iter().filter(|p| p["kind"] != "net") {
+        assert_eq!(p["status"], "not_run");
+        assert!(
+            p["reason"].as_str().unwrap().contains("--include net"),
+            "{p:#}"
+        );
+    }
+    let summary = doc["summary"].as_str().unwrap();
+    assert!(
+        summary
+            .to_lowercase()
+            .contains("net 127.0.0.1 send tcp client -> server")
+            && summary.contains("Mbit/s"),
+        "{summary}"
+    );
+}

@@ -294,6 +294,24 @@ impl SurveyBody {
             (None, None) => {}
         }
 
+        // Network parts: the receiver's rate of each flow, against the link's ceiling when
+        // the path has one (loopback and virtual links have none, and say why).
+        for d in docs.iter().filter(|d| d.part.kind == PartKind::Net) {
+            for t in &d.summary.tests {
+                let mbit = t.measured_mb_s * 8.0;
+                let judged = match (&d.summary.ceiling, t.efficiency) {
+                    (Some(c), Some(eff)) => {
+                        format!(", {:.0} % of the {} ceiling", eff * 100.0, c.bottleneck)
+                    }
+                    _ => String::new(),
+                };
+                sentences.push(format!(
+                    "{} {}: {mbit:.1} Mbit/s{judged}",
+                    d.part.id, t.name
+                ));
+            }
+        }
+
         // Every other warning or error of the parts, once, after the measured ones.
         for d in &docs {
             for f in &d.summary.findings {
