@@ -472,23 +472,11 @@ fn make_plan(
                 });
             }
         }
-        None => parts.push(PlannedPart {
-            id: "net".to_string(),
-            kind: PartKind::Net,
-            what: String::new(),
-            command: Vec::new(),
-            fixed_s: 0.0,
-            units: 0,
-            unit_s: 0.0,
-            min_unit_s: 0.0,
-            writes_bytes: 0,
-            priority: PRIO_NET,
-            run: false,
-            reason: Some(
-                "not run: no --net HOST given (an iperf3 or `headroom bench net --server`)"
-                    .to_string(),
-            ),
-        }),
+        None => parts.push(not_run(
+            "net",
+            PartKind::Net,
+            "not run: no --net HOST given (an iperf3 or `headroom bench net --server`)".to_string(),
+        )),
     }
 
     let included: Vec<PartKind> = kinds

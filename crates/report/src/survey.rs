@@ -568,17 +568,21 @@ fn compare_links(all: &[(String, Vec<PartDoc<'_>>)], audits: &[&Document]) -> St
     o
 }
 
+/// The machine a survey was made on, as its envelope names it.
+fn host_of(doc: &Document) -> String {
+    doc.envelope
+        .host
+        .as_ref()
+        .and_then(|h| h.hostname.clone())
+        .unwrap_or_else(|| "this machine".to_string())
+}
+
 /// The survey's own part of a report (title, summary, conclusions, parts), in Markdown; the
 /// parts' sections follow it (`markdown::render` of [`SurveyBody::part_docs`]).
 pub fn markdown_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String {
     let (summary, conclusions) = body.judge(origin);
     let mut o = String::new();
-    let host = doc
-        .envelope
-        .host
-        .as_ref()
-        .and_then(|h| h.hostname.clone())
-        .unwrap_or_else(|| "this machine".to_string());
+    let host = host_of(doc);
     let _ = writeln!(o, "# headroom survey of {host}\n");
     let mut facts = vec![origin.to_string()];
     if let Some(c) = &doc.envelope.created {
@@ -665,12 +669,7 @@ pub fn html_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String {
     use crate::html::esc;
     let (summary, conclusions) = body.judge(origin);
     let mut o = String::new();
-    let host = doc
-        .envelope
-        .host
-        .as_ref()
-        .and_then(|h| h.hostname.clone())
-        .unwrap_or_else(|| "this machine".to_string());
+    let host = host_of(doc);
     let _ = writeln!(o, "<section><h2>Survey of {}</h2>", esc(&host));
     let _ = writeln!(o, "<p class=\"summary\">{}</p>", esc(&summary));
     let _ = writeln!(o, "<h3>Conclusions, by what they cost</h3>");
