@@ -9,8 +9,8 @@
 //! Events of a group `{a,b}` share a leader and are scheduled together.
 
 use crate::event::Event;
-use perf_event_open_sys as sys;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use backend::{attr_for, disable_fd, enable_fd, open_one};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 /// Where to count.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,59 +113,107 @@ pub fn outcome(r: &Reading, scale: f64) -> Outcome {
     }
 }
 
-fn attr_for(e: &Event, leader: bool, process: bool) -> sys::bindings::perf_event_attr {
-    // Zero-filled first (the crate's advice: fields added by newer kernels stay 0).
-    let mut a = sys::bindings::perf_event_attr {
-        type_: e.type_id,
-        size: std::mem::size_of::<sys::bindings::perf_event_attr>() as u32,
-        config: e.config[0],
-        config3: e.config[3],
-        read_format: (sys::bindings::PERF_FORMAT_TOTAL_TIME_ENABLED
-            | sys::bindings::PERF_FORMAT_TOTAL_TIME_RUNNING) as u64,
-        ..Default::default()
-    };
-    a.__bindgen_anon_3.config1 = e.config[1];
-    a.__bindgen_anon_4.config2 = e.config[2];
-    // Counting, never sampling: sample_period 0 is what every uncore driver demands.
-    a.__bindgen_anon_1.sample_period = 0;
-    // Every exclude bit set deliberately (see event::Exclude): uncore PMUs reject any.
-    a.set_exclude_user(e.exclude.user as u64);
-    a.set_exclude_kernel(e.exclude.kernel as u64);
-    a.set_exclude_hv(e.exclude.hv as u64);
-    a.set_exclude_idle(e.exclude.idle as u64);
-    a.set_exclude_host(e.exclude.host as u64);
-    a.set_exclude_guest(e.exclude.guest as u64);
-    // Only a leader starts disabled; members follow it.
-    a.set_disabled(leader as u64);
-    if process {
-        a.set_inherit(1);
-        a.set_enable_on_exec(leader as u64);
+/// perf_event_open(2) through perf-event-open-sys, where the crate has the architecture's
+/// bindings (every 64-bit target headroom is built for).
+#[cfg(not(target_arch = "arm"))]
+mod backend {
+    use crate::event::Event;
+    use perf_event_open_sys as sys;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    pub(super) type Attr = sys::bindings::perf_event_attr;
+
+    pub(super) fn attr_for(e: &Event, leader: bool, process: bool) -> Attr {
+        // Zero-filled first (the crate's advice: fields added by newer kernels stay 0).
+        let mut a = Attr {
+            type_: e.type_id,
+            size: std::mem::size_of::<sys::bindings::perf_event_attr>() as u32,
+            config: e.config[0],
+            config3: e.config[3],
+            read_format: (sys::bindings::PERF_FORMAT_TOTAL_TIME_ENABLED
+                | sys::bindings::PERF_FORMAT_TOTAL_TIME_RUNNING) as u64,
+            ..Default::default()
+        };
+        a.__bindgen_anon_3.config1 = e.config[1];
+        a.__bindgen_anon_4.config2 = e.config[2];
+        // Counting, never sampling: sample_period 0 is what every uncore driver demands.
+        a.__bindgen_anon_1.sample_period = 0;
+        // Every exclude bit set deliberately (see event::Exclude): uncore PMUs reject any.
+        a.set_exclude_user(e.exclude.user as u64);
+        a.set_exclude_kernel(e.exclude.kernel as u64);
+        a.set_exclude_hv(e.exclude.hv as u64);
+        a.set_exclude_idle(e.exclude.idle as u64);
+        a.set_exclude_host(e.exclude.host as u64);
+        a.set_exclude_guest(e.exclude.guest as u64);
+        // Only a leader starts disabled; members follow it.
+        a.set_disabled(leader as u64);
+        if process {
+            a.set_inherit(1);
+            a.set_enable_on_exec(leader as u64);
+        }
+        a
     }
-    a
+
+    pub(super) fn open_one(
+        attr: &mut Attr,
+        pid: i32,
+        cpu: i32,
+        group_fd: i32,
+    ) -> Result<OwnedFd, i32> {
+        // SAFETY: `attr` is a fully initialised perf_event_attr with its own size; the kernel
+        // reads it and returns a new file descriptor or -1.
+        let fd = unsafe {
+            sys::perf_event_open(
+                attr,
+                pid,
+                cpu,
+                group_fd,
+                sys::bindings::PERF_FLAG_FD_CLOEXEC as _,
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
+        }
+        // SAFETY: a file descriptor the kernel just returned, owned by nobody else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    /// Start counting on `fd`.
+    pub(super) fn enable_fd(fd: &OwnedFd) {
+        // SAFETY: an open perf event fd; ENABLE takes an integer flag argument.
+        unsafe { sys::ioctls::ENABLE(fd.as_raw_fd(), 0) };
+    }
+
+    /// Stop counting on `fd`.
+    pub(super) fn disable_fd(fd: &OwnedFd) {
+        // SAFETY: as in enable_fd().
+        unsafe { sys::ioctls::DISABLE(fd.as_raw_fd(), 0) };
+    }
 }
 
-fn open_one(
-    attr: &mut sys::bindings::perf_event_attr,
-    pid: i32,
-    cpu: i32,
-    group_fd: i32,
-) -> Result<OwnedFd, i32> {
-    // SAFETY: `attr` is a fully initialised perf_event_attr with its own size; the kernel
-    // reads it and returns a new file descriptor or -1.
-    let fd = unsafe {
-        sys::perf_event_open(
-            attr,
-            pid,
-            cpu,
-            group_fd,
-            sys::bindings::PERF_FLAG_FD_CLOEXEC as _,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
+/// 32-bit ARM: perf-event-open-sys has no bindings for it, so nothing is opened and every
+/// event says why (ENOSYS, described by `describe`); the PMU list still works.
+#[cfg(target_arch = "arm")]
+mod backend {
+    use crate::event::Event;
+    use std::os::fd::OwnedFd;
+
+    pub(super) type Attr = ();
+
+    pub(super) fn attr_for(_e: &Event, _leader: bool, _process: bool) -> Attr {}
+
+    pub(super) fn open_one(
+        _attr: &mut Attr,
+        _pid: i32,
+        _cpu: i32,
+        _group: i32,
+    ) -> Result<OwnedFd, i32> {
+        Err(libc::ENOSYS)
     }
-    // SAFETY: a file descriptor the kernel just returned, owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+
+    pub(super) fn enable_fd(_fd: &OwnedFd) {}
+
+    pub(super) fn disable_fd(_fd: &OwnedFd) {}
 }
 
 /// The current perf_event_paranoid level (for the permission message).
@@ -239,6 +287,10 @@ fn describe(e: &Event, errno: i32, scope: &Scope, cpu: i32) -> OpenError {
             "{name}: the PMU {} rejected the event's attributes (EINVAL): check the terms \
              against its format/ in sysfs",
             e.pmu
+        )),
+        libc::ENOSYS => OpenError::NotSupported(format!(
+            "{name}: this build cannot count: perf_event_open is not built for this \
+             architecture (32-bit ARM), or the kernel lacks it (CONFIG_PERF_EVENTS)"
         )),
         libc::EMFILE => OpenError::Other(format!(
             "{name}: too many open files (EMFILE): raise `ulimit -n` or count fewer CPUs/events"
@@ -317,16 +369,14 @@ impl Session {
     /// Start every counter now (system-wide counting; a process scope starts at exec).
     pub fn enable(&self) {
         for fd in self.slots.iter().flat_map(|s| &s.fds) {
-            // SAFETY: an open perf event fd; ENABLE takes an integer flag argument.
-            unsafe { sys::ioctls::ENABLE(fd.as_raw_fd(), 0) };
+            enable_fd(fd);
         }
     }
 
     /// Stop every counter.
     pub fn disable(&self) {
         for fd in self.slots.iter().flat_map(|s| &s.fds) {
-            // SAFETY: as in enable().
-            unsafe { sys::ioctls::DISABLE(fd.as_raw_fd(), 0) };
+            disable_fd(fd);
         }
     }
 

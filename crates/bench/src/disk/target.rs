@@ -519,10 +519,14 @@ fn memory_filesystem(file: &File) -> Option<&'static str> {
     if unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) } != 0 {
         return None;
     }
-    // RAMFS_MAGIC, 0x858458f6 in include/uapi/linux/magic.h (the libc crate lacks it).
-    const RAMFS_MAGIC: libc::__fsword_t = 0x8584_58f6;
-    match st.f_type {
-        libc::TMPFS_MAGIC => Some("tmpfs"),
+    // include/uapi/linux/magic.h: TMPFS_MAGIC 0x01021994, RAMFS_MAGIC 0x858458f6 (the libc
+    // crate lacks the latter). f_type's C type differs (glibc's signed __fsword_t, musl's
+    // unsigned long, 32 bits on armv7): compared as u64, where both magics fit.
+    const TMPFS_MAGIC: u64 = 0x0102_1994;
+    const RAMFS_MAGIC: u64 = 0x8584_58f6;
+    #[allow(clippy::unnecessary_cast)]
+    match st.f_type as u64 {
+        TMPFS_MAGIC => Some("tmpfs"),
         RAMFS_MAGIC => Some("ramfs"),
         _ => None,
     }
