@@ -136,53 +136,59 @@ impl KeepArgs {
     }
 
     /// Whether `--output` can be written, checked before a benchmark so that a missing or
-    /// read-only directory does not lose a whole run: the directory exists, the name is not a
-    /// directory, and a file can be created beside it (the atomic write needs that).
+    /// read-only directory does not lose a whole run.
     pub fn check_output(&self) -> Result<(), OutputUnusable> {
-        let Some(path) = &self.output else {
-            return Ok(());
-        };
-        let show = path.display();
-        if path.is_dir() {
-            return Err(OutputUnusable(format!(
-                "--output {show} is a directory: give a file name, e.g. {}",
-                path.join("run.json").display()
-            )));
+        match &self.output {
+            Some(path) => check_writable("--output", path),
+            None => Ok(()),
         }
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => std::path::Path::new("."),
-        };
-        if !dir.is_dir() {
-            return Err(OutputUnusable(format!(
-                "--output {show}: the directory {} does not exist; create it or choose another \
-                 place",
+    }
+}
+
+/// Whether FILE, given with `flag`, can be written before any work starts: the directory
+/// exists, the name is not a directory, and a file can be created beside it (the atomic
+/// write needs that).
+pub fn check_writable(flag: &str, path: &std::path::Path) -> Result<(), OutputUnusable> {
+    let show = path.display();
+    if path.is_dir() {
+        return Err(OutputUnusable(format!(
+            "{flag} {show} is a directory: give a file name, e.g. {}",
+            path.join("run.json").display()
+        )));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(OutputUnusable(format!(
+            "{flag} {show}: the directory {} does not exist; create it or choose another \
+             place",
+            dir.display()
+        )));
+    }
+    let probe = dir.join(format!(".headroom-output-check.{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => {
+            let why = match e.raw_os_error() {
+                Some(libc::EROFS) => "its filesystem is read-only".to_string(),
+                Some(libc::EACCES) | Some(libc::EPERM) => {
+                    "no permission to create files there".to_string()
+                }
+                _ => e.to_string(),
+            };
+            Err(OutputUnusable(format!(
+                "{flag} {show}: cannot write in {} ({why}); choose another place",
                 dir.display()
-            )));
-        }
-        let probe = dir.join(format!(".headroom-output-check.{}", std::process::id()));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&probe)
-        {
-            Ok(_) => {
-                let _ = std::fs::remove_file(&probe);
-                Ok(())
-            }
-            Err(e) => {
-                let why = match e.raw_os_error() {
-                    Some(libc::EROFS) => "its filesystem is read-only".to_string(),
-                    Some(libc::EACCES) | Some(libc::EPERM) => {
-                        "no permission to create files there".to_string()
-                    }
-                    _ => e.to_string(),
-                };
-                Err(OutputUnusable(format!(
-                    "--output {show}: cannot write in {} ({why}); choose another place",
-                    dir.display()
-                )))
-            }
+            )))
         }
     }
 }

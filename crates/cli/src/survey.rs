@@ -157,11 +157,15 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
 
     // The places results go are checked before anything runs: a lost report after ten
     // minutes of benchmarks is the worst outcome.
-    for file in [&args.keep.output, &args.md, &args.html]
-        .into_iter()
-        .flatten()
-    {
-        check_writable(file)?;
+    for (flag, file) in [
+        ("--output", &args.keep.output),
+        ("--md", &args.md),
+        ("--html", &args.html),
+    ] {
+        if let Some(file) = file {
+            crate::output::check_writable(flag, file)
+                .map_err(|e| crate::terminal::usage(e.to_string()))?;
+        }
     }
     eprint!("{}", render_plan(&plan, live_root));
 
@@ -333,39 +337,6 @@ pub fn html(doc: &Document, body: &SurveyBody, origin: &str) -> anyhow::Result<S
     let (docs, _) = body.part_docs(origin);
     let summaries: Vec<report::Summary> = docs.into_iter().map(|d| d.summary).collect();
     Ok(report::html::render_with_intro(&intro, &summaries)?)
-}
-
-/// Refuse before the run when FILE cannot be written (a missing or read-only directory).
-fn check_writable(file: &Path) -> anyhow::Result<()> {
-    let dir = match file.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    if !dir.is_dir() {
-        anyhow::bail!(
-            "{}: the directory {} does not exist; create it or write elsewhere",
-            file.display(),
-            dir.display()
-        );
-    }
-    let probe = dir.join(format!(".headroom-check.{}", std::process::id()));
-    let made = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe);
-    match made {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(e) => Err(e).with_context(|| {
-            format!(
-                "{}: cannot write in {}; choose a writable place for the report",
-                file.display(),
-                dir.display()
-            )
-        }),
-    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -129,8 +129,8 @@ pub fn info(message: impl fmt::Display) {
 }
 
 /// `1 thread`, `2 threads`: the count with its noun in the right number (one helper for
-/// the terminal and the findings).
-pub use report::findings::count;
+/// the terminal, the findings and the renderers).
+pub use report::summary::plural as count;
 
 /// The exit code for a command's error, after saying it on stderr (except a closed stdout,
 /// which ends the output quietly).

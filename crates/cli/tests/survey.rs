@@ -144,12 +144,13 @@ fn bad_input_is_a_usage_error() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
     }
-    // A report that cannot be written is refused before anything runs.
+    // A report that cannot be written is refused before anything runs, as a bad value
+    // (exit 2, as bench disk refuses its --output).
     let out = headroom()
         .args(["survey", "--quick", "--output", "/nonexistent-dir/s.json"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
 }
 

@@ -170,11 +170,7 @@ pub fn render_text(d: &CountDocument) -> String {
                 r.count,
                 "",
                 r.device,
-                r.irqs
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(","),
+                irq_list(&r.irqs),
                 if r.names.is_empty() {
                     String::new()
                 } else {
@@ -541,6 +537,14 @@ pub fn error_percent(counted: f64, app: u64) -> Option<f64> {
     (app > 0).then(|| (counted - app as f64) / app as f64 * 100.0)
 }
 
+/// IRQ numbers as /proc/interrupts names them, comma-separated (`36,37`).
+fn irq_list(irqs: &[u32]) -> String {
+    irqs.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// The lines a benchmark prints under its table.
 pub fn render_beside(b: &BesideCounters) -> String {
     let mut out = String::new();
@@ -548,11 +552,7 @@ pub fn render_beside(b: &BesideCounters) -> String {
         out.push_str(&format!(
             "Interrupts: {} (IRQ {}{}): {} during the run, {:.1} /s\n",
             r.device,
-            r.irqs
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(","),
+            irq_list(&r.irqs),
             if r.names.is_empty() {
                 String::new()
             } else {

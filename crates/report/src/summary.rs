@@ -210,9 +210,14 @@ fn yes_no(b: bool) -> String {
     if b { "yes" } else { "no" }.to_string()
 }
 
-/// `n thing` or `n things`.
-pub fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
+/// `1 thread`, `2 threads`: the count with its noun in the right number. The one helper
+/// for every renderer, the findings and the terminal (any unsigned count: `usize`, `u64`).
+pub fn plural<N: Copy + PartialEq + From<u8> + std::fmt::Display>(
+    n: N,
+    one: &str,
+    many: &str,
+) -> String {
+    format!("{n} {}", if n == N::from(1) { one } else { many })
 }
 
 /// One hop of a path chain as a line: its kind, then every field it has, in the

@@ -9,7 +9,7 @@
 
 use crate::compare::{compare, CompareError};
 use crate::document::{Document, DocumentError};
-use crate::summary::{mb, Summary};
+use crate::summary::{mb, plural, Summary};
 use model::survey::{format_seconds, PartKind, Plan};
 use model::units::MB;
 use serde::{Deserialize, Serialize};
@@ -348,9 +348,8 @@ impl SurveyBody {
                 .collect::<Vec<_>>()
                 .join(", ");
             sentences.push(format!(
-                "{} of {} {} did not run to the end: {list}",
+                "{} of {} did not run to the end: {list}",
                 not_run.len(),
-                self.parts.len(),
                 plural(self.parts.len(), "part", "parts")
             ));
         }
@@ -387,14 +386,6 @@ fn disk_action(s: &Summary, eff: f64) -> String {
         _ => "the link is not the limit: the device itself, its filesystem or the I/O size \
               is; see the part's findings"
             .to_string(),
-    }
-}
-
-fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
-    if n == 1 {
-        one
-    } else {
-        many
     }
 }
 

@@ -12,10 +12,7 @@ pub mod audit;
 pub mod latency;
 pub mod system;
 
-/// `1 thread`, `2 threads`: the count with its noun in the right number.
-pub fn count(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
+pub use crate::summary::plural as count;
 
 #[cfg(test)]
 mod tests {
