@@ -30,8 +30,9 @@
 //! 4. **A measurement out.** A serialisable value holding what was measured and how (the
 //!    engine's notes), no judgement: ceilings, efficiency and findings are `report`'s.
 //!
-//! [`Bench`] states the shape as a trait; [`disk::DiskRun`] and [`latency::Session`]
-//! implement it (beside each engine's own run), and the test `every_engine_follows_the_run_shape` drives both through it.
+//! [`Bench`] states the shape as a trait; [`disk::DiskRun`], [`latency::Session`],
+//! [`net::ClientRun`] and [`net::ServeOne`] implement it (beside each engine's own run), and
+//! the test `every_engine_follows_the_run_shape` drives them through it.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -185,6 +186,53 @@ mod tests {
         assert_eq!(m.stopped_by, latency::StopReason::Interrupted);
         assert!(phases.iter().all(|p| *p == Phase::Run) && !phases.is_empty());
         assert_eq!(m.total.histogram.total(), m.total.count);
+
+        // net: a headroom server and client on loopback, a 60 s TCP test with 1 s omitted:
+        // only the stop ends it, and the client tells the server (CLIENT_TERMINATE).
+        let server = net::Server::bind(net::ServerConfig {
+            port: 0,
+            bind: Some("127.0.0.1".parse().unwrap()),
+            interval: Duration::from_millis(200),
+        })
+        .unwrap();
+        let port = server.local_addr().unwrap().port();
+        let served = std::thread::scope(|s| {
+            let serving = s.spawn(|| {
+                let never: Stop = Arc::new(AtomicBool::new(false));
+                net::ServeOne { server: &server }.run(&never, |_| {})
+            });
+            let cfg = net::ClientConfig {
+                host: "127.0.0.1".into(),
+                port,
+                bind: None,
+                family: net::Family::V4,
+                test: model::net::NetConfig {
+                    protocol: model::net::Protocol::Tcp,
+                    direction: model::net::Direction::Forward,
+                    duration_s: 60,
+                    omit_s: 1,
+                    streams: 1,
+                    len: 0,
+                    bitrate_bps: Some(100_000_000),
+                    window: None,
+                    mss: None,
+                    zerocopy: false,
+                    udp_counters_64bit: false,
+                },
+                interval: Duration::from_millis(200),
+                connect_timeout: Duration::from_secs(5),
+                congestion: None,
+            };
+            let (m, phases) = stop_once_measuring(net::ClientRun { cfg });
+            assert_eq!(m.interface.as_deref(), Some("lo"));
+            assert_eq!(phases.first(), Some(&Phase::Setup), "{phases:?}");
+            assert!(phases.contains(&Phase::Ramp), "-O 1 is a ramp: {phases:?}");
+            assert_eq!(phases.last(), Some(&Phase::Run));
+            serving.join().unwrap()
+        });
+        let served = served.unwrap();
+        assert!(<net::ServeOne as Bench>::interrupted(&served));
+        assert_eq!(<net::ClientRun as Bench>::KIND, "net");
     }
 
     #[test]

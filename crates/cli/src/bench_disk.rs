@@ -344,7 +344,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         kernel_counts: Some(&KernelCounters::default()),
     };
     // Interrupts of the path's devices and its root port's PMU, beside the engine.
-    let beside = crate::count::Beside::start(
+    let beside = crate::beside::Beside::start(
         counters::Root::new(root.root()),
         &path
             .as_ref()

@@ -1,16 +1,19 @@
 //! `headroom bench net`: iperf3's test with iperf3's flags and protocol, judged against the
 //! link's ceiling. `--server` is iperf3 `-s`; a HOST (or `-c HOST`) is iperf3 `-c`.
 
+use crate::beside::Beside;
 use crate::output::GlobalArgs;
 use anyhow::Context as _;
-use bench::net::{self, server::Event, ClientConfig, Family, Server, ServerConfig};
+use bench::net::{self, ClientConfig, Event, Family, NetProgress, Server, ServerConfig};
+use bench::{Bench, Stop};
 use clap::Args;
 use counters::Sampler;
 use model::net::{Direction, Flow, LinkFacts, NetConfig, NetMeasurement, NetStop, Protocol};
+use report::count::BesideCounters;
 use report::net::{FindRate, NetReport, RateStep};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Exit code after Ctrl-C (128 + SIGINT).
@@ -438,9 +441,9 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
     let outcome = if a.find_rate {
         find_rate(&cfg, a.loss_threshold, &interrupt, json)
     } else {
-        one_test(&cfg, &interrupt, json).map(|(m, iface)| (m, iface, None))
+        one_test(&cfg, &interrupt, json).map(|t| (t, None))
     };
-    let (m, iface, fr) = match outcome {
+    let (tested, fr) = match outcome {
         Ok(x) => x,
         Err(e) => {
             eprintln!("headroom: error: {e}");
@@ -451,38 +454,79 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
             }));
         }
     };
-    let code = finish(m, iface, fr, notes, json, &a.keep)?;
+    let code = finish(tested, fr, notes, json, &a.keep)?;
     Ok(code)
 }
 
 /// The interface's name and its sent and received bytes during the test.
 type IfaceBytes = Option<(String, u64, u64)>;
-type Tested = (NetMeasurement, IfaceBytes);
+/// A measurement, the interface's byte counts and the counters sampled beside the engine.
+type Tested = (NetMeasurement, IfaceBytes, Option<BesideCounters>);
 
-fn one_test(cfg: &ClientConfig, interrupt: &AtomicBool, json: bool) -> Result<Tested, String> {
+/// What a progress report shows, and the counters it starts: once the control connection
+/// is up the interface is known, and the samplers of its device start before any stream
+/// sends (a server says who connected).
+fn on_progress(p: &NetProgress<'_>, json: bool, server: bool, beside: &Mutex<Option<Beside>>) {
+    match &p.event {
+        Event::Connected {
+            peer, interface, ..
+        } => {
+            if server {
+                eprintln!("headroom: test from {peer}");
+            }
+            if let (Some(i), Ok(mut b)) = (interface, beside.lock()) {
+                *b = Some(Beside::for_interface(counters::Root::system(), i));
+            }
+        }
+        Event::Interval { end_s, flow, bps } => print_interval(json, *end_s, *flow, *bps),
+        Event::Denied { peer } => {
+            eprintln!("headroom: {peer} was refused: a test is running (access denied)")
+        }
+        Event::Streaming { .. } => {}
+    }
+}
+
+/// Stop the samplers of `beside` and set the test's bytes against their counts: the device
+/// wrote what was received to memory (Rx) and read what was sent (Tx).
+fn finish_beside(beside: Mutex<Option<Beside>>, m: &NetMeasurement) -> Option<BesideCounters> {
+    let b = beside.into_inner().ok().flatten()?;
+    let (sent, received) = report::net::app_bytes(m);
+    Some(b.finish(received, sent))
+}
+
+/// The /proc/net/dev delta of the test's interface.
+fn iface_bytes(
+    all: &counters::NetDevSampler,
+    before: Option<&<counters::NetDevSampler as Sampler>::Snapshot>,
+    m: &NetMeasurement,
+) -> IfaceBytes {
+    let name = m.interface.clone()?;
+    let after = all.snapshot().ok()?;
+    let d = all.delta(before?, &after);
+    let s = d.interface(&name)?;
+    Some((name, s.tx_bytes, s.rx_bytes))
+}
+
+fn one_test(cfg: &ClientConfig, stop: &Stop, json: bool) -> Result<Tested, String> {
     // The interface is known once connected; sample every interface and keep the test's.
     let all = counters::NetDevSampler::new(counters::Root::system());
     let before = all.snapshot().ok();
-    let m = net::run_client(cfg, interrupt, &mut |end_s, flow, bps| {
-        print_interval(json, end_s, flow, bps)
-    })
-    .map_err(|e| e.to_string())?;
-    let iface = m.interface.clone().and_then(|name| {
-        let after = all.snapshot().ok()?;
-        let d = all.delta(before.as_ref()?, &after);
-        let s = d.interface(&name)?;
-        Some((name, s.tx_bytes, s.rx_bytes))
-    });
-    Ok((m, iface))
+    let beside = Mutex::new(None);
+    let m = net::ClientRun { cfg: cfg.clone() }
+        .run(stop, |p| on_progress(p, json, false, &beside))
+        .map_err(|e| e.to_string())?;
+    let iface = iface_bytes(&all, before.as_ref(), &m);
+    let counters = finish_beside(beside, &m);
+    Ok((m, iface, counters))
 }
 
 /// Bisection on the offered UDP rate: the highest rate whose loss stays under the threshold.
 fn find_rate(
     cfg: &ClientConfig,
     threshold: f64,
-    interrupt: &AtomicBool,
+    interrupt: &Stop,
     json: bool,
-) -> Result<(NetMeasurement, IfaceBytes, Option<FindRate>), String> {
+) -> Result<(Tested, Option<FindRate>), String> {
     // Start at -b (when given beyond iperf3's 1M default) or 1 Gbit/s per stream.
     let start = cfg
         .test
@@ -545,15 +589,14 @@ fn find_rate(
         rate_bps: best.as_ref().map(|_| lo * f64::from(cfg.test.streams)),
         steps,
     };
-    let (m, iface) = best
+    let tested = best
         .or(last)
         .ok_or_else(|| "--find-rate: no test completed".to_string())?;
-    Ok((m, iface, Some(fr)))
+    Ok((tested, Some(fr)))
 }
 
 fn finish(
-    m: NetMeasurement,
-    iface: IfaceBytes,
+    (m, iface, counters): Tested,
     fr: Option<FindRate>,
     mut notes: Vec<String>,
     json: bool,
@@ -569,6 +612,7 @@ fn finish(
     if fr.is_some() {
         r.find_rate = fr;
     }
+    r.counters = counters;
     keep.keep("net", &r)?;
     if json {
         crate::output::print_result("net", &r)?;
@@ -585,7 +629,7 @@ fn finish(
 fn run_server(
     a: &NetArgs,
     json: bool,
-    interrupt: &AtomicBool,
+    interrupt: &Stop,
     interval: f64,
 ) -> anyhow::Result<ExitCode> {
     let server = match Server::bind(ServerConfig {
@@ -604,27 +648,19 @@ fn run_server(
         server.local_addr().map_or(a.port, |s| s.port())
     );
     loop {
-        let before = counters::NetDevSampler::new(counters::Root::system());
-        let snap = before.snapshot().ok();
-        let mut on_event = |e: Event<'_>| match e {
-            Event::Accepted { peer } => eprintln!("headroom: test from {peer}"),
-            Event::Interval { end_s, flow, bps } => print_interval(json, end_s, flow, bps),
-            Event::Denied { peer } => {
-                eprintln!("headroom: {peer} was refused: a test is running (access denied)")
-            }
-        };
-        match server.serve_one(interrupt, &mut on_event) {
-            Ok(None) => return Ok(ExitCode::from(EXIT_INTERRUPTED)),
-            Ok(Some(m)) => {
-                let iface = m.interface.clone().and_then(|name| {
-                    let after = before.snapshot().ok()?;
-                    let d = before.delta(snap.as_ref()?, &after);
-                    let s = d.interface(&name)?;
-                    Some((name, s.tx_bytes, s.rx_bytes))
-                });
+        let all = counters::NetDevSampler::new(counters::Root::system());
+        let before = all.snapshot().ok();
+        let beside = Mutex::new(None);
+        let served = net::ServeOne { server: &server }
+            .run(interrupt, |p| on_progress(p, json, true, &beside));
+        match served {
+            Err(net::NetError::Interrupted) => return Ok(ExitCode::from(EXIT_INTERRUPTED)),
+            Ok(m) => {
+                let iface = iface_bytes(&all, before.as_ref(), &m);
+                let counters = finish_beside(beside, &m);
                 let interrupted =
                     m.stopped_by == NetStop::Interrupted && interrupt.load(Ordering::Relaxed);
-                let code = finish(m, iface, None, Vec::new(), json, &a.keep)?;
+                let code = finish((m, iface, counters), None, Vec::new(), json, &a.keep)?;
                 if interrupted {
                     return Ok(ExitCode::from(EXIT_INTERRUPTED));
                 }

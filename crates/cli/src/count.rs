@@ -11,8 +11,7 @@ use counters::perf::{outcome, OpenError, Outcome, Reading, Scope, Session};
 use counters::workload::{Workload, WorkloadError};
 use counters::{pcie_pmu, Root, Sampler};
 use report::count::{
-    CountDocument, CountInterval, CountStatus, CountedEvent, IrqRate, PmuLink, PmuListing,
-    RootPortFact,
+    CountDocument, CountInterval, CountStatus, CountedEvent, PmuLink, PmuListing, RootPortFact,
 };
 use std::io::Write;
 use std::path::PathBuf;
@@ -280,27 +279,12 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     }
     let interrupted = stop.load(Ordering::SeqCst);
 
-    let mut interrupts = Vec::new();
-    if let (Some(before), Ok(after)) = (irq_before, irq_sampler.snapshot()) {
-        let d = irq_sampler.delta(&before, &after);
-        let secs = d.elapsed.as_secs_f64();
-        for (device, irqs) in irq_devices {
-            let count = d.total_of(&irqs);
-            let names = after
-                .value
-                .iter()
-                .filter(|l| irqs.contains(&l.irq))
-                .map(|l| l.name.clone())
-                .collect();
-            interrupts.push(IrqRate {
-                device,
-                irqs,
-                names,
-                count,
-                per_second: if secs > 0.0 { count as f64 / secs } else { 0.0 },
-            });
+    let interrupts = match (irq_before, irq_sampler.snapshot()) {
+        (Some(before), Ok(after)) => {
+            crate::beside::irq_rates(&irq_sampler, &before, &after, irq_devices)
         }
-    }
+        _ => Vec::new(),
+    };
 
     let target = match (&a.command.is_empty(), &cpus, a.all_cpus) {
         (false, None, _) => format!("'{}'", a.command.join(" ")),
@@ -543,183 +527,4 @@ fn format_of(f: &counters::pmu::Format) -> String {
         })
         .collect();
     format!("{word}:{}", ranges.join(","))
-}
-
-/// Counters that run beside a benchmark's engine (DESIGN: the cli starts samplers, runs the
-/// engine, stops them): interrupts of every PCI device on the target's path, and the PCIe
-/// PMU of its root port when the machine has one.
-/// The root port's PMU opened for a run: its name, the root port, the (side, event) pairs
-/// (0 = Rx, 1 = Tx) and their counters.
-struct RootPortPmu {
-    pmu: String,
-    port: String,
-    events: Vec<(usize, Event)>,
-    session: Session,
-}
-
-pub struct Beside {
-    irq_sampler: counters::InterruptsSampler,
-    irq_before: Option<counters::Stamped<Vec<model::procfs::IrqLine>>>,
-    devices: Vec<(String, Vec<u32>)>,
-    pmu: Option<RootPortPmu>,
-    notes: Vec<String>,
-}
-
-impl Beside {
-    /// Start sampling for the PCI functions `pci` (from the target towards the CPU).
-    pub fn start(root: Root, pci: &[String]) -> Beside {
-        let mut notes = Vec::new();
-        let devices: Vec<(String, Vec<u32>)> = pci
-            .iter()
-            .filter_map(|d| {
-                counters::interrupts::pci_device_irqs(&root, d)
-                    .ok()
-                    .map(|l| (d.clone(), l))
-            })
-            .collect();
-        let pmu = Self::open_pmu(&root, pci, &mut notes);
-        let irq_sampler = counters::InterruptsSampler::new(root.clone());
-        let irq_before = irq_sampler.snapshot().ok();
-        if let Some(p) = &pmu {
-            p.session.enable();
-        }
-        Beside {
-            irq_sampler,
-            irq_before,
-            devices,
-            pmu,
-            notes,
-        }
-    }
-
-    fn open_pmu(root: &Root, pci: &[String], notes: &mut Vec<String>) -> Option<RootPortPmu> {
-        let pmus = Pmus::read(root).ok()?;
-        let addr = |s: &str| s.parse::<probe::pci::address::PciAddress>().ok();
-        let (class, port) = pmus.list.iter().find_map(|p| {
-            let c = pcie_pmu::classify(p, root)?;
-            let port = pci.iter().find(|d| {
-                addr(d).is_some_and(|a| c.covers(a.domain, a.bus, a.device << 3 | a.function))
-            })?;
-            Some((c, port.clone()))
-        })?;
-        // Index 0 = Rx (a read's data), 1 = Tx (a write's data).
-        let mut events = Vec::new();
-        for (i, name) in [(0, &class.rx_bytes_event), (1, &class.tx_bytes_event)] {
-            let Some(name) = name else { continue };
-            // hisi_pcie counts for a target: the function the benchmark drives (the first
-            // PCI address from the target), by its requester ID.
-            let target = match (class.family, pci.first().and_then(|d| addr(d))) {
-                ("hisi_pcie", Some(a)) => format!(
-                    ",bdf=0x{:x}",
-                    u16::from(a.bus) << 8 | u16::from(a.device) << 3 | u16::from(a.function)
-                ),
-                _ => String::new(),
-            };
-            match counters::event::resolve(&format!("{}/{name}{target}/", class.pmu), None, &pmus) {
-                Ok(e) => events.push((i, e)),
-                Err(e) => notes.push(e.to_string()),
-            }
-        }
-        if events.is_empty() {
-            notes.push(format!(
-                "{} covers root port {port} but has no payload-byte event headroom knows",
-                class.pmu
-            ));
-            return None;
-        }
-        let cpus = counters::pmu::online_cpus(root).unwrap_or_default();
-        let only: Vec<Event> = events.iter().map(|(_, e)| e.clone()).collect();
-        match Session::open(&only, &Scope::Cpus(cpus)) {
-            Ok(session) => Some(RootPortPmu {
-                pmu: class.pmu.clone(),
-                port,
-                events,
-                session,
-            }),
-            Err(e) => {
-                notes.push(format!("{}: {e}", class.pmu));
-                None
-            }
-        }
-    }
-
-    /// Stop and say what was counted, against the application's bytes.
-    pub fn finish(
-        self,
-        app_read_bytes: u64,
-        app_write_bytes: u64,
-    ) -> report::count::BesideCounters {
-        let mut out = report::count::BesideCounters {
-            notes: self.notes,
-            ..Default::default()
-        };
-        if let (Some(before), Ok(after)) = (&self.irq_before, self.irq_sampler.snapshot()) {
-            let d = self.irq_sampler.delta(before, &after);
-            let secs = d.elapsed.as_secs_f64();
-            for (device, irqs) in self.devices {
-                let count = d.total_of(&irqs);
-                out.interrupts.push(IrqRate {
-                    names: after
-                        .value
-                        .iter()
-                        .filter(|l| irqs.contains(&l.irq))
-                        .map(|l| l.name.clone())
-                        .collect(),
-                    device,
-                    irqs,
-                    count,
-                    per_second: if secs > 0.0 { count as f64 / secs } else { 0.0 },
-                });
-            }
-        }
-        if let Some(RootPortPmu {
-            pmu,
-            port,
-            events,
-            session,
-        }) = self.pmu
-        {
-            session.disable();
-            let readings = session.read();
-            let mut p = report::count::PmuBytes {
-                pmu,
-                root_port: port,
-                rx_event: None,
-                rx_bytes: None,
-                tx_event: None,
-                tx_bytes: None,
-                app_read_bytes,
-                app_write_bytes,
-                read_error_percent: None,
-                write_error_percent: None,
-                reason: None,
-            };
-            for (k, (side, e)) in events.iter().enumerate() {
-                let value = match (session.error(k), readings.get(k).copied().flatten()) {
-                    (Some(err), _) => {
-                        p.reason = Some(err.to_string());
-                        None
-                    }
-                    (None, Some(r)) => match outcome(&r, e.scale) {
-                        Outcome::Counted { value, .. } => Some(value),
-                        _ => None,
-                    },
-                    (None, None) => None,
-                };
-                if *side == 0 {
-                    p.rx_event = Some(e.name.clone());
-                    p.rx_bytes = value;
-                    p.read_error_percent =
-                        value.and_then(|v| report::count::error_percent(v, app_read_bytes));
-                } else {
-                    p.tx_event = Some(e.name.clone());
-                    p.tx_bytes = value;
-                    p.write_error_percent =
-                        value.and_then(|v| report::count::error_percent(v, app_write_bytes));
-                }
-            }
-            out.pmu = Some(p);
-        }
-        out
-    }
 }

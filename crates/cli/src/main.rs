@@ -10,6 +10,7 @@ mod bench;
 mod bench_disk;
 mod bench_mmio;
 mod bench_net;
+mod beside;
 mod ceiling;
 mod compare;
 mod count;

@@ -168,6 +168,76 @@ pub fn pci_device_irqs(root: &Root, dev: &str) -> Result<Vec<u32>, String> {
     Ok(irqs)
 }
 
+/// The interrupt lines of a network interface's device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InterfaceIrqs {
+    /// The PCI function that is the interface's device (or that carries its virtio
+    /// device), when there is one.
+    pub pci: Option<String>,
+    /// Its MSI/MSI-X (or INTx) lines and the lines named after the interface, sorted.
+    pub irqs: Vec<u32>,
+}
+
+/// Whether one of `line`'s actions is named after `prefix`: `eth0` itself, or `eth0-TxRx-0`
+/// / `eth0:lpi` as drivers name per-queue vectors (igb, stmmac), `virtio2-input.0` for a
+/// virtio device's queues.
+fn named_after(line: &IrqLine, prefix: &str) -> bool {
+    line.name.split(',').map(str::trim).any(|action| {
+        action == prefix
+            || action
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with('-') || rest.starts_with(':'))
+    })
+}
+
+/// The interrupt lines of network interface `iface`: the MSI/MSI-X vectors of its PCI
+/// function (as [`pci_device_irqs`]) and the lines of `lines` named after the interface or
+/// after its virtio device (`/sys/class/net/IFACE/device` -> `virtio2`, whose queues are
+/// `virtio2-input.0`, `virtio2-output.0`). An interface without a device (lo, veth, a
+/// bridge) has none: the error says so in one sentence.
+pub fn interface_irqs(
+    root: &Root,
+    iface: &str,
+    lines: &[IrqLine],
+) -> Result<InterfaceIrqs, String> {
+    let class = root.path(&format!("/sys/class/net/{iface}"));
+    if !class.exists() {
+        return Err(format!("there is no network interface {iface}"));
+    }
+    let Ok(device) = std::fs::canonicalize(class.join("device")) else {
+        return Err(format!(
+            "{iface} has no device (a loopback or virtual interface): it has no device \
+             interrupts"
+        ));
+    };
+    let base = |p: &std::path::Path| p.file_name().and_then(|n| n.to_str()).map(str::to_string);
+    let is_pci = |n: &str| {
+        let b = n.as_bytes();
+        n.len() == 12 && b[4] == b':' && b[7] == b':' && b[10] == b'.'
+    };
+    let name = base(&device).unwrap_or_default();
+    let (pci, virtio) = if is_pci(&name) {
+        (Some(name), None)
+    } else if name.starts_with("virtio") {
+        let parent = device.parent().and_then(base).filter(|p| is_pci(p));
+        (parent, Some(name))
+    } else {
+        (None, None)
+    };
+    let mut irqs: Vec<u32> = pci
+        .as_deref()
+        .and_then(|p| pci_device_irqs(root, p).ok())
+        .unwrap_or_default();
+    for l in lines {
+        let ours = named_after(l, iface) || virtio.as_deref().is_some_and(|v| named_after(l, v));
+        if ours && !irqs.contains(&l.irq) {
+            irqs.push(l.irq);
+        }
+    }
+    irqs.sort_unstable();
+    Ok(InterfaceIrqs { pci, irqs })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,5 +288,62 @@ mod tests {
         assert_eq!(pci_device_irqs(&root, "0000:01:00.0"), Ok(vec![16]), "INTx");
         let e = pci_device_irqs(&root, "02:00.0").unwrap_err();
         assert!(e.contains("no PCI device 0000:02:00.0"), "{e}");
+    }
+
+    /// A sysfs tree with `iface`'s device link pointing at `device` (under sys/devices).
+    fn with_interface(dir: &std::path::Path, iface: &str, device: Option<&str>) {
+        let class = dir.join("sys/class/net").join(iface);
+        std::fs::create_dir_all(&class).unwrap();
+        if let Some(d) = device {
+            let target = dir.join("sys/devices").join(d);
+            std::fs::create_dir_all(&target).unwrap();
+            std::os::unix::fs::symlink(&target, class.join("device")).unwrap();
+        }
+    }
+
+    #[test]
+    fn an_interfaces_lines_by_its_device_and_its_name() {
+        // This VM's eth0: virtio2 on PCI 0000:00:03.0, MSI-X 37-39.
+        let lines = parse_interrupts(
+            "           CPU0       CPU1
+ 36:  0  9  PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0
+ 37:  0  0  PCI-MSIX-0000:00:03.0   0-edge      virtio2-config
+ 38:  0  5  PCI-MSIX-0000:00:03.0   1-edge      virtio2-input.0
+ 39:  4  0  PCI-MSIX-0000:00:03.0   2-edge      virtio2-output.0
+ 50:  4  0  GICv3  60 Level     eth1, eth1:lpi
+ 51:  4  0  GICv3  61 Level     eth10
+ 52:  1  0  PCI-MSIX-0000:01:00.0   1-edge      eth2-TxRx-0
+ 53:  1  0  PCI-MSIX-0000:01:00.0   2-edge      eth2-TxRx-1
+",
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        with_interface(d, "eth0", Some("pci0000:00/0000:00:03.0/virtio2"));
+        for n in ["37", "38", "39"] {
+            let msi = d.join("sys/bus/pci/devices/0000:00:03.0/msi_irqs");
+            std::fs::create_dir_all(&msi).unwrap();
+            std::fs::write(msi.join(n), "msix\n").unwrap();
+        }
+        // A platform NIC (stmmac on an ARM board): no PCI, lines named after it.
+        with_interface(d, "eth1", Some("platform/fe1b0000.ethernet"));
+        // igb: its PCI function's vectors, named eth2-TxRx-N (msi_irqs not captured here).
+        with_interface(d, "eth2", Some("pci0000:00/0000:00:1c.0/0000:01:00.0"));
+        with_interface(d, "lo", None);
+        let root = Root::new(d);
+        let eth0 = interface_irqs(&root, "eth0", &lines).unwrap();
+        assert_eq!(eth0.pci.as_deref(), Some("0000:00:03.0"));
+        assert_eq!(eth0.irqs, vec![37, 38, 39]);
+        let eth1 = interface_irqs(&root, "eth1", &lines).unwrap();
+        assert_eq!((eth1.pci, eth1.irqs), (None, vec![50]), "eth10 is not eth1");
+        let eth2 = interface_irqs(&root, "eth2", &lines).unwrap();
+        assert_eq!(eth2.pci.as_deref(), Some("0000:01:00.0"));
+        assert_eq!(eth2.irqs, vec![52, 53]);
+        let lo = interface_irqs(&root, "lo", &lines).unwrap_err();
+        assert_eq!(
+            lo,
+            "lo has no device (a loopback or virtual interface): it has no device interrupts"
+        );
+        let none = interface_irqs(&root, "wlan9", &lines).unwrap_err();
+        assert_eq!(none, "there is no network interface wlan9");
     }
 }

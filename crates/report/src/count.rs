@@ -435,6 +435,19 @@ pub fn root_port_pmu_findings(
         .collect()
 }
 
+/// Why no PMU counts a path whose PCI function `device` sits on a root bus with no root
+/// port above it: the PCIe PMUs count at root ports (dwc_rootport, hisi_pcie) or at the
+/// root-bus stacks of Intel's IIO, none of which a root-complex integrated or paravirtual
+/// function (this VM's virtio) has.
+pub fn no_root_port_note(device: &str) -> String {
+    format!(
+        "{device}: no PMU counts this device's traffic, so benchmarks cannot check the bus \
+         carried their bytes: it sits on a root bus with no root port above it (an integrated \
+         or paravirtual function), and PCIe PMUs count at root ports; the kernel's count of the \
+         bytes (/proc/diskstats, /proc/net/dev) remains the cross-check"
+    )
+}
+
 #[cfg(test)]
 mod finding_tests {
     use super::*;
@@ -581,6 +594,9 @@ pub fn render_beside(b: &BesideCounters) -> String {
                 .map(|r| format!(" ({r})"))
                 .unwrap_or_default()
         ));
+    }
+    for n in &b.notes {
+        out.push_str(&format!("Counters: {n}\n"));
     }
     out
 }

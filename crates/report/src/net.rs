@@ -82,6 +82,10 @@ pub struct NetReport {
     pub no_ceiling_reason: Option<String>,
     pub flows: Vec<FlowVerdict>,
     pub interface_check: Option<InterfaceCheck>,
+    /// Interrupts of the interface's device and its root port's PMU bytes, sampled beside
+    /// the engine (the same columns as `bench disk`'s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counters: Option<crate::count::BesideCounters>,
     pub cpu_per_gb: CpuPerGb,
     pub find_rate: Option<FindRate>,
     pub notes: Vec<String>,
@@ -246,19 +250,7 @@ impl NetReport {
                 }
             })
             .collect();
-        let local_sends = |s: &&model::net::StreamResult| s.local_sends;
-        let app_sent: u64 = measurement
-            .streams
-            .iter()
-            .filter(local_sends)
-            .map(|s| s.local.bytes + s.local.omitted_bytes)
-            .sum();
-        let app_received: u64 = measurement
-            .streams
-            .iter()
-            .filter(|s| !s.local_sends)
-            .map(|s| s.local.bytes + s.local.omitted_bytes)
-            .sum();
+        let (app_sent, app_received) = app_bytes(&measurement);
         let interface_check = iface.map(|(interface, tx, rx)| {
             let loopback = link.as_ref().is_some_and(|l| l.is_loopback);
             // On loopback every packet is counted once sent and once received.
@@ -295,6 +287,7 @@ impl NetReport {
             no_ceiling_reason: reason,
             flows,
             interface_check,
+            counters: None,
             cpu_per_gb,
             find_rate: None,
             notes,
@@ -303,6 +296,19 @@ impl NetReport {
         r.findings = findings(&r);
         r
     }
+}
+
+/// The application bytes this end sent and received (payload only, omitted seconds
+/// included: the interface and the bus carried them too).
+pub fn app_bytes(m: &NetMeasurement) -> (u64, u64) {
+    let sum = |sends: bool| {
+        m.streams
+            .iter()
+            .filter(|s| s.local_sends == sends)
+            .map(|s| s.local.bytes + s.local.omitted_bytes)
+            .sum()
+    };
+    (sum(true), sum(false))
 }
 
 /// What the numbers depend on, as sentences.
@@ -663,6 +669,9 @@ pub fn render_text(r: &NetReport) -> String {
                 o * 100.0
             ))
         );
+    }
+    if let Some(c) = &r.counters {
+        s.push_str(&crate::count::render_beside(c));
     }
     for n in &r.notes {
         let _ = writeln!(s, "note: {n}");

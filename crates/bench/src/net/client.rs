@@ -4,7 +4,7 @@
 use super::proto::{self, Params, ProtoError, Results, State};
 use super::session::{self, PendingStream, Session};
 use super::stream::Sock;
-use super::{interface_of, Family, NetError, CONTROL_TIMEOUT};
+use super::{test_interface, Event, Family, NetError, OnEvent, CONTROL_TIMEOUT};
 use model::net::{Direction, Flow, NetConfig, NetMeasurement, NetStop, Protocol, Role};
 use socket2::{Domain, SockAddr, Socket, Type};
 use std::io::{Read, Write};
@@ -25,8 +25,8 @@ pub struct ClientConfig {
     pub congestion: Option<String>,
 }
 
-/// A live line: end of interval (s), direction, bits/s.
-pub type Progress<'a> = &'a mut dyn FnMut(f64, Flow, f64);
+/// The client's events: connected, streaming, intervals.
+pub type Progress<'a> = OnEvent<'a>;
 
 fn resolve(cfg: &ClientConfig) -> Result<Vec<SocketAddr>, NetError> {
     let addrs: Vec<SocketAddr> = (cfg.host.as_str(), cfg.port)
@@ -323,6 +323,12 @@ pub fn run_client(
         .map_err(|e| NetError::Setup(e.to_string()))?;
     ctrl.set_read_timeout(Some(CONTROL_TIMEOUT))
         .map_err(|e| NetError::Setup(e.to_string()))?;
+    let interface = test_interface(local.ip(), addr.ip());
+    progress(Event::Connected {
+        peer: &peer,
+        local,
+        interface: interface.as_deref(),
+    });
     let cookie = proto::make_cookie();
     ctrl.write_all(&cookie)
         .map_err(|e| ctrl_err(&peer)(e.into()))?;
@@ -344,12 +350,16 @@ pub fn run_client(
                 })?;
                 let mut s =
                     Session::start(streams, &cfg.test, cfg.interval).map_err(NetError::Setup)?;
+                progress(Event::Streaming {
+                    omit: Duration::from_secs(u64::from(cfg.test.omit_s)),
+                });
                 let stopped = drive(&mut s, &mut ctrl, cfg, &peer, interrupt, progress)?;
                 if stopped == NetStop::Interrupted {
                     let _ = proto::write_state(&mut ctrl, State::ClientTerminate);
                     s.mark_end();
                     s.stop_all();
-                    return measurement(cfg, &s, &peer, local, None, NetStop::Interrupted)
+                    let at = (local, interface);
+                    return measurement(cfg, &s, &peer, at, None, NetStop::Interrupted)
                         .map_err(NetError::Peer);
                 }
                 run = Some(s);
@@ -372,7 +382,8 @@ pub fn run_client(
                 let frame = proto::read_frame(&mut ctrl).map_err(ctrl_err(&peer))?;
                 let theirs = Results::parse(&frame).map_err(ctrl_err(&peer))?;
                 s.stop_all();
-                let m = measurement(cfg, s, &peer, local, Some(&theirs), NetStop::Completed);
+                let at = (local, interface);
+                let m = measurement(cfg, s, &peer, at, Some(&theirs), NetStop::Completed);
                 // DISPLAY_RESULTS follows; answer it with IPERF_DONE (iperf_client_end).
                 if let Ok(State::DisplayResults) = proto::read_state(&mut ctrl) {
                     let _ = proto::write_state(&mut ctrl, State::IperfDone);
@@ -408,7 +419,11 @@ fn drive(
     loop {
         let now = Instant::now();
         for (at, flow, bps) in s.tick(now) {
-            progress(at, flow, bps);
+            progress(Event::Interval {
+                end_s: at,
+                flow,
+                bps,
+            });
         }
         if now >= end {
             break;
@@ -456,7 +471,7 @@ fn measurement(
     cfg: &ClientConfig,
     s: &Session,
     peer: &str,
-    local: SocketAddr,
+    (local, interface): (SocketAddr, Option<String>),
     theirs: Option<&Results>,
     stopped_by: NetStop,
 ) -> Result<NetMeasurement, String> {
@@ -475,7 +490,7 @@ fn measurement(
         config: cfg.test.clone(),
         peer: peer.to_string(),
         local: local.to_string(),
-        interface: interface_of(local.ip()),
+        interface,
         peer_version: None,
         streams,
         cpu_local: s.cpu(),

@@ -13,11 +13,161 @@ pub mod server;
 pub mod session;
 pub mod stream;
 
-use std::net::IpAddr;
-use std::time::Duration;
+use crate::{Bench, Phase, Phased, Stop};
+use model::net::{Flow, NetMeasurement, NetStop};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 pub use client::{run_client, ClientConfig};
 pub use server::{Server, ServerConfig};
+
+/// What an end says about a test as it goes, for a live display and for the samplers a
+/// caller starts beside the engine (the interface is known once the control connection is
+/// up, before any stream sends).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event<'a> {
+    /// The control connection is up: the peer, this end's address and the interface that
+    /// address belongs to (`None` when no interface has it).
+    Connected {
+        peer: &'a str,
+        local: SocketAddr,
+        interface: Option<&'a str>,
+    },
+    /// The streams are open and sending: `omit` seconds are not counted first (-O).
+    Streaming { omit: Duration },
+    /// An interval ended: its end (s after the omitted time), direction, bits/s.
+    Interval { end_s: f64, flow: Flow, bps: f64 },
+    /// A second client was refused while a test ran (iperf3's ACCESS_DENIED).
+    Denied { peer: String },
+}
+
+/// The callback both ends call with their [`Event`]s.
+pub type OnEvent<'a> = &'a mut dyn FnMut(Event<'_>);
+
+/// A progress report of [`ClientRun`] and [`ServeOne`]: the event and the run's phase
+/// (setup until the streams send, ramp through -O's omitted seconds, then run).
+#[derive(Clone, Debug)]
+pub struct NetProgress<'a> {
+    pub phase: Phase,
+    pub elapsed: Duration,
+    pub event: Event<'a>,
+}
+
+impl Phased for NetProgress<'_> {
+    fn phase(&self) -> Phase {
+        self.phase
+    }
+    fn elapsed(&self) -> Duration {
+        self.elapsed
+    }
+}
+
+/// Follows the events of one test and says which phase each belongs to.
+struct PhaseClock {
+    phase: Phase,
+    since: Instant,
+    measured_from: Option<Instant>,
+}
+
+impl PhaseClock {
+    fn new() -> PhaseClock {
+        PhaseClock {
+            phase: Phase::Setup,
+            since: Instant::now(),
+            measured_from: None,
+        }
+    }
+
+    fn progress<'e>(&mut self, event: Event<'e>) -> NetProgress<'e> {
+        let now = Instant::now();
+        if let Some(at) = self.measured_from.filter(|&at| now >= at) {
+            if self.phase != Phase::Run {
+                self.phase = Phase::Run;
+                self.since = at;
+            }
+        }
+        match &event {
+            Event::Streaming { omit } => {
+                self.phase = if omit.is_zero() {
+                    Phase::Run
+                } else {
+                    Phase::Ramp
+                };
+                self.since = now;
+                self.measured_from = Some(now + *omit);
+            }
+            Event::Interval { .. } if self.phase != Phase::Run => {
+                self.phase = Phase::Run;
+                self.since = now;
+            }
+            _ => {}
+        }
+        NetProgress {
+            phase: self.phase,
+            elapsed: now.saturating_duration_since(self.since),
+            event,
+        }
+    }
+}
+
+/// One client test in the run shape of [`crate::Bench`]: connect to the server of `cfg`,
+/// run, exchange results.
+pub struct ClientRun {
+    pub cfg: ClientConfig,
+}
+
+impl Bench for ClientRun {
+    const KIND: &'static str = "net";
+    type Progress<'p> = NetProgress<'p>;
+    type Measurement = NetMeasurement;
+    type Error = NetError;
+
+    fn run<F>(self, stop: &Stop, progress: F) -> Result<NetMeasurement, NetError>
+    where
+        F: for<'p> Fn(&NetProgress<'p>) + Sync,
+    {
+        let mut clock = PhaseClock::new();
+        run_client(&self.cfg, stop, &mut |e| progress(&clock.progress(e)))
+    }
+
+    fn interrupted(m: &NetMeasurement) -> bool {
+        m.stopped_by == NetStop::Interrupted
+    }
+}
+
+/// One test served by a bound [`Server`] in the run shape of [`crate::Bench`]: wait for a
+/// client (until the stop flag), run its test. Stopped while no client came, it returns
+/// [`NetError::Interrupted`]: nothing was measured.
+pub struct ServeOne<'s> {
+    pub server: &'s Server,
+}
+
+impl Bench for ServeOne<'_> {
+    const KIND: &'static str = "net";
+    type Progress<'p> = NetProgress<'p>;
+    type Measurement = NetMeasurement;
+    type Error = NetError;
+
+    fn run<F>(self, stop: &Stop, progress: F) -> Result<NetMeasurement, NetError>
+    where
+        F: for<'p> Fn(&NetProgress<'p>) + Sync,
+    {
+        let mut clock = PhaseClock::new();
+        let served = self
+            .server
+            .serve_one(stop, &mut |e| progress(&clock.progress(e)))?;
+        match served {
+            Some(m) => Ok(m),
+            None if stop.load(Ordering::Relaxed) => Err(NetError::Interrupted),
+            None => Err(NetError::Setup("the server stopped without a test".into())),
+        }
+    }
+
+    fn interrupted(m: &NetMeasurement) -> bool {
+        m.stopped_by == NetStop::Interrupted
+    }
+}
 
 /// iperf3's port (iperf.h: PORT 5201).
 pub const DEFAULT_PORT: u16 = 5201;
@@ -54,6 +204,9 @@ impl Family {
 pub enum NetError {
     #[error("{0}")]
     Setup(String),
+    /// The stop flag was set before any test began: nothing was measured.
+    #[error("interrupted before a test began")]
+    Interrupted,
     #[error("{0}")]
     Peer(String),
     #[error("the control connection to {peer}: {source}")]
@@ -62,6 +215,17 @@ pub enum NetError {
         #[source]
         source: proto::ProtoError,
     },
+}
+
+/// The interface a test's packets take: the one owning the local address, except when the
+/// peer's address is this host's too (a server on the NIC's own address): Linux routes that
+/// through the loopback device (the `local` routing table; `ip route get` says `dev lo`),
+/// whichever interface holds the addresses, so the NIC neither counts nor interrupts.
+pub fn test_interface(local: IpAddr, peer: IpAddr) -> Option<String> {
+    match interface_of(peer) {
+        Some(_) => Some("lo".to_string()),
+        None => interface_of(local),
+    }
 }
 
 /// Interface name owning `ip` (getifaddrs(3)), e.g. `lo` for 127.0.0.1.
@@ -121,5 +285,28 @@ mod tests {
             Some("lo")
         );
         assert_eq!(interface_of("192.0.2.77".parse().unwrap()), None);
+    }
+
+    #[test]
+    fn a_peer_on_this_host_is_reached_through_lo() {
+        let lo: IpAddr = "127.0.0.1".parse().unwrap();
+        assert_eq!(test_interface(lo, lo).as_deref(), Some("lo"));
+        // Any address of this host's interfaces (eth0's here), as the server's peer too.
+        if let Some(own) = std::fs::read_to_string("/proc/net/fib_trie")
+            .ok()
+            .and_then(|t| {
+                let lines: Vec<&str> = t.lines().collect();
+                lines.windows(2).find_map(|w| {
+                    let ip = w[0].trim().strip_prefix("|-- ")?.parse::<IpAddr>().ok()?;
+                    (w[1].contains("/32 host LOCAL") && !ip.is_loopback()).then_some(ip)
+                })
+            })
+        {
+            assert_eq!(test_interface(own, own).as_deref(), Some("lo"), "{own}");
+            assert_ne!(interface_of(own).as_deref(), Some("lo"), "{own}");
+        }
+        // A remote peer leaves by the interface that holds the local address.
+        let remote: IpAddr = "192.0.2.77".parse().unwrap();
+        assert_eq!(test_interface(lo, remote).as_deref(), Some("lo"));
     }
 }

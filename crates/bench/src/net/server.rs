@@ -5,7 +5,8 @@
 use super::proto::{self, Params, ProtoError, Results, State};
 use super::session::{self, PendingStream, Session};
 use super::stream::Sock;
-use super::{interface_of, NetError, CONTROL_TIMEOUT};
+pub use super::Event;
+use super::{test_interface, NetError, OnEvent, CONTROL_TIMEOUT};
 use model::net::{Direction, Flow, NetConfig, NetMeasurement, NetStop, Protocol, Role};
 use socket2::{Domain, SockAddr, Socket, Type};
 use std::io::{Read, Write};
@@ -24,13 +25,6 @@ pub struct ServerConfig {
 pub struct Server {
     listener: TcpListener,
     cfg: ServerConfig,
-}
-
-/// What the server says about a test as it goes (for the live display).
-pub enum Event<'a> {
-    Accepted { peer: &'a str },
-    Interval { end_s: f64, flow: Flow, bps: f64 },
-    Denied { peer: String },
 }
 
 /// iperf3's i_errno for "cannot receive parameters" (IERECVPARAMS, iperf_api.h).
@@ -123,7 +117,7 @@ impl Server {
     }
 
     /// Refuse a connection that arrives while a test runs (iperf_accept: ACCESS_DENIED).
-    fn deny_waiting(&self, on_event: &mut dyn FnMut(Event<'_>)) {
+    fn deny_waiting(&self, on_event: OnEvent<'_>) {
         while let Ok((mut s, peer)) = self.listener.accept() {
             let _ = s.write_all(&[State::AccessDenied.byte() as u8]);
             on_event(Event::Denied {
@@ -137,7 +131,7 @@ impl Server {
     pub fn serve_one(
         &self,
         interrupt: &AtomicBool,
-        on_event: &mut dyn FnMut(Event<'_>),
+        on_event: OnEvent<'_>,
     ) -> Result<Option<NetMeasurement>, NetError> {
         let (ctrl, peer_addr) = loop {
             if interrupt.load(Ordering::Relaxed) {
@@ -152,7 +146,6 @@ impl Server {
             }
         };
         let peer = peer_addr.to_string();
-        on_event(Event::Accepted { peer: &peer });
         self.run_test(ctrl, &peer, interrupt, on_event).map(Some)
     }
 
@@ -161,7 +154,7 @@ impl Server {
         mut ctrl: TcpStream,
         peer: &str,
         interrupt: &AtomicBool,
-        on_event: &mut dyn FnMut(Event<'_>),
+        on_event: OnEvent<'_>,
     ) -> Result<NetMeasurement, NetError> {
         let cerr = |source: ProtoError| match source {
             ProtoError::Closed => {
@@ -191,6 +184,15 @@ impl Server {
             .map_err(setup)?;
         let _ = ctrl.set_nodelay(true);
         let local = ctrl.local_addr().map_err(setup)?;
+        let interface = match ctrl.peer_addr() {
+            Ok(p) => test_interface(local.ip(), p.ip()),
+            Err(e) => return Err(setup(e)),
+        };
+        on_event(Event::Connected {
+            peer,
+            local,
+            interface: interface.as_deref(),
+        });
         let mut cookie = [0u8; proto::COOKIE_SIZE];
         ctrl.read_exact(&mut cookie).map_err(|e| cerr(e.into()))?;
         proto::write_state(&mut ctrl, State::ParamExchange).map_err(cerr)?;
@@ -225,6 +227,9 @@ impl Server {
         proto::write_state(&mut ctrl, State::TestStart).map_err(cerr)?;
         let mut s = Session::start(streams, &config, self.cfg.interval).map_err(NetError::Setup)?;
         proto::write_state(&mut ctrl, State::TestRunning).map_err(cerr)?;
+        on_event(Event::Streaming {
+            omit: Duration::from_secs(u64::from(config.omit_s)),
+        });
 
         // Running: until TEST_END, bounded by the test's own length plus a margin (iperf3's
         // server also gives up on a silent client).
@@ -326,7 +331,7 @@ impl Server {
             config,
             peer: peer.to_string(),
             local: local.to_string(),
-            interface: interface_of(local.ip()),
+            interface: interface.clone(),
             peer_version: params.client_version,
             streams,
             cpu_local: s.cpu(),
@@ -363,7 +368,7 @@ impl Server {
         local: SocketAddr,
         udp: &mut Option<UdpSocket>,
         peer: &str,
-        on_event: &mut dyn FnMut(Event<'_>),
+        on_event: OnEvent<'_>,
     ) -> Result<Vec<PendingStream>, NetError> {
         let n = config.streams as usize;
         let sends: Vec<bool> = match config.direction {

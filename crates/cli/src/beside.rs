@@ -1,0 +1,422 @@
+//! Counters that run beside a benchmark's engine (DESIGN: the cli starts samplers, runs the
+//! engine, stops them), shared by `bench disk` and `bench net`: the interrupts of every
+//! device on the target's path, and the PCIe PMU of its root port when the machine has one,
+//! whose payload bytes are set against the application's (Rx against what the device wrote
+//! to memory: a disk read, a received packet; Tx against what it read: a disk write, a sent
+//! packet). Where no PMU can count the path, one note says why, in the words of `count
+//! --list`'s finding.
+
+use counters::event::{Event, Pmus};
+use counters::pcie_pmu::{self, PciePmu};
+use counters::perf::{outcome, Outcome, Scope, Session};
+use counters::{Root, Sampler};
+use model::procfs::IrqLine;
+use probe::pci::address::PciAddress;
+use report::count::{IrqRate, PmuBytes};
+
+/// The root port's PMU opened for a run: its name, the root port, the (side, event) pairs
+/// (0 = Rx, 1 = Tx) and their counters.
+struct RootPortPmu {
+    pmu: String,
+    port: String,
+    events: Vec<(usize, Event)>,
+    session: Session,
+}
+
+/// Samplers started before an engine runs; [`Beside::finish`] stops them.
+pub struct Beside {
+    irq_sampler: counters::InterruptsSampler,
+    irq_before: Option<counters::Stamped<Vec<IrqLine>>>,
+    devices: Vec<(String, Vec<u32>)>,
+    pmu: Option<RootPortPmu>,
+    notes: Vec<String>,
+}
+
+/// The interrupt rates of `devices` (a label and its IRQ lines) between two readings of
+/// /proc/interrupts (`count --irq` and the benchmarks).
+pub fn irq_rates(
+    sampler: &counters::InterruptsSampler,
+    before: &counters::Stamped<Vec<IrqLine>>,
+    after: &counters::Stamped<Vec<IrqLine>>,
+    devices: Vec<(String, Vec<u32>)>,
+) -> Vec<IrqRate> {
+    let d = sampler.delta(before, after);
+    let secs = d.elapsed.as_secs_f64();
+    devices
+        .into_iter()
+        .map(|(device, irqs)| {
+            let count = d.total_of(&irqs);
+            IrqRate {
+                names: after
+                    .value
+                    .iter()
+                    .filter(|l| irqs.contains(&l.irq))
+                    .map(|l| l.name.clone())
+                    .collect(),
+                device,
+                irqs,
+                count,
+                per_second: if secs > 0.0 { count as f64 / secs } else { 0.0 },
+            }
+        })
+        .collect()
+}
+
+/// The PCIe PMU that counts one of the functions of `pci` (listed from the target towards the
+/// CPU), and the function it covers (the root port).
+pub fn root_port_pmu(root: &Root, pmus: &Pmus, pci: &[String]) -> Option<(PciePmu, String)> {
+    let addr = |s: &str| s.parse::<PciAddress>().ok();
+    pmus.list.iter().find_map(|p| {
+        let c = pcie_pmu::classify(p, root)?;
+        let port = pci.iter().find(|d| {
+            addr(d).is_some_and(|a| c.covers(a.domain, a.bus, a.device << 3 | a.function))
+        })?;
+        Some((c, port.clone()))
+    })
+}
+
+/// The payload events of `class` in perf's syntax, as (side, event): 0 = Rx, 1 = Tx. A
+/// hisi_pcie PMU counts for a target: the function the benchmark drives (the first PCI
+/// address of `pci`), by its requester ID (`bdf=`).
+pub fn payload_events(class: &PciePmu, pci: &[String]) -> Vec<(usize, String)> {
+    let target = match (
+        class.family,
+        pci.first().and_then(|d| d.parse::<PciAddress>().ok()),
+    ) {
+        ("hisi_pcie", Some(a)) => format!(
+            ",bdf=0x{:x}",
+            u16::from(a.bus) << 8 | u16::from(a.device) << 3 | u16::from(a.function)
+        ),
+        _ => String::new(),
+    };
+    [(0, &class.rx_bytes_event), (1, &class.tx_bytes_event)]
+        .into_iter()
+        .filter_map(|(side, name)| {
+            Some((side, format!("{}/{}{target}/", class.pmu, name.as_ref()?)))
+        })
+        .collect()
+}
+
+/// Why no PMU counts the path of `pci`, in one sentence: the finding of `count --list` for
+/// its root port, or that the path has no root port at all (a function on a root bus).
+fn no_pmu_note(root: &Root, pmus: &Pmus, pci: &[String]) -> Option<String> {
+    let first = pci.first()?;
+    let audit = probe::pci::audit_sysfs(&probe::sysfs::SysRoot::new(root.as_path()));
+    let port = pci.iter().find_map(|d| {
+        let f = audit
+            .functions
+            .iter()
+            .find(|f| f.address.to_string() == *d)?;
+        let is_port = match f.port_type() {
+            Some(t) => t == model::PortType::RootPort,
+            None => f.parent.is_none() && f.class.is_some_and(|c| c >> 8 == 0x0604),
+        };
+        is_port.then(|| report::count::RootPortFact {
+            address: d.clone(),
+            vendor_id: f.vendor_id,
+        })
+    });
+    let Some(port) = port else {
+        return Some(report::count::no_root_port_note(first));
+    };
+    let links: Vec<report::count::PmuLink> = pmus
+        .list
+        .iter()
+        .filter_map(|p| pcie_pmu::classify(p, root))
+        .map(|c| report::count::PmuLink {
+            pmu: c.pmu.clone(),
+            family: c.family.to_string(),
+            root_ports: Vec::new(),
+            covers: c.describe(),
+        })
+        .collect();
+    let kernel = root.read("/proc/sys/kernel/osrelease").ok();
+    report::count::root_port_pmu_findings(&[port], &links, kernel.as_deref().map(str::trim))
+        .first()
+        .map(|f| format!("{}: {}", f.subject, f.message))
+}
+
+impl Beside {
+    /// Start sampling for the PCI functions `pci` (from the target towards the CPU).
+    pub fn start(root: Root, pci: &[String]) -> Beside {
+        let devices = pci
+            .iter()
+            .filter_map(|d| {
+                counters::interrupts::pci_device_irqs(&root, d)
+                    .ok()
+                    .map(|l| (d.clone(), l))
+            })
+            .collect();
+        Self::start_with(root, pci, devices, Vec::new())
+    }
+
+    /// Start sampling for network interface `iface`: its device's interrupt lines (MSI/MSI-X
+    /// and the lines named after it), those of the other PCI functions on its path, and the
+    /// root port's PMU of that path.
+    pub fn for_interface(root: Root, iface: &str) -> Beside {
+        let sys = probe::sysfs::SysRoot::new(root.as_path());
+        let pci = probe::path::resolve(
+            &sys,
+            std::path::Path::new(iface),
+            &probe::pci::audit_sysfs(&sys),
+        )
+        .map(|p| p.chain.pci_addresses())
+        .unwrap_or_default();
+        let lines = root
+            .read("/proc/interrupts")
+            .map(|t| model::procfs::parse_interrupts(&t))
+            .unwrap_or_default();
+        let mut notes = Vec::new();
+        let mut devices = Vec::new();
+        let own = match counters::interrupts::interface_irqs(&root, iface, &lines) {
+            Ok(i) => {
+                let label = match &i.pci {
+                    Some(p) => format!("{iface} {p}"),
+                    None => iface.to_string(),
+                };
+                if i.irqs.is_empty() {
+                    notes.push(format!(
+                        "{label}: no interrupt line of the device was found (no msi_irqs, no \
+                         line in /proc/interrupts named after {iface})"
+                    ));
+                } else {
+                    devices.push((label, i.irqs));
+                }
+                i.pci
+            }
+            Err(why) => {
+                notes.push(why);
+                None
+            }
+        };
+        for d in pci.iter().filter(|d| Some(*d) != own.as_ref()) {
+            if let Ok(irqs) = counters::interrupts::pci_device_irqs(&root, d) {
+                devices.push((d.clone(), irqs));
+            }
+        }
+        Self::start_with(root, &pci, devices, notes)
+    }
+
+    fn start_with(
+        root: Root,
+        pci: &[String],
+        devices: Vec<(String, Vec<u32>)>,
+        mut notes: Vec<String>,
+    ) -> Beside {
+        let pmu = Self::open_pmu(&root, pci, &mut notes);
+        let irq_sampler = counters::InterruptsSampler::new(root.clone());
+        let irq_before = irq_sampler.snapshot().ok();
+        if let Some(p) = &pmu {
+            p.session.enable();
+        }
+        Beside {
+            irq_sampler,
+            irq_before,
+            devices,
+            pmu,
+            notes,
+        }
+    }
+
+    fn open_pmu(root: &Root, pci: &[String], notes: &mut Vec<String>) -> Option<RootPortPmu> {
+        if pci.is_empty() {
+            return None;
+        }
+        let pmus = Pmus::read(root).ok()?;
+        let Some((class, port)) = root_port_pmu(root, &pmus, pci) else {
+            notes.extend(no_pmu_note(root, &pmus, pci));
+            return None;
+        };
+        let mut events = Vec::new();
+        for (side, spec) in payload_events(&class, pci) {
+            match counters::event::resolve(&spec, None, &pmus) {
+                Ok(e) => events.push((side, e)),
+                Err(e) => notes.push(e.to_string()),
+            }
+        }
+        if events.is_empty() {
+            notes.push(format!(
+                "{} covers root port {port} but has no payload-byte event headroom knows",
+                class.pmu
+            ));
+            return None;
+        }
+        let cpus = counters::pmu::online_cpus(root).unwrap_or_default();
+        let only: Vec<Event> = events.iter().map(|(_, e)| e.clone()).collect();
+        match Session::open(&only, &Scope::Cpus(cpus)) {
+            Ok(session) => Some(RootPortPmu {
+                pmu: class.pmu.clone(),
+                port,
+                events,
+                session,
+            }),
+            Err(e) => {
+                notes.push(format!("{}: {e}", class.pmu));
+                None
+            }
+        }
+    }
+
+    /// Stop and say what was counted, against the application's bytes: `app_rx_bytes` the
+    /// device wrote to memory (a disk read, received packets), `app_tx_bytes` it read (a disk
+    /// write, sent packets).
+    pub fn finish(self, app_rx_bytes: u64, app_tx_bytes: u64) -> report::count::BesideCounters {
+        let mut out = report::count::BesideCounters {
+            notes: self.notes,
+            ..Default::default()
+        };
+        if let (Some(before), Ok(after)) = (&self.irq_before, self.irq_sampler.snapshot()) {
+            out.interrupts = irq_rates(&self.irq_sampler, before, &after, self.devices);
+        }
+        if let Some(RootPortPmu {
+            pmu,
+            port,
+            events,
+            session,
+        }) = self.pmu
+        {
+            session.disable();
+            let readings = session.read();
+            let mut p = PmuBytes {
+                pmu,
+                root_port: port,
+                rx_event: None,
+                rx_bytes: None,
+                tx_event: None,
+                tx_bytes: None,
+                app_read_bytes: app_rx_bytes,
+                app_write_bytes: app_tx_bytes,
+                read_error_percent: None,
+                write_error_percent: None,
+                reason: None,
+            };
+            for (k, (side, e)) in events.iter().enumerate() {
+                let value = match (session.error(k), readings.get(k).copied().flatten()) {
+                    (Some(err), _) => {
+                        p.reason = Some(err.to_string());
+                        None
+                    }
+                    (None, Some(r)) => match outcome(&r, e.scale) {
+                        Outcome::Counted { value, .. } => Some(value),
+                        _ => None,
+                    },
+                    (None, None) => None,
+                };
+                if *side == 0 {
+                    p.rx_event = Some(e.name.clone());
+                    p.rx_bytes = value;
+                    p.read_error_percent =
+                        value.and_then(|v| report::count::error_percent(v, app_rx_bytes));
+                } else {
+                    p.tx_event = Some(e.name.clone());
+                    p.tx_bytes = value;
+                    p.write_error_percent =
+                        value.and_then(|v| report::count::error_percent(v, app_tx_bytes));
+                }
+            }
+            out.pmu = Some(p);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
+    use super::*;
+
+    fn fixture(name: &str) -> Root {
+        Root::new(
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/fixtures")
+                .join(name),
+        )
+    }
+
+    fn strings(l: &[&str]) -> Vec<String> {
+        l.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_nic_behind_a_dwc_root_port_is_counted_by_its_pmu() {
+        // A NIC at 0000:31:00.0 under root port 0000:30:03.0 (sbdf 0x3018).
+        let root = fixture("pmu-dwc-rootport");
+        let pmus = Pmus::read(&root).unwrap();
+        let path = strings(&["0000:31:00.0", "0000:30:03.0"]);
+        let (class, port) = root_port_pmu(&root, &pmus, &path).unwrap();
+        assert_eq!(
+            (class.pmu.as_str(), port.as_str()),
+            ("dwc_rootport_3018", "0000:30:03.0")
+        );
+        assert_eq!(
+            payload_events(&class, &path),
+            vec![
+                (0, "dwc_rootport_3018/Rx_PCIe_TLP_Data_Payload/".to_string()),
+                (1, "dwc_rootport_3018/Tx_PCIe_TLP_Data_Payload/".to_string()),
+            ]
+        );
+        // Both resolve to the driver's encodings (eventid 0x21 / 0x20 of type 0, lane events
+        // aside: Documentation/admin-guide/perf/dwc_pcie_pmu.rst).
+        for (_, spec) in payload_events(&class, &path) {
+            counters::event::resolve(&spec, None, &pmus).unwrap();
+        }
+        // A path elsewhere is not this PMU's.
+        assert!(root_port_pmu(&root, &pmus, &strings(&["0000:41:00.0", "0000:40:01.0"])).is_none());
+    }
+
+    #[test]
+    fn a_hisi_pmu_counts_the_nic_by_its_requester_id() {
+        let root = fixture("pmu-hisi-pcie");
+        let pmus = Pmus::read(&root).unwrap();
+        let path = strings(&["0000:7d:00.0", "0000:7c:08.0"]);
+        let (class, port) = root_port_pmu(&root, &pmus, &path).unwrap();
+        assert_eq!(port, "0000:7c:08.0");
+        let ev = payload_events(&class, &path);
+        // Rx: the NIC's writes to memory (received packets); Tx: completions of its reads
+        // (packets sent); both for requester 7d:00.0.
+        assert_eq!(ev[0], (0, format!("{}/rx_mwr_flux,bdf=0x7d00/", class.pmu)));
+        assert_eq!(ev[1], (1, format!("{}/rx_mrd_flux,bdf=0x7d00/", class.pmu)));
+    }
+
+    #[test]
+    fn this_vms_virtio_nic_has_lines_and_no_root_port() {
+        // Live: eth0 of this VM is virtio on a root-bus function, so its lines are found and
+        // no PMU can count it; `lo` has no device. Elsewhere only what exists is checked.
+        let root = Root::system();
+        let lo = Beside::for_interface(root.clone(), "lo").finish(0, 0);
+        assert!(lo.interrupts.is_empty());
+        assert_eq!(
+            lo.notes,
+            vec!["lo has no device (a loopback or virtual interface): it has no device interrupts"]
+        );
+        let Ok(dev) = std::fs::canonicalize("/sys/class/net/eth0/device") else {
+            eprintln!("note: skipped the eth0 part: no eth0 with a device here");
+            return;
+        };
+        let b = Beside::for_interface(root, "eth0").finish(0, 0);
+        let own = &b.interrupts[0];
+        assert!(own.device.starts_with("eth0"), "{own:?}");
+        if dev.to_string_lossy().contains("/virtio") {
+            let pci = dev
+                .parent()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string();
+            let mut msi: Vec<u32> =
+                std::fs::read_dir(format!("/sys/bus/pci/devices/{pci}/msi_irqs"))
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().to_str().unwrap().parse().unwrap())
+                    .collect();
+            msi.sort_unstable();
+            assert_eq!(own.device, format!("eth0 {pci}"));
+            assert_eq!(own.irqs, msi);
+            assert!(own.names.iter().any(|n| n.contains("-input.")), "{own:?}");
+        }
+        if b.pmu.is_none() && std::path::Path::new("/sys/bus/event_source/devices").is_dir() {
+            assert_eq!(b.notes.len(), 1, "said once: {:?}", b.notes);
+        }
+    }
+}
