@@ -701,3 +701,88 @@ fn ctrl_c_keeps_the_partial_result() {
             > 0
     );
 }
+
+/// The counters beside the engine: on loopback and on a veth pair, interfaces without a
+/// device, each end says once that there are no device interrupts (and claims no PMU); a
+/// test to this host's own NIC address is carried by lo, and says so the same way.
+#[test]
+fn counters_beside_the_engine_say_when_the_interface_has_no_device() {
+    let no_device = |i: &str| {
+        format!("{i} has no device (a loopback or virtual interface): it has no device interrupts")
+    };
+    let port = free_port();
+    let mut s = headroom_cmd();
+    s.args([
+        "bench",
+        "net",
+        "-s",
+        "-1",
+        "-p",
+        &port.to_string(),
+        "--no-save",
+        "--json",
+    ]);
+    let server = spawn(s);
+    wait_bound(port);
+    let out = headroom()
+        .args([
+            "bench",
+            "net",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            "1",
+        ])
+        .args(["--json", "--no-save"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (code, sout, serr) = server.output_within(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{serr}");
+    for doc in [&out.stdout[..], sout.as_bytes()] {
+        let doc: Value = serde_json::from_slice(doc).unwrap();
+        let c = &doc["counters"];
+        assert_eq!(c["notes"], serde_json::json!([no_device("lo")]), "{c}");
+        assert_eq!(c["interrupts"], serde_json::json!([]), "{c}");
+        assert!(c["pmu"].is_null(), "{c}");
+    }
+
+    if !netns_ok() {
+        return;
+    }
+    let ns = Namespaces::new(2);
+    let (a, b) = (ns.0[0].as_str(), ns.0[1].as_str());
+    sh(&format!(
+        "ip link add va netns {a} type veth peer name vb netns {b}"
+    ));
+    sh(&format!(
+        "ip -n {a} addr add 10.78.0.1/24 dev va && ip -n {a} link set va up"
+    ));
+    sh(&format!(
+        "ip -n {b} addr add 10.78.0.2/24 dev vb && ip -n {b} link set vb up"
+    ));
+    let mut s = in_ns(b);
+    s.args(["bench", "net", "-s", "-1", "--no-save"]);
+    let server = spawn(s);
+    std::thread::sleep(Duration::from_millis(300));
+    let mut c = in_ns(a);
+    c.args(["bench", "net", "10.78.0.2", "-t", "1", "--no-save"]);
+    let (code, text, err) = spawn(c).output_within(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{err}");
+    let (code, served, err) = server.output_within(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    for (text, iface) in [(&text, "va"), (&served, "vb")] {
+        let line = format!("Counters: {}\n", no_device(iface));
+        assert_eq!(text.matches(&line).count(), 1, "said once:\n{text}");
+        assert!(
+            !text.contains("Interrupts:") && !text.contains("PCIe PMU"),
+            "{text}"
+        );
+    }
+}

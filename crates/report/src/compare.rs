@@ -158,6 +158,8 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
                 "B" => ("B", Better::Higher),
                 "MiB" => ("MiB", Better::Higher),
                 "/s" => ("/s", Better::Lower),
+                // PMU bytes per application byte: what the bus carried beyond the payload.
+                "%" => ("%", Better::Lower),
                 _ => ("scaled", Better::Higher),
             };
             if let Some(v) = c.value {

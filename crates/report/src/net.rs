@@ -775,6 +775,40 @@ mod tests {
             text.contains("efficiency client -> server: 941.00 Mbit/s / 941.48 Mbit/s = 99.9 %"),
             "{text}"
         );
+        assert!(
+            !text.contains("Interrupts:"),
+            "no counters, no lines: {text}"
+        );
+    }
+
+    #[test]
+    fn counters_beside_the_engine_in_the_text_and_the_document() {
+        let mut r = NetReport::new(
+            measurement(Protocol::Tcp, 131_072, 2_000_000, 2_000_000),
+            Some(gigabit()),
+            None,
+            vec![],
+        );
+        // This end sent (Tx) and received nothing: the PMU's Tx is set against what was sent.
+        assert_eq!(app_bytes(&r.measurement), (2_000_000, 0));
+        r.counters = Some(crate::count::BesideCounters {
+            interrupts: vec![crate::count::IrqRate {
+                device: "eth0 0000:00:03.0".into(),
+                irqs: vec![37, 38, 39],
+                names: vec!["virtio2-input.0".into(), "virtio2-output.0".into()],
+                count: 120,
+                per_second: 12.0,
+            }],
+            pmu: None,
+            notes: vec!["0000:00:03.0: no PMU counts this device's traffic".into()],
+        });
+        let text = render_text(&r);
+        assert!(
+            text.contains("Interrupts: eth0 0000:00:03.0 (IRQ 37,38,39 virtio2-input.0, virtio2-output.0): 120 during the run, 12.0 /s\nCounters: 0000:00:03.0: no PMU counts this device's traffic\n"),
+            "{text}"
+        );
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["counters"]["interrupts"][0]["per_second"], 12.0);
     }
 
     #[test]

@@ -816,7 +816,11 @@ impl Summary {
                     });
                 }
                 if let Some(p) = &b.pmu {
-                    for (side, v) in [("Rx", p.rx_bytes), ("Tx", p.tx_bytes)] {
+                    let sides = [
+                        ("Rx", p.rx_bytes, p.app_read_bytes),
+                        ("Tx", p.tx_bytes, p.app_write_bytes),
+                    ];
+                    for (side, v, app) in sides {
                         if let Some(v) = v {
                             s.counters.push(CounterRow {
                                 name: format!("{} {side} payload", p.pmu),
@@ -825,6 +829,16 @@ impl Summary {
                                 running_percent: None,
                                 status: "counted".into(),
                             });
+                            // The bus's bytes per application byte of the same direction.
+                            if app > 0 {
+                                s.counters.push(CounterRow {
+                                    name: format!("{} {side} payload / application bytes", p.pmu),
+                                    value: Some(v / app as f64 * 100.0),
+                                    unit: "%".into(),
+                                    running_percent: None,
+                                    status: "counted".into(),
+                                });
+                            }
                         }
                     }
                 }

@@ -57,3 +57,84 @@ fn two_shaped_runs_compare() {
     let md = c.to_markdown();
     assert!(md.contains("TCP client -> server (MB/s)"), "{md}");
 }
+
+/// A shaped run's document with the counters `bench net` samples beside its engine: the
+/// interface device's interrupt rate and its root port's PMU bytes (numbers of a NIC behind
+/// a dwc_rootport PMU: Rx 3.2 % above the received payload, headers and descriptors).
+fn with_counters(received: u64, rx_bytes: f64, irq_per_s: f64) -> Summary {
+    use report::count::{error_percent, BesideCounters, IrqRate, PmuBytes};
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/results/net-shaped-tcp.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let counters = BesideCounters {
+        interrupts: vec![IrqRate {
+            device: "eth0 0000:31:00.0".into(),
+            irqs: vec![37, 38, 39],
+            names: vec!["eth0-TxRx-0".into(), "eth0-TxRx-1".into()],
+            count: (irq_per_s * 5.0) as u64,
+            per_second: irq_per_s,
+        }],
+        pmu: Some(PmuBytes {
+            pmu: "dwc_rootport_3018".into(),
+            root_port: "0000:30:03.0".into(),
+            rx_event: Some("dwc_rootport_3018/Rx_PCIe_TLP_Data_Payload/".into()),
+            rx_bytes: Some(rx_bytes),
+            tx_event: Some("dwc_rootport_3018/Tx_PCIe_TLP_Data_Payload/".into()),
+            tx_bytes: Some(1_000_000.0),
+            app_read_bytes: received,
+            app_write_bytes: 0,
+            read_error_percent: error_percent(rx_bytes, received),
+            write_error_percent: None,
+            reason: None,
+        }),
+        notes: vec![],
+    };
+    v["counters"] = serde_json::to_value(&counters).unwrap();
+    let doc = Document::parse(&v.to_string(), "net-counters").unwrap();
+    Summary::of(&doc, "net-counters").unwrap()
+}
+
+#[test]
+fn a_runs_counters_show_in_report_and_compare() {
+    let s = with_counters(58_000_000, 59_856_000.0, 4100.0);
+    let row = |name: &str| {
+        s.counters
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no {name} in {:?}", s.counters))
+            .clone()
+    };
+    assert_eq!(row("interrupts of eth0 0000:31:00.0").value, Some(4100.0));
+    assert_eq!(
+        row("dwc_rootport_3018 Rx payload").value,
+        Some(59_856_000.0)
+    );
+    let ratio = row("dwc_rootport_3018 Rx payload / application bytes");
+    assert!((ratio.value.unwrap() - 103.2).abs() < 1e-9, "{ratio:?}");
+    // Nothing was sent: no Tx ratio (a Tx count of ACKs is not set against 0 bytes).
+    assert!(!s.counters.iter().any(|c| c.name.contains("Tx payload /")));
+    let md = report::markdown::render(std::slice::from_ref(&s));
+    assert!(md.contains("### Counters"), "{md}");
+    assert!(
+        md.contains("| interrupts of eth0 0000:31:00.0 | 4100.00 | /s |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| dwc_rootport_3018 Rx payload / application bytes | 103.20 | % |"),
+        "{md}"
+    );
+    let html = report::html::render(std::slice::from_ref(&s)).unwrap();
+    assert!(
+        html.contains("Counters") && html.contains("103.20"),
+        "{html}"
+    );
+    // compare lines the counters up beside the rates.
+    let other = with_counters(58_000_000, 60_900_000.0, 8200.0);
+    let md = compare(&[s, other]).unwrap().to_markdown();
+    assert!(md.contains("interrupts of eth0 0000:31:00.0 (/s)"), "{md}");
+    assert!(
+        md.contains("dwc_rootport_3018 Rx payload / application bytes (%)"),
+        "{md}"
+    );
+}
