@@ -806,6 +806,12 @@ impl Summary {
         }
         if env.kind != "count" {
             if let Ok(BesideView { counters: Some(b) }) = doc.view::<BesideView>(origin) {
+                // What could not be sampled (no device interrupts, no PMU on the path).
+                for n in &b.notes {
+                    if !s.notes.contains(n) {
+                        s.notes.push(n.clone());
+                    }
+                }
                 for r in &b.interrupts {
                     s.counters.push(CounterRow {
                         name: format!("interrupts of {}", r.device),

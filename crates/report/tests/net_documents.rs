@@ -88,7 +88,7 @@ fn with_counters(received: u64, rx_bytes: f64, irq_per_s: f64) -> Summary {
             write_error_percent: None,
             reason: None,
         }),
-        notes: vec![],
+        notes: vec!["a note of the counters".into()],
     };
     v["counters"] = serde_json::to_value(&counters).unwrap();
     let doc = Document::parse(&v.to_string(), "net-counters").unwrap();
@@ -116,6 +116,7 @@ fn a_runs_counters_show_in_report_and_compare() {
     assert!(!s.counters.iter().any(|c| c.name.contains("Tx payload /")));
     let md = report::markdown::render(std::slice::from_ref(&s));
     assert!(md.contains("### Counters"), "{md}");
+    assert!(md.contains("a note of the counters"), "{md}");
     assert!(
         md.contains("| interrupts of eth0 0000:31:00.0 | 4100.00 | /s |"),
         "{md}"
