@@ -30,8 +30,8 @@
 //! 4. **A measurement out.** A serialisable value holding what was measured and how (the
 //!    engine's notes), no judgement: ceilings, efficiency and findings are `report`'s.
 //!
-//! [`Bench`] states the shape as a trait; [`disk::DiskRun`], [`latency::Session`],
-//! [`net::ClientRun`] and [`net::ServeOne`] implement it (beside each engine's own run), and
+//! [`Bench`] states the shape as a trait; [`disk::DiskRun`], [`latency::Session`] and
+//! [`net::NetRun`] (either end) implement it (beside each engine's own run), and
 //! the test `every_engine_follows_the_run_shape` drives them through it.
 
 use std::sync::atomic::AtomicBool;
@@ -199,7 +199,7 @@ mod tests {
         let served = std::thread::scope(|s| {
             let serving = s.spawn(|| {
                 let never: Stop = Arc::new(AtomicBool::new(false));
-                net::ServeOne { server: &server }.run(&never, |_| {})
+                net::NetRun::ServeOne(&server).run(&never, |_| {})
             });
             let cfg = net::ClientConfig {
                 host: "127.0.0.1".into(),
@@ -223,7 +223,7 @@ mod tests {
                 connect_timeout: Duration::from_secs(5),
                 congestion: None,
             };
-            let (m, phases) = stop_once_measuring(net::ClientRun { cfg });
+            let (m, phases) = stop_once_measuring(net::NetRun::Client(cfg));
             assert_eq!(m.interface.as_deref(), Some("lo"));
             assert_eq!(phases.first(), Some(&Phase::Setup), "{phases:?}");
             assert!(phases.contains(&Phase::Ramp), "-O 1 is a ramp: {phases:?}");
@@ -231,8 +231,8 @@ mod tests {
             serving.join().unwrap()
         });
         let served = served.unwrap();
-        assert!(<net::ServeOne as Bench>::interrupted(&served));
-        assert_eq!(<net::ClientRun as Bench>::KIND, "net");
+        assert!(<net::NetRun as Bench>::interrupted(&served));
+        assert_eq!(<net::NetRun as Bench>::KIND, "net");
     }
 
     #[test]

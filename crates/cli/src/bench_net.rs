@@ -512,7 +512,7 @@ fn one_test(cfg: &ClientConfig, stop: &Stop, json: bool) -> Result<Tested, Strin
     let all = counters::NetDevSampler::new(counters::Root::system());
     let before = all.snapshot().ok();
     let beside = Mutex::new(None);
-    let m = net::ClientRun { cfg: cfg.clone() }
+    let m = net::NetRun::Client(cfg.clone())
         .run(stop, |p| on_progress(p, json, false, &beside))
         .map_err(|e| e.to_string())?;
     let iface = iface_bytes(&all, before.as_ref(), &m);
@@ -651,8 +651,8 @@ fn run_server(
         let all = counters::NetDevSampler::new(counters::Root::system());
         let before = all.snapshot().ok();
         let beside = Mutex::new(None);
-        let served = net::ServeOne { server: &server }
-            .run(interrupt, |p| on_progress(p, json, true, &beside));
+        let served =
+            net::NetRun::ServeOne(&server).run(interrupt, |p| on_progress(p, json, true, &beside));
         match served {
             Err(net::NetError::Interrupted) => return Ok(ExitCode::from(EXIT_INTERRUPTED)),
             Ok(m) => {

@@ -119,6 +119,45 @@ fn headroom_cmd() -> Command {
     headroom_process()
 }
 
+/// A headroom server for one test on `port` of loopback (`bench net -s -1 -p PORT
+/// --no-save` and `extra`), once it listens.
+fn one_off_server(port: u16, extra: &[&str]) -> Guard {
+    let mut s = headroom_cmd();
+    s.args([
+        "bench",
+        "net",
+        "-s",
+        "-1",
+        "-p",
+        &port.to_string(),
+        "--no-save",
+    ])
+    .args(extra);
+    let server = spawn(s);
+    wait_bound(port);
+    server
+}
+
+/// A headroom client of the server on `port` of loopback for `seconds`, with `extra` flags,
+/// its document on stdout (`--json --no-save`).
+fn loopback_client(port: u16, seconds: &str, extra: &[&str]) -> std::process::Output {
+    headroom()
+        .args([
+            "bench",
+            "net",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            seconds,
+        ])
+        .args(extra)
+        .args(["--json", "--no-save"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap()
+}
+
 /// Per stream, (sender bytes, receiver bytes) from a headroom document.
 fn stream_bytes(doc: &Value) -> Vec<(u64, u64)> {
     doc["measurement"]["streams"]
@@ -173,21 +212,7 @@ fn headroom_client_against_iperf3_server() {
         s.args(["-s", "-1", "-p", &port.to_string()]);
         let _server = spawn(s);
         wait_bound(port);
-        let out = headroom()
-            .args([
-                "bench",
-                "net",
-                "127.0.0.1",
-                "-p",
-                &port.to_string(),
-                "-t",
-                "2",
-            ])
-            .args(case)
-            .args(["--json", "--no-save"])
-            .timeout(Duration::from_secs(30))
-            .output()
-            .unwrap();
+        let out = loopback_client(port, "2", case);
         assert!(
             out.status.success(),
             "{case:?}: {}",
@@ -219,19 +244,7 @@ fn iperf3_client_against_headroom_server() {
     }
     for case in CASES {
         let port = free_port();
-        let mut s = headroom_cmd();
-        s.args([
-            "bench",
-            "net",
-            "-s",
-            "-1",
-            "-p",
-            &port.to_string(),
-            "--json",
-            "--no-save",
-        ]);
-        let server = spawn(s);
-        wait_bound(port);
+        let server = one_off_server(port, &["--json"]);
         let client = Command::new("iperf3")
             .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "2", "-J"])
             .args(case)
@@ -319,18 +332,25 @@ fn netns_ok() -> bool {
     )
 }
 
-/// Two namespaces joined by a veth, the first one's end shaped by tbf as issue 14 says.
-fn shaped_pair(ns: &Namespaces) -> (&str, &str) {
+/// The first two namespaces joined by a veth: `va` with `NET.1/24` in the first, `vb` with
+/// `NET.2/24` in the second.
+fn veth_pair<'n>(ns: &'n Namespaces, net: &str) -> (&'n str, &'n str) {
     let (a, b) = (ns.0[0].as_str(), ns.0[1].as_str());
     sh(&format!(
         "ip link add va netns {a} type veth peer name vb netns {b}"
     ));
     sh(&format!(
-        "ip -n {a} addr add 10.77.0.1/24 dev va && ip -n {a} link set va up"
+        "ip -n {a} addr add {net}.1/24 dev va && ip -n {a} link set va up"
     ));
     sh(&format!(
-        "ip -n {b} addr add 10.77.0.2/24 dev vb && ip -n {b} link set vb up"
+        "ip -n {b} addr add {net}.2/24 dev vb && ip -n {b} link set vb up"
     ));
+    (a, b)
+}
+
+/// Two namespaces joined by a veth, the first one's end shaped by tbf as issue 14 says.
+fn shaped_pair(ns: &Namespaces) -> (&str, &str) {
+    let (a, b) = veth_pair(ns, "10.77.0");
     sh(&format!(
         "ip netns exec {a} tc qdisc add dev va root tbf rate 100mbit burst 64kb latency 50ms overhead 24"
     ));
@@ -462,20 +482,7 @@ fn bad_input_gets_one_sentence() {
     // Refused port.
     let port = free_port();
     let t = Instant::now();
-    let out = headroom()
-        .args([
-            "bench",
-            "net",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-t",
-            "1",
-            "--no-save",
-        ])
-        .timeout(Duration::from_secs(20))
-        .output()
-        .unwrap();
+    let out = loopback_client(port, "1", &[]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -617,18 +624,7 @@ fn server_survives_misbehaving_clients_and_refuses_a_second_server() {
 #[test]
 fn a_server_killed_mid_test_ends_the_client_with_a_sentence() {
     let port = free_port();
-    let mut s = headroom_cmd();
-    s.args([
-        "bench",
-        "net",
-        "-s",
-        "-1",
-        "-p",
-        &port.to_string(),
-        "--no-save",
-    ]);
-    let server = spawn(s);
-    wait_bound(port);
+    let server = one_off_server(port, &[]);
     let client = spawn({
         let mut c = headroom_cmd();
         c.args([
@@ -660,18 +656,7 @@ fn a_server_killed_mid_test_ends_the_client_with_a_sentence() {
 #[test]
 fn ctrl_c_keeps_the_partial_result() {
     let port = free_port();
-    let mut s = headroom_cmd();
-    s.args([
-        "bench",
-        "net",
-        "-s",
-        "-1",
-        "-p",
-        &port.to_string(),
-        "--no-save",
-    ]);
-    let _server = spawn(s);
-    wait_bound(port);
+    let _server = one_off_server(port, &[]);
     let client = spawn({
         let mut c = headroom_cmd();
         c.args([
@@ -711,33 +696,8 @@ fn counters_beside_the_engine_say_when_the_interface_has_no_device() {
         format!("{i} has no device (a loopback or virtual interface): it has no device interrupts")
     };
     let port = free_port();
-    let mut s = headroom_cmd();
-    s.args([
-        "bench",
-        "net",
-        "-s",
-        "-1",
-        "-p",
-        &port.to_string(),
-        "--no-save",
-        "--json",
-    ]);
-    let server = spawn(s);
-    wait_bound(port);
-    let out = headroom()
-        .args([
-            "bench",
-            "net",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-t",
-            "1",
-        ])
-        .args(["--json", "--no-save"])
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
+    let server = one_off_server(port, &["--json"]);
+    let out = loopback_client(port, "1", &[]);
     assert!(
         out.status.success(),
         "{}",
@@ -757,22 +717,13 @@ fn counters_beside_the_engine_say_when_the_interface_has_no_device() {
         return;
     }
     let ns = Namespaces::new(2);
-    let (a, b) = (ns.0[0].as_str(), ns.0[1].as_str());
-    sh(&format!(
-        "ip link add va netns {a} type veth peer name vb netns {b}"
-    ));
-    sh(&format!(
-        "ip -n {a} addr add 10.78.0.1/24 dev va && ip -n {a} link set va up"
-    ));
-    sh(&format!(
-        "ip -n {b} addr add 10.78.0.2/24 dev vb && ip -n {b} link set vb up"
-    ));
+    let (a, b) = veth_pair(&ns, "10.79.0");
     let mut s = in_ns(b);
     s.args(["bench", "net", "-s", "-1", "--no-save"]);
     let server = spawn(s);
     std::thread::sleep(Duration::from_millis(300));
     let mut c = in_ns(a);
-    c.args(["bench", "net", "10.78.0.2", "-t", "1", "--no-save"]);
+    c.args(["bench", "net", "10.79.0.2", "-t", "1", "--no-save"]);
     let (code, text, err) = spawn(c).output_within(Duration::from_secs(30));
     assert_eq!(code, Some(0), "{err}");
     let (code, served, err) = server.output_within(Duration::from_secs(20));

@@ -45,7 +45,7 @@ pub enum Event<'a> {
 /// The callback both ends call with their [`Event`]s.
 pub type OnEvent<'a> = &'a mut dyn FnMut(Event<'_>);
 
-/// A progress report of [`ClientRun`] and [`ServeOne`]: the event and the run's phase
+/// A progress report of [`NetRun`]: the event and the run's phase
 /// (setup until the streams send, ramp through -O's omitted seconds, then run).
 #[derive(Clone, Debug)]
 pub struct NetProgress<'a> {
@@ -111,13 +111,16 @@ impl PhaseClock {
     }
 }
 
-/// One client test in the run shape of [`crate::Bench`]: connect to the server of `cfg`,
-/// run, exchange results.
-pub struct ClientRun {
-    pub cfg: ClientConfig,
+/// One test in the run shape of [`crate::Bench`], at either end.
+pub enum NetRun<'s> {
+    /// The client: connect to the server of the configuration, run, exchange results.
+    Client(ClientConfig),
+    /// A bound server: wait for a client (until the stop flag), run its test. Stopped while
+    /// no client came, it returns [`NetError::Interrupted`]: nothing was measured.
+    ServeOne(&'s Server),
 }
 
-impl Bench for ClientRun {
+impl Bench for NetRun<'_> {
     const KIND: &'static str = "net";
     type Progress<'p> = NetProgress<'p>;
     type Measurement = NetMeasurement;
@@ -128,39 +131,14 @@ impl Bench for ClientRun {
         F: for<'p> Fn(&NetProgress<'p>) + Sync,
     {
         let mut clock = PhaseClock::new();
-        run_client(&self.cfg, stop, &mut |e| progress(&clock.progress(e)))
-    }
-
-    fn interrupted(m: &NetMeasurement) -> bool {
-        m.stopped_by == NetStop::Interrupted
-    }
-}
-
-/// One test served by a bound [`Server`] in the run shape of [`crate::Bench`]: wait for a
-/// client (until the stop flag), run its test. Stopped while no client came, it returns
-/// [`NetError::Interrupted`]: nothing was measured.
-pub struct ServeOne<'s> {
-    pub server: &'s Server,
-}
-
-impl Bench for ServeOne<'_> {
-    const KIND: &'static str = "net";
-    type Progress<'p> = NetProgress<'p>;
-    type Measurement = NetMeasurement;
-    type Error = NetError;
-
-    fn run<F>(self, stop: &Stop, progress: F) -> Result<NetMeasurement, NetError>
-    where
-        F: for<'p> Fn(&NetProgress<'p>) + Sync,
-    {
-        let mut clock = PhaseClock::new();
-        let served = self
-            .server
-            .serve_one(stop, &mut |e| progress(&clock.progress(e)))?;
-        match served {
-            Some(m) => Ok(m),
-            None if stop.load(Ordering::Relaxed) => Err(NetError::Interrupted),
-            None => Err(NetError::Setup("the server stopped without a test".into())),
+        let mut on_event = |e: Event<'_>| progress(&clock.progress(e));
+        match self {
+            NetRun::Client(cfg) => run_client(&cfg, stop, &mut on_event),
+            NetRun::ServeOne(server) => match server.serve_one(stop, &mut on_event)? {
+                Some(m) => Ok(m),
+                None if stop.load(Ordering::Relaxed) => Err(NetError::Interrupted),
+                None => Err(NetError::Setup("the server stopped without a test".into())),
+            },
         }
     }
 
