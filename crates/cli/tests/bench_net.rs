@@ -599,20 +599,7 @@ fn server_survives_misbehaving_clients_and_refuses_a_second_server() {
         c
     });
     std::thread::sleep(Duration::from_millis(1500));
-    let busy = headroom()
-        .args([
-            "bench",
-            "net",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-t",
-            "1",
-            "--no-save",
-        ])
-        .timeout(Duration::from_secs(20))
-        .output()
-        .unwrap();
+    let busy = loopback_client(port, "1", &[]);
     assert_eq!(busy.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&busy.stderr).contains("busy"));
     let (code, out, err) = client.output_within(Duration::from_secs(30));
