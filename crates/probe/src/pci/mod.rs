@@ -11,7 +11,6 @@ pub mod sysfs;
 
 use crate::sysfs::SysRoot;
 use audit::{FunctionInput, PciAudit};
-use config::ConfigSpace;
 use ids::PciNames;
 use std::collections::HashSet;
 
@@ -30,7 +29,7 @@ pub fn audit_sysfs(root: &SysRoot) -> PciAudit {
             FunctionInput {
                 address: f.address,
                 config_len: bytes.len(),
-                config: (!bytes.is_empty()).then(|| ConfigSpace::decode(&bytes)),
+                config: (!bytes.is_empty()).then(|| config::decode(&bytes)),
                 config_warnings: bytes.len() > UNPRIVILEGED_CONFIG_BYTES,
                 description: None,
                 sysfs: Some(f),
@@ -64,7 +63,7 @@ pub fn audit_dump(text: &str, names_root: &SysRoot) -> Result<PciAudit, dump::Du
             address: f.address,
             sysfs: None,
             config_len: f.config.len(),
-            config: Some(ConfigSpace::decode(&f.config)),
+            config: Some(config::decode(&f.config)),
             // As for sysfs: a 64-byte capture gets one finding, not a warning per function.
             config_warnings: f.config.len() > UNPRIVILEGED_CONFIG_BYTES,
             description: Some(f.description),

@@ -1,10 +1,44 @@
-//! The audit on synthetic sysfs trees with full config space: every finding it can make.
+//! The audit's findings (`report::findings::audit`) on what probe reads: synthetic sysfs
+//! trees with full config space (every PCI finding it can make) and the captured and
+//! hand-made trees of the USB, block and network inventories.
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
+use model::inventory::pci::PciAudit;
+use model::inventory::Inventory;
 use model::{Aspm, LinkState, PcieGen, PortType, Severity};
 use probe::pci::address::PciAddress;
 use probe::sysfs::SysRoot;
 use testsupport::synth::{write_tree, SynthExpress, SynthFunction};
+
+/// The PCI audit of the tree at `root`, judged.
+fn audit(root: &std::path::Path) -> PciAudit {
+    let mut a = probe::pci::audit_sysfs(&SysRoot::new(root));
+    report::findings::audit::judge_pci(&mut a);
+    a
+}
+
+/// The whole inventory of `root`, judged: each section's findings filled.
+fn inventory(root: &SysRoot) -> Inventory {
+    let mut inv = probe::inventory::scan(root);
+    report::findings::audit::judge(&mut inv);
+    inv
+}
+
+fn shared(tree: &str) -> Option<SysRoot> {
+    let dir = testsupport::fixtures::shared_fixtures()?
+        .join("sysfs")
+        .join(tree);
+    assert!(
+        dir.is_dir(),
+        "missing shared fixture tree {}",
+        dir.display()
+    );
+    Some(SysRoot::new(dir))
+}
+
+fn own(tree: &str) -> SysRoot {
+    SysRoot::new(testsupport::fixtures::own(tree))
+}
 
 fn addr(s: &str) -> PciAddress {
     s.parse().unwrap()
@@ -80,7 +114,7 @@ fn root_port_and_device(root: &std::path::Path, port: SynthExpress, device: Synt
 fn downgraded_nvme_link_and_every_finding() {
     let dir = tempfile::tempdir().unwrap();
     downgraded_tree(dir.path());
-    let audit = probe::pci::audit_sysfs(&SysRoot::new(dir.path()));
+    let audit = audit(dir.path());
     assert!(audit.warnings.is_empty(), "{:?}", audit.warnings);
     assert_eq!(audit.functions.len(), 2);
     assert_eq!(audit.links.len(), 1);
@@ -134,7 +168,7 @@ fn unprivileged_read_gives_one_root_hint_not_a_warning_per_device() {
         let full = std::fs::read(&p).unwrap();
         std::fs::write(&p, &full[..64]).unwrap();
     }
-    let audit = probe::pci::audit_sysfs(&SysRoot::new(dir.path()));
+    let audit = audit(dir.path());
     assert!(audit.warnings.is_empty(), "{:?}", audit.warnings);
     let hint: Vec<_> = audit
         .findings
@@ -157,7 +191,7 @@ fn config_space_of_a_device_that_vanished_is_named() {
         .path()
         .join("sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/config");
     std::fs::write(&p, vec![0xffu8; 256]).unwrap();
-    let audit = probe::pci::audit_sysfs(&SysRoot::new(dir.path()));
+    let audit = audit(dir.path());
     assert!(
         audit
             .warnings
@@ -187,7 +221,7 @@ fn small_max_read_request_is_a_finding_with_its_cost() {
             aer_status: None,
         },
     );
-    let audit = probe::pci::audit_sysfs(&SysRoot::new(dir.path()));
+    let audit = audit(dir.path());
     let l = &audit.links[0];
     assert_eq!(l.max_read_request, Some(128));
     let best = l.ceiling.at_max_mrrs.as_ref().unwrap();
@@ -200,4 +234,105 @@ fn small_max_read_request_is_a_finding_with_its_cost() {
         .findings
         .iter()
         .any(|f| f.message.contains("runs below")));
+}
+
+#[test]
+fn kernel_4_19_root_port_without_max_link_gives_one_single_ended_finding() {
+    // The root port has no max_link_*: the NVMe's link (8 GT/s x2 of its x4) cannot be judged
+    // against both ends, so the one finding says it runs below its own capability without
+    // blaming the port.
+    let a = inventory(&own("kernel-4.19")).pci;
+    assert_eq!(a.findings.len(), 1, "{:?}", a.findings);
+    let f = &a.findings[0];
+    assert_eq!(f.subject, "0002:21:00.0");
+    assert!(
+        f.message.contains("below its own capability 8 GT/s x4")
+            && f.message.contains("does not report its capability"),
+        "{}",
+        f.message
+    );
+}
+
+#[test]
+fn t60p_block_queue_limit_and_no_usb_finding() {
+    let Some(root) = shared("systemd-t60p-usbstorage-md-e1000e") else {
+        return;
+    };
+    let inv = inventory(&root);
+    // The USB 2 stick at 480 Mb/s on usb-storage is as fast as it can be.
+    assert!(inv.usb.findings.is_empty(), "{:?}", inv.usb.findings);
+    // sda: 512 of 32767 KiB.
+    assert!(inv
+        .block
+        .findings
+        .iter()
+        .any(|f| f.subject == "sda" && f.message.contains("32767")));
+    assert!(!inv.block.findings.iter().any(|f| f.subject == "sdb"));
+}
+
+#[test]
+fn fc27_nvme_max_sectors_below_the_device_limit() {
+    let Some(root) = shared("ul-fc27-nvme-sata-lvm") else {
+        return;
+    };
+    let inv = inventory(&root);
+    assert!(inv.block.findings.iter().any(|f| f.subject == "nvme0n1"));
+}
+
+#[test]
+fn r910_raid_at_its_limit_has_no_block_finding() {
+    let Some(root) = shared("hwloc-40intel64-4xeth-ib-2pciroots") else {
+        return;
+    };
+    let b = inventory(&root).block;
+    assert!(b.findings.is_empty(), "128 = 128 KiB: {:?}", b.findings);
+}
+
+#[test]
+fn vm_virtio_disk_without_a_limit_says_so() {
+    let Some(root) = shared("this-vm") else {
+        return;
+    };
+    let b = inventory(&root).block;
+    let f = b.findings.iter().find(|f| f.subject == "vda").unwrap();
+    assert!(f.message.contains("no limit"), "{}", f.message);
+}
+
+#[test]
+fn usb3_devices_stuck_at_480_and_bulk_only_beside_uas() {
+    let inv = inventory(&own("sysfs/usb3-uas-bot-r8152"));
+    let subjects: Vec<(&str, &str)> = inv
+        .usb
+        .findings
+        .iter()
+        .map(|f| (f.subject.as_str(), f.message.as_str()))
+        .collect();
+    // The T5 on UAS at 5000M is fine.
+    assert!(
+        !subjects.iter().any(|(s, _)| *s == "USB 2-1"),
+        "{subjects:?}"
+    );
+    assert!(
+        subjects
+            .iter()
+            .any(|(s, m)| *s == "USB 1-2" && m.contains("480") && m.contains("3.20")),
+        "{subjects:?}"
+    );
+    assert!(
+        subjects
+            .iter()
+            .any(|(s, m)| *s == "USB 1-2" && m.contains("Bulk-Only") && m.contains("UAS")),
+        "{subjects:?}"
+    );
+    // The r8152 on the USB 2 root hub is a USB 3 device at 480 too.
+    assert!(subjects.iter().any(|(s, _)| *s == "USB 1-3"));
+    assert_eq!(inv.usb.findings.len(), 3, "{subjects:?}");
+    // And its 1000 Mb/s Ethernet link is capped by that 480 Mb/s USB link.
+    let capped: Vec<_> = inv
+        .net
+        .findings
+        .iter()
+        .map(|f| f.subject.as_str())
+        .collect();
+    assert_eq!(capped, ["eth2"], "1000 Mb/s link behind 480 Mb/s USB");
 }
