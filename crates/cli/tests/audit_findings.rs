@@ -336,3 +336,90 @@ fn usb3_devices_stuck_at_480_and_bulk_only_beside_uas() {
         .collect();
     assert_eq!(capped, ["eth2"], "1000 Mb/s link behind 480 Mb/s USB");
 }
+
+#[test]
+fn a_downgraded_link_names_the_bars_it_carries_and_the_largest_to_measure() {
+    let dir = tempfile::tempdir().unwrap();
+    downgraded_tree(dir.path());
+    // sysfs `resource` (drivers/pci/pci-sysfs.c resource_show): BAR 0 16 KiB and BAR 2
+    // 16 MiB prefetchable, both 64-bit memory (flags 0x140204, 0x14220c); BAR 4 I/O ports.
+    let zero = "0x0000000000000000 0x0000000000000000 0x0000000000000000";
+    let resource = [
+        "0x00000000fe000000 0x00000000fe003fff 0x0000000000140204",
+        zero,
+        "0x00000000e0000000 0x00000000e0ffffff 0x000000000014220c",
+        zero,
+        "0x000000000000e000 0x000000000000e01f 0x0000000000040101",
+        zero,
+        zero,
+    ]
+    .join("\n");
+    std::fs::write(
+        dir.path()
+            .join("sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/resource"),
+        resource + "\n",
+    )
+    .unwrap();
+    let a = audit(dir.path());
+    // One finding for the downgraded link, as before, now with its BARs: no second one.
+    let link: Vec<_> = a
+        .findings
+        .iter()
+        .filter(|f| f.message.contains("runs below what both ends support"))
+        .collect();
+    assert_eq!(link.len(), 1, "{:#?}", a.findings);
+    assert!(
+        link[0].message.ends_with(
+            "; CPU loads and stores to its memory BARs (BAR 0 of 16 KiB, BAR 2 of 16 MiB) \
+             cross this link at 5 GT/s x1"
+        ),
+        "{}",
+        link[0].message
+    );
+    let advice = link[0].advice.as_deref().unwrap();
+    assert!(
+        advice.starts_with("check the slot")
+            && advice.ends_with("`headroom bench mmio 0000:01:00.0:2` (BAR 2, the largest)"),
+        "{advice}"
+    );
+    // The root port above has no BAR here and its link is the same one: no BAR sentence
+    // anywhere else.
+    assert_eq!(
+        a.findings
+            .iter()
+            .filter(|f| f.message.contains("BAR"))
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn a_link_at_its_best_says_nothing_of_its_bars() {
+    let dir = tempfile::tempdir().unwrap();
+    let g3x4 = LinkState::new(PcieGen::Gen3, 4);
+    root_port_and_device(
+        dir.path(),
+        express(PortType::RootPort, g3x4, g3x4, 256),
+        SynthFunction {
+            vendor_id: 0x10ee,
+            device_id: 0x7024,
+            class: 0x058000,
+            buses: None,
+            express: Some(express(PortType::Endpoint, g3x4, g3x4, 256)),
+            aer_status: None,
+        },
+    );
+    std::fs::write(
+        dir.path()
+            .join("sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/resource"),
+        "0x00000000fe000000 0x00000000fe003fff 0x0000000000140204\n",
+    )
+    .unwrap();
+    let a = audit(dir.path());
+    assert_eq!(a.functions[1].memory_bars.len(), 1);
+    assert!(
+        !a.findings.iter().any(|f| f.message.contains("BAR")),
+        "{:#?}",
+        a.findings
+    );
+}

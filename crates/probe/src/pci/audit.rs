@@ -3,15 +3,17 @@
 //! The types are `model::inventory::pci`'s; the findings are `report::findings::audit`'s.
 
 use super::address::PciAddress;
+use super::bar::Resource;
 use super::config::{ConfigSpace, ExpressCap, ExpressLink, Header};
 use super::ids::PciNames;
+use super::regs::*;
 use super::sysfs::{PciPolicy, SysfsFunction};
 use model::{Aspm, LinkComparison, PortType};
 use std::collections::{BTreeMap, HashSet};
 
 pub use model::inventory::pci::{
     link_ceilings, AuditedFunction, AuditedLink, ConfigSource, LinkCeilings, LinkDowngrade,
-    LinkSource, Names, PciAudit,
+    LinkSource, MemoryBar, Names, PciAudit,
 };
 
 /// One function as found, before the audit judges it.
@@ -29,6 +31,8 @@ pub struct FunctionInput {
     pub config_warnings: bool,
     /// The text lspci printed on the device line of a dump.
     pub description: Option<String>,
+    /// Its memory BARs ([`memory_bars`]).
+    pub memory_bars: Vec<MemoryBar>,
 }
 
 impl FunctionInput {
@@ -132,6 +136,7 @@ pub fn build(
             root_port: None,
             own_link_ceiling: None,
             downgraded: None,
+            memory_bars: input.memory_bars,
         });
     }
     functions.sort_by_key(|f| f.address);
@@ -342,4 +347,116 @@ fn own_link_ceiling(f: &AuditedFunction) -> Option<LinkCeilings> {
         dev.map(|d| d.max_read_request),
         f.express_link().and_then(|l| l.rcb),
     ))
+}
+
+/// A function's memory BARs: from sysfs `resource` (drivers/pci/pci-sysfs.c
+/// `resource_show`: one line per BAR, with its size) when it was read, else from the base
+/// address registers of config space (PCIe Base Spec 6.0 section 7.5.1.2.1; an lspci dump),
+/// where the size is unknown. I/O BARs and unimplemented ones are left out.
+pub fn memory_bars(resource: Option<&str>, config: &[u8]) -> Vec<MemoryBar> {
+    if let Some(text) = resource {
+        return (0u8..)
+            .zip(text.lines().take(6))
+            .filter_map(|(index, line)| {
+                let r = Resource::parse_line(line)?;
+                (r.is_memory() && r.size() > 0).then(|| MemoryBar {
+                    index,
+                    size: Some(r.size()),
+                    prefetchable: r.prefetchable(),
+                    is_64bit: r.is_64bit(),
+                })
+            })
+            .collect();
+    }
+    let count = match config
+        .get(PCI_HEADER_TYPE)
+        .map(|h| h & PCI_HEADER_TYPE_MASK)
+    {
+        Some(PCI_HEADER_TYPE_NORMAL) => 6,
+        Some(PCI_HEADER_TYPE_BRIDGE) => 2,
+        _ => 0,
+    };
+    let register = |i: usize| {
+        let at = PCI_BASE_ADDRESS_0 + 4 * i;
+        config
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < count {
+        let Some(raw) = register(i) else { break };
+        let index = i as u8;
+        i += 1;
+        // 0: not implemented; all ones: a function that is gone (lspci shows neither).
+        if raw == 0 || raw == u32::MAX || raw & PCI_BASE_ADDRESS_SPACE_IO != 0 {
+            continue;
+        }
+        let is_64bit = raw & PCI_BASE_ADDRESS_MEM_TYPE_MASK == PCI_BASE_ADDRESS_MEM_TYPE_64;
+        if is_64bit {
+            i += 1; // the upper half of the address
+        }
+        out.push(MemoryBar {
+            index,
+            size: None,
+            prefetchable: raw & PCI_BASE_ADDRESS_MEM_PREFETCH != 0,
+            is_64bit,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A config header with `bars` in its base address registers.
+    fn header(header_type: u8, bars: &[u32]) -> Vec<u8> {
+        let mut c = vec![0u8; 64];
+        c[PCI_HEADER_TYPE] = header_type;
+        for (i, b) in bars.iter().enumerate() {
+            let at = PCI_BASE_ADDRESS_0 + 4 * i;
+            c[at..at + 4].copy_from_slice(&b.to_le_bytes());
+        }
+        c
+    }
+
+    #[test]
+    fn memory_bars_from_config_space_as_lspci_lists_its_regions() {
+        // BAR 0: 64-bit memory (its upper half in BAR 1); BAR 2: I/O; BAR 3: 32-bit
+        // prefetchable memory; BAR 4: not implemented; BAR 5: all ones (no function).
+        let c = header(0, &[0xc000_0004, 0, 0xe001, 0x8000_0008, 0, u32::MAX]);
+        let bars = memory_bars(None, &c);
+        let got: Vec<(u8, bool, bool)> = bars
+            .iter()
+            .map(|b| (b.index, b.is_64bit, b.prefetchable))
+            .collect();
+        assert_eq!(got, [(0, true, false), (3, false, true)]);
+        assert!(bars.iter().all(|b| b.size.is_none()));
+        // A bridge has two BARs; what follows them is its bus numbers, not a BAR.
+        let bridge = header(1, &[0xfff0_0000, 0, 0x0001_0100]);
+        assert_eq!(memory_bars(None, &bridge).len(), 1);
+        // Fewer bytes than the registers: what is there.
+        assert_eq!(memory_bars(None, &c[..0x14]).len(), 1);
+        assert!(memory_bars(None, &[]).is_empty());
+    }
+
+    #[test]
+    fn memory_bars_from_sysfs_resource_have_sizes() {
+        // This VM's virtio block device 0000:00:02.0 (BAR 0 512 KiB, 64-bit memory), with an
+        // I/O BAR 1 added.
+        let resource = "0x0000004000080000 0x00000040000fffff 0x0000000000140204\n\
+                        0x000000000000c000 0x000000000000c03f 0x0000000000040101\n\
+                        0x0000000000000000 0x0000000000000000 0x0000000000000000\n";
+        let bars = memory_bars(Some(resource), &[]);
+        assert_eq!(
+            bars,
+            [MemoryBar {
+                index: 0,
+                size: Some(512 * 1024),
+                prefetchable: false,
+                is_64bit: true,
+            }]
+        );
+    }
 }

@@ -26,8 +26,13 @@ pub fn audit_sysfs(root: &SysRoot) -> PciAudit {
         .into_iter()
         .map(|mut f| {
             let bytes = std::mem::take(&mut f.config);
+            // Absent in most captured trees: the BAR registers of config space stand in.
+            let resource = crate::sysfs::read_attr(&root.path(f.device_path.join("resource")))
+                .ok()
+                .flatten();
             FunctionInput {
                 address: f.address,
+                memory_bars: audit::memory_bars(resource.as_deref(), &bytes),
                 config_len: bytes.len(),
                 config: (!bytes.is_empty()).then(|| config::decode(&bytes)),
                 config_warnings: bytes.len() > UNPRIVILEGED_CONFIG_BYTES,
@@ -67,6 +72,7 @@ pub fn audit_dump(text: &str, names_root: &SysRoot) -> Result<PciAudit, dump::Du
             // As for sysfs: a 64-byte capture gets one finding, not a warning per function.
             config_warnings: f.config.len() > UNPRIVILEGED_CONFIG_BYTES,
             description: Some(f.description),
+            memory_bars: audit::memory_bars(None, &f.config),
         })
         .collect();
     let names = load_names(names_root, &inputs);

@@ -148,6 +148,23 @@ pub struct AuditedFunction {
     /// lspci's "(downgraded)" marks on this function's link status; `None` when no link
     /// state is known.
     pub downgraded: Option<LinkDowngrade>,
+    /// The function's memory BARs, which CPU loads and stores reach across its link. Not in
+    /// the audit document (its JSON stays as history and the cross-build checks know it);
+    /// the link findings name them.
+    #[serde(skip)]
+    pub memory_bars: Vec<MemoryBar>,
+}
+
+/// One memory BAR of a function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MemoryBar {
+    /// BAR number, 0..=5 (a 64-bit BAR is named by its lower register).
+    pub index: u8,
+    /// Bytes, from sysfs `resource`; `None` from config space alone (an lspci dump): sizing
+    /// a BAR takes a write to it, which a capture never did.
+    pub size: Option<u64>,
+    pub prefetchable: bool,
+    pub is_64bit: bool,
 }
 
 impl AuditedFunction {

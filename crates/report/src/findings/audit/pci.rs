@@ -5,15 +5,87 @@
 use model::inventory::pci::address::PciAddress;
 use model::inventory::pci::config::ExpressLink;
 use model::inventory::pci::{AuditedFunction, ConfigSource, PciAudit};
-use model::units::format_mb_per_s;
-use model::{Finding, Severity};
+use model::units::{format_bytes_binary, format_mb_per_s};
+use model::{Finding, LinkState, Severity};
 use std::collections::BTreeMap;
+
+/// What a downgraded link means for the function's memory BARs: every CPU load and store to
+/// them crosses the link (issue 16), so the finding about the link says so (`clause`, to
+/// end its message) and how to measure it (`advice`). `None` without memory BARs.
+struct BarsAcross {
+    clause: String,
+    advice: String,
+}
+
+fn bars_across(
+    f: Option<&AuditedFunction>,
+    link: LinkState,
+    source: ConfigSource,
+) -> Option<BarsAcross> {
+    let f = f?;
+    let bars = &f.memory_bars;
+    let sized = bars.iter().all(|b| b.size.is_some());
+    let list: Vec<String> = bars
+        .iter()
+        .map(|b| match b.size {
+            Some(size) => format!("BAR {} of {}", b.index, format_bytes_binary(size)),
+            None => format!("BAR {}", b.index),
+        })
+        .collect();
+    // The largest BAR (the first of equals); without sizes (a dump), the first.
+    let pick = if sized {
+        bars.iter()
+            .min_by_key(|b| (std::cmp::Reverse(b.size), b.index))?
+    } else {
+        bars.first()?
+    };
+    let which = match (bars.len(), sized) {
+        (1, _) => format!("BAR {}", pick.index),
+        (_, true) => format!("BAR {}, the largest", pick.index),
+        (_, false) => format!(
+            "BAR {}; {} no BAR sizes",
+            pick.index,
+            match source {
+                ConfigSource::LspciDump => "an lspci dump has",
+                // A captured tree without the functions' `resource` files.
+                ConfigSource::Sysfs => "the tree's config space has",
+            }
+        ),
+    };
+    Some(BarsAcross {
+        clause: format!(
+            "; CPU loads and stores to its memory {} ({}) cross this link at {link}",
+            if bars.len() == 1 { "BAR" } else { "BARs" },
+            list.join(", ")
+        ),
+        advice: format!(
+            "measure what the CPU gets across it: `headroom bench mmio {}:{}` ({which})",
+            f.address, pick.index
+        ),
+    })
+}
+
+/// The finding with `bars`' clause at the end of its message and its advice after any other.
+fn with_bars(mut finding: Finding, bars: Option<BarsAcross>) -> Finding {
+    if let Some(b) = bars {
+        finding.message.push_str(&b.clause);
+        finding.advice = Some(match finding.advice.take() {
+            Some(a) => format!("{a}; {}", b.advice),
+            None => b.advice,
+        });
+    }
+    finding
+}
 
 /// A device's link below its own capability when the port above is not in the input (an
 /// lspci dump of one endpoint, a bridge firmware hides) or reports no capability (a 4.19
 /// platform root port without `max_link_*`): what is known is that the device
 /// could do more; whether the port or the slot allows it is not.
-fn single_ended_downgrade(f: &AuditedFunction, name: &str) -> Option<Finding> {
+fn single_ended_downgrade(
+    f: &AuditedFunction,
+    name: &str,
+    source: ConfigSource,
+) -> Option<Finding> {
     let c = f.own_link_ceiling.as_ref()?;
     let down = f.downgraded.filter(|d| d.any())?;
     let (current, capable) = (f.current_link()?, f.capable_link()?);
@@ -27,7 +99,7 @@ fn single_ended_downgrade(f: &AuditedFunction, name: &str) -> Option<Finding> {
             current.width, capable.width
         ));
     }
-    Some(
+    Some(with_bars(
         Finding::new(
             Severity::Warning,
             f.address.to_string(),
@@ -46,7 +118,8 @@ fn single_ended_downgrade(f: &AuditedFunction, name: &str) -> Option<Finding> {
             "read the port above's LnkCap (`lspci -vv -s PORT`): if it supports more, check \
              the slot, cable, riser or retimer; if not, the slot is the limit",
         ),
-    )
+        bars_across(Some(f), current, source),
+    ))
 }
 
 /// The findings of the audit, most severe first.
@@ -77,7 +150,7 @@ pub fn findings(audit: &PciAudit) -> Vec<Finding> {
                     c.current.width, c.common.width
                 ));
             }
-            out.push(
+            out.push(with_bars(
                 Finding::new(
                     Severity::Warning,
                     &subject,
@@ -96,19 +169,31 @@ pub fn findings(audit: &PciAudit) -> Vec<Finding> {
                     "check the slot, cable, riser or retimer and the firmware's link speed \
                      setting; a link that retrains lower under load points to signal integrity",
                 ),
-            );
+                bars_across(
+                    by_addr.get(&l.downstream).copied(),
+                    c.current,
+                    audit.config_source,
+                ),
+            ));
         } else if c.current.gen < c.downstream.gen || c.current.width < c.downstream.width {
-            out.push(Finding::new(
-                Severity::Info,
-                &subject,
-                format!(
-                    "{} can do {} but the port above ({}) supports only {}: the link runs at {}, \
-                     the best the slot allows",
-                    name(&l.downstream),
-                    c.downstream,
-                    l.upstream,
-                    c.upstream,
-                    c.current
+            out.push(with_bars(
+                Finding::new(
+                    Severity::Info,
+                    &subject,
+                    format!(
+                        "{} can do {} but the port above ({}) supports only {}: the link runs \
+                         at {}, the best the slot allows",
+                        name(&l.downstream),
+                        c.downstream,
+                        l.upstream,
+                        c.upstream,
+                        c.current
+                    ),
+                ),
+                bars_across(
+                    by_addr.get(&l.downstream).copied(),
+                    c.current,
+                    audit.config_source,
                 ),
             ));
         }
@@ -196,7 +281,7 @@ pub fn findings(audit: &PciAudit) -> Vec<Finding> {
     }
     for f in &audit.functions {
         let subject = f.address.to_string();
-        if let Some(finding) = single_ended_downgrade(f, &name(&f.address)) {
+        if let Some(finding) = single_ended_downgrade(f, &name(&f.address), audit.config_source) {
             out.push(finding);
         }
         // In a multi-function device only function 0's Target Link Speed controls the link
