@@ -25,15 +25,7 @@ fn inventory(root: &SysRoot) -> Inventory {
 }
 
 fn shared(tree: &str) -> Option<SysRoot> {
-    let dir = testsupport::fixtures::shared_fixtures()?
-        .join("sysfs")
-        .join(tree);
-    assert!(
-        dir.is_dir(),
-        "missing shared fixture tree {}",
-        dir.display()
-    );
-    Some(SysRoot::new(dir))
+    testsupport::fixtures::shared(&format!("sysfs/{tree}")).map(SysRoot::new)
 }
 
 fn own(tree: &str) -> SysRoot {
@@ -108,6 +100,23 @@ fn root_port_and_device(root: &std::path::Path, port: SynthExpress, device: Synt
         ],
     )
     .unwrap();
+}
+
+/// A Xilinx endpoint `dev` below a Gen 3 x4 root port with MPS 256.
+fn gen3_x4_endpoint(root: &std::path::Path, dev: SynthExpress) {
+    let g3x4 = LinkState::new(PcieGen::Gen3, 4);
+    root_port_and_device(
+        root,
+        express(PortType::RootPort, g3x4, g3x4, 256),
+        SynthFunction {
+            vendor_id: 0x10ee,
+            device_id: 0x7024,
+            class: 0x058000,
+            buses: None,
+            express: Some(dev),
+            aer_status: None,
+        },
+    );
 }
 
 #[test]
@@ -209,18 +218,7 @@ fn small_max_read_request_is_a_finding_with_its_cost() {
     let g3x4 = LinkState::new(PcieGen::Gen3, 4);
     let mut dev = express(PortType::Endpoint, g3x4, g3x4, 256);
     dev.mrrs = 128;
-    root_port_and_device(
-        dir.path(),
-        express(PortType::RootPort, g3x4, g3x4, 256),
-        SynthFunction {
-            vendor_id: 0x10ee,
-            device_id: 0x7024,
-            class: 0x058000,
-            buses: None,
-            express: Some(dev),
-            aer_status: None,
-        },
-    );
+    gen3_x4_endpoint(dir.path(), dev);
     let audit = audit(dir.path());
     let l = &audit.links[0];
     assert_eq!(l.max_read_request, Some(128));
@@ -397,18 +395,7 @@ fn a_downgraded_link_names_the_bars_it_carries_and_the_largest_to_measure() {
 fn a_link_at_its_best_says_nothing_of_its_bars() {
     let dir = tempfile::tempdir().unwrap();
     let g3x4 = LinkState::new(PcieGen::Gen3, 4);
-    root_port_and_device(
-        dir.path(),
-        express(PortType::RootPort, g3x4, g3x4, 256),
-        SynthFunction {
-            vendor_id: 0x10ee,
-            device_id: 0x7024,
-            class: 0x058000,
-            buses: None,
-            express: Some(express(PortType::Endpoint, g3x4, g3x4, 256)),
-            aer_status: None,
-        },
-    );
+    gen3_x4_endpoint(dir.path(), express(PortType::Endpoint, g3x4, g3x4, 256));
     std::fs::write(
         dir.path()
             .join("sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/resource"),
