@@ -15,6 +15,8 @@ pub struct UsbInventory {
     pub ids_file: Option<PathBuf>,
     /// Without one: the copy built into the binary ("built-in usb.ids VERSION"), if any.
     pub ids_builtin: Option<String>,
+    /// This section's findings, once `report::findings::audit` has judged it (probe leaves
+    /// them empty); the document carries them per section.
     pub findings: Vec<Finding>,
     /// One sentence per thing that could not be read; the rest of the scan went on.
     pub warnings: Vec<String>,

@@ -172,7 +172,7 @@ pub fn build(
     for f in functions.iter_mut() {
         f.own_link_ceiling = own_link_ceiling(f);
     }
-    // The findings are report's judgement (`report::findings::audit::pci`): left empty here.
+    // The findings are report's judgement (`report::findings::audit::judge_pci`): empty here.
     PciAudit {
         config_source: source,
         functions,

@@ -384,6 +384,8 @@ pub struct PciAudit {
     pub functions: Vec<AuditedFunction>,
     pub links: Vec<AuditedLink>,
     pub policy: PciPolicy,
+    /// This section's findings, once `report::findings::audit` has judged it (probe leaves
+    /// them empty); the document carries them per section.
     pub findings: Vec<Finding>,
     /// One sentence per problem met while reading; the audit went on past each.
     pub warnings: Vec<String>,

@@ -195,6 +195,98 @@ mod tests {
     use super::*;
     use model::Severity;
 
+    fn interface(name: &str, speed_mbps: u64, duplex: &str, usb: Option<f64>) -> NetInterface {
+        NetInterface {
+            name: name.into(),
+            speed_mbps: Some(speed_mbps),
+            duplex: Some(duplex.into()),
+            mtu: Some(1500),
+            operstate: Some("up".into()),
+            carrier: Some(true),
+            mac_address: None,
+            driver: Some("r8152".into()),
+            attachment: usb.map(|s| Attachment::Usb {
+                device: "1-3".into(),
+                speed_mbps: Some(s),
+            }),
+            is_virtual: false,
+            devtype: None,
+            sysfs_path: "/sys/class/net/x".into(),
+        }
+    }
+
+    #[test]
+    fn half_duplex_and_a_usb_adapter_slower_than_its_link() {
+        let inv = NetInventory {
+            interfaces: vec![
+                interface("eth0", 100, "half", None),
+                interface("eth1", 1000, "full", Some(480.0)),
+                // A gigabit adapter on a 5 Gb/s USB link is not capped.
+                interface("eth2", 1000, "full", Some(5000.0)),
+            ],
+            ..NetInventory::default()
+        };
+        let f = net(&inv);
+        let got: Vec<(&str, &str)> = f
+            .iter()
+            .map(|f| (f.subject.as_str(), f.message.as_str()))
+            .collect();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[0].0 == "eth0" && got[0].1.contains("half duplex (100 Mb/s)"));
+        assert!(
+            got[1].0 == "eth1"
+                && got[1]
+                    .1
+                    .contains("links at 1000 Mb/s but its USB device 1-3 runs at 480 Mb/s")
+        );
+    }
+
+    #[test]
+    fn max_sectors_below_the_device_limit_on_disks_only() {
+        let disk = |name: &str, kind, max, hw| BlockDevice {
+            name: name.into(),
+            kind,
+            dev: None,
+            parent: None,
+            size_bytes: None,
+            removable: None,
+            read_only: None,
+            model: None,
+            vendor: None,
+            queue: Some(model::inventory::block::QueueSettings {
+                max_sectors_kb: Some(max),
+                max_hw_sectors_kb: Some(hw),
+                ..Default::default()
+            }),
+            holders: Vec::new(),
+            slaves: Vec::new(),
+            layer: None,
+            transport: model::path::Transport::Nvme,
+            bus_path: Vec::new(),
+            mounts: Vec::new(),
+            sysfs_path: "/sys/block/x".into(),
+        };
+        let inv = BlockInventory {
+            devices: vec![
+                disk("nvme0n1", BlockKind::Disk, 1280, 2048),
+                disk("nvme0n1p1", BlockKind::Partition, 1280, 2048),
+                disk("vda", BlockKind::Disk, 4096, MAX_HW_SECTORS_KB_NO_LIMIT),
+                disk("sda", BlockKind::Disk, 128, 128),
+            ],
+            ..BlockInventory::default()
+        };
+        let f = block(&inv);
+        let subjects: Vec<&str> = f.iter().map(|f| f.subject.as_str()).collect();
+        assert_eq!(subjects, ["nvme0n1", "vda"]);
+        assert!(f[0].message.contains("the device accepts 2048 KiB"));
+        assert!(f[1].message.contains("the device sets no limit"));
+        assert!(f[1]
+            .advice
+            .as_deref()
+            .unwrap()
+            .contains("/sys/block/vda/queue"));
+    }
+
     #[test]
     fn most_severe_first_and_otherwise_in_section_order() {
         let pci = [
