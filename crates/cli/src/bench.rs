@@ -543,7 +543,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         keep.output.clone_from(&a.cyclictest_json);
     }
     let root = SysRoot::new("/");
-    let context = SystemContext::read(&root);
+    let context = system::read(&root);
 
     // SIGINT (Ctrl-C) and SIGTERM stop the measurement (and with it the load); what was
     // measured is printed and kept, marked interrupted, and the exit code is 128 + signal.
@@ -1089,7 +1089,7 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/fixtures/system")
             .join(name);
-        SystemContext::read(&SysRoot::new(dir))
+        system::read(&SysRoot::new(dir))
     }
 
     fn measurement(privileged: bool, missed: u64) -> Measurement {

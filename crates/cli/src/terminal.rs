@@ -128,10 +128,6 @@ pub fn info(message: impl fmt::Display) {
     say("", format_args!("{message}"));
 }
 
-/// `1 thread`, `2 threads`: the count with its noun in the right number (one helper for
-/// the terminal, the findings and the renderers).
-pub use report::summary::plural as count;
-
 /// The exit code for a command's error, after saying it on stderr (except a closed stdout,
 /// which ends the output quietly).
 pub fn exit_code(err: &anyhow::Error) -> ExitCode {
@@ -176,12 +172,5 @@ mod tests {
             code(anyhow::anyhow!("disk failed")),
             format!("{:?}", ExitCode::from(1))
         );
-    }
-
-    #[test]
-    fn counts_agree_with_their_nouns() {
-        assert_eq!(count(1, "thread", "threads"), "1 thread");
-        assert_eq!(count(0, "thread", "threads"), "0 threads");
-        assert_eq!(count(2, "wake-up", "wake-ups"), "2 wake-ups");
     }
 }

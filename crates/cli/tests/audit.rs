@@ -304,6 +304,75 @@ fn dump_with_domains() {
     assert_eq!(function(&doc, "0000:05:00.0")["parent"], "0000:04:00.0");
 }
 
+/// Freescale P2020: the TUSB73x0 behind 0002:00:00.0 is the one function lspci marks
+/// "(downgraded)"; its link finding (the only one for that link) names the memory BARs lspci
+/// lists as Regions and the `bench mmio` command for the first (a dump has no BAR sizes).
+/// The endpoints at their best, with a memory BAR each, get no BAR sentence.
+#[test]
+fn a_downgraded_link_finding_names_the_bars_lspci_lists() {
+    let Some(doc) = dump_json("pciutils-tests_tree-fsl-p2020.lspci") else {
+        return;
+    };
+    let fx = testsupport::fixtures::shared_fixtures().unwrap();
+    let lspci =
+        std::fs::read_to_string(fx.join("pci/pciutils-tests_tree-fsl-p2020.lspci.lspci-3.14.txt"))
+            .unwrap();
+    // lspci -vv, function by function: the memory Regions and whether LnkSta is downgraded.
+    let mut downgraded = Vec::new();
+    for block in lspci.split("\n\n").filter(|b| !b.trim().is_empty()) {
+        let address = block.split_whitespace().next().unwrap().to_string();
+        let regions: Vec<String> = block
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("Region "))
+            .filter(|r| r.contains(": Memory at"))
+            .map(|r| format!("BAR {}", &r[..r.find(':').unwrap()]))
+            .collect();
+        let down = block
+            .lines()
+            .any(|l| l.contains("LnkSta:") && l.contains("(downgraded)"));
+        let messages: Vec<String> = findings(&doc)
+            .into_iter()
+            .filter(|m| m.starts_with(&address) && m.contains("the best the slot allows"))
+            .collect();
+        if down {
+            assert_eq!(messages.len(), 1, "{address}: {messages:?}");
+            assert!(
+                messages[0].ends_with(&format!(
+                    "; CPU loads and stores to its memory BARs ({}) cross this link at 2.5 GT/s x1",
+                    regions.join(", ")
+                )),
+                "{}",
+                messages[0]
+            );
+            downgraded.push(address);
+        } else {
+            assert!(
+                !findings(&doc)
+                    .iter()
+                    .any(|m| m.starts_with(&address) && m.contains("BAR")),
+                "{address}"
+            );
+        }
+    }
+    assert_eq!(downgraded, ["0002:01:00.0"]);
+    let advice: Vec<&str> = doc["pci"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["advice"].as_str())
+        .filter(|a| a.contains("bench mmio"))
+        .collect();
+    assert_eq!(
+        advice,
+        [
+            "measure what the CPU gets across it: `headroom bench mmio 0002:01:00.0:0` (BAR 0; an \
+          lspci dump has no BAR sizes)"
+        ]
+    );
+    // Still three findings: the BARs joined the link's finding, none was added.
+    assert_eq!(findings(&doc).len(), 3);
+}
+
 #[test]
 fn malformed_dump_lines_are_named_and_the_rest_is_audited() {
     let dir = tempfile::tempdir().unwrap();

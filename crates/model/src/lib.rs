@@ -5,6 +5,7 @@
 pub mod blockdev;
 pub mod ceiling;
 pub mod finding;
+pub mod inventory;
 pub mod mmio;
 pub mod net;
 pub mod path;

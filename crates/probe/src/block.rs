@@ -17,85 +17,15 @@ use crate::sysfs::{
 };
 use crate::walk;
 use model::blockdev::{DeviceNumber, Hold};
-use model::path::{Hop, LayerKind, Transport};
-use model::{Finding, Severity};
-use serde::Serialize;
+use model::path::{LayerKind, Transport};
+
+pub use model::inventory::block::{
+    BlockDevice, BlockInventory, BlockKind, MountedAt, QueueSettings, MAX_HW_SECTORS_KB_NO_LIMIT,
+};
 use std::path::{Path, PathBuf};
 
 /// Bytes per unit of the `size` attribute (include/linux/blk_types.h: SECTOR_SHIFT 9).
 const SECTOR_BYTES: u64 = 512;
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct BlockInventory {
-    /// Disks, each followed by its partitions.
-    pub devices: Vec<BlockDevice>,
-    /// The mount table under the root (empty when it has no `/proc/self/mountinfo`).
-    pub mounts: Vec<Mount>,
-    pub findings: Vec<Finding>,
-    pub warnings: Vec<String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BlockKind {
-    Disk,
-    Partition,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct BlockDevice {
-    pub name: String,
-    pub kind: BlockKind,
-    /// `major:minor`.
-    pub dev: Option<String>,
-    /// The disk of a partition.
-    pub parent: Option<String>,
-    pub size_bytes: Option<u64>,
-    pub removable: Option<bool>,
-    pub read_only: Option<bool>,
-    pub model: Option<String>,
-    pub vendor: Option<String>,
-    /// Queue settings (disks only: partitions share their disk's queue).
-    pub queue: Option<QueueSettings>,
-    /// Devices built on this one (`dm-0`, `md0`).
-    pub holders: Vec<String>,
-    /// Devices this one is built on.
-    pub slaves: Vec<String>,
-    /// dm/md/loop details when this is such a layer.
-    pub layer: Option<LayerKind>,
-    pub transport: Transport,
-    /// The bus devices from the disk up to the CPU (disks only; see [`Hop`]).
-    pub bus_path: Vec<Hop>,
-    /// Where it is mounted, from mountinfo.
-    pub mounts: Vec<MountedAt>,
-    /// Canonical sysfs directory, within the root.
-    pub sysfs_path: PathBuf,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct MountedAt {
-    pub mount_point: PathBuf,
-    pub fs_type: String,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct QueueSettings {
-    /// The active I/O scheduler (`mq-deadline`, `none`, `cfq`).
-    pub scheduler: Option<String>,
-    /// All schedulers offered.
-    pub schedulers: Vec<String>,
-    pub rotational: Option<bool>,
-    pub logical_block_size: Option<u32>,
-    pub physical_block_size: Option<u32>,
-    /// Largest request the kernel builds, KiB.
-    pub max_sectors_kb: Option<u64>,
-    /// Largest request the device accepts, KiB.
-    pub max_hw_sectors_kb: Option<u64>,
-    pub nr_requests: Option<u64>,
-    pub read_ahead_kb: Option<u64>,
-    /// `write back` or `write through`.
-    pub write_cache: Option<String>,
-}
 
 /// Where block device `name` lives in sysfs (canonical, within the root): through
 /// `/sys/class/block`, else `/sys/block` and the partition directories inside each disk
@@ -179,7 +109,6 @@ pub fn scan(root: &SysRoot) -> BlockInventory {
             })
             .collect();
         partitions.sort_by_key(|p| partition_number(&p.name, &disk));
-        inv.findings.extend(findings_for(&d));
         inv.devices.push(d);
         inv.devices.extend(partitions);
     }
@@ -462,49 +391,6 @@ pub fn parse_swaps(text: &str) -> Vec<String> {
         .filter_map(|l| l.split_whitespace().next())
         .map(crate::mounts::unescape)
         .collect()
-}
-
-/// `max_hw_sectors_kb` of a device that sets no limit: UINT_MAX sectors of 512 B in KiB
-/// ((2^32 - 1) / 2, rounded down), what a driver that calls
-/// `blk_queue_max_hw_sectors(q, UINT_MAX)` (virtio-blk and others) shows.
-pub const MAX_HW_SECTORS_KB_NO_LIMIT: u64 = 2_147_483_647;
-
-fn findings_for(d: &BlockDevice) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let Some(q) = &d.queue else { return out };
-    if let (Some(max), Some(hw)) = (q.max_sectors_kb, q.max_hw_sectors_kb) {
-        if max < hw {
-            let accepts = if hw >= MAX_HW_SECTORS_KB_NO_LIMIT {
-                "the device sets no limit".to_string()
-            } else {
-                format!("the device accepts {hw} KiB")
-            };
-            out.push(
-                Finding::new(
-                    Severity::Info,
-                    d.name.clone(),
-                    format!(
-                        "max_sectors_kb is {max} KiB while {accepts}: larger I/O is split into \
-                         {max} KiB requests."
-                    ),
-                )
-                .with_advice(if hw >= MAX_HW_SECTORS_KB_NO_LIMIT {
-                    format!(
-                        "For large sequential I/O, raise /sys/block/{}/queue/max_sectors_kb \
-                         (the device sets no upper limit) and measure with headroom bench disk.",
-                        d.name
-                    )
-                } else {
-                    format!(
-                        "For large sequential I/O, raise /sys/block/{}/queue/max_sectors_kb (up \
-                         to {hw}).",
-                        d.name
-                    )
-                }),
-            );
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -1,22 +1,10 @@
-//! The whole inventory under one root: PCI (functions, links, policy), the CPU/kernel
-//! context, USB, block and network devices, each read by its own module.
+//! The whole inventory under one root (`model::inventory::Inventory`): PCI (functions,
+//! links, policy), the CPU/kernel context, USB, block and network devices, each read by its
+//! own module.
 
-use crate::block::BlockInventory;
-use crate::net::NetInventory;
-use crate::pci::audit::PciAudit;
 use crate::sysfs::SysRoot;
-use crate::system::SystemContext;
-use crate::usb::UsbInventory;
 
-/// Everything `headroom audit` shows of a machine (or a captured tree).
-#[derive(Debug)]
-pub struct Inventory {
-    pub pci: PciAudit,
-    pub system: SystemContext,
-    pub usb: UsbInventory,
-    pub block: BlockInventory,
-    pub net: NetInventory,
-}
+pub use model::inventory::Inventory;
 
 /// Read every part of the inventory under `root`. Each part that is missing is empty (a
 /// container has no PCI, an old kernel no cpufreq); what could not be read is in the parts'
@@ -24,35 +12,10 @@ pub struct Inventory {
 pub fn scan(root: &SysRoot) -> Inventory {
     Inventory {
         pci: crate::pci::audit_sysfs(root),
-        system: SystemContext::read(root),
+        system: crate::system::read(root),
         usb: crate::usb::scan(root),
         block: crate::block::scan(root),
         net: crate::net::scan(root),
-    }
-}
-
-impl Inventory {
-    /// Whether the root held anything of a Linux system: a PCI function, a USB, block or
-    /// network device, or kernel/CPU information.
-    pub fn found_anything(&self) -> bool {
-        !self.pci.functions.is_empty()
-            || !self.usb.devices.is_empty()
-            || !self.block.devices.is_empty()
-            || !self.net.interfaces.is_empty()
-            || self.system.kernel.release.is_some()
-            || self.system.cpus_online.is_some()
-            || !self.system.cpufreq.is_empty()
-            || self.system.cmdline.is_some()
-    }
-
-    /// Every part's warnings (problems met while reading), PCI, USB, block, net in turn.
-    pub fn warnings(&self) -> impl Iterator<Item = &String> {
-        self.pci
-            .warnings
-            .iter()
-            .chain(&self.usb.warnings)
-            .chain(&self.block.warnings)
-            .chain(&self.net.warnings)
     }
 }
 

@@ -6,32 +6,9 @@
 //! tab `\011`, newline `\012`, backslash `\134`.
 
 use crate::sysfs::{read_attr, ReadError, SysRoot};
-use serde::Serialize;
+
+pub use model::inventory::block::Mount;
 use std::path::{Path, PathBuf};
-
-/// One line of mountinfo.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Mount {
-    pub mount_id: u32,
-    pub parent_id: u32,
-    /// `st_dev` of files on this mount, as `(major, minor)`.
-    pub major: u32,
-    pub minor: u32,
-    /// The directory of the filesystem that is mounted here (`/` unless a bind mount).
-    pub root: PathBuf,
-    pub mount_point: PathBuf,
-    pub options: String,
-    pub fs_type: String,
-    /// `/dev/sda1`, `tmpfs`, `server:/export`...
-    pub source: String,
-}
-
-impl Mount {
-    /// `"8:1"`, the form of `/sys/dev/block` names.
-    pub fn dev(&self) -> String {
-        format!("{}:{}", self.major, self.minor)
-    }
-}
 
 /// Undo the kernel's octal escapes (`\040` -> space). An escape that is not three octal
 /// digits is kept as written.

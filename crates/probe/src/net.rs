@@ -12,61 +12,9 @@ use crate::sysfs::{
 };
 use crate::walk;
 use model::path::Hop;
-use model::{Finding, Severity};
-use serde::Serialize;
-use std::path::{Path, PathBuf};
 
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct NetInventory {
-    pub interfaces: Vec<NetInterface>,
-    pub findings: Vec<Finding>,
-    pub warnings: Vec<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct NetInterface {
-    pub name: String,
-    /// Negotiated link speed, Mb/s; `None` when down, virtual or not reported.
-    pub speed_mbps: Option<u64>,
-    /// `full`, `half`, `unknown`.
-    pub duplex: Option<String>,
-    pub mtu: Option<u32>,
-    /// `up`, `down`, `unknown`, `dormant`...
-    pub operstate: Option<String>,
-    pub carrier: Option<bool>,
-    pub mac_address: Option<String>,
-    /// Driver of the device (`e1000e`, `virtio_net`, `r8152`).
-    pub driver: Option<String>,
-    /// What it hangs off; `None` for virtual interfaces.
-    pub attachment: Option<Attachment>,
-    /// No hardware below (lo, veth, bridge, bond, tun, ifb...).
-    #[serde(rename = "virtual")]
-    pub is_virtual: bool,
-    /// `DEVTYPE` from uevent (`bridge`, `vlan`, `wlan`, `bond`) when the kernel sets one.
-    pub devtype: Option<String>,
-    pub sysfs_path: PathBuf,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "bus", rename_all = "snake_case")]
-pub enum Attachment {
-    Pci {
-        address: String,
-    },
-    Usb {
-        device: String,
-        /// The USB device's own rate, Mb/s: a ceiling for the Ethernet link.
-        speed_mbps: Option<f64>,
-    },
-    /// A virtio device, on a PCI function when there is one.
-    Virtio {
-        name: String,
-        pci: Option<String>,
-    },
-    Platform {
-        name: String,
-    },
-}
+pub use model::inventory::net::{Attachment, NetInterface, NetInventory};
+use std::path::Path;
 
 /// Read every network interface under the root.
 pub fn scan(root: &SysRoot) -> NetInventory {
@@ -92,7 +40,6 @@ pub fn scan(root: &SysRoot) -> NetInventory {
             continue;
         }
         let iface = read_interface(root, &name, &path, &mut inv.warnings);
-        inv.findings.extend(findings_for(&iface));
         inv.interfaces.push(iface);
     }
     inv
@@ -182,56 +129,6 @@ pub fn parse_speed(s: &str) -> Option<u64> {
         .ok()
         .and_then(|v| u64::try_from(v).ok())
         .filter(|v| *v > 0)
-}
-
-fn findings_for(i: &NetInterface) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let up = i.operstate.as_deref() == Some("up");
-    if up && i.duplex.as_deref() == Some("half") {
-        out.push(
-            Finding::new(
-                Severity::Warning,
-                i.name.clone(),
-                format!(
-                    "{} runs at half duplex{}: usually an autonegotiation mismatch with the \
-                     switch port, with collisions and a fraction of the link's throughput.",
-                    i.name,
-                    i.speed_mbps
-                        .map(|s| format!(" ({s} Mb/s)"))
-                        .unwrap_or_default()
-                ),
-            )
-            .with_advice(
-                "Set both ends to autonegotiate (or both to the same fixed speed and duplex).",
-            ),
-        );
-    }
-    if let (
-        Some(link),
-        Some(Attachment::Usb {
-            device,
-            speed_mbps: Some(usb),
-        }),
-    ) = (i.speed_mbps, &i.attachment)
-    {
-        if (link as f64) > *usb {
-            out.push(
-                Finding::new(
-                    Severity::Warning,
-                    i.name.clone(),
-                    format!(
-                        "{} links at {link} Mb/s but its USB device {device} runs at {usb} Mb/s: \
-                         the USB connection caps the throughput.",
-                        i.name
-                    ),
-                )
-                .with_advice(
-                    "Connect the adapter to a faster USB port (USB 3 for gigabit and above).",
-                ),
-            );
-        }
-    }
-    out
 }
 
 #[cfg(test)]

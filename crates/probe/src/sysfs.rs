@@ -397,38 +397,3 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
-
-/// Serde helpers: PCI/USB ids as the hex strings lspci and sysfs print (`"8086"`, class
-/// `"010802"`), not as decimal numbers nobody recognises.
-pub mod hex_id {
-    use serde::Serializer;
-
-    pub fn u16_opt<S: Serializer>(v: &Option<u16>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(v) => s.collect_str(&format_args!("{v:04x}")),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn u16<S: Serializer>(v: &u16, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&format_args!("{v:04x}"))
-    }
-
-    pub fn class_opt<S: Serializer>(v: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(v) => s.collect_str(&format_args!("{v:06x}")),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn class<S: Serializer>(v: &u32, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&format_args!("{v:06x}"))
-    }
-
-    pub fn u8_opt<S: Serializer>(v: &Option<u8>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(v) => s.collect_str(&format_args!("{v:02x}")),
-            None => s.serialize_none(),
-        }
-    }
-}

@@ -12,8 +12,11 @@
 use crate::sysfs::{
     link_name, parse_hex_u32, read_attr_noting, read_bytes, read_parsed_noting, SysRoot,
 };
-use model::{Finding, Severity};
-use serde::Serialize;
+
+pub use model::inventory::usb::{
+    is_usb3_version, HostAttachment, HostController, MassStorage, StorageTransport, UsbDevice,
+    UsbInterface, UsbInventory,
+};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -31,103 +34,6 @@ pub const USB_IDS_PATHS: [&str; 3] = [
     "/usr/share/hwdata/usb.ids",
     "/var/lib/usbutils/usb.ids",
 ];
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct UsbInventory {
-    /// Every device, root hubs included, sorted by bus then port path.
-    pub devices: Vec<UsbDevice>,
-    /// The usb.ids file names were taken from, if one was found under the root.
-    pub ids_file: Option<PathBuf>,
-    /// Without one: the copy built into the binary ("built-in usb.ids VERSION"), if any.
-    pub ids_builtin: Option<String>,
-    pub findings: Vec<Finding>,
-    /// One sentence per thing that could not be read; the rest of the scan went on.
-    pub warnings: Vec<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct UsbDevice {
-    /// Kernel name: `usb5` for a root hub, `5-1.4` for a device (bus 5, port 1, port 4).
-    pub name: String,
-    pub bus: Option<u32>,
-    /// Ports from the root hub down (`[1, 4]` for `5-1.4`); empty for a root hub.
-    pub ports: Vec<u32>,
-    pub root_hub: bool,
-    /// The hub this device is plugged into (`None` for a root hub).
-    pub parent: Option<String>,
-    /// Devices plugged into this one (a hub), in port order.
-    pub children: Vec<String>,
-    pub devnum: Option<u32>,
-    /// Negotiated signalling rate in Mb/s.
-    pub speed_mbps: Option<f64>,
-    pub rx_lanes: Option<u32>,
-    pub tx_lanes: Option<u32>,
-    /// bcdUSB as the kernel prints it, e.g. "3.20".
-    pub version: Option<String>,
-    pub vendor_id: Option<u16>,
-    pub product_id: Option<u16>,
-    /// Names from usb.ids.
-    pub vendor_name: Option<String>,
-    pub product_name: Option<String>,
-    /// The device's own strings.
-    pub manufacturer: Option<String>,
-    pub product: Option<String>,
-    pub device_class: Option<u8>,
-    /// Number of downstream ports (hubs).
-    pub max_child: Option<u32>,
-    /// Driver bound to the device itself (`usb`, `hub`, `r8152-cfgselector`...).
-    pub driver: Option<String>,
-    pub interfaces: Vec<UsbInterface>,
-    /// For a mass-storage device: which transport the kernel uses.
-    pub storage: Option<MassStorage>,
-    /// The controller of this device's bus.
-    pub host_controller: Option<HostController>,
-    /// Canonical sysfs directory, within the root.
-    pub sysfs_path: PathBuf,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct UsbInterface {
-    /// `5-1:1.0` (configuration 1, interface 0).
-    pub name: String,
-    pub number: Option<u8>,
-    pub alt_setting: Option<u8>,
-    pub class: Option<u8>,
-    pub subclass: Option<u8>,
-    pub protocol: Option<u8>,
-    pub class_name: Option<&'static str>,
-    /// `None`: no driver bound.
-    pub driver: Option<String>,
-}
-
-pub use model::path::StorageTransport;
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct MassStorage {
-    pub interface: String,
-    pub transport: StorageTransport,
-    pub driver: Option<String>,
-    /// Whether any alternate setting of the device offers UAS (from `descriptors`);
-    /// `None` when the descriptors could not be read.
-    pub uas_offered: Option<bool>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "bus", rename_all = "snake_case")]
-pub enum HostAttachment {
-    /// A PCI function, address like `0000:00:14.0`.
-    Pci { address: String },
-    /// A platform (SoC or ACPI) device, e.g. `fe9c0000.usb` or `80860F14:00`.
-    Platform { name: String },
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct HostController {
-    pub attachment: HostAttachment,
-    pub driver: Option<String>,
-    /// xHCI, EHCI, OHCI, UHCI when the PCI class or the driver says so.
-    pub kind: Option<&'static str>,
-}
 
 /// Read the whole USB tree under the root.
 pub fn scan(root: &SysRoot) -> UsbInventory {
@@ -169,7 +75,6 @@ pub fn scan(root: &SysRoot) -> UsbInventory {
             p.children.push(child);
         }
     }
-    inv.findings = inv.devices.iter().flat_map(findings_for).collect();
     inv
 }
 
@@ -507,67 +412,6 @@ pub fn class_name(class: u8) -> Option<&'static str> {
         0xff => "Vendor Specific Class",
         _ => return None,
     })
-}
-
-/// Whether a bcdUSB string is USB 3.0 or later ("3.00", "3.10", "3.20").
-pub fn is_usb3_version(version: &str) -> bool {
-    version
-        .trim()
-        .split('.')
-        .next()
-        .and_then(|m| m.parse::<u32>().ok())
-        .is_some_and(|major| major >= 3)
-}
-
-impl UsbDevice {
-    /// How the user names it: `USB 4-1` or `USB root hub usb4`.
-    pub fn label(&self) -> String {
-        if self.root_hub {
-            format!("USB root hub {}", self.name)
-        } else {
-            format!("USB {}", self.name)
-        }
-    }
-}
-
-fn findings_for(dev: &UsbDevice) -> Vec<Finding> {
-    let mut out = Vec::new();
-    if let (false, Some(v), Some(speed)) = (dev.root_hub, dev.version.as_deref(), dev.speed_mbps) {
-        // 480 Mb/s is the High-Speed rate (USB 2.0 spec 7.1.11); a USB 3 device that ends
-        // up there did not get a SuperSpeed link.
-        if is_usb3_version(v) && speed <= 480.0 {
-            out.push(
-                Finding::new(
-                    Severity::Warning,
-                    dev.label(),
-                    format!(
-                        "USB {v} device running at {speed} Mb/s: it is connected through a \
-                         USB 2 port, hub or cable, not SuperSpeed."
-                    ),
-                )
-                .with_advice(
-                    "Plug it into a USB 3 port (directly or through a USB 3 hub) with a USB 3 cable.",
-                ),
-            );
-        }
-    }
-    if let Some(ms) = &dev.storage {
-        if ms.transport == StorageTransport::BulkOnly && ms.uas_offered == Some(true) {
-            out.push(
-                Finding::new(
-                    Severity::Warning,
-                    dev.label(),
-                    "Mass storage runs on Bulk-Only Transport (usb-storage) although the device \
-                     offers UAS: one command at a time instead of queued commands.",
-                )
-                .with_advice(
-                    "Check that the uas module is available and that no usb-storage quirk \
-                     ('u' flag) disables UAS for this device.",
-                ),
-            );
-        }
-    }
-    out
 }
 
 /// Vendor and product names from a usb.ids file.

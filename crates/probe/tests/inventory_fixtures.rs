@@ -124,7 +124,6 @@ fn t60p_usb_stick_on_ehci() {
         usb_dev(&inv, "usb5").interfaces[0].driver.as_deref(),
         Some("hub")
     );
-    assert!(inv.findings.is_empty(), "{:?}", inv.findings);
 
     let c = resolve(&root, "sdb");
     assert_eq!(
@@ -194,12 +193,6 @@ fn t60p_block_matches_lsblk() {
             level: Some("raid1".into())
         })
     );
-    // sda: 512 of 32767 KiB.
-    assert!(inv
-        .findings
-        .iter()
-        .any(|f| f.subject == "sda" && f.message.contains("32767")));
-    assert!(!inv.findings.iter().any(|f| f.subject == "sdb"));
 
     let c = resolve(&root, "md0");
     let Hop::Layer { branches, .. } = &c.hops[0] else {
@@ -365,7 +358,6 @@ fn fc27_block_matches_lsblk_basic() {
         blk(&inv, "sdb").queue.as_ref().unwrap().rotational,
         Some(true)
     );
-    assert!(inv.findings.iter().any(|f| f.subject == "nvme0n1"));
 }
 
 // ---- hwloc R910: four bnx2 ports, InfiniBand on a second PCI root, MegaRAID ----
@@ -409,7 +401,6 @@ fn r910_network_and_raid() {
     let sda = blk(&b, "sda");
     assert_eq!(sda.transport, Transport::Scsi);
     assert_eq!(sda.model.as_deref(), Some("PERC H700"));
-    assert!(b.findings.is_empty(), "128 = 128 KiB: {:?}", b.findings);
     let c = resolve(&root, "sda");
     assert_eq!(
         names(&c),
@@ -537,8 +528,6 @@ fn vm_capture_virtio() {
     assert_eq!(q.max_hw_sectors_kb, Some(2_147_483_647));
     assert_eq!(q.read_ahead_kb, Some(8192));
     assert_eq!(q.write_cache.as_deref(), Some("write back"));
-    let f = b.findings.iter().find(|f| f.subject == "vda").unwrap();
-    assert!(f.message.contains("no limit"), "{}", f.message);
     let zram = blk(&b, "zram0");
     assert_eq!(zram.transport, Transport::Virtual);
     assert_eq!(
@@ -607,11 +596,6 @@ fn uas_disk_at_superspeed() {
         usb_dev(&inv, "usb2").host_controller.as_ref().unwrap().kind,
         Some("xHCI")
     );
-    assert!(
-        !inv.findings.iter().any(|f| f.subject == "USB 2-1"),
-        "{:?}",
-        inv.findings
-    );
 
     let c = resolve(&root, "/media/usb disk/photo.jpg");
     assert_eq!(
@@ -647,28 +631,6 @@ fn uas_disk_at_superspeed() {
 #[test]
 fn usb3_device_stuck_at_480_on_bulk_only() {
     let root = own("usb3-uas-bot-r8152");
-    let inv = usb::scan(&root);
-    let subjects: Vec<(&str, &str)> = inv
-        .findings
-        .iter()
-        .map(|f| (f.subject.as_str(), f.message.as_str()))
-        .collect();
-    assert!(
-        subjects
-            .iter()
-            .any(|(s, m)| *s == "USB 1-2" && m.contains("480") && m.contains("3.20")),
-        "{subjects:?}"
-    );
-    assert!(
-        subjects
-            .iter()
-            .any(|(s, m)| *s == "USB 1-2" && m.contains("Bulk-Only") && m.contains("UAS")),
-        "{subjects:?}"
-    );
-    // The r8152 on the USB 2 root hub is a USB 3 device at 480 too.
-    assert!(subjects.iter().any(|(s, _)| *s == "USB 1-3"));
-    assert_eq!(inv.findings.len(), 3, "{subjects:?}");
-
     let c = resolve(&root, "/mnt/new\nline/f");
     assert_eq!(
         names(&c)[..5],
@@ -729,8 +691,6 @@ fn usb_ethernet_adapters() {
     );
     assert_eq!(usb::scan(&root).devices[0].children, ["1-2", "1-3"]);
 
-    let capped: Vec<_> = inv.findings.iter().map(|f| f.subject.as_str()).collect();
-    assert_eq!(capped, ["eth2"], "1000 Mb/s link behind 480 Mb/s USB");
     let c = resolve(&root, "eth2");
     assert_eq!(
         names(&c),

@@ -390,7 +390,7 @@ fn check_file(dump_path: &Path) -> (usize, Vec<String>) {
         };
         for f in &dump.functions {
             c.context = format!("{name}{suffix} {}", f.address);
-            let config = ConfigSpace::decode(&f.config);
+            let config = probe::pci::config::decode(&f.config);
             for w in &config.warnings {
                 eprintln!("{}: decoder warning: {w}", c.context);
             }
@@ -458,7 +458,7 @@ fn link_down_root_port_matches_lspci() {
     let dump = parse_lspci_dump(&text);
     assert_eq!(dump.functions.len(), 1);
     assert_eq!(dump.functions[0].config.len(), 256);
-    let config = ConfigSpace::decode(&dump.functions[0].config);
+    let config = probe::pci::config::decode(&dump.functions[0].config);
     let e = config.express.unwrap();
     let l = e.link.as_ref().unwrap();
     assert_eq!((l.max_speed, l.max_width), (Some(PcieGen::Gen2), 4));

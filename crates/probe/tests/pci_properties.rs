@@ -2,7 +2,7 @@
 //! answering mid-read), the decoder and the dump parser return, without panicking, with
 //! output bounded by the size of the input.
 
-use probe::pci::config::{ConfigSpace, MAX_CAPABILITIES, MAX_EXTENDED_CAPABILITIES};
+use probe::pci::config::{MAX_CAPABILITIES, MAX_EXTENDED_CAPABILITIES};
 use probe::pci::dump::parse_lspci_dump;
 use probe::pci::regs::PCI_CFG_SPACE_EXP_SIZE;
 use proptest::prelude::*;
@@ -47,7 +47,7 @@ proptest! {
 
     #[test]
     fn decoder_never_panics_and_stays_bounded(bytes in config_bytes()) {
-        let c = ConfigSpace::decode(&bytes);
+        let c = probe::pci::config::decode(&bytes);
         prop_assert_eq!(c.length, bytes.len().min(PCI_CFG_SPACE_EXP_SIZE));
         prop_assert!(c.capabilities.len() <= MAX_CAPABILITIES);
         prop_assert!(c.extended_capabilities.len() <= MAX_EXTENDED_CAPABILITIES);
@@ -103,6 +103,6 @@ proptest! {
         prop_assert_eq!(d.functions[0].address.domain, domain.unwrap_or(0));
         prop_assert_eq!(d.functions[0].address.device, device);
         // And whatever the bytes, decoding them does not panic.
-        let _ = ConfigSpace::decode(&d.functions[0].config);
+        let _ = probe::pci::config::decode(&d.functions[0].config);
     }
 }

@@ -3,7 +3,6 @@
 //! lockdown mode.
 
 use super::address::PciAddress;
-use super::config::ConfigSpace;
 use crate::sysfs::{link_name, read_attr, read_bytes, SysRoot};
 use serde::Serialize;
 use std::fmt;
@@ -137,7 +136,7 @@ pub fn function_facts(root: &SysRoot, addr: &PciAddress) -> Option<FunctionFacts
 /// The BIRs of the MSI-X table and PBA: Table Offset/BIR at capability + 4, PBA Offset/BIR
 /// at + 8, BIR in bits 2:0 (PCIe Base Spec 6.0 section 7.7.2.3/7.7.2.4).
 pub fn msix_bars(config: &[u8]) -> (Option<u8>, Option<u8>) {
-    let space = ConfigSpace::decode(config);
+    let space = super::config::decode(config);
     let Some(cap) = space.capabilities.iter().find(|c| c.id == CAP_ID_MSIX) else {
         return (None, None);
     };

@@ -13,269 +13,16 @@
 //! so that the values can be checked against lspci's own decode of the same bytes.
 
 use super::regs::*;
-use model::{LinkState, PcieGen};
-use serde::Serialize;
+use model::PcieGen;
+
+pub use model::inventory::pci::config::*;
+pub use model::{Aspm, PortType};
 
 /// Upper bound on capability-list entries: (256 - 64) / 4 = 48 dword-aligned places for a
 /// capability in conventional space, so a longer list must revisit one.
 pub const MAX_CAPABILITIES: usize = 48;
 /// Upper bound on extended capabilities: (4096 - 256) / 4 = 960 dword-aligned places.
 pub const MAX_EXTENDED_CAPABILITIES: usize = 960;
-
-/// The decoded configuration space of one function.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ConfigSpace {
-    /// How many bytes were decoded.
-    pub length: usize,
-    /// `None` when fewer than 16 bytes (IDs, class, header type) were present.
-    pub header: Option<Header>,
-    /// The capability list in conventional space, in walk order.
-    pub capabilities: Vec<Capability>,
-    /// The extended capability list (from 0x100), in walk order; empty without extended space.
-    pub extended_capabilities: Vec<ExtendedCapability>,
-    pub express: Option<ExpressCap>,
-    pub aer: Option<Aer>,
-    pub device3: Option<Device3>,
-    /// One sentence per problem found; the fields above hold what could still be decoded.
-    pub warnings: Vec<String>,
-}
-
-/// The standard header (PCIe Base Spec 6.0 section 7.5.1.1).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Header {
-    pub vendor_id: u16,
-    pub device_id: u16,
-    pub command: u16,
-    pub status: u16,
-    pub revision: u8,
-    /// Base class, subclass and programming interface: 0x010802 = NVMe controller.
-    pub class: u32,
-    /// Header Type bits 6:0 (0 = normal function, 1 = PCI-PCI bridge, 2 = CardBus bridge).
-    pub header_type: u8,
-    /// Header Type bit 7.
-    pub multi_function: bool,
-    /// Subsystem vendor and device (type 0 header only, offsets 0x2c/0x2e).
-    pub subsystem: Option<Subsystem>,
-    /// Bus numbers behind a type 1 (bridge) header, offsets 0x18..0x1a.
-    pub bridge_buses: Option<BridgeBuses>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Subsystem {
-    pub vendor_id: u16,
-    pub device_id: u16,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct BridgeBuses {
-    pub primary: u8,
-    pub secondary: u8,
-    pub subordinate: u8,
-}
-
-/// One entry of the conventional capability list.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Capability {
-    pub offset: u16,
-    pub id: u8,
-    /// Name for the common IDs, `None` for others.
-    pub name: Option<&'static str>,
-}
-
-/// One entry of the extended capability list.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ExtendedCapability {
-    pub offset: u16,
-    pub id: u16,
-    pub version: u8,
-    pub name: Option<&'static str>,
-}
-
-pub use model::{Aspm, PortType};
-
-/// What lspci appends to a LnkSta speed or width.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum LinkMark {
-    /// "(downgraded)": below what this function's own LnkCap says it can do.
-    Downgraded,
-    /// "(overdriven)": above it (a broken LnkCap, or a status read during retraining).
-    Overdriven,
-}
-
-impl LinkMark {
-    pub fn lspci_label(self) -> &'static str {
-        match self {
-            LinkMark::Downgraded => "downgraded",
-            LinkMark::Overdriven => "overdriven",
-        }
-    }
-}
-
-/// The PCI Express Capability structure (PCIe Base Spec 6.0 section 7.5.3).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ExpressCap {
-    pub offset: u16,
-    /// Capability Version (bits 3:0 of the PCI Express Capabilities register).
-    pub version: u8,
-    pub port_type: PortType,
-    pub slot_implemented: bool,
-    /// Interrupt Message Number (bits 13:9), lspci's "IntMsgNum".
-    pub interrupt_message_number: u8,
-    /// Flit Mode Supported (bit 15, PCIe 6.0), lspci 3.14's "FLIT Mode Supported".
-    pub flit_mode_supported: bool,
-    /// Device Capabilities/Control; `None` when those bytes were not captured.
-    pub device: Option<ExpressDevice>,
-    /// Link Capabilities/Control/Status; `None` for Root Complex integrated endpoints and
-    /// event collectors (no link) and when the bytes were not captured.
-    pub link: Option<ExpressLink>,
-    /// Link Capabilities 2 / Control 2 / Status 2; `None` before capability version 2 or
-    /// when not captured.
-    pub link2: Option<ExpressLink2>,
-}
-
-/// Device Capabilities and Device Control (PCIe Base Spec 6.0 sections 7.5.3.3, 7.5.3.4).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ExpressDevice {
-    /// Max_Payload_Size Supported, bytes (128 << code; codes 6 and 7 are reserved and
-    /// shown as lspci shows them, 8192 and 16384, with a warning).
-    pub max_payload_supported: u32,
-    /// Max_Payload_Size in use, bytes.
-    pub max_payload: u32,
-    /// Max_Read_Request_Size in use, bytes.
-    pub max_read_request: u32,
-    pub extended_tag_supported: bool,
-    pub relaxed_ordering: bool,
-    pub no_snoop: bool,
-}
-
-/// Link Capabilities, Control and Status (PCIe Base Spec 6.0 sections 7.5.3.6-7.5.3.8).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ExpressLink {
-    /// Port Number (LnkCap bits 31:24).
-    pub port_number: u8,
-    /// Max Link Speed; `None` for codes 0 and 8..15 (reserved).
-    pub max_speed: Option<PcieGen>,
-    pub max_speed_code: u8,
-    /// Maximum Link Width (lanes).
-    pub max_width: u8,
-    pub aspm_support: Aspm,
-    pub aspm_control: Aspm,
-    /// Read Completion Boundary, bytes; `None` for switch ports and reverse bridges, where
-    /// the bit is reserved (lspci prints it only for root ports, endpoints and
-    /// PCIe-to-PCI bridges).
-    pub rcb: Option<u16>,
-    pub link_disable: bool,
-    pub common_clock: bool,
-    /// Flit Mode Disable (LnkCtl bit 13, PCIe 6.0), lspci 3.14's "FltModeDis".
-    pub flit_mode_disable: bool,
-    /// Current Link Speed; `None` when the code is not a defined speed (e.g. 0 on a link
-    /// that is down: lspci's "Speed unknown").
-    pub speed: Option<PcieGen>,
-    pub speed_code: u8,
-    /// Negotiated Link Width (0 when the link is down).
-    pub width: u8,
-    pub training: bool,
-    pub data_link_active: bool,
-}
-
-/// Link Capabilities 2, Control 2, Status 2 (PCIe Base Spec 6.0 sections 7.5.3.18-7.5.3.20).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ExpressLink2 {
-    /// Supported Link Speeds Vector (LnkCap2 bits 7:1, shifted down: bit 0 = 2.5 GT/s).
-    pub supported_speeds_vector: u8,
-    /// The speeds in that vector.
-    pub supported_speeds: Vec<PcieGen>,
-    /// Target Link Speed (LnkCtl2 bits 3:0). Code 0 reads as 2.5 GT/s, as in lspci: it is
-    /// what a function that hardwires the field to 0 (before PCIe 3.0) supports.
-    pub target_speed: Option<PcieGen>,
-    pub target_speed_code: u8,
-    /// Flit Mode Status (LnkSta2 bit 10, PCIe 6.0), lspci 3.14's "FltMode".
-    pub flit_mode_active: bool,
-}
-
-/// Device 3 extended capability (PCIe Base Spec 6.0 section 7.7.9), DevCap3 bits 3:0.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Device3 {
-    pub offset: u16,
-    pub dmwr_request_routing: bool,
-    pub tag14_completer: bool,
-    pub tag14_requester: bool,
-    /// L0p Supported (a Flit-mode low-power link state).
-    pub l0p_supported: bool,
-}
-
-/// Advanced Error Reporting registers (PCIe Base Spec 6.0 section 7.8.4).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Aer {
-    pub offset: u16,
-    pub version: u8,
-    pub uncorrectable_status: AerRegister,
-    pub uncorrectable_mask: AerRegister,
-    pub uncorrectable_severity: AerRegister,
-    pub correctable_status: AerRegister,
-    pub correctable_mask: AerRegister,
-}
-
-/// One AER register: raw value and the names (lspci's) of the bits that are set.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AerRegister {
-    pub raw: u32,
-    pub set: Vec<&'static str>,
-}
-
-/// Uncorrectable error bits with lspci 3.14's names (PCIe Base Spec 6.0 section 7.8.4.2;
-/// bits 0-3 and 6-11 are reserved).
-pub const UNCORRECTABLE_ERROR_BITS: [(u8, &str); 22] = [
-    (4, "DLP"),
-    (5, "SDES"),
-    (12, "TLP"),
-    (13, "FCP"),
-    (14, "CmpltTO"),
-    (15, "CmpltAbrt"),
-    (16, "UnxCmplt"),
-    (17, "RxOF"),
-    (18, "MalfTLP"),
-    (19, "ECRC"),
-    (20, "UnsupReq"),
-    (21, "ACSViol"),
-    (22, "UncorrIntErr"),
-    (23, "BlockedTLP"),
-    (24, "AtomicOpBlocked"),
-    (25, "TLPBlockedErr"),
-    (26, "PoisonTLPBlocked"),
-    (27, "DMWrReqBlocked"),
-    (28, "IDECheck"),
-    (29, "MisIDETLP"),
-    (30, "PCRC_CHECK"),
-    (31, "TLPXlatBlocked"),
-];
-
-/// Correctable error bits with lspci's names (PCIe Base Spec 6.0 section 7.8.4.5).
-pub const CORRECTABLE_ERROR_BITS: [(u8, &str); 8] = [
-    (0, "RxErr"),
-    (6, "BadTLP"),
-    (7, "BadDLLP"),
-    (8, "Rollover"),
-    (12, "Timeout"),
-    (13, "AdvNonFatalErr"),
-    (14, "CorrIntErr"),
-    (15, "HeaderOF"),
-];
-
-impl AerRegister {
-    fn new(raw: u32, table: &[(u8, &'static str)]) -> Self {
-        let set = table
-            .iter()
-            .filter(|(bit, _)| raw & (1 << bit) != 0)
-            .map(|&(_, name)| name)
-            .collect();
-        AerRegister { raw, set }
-    }
-
-    pub fn is_set(&self, name: &str) -> bool {
-        self.set.contains(&name)
-    }
-}
 
 /// Little-endian reads that return `None` past the captured bytes.
 #[derive(Clone, Copy)]
@@ -300,96 +47,94 @@ impl Bytes<'_> {
     }
 }
 
-impl ConfigSpace {
-    /// Decodes `bytes` (configuration space from offset 0). Never fails: problems are in
-    /// `warnings`, and whatever is decodable is decoded. Bytes past 4096 are ignored.
-    pub fn decode(bytes: &[u8]) -> ConfigSpace {
-        let mut warnings = Vec::new();
-        let bytes = if bytes.len() > PCI_CFG_SPACE_EXP_SIZE {
-            warnings.push(format!(
-                "{} bytes given but configuration space is at most {PCI_CFG_SPACE_EXP_SIZE}; the rest \
+/// Decodes `bytes` (configuration space from offset 0). Never fails: problems are in
+/// `warnings`, and whatever is decodable is decoded. Bytes past 4096 are ignored.
+pub fn decode(bytes: &[u8]) -> ConfigSpace {
+    let mut warnings = Vec::new();
+    let bytes = if bytes.len() > PCI_CFG_SPACE_EXP_SIZE {
+        warnings.push(format!(
+            "{} bytes given but configuration space is at most {PCI_CFG_SPACE_EXP_SIZE}; the rest \
                  was ignored",
-                bytes.len()
-            ));
-            &bytes[..PCI_CFG_SPACE_EXP_SIZE]
-        } else {
-            bytes
-        };
-        let mut out = ConfigSpace {
-            length: bytes.len(),
-            header: None,
-            capabilities: Vec::new(),
-            extended_capabilities: Vec::new(),
-            express: None,
-            aer: None,
-            device3: None,
-            warnings,
-        };
-        let b = Bytes(bytes);
+            bytes.len()
+        ));
+        &bytes[..PCI_CFG_SPACE_EXP_SIZE]
+    } else {
+        bytes
+    };
+    let mut out = ConfigSpace {
+        length: bytes.len(),
+        header: None,
+        capabilities: Vec::new(),
+        extended_capabilities: Vec::new(),
+        express: None,
+        aer: None,
+        device3: None,
+        warnings,
+    };
+    let b = Bytes(bytes);
 
-        if bytes.is_empty() {
-            out.warnings
-                .push("no configuration space bytes were captured, so nothing was decoded".into());
-            return out;
-        }
-        if bytes.iter().all(|&x| x == 0xff) {
-            out.warnings.push(
-                "configuration space reads as all 0xff: the device is gone (removed, powered \
+    if bytes.is_empty() {
+        out.warnings
+            .push("no configuration space bytes were captured, so nothing was decoded".into());
+        return out;
+    }
+    if bytes.iter().all(|&x| x == 0xff) {
+        out.warnings.push(
+            "configuration space reads as all 0xff: the device is gone (removed, powered \
                  off, or behind a link that is down); rescan the bus or check the slot"
-                    .into(),
-            );
-            return out;
-        }
-        if bytes.len() < PCI_STD_HEADER_SIZEOF {
-            out.warnings.push(format!(
-                "only {} bytes of configuration space were captured, fewer than the \
+                .into(),
+        );
+        return out;
+    }
+    if bytes.len() < PCI_STD_HEADER_SIZEOF {
+        out.warnings.push(format!(
+            "only {} bytes of configuration space were captured, fewer than the \
                  {PCI_STD_HEADER_SIZEOF}-byte header; fields past byte {} are unknown",
+            bytes.len(),
+            bytes.len()
+        ));
+    }
+
+    out.header = decode_header(b);
+    let Some(header) = &out.header else {
+        return out;
+    };
+    if header.vendor_id == 0xffff {
+        out.warnings.push(
+            "vendor ID reads as 0xffff: no function answered at this address (removed or \
+                 powered off); the other fields are likely meaningless"
+                .into(),
+        );
+    }
+
+    out.capabilities = walk_capabilities(b, header, &mut out.warnings);
+    if let Some(cap) = out.capabilities.iter().find(|c| c.id == PCI_CAP_ID_EXP) {
+        out.express = decode_express(b, cap.offset, &mut out.warnings);
+    }
+
+    if bytes.len() > PCI_CFG_SPACE_SIZE {
+        if bytes.len() < PCI_CFG_SPACE_EXP_SIZE {
+            out.warnings.push(format!(
+                "only {} of the {PCI_CFG_SPACE_EXP_SIZE} bytes of extended configuration space \
+                     were captured; extended capabilities past byte {} are unknown",
                 bytes.len(),
                 bytes.len()
             ));
         }
-
-        out.header = decode_header(b);
-        let Some(header) = &out.header else {
-            return out;
-        };
-        if header.vendor_id == 0xffff {
-            out.warnings.push(
-                "vendor ID reads as 0xffff: no function answered at this address (removed or \
-                 powered off); the other fields are likely meaningless"
-                    .into(),
-            );
-        }
-
-        out.capabilities = walk_capabilities(b, header, &mut out.warnings);
-        if let Some(cap) = out.capabilities.iter().find(|c| c.id == PCI_CAP_ID_EXP) {
-            out.express = decode_express(b, cap.offset, &mut out.warnings);
-        }
-
-        if bytes.len() > PCI_CFG_SPACE_SIZE {
-            if bytes.len() < PCI_CFG_SPACE_EXP_SIZE {
-                out.warnings.push(format!(
-                    "only {} of the {PCI_CFG_SPACE_EXP_SIZE} bytes of extended configuration space \
-                     were captured; extended capabilities past byte {} are unknown",
-                    bytes.len(),
-                    bytes.len()
-                ));
-            }
-            out.extended_capabilities = walk_extended_capabilities(b, &mut out.warnings);
-            for ecap in &out.extended_capabilities {
-                match ecap.id {
-                    PCI_EXT_CAP_ID_ERR if out.aer.is_none() => {
-                        out.aer = decode_aer(b, ecap, &mut out.warnings);
-                    }
-                    PCI_EXT_CAP_ID_DEV3 if out.device3.is_none() => {
-                        out.device3 = decode_device3(b, ecap.offset, &mut out.warnings);
-                    }
-                    _ => {}
+        out.extended_capabilities = walk_extended_capabilities(b, &mut out.warnings);
+        for ecap in &out.extended_capabilities {
+            match ecap.id {
+                PCI_EXT_CAP_ID_ERR if out.aer.is_none() => {
+                    out.aer = decode_aer(b, ecap, &mut out.warnings);
                 }
+                PCI_EXT_CAP_ID_DEV3 if out.device3.is_none() => {
+                    out.device3 = decode_device3(b, ecap.offset, &mut out.warnings);
+                }
+                _ => {}
             }
         }
-        out
     }
+    out
 }
 
 fn decode_header(b: Bytes) -> Option<Header> {
@@ -776,52 +521,6 @@ fn decode_link(
     }
 }
 
-impl ExpressLink {
-    /// The link as it runs now; `None` when it is down (no defined speed, or width 0).
-    pub fn current(&self) -> Option<LinkState> {
-        let gen = self.speed?;
-        (self.width > 0).then(|| LinkState::new(gen, self.width))
-    }
-
-    /// What this end of the link can do (LnkCap); `None` when LnkCap holds no defined
-    /// speed or a width of 0.
-    pub fn capable(&self) -> Option<LinkState> {
-        let gen = self.max_speed?;
-        (self.max_width > 0).then(|| LinkState::new(gen, self.max_width))
-    }
-}
-
-impl ExpressCap {
-    /// What lspci appends to "LnkSta: Speed ...": pciutils `ls-caps.c` `link_compare()`
-    /// compares the raw speed codes of LnkSta and this function's own LnkCap. Above is
-    /// "overdriven"; below is "downgraded" except on root ports, downstream ports and
-    /// PCI-to-PCIe bridges, whose LnkCap describes their side only and whose link is
-    /// often legitimately slower (a Gen 2 card in a Gen 4 slot).
-    pub fn lspci_downgraded_speed(&self) -> Option<LinkMark> {
-        let link = self.link.as_ref()?;
-        lspci_link_compare(self.port_type, link.speed_code, link.max_speed_code)
-    }
-
-    /// The same rule for the width.
-    pub fn lspci_downgraded_width(&self) -> Option<LinkMark> {
-        let link = self.link.as_ref()?;
-        lspci_link_compare(self.port_type, link.width, link.max_width)
-    }
-}
-
-fn lspci_link_compare(port_type: PortType, status: u8, capable: u8) -> Option<LinkMark> {
-    if status > capable {
-        return Some(LinkMark::Overdriven);
-    }
-    if status == capable {
-        return None;
-    }
-    match port_type {
-        PortType::RootPort | PortType::DownstreamPort | PortType::PciToPcieBridge => None,
-        _ => Some(LinkMark::Downgraded),
-    }
-}
-
 fn decode_aer(b: Bytes, ecap: &ExtendedCapability, warnings: &mut Vec<String>) -> Option<Aer> {
     let at = usize::from(ecap.offset);
     // Offsets within the AER capability: PCIe Base Spec 6.0 section 7.8.4, figure 7-193.
@@ -843,11 +542,11 @@ fn decode_aer(b: Bytes, ecap: &ExtendedCapability, warnings: &mut Vec<String>) -
     Some(Aer {
         offset: ecap.offset,
         version: ecap.version,
-        uncorrectable_status: AerRegister::new(ue_sta, &UNCORRECTABLE_ERROR_BITS),
-        uncorrectable_mask: AerRegister::new(ue_msk, &UNCORRECTABLE_ERROR_BITS),
-        uncorrectable_severity: AerRegister::new(ue_sev, &UNCORRECTABLE_ERROR_BITS),
-        correctable_status: AerRegister::new(ce_sta, &CORRECTABLE_ERROR_BITS),
-        correctable_mask: AerRegister::new(ce_msk, &CORRECTABLE_ERROR_BITS),
+        uncorrectable_status: AerRegister::from_raw(ue_sta, &UNCORRECTABLE_ERROR_BITS),
+        uncorrectable_mask: AerRegister::from_raw(ue_msk, &UNCORRECTABLE_ERROR_BITS),
+        uncorrectable_severity: AerRegister::from_raw(ue_sev, &UNCORRECTABLE_ERROR_BITS),
+        correctable_status: AerRegister::from_raw(ce_sta, &CORRECTABLE_ERROR_BITS),
+        correctable_mask: AerRegister::from_raw(ce_msk, &CORRECTABLE_ERROR_BITS),
     })
 }
 
@@ -942,6 +641,7 @@ pub fn extended_capability_name(id: u16) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use model::LinkState;
 
     fn put16(b: &mut [u8], at: usize, v: u16) {
         b[at..at + 2].copy_from_slice(&v.to_le_bytes());
@@ -987,7 +687,7 @@ mod tests {
 
     #[test]
     fn decodes_an_endpoint_link_and_aer() {
-        let c = ConfigSpace::decode(&function(PCI_CFG_SPACE_EXP_SIZE, 0, 3, 4));
+        let c = decode(&function(PCI_CFG_SPACE_EXP_SIZE, 0, 3, 4));
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
         let h = c.header.as_ref().unwrap();
         assert_eq!(
@@ -1035,16 +735,14 @@ mod tests {
     fn lspci_marks_follow_link_compare() {
         // Root port (4), downstream port (6), PCI-to-PCIe bridge (8): below is not marked.
         for t in [4, 6, 8] {
-            let c = ConfigSpace::decode(&function(256, t, 1, 1));
+            let c = decode(&function(256, t, 1, 1));
             let e = c.express.unwrap();
             assert_eq!(e.lspci_downgraded_speed(), None, "type {t}");
             assert_eq!(e.lspci_downgraded_width(), None, "type {t}");
         }
         // Upstream port (5), PCIe-to-PCI bridge (7), legacy endpoint (1): marked.
         for t in [1, 5, 7] {
-            let e = ConfigSpace::decode(&function(256, t, 1, 1))
-                .express
-                .unwrap();
+            let e = decode(&function(256, t, 1, 1)).express.unwrap();
             assert_eq!(
                 e.lspci_downgraded_width(),
                 Some(LinkMark::Downgraded),
@@ -1052,9 +750,7 @@ mod tests {
             );
         }
         // Above LnkCap is "overdriven" for every type, root ports included.
-        let e = ConfigSpace::decode(&function(256, 4, 5, 8))
-            .express
-            .unwrap();
+        let e = decode(&function(256, 4, 5, 8)).express.unwrap();
         assert_eq!(e.lspci_downgraded_speed(), Some(LinkMark::Overdriven));
         assert_eq!(e.lspci_downgraded_width(), Some(LinkMark::Overdriven));
     }
@@ -1062,29 +758,21 @@ mod tests {
     #[test]
     fn link_down_reads_as_unknown_speed_width_zero() {
         // As the Xeon DMI2 root port in pciutils' cap-atomicops test: "Speed unknown, Width x0".
-        let e = ConfigSpace::decode(&function(256, 4, 0, 0))
-            .express
-            .unwrap();
+        let e = decode(&function(256, 4, 0, 0)).express.unwrap();
         let l = e.link.as_ref().unwrap();
         assert_eq!((l.speed, l.speed_code, l.width), (None, 0, 0));
         assert_eq!(l.current(), None);
         assert_eq!(e.lspci_downgraded_speed(), None);
         // The same on an endpoint is marked: the status is below its LnkCap.
-        let e = ConfigSpace::decode(&function(256, 0, 0, 0))
-            .express
-            .unwrap();
+        let e = decode(&function(256, 0, 0, 0)).express.unwrap();
         assert_eq!(e.lspci_downgraded_speed(), Some(LinkMark::Downgraded));
     }
 
     #[test]
     fn switch_ports_have_no_rcb_and_rc_endpoints_no_link() {
-        let e = ConfigSpace::decode(&function(256, 5, 4, 4))
-            .express
-            .unwrap();
+        let e = decode(&function(256, 5, 4, 4)).express.unwrap();
         assert_eq!(e.link.unwrap().rcb, None);
-        let e = ConfigSpace::decode(&function(256, 9, 4, 4))
-            .express
-            .unwrap();
+        let e = decode(&function(256, 9, 4, 4)).express.unwrap();
         assert_eq!(e.port_type, PortType::RootComplexIntegratedEndpoint);
         assert!(e.link.is_none() && e.link2.is_none());
         assert!(e.device.is_some());
@@ -1096,14 +784,14 @@ mod tests {
         put16(&mut b, 0x72, 0x8002);
         put16(&mut b, 0x80, 1 << 13);
         put16(&mut b, 0xa2, 1 << 10);
-        let e = ConfigSpace::decode(&b).express.unwrap();
+        let e = decode(&b).express.unwrap();
         assert!(e.flit_mode_supported);
         assert!(e.link.unwrap().flit_mode_disable);
         assert!(e.link2.unwrap().flit_mode_active);
     }
 
     fn warnings(b: &[u8]) -> Vec<String> {
-        ConfigSpace::decode(b).warnings
+        decode(b).warnings
     }
 
     #[test]
@@ -1112,7 +800,7 @@ mod tests {
             warnings(&[]),
             ["no configuration space bytes were captured, so nothing was decoded"]
         );
-        let c = ConfigSpace::decode(&function(256, 0, 4, 4)[..10]);
+        let c = decode(&function(256, 0, 4, 4)[..10]);
         assert!(c.header.is_none());
         assert_eq!(
             c.warnings,
@@ -1121,7 +809,7 @@ mod tests {
               header; fields past byte 10 are unknown"
             ]
         );
-        let c = ConfigSpace::decode(&function(256, 0, 4, 4)[..0x30]);
+        let c = decode(&function(256, 0, 4, 4)[..0x30]);
         assert_eq!(
             c.header.unwrap().subsystem.map(|s| s.vendor_id),
             Some(0x144d)
@@ -1136,7 +824,7 @@ mod tests {
 
     #[test]
     fn unprivileged_64_bytes() {
-        let c = ConfigSpace::decode(&function(256, 0, 4, 4)[..64]);
+        let c = decode(&function(256, 0, 4, 4)[..64]);
         assert!(c.header.is_some());
         assert!(c.express.is_none());
         assert_eq!(
@@ -1152,7 +840,7 @@ mod tests {
     #[test]
     fn all_ones_is_a_device_that_is_gone() {
         for len in [64, 256, 4096] {
-            let c = ConfigSpace::decode(&vec![0xff; len]);
+            let c = decode(&vec![0xff; len]);
             assert!(c.header.is_none());
             assert_eq!(c.warnings.len(), 1);
             assert!(c.warnings[0]
@@ -1164,7 +852,7 @@ mod tests {
     fn capability_loop_stops_with_one_warning() {
         let mut b = function(256, 0, 4, 4);
         b[0x71] = 0x40; // PCIe -> PM -> PCIe ...
-        let c = ConfigSpace::decode(&b);
+        let c = decode(&b);
         assert_eq!(c.capabilities.len(), 2);
         assert!(c.express.is_some());
         assert_eq!(
@@ -1177,7 +865,7 @@ mod tests {
         // A capability pointing at itself.
         let mut b = function(256, 0, 4, 4);
         b[0x41] = 0x42; // low two bits are ignored: 0x40 again
-        let c = ConfigSpace::decode(&b);
+        let c = decode(&b);
         assert_eq!(c.capabilities.len(), 1);
         assert_eq!(
             c.warnings,
@@ -1221,7 +909,7 @@ mod tests {
 
     #[test]
     fn express_capability_cut_short() {
-        let c = ConfigSpace::decode(&function(256, 0, 4, 4)[..0x80]);
+        let c = decode(&function(256, 0, 4, 4)[..0x80]);
         let e = c.express.unwrap();
         assert!(e.device.is_some() && e.link.is_none() && e.link2.is_none());
         assert_eq!(
@@ -1237,7 +925,7 @@ mod tests {
     fn reserved_payload_codes_are_named() {
         let mut b = function(256, 0, 4, 4);
         put32(&mut b, 0x74, 7);
-        let c = ConfigSpace::decode(&b);
+        let c = decode(&b);
         assert_eq!(
             c.express.unwrap().device.unwrap().max_payload_supported,
             16384
@@ -1258,7 +946,7 @@ mod tests {
         let mut b = function(PCI_CFG_SPACE_EXP_SIZE, 0, 4, 4);
         put32(&mut b, 0x100, 0x0001 | 2 << 16 | 0x140 << 20);
         put32(&mut b, 0x140, 0x0003 | 1 << 16 | 0x100 << 20);
-        let c = ConfigSpace::decode(&b);
+        let c = decode(&b);
         assert_eq!(c.extended_capabilities.len(), 2);
         assert!(c.aer.is_some());
         assert_eq!(
@@ -1278,7 +966,7 @@ mod tests {
             ]
         );
         // Truncated extended space: AER header present, its registers cut off.
-        let c = ConfigSpace::decode(&function(PCI_CFG_SPACE_EXP_SIZE, 0, 4, 4)[..0x108]);
+        let c = decode(&function(PCI_CFG_SPACE_EXP_SIZE, 0, 4, 4)[..0x108]);
         assert!(c.aer.is_none());
         assert_eq!(
             c.warnings,
@@ -1292,7 +980,7 @@ mod tests {
         // No extended space at all (conventional PCI device): silent.
         let mut b = function(PCI_CFG_SPACE_EXP_SIZE, 0, 4, 4);
         b[0x100..].fill(0xff);
-        let c = ConfigSpace::decode(&b);
+        let c = decode(&b);
         assert!(c.warnings.is_empty() && c.extended_capabilities.is_empty());
     }
 
@@ -1305,7 +993,7 @@ mod tests {
             b[at] = 0x09;
             b[at + 1] = if at == 0xfc { 0x40 } else { (at + 4) as u8 };
         }
-        let c = ConfigSpace::decode(&b);
+        let c = decode(&b);
         assert_eq!(c.capabilities.len(), MAX_CAPABILITIES);
         assert_eq!(c.warnings.len(), 1);
         assert!(c.warnings[0].starts_with("the capability list loops"));

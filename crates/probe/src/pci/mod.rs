@@ -11,7 +11,6 @@ pub mod sysfs;
 
 use crate::sysfs::SysRoot;
 use audit::{FunctionInput, PciAudit};
-use config::ConfigSpace;
 use ids::PciNames;
 use std::collections::HashSet;
 
@@ -27,10 +26,15 @@ pub fn audit_sysfs(root: &SysRoot) -> PciAudit {
         .into_iter()
         .map(|mut f| {
             let bytes = std::mem::take(&mut f.config);
+            // Absent in most captured trees: the BAR registers of config space stand in.
+            let resource = crate::sysfs::read_attr(&root.path(f.device_path.join("resource")))
+                .ok()
+                .flatten();
             FunctionInput {
                 address: f.address,
+                memory_bars: audit::memory_bars(resource.as_deref(), &bytes),
                 config_len: bytes.len(),
-                config: (!bytes.is_empty()).then(|| ConfigSpace::decode(&bytes)),
+                config: (!bytes.is_empty()).then(|| config::decode(&bytes)),
                 config_warnings: bytes.len() > UNPRIVILEGED_CONFIG_BYTES,
                 description: None,
                 sysfs: Some(f),
@@ -64,10 +68,11 @@ pub fn audit_dump(text: &str, names_root: &SysRoot) -> Result<PciAudit, dump::Du
             address: f.address,
             sysfs: None,
             config_len: f.config.len(),
-            config: Some(ConfigSpace::decode(&f.config)),
+            config: Some(config::decode(&f.config)),
             // As for sysfs: a 64-byte capture gets one finding, not a warning per function.
             config_warnings: f.config.len() > UNPRIVILEGED_CONFIG_BYTES,
             description: Some(f.description),
+            memory_bars: audit::memory_bars(None, &f.config),
         })
         .collect();
     let names = load_names(names_root, &inputs);

@@ -26,6 +26,12 @@ pub const PCI_REVISION_ID: usize = 0x08;
 pub const PCI_CLASS_PROG: usize = 0x09;
 /// Sub-class (low byte) and base class (high byte).
 pub const PCI_CLASS_DEVICE: usize = 0x0a;
+/// Base address registers: six in a type 0 header, two in a type 1 (bridge) header.
+pub const PCI_BASE_ADDRESS_0: usize = 0x10;
+pub const PCI_BASE_ADDRESS_SPACE_IO: u32 = 0x01;
+pub const PCI_BASE_ADDRESS_MEM_TYPE_MASK: u32 = 0x06;
+pub const PCI_BASE_ADDRESS_MEM_TYPE_64: u32 = 0x04;
+pub const PCI_BASE_ADDRESS_MEM_PREFETCH: u32 = 0x08;
 pub const PCI_HEADER_TYPE: usize = 0x0e;
 pub const PCI_HEADER_TYPE_MASK: u8 = 0x7f;
 pub const PCI_HEADER_TYPE_NORMAL: u8 = 0;

@@ -5,6 +5,8 @@ use super::address::PciAddress;
 use crate::sysfs::{self, ReadError, SysRoot};
 use model::{LinkState, PcieGen};
 use serde::Serialize;
+
+pub use model::inventory::pci::{AerCounters, KernelLink, PciPolicy};
 use std::path::{Path, PathBuf};
 
 /// One PCI function read from sysfs.
@@ -33,58 +35,6 @@ pub struct SysfsFunction {
     /// Config space as read from the `config` file: 64 bytes without root, 256 or 4096 with.
     #[serde(skip)]
     pub config: Vec<u8>,
-}
-
-/// `current_link_speed`, `current_link_width`, `max_link_speed`, `max_link_width`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct KernelLink {
-    pub current: Option<LinkState>,
-    pub max: Option<LinkState>,
-}
-
-/// The AER statistics files (sysfs-bus-pci-devices-aer_stats): per error name, its count.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct AerCounters {
-    pub correctable: Vec<(String, u64)>,
-    pub nonfatal: Vec<(String, u64)>,
-    pub fatal: Vec<(String, u64)>,
-    /// Root ports only: `aer_rootport_total_err_cor`, `_fatal`, `_nonfatal`.
-    pub rootport_total_cor: Option<u64>,
-    pub rootport_total_fatal: Option<u64>,
-    pub rootport_total_nonfatal: Option<u64>,
-}
-
-impl AerCounters {
-    /// Sum of the counts of real error names (the `TOTAL_ERR_*` lines excluded).
-    pub fn total(&self) -> u64 {
-        [&self.correctable, &self.nonfatal, &self.fatal]
-            .iter()
-            .flat_map(|v| v.iter())
-            .filter(|(n, _)| !n.starts_with("TOTAL_"))
-            .map(|(_, c)| *c)
-            .sum()
-    }
-
-    /// The error names with a non-zero count, with their count.
-    pub fn nonzero(&self) -> Vec<(String, u64)> {
-        [&self.correctable, &self.nonfatal, &self.fatal]
-            .iter()
-            .flat_map(|v| v.iter())
-            .filter(|(n, c)| *c > 0 && !n.starts_with("TOTAL_"))
-            .cloned()
-            .collect()
-    }
-}
-
-/// System-wide PCI policy facts.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct PciPolicy {
-    /// The selected value of /sys/module/pcie_aspm/parameters/policy (`[default] performance`
-    /// -> `default`).
-    pub aspm_policy: Option<String>,
-    /// `pci=pcie_bus_tune_off|pcie_bus_safe|pcie_bus_perf|pcie_bus_peer2peer` from /proc/cmdline
-    /// (Documentation/admin-guide/kernel-parameters.txt); `None` = the kernel's default.
-    pub mps_policy: Option<String>,
 }
 
 /// Result of a sysfs scan: the functions and one sentence per problem met.
@@ -362,8 +312,7 @@ fn read_config(path: &Path) -> Result<Vec<u8>, ReadError> {
         .take(CONVENTIONAL_CONFIG as u64)
         .read_to_end(&mut buf)
         .map_err(|e| ReadError::from_io(path, &e))?;
-    let express = buf.len() == CONVENTIONAL_CONFIG
-        && super::config::ConfigSpace::decode(&buf).express.is_some();
+    let express = buf.len() == CONVENTIONAL_CONFIG && super::config::decode(&buf).express.is_some();
     if express {
         file.read_to_end(&mut buf)
             .map_err(|e| ReadError::from_io(path, &e))?;

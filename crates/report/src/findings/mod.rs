@@ -3,10 +3,8 @@
 //! The producers (probe, bench) return facts; the sentences, their severity and their order
 //! are made here, so every command says the same thing the same way.
 //!
-//! Not here yet: the per-device findings of `audit` (PCI links, USB, block, net) are still
-//! made in `probe` beside the inventory types they read (`probe::pci::audit`, `probe::usb`,
-//! `probe::block`, `probe::net`): those types move to `model::inventory` first (issue 12),
-//! then their findings move here.
+//! The audit's findings read `model::inventory` (which probe fills), bench latency's a
+//! [`latency::LatencyRun`] of facts.
 
 pub mod audit;
 pub mod latency;

@@ -1,10 +1,18 @@
-//! `headroom audit`'s terminal text: the findings list.
-//!
-//! The inventory sections (the `lspci -tv`-like PCI tree, USB tree, block table, network
-//! list, CPU/kernel context) are still drawn in cli/src/audit.rs: they read probe's
-//! inventory types, which report cannot see until they move to `model::inventory`.
+//! `headroom audit`'s terminal text: the CPU/kernel context, the `lspci -tv`-like PCI tree,
+//! the USB tree, the block table, the network list (each from `model::inventory`) and the
+//! findings list.
 
+use super::Style;
+use crate::summary::plural as count;
+use model::inventory::block::{BlockDevice, BlockInventory, MAX_HW_SECTORS_KB_NO_LIMIT};
+use model::inventory::net::{Attachment, NetInventory};
+use model::inventory::pci::address::PciAddress;
+use model::inventory::pci::{AuditedFunction, PciAudit};
+use model::inventory::system::SystemContext;
+use model::inventory::usb::{HostAttachment, UsbDevice, UsbInventory};
+use model::units::{format_cpu_list, GIB, MB};
 use model::{Finding, Severity};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// The findings, in the order given (most severe first, as `findings::audit::collect` puts
@@ -30,6 +38,478 @@ pub fn findings(findings: &[Finding], severity: impl Fn(Severity) -> String) -> 
         }
     }
     out
+}
+
+/// The PCI section: a tree of functions (like `lspci -tv`, one line each with its link
+/// state and ceiling).
+pub fn pci(audit: &PciAudit, style: &Style) -> String {
+    let mut out = String::new();
+    let by_addr: BTreeMap<PciAddress, &AuditedFunction> =
+        audit.functions.iter().map(|f| (f.address, f)).collect();
+    let _ = writeln!(
+        out,
+        "PCI: {}, {}",
+        count(audit.functions.len() as u64, "function", "functions"),
+        count(
+            audit.link_count() as u64,
+            "PCI Express link",
+            "PCI Express links"
+        )
+    );
+    if !audit.links.is_empty() || audit.functions.iter().any(|f| f.own_link_ceiling.is_some()) {
+        let _ = writeln!(
+            out,
+            "Link ceilings: effective write per direction, MB/s = 10^6 B/s (now of capable)"
+        );
+    }
+    if let Some(p) = &audit.policy.aspm_policy {
+        let _ = write!(out, "ASPM policy: {p}");
+        let _ = writeln!(
+            out,
+            "; MPS policy: {}",
+            audit
+                .policy
+                .mps_policy
+                .as_deref()
+                .unwrap_or("kernel default (no pci=pcie_bus_* option)")
+        );
+    }
+    let roots: Vec<&AuditedFunction> = audit
+        .functions
+        .iter()
+        .filter(|f| f.parent.is_none())
+        .collect();
+    for (i, f) in roots.iter().enumerate() {
+        let last = i + 1 == roots.len();
+        render_node(&mut out, audit, &by_addr, f, "", last, style, 0);
+    }
+    out
+}
+
+/// The CPU and kernel context the seeds' results depend on.
+pub fn system(ctx: &SystemContext) -> String {
+    let mut out = String::new();
+    let k = &ctx.kernel;
+    let _ = write!(
+        out,
+        "System: kernel {}, {}",
+        k.release.as_deref().unwrap_or("unknown"),
+        k.preemption.describe()
+    );
+    if let Some(c) = &ctx.cpus_online {
+        let _ = write!(out, "; {} CPUs online ({})", c.len(), format_cpu_list(c));
+    }
+    match ctx.smt_active {
+        Some(true) => out.push_str("; SMT on"),
+        Some(false) => out.push_str("; SMT off"),
+        None => {}
+    }
+    out.push('\n');
+    if ctx.cpufreq.is_empty() {
+        out.push_str("  cpufreq: absent (no governor; the frequency is not visible)\n");
+    } else {
+        // Group CPUs by governor and range, as `cpupower frequency-info` users read them.
+        let mut groups: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        for f in &ctx.cpufreq {
+            let mhz = |k: Option<u64>| k.map(|k| (k / 1000).to_string()).unwrap_or("?".into());
+            let key = format!(
+                "{} {}-{} MHz (now {} MHz)",
+                f.governor.as_deref().unwrap_or("?"),
+                mhz(f.min_khz),
+                mhz(f.max_khz),
+                mhz(f.cur_khz)
+            );
+            groups.entry(key).or_default().push(f.cpu);
+        }
+        for (k, cpus) in groups {
+            let _ = writeln!(out, "  cpufreq CPUs {}: {k}", format_cpu_list(&cpus));
+        }
+    }
+    if let Some(c) = &ctx.cmdline {
+        let list = |v: &Option<Vec<u32>>| {
+            v.as_deref()
+                .map(format_cpu_list)
+                .unwrap_or_else(|| "no".into())
+        };
+        let _ = writeln!(
+            out,
+            "  isolation: isolcpus={} nohz_full={} rcu_nocbs={}",
+            list(&c.isolcpus),
+            list(&c.nohz_full),
+            list(&c.rcu_nocbs)
+        );
+        let _ = writeln!(out, "  cmdline: {}", c.raw);
+    }
+    out
+}
+
+/// The USB section: each bus as a tree (like `lsusb -t`) with speed, version, names, the
+/// storage protocol and the bulk ceiling of each device's link.
+pub fn usb(usb: &UsbInventory, style: &Style) -> String {
+    let mut out = String::new();
+    if usb.devices.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "\nUSB: {} (bulk ceiling per device link, MB/s = 10^6 B/s)",
+        count(usb.devices.len() as u64, "device", "devices")
+    );
+    let by_name: BTreeMap<&str, &UsbDevice> =
+        usb.devices.iter().map(|d| (d.name.as_str(), d)).collect();
+    for d in usb.devices.iter().filter(|d| d.parent.is_none()) {
+        usb_node(&mut out, &by_name, d, "", 0, style);
+    }
+    out
+}
+
+fn usb_node(
+    out: &mut String,
+    by_name: &BTreeMap<&str, &UsbDevice>,
+    d: &UsbDevice,
+    prefix: &str,
+    depth: usize,
+    style: &Style,
+) {
+    let mut line = format!("{prefix}{}", style.bold(&d.name));
+    if let Some(s) = d.speed_mbps {
+        let _ = write!(line, " {s}M");
+    }
+    if let Some(v) = &d.version {
+        let _ = write!(line, " (USB {})", v.trim());
+    }
+    // Without a usb.ids name (no database, or the feature builtin-ids off), the numeric ids
+    // as lsusb prints them.
+    if let (None, Some(v), Some(p)) = (&d.vendor_name, d.vendor_id, d.product_id) {
+        let _ = write!(line, " {v:04x}:{p:04x}");
+    }
+    let names: Vec<&str> = [
+        d.vendor_name.as_deref().or(d.manufacturer.as_deref()),
+        d.product_name.as_deref().or(d.product.as_deref()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !names.is_empty() {
+        let _ = write!(line, " {}", names.join(" "));
+    }
+    if d.root_hub {
+        if let Some(hc) = &d.host_controller {
+            let at = match &hc.attachment {
+                HostAttachment::Pci { address } => format!("PCI {address}"),
+                HostAttachment::Platform { name } => format!("platform {name}"),
+            };
+            let _ = write!(
+                line,
+                " root hub on {} {at}",
+                hc.kind.unwrap_or("host controller")
+            );
+        }
+    } else {
+        let drivers: Vec<&str> = d
+            .interfaces
+            .iter()
+            .filter_map(|i| i.driver.as_deref())
+            .collect();
+        if !drivers.is_empty() {
+            let _ = write!(line, " [{}]", drivers.join(", "));
+        }
+        if let Some(st) = &d.storage {
+            let _ = write!(line, " {}", st.transport.label());
+        }
+        let lanes = d.rx_lanes.unwrap_or(1).clamp(1, 2) as u8;
+        if let Some(c) = d
+            .speed_mbps
+            .and_then(|s| model::ceiling::usb::bulk_ceiling_for_sysfs(s, lanes))
+        {
+            let _ = write!(line, " = {:.1} MB/s", c / MB);
+        }
+    }
+    let _ = writeln!(out, "  {line}");
+    if depth > 16 {
+        return;
+    }
+    for c in &d.children {
+        if let Some(child) = by_name.get(c.as_str()) {
+            usb_node(
+                out,
+                by_name,
+                child,
+                &format!("{prefix}  "),
+                depth + 1,
+                style,
+            );
+        }
+    }
+}
+
+/// The block section, like `lsblk`: disks with size (GiB = 2^30 B), transport, queue
+/// settings the seeds tune, and mounts.
+pub fn block(block: &BlockInventory) -> String {
+    let mut out = String::new();
+    let disks: Vec<&BlockDevice> = block
+        .devices
+        .iter()
+        .filter(|d| d.size_bytes.unwrap_or(0) > 0)
+        .collect();
+    if disks.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "\nBlock devices (size in GiB = 2^30 B, queue limits in KiB):"
+    );
+    let _ = writeln!(
+        out,
+        "  {:<12} {:>9} {:<8} {:>4} {:<12} {:>8} {:>10} {:>8}  MOUNTS",
+        "NAME", "SIZE", "TRAN", "ROTA", "SCHED", "MAX_SECT", "MAX_HW", "RA"
+    );
+    for d in disks {
+        let q = d.queue.as_ref();
+        let num = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
+        let name = if d.parent.is_some() {
+            format!("  {}", d.name)
+        } else {
+            d.name.clone()
+        };
+        let mounts: Vec<String> = d
+            .mounts
+            .iter()
+            .map(|m| format!("{} ({})", printable(&m.mount_point), m.fs_type))
+            .collect();
+        let tran = if d.parent.is_some() {
+            String::new()
+        } else {
+            serde_json::to_value(d.transport)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        };
+        let _ = writeln!(
+            out,
+            "  {:<12} {:>9} {:<8} {:>4} {:<12} {:>8} {:>10} {:>8}  {}",
+            name,
+            d.size_bytes
+                .map(|b| format!("{:.1}", b as f64 / GIB))
+                .unwrap_or_else(|| "-".into()),
+            tran,
+            q.and_then(|q| q.rotational)
+                .map(|r| if r { "1" } else { "0" })
+                .unwrap_or("-"),
+            q.and_then(|q| q.scheduler.clone())
+                .unwrap_or_else(|| "-".into()),
+            num(q.and_then(|q| q.max_sectors_kb)),
+            match q.and_then(|q| q.max_hw_sectors_kb) {
+                Some(MAX_HW_SECTORS_KB_NO_LIMIT..) => "no limit".to_string(),
+                v => num(v),
+            },
+            num(q.and_then(|q| q.read_ahead_kb)),
+            mounts.join(", ")
+        );
+    }
+    out
+}
+
+/// The network section, like `ip -br link` with speed and what each interface hangs off.
+pub fn net(net: &NetInventory) -> String {
+    let mut out = String::new();
+    if net.interfaces.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "\nNetwork interfaces (TCP ceiling in MB/s = 10^6 B/s):"
+    );
+    for i in &net.interfaces {
+        let mut line = format!(
+            "  {:<10} {:<8}",
+            i.name,
+            i.operstate.as_deref().unwrap_or("?")
+        );
+        match i.speed_mbps {
+            Some(s) => {
+                let _ = write!(line, " {s} Mb/s");
+            }
+            None => line.push_str(" speed unknown"),
+        }
+        if let Some(d) = i.duplex.as_deref().filter(|d| *d != "unknown") {
+            let _ = write!(line, " {d}");
+        }
+        if let Some(m) = i.mtu {
+            let _ = write!(line, " MTU {m}");
+        }
+        if let Some(d) = &i.driver {
+            let _ = write!(line, " [{d}]");
+        }
+        if i.is_virtual {
+            line.push_str(" virtual");
+        }
+        if let Some(a) = &i.attachment {
+            let on = match a {
+                Attachment::Pci { address } => format!("PCI {address}"),
+                Attachment::Usb { device, speed_mbps } => format!(
+                    "USB {device}{}",
+                    speed_mbps.map(|s| format!(" ({s}M)")).unwrap_or_default()
+                ),
+                Attachment::Virtio { name, pci } => format!(
+                    "{name}{}",
+                    pci.as_deref()
+                        .map(|p| format!(" on PCI {p}"))
+                        .unwrap_or_default()
+                ),
+                Attachment::Platform { name } => format!("platform {name}"),
+            };
+            let _ = write!(line, " on {on}");
+        }
+        if let (Some(s), Some(m)) = (i.speed_mbps, i.mtu) {
+            if let Some(c) = model::ceiling::eth::tcp_goodput_bps(s as f64 * 1e6, m) {
+                let _ = write!(line, " = {:.1} MB/s TCP", c / MB);
+            }
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn render_node(
+    out: &mut String,
+    audit: &PciAudit,
+    by_addr: &BTreeMap<PciAddress, &AuditedFunction>,
+    f: &AuditedFunction,
+    prefix: &str,
+    last: bool,
+    style: &Style,
+    depth: usize,
+) {
+    let branch = if depth == 0 {
+        ""
+    } else if last {
+        "\\-"
+    } else {
+        "+-"
+    };
+    let _ = writeln!(out, "{prefix}{branch}{}", function_line(audit, f, style));
+    if depth > 64 {
+        return; // a parent loop in a damaged tree cannot recurse forever
+    }
+    let child_prefix = if depth == 0 {
+        format!("{prefix}  ")
+    } else if last {
+        format!("{prefix}   ")
+    } else {
+        format!("{prefix}|  ")
+    };
+    for (i, c) in f.children.iter().enumerate() {
+        if let Some(child) = by_addr.get(c) {
+            let last_child = i + 1 == f.children.len();
+            render_node(
+                out,
+                audit,
+                by_addr,
+                child,
+                &child_prefix,
+                last_child,
+                style,
+                depth + 1,
+            );
+        }
+    }
+}
+
+/// One line per function: address, class and names, driver, link state, AER errors.
+fn function_line(audit: &PciAudit, f: &AuditedFunction, style: &Style) -> String {
+    let mut s = format!("{} ", style.bold(&f.address.to_string()));
+    if let Some(c) = &f.names.class {
+        let _ = write!(s, "{c}: ");
+    } else if let Some(c) = f.class {
+        let _ = write!(s, "Class [{:04x}]: ", c >> 8);
+    }
+    s.push_str(&f.display_name());
+    if let Some(r) = f.revision.filter(|r| *r != 0) {
+        let _ = write!(s, " (rev {r:02x})");
+    }
+    if let Some(d) = &f.driver {
+        let _ = write!(s, " [{d}]");
+    }
+    if let Some(pt) = f.port_type() {
+        let _ = write!(s, " <{}>", pt.lspci_name());
+    }
+    if let Some(cur) = f.current_link() {
+        let cap = f.capable_link();
+        let _ = write!(s, "  link {cur}");
+        if let Some(what) = f.downgraded.and_then(|d| d.label()) {
+            let _ = write!(s, " ({})", style.warn(what));
+        }
+        if let Some(c) = cap {
+            if c != cur {
+                let _ = write!(s, " of {c}");
+            }
+        }
+        let link = f.upstream_link.and_then(|li| audit.links.get(li));
+        if let Some(l) = link {
+            if l.comparison.below_common() {
+                let _ = write!(
+                    s,
+                    " {}",
+                    style.warn(&format!("below both ends' {}", l.comparison.common))
+                );
+            }
+        }
+        if let Some(c) = link.map(|l| &l.ceiling).or(f.own_link_ceiling.as_ref()) {
+            // The effective write ceiling per direction, MB/s = 10^6 B/s.
+            let now = c.current.effective_write_bps / MB;
+            let best = c.capable.effective_write_bps / MB;
+            if c.loss_percent >= 0.5 {
+                let _ = write!(
+                    s,
+                    " = {now:.0} of {best:.0} MB/s (-{:.0} %)",
+                    c.loss_percent
+                );
+            } else {
+                let _ = write!(s, " = {now:.0} MB/s");
+            }
+        }
+    }
+    if let Some(a) = &f.aer_counters {
+        let nz = a.nonzero();
+        if !nz.is_empty() {
+            let list: Vec<String> = nz.iter().map(|(n, c)| format!("{n} {c}")).collect();
+            let _ = write!(s, "  {}", style.err(&format!("AER: {}", list.join(", "))));
+        }
+    }
+    if let Some(a) = f.aer() {
+        let bits: Vec<&str> = a
+            .uncorrectable_status
+            .set
+            .iter()
+            .chain(a.correctable_status.set.iter())
+            .copied()
+            .collect();
+        if !bits.is_empty() {
+            let _ = write!(
+                s,
+                "  {}",
+                style.err(&format!("AER status: {}", bits.join(" ")))
+            );
+        }
+    }
+    s
+}
+
+/// A path as one printable line: control characters (a newline in a mount point) escaped the
+/// way mountinfo writes them (`\012`).
+fn printable(p: &std::path::Path) -> String {
+    p.to_string_lossy()
+        .chars()
+        .map(|c| {
+            if c.is_control() {
+                format!("\\{:03o}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

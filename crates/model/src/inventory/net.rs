@@ -1,0 +1,61 @@
+//! The network inventory: `/sys/class/net` interfaces with link speed, duplex, MTU, state,
+//! driver and the device they hang off, as `probe::net` reads them
+//! (Documentation/ABI/testing/sysfs-class-net).
+
+use crate::Finding;
+use serde::Serialize;
+use std::path::PathBuf;
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct NetInventory {
+    pub interfaces: Vec<NetInterface>,
+    /// This section's findings, once `report::findings::audit` has judged it (probe leaves
+    /// them empty); the document carries them per section.
+    pub findings: Vec<Finding>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NetInterface {
+    pub name: String,
+    /// Negotiated link speed, Mb/s; `None` when down, virtual or not reported.
+    pub speed_mbps: Option<u64>,
+    /// `full`, `half`, `unknown`.
+    pub duplex: Option<String>,
+    pub mtu: Option<u32>,
+    /// `up`, `down`, `unknown`, `dormant`...
+    pub operstate: Option<String>,
+    pub carrier: Option<bool>,
+    pub mac_address: Option<String>,
+    /// Driver of the device (`e1000e`, `virtio_net`, `r8152`).
+    pub driver: Option<String>,
+    /// What it hangs off; `None` for virtual interfaces.
+    pub attachment: Option<Attachment>,
+    /// No hardware below (lo, veth, bridge, bond, tun, ifb...).
+    #[serde(rename = "virtual")]
+    pub is_virtual: bool,
+    /// `DEVTYPE` from uevent (`bridge`, `vlan`, `wlan`, `bond`) when the kernel sets one.
+    pub devtype: Option<String>,
+    pub sysfs_path: PathBuf,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "bus", rename_all = "snake_case")]
+pub enum Attachment {
+    Pci {
+        address: String,
+    },
+    Usb {
+        device: String,
+        /// The USB device's own rate, Mb/s: a ceiling for the Ethernet link.
+        speed_mbps: Option<f64>,
+    },
+    /// A virtio device, on a PCI function when there is one.
+    Virtio {
+        name: String,
+        pci: Option<String>,
+    },
+    Platform {
+        name: String,
+    },
+}
