@@ -205,6 +205,8 @@ fn a_block_tracepoint_counts_the_disk_benchmarks_requests() {
             "-x,",
             "-e",
             "block:block_getrq",
+            "-e",
+            "major-faults",
             "--",
             "sh",
             "-c",
@@ -213,17 +215,18 @@ fn a_block_tracepoint_counts_the_disk_benchmarks_requests() {
         .output()
         .unwrap();
     assert!(h.status.success(), "{}", String::from_utf8_lossy(&h.stderr));
-    let requests = value_of(
-        &csv_values(&String::from_utf8_lossy(&h.stderr)),
-        "block:block_getrq",
-    );
+    let rows = csv_values(&String::from_utf8_lossy(&h.stderr));
+    let requests = value_of(&rows, "block:block_getrq");
+    // A page of the programs evicted by other work on the machine comes back as a major fault,
+    // which reads the disk from the counted processes: those requests are explained, not error.
+    let faults = value_of(&rows, "major-faults");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let ios = doc["tests"][0]["runs"][0]["ios"].as_f64().unwrap();
     assert_eq!(ios, 1024.0);
     // Every I/O is a request; a page of the programs read from disk may add a few.
     assert!(
-        requests >= ios && requests <= ios * 1.01,
-        "{requests} requests for {ios} I/Os"
+        requests >= ios && requests <= (ios + faults) * 1.01,
+        "{requests} requests for {ios} I/Os and {faults} major faults"
     );
     if have_perf() {
         let p = Std::new("perf")
@@ -232,6 +235,8 @@ fn a_block_tracepoint_counts_the_disk_benchmarks_requests() {
                 "-x,",
                 "-e",
                 "block:block_getrq",
+                "-e",
+                "major-faults",
                 "--",
                 "sh",
                 "-c",
@@ -239,11 +244,16 @@ fn a_block_tracepoint_counts_the_disk_benchmarks_requests() {
             ])
             .output()
             .unwrap();
-        let perf = value_of(
-            &csv_values(&String::from_utf8_lossy(&p.stderr)),
-            "block:block_getrq",
+        let rows = csv_values(&String::from_utf8_lossy(&p.stderr));
+        let perf = value_of(&rows, "block:block_getrq");
+        let perf_faults = value_of(&rows, "major-faults");
+        // The two runs agree within 1 % on the requests that are not page-ins of a program.
+        let gap = (requests - perf).abs();
+        assert!(
+            gap <= 0.01 * perf + faults + perf_faults,
+            "block:block_getrq: headroom {requests} ({faults} major faults) vs perf {perf} \
+             ({perf_faults} major faults)"
         );
-        within_1_percent(requests, perf, "block:block_getrq");
     }
 }
 
