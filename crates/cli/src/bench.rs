@@ -185,9 +185,9 @@ pub struct LatencyArgs {
     #[arg(long, value_name = "SPEC")]
     pub stress: Option<String>,
 
-    /// Measure even without SCHED_FIFO or locked memory (the numbers then include waits
-    /// behind ordinary tasks and page faults).
-    #[arg(long)]
+    /// Accepted for older scripts and does nothing: a run without SCHED_FIFO or locked memory
+    /// always measures, with a warning, and its document says so.
+    #[arg(long, hide = true)]
     pub allow_unprivileged: bool,
 
     #[command(flatten)]
@@ -476,23 +476,17 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
     Ok((config, notes))
 }
 
-/// The sentence that stops an unprivileged run, or `None` when it may proceed.
-fn privilege_refusal(p: &Privileges, priority: u8) -> Option<String> {
-    let mut missing = Vec::new();
+/// What of cyclictest's real-time setup the kernel refused, each with its words (for
+/// `report::findings::latency::not_realtime`).
+fn rt_refused(p: &Privileges, priority: u8) -> Vec<String> {
+    let mut refused = Vec::new();
     if let Step::Refused(why) = &p.sched_fifo {
-        missing.push(format!("SCHED_FIFO priority {priority} ({why})"));
+        refused.push(format!("SCHED_FIFO priority {priority} ({why})"));
     }
     if let Step::Refused(why) = &p.memory_locked {
-        missing.push(format!("locked memory ({why})"));
+        refused.push(format!("locked memory ({why})"));
     }
-    (!missing.is_empty()).then(|| {
-        format!(
-            "could not get {}: without them the latencies include waits behind ordinary \
-             tasks, page faults and the 50 us timer slack of normal threads, and are not \
-             comparable with cyclictest",
-            missing.join(" and ")
-        )
-    })
+    refused
 }
 
 /// Whole us, truncated as cyclictest does (one rule for the terminal, report and compare).
@@ -556,17 +550,12 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     }
 
     let session = Session::prepare(config.clone()).map_err(anyhow::Error::msg)?;
-    if let Some(msg) = privilege_refusal(session.privileges(), config.priority) {
-        if !a.allow_unprivileged {
-            drop(session);
-            anyhow::bail!(
-                "{msg}. Run as root (or with CAP_SYS_NICE and CAP_IPC_LOCK), or pass \
-                 --allow-unprivileged to measure anyway."
-            );
-        }
-        terminal::warn(format_args!(
-            "{msg}; measuring anyway, as asked (--allow-unprivileged)."
-        ));
+    // Refused SCHED_FIFO or mlockall: say so once, now (a run may last hours), and measure;
+    // the same finding is in the document. (cyclictest stops here; issue 13 item 3.)
+    let not_realtime =
+        report::findings::latency::not_realtime(&rt_refused(session.privileges(), config.priority));
+    if let Some(f) = &not_realtime {
+        terminal::warn(&f.message);
     }
     if let Step::Refused(why) = &session.privileges().cpu_dma_latency_held {
         terminal::warn(format_args!(
@@ -722,7 +711,10 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     }
     // What the numbers depend on: warnings on stderr, where a user looks for them (the
     // document carries them too).
-    for f in &findings {
+    for f in findings
+        .iter()
+        .filter(|f| Some(*f) != not_realtime.as_ref())
+    {
         match f.severity {
             Severity::Info => terminal::note(&f.message),
             Severity::Warning => terminal::warn(&f.message),
@@ -791,7 +783,7 @@ pub fn latency_run(
             })
             .collect(),
         smt_active: ctx.smt_active,
-        rt_refused: pr.sched_fifo.is_refused() || pr.memory_locked.is_refused(),
+        rt_refused: rt_refused(pr, config.priority),
         dma_latency_refused: pr.cpu_dma_latency_held.is_refused(),
         missed_periods: m.total.missed_periods,
         histogram_overflow: m.total.histogram.overflow,

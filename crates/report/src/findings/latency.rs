@@ -25,8 +25,10 @@ pub struct LatencyRun {
     pub cpus: Vec<CpuInterrupts>,
     /// Whether SMT is active (`None`: not visible).
     pub smt_active: Option<bool>,
-    /// SCHED_FIFO or memory locking was refused (cyclictest takes both).
-    pub rt_refused: bool,
+    /// What of cyclictest's real-time setup was refused, each with the kernel's words, e.g.
+    /// `SCHED_FIFO priority 99 (Operation not permitted (os error 1))`; empty when SCHED_FIFO
+    /// and locked memory were both obtained (or not asked for).
+    pub rt_refused: Vec<String>,
     /// /dev/cpu_dma_latency could not be held at 0.
     pub dma_latency_refused: bool,
     /// Wake-ups that came after the next one was due.
@@ -116,11 +118,8 @@ pub fn findings(run: &LatencyRun) -> Vec<Finding> {
             "SMT is active: a sibling hardware thread shares each measured core".into(),
         );
     }
-    if run.rt_refused {
-        push(
-            Severity::Warning,
-            "measured without SCHED_FIFO or locked memory: not comparable with cyclictest".into(),
-        );
+    if let Some(f) = not_realtime(&run.rt_refused) {
+        push(f.severity, f.message);
     }
     if run.dma_latency_refused {
         push(
@@ -150,6 +149,27 @@ pub fn findings(run: &LatencyRun) -> Vec<Finding> {
         );
     }
     out
+}
+
+/// The run measured without SCHED_FIFO or locked memory (`refused`: what was refused, with
+/// the kernel's words; `None` when nothing was): one sentence saying what was refused, why
+/// the numbers are then not comparable with a SCHED_FIFO cyclictest, and how to get the
+/// privileges. cli prints it as the run starts and the document keeps it.
+pub fn not_realtime(refused: &[String]) -> Option<Finding> {
+    (!refused.is_empty()).then(|| {
+        Finding::new(
+            Severity::Warning,
+            SUBJECT,
+            format!(
+                "measured without {}: the latencies include waits behind ordinary tasks, page \
+                 faults and the 50 us timer slack of normal threads, so they are not comparable \
+                 with cyclictest's under SCHED_FIFO; run as root, or give this user CAP_SYS_NICE \
+                 and CAP_IPC_LOCK, or raise its limits (`ulimit -r 99` and `ulimit -l \
+                 unlimited`, rtprio and memlock in /etc/security/limits.conf)",
+                refused.join(" and ")
+            ),
+        )
+    })
 }
 
 /// cyclictest's `-b THRESHOLD`: how many wake-ups were above `threshold_us`, from the 1 us
@@ -239,7 +259,7 @@ mod tests {
                 },
             ],
             smt_active: Some(true),
-            rt_refused: true,
+            rt_refused: vec!["SCHED_FIFO priority 99 (Operation not permitted)".into()],
             dma_latency_refused: true,
             missed_periods: 1,
             histogram_overflow: 2,
@@ -267,6 +287,12 @@ mod tests {
         assert!(!text.contains("measured CPU 0 is the target"), "{text}");
         assert!(text
             .contains("measured CPU 3 is the target of device interrupt 45 nvme0q1 (none arrived"));
+        assert!(text.contains(
+            "measured without SCHED_FIFO priority 99 (Operation not permitted): the latencies \
+             include waits"
+        ));
+        assert!(text.contains("not comparable with cyclictest's under SCHED_FIFO; run as root"));
+        assert!(text.contains("ulimit -l unlimited"));
         assert!(text.contains("1 period was missed"));
         assert!(text.contains("2 wake-ups were above the histogram limit of 400 us"));
     }
