@@ -413,6 +413,127 @@ fn really_unprivileged_user_measures_with_one_warning() {
     }
 }
 
+/// Device interrupts per CPU of /proc/interrupts (numbered lines only), by IRQ.
+fn device_interrupts() -> std::collections::BTreeMap<(u32, u32), u64> {
+    let text = std::fs::read_to_string("/proc/interrupts").unwrap();
+    let mut lines = text.lines();
+    let cpus: Vec<u32> = lines
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .map(|w| w.trim_start_matches("CPU").parse().unwrap())
+        .collect();
+    let mut out = std::collections::BTreeMap::new();
+    for l in lines {
+        let Some((irq, rest)) = l.split_once(':') else {
+            continue;
+        };
+        let Ok(irq) = irq.trim().parse::<u32>() else {
+            continue;
+        };
+        for (cpu, n) in cpus.iter().zip(rest.split_whitespace()) {
+            out.insert((irq, *cpu), n.parse::<u64>().unwrap());
+        }
+    }
+    out
+}
+
+/// Issue 15 item 4: the interrupts that arrived on the measured CPU during the
+/// measurement, per source, in the document, the text and the report; never more than
+/// /proc/interrupts counted around the whole command.
+#[test]
+fn interrupts_on_the_measured_cpus_by_source() {
+    let cpu = *bench::latency::available_cpus().last().unwrap_or(&0);
+    let cpu_s = cpu.to_string();
+    let before = device_interrupts();
+    let doc = run_json(&[
+        "bench",
+        "latency",
+        "-t",
+        "1",
+        "-a",
+        &cpu_s,
+        "-D",
+        "1s",
+        "-q",
+        "--no-save",
+    ]);
+    let after = device_interrupts();
+    let irq = &doc["interrupts"];
+    let elapsed = irq["elapsed_s"].as_f64().unwrap();
+    assert!(elapsed > 0.5, "{irq}");
+    let cpus = irq["cpus"].as_array().unwrap();
+    assert_eq!(cpus.len(), 1, "only the measured CPU: {irq}");
+    let c = &cpus[0];
+    assert_eq!(c["cpu"], cpu);
+    let sources = c["sources"].as_array().unwrap();
+    let sum: u64 = sources.iter().map(|s| s["count"].as_u64().unwrap()).sum();
+    assert_eq!(c["count"].as_u64().unwrap(), sum, "{c}");
+    let rate = c["per_second"].as_f64().unwrap();
+    assert!((rate - sum as f64 / elapsed).abs() < 1e-6, "{c}");
+    for s in sources {
+        let n = s["count"].as_u64().unwrap();
+        let line = u32::try_from(s["irq"].as_u64().unwrap()).unwrap();
+        let around = after[&(line, cpu)] - before.get(&(line, cpu)).copied().unwrap_or(0);
+        assert!(
+            n > 0 && n <= around,
+            "IRQ {line}: {n} in the document, {around} around the command"
+        );
+    }
+    // Most first.
+    let counts: Vec<u64> = sources
+        .iter()
+        .map(|s| s["count"].as_u64().unwrap())
+        .collect();
+    assert!(counts.windows(2).all(|w| w[0] >= w[1]), "{counts:?}");
+    // The text and the report say the same.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("l.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let md = headroom()
+        .args(["report", "--md"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(
+        md.contains(&format!("| interrupts on CPU {cpu} | {rate:.2} | /s |")),
+        "{md}"
+    );
+    let cmp = headroom()
+        .arg("compare")
+        .args([&file, &file])
+        .output()
+        .unwrap();
+    let cmp = String::from_utf8_lossy(&cmp.stdout);
+    assert!(
+        cmp.contains(&format!(
+            "| interrupts on CPU {cpu} (/s) | {rate:.2} | {rate:.2} |"
+        )),
+        "{cmp}"
+    );
+    let text = headroom()
+        .args([
+            "bench",
+            "latency",
+            "-t",
+            "1",
+            "-a",
+            &cpu_s,
+            "-l",
+            "200",
+            "-q",
+            "--no-save",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!("\ninterrupts on CPU {cpu}: ")),
+        "{text}"
+    );
+}
+
 #[test]
 fn bad_flags_get_one_sentence_and_exit_2() {
     for (args, expect) in [
@@ -577,7 +698,7 @@ fn warnings_go_to_stderr_and_counts_agree_with_their_nouns() {
         );
     }
     assert!(
-        err.contains("headroom: warning: measured without SCHED_FIFO or locked memory"),
+        err.contains("headroom: warning: measured without SCHED_FIFO priority 99"),
         "{err}"
     );
     for line in err.lines() {

@@ -24,7 +24,7 @@ pub struct Inventory {
 pub fn scan(root: &SysRoot) -> Inventory {
     Inventory {
         pci: crate::pci::audit_sysfs(root),
-        system: SystemContext::read(root),
+        system: crate::system::read_context(root),
         usb: crate::usb::scan(root),
         block: crate::block::scan(root),
         net: crate::net::scan(root),

@@ -4,214 +4,86 @@
 //! CPUs online, cpufreq governors and frequencies, SMT, load average, and which device
 //! interrupts land on which CPU. Every fact is read under a [`SysRoot`]; a fact that cannot
 //! be read is `None` (absent), and an attribute that exists but could not be read is also
-//! listed in [`SystemContext::unreadable`] with the reason, never an error.
+//! listed in `SystemContext::unreadable` with the reason, never an error.
 
 use crate::sysfs::{read_attr, SysRoot};
-use serde::Serialize;
 
 // The /proc text formats are parsed once, in model; the samplers of counters read them too.
 pub use model::procfs::{
     format_cpu_list, parse_cpu_list, parse_interrupts, parse_loadavg, IrqLine, LoadAverage,
 };
 
-/// Everything this module knows about the CPUs and the kernel.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct SystemContext {
-    pub kernel: Kernel,
-    pub cmdline: Option<Cmdline>,
-    /// `/sys/devices/system/cpu/online`.
-    pub cpus_online: Option<Vec<u32>>,
-    /// One entry per online CPU that has a cpufreq policy; empty when cpufreq is absent
-    /// (virtual machines, kernels without CONFIG_CPU_FREQ).
-    pub cpufreq: Vec<CpuFreq>,
-    /// `/sys/devices/system/cpu/smt/active` (absent on kernels before 4.19 and some arches).
-    pub smt_active: Option<bool>,
-    pub load_average: Option<LoadAverage>,
-    /// Device interrupt lines of `/proc/interrupts` (numbered lines only; LOC, RES, ... are
-    /// per-CPU by nature and say nothing about where a device was routed).
-    pub irqs: Option<Vec<IrqLine>>,
-    /// Attributes that exist but could not be read, with the reason.
-    pub unreadable: Vec<String>,
-}
+pub use model::system::{Cmdline, CpuFreq, Kernel, Preemption, SystemContext};
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Kernel {
-    /// `/proc/sys/kernel/osrelease`, e.g. `5.10.160-rt89`.
-    pub release: Option<String>,
-    /// `/proc/version`.
-    pub version: Option<String>,
-    pub preemption: Preemption,
-}
-
-/// The kernel's preemption model.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-#[serde(tag = "model", rename_all = "snake_case")]
-pub enum Preemption {
-    /// PREEMPT_RT (`/sys/kernel/realtime` is 1, or `PREEMPT_RT` in `/proc/version`).
-    Rt,
-    /// CONFIG_PREEMPT_DYNAMIC; `mode` is the one selected now (`none`, `voluntary`, `full`,
-    /// `lazy`) when `/sys/kernel/debug/sched/preempt` is readable (root, debugfs mounted).
-    Dynamic { mode: Option<String> },
-    /// CONFIG_PREEMPT (low-latency desktop), `PREEMPT` in `/proc/version`.
-    Full,
-    /// CONFIG_PREEMPT_LAZY without dynamic switching.
-    Lazy,
-    /// No PREEMPT word in `/proc/version`: CONFIG_PREEMPT_NONE or _VOLUNTARY (server).
-    NoneOrVoluntary,
-    /// `/proc/version` unreadable.
-    Unknown,
-}
-
-impl Preemption {
-    /// Whether the kernel is a real-time (PREEMPT_RT) kernel.
-    pub fn is_realtime(&self) -> bool {
-        matches!(self, Preemption::Rt)
-    }
-
-    /// A short human name, e.g. `PREEMPT_DYNAMIC (full)`.
-    pub fn describe(&self) -> String {
-        match self {
-            Preemption::Rt => "PREEMPT_RT".into(),
-            Preemption::Dynamic { mode: Some(m) } => format!("PREEMPT_DYNAMIC ({m})"),
-            Preemption::Dynamic { mode: None } => "PREEMPT_DYNAMIC (mode not readable)".into(),
-            Preemption::Full => "PREEMPT".into(),
-            Preemption::Lazy => "PREEMPT_LAZY".into(),
-            Preemption::NoneOrVoluntary => "no forced preemption (NONE or VOLUNTARY)".into(),
-            Preemption::Unknown => "unknown".into(),
+/// Read everything under `root`. Never fails: what is missing is `None`.
+pub fn read_context(root: &SysRoot) -> SystemContext {
+    let mut unreadable = Vec::new();
+    let mut attr = |rel: &str| -> Option<String> {
+        match read_attr(&root.path(rel)) {
+            Ok(v) => v,
+            Err(e) => {
+                unreadable.push(e.to_string());
+                None
+            }
         }
-    }
-}
+    };
 
-/// The kernel command line with the CPU isolation options parsed
-/// (Documentation/admin-guide/kernel-parameters.txt).
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Cmdline {
-    pub raw: String,
-    /// `isolcpus=[flags,]list`: CPUs removed from the scheduler's balancing.
-    pub isolcpus: Option<Vec<u32>>,
-    /// The flags of `isolcpus=` (`nohz`, `domain`, `managed_irq`).
-    pub isolcpus_flags: Vec<String>,
-    /// `nohz_full=list`: CPUs without the periodic tick while running one task.
-    pub nohz_full: Option<Vec<u32>>,
-    /// `rcu_nocbs=list`: CPUs whose RCU callbacks run elsewhere.
-    pub rcu_nocbs: Option<Vec<u32>>,
-}
+    let release = attr("/proc/sys/kernel/osrelease");
+    let version = attr("/proc/version");
+    let realtime = attr("/sys/kernel/realtime");
+    // debugfs needs root; a plain user gets EACCES, which is a normal absence here.
+    let dyn_mode = read_attr(&root.path("/sys/kernel/debug/sched/preempt"))
+        .ok()
+        .flatten();
+    let preemption = preemption_model(realtime.as_deref(), dyn_mode.as_deref(), version.as_deref());
+    let cmdline = attr("/proc/cmdline").map(|raw| parse_cmdline(&raw));
+    let cpus_online = attr("/sys/devices/system/cpu/online").and_then(|s| parse_cpu_list(&s));
+    let smt_active = attr("/sys/devices/system/cpu/smt/active").and_then(|s| match s.as_str() {
+        "1" => Some(true),
+        "0" => Some(false),
+        _ => None,
+    });
+    let load_average = attr("/proc/loadavg").and_then(|s| parse_loadavg(&s));
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct CpuFreq {
-    pub cpu: u32,
-    pub governor: Option<String>,
-    pub cur_khz: Option<u64>,
-    pub min_khz: Option<u64>,
-    pub max_khz: Option<u64>,
-}
-
-impl CpuFreq {
-    /// Whether the frequency can move during a run: a governor other than `performance`
-    /// (or `userspace`, which holds what it is told) with a min below the max.
-    pub fn scales(&self) -> bool {
-        let fixed_governor = matches!(self.governor.as_deref(), Some("performance" | "userspace"));
-        let range = match (self.min_khz, self.max_khz) {
-            (Some(lo), Some(hi)) => lo < hi,
-            _ => true,
-        };
-        !fixed_governor && range && self.governor.is_some()
-    }
-}
-
-impl SystemContext {
-    /// Read everything under `root`. Never fails: what is missing is `None`.
-    pub fn read(root: &SysRoot) -> SystemContext {
-        let mut unreadable = Vec::new();
-        let mut attr = |rel: &str| -> Option<String> {
-            match read_attr(&root.path(rel)) {
-                Ok(v) => v,
-                Err(e) => {
-                    unreadable.push(e.to_string());
-                    None
-                }
-            }
-        };
-
-        let release = attr("/proc/sys/kernel/osrelease");
-        let version = attr("/proc/version");
-        let realtime = attr("/sys/kernel/realtime");
-        // debugfs needs root; a plain user gets EACCES, which is a normal absence here.
-        let dyn_mode = read_attr(&root.path("/sys/kernel/debug/sched/preempt"))
-            .ok()
-            .flatten();
-        let preemption =
-            preemption_model(realtime.as_deref(), dyn_mode.as_deref(), version.as_deref());
-        let cmdline = attr("/proc/cmdline").map(|raw| parse_cmdline(&raw));
-        let cpus_online = attr("/sys/devices/system/cpu/online").and_then(|s| parse_cpu_list(&s));
-        let smt_active =
-            attr("/sys/devices/system/cpu/smt/active").and_then(|s| match s.as_str() {
-                "1" => Some(true),
-                "0" => Some(false),
-                _ => None,
-            });
-        let load_average = attr("/proc/loadavg").and_then(|s| parse_loadavg(&s));
-
-        let mut cpufreq = Vec::new();
-        for &cpu in cpus_online.as_deref().unwrap_or(&[]) {
-            let base = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq");
-            if !root.path(&base).is_dir() {
-                continue;
-            }
-            let khz = |v: Option<String>| v.and_then(|s| s.parse::<u64>().ok());
-            cpufreq.push(CpuFreq {
-                cpu,
-                governor: attr(&format!("{base}/scaling_governor")),
-                cur_khz: khz(attr(&format!("{base}/scaling_cur_freq"))),
-                min_khz: khz(attr(&format!("{base}/scaling_min_freq"))),
-                max_khz: khz(attr(&format!("{base}/scaling_max_freq"))),
-            });
+    let mut cpufreq = Vec::new();
+    for &cpu in cpus_online.as_deref().unwrap_or(&[]) {
+        let base = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq");
+        if !root.path(&base).is_dir() {
+            continue;
         }
-
-        let irqs = attr("/proc/interrupts").map(|text| {
-            let mut lines = parse_interrupts(&text);
-            for line in &mut lines {
-                line.effective_affinity =
-                    attr(&format!("/proc/irq/{}/effective_affinity_list", line.irq))
-                        .and_then(|s| parse_cpu_list(&s));
-            }
-            lines
+        let khz = |v: Option<String>| v.and_then(|s| s.parse::<u64>().ok());
+        cpufreq.push(CpuFreq {
+            cpu,
+            governor: attr(&format!("{base}/scaling_governor")),
+            cur_khz: khz(attr(&format!("{base}/scaling_cur_freq"))),
+            min_khz: khz(attr(&format!("{base}/scaling_min_freq"))),
+            max_khz: khz(attr(&format!("{base}/scaling_max_freq"))),
         });
+    }
 
-        SystemContext {
-            kernel: Kernel {
-                release,
-                version,
-                preemption,
-            },
-            cmdline,
-            cpus_online,
-            cpufreq,
-            smt_active,
-            load_average,
-            irqs,
-            unreadable,
+    let irqs = attr("/proc/interrupts").map(|text| {
+        let mut lines = parse_interrupts(&text);
+        for line in &mut lines {
+            line.effective_affinity =
+                attr(&format!("/proc/irq/{}/effective_affinity_list", line.irq))
+                    .and_then(|s| parse_cpu_list(&s));
         }
-    }
+        lines
+    });
 
-    /// The device interrupts delivered to `cpu` (empty when `/proc/interrupts` is absent);
-    /// per-CPU interrupts such as the local timer are not device interrupts and not listed.
-    /// The CPUs (of `among`, or all of them) whose frequency can move during a run, as
-    /// `CPU 0 (schedutil)`.
-    pub fn scaling_cpus(&self, among: Option<&[u32]>) -> Vec<String> {
-        self.cpufreq
-            .iter()
-            .filter(|f| among.is_none_or(|c| c.contains(&f.cpu)) && f.scales())
-            .map(|f| format!("CPU {} ({})", f.cpu, f.governor.as_deref().unwrap_or("?")))
-            .collect()
-    }
-
-    pub fn irqs_on_cpu(&self, cpu: u32) -> Vec<&IrqLine> {
-        self.irqs
-            .iter()
-            .flatten()
-            .filter(|l| !l.is_per_cpu() && l.lands_on(cpu))
-            .collect()
+    SystemContext {
+        kernel: Kernel {
+            release,
+            version,
+            preemption,
+        },
+        cmdline,
+        cpus_online,
+        cpufreq,
+        smt_active,
+        load_average,
+        irqs,
+        unreadable,
     }
 }
 
@@ -357,7 +229,7 @@ mod tests {
 
     #[test]
     fn this_vm_captured() {
-        let ctx = SystemContext::read(&fixture("firecracker-vm-6.18"));
+        let ctx = read_context(&fixture("firecracker-vm-6.18"));
         assert_eq!(ctx.kernel.release.as_deref(), Some("6.18.44-fc-v657"));
         assert_eq!(ctx.kernel.preemption, Preemption::Dynamic { mode: None });
         assert!(!ctx.kernel.preemption.is_realtime());
@@ -381,7 +253,7 @@ mod tests {
 
     #[test]
     fn rt_board_handmade() {
-        let ctx = SystemContext::read(&fixture("rt-board-handmade"));
+        let ctx = read_context(&fixture("rt-board-handmade"));
         assert_eq!(ctx.kernel.preemption, Preemption::Rt);
         assert_eq!(ctx.cpus_online, Some(vec![0, 1, 2, 3]));
         assert_eq!(ctx.cpufreq.len(), 4);
@@ -406,7 +278,7 @@ mod tests {
 
     #[test]
     fn empty_root_is_all_absent() {
-        let ctx = SystemContext::read(&SysRoot::new("/nonexistent-headroom-root"));
+        let ctx = read_context(&SysRoot::new("/nonexistent-headroom-root"));
         assert_eq!(ctx.kernel.release, None);
         assert_eq!(ctx.kernel.preemption, Preemption::Unknown);
         assert_eq!(ctx.cpus_online, None);

@@ -278,6 +278,10 @@ pub struct LatencyView {
     #[serde(default)]
     pub context: Option<LatencyContextView>,
     pub measurement: LatencyMeasurementView,
+    /// Device interrupts on the measured CPUs during the measurement (absent in documents
+    /// written before they were sampled).
+    #[serde(default)]
+    pub interrupts: Option<model::latency::MeasuredInterrupts>,
     /// The background load; absent or null when the run had none.
     #[serde(default)]
     pub stress: Option<StressView>,
