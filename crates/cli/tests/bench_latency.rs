@@ -62,7 +62,7 @@ fn one_thread_histogram_sums_to_the_loop_count() {
         "-q",
         "--allow-unprivileged",
     ]);
-    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["schema_version"], 2);
     assert_eq!(doc["kind"], "latency");
     let m = &doc["measurement"];
     assert_eq!(m["stopped_by"], "loops");

@@ -376,12 +376,14 @@ fn shaped_veth_link_reaches_its_computed_ceiling() {
     // 1448/1538 and 1460/1538 of 100 Mbit/s (issue 14).
     for (ts, expected) in [(1, 100e6 * 1448.0 / 1538.0), (0, 100e6 * 1460.0 / 1538.0)] {
         let doc = shaped_run(a, b, ts);
-        let ceiling = doc["ceiling"]["goodput_bps"].as_f64().unwrap() * 8.0;
+        let ceiling = doc["ceiling"]["goodput_bytes_per_sec"].as_f64().unwrap() * 8.0;
         assert!(
             (ceiling - expected).abs() / expected < 0.001,
             "timestamps {ts}: ceiling {ceiling} vs {expected}"
         );
-        let measured = doc["flows"][0]["summary"]["receiver_bps"].as_f64().unwrap();
+        let measured = doc["flows"][0]["summary"]["receiver_bits_per_sec"]
+            .as_f64()
+            .unwrap();
         assert!(
             (measured - expected).abs() / expected < 0.01,
             "timestamps {ts}: measured {measured} bit/s, ceiling {expected}"
@@ -447,7 +449,7 @@ fn find_rate_through_a_routed_bottleneck() {
     let (code, out, err) = spawn(c).output_within(Duration::from_secs(90));
     assert_eq!(code, Some(0), "{err}");
     let doc: Value = serde_json::from_str(&out).unwrap();
-    let found = doc["find_rate"]["rate_bps"].as_f64().unwrap();
+    let found = doc["find_rate"]["rate_bits_per_sec"].as_f64().unwrap();
     // 1448 B datagrams: 20 + 8 + 1448 B of IP, + 14 B MAC header + 24 B overhead per packet.
     let shaped = 50e6 * 1448.0 / 1514.0;
     assert!(

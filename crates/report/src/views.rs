@@ -65,8 +65,13 @@ pub struct LinkView {
     #[serde(default)]
     pub capable_state: Option<String>,
     /// Bytes per second towards the CPU.
+    #[serde(rename = "ceiling_bytes_per_sec", alias = "ceiling_bps")]
     pub ceiling_bps: f64,
     #[serde(default)]
+    #[serde(
+        rename = "capable_ceiling_bytes_per_sec",
+        alias = "capable_ceiling_bps"
+    )]
     pub capable_ceiling_bps: Option<f64>,
     #[serde(default)]
     pub basis: String,
@@ -650,6 +655,10 @@ pub struct PciLinkCeilingView {
 /// ceiling per direction, bytes/s.
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct PcieCeilingView {
+    #[serde(
+        rename = "effective_write_bytes_per_sec",
+        alias = "effective_write_bps"
+    )]
     pub effective_write_bps: f64,
 }
 
@@ -665,6 +674,7 @@ pub struct UsbDeviceView {
     #[serde(default)]
     pub root_hub: bool,
     #[serde(default)]
+    #[serde(rename = "speed_mbits_per_sec", alias = "speed_mbps")]
     pub speed_mbps: Option<f64>,
     #[serde(default)]
     pub rx_lanes: Option<u32>,
@@ -749,6 +759,7 @@ pub struct NetInterfaceView {
     #[serde(default)]
     pub operstate: Option<String>,
     #[serde(default)]
+    #[serde(rename = "speed_mbits_per_sec", alias = "speed_mbps")]
     pub speed_mbps: Option<u64>,
     #[serde(default)]
     pub duplex: Option<String>,
@@ -831,6 +842,7 @@ pub struct NetConfigView {
     #[serde(default)]
     pub len: Option<u64>,
     #[serde(default)]
+    #[serde(rename = "bitrate_bits_per_sec", alias = "bitrate_bps")]
     pub bitrate_bps: Option<u64>,
 }
 
@@ -851,6 +863,7 @@ pub struct NetIntervalView {
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct NetCeilingView {
     /// Application bytes per second.
+    #[serde(rename = "goodput_bytes_per_sec", alias = "goodput_bps")]
     pub goodput_bps: f64,
     #[serde(default)]
     pub basis: String,
@@ -869,6 +882,7 @@ pub struct NetFlowView {
 pub struct NetFlowSummaryView {
     /// Bits per second.
     #[serde(default)]
+    #[serde(rename = "receiver_bits_per_sec", alias = "receiver_bps")]
     pub receiver_bps: Option<f64>,
 }
 
