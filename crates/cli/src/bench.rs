@@ -9,7 +9,7 @@
 use crate::output::GlobalArgs;
 use crate::terminal;
 use anyhow::Context as _;
-use bench::latency::{self, Affinity, Config, Limits, Session, Step, StopReason};
+use bench::latency::{self, Affinity, Config, Limits, Session, StopReason};
 use bench::stress::{self, Launcher, Load, StopReport, StressSpec};
 use clap::{ArgAction, Args, Subcommand};
 use counters::Sampler;
@@ -504,16 +504,16 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
 
     let session = Session::prepare(config.clone()).map_err(anyhow::Error::msg)?;
     // Refused SCHED_FIFO or mlockall: say so once, now (a run may last hours), and measure;
-    // the same finding is in the document. (cyclictest stops here; issue 13 item 3.)
+    // the same findings are in the document and not repeated at the end. (cyclictest stops
+    // here; issue 13 item 3.)
     let not_realtime =
         judge::not_realtime(&judge::rt_refused(session.privileges(), config.priority));
+    let dma_not_held = judge::dma_latency_not_held(&session.privileges().cpu_dma_latency_held);
     if let Some(f) = &not_realtime {
         terminal::warn(&f.message);
     }
-    if let Step::Refused(why) = &session.privileges().cpu_dma_latency_held {
-        terminal::warn(format_args!(
-            "/dev/cpu_dma_latency not held at 0 ({why}): deep C-states may add exit latency"
-        ));
+    if let Some(f) = &dma_not_held {
+        terminal::note(&f.message);
     }
 
     let session_fifo = session.privileges().sched_fifo.is_done();
@@ -681,7 +681,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     // document carries them too).
     for f in findings
         .iter()
-        .filter(|f| Some(*f) != not_realtime.as_ref())
+        .filter(|f| ![&not_realtime, &dma_not_held].contains(&&Some((*f).clone())))
     {
         match f.severity {
             Severity::Info => terminal::note(&f.message),
@@ -721,7 +721,7 @@ fn measured_cpus(config: &Config) -> Vec<u32> {
 mod tests {
     use super::*;
     use clap::Parser;
-    use latency::{Measurement, Privileges};
+    use latency::{Measurement, Privileges, Step};
     use model::procfs::{IrqLine, LoadAverage};
     use report::terminal::latency::render;
 

@@ -116,12 +116,8 @@ pub fn findings(
     if let Some(f) = not_realtime(&rt_refused(pr, config.priority)) {
         push(f.severity, f.message);
     }
-    if pr.cpu_dma_latency_held.is_refused() {
-        push(
-            Severity::Info,
-            "/dev/cpu_dma_latency could not be held at 0: idle-state exit latency is included"
-                .into(),
-        );
+    if let Some(f) = dma_latency_not_held(&pr.cpu_dma_latency_held) {
+        push(f.severity, f.message);
     }
     let total = &m.total;
     if total.missed_periods > 0 {
@@ -166,6 +162,22 @@ pub fn not_realtime(refused: &[String]) -> Option<Finding> {
             ),
         )
     })
+}
+
+/// `/dev/cpu_dma_latency` could not be held at 0 (`None` when it was, or was not asked for):
+/// cli prints it as the run starts and the document keeps it.
+pub fn dma_latency_not_held(step: &Step) -> Option<Finding> {
+    let Step::Refused(why) = step else {
+        return None;
+    };
+    Some(Finding::new(
+        Severity::Info,
+        SUBJECT,
+        format!(
+            "/dev/cpu_dma_latency could not be held at 0 ({why}): idle-state exit latency is \
+             included"
+        ),
+    ))
 }
 
 /// cyclictest's `-b THRESHOLD`: how many wake-ups were above `threshold_us`, from the 1 us
