@@ -70,7 +70,9 @@ pub struct LatencyArgs {
     #[arg(short = 't', long = "threads", value_name = "N", num_args = 0..=1)]
     pub threads: Option<Option<usize>>,
 
-    /// SCHED_FIFO priority of the threads, 1-99 (0: normal scheduling).
+    /// SCHED_FIFO priority of the threads, 1-99 (0: normal scheduling). Needs root,
+    /// CAP_SYS_NICE or an rtprio limit (`ulimit -r`); refused, the threads measure at normal
+    /// scheduling and a warning says the numbers are not comparable with cyclictest's.
     #[arg(
         short = 'p',
         long = "priority",
@@ -103,7 +105,9 @@ pub struct LatencyArgs {
     #[arg(short = 'l', long = "loops", value_name = "N")]
     pub loops: Option<u64>,
 
-    /// Lock memory (the default; accepted for cyclictest command lines).
+    /// Lock memory (the default; accepted for cyclictest command lines). Needs root,
+    /// CAP_IPC_LOCK or a memlock limit (`ulimit -l`); refused, the run measures anyway with a
+    /// warning.
     #[arg(short = 'm', long = "mlockall")]
     pub mlockall: bool,
 

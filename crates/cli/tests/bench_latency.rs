@@ -372,7 +372,12 @@ fn unprivileged_run_warns_once_and_measures() {
         .args(["bench", "latency", "--help"])
         .output()
         .unwrap();
-    assert!(!String::from_utf8_lossy(&help.stdout).contains("allow-unprivileged"));
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(!help.contains("allow-unprivileged"), "{help}");
+    // --help says what SCHED_FIFO and locked memory need, and what happens without them.
+    for part in ["CAP_SYS_NICE", "ulimit -r", "CAP_IPC_LOCK", "ulimit -l"] {
+        assert!(help.contains(part), "`{part}` not in:\n{help}");
+    }
 }
 
 #[test]
