@@ -294,21 +294,11 @@ fn assert_one_not_realtime_warning(err: &str) {
 }
 
 /// `headroom report --md` of `doc`.
-fn report_md(doc: &Value) -> String {
+fn report_md_of(doc: &Value) -> String {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("latency.json");
     std::fs::write(&file, doc.to_string()).unwrap();
-    let out = headroom()
-        .args(["report", "--md"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    report_md(&file)
 }
 
 /// What the document of an unprivileged run says: the refused steps, the finding, and the
@@ -329,7 +319,7 @@ fn assert_document_says_not_realtime(doc: &Value, loops: u64) {
         })
         .unwrap_or_else(|| panic!("no not-real-time finding: {}", doc["findings"]));
     assert_eq!(f["severity"], "Warning");
-    let md = report_md(doc);
+    let md = report_md_of(doc);
     assert!(md.contains("| SCHED_FIFO | no ("), "{md}");
     assert!(md.contains("measured without SCHED_FIFO"), "{md}");
 }
@@ -505,7 +495,7 @@ fn interrupts_on_the_measured_cpus_by_source() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("l.json");
     std::fs::write(&file, doc.to_string()).unwrap();
-    let md = report_md(&doc);
+    let md = report_md(&file);
     assert!(
         md.contains(&format!("| interrupts on CPU {cpu} | {rate:.2} | /s |")),
         "{md}"

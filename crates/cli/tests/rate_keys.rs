@@ -250,20 +250,6 @@ fn old_spelling(k: &str) -> String {
     k.to_string()
 }
 
-fn report_md(file: &Path) -> String {
-    let out = headroom()
-        .args(["report", "--md"])
-        .arg(file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 #[test]
 fn documents_in_the_old_spelling_read_the_same() {
     let dir = tempfile::tempdir().unwrap();
