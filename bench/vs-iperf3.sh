@@ -94,8 +94,8 @@ def headroom(path):
         f = d["flows"][0]["summary"]
         local, peer = m["cpu_local"], m["cpu_peer"]
         cpu_s = local["total_percent"] / 100.0 * local["wall_s"] + peer["total_percent"] / 100.0 * peer["wall_s"]
-        ceiling = d["ceiling"]["goodput_bps"] * 8.0 if d.get("ceiling") else None
-        return f["receiver_bps"], cpu_s / (f["receiver_bytes"] / 1e9), ceiling
+        ceiling = d["ceiling"]["goodput_bytes_per_sec"] * 8.0 if d.get("ceiling") else None
+        return f["receiver_bits_per_sec"], cpu_s / (f["receiver_bytes"] / 1e9), ceiling
     except (KeyError, ValueError, ZeroDivisionError, TypeError):
         return None
 med = statistics.median

@@ -86,7 +86,7 @@ jq -e '[.tests[].runs[] | .read_bytes + .write_bytes] | add > 0' "$work/disk.jso
 [[ -z $(ls -A "$disk") ]] || fail "bench disk left a file behind: $(ls -A "$disk")"
 
 # Latency: two seconds, one thread; without root SCHED_FIFO is refused and said so.
-run --json bench latency -t 1 -i 1000 -D 2s --allow-unprivileged --no-save \
+run --json bench latency -t 1 -i 1000 -D 2s --no-save \
     --output "$work/latency.json" >/dev/null || fail "bench latency failed"
 # 2 s at 1 ms: 2000 wake-ups when all is well; qemu-user on a loaded 2-core CI machine misses
 # some, so only "it measured" is checked here, never a timing.

@@ -2,21 +2,23 @@
 //!
 //! `bench latency` is cyclictest plus stress-ng in one command: the CPU/kernel context from
 //! `probe::system`, the measurement from `bench::latency`, the load from `bench::stress`,
-//! and the findings (what the numbers depend on) from `report::findings::latency`.
+//! the interrupts on the measured CPUs from `counters`, and the text and findings (what the
+//! numbers depend on) from `report::terminal::latency` and `report::findings::latency`; this
+//! module keeps the flags, the run (signals, load, samplers) and the writer.
 
 use crate::output::GlobalArgs;
 use crate::terminal;
 use anyhow::Context as _;
-use bench::latency::{
-    self, Affinity, Config, Limits, Live, Measurement, Privileges, Session, Step, StopReason,
-};
+use bench::latency::{self, Affinity, Config, Limits, Session, StopReason};
 use bench::stress::{self, Launcher, Load, StopReport, StressSpec};
 use clap::{ArgAction, Args, Subcommand};
-use counters::{interrupts, Sampler};
+use counters::Sampler;
+use model::latency::{CpuInterrupts, LoadSample, MeasuredInterrupts};
 use model::{Finding, Severity};
 use probe::sysfs::SysRoot;
-use probe::system::{self, LoadAverage, SystemContext};
-use report::findings::latency::{CpuInterrupts, LatencyRun};
+use probe::system::{self, SystemContext};
+use report::findings::latency as judge;
+use report::terminal::latency::cyclictest_line;
 use serde::Serialize;
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -68,7 +70,9 @@ pub struct LatencyArgs {
     #[arg(short = 't', long = "threads", value_name = "N", num_args = 0..=1)]
     pub threads: Option<Option<usize>>,
 
-    /// SCHED_FIFO priority of the threads, 1-99 (0: normal scheduling).
+    /// SCHED_FIFO priority of the threads, 1-99 (0: normal scheduling). Needs root,
+    /// CAP_SYS_NICE or an rtprio limit (`ulimit -r`); refused, the threads measure at normal
+    /// scheduling and a warning says the numbers are not comparable with cyclictest's.
     #[arg(
         short = 'p',
         long = "priority",
@@ -101,7 +105,9 @@ pub struct LatencyArgs {
     #[arg(short = 'l', long = "loops", value_name = "N")]
     pub loops: Option<u64>,
 
-    /// Lock memory (the default; accepted for cyclictest command lines).
+    /// Lock memory (the default; accepted for cyclictest command lines). Needs root,
+    /// CAP_IPC_LOCK or a memlock limit (`ulimit -l`); refused, the run measures anyway with a
+    /// warning.
     #[arg(short = 'm', long = "mlockall")]
     pub mlockall: bool,
 
@@ -185,9 +191,9 @@ pub struct LatencyArgs {
     #[arg(long, value_name = "SPEC")]
     pub stress: Option<String>,
 
-    /// Measure even without SCHED_FIFO or locked memory (the numbers then include waits
-    /// behind ordinary tasks and page faults).
-    #[arg(long)]
+    /// Accepted for older scripts and does nothing: a run without SCHED_FIFO or locked memory
+    /// always measures, with a warning, and its document says so.
+    #[arg(long, hide = true)]
     pub allow_unprivileged: bool,
 
     #[command(flatten)]
@@ -280,13 +286,6 @@ pub fn stress_worker_fast_path(args: &[OsString]) -> Option<anyhow::Result<ExitC
 }
 
 #[derive(Debug, Serialize)]
-struct LoadSample {
-    at_s: f64,
-    #[serde(flatten)]
-    load: LoadAverage,
-}
-
-#[derive(Debug, Serialize)]
 struct StressRecord {
     spec: StressSpec,
     pids: Vec<u32>,
@@ -308,7 +307,9 @@ struct LatencyDocument<'a> {
     context: &'a SystemContext,
     stress: Option<&'a StressRecord>,
     load_average: &'a [LoadSample],
-    measurement: &'a Measurement,
+    measurement: &'a latency::Measurement,
+    /// Device interrupts on the measured CPUs during the measurement, per CPU and source.
+    interrupts: Option<&'a MeasuredInterrupts>,
     findings: &'a [Finding],
 }
 
@@ -476,56 +477,6 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
     Ok((config, notes))
 }
 
-/// The sentence that stops an unprivileged run, or `None` when it may proceed.
-fn privilege_refusal(p: &Privileges, priority: u8) -> Option<String> {
-    let mut missing = Vec::new();
-    if let Step::Refused(why) = &p.sched_fifo {
-        missing.push(format!("SCHED_FIFO priority {priority} ({why})"));
-    }
-    if let Step::Refused(why) = &p.memory_locked {
-        missing.push(format!("locked memory ({why})"));
-    }
-    (!missing.is_empty()).then(|| {
-        format!(
-            "could not get {}: without them the latencies include waits behind ordinary \
-             tasks, page faults and the 50 us timer slack of normal threads, and are not \
-             comparable with cyclictest",
-            missing.join(" and ")
-        )
-    })
-}
-
-/// Whole us, truncated as cyclictest does (one rule for the terminal, report and compare).
-fn us(ns: u64) -> u64 {
-    model::units::whole_us(ns)
-}
-
-/// cyclictest's thread line: `T: 0 ( 1234) P:99 I:1000 C:  12345 Min:      2 Act:    4
-/// Avg:    4 Max:      31` (rt-tests src/cyclictest/cyclictest.c, print_stat); with `-N`
-/// (`nsecs`) the values are in ns and Act/Avg are 8 wide, as there.
-pub fn cyclictest_line(l: &Live, priority: u8, interval_us: u64, nsecs: bool) -> String {
-    let avg = l.sum_ns.checked_div(l.cycles).unwrap_or(0);
-    let min = if l.cycles == 0 { 0 } else { l.min_ns };
-    if nsecs {
-        return format!(
-            "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:8} Avg:{:8} Max:{:8}",
-            l.thread, l.tid, priority, interval_us, l.cycles, min, l.act_ns, avg, l.max_ns
-        );
-    }
-    format!(
-        "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:5} Avg:{:5} Max:{:8}",
-        l.thread,
-        l.tid,
-        priority,
-        interval_us,
-        l.cycles,
-        us(min),
-        us(l.act_ns),
-        us(avg),
-        us(l.max_ns)
-    )
-}
-
 fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     let available = latency::available_cpus();
     let (config, notes) = build_config(a, &available).map_err(terminal::usage)?;
@@ -543,7 +494,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         keep.output.clone_from(&a.cyclictest_json);
     }
     let root = SysRoot::new("/");
-    let context = system::read(&root);
+    let context = system::read_context(&root);
 
     // SIGINT (Ctrl-C) and SIGTERM stop the measurement (and with it the load); what was
     // measured is printed and kept, marked interrupted, and the exit code is 128 + signal.
@@ -556,22 +507,17 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     }
 
     let session = Session::prepare(config.clone()).map_err(anyhow::Error::msg)?;
-    if let Some(msg) = privilege_refusal(session.privileges(), config.priority) {
-        if !a.allow_unprivileged {
-            drop(session);
-            anyhow::bail!(
-                "{msg}. Run as root (or with CAP_SYS_NICE and CAP_IPC_LOCK), or pass \
-                 --allow-unprivileged to measure anyway."
-            );
-        }
-        terminal::warn(format_args!(
-            "{msg}; measuring anyway, as asked (--allow-unprivileged)."
-        ));
+    // Refused SCHED_FIFO or mlockall: say so once, now (a run may last hours), and measure;
+    // the same findings are in the document and not repeated at the end. (cyclictest stops
+    // here; issue 13 item 3.)
+    let not_realtime =
+        judge::not_realtime(&judge::rt_refused(session.privileges(), config.priority));
+    let dma_not_held = judge::dma_latency_not_held(&session.privileges().cpu_dma_latency_held);
+    if let Some(f) = &not_realtime {
+        terminal::warn(&f.message);
     }
-    if let Step::Refused(why) = &session.privileges().cpu_dma_latency_held {
-        terminal::warn(format_args!(
-            "/dev/cpu_dma_latency not held at 0 ({why}): deep C-states may add exit latency"
-        ));
+    if let Some(f) = &dma_not_held {
+        terminal::note(&f.message);
     }
 
     let session_fifo = session.privileges().sched_fifo.is_done();
@@ -633,6 +579,10 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     let mut last_load = Instant::now();
     // Without a display, wake only for the load-average samples.
     let every = Duration::from_millis(if live_display { 100 } else { 1000 });
+    // /proc/interrupts just before and after the measurement: what arrived on the measured
+    // CPUs while the threads measured.
+    let irq_sampler = counters::InterruptsSampler::new(counters::Root::new(root.root()));
+    let irqs_before = irq_sampler.snapshot().ok();
     let started_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
@@ -660,6 +610,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
             drawn = live.len();
         }
     });
+    let irqs_after = irq_sampler.snapshot().ok();
     sample(&mut load_samples);
     if let (Some(l), Some(r)) = (load.as_mut(), stress_record.as_mut()) {
         r.stop = Some(l.stop());
@@ -671,25 +622,33 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     };
     let interrupted = measurement.stopped_by == StopReason::Interrupted;
 
-    let irqs_after = counters::InterruptsSampler::new(counters::Root::new(root.root()))
-        .snapshot()
-        .ok()
-        .map(|s| s.value);
-    let findings = findings(&config, &context, &measurement, irqs_after.as_deref());
+    let cpus = measured_cpus(&config);
+    let interrupts = irqs_before.zip(irqs_after).map(|(before, after)| {
+        let delta = irq_sampler.delta(&before, &after);
+        let elapsed_s = delta.elapsed.as_secs_f64();
+        MeasuredInterrupts {
+            elapsed_s,
+            cpus: cpus
+                .iter()
+                .map(|&cpu| CpuInterrupts::new(cpu, delta.on_cpu(cpu), elapsed_s))
+                .collect(),
+        }
+    });
+    let findings = judge::findings(&config, &context, &measurement, &cpus, interrupts.as_ref());
     // What only this command line knows: -b's count and the signal that stopped the run.
     let mut findings = findings;
     if let Some(b) = a.breaktrace_us {
         let h = &measurement.total.histogram;
-        findings.push(report::findings::latency::breaktrace(
+        findings.push(judge::breaktrace(
             b,
             &h.counts,
             h.overflow,
-            us(measurement.total.max_ns),
+            model::units::whole_us(measurement.total.max_ns),
         ));
     }
     if interrupted {
         let by = stopped_by_signal.map_or("a signal".to_string(), terminal::signal_name);
-        findings.push(report::findings::latency::interrupted(&by));
+        findings.push(judge::interrupted(&by));
     }
     let document = LatencyDocument {
         config: &config,
@@ -700,6 +659,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         stress: stress_record.as_ref(),
         load_average: &load_samples,
         measurement: &measurement,
+        interrupts: interrupts.as_ref(),
         findings: &findings,
     };
     let measured = measurement.total.count > 0;
@@ -711,18 +671,22 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     } else {
         crate::out!(
             "{}",
-            render_text(
+            report::terminal::latency::render(
                 &config,
                 &context,
                 &measurement,
                 load_samples.last(),
+                interrupts.as_ref(),
                 a.nsecs
             )
         )?;
     }
     // What the numbers depend on: warnings on stderr, where a user looks for them (the
     // document carries them too).
-    for f in &findings {
+    for f in findings
+        .iter()
+        .filter(|f| ![&not_realtime, &dma_not_held].contains(&&Some((*f).clone())))
+    {
         match f.severity {
             Severity::Info => terminal::note(&f.message),
             Severity::Warning => terminal::warn(&f.message),
@@ -757,267 +721,13 @@ fn measured_cpus(config: &Config) -> Vec<u32> {
     cpus
 }
 
-/// The facts `report::findings::latency` judges, gathered from the run's context and
-/// measurement. `irqs_after` is `/proc/interrupts` read at the end of the run (the context
-/// holds the reading from its start).
-pub fn latency_run(
-    config: &Config,
-    ctx: &SystemContext,
-    m: &Measurement,
-    irqs_after: Option<&[system::IrqLine]>,
-) -> LatencyRun {
-    let cpus = measured_cpus(config);
-    let pr = &m.privileges;
-    LatencyRun {
-        preemption: ctx.kernel.preemption.describe(),
-        realtime: ctx.kernel.preemption.is_realtime(),
-        scaling_cpus: ctx.scaling_cpus(Some(&cpus)),
-        cpus: cpus
-            .iter()
-            .map(|&cpu| CpuInterrupts {
-                cpu,
-                arrived: irqs_after
-                    .map(|after| {
-                        let lines =
-                            interrupts::delta_lines(ctx.irqs.as_deref().unwrap_or(&[]), after);
-                        interrupts::on_cpu(&lines, cpu)
-                    })
-                    .unwrap_or_default(),
-                routed: ctx
-                    .irqs_on_cpu(cpu)
-                    .iter()
-                    .map(|l| format!("{} {}", l.irq, l.name))
-                    .collect(),
-            })
-            .collect(),
-        smt_active: ctx.smt_active,
-        rt_refused: pr.sched_fifo.is_refused() || pr.memory_locked.is_refused(),
-        dma_latency_refused: pr.cpu_dma_latency_held.is_refused(),
-        missed_periods: m.total.missed_periods,
-        histogram_overflow: m.total.histogram.overflow,
-        histogram_limit_us: m.total.histogram.limit_us(),
-    }
-}
-
-/// What the numbers depend on, as sentences: the engine never judges, report does.
-pub fn findings(
-    config: &Config,
-    ctx: &SystemContext,
-    m: &Measurement,
-    irqs_after: Option<&[system::IrqLine]>,
-) -> Vec<Finding> {
-    report::findings::latency::findings(&latency_run(config, ctx, m, irqs_after))
-}
-
-fn fmt_q(q: Option<u32>, limit: u32) -> String {
-    q.map_or(format!(">{limit}"), |v| v.to_string())
-}
-
-fn render_text(
-    config: &Config,
-    ctx: &SystemContext,
-    m: &Measurement,
-    load: Option<&LoadSample>,
-    nsecs: bool,
-) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    // The cyclictest header and lines, so the output reads like the seed's reports.
-    if m.privileges.cpu_dma_latency_held.is_done() {
-        let _ = writeln!(s, "# /dev/cpu_dma_latency set to 0us");
-    }
-    let policy = if m.privileges.sched_fifo.is_done() {
-        "fifo"
-    } else {
-        "other"
-    };
-    match load {
-        Some(l) => {
-            let _ = writeln!(
-                s,
-                "policy: {policy}: loadavg: {:.2} {:.2} {:.2} {}/{}",
-                l.load.one, l.load.five, l.load.fifteen, l.load.runnable, l.load.tasks
-            );
-        }
-        None => {
-            let _ = writeln!(s, "policy: {policy}");
-        }
-    }
-    let _ = writeln!(s);
-    for t in &m.threads {
-        let live = Live {
-            thread: t.thread,
-            tid: t.tid,
-            cycles: t.stats.count,
-            act_ns: t.stats.act_ns,
-            min_ns: t.stats.min_ns,
-            max_ns: t.stats.max_ns,
-            sum_ns: (t.stats.avg_ns * t.stats.count as f64) as u64,
-        };
-        let _ = writeln!(
-            s,
-            "{}",
-            cyclictest_line(&live, t.priority, t.interval_us, nsecs)
-        );
-    }
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "{:>6} {:>4} {:>8} {:>10} {:>6} {:>8} {:>6} {:>6} {:>8} {:>7} {:>8}",
-        "thread",
-        "cpu",
-        "interval",
-        "count",
-        "min",
-        "avg",
-        "p99",
-        "p99.9",
-        "max",
-        "missed",
-        "overflow"
-    );
-    let limit = config.histogram_limit_us;
-    let row = |s: &mut String, name: String, cpu: String, interval: String, st: &latency::Stats| {
-        let _ = writeln!(
-            s,
-            "{:>6} {:>4} {:>8} {:>10} {:>6} {:>8.1} {:>6} {:>6} {:>8} {:>7} {:>8}",
-            name,
-            cpu,
-            interval,
-            st.count,
-            us(st.min_ns),
-            model::units::tenths_us(st.avg_ns),
-            fmt_q(st.histogram.quantile_us(0.99), limit),
-            fmt_q(st.histogram.quantile_us(0.999), limit),
-            us(st.max_ns),
-            st.missed_periods,
-            st.histogram.overflow
-        );
-    };
-    for t in &m.threads {
-        let cpu = t.cpu.map_or_else(
-            || t.last_cpu.map_or("-".into(), |c| format!("~{c}")),
-            |c| c.to_string(),
-        );
-        row(
-            &mut s,
-            t.thread.to_string(),
-            cpu,
-            t.interval_us.to_string(),
-            &t.stats,
-        );
-    }
-    row(&mut s, "all".into(), "".into(), "".into(), &m.total);
-    let _ = writeln!(
-        s,
-        "(latencies in us; cpu ~N: free thread, last seen on CPU N)"
-    );
-
-    if !m.total.largest.is_empty() {
-        let top: Vec<String> = m
-            .total
-            .largest
-            .iter()
-            .take(5)
-            .map(|sp| {
-                format!(
-                    "{} us at {:.3} s (T{})",
-                    us(sp.latency_ns),
-                    sp.at_ns as f64 / 1e9,
-                    sp.thread
-                )
-            })
-            .collect();
-        let _ = writeln!(s, "largest: {}", top.join(", "));
-    }
-    if m.total.window_maxima.len() > 1 {
-        let w: Vec<String> = m
-            .total
-            .window_maxima
-            .iter()
-            .map(|w| format!("{}s:{}", w.start_s, us(w.max_ns)))
-            .collect();
-        let _ = writeln!(
-            s,
-            "max per {} s window: {}",
-            config.window.as_secs(),
-            w.join(" ")
-        );
-    }
-    let _ = writeln!(s);
-    let k = &ctx.kernel;
-    let _ = writeln!(
-        s,
-        "kernel: {} ({})",
-        k.release.as_deref().unwrap_or("unknown"),
-        k.preemption.describe()
-    );
-    if let Some(c) = &ctx.cmdline {
-        let list = |v: &Option<Vec<u32>>| {
-            v.as_ref()
-                .map_or("no".to_string(), |l| system::format_cpu_list(l))
-        };
-        let _ = writeln!(
-            s,
-            "isolation: isolcpus={} nohz_full={} rcu_nocbs={}",
-            list(&c.isolcpus),
-            list(&c.nohz_full),
-            list(&c.rcu_nocbs)
-        );
-    }
-    if ctx.cpufreq.is_empty() {
-        let _ = writeln!(
-            s,
-            "cpufreq: absent (no governor; the frequency is not visible)"
-        );
-    } else {
-        for f in &ctx.cpufreq {
-            let mhz = |k: Option<u64>| k.map_or("?".into(), |v| (v / 1000).to_string());
-            let _ = writeln!(
-                s,
-                "cpufreq: CPU {} {} {} MHz (min {} max {})",
-                f.cpu,
-                f.governor.as_deref().unwrap_or("?"),
-                mhz(f.cur_khz),
-                mhz(f.min_khz),
-                mhz(f.max_khz)
-            );
-        }
-    }
-    let smt = match ctx.smt_active {
-        Some(true) => "active",
-        Some(false) => "inactive",
-        None => "absent",
-    };
-    let pr = &m.privileges;
-    let state = |st: &Step| match st {
-        Step::Done => "yes".to_string(),
-        Step::NotRequested => "not requested".to_string(),
-        Step::Refused(w) => format!("no ({w})"),
-    };
-    let _ = writeln!(
-        s,
-        "smt: {smt}; SCHED_FIFO: {}; memory locked: {}; cpu_dma_latency held: {}",
-        state(&pr.sched_fifo),
-        state(&pr.memory_locked),
-        state(&pr.cpu_dma_latency_held)
-    );
-    let cpu_time: u64 = m.threads.iter().map(|t| t.cpu_time_ns).sum();
-    if m.total.count > 0 {
-        let _ = writeln!(
-            s,
-            "measuring threads' CPU time: {:.1} ms, {:.2} us per wake-up",
-            cpu_time as f64 / 1e6,
-            cpu_time as f64 / m.total.count as f64 / 1000.0
-        );
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
+    use latency::{Measurement, Privileges, Step};
+    use model::procfs::{IrqLine, LoadAverage};
+    use report::terminal::latency::render;
 
     #[derive(Parser, Debug)]
     struct T {
@@ -1089,7 +799,7 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/fixtures/system")
             .join(name);
-        system::read(&SysRoot::new(dir))
+        system::read_context(&SysRoot::new(dir))
     }
 
     fn measurement(privileged: bool, missed: u64) -> Measurement {
@@ -1111,6 +821,29 @@ mod tests {
             threads: Vec::new(),
             total,
         }
+    }
+
+    /// The findings of a run on `ctx` whose /proc/interrupts read `after` at the end (the
+    /// context holds the reading from the start), over one second.
+    fn findings(
+        config: &Config,
+        ctx: &SystemContext,
+        m: &Measurement,
+        after: Option<&[IrqLine]>,
+    ) -> Vec<Finding> {
+        let cpus = measured_cpus(config);
+        let interrupts = after.map(|after| {
+            let lines =
+                counters::interrupts::delta_lines(ctx.irqs.as_deref().unwrap_or(&[]), after);
+            MeasuredInterrupts {
+                elapsed_s: 1.0,
+                cpus: cpus
+                    .iter()
+                    .map(|&c| CpuInterrupts::new(c, counters::interrupts::on_cpu(&lines, c), 1.0))
+                    .collect(),
+            }
+        });
+        judge::findings(config, ctx, m, &cpus, interrupts.as_ref())
     }
 
     fn messages(f: &[Finding]) -> String {
@@ -1263,33 +996,34 @@ mod tests {
                 tasks: 311,
             },
         };
-        insta::assert_snapshot!(render_text(&config, &ctx, &m, Some(&load), false));
+        insta::assert_snapshot!(render(&config, &ctx, &m, Some(&load), None, false));
         insta::assert_snapshot!(
             "text_of_a_two_thread_run_in_ns",
-            render_text(&config, &ctx, &measurement(false, 3), None, true)
+            render(&config, &ctx, &measurement(false, 3), None, None, true)
         );
-    }
-
-    #[test]
-    fn line_format_matches_cyclictest() {
-        let l = Live {
-            thread: 0,
-            tid: 7227,
-            cycles: 999,
-            act_ns: 12_400,
-            min_ns: 3_900,
-            max_ns: 773_100,
-            sum_ns: 999 * 13_200,
+        // The interrupts that arrived on the measured CPUs during the measurement: one line
+        // per CPU, the three largest sources named.
+        let interrupts = MeasuredInterrupts {
+            elapsed_s: 2.0,
+            cpus: vec![
+                CpuInterrupts::new(0, Vec::new(), 2.0),
+                CpuInterrupts::new(
+                    3,
+                    vec![
+                        (45, "nvme0q1".into(), 79),
+                        (46, "nvme0q2".into(), 3),
+                        (51, "eth0-rx-0".into(), 400),
+                        (52, "eth0-tx-0".into(), 2),
+                    ],
+                    2.0,
+                ),
+            ],
         };
-        // Captured from cyclictest 2.40 on this VM.
-        assert_eq!(
-            cyclictest_line(&l, 80, 1000, false),
-            "T: 0 ( 7227) P:80 I:1000 C:    999 Min:      3 Act:   12 Avg:   13 Max:     773"
-        );
-        // -N: cyclictest's use_nsecs format.
-        assert_eq!(
-            cyclictest_line(&l, 80, 1000, true),
-            "T: 0 ( 7227) P:80 I:1000 C:    999 Min:   3900 Act:   12400 Avg:   13200 Max:  773100"
-        );
+        let text = render(&config, &ctx, &m, Some(&load), Some(&interrupts), false);
+        insta::assert_snapshot!("text_of_a_two_thread_run_with_interrupts", text);
+        assert!(text.contains(
+            "interrupts on CPU 3: 242.0/s (51 eth0-rx-0 200.0/s, 45 nvme0q1 39.5/s, \
+             46 nvme0q2 1.5/s, ...)\n"
+        ));
     }
 }

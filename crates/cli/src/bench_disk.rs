@@ -423,7 +423,7 @@ fn interrupted_before_measuring(live: bool) {
 
 /// The machine facts printed beside the numbers, from `probe::system` (and the host name).
 fn system_context(root: &SysRoot, cpus: usize) -> SystemContext {
-    let ctx = probe::system::read(root);
+    let ctx = probe::system::read_context(root);
     SystemContext {
         kernel: ctx.kernel.release,
         cpus,

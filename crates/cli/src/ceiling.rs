@@ -624,9 +624,11 @@ fn set_caption(set: &TlpParams, gen: PcieGen) -> String {
 struct UsbRow {
     speed: usb::UsbSpeed,
     label: &'static str,
+    #[serde(rename = "signalling_mbits_per_sec", alias = "signalling_mbps")]
     signalling_mbps: f64,
     lanes: u32,
     coding: &'static str,
+    #[serde(rename = "raw_bytes_per_sec", alias = "raw_bps")]
     raw_bps: f64,
     transfers: Vec<usb::TransferCeiling>,
 }

@@ -38,7 +38,7 @@ fn no_arguments_audits_this_machine() {
 #[test]
 fn json_document_is_versioned() {
     let doc = audit_json(Path::new("/"));
-    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["schema_version"], 2);
     assert_eq!(doc["kind"], "audit");
     assert!(doc["pci"]["functions"].is_array());
 }
@@ -420,12 +420,12 @@ fn audit_covers_usb_block_and_network() {
     let doc = audit_json(&root);
     let usb = doc["usb"]["devices"].as_array().unwrap();
     let t5 = usb.iter().find(|d| d["name"] == "2-1").unwrap();
-    assert_eq!(t5["speed_mbps"], 5000.0);
+    assert_eq!(t5["speed_mbits_per_sec"], 5000.0);
     assert_eq!(t5["storage"]["transport"], "uas");
     let net = doc["net"]["interfaces"].as_array().unwrap();
     assert!(net
         .iter()
-        .any(|i| i["name"] == "eth2" && i["speed_mbps"] == 1000));
+        .any(|i| i["name"] == "eth2" && i["speed_mbits_per_sec"] == 1000));
     let block = doc["block"]["devices"].as_array().unwrap();
     let sdb = block.iter().find(|d| d["name"] == "sdb").unwrap();
     assert_eq!(sdb["queue"]["max_sectors_kb"], 120);

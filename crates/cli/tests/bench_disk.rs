@@ -48,7 +48,7 @@ fn check_result(doc: &Value, engine: &str, tests: usize) {
 /// `exact_proc_io`: the target is not stacked (loop, dm), where the kernel may count the
 /// lower device's bytes to this process too.
 fn check_result_on(doc: &Value, engine: &str, tests: usize, exact_proc_io: bool) {
-    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["schema_version"], 2);
     assert_eq!(doc["kind"], "disk");
     assert_eq!(doc["parameters"]["engine"], engine);
     let t = doc["tests"].as_array().unwrap();

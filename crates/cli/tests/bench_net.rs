@@ -402,7 +402,7 @@ fn shaped_veth_link_reaches_its_computed_ceiling() {
     // 1448/1538 and 1460/1538 of 100 Mbit/s (issue 14).
     for (ts, expected) in [(1, 100e6 * 1448.0 / 1538.0), (0, 100e6 * 1460.0 / 1538.0)] {
         let doc = shaped_run(a, b, ts);
-        let ceiling = doc["ceiling"]["goodput_bps"].as_f64().unwrap() * 8.0;
+        let ceiling = doc["ceiling"]["goodput_bytes_per_sec"].as_f64().unwrap() * 8.0;
         assert!(
             (ceiling - expected).abs() / expected < 0.001,
             "timestamps {ts}: ceiling {ceiling} vs {expected}"
@@ -410,7 +410,9 @@ fn shaped_veth_link_reaches_its_computed_ceiling() {
         // A rate above the shaped ceiling would be a counting error; a rate below it is this
         // shared machine's load, which a test does not judge (bench/vs-iperf3.sh measures how
         // close to the ceiling a quiet run gets: within 0.5 % in the issue 14 note).
-        let measured = doc["flows"][0]["summary"]["receiver_bps"].as_f64().unwrap();
+        let measured = doc["flows"][0]["summary"]["receiver_bits_per_sec"]
+            .as_f64()
+            .unwrap();
         assert!(
             measured > 0.0 && measured < expected * 1.01,
             "timestamps {ts}: measured {measured} bit/s, ceiling {expected}"
@@ -476,7 +478,7 @@ fn find_rate_through_a_routed_bottleneck() {
     let (code, out, err) = spawn(c).output_within(Duration::from_secs(90));
     assert_eq!(code, Some(0), "{err}");
     let doc: Value = serde_json::from_str(&out).unwrap();
-    let found = doc["find_rate"]["rate_bps"].as_f64().unwrap();
+    let found = doc["find_rate"]["rate_bits_per_sec"].as_f64().unwrap();
     // 1448 B datagrams: 20 + 8 + 1448 B of IP, + 14 B MAC header + 24 B overhead per packet.
     let shaped = 50e6 * 1448.0 / 1514.0;
     // Above the shaped rate would be wrong; far below it is a search that stopped early. How

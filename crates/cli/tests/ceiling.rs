@@ -110,7 +110,7 @@ fn pcie_json_document() {
         "--json", "ceiling", "pcie", "--gen", "3", "--lanes", "1,8", "--mps", "256",
     ]);
     let doc: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["schema_version"], 2);
     assert_eq!(doc["kind"], "ceiling");
     assert_eq!(doc["link"], "pcie");
     assert_eq!(doc["rate_unit"], "B/s");
@@ -119,12 +119,12 @@ fn pcie_json_document() {
     let seed_x1 = &ceilings[0];
     assert_eq!(seed_x1["params"]["set"], "rockchip");
     assert_eq!(seed_x1["link"]["width"], 1);
-    let tlp = seed_x1["tlp_write_bps"].as_f64().unwrap();
+    let tlp = seed_x1["tlp_write_bytes_per_sec"].as_f64().unwrap();
     assert!((tlp - 887.5e6).abs() < 0.05e6, "{tlp}");
     for c in ceilings {
         let f = |k: &str| c[k].as_f64().unwrap();
-        assert!(f("effective_write_bps") <= f("tlp_write_bps"));
-        assert!(f("tlp_write_bps") <= f("raw_bps"));
+        assert!(f("effective_write_bytes_per_sec") <= f("tlp_write_bytes_per_sec"));
+        assert!(f("tlp_write_bytes_per_sec") <= f("raw_bytes_per_sec"));
     }
 }
 
@@ -262,8 +262,8 @@ fn sata_and_mmc() {
     let sdr104 = row(&mmc, "eMMC", "SD UHS-I SDR104");
     assert_eq!(&sdr104[sdr104.len() - 2..], [104.0, 102.2]);
     let doc: Value = serde_json::from_str(&stdout(&["--json", "ceiling", "mmc"])).unwrap();
-    assert_eq!(doc["schema_version"], 1);
-    assert_eq!(doc["modes"][2]["bus_bps"], 200e6);
+    assert_eq!(doc["schema_version"], 2);
+    assert_eq!(doc["modes"][2]["bus_bytes_per_sec"], 200e6);
 }
 
 #[test]
@@ -292,10 +292,7 @@ fn ethernet_json_names_bits_and_bytes() {
     let doc: Value = serde_json::from_str(&out).unwrap();
     // A rate in bits/s is never next to "B/s": every rate field names its unit.
     assert!(doc.get("rate_unit").is_none(), "{out}");
-    assert!(
-        !out.contains("rate_bps") && !out.contains("goodput_bps"),
-        "{out}"
-    );
+    assert!(!out.contains("bps"), "{out}");
     let c = &doc["ceilings"][0];
     assert_eq!(c["params"]["rate_bits_per_sec"], 1e9);
     assert_eq!(c["raw_bytes_per_sec"], 125e6);

@@ -34,9 +34,9 @@ fn nvme_behind_a_downgraded_link_is_the_bottleneck() {
     assert_eq!(b["state"], "8 GT/s x1");
     assert_eq!(b["capable_state"], "16 GT/s x4");
     // Gen 3 x1 raw is 984.6 MB/s (seed table 1); the effective write ceiling sits below it.
-    let c = b["ceiling_bps"].as_f64().unwrap();
+    let c = b["ceiling_bytes_per_sec"].as_f64().unwrap();
     assert!(c < 984.62e6 && c > 700e6, "{c}");
-    assert!(b["capable_ceiling_bps"].as_f64().unwrap() > 6e9);
+    assert!(b["capable_ceiling_bytes_per_sec"].as_f64().unwrap() > 6e9);
 }
 
 #[test]
@@ -46,7 +46,7 @@ fn sata_and_sd_card_bottlenecks() {
     assert_eq!(bottleneck(&sata)["name"], "SATA ata2");
     assert_eq!(bottleneck(&sata)["state"], "3.0 Gbps");
     // 3 Gb/s after 8b/10b is 300 MB/s raw; FIS framing keeps the data ceiling below it.
-    let c = bottleneck(&sata)["ceiling_bps"].as_f64().unwrap();
+    let c = bottleneck(&sata)["ceiling_bytes_per_sec"].as_f64().unwrap();
     assert!(c < 300e6 && c > 280e6, "{c}");
     // A mount point with a space (\040 in mountinfo).
     let sd = path_json(&root, "/media/sd card/x");
@@ -66,7 +66,7 @@ fn usb3_disk_stuck_at_480m_names_the_usb_link() {
     assert_eq!(b["state"], "480 Mb/s");
     assert_eq!(b["capable_state"], "5000 Mb/s");
     // The USB guide's table 1-2: USB 2.0 bulk 53.25 MB/s (10^6 B).
-    assert!((b["ceiling_bps"].as_f64().unwrap() - 53.248e6).abs() < 1e3);
+    assert!((b["ceiling_bytes_per_sec"].as_f64().unwrap() - 53.248e6).abs() < 1e3);
     assert!(b["note"].as_str().unwrap().contains("Bulk-Only"));
     headroom()
         .args(["path", "--root"])
@@ -276,7 +276,7 @@ fn a_fresh_path_document_reads_back_in_report() {
         b["name"].as_str().unwrap(),
         b["state"].as_str().unwrap(),
         b["capable_state"].as_str().unwrap(),
-        b["ceiling_bps"].as_f64().unwrap() / 1e6,
+        b["ceiling_bytes_per_sec"].as_f64().unwrap() / 1e6,
         b["basis"].as_str().unwrap(),
         b["note"].as_str().unwrap()
     );

@@ -46,7 +46,7 @@ fn every_commands_json_reads_back_into_the_same_document() {
         let doc = Document::parse(&text, kind).unwrap();
         assert_eq!(doc.kind(), kind);
         let env = &doc.envelope;
-        assert_eq!(env.schema_version, 1);
+        assert_eq!(env.schema_version, 2);
         assert_eq!(env.tool.as_ref().unwrap().name, "headroom");
         assert!(env.created.as_ref().unwrap().ends_with('Z'));
         let original: Value = serde_json::from_str(&text).unwrap();
@@ -148,7 +148,7 @@ fn bad_input_gets_one_sentence() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains(
-            "future.json has schema version 7, newer than the 1 this headroom",
+            "future.json has schema version 7, newer than the 2 this headroom",
         ));
 
     headroom()

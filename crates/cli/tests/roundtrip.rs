@@ -432,7 +432,7 @@ fn path_reads_back_hop_by_hop() {
     assert_eq!(row[2], b["capable_state"].as_str().unwrap());
     assert_eq!(
         row[3],
-        format!("{:.1}", b["ceiling_bps"].as_f64().unwrap() / 1e6)
+        format!("{:.1}", b["ceiling_bytes_per_sec"].as_f64().unwrap() / 1e6)
     );
     assert_eq!(row[4], b["basis"].as_str().unwrap());
     assert!(

@@ -6,12 +6,14 @@ pub mod blockdev;
 pub mod ceiling;
 pub mod finding;
 pub mod inventory;
+pub mod latency;
 pub mod mmio;
 pub mod net;
 pub mod path;
 pub mod pcie;
 pub mod procfs;
 pub mod survey;
+pub mod system;
 pub mod units;
 
 pub use finding::{Finding, Severity};

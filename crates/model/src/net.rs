@@ -38,6 +38,7 @@ pub struct NetConfig {
     /// Bytes per write (TCP) or per datagram (UDP) (`-l`).
     pub len: u32,
     /// Target rate per stream, bits per second (`-b`); `None`: unlimited.
+    #[serde(rename = "bitrate_bits_per_sec", alias = "bitrate_bps")]
     pub bitrate_bps: Option<u64>,
     /// Socket buffer size asked for (`-w`), bytes.
     pub window: Option<u32>,
@@ -249,7 +250,9 @@ pub struct FlowSummary {
     pub receiver_bytes: Option<u64>,
     /// Receiver's bytes per the longest of the receivers' seconds, bits/s (iperf3's
     /// "receiver" line).
+    #[serde(rename = "receiver_bits_per_sec", alias = "receiver_bps")]
     pub receiver_bps: Option<f64>,
+    #[serde(rename = "sender_bits_per_sec", alias = "sender_bps")]
     pub sender_bps: Option<f64>,
     pub retransmits: Option<u64>,
     pub lost_packets: Option<u64>,
@@ -338,6 +341,7 @@ impl NetMeasurement {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Shaper {
     /// Rate, bits per second.
+    #[serde(rename = "rate_bits_per_sec", alias = "rate_bps")]
     pub rate_bps: f64,
     /// Bytes added to each packet's length, MAC header included in the length.
     pub overhead: u32,
@@ -410,6 +414,7 @@ pub fn ethernet_goodput(rate_bps: f64, p: &GoodputParams) -> Option<f64> {
 pub struct LinkFacts {
     pub interface: String,
     /// Negotiated speed, Mb/s (sysfs `speed`); `None` when down, virtual or unknown.
+    #[serde(rename = "speed_mbits_per_sec", alias = "speed_mbps")]
     pub speed_mbps: Option<u64>,
     pub duplex: Option<String>,
     pub mtu: Option<u32>,
@@ -418,6 +423,7 @@ pub struct LinkFacts {
     pub is_loopback: bool,
     pub driver: Option<String>,
     /// The USB device's own rate, Mb/s, when the adapter is on USB.
+    #[serde(rename = "usb_speed_mbits_per_sec", alias = "usb_speed_mbps")]
     pub usb_speed_mbps: Option<f64>,
     /// The smallest PCIe ceiling below the interface (either direction), bytes/s, with the
     /// link's name: a NIC on a narrow or downgraded link is capped by it.

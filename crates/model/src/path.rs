@@ -95,6 +95,7 @@ pub enum Hop {
     Network {
         name: String,
         /// Link speed in Mb/s (`None` when down or not reported).
+        #[serde(rename = "speed_mbits_per_sec", alias = "speed_mbps")]
         speed_mbps: Option<u64>,
         duplex: Option<String>,
         driver: Option<String>,
@@ -106,6 +107,7 @@ pub enum Hop {
         port: String,
         /// `sata_spd` as the kernel writes it: "6.0 Gbps".
         sata_spd: Option<String>,
+        #[serde(rename = "rate_mbits_per_sec", alias = "rate_mbps")]
         rate_mbps: Option<f64>,
     },
     /// A SCSI host adapter (when there is no libata port or USB device to name instead).
@@ -117,6 +119,7 @@ pub enum Hop {
         name: String,
         root_hub: bool,
         /// Negotiated rate in Mb/s; already counts both lanes of a Gen 2x2 link.
+        #[serde(rename = "speed_mbits_per_sec", alias = "speed_mbps")]
         speed_mbps: Option<f64>,
         rx_lanes: Option<u32>,
         tx_lanes: Option<u32>,
@@ -133,6 +136,7 @@ pub enum Hop {
         card_type: Option<String>,
         /// `timing spec` of debugfs `ios`, e.g. "mmc HS200".
         timing: Option<String>,
+        #[serde(rename = "rate_mbits_per_sec", alias = "rate_mbps")]
         rate_mbps: Option<f64>,
     },
     Virtio {
@@ -285,9 +289,18 @@ pub struct PathLink {
     pub state: PathLinkState,
     /// The best state its ends support, where known and different.
     pub capable_state: Option<PathLinkState>,
+    #[serde(rename = "ceiling_bytes_per_sec", alias = "ceiling_bps")]
     pub ceiling_bps: f64,
+    #[serde(
+        rename = "ceiling_other_direction_bytes_per_sec",
+        alias = "ceiling_other_direction_bps"
+    )]
     pub ceiling_other_direction_bps: Option<f64>,
     /// The ceiling at `capable_state`.
+    #[serde(
+        rename = "capable_ceiling_bytes_per_sec",
+        alias = "capable_ceiling_bps"
+    )]
     pub capable_ceiling_bps: Option<f64>,
     /// What the ceiling counts ("effective PCIe write, MPS 256", "bulk transfers").
     pub basis: String,

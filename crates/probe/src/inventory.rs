@@ -12,7 +12,7 @@ pub use model::inventory::Inventory;
 pub fn scan(root: &SysRoot) -> Inventory {
     Inventory {
         pci: crate::pci::audit_sysfs(root),
-        system: crate::system::read(root),
+        system: crate::system::read_context(root),
         usb: crate::usb::scan(root),
         block: crate::block::scan(root),
         net: crate::net::scan(root),

@@ -4,19 +4,19 @@
 //! CPUs online, cpufreq governors and frequencies, SMT, load average, and which device
 //! interrupts land on which CPU. Every fact is read under a [`SysRoot`]; a fact that cannot
 //! be read is `None` (absent), and an attribute that exists but could not be read is also
-//! listed in [`SystemContext::unreadable`] with the reason, never an error.
+//! listed in `SystemContext::unreadable` with the reason, never an error.
 
 use crate::sysfs::{read_attr, SysRoot};
-
-pub use model::inventory::system::{Cmdline, CpuFreq, Kernel, Preemption, SystemContext};
 
 // The /proc text formats are parsed once, in model; the samplers of counters read them too.
 pub use model::procfs::{
     format_cpu_list, parse_cpu_list, parse_interrupts, parse_loadavg, IrqLine, LoadAverage,
 };
 
+pub use model::system::{Cmdline, CpuFreq, Kernel, Preemption, SystemContext};
+
 /// Read everything under `root`. Never fails: what is missing is `None`.
-pub fn read(root: &SysRoot) -> SystemContext {
+pub fn read_context(root: &SysRoot) -> SystemContext {
     let mut unreadable = Vec::new();
     let mut attr = |rel: &str| -> Option<String> {
         match read_attr(&root.path(rel)) {
@@ -229,7 +229,7 @@ mod tests {
 
     #[test]
     fn this_vm_captured() {
-        let ctx = read(&fixture("firecracker-vm-6.18"));
+        let ctx = read_context(&fixture("firecracker-vm-6.18"));
         assert_eq!(ctx.kernel.release.as_deref(), Some("6.18.44-fc-v657"));
         assert_eq!(ctx.kernel.preemption, Preemption::Dynamic { mode: None });
         assert!(!ctx.kernel.preemption.is_realtime());
@@ -253,7 +253,7 @@ mod tests {
 
     #[test]
     fn rt_board_handmade() {
-        let ctx = read(&fixture("rt-board-handmade"));
+        let ctx = read_context(&fixture("rt-board-handmade"));
         assert_eq!(ctx.kernel.preemption, Preemption::Rt);
         assert_eq!(ctx.cpus_online, Some(vec![0, 1, 2, 3]));
         assert_eq!(ctx.cpufreq.len(), 4);
@@ -278,7 +278,7 @@ mod tests {
 
     #[test]
     fn empty_root_is_all_absent() {
-        let ctx = read(&SysRoot::new("/nonexistent-headroom-root"));
+        let ctx = read_context(&SysRoot::new("/nonexistent-headroom-root"));
         assert_eq!(ctx.kernel.release, None);
         assert_eq!(ctx.kernel.preemption, Preemption::Unknown);
         assert_eq!(ctx.cpus_online, None);

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use std::path::Path;
 
 /// The schema version this headroom writes and the newest it reads.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The name in `tool.name` of every document headroom writes.
 pub const TOOL_NAME: &str = "headroom";
@@ -383,11 +383,11 @@ mod tests {
 
     #[test]
     fn a_newer_schema_says_upgrade() {
-        let e = Document::parse(r#"{"schema_version": 2, "kind": "disk"}"#, "new.json")
+        let e = Document::parse(r#"{"schema_version": 3, "kind": "disk"}"#, "new.json")
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("new.json has schema version 2, newer than the 1"),
+            e.contains("new.json has schema version 3, newer than the 2"),
             "{e}"
         );
         assert!(e.contains("upgrade headroom"), "{e}");

@@ -16,6 +16,7 @@ use std::fmt::Write as _;
 /// The goodput ceiling of the test's path, application bytes per second.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct NetCeiling {
+    #[serde(rename = "goodput_bytes_per_sec", alias = "goodput_bps")]
     pub goodput_bps: f64,
     /// How it was computed, in words (the link, rate, MTU, headers).
     pub basis: String,
@@ -59,7 +60,9 @@ pub struct CpuPerGb {
 /// One step of `--find-rate`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RateStep {
+    #[serde(rename = "offered_bits_per_sec", alias = "offered_bps")]
     pub offered_bps: f64,
+    #[serde(rename = "received_bits_per_sec", alias = "received_bps")]
     pub received_bps: f64,
     pub loss_percent: f64,
 }
@@ -69,6 +72,7 @@ pub struct RateStep {
 pub struct FindRate {
     pub threshold_percent: f64,
     /// Bits per second; `None` when even the lowest rate tried lost too much.
+    #[serde(rename = "rate_bits_per_sec", alias = "rate_bps")]
     pub rate_bps: Option<f64>,
     pub steps: Vec<RateStep>,
 }

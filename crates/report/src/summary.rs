@@ -608,6 +608,25 @@ impl Summary {
                             .push(format!("Max (us) per{per} window: {}.", w.join(" ")));
                     }
                 }
+                // The interrupts on each measured CPU, and its largest sources, as rates:
+                // compare lines them up with the other counters.
+                for c in l.interrupts.iter().flat_map(|i| &i.cpus) {
+                    let row = |name: String, v: f64| CounterRow {
+                        name,
+                        value: Some(v),
+                        unit: "/s".into(),
+                        running_percent: None,
+                        status: "counted".into(),
+                    };
+                    s.counters
+                        .push(row(format!("interrupts on CPU {}", c.cpu), c.per_second));
+                    for x in c.sources.iter().take(3) {
+                        s.counters.push(row(
+                            format!("interrupts on CPU {} from {} {}", c.cpu, x.irq, x.name),
+                            x.per_second,
+                        ));
+                    }
+                }
                 let stress = l
                     .stress
                     .as_ref()

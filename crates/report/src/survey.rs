@@ -457,6 +457,7 @@ impl StateView {
 #[derive(Deserialize)]
 struct LossView {
     #[serde(default)]
+    #[serde(rename = "loss_bytes_per_sec", alias = "loss_bps")]
     loss_bps: f64,
     #[serde(default)]
     loss_percent: f64,

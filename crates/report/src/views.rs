@@ -65,8 +65,13 @@ pub struct LinkView {
     #[serde(default)]
     pub capable_state: Option<String>,
     /// Bytes per second towards the CPU.
+    #[serde(rename = "ceiling_bytes_per_sec", alias = "ceiling_bps")]
     pub ceiling_bps: f64,
     #[serde(default)]
+    #[serde(
+        rename = "capable_ceiling_bytes_per_sec",
+        alias = "capable_ceiling_bps"
+    )]
     pub capable_ceiling_bps: Option<f64>,
     #[serde(default)]
     pub basis: String,
@@ -278,6 +283,10 @@ pub struct LatencyView {
     #[serde(default)]
     pub context: Option<LatencyContextView>,
     pub measurement: LatencyMeasurementView,
+    /// Device interrupts on the measured CPUs during the measurement (absent in documents
+    /// written before they were sampled).
+    #[serde(default)]
+    pub interrupts: Option<model::latency::MeasuredInterrupts>,
     /// The background load; absent or null when the run had none.
     #[serde(default)]
     pub stress: Option<StressView>,
@@ -646,6 +655,10 @@ pub struct PciLinkCeilingView {
 /// ceiling per direction, bytes/s.
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct PcieCeilingView {
+    #[serde(
+        rename = "effective_write_bytes_per_sec",
+        alias = "effective_write_bps"
+    )]
     pub effective_write_bps: f64,
 }
 
@@ -661,6 +674,7 @@ pub struct UsbDeviceView {
     #[serde(default)]
     pub root_hub: bool,
     #[serde(default)]
+    #[serde(rename = "speed_mbits_per_sec", alias = "speed_mbps")]
     pub speed_mbps: Option<f64>,
     #[serde(default)]
     pub rx_lanes: Option<u32>,
@@ -745,6 +759,7 @@ pub struct NetInterfaceView {
     #[serde(default)]
     pub operstate: Option<String>,
     #[serde(default)]
+    #[serde(rename = "speed_mbits_per_sec", alias = "speed_mbps")]
     pub speed_mbps: Option<u64>,
     #[serde(default)]
     pub duplex: Option<String>,
@@ -827,6 +842,7 @@ pub struct NetConfigView {
     #[serde(default)]
     pub len: Option<u64>,
     #[serde(default)]
+    #[serde(rename = "bitrate_bits_per_sec", alias = "bitrate_bps")]
     pub bitrate_bps: Option<u64>,
 }
 
@@ -847,6 +863,7 @@ pub struct NetIntervalView {
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct NetCeilingView {
     /// Application bytes per second.
+    #[serde(rename = "goodput_bytes_per_sec", alias = "goodput_bps")]
     pub goodput_bps: f64,
     #[serde(default)]
     pub basis: String,
@@ -865,6 +882,7 @@ pub struct NetFlowView {
 pub struct NetFlowSummaryView {
     /// Bits per second.
     #[serde(default)]
+    #[serde(rename = "receiver_bits_per_sec", alias = "receiver_bps")]
     pub receiver_bps: Option<f64>,
 }
 

@@ -37,6 +37,20 @@ pub fn json_of(cmd: &mut Command) -> Value {
         .unwrap_or_else(|e| panic!("{cmd:?} printed no JSON document: {e}"))
 }
 
+/// `headroom report --md FILE`, which must succeed: the Markdown.
+pub fn report_md(file: &std::path::Path) -> String {
+    let mut cmd = headroom();
+    cmd.args(["report", "--md"]).arg(file);
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{:?} failed: {}",
+        cmd,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// The same binary as a plain process, for tests that signal it (Ctrl-C) while it runs.
 pub fn headroom_process() -> std::process::Command {
     let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("headroom"));

@@ -2,7 +2,7 @@
 //! `/dev/cpu_dma_latency`, clocks and absolute sleeps, and how each privileged step went.
 
 use super::NS_PER_SEC;
-use serde::Serialize;
+pub use model::latency::{Privileges, Step};
 use std::fs::File;
 use std::io::Write;
 
@@ -20,35 +20,6 @@ pub fn available_cpus() -> Vec<u32> {
         // SAFETY: the index is below CPU_SETSIZE.
         .filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) })
         .collect()
-}
-
-/// One privileged step and how it went.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "state", content = "reason", rename_all = "snake_case")]
-pub enum Step {
-    Done,
-    /// Not asked for (`-p 0`, `--no-mlock`, ...).
-    NotRequested,
-    /// Refused by the kernel, with its words.
-    Refused(String),
-}
-
-impl Step {
-    pub fn is_done(&self) -> bool {
-        matches!(self, Step::Done)
-    }
-    pub fn is_refused(&self) -> bool {
-        matches!(self, Step::Refused(_))
-    }
-}
-
-/// What the setup obtained. A run without these measures something else than cyclictest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Privileges {
-    /// SCHED_FIFO at the requested priority, per thread (refusals repeat, so one entry).
-    pub sched_fifo: Step,
-    pub memory_locked: Step,
-    pub cpu_dma_latency_held: Step,
 }
 
 /// The time of `clock` (CLOCK_MONOTONIC, CLOCK_THREAD_CPUTIME_ID) in nanoseconds.

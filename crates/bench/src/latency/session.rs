@@ -6,7 +6,7 @@ use super::histogram::{merge, Recorder, Stats};
 use super::rt::*;
 use super::NS_PER_US;
 use crate::{Bench, Phase, Phased, Stop};
-use serde::Serialize;
+pub use model::latency::{Live, Measurement, StopReason, ThreadResult};
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -19,18 +19,6 @@ use std::time::{Duration, Instant};
 /// (the usual default for a non-root user) at the second thread.
 const THREAD_STACK: usize = 256 << 10;
 
-/// Live numbers of one thread, for a progress display (cyclictest's `T:` line).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Live {
-    pub thread: usize,
-    pub tid: i32,
-    pub cycles: u64,
-    pub act_ns: u64,
-    pub min_ns: u64,
-    pub max_ns: u64,
-    pub sum_ns: u64,
-}
-
 #[derive(Default)]
 struct LiveCell {
     tid: AtomicU64,
@@ -39,41 +27,6 @@ struct LiveCell {
     min_ns: AtomicU64,
     max_ns: AtomicU64,
     sum_ns: AtomicU64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ThreadResult {
-    pub thread: usize,
-    pub tid: i32,
-    /// The CPU it was pinned to.
-    pub cpu: Option<u32>,
-    /// The CPU it ran on last (where the scheduler left a free thread).
-    pub last_cpu: Option<u32>,
-    /// The SCHED_FIFO priority it ran at; 0 = normal scheduling (refused or `-p 0`).
-    pub priority: u8,
-    pub interval_us: u64,
-    pub stats: Stats,
-    /// CPU time the thread used (CLOCK_THREAD_CPUTIME_ID), and per wake-up.
-    pub cpu_time_ns: u64,
-    pub cpu_time_per_wakeup_ns: f64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    Duration,
-    Loops,
-    Interrupted,
-}
-
-/// The result of a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Measurement {
-    pub privileges: Privileges,
-    pub elapsed_ns: u64,
-    pub stopped_by: StopReason,
-    pub threads: Vec<ThreadResult>,
-    pub total: Stats,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

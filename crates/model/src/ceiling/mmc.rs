@@ -95,9 +95,11 @@ pub struct MmcCeiling {
     pub bus_width: u32,
     pub ddr: bool,
     /// Clock x width x edges, bytes/s.
+    #[serde(rename = "bus_bytes_per_sec", alias = "bus_bps")]
     pub bus_bps: f64,
     /// After start bit, CRC16 and end bit of each 512 B block; the gaps between blocks
     /// (card access time, write busy) are not counted, they depend on the card.
+    #[serde(rename = "block_bytes_per_sec", alias = "block_bps")]
     pub block_bps: f64,
 }
 

@@ -472,14 +472,22 @@ pub struct PcieCeiling {
     /// Payload bytes per completion.
     pub completion_payload: u16,
     /// After line coding.
+    #[serde(rename = "raw_bytes_per_sec", alias = "raw_bps")]
     pub raw_bps: f64,
     /// Memory writes of MPS bytes, after per-TLP overhead.
+    #[serde(rename = "tlp_write_bytes_per_sec", alias = "tlp_write_bps")]
     pub tlp_write_bps: f64,
     /// Reads: completion data after per-TLP overhead (and bounded by the request rate).
+    #[serde(rename = "tlp_read_bytes_per_sec", alias = "tlp_read_bps")]
     pub tlp_read_bps: f64,
     /// Writes after Ack/UpdateFC DLLPs and SKP ordered sets too.
+    #[serde(
+        rename = "effective_write_bytes_per_sec",
+        alias = "effective_write_bps"
+    )]
     pub effective_write_bps: f64,
     /// Reads after Ack/UpdateFC DLLPs and SKP ordered sets too.
+    #[serde(rename = "effective_read_bytes_per_sec", alias = "effective_read_bps")]
     pub effective_read_bps: f64,
     /// Share of each direction taken by Ack + UpdateFC DLLPs.
     pub dllp_share: f64,

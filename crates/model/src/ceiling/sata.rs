@@ -20,13 +20,16 @@ const ALIGN_SHARE: f64 = 2.0 / 256.0;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SataCeiling {
     /// Signalling rate, Gb/s.
+    #[serde(rename = "gbits_per_sec", alias = "gbps")]
     pub gbps: f64,
     pub coding: &'static str,
     /// After 8b/10b, bytes/s.
+    #[serde(rename = "raw_bytes_per_sec", alias = "raw_bps")]
     pub raw_bps: f64,
     /// Data in 8192 B Data FISes after frame overhead and ALIGN primitives, bytes/s. Command
     /// FISes, handshake primitives (X_RDY, R_RDY, R_OK ...) and the drive's latency are not
     /// counted: they depend on the command size and the device.
+    #[serde(rename = "data_bytes_per_sec", alias = "data_bps")]
     pub data_bps: f64,
 }
 

@@ -218,6 +218,7 @@ pub struct TransferCeiling {
     /// Service interval in microseconds (frame, microframe, polling interval).
     pub interval_us: Option<f64>,
     /// The ceiling, bytes per second (None: not allowed or not modelled).
+    #[serde(rename = "bytes_per_sec", alias = "bytes_per_second")]
     pub bytes_per_second: Option<f64>,
     /// How the ceiling was derived, one sentence.
     pub basis: &'static str,
@@ -477,6 +478,7 @@ pub struct GuideFigure {
     /// As printed (in "MBps"), question mark included.
     pub printed: &'static str,
     /// Our ceiling, bytes/s.
+    #[serde(rename = "bytes_per_sec", alias = "bytes_per_second")]
     pub bytes_per_second: f64,
     /// The unit that reproduces the printed digits (None: neither does).
     pub mega: Option<Mega>,

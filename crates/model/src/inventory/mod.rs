@@ -6,13 +6,12 @@
 pub mod block;
 pub mod net;
 pub mod pci;
-pub mod system;
 pub mod usb;
 
+use crate::system::SystemContext;
 use block::BlockInventory;
 use net::NetInventory;
 use pci::PciAudit;
-use system::SystemContext;
 use usb::UsbInventory;
 
 /// Everything `headroom audit` shows of a machine (or a captured tree).

@@ -19,6 +19,7 @@ pub struct NetInventory {
 pub struct NetInterface {
     pub name: String,
     /// Negotiated link speed, Mb/s; `None` when down, virtual or not reported.
+    #[serde(rename = "speed_mbits_per_sec", alias = "speed_mbps")]
     pub speed_mbps: Option<u64>,
     /// `full`, `half`, `unknown`.
     pub duplex: Option<String>,
@@ -48,6 +49,7 @@ pub enum Attachment {
     Usb {
         device: String,
         /// The USB device's own rate, Mb/s: a ceiling for the Ethernet link.
+        #[serde(rename = "speed_mbits_per_sec", alias = "speed_mbps")]
         speed_mbps: Option<f64>,
     },
     /// A virtio device, on a PCI function when there is one.

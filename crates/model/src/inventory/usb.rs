@@ -36,6 +36,7 @@ pub struct UsbDevice {
     pub children: Vec<String>,
     pub devnum: Option<u32>,
     /// Negotiated signalling rate in Mb/s.
+    #[serde(rename = "speed_mbits_per_sec", alias = "speed_mbps")]
     pub speed_mbps: Option<f64>,
     pub rx_lanes: Option<u32>,
     pub tx_lanes: Option<u32>,

@@ -3,153 +3,181 @@
 //! privileges cyclictest takes) and what it could not count.
 //!
 //! The engine (`bench::latency`) never judges and the context (`probe::system`) only reads;
-//! the cli gathers their facts into a [`LatencyRun`] and these functions say what they mean.
+//! these functions read their model types and say what they mean.
 
 use super::count;
+use model::latency::{Config, MeasuredInterrupts, Measurement, Privileges, Step};
+use model::system::SystemContext;
 use model::{Finding, Severity};
 
 /// The subject of every latency finding: they are about the run as a whole (the measured
 /// CPUs' context), not one device.
 pub const SUBJECT: &str = "latency run";
 
-/// The facts the latency findings read, gathered from the run's context and measurement.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LatencyRun {
-    /// The kernel's preemption model as headroom names it, e.g. `PREEMPT_DYNAMIC (full)`.
-    pub preemption: String,
-    /// Whether the kernel is PREEMPT_RT (its worst case is bounded).
-    pub realtime: bool,
-    /// The measured CPUs whose frequency governor scales, each as `CPU 0 (schedutil)`.
-    pub scaling_cpus: Vec<String>,
-    /// Each measured CPU with its device interrupts, in CPU order.
-    pub cpus: Vec<CpuInterrupts>,
-    /// Whether SMT is active (`None`: not visible).
-    pub smt_active: Option<bool>,
-    /// SCHED_FIFO or memory locking was refused (cyclictest takes both).
-    pub rt_refused: bool,
-    /// /dev/cpu_dma_latency could not be held at 0.
-    pub dma_latency_refused: bool,
-    /// Wake-ups that came after the next one was due.
-    pub missed_periods: u64,
-    /// Wake-ups above the histogram's limit.
-    pub histogram_overflow: u64,
-    /// The histogram's limit (cyclictest's -h), us.
-    pub histogram_limit_us: u32,
-}
-
-/// One measured CPU's device interrupts.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CpuInterrupts {
-    pub cpu: u32,
-    /// Device interrupts that arrived on it during the run as (IRQ, name, count), most first;
-    /// empty when none arrived or /proc/interrupts was not read again at the end.
-    pub arrived: Vec<(u32, String, u64)>,
-    /// Device interrupts routed to it, each as `IRQ NAME` (from the reading at the start).
-    pub routed: Vec<String>,
+/// What of cyclictest's real-time setup the kernel refused, each with its words, e.g.
+/// `SCHED_FIFO priority 99 (Operation not permitted (os error 1))`; empty when SCHED_FIFO
+/// and locked memory were both obtained (or not asked for).
+pub fn rt_refused(p: &Privileges, priority: u8) -> Vec<String> {
+    let mut refused = Vec::new();
+    if let Step::Refused(why) = &p.sched_fifo {
+        refused.push(format!("SCHED_FIFO priority {priority} ({why})"));
+    }
+    if let Step::Refused(why) = &p.memory_locked {
+        refused.push(format!("locked memory ({why})"));
+    }
+    refused
 }
 
 /// What the numbers depend on, as sentences, in a fixed order: kernel, governor, interrupts
-/// per CPU, SMT, privileges, missed periods, histogram overflow.
-pub fn findings(run: &LatencyRun) -> Vec<Finding> {
+/// per measured CPU (`cpus`, in CPU order), SMT, privileges, missed periods, histogram
+/// overflow. `interrupts`: what arrived on those CPUs during the measurement, when
+/// `/proc/interrupts` could be read before and after.
+pub fn findings(
+    config: &Config,
+    ctx: &SystemContext,
+    m: &Measurement,
+    cpus: &[u32],
+    interrupts: Option<&MeasuredInterrupts>,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut push = |severity, message: String| out.push(Finding::new(severity, SUBJECT, message));
-    if !run.realtime {
+    let preemption = &ctx.kernel.preemption;
+    if !preemption.is_realtime() {
         push(
             Severity::Warning,
             format!(
                 "the kernel is not real-time (preemption: {}): its worst-case latency is not \
                  bounded; the boards of Rockchip's RealTime Linux Performance Test Report run \
                  PREEMPT_RT or Xenomai",
-                run.preemption
+                preemption.describe()
             ),
         );
     }
-    if !run.scaling_cpus.is_empty() {
+    let scaling_cpus = ctx.scaling_cpus(Some(cpus));
+    if !scaling_cpus.is_empty() {
         push(
             Severity::Warning,
             format!(
                 "the frequency governor scales on {}: wake-ups pay for frequency changes; set \
                  the `performance` governor for stable numbers",
-                run.scaling_cpus.join(", ")
+                scaling_cpus.join(", ")
             ),
         );
     }
-    for c in &run.cpus {
-        let cpu = c.cpu;
-        if !c.arrived.is_empty() {
-            let total: u64 = c.arrived.iter().map(|x| x.2).sum();
+    for &cpu in cpus {
+        let arrived = interrupts
+            .and_then(|i| i.cpus.iter().find(|c| c.cpu == cpu))
+            .filter(|c| c.count > 0);
+        let routed = ctx.irqs_on_cpu(cpu);
+        if let Some(c) = arrived {
             let top: Vec<String> = c
-                .arrived
+                .sources
                 .iter()
                 .take(4)
-                .map(|(irq, name, n)| format!("{irq} {name}: {n}"))
+                .map(|x| format!("{} {}: {}", x.irq, x.name, x.count))
                 .collect();
             push(
                 Severity::Warning,
                 format!(
                     "measured CPU {cpu} took {} during the run ({}{}): their handlers delay \
                      wake-ups there; move them with /proc/irq/N/smp_affinity_list",
-                    count(total, "device interrupt", "device interrupts"),
+                    count(c.count, "device interrupt", "device interrupts"),
                     top.join(", "),
-                    if c.arrived.len() > 4 { ", ..." } else { "" }
+                    if c.sources.len() > 4 { ", ..." } else { "" }
                 ),
             );
-        } else if !c.routed.is_empty() {
+        } else if !routed.is_empty() {
+            let routed: Vec<String> = routed
+                .iter()
+                .map(|l| format!("{} {}", l.irq, l.name))
+                .collect();
             push(
                 Severity::Info,
                 format!(
                     "measured CPU {cpu} is the target of device {} {} (none arrived during \
                      the run)",
-                    if c.routed.len() == 1 {
+                    if routed.len() == 1 {
                         "interrupt"
                     } else {
                         "interrupts"
                     },
-                    c.routed.join(", ")
+                    routed.join(", ")
                 ),
             );
         }
     }
-    if run.smt_active == Some(true) {
+    if ctx.smt_active == Some(true) {
         push(
             Severity::Info,
             "SMT is active: a sibling hardware thread shares each measured core".into(),
         );
     }
-    if run.rt_refused {
-        push(
-            Severity::Warning,
-            "measured without SCHED_FIFO or locked memory: not comparable with cyclictest".into(),
-        );
+    let pr = &m.privileges;
+    if let Some(f) = not_realtime(&rt_refused(pr, config.priority)) {
+        push(f.severity, f.message);
     }
-    if run.dma_latency_refused {
-        push(
-            Severity::Info,
-            "/dev/cpu_dma_latency could not be held at 0: idle-state exit latency is included"
-                .into(),
-        );
+    if let Some(f) = dma_latency_not_held(&pr.cpu_dma_latency_held) {
+        push(f.severity, f.message);
     }
-    if run.missed_periods > 0 {
+    let total = &m.total;
+    if total.missed_periods > 0 {
         push(
             Severity::Warning,
             format!(
                 "{} missed (a wake-up came after the next one was due); cyclictest skips \
                  these without counting them",
-                count(run.missed_periods, "period was", "periods were")
+                count(total.missed_periods, "period was", "periods were")
             ),
         );
     }
-    if run.histogram_overflow > 0 {
+    if total.histogram.overflow > 0 {
         push(
             Severity::Info,
             format!(
                 "{} above the histogram limit of {} us (-h): quantiles above it are not known",
-                count(run.histogram_overflow, "wake-up was", "wake-ups were"),
-                run.histogram_limit_us
+                count(total.histogram.overflow, "wake-up was", "wake-ups were"),
+                total.histogram.limit_us()
             ),
         );
     }
     out
+}
+
+/// The run measured without SCHED_FIFO or locked memory (`refused`: what was refused, with
+/// the kernel's words; `None` when nothing was): one sentence saying what was refused, why
+/// the numbers are then not comparable with a SCHED_FIFO cyclictest, and how to get the
+/// privileges. cli prints it as the run starts and the document keeps it.
+pub fn not_realtime(refused: &[String]) -> Option<Finding> {
+    (!refused.is_empty()).then(|| {
+        Finding::new(
+            Severity::Warning,
+            SUBJECT,
+            format!(
+                "measured without {}: the latencies include waits behind ordinary tasks, page \
+                 faults and the 50 us timer slack of normal threads, so they are not comparable \
+                 with cyclictest's under SCHED_FIFO; run as root, or give this user CAP_SYS_NICE \
+                 and CAP_IPC_LOCK, or raise its limits (`ulimit -r 99` and `ulimit -l \
+                 unlimited`, rtprio and memlock in /etc/security/limits.conf)",
+                refused.join(" and ")
+            ),
+        )
+    })
+}
+
+/// `/dev/cpu_dma_latency` could not be held at 0 (`None` when it was, or was not asked for):
+/// cli prints it as the run starts and the document keeps it.
+pub fn dma_latency_not_held(step: &Step) -> Option<Finding> {
+    let Step::Refused(why) = step else {
+        return None;
+    };
+    Some(Finding::new(
+        Severity::Info,
+        SUBJECT,
+        format!(
+            "/dev/cpu_dma_latency could not be held at 0 ({why}): idle-state exit latency is \
+             included"
+        ),
+    ))
 }
 
 /// cyclictest's `-b THRESHOLD`: how many wake-ups were above `threshold_us`, from the 1 us
@@ -202,50 +230,95 @@ mod tests {
             .join("\n")
     }
 
+    use model::latency::{merge, CpuInterrupts, StopReason};
+    use model::procfs::IrqLine;
+    use model::system::{CpuFreq, Kernel, Preemption};
+
+    fn context(preemption: Preemption, smt: bool) -> SystemContext {
+        let line = |irq: u32, name: &str, cpu: u32| IrqLine {
+            irq,
+            counts: [(cpu, 5)].into(),
+            chip: "PCI-MSIX-0000:01:00.0 1-edge".into(),
+            name: name.into(),
+            effective_affinity: Some(vec![cpu]),
+        };
+        SystemContext {
+            kernel: Kernel {
+                release: Some("6.1.0".into()),
+                version: None,
+                preemption,
+            },
+            cmdline: None,
+            cpus_online: Some(vec![0, 1, 2, 3]),
+            cpufreq: vec![CpuFreq {
+                cpu: 0,
+                governor: Some("schedutil".into()),
+                cur_khz: Some(1_000_000),
+                min_khz: Some(400_000),
+                max_khz: Some(1_800_000),
+            }],
+            smt_active: Some(smt),
+            load_average: None,
+            irqs: Some(vec![line(41, "eth1", 0), line(45, "nvme0q1", 3)]),
+            unreadable: Vec::new(),
+        }
+    }
+
+    fn measurement(step: Step, missed: u64, overflow: u64) -> Measurement {
+        let mut total = merge(&[], 10);
+        total.missed_periods = missed;
+        total.histogram.counts = vec![0; 400];
+        total.histogram.overflow = overflow;
+        Measurement {
+            privileges: Privileges {
+                sched_fifo: step.clone(),
+                memory_locked: step.clone(),
+                cpu_dma_latency_held: step,
+            },
+            elapsed_ns: 0,
+            stopped_by: StopReason::Duration,
+            threads: Vec::new(),
+            total,
+        }
+    }
+
     #[test]
     fn a_clean_rt_run_has_no_finding() {
-        let run = LatencyRun {
-            preemption: "PREEMPT_RT".into(),
-            realtime: true,
-            cpus: vec![CpuInterrupts {
-                cpu: 2,
-                ..CpuInterrupts::default()
-            }],
-            smt_active: Some(false),
-            histogram_limit_us: 400,
-            ..LatencyRun::default()
+        let ctx = context(Preemption::Rt, false);
+        let m = measurement(Step::Done, 0, 0);
+        let quiet = MeasuredInterrupts {
+            elapsed_s: 2.0,
+            cpus: vec![CpuInterrupts::new(2, Vec::new(), 2.0)],
         };
-        assert_eq!(findings(&run), []);
+        assert_eq!(
+            findings(&Config::default(), &ctx, &m, &[2], Some(&quiet)),
+            []
+        );
     }
 
     #[test]
     fn every_finding_in_order() {
-        let run = LatencyRun {
-            preemption: "PREEMPT_DYNAMIC (voluntary)".into(),
-            realtime: false,
-            scaling_cpus: vec!["CPU 0 (schedutil)".into()],
+        let ctx = context(
+            Preemption::Dynamic {
+                mode: Some("voluntary".into()),
+            },
+            true,
+        );
+        let m = measurement(Step::Refused("Operation not permitted".into()), 1, 2);
+        let arrived = MeasuredInterrupts {
+            elapsed_s: 2.0,
             cpus: vec![
-                CpuInterrupts {
-                    cpu: 0,
-                    arrived: (1..=5)
+                CpuInterrupts::new(
+                    0,
+                    (1..=5)
                         .map(|i| (40 + i, format!("eth{i}"), 10 * i as u64))
                         .collect(),
-                    routed: vec!["41 eth1".into()],
-                },
-                CpuInterrupts {
-                    cpu: 3,
-                    arrived: Vec::new(),
-                    routed: vec!["45 nvme0q1".into()],
-                },
+                    2.0,
+                ),
+                CpuInterrupts::new(3, Vec::new(), 2.0),
             ],
-            smt_active: Some(true),
-            rt_refused: true,
-            dma_latency_refused: true,
-            missed_periods: 1,
-            histogram_overflow: 2,
-            histogram_limit_us: 400,
         };
-        let f = findings(&run);
+        let f = findings(&Config::default(), &ctx, &m, &[0, 3], Some(&arrived));
         let sev: Vec<Severity> = f.iter().map(|f| f.severity).collect();
         use Severity::*;
         assert_eq!(
@@ -256,19 +329,28 @@ mod tests {
         let text = messages(&f);
         assert!(text.contains("not real-time (preemption: PREEMPT_DYNAMIC (voluntary))"));
         assert!(text.contains("governor scales on CPU 0 (schedutil):"));
-        // 10+20+30+40+50 arrived; the top four are named, the rest elided.
+        // 10+20+30+40+50 arrived; the top four are named, most first, the rest elided.
         assert!(
             text.contains(
-                "measured CPU 0 took 150 device interrupts during the run (41 eth1: 10, \
-                 42 eth2: 20, 43 eth3: 30, 44 eth4: 40, ...)"
+                "measured CPU 0 took 150 device interrupts during the run (45 eth5: 50, \
+                 44 eth4: 40, 43 eth3: 30, 42 eth2: 20, ...)"
             ),
             "{text}"
         );
         assert!(!text.contains("measured CPU 0 is the target"), "{text}");
         assert!(text
             .contains("measured CPU 3 is the target of device interrupt 45 nvme0q1 (none arrived"));
+        assert!(text.contains(
+            "measured without SCHED_FIFO priority 99 (Operation not permitted) and locked \
+             memory (Operation not permitted): the latencies include waits"
+        ));
+        assert!(text.contains("not comparable with cyclictest's under SCHED_FIFO; run as root"));
+        assert!(text.contains("ulimit -l unlimited"));
         assert!(text.contains("1 period was missed"));
         assert!(text.contains("2 wake-ups were above the histogram limit of 400 us"));
+        // Without the second reading of /proc/interrupts, only where they are routed.
+        let text = messages(&findings(&Config::default(), &ctx, &m, &[0, 3], None));
+        assert!(text.contains("measured CPU 0 is the target of device interrupt 41 eth1"));
     }
 
     #[test]

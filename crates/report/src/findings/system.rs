@@ -4,7 +4,7 @@ use model::{Finding, Severity};
 
 /// A frequency governor that scales makes every benchmark's small-block and latency numbers
 /// depend on the load. `scaling_cpus`: the CPUs whose governor scales, each as
-/// `CPU 0 (schedutil)` (`model::inventory::system::SystemContext::scaling_cpus`).
+/// `CPU 0 (schedutil)` (`model::system::SystemContext::scaling_cpus`).
 pub fn cpufreq(scaling_cpus: &[String]) -> Vec<Finding> {
     if scaling_cpus.is_empty() {
         return Vec::new();

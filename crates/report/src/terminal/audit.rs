@@ -8,8 +8,8 @@ use model::inventory::block::{BlockDevice, BlockInventory, MAX_HW_SECTORS_KB_NO_
 use model::inventory::net::{Attachment, NetInventory};
 use model::inventory::pci::address::PciAddress;
 use model::inventory::pci::{AuditedFunction, PciAudit};
-use model::inventory::system::SystemContext;
 use model::inventory::usb::{HostAttachment, UsbDevice, UsbInventory};
+use model::system::SystemContext;
 use model::units::{format_cpu_list, GIB, MB};
 use model::{Finding, Severity};
 use std::collections::BTreeMap;

@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod disk;
+pub mod latency;
 pub mod path;
 
 use model::Severity;

@@ -301,6 +301,7 @@ pub struct LinkCeilings {
     /// At the best state both ends support, same MPS and MRRS.
     pub capable: PcieCeiling,
     /// What the link loses against `capable`: effective write ceiling, bytes/s and percent.
+    #[serde(rename = "loss_bytes_per_sec", alias = "loss_bps")]
     pub loss_bps: f64,
     pub loss_percent: f64,
     /// At the largest MPS both ends support, where that is above the one in use.

@@ -1,6 +1,7 @@
-//! The CPU and kernel context a latency (or any CPU-bound) number depends on, as
-//! `probe::system` reads it: kernel version and preemption model, the isolation options of
-//! the command line, CPUs online, cpufreq, SMT, load average and the device interrupts.
+//! The CPU and kernel context a latency (or any CPU-bound) number depends on: kernel
+//! version and preemption model, the isolation options of the kernel command line, CPUs
+//! online, cpufreq governors and frequencies, SMT, load average, and which device interrupts
+//! land on which CPU. `probe::system` reads it; report judges and renders it.
 
 use crate::procfs::{IrqLine, LoadAverage};
 use serde::Serialize;
@@ -111,8 +112,6 @@ impl CpuFreq {
 }
 
 impl SystemContext {
-    /// The device interrupts delivered to `cpu` (empty when `/proc/interrupts` is absent);
-    /// per-CPU interrupts such as the local timer are not device interrupts and not listed.
     /// The CPUs (of `among`, or all of them) whose frequency can move during a run, as
     /// `CPU 0 (schedutil)`.
     pub fn scaling_cpus(&self, among: Option<&[u32]>) -> Vec<String> {
@@ -123,6 +122,8 @@ impl SystemContext {
             .collect()
     }
 
+    /// The device interrupts delivered to `cpu` (empty when `/proc/interrupts` is absent);
+    /// per-CPU interrupts such as the local timer are not device interrupts and not listed.
     pub fn irqs_on_cpu(&self, cpu: u32) -> Vec<&IrqLine> {
         self.irqs
             .iter()
