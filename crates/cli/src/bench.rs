@@ -611,7 +611,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         }
     }
 
-    let load_sampler = counters::LoadAverageSampler::new(counters::Root::new(root.root()));
+    let load_sampler = counters::LoadAverageSampler::new(root.clone());
     let mut load_samples = Vec::new();
     let sample = |samples: &mut Vec<LoadSample>| {
         if let Ok(l) = load_sampler.snapshot() {
@@ -671,7 +671,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     };
     let interrupted = measurement.stopped_by == StopReason::Interrupted;
 
-    let irqs_after = counters::InterruptsSampler::new(counters::Root::new(root.root()))
+    let irqs_after = counters::InterruptsSampler::new(root.clone())
         .snapshot()
         .ok()
         .map(|s| s.value);

@@ -345,7 +345,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     };
     // Interrupts of the path's devices and its root port's PMU, beside the engine.
     let beside = crate::count::Beside::start(
-        counters::Root::new(root.root()),
+        root.clone(),
         &path
             .as_ref()
             .map(|p| p.chain.pci_addresses())
@@ -775,7 +775,7 @@ note: a note
 /// samplers of `/proc/self/io` and `/proc/diskstats`.
 #[derive(Default)]
 struct KernelCounters {
-    root: counters::Root,
+    root: counters::SysRoot,
 }
 
 impl disk::kernel_count::KernelCounts for KernelCounters {

@@ -461,7 +461,7 @@ type Tested = (NetMeasurement, IfaceBytes);
 
 fn one_test(cfg: &ClientConfig, interrupt: &AtomicBool, json: bool) -> Result<Tested, String> {
     // The interface is known once connected; sample every interface and keep the test's.
-    let all = counters::NetDevSampler::new(counters::Root::system());
+    let all = counters::NetDevSampler::new(counters::SysRoot::system());
     let before = all.snapshot().ok();
     let m = net::run_client(cfg, interrupt, &mut |end_s, flow, bps| {
         print_interval(json, end_s, flow, bps)
@@ -604,7 +604,7 @@ fn run_server(
         server.local_addr().map_or(a.port, |s| s.port())
     );
     loop {
-        let before = counters::NetDevSampler::new(counters::Root::system());
+        let before = counters::NetDevSampler::new(counters::SysRoot::system());
         let snap = before.snapshot().ok();
         let mut on_event = |e: Event<'_>| match e {
             Event::Accepted { peer } => eprintln!("headroom: test from {peer}"),

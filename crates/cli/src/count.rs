@@ -9,7 +9,7 @@ use clap::Args;
 use counters::event::{Event, Pmus};
 use counters::perf::{outcome, OpenError, Outcome, Reading, Scope, Session};
 use counters::workload::{Workload, WorkloadError};
-use counters::{pcie_pmu, Root, Sampler};
+use counters::{pcie_pmu, ReadUnder, Sampler, SysRoot};
 use report::count::{
     CountDocument, CountInterval, CountStatus, CountedEvent, IrqRate, PmuLink, PmuListing,
     RootPortFact,
@@ -80,7 +80,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
             a.root.display()
         ));
     }
-    let root = Root::new(&a.root);
+    let root = SysRoot::new(&a.root);
     if a.list {
         return list(global, &root);
     }
@@ -425,7 +425,7 @@ fn counted(
 }
 
 /// `count --list`.
-fn list(global: &GlobalArgs, root: &Root) -> anyhow::Result<ExitCode> {
+fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
     let pmus = match counters::pmu::discover(root) {
         Ok(p) => p,
         // No event_source at all is a state of the world (CONFIG_PERF_EVENTS off, a
@@ -439,7 +439,7 @@ fn list(global: &GlobalArgs, root: &Root) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
-    let audit = probe::pci::audit_sysfs(&probe::sysfs::SysRoot::new(root.as_path()));
+    let audit = probe::pci::audit_sysfs(root);
     let ports: Vec<(probe::pci::address::PciAddress, Option<u16>)> = audit
         .functions
         .iter()
@@ -567,7 +567,7 @@ pub struct Beside {
 
 impl Beside {
     /// Start sampling for the PCI functions `pci` (from the target towards the CPU).
-    pub fn start(root: Root, pci: &[String]) -> Beside {
+    pub fn start(root: SysRoot, pci: &[String]) -> Beside {
         let mut notes = Vec::new();
         let devices: Vec<(String, Vec<u32>)> = pci
             .iter()
@@ -592,7 +592,7 @@ impl Beside {
         }
     }
 
-    fn open_pmu(root: &Root, pci: &[String], notes: &mut Vec<String>) -> Option<RootPortPmu> {
+    fn open_pmu(root: &SysRoot, pci: &[String], notes: &mut Vec<String>) -> Option<RootPortPmu> {
         let pmus = Pmus::read(root).ok()?;
         let addr = |s: &str| s.parse::<probe::pci::address::PciAddress>().ok();
         let (class, port) = pmus.list.iter().find_map(|p| {

@@ -5,7 +5,7 @@
 //! [`model::procfs::parse_interrupts`], shared with probe (which reads where each line is
 //! delivered); this module counts what arrived during a run.
 
-use crate::{interval, Error, Root, Sampler, Stamped};
+use crate::{interval, Error, ReadUnder, Sampler, Stamped, SysRoot};
 pub use model::procfs::IrqLine;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -102,11 +102,11 @@ pub fn delta_lines(before: &[IrqLine], after: &[IrqLine]) -> Vec<IrqCounts> {
 /// Samples the numbered lines of `/proc/interrupts`.
 #[derive(Clone, Debug, Default)]
 pub struct InterruptsSampler {
-    pub root: Root,
+    pub root: SysRoot,
 }
 
 impl InterruptsSampler {
-    pub fn new(root: Root) -> InterruptsSampler {
+    pub fn new(root: SysRoot) -> InterruptsSampler {
         InterruptsSampler { root }
     }
 }
@@ -131,7 +131,7 @@ impl Sampler for InterruptsSampler {
 /// The interrupt lines of PCI device `dev` (`0000:01:00.0` or `01:00.0`): its MSI/MSI-X
 /// vectors (sysfs `msi_irqs/`, Documentation/ABI/testing/sysfs-bus-pci), else its INTx
 /// `irq`.
-pub fn pci_device_irqs(root: &Root, dev: &str) -> Result<Vec<u32>, String> {
+pub fn pci_device_irqs(root: &SysRoot, dev: &str) -> Result<Vec<u32>, String> {
     let full = if dev.matches(':').count() == 1 {
         format!("0000:{dev}")
     } else {
@@ -143,7 +143,7 @@ pub fn pci_device_irqs(root: &Root, dev: &str) -> Result<Vec<u32>, String> {
             "--irq {dev}: no PCI device {full} (give its address as `lspci -D` prints it)"
         ));
     }
-    let mut irqs: Vec<u32> = std::fs::read_dir(root.path(&format!("{base}/msi_irqs")))
+    let mut irqs: Vec<u32> = std::fs::read_dir(root.path(format!("{base}/msi_irqs")))
         .map(|rd| {
             rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
                 .collect()
@@ -193,7 +193,7 @@ mod tests {
 
     #[test]
     fn fixture_tree_reads() {
-        let root = Root::new(
+        let root = SysRoot::new(
             std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
                 .join("../../tests/fixtures/system/firecracker-vm-6.18"),
         );
@@ -212,7 +212,7 @@ mod tests {
             std::fs::write(dev.join("msi_irqs").join(n), "msix\n").unwrap();
         }
         std::fs::write(dev.join("irq"), "16\n").unwrap();
-        let root = Root::new(dir.path());
+        let root = SysRoot::new(dir.path());
         assert_eq!(pci_device_irqs(&root, "01:00.0"), Ok(vec![40, 41]));
         std::fs::remove_dir_all(dev.join("msi_irqs")).unwrap();
         assert_eq!(pci_device_irqs(&root, "0000:01:00.0"), Ok(vec![16]), "INTx");

@@ -10,6 +10,7 @@ pub mod net;
 pub mod path;
 pub mod pcie;
 pub mod procfs;
+pub mod root;
 pub mod survey;
 pub mod units;
 
