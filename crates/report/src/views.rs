@@ -5,73 +5,21 @@
 //! where a field may be absent, so a producer adding fields never breaks a reader and a
 //! field renamed at merge time is fixed here, in one place.
 
+use model::path::TargetPath;
+use model::Finding;
 use serde::Deserialize;
 
-/// One finding, as `model::Finding` writes it (`Info`) or as a bench writes it (`info`).
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-pub struct FindingView {
-    pub severity: String,
-    #[serde(default)]
-    pub subject: Option<String>,
-    pub message: String,
-    #[serde(default)]
-    pub advice: Option<String>,
-}
-
-/// The fields every kind may carry: findings, notes and the target's path.
+/// The fields every kind may carry: findings, notes and the target's path, as the
+/// producers' own model types (a field renamed there changes what is read here).
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct CommonView {
     #[serde(default)]
-    pub findings: Vec<FindingView>,
+    pub findings: Vec<Finding>,
     #[serde(default)]
     pub notes: Vec<String>,
     /// The target's path (`headroom path`'s `path` field; benches may carry the same).
     #[serde(default)]
-    pub path: Option<PathView>,
-}
-
-/// `probe::path::TargetPath`.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct PathView {
-    #[serde(default)]
-    pub chain: Option<ChainView>,
-    #[serde(default)]
-    pub links: Vec<LinkView>,
-    #[serde(default)]
-    pub bottleneck: Option<usize>,
-    #[serde(default)]
-    pub no_bottleneck_reason: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct ChainView {
-    #[serde(default)]
-    pub target: Option<String>,
-    /// `probe::chain::Hop`s, target first, each an object tagged by `hop`; shown field by
-    /// field so a hop kind added later still shows.
-    #[serde(default)]
-    pub hops: Vec<serde_json::Map<String, serde_json::Value>>,
-    /// Why the chain ends before the CPU, when it does.
-    #[serde(default)]
-    pub stopped: Option<String>,
-}
-
-/// `probe::path::PathLink`.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-pub struct LinkView {
-    pub kind: String,
-    pub name: String,
-    pub state: String,
-    #[serde(default)]
-    pub capable_state: Option<String>,
-    /// Bytes per second towards the CPU.
-    pub ceiling_bps: f64,
-    #[serde(default)]
-    pub capable_ceiling_bps: Option<f64>,
-    #[serde(default)]
-    pub basis: String,
-    #[serde(default)]
-    pub note: Option<String>,
+    pub path: Option<TargetPath>,
 }
 
 /// `headroom bench disk`'s body.
