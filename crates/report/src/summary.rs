@@ -654,8 +654,8 @@ impl Summary {
                 for l in a.pci.iter().flat_map(|p| &p.links) {
                     if let Some(c) = &l.comparison {
                         let mut state = c.current.to_string();
-                        if let Some(common) = c.common.filter(|x| *x != c.current) {
-                            state.push_str(&format!(" (both ends support {common})"));
+                        if c.common != c.current {
+                            state.push_str(&format!(" (both ends support {})", c.common));
                         }
                         let key = format!("link PCIe {} -> {}", l.upstream, l.downstream);
                         put(&mut s, &key, state);
@@ -1154,7 +1154,7 @@ fn inventory(a: &AuditView) -> Vec<(String, Table)> {
                 vec![
                     format!("{} -> {}", l.upstream, l.downstream),
                     opt(cmp.map(|c| c.current.to_string())),
-                    opt(cmp.and_then(|c| c.common).map(|s| s.to_string())),
+                    opt(cmp.map(|c| c.common.to_string())),
                     opt(l
                         .ceiling
                         .as_ref()
