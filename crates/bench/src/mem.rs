@@ -58,13 +58,7 @@ impl Bench for MemRun {
     {
         let cfg = &self.config;
         let start = Instant::now();
-        let at = |step, phase| {
-            progress(&Progress {
-                step,
-                phase,
-                elapsed: start.elapsed(),
-            })
-        };
+        let at = |step, phase| progress(&Progress::at(start, step, phase));
         let len = usize::try_from(cfg.buffer_bytes).map_err(|_| MmioError::OutOfBounds {
             offset: 0,
             size: cfg.buffer_bytes,

@@ -289,6 +289,17 @@ pub struct Progress {
     pub elapsed: Duration,
 }
 
+impl Progress {
+    /// `step` in `phase`, `start` being when the run began.
+    pub fn at(start: Instant, step: Step, phase: Phase) -> Progress {
+        Progress {
+            step,
+            phase,
+            elapsed: start.elapsed(),
+        }
+    }
+}
+
 impl Phased for Progress {
     fn phase(&self) -> Phase {
         self.phase
@@ -358,13 +369,7 @@ impl Bench for MmioRun<'_> {
         F: for<'p> Fn(&Progress) + Sync,
     {
         let start = Instant::now();
-        let on_step = |step| {
-            progress(&Progress {
-                step,
-                phase: Phase::Run,
-                elapsed: start.elapsed(),
-            })
-        };
+        let on_step = |step| progress(&Progress::at(start, step, Phase::Run));
         let pairs = run_pairs(
             &self.config,
             self.map,
