@@ -309,13 +309,7 @@ impl Phased for Progress {
     }
 }
 
-/// A (width, operation) pair that did not run or did not finish, in one sentence.
-#[derive(Debug, Serialize)]
-pub struct PairError {
-    pub width: AccessWidth,
-    pub op: AccessOp,
-    pub message: String,
-}
+pub use model::mmio::PairError;
 
 /// What a run of pairs measured: a result for each pair that ran, an error for each that
 /// could not.

@@ -781,8 +781,8 @@ impl Summary {
                 for (is_region, r) in region.chain(mem.map(|r| (false, r))) {
                     let place = if is_region { "" } else { "DRAM " };
                     s.tests.push(TestRow::single(
-                        format!("{place}{} {}", crate::mmio::access_label(&r.width), r.op),
-                        r.op.clone(),
+                        format!("{place}{} {}", r.width.label(), r.op),
+                        r.op.to_string(),
                         None,
                         r.mb_per_s,
                     ));
