@@ -21,7 +21,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -236,12 +236,16 @@ fn parse_time(flag: &str, s: &str) -> Result<Duration, Refusal> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
+/// The stop flag that SIGINT and SIGTERM set, and which of them came (0: none yet), for the
+/// exit code (128 + the signal).
+fn stop_flag() -> anyhow::Result<(Arc<AtomicBool>, Arc<AtomicUsize>)> {
     let stop = Arc::new(AtomicBool::new(false));
+    let signal = Arc::new(AtomicUsize::new(0));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
-    Ok(stop)
+    Ok((stop, signal))
 }
 
 /// The progress line of a run: what is measured, redrawn as each step begins.
@@ -292,7 +296,7 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
             l >> 10
         ));
     }
-    let stop = stop_flag()?;
+    let (stop, signal) = stop_flag()?;
     let live = std::io::stderr().is_terminal();
     let mut access = mmio::Config::new(a.width.clone(), a.op.clone(), duration);
     access.threads = a.threads;
@@ -330,14 +334,16 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         notes,
         interrupted: stop.load(Ordering::Relaxed),
     };
-    finish(global, &a.keep, &doc)
+    finish(global, &a.keep, &doc, signal.load(Ordering::Relaxed))
 }
 
-/// Print (text or JSON), keep, and the exit code.
+/// Print (text or JSON), keep, and the exit code (128 + `signal` when a signal stopped the
+/// run).
 fn finish(
     global: &GlobalArgs,
     keep: &crate::output::KeepArgs,
     doc: &MmioDocument,
+    signal: usize,
 ) -> anyhow::Result<ExitCode> {
     let measured =
         !doc.results.is_empty() || doc.memory.as_ref().is_some_and(|m| !m.results.is_empty());
@@ -362,8 +368,14 @@ fn finish(
         eprintln!("headroom: warning: {}-bit {}: {}", e.width, e.op, e.message);
     }
     if doc.interrupted {
-        eprintln!("headroom: interrupted: the results above are those measured before the stop");
-        return Ok(ExitCode::from(130));
+        return Err(crate::terminal::Interrupted {
+            signal: i32::try_from(signal)
+                .ok()
+                .filter(|&s| s != 0)
+                .unwrap_or(libc::SIGINT),
+            kept: "the results above are those measured before it".to_string(),
+        }
+        .into());
     }
     if !measured {
         return Ok(ExitCode::from(1));
@@ -847,7 +859,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         Ok(o) => o,
         Err(r) => return Ok(fail(r)),
     };
-    let stop = stop_flag()?;
+    let (stop, signal) = stop_flag()?;
     let live = std::io::stderr().is_terminal();
     let mut cfg = mmio::Config::new(a.width.clone(), ops.clone(), duration);
     cfg.threads = a.threads;
@@ -958,7 +970,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         interrupted: stop.load(Ordering::Relaxed),
     };
     drop(opened.map);
-    finish(global, &a.keep, &doc)
+    finish(global, &a.keep, &doc, signal.load(Ordering::Relaxed))
 }
 
 /// A BAR behind a link running below what its ends support: every access crosses it.
