@@ -104,25 +104,19 @@ impl MmioView {
             }
             _ => dash(),
         };
+        // The access, then the store and load MB/s and ns per access of `rs`.
+        let cells = |rs: &[AccessResult], w: AccessWidth| {
+            let (s, l) = (find(rs, w, AccessOp::Store), find(rs, w, AccessOp::Load));
+            let row = vec![w.label().to_string(), rate(&s), rate(&l), ns(&s), ns(&l)];
+            (row, s, l)
+        };
         let mut rows = Vec::new();
         if self.has_region() {
             for w in self.widths() {
-                let (s, l) = (
-                    find(&self.results, w, AccessOp::Store),
-                    find(&self.results, w, AccessOp::Load),
-                );
+                let (mut row, s, l) = cells(&self.results, w);
                 let (ds, dl) = (find(mem, w, AccessOp::Store), find(mem, w, AccessOp::Load));
-                rows.push(vec![
-                    w.label().to_string(),
-                    rate(&s),
-                    rate(&l),
-                    ns(&s),
-                    ns(&l),
-                    rate(&ds),
-                    rate(&dl),
-                    ratio(&s, &ds),
-                    ratio(&l, &dl),
-                ]);
+                row.extend([rate(&ds), rate(&dl), ratio(&s, &ds), ratio(&l, &dl)]);
+                rows.push(row);
             }
             Table {
                 columns: vec![
@@ -140,14 +134,7 @@ impl MmioView {
             }
         } else {
             for w in self.widths() {
-                let (s, l) = (find(mem, w, AccessOp::Store), find(mem, w, AccessOp::Load));
-                rows.push(vec![
-                    w.label().to_string(),
-                    rate(&s),
-                    rate(&l),
-                    ns(&s),
-                    ns(&l),
-                ]);
+                rows.push(cells(mem, w).0);
             }
             Table {
                 columns: vec![
