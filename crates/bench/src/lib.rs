@@ -30,9 +30,10 @@
 //! 4. **A measurement out.** A serialisable value holding what was measured and how (the
 //!    engine's notes), no judgement: ceilings, efficiency and findings are `report`'s.
 //!
-//! [`Bench`] states the shape as a trait; [`disk::DiskRun`], [`latency::Session`] and
-//! [`net::NetRun`] (either end) implement it (beside each engine's own run), and
-//! the test `every_engine_follows_the_run_shape` drives them through it.
+//! [`Bench`] states the shape as a trait; [`disk::DiskRun`], [`latency::Session`],
+//! [`net::NetRun`] (either end), [`mmio::MmioRun`] and [`mem::MemRun`] implement it, the
+//! command line drives them through it, and the test `every_engine_follows_the_run_shape`
+//! drives each through it.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -233,6 +234,42 @@ mod tests {
         let served = served.unwrap();
         assert!(<net::NetRun as Bench>::interrupted(&served));
         assert_eq!(<net::NetRun as Bench>::KIND, "net");
+
+        // mmio: 32- and 64-bit loads on a mapped file, 30 s each: the stop at the first pair
+        // leaves that pair's first batches and skips the second.
+        use model::mmio::{AccessOp, AccessWidth};
+        let file = tempfile::tempfile().unwrap();
+        file.set_len(1 << 20).unwrap();
+        let map = mmio::Mapping::of_file(&file, 0, 1 << 20, false).unwrap();
+        let config = mmio::Config::new(
+            vec![AccessWidth::W32, AccessWidth::W64],
+            vec![AccessOp::Load],
+            Duration::from_secs(30),
+        );
+        let run = mmio::MmioRun {
+            config: config.clone(),
+            map: &map,
+            offset: 0,
+            size: 1 << 20,
+        };
+        let (m, phases) = stop_once_measuring(run);
+        assert_eq!(phases, [Phase::Run]);
+        assert_eq!(m.results.len(), 1);
+        assert_eq!(m.results[0].width, AccessWidth::W32);
+        assert!(m.results[0].accesses > 0);
+
+        // mem: the buffer is filled in the setup phase, then the same pairs run on it.
+        let run = mem::MemRun {
+            config: mem::MemConfig {
+                buffer_bytes: 1 << 20,
+                access: config,
+                copy: true,
+            },
+        };
+        let (m, phases) = stop_once_measuring(run);
+        assert_eq!(phases, [Phase::Setup, Phase::Run]);
+        assert_eq!((m.results.len(), m.buffer_bytes), (1, 1 << 20));
+        assert!(m.copy.is_none(), "the copy does not start after the stop");
     }
 
     #[test]

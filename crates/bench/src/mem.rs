@@ -3,8 +3,10 @@
 //! cache's), plus the C library's memcpy between two halves of the buffer, what `mbw`'s
 //! MEMCPY test measures.
 
-use crate::mmio::{self, Mapping, MmioError, PairOutcome};
-use model::mmio::{mb_per_s, MemCopyResult};
+use crate::mmio::{self, Mapping, Measured, MmioError, PairError, Progress, Step};
+use crate::{Bench, Phase, Stop};
+use model::mmio::{mb_per_s, AccessResult, MemCopyResult};
+use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -25,33 +27,74 @@ pub struct MemConfig {
     pub copy: bool,
 }
 
-#[derive(Debug)]
-pub struct MemOutcome {
+/// What the DRAM yardstick measured.
+#[derive(Debug, Serialize)]
+pub struct MemMeasured {
     pub buffer_bytes: u64,
-    pub pairs: Vec<PairOutcome>,
+    pub results: Vec<AccessResult>,
+    pub errors: Vec<PairError>,
     pub copy: Option<MemCopyResult>,
+    /// The stop flag ended the run (the steps not run are left out).
+    pub interrupted: bool,
 }
 
-/// Allocate the buffer, fill it (so no page is shared with the zero page), and run.
-pub fn run(cfg: &MemConfig, stop: &AtomicBool) -> Result<MemOutcome, MmioError> {
-    let len = usize::try_from(cfg.buffer_bytes).map_err(|_| MmioError::OutOfBounds {
-        offset: 0,
-        size: cfg.buffer_bytes,
-        len: usize::MAX as u64,
-    })?;
-    let map = Mapping::anonymous(len).map_err(|source| MmioError::Os {
-        what: format!("cannot allocate the {} MiB DRAM buffer", len >> 20),
-        source,
-    })?;
-    // SAFETY: the mapping is ours, writable and len bytes long.
-    unsafe { std::ptr::write_bytes(map.as_ptr(), 0x5a, len) };
-    let pairs = mmio::run(&cfg.access, &map, 0, len as u64, stop)?;
-    let copy = (cfg.copy && !stop.load(Ordering::Relaxed)).then(|| copy(&map, cfg, stop));
-    Ok(MemOutcome {
-        buffer_bytes: cfg.buffer_bytes,
-        pairs,
-        copy,
-    })
+/// `bench mem` (and `bench mmio`'s yardstick) in the run shape of every engine
+/// ([`crate::Bench`]): allocate the buffer, fill it (so no page is shared with the zero
+/// page), run every pair on it, then the C library's memcpy if asked.
+pub struct MemRun {
+    pub config: MemConfig,
+}
+
+impl Bench for MemRun {
+    // Its document is an `mmio` document with the `memory` part only.
+    const KIND: &'static str = "mmio";
+    type Progress<'p> = Progress;
+    type Measurement = MemMeasured;
+    type Error = MmioError;
+
+    fn run<F>(self, stop: &Stop, progress: F) -> Result<MemMeasured, MmioError>
+    where
+        F: for<'p> Fn(&Progress) + Sync,
+    {
+        let cfg = &self.config;
+        let start = Instant::now();
+        let at = |step, phase| progress(&Progress::at(start, step, phase));
+        let len = usize::try_from(cfg.buffer_bytes).map_err(|_| MmioError::OutOfBounds {
+            offset: 0,
+            size: cfg.buffer_bytes,
+            len: usize::MAX as u64,
+        })?;
+        at(Step::Fill, Phase::Setup);
+        let map = Mapping::anonymous(len).map_err(|source| MmioError::Os {
+            what: format!("cannot allocate the {} MiB DRAM buffer", len >> 20),
+            source,
+        })?;
+        // SAFETY: the mapping is ours, writable and len bytes long.
+        unsafe { std::ptr::write_bytes(map.as_ptr(), 0x5a, len) };
+        let pairs = mmio::run_pairs(&cfg.access, &map, 0, len as u64, stop, &|step| {
+            at(step, Phase::Run)
+        })?;
+        let copy = (cfg.copy && !stop.load(Ordering::Relaxed)).then(|| {
+            at(Step::LibcMemcpy, Phase::Run);
+            copy(&map, cfg, stop)
+        });
+        let Measured {
+            results,
+            errors,
+            interrupted,
+        } = Measured::of(pairs, stop);
+        Ok(MemMeasured {
+            buffer_bytes: cfg.buffer_bytes,
+            results,
+            errors,
+            copy,
+            interrupted,
+        })
+    }
+
+    fn interrupted(m: &MemMeasured) -> bool {
+        m.interrupted
+    }
 }
 
 /// memcpy from the first half of the buffer to the second until the duration or the sweep
@@ -150,7 +193,9 @@ mod tests {
             for _ in 0..5 {
                 let mut c = mmio::Config::new(vec![w], vec![op], Duration::from_secs(60));
                 c.max_sweeps = Some(sweeps);
-                let out = mmio::run(&c, &map, 0, len as u64, &AtomicBool::new(false)).unwrap();
+                let out =
+                    mmio::run_pairs(&c, &map, 0, len as u64, &AtomicBool::new(false), &|_| {})
+                        .unwrap();
                 let r = out[0].result.as_ref().unwrap();
                 assert_eq!(r.accesses, sweeps * (len / w.bytes()) as u64);
                 let (reference, sum) = match w {

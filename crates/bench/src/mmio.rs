@@ -24,7 +24,9 @@
 //! device that stopped answering) and reads the counts and the fault. This is how test
 //! harnesses isolate crashing code; its cost (one fork per pair) is outside the timed loops.
 
+use crate::{Bench, Phase, Phased, Stop};
 use model::mmio::{mb_per_s, quantile, AccessFault, AccessOp, AccessResult, AccessWidth};
+use serde::Serialize;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
@@ -266,14 +268,128 @@ pub fn instruction_128() -> &'static str {
     }
 }
 
+/// What a run is measuring, for a progress line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Filling a DRAM buffer before anything is timed ([`crate::mem`]).
+    Fill,
+    /// One (width, operation) pair.
+    Access { width: AccessWidth, op: AccessOp },
+    /// The C library's memcpy on a DRAM buffer ([`crate::mem`]).
+    LibcMemcpy,
+}
+
+/// The progress of an `mmio` or `mem` run: called when a step begins, from the thread that
+/// called [`Bench::run`].
+#[derive(Clone, Debug)]
+pub struct Progress {
+    pub step: Step,
+    pub phase: Phase,
+    /// Time since the run began.
+    pub elapsed: Duration,
+}
+
+impl Progress {
+    /// `step` in `phase`, `start` being when the run began.
+    pub fn at(start: Instant, step: Step, phase: Phase) -> Progress {
+        Progress {
+            step,
+            phase,
+            elapsed: start.elapsed(),
+        }
+    }
+}
+
+impl Phased for Progress {
+    fn phase(&self) -> Phase {
+        self.phase
+    }
+    fn elapsed(&self) -> Duration {
+        self.elapsed
+    }
+}
+
+pub use model::mmio::PairError;
+
+/// What a run of pairs measured: a result for each pair that ran, an error for each that
+/// could not.
+#[derive(Debug, Serialize)]
+pub struct Measured {
+    pub results: Vec<AccessResult>,
+    pub errors: Vec<PairError>,
+    /// The stop flag ended the run (the pairs not run are left out).
+    pub interrupted: bool,
+}
+
+impl Measured {
+    pub(crate) fn of(pairs: Vec<PairOutcome>, stop: &AtomicBool) -> Measured {
+        let mut results = Vec::new();
+        let mut errors = Vec::new();
+        for p in pairs {
+            match p.result {
+                Ok(r) => results.push(r),
+                Err(e) => errors.push(PairError {
+                    width: p.width,
+                    op: p.op,
+                    message: e.to_string(),
+                }),
+            }
+        }
+        Measured {
+            results,
+            errors,
+            interrupted: stop.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// `bench mmio` in the run shape of every engine ([`crate::Bench`]): every (width, operation)
+/// pair of `config` on `offset..offset+size` of a mapping.
+pub struct MmioRun<'a> {
+    pub config: Config,
+    pub map: &'a Mapping,
+    pub offset: u64,
+    pub size: u64,
+}
+
+impl Bench for MmioRun<'_> {
+    const KIND: &'static str = "mmio";
+    type Progress<'p> = Progress;
+    type Measurement = Measured;
+    type Error = MmioError;
+
+    fn run<F>(self, stop: &Stop, progress: F) -> Result<Measured, MmioError>
+    where
+        F: for<'p> Fn(&Progress) + Sync,
+    {
+        let start = Instant::now();
+        let on_step = |step| progress(&Progress::at(start, step, Phase::Run));
+        let pairs = run_pairs(
+            &self.config,
+            self.map,
+            self.offset,
+            self.size,
+            stop,
+            &on_step,
+        )?;
+        Ok(Measured::of(pairs, stop))
+    }
+
+    fn interrupted(m: &Measured) -> bool {
+        m.interrupted
+    }
+}
+
 /// Run every (width, operation) pair of `cfg` on `offset..offset+size` of `map`, each in its
 /// own child process; stops early when `stop` is set (the pairs not run are left out).
-pub fn run(
+/// `on_step` is called as each pair begins.
+pub(crate) fn run_pairs(
     cfg: &Config,
     map: &Mapping,
     offset: u64,
     size: u64,
     stop: &AtomicBool,
+    on_step: &dyn Fn(Step),
 ) -> Result<Vec<PairOutcome>, MmioError> {
     check_window(map.len, offset, size, cfg.threads)?;
     if cfg.threads as usize > MAX_THREADS {
@@ -291,6 +407,7 @@ pub fn run(
             if stop.load(Ordering::Relaxed) {
                 return Ok(out);
             }
+            on_step(Step::Access { width, op });
             let (result, checksum) = if width.bytes() == 16 && !has_128() {
                 (Err(MmioError::Unsupported(128)), 0)
             } else {
@@ -326,6 +443,9 @@ struct Shared {
     fault_signal: AtomicU64,
     start_ns: AtomicU64,
     end_ns: AtomicU64,
+    /// Set by the parent when its stop flag is: the child's own copy of the flag is set only
+    /// by a signal handler it inherited, which a caller stopping by a deadline does not have.
+    stop: AtomicBool,
     slots: [Slot; MAX_THREADS],
 }
 
@@ -414,15 +534,12 @@ fn run_pair(
     // Parent: wait, bounded.
     let limit = Instant::now() + cfg.duration + GRACE;
     let mut status: libc::c_int = 0;
-    let mut forwarded = false;
     loop {
-        // Ctrl-C reaches the whole foreground group, but a `kill` of this process alone
-        // would leave the child measuring: pass the stop on (the child inherited the
-        // handler that sets its copy of the flag).
-        if !forwarded && stop.load(Ordering::Relaxed) {
-            // SAFETY: our own child.
-            unsafe { libc::kill(pid, libc::SIGINT) };
-            forwarded = true;
+        // Ctrl-C reaches the whole foreground group, but a `kill` of this process alone, or a
+        // stop set by the caller's own deadline, would leave the child measuring: pass the
+        // stop on through the shared page.
+        if stop.load(Ordering::Relaxed) {
+            shared.get().stop.store(true, Ordering::Relaxed);
         }
         // SAFETY: waits for our own child.
         let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
@@ -596,7 +713,10 @@ fn child(
                 slot.batches.store(k + 1, Ordering::Relaxed);
                 slot.checksum.store(sum, Ordering::Relaxed);
                 pos += len;
-                if stop.load(Ordering::Relaxed) || Instant::now() >= deadline {
+                if stop.load(Ordering::Relaxed)
+                    || sh.stop.load(Ordering::Relaxed)
+                    || Instant::now() >= deadline
+                {
                     break 'run;
                 }
             }
@@ -809,6 +929,16 @@ mod tests {
         c.max_sweeps = Some(sweeps);
         c.chunk = 4096;
         c
+    }
+
+    fn run(
+        c: &Config,
+        map: &Mapping,
+        offset: u64,
+        size: u64,
+        stop: &AtomicBool,
+    ) -> Result<Vec<PairOutcome>, MmioError> {
+        run_pairs(c, map, offset, size, stop, &|_| {})
     }
 
     fn ok(o: &PairOutcome) -> &AccessResult {

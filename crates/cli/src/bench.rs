@@ -557,7 +557,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         }
     }
 
-    let load_sampler = counters::LoadAverageSampler::new(counters::Root::new(root.root()));
+    let load_sampler = counters::LoadAverageSampler::new(root.clone());
     let mut load_samples = Vec::new();
     let sample = |samples: &mut Vec<LoadSample>| {
         if let Ok(l) = load_sampler.snapshot() {
@@ -581,7 +581,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     let every = Duration::from_millis(if live_display { 100 } else { 1000 });
     // /proc/interrupts just before and after the measurement: what arrived on the measured
     // CPUs while the threads measured.
-    let irq_sampler = counters::InterruptsSampler::new(counters::Root::new(root.root()));
+    let irq_sampler = counters::InterruptsSampler::new(root.clone());
     let irqs_before = irq_sampler.snapshot().ok();
     let started_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

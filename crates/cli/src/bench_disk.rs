@@ -4,8 +4,9 @@
 use crate::output::{GlobalArgs, Style};
 use anyhow::Context;
 use bench::disk::{
-    self, profiles, target, DiskError, DiskResult, Profile, Progress, RunConfig, SystemContext,
+    self, profiles, target, DiskError, DiskResult, Profile, Progress, SystemContext,
 };
+use bench::Bench;
 use clap::Args;
 use counters::Sampler;
 use model::ceiling::PathCeiling;
@@ -334,24 +335,25 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
             }
         }
     };
-    let cfg = RunConfig {
+    let kernel_counts = KernelCounters::default();
+    let run = disk::DiskRun {
         parameters,
         tests,
         engine,
-        stop: Arc::clone(&stop),
-        progress: Some(&progress),
         after_test: Some(&write_partial),
-        kernel_counts: Some(&KernelCounters::default()),
+        kernel_counts: Some(&kernel_counts),
+        target: &target,
+        system: system_context(&root, cpus),
     };
     // Interrupts of the path's devices and its root port's PMU, beside the engine.
     let beside = crate::beside::Beside::start(
-        counters::Root::new(root.root()),
+        root.clone(),
         &path
             .as_ref()
             .map(|p| p.chain.pci_addresses())
             .unwrap_or_default(),
     );
-    let outcome = disk::run(&cfg, &target, system_context(&root, cpus));
+    let outcome = run.run(&stop, progress);
     // Remove the test file before anything is printed, whatever the outcome.
     drop(target);
     if live {
@@ -598,16 +600,17 @@ mod tests {
         let stop = Arc::new(AtomicBool::new(false));
         let insp = target::inspect(dir).unwrap();
         let t = target::prepare(insp, None, None, &[], &opts, &stop, None).unwrap();
-        let cfg = RunConfig {
+        disk::DiskRun {
             parameters,
             tests,
             engine,
-            stop,
-            progress: None,
             after_test: None,
             kernel_counts: None,
-        };
-        disk::run(&cfg, &t, SystemContext::default()).unwrap()
+            target: &t,
+            system: SystemContext::default(),
+        }
+        .run(&stop, |_: &Progress| {})
+        .unwrap()
     }
 
     fn key_paths(v: &serde_json::Value, prefix: &str, out: &mut Vec<String>) {
@@ -775,7 +778,7 @@ note: a note
 /// samplers of `/proc/self/io` and `/proc/diskstats`.
 #[derive(Default)]
 struct KernelCounters {
-    root: counters::Root,
+    root: counters::SysRoot,
 }
 
 impl disk::kernel_count::KernelCounts for KernelCounters {

@@ -6,8 +6,9 @@
 //! every refusal of the kernel, and hands the mapping to `bench::mmio`.
 
 use crate::output::GlobalArgs;
-use bench::mem::{self, MemConfig};
-use bench::mmio::{self, Mapping, PairOutcome};
+use bench::mem::{self, MemConfig, MemRun};
+use bench::mmio::{self, Mapping, MmioRun, PairError};
+use bench::Bench;
 use clap::Args;
 use model::mmio::{AccessOp, AccessResult, AccessWidth, MemCopyResult};
 use model::{Finding, Severity};
@@ -20,7 +21,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -159,13 +160,6 @@ struct Region {
 }
 
 #[derive(Debug, Serialize)]
-struct PairError {
-    width: AccessWidth,
-    op: AccessOp,
-    message: String,
-}
-
-#[derive(Debug, Serialize)]
 struct Memory {
     buffer_bytes: u64,
     llc_bytes: Option<u64>,
@@ -242,17 +236,24 @@ fn parse_time(flag: &str, s: &str) -> Result<Duration, Refusal> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
+/// The stop flag that SIGINT and SIGTERM set, and which of them came (0: none yet), for the
+/// exit code (128 + the signal).
+fn stop_flag() -> anyhow::Result<(Arc<AtomicBool>, Arc<AtomicUsize>)> {
     let stop = Arc::new(AtomicBool::new(false));
+    let signal = Arc::new(AtomicUsize::new(0));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
-    Ok(stop)
+    Ok((stop, signal))
 }
 
-fn progress(live: bool, what: &str) {
-    if live {
-        eprint!("\r\x1b[Kmeasuring {what}");
+/// The progress line of a run: what is measured, redrawn as each step begins.
+fn progress(live: bool, what: &str) -> impl Fn(&mmio::Progress) + Sync + '_ {
+    move |_| {
+        if live {
+            eprint!("\r\x1b[Kmeasuring {what}");
+        }
     }
 }
 
@@ -295,9 +296,8 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
             l >> 10
         ));
     }
-    let stop = stop_flag()?;
+    let (stop, signal) = stop_flag()?;
     let live = std::io::stderr().is_terminal();
-    progress(live, "DRAM");
     let mut access = mmio::Config::new(a.width.clone(), a.op.clone(), duration);
     access.threads = a.threads;
     access.max_sweeps = a.max_sweeps;
@@ -306,11 +306,12 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         access,
         copy: !a.no_copy,
     };
-    let outcome = mem::run(&cfg, &stop).map_err(anyhow::Error::new)?;
+    let outcome = MemRun { config: cfg }
+        .run(&stop, progress(live, "DRAM"))
+        .map_err(anyhow::Error::new)?;
     if live {
         eprint!("\r\x1b[K");
     }
-    let (results, errors) = split(outcome.pairs);
     let doc = MmioDocument {
         parameters: Parameters {
             widths: a.width.clone(),
@@ -321,11 +322,11 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         },
         region: None,
         results: Vec::new(),
-        errors,
+        errors: outcome.errors,
         memory: Some(Memory {
             buffer_bytes: outcome.buffer_bytes,
             llc_bytes: llc,
-            results,
+            results: outcome.results,
             copy: outcome.copy,
         }),
         path: None,
@@ -333,30 +334,16 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         notes,
         interrupted: stop.load(Ordering::Relaxed),
     };
-    finish(global, &a.keep, &doc)
+    finish(global, &a.keep, &doc, signal.load(Ordering::Relaxed))
 }
 
-fn split(pairs: Vec<PairOutcome>) -> (Vec<AccessResult>, Vec<PairError>) {
-    let mut ok = Vec::new();
-    let mut errors = Vec::new();
-    for p in pairs {
-        match p.result {
-            Ok(r) => ok.push(r),
-            Err(e) => errors.push(PairError {
-                width: p.width,
-                op: p.op,
-                message: e.to_string(),
-            }),
-        }
-    }
-    (ok, errors)
-}
-
-/// Print (text or JSON), keep, and the exit code.
+/// Print (text or JSON), keep, and the exit code (128 + `signal` when a signal stopped the
+/// run).
 fn finish(
     global: &GlobalArgs,
     keep: &crate::output::KeepArgs,
     doc: &MmioDocument,
+    signal: usize,
 ) -> anyhow::Result<ExitCode> {
     let measured =
         !doc.results.is_empty() || doc.memory.as_ref().is_some_and(|m| !m.results.is_empty());
@@ -381,8 +368,14 @@ fn finish(
         eprintln!("headroom: warning: {}-bit {}: {}", e.width, e.op, e.message);
     }
     if doc.interrupted {
-        eprintln!("headroom: interrupted: the results above are those measured before the stop");
-        return Ok(ExitCode::from(130));
+        return Err(crate::terminal::Interrupted {
+            signal: i32::try_from(signal)
+                .ok()
+                .filter(|&s| s != 0)
+                .unwrap_or(libc::SIGINT),
+            kept: "the results above are those measured before it".to_string(),
+        }
+        .into());
     }
     if !measured {
         return Ok(ExitCode::from(1));
@@ -866,7 +859,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         Ok(o) => o,
         Err(r) => return Ok(fail(r)),
     };
-    let stop = stop_flag()?;
+    let (stop, signal) = stop_flag()?;
     let live = std::io::stderr().is_terminal();
     let mut cfg = mmio::Config::new(a.width.clone(), ops.clone(), duration);
     cfg.threads = a.threads;
@@ -881,18 +874,17 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
     if opened.region.kind == "bar" {
         notes.push(SIDE_EFFECTS.to_string());
     }
-    progress(live, &opened.region.given);
-    let pairs = match mmio::run(
-        &cfg,
-        &opened.map,
-        opened.window_in_map,
-        opened.region.window_bytes,
-        &stop,
-    ) {
-        Ok(p) => p,
+    let run = MmioRun {
+        config: cfg.clone(),
+        map: &opened.map,
+        offset: opened.window_in_map,
+        size: opened.region.window_bytes,
+    };
+    let measured = match run.run(&stop, progress(live, &opened.region.given)) {
+        Ok(m) => m,
         Err(e) => return Ok(fail(refuse(format!("{}: {e}", a.target)))),
     };
-    let (results, errors) = split(pairs);
+    let (results, errors) = (measured.results, measured.errors);
     for r in &results {
         if let Some(f) = &r.fault {
             notes.push(format!(
@@ -921,7 +913,6 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
     let memory = if a.no_mem || stop.load(Ordering::Relaxed) {
         None
     } else {
-        progress(live, "DRAM");
         let mut access = cfg.clone();
         access.prefault = true;
         let mc = MemConfig {
@@ -929,11 +920,11 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
             access,
             copy: false,
         };
-        match mem::run(&mc, &stop) {
+        match (MemRun { config: mc }).run(&stop, progress(live, "DRAM")) {
             Ok(o) => Some(Memory {
                 buffer_bytes: o.buffer_bytes,
                 llc_bytes: llc,
-                results: split(o.pairs).0,
+                results: o.results,
                 copy: None,
             }),
             Err(e) => {
@@ -979,7 +970,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         interrupted: stop.load(Ordering::Relaxed),
     };
     drop(opened.map);
-    finish(global, &a.keep, &doc)
+    finish(global, &a.keep, &doc, signal.load(Ordering::Relaxed))
 }
 
 /// A BAR behind a link running below what its ends support: every access crosses it.

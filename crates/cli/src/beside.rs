@@ -9,7 +9,7 @@
 use counters::event::{Event, Pmus};
 use counters::pcie_pmu::{self, PciePmu};
 use counters::perf::{outcome, Outcome, Scope, Session};
-use counters::{Root, Sampler};
+use counters::{ReadUnder, Sampler, SysRoot};
 use model::procfs::IrqLine;
 use probe::pci::address::PciAddress;
 use report::count::{IrqRate, PmuBytes};
@@ -64,7 +64,7 @@ pub fn irq_rates(
 
 /// The PCIe PMU that counts one of the functions of `pci` (listed from the target towards the
 /// CPU), and the function it covers (the root port).
-pub fn root_port_pmu(root: &Root, pmus: &Pmus, pci: &[String]) -> Option<(PciePmu, String)> {
+pub fn root_port_pmu(root: &SysRoot, pmus: &Pmus, pci: &[String]) -> Option<(PciePmu, String)> {
     let addr = |s: &str| s.parse::<PciAddress>().ok();
     pmus.list.iter().find_map(|p| {
         let c = pcie_pmu::classify(p, root)?;
@@ -99,9 +99,9 @@ pub fn payload_events(class: &PciePmu, pci: &[String]) -> Vec<(usize, String)> {
 
 /// Why no PMU counts the path of `pci`, in one sentence: the finding of `count --list` for
 /// its root port, or that the path has no root port at all (a function on a root bus).
-fn no_pmu_note(root: &Root, pmus: &Pmus, pci: &[String]) -> Option<String> {
+fn no_pmu_note(root: &SysRoot, pmus: &Pmus, pci: &[String]) -> Option<String> {
     let first = pci.first()?;
-    let audit = probe::pci::audit_sysfs(&probe::sysfs::SysRoot::new(root.as_path()));
+    let audit = probe::pci::audit_sysfs(root);
     let port = pci.iter().find_map(|d| {
         let f = audit
             .functions
@@ -138,7 +138,7 @@ fn no_pmu_note(root: &Root, pmus: &Pmus, pci: &[String]) -> Option<String> {
 
 impl Beside {
     /// Start sampling for the PCI functions `pci` (from the target towards the CPU).
-    pub fn start(root: Root, pci: &[String]) -> Beside {
+    pub fn start(root: SysRoot, pci: &[String]) -> Beside {
         let devices = pci
             .iter()
             .filter_map(|d| {
@@ -153,8 +153,8 @@ impl Beside {
     /// Start sampling for network interface `iface`: its device's interrupt lines (MSI/MSI-X
     /// and the lines named after it), those of the other PCI functions on its path, and the
     /// root port's PMU of that path.
-    pub fn for_interface(root: Root, iface: &str) -> Beside {
-        let sys = probe::sysfs::SysRoot::new(root.as_path());
+    pub fn for_interface(root: SysRoot, iface: &str) -> Beside {
+        let sys = root.clone();
         let pci = probe::path::resolve(
             &sys,
             std::path::Path::new(iface),
@@ -198,7 +198,7 @@ impl Beside {
     }
 
     fn start_with(
-        root: Root,
+        root: SysRoot,
         pci: &[String],
         devices: Vec<(String, Vec<u32>)>,
         mut notes: Vec<String>,
@@ -218,7 +218,7 @@ impl Beside {
         }
     }
 
-    fn open_pmu(root: &Root, pci: &[String], notes: &mut Vec<String>) -> Option<RootPortPmu> {
+    fn open_pmu(root: &SysRoot, pci: &[String], notes: &mut Vec<String>) -> Option<RootPortPmu> {
         if pci.is_empty() {
             return None;
         }
@@ -325,8 +325,8 @@ mod tests {
     #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
     use super::*;
 
-    fn fixture(name: &str) -> Root {
-        Root::new(
+    fn fixture(name: &str) -> SysRoot {
+        SysRoot::new(
             std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
                 .join("../../tests/fixtures")
                 .join(name),
@@ -382,7 +382,7 @@ mod tests {
     fn this_vms_virtio_nic_has_lines_and_no_root_port() {
         // Live: eth0 of this VM is virtio on a root-bus function, so its lines are found and
         // no PMU can count it; `lo` has no device. Elsewhere only what exists is checked.
-        let root = Root::system();
+        let root = SysRoot::system();
         let lo = Beside::for_interface(root.clone(), "lo").finish(0, 0);
         assert!(lo.interrupts.is_empty());
         assert_eq!(

@@ -9,7 +9,7 @@ use clap::Args;
 use counters::event::{Event, Pmus};
 use counters::perf::{outcome, OpenError, Outcome, Reading, Scope, Session};
 use counters::workload::{Workload, WorkloadError};
-use counters::{pcie_pmu, Root, Sampler};
+use counters::{pcie_pmu, ReadUnder, Sampler, SysRoot};
 use report::count::{
     CountDocument, CountInterval, CountStatus, CountedEvent, PmuLink, PmuListing, RootPortFact,
 };
@@ -79,7 +79,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
             a.root.display()
         ));
     }
-    let root = Root::new(&a.root);
+    let root = SysRoot::new(&a.root);
     if a.list {
         return list(global, &root);
     }
@@ -409,7 +409,7 @@ fn counted(
 }
 
 /// `count --list`.
-fn list(global: &GlobalArgs, root: &Root) -> anyhow::Result<ExitCode> {
+fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
     let pmus = match counters::pmu::discover(root) {
         Ok(p) => p,
         // No event_source at all is a state of the world (CONFIG_PERF_EVENTS off, a
@@ -423,7 +423,7 @@ fn list(global: &GlobalArgs, root: &Root) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
-    let audit = probe::pci::audit_sysfs(&probe::sysfs::SysRoot::new(root.as_path()));
+    let audit = probe::pci::audit_sysfs(root);
     let ports: Vec<(probe::pci::address::PciAddress, Option<u16>)> = audit
         .functions
         .iter()

@@ -368,6 +368,38 @@ fn reports_compare_and_history_read_mmio_results() {
 }
 
 #[test]
+fn sigterm_keeps_what_was_measured_and_exits_143() {
+    let child = headroom_process()
+        .args([
+            "bench",
+            "mem",
+            "--size",
+            "16M",
+            "--width",
+            "8",
+            "--op",
+            "load",
+            "--duration",
+            "20s",
+            "--no-save",
+            "--no-copy",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("interrupted by SIGTERM"), "{stderr}");
+    assert!(stdout.contains("| 8-bit |"), "{stdout}");
+}
+
+#[test]
 fn ctrl_c_keeps_what_was_measured_and_exits_130() {
     let child = headroom_process()
         .args([

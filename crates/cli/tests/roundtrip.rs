@@ -89,6 +89,22 @@ fn context_complete(md: &str) {
     }
 }
 
+/// Every field the report's view `V` reads is in `doc` (the producer wrote it), except
+/// `absent`, which the producer leaves out when it has no value: a field renamed in a
+/// producer fails here, where the report would print "–".
+fn reads_every_field<V: serde::de::DeserializeOwned + serde::Serialize>(
+    doc: &Value,
+    absent: &[&str],
+) {
+    let unread = report::views::unread_fields::<V>(doc).unwrap();
+    assert_eq!(
+        unread,
+        absent,
+        "fields {} reads that the document does not have",
+        std::any::type_name::<V>()
+    );
+}
+
 fn us1(ns: f64) -> String {
     format!("{:.1}", ns / 1000.0)
 }
@@ -120,6 +136,9 @@ fn bench_disk_null_reads_back_with_every_field() {
             ])
             .arg(&target),
     );
+    reads_every_field::<report::views::DiskView>(&doc, &[]);
+    // A disk run has notes and its path; its findings are report's.
+    reads_every_field::<report::views::CommonView>(&doc, &["findings"]);
     let file = save(dir.path(), "disk.json", &doc);
     let (md, html) = reports(dir.path(), &file);
     context_complete(&md);
@@ -287,6 +306,21 @@ fn bench_latency_reads_back_with_the_terminals_numbers() {
     }
     let file = file.to_str().unwrap();
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    // A CPU list only for pinned threads, a reason only for a refused step (both tagged
+    // enums of bench::latency).
+    let mut absent = Vec::new();
+    if doc["config"]["affinity"]["kind"] != "pinned" {
+        absent.push("config.affinity.cpus".to_string());
+    }
+    for step in ["cpu_dma_latency_held", "memory_locked", "sched_fifo"] {
+        if doc["measurement"]["privileges"][step]["state"] != "refused" {
+            absent.push(format!("measurement.privileges.{step}.reason"));
+        }
+    }
+    let absent: Vec<&str> = absent.iter().map(String::as_str).collect();
+    reads_every_field::<report::views::LatencyView>(&doc, &absent);
+    // No single target, so no path.
+    reads_every_field::<report::views::CommonView>(&doc, &["path"]);
     let (md, html) = reports(dir.path(), file);
     context_complete(&md);
     // Issue 11 item 11: count, min, avg, p99, p99.9, max, missed and overflow read the same
@@ -353,6 +387,9 @@ fn audit_reads_back_link_by_link() {
     for name in ["sd-nvme-downgraded-sata", "usb3-uas-bot-r8152"] {
         let root = tree(name);
         let doc = json_of(headroom().args(["audit", "--json", "--root"]).arg(&root));
+        reads_every_field::<report::views::AuditView>(&doc, &[]);
+        // The audit has findings; no notes, and no single target with a path.
+        reads_every_field::<report::views::CommonView>(&doc, &["notes", "path"]);
         let terminal = stdout_of(&["audit", "--root", root.to_str().unwrap()]);
         let file = save(dir.path(), &format!("{name}.json"), &doc);
         let (md, html) = reports(dir.path(), &file);
@@ -422,6 +459,8 @@ fn path_reads_back_hop_by_hop() {
             .arg(&root)
             .arg("/data/x"),
     );
+    // `path` writes the path alone.
+    reads_every_field::<report::views::CommonView>(&doc, &["findings", "notes"]);
     let file = save(dir.path(), "path.json", &doc);
     let (md, html) = reports(dir.path(), &file);
     context_complete(&md);
@@ -468,4 +507,90 @@ fn path_reads_back_hop_by_hop() {
         c.contains("| link PCIe 0000:00:1c.0 -> 0000:01:00.0 | 8 GT/s x1 (capable 16 GT/s x4)"),
         "{c}"
     );
+}
+
+#[test]
+fn bench_net_loopback_reads_every_field() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    // A one-off server (`-1`), bounded by the client's run and killed at the end.
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_headroom"))
+        .args([
+            "bench",
+            "net",
+            "-s",
+            "-1",
+            "-p",
+            &port,
+            "--no-save",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut doc = None;
+    // The server binds in a moment: a refused first connection is retried, bounded.
+    for _ in 0..50 {
+        let out = headroom()
+            .args([
+                "bench",
+                "net",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-t",
+                "1",
+                "--json",
+            ])
+            .arg("--no-save")
+            .output()
+            .unwrap();
+        if out.status.success() {
+            doc = Some(serde_json::from_slice::<Value>(&out.stdout).unwrap());
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    let doc = doc.expect("bench net against a local server succeeds");
+    reads_every_field::<report::views::NetView>(&doc, &[]);
+    // bench net writes its bus link into its ceiling, not a path.
+    reads_every_field::<report::views::CommonView>(&doc, &["path"]);
+}
+
+#[test]
+fn bench_mmio_and_mem_read_every_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("region");
+    std::fs::write(&file, vec![0x5au8; 1 << 20]).unwrap();
+    let doc = json_of(headroom().args(["bench", "mmio"]).arg(&file).args([
+        "--width",
+        "32,64",
+        "--duration",
+        "50ms",
+        "--json",
+        "--no-save",
+    ]));
+    reads_every_field::<report::mmio::MmioView>(&doc, &[]);
+    reads_every_field::<report::views::CommonView>(&doc, &[]);
+    let doc = json_of(headroom().args([
+        "bench",
+        "mem",
+        "--size",
+        "16M",
+        "--width",
+        "64",
+        "--duration",
+        "50ms",
+        "--json",
+        "--no-save",
+    ]));
+    reads_every_field::<report::mmio::MmioView>(&doc, &[]);
+    reads_every_field::<report::views::CommonView>(&doc, &[]);
 }

@@ -5,7 +5,7 @@
 //! or 17 (5.5: flush fields 16-17). Sectors are 512-byte units whatever the device's logical
 //! block size (include/linux/blk_types.h, SECTOR_SHIFT 9).
 
-use crate::{interval, Error, Root, Sampler, Stamped};
+use crate::{interval, Error, ReadUnder, Sampler, Stamped, SysRoot};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -130,7 +130,7 @@ pub fn parse_device(text: &str, name: &str) -> Option<DiskStats> {
 /// Samples `/proc/diskstats` under a root: every device, or only the ones asked for.
 #[derive(Clone, Debug, Default)]
 pub struct DiskStatsSampler {
-    pub root: Root,
+    pub root: SysRoot,
     /// Keep only these device names (all when empty).
     pub devices: Vec<String>,
 }
@@ -149,7 +149,7 @@ impl DiskStatsDelta {
 }
 
 impl DiskStatsSampler {
-    pub fn new(root: Root) -> DiskStatsSampler {
+    pub fn new(root: SysRoot) -> DiskStatsSampler {
         DiskStatsSampler {
             root,
             devices: Vec::new(),
@@ -157,7 +157,7 @@ impl DiskStatsSampler {
     }
 
     /// A sampler of one device.
-    pub fn device(root: Root, name: &str) -> DiskStatsSampler {
+    pub fn device(root: SysRoot, name: &str) -> DiskStatsSampler {
         DiskStatsSampler {
             root,
             devices: vec![name.to_string()],
@@ -219,7 +219,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("proc")).unwrap();
         let file = dir.path().join("proc/diskstats");
-        let s = DiskStatsSampler::device(Root::new(dir.path()), "sda");
+        let s = DiskStatsSampler::device(SysRoot::new(dir.path()), "sda");
         std::fs::write(&file, "8 0 sda 100 2 800 10 50 1 400 5 1 12 15\n").unwrap();
         let a = s.snapshot().unwrap();
         std::fs::write(

@@ -16,7 +16,7 @@
 use crate::pmu::{
     self, Pmu, TermValue, PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT,
 };
-use crate::Root;
+use crate::SysRoot;
 
 /// An event ready for perf_event_open.
 #[derive(Clone, Debug, PartialEq)]
@@ -217,12 +217,12 @@ fn modifiers(text: &str, m: &str) -> Result<Exclude, EventError> {
 
 /// The PMUs of a root, read once and looked up by name.
 pub struct Pmus {
-    pub root: Root,
+    pub root: SysRoot,
     pub list: Vec<Pmu>,
 }
 
 impl Pmus {
-    pub fn read(root: &Root) -> Result<Pmus, crate::Error> {
+    pub fn read(root: &SysRoot) -> Result<Pmus, crate::Error> {
         Ok(Pmus {
             root: root.clone(),
             list: pmu::discover(root)?,
@@ -521,7 +521,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn pmus(fixture: &str) -> Pmus {
-        let root = Root::new(
+        let root = SysRoot::new(
             PathBuf::from(env!("CARGO_MANIFEST_DIR"))
                 .join("../../tests/fixtures")
                 .join(fixture),

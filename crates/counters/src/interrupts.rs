@@ -5,7 +5,7 @@
 //! [`model::procfs::parse_interrupts`], shared with probe (which reads where each line is
 //! delivered); this module counts what arrived during a run.
 
-use crate::{interval, Error, Root, Sampler, Stamped};
+use crate::{interval, Error, ReadUnder, Sampler, Stamped, SysRoot};
 pub use model::procfs::IrqLine;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -102,11 +102,11 @@ pub fn delta_lines(before: &[IrqLine], after: &[IrqLine]) -> Vec<IrqCounts> {
 /// Samples the numbered lines of `/proc/interrupts`.
 #[derive(Clone, Debug, Default)]
 pub struct InterruptsSampler {
-    pub root: Root,
+    pub root: SysRoot,
 }
 
 impl InterruptsSampler {
-    pub fn new(root: Root) -> InterruptsSampler {
+    pub fn new(root: SysRoot) -> InterruptsSampler {
         InterruptsSampler { root }
     }
 }
@@ -131,7 +131,7 @@ impl Sampler for InterruptsSampler {
 /// The interrupt lines of PCI device `dev` (`0000:01:00.0` or `01:00.0`): its MSI/MSI-X
 /// vectors (sysfs `msi_irqs/`, Documentation/ABI/testing/sysfs-bus-pci), else its INTx
 /// `irq`.
-pub fn pci_device_irqs(root: &Root, dev: &str) -> Result<Vec<u32>, String> {
+pub fn pci_device_irqs(root: &SysRoot, dev: &str) -> Result<Vec<u32>, String> {
     let full = if dev.matches(':').count() == 1 {
         format!("0000:{dev}")
     } else {
@@ -143,7 +143,7 @@ pub fn pci_device_irqs(root: &Root, dev: &str) -> Result<Vec<u32>, String> {
             "--irq {dev}: no PCI device {full} (give its address as `lspci -D` prints it)"
         ));
     }
-    let mut irqs: Vec<u32> = std::fs::read_dir(root.path(&format!("{base}/msi_irqs")))
+    let mut irqs: Vec<u32> = std::fs::read_dir(root.path(format!("{base}/msi_irqs")))
         .map(|rd| {
             rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
                 .collect()
@@ -196,11 +196,11 @@ fn named_after(line: &IrqLine, prefix: &str) -> bool {
 /// `virtio2-input.0`, `virtio2-output.0`). An interface without a device (lo, veth, a
 /// bridge) has none: the error says so in one sentence.
 pub fn interface_irqs(
-    root: &Root,
+    root: &SysRoot,
     iface: &str,
     lines: &[IrqLine],
 ) -> Result<InterfaceIrqs, String> {
-    let class = root.path(&format!("/sys/class/net/{iface}"));
+    let class = root.path(format!("/sys/class/net/{iface}"));
     if !class.exists() {
         return Err(format!("there is no network interface {iface}"));
     }
@@ -263,7 +263,7 @@ mod tests {
 
     #[test]
     fn fixture_tree_reads() {
-        let root = Root::new(
+        let root = SysRoot::new(
             std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
                 .join("../../tests/fixtures/system/firecracker-vm-6.18"),
         );
@@ -282,7 +282,7 @@ mod tests {
             std::fs::write(dev.join("msi_irqs").join(n), "msix\n").unwrap();
         }
         std::fs::write(dev.join("irq"), "16\n").unwrap();
-        let root = Root::new(dir.path());
+        let root = SysRoot::new(dir.path());
         assert_eq!(pci_device_irqs(&root, "01:00.0"), Ok(vec![40, 41]));
         std::fs::remove_dir_all(dev.join("msi_irqs")).unwrap();
         assert_eq!(pci_device_irqs(&root, "0000:01:00.0"), Ok(vec![16]), "INTx");
@@ -329,7 +329,7 @@ mod tests {
         // igb: its PCI function's vectors, named eth2-TxRx-N (msi_irqs not captured here).
         with_interface(d, "eth2", Some("pci0000:00/0000:00:1c.0/0000:01:00.0"));
         with_interface(d, "lo", None);
-        let root = Root::new(d);
+        let root = SysRoot::new(d);
         let eth0 = interface_irqs(&root, "eth0", &lines).unwrap();
         assert_eq!(eth0.pci.as_deref(), Some("0000:00:03.0"));
         assert_eq!(eth0.irqs, vec![37, 38, 39]);

@@ -3,7 +3,7 @@
 //! Each source is one module that parses its file in a small pure function (with a link to
 //! the kernel document that defines the format) and a [`Sampler`]: take a snapshot before
 //! the engine runs, another after, and ask for the [`Sampler::delta`] between them. Every
-//! file is read under a [`Root`] (`/` on a live system, a fixture tree in tests and with
+//! file is read under a [`SysRoot`] (`/` on a live system, a fixture tree in tests and with
 //! `--root`). A missing file is [`Error::Unsupported`], a normal state of the world (a
 //! kernel without CONFIG_TASK_IO_ACCOUNTING has no `/proc/PID/io`), never a panic.
 //!
@@ -21,7 +21,7 @@ pub mod pmu;
 pub mod proc_io;
 pub mod workload;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub use diskstats::{DiskStats, DiskStatsSampler};
@@ -30,39 +30,20 @@ pub use loadavg::{LoadAverage, LoadAverageSampler};
 pub use net_dev::{NetDevSampler, NetDevStats};
 pub use proc_io::{ProcIo, ProcIoSampler};
 
-/// The directory the kernel's files are read under: `/` on a live system.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Root(PathBuf);
+/// The directory the kernel's files are read under: `/` on a live system. The one root type
+/// of probe and counters (`model::root`).
+pub use model::root::SysRoot;
 
-impl Root {
-    pub fn new(path: impl Into<PathBuf>) -> Root {
-        Root(path.into())
-    }
-
-    /// The running system's `/`.
-    pub fn system() -> Root {
-        Root(PathBuf::from("/"))
-    }
-
-    pub fn as_path(&self) -> &Path {
-        &self.0
-    }
-
-    /// `rel` (an absolute path such as `/proc/diskstats`) under this root.
-    pub fn path(&self, rel: &str) -> PathBuf {
-        self.0.join(rel.trim_start_matches('/'))
-    }
-
-    /// Read the text of `rel` under this root.
-    pub fn read(&self, rel: &str) -> Result<String, Error> {
-        let path = self.path(rel);
-        std::fs::read_to_string(&path).map_err(|e| Error::from_io(path, e))
-    }
+/// Reading a counter file under a [`SysRoot`], with this crate's errors.
+pub trait ReadUnder {
+    /// The text of `rel` (an absolute path such as `/proc/diskstats`) under the root.
+    fn read(&self, rel: &str) -> Result<String, Error>;
 }
 
-impl Default for Root {
-    fn default() -> Root {
-        Root::system()
+impl ReadUnder for SysRoot {
+    fn read(&self, rel: &str) -> Result<String, Error> {
+        let path = self.path(rel);
+        std::fs::read_to_string(&path).map_err(|e| Error::from_io(path, e))
     }
 }
 
@@ -137,22 +118,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn root_joins_absolute_paths() {
-        let r = Root::new("/tmp/fx");
-        assert_eq!(
-            r.path("/proc/diskstats"),
-            PathBuf::from("/tmp/fx/proc/diskstats")
-        );
-        assert_eq!(
-            Root::system().path("/proc/loadavg"),
-            PathBuf::from("/proc/loadavg")
-        );
-    }
-
-    #[test]
     fn missing_file_is_unsupported() {
         let dir = tempfile::tempdir().unwrap();
-        let e = Root::new(dir.path()).read("/proc/net/dev").unwrap_err();
+        let e = SysRoot::new(dir.path()).read("/proc/net/dev").unwrap_err();
         assert!(e.is_unsupported(), "{e}");
         assert!(e.to_string().contains("proc/net/dev does not exist"), "{e}");
     }

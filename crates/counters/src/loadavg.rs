@@ -3,7 +3,7 @@
 //! Format: proc(5) and Documentation/filesystems/proc.rst §1.2 ("loadavg"). The parser is
 //! [`model::procfs::parse_loadavg`], shared with probe's context.
 
-use crate::{interval, Error, Root, Sampler, Stamped};
+use crate::{interval, Error, ReadUnder, Sampler, Stamped, SysRoot};
 pub use model::procfs::LoadAverage;
 use std::time::Duration;
 
@@ -18,11 +18,11 @@ pub struct LoadAverageChange {
 /// Samples `/proc/loadavg`.
 #[derive(Clone, Debug, Default)]
 pub struct LoadAverageSampler {
-    pub root: Root,
+    pub root: SysRoot,
 }
 
 impl LoadAverageSampler {
-    pub fn new(root: Root) -> LoadAverageSampler {
+    pub fn new(root: SysRoot) -> LoadAverageSampler {
         LoadAverageSampler { root }
     }
 }
@@ -59,7 +59,7 @@ mod tests {
 
     #[test]
     fn fixture_and_live() {
-        let root = Root::new(
+        let root = SysRoot::new(
             std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
                 .join("../../tests/fixtures/system/rt-board-handmade"),
         );

@@ -9,7 +9,7 @@
 //! (`/proc/net` links to `/proc/self/net`), `/proc/PID/net/dev` that of process PID. A
 //! benchmark against a peer in another namespace samples each side with its PID.
 
-use crate::{interval, Error, Root, Sampler, Stamped};
+use crate::{interval, Error, ReadUnder, Sampler, Stamped, SysRoot};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -110,7 +110,7 @@ pub fn parse(text: &str) -> BTreeMap<String, NetDevStats> {
 /// Samples `/proc/net/dev` (this thread's namespace) or `/proc/PID/net/dev`.
 #[derive(Clone, Debug, Default)]
 pub struct NetDevSampler {
-    pub root: Root,
+    pub root: SysRoot,
     /// `None`: the reading thread's network namespace.
     pub pid: Option<u32>,
     /// Keep only these interfaces (all when empty).
@@ -140,7 +140,7 @@ impl NetDevDelta {
 
 impl NetDevSampler {
     /// Every interface of this thread's namespace.
-    pub fn new(root: Root) -> NetDevSampler {
+    pub fn new(root: SysRoot) -> NetDevSampler {
         NetDevSampler {
             root,
             pid: None,
@@ -149,7 +149,7 @@ impl NetDevSampler {
     }
 
     /// One interface of this thread's namespace.
-    pub fn interface(root: Root, name: &str) -> NetDevSampler {
+    pub fn interface(root: SysRoot, name: &str) -> NetDevSampler {
         NetDevSampler {
             interfaces: vec![name.to_string()],
             ..NetDevSampler::new(root)
@@ -157,7 +157,7 @@ impl NetDevSampler {
     }
 
     /// Every interface of the namespace of process `pid`.
-    pub fn of_process(root: Root, pid: u32) -> NetDevSampler {
+    pub fn of_process(root: SysRoot, pid: u32) -> NetDevSampler {
         NetDevSampler {
             pid: Some(pid),
             ..NetDevSampler::new(root)
@@ -235,7 +235,7 @@ mod tests {
     #[test]
     fn loopback_traffic_is_counted() {
         use std::io::{Read, Write};
-        let s = NetDevSampler::interface(Root::system(), "lo");
+        let s = NetDevSampler::interface(SysRoot::system(), "lo");
         let before = s.snapshot().unwrap();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();

@@ -12,7 +12,7 @@
 //!   listed in `/sys/devices/uncore_iio_<n>/die<k>` (`0000:00` = segment:bus).
 
 use crate::pmu::{parse_number, Pmu};
-use crate::Root;
+use crate::{ReadUnder, SysRoot};
 
 /// What a PCIe PMU covers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,7 +109,7 @@ fn event_named(pmu: &Pmu, name: &str) -> Option<String> {
 }
 
 /// What `pmu` covers, when it is one of the PCIe families.
-pub fn classify(pmu: &Pmu, root: &Root) -> Option<PciePmu> {
+pub fn classify(pmu: &Pmu, root: &SysRoot) -> Option<PciePmu> {
     let n = &pmu.name;
     let payload = |family: &'static str, coverage| PciePmu {
         pmu: n.clone(),
@@ -185,8 +185,8 @@ mod tests {
     use crate::pmu::read_pmu;
     use std::path::PathBuf;
 
-    fn root(f: &str) -> Root {
-        Root::new(
+    fn root(f: &str) -> SysRoot {
+        SysRoot::new(
             PathBuf::from(env!("CARGO_MANIFEST_DIR"))
                 .join("../../tests/fixtures")
                 .join(f),

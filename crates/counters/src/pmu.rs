@@ -11,7 +11,7 @@
 //! format fields read from sysfs and the perf_event_open attribute built from them are one
 //! piece of knowledge, and counters may not depend on probe (DESIGN's arrows).
 
-use crate::{Error, Root};
+use crate::{Error, ReadUnder, SysRoot};
 use model::procfs::parse_cpu_list;
 use std::collections::BTreeMap;
 
@@ -182,7 +182,7 @@ pub struct Pmu {
 /// Attributes beside `type` and `cpumask` kept for joining a PMU to its device.
 const KEPT_ATTRIBUTES: [&str; 4] = ["bus", "bdf_min", "bdf_max", "identifier"];
 
-fn read_opt(root: &Root, rel: &str) -> Result<Option<String>, Error> {
+fn read_opt(root: &SysRoot, rel: &str) -> Result<Option<String>, Error> {
     match root.read(rel) {
         Ok(s) => Ok(Some(s)),
         Err(e) if e.is_unsupported() => Ok(None),
@@ -190,7 +190,7 @@ fn read_opt(root: &Root, rel: &str) -> Result<Option<String>, Error> {
     }
 }
 
-fn list_dir(root: &Root, rel: &str) -> Result<Vec<String>, Error> {
+fn list_dir(root: &SysRoot, rel: &str) -> Result<Vec<String>, Error> {
     let path = root.path(rel);
     let rd = match std::fs::read_dir(&path) {
         Ok(rd) => rd,
@@ -206,11 +206,11 @@ fn list_dir(root: &Root, rel: &str) -> Result<Vec<String>, Error> {
 }
 
 /// Read one PMU. `Error::Unsupported` when it does not exist (not loaded, or gone).
-pub fn read_pmu(root: &Root, name: &str) -> Result<Pmu, Error> {
+pub fn read_pmu(root: &SysRoot, name: &str) -> Result<Pmu, Error> {
     let dir = format!("{EVENT_SOURCE}/{name}");
     let type_text = root.read(&format!("{dir}/type"))?;
     let type_id = type_text.trim().parse().map_err(|_| Error::Format {
-        path: root.path(&format!("{dir}/type")),
+        path: root.path(format!("{dir}/type")),
         what: format!("expected a number, found `{}`", type_text.trim()),
     })?;
     let mut cpumask = None;
@@ -248,7 +248,7 @@ pub fn read_pmu(root: &Root, name: &str) -> Result<Pmu, Error> {
         })?;
         let scale = match read_opt(root, &format!("{rel}.scale"))? {
             Some(t) => Some(parse_scale(&t).ok_or_else(|| Error::Format {
-                path: root.path(&format!("{rel}.scale")),
+                path: root.path(format!("{rel}.scale")),
                 what: format!(
                     "expected a positive number like 6.1e-5, found `{}`",
                     t.trim()
@@ -279,7 +279,7 @@ pub fn read_pmu(root: &Root, name: &str) -> Result<Pmu, Error> {
 
 /// Every PMU under `root`, by name. `Error::Unsupported` when the kernel has no perf
 /// events at all (CONFIG_PERF_EVENTS off) or the fixture has no event_source directory.
-pub fn discover(root: &Root) -> Result<Vec<Pmu>, Error> {
+pub fn discover(root: &SysRoot) -> Result<Vec<Pmu>, Error> {
     let base = root.path(EVENT_SOURCE);
     if !base.is_dir() {
         return Err(Error::Unsupported(base));
@@ -298,7 +298,7 @@ pub const TRACEFS_EVENTS: [&str; 2] = [
 ];
 
 /// The id of tracepoint `system:name` (its `config` for PERF_TYPE_TRACEPOINT).
-pub fn tracepoint_id(root: &Root, system: &str, name: &str) -> Result<Option<u64>, Error> {
+pub fn tracepoint_id(root: &SysRoot, system: &str, name: &str) -> Result<Option<u64>, Error> {
     for base in TRACEFS_EVENTS {
         if let Some(t) = read_opt(root, &format!("{base}/{system}/{name}/id"))? {
             return Ok(parse_number(&t));
@@ -308,7 +308,7 @@ pub fn tracepoint_id(root: &Root, system: &str, name: &str) -> Result<Option<u64
 }
 
 /// The CPU list of `/sys/devices/system/cpu/online`.
-pub fn online_cpus(root: &Root) -> Result<Vec<u32>, Error> {
+pub fn online_cpus(root: &SysRoot) -> Result<Vec<u32>, Error> {
     let rel = "/sys/devices/system/cpu/online";
     let t = root.read(rel)?;
     parse_cpu_list(&t).ok_or_else(|| Error::Format {

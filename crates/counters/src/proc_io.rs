@@ -6,7 +6,7 @@
 //! `rchar`/`wchar` count every read(2)/write(2) byte, page cache or not. Absent on kernels
 //! without CONFIG_TASK_IO_ACCOUNTING.
 
-use crate::{interval, Error, Root, Sampler, Stamped};
+use crate::{interval, Error, ReadUnder, Sampler, Stamped, SysRoot};
 use std::time::Duration;
 
 /// The fields of `/proc/PID/io`.
@@ -61,7 +61,7 @@ pub fn parse(text: &str) -> Option<ProcIo> {
 /// or `/proc/PID/io` of another process.
 #[derive(Clone, Debug, Default)]
 pub struct ProcIoSampler {
-    pub root: Root,
+    pub root: SysRoot,
     /// `None`: this process (`/proc/self/io`).
     pub pid: Option<u32>,
 }
@@ -75,11 +75,11 @@ pub struct ProcIoDelta {
 
 impl ProcIoSampler {
     /// This process.
-    pub fn own(root: Root) -> ProcIoSampler {
+    pub fn own(root: SysRoot) -> ProcIoSampler {
         ProcIoSampler { root, pid: None }
     }
 
-    pub fn process(root: Root, pid: u32) -> ProcIoSampler {
+    pub fn process(root: SysRoot, pid: u32) -> ProcIoSampler {
         ProcIoSampler {
             root,
             pid: Some(pid),
@@ -136,7 +136,7 @@ mod tests {
     #[test]
     fn own_process_reads_count() {
         // The live /proc/self/io: this test's own reads of the file move rchar.
-        let s = ProcIoSampler::own(Root::system());
+        let s = ProcIoSampler::own(SysRoot::system());
         let a = s.snapshot().unwrap();
         let b = s.snapshot().unwrap();
         assert!(
@@ -150,7 +150,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("proc/42")).unwrap();
         std::fs::write(dir.path().join("proc/42/io"), "nonsense\n").unwrap();
-        let e = ProcIoSampler::process(Root::new(dir.path()), 42)
+        let e = ProcIoSampler::process(SysRoot::new(dir.path()), 42)
             .snapshot()
             .unwrap_err();
         assert!(

@@ -6,10 +6,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Severity {
     /// Worth knowing; nothing to fix.
+    // Lower case: how `bench latency` wrote its findings before it used this type.
+    #[serde(alias = "info")]
     Info,
     /// Costs performance and can usually be fixed.
+    #[serde(alias = "warning")]
     Warning,
     /// Broken or badly misconfigured.
+    #[serde(alias = "error")]
     Error,
 }
 
@@ -17,7 +21,9 @@ pub enum Severity {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     pub severity: Severity,
-    /// What it is about, as the user names it: `sdb`, `USB 4-1`, `eth0`.
+    /// What it is about, as the user names it: `sdb`, `USB 4-1`, `eth0`. `bench latency`'s
+    /// findings had none before it used this type: empty.
+    #[serde(default)]
     pub subject: String,
     /// One sentence: what is wrong and why it matters.
     pub message: String,
@@ -48,5 +54,21 @@ impl std::fmt::Display for Severity {
             Severity::Warning => "warning",
             Severity::Error => "error",
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn old_latency_findings_read_back() {
+        // As `bench latency` wrote them before it used this type (commit 4e61044).
+        let f: Finding =
+            serde_json::from_str(r#"{"severity": "warning", "message": "SMT is on"}"#).unwrap();
+        assert_eq!(f, Finding::new(Severity::Warning, "", "SMT is on"));
+        let f = Finding::new(Severity::Info, "sdb", "m").with_advice("a");
+        let back: Finding = serde_json::from_value(serde_json::to_value(&f).unwrap()).unwrap();
+        assert_eq!(back, f);
     }
 }

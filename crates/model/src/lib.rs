@@ -12,6 +12,7 @@ pub mod net;
 pub mod path;
 pub mod pcie;
 pub mod procfs;
+pub mod root;
 pub mod survey;
 pub mod system;
 pub mod units;

@@ -135,6 +135,14 @@ pub struct AccessFault {
     pub offset: u64,
 }
 
+/// A (width, operation) pair that did not run or did not finish, in one sentence.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PairError {
+    pub width: AccessWidth,
+    pub op: AccessOp,
+    pub message: String,
+}
+
 /// The measured result of one (width, operation) pair on one region.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AccessResult {

@@ -9,12 +9,12 @@
 use crate::ceiling::mmc::MmcMode;
 use crate::ceiling::PathCeiling;
 use crate::pcie::LinkState;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::path::PathBuf;
 
 /// The resolved chain of one target.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Chain {
     /// The target as given.
     pub target: String,
@@ -26,14 +26,14 @@ pub struct Chain {
 }
 
 /// One branch below a layer (a dm/md slave, a loop device's backing file).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Branch {
     pub hops: Vec<Hop>,
     pub stopped: Option<String>,
 }
 
 /// Which kind of storage interface a disk hangs off.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Transport {
     Nvme,
@@ -50,7 +50,7 @@ pub enum Transport {
 }
 
 /// The kind of a stacking layer.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum LayerKind {
     /// Device mapper: `name` from `dm/name`, `uuid` prefix tells LVM/CRYPT/...
@@ -67,7 +67,7 @@ pub enum LayerKind {
 }
 
 /// One hop of a chain.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "hop", rename_all = "snake_case")]
 pub enum Hop {
     Filesystem {
@@ -202,7 +202,7 @@ impl Chain {
 }
 
 /// How a USB mass-storage interface moves its commands and data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StorageTransport {
     /// USB Attached SCSI (driver `uas`, protocol 62h): command queueing, streams.
@@ -225,7 +225,7 @@ impl StorageTransport {
 }
 
 /// The kind of a link on a path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LinkKind {
     Pcie,
@@ -274,13 +274,59 @@ impl Serialize for PathLinkState {
     }
 }
 
+impl std::str::FromStr for PathLinkState {
+    type Err = String;
+
+    /// The text [`fmt::Display`] writes, read back: a document's `state` and
+    /// `capable_state`.
+    fn from_str(t: &str) -> Result<PathLinkState, String> {
+        let num = |s: &str| s.trim().parse::<f64>().ok().filter(|v| v.is_finite());
+        let unknown = || format!("{t:?} is not a link state headroom writes");
+        if let Some(mode) = MmcMode::ALL.into_iter().find(|m| m.label() == t) {
+            return Ok(PathLinkState::Mmc(mode));
+        }
+        if let Some((gts, width)) = t.split_once(" GT/s x") {
+            let gen = num(gts)
+                .and_then(crate::pcie::PcieGen::from_gts)
+                .ok_or_else(unknown)?;
+            let width = width.parse::<u8>().map_err(|_| unknown())?;
+            return Ok(PathLinkState::Pcie(LinkState::new(gen, width)));
+        }
+        if let Some((mbps, mtu)) = t.split_once(" Mb/s, MTU ") {
+            return match (mbps.parse::<u64>(), mtu.parse::<u32>()) {
+                (Ok(mbps), Ok(mtu)) => Ok(PathLinkState::Ethernet { mbps, mtu }),
+                _ => Err(unknown()),
+            };
+        }
+        if let Some(mbps) = t.strip_suffix(" Mb/s bus").and_then(num) {
+            return Ok(PathLinkState::MmcBus { mbps });
+        }
+        if let Some(mbps) = t.strip_suffix(" Mb/s").and_then(num) {
+            return Ok(PathLinkState::Usb { mbps });
+        }
+        if let Some(gbps) = t.strip_suffix(" Gbps").and_then(num) {
+            return Ok(PathLinkState::Sata { gbps });
+        }
+        Err(unknown())
+    }
+}
+
+impl<'de> Deserialize<'de> for PathLinkState {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<PathLinkState, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// One link of a path with its ceiling, in bytes per second, towards the CPU (for PCIe: the
 /// device's DMA writes to memory, what a disk read or a received packet uses; the other
 /// direction is in `ceiling_other_direction_bps`).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PathLink {
     pub kind: LinkKind,
     /// The chain hop this link belongs to ([`Hop::id`]: `0000:01:00.0`, `2-1`, `ata2`).
+    /// Documents written before links named their hop have none: empty.
+    #[serde(default)]
     pub hop: String,
     /// "PCIe 0000:00:01.0 -> 0000:01:00.0", "USB 4-1", "SATA ata1", "MMC mmc0", "eth0".
     pub name: String,
@@ -309,7 +355,7 @@ pub struct PathLink {
 }
 
 /// A target resolved to its path and bottleneck.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TargetPath {
     pub chain: Chain,
     /// Links from the target towards the CPU (every branch of a layered device included).
@@ -388,6 +434,75 @@ impl TargetPath {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_link_state_reads_back_from_its_text() {
+        let mut states = vec![
+            PathLinkState::Pcie(LinkState::new(crate::pcie::PcieGen::Gen1, 1)),
+            PathLinkState::Pcie(LinkState::new(crate::pcie::PcieGen::Gen4, 16)),
+            PathLinkState::Usb { mbps: 480.0 },
+            PathLinkState::Usb { mbps: 20000.0 },
+            PathLinkState::Sata { gbps: 1.5 },
+            PathLinkState::Sata { gbps: 6.0 },
+            PathLinkState::MmcBus { mbps: 52.0 },
+            PathLinkState::Ethernet {
+                mbps: 1000,
+                mtu: 1500,
+            },
+        ];
+        states.extend(MmcMode::ALL.map(PathLinkState::Mmc));
+        for s in states {
+            let text = s.to_string();
+            assert_eq!(text.parse::<PathLinkState>(), Ok(s.clone()), "{text}");
+            let json = serde_json::to_string(&s).unwrap();
+            assert_eq!(serde_json::from_str::<PathLinkState>(&json).unwrap(), s);
+        }
+        let e = "fast".parse::<PathLinkState>().unwrap_err();
+        assert_eq!(e, "\"fast\" is not a link state headroom writes");
+        assert!("3 GT/s x4".parse::<PathLinkState>().is_err());
+    }
+
+    #[test]
+    fn a_written_path_reads_back_as_it_was() {
+        let mut p = path(vec![
+            link(LinkKind::Usb, 400e6, None),
+            link(LinkKind::Pcie, 900e6, Some(950e6)),
+        ]);
+        p.chain.hops = vec![
+            Hop::Filesystem {
+                fs_type: "ext4".into(),
+                source: "/dev/sda1".into(),
+                mount_point: "/".into(),
+                dev: "8:1".into(),
+            },
+            Hop::Layer {
+                name: "dm-0".into(),
+                kind: LayerKind::Dm {
+                    name: Some("vg-root".into()),
+                    uuid: None,
+                },
+                branches: vec![Branch {
+                    hops: vec![Hop::Cpu],
+                    stopped: None,
+                }],
+            },
+            Hop::Network {
+                name: "eth0".into(),
+                speed_mbps: Some(1000),
+                duplex: Some("full".into()),
+                driver: None,
+                is_virtual: false,
+            },
+        ];
+        let json = serde_json::to_value(&p).unwrap();
+        let back: TargetPath = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), json);
+        // A document from before links named their hop (tests/fixtures/results/rpi5-*.json).
+        let mut old = json;
+        old["links"][0].as_object_mut().unwrap().remove("hop");
+        let back: TargetPath = serde_json::from_value(old).unwrap();
+        assert_eq!(back.links[0].hop, "");
+    }
 
     fn link(kind: LinkKind, to_cpu: f64, from_cpu: Option<f64>) -> PathLink {
         PathLink {

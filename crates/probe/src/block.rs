@@ -11,6 +11,7 @@
 //! from [`crate::mounts`] (mountinfo field 3 is `MAJ:MIN`); `/proc/swaps` lists swap areas.
 
 use crate::mounts::{self, Mount};
+use crate::sysfs::SysfsExt;
 use crate::sysfs::{
     read_attr, read_attr_noting, read_link_target, read_parsed, read_parsed_noting, ReadError,
     ReadErrorKind, SysRoot,

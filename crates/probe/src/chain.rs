@@ -13,6 +13,7 @@
 //! calls back into it.
 
 use crate::mounts::{self, Mount};
+use crate::sysfs::SysfsExt;
 use crate::sysfs::{link_name, read_attr, read_parsed_noting, uevent_value, SysRoot};
 use crate::walk::{self, is_virtual, transport_of, Walk};
 pub use model::path::{Branch, Chain, Hop, LayerKind, Transport};
@@ -51,7 +52,7 @@ struct Resolver<'a> {
 
 impl Resolver<'_> {
     fn live(&self) -> bool {
-        self.root.root() == Path::new("/")
+        self.root.is_live()
     }
 
     fn target(&mut self, target: &Path) -> Walk {

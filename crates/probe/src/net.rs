@@ -7,6 +7,7 @@
 //! not in sysfs at all (only the ethtool netlink/ioctl API has them), so a link negotiated
 //! below what the partner offers cannot be seen from here.
 
+use crate::sysfs::SysfsExt;
 use crate::sysfs::{
     link_name, read_attr, read_attr_noting, read_parsed_noting, ReadErrorKind, SysRoot,
 };

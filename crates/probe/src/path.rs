@@ -5,6 +5,7 @@
 use crate::chain;
 use crate::pci::address::PciAddress;
 use crate::pci::audit::{AuditedFunction, PciAudit};
+use crate::sysfs::SysfsExt;
 use crate::sysfs::{read_attr, SysRoot};
 use model::ceiling::{eth, mmc, sata, usb};
 use model::path::{Branch, Hop};
@@ -45,7 +46,7 @@ pub fn classify(root: &SysRoot, given: &Path) -> Result<Target, String> {
                 .to_string(),
         );
     }
-    let live = root.root() == Path::new("/");
+    let live = root.is_live();
     let exists = |rel: &str| root.path(rel).symlink_metadata().is_ok();
     let bare = !text.contains('/') && text != "." && text != "..";
     if bare {

@@ -63,34 +63,7 @@ impl ReadError {
     }
 }
 
-/// A view of the filesystem rooted at `root` (`/` on a live system, a fixture tree in tests).
-#[derive(Debug, Clone)]
-pub struct SysRoot {
-    root: PathBuf,
-}
-
-impl SysRoot {
-    pub fn new(root: impl Into<PathBuf>) -> Self {
-        SysRoot { root: root.into() }
-    }
-
-    /// The root directory.
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
-    /// `rel` (an absolute path like `/sys/bus/pci/devices`) placed under the root.
-    pub fn path(&self, rel: impl AsRef<Path>) -> PathBuf {
-        let rel = rel.as_ref();
-        let rel = rel.strip_prefix("/").unwrap_or(rel);
-        self.root.join(rel)
-    }
-
-    /// Whether this root looks like a Linux system root (has `sys/`).
-    pub fn has_sysfs(&self) -> bool {
-        self.path("/sys").is_dir()
-    }
-}
+pub use model::root::SysRoot;
 
 /// Read a whole attribute file as bytes. Missing file: `Ok(None)`.
 pub fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, ReadError> {
@@ -212,12 +185,30 @@ fn parse_recorded_link(text: &str) -> Option<PathBuf> {
 /// Most links followed while resolving one path (the kernel's own limit is 40).
 const MAX_LINK_HOPS: usize = 40;
 
-impl SysRoot {
+/// What probe reads through a [`SysRoot`] beyond joining paths (which is `model::root`'s):
+/// links resolved as the kernel would, attributes behind links, directory listings.
+pub trait SysfsExt {
+    /// Whether this root looks like a Linux system root (has `sys/`).
+    fn has_sysfs(&self) -> bool;
+    /// `rel` (an absolute path like `/sys/block/sda`) with every symlink and recorded link
+    /// resolved, as an absolute path *within the root* (`/sys/devices/.../block/sda`).
+    fn canonical(&self, rel: impl AsRef<Path>) -> Result<PathBuf, ReadError>;
+    /// The on-disk path of attribute `rel` whose directory part may go through links.
+    fn attr(&self, rel: impl AsRef<Path>) -> PathBuf;
+    /// The names in directory `rel` under the root, sorted.
+    fn list(&self, rel: impl AsRef<Path>) -> Result<Vec<String>, ReadError>;
+}
+
+impl SysfsExt for SysRoot {
+    fn has_sysfs(&self) -> bool {
+        self.path("/sys").is_dir()
+    }
+
     /// `rel` (an absolute path like `/sys/block/sda`) with every symlink and recorded link
     /// resolved, as an absolute path *within the root* (`/sys/devices/.../block/sda`).
     /// `..` never climbs above the root and absolute link targets are taken as relative to
     /// the root, so a fixture tree resolves exactly as the live system would.
-    pub fn canonical(&self, rel: impl AsRef<Path>) -> Result<PathBuf, ReadError> {
+    fn canonical(&self, rel: impl AsRef<Path>) -> Result<PathBuf, ReadError> {
         use std::collections::VecDeque;
         use std::ffi::OsString;
         use std::path::Component;
@@ -239,7 +230,9 @@ impl SysRoot {
                 continue;
             }
             done.push(name);
-            let on_disk = done.iter().fold(self.root.clone(), |p, c| p.join(c));
+            let on_disk = done
+                .iter()
+                .fold(self.root().to_path_buf(), |p, c| p.join(c));
             if on_disk.symlink_metadata().is_err() {
                 let why = if hops > 0 {
                     format!(
@@ -283,7 +276,7 @@ impl SysRoot {
     /// The on-disk path of attribute `rel` whose directory part may go through links
     /// (`/sys/block/sda/device/model`): the directory is resolved with [`Self::canonical`].
     /// When it cannot be, the plain path is returned, so that reading it reports "missing".
-    pub fn attr(&self, rel: impl AsRef<Path>) -> PathBuf {
+    fn attr(&self, rel: impl AsRef<Path>) -> PathBuf {
         let rel = rel.as_ref();
         match (rel.parent(), rel.file_name()) {
             (Some(dir), Some(file)) => match self.canonical(dir) {
@@ -296,7 +289,7 @@ impl SysRoot {
 
     /// The names in directory `rel` under the root, sorted. A missing directory is empty;
     /// one that cannot be listed is an error naming it.
-    pub fn list(&self, rel: impl AsRef<Path>) -> Result<Vec<String>, ReadError> {
+    fn list(&self, rel: impl AsRef<Path>) -> Result<Vec<String>, ReadError> {
         let dir = self.path(rel);
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
@@ -329,12 +322,6 @@ mod tests {
         assert_eq!(parse_hex_u32("0x8086\n"), Some(0x8086));
         assert_eq!(parse_hex_u32("010802"), Some(0x010802));
         assert_eq!(parse_hex_u32("zz"), None);
-    }
-
-    #[test]
-    fn root_joins_absolute_paths() {
-        let r = SysRoot::new("/tmp/fx");
-        assert_eq!(r.path("/sys/block"), PathBuf::from("/tmp/fx/sys/block"));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! are only visible in the device's raw `descriptors` file, which is how a UAS alternate
 //! setting that usb-storage did not use is found.
 
+use crate::sysfs::SysfsExt;
 use crate::sysfs::{
     link_name, parse_hex_u32, read_attr_noting, read_bytes, read_parsed_noting, SysRoot,
 };

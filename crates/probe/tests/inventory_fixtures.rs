@@ -9,7 +9,7 @@
 use probe::block::{self, BlockDevice, BlockKind};
 use probe::chain::{self, Chain, Hop, LayerKind, Transport};
 use probe::net;
-use probe::sysfs::SysRoot;
+use probe::sysfs::{SysRoot, SysfsExt};
 use probe::usb::{self, HostAttachment, StorageTransport, UsbDevice};
 use std::path::{Path, PathBuf};
 

@@ -96,8 +96,10 @@ fn section(out: &mut String, s: &Summary) {
                 }
                 vec![
                     l.name.clone(),
-                    l.state.clone(),
-                    l.capable_state.clone().unwrap_or_else(dash),
+                    l.state.to_string(),
+                    l.capable_state
+                        .as_ref()
+                        .map_or_else(dash, ToString::to_string),
                     mb(l.ceiling_bps / model::units::MB),
                     if l.basis.is_empty() {
                         dash()
@@ -159,11 +161,11 @@ fn section(out: &mut String, s: &Summary) {
     if !s.findings.is_empty() {
         let _ = writeln!(out, "### Findings\n");
         for f in &s.findings {
-            let subject = f
-                .subject
-                .as_ref()
-                .map(|x| format!(" ({x})"))
-                .unwrap_or_default();
+            let subject = if f.subject.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", f.subject)
+            };
             let advice = f
                 .advice
                 .as_ref()
@@ -172,7 +174,7 @@ fn section(out: &mut String, s: &Summary) {
             let _ = writeln!(
                 out,
                 "- **{}**{subject}: {}{advice}",
-                f.severity.to_lowercase(),
+                f.severity,
                 escape(&f.message)
             );
         }

@@ -4,23 +4,25 @@
 //! fraction of DRAM.
 
 use crate::summary::{dash, mb, Table};
-use serde::Deserialize;
+use model::mmio::{AccessOp, AccessResult, AccessWidth, MemCopyResult, PairError};
+use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
-/// The body of an `mmio` document (only what reports read).
-#[derive(Clone, Debug, Default, Deserialize)]
+/// The body of an `mmio` document (only what reports read). Its results are model's types,
+/// as `bench mmio` and `bench mem` write them; the region is described by the command.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct MmioView {
     #[serde(default)]
     pub region: Option<RegionView>,
     #[serde(default)]
-    pub results: Vec<AccessView>,
+    pub results: Vec<AccessResult>,
     #[serde(default)]
-    pub errors: Vec<PairErrorView>,
+    pub errors: Vec<PairError>,
     #[serde(default)]
     pub memory: Option<MemoryView>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct RegionView {
     #[serde(default)]
     pub given: String,
@@ -48,64 +50,17 @@ pub struct RegionView {
     pub driver: Option<String>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
-pub struct AccessView {
-    pub width: String,
-    pub op: String,
-    #[serde(default)]
-    pub threads: u32,
-    #[serde(default)]
-    pub accesses: u64,
-    pub mb_per_s: f64,
-    #[serde(default)]
-    pub ns_per_access_p50: f64,
-    #[serde(default)]
-    pub ns_per_access_p99: f64,
-    #[serde(default)]
-    pub fault: Option<FaultView>,
-}
-
-#[derive(Clone, Debug, Deserialize)]
-pub struct FaultView {
-    pub signal: String,
-    pub offset: u64,
-}
-
-#[derive(Clone, Debug, Deserialize)]
-pub struct PairErrorView {
-    pub width: String,
-    pub op: String,
-    pub message: String,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct MemoryView {
     #[serde(default)]
     pub buffer_bytes: u64,
     #[serde(default)]
     pub llc_bytes: Option<u64>,
     #[serde(default)]
-    pub results: Vec<AccessView>,
+    pub results: Vec<AccessResult>,
     #[serde(default)]
-    pub copy: Option<CopyView>,
+    pub copy: Option<MemCopyResult>,
 }
-
-#[derive(Clone, Debug, Deserialize)]
-pub struct CopyView {
-    pub block_bytes: u64,
-    pub mb_per_s: f64,
-}
-
-/// The row title of a width as the document names it (`32` -> `32-bit`).
-pub fn access_label(width: &str) -> String {
-    match width {
-        "128" => "128-bit SIMD".to_string(),
-        "memcpy" => "memcpy loop (128-bit)".to_string(),
-        w => format!("{w}-bit"),
-    }
-}
-
-const WIDTH_ORDER: [&str; 6] = ["8", "16", "32", "64", "128", "memcpy"];
 
 impl MmioView {
     /// Whether the document measured a region (`bench mmio`) or only DRAM (`bench mem`).
@@ -113,65 +68,55 @@ impl MmioView {
         self.region.is_some()
     }
 
-    fn widths(&self) -> Vec<String> {
-        let mut seen: Vec<String> = Vec::new();
+    /// The widths measured, narrowest first, memcpy last.
+    fn widths(&self) -> Vec<AccessWidth> {
         let mem = self.memory.iter().flat_map(|m| m.results.iter());
-        for r in self.results.iter().chain(mem) {
-            if !seen.contains(&r.width) {
-                seen.push(r.width.clone());
-            }
-        }
-        let rank = |w: &String| WIDTH_ORDER.iter().position(|x| x == w).unwrap_or(99);
-        seen.sort_by_key(rank);
+        let mut seen: Vec<AccessWidth> = self.results.iter().chain(mem).map(|r| r.width).collect();
+        seen.sort();
+        seen.dedup();
         seen
     }
 
     /// The seed's table: per access kind, store and load MB/s and ns per access (median /
     /// p99); DRAM's store and load beside them and the region as a percentage of DRAM.
     pub fn table(&self) -> Table {
-        let find = |rs: &[AccessView], w: &str, op: &str| -> Option<AccessView> {
+        let find = |rs: &[AccessResult], w: AccessWidth, op: AccessOp| -> Option<AccessResult> {
             rs.iter().find(|r| r.width == w && r.op == op).cloned()
         };
-        let empty: Vec<AccessView> = Vec::new();
+        let empty: Vec<AccessResult> = Vec::new();
         let mem = self.memory.as_ref().map_or(&empty, |m| &m.results);
-        let rate = |r: &Option<AccessView>| match r {
+        let rate = |r: &Option<AccessResult>| match r {
             Some(r) => match &r.fault {
                 Some(f) => format!("{} ({} at {:#x})", mb(r.mb_per_s), f.signal, f.offset),
                 None => mb(r.mb_per_s),
             },
             None => dash(),
         };
-        let ns = |r: &Option<AccessView>| match r {
+        let ns = |r: &Option<AccessResult>| match r {
             Some(r) if r.accesses > 0 => {
                 format!("{:.1} / {:.1}", r.ns_per_access_p50, r.ns_per_access_p99)
             }
             _ => dash(),
         };
-        let ratio = |a: &Option<AccessView>, d: &Option<AccessView>| match (a, d) {
+        let ratio = |a: &Option<AccessResult>, d: &Option<AccessResult>| match (a, d) {
             (Some(a), Some(d)) if d.mb_per_s > 0.0 => {
                 format!("{:.2} %", a.mb_per_s / d.mb_per_s * 100.0)
             }
             _ => dash(),
         };
+        // The access, then the store and load MB/s and ns per access of `rs`.
+        let cells = |rs: &[AccessResult], w: AccessWidth| {
+            let (s, l) = (find(rs, w, AccessOp::Store), find(rs, w, AccessOp::Load));
+            let row = vec![w.label().to_string(), rate(&s), rate(&l), ns(&s), ns(&l)];
+            (row, s, l)
+        };
         let mut rows = Vec::new();
         if self.has_region() {
             for w in self.widths() {
-                let (s, l) = (
-                    find(&self.results, &w, "store"),
-                    find(&self.results, &w, "load"),
-                );
-                let (ds, dl) = (find(mem, &w, "store"), find(mem, &w, "load"));
-                rows.push(vec![
-                    access_label(&w),
-                    rate(&s),
-                    rate(&l),
-                    ns(&s),
-                    ns(&l),
-                    rate(&ds),
-                    rate(&dl),
-                    ratio(&s, &ds),
-                    ratio(&l, &dl),
-                ]);
+                let (mut row, s, l) = cells(&self.results, w);
+                let (ds, dl) = (find(mem, w, AccessOp::Store), find(mem, w, AccessOp::Load));
+                row.extend([rate(&ds), rate(&dl), ratio(&s, &ds), ratio(&l, &dl)]);
+                rows.push(row);
             }
             Table {
                 columns: vec![
@@ -189,8 +134,7 @@ impl MmioView {
             }
         } else {
             for w in self.widths() {
-                let (s, l) = (find(mem, &w, "store"), find(mem, &w, "load"));
-                rows.push(vec![access_label(&w), rate(&s), rate(&l), ns(&s), ns(&l)]);
+                rows.push(cells(mem, w).0);
             }
             Table {
                 columns: vec![
@@ -275,9 +219,22 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    /// A result as `bench mmio` writes it.
     fn access(width: &str, op: &str, mb_per_s: f64) -> serde_json::Value {
-        serde_json::json!({"width": width, "op": op, "threads": 1, "accesses": 10,
-            "mb_per_s": mb_per_s, "ns_per_access_p50": 1.0, "ns_per_access_p99": 2.0})
+        serde_json::to_value(AccessResult {
+            width: width.parse().unwrap(),
+            op: op.parse().unwrap(),
+            threads: 1,
+            accesses: 10,
+            bytes: 40,
+            elapsed_ns: 1000,
+            mb_per_s,
+            ns_per_access_p50: 1.0,
+            ns_per_access_p99: 2.0,
+            batches: 1,
+            fault: None,
+        })
+        .unwrap()
     }
 
     #[test]

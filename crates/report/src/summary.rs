@@ -2,11 +2,10 @@
 //! compare all read a [`Summary`], so what a user sees on screen and in a file agree.
 
 use crate::document::{Document, DocumentError};
-use crate::views::{
-    AuditView, CommonView, DiskLatencyView, DiskView, FindingView, LatencyView, LinkView, NetView,
-    PathView,
-};
+use crate::views::{AuditView, CommonView, DiskLatencyView, DiskView, LatencyView, NetView};
+use model::path::{Hop, PathLink};
 use model::units::{format_bytes_binary, tenths_us, whole_us, MB};
+use model::Finding;
 
 /// One throughput test (disk: `SEQ1M Q8T1 read`, `dd 64K write`).
 #[derive(Clone, Debug, PartialEq)]
@@ -119,11 +118,11 @@ pub struct Summary {
     pub threads: Vec<ThreadRow>,
     /// Rates over time (net), plotted with the ceiling line.
     pub series: Vec<RateSeries>,
-    pub links: Vec<LinkView>,
+    pub links: Vec<PathLink>,
     pub bottleneck: Option<usize>,
     /// Why the path has no bottleneck with a ceiling (virtio, tmpfs...), when it was resolved.
     pub no_ceiling_reason: Option<String>,
-    pub findings: Vec<FindingView>,
+    pub findings: Vec<Finding>,
     pub notes: Vec<String>,
     /// The chain of hardware from the target to the CPU, one line per hop.
     pub hops: Vec<String>,
@@ -223,8 +222,11 @@ pub fn plural<N: Copy + PartialEq + From<u8> + std::fmt::Display>(
 /// One hop of a path chain as a line: its kind, then every field it has, in the
 /// producer's order (`disk: vda, virtio, rotational`); a filesystem as `headroom path`
 /// words it.
-fn hop_line(hop: &serde_json::Map<String, serde_json::Value>) -> String {
+fn hop_line(hop: &Hop) -> String {
     use serde_json::Value;
+    let Ok(Value::Object(hop)) = serde_json::to_value(hop) else {
+        return "hop".to_string();
+    };
     let kind = hop
         .get("hop")
         .and_then(Value::as_str)
@@ -671,8 +673,8 @@ impl Summary {
                 for l in a.pci.iter().flat_map(|p| &p.links) {
                     if let Some(c) = &l.comparison {
                         let mut state = c.current.to_string();
-                        if let Some(common) = c.common.filter(|x| *x != c.current) {
-                            state.push_str(&format!(" (both ends support {common})"));
+                        if c.common != c.current {
+                            state.push_str(&format!(" (both ends support {})", c.common));
                         }
                         let key = format!("link PCIe {} -> {}", l.upstream, l.downstream);
                         put(&mut s, &key, state);
@@ -798,8 +800,8 @@ impl Summary {
                 for (is_region, r) in region.chain(mem.map(|r| (false, r))) {
                     let place = if is_region { "" } else { "DRAM " };
                     s.tests.push(TestRow::single(
-                        format!("{place}{} {}", crate::mmio::access_label(&r.width), r.op),
-                        r.op.clone(),
+                        format!("{place}{} {}", r.width.label(), r.op),
+                        r.op.to_string(),
                         None,
                         r.mb_per_s,
                     ));
@@ -869,28 +871,22 @@ impl Summary {
                 }
             }
         }
-        let path: Option<PathView> = common.path;
-        if let Some(p) = path {
-            s.target = s.target.or(p.chain.as_ref().and_then(|c| c.target.clone()));
-            if let Some(c) = &p.chain {
-                s.hops = c.hops.iter().map(hop_line).collect();
-                s.chain_stopped = c.stopped.clone();
-                // The filesystem the target is on changes what a number means (tmpfs does
-                // no block I/O): compared like a parameter.
-                if let Some(fs) = c
-                    .hops
-                    .iter()
-                    .find(|h| h.get("hop").and_then(|v| v.as_str()) == Some("filesystem"))
-                {
-                    put(
-                        &mut s,
-                        "filesystem",
-                        hop_line(fs).trim_start_matches("filesystem: ").to_string(),
-                    );
-                }
+        if let Some(p) = common.path {
+            let c = &p.chain;
+            s.target = s.target.or(Some(c.target.clone()));
+            s.hops = c.hops.iter().map(hop_line).collect();
+            s.chain_stopped = c.stopped.clone();
+            // The filesystem the target is on changes what a number means (tmpfs does no
+            // block I/O): compared like a parameter.
+            if let Some(fs) = c.hops.iter().find(|h| matches!(h, Hop::Filesystem { .. })) {
+                put(
+                    &mut s,
+                    "filesystem",
+                    hop_line(fs).trim_start_matches("filesystem: ").to_string(),
+                );
             }
             if s.ceiling.is_none() {
-                if let Some(b) = p.bottleneck.and_then(|i| p.links.get(i)) {
+                if let Some(b) = p.bottleneck_link() {
                     s.ceiling = Some(CeilingRow {
                         mb_s: b.ceiling_bps / MB,
                         bottleneck: format!("{} {}", b.name, b.state),
@@ -1197,7 +1193,7 @@ fn inventory(a: &AuditView) -> Vec<(String, Table)> {
                 vec![
                     format!("{} -> {}", l.upstream, l.downstream),
                     opt(cmp.map(|c| c.current.to_string())),
-                    opt(cmp.and_then(|c| c.common).map(|s| s.to_string())),
+                    opt(cmp.map(|c| c.common.to_string())),
                     opt(l
                         .ceiling
                         .as_ref()
@@ -1392,8 +1388,8 @@ fn inventory(a: &AuditView) -> Vec<(String, Table)> {
 
 /// `8 GT/s x1` or `5 GT/s x1 (capable 8 GT/s x1: downgraded)`, with the link's basis
 /// (where the MPS is named) so a change of MPS shows in compare.
-pub fn link_state(l: &LinkView) -> String {
-    let mut s = l.state.clone();
+pub fn link_state(l: &PathLink) -> String {
+    let mut s = l.state.to_string();
     if let Some(c) = &l.capable_state {
         s.push_str(&format!(" (capable {c})"));
     }
@@ -1404,7 +1400,7 @@ pub fn link_state(l: &LinkView) -> String {
 }
 
 /// Whether a link runs below what its ends support.
-pub fn is_downgraded(l: &LinkView) -> bool {
+pub fn is_downgraded(l: &PathLink) -> bool {
     l.capable_state.as_ref().is_some_and(|c| c != &l.state)
         || l.note.as_deref().is_some_and(|n| n.contains("downgraded"))
 }

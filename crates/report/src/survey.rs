@@ -12,6 +12,7 @@ use crate::document::{Document, DocumentError};
 use crate::summary::{mb, plural, Summary};
 use model::survey::{format_seconds, PartKind, Plan};
 use model::units::MB;
+use model::Severity;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
@@ -147,7 +148,7 @@ impl SurveyBody {
                     .summary
                     .findings
                     .iter()
-                    .find(|f| f.subject.as_deref() == Some(&link.address))
+                    .find(|f| f.subject == link.address)
                     .and_then(|f| {
                         used_messages.push(f.message.clone());
                         f.advice.clone()
@@ -185,7 +186,7 @@ impl SurveyBody {
             let advice = s
                 .findings
                 .iter()
-                .find(|f| f.severity.eq_ignore_ascii_case("warning") && f.advice.is_some())
+                .find(|f| f.severity == Severity::Warning && f.advice.is_some())
                 .and_then(|f| {
                     used_messages.push(f.message.clone());
                     f.advice.clone()
@@ -315,16 +316,17 @@ impl SurveyBody {
         // Every other warning or error of the parts, once, after the measured ones.
         for d in &docs {
             for f in &d.summary.findings {
-                let serious = matches!(
-                    f.severity.to_ascii_lowercase().as_str(),
-                    "warning" | "error"
-                );
+                let serious = f.severity >= Severity::Warning;
                 if !serious || used_messages.contains(&f.message) {
                     continue;
                 }
                 used_messages.push(f.message.clone());
                 unranked.push(Conclusion {
-                    subject: f.subject.clone().unwrap_or_else(|| d.part.id.clone()),
+                    subject: if f.subject.is_empty() {
+                        d.part.id.clone()
+                    } else {
+                        f.subject.clone()
+                    },
                     cost: String::new(),
                     lost: None,
                     evidence: format!("{}: {}", d.part.id, f.message),

@@ -1,86 +1,71 @@
-//! Typed views of command bodies: serde structs with only the fields reports read.
+//! Typed views of command bodies: serde structs with the fields reports read.
 //!
-//! Producers (`bench disk`, `bench latency`, `path`, `audit`) own their full types; a view
-//! names the few fields a report, compare or the history needs, with `#[serde(default)]`
-//! where a field may be absent, so a producer adding fields never breaks a reader and a
-//! field renamed at merge time is fixed here, in one place.
+//! Where the producer's type lives in `model` (the path, findings, PCIe link states and
+//! comparisons), the view holds that type: a field renamed there changes what is read here,
+//! at compile time. The bodies of `bench disk`, `bench latency`, `bench net` and the audit's
+//! inventory are typed in bench and probe, which report may not depend on (DESIGN's arrows),
+//! so their views name the fields, with `#[serde(default)]` where a field is optional or
+//! missing from older documents; [`unread_fields`] lists every field a view names that a
+//! document does not have, and the round-trip tests (crates/cli/tests/roundtrip.rs) assert
+//! that list for freshly produced documents, so a field renamed in a producer fails them.
 
-use serde::Deserialize;
+use model::path::TargetPath;
+use model::{Finding, LinkComparison, LinkState};
+use serde::{Deserialize, Serialize};
 
-/// One finding, as `model::Finding` writes it (`Info`) or as a bench writes it (`info`).
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-pub struct FindingView {
-    pub severity: String,
-    #[serde(default)]
-    pub subject: Option<String>,
-    pub message: String,
-    #[serde(default)]
-    pub advice: Option<String>,
+/// The fields view `V` reads that `doc` (a document's body) does not have, as paths
+/// (`tests[].runs[].latency.p99_ns`), sorted and without repeats: where a report shows "–"
+/// although the producer may have had a value under another name.
+pub fn unread_fields<V: serde::de::DeserializeOwned + Serialize>(
+    doc: &serde_json::Value,
+) -> Result<Vec<String>, serde_json::Error> {
+    use serde_json::Value;
+    fn walk(view: &Value, doc: &Value, at: &str, out: &mut std::collections::BTreeSet<String>) {
+        match (view, doc) {
+            (Value::Object(v), Value::Object(d)) => {
+                for (k, x) in v {
+                    let here = if at.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{at}.{k}")
+                    };
+                    match d.get(k) {
+                        Some(y) => walk(x, y, &here, out),
+                        None => {
+                            out.insert(here);
+                        }
+                    }
+                }
+            }
+            (Value::Array(v), Value::Array(d)) => {
+                for (x, y) in v.iter().zip(d) {
+                    walk(x, y, &format!("{at}[]"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let view: V = serde_json::from_value(doc.clone())?;
+    let mut out = std::collections::BTreeSet::new();
+    walk(&serde_json::to_value(&view)?, doc, "", &mut out);
+    Ok(out.into_iter().collect())
 }
 
-/// The fields every kind may carry: findings, notes and the target's path.
-#[derive(Clone, Debug, Default, Deserialize)]
+/// The fields every kind may carry: findings, notes and the target's path, as the
+/// producers' own model types (a field renamed there changes what is read here).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct CommonView {
     #[serde(default)]
-    pub findings: Vec<FindingView>,
+    pub findings: Vec<Finding>,
     #[serde(default)]
     pub notes: Vec<String>,
     /// The target's path (`headroom path`'s `path` field; benches may carry the same).
     #[serde(default)]
-    pub path: Option<PathView>,
-}
-
-/// `probe::path::TargetPath`.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct PathView {
-    #[serde(default)]
-    pub chain: Option<ChainView>,
-    #[serde(default)]
-    pub links: Vec<LinkView>,
-    #[serde(default)]
-    pub bottleneck: Option<usize>,
-    #[serde(default)]
-    pub no_bottleneck_reason: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct ChainView {
-    #[serde(default)]
-    pub target: Option<String>,
-    /// `probe::chain::Hop`s, target first, each an object tagged by `hop`; shown field by
-    /// field so a hop kind added later still shows.
-    #[serde(default)]
-    pub hops: Vec<serde_json::Map<String, serde_json::Value>>,
-    /// Why the chain ends before the CPU, when it does.
-    #[serde(default)]
-    pub stopped: Option<String>,
-}
-
-/// `probe::path::PathLink`.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-pub struct LinkView {
-    pub kind: String,
-    pub name: String,
-    pub state: String,
-    #[serde(default)]
-    pub capable_state: Option<String>,
-    /// Bytes per second towards the CPU.
-    #[serde(rename = "ceiling_bytes_per_sec", alias = "ceiling_bps")]
-    pub ceiling_bps: f64,
-    #[serde(default)]
-    #[serde(
-        rename = "capable_ceiling_bytes_per_sec",
-        alias = "capable_ceiling_bps"
-    )]
-    pub capable_ceiling_bps: Option<f64>,
-    #[serde(default)]
-    pub basis: String,
-    #[serde(default)]
-    pub note: Option<String>,
+    pub path: Option<TargetPath>,
 }
 
 /// `headroom bench disk`'s body.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct DiskView {
     #[serde(default)]
     pub parameters: Option<DiskParametersView>,
@@ -97,7 +82,7 @@ pub struct DiskView {
     pub interrupted: Option<bool>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct DiskParametersView {
     #[serde(default)]
     pub profile: Option<String>,
@@ -127,7 +112,7 @@ pub struct DiskParametersView {
     pub zero_buffers: Option<bool>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct DiskSystemView {
     #[serde(default)]
     pub kernel: Option<String>,
@@ -140,7 +125,7 @@ pub struct DiskSystemView {
     pub cpus: Option<u32>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct DiskTargetView {
     #[serde(default)]
     pub given: Option<String>,
@@ -154,7 +139,7 @@ pub struct DiskTargetView {
     pub device: Option<DiskDeviceView>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct DiskDeviceView {
     #[serde(default)]
     pub name: Option<String>,
@@ -164,7 +149,7 @@ pub struct DiskDeviceView {
     pub minor: Option<u32>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct DiskCeilingView {
     /// Device towards the CPU (what a read from the disk moves), bytes/s.
     pub read_bytes_per_sec: f64,
@@ -173,7 +158,7 @@ pub struct DiskCeilingView {
     pub bottleneck: String,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct DiskTestView {
     pub spec: DiskSpecView,
     #[serde(default)]
@@ -186,7 +171,7 @@ pub struct DiskTestView {
     pub efficiency: Option<f64>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct DiskSpecView {
     pub label: String,
     #[serde(default)]
@@ -199,13 +184,13 @@ pub struct DiskSpecView {
     pub jobs: Option<u32>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct WorkloadView {
     #[serde(default)]
     pub read_percent: Option<u8>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct DiskRunView {
     /// MB/s = 10^6 B/s.
     pub mb_per_s: f64,
@@ -222,7 +207,7 @@ pub struct DiskRunView {
 }
 
 /// `bench::disk::Latency`, nanoseconds.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 pub struct DiskLatencyView {
     pub min_ns: u64,
     pub mean_ns: f64,
@@ -235,7 +220,7 @@ pub struct DiskLatencyView {
 }
 
 /// The kernel's count of the same bytes, as (kernel − engine) / engine in percent.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct CrossCheckView {
     /// `/proc/self/io`: this process's bytes only.
     #[serde(default)]
@@ -276,7 +261,7 @@ impl DiskTestView {
 }
 
 /// `headroom bench latency`'s body.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct LatencyView {
     #[serde(default)]
     pub config: Option<LatencyConfigView>,
@@ -292,13 +277,13 @@ pub struct LatencyView {
     pub stress: Option<StressView>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct StressView {
     pub spec: StressSpecView,
 }
 
 /// `bench::stress::StressSpec`: worker counts as `--stress` takes them.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct StressSpecView {
     #[serde(default)]
     pub cpu: u32,
@@ -345,7 +330,7 @@ impl StressSpecView {
     }
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct LatencyConfigView {
     #[serde(default)]
     pub threads: Option<u32>,
@@ -367,7 +352,7 @@ pub struct LatencyConfigView {
 }
 
 /// `{"kind": "free"}` or `{"kind": "pinned", "cpus": [2, 3]}`.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct AffinityView {
     pub kind: String,
     #[serde(default)]
@@ -389,7 +374,7 @@ impl std::fmt::Display for AffinityView {
     }
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct LatencyLimitsView {
     #[serde(default)]
     pub duration_s: Option<f64>,
@@ -397,7 +382,7 @@ pub struct LatencyLimitsView {
     pub loops: Option<u64>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct LatencyContextView {
     #[serde(default)]
     pub kernel: Option<LatencyKernelView>,
@@ -410,7 +395,7 @@ pub struct LatencyContextView {
 }
 
 /// The isolation parameters of the kernel command line (`None`: not given).
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct CmdlineView {
     #[serde(default)]
     pub isolcpus: Option<Vec<u32>>,
@@ -422,7 +407,7 @@ pub struct CmdlineView {
 
 /// Whether a privileged step (SCHED_FIFO, mlockall, /dev/cpu_dma_latency) was taken:
 /// `{"state": "done"}`, `{"state": "not_requested"}` or `{"state": "refused", ...}`.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct StepView {
     pub state: String,
     /// Why it was refused, when it was.
@@ -430,7 +415,7 @@ pub struct StepView {
     pub reason: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct PrivilegesView {
     #[serde(default)]
     pub sched_fifo: Option<StepView>,
@@ -441,20 +426,20 @@ pub struct PrivilegesView {
 }
 
 /// One of the largest wake-up latencies: when and on which thread.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 pub struct SpikeView {
     pub latency_ns: u64,
     pub at_ns: u64,
     pub thread: u32,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 pub struct WindowMaxView {
     pub start_s: u64,
     pub max_ns: u64,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct LatencyKernelView {
     #[serde(default)]
     pub release: Option<String>,
@@ -462,20 +447,20 @@ pub struct LatencyKernelView {
     pub preemption: Option<PreemptionView>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct PreemptionView {
     #[serde(default)]
     pub model: Option<String>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct CpuFreqView {
     pub cpu: u32,
     #[serde(default)]
     pub governor: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct LatencyMeasurementView {
     #[serde(default)]
     pub threads: Vec<LatencyThreadView>,
@@ -491,7 +476,7 @@ pub struct LatencyMeasurementView {
     pub privileges: Option<PrivilegesView>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct LatencyThreadView {
     pub thread: u32,
     #[serde(default)]
@@ -507,7 +492,7 @@ pub struct LatencyThreadView {
     pub cpu_time_ns: Option<u64>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct LatencyStatsView {
     pub count: u64,
     pub min_ns: u64,
@@ -525,7 +510,7 @@ pub struct LatencyStatsView {
 
 /// cyclictest's histogram: 1 µs buckets, only the non-empty ones as `[µs, count]` pairs, and
 /// the samples above the limit in `overflow`.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 pub struct HistogramView {
     #[serde(default)]
     pub buckets: Vec<(u32, u64)>,
@@ -557,7 +542,7 @@ impl HistogramView {
 }
 
 /// `headroom audit`'s body: the inventory a report lists link by link.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct AuditView {
     #[serde(default)]
     pub pci: Option<PciInventoryView>,
@@ -569,7 +554,7 @@ pub struct AuditView {
     pub net: Option<NetInventoryView>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct PciInventoryView {
     #[serde(default)]
     pub functions: Vec<PciFunctionView>,
@@ -577,7 +562,7 @@ pub struct PciInventoryView {
     pub links: Vec<PciLinkView>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct PciFunctionView {
     pub address: String,
     #[serde(default)]
@@ -589,7 +574,7 @@ pub struct PciFunctionView {
     pub kernel_link: Option<KernelLinkView>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct PciNamesView {
     #[serde(default)]
     pub vendor: Option<String>,
@@ -599,52 +584,26 @@ pub struct PciNamesView {
     pub class: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct KernelLinkView {
     #[serde(default)]
-    pub current: Option<PcieLinkStateView>,
+    pub current: Option<LinkState>,
     #[serde(default)]
-    pub max: Option<PcieLinkStateView>,
-}
-
-/// `model::pcie::LinkState`.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
-pub struct PcieLinkStateView {
-    pub speed_gts: f64,
-    pub width: u32,
-}
-
-impl std::fmt::Display for PcieLinkStateView {
-    /// `8 GT/s x1`, as the audit and lspci write it.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} GT/s x{}", self.speed_gts, self.width)
-    }
+    pub max: Option<LinkState>,
 }
 
 /// One PCIe link of the audit: both ends, the states and the ceilings.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct PciLinkView {
     pub upstream: String,
     pub downstream: String,
     #[serde(default)]
-    pub comparison: Option<LinkComparisonView>,
+    pub comparison: Option<LinkComparison>,
     #[serde(default)]
     pub ceiling: Option<PciLinkCeilingView>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct LinkComparisonView {
-    pub current: PcieLinkStateView,
-    /// The best both ends support.
-    #[serde(default)]
-    pub common: Option<PcieLinkStateView>,
-    #[serde(default)]
-    pub speed_below_common: bool,
-    #[serde(default)]
-    pub width_below_common: bool,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct PciLinkCeilingView {
     pub current: PcieCeilingView,
     #[serde(default)]
@@ -653,7 +612,7 @@ pub struct PciLinkCeilingView {
 
 /// The part of `model::ceiling::pcie::PcieCeiling` the audit prints: the effective write
 /// ceiling per direction, bytes/s.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct PcieCeilingView {
     #[serde(
         rename = "effective_write_bytes_per_sec",
@@ -662,13 +621,13 @@ pub struct PcieCeilingView {
     pub effective_write_bps: f64,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct UsbInventoryView {
     #[serde(default)]
     pub devices: Vec<UsbDeviceView>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct UsbDeviceView {
     pub name: String,
     #[serde(default)]
@@ -692,26 +651,26 @@ pub struct UsbDeviceView {
     pub storage: Option<UsbStorageView>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct UsbInterfaceView {
     #[serde(default)]
     pub driver: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct UsbStorageView {
     /// `uas` or `bot`, as the probe names it.
     #[serde(default)]
     pub transport: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct BlockInventoryView {
     #[serde(default)]
     pub devices: Vec<BlockDeviceView>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct BlockDeviceView {
     pub name: String,
     #[serde(default)]
@@ -726,7 +685,7 @@ pub struct BlockDeviceView {
     pub mounts: Vec<MountView>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct BlockQueueView {
     #[serde(default)]
     pub scheduler: Option<String>,
@@ -740,20 +699,20 @@ pub struct BlockQueueView {
     pub read_ahead_kb: Option<u64>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct MountView {
     pub mount_point: String,
     #[serde(default)]
     pub fs_type: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct NetInventoryView {
     #[serde(default)]
     pub interfaces: Vec<NetInterfaceView>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct NetInterfaceView {
     pub name: String,
     #[serde(default)]
@@ -800,10 +759,35 @@ mod tests {
         .unwrap();
         assert_eq!(t.name(), "SEQ1M Q8T1 write");
     }
+
+    #[test]
+    fn a_field_renamed_by_its_producer_is_listed_as_unread() {
+        let doc = serde_json::json!({
+            "tests": [{
+                "spec": {"label": "RND4K Q32T1", "workload": {"read_percent": 100},
+                         "block_size": 4096, "queue_depth": 32, "jobs": 1},
+                "runs": [],
+                "mean_mb_per_sec": 12.5,
+                "best_run": 0,
+                "efficiency": null
+            }],
+            "interrupted": false
+        });
+        let unread = unread_fields::<DiskView>(&doc).unwrap();
+        assert!(
+            unread.contains(&"tests[].mean_mb_per_s".to_string()),
+            "{unread:?}"
+        );
+        // Fields the document has, null ones included, are read.
+        assert!(!unread
+            .iter()
+            .any(|f| f.contains("efficiency") || f.contains("spec")));
+        assert!(unread.contains(&"parameters".to_string()), "{unread:?}");
+    }
 }
 
 /// `headroom bench net`'s body (`report::net::NetReport`).
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct NetView {
     #[serde(default)]
     pub measurement: NetMeasurementView,
@@ -817,7 +801,7 @@ pub struct NetView {
     pub interface_check: Option<NetInterfaceCheckView>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct NetMeasurementView {
     #[serde(default)]
     pub role: Option<String>,
@@ -831,7 +815,7 @@ pub struct NetMeasurementView {
     pub streams: Vec<NetStreamView>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct NetConfigView {
     #[serde(default)]
     pub protocol: Option<String>,
@@ -846,21 +830,21 @@ pub struct NetConfigView {
     pub bitrate_bps: Option<u64>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct NetStreamView {
     pub flow: String,
     #[serde(default)]
     pub intervals: Vec<NetIntervalView>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct NetIntervalView {
     pub start_s: f64,
     pub end_s: f64,
     pub bytes: u64,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct NetCeilingView {
     /// Application bytes per second.
     #[serde(rename = "goodput_bytes_per_sec", alias = "goodput_bps")]
@@ -869,7 +853,7 @@ pub struct NetCeilingView {
     pub basis: String,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct NetFlowView {
     pub flow: String,
     #[serde(default)]
@@ -878,7 +862,7 @@ pub struct NetFlowView {
     pub efficiency: Option<f64>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct NetFlowSummaryView {
     /// Bits per second.
     #[serde(default)]
@@ -886,7 +870,7 @@ pub struct NetFlowSummaryView {
     pub receiver_bps: Option<f64>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct NetInterfaceCheckView {
     pub interface: String,
     #[serde(default)]

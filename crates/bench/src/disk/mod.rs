@@ -44,7 +44,7 @@ pub use profiles::{Profile, TestSpec};
 pub use result::{
     CrossCheck, DiskResult, Latency, Parameters, RunResult, Shown, SystemContext, TestResult,
 };
-pub use runner::{run, DiskRun, Progress, RunConfig};
+pub use runner::{DiskRun, Progress};
 pub use target::Target;
 pub use workload::{Op, Pattern, Workload};
 

@@ -41,9 +41,11 @@ pub struct DiskRun<'a> {
     pub parameters: Parameters,
     pub tests: Vec<TestSpec>,
     pub engine: &'static dyn Engine,
-    /// As [`RunConfig::after_test`].
+    /// Called with the result so far after each test, so a caller can write it down: a run
+    /// that is interrupted or crashes later keeps what was measured.
     pub after_test: Option<&'a (dyn Fn(&DiskResult) + Sync)>,
-    /// As [`RunConfig::kernel_counts`].
+    /// The kernel's byte counters read around each run for the cross-check (`None`: no
+    /// cross-check).
     pub kernel_counts: Option<&'a dyn kernel_count::KernelCounts>,
     pub target: &'a Target,
     pub system: SystemContext,
@@ -59,16 +61,16 @@ impl Bench for DiskRun<'_> {
     where
         F: for<'p> Fn(&Progress<'p>) + Sync,
     {
-        let cfg = RunConfig {
+        let cfg = Ctx {
             parameters: self.parameters,
             tests: self.tests,
             engine: self.engine,
             stop: Arc::clone(stop),
-            progress: Some(&progress),
+            progress: &progress,
             after_test: self.after_test,
             kernel_counts: self.kernel_counts,
         };
-        run(&cfg, self.target, self.system)
+        execute(&cfg, self.target, self.system)
     }
 
     fn interrupted(m: &DiskResult) -> bool {
@@ -76,28 +78,21 @@ impl Bench for DiskRun<'_> {
     }
 }
 
-/// How to run: the configuration of every test, the engine and the stop flag.
-pub struct RunConfig<'a> {
-    pub parameters: Parameters,
-    pub tests: Vec<TestSpec>,
-    pub engine: &'static dyn Engine,
+/// A [`DiskRun`] while it runs: its configuration with the stop flag and the progress
+/// callback that came with [`Bench::run`].
+struct Ctx<'a> {
+    parameters: Parameters,
+    tests: Vec<TestSpec>,
+    engine: &'static dyn Engine,
     /// Set by a SIGINT/SIGTERM handler: every loop checks it and stops.
-    pub stop: Arc<AtomicBool>,
-    pub progress: Option<&'a (dyn Fn(&Progress) + Sync)>,
-    /// Called with the result so far after each test, so a caller can write it down: a run
-    /// that is interrupted or crashes later keeps what was measured.
-    pub after_test: Option<&'a (dyn Fn(&DiskResult) + Sync)>,
-    /// The kernel's byte counters read around each run for the cross-check (`None`: no
-    /// cross-check).
-    pub kernel_counts: Option<&'a dyn kernel_count::KernelCounts>,
+    stop: Arc<AtomicBool>,
+    progress: &'a (dyn Fn(&Progress) + Sync),
+    after_test: Option<&'a (dyn Fn(&DiskResult) + Sync)>,
+    kernel_counts: Option<&'a dyn kernel_count::KernelCounts>,
 }
 
 /// Run every test `runs` times on `target` and collect the result.
-pub fn run(
-    cfg: &RunConfig,
-    target: &Target,
-    system: SystemContext,
-) -> Result<DiskResult, DiskError> {
+fn execute(cfg: &Ctx, target: &Target, system: SystemContext) -> Result<DiskResult, DiskError> {
     let p = &cfg.parameters;
     let mut notes = target.notes();
     let caps = cfg.engine.caps();
@@ -246,7 +241,7 @@ pub fn run(
 }
 
 fn result_of(
-    cfg: &RunConfig,
+    cfg: &Ctx,
     target: &Target,
     system: &SystemContext,
     tests: &[TestResult],
@@ -265,30 +260,28 @@ fn result_of(
     }
 }
 
-fn pause(cfg: &RunConfig, spec: &TestSpec, run_no: u32, d: Duration) -> Result<(), DiskError> {
+fn pause(cfg: &Ctx, spec: &TestSpec, run_no: u32, d: Duration) -> Result<(), DiskError> {
     let start = Instant::now();
     // Bounded: at most d / 100 ms + 1 iterations.
     while start.elapsed() < d {
         if cfg.stop.load(Ordering::Relaxed) {
             return Err(DiskError::Interrupted);
         }
-        if let Some(f) = cfg.progress {
-            f(&Progress {
-                test: &spec.name(),
-                run: run_no,
-                runs: cfg.parameters.runs,
-                phase: Phase::Pause,
-                elapsed: start.elapsed(),
-                bytes_per_sec: 0.0,
-            });
-        }
+        (cfg.progress)(&Progress {
+            test: &spec.name(),
+            run: run_no,
+            runs: cfg.parameters.runs,
+            phase: Phase::Pause,
+            elapsed: start.elapsed(),
+            bytes_per_sec: 0.0,
+        });
         std::thread::sleep((d - start.elapsed().min(d)).min(Duration::from_millis(100)));
     }
     Ok(())
 }
 
 fn run_once(
-    cfg: &RunConfig,
+    cfg: &Ctx,
     target: &Target,
     spec: &TestSpec,
     run_no: u32,
@@ -503,7 +496,7 @@ fn summarize(jobs: &[JobOutcome], c: Counters, fsync_s: Option<f64>) -> (RunResu
 }
 
 fn sample_progress<T>(
-    cfg: &RunConfig,
+    cfg: &Ctx,
     spec: &TestSpec,
     run_no: u32,
     shared: &RunShared,
@@ -511,15 +504,22 @@ fn sample_progress<T>(
     ramp: Duration,
     handles: &[std::thread::ScopedJoinHandle<'_, T>],
 ) {
-    let Some(f) = cfg.progress else {
-        return;
-    };
+    let f = cfg.progress;
     let name = spec.name();
     let mut last_bytes = 0;
     let mut last_t = start;
+    let finished = || handles.iter().all(|h| h.is_finished());
     // Bounded by the jobs, which are bounded by runtime (each loop checks its deadline).
-    while !handles.iter().all(|h| h.is_finished()) {
-        std::thread::sleep(Duration::from_millis(200));
+    while !finished() {
+        // A sample every 200 ms; the jobs' end is seen within 10 ms, so a short run is not
+        // stretched to the sampling interval.
+        let tick = Instant::now();
+        while tick.elapsed() < Duration::from_millis(200) && !finished() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if finished() {
+            break;
+        }
         let now = Instant::now();
         let b = shared.bytes_done.load(Ordering::Relaxed);
         let dt = (now - last_t).as_secs_f64();
@@ -630,16 +630,17 @@ mod tests {
         parameters.time_based = time_based;
         parameters.runtime_s = runtime_s;
         parameters.direct = false;
-        let cfg = RunConfig {
+        let r = DiskRun {
             parameters,
             tests: vec![spec],
             engine: &null::NullEngine,
-            stop,
-            progress: None,
             after_test: None,
             kernel_counts: None,
-        };
-        let r = run(&cfg, &t, SystemContext::default()).unwrap();
+            target: &t,
+            system: SystemContext::default(),
+        }
+        .run(&stop, |_: &Progress| {})
+        .unwrap();
         assert!(r
             .notes
             .iter()

@@ -94,7 +94,7 @@ pub fn load_names(root: &SysRoot, inputs: &[FunctionInput]) -> PciNames {
         .flatten()
         .collect();
     let mut names = PciNames::load(root, &vendors);
-    if names.source.is_none() && root.root() != std::path::Path::new("/") {
+    if names.source.is_none() && !root.is_live() {
         names = PciNames::load(&SysRoot::new("/"), &vendors);
     }
     if names.source.is_none() {

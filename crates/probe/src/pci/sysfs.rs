@@ -2,6 +2,7 @@
 //! (ABI: Documentation/ABI/testing/sysfs-bus-pci and sysfs-bus-pci-devices-aer_stats).
 
 use super::address::PciAddress;
+use crate::sysfs::SysfsExt;
 use crate::sysfs::{self, ReadError, SysRoot};
 use model::{LinkState, PcieGen};
 use serde::Serialize;
