@@ -2,7 +2,7 @@
 //! boards without pciutils, usbutils or hwdata (busybox, minimal Debian images).
 //!
 //! The system's own files come first (they are usually newer); these copies are used only when
-//! none is found. They are Debian 12's `pci.ids` and `usb.ids` packages, gzip-compressed in
+//! none is found. They are Debian 12's `pci.ids` and `usb.ids` packages, xz-compressed in
 //! `crates/probe/data/` (see the README there for versions, checksums and the licences:
 //! GPL-2.0-or-later or BSD-3-Clause, both databases). Without the feature the names are absent
 //! and the audit shows numeric ids, as lspci does without a pci.ids.
@@ -53,15 +53,15 @@ macro_rules! builtin_ids_summary {
 }
 
 #[cfg(feature = "builtin-ids")]
-static PCI_IDS_GZ: &[u8] = include_bytes!("../data/pci.ids.gz");
+static PCI_IDS_XZ: &[u8] = include_bytes!("../data/pci.ids.xz");
 #[cfg(feature = "builtin-ids")]
-static USB_IDS_GZ: &[u8] = include_bytes!("../data/usb.ids.gz");
+static USB_IDS_XZ: &[u8] = include_bytes!("../data/usb.ids.xz");
 
 /// The built-in pci.ids text; `None` when the feature is off.
 pub fn pci_ids() -> Option<String> {
     #[cfg(feature = "builtin-ids")]
     {
-        gunzip(PCI_IDS_GZ)
+        unxz(PCI_IDS_XZ)
     }
     #[cfg(not(feature = "builtin-ids"))]
     {
@@ -73,7 +73,7 @@ pub fn pci_ids() -> Option<String> {
 pub fn usb_ids() -> Option<String> {
     #[cfg(feature = "builtin-ids")]
     {
-        gunzip(USB_IDS_GZ)
+        unxz(USB_IDS_XZ)
     }
     #[cfg(not(feature = "builtin-ids"))]
     {
@@ -84,13 +84,10 @@ pub fn usb_ids() -> Option<String> {
 /// Decompress one of the embedded files. They are fixed at build time and checked by the tests
 /// below, so a failure here is a broken build, reported as "no names" rather than a panic.
 #[cfg(feature = "builtin-ids")]
-fn gunzip(gz: &[u8]) -> Option<String> {
-    use std::io::Read;
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(gz)
-        .read_to_string(&mut text)
-        .ok()?;
-    Some(text)
+fn unxz(xz: &[u8]) -> Option<String> {
+    let mut text = Vec::new();
+    lzma_rs::xz_decompress(&mut &xz[..], &mut text).ok()?;
+    String::from_utf8(text).ok()
 }
 
 #[cfg(all(test, feature = "builtin-ids"))]
