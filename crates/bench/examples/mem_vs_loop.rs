@@ -136,7 +136,8 @@ fn main() -> ExitCode {
                 let mut c = mmio::Config::new(vec![w], vec![op], Duration::from_secs(600));
                 c.max_sweeps = Some(args.sweeps);
                 c.chunk = args.chunk;
-                let out = mmio::run(&c, &map, 0, len as u64, &stop).map_err(|e| e.to_string())?;
+                let out = mmio::run_pairs(&c, &map, 0, len as u64, &stop, &|_| {})
+                    .map_err(|e| e.to_string())?;
                 let p = out.into_iter().next().ok_or("the engine ran nothing")?;
                 let r = p.result.map_err(|e| e.to_string())?;
                 Ok::<_, String>((r.mb_per_s, p.checksum))

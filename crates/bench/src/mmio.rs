@@ -382,8 +382,10 @@ impl Bench for MmioRun<'_> {
 
 /// Run every (width, operation) pair of `cfg` on `offset..offset+size` of `map`, each in its
 /// own child process; stops early when `stop` is set (the pairs not run are left out).
-/// `on_step` is called as each pair begins.
-pub(crate) fn run_pairs(
+/// `on_step` is called as each pair begins. [`MmioRun`] and [`crate::mem::MemRun`] run
+/// through this; it is public for what needs each pair's load checksum (the example
+/// `mem_vs_loop` checks the engine read what a plain loop reads).
+pub fn run_pairs(
     cfg: &Config,
     map: &Mapping,
     offset: u64,
