@@ -6,6 +6,7 @@
 //! delivered); this module counts what arrived during a run.
 
 use crate::{interval, Error, ReadUnder, Sampler, Stamped, SysRoot};
+use model::inventory::pci::address::PciAddress;
 pub use model::procfs::IrqLine;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -211,10 +212,7 @@ pub fn interface_irqs(
         ));
     };
     let base = |p: &std::path::Path| p.file_name().and_then(|n| n.to_str()).map(str::to_string);
-    let is_pci = |n: &str| {
-        let b = n.as_bytes();
-        n.len() == 12 && b[4] == b':' && b[7] == b':' && b[10] == b'.'
-    };
+    let is_pci = |n: &str| PciAddress::from_sysfs_name(n).is_some();
     let name = base(&device).unwrap_or_default();
     let (pci, virtio) = if is_pci(&name) {
         (Some(name), None)

@@ -14,6 +14,7 @@ use crate::sysfs::{
     link_name, parse_hex_u32, read_attr_noting, read_bytes, read_parsed_noting, SysRoot,
 };
 
+use model::inventory::pci::address::PciAddress;
 pub use model::inventory::usb::{
     is_usb3_version, HostAttachment, HostController, MassStorage, StorageTransport, UsbDevice,
     UsbInterface, UsbInventory,
@@ -335,7 +336,7 @@ fn host_controller(
     let kind = class
         .and_then(hc_kind_from_class)
         .or_else(|| driver.as_deref().and_then(hc_kind_from_driver));
-    let attachment = if is_pci_address(&name) {
+    let attachment = if PciAddress::from_sysfs_name(&name).is_some() {
         HostAttachment::Pci { address: name }
     } else {
         HostAttachment::Platform { name }
@@ -345,18 +346,6 @@ fn host_controller(
         driver,
         kind,
     })
-}
-
-/// `0000:00:14.0`: domain, bus, device, function as sysfs names PCI functions.
-pub fn is_pci_address(name: &str) -> bool {
-    let b = name.as_bytes();
-    b.len() == 12
-        && b[4] == b':'
-        && b[7] == b':'
-        && b[10] == b'.'
-        && b.iter()
-            .enumerate()
-            .all(|(i, c)| matches!(i, 4 | 7 | 10) || c.is_ascii_hexdigit())
 }
 
 /// USB host controller kind from the PCI class code (PCI Code and ID Assignment
@@ -483,8 +472,8 @@ mod tests {
         assert!(!is_device_name("0000:00:1d.7"));
         assert!(!is_device_name("usb"));
         assert_eq!(parse_port_path("1-1.5.4"), Some((1, vec![1, 5, 4])));
-        assert!(is_pci_address("0000:00:1d.7"));
-        assert!(!is_pci_address("80860F14:00"));
+        assert!(PciAddress::from_sysfs_name("0000:00:1d.7").is_some());
+        assert!(PciAddress::from_sysfs_name("80860F14:00").is_none());
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::bus::{
 };
 use crate::sysfs::{link_name, read_attr, read_attr_noting, SysRoot};
 use crate::usb;
+use model::inventory::pci::address::PciAddress;
 use model::path::{Hop, Transport};
 use std::path::{Path, PathBuf};
 
@@ -66,7 +67,7 @@ impl Walker<'_> {
                 break;
             }
             if name.starts_with("pci")
-                && !usb::is_pci_address(&name)
+                && PciAddress::from_sysfs_name(&name).is_none()
                 && anc.parent() == Some(Path::new("/sys/devices"))
             {
                 hops.push(Hop::Cpu);
@@ -77,7 +78,7 @@ impl Walker<'_> {
                 hops.push(Hop::Cpu);
                 return (hops, None);
             }
-            if usb::is_pci_address(&name) {
+            if PciAddress::from_sysfs_name(&name).is_some() {
                 hops.push(Hop::Pci {
                     address: name,
                     driver: self.driver(&dir),

@@ -29,6 +29,16 @@ impl PciAddress {
             function,
         }
     }
+
+    /// The address a sysfs directory name stands for, if the name is one the kernel gives
+    /// a PCI function (`0000:00:14.0`, and `10000:e1:1f.7` under Intel VMD): the full form,
+    /// lower-case hex, exactly as [`fmt::Display`] prints it. `pci0000:00` (a host
+    /// bridge), `80860F14:00` (an ACPI platform device), `1-1:1.0` (a USB interface) and
+    /// the short `00:14.0` that users type are not.
+    pub fn from_sysfs_name(name: &str) -> Option<PciAddress> {
+        let a: PciAddress = name.parse().ok()?;
+        (a.to_string() == name).then_some(a)
+    }
 }
 
 impl fmt::Display for PciAddress {
@@ -132,6 +142,30 @@ mod tests {
         let vmd: PciAddress = "10000:e1:1f.7".parse().unwrap();
         assert_eq!(vmd, PciAddress::new(0x10000, 0xe1, 0x1f, 7));
         assert_eq!(vmd.to_string(), "10000:e1:1f.7");
+    }
+
+    #[test]
+    fn sysfs_names_are_only_the_full_form() {
+        assert_eq!(
+            PciAddress::from_sysfs_name("0000:00:1d.7"),
+            Some(PciAddress::new(0, 0, 0x1d, 7))
+        );
+        assert_eq!(
+            PciAddress::from_sysfs_name("10000:e1:1f.7"),
+            Some(PciAddress::new(0x10000, 0xe1, 0x1f, 7))
+        );
+        for not in [
+            "pci0000:00",
+            "80860F14:00",
+            "1-1:1.0",
+            "00:1d.7",
+            "0000:00:1D.7",
+            "virtio2",
+            "0000:00:1d.7x",
+            "",
+        ] {
+            assert_eq!(PciAddress::from_sysfs_name(not), None, "{not}");
+        }
     }
 
     #[test]
