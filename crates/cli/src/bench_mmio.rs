@@ -11,7 +11,7 @@ use bench::mmio::{self, Mapping, MmioRun, PairError};
 use bench::Bench;
 use clap::Args;
 use model::mmio::{AccessOp, AccessResult, AccessWidth, MemCopyResult};
-use model::{Finding, Severity};
+use model::Finding;
 use probe::pci::bar::{self, BarAddress, FunctionFacts};
 use probe::sysfs::SysRoot;
 use serde::Serialize;
@@ -941,7 +941,8 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
             // A function whose path cannot be resolved has no link to judge: no finding.
             match probe::path::resolve(&root, Path::new(t), &probe::pci::audit_sysfs(&root)) {
                 Ok(p) => {
-                    let findings = link_findings(&opened.region, &p);
+                    let bar = opened.region.bar.as_deref().unwrap_or_default();
+                    let findings = report::findings::mmio::downgraded_links(bar, &p);
                     (Some(p), findings)
                 }
                 Err(why) => {
@@ -973,99 +974,9 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
     finish(global, &a.keep, &doc, signal.load(Ordering::Relaxed))
 }
 
-/// A BAR behind a link running below what its ends support: every access crosses it.
-fn link_findings(region: &Region, path: &probe::path::TargetPath) -> Vec<Finding> {
-    path.links
-        .iter()
-        .filter_map(|l| {
-            let capable = l.capable_state.as_ref()?;
-            (capable != &l.state).then(|| {
-                Finding::new(
-                    Severity::Warning,
-                    region.bar.clone().unwrap_or_default(),
-                    format!(
-                        "the BAR's accesses cross {} at {} (capable {capable}): the link is \
-                         downgraded",
-                        l.name, l.state
-                    ),
-                )
-                .with_advice("reseat the card or check the slot's lanes and the link training (lspci -vv LnkSta)")
-            })
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::path::PathLinkState;
-    use model::{LinkState, PcieGen};
-    use probe::path::{LinkKind, PathLink, TargetPath};
-
-    fn region() -> Region {
-        Region {
-            given: "01:00.0:2".into(),
-            kind: "bar",
-            file: "/sys/bus/pci/devices/0000:01:00.0/resource2".into(),
-            bar: Some("0000:01:00.0:2".into()),
-            bar_bytes: Some(1 << 20),
-            bar_start: Some(0xf000_0000),
-            prefetchable: Some(false),
-            is_64bit: Some(false),
-            write_combining: false,
-            write_combining_available: Some(false),
-            window_offset: 0,
-            window_bytes: 1 << 20,
-            writable: false,
-            driver: None,
-        }
-    }
-
-    fn path(state: LinkState, capable: Option<LinkState>) -> TargetPath {
-        TargetPath {
-            chain: probe::chain::Chain {
-                target: "0000:01:00.0".into(),
-                hops: Vec::new(),
-                stopped: None,
-                warnings: Vec::new(),
-            },
-            links: vec![PathLink {
-                kind: LinkKind::Pcie,
-                hop: "0000:01:00.0".into(),
-                name: "PCIe 0000:00:01.0 -> 0000:01:00.0".into(),
-                state: PathLinkState::Pcie(state),
-                capable_state: capable.map(PathLinkState::Pcie),
-                ceiling_bps: 1e9,
-                ceiling_other_direction_bps: None,
-                capable_ceiling_bps: None,
-                basis: String::new(),
-                note: None,
-            }],
-            bottleneck: Some(0),
-            no_bottleneck_reason: None,
-        }
-    }
-
-    #[test]
-    fn a_bar_behind_a_downgraded_link_is_a_finding() {
-        // The Rockchip guide's RK3588 endpoint trained at Gen 2 x1 instead of Gen 3 x4.
-        let f = link_findings(
-            &region(),
-            &path(
-                LinkState::new(PcieGen::Gen2, 1),
-                Some(LinkState::new(PcieGen::Gen3, 4)),
-            ),
-        );
-        assert_eq!(f.len(), 1);
-        assert_eq!(f[0].severity, Severity::Warning);
-        assert_eq!(f[0].subject, "0000:01:00.0:2");
-        assert!(
-            f[0].message.contains("at 5 GT/s x1 (capable 8 GT/s x4)"),
-            "{}",
-            f[0].message
-        );
-        assert!(link_findings(&region(), &path(LinkState::new(PcieGen::Gen3, 4), None)).is_empty());
-    }
 
     /// A sysfs tree with one function: its `resource` lines, `enable`, and a driver link.
     fn tree(resource: &str, enable: &str, driver: Option<&str>) -> tempfile::TempDir {

@@ -8,6 +8,7 @@
 
 pub mod audit;
 pub mod latency;
+pub mod mmio;
 pub mod system;
 
 pub use crate::summary::plural as count;

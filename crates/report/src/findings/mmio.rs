@@ -1,0 +1,87 @@
+//! bench mmio's finding: a BAR reached through a link that trained below what its ends
+//! support, so every timed access crosses the slower link.
+
+use model::path::TargetPath;
+use model::{Finding, Severity};
+
+/// A warning for each link on `path` that runs below its capable state (`lspci -vv`'s
+/// LnkSta below LnkCap), about the BAR named `bar` (`0000:01:00.0:2`). A link whose capable
+/// state is unknown, or equal to its state, makes none.
+pub fn downgraded_links(bar: &str, path: &TargetPath) -> Vec<Finding> {
+    path.links
+        .iter()
+        .filter_map(|l| {
+            let capable = l.capable_state.as_ref()?;
+            (capable != &l.state).then(|| {
+                Finding::new(
+                    Severity::Warning,
+                    bar,
+                    format!(
+                        "the BAR's accesses cross {} at {} (capable {capable}): the link is \
+                         downgraded",
+                        l.name, l.state
+                    ),
+                )
+                .with_advice(
+                    "reseat the card or check the slot's lanes and the link training (lspci \
+                     -vv LnkSta)",
+                )
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::path::{Chain, LinkKind, PathLink, PathLinkState};
+    use model::{LinkState, PcieGen};
+
+    fn path(state: LinkState, capable: Option<LinkState>) -> TargetPath {
+        TargetPath {
+            chain: Chain {
+                target: "0000:01:00.0".into(),
+                hops: Vec::new(),
+                stopped: None,
+                warnings: Vec::new(),
+            },
+            links: vec![PathLink {
+                kind: LinkKind::Pcie,
+                hop: "0000:01:00.0".into(),
+                name: "PCIe 0000:00:01.0 -> 0000:01:00.0".into(),
+                state: PathLinkState::Pcie(state),
+                capable_state: capable.map(PathLinkState::Pcie),
+                ceiling_bps: 1e9,
+                ceiling_other_direction_bps: None,
+                capable_ceiling_bps: None,
+                basis: String::new(),
+                note: None,
+            }],
+            bottleneck: Some(0),
+            no_bottleneck_reason: None,
+        }
+    }
+
+    #[test]
+    fn a_bar_behind_a_downgraded_link_is_a_finding() {
+        // The Rockchip guide's RK3588 endpoint trained at Gen 2 x1 instead of Gen 3 x4.
+        let f = downgraded_links(
+            "0000:01:00.0:2",
+            &path(
+                LinkState::new(PcieGen::Gen2, 1),
+                Some(LinkState::new(PcieGen::Gen3, 4)),
+            ),
+        );
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert_eq!(f[0].subject, "0000:01:00.0:2");
+        assert_eq!(
+            f[0].message,
+            "the BAR's accesses cross PCIe 0000:00:01.0 -> 0000:01:00.0 at 5 GT/s x1 \
+             (capable 8 GT/s x4): the link is downgraded"
+        );
+        let same = LinkState::new(PcieGen::Gen3, 4);
+        assert!(downgraded_links("0000:01:00.0:2", &path(same, Some(same))).is_empty());
+        assert!(downgraded_links("0000:01:00.0:2", &path(same, None)).is_empty());
+    }
+}
