@@ -1,7 +1,7 @@
 //! Wake-up latency (cyclictest's measurement): what a run is asked to do, what it obtained
 //! and what it measured. `bench::latency` fills these; report judges and renders them.
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::time::Duration;
 
 /// ns per us: the histogram has 1 us buckets.
@@ -32,8 +32,28 @@ fn opt_as_s<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error
     }
 }
 
+fn from_us<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    u64::deserialize(d).map(Duration::from_micros)
+}
+
+/// Seconds as a document writes them; a negative or non-finite number is an error.
+fn secs(s: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(s).map_err(|e| format!("{s} is not a duration in seconds: {e}"))
+}
+
+fn from_s<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    secs(f64::deserialize(d)?).map_err(serde::de::Error::custom)
+}
+
+fn opt_from_s<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    Option::<f64>::deserialize(d)?
+        .map(secs)
+        .transpose()
+        .map_err(serde::de::Error::custom)
+}
+
 /// Where the measuring threads run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "cpus", rename_all = "snake_case")]
 pub enum Affinity {
     /// Not pinned: the scheduler places the threads.
@@ -43,26 +63,38 @@ pub enum Affinity {
 }
 
 /// How the run ends (the first reached).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     /// Stop after this time (cyclictest `-D`).
-    #[serde(rename = "duration_s", serialize_with = "opt_as_s")]
+    #[serde(
+        rename = "duration_s",
+        serialize_with = "opt_as_s",
+        deserialize_with = "opt_from_s"
+    )]
     pub duration: Option<Duration>,
     /// Stop each thread after this many wake-ups (cyclictest `-l`).
     pub loops: Option<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Config {
     pub threads: usize,
     pub affinity: Affinity,
     /// SCHED_FIFO priority 1..=99; 0 runs the threads at SCHED_OTHER like cyclictest `-p 0`.
     pub priority: u8,
     /// Base interval (cyclictest `-i`, default 1000 us).
-    #[serde(rename = "interval_us", serialize_with = "as_us")]
+    #[serde(
+        rename = "interval_us",
+        serialize_with = "as_us",
+        deserialize_with = "from_us"
+    )]
     pub interval: Duration,
     /// Added per thread (cyclictest `-d`, default 500 us).
-    #[serde(rename = "distance_us", serialize_with = "as_us")]
+    #[serde(
+        rename = "distance_us",
+        serialize_with = "as_us",
+        deserialize_with = "from_us"
+    )]
     pub distance: Duration,
     pub limits: Limits,
     /// Histogram buckets of 1 us from 0 up to this limit; above goes to the overflow count.
@@ -70,7 +102,11 @@ pub struct Config {
     /// How many of the largest latencies to keep, with their timestamps.
     pub keep_largest: usize,
     /// Length of the windows whose maxima are kept (one minute like OSADL's long-term plots).
-    #[serde(rename = "window_s", serialize_with = "as_s")]
+    #[serde(
+        rename = "window_s",
+        serialize_with = "as_s",
+        deserialize_with = "from_s"
+    )]
     pub window: Duration,
     /// Lock memory (`mlockall(MCL_CURRENT | MCL_FUTURE)`, cyclictest `-m`).
     pub lock_memory: bool,
@@ -269,27 +305,75 @@ impl Histogram {
     }
 }
 
-impl Serialize for Histogram {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let buckets: Vec<(usize, u64)> = self
-            .counts
+impl Histogram {
+    /// The non-empty buckets as `(us, count)` pairs, lowest first: the document's form.
+    pub fn buckets(&self) -> Vec<(u32, u64)> {
+        self.counts
             .iter()
             .enumerate()
             .filter(|(_, &c)| c > 0)
-            .map(|(us, &c)| (us, c))
-            .collect();
+            .map(|(us, &c)| (us as u32, c))
+            .collect()
+    }
+}
+
+impl Serialize for Histogram {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
         let mut st = s.serialize_struct("Histogram", 4)?;
         st.serialize_field("bucket_us", &1)?;
         st.serialize_field("limit_us", &self.limit_us())?;
-        st.serialize_field("buckets", &buckets)?;
+        st.serialize_field("buckets", &self.buckets())?;
         st.serialize_field("overflow", &self.overflow)?;
         st.end()
     }
 }
 
+/// Read back from the sparse form [`Serialize`] writes. A document without `limit_us`
+/// gets buckets up to its highest one; a bucket at or above the limit, a limit above
+/// [`MAX_HISTOGRAM_US`] or a bucket width other than 1 us is an error, not a guess.
+impl<'de> Deserialize<'de> for Histogram {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        #[derive(Deserialize)]
+        struct Sparse {
+            #[serde(default)]
+            bucket_us: Option<u32>,
+            #[serde(default)]
+            limit_us: Option<u32>,
+            #[serde(default)]
+            buckets: Vec<(u32, u64)>,
+            #[serde(default)]
+            overflow: u64,
+        }
+        let h = Sparse::deserialize(d)?;
+        if let Some(w) = h.bucket_us.filter(|&w| w != 1) {
+            return Err(D::Error::custom(format!(
+                "histogram buckets of {w} us: only 1 us buckets are read"
+            )));
+        }
+        let highest = h.buckets.iter().map(|b| b.0 + 1).max().unwrap_or(0);
+        let limit = h.limit_us.unwrap_or(highest);
+        if limit > MAX_HISTOGRAM_US || highest > limit {
+            return Err(D::Error::custom(format!(
+                "histogram limit {limit} us with a bucket at {} us: the limit is at most \
+                 {MAX_HISTOGRAM_US} us and above every bucket",
+                highest.saturating_sub(1)
+            )));
+        }
+        let mut counts = vec![0u64; limit as usize];
+        for (us, c) in h.buckets {
+            counts[us as usize] += c;
+        }
+        Ok(Histogram {
+            counts,
+            overflow: h.overflow,
+        })
+    }
+}
+
 /// One of the largest latencies of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Spike {
     pub latency_ns: u64,
     /// When it happened: the programmed wake-up time, since the start of the run.
@@ -300,7 +384,7 @@ pub struct Spike {
 }
 
 /// The maximum latency of one window of the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WindowMax {
     /// Window start, seconds since the start of the run.
     pub start_s: u64,
@@ -309,7 +393,7 @@ pub struct WindowMax {
 }
 
 /// The numbers of one thread, or of the whole run merged.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     pub count: u64,
     pub min_ns: u64,
@@ -375,7 +459,7 @@ pub fn merge(stats: &[&Stats], keep_largest: usize) -> Stats {
 }
 
 /// One privileged step and how it went.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", content = "reason", rename_all = "snake_case")]
 pub enum Step {
     Done,
@@ -395,7 +479,7 @@ impl Step {
 }
 
 /// What the setup obtained. A run without these measures something else than cyclictest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Privileges {
     /// SCHED_FIFO at the requested priority, per thread (refusals repeat, so one entry).
     pub sched_fifo: Step,
@@ -403,7 +487,7 @@ pub struct Privileges {
     pub cpu_dma_latency_held: Step,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadResult {
     pub thread: usize,
     pub tid: i32,
@@ -420,7 +504,7 @@ pub struct ThreadResult {
     pub cpu_time_per_wakeup_ns: f64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     Duration,
@@ -428,8 +512,19 @@ pub enum StopReason {
     Interrupted,
 }
 
+impl StopReason {
+    /// The reason in words: `duration`, `loops`, `interrupted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Duration => "duration",
+            StopReason::Loops => "loops",
+            StopReason::Interrupted => "interrupted",
+        }
+    }
+}
+
 /// The result of a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measurement {
     pub privileges: Privileges,
     pub elapsed_ns: u64,
@@ -518,5 +613,96 @@ impl CpuInterrupts {
             per_second: rate(count),
             sources,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn stats() -> Stats {
+        let mut histogram = Histogram::new(100);
+        for ns in [4_128, 4_900, 27_000, 250_000] {
+            histogram.add(ns);
+        }
+        Stats {
+            count: 4,
+            min_ns: 4_128,
+            max_ns: 250_000,
+            avg_ns: 71_507.0,
+            act_ns: 27_000,
+            missed_periods: 0,
+            histogram,
+            largest: vec![Spike {
+                latency_ns: 250_000,
+                at_ns: 3_000_000,
+                cycle: 3,
+                thread: 0,
+            }],
+            window_maxima: vec![WindowMax {
+                start_s: 0,
+                max_ns: 250_000,
+                count: 4,
+            }],
+        }
+    }
+
+    #[test]
+    fn a_measurement_reads_back_as_written() {
+        let m = Measurement {
+            privileges: Privileges {
+                sched_fifo: Step::Refused("Operation not permitted".into()),
+                memory_locked: Step::Done,
+                cpu_dma_latency_held: Step::NotRequested,
+            },
+            elapsed_ns: 4_000_000,
+            stopped_by: StopReason::Loops,
+            threads: vec![ThreadResult {
+                thread: 0,
+                tid: 42,
+                cpu: Some(1),
+                last_cpu: Some(1),
+                priority: 0,
+                interval_us: 1000,
+                stats: stats(),
+                cpu_time_ns: 90_000,
+                cpu_time_per_wakeup_ns: 22_500.0,
+            }],
+            total: stats(),
+        };
+        let json = serde_json::to_string(&m).unwrap();
+        let back: Measurement = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, m);
+        assert_eq!(back.total.histogram.buckets(), vec![(4, 2), (27, 1)]);
+        assert_eq!(back.total.histogram.overflow, 1);
+        let config = Config {
+            affinity: Affinity::Pinned(vec![2, 3]),
+            limits: Limits {
+                duration: Some(Duration::from_millis(2500)),
+                loops: None,
+            },
+            ..Config::default()
+        };
+        let json = serde_json::to_string(&config).unwrap();
+        assert_eq!(serde_json::from_str::<Config>(&json).unwrap(), config);
+    }
+
+    #[test]
+    fn a_histogram_that_does_not_fit_is_an_error() {
+        let bad = [
+            r#"{"bucket_us": 1, "limit_us": 10, "buckets": [[10, 1]], "overflow": 0}"#,
+            r#"{"bucket_us": 10, "limit_us": 10, "buckets": [], "overflow": 0}"#,
+            r#"{"limit_us": 2000000, "buckets": [], "overflow": 0}"#,
+        ];
+        for text in bad {
+            assert!(serde_json::from_str::<Histogram>(text).is_err(), "{text}");
+        }
+        // Without a limit: up to the highest bucket.
+        let h: Histogram = serde_json::from_str(r#"{"buckets": [[7, 2]], "overflow": 1}"#).unwrap();
+        assert_eq!(
+            (h.limit_us(), h.total(), h.quantile_us(0.5)),
+            (8, 3, Some(7))
+        );
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::document::{Document, DocumentError};
 use crate::views::{AuditView, CommonView, DiskLatencyView, DiskView, LatencyView, NetView};
+use model::latency::{Affinity, Step};
 use model::path::{Hop, PathLink};
 use model::units::{format_bytes_binary, tenths_us, whole_us, MB};
 use model::Finding;
@@ -197,11 +198,11 @@ fn put(s: &mut Summary, key: &str, value: String) {
 }
 
 /// A privileged step as the terminal words it: `yes`, `not requested`, `no (why)`.
-fn step_words(st: &crate::views::StepView) -> String {
-    match st.state.as_str() {
-        "done" => "yes".to_string(),
-        "not_requested" => "not requested".to_string(),
-        _ => format!("no ({})", st.reason.as_deref().unwrap_or(&st.state)),
+fn step_words(st: &model::latency::Step) -> String {
+    match st {
+        Step::Done => "yes".to_string(),
+        Step::NotRequested => "not requested".to_string(),
+        Step::Refused(why) => format!("no ({why})"),
     }
 }
 
@@ -498,33 +499,26 @@ impl Summary {
                     }
                 }
                 if let Some(c) = &l.config {
-                    if let Some(n) = c.threads {
-                        put(&mut s, "threads", n.to_string());
-                    }
-                    if let Some(a) = &c.affinity {
-                        put(&mut s, "affinity", a.to_string());
-                    }
-                    if let Some(i) = c.interval_us {
-                        put(&mut s, "interval", format!("{i} us"));
-                    }
-                    if let Some(d) = c.distance_us {
-                        put(&mut s, "distance", format!("{d} us"));
-                    }
-                    if let Some(p) = c.priority {
-                        put(&mut s, "priority", p.to_string());
-                    }
-                    if let Some(lim) = &c.limits {
-                        if let Some(d) = lim.duration_s {
-                            put(&mut s, "duration", seconds(d));
+                    put(&mut s, "threads", c.threads.to_string());
+                    let affinity = match &c.affinity {
+                        Affinity::Free => "free".to_string(),
+                        Affinity::Pinned(cpus) => {
+                            format!("pinned to CPUs {}", model::units::format_cpu_list(cpus))
                         }
-                        if let Some(n) = lim.loops {
-                            put(&mut s, "loops", n.to_string());
-                        }
+                    };
+                    put(&mut s, "affinity", affinity);
+                    put(&mut s, "interval", format!("{} us", c.interval.as_micros()));
+                    put(&mut s, "distance", format!("{} us", c.distance.as_micros()));
+                    put(&mut s, "priority", c.priority.to_string());
+                    if let Some(d) = c.limits.duration {
+                        put(&mut s, "duration", seconds(d.as_secs_f64()));
                     }
-                    if let Some(h) = c.histogram_limit_us {
-                        put(&mut s, "histogram limit", format!("{h} us"));
-                        s.histogram_limit_us = Some(h);
+                    if let Some(n) = c.limits.loops {
+                        put(&mut s, "loops", n.to_string());
                     }
+                    let h = c.histogram_limit_us;
+                    put(&mut s, "histogram limit", format!("{h} us"));
+                    s.histogram_limit_us = Some(h);
                 }
                 if let Some(ctx) = &l.context {
                     if let Some(c) = &ctx.cmdline {
@@ -550,24 +544,16 @@ impl Summary {
                     };
                     put(&mut s, "SMT", smt.to_string());
                 }
-                if let Some(p) = &l.measurement.privileges {
-                    for (key, step) in [
-                        ("SCHED_FIFO", &p.sched_fifo),
-                        ("memory locked", &p.memory_locked),
-                        ("cpu_dma_latency held", &p.cpu_dma_latency_held),
-                    ] {
-                        if let Some(st) = step {
-                            put(&mut s, key, step_words(st));
-                        }
-                    }
+                let p = &l.measurement.privileges;
+                for (key, step) in [
+                    ("SCHED_FIFO", &p.sched_fifo),
+                    ("memory locked", &p.memory_locked),
+                    ("cpu_dma_latency held", &p.cpu_dma_latency_held),
+                ] {
+                    put(&mut s, key, step_words(step));
                 }
-                let cpu_ns: u64 = l
-                    .measurement
-                    .threads
-                    .iter()
-                    .filter_map(|t| t.cpu_time_ns)
-                    .sum();
-                let wakeups = l.measurement.total.as_ref().map_or(0, |t| t.count);
+                let cpu_ns: u64 = l.measurement.threads.iter().map(|t| t.cpu_time_ns).sum();
+                let wakeups = l.measurement.total.count;
                 if cpu_ns > 0 && wakeups > 0 {
                     put(
                         &mut s,
@@ -579,7 +565,8 @@ impl Summary {
                         ),
                     );
                 }
-                if let Some(total) = &l.measurement.total {
+                {
+                    let total = &l.measurement.total;
                     // The terminal's lines under its table, truncated the same way.
                     let top: Vec<String> = total
                         .largest
@@ -604,7 +591,7 @@ impl Summary {
                             .iter()
                             .map(|w| format!("{}s:{}", w.start_s, whole_us(w.max_ns)))
                             .collect();
-                        let window = l.config.as_ref().and_then(|c| c.window_s);
+                        let window = l.config.as_ref().map(|c| c.window.as_secs_f64());
                         let per = window.map(|w| format!(" {w} s")).unwrap_or_default();
                         s.latency_lines
                             .push(format!("Max (us) per{per} window: {}.", w.join(" ")));
@@ -634,14 +621,14 @@ impl Summary {
                     .as_ref()
                     .map_or("none".to_string(), |x| x.spec.spec());
                 put(&mut s, "stress", stress);
-                if let Some(e) = l.measurement.elapsed_ns {
-                    put(&mut s, "measured for", format!("{:.1} s", e as f64 / 1e9));
-                }
-                if let Some(by) = &l.measurement.stopped_by {
-                    let by = by.as_str().map_or_else(|| by.to_string(), str::to_string);
-                    put(&mut s, "stopped by", by.replace('_', " "));
-                }
-                let row = |name: String, cpu, st: &crate::views::LatencyStatsView| ThreadRow {
+                let e = l.measurement.elapsed_ns;
+                put(&mut s, "measured for", format!("{:.1} s", e as f64 / 1e9));
+                put(
+                    &mut s,
+                    "stopped by",
+                    l.measurement.stopped_by.as_str().into(),
+                );
+                let row = |name: String, cpu, st: &model::latency::Stats| ThreadRow {
                     name,
                     cpu,
                     count: st.count,
@@ -651,7 +638,7 @@ impl Summary {
                     p99_us: st.histogram.quantile_us(0.99),
                     p99_9_us: st.histogram.quantile_us(0.999),
                     missed: st.missed_periods,
-                    histogram: st.histogram.buckets.clone(),
+                    histogram: st.histogram.buckets(),
                     overflow: st.histogram.overflow,
                 };
                 for t in &l.measurement.threads {
@@ -662,9 +649,8 @@ impl Summary {
                     s.threads.push(row(t.thread.to_string(), cpu, &t.stats));
                 }
                 // `all`, as the terminal prints it, also under a single thread.
-                if let Some(total) = &l.measurement.total {
-                    s.threads.push(row("all".into(), None, total));
-                }
+                s.threads
+                    .push(row("all".into(), None, &l.measurement.total));
             }
             "audit" => {
                 let a: AuditView = doc.view(origin)?;

@@ -1,10 +1,11 @@
 //! Typed views of command bodies: serde structs with the fields reports read.
 //!
 //! Where the producer's type lives in `model` (the path, findings, PCIe link states and
-//! comparisons), the view holds that type: a field renamed there changes what is read here,
-//! at compile time. The bodies of `bench disk`, `bench latency`, `bench net` and the audit's
-//! inventory are typed in bench and probe, which report may not depend on (DESIGN's arrows),
-//! so their views name the fields, with `#[serde(default)]` where a field is optional or
+//! comparisons, bench latency's configuration and measurement), the view holds that type: a
+//! field renamed there changes what is read here, at compile time. The other bodies (bench
+//! disk and net, the audit's inventory, bench latency's context and load) are still typed
+//! in bench and probe, or in model types without `Deserialize`, so their views name the
+//! fields, with `#[serde(default)]` where a field is optional or
 //! missing from older documents; [`unread_fields`] lists every field a view names that a
 //! document does not have, and the round-trip tests (crates/cli/tests/roundtrip.rs) assert
 //! that list for freshly produced documents, so a field renamed in a producer fails them.
@@ -260,14 +261,15 @@ impl DiskTestView {
     }
 }
 
-/// `headroom bench latency`'s body.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+/// `headroom bench latency`'s body: its configuration and measurement as
+/// `model::latency` types.
+#[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct LatencyView {
     #[serde(default)]
-    pub config: Option<LatencyConfigView>,
+    pub config: Option<model::latency::Config>,
     #[serde(default)]
     pub context: Option<LatencyContextView>,
-    pub measurement: LatencyMeasurementView,
+    pub measurement: model::latency::Measurement,
     /// Device interrupts on the measured CPUs during the measurement (absent in documents
     /// written before they were sampled).
     #[serde(default)]
@@ -331,58 +333,6 @@ impl StressSpecView {
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct LatencyConfigView {
-    #[serde(default)]
-    pub threads: Option<u32>,
-    #[serde(default)]
-    pub affinity: Option<AffinityView>,
-    #[serde(default)]
-    pub interval_us: Option<u64>,
-    #[serde(default)]
-    pub distance_us: Option<u64>,
-    #[serde(default)]
-    pub priority: Option<i64>,
-    #[serde(default)]
-    pub limits: Option<LatencyLimitsView>,
-    #[serde(default)]
-    pub histogram_limit_us: Option<u32>,
-    /// Length of the windows whose maxima are kept, s.
-    #[serde(default)]
-    pub window_s: Option<f64>,
-}
-
-/// `{"kind": "free"}` or `{"kind": "pinned", "cpus": [2, 3]}`.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct AffinityView {
-    pub kind: String,
-    #[serde(default)]
-    pub cpus: Option<Vec<u32>>,
-}
-
-impl std::fmt::Display for AffinityView {
-    /// `free` or `pinned to CPUs 2-3`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.cpus {
-            Some(c) => write!(
-                f,
-                "{} to CPUs {}",
-                self.kind,
-                model::units::format_cpu_list(c)
-            ),
-            None => f.write_str(&self.kind),
-        }
-    }
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct LatencyLimitsView {
-    #[serde(default)]
-    pub duration_s: Option<f64>,
-    #[serde(default)]
-    pub loops: Option<u64>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct LatencyContextView {
     #[serde(default)]
     pub kernel: Option<LatencyKernelView>,
@@ -405,40 +355,6 @@ pub struct CmdlineView {
     pub rcu_nocbs: Option<Vec<u32>>,
 }
 
-/// Whether a privileged step (SCHED_FIFO, mlockall, /dev/cpu_dma_latency) was taken:
-/// `{"state": "done"}`, `{"state": "not_requested"}` or `{"state": "refused", ...}`.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct StepView {
-    pub state: String,
-    /// Why it was refused, when it was.
-    #[serde(default)]
-    pub reason: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct PrivilegesView {
-    #[serde(default)]
-    pub sched_fifo: Option<StepView>,
-    #[serde(default)]
-    pub memory_locked: Option<StepView>,
-    #[serde(default)]
-    pub cpu_dma_latency_held: Option<StepView>,
-}
-
-/// One of the largest wake-up latencies: when and on which thread.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
-pub struct SpikeView {
-    pub latency_ns: u64,
-    pub at_ns: u64,
-    pub thread: u32,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
-pub struct WindowMaxView {
-    pub start_s: u64,
-    pub max_ns: u64,
-}
-
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct LatencyKernelView {
     #[serde(default)]
@@ -458,87 +374,6 @@ pub struct CpuFreqView {
     pub cpu: u32,
     #[serde(default)]
     pub governor: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct LatencyMeasurementView {
-    #[serde(default)]
-    pub threads: Vec<LatencyThreadView>,
-    #[serde(default)]
-    pub total: Option<LatencyStatsView>,
-    /// How long the threads measured.
-    #[serde(default)]
-    pub elapsed_ns: Option<u64>,
-    /// Why the run ended (`duration`, `loops`, `signal`...), as written.
-    #[serde(default)]
-    pub stopped_by: Option<serde_json::Value>,
-    #[serde(default)]
-    pub privileges: Option<PrivilegesView>,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-pub struct LatencyThreadView {
-    pub thread: u32,
-    #[serde(default)]
-    pub cpu: Option<u32>,
-    /// Where a free (unpinned) thread last ran.
-    #[serde(default)]
-    pub last_cpu: Option<u32>,
-    #[serde(default)]
-    pub interval_us: Option<u64>,
-    pub stats: LatencyStatsView,
-    /// CPU time the measuring thread used.
-    #[serde(default)]
-    pub cpu_time_ns: Option<u64>,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-pub struct LatencyStatsView {
-    pub count: u64,
-    pub min_ns: u64,
-    pub max_ns: u64,
-    pub avg_ns: f64,
-    #[serde(default)]
-    pub missed_periods: u64,
-    #[serde(default)]
-    pub histogram: HistogramView,
-    #[serde(default)]
-    pub largest: Vec<SpikeView>,
-    #[serde(default)]
-    pub window_maxima: Vec<WindowMaxView>,
-}
-
-/// cyclictest's histogram: 1 µs buckets, only the non-empty ones as `[µs, count]` pairs, and
-/// the samples above the limit in `overflow`.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
-pub struct HistogramView {
-    #[serde(default)]
-    pub buckets: Vec<(u32, u64)>,
-    #[serde(default)]
-    pub overflow: u64,
-}
-
-impl HistogramView {
-    /// The latency (µs, bucket floor) at or below which `q` (0..=1) of the samples fall,
-    /// counting the overflow as samples (as the latency bench does); `None` when that rank
-    /// falls in the overflow or there are no samples.
-    pub fn quantile_us(&self, q: f64) -> Option<u32> {
-        let total: u64 = self.buckets.iter().map(|b| b.1).sum::<u64>() + self.overflow;
-        if total == 0 {
-            return None;
-        }
-        let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
-        let mut sorted = self.buckets.clone();
-        sorted.sort_unstable_by_key(|b| b.0);
-        let mut seen = 0;
-        for (us, c) in sorted {
-            seen += c;
-            if seen >= rank {
-                return Some(us);
-            }
-        }
-        None
-    }
 }
 
 /// `headroom audit`'s body: the inventory a report lists link by link.
@@ -734,22 +569,6 @@ pub struct NetInterfaceView {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-
-    #[test]
-    fn quantile_counts_the_overflow() {
-        let h = HistogramView {
-            buckets: vec![(5, 98), (7, 1)],
-            overflow: 1,
-        };
-        assert_eq!(h.quantile_us(0.5), Some(5));
-        assert_eq!(h.quantile_us(0.99), Some(7));
-        assert_eq!(
-            h.quantile_us(0.999),
-            None,
-            "the last sample is in the overflow"
-        );
-        assert_eq!(HistogramView::default().quantile_us(0.99), None);
-    }
 
     #[test]
     fn disk_test_names_follow_the_bench() {
