@@ -4,11 +4,11 @@
 //! both layers can use it; reading the files is theirs. The kernel's CPU-list format
 //! (`0-3,8`, also in sysfs `cpumask`/`cpus` files) is here for the same reason.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// `/proc/loadavg`: `0.45 0.35 0.16 1/85 9142`.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct LoadAverage {
     pub one: f64,
     pub five: f64,
@@ -18,7 +18,7 @@ pub struct LoadAverage {
 }
 
 /// One numbered line of `/proc/interrupts` with where the kernel delivers it.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct IrqLine {
     pub irq: u32,
     /// Count per CPU column, in the header's CPU order.

@@ -4,10 +4,10 @@
 //! land on which CPU. `probe::system` reads it; report judges and renders it.
 
 use crate::procfs::{IrqLine, LoadAverage};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Everything this module knows about the CPUs and the kernel.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SystemContext {
     pub kernel: Kernel,
     pub cmdline: Option<Cmdline>,
@@ -26,7 +26,7 @@ pub struct SystemContext {
     pub unreadable: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Kernel {
     /// `/proc/sys/kernel/osrelease`, e.g. `5.10.160-rt89`.
     pub release: Option<String>,
@@ -36,7 +36,7 @@ pub struct Kernel {
 }
 
 /// The kernel's preemption model.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "model", rename_all = "snake_case")]
 pub enum Preemption {
     /// PREEMPT_RT (`/sys/kernel/realtime` is 1, or `PREEMPT_RT` in `/proc/version`).
@@ -60,6 +60,19 @@ impl Preemption {
         matches!(self, Preemption::Rt)
     }
 
+    /// The model as the document names it: `rt`, `dynamic`, `full`, `lazy`,
+    /// `none_or_voluntary`, `unknown`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Preemption::Rt => "rt",
+            Preemption::Dynamic { .. } => "dynamic",
+            Preemption::Full => "full",
+            Preemption::Lazy => "lazy",
+            Preemption::NoneOrVoluntary => "none_or_voluntary",
+            Preemption::Unknown => "unknown",
+        }
+    }
+
     /// A short human name, e.g. `PREEMPT_DYNAMIC (full)`.
     pub fn describe(&self) -> String {
         match self {
@@ -76,7 +89,7 @@ impl Preemption {
 
 /// The kernel command line with the CPU isolation options parsed
 /// (Documentation/admin-guide/kernel-parameters.txt).
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Cmdline {
     pub raw: String,
     /// `isolcpus=[flags,]list`: CPUs removed from the scheduler's balancing.
@@ -89,7 +102,7 @@ pub struct Cmdline {
     pub rcu_nocbs: Option<Vec<u32>>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct CpuFreq {
     pub cpu: u32,
     pub governor: Option<String>,

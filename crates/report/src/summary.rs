@@ -481,12 +481,9 @@ impl Summary {
             "latency" => {
                 let l: LatencyView = doc.view(origin)?;
                 if let Some(ctx) = &l.context {
-                    if let Some(k) = &ctx.kernel {
-                        kernel = kernel.or(k.release.clone());
-                        if let Some(m) = k.preemption.as_ref().and_then(|p| p.model.clone()) {
-                            s.context.push(("preemption".into(), m));
-                        }
-                    }
+                    kernel = kernel.or(ctx.kernel.release.clone());
+                    let preemption = ctx.kernel.preemption.name();
+                    s.context.push(("preemption".into(), preemption.into()));
                     let mut govs: Vec<String> = ctx
                         .cpufreq
                         .iter()

@@ -1,9 +1,9 @@
 //! Typed views of command bodies: serde structs with the fields reports read.
 //!
 //! Where the producer's type lives in `model` (the path, findings, PCIe link states and
-//! comparisons, bench latency's configuration and measurement), the view holds that type: a
+//! comparisons, bench latency's configuration, context and measurement), the view holds that type: a
 //! field renamed there changes what is read here, at compile time. The other bodies (bench
-//! disk and net, the audit's inventory, bench latency's context and load) are still typed
+//! disk and net, the audit's inventory, bench latency's stress) are still typed
 //! in bench and probe, or in model types without `Deserialize`, so their views name the
 //! fields, with `#[serde(default)]` where a field is optional or
 //! missing from older documents; [`unread_fields`] lists every field a view names that a
@@ -261,14 +261,14 @@ impl DiskTestView {
     }
 }
 
-/// `headroom bench latency`'s body: its configuration and measurement as
-/// `model::latency` types.
+/// `headroom bench latency`'s body: its configuration and measurement as `model::latency`
+/// types, its context as `model::system`'s.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct LatencyView {
     #[serde(default)]
     pub config: Option<model::latency::Config>,
     #[serde(default)]
-    pub context: Option<LatencyContextView>,
+    pub context: Option<model::system::SystemContext>,
     pub measurement: model::latency::Measurement,
     /// Device interrupts on the measured CPUs during the measurement (absent in documents
     /// written before they were sampled).
@@ -330,50 +330,6 @@ impl StressSpecView {
             parts.join(",")
         }
     }
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct LatencyContextView {
-    #[serde(default)]
-    pub kernel: Option<LatencyKernelView>,
-    #[serde(default)]
-    pub cpufreq: Vec<CpuFreqView>,
-    #[serde(default)]
-    pub cmdline: Option<CmdlineView>,
-    #[serde(default)]
-    pub smt_active: Option<bool>,
-}
-
-/// The isolation parameters of the kernel command line (`None`: not given).
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct CmdlineView {
-    #[serde(default)]
-    pub isolcpus: Option<Vec<u32>>,
-    #[serde(default)]
-    pub nohz_full: Option<Vec<u32>>,
-    #[serde(default)]
-    pub rcu_nocbs: Option<Vec<u32>>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct LatencyKernelView {
-    #[serde(default)]
-    pub release: Option<String>,
-    #[serde(default)]
-    pub preemption: Option<PreemptionView>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct PreemptionView {
-    #[serde(default)]
-    pub model: Option<String>,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-pub struct CpuFreqView {
-    pub cpu: u32,
-    #[serde(default)]
-    pub governor: Option<String>,
 }
 
 /// `headroom audit`'s body: the inventory a report lists link by link.
