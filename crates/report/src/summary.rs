@@ -206,6 +206,14 @@ fn step_words(st: &model::latency::Step) -> String {
     }
 }
 
+/// A unit enum variant by the name the document gives it (`nvme`, `bulk_only`, `disk`).
+fn serde_name<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|x| x.as_str().map(str::to_string))
+        .unwrap_or_else(dash)
+}
+
 fn yes_no(b: bool) -> String {
     if b { "yes" } else { "no" }.to_string()
 }
@@ -1249,8 +1257,7 @@ fn inventory(a: &AuditView) -> Vec<(String, Table)> {
                     opt(d
                         .storage
                         .as_ref()
-                        .and_then(|s| s.transport.clone())
-                        .map(|t| t.replace('_', " "))),
+                        .map(|s| serde_name(&s.transport).replace('_', " "))),
                     opt(ceiling.map(|c| mb(c / MB))),
                 ]
             })
@@ -1280,11 +1287,11 @@ fn inventory(a: &AuditView) -> Vec<(String, Table)> {
                 let kb = |v: Option<u64>| opt(v.map(|x| x.to_string()));
                 vec![
                     d.name.clone(),
-                    opt(d.kind.clone()),
+                    serde_name(&d.kind),
                     opt(d
                         .size_bytes
                         .map(|b| format!("{:.1}", b as f64 / model::units::GIB))),
-                    opt(d.transport.clone()),
+                    serde_name(&d.transport),
                     opt(q.and_then(|q| q.rotational).map(yes_no)),
                     opt(q.and_then(|q| q.scheduler.clone())),
                     kb(q.and_then(|q| q.max_sectors_kb)),
@@ -1292,9 +1299,9 @@ fn inventory(a: &AuditView) -> Vec<(String, Table)> {
                     kb(q.and_then(|q| q.read_ahead_kb)),
                     d.mounts
                         .iter()
-                        .map(|m| match &m.fs_type {
-                            Some(fs) => format!("{} ({fs})", m.mount_point),
-                            None => m.mount_point.clone(),
+                        .map(|m| match m.fs_type.as_str() {
+                            "" => m.mount_point.display().to_string(),
+                            fs => format!("{} ({fs})", m.mount_point.display()),
                         })
                         .collect::<Vec<_>>()
                         .join(", "),

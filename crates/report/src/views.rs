@@ -1,9 +1,10 @@
 //! Typed views of command bodies: serde structs with the fields reports read.
 //!
 //! Where the producer's type lives in `model` (the path, findings, PCIe link states and
-//! comparisons, bench latency's configuration, context and measurement), the view holds that type: a
+//! comparisons, bench latency's configuration, context and measurement, the audit's USB, block and
+//! network sections), the view holds that type: a
 //! field renamed there changes what is read here, at compile time. The other bodies (bench
-//! disk and net, the audit's inventory, bench latency's stress) are still typed
+//! disk and net, the audit's PCI section, bench latency's stress) are still typed
 //! in bench and probe, or in model types without `Deserialize`, so their views name the
 //! fields, with `#[serde(default)]` where a field is optional or
 //! missing from older documents; [`unread_fields`] lists every field a view names that a
@@ -332,17 +333,18 @@ impl StressSpecView {
     }
 }
 
-/// `headroom audit`'s body: the inventory a report lists link by link.
+/// `headroom audit`'s body: the inventory a report lists link by link (USB, block and net
+/// as `model::inventory`'s types).
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct AuditView {
     #[serde(default)]
     pub pci: Option<PciInventoryView>,
     #[serde(default)]
-    pub usb: Option<UsbInventoryView>,
+    pub usb: Option<model::inventory::usb::UsbInventory>,
     #[serde(default)]
-    pub block: Option<BlockInventoryView>,
+    pub block: Option<model::inventory::block::BlockInventory>,
     #[serde(default)]
-    pub net: Option<NetInventoryView>,
+    pub net: Option<model::inventory::net::NetInventory>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
@@ -410,115 +412,6 @@ pub struct PcieCeilingView {
         alias = "effective_write_bps"
     )]
     pub effective_write_bps: f64,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct UsbInventoryView {
-    #[serde(default)]
-    pub devices: Vec<UsbDeviceView>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct UsbDeviceView {
-    pub name: String,
-    #[serde(default)]
-    pub root_hub: bool,
-    #[serde(default)]
-    #[serde(rename = "speed_mbits_per_sec", alias = "speed_mbps")]
-    pub speed_mbps: Option<f64>,
-    #[serde(default)]
-    pub rx_lanes: Option<u32>,
-    #[serde(default)]
-    pub version: Option<String>,
-    #[serde(default)]
-    pub vendor_name: Option<String>,
-    #[serde(default)]
-    pub product_name: Option<String>,
-    #[serde(default)]
-    pub product: Option<String>,
-    #[serde(default)]
-    pub interfaces: Vec<UsbInterfaceView>,
-    #[serde(default)]
-    pub storage: Option<UsbStorageView>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct UsbInterfaceView {
-    #[serde(default)]
-    pub driver: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct UsbStorageView {
-    /// `uas` or `bot`, as the probe names it.
-    #[serde(default)]
-    pub transport: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct BlockInventoryView {
-    #[serde(default)]
-    pub devices: Vec<BlockDeviceView>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct BlockDeviceView {
-    pub name: String,
-    #[serde(default)]
-    pub kind: Option<String>,
-    #[serde(default)]
-    pub size_bytes: Option<u64>,
-    #[serde(default)]
-    pub transport: Option<String>,
-    #[serde(default)]
-    pub queue: Option<BlockQueueView>,
-    #[serde(default)]
-    pub mounts: Vec<MountView>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct BlockQueueView {
-    #[serde(default)]
-    pub scheduler: Option<String>,
-    #[serde(default)]
-    pub rotational: Option<bool>,
-    #[serde(default)]
-    pub max_sectors_kb: Option<u64>,
-    #[serde(default)]
-    pub max_hw_sectors_kb: Option<u64>,
-    #[serde(default)]
-    pub read_ahead_kb: Option<u64>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct MountView {
-    pub mount_point: String,
-    #[serde(default)]
-    pub fs_type: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct NetInventoryView {
-    #[serde(default)]
-    pub interfaces: Vec<NetInterfaceView>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct NetInterfaceView {
-    pub name: String,
-    #[serde(default)]
-    pub operstate: Option<String>,
-    #[serde(default)]
-    #[serde(rename = "speed_mbits_per_sec", alias = "speed_mbps")]
-    pub speed_mbps: Option<u64>,
-    #[serde(default)]
-    pub duplex: Option<String>,
-    #[serde(default)]
-    pub mtu: Option<u32>,
-    #[serde(default)]
-    pub driver: Option<String>,
-    #[serde(default, rename = "virtual")]
-    pub is_virtual: bool,
 }
 
 #[cfg(test)]

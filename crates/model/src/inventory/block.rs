@@ -3,10 +3,10 @@
 
 use crate::path::{Hop, LayerKind, Transport};
 use crate::Finding;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct BlockInventory {
     /// Disks, each followed by its partitions.
     pub devices: Vec<BlockDevice>,
@@ -18,14 +18,14 @@ pub struct BlockInventory {
     pub warnings: Vec<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BlockKind {
     Disk,
     Partition,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BlockDevice {
     pub name: String,
     pub kind: BlockKind,
@@ -55,13 +55,13 @@ pub struct BlockDevice {
     pub sysfs_path: PathBuf,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MountedAt {
     pub mount_point: PathBuf,
     pub fs_type: String,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct QueueSettings {
     /// The active I/O scheduler (`mq-deadline`, `none`, `cfq`).
     pub scheduler: Option<String>,
@@ -86,7 +86,7 @@ pub struct QueueSettings {
 pub const MAX_HW_SECTORS_KB_NO_LIMIT: u64 = 2_147_483_647;
 
 /// One line of mountinfo.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mount {
     pub mount_id: u32,
     pub parent_id: u32,

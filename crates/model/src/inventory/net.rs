@@ -3,10 +3,10 @@
 //! (Documentation/ABI/testing/sysfs-class-net).
 
 use crate::Finding;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct NetInventory {
     pub interfaces: Vec<NetInterface>,
     /// This section's findings, once `report::findings::audit` has judged it (probe leaves
@@ -15,7 +15,7 @@ pub struct NetInventory {
     pub warnings: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NetInterface {
     pub name: String,
     /// Negotiated link speed, Mb/s; `None` when down, virtual or not reported.
@@ -40,7 +40,7 @@ pub struct NetInterface {
     pub sysfs_path: PathBuf,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "bus", rename_all = "snake_case")]
 pub enum Attachment {
     Pci {

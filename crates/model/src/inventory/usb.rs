@@ -2,18 +2,20 @@
 //! `probe::usb` reads it (attributes: the kernel's Documentation/ABI/*/sysfs-bus-usb).
 
 use crate::Finding;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 pub use crate::path::StorageTransport;
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct UsbInventory {
     /// Every device, root hubs included, sorted by bus then port path.
     pub devices: Vec<UsbDevice>,
     /// The usb.ids file names were taken from, if one was found under the root.
     pub ids_file: Option<PathBuf>,
     /// Without one: the copy built into the binary ("built-in usb.ids VERSION"), if any.
+    /// (Absent from documents written before the built-in copy.)
+    #[serde(default)]
     pub ids_builtin: Option<String>,
     /// This section's findings, once `report::findings::audit` has judged it (probe leaves
     /// them empty); the document carries them per section.
@@ -22,7 +24,7 @@ pub struct UsbInventory {
     pub warnings: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UsbDevice {
     /// Kernel name: `usb5` for a root hub, `5-1.4` for a device (bus 5, port 1, port 4).
     pub name: String,
@@ -64,7 +66,7 @@ pub struct UsbDevice {
     pub sysfs_path: PathBuf,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UsbInterface {
     /// `5-1:1.0` (configuration 1, interface 0).
     pub name: String,
@@ -73,12 +75,14 @@ pub struct UsbInterface {
     pub class: Option<u8>,
     pub subclass: Option<u8>,
     pub protocol: Option<u8>,
+    /// A name from headroom's own table, so a document read back has none.
+    #[serde(skip_deserializing)]
     pub class_name: Option<&'static str>,
     /// `None`: no driver bound.
     pub driver: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MassStorage {
     pub interface: String,
     pub transport: StorageTransport,
@@ -88,7 +92,7 @@ pub struct MassStorage {
     pub uas_offered: Option<bool>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "bus", rename_all = "snake_case")]
 pub enum HostAttachment {
     /// A PCI function, address like `0000:00:14.0`.
@@ -97,11 +101,13 @@ pub enum HostAttachment {
     Platform { name: String },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostController {
     pub attachment: HostAttachment,
     pub driver: Option<String>,
     /// xHCI, EHCI, OHCI, UHCI when the PCI class or the driver says so.
+    /// A name from headroom's own table, so a document read back has none.
+    #[serde(skip_deserializing)]
     pub kind: Option<&'static str>,
 }
 
