@@ -10,7 +10,7 @@ use model::net::{
     Protocol,
 };
 use model::{Finding, Severity};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
 /// The goodput ceiling of the test's path, application bytes per second.
@@ -25,7 +25,7 @@ pub struct NetCeiling {
 }
 
 /// One direction's numbers against the ceiling.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FlowVerdict {
     pub flow: Flow,
     pub summary: model::net::FlowSummary,

@@ -697,17 +697,13 @@ impl Summary {
                 let n: NetView = doc.view(origin)?;
                 let m = &n.measurement;
                 let c = &m.config;
-                let proto = c.protocol.clone().unwrap_or_default().to_uppercase();
-                s.target = m.peer.clone();
+                let proto = serde_name(&c.protocol).to_uppercase();
+                s.target = Some(m.peer.clone());
                 if let Some(i) = &m.interface {
                     s.context.push(("interface".into(), i.clone()));
                 }
-                if let Some(r) = &m.role {
-                    s.context.push(("role".into(), r.clone()));
-                }
-                if let Some(p) = c.streams {
-                    s.context.push(("streams".into(), p.to_string()));
-                }
+                s.context.push(("role".into(), serde_name(&m.role)));
+                s.context.push(("streams".into(), c.streams.to_string()));
                 if let Some(b) = c.bitrate_bps {
                     s.context.push((
                         "offered".into(),
@@ -721,12 +717,14 @@ impl Summary {
                 s.no_ceiling_reason = n.no_ceiling_reason.clone();
                 for f in &n.flows {
                     let mb_s = f.summary.receiver_bps.unwrap_or(0.0) / 8.0 / MB;
+                    // `client-to-server`, as the document names the flow.
+                    let flow = serde_name(&f.flow);
                     s.tests.push(TestRow {
                         efficiency: f.efficiency,
                         ..TestRow::single(
-                            format!("{proto} {}", f.flow.replace("-to-", " -> ")),
-                            f.flow.clone(),
-                            c.len,
+                            format!("{proto} {}", flow.replace("-to-", " -> ")),
+                            flow.clone(),
+                            Some(u64::from(c.len)),
                             mb_s,
                         )
                     });
@@ -747,7 +745,7 @@ impl Summary {
                         .flatten()
                         .collect();
                     s.series.push(RateSeries {
-                        name: f.flow.replace("-to-", " -> "),
+                        name: flow.replace("-to-", " -> "),
                         points,
                     });
                 }

@@ -1,12 +1,12 @@
 //! Typed views of command bodies: serde structs with the fields reports read.
 //!
 //! Where the producer's type lives in `model` (the path, findings, PCIe link states and
-//! comparisons, bench latency's configuration, context and measurement, the audit's USB, block and
-//! network sections), the view holds that type: a
-//! field renamed there changes what is read here, at compile time. The other bodies (bench
-//! disk and net, the audit's PCI section, bench latency's stress) are still typed
-//! in bench and probe, or in model types without `Deserialize`, so their views name the
-//! fields, with `#[serde(default)]` where a field is optional or
+//! comparisons; bench latency's configuration, context and measurement; bench net's
+//! measurement; the audit's USB, block and network sections), the view holds that type: a
+//! field renamed there changes what is read here, at compile time. The rest (bench disk's
+//! body, bench net's ceiling, the audit's PCI section, bench latency's stress) are typed in
+//! bench or in model types that cannot be read back yet, so their views name the fields,
+//! with `#[serde(default)]` where a field is optional or
 //! missing from older documents; [`unread_fields`] lists every field a view names that a
 //! document does not have, and the round-trip tests (crates/cli/tests/roundtrip.rs) assert
 //! that list for freshly produced documents, so a field renamed in a producer fails them.
@@ -454,62 +454,19 @@ mod tests {
     }
 }
 
-/// `headroom bench net`'s body (`report::net::NetReport`).
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+/// `headroom bench net`'s body (`report::net::NetReport`): the measurement as
+/// `model::net::NetMeasurement`, each flow's verdict as `report::net::FlowVerdict`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct NetView {
-    #[serde(default)]
-    pub measurement: NetMeasurementView,
+    pub measurement: model::net::NetMeasurement,
     #[serde(default)]
     pub ceiling: Option<NetCeilingView>,
     #[serde(default)]
     pub no_ceiling_reason: Option<String>,
     #[serde(default)]
-    pub flows: Vec<NetFlowView>,
+    pub flows: Vec<crate::net::FlowVerdict>,
     #[serde(default)]
     pub interface_check: Option<NetInterfaceCheckView>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct NetMeasurementView {
-    #[serde(default)]
-    pub role: Option<String>,
-    #[serde(default)]
-    pub peer: Option<String>,
-    #[serde(default)]
-    pub interface: Option<String>,
-    #[serde(default)]
-    pub config: NetConfigView,
-    #[serde(default)]
-    pub streams: Vec<NetStreamView>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct NetConfigView {
-    #[serde(default)]
-    pub protocol: Option<String>,
-    #[serde(default)]
-    pub direction: Option<String>,
-    #[serde(default)]
-    pub streams: Option<u32>,
-    #[serde(default)]
-    pub len: Option<u64>,
-    #[serde(default)]
-    #[serde(rename = "bitrate_bits_per_sec", alias = "bitrate_bps")]
-    pub bitrate_bps: Option<u64>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct NetStreamView {
-    pub flow: String,
-    #[serde(default)]
-    pub intervals: Vec<NetIntervalView>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct NetIntervalView {
-    pub start_s: f64,
-    pub end_s: f64,
-    pub bytes: u64,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
@@ -519,23 +476,6 @@ pub struct NetCeilingView {
     pub goodput_bps: f64,
     #[serde(default)]
     pub basis: String,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct NetFlowView {
-    pub flow: String,
-    #[serde(default)]
-    pub summary: NetFlowSummaryView,
-    #[serde(default)]
-    pub efficiency: Option<f64>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct NetFlowSummaryView {
-    /// Bits per second.
-    #[serde(default)]
-    #[serde(rename = "receiver_bits_per_sec", alias = "receiver_bps")]
-    pub receiver_bps: Option<f64>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
