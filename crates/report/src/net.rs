@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
 /// The goodput ceiling of the test's path, application bytes per second.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NetCeiling {
     #[serde(rename = "goodput_bytes_per_sec", alias = "goodput_bps")]
     pub goodput_bps: f64,
@@ -36,7 +36,7 @@ pub struct FlowVerdict {
 }
 
 /// The interface's own byte counts over the test (/proc/net/dev deltas).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InterfaceCheck {
     pub interface: String,
     pub tx_bytes: u64,

@@ -1,12 +1,12 @@
 //! Typed views of command bodies: serde structs with the fields reports read.
 //!
-//! Where the producer's type lives in `model` (the path, findings, PCIe link states and
-//! comparisons; bench latency's configuration, context and measurement; bench net's
-//! measurement; the audit's USB, block and network sections), the view holds that type: a
-//! field renamed there changes what is read here, at compile time. The rest (bench disk's
-//! body, bench net's ceiling, the audit's PCI section, bench latency's stress) are typed in
-//! bench or in model types that cannot be read back yet, so their views name the fields,
-//! with `#[serde(default)]` where a field is optional or
+//! Where the producer's type lives in `model` or in report itself (the path, findings, PCIe
+//! link states and comparisons; bench latency's configuration, context and measurement;
+//! bench net's measurement, ceiling, flows and interface check; the audit's USB, block and
+//! network sections), the view holds that type: a field renamed there changes what is read
+//! here, at compile time. The rest (bench disk's body, the audit's PCI section, bench
+//! latency's stress) are typed in bench or in model types that cannot be read back yet, so
+//! their views name the fields, with `#[serde(default)]` where a field is optional or
 //! missing from older documents; [`unread_fields`] lists every field a view names that a
 //! document does not have, and the round-trip tests (crates/cli/tests/roundtrip.rs) assert
 //! that list for freshly produced documents, so a field renamed in a producer fails them.
@@ -455,32 +455,17 @@ mod tests {
 }
 
 /// `headroom bench net`'s body (`report::net::NetReport`): the measurement as
-/// `model::net::NetMeasurement`, each flow's verdict as `report::net::FlowVerdict`.
+/// `model::net::NetMeasurement`, the ceiling, flows and interface check as report::net's
+/// own types.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct NetView {
     pub measurement: model::net::NetMeasurement,
     #[serde(default)]
-    pub ceiling: Option<NetCeilingView>,
+    pub ceiling: Option<crate::net::NetCeiling>,
     #[serde(default)]
     pub no_ceiling_reason: Option<String>,
     #[serde(default)]
     pub flows: Vec<crate::net::FlowVerdict>,
     #[serde(default)]
-    pub interface_check: Option<NetInterfaceCheckView>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct NetCeilingView {
-    /// Application bytes per second.
-    #[serde(rename = "goodput_bytes_per_sec", alias = "goodput_bps")]
-    pub goodput_bps: f64,
-    #[serde(default)]
-    pub basis: String,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct NetInterfaceCheckView {
-    pub interface: String,
-    #[serde(default)]
-    pub overhead: Option<f64>,
+    pub interface_check: Option<crate::net::InterfaceCheck>,
 }
