@@ -365,7 +365,12 @@ fn finish(
         }
     }
     for e in &doc.errors {
-        eprintln!("headroom: warning: {}-bit {}: {}", e.width, e.op, e.message);
+        eprintln!(
+            "headroom: warning: {} {}: {}",
+            e.width.label(),
+            e.op,
+            e.message
+        );
     }
     if doc.interrupted {
         return Err(crate::terminal::Interrupted {
