@@ -413,30 +413,33 @@ struct Cleanup(Vec<Vec<String>>);
 impl Drop for Cleanup {
     fn drop(&mut self) {
         for cmd in self.0.iter().rev() {
-            let run = |args: &[String]| {
-                std::process::Command::new(&args[0])
-                    .args(&args[1..])
-                    .output()
-                    .is_ok_and(|o| o.status.success())
-            };
-            // A filesystem is busy for a moment after the benchmark exits (io_uring releases
-            // its files from a kernel worker): retry for up to 5 s, then detach it lazily so
-            // no test leaves a mount behind.
-            let mut done = run(cmd);
-            for _ in 0..50 {
-                if done || cmd[0] != "umount" {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(100));
-                done = run(cmd);
-            }
-            if !done && cmd[0] == "umount" {
-                let mut lazy = cmd.clone();
-                lazy.insert(1, "-l".into());
-                run(&lazy);
+            if let ["umount", at] = cmd.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+                unmount(at);
+            } else {
+                run_ok(cmd);
             }
         }
     }
+}
+
+fn run_ok(cmd: &[String]) -> bool {
+    std::process::Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A filesystem is busy for a moment after the benchmark exits (io_uring releases its files
+/// from a kernel worker): retry for up to 5 s, then detach it lazily, so no test leaves a mount
+/// behind.
+fn unmount(at: &str) {
+    for _ in 0..50 {
+        if run_ok(&["umount".into(), at.into()]) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    run_ok(&["umount".into(), "-l".into(), at.into()]);
 }
 
 #[test]

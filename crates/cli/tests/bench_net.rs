@@ -11,11 +11,12 @@
 
 use serde_json::Value;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 use testsupport::cmd::*;
+use testsupport::net::{free_port, wait_listening};
 
 /// A process killed (and reaped) when dropped.
 struct Guard(Child);
@@ -90,31 +91,6 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// A port nobody listens on right now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Wait until `port` is bound (for servers that a probing connection would disturb, the
-/// listener shows in /proc/net/tcp6 or tcp).
-fn wait_bound(port: u16) {
-    let hex = format!(":{port:04X} ");
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        let t = std::fs::read_to_string("/proc/net/tcp6").unwrap_or_default()
-            + &std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
-        if t.lines().any(|l| l.contains(&hex) && l.contains(" 0A ")) {
-            return;
-        }
-        assert!(Instant::now() < until, "port {port} never listened");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn headroom_cmd() -> Command {
     headroom_process()
 }
@@ -134,7 +110,7 @@ fn one_off_server(port: u16, extra: &[&str]) -> Guard {
     ])
     .args(extra);
     let server = spawn(s);
-    wait_bound(port);
+    wait_listening(port);
     server
 }
 
@@ -217,7 +193,7 @@ fn headroom_client_against_iperf3_server() {
         let mut s = Command::new("iperf3");
         s.args(["-s", "-1", "-p", &port.to_string()]);
         let _server = spawn(s);
-        wait_bound(port);
+        wait_listening(port);
         let out = loopback_client(port, "2", case);
         assert!(
             out.status.success(),
@@ -561,7 +537,7 @@ fn server_survives_misbehaving_clients_and_refuses_a_second_server() {
         "0",
     ]);
     let _server = spawn(s);
-    wait_bound(port);
+    wait_listening(port);
     let addr = format!("127.0.0.1:{port}");
 
     // A second server on the same port.

@@ -8,8 +8,8 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 use testsupport::cmd::*;
+use testsupport::net::{free_port, wait_listening};
 
 fn tree(name: &str) -> PathBuf {
     testsupport::fixtures::own(&format!("sysfs/{name}"))
@@ -60,14 +60,6 @@ fn one_spelling(what: &str, doc: &Value) {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// `bench net` against its own server on loopback, UDP at a set rate (every rate field is
 /// filled): (client document, server document).
 fn net_documents() -> (Value, Value) {
@@ -87,18 +79,7 @@ fn net_documents() -> (Value, Value) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Listening (state 0A in /proc/net/tcp*), without a connection that would be its one test.
-    let hex = format!(":{:04X} ", port.parse::<u16>().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let t = std::fs::read_to_string("/proc/net/tcp6").unwrap_or_default()
-            + &std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
-        if t.lines().any(|l| l.contains(&hex) && l.contains(" 0A ")) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the server never listened");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_listening(port.parse().expect("a port number"));
     let client = json_of(headroom().args([
         "bench",
         "net",

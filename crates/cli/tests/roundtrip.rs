@@ -500,12 +500,7 @@ fn path_reads_back_hop_by_hop() {
 
 #[test]
 fn bench_net_loopback_reads_every_field() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let port = testsupport::net::free_port().to_string();
     // A one-off server (`-1`), bounded by the client's run and killed at the end.
     let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_headroom"))
         .args([

@@ -7,7 +7,9 @@
 //!   `CI=true`.
 //! - [`synth`]: synthetic PCI config space and sysfs trees.
 //! - [`cmd`]: the `headroom` binary as a user runs it, and its JSON output.
+//! - [`net`]: loopback ports for `bench net` servers.
 
 pub mod cmd;
 pub mod fixtures;
+pub mod net;
 pub mod synth;
