@@ -43,23 +43,42 @@ version=$(cargo metadata --no-deps --format-version 1 --locked |
     python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "headroom"))')
 mkdir -p dist
 
+# The standard library is built from source (the rust-src component) with the binary, so that
+# it carries only what headroom uses (issue 13: at most 4 MB each). Measured on x86_64 musl,
+# headroom 0.1.0, 2026-11-23, bytes of the stripped binary:
+#   prebuilt std, panic=unwind                                   4,898,768
+#   std from source without its backtrace symbolizer (gimli,
+#     addr2line, miniz_oxide: only RUST_BACKTRACE's output)      4,563,760
+#   + panic=abort (profile `dist`)                               4,017,416
+#   + no unwind tables (-C force-unwind-tables=no)               3,621,992
+# panic=abort: a panic (a bug) prints its message and ends the process without unwinding; the
+# one thing headroom cleans up on the way out, bench disk's test file, is removed by the panic
+# hook (crates/cli/src/main.rs). Without unwind tables gdb and `perf --call-graph dwarf` cannot
+# walk the stack of these binaries: `cargo build --profile profiling` keeps everything.
+# -Zbuild-std is unstable: RUSTC_BOOTSTRAP lets the stable compiler take it (the targets are
+# stable tier-2 ones). Without the prebuilt std there are no self-contained crt objects and libc
+# either: link-self-contained=no takes zig's musl. RUSTFLAGS_<target> replaces the target's
+# rustflags in .cargo/config.toml, so they are repeated here.
+rustup component list --installed | grep -q '^rust-src' || rustup component add rust-src >&2 ||
+    die "rustup component add rust-src failed (the standard library is built from its source)"
+
+# The profile's panic strategy decides which panic runtime is built (`dist` aborts; PROFILE=release
+# unwinds, and keeps its unwind tables).
+if [[ $(sed -n "/^\[profile.$PROFILE\]/,/^\[/p" Cargo.toml) == *'panic = "abort"'* ]]; then
+    std_args=(-Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size)
+    unwind_tables="-C force-unwind-tables=no"
+else
+    std_args=(-Zbuild-std=std,panic_unwind -Zbuild-std-features=panic-unwind,optimize_for_size)
+    unwind_tables=
+fi
+
 for target in $TARGETS; do
-    build=(cargo zigbuild --locked --profile "$PROFILE" --target "$target" -p headroom)
-    if ! rustup target list --installed | grep -qx "$target" && ! rustup target add "$target" >&2; then
-        # Some rustup mirrors lack a target's prebuilt std (seen for armv7 musl and thumbv7neon
-        # musl): build std from the rust-src component instead. RUSTC_BOOTSTRAP lets the stable
-        # compiler take -Zbuild-std; the target itself is a stable, tier-2 one.
-        say "no prebuilt std for $target from rustup: building it from rust-src (-Zbuild-std)"
-        rustup component add rust-src >&2 || die "rustup component add rust-src failed"
-        # Without the prebuilt std there are no self-contained crt objects and libc either:
-        # link-self-contained=no takes zig's musl instead. This variable replaces the
-        # target's rustflags in .cargo/config.toml, so they are repeated here.
-        flags="-C link-self-contained=no"
-        [[ $target == armv7-* ]] && flags="--cfg=io_uring_skip_arch_check $flags"
-        [[ $target == thumbv7* ]] && flags="--cfg=io_uring_skip_arch_check -C relocation-model=static $flags"
-        var=CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<<"$target")_RUSTFLAGS
-        build=(env RUSTC_BOOTSTRAP=1 "$var=$flags" "${build[@]}" -Zbuild-std=std,panic_unwind)
-    fi
+    flags="-C link-self-contained=no $unwind_tables"
+    [[ $target == armv7-* ]] && flags="--cfg=io_uring_skip_arch_check $flags"
+    [[ $target == thumbv7* ]] && flags="--cfg=io_uring_skip_arch_check -C relocation-model=static $flags"
+    var=CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<<"$target")_RUSTFLAGS
+    build=(env RUSTC_BOOTSTRAP=1 "$var=$flags"
+        cargo zigbuild --locked --profile "$PROFILE" --target "$target" -p headroom "${std_args[@]}")
     # The C parts (SQLite) without unwind tables (74 KB of the x86_64 binary): no Rust panic
     # unwinds through C frames (an unwind out of an `extern "C"` function aborts, and rusqlite
     # catches panics in its callbacks), and nothing unwinds C itself. cc-rs reads CFLAGS_<target>.

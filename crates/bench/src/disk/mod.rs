@@ -45,7 +45,7 @@ pub use result::{
     CrossCheck, DiskResult, Latency, Parameters, RunResult, Shown, SystemContext, TestResult,
 };
 pub use runner::{DiskRun, Progress};
-pub use target::Target;
+pub use target::{remove_created_files, Target};
 pub use workload::{Op, Pattern, Workload};
 
 /// Smallest and largest block size accepted: one 512 B sector (the smallest logical block a

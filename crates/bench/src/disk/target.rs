@@ -247,16 +247,56 @@ pub struct Target {
 }
 
 /// Removes the file headroom created as soon as it goes out of scope, on every path out of
-/// `prepare` and `run` (success, error, Ctrl-C).
+/// `prepare` and `run` (success, error, Ctrl-C). While it lives, the file is also listed in
+/// [`CREATED`], for a panic: the board binaries (`dist` profile) abort on a panic, where no
+/// drop runs, and the panic hook removes what is listed ([`remove_created_files`]).
 #[derive(Debug, Default)]
 struct RemoveOnDrop(Option<PathBuf>);
+
+/// Test files headroom created and has not removed yet.
+static CREATED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+impl RemoveOnDrop {
+    fn hold(&mut self, path: PathBuf) {
+        created_list(|l| l.push(path.clone()));
+        self.0 = Some(path);
+    }
+}
 
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
         if let Some(p) = self.0.take() {
             // Best effort: the file may already be gone; nothing more can be done in a drop.
-            let _ = std::fs::remove_file(p);
+            let _ = std::fs::remove_file(&p);
+            created_list(|l| l.retain(|x| *x != p));
         }
+    }
+}
+
+/// Runs `f` on the list of created files. A poisoned list is still a list.
+fn created_list(f: impl FnOnce(&mut Vec<PathBuf>)) {
+    f(&mut CREATED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner));
+}
+
+/// Removes every test file headroom created and still has: for the panic hook (a panic in
+/// the `dist` profile aborts without running drops). Safe to call at any time: a file is
+/// listed only while its test owns it, and removing it under open descriptors leaves their
+/// I/O working.
+pub fn remove_created_files() {
+    // Never wait in a panic hook: the panicking thread may hold the list itself.
+    let mut list = match CREATED.try_lock() {
+        Ok(l) => l,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    remove_all(&mut list);
+}
+
+fn remove_all(list: &mut Vec<PathBuf>) {
+    for p in list.drain(..) {
+        let _ = std::fs::remove_file(p);
     }
 }
 
@@ -347,7 +387,7 @@ pub fn prepare(
                 .open(&insp.file)
                 .map_err(|e| open_error(&show, &e, opts.direct))?;
             if !existing {
-                created.0 = Some(insp.file.clone());
+                created.hold(insp.file.clone());
             }
             // An existing file already as large as the test and without holes has real blocks
             // under every offset: refilling it would only wear the disk and warm its caches.
@@ -743,6 +783,40 @@ mod tests {
         assert!(data.iter().filter(|b| **b == 0).count() < data.len() / 100);
         drop(t);
         assert!(!file.exists());
+    }
+
+    #[test]
+    fn a_created_file_is_listed_for_the_panic_hook_while_its_test_owns_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let insp = inspect(dir.path()).unwrap();
+        let file = insp.file.clone();
+        let listed = || CREATED.lock().unwrap().contains(&file);
+        let stop = AtomicBool::new(false);
+        let t = prepare(insp, None, None, &[], &opts(1 << 20, true), &stop, None).unwrap();
+        assert!(listed(), "a file headroom created is listed");
+        // What the panic hook does with the list (here on a copy: other tests run beside).
+        let mut copy = vec![file.clone()];
+        remove_all(&mut copy);
+        assert!(copy.is_empty() && !file.exists());
+        drop(t);
+        assert!(!listed(), "dropped, it is no longer listed");
+
+        // A file the user had is never listed: nothing may remove it.
+        let keep = dir.path().join("keep");
+        std::fs::write(&keep, vec![7u8; 1 << 20]).unwrap();
+        let t = prepare(
+            inspect(&keep).unwrap(),
+            None,
+            None,
+            &[],
+            &opts(1 << 20, false),
+            &stop,
+            None,
+        )
+        .unwrap();
+        assert!(!CREATED.lock().unwrap().contains(&keep));
+        drop(t);
+        assert!(keep.exists());
     }
 
     #[test]
