@@ -3,7 +3,7 @@
 #   dist/headroom-<version>-<target>/headroom       (the binary, stripped)
 #   dist/headroom-<version>-<target>.tar.gz         (binary + README + the ids' licence)
 #   dist/SHA256SUMS
-# for x86_64, aarch64 and 32-bit ARM (ARMv7 Thumb-2) musl, every feature on (SQLite bundled,
+# for x86_64, aarch64 and 32-bit ARM (ARMv7 hard-float) musl, every feature on (SQLite bundled,
 # io_uring, plots, the built-in pci.ids/usb.ids).
 #
 #   scripts/dist.sh                      # all three targets, profile `dist`
@@ -16,11 +16,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# 32-bit ARM as Thumb-2 with NEON (thumbv7neon): the same ARMv7-A hard-float ABI as
-# armv7-unknown-linux-musleabihf, about 0.7 MB smaller than its ARM (A32) code. Every ARMv7
-# core of the boards named in the README has NEON (Cortex-A7/A9/A15/A17); TARGETS=armv7-unknown-
-# linux-musleabihf builds the A32, NEON-free variant for a core without it.
-TARGETS=${TARGETS:-x86_64-unknown-linux-musl aarch64-unknown-linux-musl thumbv7neon-unknown-linux-musleabihf}
+# 32-bit ARM as armv7-unknown-linux-musleabihf (A32 code, runs on any ARMv7-A hard-float core,
+# NEON or not). TARGETS=thumbv7neon-unknown-linux-musleabihf builds the same ABI as Thumb-2
+# code with NEON, about 0.7 MB smaller (every ARMv7 core of the boards the README names has
+# NEON: Cortex-A7/A9/A15/A17).
+TARGETS=${TARGETS:-x86_64-unknown-linux-musl aarch64-unknown-linux-musl armv7-unknown-linux-musleabihf}
 PROFILE=${PROFILE:-dist}
 # Versions this script was checked with (pinned so a new release upstream cannot break it).
 ZIGLANG_VERSION=0.17.1
