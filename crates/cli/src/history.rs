@@ -1,9 +1,9 @@
 //! `headroom history`: the runs saved in the history database, one of them in full, and
 //! saving result files into it. Also where `report` and `compare` resolve a history id.
 
-use crate::output::GlobalArgs;
+use crate::output::{db_path, GlobalArgs};
 use clap::{Args, Subcommand};
-use report::history::{default_path, parse_run_id, Store};
+use report::history::{parse_run_id, Store};
 use report::{Document, Summary};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -33,18 +33,6 @@ pub enum HistoryAction {
         #[arg(required = true, value_name = "RUN.json")]
         files: Vec<PathBuf>,
     },
-}
-
-/// The database to use: `--db`, else the default location.
-pub fn db_path(db: Option<&Path>) -> anyhow::Result<PathBuf> {
-    match db {
-        Some(p) => Ok(p.to_path_buf()),
-        None => default_path().ok_or_else(|| {
-            anyhow::anyhow!(
-                "no place for the history: neither XDG_DATA_HOME nor HOME is set; give --db FILE"
-            )
-        }),
-    }
 }
 
 /// clap's parser for a run id: `12` or `#12`, as everywhere else.

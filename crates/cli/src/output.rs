@@ -2,6 +2,7 @@
 
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct GlobalArgs {
@@ -87,6 +88,18 @@ impl std::fmt::Display for OutputUnusable {
 
 impl std::error::Error for OutputUnusable {}
 
+/// The database to use: `--db`, else the default location.
+pub fn db_path(db: Option<&Path>) -> anyhow::Result<PathBuf> {
+    match db {
+        Some(p) => Ok(p.to_path_buf()),
+        None => report::history::default_path().ok_or_else(|| {
+            anyhow::anyhow!(
+                "no place for the history: neither XDG_DATA_HOME nor HOME is set; give --db FILE"
+            )
+        }),
+    }
+}
+
 /// Keep a result document of `kind` in the history database (`db`, or the default one);
 /// returns its id.
 pub fn save_result<T: serde::Serialize>(
@@ -95,7 +108,7 @@ pub fn save_result<T: serde::Serialize>(
     db: Option<&std::path::Path>,
 ) -> anyhow::Result<i64> {
     let doc = report::document::wrap(kind, env!("CARGO_PKG_VERSION"), body)?;
-    let store = report::history::Store::open(&crate::history::db_path(db)?)?;
+    let store = report::history::Store::open(&db_path(db)?)?;
     Ok(store.insert(&doc.to_json_pretty())?.id)
 }
 
