@@ -20,6 +20,7 @@ pub mod mmio;
 pub mod net;
 pub mod summary;
 pub mod survey;
+pub mod table;
 pub mod terminal;
 pub mod views;
 

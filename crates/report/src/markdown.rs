@@ -2,7 +2,8 @@
 //! thread: Min/Avg/Max and p99), the path and the findings. The same text is the terminal
 //! output of `headroom report`, so the screen and the file agree.
 
-use crate::summary::{dash, is_downgraded, mb, Summary, Table};
+use crate::summary::{is_downgraded, Summary};
+use crate::table::{dash, mb, Table};
 use std::fmt::Write;
 
 /// One shared table writer: a header row, the separator and the rows, cells escaped.

@@ -3,7 +3,7 @@
 //! access kind, Store (MB/s) and Load (MB/s)), plus the time per access and the BAR as a
 //! fraction of DRAM.
 
-use crate::summary::{dash, mb, Table};
+use crate::table::{dash, mb, Table};
 use model::mmio::{AccessOp, AccessResult, AccessWidth, MemCopyResult, PairError};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;

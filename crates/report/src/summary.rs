@@ -2,6 +2,7 @@
 //! compare all read a [`Summary`], so what a user sees on screen and in a file agree.
 
 use crate::document::{Document, DocumentError};
+use crate::table::{dash, mb, Table};
 use crate::views::{AuditView, CommonView, DiskLatencyView, DiskView, LatencyView, NetView};
 use model::latency::{Affinity, Step};
 use model::path::{Hop, PathLink};
@@ -159,11 +160,6 @@ pub struct CounterRow {
     pub status: String,
 }
 
-/// MB/s (10^6 B/s) with one decimal, as the seeds' tables print it.
-pub fn mb(v: f64) -> String {
-    format!("{v:.1}")
-}
-
 /// A 0..1 ratio as a percentage with one decimal.
 fn percent(ratio: f64) -> String {
     format!("{:.1} %", ratio * 100.0)
@@ -274,28 +270,6 @@ fn hop_line(hop: &Hop) -> String {
         kind
     } else {
         format!("{kind}: {}", parts.join(", "))
-    }
-}
-
-/// The cell of a value a document does not have.
-pub fn dash() -> String {
-    "–".to_string()
-}
-
-/// A table as every renderer shows it: Markdown and HTML differ only in markup.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Table {
-    /// Column titles (units in brackets) and whether the column holds numbers (aligned right).
-    pub columns: Vec<(&'static str, bool)>,
-    pub rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    fn new(columns: &[(&'static str, bool)], rows: Vec<Vec<String>>) -> Table {
-        Table {
-            columns: columns.to_vec(),
-            rows,
-        }
     }
 }
 

@@ -9,7 +9,8 @@
 
 use crate::compare::{compare, CompareError};
 use crate::document::{Document, DocumentError};
-use crate::summary::{mb, plural, Summary};
+use crate::summary::{plural, Summary};
+use crate::table::mb;
 use model::survey::{format_seconds, PartKind, Plan};
 use model::units::MB;
 use model::Severity;
@@ -540,7 +541,7 @@ fn compare_links(all: &[(String, Vec<PartDoc<'_>>)], audits: &[&Document]) -> St
                 .map(|s| {
                     s.iter()
                         .find(|(x, _)| x == a)
-                        .map_or_else(crate::summary::dash, |(_, st)| st.clone())
+                        .map_or_else(crate::table::dash, |(_, st)| st.clone())
                 })
                 .collect();
             let changed = cells.windows(2).any(|w| w[0] != w[1]);
@@ -605,7 +606,7 @@ pub fn markdown_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String
                     },
                     c.subject.clone(),
                     c.evidence.clone(),
-                    c.action.clone().unwrap_or_else(crate::summary::dash),
+                    c.action.clone().unwrap_or_else(crate::table::dash),
                 ]
             })
             .collect();
@@ -651,7 +652,7 @@ fn parts_rows(body: &SurveyBody) -> Vec<Vec<String>> {
                 p.id.clone(),
                 p.status.word().to_string(),
                 p.seconds
-                    .map_or_else(crate::summary::dash, |s| format!("{s:.1}")),
+                    .map_or_else(crate::table::dash, |s| format!("{s:.1}")),
                 what,
             ]
         })

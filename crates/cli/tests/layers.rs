@@ -1,0 +1,220 @@
+//! The layers of ../shared/DESIGN.md hold: each crate depends only along DESIGN's arrows, and
+//! inside a crate no two top-level modules use each other (directly or around a loop), so a
+//! reader finds each thing where its layer puts it (issue 12).
+#![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The workspace's own crates, by the name other crates use for them.
+const OURS: [&str; 7] = [
+    "model",
+    "probe",
+    "bench",
+    "counters",
+    "report",
+    "testsupport",
+    "headroom",
+];
+
+/// DESIGN's arrows: what each crate may depend on (not counting dev-dependencies).
+fn allowed(krate: &str) -> &'static [&'static str] {
+    match krate {
+        "model" => &[],
+        "probe" | "bench" | "counters" | "report" => &["model"],
+        "cli" => &["model", "probe", "bench", "counters", "report"],
+        // Dev-only test support (fixture paths, synthetic config space, the command helper):
+        // it may use any library crate, and no crate may depend on it outside its tests.
+        "testsupport" => &["model", "probe", "bench", "counters", "report"],
+        other => panic!("a crate DESIGN does not draw: {other}"),
+    }
+}
+
+/// Our crates among `[dependencies]` and `[target.'…'.dependencies]` of a Cargo.toml.
+fn dependencies(manifest: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut in_deps = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]"
+                || (line.starts_with("[target.") && line.ends_with(".dependencies]"));
+            continue;
+        }
+        if !in_deps || line.starts_with('#') {
+            continue;
+        }
+        let key = line
+            .split(['=', '.', ' '])
+            .next()
+            .unwrap_or_default()
+            .trim();
+        if OURS.contains(&key) {
+            out.insert(key.to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn crates_depend_only_along_designs_arrows() {
+    let crates = workspace().join("crates");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&crates).unwrap() {
+        let dir = entry.unwrap().path();
+        let Ok(manifest) = std::fs::read_to_string(dir.join("Cargo.toml")) else {
+            continue;
+        };
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        let ok = allowed(&name);
+        for dep in dependencies(&manifest) {
+            assert!(
+                ok.contains(&dep.as_str()),
+                "crate {name} depends on {dep}, against DESIGN's arrows (allowed: {ok:?})"
+            );
+        }
+        seen += 1;
+    }
+    assert!(seen >= 7, "read {seen} crates under {}", crates.display());
+    // The check reads what it should: cli's manifest names report and model.
+    let cli = std::fs::read_to_string(crates.join("cli/Cargo.toml")).unwrap();
+    let deps = dependencies(&cli);
+    assert!(
+        deps.contains("report") && deps.contains("model"),
+        "{deps:?}"
+    );
+}
+
+/// A source file without comments and without its test module (`#[cfg(test)]` to the end,
+/// where this project keeps it).
+fn code(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let text = match text.find("#[cfg(test)]") {
+        Some(i) => &text[..i],
+        None => &text[..],
+    };
+    text.lines()
+        .map(|l| l.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Top-level module of each source file under `src`, and the top-level modules its code names
+/// as `crate::NAME`.
+fn module_uses(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut paths = Vec::new();
+    files(src, &mut paths);
+    let top = |p: &Path| -> String {
+        let rel = p.strip_prefix(src).unwrap();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        first.trim_end_matches(".rs").to_string()
+    };
+    let mut uses: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for p in &paths {
+        let from = top(p);
+        let entry = uses.entry(from.clone()).or_default();
+        let text = code(p);
+        for (i, _) in text.match_indices("crate::") {
+            let name: String = text[i + 7..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() && name != from {
+                entry.insert(name);
+            }
+        }
+    }
+    let modules: BTreeSet<String> = uses.keys().cloned().collect();
+    for targets in uses.values_mut() {
+        targets.retain(|t| modules.contains(t));
+    }
+    uses
+}
+
+/// A loop of modules each using the next, if there is one.
+fn find_loop(uses: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        m: &str,
+        uses: &BTreeMap<String, BTreeSet<String>>,
+        stack: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = stack.iter().position(|s| s == m) {
+            let mut l = stack[i..].to_vec();
+            l.push(m.to_string());
+            return Some(l);
+        }
+        if done.contains(m) {
+            return None;
+        }
+        stack.push(m.to_string());
+        for next in uses.get(m).into_iter().flatten() {
+            if let Some(l) = visit(next, uses, stack, done) {
+                return Some(l);
+            }
+        }
+        stack.pop();
+        done.insert(m.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    uses.keys()
+        .find_map(|m| visit(m, uses, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_module_loop_inside_any_crate() {
+    let crates = workspace().join("crates");
+    let mut read = 0;
+    for entry in std::fs::read_dir(&crates).unwrap() {
+        let src = entry.unwrap().path().join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        let uses = module_uses(&src);
+        read += uses.len();
+        if let Some(l) = find_loop(&uses) {
+            panic!(
+                "{}: modules use each other in a loop: {}",
+                src.display(),
+                l.join(" -> ")
+            );
+        }
+    }
+    assert!(read > 50, "read only {read} modules");
+}
+
+#[test]
+fn a_loop_is_found_where_there_is_one() {
+    let uses: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec![]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect()))
+    .collect();
+    assert_eq!(find_loop(&uses).unwrap().join(" -> "), "a -> b -> c -> a");
+    let mut one_way = uses.clone();
+    one_way.get_mut("c").unwrap().clear();
+    assert_eq!(find_loop(&one_way), None);
+}

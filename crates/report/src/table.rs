@@ -1,0 +1,29 @@
+//! What every renderer's tables are made of: the table itself and the cells of numbers and of
+//! missing values. Markdown and HTML differ only in markup.
+
+/// MB/s (10^6 B/s) with one decimal, as the seeds' tables print it.
+pub fn mb(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+/// The cell of a value a document does not have.
+pub fn dash() -> String {
+    "–".to_string()
+}
+
+/// A table as every renderer shows it: Markdown and HTML differ only in markup.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    /// Column titles (units in brackets) and whether the column holds numbers (aligned right).
+    pub columns: Vec<(&'static str, bool)>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub(crate) fn new(columns: &[(&'static str, bool)], rows: Vec<Vec<String>>) -> Table {
+        Table {
+            columns: columns.to_vec(),
+            rows,
+        }
+    }
+}
