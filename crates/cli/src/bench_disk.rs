@@ -502,7 +502,7 @@ fn render(doc: &DiskDocument, style: &Style) -> String {
 #[derive(serde::Serialize)]
 struct DiskDocument<'a> {
     schema_version: u32,
-    kind: &'static str,
+    kind: &'a str,
     parameters: &'a disk::Parameters,
     system: &'a SystemContext,
     target: &'a target::TargetInfo,
