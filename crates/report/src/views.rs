@@ -263,16 +263,22 @@ mod tests {
     }
 
     #[test]
-    fn a_disk_document_without_a_field_it_always_had_names_it() {
+    fn a_disk_document_without_a_field_it_always_had_names_it_and_where() {
+        let mut body = fixture_disk_body();
+        body["parameters"].as_object_mut().unwrap().remove("runs");
+        let doc = crate::document::Document::parse(&body.to_string(), "old.json").unwrap();
+        let e = doc.view::<DiskView>("old.json").unwrap_err().to_string();
+        assert!(e.contains("old.json"), "{e}");
+        assert!(e.contains("parameters: missing field `runs`"), "{e}");
+        // Inside a test, the test is named.
         let mut body = fixture_disk_body();
         body["tests"][0]["runs"][0]
             .as_object_mut()
             .unwrap()
             .remove("iops");
-        let e = serde_json::from_value::<DiskView>(body)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("missing field `iops`"), "{e}");
+        let doc = crate::document::Document::parse(&body.to_string(), "old.json").unwrap();
+        let e = doc.view::<DiskView>("old.json").unwrap_err().to_string();
+        assert!(e.contains("tests[0]: missing field `iops`"), "{e}");
     }
 }
 
