@@ -627,6 +627,23 @@ mod tests {
     }
 
     #[test]
+    fn the_spec_a_report_prints_parses_back_to_the_same_workers() {
+        for given in [
+            "cpu=4,io=2,vm=1,vm-bytes=4M",
+            "cpu=2,cpu-load=50",
+            "io=3",
+            "stress-ng -c 8 --io 8 --cpu-load 100 -vm 4 --vm-bytes 512M",
+            // stress gives each worker the bytes: the spec says the total.
+            "stress -m 4 --vm-bytes 512M",
+        ] {
+            let a = parse_spec(given).unwrap();
+            let b = parse_spec(&a.spec()).unwrap();
+            let workers = |x: &StressSpec| (x.cpu, x.cpu_load, x.io, x.vm, x.vm_bytes_per_worker);
+            assert_eq!(workers(&a), workers(&b), "{given} -> {}", a.spec());
+        }
+    }
+
+    #[test]
     fn bad_specs_get_a_sentence() {
         assert!(parse_spec("cpu=x").unwrap_err().contains("worker count"));
         assert!(parse_spec("gpu=1")
