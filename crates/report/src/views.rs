@@ -85,13 +85,31 @@ pub struct DiskView {
     pub interrupted: Option<bool>,
 }
 
-/// One test's measurements and its best run's efficiency against the path's ceiling.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+/// One test's measurements and its best run's efficiency against the path's ceiling, as
+/// `bench disk` writes them: the efficiency beside the test's own fields.
+#[derive(Clone, Debug, Serialize)]
 pub struct DiskTestView {
     #[serde(flatten)]
     pub test: model::disk::TestResult,
     /// measured / ceiling, 0..1; null without a ceiling.
     pub efficiency: Option<f64>,
+}
+
+impl<'de> Deserialize<'de> for DiskTestView {
+    /// serde's `flatten` would lose the place of a bad field inside the test (`runs[2].iops`),
+    /// so the test is read on its own, with its path kept in the error.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut fields = serde_json::Map::deserialize(d)?;
+        let efficiency = match fields.remove("efficiency") {
+            Some(v) => serde_json::from_value(v)
+                .map_err(|e| D::Error::custom(format!("efficiency: {e}")))?,
+            None => None,
+        };
+        let test = serde_path_to_error::deserialize(serde_json::Value::Object(fields))
+            .map_err(D::Error::custom)?;
+        Ok(DiskTestView { test, efficiency })
+    }
 }
 
 /// `headroom bench latency`'s body: its configuration and measurement as `model::latency`
@@ -278,7 +296,12 @@ mod tests {
             .remove("iops");
         let doc = crate::document::Document::parse(&body.to_string(), "old.json").unwrap();
         let e = doc.view::<DiskView>("old.json").unwrap_err().to_string();
-        assert!(e.contains("tests[0]: missing field `iops`"), "{e}");
+        assert!(e.contains("tests[0]: runs[0]: missing field `iops`"), "{e}");
+        let mut body = fixture_disk_body();
+        body["tests"][0]["efficiency"] = "high".into();
+        let doc = crate::document::Document::parse(&body.to_string(), "old.json").unwrap();
+        let e = doc.view::<DiskView>("old.json").unwrap_err().to_string();
+        assert!(e.contains("tests[0]: efficiency: invalid type"), "{e}");
     }
 }
 
