@@ -71,7 +71,7 @@ pub enum HistoryError {
     },
     #[error("there is no run {id} in the history {}: `headroom history` lists them", path.display())]
     NoSuchRun { path: PathBuf, id: i64 },
-    #[error("{0}")]
+    #[error(transparent)]
     Document(#[from] crate::document::DocumentError),
 }
 
