@@ -20,6 +20,7 @@
 //! checks the whole mapping each pass (memory traffic), stress writes a byte per page
 //! (page faults).
 
+pub use model::stress::StressSpec;
 use model::units::{format_bytes_binary, parse_size};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -37,65 +38,20 @@ const PAGE_STRIDE: u32 = 4096;
 /// 64-bit word and read it back, so the load is mostly memory traffic in user space.
 const WORD_STRIDE: u32 = 8;
 
-/// What load to run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct StressSpec {
-    pub cpu: u32,
-    /// Percent of each slice a CPU worker spins (stress-ng `--cpu-load`, 1..=100).
-    pub cpu_load: u8,
-    pub io: u32,
-    pub vm: u32,
-    /// Bytes each vm worker maps, touches and unmaps per loop.
-    pub vm_bytes_per_worker: u64,
-    /// Bytes between two writes: 8 (every word, stress-ng) or 4096 (a byte a page, stress).
-    pub vm_stride: u32,
-    /// How the spec was read, in words (`stress-ng semantics: 4 MiB divided by 1 worker`).
-    pub interpretation: String,
+/// Parse `cpu=4,io=2,vm=1,vm-bytes=4M[,cpu-load=100]`, or a pasted `stress-ng ...` or
+/// `stress ...` command line.
+pub fn parse_spec(s: &str) -> Result<StressSpec, String> {
+    parse_spec_for(s, Cpus::of_this_machine())
 }
 
-impl StressSpec {
-    /// Parse `cpu=4,io=2,vm=1,vm-bytes=4M[,cpu-load=100]`, or a pasted `stress-ng ...` or
-    /// `stress ...` command line.
-    pub fn parse(s: &str) -> Result<StressSpec, String> {
-        Self::parse_for(s, Cpus::of_this_machine())
-    }
-
-    /// [`parse`](Self::parse) on a machine with `cpus` (what stress-ng's `--cpu 0` means).
-    pub fn parse_for(s: &str, cpus: Cpus) -> Result<StressSpec, String> {
-        let s = s.trim();
-        let mut words = s.split_whitespace();
-        match words.next() {
-            Some("stress-ng") => parse_command(words.collect(), true, cpus),
-            Some("stress") => parse_command(words.collect(), false, cpus),
-            _ => parse_pairs(s),
-        }
-    }
-
-    pub fn workers(&self) -> u32 {
-        self.cpu + self.io + self.vm
-    }
-
-    /// One line like stress-ng's own summary, e.g. `4 cpu, 2 io, 1 vm (4 MiB each)`.
-    pub fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        if self.cpu > 0 {
-            if self.cpu_load < 100 {
-                parts.push(format!("{} cpu at {} %", self.cpu, self.cpu_load));
-            } else {
-                parts.push(format!("{} cpu", self.cpu));
-            }
-        }
-        if self.io > 0 {
-            parts.push(format!("{} io (sync)", self.io));
-        }
-        if self.vm > 0 {
-            parts.push(format!(
-                "{} vm ({} each)",
-                self.vm,
-                format_bytes_binary(self.vm_bytes_per_worker)
-            ));
-        }
-        parts.join(", ")
+/// [`parse_spec`] on a machine with `cpus` (what stress-ng's `--cpu 0` means).
+pub fn parse_spec_for(s: &str, cpus: Cpus) -> Result<StressSpec, String> {
+    let s = s.trim();
+    let mut words = s.split_whitespace();
+    match words.next() {
+        Some("stress-ng") => parse_command(words.collect(), true, cpus),
+        Some("stress") => parse_command(words.collect(), false, cpus),
+        _ => parse_pairs(s),
     }
 }
 
@@ -642,16 +598,15 @@ mod tests {
     #[test]
     fn seed_recipes() {
         // seeds/001, RK3568 stress test 1.
-        let a = StressSpec::parse("stress-ng -c 4 --io 2 --vm 1 --vm-bytes 4M --timeout 1000000s")
-            .unwrap();
+        let a =
+            parse_spec("stress-ng -c 4 --io 2 --vm 1 --vm-bytes 4M --timeout 1000000s").unwrap();
         assert_eq!(
             (a.cpu, a.io, a.vm, a.vm_bytes_per_worker),
             (4, 2, 1, 4 << 20)
         );
-        assert_eq!(a, StressSpec::parse("cpu=4,io=2,vm=1,vm-bytes=4M").unwrap());
+        assert_eq!(a, parse_spec("cpu=4,io=2,vm=1,vm-bytes=4M").unwrap());
         // RK3562: the older `stress`, bytes per worker.
-        let b = StressSpec::parse("stress -c 4 --io 2 --vm 1 --vm-bytes 256M --timeout 1000000s")
-            .unwrap();
+        let b = parse_spec("stress -c 4 --io 2 --vm 1 --vm-bytes 256M --timeout 1000000s").unwrap();
         assert_eq!(b.vm_bytes_per_worker, 256 << 20);
         assert_eq!(
             (a.vm_stride, b.vm_stride),
@@ -660,35 +615,48 @@ mod tests {
         );
         assert!(b.interpretation.starts_with("stress semantics"));
         // RK3576: `-vm 4` is stress-ng's `-v -m 4`; 512M divided across 4 workers.
-        let c = StressSpec::parse(
+        let c = parse_spec(
             "stress-ng -c8 --io 8 --cpu-load 100 -vm 4 --vm-bytes 512M --timeout 10000000s",
         )
         .unwrap();
         assert_eq!((c.cpu, c.io, c.vm, c.cpu_load), (8, 8, 4, 100));
         assert_eq!(c.vm_bytes_per_worker, 128 << 20);
         assert_eq!(c.describe(), "8 cpu, 8 io (sync), 4 vm (128 MiB each)");
-        let d = StressSpec::parse("stress -m 4 --vm-bytes 512M").unwrap();
+        let d = parse_spec("stress -m 4 --vm-bytes 512M").unwrap();
         assert_eq!(d.vm_bytes_per_worker, 512 << 20, "stress: each worker");
     }
 
     #[test]
+    fn the_spec_a_report_prints_parses_back_to_the_same_workers() {
+        for given in [
+            "cpu=4,io=2,vm=1,vm-bytes=4M",
+            "cpu=2,cpu-load=50",
+            "io=3",
+            "stress-ng -c 8 --io 8 --cpu-load 100 -vm 4 --vm-bytes 512M",
+            // stress gives each worker the bytes: the spec says the total.
+            "stress -m 4 --vm-bytes 512M",
+        ] {
+            let a = parse_spec(given).unwrap();
+            let b = parse_spec(&a.spec()).unwrap();
+            let workers = |x: &StressSpec| (x.cpu, x.cpu_load, x.io, x.vm, x.vm_bytes_per_worker);
+            assert_eq!(workers(&a), workers(&b), "{given} -> {}", a.spec());
+        }
+    }
+
+    #[test]
     fn bad_specs_get_a_sentence() {
-        assert!(StressSpec::parse("cpu=x")
-            .unwrap_err()
-            .contains("worker count"));
-        assert!(StressSpec::parse("gpu=1")
+        assert!(parse_spec("cpu=x").unwrap_err().contains("worker count"));
+        assert!(parse_spec("gpu=1")
             .unwrap_err()
             .contains("unknown stress key"));
-        assert!(StressSpec::parse("cpu=0")
-            .unwrap_err()
-            .contains("no worker"));
-        assert!(StressSpec::parse("cpu=1,cpu-load=0")
+        assert!(parse_spec("cpu=0").unwrap_err().contains("no worker"));
+        assert!(parse_spec("cpu=1,cpu-load=0")
             .unwrap_err()
             .contains("1 to 100"));
-        assert!(StressSpec::parse("stress-ng --hdd 1")
+        assert!(parse_spec("stress-ng --hdd 1")
             .unwrap_err()
             .contains("--hdd"));
-        assert!(StressSpec::parse("vm=1,vm-bytes=1")
+        assert!(parse_spec("vm=1,vm-bytes=1")
             .unwrap_err()
             .contains("4K to 64G"));
         // Sizes read as in every other command (model::units): 4k = 4KB = 4 KiB.
@@ -697,13 +665,9 @@ mod tests {
             "vm=1,vm-bytes=4KB",
             "stress-ng --vm 1 --vm-bytes 4KiB",
         ] {
-            assert_eq!(
-                StressSpec::parse(s).unwrap().vm_bytes_per_worker,
-                4096,
-                "{s}"
-            );
+            assert_eq!(parse_spec(s).unwrap().vm_bytes_per_worker, 4096, "{s}");
         }
-        assert!(StressSpec::parse("vm=1,vm-bytes=M")
+        assert!(parse_spec("vm=1,vm-bytes=M")
             .unwrap_err()
             .contains("vm-bytes=M: not a size"));
     }
@@ -714,7 +678,7 @@ mod tests {
             configured: 4,
             online: 3,
         };
-        let a = StressSpec::parse_for("stress-ng --cpu 0", cpus).unwrap();
+        let a = parse_spec_for("stress-ng --cpu 0", cpus).unwrap();
         assert_eq!(a.cpu, 4);
         assert!(
             a.interpretation
@@ -722,20 +686,20 @@ mod tests {
             "{}",
             a.interpretation
         );
-        let b = StressSpec::parse_for("stress-ng -c -1 --io 0 --vm 2", cpus).unwrap();
+        let b = parse_spec_for("stress-ng -c -1 --io 0 --vm 2", cpus).unwrap();
         assert_eq!((b.cpu, b.io, b.vm), (3, 4, 2));
         // The older stress and headroom's key=value form keep 0 as none.
-        assert!(StressSpec::parse_for("stress -c 0", cpus)
+        assert!(parse_spec_for("stress -c 0", cpus)
             .unwrap_err()
             .contains("no worker"));
-        assert!(StressSpec::parse_for("cpu=0", cpus)
+        assert!(parse_spec_for("cpu=0", cpus)
             .unwrap_err()
             .contains("no worker"));
         // This machine: as many as sysconf says.
         let here = Cpus::of_this_machine();
         assert!(here.configured >= here.online && here.online >= 1);
         assert_eq!(
-            StressSpec::parse("stress-ng --cpu 0").unwrap().cpu,
+            parse_spec("stress-ng --cpu 0").unwrap().cpu,
             here.configured
         );
     }

@@ -486,7 +486,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     let stress_spec = a
         .stress
         .as_deref()
-        .map(StressSpec::parse)
+        .map(stress::parse_spec)
         .transpose()
         .map_err(|msg| terminal::usage(format!("--stress: {msg}")))?;
     let mut keep = a.keep.clone();

@@ -442,58 +442,15 @@ fn system_context(root: &SysRoot, cpus: usize) -> SystemContext {
 
 /// The CrystalDiskMark-like table (`report::terminal::disk`) of a judged document.
 fn render(doc: &DiskDocument, style: &Style) -> String {
-    use report::terminal::disk::{DiskHeading, DiskRow};
-    let t = doc.target;
-    let p = doc.parameters;
-    let heading = DiskHeading {
-        file: &t.file,
-        kind: match t.kind {
-            target::TargetKind::NewFile => "test file",
-            target::TargetKind::ExistingFile => "existing file",
-            target::TargetKind::BlockDevice => "block device",
-        },
-        size_bytes: t.size_bytes,
-        device: t.device.as_ref(),
-        profile: &p.profile,
-        engine: &p.engine,
-        direct: p.direct,
-        runs: p.runs,
-        runtime_s: p.runtime_s,
-        ramp_s: p.ramp_s,
-    };
-    let rows: Vec<DiskRow> = doc
-        .tests
-        .iter()
-        .filter_map(|JudgedTest { test, efficiency }| {
-            let b = test.best()?;
-            // The worst cross-check of all runs: one bad run is worth seeing.
-            let worst = |f: fn(&disk::RunResult) -> Option<f64>| {
-                test.runs
-                    .iter()
-                    .filter_map(f)
-                    .max_by(|a, b| a.abs().total_cmp(&b.abs()))
-            };
-            Some(DiskRow {
-                label: test.spec.label.clone(),
-                interrupted: b.interrupted,
-                direction: test.spec.workload.direction(),
-                best_mb_per_s: b.mb_per_s,
-                mean_mb_per_s: test.mean_mb_per_s,
-                best_mib_per_s: b.mib_per_s,
-                best_iops: b.iops,
-                lat_mean_ns: b.latency.mean_ns,
-                lat_p50_ns: b.latency.p50_ns,
-                lat_p99_ns: b.latency.p99_ns,
-                lat_p99_9_ns: b.latency.p99_9_ns,
-                lat_max_ns: b.latency.max_ns,
-                cpu_us_per_io: b.cpu_us_per_io,
-                proc_io_error_percent: worst(|r| r.cross_check.proc_io_error_percent),
-                diskstats_error_percent: worst(|r| r.cross_check.diskstats_error_percent),
-                efficiency: *efficiency,
-            })
-        })
-        .collect();
-    report::terminal::disk::render(&heading, &rows, doc.ceiling, doc.notes, style)
+    let tests: Vec<_> = doc.tests.iter().map(|t| (t.test, t.efficiency)).collect();
+    report::terminal::disk::render(
+        doc.parameters,
+        doc.target,
+        &tests,
+        doc.ceiling,
+        doc.notes,
+        style,
+    )
 }
 
 /// The disk result as a document: the engine's measurements, the path's ceiling with each
@@ -502,7 +459,7 @@ fn render(doc: &DiskDocument, style: &Style) -> String {
 #[derive(serde::Serialize)]
 struct DiskDocument<'a> {
     schema_version: u32,
-    kind: &'static str,
+    kind: &'a str,
     parameters: &'a disk::Parameters,
     system: &'a SystemContext,
     target: &'a target::TargetInfo,

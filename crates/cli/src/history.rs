@@ -145,8 +145,10 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
                 let saved = std::fs::read_to_string(f)
                     .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))
                     .and_then(|text| {
-                        // Check it under its own name first, so an error names the file.
-                        Document::parse(&text, &f.display().to_string())?;
+                        // Check it under its own name first (the envelope, then the body
+                        // as its kind's view reads it), so an error names the file.
+                        let name = f.display().to_string();
+                        Summary::of(&Document::parse(&text, &name)?, &name)?;
                         Ok(store.insert(&text)?)
                     });
                 match saved {

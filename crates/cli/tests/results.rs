@@ -439,3 +439,42 @@ fn a_history_on_a_read_only_filesystem_can_be_listed() {
         std::panic::resume_unwind(e);
     }
 }
+
+/// A disk document without a field its producer always wrote is refused by `report` and
+/// `history add` in one sentence naming the file and the field's place, once; the other
+/// documents of the same command are still reported or saved.
+#[test]
+fn a_document_missing_a_field_is_named_with_its_place_and_the_rest_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut v: Value =
+        serde_json::from_str(&std::fs::read_to_string(result("rpi5-gen3.json")).unwrap()).unwrap();
+    v["tests"][0]["runs"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("iops");
+    let bad = dir.path().join("edited.json");
+    std::fs::write(&bad, v.to_string()).unwrap();
+    let sentence = format!(
+        "headroom: error: {}: the `disk` document does not have the expected fields \
+         (tests[0]: runs[0]: missing field `iops`)\n",
+        bad.display()
+    );
+    let db = dir.path().join("h.sqlite");
+    headroom()
+        .args(["history", "add", "--db"])
+        .arg(&db)
+        .arg(&bad)
+        .arg(result("rpi5-gen2.json"))
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("rpi5-gen2.json: saved as #1\n"))
+        .stderr(sentence.clone());
+    headroom()
+        .args(["report", "--md"])
+        .arg(&bad)
+        .arg(result("rpi5-gen2.json"))
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("dd 100M write"))
+        .stderr(predicate::str::starts_with(sentence));
+}

@@ -3,12 +3,12 @@
 //! Pure types: `probe::block::{by_number, holds}` fill them from sysfs and procfs, `bench::disk` reads them to
 //! say which device a file lives on and to refuse writing to a device that is in use.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A block device by its `major:minor` number (`stat(2)`'s `st_dev` for a file, `st_rdev`
 /// for a device node) and the names sysfs gives it under `/sys/dev/block/MAJ:MIN`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceNumber {
     pub major: u32,
     pub minor: u32,

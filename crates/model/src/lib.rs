@@ -4,6 +4,7 @@
 
 pub mod blockdev;
 pub mod ceiling;
+pub mod disk;
 pub mod finding;
 pub mod inventory;
 pub mod latency;
@@ -13,6 +14,7 @@ pub mod path;
 pub mod pcie;
 pub mod procfs;
 pub mod root;
+pub mod stress;
 pub mod survey;
 pub mod system;
 pub mod units;

@@ -283,11 +283,15 @@ impl Document {
     }
 
     /// Read the body through a typed view; `origin` names the document in errors.
+    /// A field that is missing or of another type is named with its place in the body
+    /// (``parameters: missing field `runs` ``).
     pub fn view<T: serde::de::DeserializeOwned>(&self, origin: &str) -> Result<T, DocumentError> {
-        serde_json::from_value(Value::Object(self.body.clone())).map_err(|e| DocumentError::Shape {
-            origin: origin.to_string(),
-            kind: self.envelope.kind.clone(),
-            detail: e.to_string(),
+        serde_path_to_error::deserialize(Value::Object(self.body.clone())).map_err(|e| {
+            DocumentError::Shape {
+                origin: origin.to_string(),
+                kind: self.envelope.kind.clone(),
+                detail: e.to_string(),
+            }
         })
     }
 }

@@ -71,7 +71,7 @@ pub enum HistoryError {
     },
     #[error("there is no run {id} in the history {}: `headroom history` lists them", path.display())]
     NoSuchRun { path: PathBuf, id: i64 },
-    #[error("{0}")]
+    #[error(transparent)]
     Document(#[from] crate::document::DocumentError),
 }
 
@@ -504,18 +504,21 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    /// A measured `bench disk` document (tests/fixtures/results/rpi5-gen3.json: one dd
+    /// write test) with its target and its one run's MB/s changed.
     fn doc(mb: f64) -> String {
-        crate::document::wrap(
-            "disk",
-            "0.1.0",
-            &serde_json::json!({
-                "target": {"given": "/mnt/t"},
-                "tests": [{"spec": {"label": "dd 1M", "workload": {"read_percent": 0}},
-                           "runs": [{"mb_per_s": mb}], "best_run": 0}]
-            }),
-        )
-        .unwrap()
-        .to_json_pretty()
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/results/rpi5-gen3.json"
+        );
+        let mut body: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        body["target"]["given"] = "/mnt/t".into();
+        body["tests"][0]["spec"]["label"] = "dd 1M".into();
+        body["tests"][0]["runs"][0]["mb_per_s"] = mb.into();
+        crate::document::wrap("disk", "0.1.0", &body)
+            .unwrap()
+            .to_json_pretty()
     }
 
     #[test]

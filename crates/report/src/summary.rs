@@ -3,7 +3,7 @@
 
 use crate::document::{Document, DocumentError};
 use crate::table::{dash, mb, Table};
-use crate::views::{AuditView, CommonView, DiskLatencyView, DiskView, LatencyView, NetView};
+use crate::views::{AuditView, CommonView, DiskView, LatencyView, NetView};
 use model::latency::{Affinity, Step};
 use model::path::{Hop, PathLink};
 use model::units::{format_bytes_binary, tenths_us, whole_us, MB};
@@ -33,7 +33,7 @@ pub struct TestRow {
     /// The headline run's I/Os per second.
     pub iops: Option<f64>,
     /// The headline run's latency (submission to completion), ns.
-    pub latency: Option<DiskLatencyView>,
+    pub latency: Option<model::disk::Latency>,
 }
 
 impl TestRow {
@@ -175,19 +175,6 @@ fn seconds(s: f64) -> String {
     format!("{s} s")
 }
 
-/// Percentiles within [min, max]. HDR histograms report a bucket's highest equivalent value,
-/// up to 0.1 % above the largest sample at 3 significant digits, so documents written before
-/// `bench disk` clamped them can hold a p99.9 above the exact max; no sample lies outside the
-/// measured min and max.
-fn clamp_percentiles(mut l: DiskLatencyView) -> DiskLatencyView {
-    let (lo, hi) = (l.min_ns, l.max_ns.max(l.min_ns));
-    for p in [&mut l.p50_ns, &mut l.p99_ns, &mut l.p99_9_ns] {
-        *p = (*p).clamp(lo, hi);
-    }
-    l.p90_ns = l.p90_ns.map(|p| p.clamp(lo, hi));
-    l
-}
-
 /// A fact of the run's own making (a parameter, the target), after kernel and governor.
 fn put(s: &mut Summary, key: &str, value: String) {
     s.context.push((key.to_string(), value));
@@ -323,91 +310,59 @@ impl Summary {
         match env.kind.as_str() {
             "disk" => {
                 let d: DiskView = doc.view(origin)?;
-                if let Some(sys) = &d.system {
-                    kernel = kernel.or(sys.kernel.clone());
-                    governor = sys.governor.clone();
-                    s.hostname = s.hostname.or(sys.hostname.clone());
-                }
-                if let Some(p) = &d.parameters {
-                    if let Some(profile) = &p.profile {
-                        put(&mut s, "profile", profile.clone());
+                let sys = &d.system;
+                kernel = kernel.or(sys.kernel.clone());
+                governor = sys.governor.clone();
+                s.hostname = s.hostname.or(sys.hostname.clone());
+                let p = &d.parameters;
+                put(&mut s, "profile", p.profile.clone());
+                put(&mut s, "engine", p.engine.clone());
+                let io = if p.direct { "O_DIRECT" } else { "buffered" };
+                put(&mut s, "I/O", io.to_string());
+                put(&mut s, "size", format_bytes_binary(p.size_bytes));
+                put(&mut s, "runs", p.runs.to_string());
+                put(&mut s, "runtime (upper bound)", seconds(p.runtime_s));
+                put(&mut s, "ramp", seconds(p.ramp_s));
+                put(&mut s, "pause between runs", seconds(p.pause_s));
+                put(&mut s, "time based", yes_no(p.time_based));
+                put(&mut s, "fsync at the end", yes_no(p.fsync_end));
+                let data = if p.zero_buffers { "zeros" } else { "random" };
+                put(&mut s, "write data", data.to_string());
+                put(&mut s, "headline", format!("{} run", p.shown.name()));
+                put(&mut s, "CPUs", sys.cpus.to_string());
+                let t = &d.target;
+                let (given, f) = (t.given.display().to_string(), t.file.display().to_string());
+                // headroom's own file (in a directory the user gave) is named after its
+                // process: its directory is what two runs can share.
+                let file = match t.kind {
+                    model::disk::TargetKind::NewFile if given != f => {
+                        let dir = t
+                            .file
+                            .parent()
+                            .map(|d| d.display().to_string())
+                            .filter(|d| !d.is_empty())
+                            .unwrap_or_else(|| ".".into());
+                        format!("new file in {dir}")
                     }
-                    if let Some(engine) = &p.engine {
-                        put(&mut s, "engine", engine.clone());
-                    }
-                    if let Some(direct) = p.direct {
-                        let io = if direct { "O_DIRECT" } else { "buffered" };
-                        put(&mut s, "I/O", io.to_string());
-                    }
-                    if let Some(size) = p.size_bytes {
-                        put(&mut s, "size", format_bytes_binary(size));
-                    }
-                    if let Some(runs) = p.runs {
-                        put(&mut s, "runs", runs.to_string());
-                    }
-                    if let Some(r) = p.runtime_s {
-                        put(&mut s, "runtime (upper bound)", seconds(r));
-                    }
-                    if let Some(r) = p.ramp_s {
-                        put(&mut s, "ramp", seconds(r));
-                    }
-                    if let Some(r) = p.pause_s {
-                        put(&mut s, "pause between runs", seconds(r));
-                    }
-                    if let Some(t) = p.time_based {
-                        put(&mut s, "time based", yes_no(t));
-                    }
-                    if let Some(f) = p.fsync_end {
-                        put(&mut s, "fsync at the end", yes_no(f));
-                    }
-                    if let Some(z) = p.zero_buffers {
-                        let data = if z { "zeros" } else { "random" };
-                        put(&mut s, "write data", data.to_string());
-                    }
-                    if let Some(shown) = &p.shown {
-                        put(&mut s, "headline", format!("{shown} run"));
-                    }
-                }
-                if let Some(cpus) = d.system.as_ref().and_then(|x| x.cpus) {
-                    put(&mut s, "CPUs", cpus.to_string());
-                }
-                if let Some(t) = &d.target {
-                    if let Some(f) = &t.file {
-                        // headroom's own file (in a directory the user gave) is named after
-                        // its process: its directory is what two runs can share.
-                        let own = t.given.as_deref() != Some(f.as_str());
-                        let file = match t.kind.as_deref() {
-                            Some("new_file") if own => {
-                                let dir = std::path::Path::new(f)
-                                    .parent()
-                                    .map(|d| d.display().to_string())
-                                    .filter(|d| !d.is_empty())
-                                    .unwrap_or_else(|| ".".into());
-                                format!("new file in {dir}")
-                            }
-                            Some(k) => format!("{f} ({})", k.replace('_', " ")),
-                            None => f.clone(),
-                        };
-                        put(&mut s, "test file", file);
-                    }
-                    if let Some(dev) = &t.device {
-                        if let Some(name) = &dev.name {
-                            let num = match (dev.major, dev.minor) {
-                                (Some(a), Some(b)) => format!(" ({a}:{b})"),
-                                _ => String::new(),
-                            };
-                            put(&mut s, "device", format!("{name}{num}"));
-                        }
-                    }
+                    k => format!("{f} ({})", k.words()),
+                };
+                put(&mut s, "test file", file);
+                if let Some(dev) = &t.device {
+                    put(
+                        &mut s,
+                        "device",
+                        format!("{} ({})", dev.name, dev.maj_min()),
+                    );
                 }
                 if let Some(i) = d.interrupted {
                     put(&mut s, "interrupted", yes_no(i));
                 }
-                s.target = d.target.as_ref().and_then(|t| t.given.clone());
+                s.target = Some(given);
                 // One ceiling line for the run: the direction its tests move data in (the
                 // smaller of the two when it has both).
-                let reads = d.tests.iter().any(|t| t.read_percent() > 0);
-                let writes = d.tests.iter().any(|t| t.read_percent() < 100);
+                let percent = |t: &crate::views::DiskTestView| t.test.spec.workload.read_percent;
+                let reads = d.tests.iter().any(|t| percent(t) > 0);
+                let writes = d.tests.iter().any(|t| percent(t) < 100);
                 s.ceiling = d.ceiling.as_ref().map(|c| CeilingRow {
                     mb_s: match (reads, writes) {
                         (true, false) => c.read_bytes_per_sec,
@@ -416,47 +371,45 @@ impl Summary {
                     } / MB,
                     bottleneck: c.bottleneck.clone(),
                 });
-                let mean = d
-                    .parameters
-                    .as_ref()
-                    .and_then(|p| p.shown.as_deref())
-                    .is_some_and(|x| x == "mean");
-                for t in &d.tests {
+                let mean = p.shown == model::disk::Shown::Mean;
+                for crate::views::DiskTestView {
+                    test: t,
+                    efficiency,
+                } in &d.tests
+                {
                     let runs: Vec<f64> = t.runs.iter().map(|r| r.mb_per_s).collect();
-                    let best = runs.get(t.best_run).copied();
-                    let cross_check = t.runs.get(t.best_run).and_then(|r| r.cross_check.as_ref());
-                    let measured = if mean { t.mean_mb_per_s } else { best }
-                        .or(t.mean_mb_per_s)
-                        .unwrap_or(0.0);
-                    let efficiency = t.efficiency.or_else(|| {
+                    let headline_run = t.best();
+                    let measured = match headline_run {
+                        Some(b) if !mean => b.mb_per_s,
+                        _ => t.mean_mb_per_s,
+                    };
+                    let efficiency = efficiency.or_else(|| {
                         s.ceiling
                             .as_ref()
                             .filter(|c| c.mb_s > 0.0)
                             .map(|c| measured / c.mb_s)
                     });
                     // Compare lines tests up by name: a repeated name gets its ordinal.
-                    let mut name = t.name();
+                    let mut name = t.spec.name();
                     let same = s.tests.iter().filter(|x| x.name.starts_with(&name)).count();
                     if same > 0 {
                         name = format!("{name} ({})", same + 1);
                     }
-                    let headline_run = t.runs.get(t.best_run);
+                    let cross_check = headline_run.map(|r| &r.cross_check);
                     s.tests.push(TestRow {
                         name,
-                        direction: t.direction().unwrap_or_default(),
-                        block_size: t.spec.block_size,
+                        direction: t.spec.workload.direction(),
+                        block_size: Some(t.spec.block_size),
                         measured_mb_s: measured,
                         runs_mb_s: runs,
                         efficiency,
-                        mean_mb_s: t.mean_mb_per_s,
+                        mean_mb_s: Some(t.mean_mb_per_s),
                         proc_io_error_percent: cross_check.and_then(|c| c.proc_io_error_percent),
                         diskstats_error_percent: cross_check
                             .and_then(|c| c.diskstats_error_percent),
-                        cpu_us_per_io: headline_run.and_then(|r| r.cpu_us_per_io),
-                        iops: headline_run.and_then(|r| r.iops),
-                        latency: headline_run
-                            .and_then(|r| r.latency.clone())
-                            .map(clamp_percentiles),
+                        cpu_us_per_io: headline_run.map(|r| r.cpu_us_per_io),
+                        iops: headline_run.map(|r| r.iops),
+                        latency: headline_run.map(|r| r.latency.clone().clamped()),
                     });
                 }
             }
@@ -984,7 +937,7 @@ impl Summary {
                     lat_us(l.min_ns as f64),
                     lat_us(l.mean_ns),
                     lat_us(l.p50_ns as f64),
-                    l.p90_ns.map(|p| lat_us(p as f64)).unwrap_or_else(dash),
+                    lat_us(l.p90_ns as f64),
                     lat_us(l.p99_ns as f64),
                     lat_us(l.p99_9_ns as f64),
                     lat_us(l.max_ns as f64),

@@ -1,15 +1,17 @@
 //! Typed views of command bodies: serde structs with the fields reports read.
 //!
 //! Where the producer's type lives in `model` or in report itself (the path, findings, PCIe
-//! link states and comparisons; bench latency's configuration, context and measurement;
-//! bench net's measurement, ceiling, flows and interface check; the audit's USB, block and
-//! network sections), the view holds that type: a field renamed there changes what is read
-//! here, at compile time. The rest (bench disk's body, the audit's PCI section, bench
-//! latency's stress) are typed in bench or in model types that cannot be read back yet, so
-//! their views name the fields, with `#[serde(default)]` where a field is optional or
-//! missing from older documents; [`unread_fields`] lists every field a view names that a
-//! document does not have, and the round-trip tests (crates/cli/tests/roundtrip.rs) assert
-//! that list for freshly produced documents, so a field renamed in a producer fails them.
+//! link states and comparisons; bench disk's parameters, machine, target, tests and runs;
+//! bench latency's configuration, context, measurement and stress; bench net's measurement,
+//! ceiling, flows and interface check; the audit's USB, block and network sections), the
+//! view holds that type: a field renamed there changes what is read here, at compile time,
+//! and a document without a field its producer always wrote is refused with the field's
+//! name. Fields missing from documents of earlier versions are `#[serde(default)]` in those
+//! types. The rest (the audit's PCI section) is typed in model types that cannot be read
+//! back yet, so its view names the fields; [`unread_fields`] lists every field a view reads
+//! that a document does not have, and the round-trip tests (crates/cli/tests/roundtrip.rs)
+//! assert that list for freshly produced documents, so a field renamed in a producer fails
+//! them.
 
 use model::path::TargetPath;
 use model::{Finding, LinkComparison, LinkState};
@@ -66,199 +68,47 @@ pub struct CommonView {
     pub path: Option<TargetPath>,
 }
 
-/// `headroom bench disk`'s body.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+/// `headroom bench disk`'s body: the engine's measurements as `model::disk`'s types, with
+/// the path's ceiling and each test's efficiency judged beside them (`report::efficiency`).
+#[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct DiskView {
+    pub parameters: model::disk::Parameters,
+    pub system: model::disk::SystemContext,
+    pub target: model::disk::TargetInfo,
+    /// The path's bottleneck ceiling; null when the path could not be resolved.
     #[serde(default)]
-    pub parameters: Option<DiskParametersView>,
-    #[serde(default)]
-    pub system: Option<DiskSystemView>,
-    #[serde(default)]
-    pub target: Option<DiskTargetView>,
-    #[serde(default)]
-    pub ceiling: Option<DiskCeilingView>,
-    #[serde(default)]
+    pub ceiling: Option<model::ceiling::PathCeiling>,
     pub tests: Vec<DiskTestView>,
-    /// Stopped by a signal before every test ran.
+    /// Stopped by a signal before every test ran; absent in documents written before a run
+    /// could be kept after an interruption.
     #[serde(default)]
     pub interrupted: Option<bool>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct DiskParametersView {
-    #[serde(default)]
-    pub profile: Option<String>,
-    #[serde(default)]
-    pub engine: Option<String>,
-    /// `best` (CrystalDiskMark's habit) or `mean`: which number is the test's headline.
-    #[serde(default)]
-    pub shown: Option<String>,
-    /// O_DIRECT (true) or buffered.
-    #[serde(default)]
-    pub direct: Option<bool>,
-    #[serde(default)]
-    pub size_bytes: Option<u64>,
-    #[serde(default)]
-    pub runs: Option<u32>,
-    #[serde(default)]
-    pub runtime_s: Option<f64>,
-    #[serde(default)]
-    pub ramp_s: Option<f64>,
-    #[serde(default)]
-    pub pause_s: Option<f64>,
-    #[serde(default)]
-    pub time_based: Option<bool>,
-    #[serde(default)]
-    pub fsync_end: Option<bool>,
-    #[serde(default)]
-    pub zero_buffers: Option<bool>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct DiskSystemView {
-    #[serde(default)]
-    pub kernel: Option<String>,
-    /// The CPU frequency governor(s) during the run, when the bench records it.
-    #[serde(default)]
-    pub governor: Option<String>,
-    #[serde(default)]
-    pub hostname: Option<String>,
-    #[serde(default)]
-    pub cpus: Option<u32>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct DiskTargetView {
-    #[serde(default)]
-    pub given: Option<String>,
-    /// The file or device the tests read and wrote.
-    #[serde(default)]
-    pub file: Option<String>,
-    /// `new_file`, `existing_file`, `block_device`...
-    #[serde(default)]
-    pub kind: Option<String>,
-    #[serde(default)]
-    pub device: Option<DiskDeviceView>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct DiskDeviceView {
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(default)]
-    pub major: Option<u32>,
-    #[serde(default)]
-    pub minor: Option<u32>,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-pub struct DiskCeilingView {
-    /// Device towards the CPU (what a read from the disk moves), bytes/s.
-    pub read_bytes_per_sec: f64,
-    /// CPU towards the device (what a write moves), bytes/s.
-    pub write_bytes_per_sec: f64,
-    pub bottleneck: String,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
+/// One test's measurements and its best run's efficiency against the path's ceiling, as
+/// `bench disk` writes them: the efficiency beside the test's own fields.
+#[derive(Clone, Debug, Serialize)]
 pub struct DiskTestView {
-    pub spec: DiskSpecView,
-    #[serde(default)]
-    pub runs: Vec<DiskRunView>,
-    #[serde(default)]
-    pub mean_mb_per_s: Option<f64>,
-    #[serde(default)]
-    pub best_run: usize,
-    #[serde(default)]
+    #[serde(flatten)]
+    pub test: model::disk::TestResult,
+    /// measured / ceiling, 0..1; null without a ceiling.
     pub efficiency: Option<f64>,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
-pub struct DiskSpecView {
-    pub label: String,
-    #[serde(default)]
-    pub workload: Option<WorkloadView>,
-    #[serde(default)]
-    pub block_size: Option<u64>,
-    #[serde(default)]
-    pub queue_depth: Option<u32>,
-    #[serde(default)]
-    pub jobs: Option<u32>,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-pub struct WorkloadView {
-    #[serde(default)]
-    pub read_percent: Option<u8>,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-pub struct DiskRunView {
-    /// MB/s = 10^6 B/s.
-    pub mb_per_s: f64,
-    #[serde(default)]
-    pub iops: Option<f64>,
-    /// CPU time (user + system) per I/O, us.
-    #[serde(default)]
-    pub cpu_us_per_io: Option<f64>,
-    /// Submission to completion (fio's lat).
-    #[serde(default)]
-    pub latency: Option<DiskLatencyView>,
-    #[serde(default)]
-    pub cross_check: Option<CrossCheckView>,
-}
-
-/// `bench::disk::Latency`, nanoseconds.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
-pub struct DiskLatencyView {
-    pub min_ns: u64,
-    pub mean_ns: f64,
-    pub p50_ns: u64,
-    #[serde(default)]
-    pub p90_ns: Option<u64>,
-    pub p99_ns: u64,
-    pub p99_9_ns: u64,
-    pub max_ns: u64,
-}
-
-/// The kernel's count of the same bytes, as (kernel − engine) / engine in percent.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct CrossCheckView {
-    /// `/proc/self/io`: this process's bytes only.
-    #[serde(default)]
-    pub proc_io_error_percent: Option<f64>,
-    /// `/proc/diskstats`: every process's bytes to the device.
-    #[serde(default)]
-    pub diskstats_error_percent: Option<f64>,
-}
-
-impl DiskTestView {
-    /// `SEQ1M Q8T1 read`: the label and the direction, as the disk bench names a test.
-    pub fn name(&self) -> String {
-        match self.direction() {
-            Some(d) => format!("{} {d}", self.spec.label),
-            None => self.spec.label.clone(),
-        }
-    }
-
-    /// `read`, `write` or `mix 70% read`, as the disk bench words it.
-    pub fn direction(&self) -> Option<String> {
-        self.workload()
-            .and_then(|w| w.read_percent)
-            .map(|p| match p {
-                100 => "read".to_string(),
-                0 => "write".to_string(),
-                p => format!("mix {p}% read"),
-            })
-    }
-
-    /// The share of reads in percent (100 when the document does not say).
-    pub fn read_percent(&self) -> u8 {
-        self.workload().and_then(|w| w.read_percent).unwrap_or(100)
-    }
-
-    fn workload(&self) -> Option<&WorkloadView> {
-        self.spec.workload.as_ref()
+impl<'de> Deserialize<'de> for DiskTestView {
+    /// serde's `flatten` would lose the place of a bad field inside the test (`runs[2].iops`),
+    /// so the test is read on its own, with its path kept in the error.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut fields = serde_json::Map::deserialize(d)?;
+        let efficiency = match fields.remove("efficiency") {
+            Some(v) => serde_json::from_value(v)
+                .map_err(|e| D::Error::custom(format!("efficiency: {e}")))?,
+            None => None,
+        };
+        let test = serde_path_to_error::deserialize(serde_json::Value::Object(fields))
+            .map_err(D::Error::custom)?;
+        Ok(DiskTestView { test, efficiency })
     }
 }
 
@@ -280,57 +130,9 @@ pub struct LatencyView {
     pub stress: Option<StressView>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct StressView {
-    pub spec: StressSpecView,
-}
-
-/// `bench::stress::StressSpec`: worker counts as `--stress` takes them.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct StressSpecView {
-    #[serde(default)]
-    pub cpu: u32,
-    #[serde(default)]
-    pub cpu_load: Option<u32>,
-    #[serde(default)]
-    pub io: u32,
-    #[serde(default)]
-    pub vm: u32,
-    #[serde(default)]
-    pub vm_bytes_per_worker: u64,
-}
-
-impl StressSpecView {
-    /// The load in `--stress` syntax (`cpu=2,io=1,vm=1,vm-bytes=4M`), which a user can paste
-    /// back; `none` without workers.
-    pub fn spec(&self) -> String {
-        let mut parts = Vec::new();
-        if self.cpu > 0 {
-            parts.push(format!("cpu={}", self.cpu));
-            if let Some(l) = self.cpu_load.filter(|&l| l < 100) {
-                parts.push(format!("cpu-load={l}"));
-            }
-        }
-        if self.io > 0 {
-            parts.push(format!("io={}", self.io));
-        }
-        if self.vm > 0 {
-            parts.push(format!("vm={}", self.vm));
-            // vm-bytes is the total, divided across the workers (stress-ng's meaning).
-            let total = self.vm_bytes_per_worker * u64::from(self.vm);
-            // In the flag's own spelling: 4M = 4 MiB, as stress-ng reads it.
-            let size = model::units::format_bytes_binary(total)
-                .replace(" B", "")
-                .replace("iB", "")
-                .replace(' ', "");
-            parts.push(format!("vm-bytes={size}"));
-        }
-        if parts.is_empty() {
-            "none".to_string()
-        } else {
-            parts.join(",")
-        }
-    }
+    pub spec: model::stress::StressSpec,
 }
 
 /// `headroom audit`'s body: the inventory a report lists link by link (USB, block and net
@@ -419,38 +221,87 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    #[test]
-    fn disk_test_names_follow_the_bench() {
-        let t: DiskTestView = serde_json::from_str(
-            r#"{"spec": {"label": "SEQ1M Q8T1", "workload": {"pattern": "sequential", "read_percent": 0}}, "runs": []}"#,
-        )
-        .unwrap();
-        assert_eq!(t.name(), "SEQ1M Q8T1 write");
+    /// A view that names its fields, as the audit's PCI view does.
+    #[derive(Deserialize, Serialize)]
+    struct Named {
+        #[serde(default)]
+        mean_mb_per_s: Option<f64>,
+        #[serde(default)]
+        runs: Vec<NamedRun>,
+        #[serde(default)]
+        efficiency: Option<f64>,
+    }
+
+    #[derive(Deserialize, Serialize)]
+    struct NamedRun {
+        #[serde(default)]
+        iops: Option<f64>,
     }
 
     #[test]
     fn a_field_renamed_by_its_producer_is_listed_as_unread() {
         let doc = serde_json::json!({
-            "tests": [{
-                "spec": {"label": "RND4K Q32T1", "workload": {"read_percent": 100},
-                         "block_size": 4096, "queue_depth": 32, "jobs": 1},
-                "runs": [],
-                "mean_mb_per_sec": 12.5,
-                "best_run": 0,
-                "efficiency": null
-            }],
-            "interrupted": false
+            "mean_mb_per_sec": 12.5,
+            "runs": [{"iops": 3.0}, {"iops_per_s": 3.0}],
+            "efficiency": null
         });
-        let unread = unread_fields::<DiskView>(&doc).unwrap();
-        assert!(
-            unread.contains(&"tests[].mean_mb_per_s".to_string()),
-            "{unread:?}"
-        );
+        let unread = unread_fields::<Named>(&doc).unwrap();
         // Fields the document has, null ones included, are read.
-        assert!(!unread
-            .iter()
-            .any(|f| f.contains("efficiency") || f.contains("spec")));
-        assert!(unread.contains(&"parameters".to_string()), "{unread:?}");
+        assert_eq!(unread, ["mean_mb_per_s", "runs[].iops"]);
+    }
+
+    /// The body of `headroom bench disk` in tests/fixtures/results (a document of an earlier
+    /// version: no fio clat, no governor).
+    fn fixture_disk_body() -> serde_json::Value {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/results/rpi5-gen3.json"
+        );
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_disk_document_of_an_earlier_version_reads_as_the_model_types() {
+        let body = fixture_disk_body();
+        let d: DiskView = serde_json::from_value(body.clone()).unwrap();
+        let t = &d.tests[0];
+        assert_eq!(t.test.spec.name(), "dd 100M write");
+        let best = t.test.best().unwrap();
+        assert_eq!(best.latency.p90_ns, 144_765_320);
+        assert_eq!(best.cross_check.diskstats_error_percent, Some(7.8125e-05));
+        assert_eq!(t.efficiency, Some(0.8417699325749364));
+        assert_eq!(d.target.kind, model::disk::TargetKind::NewFile);
+        // Added since: absent, so empty, and the only fields the document does not have.
+        assert_eq!((d.system.governor.as_deref(), best.clat.max_ns), (None, 0));
+        assert_eq!(d.interrupted, None);
+        assert_eq!(
+            unread_fields::<DiskView>(&body).unwrap(),
+            ["interrupted", "system.governor", "tests[].runs[].clat"]
+        );
+    }
+
+    #[test]
+    fn a_disk_document_without_a_field_it_always_had_names_it_and_where() {
+        let mut body = fixture_disk_body();
+        body["parameters"].as_object_mut().unwrap().remove("runs");
+        let doc = crate::document::Document::parse(&body.to_string(), "old.json").unwrap();
+        let e = doc.view::<DiskView>("old.json").unwrap_err().to_string();
+        assert!(e.contains("old.json"), "{e}");
+        assert!(e.contains("parameters: missing field `runs`"), "{e}");
+        // Inside a test, the test is named.
+        let mut body = fixture_disk_body();
+        body["tests"][0]["runs"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("iops");
+        let doc = crate::document::Document::parse(&body.to_string(), "old.json").unwrap();
+        let e = doc.view::<DiskView>("old.json").unwrap_err().to_string();
+        assert!(e.contains("tests[0]: runs[0]: missing field `iops`"), "{e}");
+        let mut body = fixture_disk_body();
+        body["tests"][0]["efficiency"] = "high".into();
+        let doc = crate::document::Document::parse(&body.to_string(), "old.json").unwrap();
+        let e = doc.view::<DiskView>("old.json").unwrap_err().to_string();
+        assert!(e.contains("tests[0]: efficiency: invalid type"), "{e}");
     }
 }
 

@@ -235,7 +235,8 @@ fn compare_of_latency_runs_lists_stress_threads_and_duration() {
     let a = summary("latency-2-threads.json");
     let b = edited("latency-2-threads.json", "loaded.json", |v| {
         v["stress"] = serde_json::json!({"spec": {"cpu": 4, "cpu_load": 100, "io": 1, "vm": 1,
-            "vm_bytes_per_worker": 4194304}});
+            "vm_bytes_per_worker": 4194304, "vm_stride": 8,
+            "interpretation": "stress-ng semantics: vm-bytes 4 MiB divided across 1 vm worker(s)"}});
         v["config"]["threads"] = 1.into();
         v["config"]["limits"]["duration_s"] = 60.into();
         v["config"]["interval_us"] = 200.into();

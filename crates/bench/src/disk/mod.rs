@@ -11,13 +11,14 @@
 //! are measured, and the kernel's own count of the same bytes (`/proc/self/io`,
 //! `/proc/diskstats`) is read before and after for the cross-check.
 //!
-//! - [`workload`]: the access pattern and read/write mix of a test (fio's `--rw`).
+//! - [`workload`]: the access pattern and read/write mix of a test (fio's `--rw`, a
+//!   `model::disk` type like everything the document holds).
 //! - [`engine`]: the engine trait, its capability flags and the registry; the engines
 //!   themselves are [`io_uring`], [`psync`] and [`null`].
 //! - [`buffers`]: O_DIRECT-aligned I/O buffers and the pseudo-random data in them.
 //! - [`job`]: one job thread keeping `queue_depth` I/Os in flight.
 //! - [`runner`]: tests, runs, job threads, progress and the kernel's counts around each run.
-//! - [`result`]: what the JSON document holds.
+//! - [`result`]: the latency recorders, summarized into `model::disk::Latency`.
 //! - [`profiles`] (test sets and fio's flags), [`target`] (the file or device),
 //!   [`kernel_count`] (what the kernel counted).
 

@@ -10,51 +10,8 @@
 use super::{
     DiskError, Parameters, Shown, Workload, MAX_BLOCK_SIZE, MAX_QUEUE_DEPTH, MIN_BLOCK_SIZE,
 };
+pub use model::disk::TestSpec;
 use model::units::size_label;
-use serde::Serialize;
-
-/// One test of a profile: a workload at one block size, queue depth and job count.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct TestSpec {
-    /// CrystalDiskMark-style name (`SEQ1M Q8T1`, `RND4K Q32T16`) or `dd 64K`.
-    pub label: String,
-    pub workload: Workload,
-    pub block_size: u64,
-    pub queue_depth: u32,
-    pub jobs: u32,
-}
-
-impl TestSpec {
-    pub fn new(
-        label: &str,
-        workload: Workload,
-        block_size: u64,
-        queue_depth: u32,
-        jobs: u32,
-    ) -> Self {
-        TestSpec {
-            label: label.to_string(),
-            workload,
-            block_size,
-            queue_depth,
-            jobs,
-        }
-    }
-
-    /// The test and its direction, as the progress line and the table show it.
-    pub fn name(&self) -> String {
-        format!("{} {}", self.label, self.workload.direction())
-    }
-
-    /// CrystalDiskMark's name for a test: `SEQ1M Q8T1`.
-    pub fn cdm_label(workload: Workload, block_size: u64, queue_depth: u32, jobs: u32) -> String {
-        let kind = match workload.pattern {
-            super::Pattern::Sequential => "SEQ",
-            super::Pattern::Random => "RND",
-        };
-        format!("{kind}{} Q{queue_depth}T{jobs}", size_label(block_size))
-    }
-}
 
 /// A named test set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -250,7 +250,7 @@ fn result_of(
 ) -> DiskResult {
     DiskResult {
         schema_version: 1,
-        kind: "disk",
+        kind: "disk".to_string(),
         parameters: cfg.parameters.clone(),
         system: system.clone(),
         target: target.info().clone(),

@@ -14,24 +14,13 @@
 
 use super::{DiskError, Pattern, Region, TestSpec};
 use model::blockdev::{DeviceNumber, Hold};
-use serde::Serialize;
+pub use model::disk::{TargetInfo, TargetKind};
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-
-/// What kind of target a path is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TargetKind {
-    /// A file headroom creates and removes.
-    NewFile,
-    /// A file that was there before (read as is, or overwritten with `--overwrite`).
-    ExistingFile,
-    BlockDevice,
-}
 
 /// The first step: what the path names, before anything is created or opened for writing.
 #[derive(Clone, Debug)]
@@ -43,31 +32,6 @@ pub struct Inspection {
     /// `major:minor` of the block device under it: the filesystem's device (`st_dev`) for a
     /// file, the device itself (`st_rdev`) for a device node.
     pub dev: (u32, u32),
-}
-
-/// What a report says about the target.
-#[derive(Clone, Debug, Serialize)]
-pub struct TargetInfo {
-    /// The path as given on the command line.
-    pub given: PathBuf,
-    /// The file or device actually read and written.
-    pub file: PathBuf,
-    pub kind: TargetKind,
-    /// Bytes of the file or device that the tests cover.
-    pub size_bytes: u64,
-    pub direct: bool,
-    /// Direct I/O alignment of memory and of offsets/lengths (STATX_DIOALIGN, Linux 6.1), or
-    /// the device's logical block size where statx does not report it.
-    pub dio_mem_align: u32,
-    pub dio_offset_align: u32,
-    /// The block device the file lives on (or the device itself), from `/sys/dev/block`.
-    pub device: Option<DeviceNumber>,
-    /// Why `device` is empty (tmpfs, overlayfs, network filesystem).
-    pub device_note: Option<String>,
-    /// Why the target does no block I/O (tmpfs, ramfs), when it does none: the kernel's
-    /// block counts are then no cross-check.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub no_block_io: Option<String>,
 }
 
 /// Flags that decide what may be done to the target.

@@ -14,7 +14,7 @@ pub mod pcie;
 pub mod sata;
 pub mod usb;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A line code: how many payload bits travel per bit on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -72,7 +72,7 @@ pub(crate) fn packet_efficiency(payload: f64, overhead: f64) -> f64 {
 
 /// The bandwidth ceiling of a benchmark target's path: its bottleneck link's ceiling in each
 /// direction (`probe::path` resolves it; benchmarks divide by it to give efficiency).
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct PathCeiling {
     /// Bytes per second the bottleneck link can carry from the device towards the CPU (what
     /// a read from the disk moves).

@@ -1,94 +1,56 @@
 //! `headroom bench disk`: the CrystalDiskMark-like table (one line per test, units in every
 //! header), then each test's efficiency against the path's ceiling, then the notes.
 //!
-//! report does not see bench's types: cli hands the measurements over as [`DiskHeading`] and
-//! [`DiskRow`]s, with the efficiency judged by [`crate::efficiency`].
+//! It reads the measurements as `model::disk`'s types, with each test's efficiency judged by
+//! [`crate::efficiency`].
 
 use super::Style;
-use model::blockdev::DeviceNumber;
 use model::ceiling::PathCeiling;
+use model::disk::{Parameters, RunResult, TargetInfo, TargetKind, TestResult};
 use std::fmt::Write as _;
-use std::path::Path;
 
-/// What was measured, where, and how: the two lines above the table.
-#[derive(Clone, Debug)]
-pub struct DiskHeading<'a> {
-    /// The file or device read and written.
-    pub file: &'a Path,
-    /// "test file", "existing file", "block device".
-    pub kind: &'a str,
-    pub size_bytes: u64,
-    /// The block device below the file, when it could be resolved.
-    pub device: Option<&'a DeviceNumber>,
-    pub profile: &'a str,
-    pub engine: &'a str,
-    /// O_DIRECT (true) or buffered.
-    pub direct: bool,
-    pub runs: u32,
-    pub runtime_s: f64,
-    pub ramp_s: f64,
-}
-
-/// One test that has a best run: its numbers as the table shows them.
-#[derive(Clone, Debug, Default)]
-pub struct DiskRow {
-    pub label: String,
-    /// The best run was cut short by Ctrl-C: its numbers cover the seconds measured before.
-    pub interrupted: bool,
-    /// "read", "write", "mix 70% read".
-    pub direction: String,
-    pub best_mb_per_s: f64,
-    pub mean_mb_per_s: f64,
-    pub best_mib_per_s: f64,
-    pub best_iops: f64,
-    pub lat_mean_ns: f64,
-    pub lat_p50_ns: u64,
-    pub lat_p99_ns: u64,
-    pub lat_p99_9_ns: u64,
-    pub lat_max_ns: u64,
-    pub cpu_us_per_io: f64,
-    /// The worst cross-check error of all runs (one bad run is worth seeing), in %.
-    pub proc_io_error_percent: Option<f64>,
-    pub diskstats_error_percent: Option<f64>,
-    /// Best run / the path's ceiling for this test's mix.
-    pub efficiency: Option<f64>,
-}
-
-/// The text of `bench disk`.
+/// The text of `bench disk`: `tests` with their efficiency against `ceiling` (tests without
+/// a run are left out).
 pub fn render(
-    h: &DiskHeading,
-    rows: &[DiskRow],
+    p: &Parameters,
+    t: &TargetInfo,
+    tests: &[(&TestResult, Option<f64>)],
     ceiling: Option<&PathCeiling>,
     notes: &[String],
     style: &Style,
 ) -> String {
     let mut s = String::new();
-    let dev = match h.device {
+    let dev = match &t.device {
         Some(d) if d.name == d.disk => format!("{} ({})", d.name, d.maj_min()),
         Some(d) => format!("{} ({}, disk {})", d.name, d.maj_min(), d.disk),
         None => "an unresolved device".to_string(),
+    };
+    let kind = match t.kind {
+        TargetKind::NewFile => "test file",
+        TargetKind::ExistingFile => "existing file",
+        TargetKind::BlockDevice => "block device",
     };
     let _ = writeln!(
         s,
         "{} {} ({}, {}) on {dev}",
         style.bold("headroom bench disk"),
-        h.file.display(),
-        h.kind,
-        model::units::format_bytes_binary(h.size_bytes)
+        t.file.display(),
+        kind,
+        model::units::format_bytes_binary(t.size_bytes)
     );
     let _ = writeln!(
         s,
         "profile {}, engine {}, {}, {} run{} of up to {} s{}; MB/s, MiB/s, IOPS and latency \
          (submission to completion, fio's lat = slat + clat; clat in --json) of the best run, mean \
          MB/s of all runs",
-        h.profile,
-        h.engine,
-        if h.direct { "O_DIRECT" } else { "buffered" },
-        h.runs,
-        if h.runs == 1 { "" } else { "s" },
-        h.runtime_s,
-        if h.ramp_s > 0.0 {
-            format!(" after {} s ramp", h.ramp_s)
+        p.profile,
+        p.engine,
+        if p.direct { "O_DIRECT" } else { "buffered" },
+        p.runs,
+        if p.runs == 1 { "" } else { "s" },
+        p.runtime_s,
+        if p.ramp_s > 0.0 {
+            format!(" after {} s ramp", p.ramp_s)
         } else {
             String::new()
         },
@@ -132,26 +94,39 @@ pub fn render(
     ];
     let us = |ns: f64| format!("{:.1}", ns / 1000.0);
     let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:+.2}"));
-    for r in rows {
+    // Tests with a best run: the table's lines, and the ceiling's below it.
+    let rows: Vec<(&TestResult, &RunResult, Option<f64>)> = tests
+        .iter()
+        .filter_map(|&(t, e)| Some((t, t.best()?, e)))
+        .collect();
+    for &(t, b, _) in &rows {
+        // The worst cross-check of all runs: one bad run is worth seeing.
+        let worst = |f: fn(&RunResult) -> Option<f64>| {
+            t.runs
+                .iter()
+                .filter_map(f)
+                .max_by(|a, b| a.abs().total_cmp(&b.abs()))
+        };
+        let l = &b.latency;
         table.push(vec![
-            if r.interrupted {
-                format!("{} (interrupted)", r.label)
+            if b.interrupted {
+                format!("{} (interrupted)", t.spec.label)
             } else {
-                r.label.clone()
+                t.spec.label.clone()
             },
-            r.direction.clone(),
-            format!("{:.1}", r.best_mb_per_s),
-            format!("{:.1}", r.mean_mb_per_s),
-            format!("{:.1}", r.best_mib_per_s),
-            format!("{:.0}", r.best_iops),
-            us(r.lat_mean_ns),
-            us(r.lat_p50_ns as f64),
-            us(r.lat_p99_ns as f64),
-            us(r.lat_p99_9_ns as f64),
-            us(r.lat_max_ns as f64),
-            format!("{:.2}", r.cpu_us_per_io),
-            pct(r.proc_io_error_percent),
-            pct(r.diskstats_error_percent),
+            t.spec.workload.direction(),
+            format!("{:.1}", b.mb_per_s),
+            format!("{:.1}", t.mean_mb_per_s),
+            format!("{:.1}", b.mib_per_s),
+            format!("{:.0}", b.iops),
+            us(l.mean_ns),
+            us(l.p50_ns as f64),
+            us(l.p99_ns as f64),
+            us(l.p99_9_ns as f64),
+            us(l.max_ns as f64),
+            format!("{:.2}", b.cpu_us_per_io),
+            pct(worst(|r| r.cross_check.proc_io_error_percent)),
+            pct(worst(|r| r.cross_check.diskstats_error_percent)),
         ]);
     }
     super::table(&mut s, &table, 2, 2, style);
@@ -163,14 +138,13 @@ pub fn render(
             c.read_bytes_per_sec / model::units::MB,
             c.write_bytes_per_sec / model::units::MB
         );
-        for r in rows {
-            if let Some(e) = r.efficiency {
+        for &(t, b, e) in &rows {
+            if let Some(e) = e {
                 let _ = writeln!(
                     s,
-                    "  {} {} {:.1} MB/s = {:.0} % of the ceiling",
-                    r.label,
-                    r.direction,
-                    r.best_mb_per_s,
+                    "  {} {:.1} MB/s = {:.0} % of the ceiling",
+                    t.spec.name(),
+                    b.mb_per_s,
                     e * 100.0
                 );
             }

@@ -1,0 +1,424 @@
+//! `headroom bench disk`'s measurements as its document holds them: the workload of a test,
+//! each run's rates, latencies and the kernel's cross-check, each test, the run-wide
+//! parameters, the machine and the target. bench fills these types; report reads them back
+//! from a document, so a field renamed here changes the producer and the reader together.
+//!
+//! Fields a document of an earlier version does not have are `#[serde(default)]` (fio's
+//! `clat` beside `lat`, a run or a whole bench cut short, the CPU frequency governor, the
+//! reason a target does no block I/O); every other field has been in every document since
+//! the first.
+
+use crate::blockdev::DeviceNumber;
+use crate::units::size_label;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// What a workload does with each I/O.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pattern {
+    Sequential,
+    Random,
+}
+
+/// Read, write or a mix, by fio's names (`read`, `write`, `randread`, `randwrite`, `rw`,
+/// `randrw` with `--rwmixread`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Workload {
+    pub pattern: Pattern,
+    /// Percentage of I/Os that are reads: 100 = read, 0 = write.
+    pub read_percent: u8,
+}
+
+impl Workload {
+    pub const READ: Workload = Workload {
+        pattern: Pattern::Sequential,
+        read_percent: 100,
+    };
+    pub const WRITE: Workload = Workload {
+        pattern: Pattern::Sequential,
+        read_percent: 0,
+    };
+    pub const RANDREAD: Workload = Workload {
+        pattern: Pattern::Random,
+        read_percent: 100,
+    };
+    pub const RANDWRITE: Workload = Workload {
+        pattern: Pattern::Random,
+        read_percent: 0,
+    };
+
+    /// fio's `--rw` name for this workload.
+    pub fn fio_name(&self) -> &'static str {
+        match (self.pattern, self.read_percent) {
+            (Pattern::Sequential, 100) => "read",
+            (Pattern::Sequential, 0) => "write",
+            (Pattern::Random, 100) => "randread",
+            (Pattern::Random, 0) => "randwrite",
+            (Pattern::Sequential, _) => "rw",
+            (Pattern::Random, _) => "randrw",
+        }
+    }
+
+    /// Whether any I/O writes.
+    pub fn writes(&self) -> bool {
+        self.read_percent < 100
+    }
+
+    /// The short name in a results table: `read`, `write` or `mix 70% read`.
+    pub fn direction(&self) -> String {
+        match self.read_percent {
+            100 => "read".into(),
+            0 => "write".into(),
+            p => format!("mix {p}% read"),
+        }
+    }
+}
+
+/// One test of a profile: a workload at one block size, queue depth and job count.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TestSpec {
+    /// CrystalDiskMark-style name (`SEQ1M Q8T1`, `RND4K Q32T16`) or `dd 64K`.
+    pub label: String,
+    pub workload: Workload,
+    /// Bytes per I/O.
+    pub block_size: u64,
+    pub queue_depth: u32,
+    pub jobs: u32,
+}
+
+impl TestSpec {
+    pub fn new(
+        label: &str,
+        workload: Workload,
+        block_size: u64,
+        queue_depth: u32,
+        jobs: u32,
+    ) -> Self {
+        TestSpec {
+            label: label.to_string(),
+            workload,
+            block_size,
+            queue_depth,
+            jobs,
+        }
+    }
+
+    /// The test and its direction, as the progress line and the tables show it
+    /// (`SEQ1M Q8T1 read`).
+    pub fn name(&self) -> String {
+        format!("{} {}", self.label, self.workload.direction())
+    }
+
+    /// CrystalDiskMark's name for a test: `SEQ1M Q8T1`.
+    pub fn cdm_label(workload: Workload, block_size: u64, queue_depth: u32, jobs: u32) -> String {
+        let kind = match workload.pattern {
+            Pattern::Sequential => "SEQ",
+            Pattern::Random => "RND",
+        };
+        format!("{kind}{} Q{queue_depth}T{jobs}", size_label(block_size))
+    }
+}
+
+/// Latency summary of one run, in nanoseconds (min and max exact, percentiles from an HDR
+/// histogram with 3 significant digits: within 0.1 %).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    pub min_ns: u64,
+    pub mean_ns: f64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub p99_9_ns: u64,
+    pub max_ns: u64,
+}
+
+impl Latency {
+    /// The percentiles within [min, max]. HDR histograms report a bucket's highest
+    /// equivalent value, up to 0.1 % above the largest sample at 3 significant digits, so
+    /// documents written before `bench disk` clamped them can hold a p99.9 above the exact
+    /// max; no sample lies outside the measured min and max.
+    pub fn clamped(mut self) -> Latency {
+        let (lo, hi) = (self.min_ns, self.max_ns.max(self.min_ns));
+        for p in [
+            &mut self.p50_ns,
+            &mut self.p90_ns,
+            &mut self.p99_ns,
+            &mut self.p99_9_ns,
+        ] {
+            *p = (*p).clamp(lo, hi);
+        }
+        self
+    }
+}
+
+/// The kernel's count of the bytes a run moved, against the engine's own.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CrossCheck {
+    /// Bytes the engine saw completed during the whole run (ramp included: the kernel counts it).
+    pub app_read_bytes: u64,
+    pub app_write_bytes: u64,
+    /// `read_bytes` / `write_bytes` of `/proc/self/io` over the run (the bytes this process
+    /// sent to the block layer: Documentation/filesystems/proc.rst §3.3).
+    pub proc_io_read_bytes: Option<u64>,
+    pub proc_io_write_bytes: Option<u64>,
+    /// (kernel − engine) / engine, in percent, reads and writes together.
+    pub proc_io_error_percent: Option<f64>,
+    /// The block device's sectors read and written × 512 from `/proc/diskstats`
+    /// (Documentation/admin-guide/iostats.rst: always 512-byte sectors). Includes every
+    /// other process's traffic to that device during the run.
+    pub diskstats_device: Option<String>,
+    pub diskstats_read_bytes: Option<u64>,
+    pub diskstats_write_bytes: Option<u64>,
+    pub diskstats_error_percent: Option<f64>,
+}
+
+/// One measured run of one test.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Measured window (after the ramp), in seconds.
+    pub seconds: f64,
+    pub bytes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub ios: u64,
+    /// Rates over the measured window: MB/s = 10^6 B/s, MiB/s = 2^20 B/s.
+    pub mb_per_s: f64,
+    pub mib_per_s: f64,
+    pub iops: f64,
+    /// From just before an I/O is handed to the kernel to when its completion is seen: fio's
+    /// `lat` (slat + clat).
+    pub latency: Latency,
+    /// From when the kernel took the I/O (the submitting system call returned) to when its
+    /// completion is seen: fio's `clat`, whose percentiles fio prints by default. Equal to
+    /// `latency` for a synchronous engine (psync), whose submission is the whole I/O, as in
+    /// fio. Zero in documents written before it was measured.
+    #[serde(default)]
+    pub clat: Latency,
+    /// CPU time of this process over the run (job threads and the kernel's io_uring workers).
+    pub cpu_user_s: f64,
+    pub cpu_system_s: f64,
+    /// (user + system) / every I/O of the run (ramp included, as the CPU time is), in µs.
+    pub cpu_us_per_io: f64,
+    /// Time of the final fsync when asked (`--fsync-end`), not included in the rates.
+    pub fsync_s: Option<f64>,
+    pub cross_check: CrossCheck,
+    /// Cut short by SIGINT/SIGTERM: the numbers cover the seconds measured before the stop.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+}
+
+/// Where the reported number comes from when a test runs several times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shown {
+    /// The best run (CrystalDiskMark's default).
+    Best,
+    Mean,
+}
+
+impl Shown {
+    /// `best` or `mean`, as the document spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shown::Best => "best",
+            Shown::Mean => "mean",
+        }
+    }
+}
+
+/// One test of a profile with its runs, their mean and their best.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TestResult {
+    pub spec: TestSpec,
+    pub runs: Vec<RunResult>,
+    /// Mean of the runs' MB/s (10^6 B/s) and I/Os per second.
+    pub mean_mb_per_s: f64,
+    pub mean_iops: f64,
+    /// Index into `runs` of the best run (highest MB/s).
+    pub best_run: usize,
+}
+
+impl TestResult {
+    /// The runs of `spec` with their mean and their best: the complete run of the highest
+    /// MB/s (a run cut short by a signal is the best only when no run is complete).
+    pub fn new(spec: TestSpec, runs: Vec<RunResult>) -> TestResult {
+        let n = runs.len().max(1) as f64;
+        let mean_mb_per_s = runs.iter().map(|r| r.mb_per_s).sum::<f64>() / n;
+        let mean_iops = runs.iter().map(|r| r.iops).sum::<f64>() / n;
+        let complete = runs.iter().any(|r| !r.interrupted);
+        let best_run = runs
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !(complete && r.interrupted))
+            .max_by(|a, b| a.1.mb_per_s.total_cmp(&b.1.mb_per_s))
+            .map(|(i, _)| i)
+            .unwrap_or(0);
+        TestResult {
+            spec,
+            runs,
+            mean_mb_per_s,
+            mean_iops,
+            best_run,
+        }
+    }
+
+    pub fn best(&self) -> Option<&RunResult> {
+        self.runs.get(self.best_run)
+    }
+}
+
+/// Machine facts printed beside the numbers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemContext {
+    pub kernel: Option<String>,
+    pub cpus: usize,
+    pub hostname: Option<String>,
+    /// cpufreq governor of CPU 0 (`None` where cpufreq is absent): a scaling governor lowers
+    /// small-block results, so compare lists a change of it. Absent in documents written
+    /// before it was recorded.
+    #[serde(default)]
+    pub governor: Option<String>,
+}
+
+/// Run-wide parameters, as given (after profile defaults and overrides).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Parameters {
+    pub profile: String,
+    pub engine: String,
+    /// O_DIRECT (true) or buffered.
+    pub direct: bool,
+    pub zero_buffers: bool,
+    /// Bytes of the file or device the tests cover.
+    pub size_bytes: u64,
+    pub runs: u32,
+    /// Seconds.
+    pub runtime_s: f64,
+    pub ramp_s: f64,
+    pub pause_s: f64,
+    pub time_based: bool,
+    pub fsync_end: bool,
+    pub drop_caches: bool,
+    pub shown: Shown,
+}
+
+/// What kind of target a path is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    /// A file headroom creates and removes.
+    NewFile,
+    /// A file that was there before (read as is, or overwritten with `--overwrite`).
+    ExistingFile,
+    BlockDevice,
+}
+
+impl TargetKind {
+    /// `new file`, `existing file`, `block device`.
+    pub fn words(self) -> &'static str {
+        match self {
+            TargetKind::NewFile => "new file",
+            TargetKind::ExistingFile => "existing file",
+            TargetKind::BlockDevice => "block device",
+        }
+    }
+}
+
+/// What a report says about the target.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    /// The path as given on the command line.
+    pub given: PathBuf,
+    /// The file or device actually read and written.
+    pub file: PathBuf,
+    pub kind: TargetKind,
+    /// Bytes of the file or device that the tests cover.
+    pub size_bytes: u64,
+    pub direct: bool,
+    /// Direct I/O alignment of memory and of offsets/lengths (STATX_DIOALIGN, Linux 6.1), or
+    /// the device's logical block size where statx does not report it.
+    pub dio_mem_align: u32,
+    pub dio_offset_align: u32,
+    /// The block device the file lives on (or the device itself), from `/sys/dev/block`.
+    pub device: Option<DeviceNumber>,
+    /// Why `device` is empty (tmpfs, overlayfs, network filesystem).
+    pub device_note: Option<String>,
+    /// Why the target does no block I/O (tmpfs, ramfs), when it does none: the kernel's
+    /// block counts are then no cross-check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_block_io: Option<String>,
+}
+
+/// The measurements of `headroom bench disk`. The path's ceiling and each test's efficiency
+/// are judged beside them (`report::efficiency`), not here.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DiskResult {
+    pub schema_version: u32,
+    pub kind: String,
+    pub parameters: Parameters,
+    pub system: SystemContext,
+    pub target: TargetInfo,
+    pub tests: Vec<TestResult>,
+    /// Things a reader must know to trust the numbers (fallbacks, page cache, other traffic).
+    pub notes: Vec<String>,
+    /// The run was stopped (Ctrl-C, SIGTERM) before every test ran: `tests` holds those that
+    /// finished, and the finished runs of the one that was running. Absent (false) in
+    /// documents written before an interrupted run was kept.
+    #[serde(default)]
+    pub interrupted: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fio_names_round_trip() {
+        assert_eq!(Workload::RANDWRITE.fio_name(), "randwrite");
+        let mix = Workload {
+            pattern: Pattern::Random,
+            read_percent: 70,
+        };
+        assert_eq!(mix.fio_name(), "randrw");
+        assert_eq!(mix.direction(), "mix 70% read");
+        let t = TestSpec::new("SEQ1M Q8T1", Workload::WRITE, 1 << 20, 8, 1);
+        assert_eq!(t.name(), "SEQ1M Q8T1 write");
+        assert_eq!(
+            TestSpec::cdm_label(Workload::RANDREAD, 4096, 32, 1),
+            "RND4K Q32T1"
+        );
+    }
+
+    #[test]
+    fn the_best_run_is_a_complete_one() {
+        let run = |mb: f64, interrupted: bool| RunResult {
+            mb_per_s: mb,
+            iops: mb,
+            interrupted,
+            ..Default::default()
+        };
+        let spec = TestSpec::new("dd 1M", Workload::READ, 1 << 20, 1, 1);
+        let t = TestResult::new(spec.clone(), vec![run(10.0, false), run(30.0, true)]);
+        assert_eq!((t.best_run, t.mean_mb_per_s), (0, 20.0));
+        let t = TestResult::new(spec, vec![run(10.0, true), run(30.0, true)]);
+        assert_eq!(t.best_run, 1);
+    }
+
+    #[test]
+    fn clamped_percentiles_stay_within_min_and_max() {
+        let l = Latency {
+            min_ns: 100,
+            mean_ns: 150.0,
+            p50_ns: 90,
+            p90_ns: 150,
+            p99_ns: 210,
+            p99_9_ns: 300,
+            max_ns: 200,
+        }
+        .clamped();
+        assert_eq!(
+            (l.p50_ns, l.p90_ns, l.p99_ns, l.p99_9_ns),
+            (100, 150, 200, 200)
+        );
+    }
+}

@@ -1,0 +1,109 @@
+//! The background load of `headroom bench latency --stress`, as its document holds it: how
+//! many workers of each kind (stress-ng's `-c/--io/--vm`) and how they were read. bench parses
+//! the flag and runs the workers; report reads this type back.
+
+use crate::units::{format_bytes_binary, size_label};
+use serde::{Deserialize, Serialize};
+
+/// What load to run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StressSpec {
+    pub cpu: u32,
+    /// Percent of each slice a CPU worker spins (stress-ng `--cpu-load`, 1..=100).
+    pub cpu_load: u8,
+    pub io: u32,
+    pub vm: u32,
+    /// Bytes each vm worker maps, touches and unmaps per loop.
+    pub vm_bytes_per_worker: u64,
+    /// Bytes between two writes: 8 (every word, stress-ng) or 4096 (a byte a page, stress).
+    pub vm_stride: u32,
+    /// How the spec was read, in words (`stress-ng semantics: 4 MiB divided by 1 worker`).
+    pub interpretation: String,
+}
+
+impl StressSpec {
+    pub fn workers(&self) -> u32 {
+        self.cpu + self.io + self.vm
+    }
+
+    /// One line like stress-ng's own summary, e.g. `4 cpu, 2 io, 1 vm (4 MiB each)`.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.cpu > 0 {
+            if self.cpu_load < 100 {
+                parts.push(format!("{} cpu at {} %", self.cpu, self.cpu_load));
+            } else {
+                parts.push(format!("{} cpu", self.cpu));
+            }
+        }
+        if self.io > 0 {
+            parts.push(format!("{} io (sync)", self.io));
+        }
+        if self.vm > 0 {
+            parts.push(format!(
+                "{} vm ({} each)",
+                self.vm,
+                format_bytes_binary(self.vm_bytes_per_worker)
+            ));
+        }
+        parts.join(", ")
+    }
+
+    /// The load in `--stress` syntax (`cpu=2,io=1,vm=1,vm-bytes=4M`), which a user can paste
+    /// back; `none` without workers.
+    pub fn spec(&self) -> String {
+        let mut parts = Vec::new();
+        if self.cpu > 0 {
+            parts.push(format!("cpu={}", self.cpu));
+            if self.cpu_load < 100 {
+                parts.push(format!("cpu-load={}", self.cpu_load));
+            }
+        }
+        if self.io > 0 {
+            parts.push(format!("io={}", self.io));
+        }
+        if self.vm > 0 {
+            parts.push(format!("vm={}", self.vm));
+            // vm-bytes is the total, divided across the workers (stress-ng's meaning), in
+            // the flag's own spelling: 4M = 4 MiB, as stress-ng reads it.
+            let total = self.vm_bytes_per_worker * u64::from(self.vm);
+            parts.push(format!("vm-bytes={}", size_label(total)));
+        }
+        if parts.is_empty() {
+            "none".to_string()
+        } else {
+            parts.join(",")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spec_reads_back_as_the_flag_and_in_words() {
+        let s = StressSpec {
+            cpu: 2,
+            cpu_load: 50,
+            io: 1,
+            vm: 2,
+            vm_bytes_per_worker: 2 << 20,
+            vm_stride: 8,
+            interpretation: String::new(),
+        };
+        assert_eq!(s.spec(), "cpu=2,cpu-load=50,io=1,vm=2,vm-bytes=4M");
+        assert_eq!(
+            s.describe(),
+            "2 cpu at 50 %, 1 io (sync), 2 vm (2 MiB each)"
+        );
+        assert_eq!(s.workers(), 5);
+        let none = StressSpec {
+            cpu: 0,
+            io: 0,
+            vm: 0,
+            ..s
+        };
+        assert_eq!(none.spec(), "none");
+    }
+}
