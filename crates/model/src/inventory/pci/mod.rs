@@ -440,11 +440,13 @@ pub mod hex_id {
         }
     }
 
-    /// A hex id of 1..=`digits` digits (no `0x`), or null.
+    /// A hex id of 1..=`digits` digits, as written or with `0x` before it (as in C sources
+    /// and hand-edited documents), or null.
     fn read<'de, D: Deserializer<'de>>(d: D, digits: usize) -> Result<Option<u32>, D::Error> {
         Option::<String>::deserialize(d)?
             .map(|text| {
-                hex_field(&text, digits).ok_or_else(|| {
+                let hex = text.strip_prefix("0x").unwrap_or(&text);
+                hex_field(hex, digits).ok_or_else(|| {
                     D::Error::custom(format!(
                         "`{text}` is not a PCI id: expected 1 to {digits} hex digits, as lspci \
                          -n prints them (e.g. 8086)"
@@ -532,14 +534,19 @@ mod tests {
         assert_eq!(serde_json::to_string(&read).unwrap(), none);
         // Absent (a document from before the field) reads as unknown.
         assert_eq!(serde_json::from_str::<Ids>("{}").unwrap().vendor, None);
+        // The C spelling of a hand-edited document reads too.
+        let c: Ids = serde_json::from_str(r#"{"vendor":"0x8086","class":"0x010802"}"#).unwrap();
+        assert_eq!((c.vendor, c.class), (Some(0x8086), Some(0x010802)));
     }
 
     #[test]
     fn a_hex_id_that_is_not_one_says_what_was_expected() {
         for bad in [
-            r#"{"vendor":"0x8086"}"#,
+            r#"{"vendor":"0x18086"}"#,
             r#"{"vendor":"18086"}"#,
             r#"{"vendor":""}"#,
+            r#"{"vendor":"0x"}"#,
+            r#"{"vendor":"+123"}"#,
         ] {
             let e = serde_json::from_str::<Ids>(bad).unwrap_err().to_string();
             assert!(
