@@ -433,27 +433,40 @@ pub mod hex_id {
     use super::address::hex_field;
     use serde::{de::Error, Deserialize, Deserializer, Serializer};
 
-    fn write<S: Serializer>(v: Option<u32>, digits: usize, s: S) -> Result<S::Ok, S::Error> {
+    /// `v` as `digits` lower-case hex digits, or null.
+    fn write<T: Copy + Into<u32>, S: Serializer>(
+        v: &Option<T>,
+        digits: usize,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         match v {
-            Some(v) => s.collect_str(&format_args!("{v:0digits$x}")),
+            Some(v) => {
+                let v: u32 = (*v).into();
+                s.collect_str(&format_args!("{v:0digits$x}"))
+            }
             None => s.serialize_none(),
         }
     }
 
     /// A hex id of 1..=`digits` digits, as written or with `0x` before it (as in C sources
     /// and hand-edited documents), or null.
-    fn read<'de, D: Deserializer<'de>>(d: D, digits: usize) -> Result<Option<u32>, D::Error> {
-        Option::<String>::deserialize(d)?
-            .map(|text| {
-                let hex = text.strip_prefix("0x").unwrap_or(&text);
-                hex_field(hex, digits).ok_or_else(|| {
-                    D::Error::custom(format!(
-                        "`{text}` is not a PCI id: expected 1 to {digits} hex digits, as lspci \
-                         -n prints them (e.g. 8086)"
-                    ))
-                })
-            })
-            .transpose()
+    fn read<'de, T, D>(d: D, digits: usize) -> Result<Option<T>, D::Error>
+    where
+        T: TryFrom<u32>,
+        T::Error: std::fmt::Display,
+        D: Deserializer<'de>,
+    {
+        let Some(text) = Option::<String>::deserialize(d)? else {
+            return Ok(None);
+        };
+        let hex = text.strip_prefix("0x").unwrap_or(&text);
+        let v = hex_field(hex, digits).ok_or_else(|| {
+            D::Error::custom(format!(
+                "`{text}` is not a PCI id: expected 1 to {digits} hex digits, as lspci -n \
+                 prints them (e.g. 8086)"
+            ))
+        })?;
+        T::try_from(v).map(Some).map_err(D::Error::custom)
     }
 
     /// Vendor and device ids: 4 digits.
@@ -461,13 +474,11 @@ pub mod hex_id {
         use super::*;
 
         pub fn serialize<S: Serializer>(v: &Option<u16>, s: S) -> Result<S::Ok, S::Error> {
-            write(v.map(u32::from), 4, s)
+            write(v, 4, s)
         }
 
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u16>, D::Error> {
-            read(d, 4)?
-                .map(|v| u16::try_from(v).map_err(D::Error::custom))
-                .transpose()
+            read(d, 4)
         }
     }
 
@@ -476,7 +487,7 @@ pub mod hex_id {
         use super::*;
 
         pub fn serialize<S: Serializer>(v: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
-            write(*v, 6, s)
+            write(v, 6, s)
         }
 
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
@@ -489,13 +500,11 @@ pub mod hex_id {
         use super::*;
 
         pub fn serialize<S: Serializer>(v: &Option<u8>, s: S) -> Result<S::Ok, S::Error> {
-            write(v.map(u32::from), 2, s)
+            write(v, 2, s)
         }
 
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
-            read(d, 2)?
-                .map(|v| u8::try_from(v).map_err(D::Error::custom))
-                .transpose()
+            read(d, 2)
         }
     }
 }
