@@ -14,9 +14,10 @@ use bench::stress::{self, Launcher, Load, StopReport, StressSpec};
 use clap::{ArgAction, Args, Subcommand};
 use counters::Sampler;
 use model::latency::{CpuInterrupts, LoadSample, MeasuredInterrupts};
+use model::root::SysRoot;
+use model::system::SystemContext;
 use model::{Finding, Severity};
-use probe::sysfs::SysRoot;
-use probe::system::{self, SystemContext};
+use probe::system;
 use report::findings::latency as judge;
 use report::terminal::latency::cyclictest_line;
 use serde::Serialize;
@@ -406,7 +407,7 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
             )
         })?;
     let affinity_list = match &a.affinity {
-        Some(Some(list)) => Some(system::parse_cpu_list(list).ok_or_else(|| {
+        Some(Some(list)) => Some(model::units::parse_cpu_list(list).ok_or_else(|| {
             format!("-a {list:?} is not a CPU list (examples: -a 1, -a 0-3, -a 0,2)")
         })?),
         _ => None,

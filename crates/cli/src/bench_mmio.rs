@@ -11,9 +11,9 @@ use bench::mmio::{self, Mapping, MmioRun, PairError};
 use bench::Bench;
 use clap::Args;
 use model::mmio::{AccessOp, AccessResult, AccessWidth, MemCopyResult};
+use model::root::SysRoot;
 use model::Finding;
 use probe::pci::bar::{self, BarAddress, FunctionFacts};
-use probe::sysfs::SysRoot;
 use serde::Serialize;
 use std::fs::OpenOptions;
 use std::io::IsTerminal;
@@ -184,7 +184,7 @@ struct MmioDocument {
     results: Vec<AccessResult>,
     errors: Vec<PairError>,
     memory: Option<Memory>,
-    path: Option<probe::path::TargetPath>,
+    path: Option<model::path::TargetPath>,
     findings: Vec<Finding>,
     notes: Vec<String>,
     interrupted: bool,

@@ -302,7 +302,7 @@ fn interval_of(a: &NetArgs, duration_s: u32) -> Duration {
 /// What probe can tell about the interface the test used.
 fn link_facts(iface: &str) -> (Option<LinkFacts>, Vec<String>) {
     let mut notes = Vec::new();
-    let root = probe::sysfs::SysRoot::new("/");
+    let root = model::root::SysRoot::new("/");
     let inv = probe::net::scan(&root);
     let Some(i) = inv.interfaces.iter().find(|i| i.name == iface) else {
         return (None, notes);
@@ -341,7 +341,7 @@ fn link_facts(iface: &str) -> (Option<LinkFacts>, Vec<String>) {
         path.map(|p| p.links)
             .unwrap_or_default()
             .iter()
-            .filter(|l| l.kind == probe::path::LinkKind::Pcie)
+            .filter(|l| l.kind == model::path::LinkKind::Pcie)
             .map(|l| {
                 let c = l
                     .ceiling_other_direction_bps
@@ -351,7 +351,7 @@ fn link_facts(iface: &str) -> (Option<LinkFacts>, Vec<String>) {
             .min_by(|a, b| a.1.total_cmp(&b.1))
     };
     let usb_speed_mbps = match &i.attachment {
-        Some(probe::net::Attachment::Usb { speed_mbps, .. }) => *speed_mbps,
+        Some(model::inventory::net::Attachment::Usb { speed_mbps, .. }) => *speed_mbps,
         _ => None,
     };
     (

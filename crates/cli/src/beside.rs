@@ -10,8 +10,8 @@ use counters::event::{Event, Pmus};
 use counters::pcie_pmu::{self, PciePmu};
 use counters::perf::{outcome, Outcome, Scope, Session};
 use counters::{ReadUnder, Sampler, SysRoot};
+use model::inventory::pci::address::PciAddress;
 use model::procfs::IrqLine;
-use probe::pci::address::PciAddress;
 use report::count::{IrqRate, PmuBytes};
 
 /// The root port's PMU opened for a run: its name, the root port, the (side, event) pairs

@@ -424,7 +424,7 @@ fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
         }
     };
     let audit = probe::pci::audit_sysfs(root);
-    let ports: Vec<(probe::pci::address::PciAddress, Option<u16>)> = audit
+    let ports: Vec<(model::inventory::pci::address::PciAddress, Option<u16>)> = audit
         .functions
         .iter()
         // A root port by its PCIe capability; without config space (a fixture, no root),

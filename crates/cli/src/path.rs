@@ -4,7 +4,7 @@
 use crate::output::{GlobalArgs, Style};
 use clap::Args;
 use model::path::TargetPath;
-use probe::sysfs::SysRoot;
+use model::root::SysRoot;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;

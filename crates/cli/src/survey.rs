@@ -10,9 +10,9 @@
 use crate::output::{GlobalArgs, KeepArgs};
 use anyhow::Context;
 use clap::Args;
+use model::inventory::block::{BlockDevice, BlockInventory, BlockKind};
+use model::root::SysRoot;
 use model::survey::{fit, format_seconds, PartKind, Plan, PlannedPart};
-use probe::block::{BlockDevice, BlockInventory, BlockKind};
-use probe::sysfs::SysRoot;
 use report::survey::{PartResult, PartStatus, SurveyBody};
 use report::Document;
 use std::io::{IsTerminal, Read, Write};

@@ -3,11 +3,11 @@
 //! hand-made trees of the USB, block and network inventories.
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
+use model::inventory::pci::address::PciAddress;
 use model::inventory::pci::PciAudit;
 use model::inventory::Inventory;
+use model::root::SysRoot;
 use model::{Aspm, LinkState, PcieGen, PortType, Severity};
-use probe::pci::address::PciAddress;
-use probe::sysfs::SysRoot;
 use testsupport::synth::{write_tree, SynthExpress, SynthFunction};
 
 /// The PCI audit of the tree at `root`, judged.
@@ -187,7 +187,10 @@ fn unprivileged_read_gives_one_root_hint_not_a_warning_per_device() {
     assert_eq!(hint.len(), 1);
     // The kernel's link attributes still give the link and its ceiling.
     assert_eq!(audit.links.len(), 1);
-    assert_eq!(audit.links[0].source, probe::pci::audit::LinkSource::Sysfs);
+    assert_eq!(
+        audit.links[0].source,
+        model::inventory::pci::LinkSource::Sysfs
+    );
     assert!(audit.links[0].comparison.below_common());
     assert_eq!(audit.links[0].ceiling.assumed.len(), 2);
 }

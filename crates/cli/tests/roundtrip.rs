@@ -578,3 +578,86 @@ fn bench_mmio_and_mem_read_every_field() {
     reads_every_field::<report::mmio::MmioView>(&doc, &[]);
     reads_every_field::<report::views::CommonView>(&doc, &[]);
 }
+
+/// `doc`'s `pci` section with the parts `PciAudit` does not read back (each function's
+/// decoded config space and AER counters, the policy) as a document without them has them.
+fn pci_without_unread_parts(doc: &Value) -> Value {
+    let mut pci = doc["pci"].clone();
+    for f in pci["functions"].as_array_mut().unwrap() {
+        f["config"] = Value::Null;
+        f["aer_counters"] = Value::Null;
+    }
+    pci["policy"] = serde_json::json!({"aspm_policy": null, "mps_policy": null});
+    pci
+}
+
+#[test]
+fn the_pci_section_reads_back_as_written() {
+    use model::inventory::pci::PciAudit;
+    let mut docs = Vec::new();
+    for name in ["sd-nvme-downgraded-sata", "usb3-uas-bot-r8152"] {
+        docs.push(json_of(
+            headroom()
+                .args(["audit", "--json", "--root"])
+                .arg(tree(name)),
+        ));
+    }
+    // Every captured machine and lspci dump, where the shared fixtures are present.
+    if let Some(shared) = testsupport::fixtures::shared_fixtures() {
+        for dir in ["sysfs", "pci"] {
+            let mut entries: Vec<PathBuf> = std::fs::read_dir(shared.join(dir))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            entries.sort();
+            for p in entries {
+                let flag = if p.is_dir() {
+                    "--root"
+                } else if p.extension().is_some_and(|e| e == "txt" || e == "md") {
+                    continue;
+                } else {
+                    "--lspci"
+                };
+                docs.push(json_of(headroom().args(["audit", "--json", flag]).arg(&p)));
+            }
+        }
+    }
+    let mut links = 0;
+    for doc in &docs {
+        let pci: PciAudit = serde_json::from_value(doc["pci"].clone()).unwrap();
+        links += pci.links.len();
+        assert_eq!(
+            serde_json::to_value(&pci).unwrap(),
+            pci_without_unread_parts(doc),
+            "{}",
+            doc["source"]
+        );
+    }
+    assert!(links > 0);
+
+    // A document written before the unit-suffixed keys, the config source and the link's
+    // downgrade marks reads with the same numbers.
+    let old: Value = serde_json::from_str(
+        &std::fs::read_to_string(testsupport::fixtures::own(
+            "results/audit-nvme-downgraded.json",
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let pci: PciAudit = serde_json::from_value(old["pci"].clone()).unwrap();
+    let (l, was) = (&pci.links[0], &old["pci"]["links"][0]);
+    assert_eq!(l.downstream.to_string(), "0000:01:00.0");
+    assert_eq!(
+        l.ceiling.current.effective_write_bps,
+        was["ceiling"]["current"]["effective_write_bps"]
+            .as_f64()
+            .unwrap()
+    );
+    assert_eq!(
+        l.ceiling.capable.raw_bps,
+        was["ceiling"]["capable"]["raw_bps"].as_f64().unwrap()
+    );
+    assert_eq!(pci.functions[2].vendor_id, Some(0x144d));
+    assert_eq!(pci.functions[2].class, Some(0x010802));
+    assert!(!l.downgraded.any());
+}

@@ -81,4 +81,15 @@ mod tests {
         };
         assert_eq!(d.maj_min(), "259:1");
     }
+
+    #[test]
+    fn dev_t_split() {
+        // makedev(259, 3) and makedev(8, 17) as glibc builds them.
+        assert_eq!(split_dev((259 << 8) | 3), (259, 3));
+        assert_eq!(split_dev((8 << 8) | 17), (8, 17));
+        assert_eq!(
+            split_dev((254 << 8) | (300 & 0xff) | ((300 & !0xff) << 12)),
+            (254, 300)
+        );
+    }
 }

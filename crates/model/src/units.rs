@@ -411,9 +411,11 @@ mod tests {
             Some(vec![0, 1, 2, 3, 8, 10, 11])
         );
         assert_eq!(parse_cpu_list("\n"), Some(vec![]));
+        assert_eq!(parse_cpu_list("1"), Some(vec![1]));
         assert_eq!(parse_cpu_list("3-1"), None);
         assert_eq!(parse_cpu_list("a"), None);
         assert_eq!(format_cpu_list(&[0, 1, 2, 3]), "0-3");
+        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
         assert_eq!(format_cpu_list(&[8, 0, 1, 10, 11, 3]), "0-1,3,8,10-11");
         assert_eq!(format_cpu_list(&[]), "");
     }

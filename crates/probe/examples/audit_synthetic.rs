@@ -4,9 +4,9 @@
 //! The tree: root ports, each with a switch (upstream port, 8 downstream ports) and a
 //! 3-function Gen4 x4 device under each downstream port; full 4 KiB config space everywhere.
 
+use model::inventory::pci::address::PciAddress;
+use model::root::SysRoot;
 use model::{Aspm, LinkState, PcieGen, PortType};
-use probe::pci::address::PciAddress;
-use probe::sysfs::SysRoot;
 use std::time::Instant;
 use testsupport::synth::{write_tree, SynthExpress, SynthFunction};
 

@@ -10,19 +10,19 @@
 //! directory sits inside its disk's; `holders/` lists dm/md devices built on it; mounts come
 //! from [`crate::mounts`] (mountinfo field 3 is `MAJ:MIN`); `/proc/swaps` lists swap areas.
 
-use crate::mounts::{self, Mount};
+use crate::mounts;
 use crate::sysfs::SysfsExt;
 use crate::sysfs::{
     read_attr, read_attr_noting, read_link_target, read_parsed, read_parsed_noting, ReadError,
-    ReadErrorKind, SysRoot,
+    ReadErrorKind,
 };
 use crate::walk;
 use model::blockdev::{DeviceNumber, Hold};
+use model::inventory::block::Mount;
 use model::path::{LayerKind, Transport};
+use model::root::SysRoot;
 
-pub use model::inventory::block::{
-    BlockDevice, BlockInventory, BlockKind, MountedAt, QueueSettings, MAX_HW_SECTORS_KB_NO_LIMIT,
-};
+use model::inventory::block::{BlockDevice, BlockInventory, BlockKind, MountedAt, QueueSettings};
 use std::path::{Path, PathBuf};
 
 /// Bytes per unit of the `size` attribute (include/linux/blk_types.h: SECTOR_SHIFT 9).

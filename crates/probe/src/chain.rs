@@ -12,11 +12,14 @@
 //! hands each device's sysfs directory to the hardware walk ([`crate::walk`]); none of them
 //! calls back into it.
 
-use crate::mounts::{self, Mount};
+use crate::mounts;
 use crate::sysfs::SysfsExt;
-use crate::sysfs::{link_name, read_attr, read_parsed_noting, uevent_value, SysRoot};
+use crate::sysfs::{link_name, read_attr, read_parsed_noting, uevent_value};
 use crate::walk::{self, is_virtual, transport_of, Walk};
-pub use model::path::{Branch, Chain, Hop, LayerKind, Transport};
+use model::blockdev::split_dev;
+use model::inventory::block::Mount;
+use model::path::{Branch, Chain, Hop, LayerKind};
+use model::root::SysRoot;
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -109,7 +112,7 @@ impl Resolver<'_> {
     /// The walk from PCI function `text` (optionally `:BAR`), when it exists here.
     fn pci_function(&mut self, text: &str) -> Option<Walk> {
         let addr = text
-            .parse::<crate::pci::address::PciAddress>()
+            .parse::<model::inventory::pci::address::PciAddress>()
             .ok()
             .or_else(|| text.rsplit_once(':').and_then(|(a, _)| a.parse().ok()))?;
         let path = self
@@ -141,7 +144,7 @@ impl Resolver<'_> {
             use std::os::unix::fs::{FileTypeExt, MetadataExt};
             if let Ok(meta) = std::fs::metadata(target) {
                 if meta.file_type().is_block_device() {
-                    let (maj, min) = dev_major_minor(meta.rdev());
+                    let (maj, min) = split_dev(meta.rdev());
                     return self.name_of_dev(&format!("{maj}:{min}"));
                 }
             }
@@ -446,24 +449,5 @@ fn live_st_dev(path: &Path) -> Option<(u32, u32)> {
     use std::os::unix::fs::MetadataExt;
     path.ancestors()
         .find_map(|p| std::fs::metadata(p).ok())
-        .map(|m| dev_major_minor(m.dev()))
-}
-
-/// `(major, minor)` of a `dev_t` (model::blockdev::split_dev, kept here for callers).
-pub use model::blockdev::split_dev as dev_major_minor;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dev_t_split() {
-        // makedev(259, 3) and makedev(8, 17) as glibc builds them.
-        assert_eq!(dev_major_minor((259 << 8) | 3), (259, 3));
-        assert_eq!(dev_major_minor((8 << 8) | 17), (8, 17));
-        assert_eq!(
-            dev_major_minor((254 << 8) | (300 & 0xff) | ((300 & !0xff) << 12)),
-            (254, 300)
-        );
-    }
+        .map(|m| split_dev(m.dev()))
 }

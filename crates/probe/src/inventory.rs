@@ -2,9 +2,9 @@
 //! links, policy), the CPU/kernel context, USB, block and network devices, each read by its
 //! own module.
 
-use crate::sysfs::SysRoot;
+use model::root::SysRoot;
 
-pub use model::inventory::Inventory;
+use model::inventory::Inventory;
 
 /// Read every part of the inventory under `root`. Each part that is missing is empty (a
 /// container has no PCI, an old kernel no cpufreq); what could not be read is in the parts'

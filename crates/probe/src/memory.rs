@@ -2,7 +2,8 @@
 //! sysfs-devices-system-cpu, `/sys/devices/system/cpu/cpuX/cache/indexY/{level,type,size}`)
 //! and the RAM available from /proc/meminfo (Documentation/filesystems/proc.rst).
 
-use crate::sysfs::{read_attr, SysRoot};
+use crate::sysfs::read_attr;
+use model::root::SysRoot;
 
 /// The size of CPU 0's largest-level data or unified cache in bytes, `None` when sysfs does
 /// not describe its caches (some ARM boards, containers).

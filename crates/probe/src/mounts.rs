@@ -5,9 +5,10 @@
 //! Paths are octal-escaped by the kernel's `mangle()` (fs/proc_namespace.c): space `\040`,
 //! tab `\011`, newline `\012`, backslash `\134`.
 
-use crate::sysfs::{read_attr, ReadError, SysRoot};
+use crate::sysfs::{read_attr, ReadError};
+use model::root::SysRoot;
 
-pub use model::inventory::block::Mount;
+use model::inventory::block::Mount;
 use std::path::{Path, PathBuf};
 
 /// Undo the kernel's octal escapes (`\040` -> space). An escape that is not three octal

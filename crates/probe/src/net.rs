@@ -8,13 +8,12 @@
 //! below what the partner offers cannot be seen from here.
 
 use crate::sysfs::SysfsExt;
-use crate::sysfs::{
-    link_name, read_attr, read_attr_noting, read_parsed_noting, ReadErrorKind, SysRoot,
-};
+use crate::sysfs::{link_name, read_attr, read_attr_noting, read_parsed_noting, ReadErrorKind};
 use crate::walk;
 use model::path::Hop;
+use model::root::SysRoot;
 
-pub use model::inventory::net::{Attachment, NetInterface, NetInventory};
+use model::inventory::net::{Attachment, NetInterface, NetInventory};
 use std::path::Path;
 
 /// Read every network interface under the root.

@@ -3,13 +3,14 @@
 //! bottleneck: the link with the smallest ceiling.
 
 use crate::chain;
-use crate::pci::address::PciAddress;
-use crate::pci::audit::{AuditedFunction, PciAudit};
+use crate::sysfs::read_attr;
 use crate::sysfs::SysfsExt;
-use crate::sysfs::{read_attr, SysRoot};
 use model::ceiling::{eth, mmc, sata, usb};
+use model::inventory::pci::address::PciAddress;
+use model::inventory::pci::{AuditedFunction, PciAudit};
 use model::path::{Branch, Hop};
-pub use model::path::{LinkKind, PathLink, PathLinkState, TargetPath};
+use model::path::{LinkKind, PathLink, PathLinkState, TargetPath};
+use model::root::SysRoot;
 use std::path::{Path, PathBuf};
 
 /// What a target names, decided before anything is resolved.
@@ -58,7 +59,7 @@ pub fn classify(root: &SysRoot, given: &Path) -> Result<Target, String> {
             return Ok(Target::BlockDevice(text.into_owned()));
         }
         let function = text
-            .parse::<crate::pci::address::PciAddress>()
+            .parse::<model::inventory::pci::address::PciAddress>()
             .ok()
             .or_else(|| text.rsplit_once(':').and_then(|(a, _)| a.parse().ok()));
         if function.is_some_and(|a| exists(&format!("/sys/bus/pci/devices/{a}"))) {
@@ -92,7 +93,7 @@ pub fn classify(root: &SysRoot, given: &Path) -> Result<Target, String> {
             use std::os::unix::fs::{FileTypeExt, MetadataExt};
             let t = m.file_type();
             if t.is_block_device() {
-                let (major, minor) = chain::dev_major_minor(m.rdev());
+                let (major, minor) = model::blockdev::split_dev(m.rdev());
                 return root
                     .canonical(format!("/sys/dev/block/{major}:{minor}"))
                     .ok()

@@ -63,7 +63,7 @@ impl ReadError {
     }
 }
 
-pub use model::root::SysRoot;
+use model::root::SysRoot;
 
 /// Read a whole attribute file as bytes. Missing file: `Ok(None)`.
 pub fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, ReadError> {

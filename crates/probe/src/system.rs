@@ -6,14 +6,14 @@
 //! be read is `None` (absent), and an attribute that exists but could not be read is also
 //! listed in `SystemContext::unreadable` with the reason, never an error.
 
-use crate::sysfs::{read_attr, SysRoot};
+use crate::sysfs::read_attr;
+use model::root::SysRoot;
 
 // The /proc text formats are parsed once, in model; the samplers of counters read them too.
-pub use model::procfs::{
-    format_cpu_list, parse_cpu_list, parse_interrupts, parse_loadavg, IrqLine, LoadAverage,
-};
+use model::procfs::{parse_interrupts, parse_loadavg};
+use model::units::parse_cpu_list;
 
-pub use model::system::{Cmdline, CpuFreq, Kernel, Preemption, SystemContext};
+use model::system::{Cmdline, CpuFreq, Kernel, Preemption, SystemContext};
 
 /// Read everything under `root`. Never fails: what is missing is `None`.
 pub fn read_context(root: &SysRoot) -> SystemContext {
@@ -172,20 +172,6 @@ mod tests {
                 .join("../../tests/fixtures/system")
                 .join(name),
         )
-    }
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(
-            parse_cpu_list("0-3,8,10-11"),
-            Some(vec![0, 1, 2, 3, 8, 10, 11])
-        );
-        assert_eq!(parse_cpu_list("\n"), Some(vec![]));
-        assert_eq!(parse_cpu_list("1"), Some(vec![1]));
-        assert_eq!(parse_cpu_list("3-1"), None);
-        assert_eq!(parse_cpu_list("x"), None);
-        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
-        assert_eq!(format_cpu_list(&[]), "");
     }
 
     #[test]

@@ -10,14 +10,13 @@
 //! setting that usb-storage did not use is found.
 
 use crate::sysfs::SysfsExt;
-use crate::sysfs::{
-    link_name, parse_hex_u32, read_attr_noting, read_bytes, read_parsed_noting, SysRoot,
-};
+use crate::sysfs::{link_name, parse_hex_u32, read_attr_noting, read_bytes, read_parsed_noting};
+use model::root::SysRoot;
 
 use model::inventory::pci::address::PciAddress;
-pub use model::inventory::usb::{
-    is_usb3_version, HostAttachment, HostController, MassStorage, StorageTransport, UsbDevice,
-    UsbInterface, UsbInventory,
+use model::inventory::usb::{
+    HostAttachment, HostController, MassStorage, StorageTransport, UsbDevice, UsbInterface,
+    UsbInventory,
 };
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -482,8 +481,6 @@ mod tests {
         assert_eq!(parse_speed("480"), Some(480.0));
         assert_eq!(parse_speed("20000"), Some(20000.0));
         assert_eq!(parse_speed("UNKNOWN"), None);
-        assert!(is_usb3_version(" 3.20"));
-        assert!(!is_usb3_version(" 2.10"));
     }
 
     #[test]

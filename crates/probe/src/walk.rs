@@ -11,10 +11,11 @@
 use crate::bus::{
     ata_port, is_mmc_card, is_mmc_host, is_virtio, parse_mmc_ios, parse_sata_spd, scsi_host,
 };
-use crate::sysfs::{link_name, read_attr, read_attr_noting, SysRoot};
+use crate::sysfs::{link_name, read_attr, read_attr_noting};
 use crate::usb;
 use model::inventory::pci::address::PciAddress;
 use model::path::{Hop, Transport};
+use model::root::SysRoot;
 use std::path::{Path, PathBuf};
 
 /// A chain that ends here, and why when it ends before the CPU.

@@ -2,8 +2,8 @@
 //! `builtin-ids`, on by default), or numeric ids when the feature is off
 //! (`cargo test -p headroom-probe --no-default-features --test builtin_ids`).
 
+use model::root::SysRoot;
 use probe::pci::ids::PciNames;
-use probe::sysfs::SysRoot;
 use probe::usb;
 use std::collections::HashSet;
 
@@ -24,7 +24,10 @@ fn usb_tree() -> Option<SysRoot> {
     Some(SysRoot::new(dir))
 }
 
-fn dev<'a>(inv: &'a usb::UsbInventory, name: &str) -> &'a usb::UsbDevice {
+fn dev<'a>(
+    inv: &'a model::inventory::usb::UsbInventory,
+    name: &str,
+) -> &'a model::inventory::usb::UsbDevice {
     inv.devices
         .iter()
         .find(|d| d.name == name)

@@ -6,11 +6,15 @@
 //! USB 3 device stuck at 480M, r8152 adapters, an SD card with its timing, a downgraded NVMe
 //! link, a SATA link speed, and bad input.
 
-use probe::block::{self, BlockDevice, BlockKind};
-use probe::chain::{self, Chain, Hop, LayerKind, Transport};
+use model::inventory::block::{BlockDevice, BlockKind};
+use model::inventory::usb::{HostAttachment, StorageTransport, UsbDevice};
+use model::path::{Chain, Hop, LayerKind, Transport};
+use model::root::SysRoot;
+use probe::block;
+use probe::chain;
 use probe::net;
-use probe::sysfs::{SysRoot, SysfsExt};
-use probe::usb::{self, HostAttachment, StorageTransport, UsbDevice};
+use probe::sysfs::SysfsExt;
+use probe::usb;
 use std::path::{Path, PathBuf};
 
 fn shared(tree: &str) -> Option<SysRoot> {
@@ -29,21 +33,24 @@ fn own(tree: &str) -> SysRoot {
     SysRoot::new(testsupport::fixtures::own(&format!("sysfs/{tree}")))
 }
 
-fn usb_dev<'a>(inv: &'a usb::UsbInventory, name: &str) -> &'a UsbDevice {
+fn usb_dev<'a>(inv: &'a model::inventory::usb::UsbInventory, name: &str) -> &'a UsbDevice {
     inv.devices
         .iter()
         .find(|d| d.name == name)
         .unwrap_or_else(|| panic!("no USB device {name}"))
 }
 
-fn blk<'a>(inv: &'a block::BlockInventory, name: &str) -> &'a BlockDevice {
+fn blk<'a>(inv: &'a model::inventory::block::BlockInventory, name: &str) -> &'a BlockDevice {
     inv.devices
         .iter()
         .find(|d| d.name == name)
         .unwrap_or_else(|| panic!("no block device {name}"))
 }
 
-fn iface<'a>(inv: &'a net::NetInventory, name: &str) -> &'a net::NetInterface {
+fn iface<'a>(
+    inv: &'a model::inventory::net::NetInventory,
+    name: &str,
+) -> &'a model::inventory::net::NetInterface {
     inv.interfaces
         .iter()
         .find(|d| d.name == name)
@@ -224,7 +231,7 @@ fn t60p_network() {
     assert_eq!(eth0.driver.as_deref(), Some("e1000e"));
     assert_eq!(
         eth0.attachment,
-        Some(net::Attachment::Pci {
+        Some(model::inventory::net::Attachment::Pci {
             address: "0000:02:00.0".into()
         })
     );
@@ -550,7 +557,7 @@ fn vm_capture_virtio() {
     assert_eq!(eth0.mtu, Some(1400));
     assert_eq!(
         eth0.attachment,
-        Some(net::Attachment::Virtio {
+        Some(model::inventory::net::Attachment::Virtio {
             name: "virtio2".into(),
             pci: Some("0000:00:03.0".into())
         })
@@ -666,7 +673,7 @@ fn usb_ethernet_adapters() {
     assert_eq!(eth1.speed_mbps, Some(1000));
     assert_eq!(
         eth1.attachment,
-        Some(net::Attachment::Usb {
+        Some(model::inventory::net::Attachment::Usb {
             device: "2-2".into(),
             speed_mbps: Some(5000.0)
         })
@@ -870,7 +877,7 @@ fn live_temp_file_and_loopback_resolve() {
         panic!("no filesystem hop: {c:?}")
     };
     use std::os::unix::fs::MetadataExt;
-    let (maj, min) = chain::dev_major_minor(std::fs::metadata(&file).unwrap().dev());
+    let (maj, min) = model::blockdev::split_dev(std::fs::metadata(&file).unwrap().dev());
     assert_eq!(dev, &format!("{maj}:{min}"));
     assert_ne!(fs_type, "unknown");
     // Either it reaches the CPU through a disk, or it says why not (tmpfs, overlay...).

@@ -7,11 +7,12 @@
 //! mounted.
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
+use model::inventory::pci::address::PciAddress;
+use model::inventory::pci::{AuditedFunction, LinkSource, PciAudit};
+use model::path::Hop;
+use model::root::SysRoot;
 use model::{LinkState, PcieGen};
-use probe::chain::{self, Hop};
-use probe::pci::address::PciAddress;
-use probe::pci::audit::{AuditedFunction, LinkSource, PciAudit};
-use probe::sysfs::SysRoot;
+use probe::chain;
 use std::path::{Path, PathBuf};
 
 fn tree(kernel: &str) -> SysRoot {

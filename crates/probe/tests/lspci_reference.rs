@@ -12,9 +12,9 @@
 // allow-unwrap-in-tests does not reach functions outside #[test]).
 #![allow(clippy::unwrap_used)]
 
+use model::inventory::pci::address::PciAddress;
+use model::inventory::pci::config::{ConfigSpace, ExpressCap};
 use model::PcieGen;
-use probe::pci::address::PciAddress;
-use probe::pci::config::{ConfigSpace, ExpressCap};
 use probe::pci::dump::parse_lspci_dump;
 use std::collections::BTreeMap;
 use std::fs;
@@ -129,7 +129,7 @@ fn speed_label(gen: Option<PcieGen>) -> String {
     gen.map_or_else(|| "unknown".to_string(), PcieGen::lspci_label)
 }
 
-fn mark(m: Option<probe::pci::config::LinkMark>) -> &'static str {
+fn mark(m: Option<model::inventory::pci::config::LinkMark>) -> &'static str {
     m.map_or("", |m| m.lspci_label())
 }
 

@@ -589,14 +589,13 @@ impl Summary {
                 s.inventory = inventory(&a);
                 // Each link's state, so compare shows a link that retrained or moved.
                 for l in a.pci.iter().flat_map(|p| &p.links) {
-                    if let Some(c) = &l.comparison {
-                        let mut state = c.current.to_string();
-                        if c.common != c.current {
-                            state.push_str(&format!(" (both ends support {})", c.common));
-                        }
-                        let key = format!("link PCIe {} -> {}", l.upstream, l.downstream);
-                        put(&mut s, &key, state);
+                    let c = &l.comparison;
+                    let mut state = c.current.to_string();
+                    if c.common != c.current {
+                        state.push_str(&format!(" (both ends support {})", c.common));
                     }
+                    let key = format!("link PCIe {} -> {}", l.upstream, l.downstream);
+                    put(&mut s, &key, state);
                 }
                 for d in a.usb.iter().flat_map(|u| &u.devices) {
                     if let Some(speed) = d.speed_mbps {
@@ -1071,19 +1070,20 @@ fn inventory(a: &AuditView) -> Vec<(String, Table)> {
             .functions
             .iter()
             .map(|f| {
-                let names = f.names.clone().unwrap_or_default();
-                let what = [names.class, names.vendor, names.device]
+                let names = &f.names;
+                let what = [&names.class, &names.vendor, &names.device]
                     .into_iter()
                     .flatten()
+                    .map(String::as_str)
                     .collect::<Vec<_>>()
                     .join(": ");
-                let link = f.kernel_link.as_ref();
+                let link = &f.kernel_link;
                 vec![
-                    f.address.clone(),
+                    f.address.to_string(),
                     if what.is_empty() { dash() } else { what },
                     opt(f.driver.clone()),
-                    opt(link.and_then(|l| l.current).map(|s| s.to_string())),
-                    opt(link.and_then(|l| l.max).map(|s| s.to_string())),
+                    opt(link.current.map(|s| s.to_string())),
+                    opt(link.max.map(|s| s.to_string())),
                 ]
             })
             .collect();
@@ -1104,21 +1104,14 @@ fn inventory(a: &AuditView) -> Vec<(String, Table)> {
             .links
             .iter()
             .map(|l| {
-                let cmp = l.comparison.as_ref();
-                let downgraded = cmp.is_some_and(|c| c.speed_below_common || c.width_below_common);
+                let cmp = &l.comparison;
+                let downgraded = cmp.speed_below_common || cmp.width_below_common;
                 vec![
                     format!("{} -> {}", l.upstream, l.downstream),
-                    opt(cmp.map(|c| c.current.to_string())),
-                    opt(cmp.map(|c| c.common.to_string())),
-                    opt(l
-                        .ceiling
-                        .as_ref()
-                        .map(|c| mb(c.current.effective_write_bps / MB))),
-                    opt(l
-                        .ceiling
-                        .as_ref()
-                        .and_then(|c| c.capable.as_ref())
-                        .map(|c| mb(c.effective_write_bps / MB))),
+                    cmp.current.to_string(),
+                    cmp.common.to_string(),
+                    mb(l.ceiling.current.effective_write_bps / MB),
+                    mb(l.ceiling.capable.effective_write_bps / MB),
                     if downgraded { "downgraded" } else { "" }.to_string(),
                 ]
             })

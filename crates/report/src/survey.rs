@@ -11,6 +11,7 @@ use crate::compare::{compare, CompareError};
 use crate::document::{Document, DocumentError};
 use crate::summary::{plural, Summary};
 use crate::table::mb;
+use crate::views::AuditView;
 use model::survey::{format_seconds, PartKind, Plan};
 use model::units::MB;
 use model::Severity;
@@ -402,70 +403,6 @@ struct LostLink {
     loss_percent: f64,
 }
 
-#[derive(Deserialize)]
-struct AuditView {
-    #[serde(default)]
-    pci: Option<PciView>,
-}
-
-#[derive(Deserialize)]
-struct PciView {
-    #[serde(default)]
-    functions: Vec<FunctionView>,
-    #[serde(default)]
-    links: Vec<AuditLinkView>,
-}
-
-#[derive(Deserialize)]
-struct FunctionView {
-    address: String,
-    #[serde(default)]
-    names: NamesView,
-}
-
-#[derive(Deserialize, Default)]
-struct NamesView {
-    #[serde(default)]
-    vendor: Option<String>,
-    #[serde(default)]
-    device: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct AuditLinkView {
-    downstream: String,
-    comparison: ComparisonView,
-    ceiling: LossView,
-}
-
-#[derive(Deserialize)]
-struct ComparisonView {
-    current: StateView,
-    #[serde(default)]
-    common: Option<StateView>,
-}
-
-#[derive(Deserialize)]
-struct StateView {
-    speed_gts: f64,
-    width: u32,
-}
-
-impl StateView {
-    fn show(&self) -> String {
-        format!("{} GT/s x{}", self.speed_gts, self.width)
-    }
-}
-
-#[derive(Deserialize)]
-struct LossView {
-    #[serde(default)]
-    #[serde(rename = "loss_bytes_per_sec", alias = "loss_bps")]
-    loss_bps: f64,
-    #[serde(default)]
-    loss_percent: f64,
-}
-
 /// The links of an audit document that lose bandwidth against what both ends support.
 fn audit_links(doc: &Document) -> Vec<LostLink> {
     let Ok(view) = doc.view::<AuditView>("audit") else {
@@ -490,17 +427,13 @@ fn audit_links(doc: &Document) -> Vec<LostLink> {
                 })
                 .filter(|n| !n.is_empty());
             LostLink {
-                address: l.downstream.clone(),
+                address: l.downstream.to_string(),
                 device: match name {
                     Some(n) => format!("{} ({n})", l.downstream),
-                    None => l.downstream.clone(),
+                    None => l.downstream.to_string(),
                 },
-                now: l.comparison.current.show(),
-                capable: l
-                    .comparison
-                    .common
-                    .as_ref()
-                    .map_or_else(|| "its capability".to_string(), StateView::show),
+                now: l.comparison.current.to_string(),
+                capable: l.comparison.common.to_string(),
                 loss_bps: l.ceiling.loss_bps,
                 loss_percent: l.ceiling.loss_percent,
             }
@@ -521,7 +454,7 @@ fn compare_links(all: &[(String, Vec<PartDoc<'_>>)], audits: &[&Document]) -> St
                 .map(|p| {
                     p.links
                         .iter()
-                        .map(|l| (l.downstream.clone(), l.comparison.current.show()))
+                        .map(|l| (l.downstream.to_string(), l.comparison.current.to_string()))
                         .collect()
                 })
                 .unwrap_or_default()

@@ -3,18 +3,16 @@
 //! Where the producer's type lives in `model` or in report itself (the path, findings, PCIe
 //! link states and comparisons; bench disk's parameters, machine, target, tests and runs;
 //! bench latency's configuration, context, measurement and stress; bench net's measurement,
-//! ceiling, flows and interface check; the audit's USB, block and network sections), the
-//! view holds that type: a field renamed there changes what is read here, at compile time,
-//! and a document without a field its producer always wrote is refused with the field's
-//! name. Fields missing from documents of earlier versions are `#[serde(default)]` in those
-//! types. The rest (the audit's PCI section) is typed in model types that cannot be read
-//! back yet, so its view names the fields; [`unread_fields`] lists every field a view reads
-//! that a document does not have, and the round-trip tests (crates/cli/tests/roundtrip.rs)
-//! assert that list for freshly produced documents, so a field renamed in a producer fails
-//! them.
+//! ceiling, flows and interface check; the audit's PCI, USB, block and network sections),
+//! the view holds that type: a field renamed there changes what is read here, at compile
+//! time, and a document without a field its producer always wrote is refused with the
+//! field's name. Fields missing from documents of earlier versions are `#[serde(default)]`
+//! in those types. [`unread_fields`] lists every field a view reads that a document does not
+//! have; the round-trip tests (crates/cli/tests/roundtrip.rs) assert that list for freshly
+//! produced documents, so a field a producer stops writing fails them.
 
 use model::path::TargetPath;
-use model::{Finding, LinkComparison, LinkState};
+use model::Finding;
 use serde::{Deserialize, Serialize};
 
 /// The fields view `V` reads that `doc` (a document's body) does not have, as paths
@@ -135,85 +133,18 @@ pub struct StressView {
     pub spec: model::stress::StressSpec,
 }
 
-/// `headroom audit`'s body: the inventory a report lists link by link (USB, block and net
-/// as `model::inventory`'s types).
+/// `headroom audit`'s body: the inventory a report lists link by link, as
+/// `model::inventory`'s types.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct AuditView {
     #[serde(default)]
-    pub pci: Option<PciInventoryView>,
+    pub pci: Option<model::inventory::pci::PciAudit>,
     #[serde(default)]
     pub usb: Option<model::inventory::usb::UsbInventory>,
     #[serde(default)]
     pub block: Option<model::inventory::block::BlockInventory>,
     #[serde(default)]
     pub net: Option<model::inventory::net::NetInventory>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct PciInventoryView {
-    #[serde(default)]
-    pub functions: Vec<PciFunctionView>,
-    #[serde(default)]
-    pub links: Vec<PciLinkView>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct PciFunctionView {
-    pub address: String,
-    #[serde(default)]
-    pub names: Option<PciNamesView>,
-    #[serde(default)]
-    pub driver: Option<String>,
-    /// The link the kernel reports for this function (`current_link_speed` ...).
-    #[serde(default)]
-    pub kernel_link: Option<KernelLinkView>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct PciNamesView {
-    #[serde(default)]
-    pub vendor: Option<String>,
-    #[serde(default)]
-    pub device: Option<String>,
-    #[serde(default)]
-    pub class: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct KernelLinkView {
-    #[serde(default)]
-    pub current: Option<LinkState>,
-    #[serde(default)]
-    pub max: Option<LinkState>,
-}
-
-/// One PCIe link of the audit: both ends, the states and the ceilings.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct PciLinkView {
-    pub upstream: String,
-    pub downstream: String,
-    #[serde(default)]
-    pub comparison: Option<LinkComparison>,
-    #[serde(default)]
-    pub ceiling: Option<PciLinkCeilingView>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct PciLinkCeilingView {
-    pub current: PcieCeilingView,
-    #[serde(default)]
-    pub capable: Option<PcieCeilingView>,
-}
-
-/// The part of `model::ceiling::pcie::PcieCeiling` the audit prints: the effective write
-/// ceiling per direction, bytes/s.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct PcieCeilingView {
-    #[serde(
-        rename = "effective_write_bytes_per_sec",
-        alias = "effective_write_bps"
-    )]
-    pub effective_write_bps: f64,
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 //! Register offsets and field positions follow the PCI Local Bus Spec 3.0 (type 0/1 headers)
 //! and the PCIe Base Spec 6.0 section 7.5.3 (PCI Express Capability) and 7.8.4 (AER).
 
+use model::inventory::pci::address::PciAddress;
 use model::{Aspm, LinkState, PortType};
-use probe::pci::address::PciAddress;
 use probe::pci::regs::*;
 use std::io;
 use std::path::{Path, PathBuf};

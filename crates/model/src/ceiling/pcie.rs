@@ -44,7 +44,7 @@
 
 use super::{after_line_coding, packet_efficiency, LineCoding};
 use crate::pcie::{LinkState, PcieGen, VALID_WIDTHS};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Max_Payload_Size and Max_Read_Request_Size values ([spec] section 7.5.3.4, Device Control:
@@ -80,7 +80,7 @@ const FLIT_DLP_BYTES: f64 = 6.0;
 const DLLP_WIRE_BYTES: f64 = 8.0;
 
 /// Which assumption set a ceiling was computed with (see the module documentation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AssumptionSet {
     /// The Rockchip PCIe guide's 28 B per TLP (section 2.2). `rockchip` in JSON.
@@ -114,7 +114,7 @@ impl AssumptionSet {
 }
 
 /// How a completer splits a read request into completions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CompletionSize {
     /// Completions as large as MPS allows (min(MPS, MRRS)): the upper bound.
@@ -126,7 +126,7 @@ pub enum CompletionSize {
 }
 
 /// The transaction-layer parameters of a link.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TlpParams {
     pub set: AssumptionSet,
     /// Max_Payload_Size in bytes.
@@ -302,13 +302,52 @@ pub fn line_coding(gen: PcieGen) -> LineCoding {
     }
 }
 
+/// How the raw rate of a generation is derived: its line code, or in Flit mode the share of
+/// each 256-byte flit left after its CRC and FEC bytes ([spec] rev 6.0 section 4.2.3.1).
+/// A closed set: the document spells each as its caption.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PcieCoding {
+    /// 2.5 and 5.0 GT/s.
+    #[serde(rename = "8b/10b")]
+    B8b10b,
+    /// 8.0 to 32.0 GT/s.
+    #[serde(rename = "128b/130b")]
+    B128b130b,
+    /// 64.0 GT/s and above (Flit mode, no line code).
+    #[serde(rename = "flit 242/256")]
+    Flit,
+}
+
+impl PcieCoding {
+    pub fn of(gen: PcieGen) -> Self {
+        if is_flit_mode(gen) {
+            return PcieCoding::Flit;
+        }
+        match line_coding(gen) {
+            LineCoding::B8b10b => PcieCoding::B8b10b,
+            _ => PcieCoding::B128b130b,
+        }
+    }
+
+    /// "8b/10b", "128b/130b" or "flit 242/256", as captions and the document spell it.
+    pub fn label(self) -> &'static str {
+        match self {
+            PcieCoding::B8b10b => "8b/10b",
+            PcieCoding::B128b130b => "128b/130b",
+            PcieCoding::Flit => "flit 242/256",
+        }
+    }
+}
+
+impl fmt::Display for PcieCoding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
 /// How the raw rate is derived, for captions: "8b/10b", "128b/130b", "flit 242/256".
 pub fn coding_label(gen: PcieGen) -> &'static str {
-    if is_flit_mode(gen) {
-        "flit 242/256"
-    } else {
-        line_coding(gen).label()
-    }
+    PcieCoding::of(gen).label()
 }
 
 /// Raw ceiling per direction in bytes/s: the signalling rate after line coding (and, in Flit
@@ -324,7 +363,7 @@ pub fn raw_bps(link: LinkState) -> f64 {
 }
 
 /// The bytes one TLP costs on the link besides its payload, by part.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TlpOverhead {
     pub framing: u8,
     pub sequence: u8,
@@ -457,13 +496,12 @@ pub fn skp_share(link: LinkState) -> f64 {
 }
 
 /// The three ceilings of one link, per direction, in bytes per second.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PcieCeiling {
     pub link: LinkState,
     /// Signalling rate per lane, GT/s.
     pub gts: f64,
-    /// "8b/10b", "128b/130b" or "flit 242/256".
-    pub coding: &'static str,
+    pub coding: PcieCoding,
     pub params: TlpParams,
     /// Per-TLP overhead of a memory write (and of a read request: same header).
     pub write_overhead: TlpOverhead,
@@ -536,7 +574,7 @@ pub fn link_ceiling(link: LinkState, params: &TlpParams) -> PcieCeiling {
     PcieCeiling {
         link,
         gts: link.gen.gts(),
-        coding: coding_label(link.gen),
+        coding: PcieCoding::of(link.gen),
         params: *params,
         write_overhead,
         completion_overhead,
@@ -730,5 +768,42 @@ mod tests {
         );
         assert!(check_rcb(64).is_ok());
         assert!(TlpParams::seed().check().is_ok());
+    }
+
+    #[test]
+    fn a_ceiling_reads_back_as_written() {
+        for (gen, coding) in [(1, "8b/10b"), (3, "128b/130b"), (6, "flit 242/256")] {
+            let mut p = TlpParams::seed();
+            p.completion_size = CompletionSize::Rcb;
+            let c = link_ceiling(link(gen, 4), &p);
+            let json = serde_json::to_value(&c).unwrap();
+            assert_eq!(json["coding"], coding);
+            assert_eq!(json["params"]["set"], "rockchip");
+            let back: PcieCeiling = serde_json::from_value(json.clone()).unwrap();
+            assert_eq!(back, c);
+            assert_eq!(serde_json::to_value(&back).unwrap(), json);
+        }
+    }
+
+    #[test]
+    fn a_ceiling_in_the_old_spelling_reads_the_same() {
+        let c = link_ceiling(link(3, 1), &TlpParams::default_for(128, 512, 64));
+        let mut old = serde_json::to_value(&c).unwrap();
+        let map = old.as_object_mut().unwrap();
+        for key in [
+            "raw",
+            "tlp_write",
+            "tlp_read",
+            "effective_write",
+            "effective_read",
+        ] {
+            let v = map.remove(&format!("{key}_bytes_per_sec")).unwrap();
+            map.insert(format!("{key}_bps"), v);
+        }
+        assert_eq!(serde_json::from_value::<PcieCeiling>(old).unwrap(), c);
+        let mut bad = serde_json::to_value(&c).unwrap();
+        bad["coding"] = "64b/66b".into();
+        let e = serde_json::from_value::<PcieCeiling>(bad).unwrap_err();
+        assert!(e.to_string().contains("unknown variant `64b/66b`"), "{e}");
     }
 }

@@ -131,3 +131,14 @@ impl UsbDevice {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usb3_versions_as_the_kernel_writes_them() {
+        assert!(is_usb3_version(" 3.20"));
+        assert!(!is_usb3_version(" 2.10"));
+    }
+}

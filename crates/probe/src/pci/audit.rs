@@ -2,18 +2,19 @@
 //! capability, built from sysfs (a live machine or a captured tree) or from an lspci dump.
 //! The types are `model::inventory::pci`'s; the findings are `report::findings::audit`'s.
 
-use super::address::PciAddress;
 use super::bar::Resource;
-use super::config::{ConfigSpace, ExpressCap, ExpressLink, Header};
 use super::ids::PciNames;
 use super::regs::*;
-use super::sysfs::{PciPolicy, SysfsFunction};
+use super::sysfs::SysfsFunction;
+use model::inventory::pci::address::PciAddress;
+use model::inventory::pci::config::{ConfigSpace, ExpressCap, ExpressLink, Header};
+use model::inventory::pci::PciPolicy;
 use model::{Aspm, LinkComparison, PortType};
 use std::collections::{BTreeMap, HashSet};
 
-pub use model::inventory::pci::{
-    link_ceilings, AuditedFunction, AuditedLink, ConfigSource, LinkCeilings, LinkDowngrade,
-    LinkSource, MemoryBar, Names, PciAudit,
+use model::inventory::pci::{
+    link_ceilings, AuditedFunction, AuditedLink, ConfigSource, LinkCeilings, LinkSource, MemoryBar,
+    Names, PciAudit,
 };
 
 /// One function as found, before the audit judges it.

@@ -2,8 +2,9 @@
 //! one: the bound driver, the `enable` state, the BAR holding the MSI-X table, the kernel's
 //! lockdown mode.
 
-use super::address::PciAddress;
-use crate::sysfs::{link_name, read_attr, read_bytes, SysRoot};
+use crate::sysfs::{link_name, read_attr, read_bytes};
+use model::inventory::pci::address::PciAddress;
+use model::root::SysRoot;
 use serde::Serialize;
 use std::fmt;
 use std::str::FromStr;

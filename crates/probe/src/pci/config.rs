@@ -15,8 +15,8 @@
 use super::regs::*;
 use model::PcieGen;
 
-pub use model::inventory::pci::config::*;
-pub use model::{Aspm, PortType};
+use model::inventory::pci::config::*;
+use model::{Aspm, PortType};
 
 /// Upper bound on capability-list entries: (256 - 64) / 4 = 48 dword-aligned places for a
 /// capability in conventional space, so a longer list must revisit one.

@@ -7,8 +7,8 @@
 //! Every other line is ignored, so the decoded text of `lspci -vvvxxx` may stay in between.
 //! Bytes a dump does not give read as 0xff, as in lspci.
 
-use super::address::PciAddress;
 use super::regs::{PCI_CFG_SPACE_EXP_SIZE, PCI_CFG_SPACE_SIZE, PCI_STD_HEADER_SIZEOF};
+use model::inventory::pci::address::PciAddress;
 use std::collections::BTreeMap;
 use std::fmt;
 

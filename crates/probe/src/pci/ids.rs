@@ -25,7 +25,7 @@ pub struct PciNames {
 impl PciNames {
     /// Load names for `vendors` (and all classes) from the first pci.ids found under `root`.
     /// No file: an empty table, and lookups return `None` (numeric ids are shown).
-    pub fn load(root: &crate::sysfs::SysRoot, vendors: &HashSet<u16>) -> Self {
+    pub fn load(root: &model::root::SysRoot, vendors: &HashSet<u16>) -> Self {
         for p in PCI_IDS_PATHS {
             let path = root.path(p);
             if let Ok(bytes) = std::fs::read(&path) {
@@ -166,7 +166,7 @@ fn split_id(s: &str) -> Option<(&str, &str)> {
 }
 
 /// Whether a path exists that names could be loaded from (for the "install pciutils" hint).
-pub fn any_ids_file(root: &crate::sysfs::SysRoot) -> Option<PathBuf> {
+pub fn any_ids_file(root: &model::root::SysRoot) -> Option<PathBuf> {
     PCI_IDS_PATHS
         .iter()
         .map(|p| root.path(p))

@@ -1,6 +1,5 @@
 //! PCI: sysfs discovery, config-space decoding, `lspci -xxx` dumps, topology.
 
-pub mod address;
 pub mod audit;
 pub mod bar;
 pub mod config;
@@ -9,9 +8,10 @@ pub mod ids;
 pub mod regs;
 pub mod sysfs;
 
-use crate::sysfs::SysRoot;
-use audit::{FunctionInput, PciAudit};
+use audit::FunctionInput;
 use ids::PciNames;
+use model::inventory::pci::{ConfigSource, PciAudit, PciPolicy};
+use model::root::SysRoot;
 use std::collections::HashSet;
 
 /// The config-space length an unprivileged read of sysfs `config` returns (the kernel lets
@@ -43,7 +43,7 @@ pub fn audit_sysfs(root: &SysRoot) -> PciAudit {
         .collect();
     let names = load_names(root, &inputs);
     audit::build(
-        audit::ConfigSource::Sysfs,
+        ConfigSource::Sysfs,
         inputs,
         scan.policy,
         &names,
@@ -77,9 +77,9 @@ pub fn audit_dump(text: &str, names_root: &SysRoot) -> Result<PciAudit, dump::Du
         .collect();
     let names = load_names(names_root, &inputs);
     Ok(audit::build(
-        audit::ConfigSource::LspciDump,
+        ConfigSource::LspciDump,
         inputs,
-        sysfs::PciPolicy::default(),
+        PciPolicy::default(),
         &names,
         warnings,
     ))

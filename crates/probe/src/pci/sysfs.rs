@@ -1,13 +1,14 @@
 //! PCI functions as the kernel shows them in `/sys/bus/pci/devices`
 //! (ABI: Documentation/ABI/testing/sysfs-bus-pci and sysfs-bus-pci-devices-aer_stats).
 
-use super::address::PciAddress;
 use crate::sysfs::SysfsExt;
-use crate::sysfs::{self, ReadError, SysRoot};
+use crate::sysfs::{self, ReadError};
+use model::inventory::pci::address::PciAddress;
+use model::root::SysRoot;
 use model::{LinkState, PcieGen};
 use serde::Serialize;
 
-pub use model::inventory::pci::{AerCounters, KernelLink, PciPolicy};
+use model::inventory::pci::{AerCounters, KernelLink, PciPolicy};
 use std::path::{Path, PathBuf};
 
 /// One PCI function read from sysfs.

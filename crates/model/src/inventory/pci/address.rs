@@ -4,7 +4,7 @@
 //! with `-D`. The domain ("segment") is 16 bits on most machines, but Intel VMD creates
 //! domains from 0x10000 up, so it is kept as `u32` and printed with at least four digits.
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
 
@@ -55,6 +55,15 @@ impl fmt::Display for PciAddress {
 impl Serialize for PciAddress {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(self)
+    }
+}
+
+/// Read back from that text form through [`FromStr`] (the short `BB:DD.F` means domain 0);
+/// anything else is an error that names the text and the expected form.
+impl<'de> Deserialize<'de> for PciAddress {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -123,7 +132,7 @@ impl FromStr for PciAddress {
 }
 
 /// `s` as hex of 1..=`max_digits` digits.
-fn hex_field(s: &str, max_digits: usize) -> Option<u32> {
+pub(crate) fn hex_field(s: &str, max_digits: usize) -> Option<u32> {
     if s.is_empty() || s.len() > max_digits || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
@@ -219,5 +228,23 @@ mod tests {
     fn serializes_as_text() {
         let a = PciAddress::new(0, 0x2e, 0, 0);
         assert_eq!(serde_json::to_string(&a).unwrap(), "\"0000:2e:00.0\"");
+    }
+
+    #[test]
+    fn reads_back_what_it_writes() {
+        for a in [
+            PciAddress::new(0, 0x2e, 0, 0),
+            PciAddress::new(0x10000, 0xe1, 0x1f, 7),
+        ] {
+            let json = serde_json::to_string(&a).unwrap();
+            assert_eq!(serde_json::from_str::<PciAddress>(&json).unwrap(), a);
+        }
+        let e = serde_json::from_str::<PciAddress>("\"0000:01:20.0\"").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`0000:01:20.0` is not a PCI address: the device number is above 1f"),
+            "{e}"
+        );
+        assert!(serde_json::from_str::<PciAddress>("1").is_err());
     }
 }

@@ -11,11 +11,11 @@ use crate::pcie::{Aspm, LinkComparison, LinkState, PortType};
 use crate::Finding;
 use address::PciAddress;
 use config::{Aer, ConfigSpace, ExpressCap, ExpressLink, Header, LinkMark};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
 /// `current_link_speed`, `current_link_width`, `max_link_speed`, `max_link_width`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct KernelLink {
     pub current: Option<LinkState>,
     pub max: Option<LinkState>,
@@ -66,7 +66,7 @@ pub struct PciPolicy {
     pub mps_policy: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Names {
     pub vendor: Option<String>,
     pub device: Option<String>,
@@ -75,7 +75,7 @@ pub struct Names {
 }
 
 /// Where the config space of an audit came from.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ConfigSource {
     /// sysfs of a machine or a captured tree (64 bytes without root).
@@ -87,7 +87,7 @@ pub enum ConfigSource {
 
 /// lspci's "(downgraded)" marks on a link's status: the speed or width below what the
 /// function itself can do (see [`AuditedFunction::downgraded`] for the rule).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkDowngrade {
     pub speed: bool,
     pub width: bool,
@@ -110,22 +110,22 @@ impl LinkDowngrade {
 }
 
 /// One audited function.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AuditedFunction {
     pub address: PciAddress,
     pub parent: Option<PciAddress>,
     pub children: Vec<PciAddress>,
-    #[serde(serialize_with = "crate::inventory::pci::hex_id::u16_opt")]
+    #[serde(default, with = "hex_id::u16_opt")]
     pub vendor_id: Option<u16>,
-    #[serde(serialize_with = "crate::inventory::pci::hex_id::u16_opt")]
+    #[serde(default, with = "hex_id::u16_opt")]
     pub device_id: Option<u16>,
-    #[serde(serialize_with = "crate::inventory::pci::hex_id::u16_opt")]
+    #[serde(default, with = "hex_id::u16_opt")]
     pub subsystem_vendor_id: Option<u16>,
-    #[serde(serialize_with = "crate::inventory::pci::hex_id::u16_opt")]
+    #[serde(default, with = "hex_id::u16_opt")]
     pub subsystem_device_id: Option<u16>,
-    #[serde(serialize_with = "crate::inventory::pci::hex_id::class_opt")]
+    #[serde(default, with = "hex_id::class_opt")]
     pub class: Option<u32>,
-    #[serde(serialize_with = "crate::inventory::pci::hex_id::u8_opt")]
+    #[serde(default, with = "hex_id::u8_opt")]
     pub revision: Option<u8>,
     pub names: Names,
     pub description: Option<String>,
@@ -134,9 +134,15 @@ pub struct AuditedFunction {
     pub local_cpulist: Option<String>,
     /// Bytes of config space that could be read (64 without root; 256 or 4096 with).
     pub config_bytes: usize,
-    /// Config space decoded: header, capability lists, PCI Express capability, AER.
+    /// Config space decoded: header, capability lists, PCI Express capability, AER. Not
+    /// read back from a document (`None` there): reports show the link states, ceilings and
+    /// findings the audit derived from it, and reading the whole decode back would add its
+    /// code to every binary (issue 13).
+    #[serde(skip_deserializing)]
     pub config: Option<ConfigSpace>,
     pub kernel_link: KernelLink,
+    /// Not read back from a document (`None` there): its findings are.
+    #[serde(skip_deserializing)]
     pub aer_counters: Option<AerCounters>,
     /// Index into `PciAudit::links` of the link above this function, if any.
     pub upstream_link: Option<usize>,
@@ -258,7 +264,7 @@ impl AuditedFunction {
 }
 
 /// Where a link's facts came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LinkSource {
     /// Both ends' PCI Express capabilities (config space).
@@ -269,7 +275,7 @@ pub enum LinkSource {
 
 /// A PCI Express link: the port above (root port or switch downstream port) and the device
 /// below it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AuditedLink {
     pub upstream: PciAddress,
     pub downstream: PciAddress,
@@ -288,13 +294,14 @@ pub struct AuditedLink {
     /// Theoretical ceilings of the link now and at its best.
     pub ceiling: LinkCeilings,
     /// lspci's "(downgraded)" marks on the device below (the end lspci marks; a port's
-    /// status is never marked).
+    /// status is never marked). Absent from documents written before the marks: none.
+    #[serde(default)]
     pub downgraded: LinkDowngrade,
 }
 
 /// A link's ceilings (model::ceiling::pcie, the "default" assumption set: 4DW headers, no
 /// ECRC, MPS-sized completions), per direction, in bytes per second.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LinkCeilings {
     /// At the state the link runs now, with its MPS and MRRS.
     pub current: PcieCeiling,
@@ -378,12 +385,16 @@ pub fn link_ceilings(
 }
 
 /// The whole audit.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct PciAudit {
-    /// Where the config space came from (sysfs or an lspci dump).
+    /// Where the config space came from (sysfs or an lspci dump). Absent from documents
+    /// written before dumps were read: sysfs.
+    #[serde(default)]
     pub config_source: ConfigSource,
     pub functions: Vec<AuditedFunction>,
     pub links: Vec<AuditedLink>,
+    /// Not read back from a document (the default there): its findings are.
+    #[serde(skip_deserializing)]
     pub policy: PciPolicy,
     /// This section's findings, once `report::findings::audit` has judged it (probe leaves
     /// them empty); the document carries them per section.
@@ -416,37 +427,145 @@ impl PciAudit {
     }
 }
 
-/// Serde helpers: PCI/USB ids as the hex strings lspci and sysfs print (`"8086"`, class
-/// `"010802"`), not as decimal numbers nobody recognises.
+/// Serde helpers: PCI ids as the hex strings lspci and sysfs print (`"8086"`, class
+/// `"010802"`), not as decimal numbers nobody recognises; read back from the same form.
 pub mod hex_id {
-    use serde::Serializer;
+    use super::address::hex_field;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
 
-    pub fn u16_opt<S: Serializer>(v: &Option<u16>, s: S) -> Result<S::Ok, S::Error> {
+    /// `v` as `digits` lower-case hex digits, or null.
+    fn write<T: Copy + Into<u32>, S: Serializer>(
+        v: &Option<T>,
+        digits: usize,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         match v {
-            Some(v) => s.collect_str(&format_args!("{v:04x}")),
+            Some(v) => {
+                let v: u32 = (*v).into();
+                s.collect_str(&format_args!("{v:0digits$x}"))
+            }
             None => s.serialize_none(),
         }
     }
 
-    pub fn u16<S: Serializer>(v: &u16, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&format_args!("{v:04x}"))
+    /// A hex id of 1..=`digits` digits, as written or with `0x` before it (as in C sources
+    /// and hand-edited documents), or null.
+    fn read<'de, T, D>(d: D, digits: usize) -> Result<Option<T>, D::Error>
+    where
+        T: TryFrom<u32>,
+        T::Error: std::fmt::Display,
+        D: Deserializer<'de>,
+    {
+        let Some(text) = Option::<String>::deserialize(d)? else {
+            return Ok(None);
+        };
+        let hex = text.strip_prefix("0x").unwrap_or(&text);
+        let v = hex_field(hex, digits).ok_or_else(|| {
+            D::Error::custom(format!(
+                "`{text}` is not a PCI id: expected 1 to {digits} hex digits, as lspci -n \
+                 prints them (e.g. 8086)"
+            ))
+        })?;
+        T::try_from(v).map(Some).map_err(D::Error::custom)
     }
 
-    pub fn class_opt<S: Serializer>(v: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(v) => s.collect_str(&format_args!("{v:06x}")),
-            None => s.serialize_none(),
+    /// Vendor and device ids: 4 digits.
+    pub mod u16_opt {
+        use super::*;
+
+        pub fn serialize<S: Serializer>(v: &Option<u16>, s: S) -> Result<S::Ok, S::Error> {
+            write(v, 4, s)
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u16>, D::Error> {
+            read(d, 4)
         }
     }
 
-    pub fn class<S: Serializer>(v: &u32, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&format_args!("{v:06x}"))
+    /// Class code (base class, subclass, programming interface): 6 digits.
+    pub mod class_opt {
+        use super::*;
+
+        pub fn serialize<S: Serializer>(v: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
+            write(v, 6, s)
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+            read(d, 6)
+        }
     }
 
-    pub fn u8_opt<S: Serializer>(v: &Option<u8>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(v) => s.collect_str(&format_args!("{v:02x}")),
-            None => s.serialize_none(),
+    /// Revision: 2 digits.
+    pub mod u8_opt {
+        use super::*;
+
+        pub fn serialize<S: Serializer>(v: &Option<u8>, s: S) -> Result<S::Ok, S::Error> {
+            write(v, 2, s)
         }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
+            read(d, 2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Ids {
+        #[serde(default, with = "hex_id::u16_opt")]
+        vendor: Option<u16>,
+        #[serde(default, with = "hex_id::class_opt")]
+        class: Option<u32>,
+        #[serde(default, with = "hex_id::u8_opt")]
+        revision: Option<u8>,
+    }
+
+    #[test]
+    fn hex_ids_read_back_as_lspci_prints_them() {
+        let ids = Ids {
+            vendor: Some(0x8086),
+            class: Some(0x010802),
+            revision: Some(0x0a),
+        };
+        let json = serde_json::to_string(&ids).unwrap();
+        assert_eq!(
+            json,
+            r#"{"vendor":"8086","class":"010802","revision":"0a"}"#
+        );
+        assert_eq!(serde_json::from_str::<Ids>(&json).unwrap(), ids);
+        let none = r#"{"vendor":null,"class":null,"revision":null}"#;
+        let read: Ids = serde_json::from_str(none).unwrap();
+        assert_eq!((read.vendor, read.class, read.revision), (None, None, None));
+        assert_eq!(serde_json::to_string(&read).unwrap(), none);
+        // Absent (a document from before the field) reads as unknown.
+        assert_eq!(serde_json::from_str::<Ids>("{}").unwrap().vendor, None);
+        // The C spelling of a hand-edited document reads too.
+        let c: Ids = serde_json::from_str(r#"{"vendor":"0x8086","class":"0x010802"}"#).unwrap();
+        assert_eq!((c.vendor, c.class), (Some(0x8086), Some(0x010802)));
+    }
+
+    #[test]
+    fn a_hex_id_that_is_not_one_says_what_was_expected() {
+        for bad in [
+            r#"{"vendor":"0x18086"}"#,
+            r#"{"vendor":"18086"}"#,
+            r#"{"vendor":""}"#,
+            r#"{"vendor":"0x"}"#,
+            r#"{"vendor":"+123"}"#,
+        ] {
+            let e = serde_json::from_str::<Ids>(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("is not a PCI id: expected 1 to 4 hex digits"),
+                "{e}"
+            );
+        }
+        let e = serde_json::from_str::<Ids>(r#"{"revision":"100"}"#).unwrap_err();
+        assert!(e.to_string().contains("`100` is not a PCI id"), "{e}");
+        // A number is not the text form either.
+        assert!(serde_json::from_str::<Ids>(r#"{"vendor":32902}"#).is_err());
     }
 }
