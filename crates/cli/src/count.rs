@@ -111,7 +111,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let cpus = match (&a.cpus, a.all_cpus) {
-        (Some(list), _) => match model::procfs::parse_cpu_list(list).filter(|c| !c.is_empty()) {
+        (Some(list), _) => match model::units::parse_cpu_list(list).filter(|c| !c.is_empty()) {
             Some(c) => Some(c),
             None => {
                 return usage(format_args!(
@@ -289,7 +289,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     let target = match (&a.command.is_empty(), &cpus, a.all_cpus) {
         (false, None, _) => format!("'{}'", a.command.join(" ")),
         (_, Some(_), true) => "'system wide'".to_string(),
-        (_, Some(c), false) => format!("'CPU(s) {}'", model::procfs::format_cpu_list(c)),
+        (_, Some(c), false) => format!("'CPU(s) {}'", model::units::format_cpu_list(c)),
         _ => "'system wide'".to_string(),
     };
     let doc = CountDocument {
