@@ -1,7 +1,7 @@
 //! `headroom bench disk PATH`: storage throughput, IOPS and latency, CrystalDiskMark's test
 //! sets or fio's flags, with the kernel's count of the same bytes beside each number.
 
-use crate::output::{GlobalArgs, Style};
+use crate::output::GlobalArgs;
 use anyhow::Context;
 use bench::disk::{self, profiles, target, DiskError, Profile, Progress};
 use bench::Bench;
@@ -12,6 +12,7 @@ use model::disk::{DiskResult, Host, Parameters, TargetInfo, TargetKind, TestResu
 use model::path::TargetPath;
 use model::root::SysRoot;
 use probe::sysfs::read_attr;
+use report::terminal::Style;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -726,7 +727,7 @@ note: a note
 /// samplers of `/proc/self/io` and `/proc/diskstats`.
 #[derive(Default)]
 struct KernelCounters {
-    root: counters::SysRoot,
+    root: SysRoot,
 }
 
 impl disk::kernel_count::KernelCounts for KernelCounters {

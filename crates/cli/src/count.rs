@@ -9,7 +9,8 @@ use clap::Args;
 use counters::event::{Event, Pmus};
 use counters::perf::{outcome, OpenError, Outcome, Reading, Scope, Session};
 use counters::workload::{Workload, WorkloadError};
-use counters::{pcie_pmu, ReadUnder, Sampler, SysRoot};
+use counters::{pcie_pmu, ReadUnder, Sampler};
+use model::root::SysRoot;
 use report::count::{
     CountDocument, CountInterval, CountStatus, CountedEvent, PmuLink, PmuListing, RootPortFact,
 };
