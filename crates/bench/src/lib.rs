@@ -112,6 +112,7 @@ pub trait Bench {
 mod tests {
     #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
     use super::*;
+    use model::disk::{Host, TestSpec, Workload};
     use std::sync::atomic::Ordering;
     use std::sync::Mutex;
 
@@ -155,18 +156,12 @@ mod tests {
         parameters.direct = false;
         let run = disk::DiskRun {
             parameters,
-            tests: vec![disk::TestSpec::new(
-                "t",
-                disk::Workload::RANDREAD,
-                4096,
-                4,
-                1,
-            )],
+            tests: vec![TestSpec::new("t", Workload::RANDREAD, 4096, 4, 1)],
             engine: disk::engine_by_name("null").unwrap(),
             after_test: None,
             kernel_counts: None,
             target: &target,
-            system: disk::SystemContext::default(),
+            system: Host::default(),
         };
         let (d, phases) = stop_once_measuring(run);
         assert!(d.tests[0].runs[0].interrupted && d.tests[0].runs[0].ios > 0);
@@ -174,9 +169,9 @@ mod tests {
         assert_eq!(<disk::DiskRun as Bench>::KIND, d.kind);
 
         // latency: one unprivileged thread for up to 30 s: only the stop ends it.
-        let session = latency::Session::prepare(latency::Config {
+        let session = latency::Session::prepare(model::latency::Config {
             skip_privileged_steps: true,
-            limits: latency::Limits {
+            limits: model::latency::Limits {
                 duration: Some(Duration::from_secs(30)),
                 loops: None,
             },
@@ -184,7 +179,7 @@ mod tests {
         })
         .unwrap();
         let (m, phases) = stop_once_measuring(session);
-        assert_eq!(m.stopped_by, latency::StopReason::Interrupted);
+        assert_eq!(m.stopped_by, model::latency::StopReason::Interrupted);
         assert!(phases.iter().all(|p| *p == Phase::Run) && !phases.is_empty());
         assert_eq!(m.total.histogram.total(), m.total.count);
 

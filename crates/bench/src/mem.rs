@@ -3,8 +3,9 @@
 //! cache's), plus the C library's memcpy between two halves of the buffer, what `mbw`'s
 //! MEMCPY test measures.
 
-use crate::mmio::{self, Mapping, Measured, MmioError, PairError, Progress, Step};
+use crate::mmio::{self, Mapping, Measured, MmioError, Progress, Step};
 use crate::{Bench, Phase, Stop};
+use model::mmio::PairError;
 use model::mmio::{mb_per_s, AccessResult, MemCopyResult};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};

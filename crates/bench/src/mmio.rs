@@ -309,7 +309,7 @@ impl Phased for Progress {
     }
 }
 
-pub use model::mmio::PairError;
+use model::mmio::PairError;
 
 /// What a run of pairs measured: a result for each pair that ran, an error for each that
 /// could not.

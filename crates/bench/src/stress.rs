@@ -20,7 +20,7 @@
 //! checks the whole mapping each pass (memory traffic), stress writes a byte per page
 //! (page faults).
 
-pub use model::stress::StressSpec;
+use model::stress::StressSpec;
 use model::units::{format_bytes_binary, parse_size};
 use serde::Serialize;
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! `headroom audit`: the inventory of PCI functions and links with their state against
 //! what both ends can do, and the findings.
 
-use crate::output::{GlobalArgs, Style};
+use crate::output::GlobalArgs;
 use anyhow::Context;
 use clap::Args;
 use model::inventory::block::BlockInventory;
@@ -12,6 +12,7 @@ use model::root::SysRoot;
 use model::system::SystemContext;
 use model::Finding;
 use report::terminal::audit as text;
+use report::terminal::Style;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -9,12 +9,16 @@
 use crate::output::GlobalArgs;
 use crate::terminal;
 use anyhow::Context as _;
-use bench::latency::{self, Affinity, Config, Limits, Session, StopReason};
-use bench::stress::{self, Launcher, Load, StopReport, StressSpec};
+use bench::latency::{self, Session};
+use bench::stress::{self, Launcher, Load, StopReport};
 use clap::{ArgAction, Args, Subcommand};
 use counters::Sampler;
-use model::latency::{CpuInterrupts, LoadSample, MeasuredInterrupts};
+use model::latency::{
+    Affinity, Config, CpuInterrupts, Limits, LoadSample, MeasuredInterrupts, Measurement,
+    StopReason, MAX_PRIORITY,
+};
 use model::root::SysRoot;
+use model::stress::StressSpec;
 use model::system::SystemContext;
 use model::{Finding, Severity};
 use probe::system;
@@ -308,7 +312,7 @@ struct LatencyDocument<'a> {
     context: &'a SystemContext,
     stress: Option<&'a StressRecord>,
     load_average: &'a [LoadSample],
-    measurement: &'a latency::Measurement,
+    measurement: &'a Measurement,
     /// Device interrupts on the measured CPUs during the measurement, per CPU and source.
     interrupts: Option<&'a MeasuredInterrupts>,
     findings: &'a [Finding],
@@ -398,7 +402,7 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
     let histogram_us = a.histogram_us.or(a.histofall_us);
     let priority = u8::try_from(requested_priority)
         .ok()
-        .filter(|&p| p <= latency::MAX_PRIORITY)
+        .filter(|&p| p <= MAX_PRIORITY)
         .ok_or_else(|| {
             format!(
                 "priority {} is out of range: SCHED_FIFO priorities are 1 to 99 \
@@ -726,7 +730,7 @@ fn measured_cpus(config: &Config) -> Vec<u32> {
 mod tests {
     use super::*;
     use clap::Parser;
-    use latency::{Measurement, Privileges, Step};
+    use model::latency::{self, Privileges, Step};
     use model::procfs::{IrqLine, LoadAverage};
     use report::terminal::latency::render;
 

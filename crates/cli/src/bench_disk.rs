@@ -1,18 +1,18 @@
 //! `headroom bench disk PATH`: storage throughput, IOPS and latency, CrystalDiskMark's test
 //! sets or fio's flags, with the kernel's count of the same bytes beside each number.
 
-use crate::output::{GlobalArgs, Style};
+use crate::output::GlobalArgs;
 use anyhow::Context;
-use bench::disk::{
-    self, profiles, target, DiskError, DiskResult, Profile, Progress, SystemContext,
-};
+use bench::disk::{self, profiles, target, DiskError, Profile, Progress};
 use bench::Bench;
 use clap::Args;
 use counters::Sampler;
 use model::ceiling::PathCeiling;
+use model::disk::{DiskResult, Host, Parameters, TargetInfo, TargetKind, TestResult};
 use model::path::TargetPath;
 use model::root::SysRoot;
 use probe::sysfs::read_attr;
+use report::terminal::Style;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -247,7 +247,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     };
     let writes = tests.iter().any(|t| t.workload.writes());
     let holds = match (&device, insp.kind) {
-        (Some(d), target::TargetKind::BlockDevice) if writes => probe::block::holds(&root, d)
+        (Some(d), TargetKind::BlockDevice) if writes => probe::block::holds(&root, d)
             .context("cannot tell whether the device is in use, so it is not written")?,
         _ => Vec::new(),
     };
@@ -326,7 +326,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     let path = path.ok();
     // Write after each test, atomically: an interrupted run keeps what it measured.
     let output_failed = AtomicBool::new(false);
-    let write_partial = |partial: &disk::DiskResult| {
+    let write_partial = |partial: &DiskResult| {
         if let Some(out) = &args.keep.output {
             let doc = DiskDocument::new(partial, ceiling.as_ref().ok(), path.as_ref());
             if let Err(e) = crate::output::write_result(out, "disk", &doc) {
@@ -344,7 +344,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         after_test: Some(&write_partial),
         kernel_counts: Some(&kernel_counts),
         target: &target,
-        system: system_context(&root, cpus),
+        system: host(&root, cpus),
     };
     // Interrupts of the path's devices and its root port's PMU, beside the engine.
     let beside = crate::beside::Beside::start(
@@ -424,21 +424,12 @@ fn interrupted_before_measuring(live: bool) {
     );
 }
 
-/// The machine facts printed beside the numbers, from `probe::system` (and the host name).
-fn system_context(root: &SysRoot, cpus: usize) -> SystemContext {
-    let ctx = probe::system::read_context(root);
-    SystemContext {
-        kernel: ctx.kernel.release,
-        cpus,
-        hostname: read_attr(&root.path("/proc/sys/kernel/hostname"))
-            .ok()
-            .flatten(),
-        governor: ctx
-            .cpufreq
-            .into_iter()
-            .find(|f| f.cpu == 0)
-            .and_then(|f| f.governor),
-    }
+/// The host facts printed beside the numbers, from `probe::system` and the host name.
+fn host(root: &SysRoot, cpus: usize) -> Host {
+    let hostname = read_attr(&root.path("/proc/sys/kernel/hostname"))
+        .ok()
+        .flatten();
+    Host::from_context(&probe::system::read_context(root), cpus, hostname)
 }
 
 /// The CrystalDiskMark-like table (`report::terminal::disk`) of a judged document.
@@ -461,9 +452,9 @@ fn render(doc: &DiskDocument, style: &Style) -> String {
 struct DiskDocument<'a> {
     schema_version: u32,
     kind: &'a str,
-    parameters: &'a disk::Parameters,
-    system: &'a SystemContext,
-    target: &'a target::TargetInfo,
+    parameters: &'a Parameters,
+    system: &'a Host,
+    target: &'a TargetInfo,
     /// The path's bottleneck ceiling, when the path could be resolved.
     ceiling: Option<&'a PathCeiling>,
     tests: Vec<JudgedTest<'a>>,
@@ -480,7 +471,7 @@ struct DiskDocument<'a> {
 #[derive(serde::Serialize)]
 struct JudgedTest<'a> {
     #[serde(flatten)]
-    test: &'a disk::TestResult,
+    test: &'a TestResult,
     efficiency: Option<f64>,
 }
 
@@ -565,7 +556,7 @@ mod tests {
             after_test: None,
             kernel_counts: None,
             target: &t,
-            system: SystemContext::default(),
+            system: Host::default(),
         }
         .run(&stop, |_: &Progress| {})
         .unwrap()
@@ -736,7 +727,7 @@ note: a note
 /// samplers of `/proc/self/io` and `/proc/diskstats`.
 #[derive(Default)]
 struct KernelCounters {
-    root: counters::SysRoot,
+    root: SysRoot,
 }
 
 impl disk::kernel_count::KernelCounts for KernelCounters {

@@ -7,10 +7,10 @@
 
 use crate::output::GlobalArgs;
 use bench::mem::{self, MemConfig, MemRun};
-use bench::mmio::{self, Mapping, MmioRun, PairError};
+use bench::mmio::{self, Mapping, MmioRun};
 use bench::Bench;
 use clap::Args;
-use model::mmio::{AccessOp, AccessResult, AccessWidth, MemCopyResult};
+use model::mmio::{AccessOp, AccessResult, AccessWidth, MemCopyResult, PairError};
 use model::root::SysRoot;
 use model::Finding;
 use probe::pci::bar::{self, BarAddress, FunctionFacts};

@@ -9,6 +9,7 @@ use bench::{Bench, Stop};
 use clap::Args;
 use counters::Sampler;
 use model::net::{Direction, Flow, LinkFacts, NetConfig, NetMeasurement, NetStop, Protocol};
+use model::root::SysRoot;
 use report::count::BesideCounters;
 use report::net::{FindRate, NetReport, RateStep};
 use std::process::ExitCode;
@@ -475,7 +476,7 @@ fn on_progress(p: &NetProgress<'_>, json: bool, server: bool, beside: &Mutex<Opt
                 eprintln!("headroom: test from {peer}");
             }
             if let (Some(i), Ok(mut b)) = (interface, beside.lock()) {
-                *b = Some(Beside::for_interface(counters::SysRoot::system(), i));
+                *b = Some(Beside::for_interface(SysRoot::system(), i));
             }
         }
         Event::Interval { end_s, flow, bps } => print_interval(json, *end_s, *flow, *bps),
@@ -509,7 +510,7 @@ fn iface_bytes(
 
 fn one_test(cfg: &ClientConfig, stop: &Stop, json: bool) -> Result<Tested, String> {
     // The interface is known once connected; sample every interface and keep the test's.
-    let all = counters::NetDevSampler::new(counters::SysRoot::system());
+    let all = counters::NetDevSampler::new(SysRoot::system());
     let before = all.snapshot().ok();
     let beside = Mutex::new(None);
     let m = net::NetRun::Client(cfg.clone())
@@ -648,7 +649,7 @@ fn run_server(
         server.local_addr().map_or(a.port, |s| s.port())
     );
     loop {
-        let all = counters::NetDevSampler::new(counters::SysRoot::system());
+        let all = counters::NetDevSampler::new(SysRoot::system());
         let before = all.snapshot().ok();
         let beside = Mutex::new(None);
         let served =

@@ -9,9 +9,10 @@
 use counters::event::{Event, Pmus};
 use counters::pcie_pmu::{self, PciePmu};
 use counters::perf::{outcome, Outcome, Scope, Session};
-use counters::{ReadUnder, Sampler, SysRoot};
+use counters::{ReadUnder, Sampler};
 use model::inventory::pci::address::PciAddress;
 use model::procfs::IrqLine;
+use model::root::SysRoot;
 use report::count::{IrqRate, PmuBytes};
 
 /// The root port's PMU opened for a run: its name, the root port, the (side, event) pairs

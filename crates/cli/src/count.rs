@@ -9,7 +9,8 @@ use clap::Args;
 use counters::event::{Event, Pmus};
 use counters::perf::{outcome, OpenError, Outcome, Reading, Scope, Session};
 use counters::workload::{Workload, WorkloadError};
-use counters::{pcie_pmu, ReadUnder, Sampler, SysRoot};
+use counters::{pcie_pmu, ReadUnder, Sampler};
+use model::root::SysRoot;
 use report::count::{
     CountDocument, CountInterval, CountStatus, CountedEvent, PmuLink, PmuListing, RootPortFact,
 };
@@ -111,7 +112,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let cpus = match (&a.cpus, a.all_cpus) {
-        (Some(list), _) => match model::procfs::parse_cpu_list(list).filter(|c| !c.is_empty()) {
+        (Some(list), _) => match model::units::parse_cpu_list(list).filter(|c| !c.is_empty()) {
             Some(c) => Some(c),
             None => {
                 return usage(format_args!(
@@ -289,7 +290,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     let target = match (&a.command.is_empty(), &cpus, a.all_cpus) {
         (false, None, _) => format!("'{}'", a.command.join(" ")),
         (_, Some(_), true) => "'system wide'".to_string(),
-        (_, Some(c), false) => format!("'CPU(s) {}'", model::procfs::format_cpu_list(c)),
+        (_, Some(c), false) => format!("'CPU(s) {}'", model::units::format_cpu_list(c)),
         _ => "'system wide'".to_string(),
     };
     let doc = CountDocument {

@@ -38,9 +38,6 @@ impl GlobalArgs {
     }
 }
 
-/// ANSI styling, or none (report's, shared by every terminal renderer).
-pub use report::terminal::Style;
-
 /// Print a command's result as a result document (`report::document`): the common envelope
 /// (`schema_version`, `kind`, `tool`, `created`, `host`) with `body`'s fields beside it. A
 /// `schema_version`, `kind` or `tool` field in `body` is replaced by the envelope's.

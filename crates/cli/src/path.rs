@@ -1,10 +1,11 @@
 //! `headroom path TARGET`: the chain of hardware a file, block device or network interface
 //! crosses, each link with its ceiling now and at its best, and the bottleneck.
 
-use crate::output::{GlobalArgs, Style};
+use crate::output::GlobalArgs;
 use clap::Args;
 use model::path::TargetPath;
 use model::root::SysRoot;
+use report::terminal::Style;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;

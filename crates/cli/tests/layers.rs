@@ -1,6 +1,7 @@
-//! The layers of ../shared/DESIGN.md hold: each crate depends only along DESIGN's arrows, and
-//! inside a crate no two top-level modules use each other (directly or around a loop), so a
-//! reader finds each thing where its layer puts it (issue 12).
+//! The layers of ../shared/DESIGN.md hold: each crate depends only along DESIGN's arrows,
+//! inside a crate no two top-level modules use each other (directly or around a loop), and no
+//! item is passed on under a second name, so a reader finds each thing where its layer puts
+//! it, under one name (issue 12).
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -102,21 +103,27 @@ fn code(path: &Path) -> String {
         .join("\n")
 }
 
-/// Top-level module of each source file under `src`, and the top-level modules its code names
-/// as `crate::NAME`.
-fn module_uses(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for e in std::fs::read_dir(dir).unwrap() {
             let p = e.unwrap().path();
             if p.is_dir() {
-                files(&p, out);
+                walk(&p, out);
             } else if p.extension().is_some_and(|x| x == "rs") {
                 out.push(p);
             }
         }
     }
-    let mut paths = Vec::new();
-    files(src, &mut paths);
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out
+}
+
+/// Top-level module of each source file under `src`, and the top-level modules its code names
+/// as `crate::NAME`.
+fn module_uses(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let paths = rust_files(src);
     let top = |p: &Path| -> String {
         let rel = p.strip_prefix(src).unwrap();
         let first = rel
@@ -217,4 +224,94 @@ fn a_loop_is_found_where_there_is_one() {
     let mut one_way = uses.clone();
     one_way.get_mut("c").unwrap().clear();
     assert_eq!(find_loop(&one_way), None);
+}
+
+/// The `pub use` lines of a module's code that pass on an item from outside the module's own
+/// children (another crate's, a parent's or a sibling's), which would give that item a second
+/// name: `pub use child::Item` is allowed, `pub use model::disk::TestSpec` or
+/// `pub use super::Event` is not.
+fn second_names(code: &str) -> Vec<String> {
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let children: BTreeSet<String> = code
+        .lines()
+        .map(str::trim)
+        .filter_map(|l| {
+            let l = l
+                .strip_prefix("pub(crate) ")
+                .or(l.strip_prefix("pub "))
+                .unwrap_or(l);
+            l.strip_prefix("mod ").map(ident)
+        })
+        .collect();
+    code.lines()
+        .map(str::trim)
+        .filter(|l| {
+            l.strip_prefix("pub use ").is_some_and(|path| {
+                let path = path.strip_prefix("self::").unwrap_or(path);
+                !children.contains(&ident(path))
+            })
+        })
+        .map(String::from)
+        .collect()
+}
+
+/// One home, one name (issue 12): no crate passes on another crate's type (bench's
+/// `pub use model::disk::TestSpec` made `bench::disk::TestSpec` a second name for it), and no
+/// module passes on a parent's or a sibling's item; a `pub use` only gathers the module's own
+/// children's items.
+#[test]
+fn every_item_has_one_name() {
+    let crates = workspace().join("crates");
+    let (mut files, mut gathered) = (0, 0);
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&crates).unwrap() {
+        let src = entry.unwrap().path().join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        for p in rust_files(&src) {
+            let text = code(&p);
+            gathered += text
+                .lines()
+                .filter(|l| l.trim().starts_with("pub use "))
+                .count();
+            for line in second_names(&text) {
+                found.push(format!(
+                    "{}: {line}",
+                    p.strip_prefix(&crates).unwrap().display()
+                ));
+            }
+            files += 1;
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "items passed on under a second name (import them from their home instead):\n{}",
+        found.join("\n")
+    );
+    // The scan saw the tree: bench's and counters' modules gather their children's items.
+    assert!(
+        files > 100 && gathered > 10,
+        "{files} files, {gathered} pub use lines"
+    );
+}
+
+#[test]
+fn a_second_name_is_found_where_there_is_one() {
+    let code = "mod engine;\npub mod runner;\npub use engine::{Engine, IoUnit};\n\
+                pub use self::runner::DiskRun;\npub use model::disk::TestSpec;\n\
+                pub use super::Event;\npub use crate::units::parse_cpu_list;\n\
+                use model::disk::Workload;\n";
+    assert_eq!(
+        second_names(code),
+        [
+            "pub use model::disk::TestSpec;",
+            "pub use super::Event;",
+            "pub use crate::units::parse_cpu_list;"
+        ]
+    );
 }

@@ -7,7 +7,7 @@
 
 use crate::{interval, Error, ReadUnder, Sampler, Stamped, SysRoot};
 use model::inventory::pci::address::PciAddress;
-pub use model::procfs::IrqLine;
+use model::procfs::IrqLine;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -26,13 +26,13 @@ use std::time::{Duration, Instant};
 
 pub use diskstats::{DiskStats, DiskStatsSampler};
 pub use interrupts::{InterruptsSampler, IrqCounts};
-pub use loadavg::{LoadAverage, LoadAverageSampler};
+pub use loadavg::LoadAverageSampler;
 pub use net_dev::{NetDevSampler, NetDevStats};
 pub use proc_io::{ProcIo, ProcIoSampler};
 
-/// The directory the kernel's files are read under: `/` on a live system. The one root type
-/// of probe and counters (`model::root`).
-pub use model::root::SysRoot;
+// The directory the kernel's files are read under (`/` on a live system): the one root type
+// of probe and counters, `model::root::SysRoot`, under that one name.
+use model::root::SysRoot;
 
 /// Reading a counter file under a [`SysRoot`], with this crate's errors.
 pub trait ReadUnder {

@@ -4,7 +4,7 @@
 //! [`model::procfs::parse_loadavg`], shared with probe's context.
 
 use crate::{interval, Error, ReadUnder, Sampler, Stamped, SysRoot};
-pub use model::procfs::LoadAverage;
+use model::procfs::LoadAverage;
 use std::time::Duration;
 
 /// A load average is a gauge, not a counter: its "delta" is the two readings.

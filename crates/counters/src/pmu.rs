@@ -12,7 +12,7 @@
 //! piece of knowledge, and counters may not depend on probe (DESIGN's arrows).
 
 use crate::{Error, ReadUnder, SysRoot};
-use model::procfs::parse_cpu_list;
+use model::units::parse_cpu_list;
 use std::collections::BTreeMap;
 
 /// Where the kernel lists the PMUs.

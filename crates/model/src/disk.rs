@@ -9,6 +9,7 @@
 //! the first.
 
 use crate::blockdev::DeviceNumber;
+use crate::system::SystemContext;
 use crate::units::size_label;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -268,9 +269,11 @@ impl TestResult {
     }
 }
 
-/// Machine facts printed beside the numbers.
+/// The few host facts a disk result carries beside its numbers (the document's `system`
+/// field): what a reader needs to tell two runs' machines apart, taken from the full host
+/// context ([`crate::system::SystemContext`]) by [`Host::from_context`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct SystemContext {
+pub struct Host {
     pub kernel: Option<String>,
     pub cpus: usize,
     pub hostname: Option<String>,
@@ -279,6 +282,25 @@ pub struct SystemContext {
     /// before it was recorded.
     #[serde(default)]
     pub governor: Option<String>,
+}
+
+impl Host {
+    /// The facts of the host context a disk result keeps: the kernel release and CPU 0's
+    /// cpufreq governor. `cpus` is the number of CPUs the run could use (it sizes the jobs),
+    /// `hostname` the machine's name (`/proc/sys/kernel/hostname`), neither of which the host
+    /// context holds.
+    pub fn from_context(ctx: &SystemContext, cpus: usize, hostname: Option<String>) -> Host {
+        Host {
+            kernel: ctx.kernel.release.clone(),
+            cpus,
+            hostname,
+            governor: ctx
+                .cpufreq
+                .iter()
+                .find(|f| f.cpu == 0)
+                .and_then(|f| f.governor.clone()),
+        }
+    }
 }
 
 /// Run-wide parameters, as given (after profile defaults and overrides).
@@ -356,7 +378,7 @@ pub struct DiskResult {
     pub schema_version: u32,
     pub kind: String,
     pub parameters: Parameters,
-    pub system: SystemContext,
+    pub system: Host,
     pub target: TargetInfo,
     pub tests: Vec<TestResult>,
     /// Things a reader must know to trust the numbers (fallbacks, page cache, other traffic).
@@ -419,6 +441,50 @@ mod tests {
         assert_eq!(
             (l.p50_ns, l.p90_ns, l.p99_ns, l.p99_9_ns),
             (100, 150, 200, 200)
+        );
+    }
+
+    #[test]
+    fn the_host_keeps_the_release_and_cpu_0s_governor() {
+        use crate::system::{CpuFreq, Kernel, Preemption};
+        let freq = |cpu: u32, governor: &str| CpuFreq {
+            cpu,
+            governor: Some(governor.into()),
+            cur_khz: None,
+            min_khz: None,
+            max_khz: None,
+        };
+        let mut ctx = SystemContext {
+            kernel: Kernel {
+                release: Some("6.1.0-13-amd64".into()),
+                version: None,
+                preemption: Preemption::NoneOrVoluntary,
+            },
+            cmdline: None,
+            cpus_online: Some(vec![0, 1]),
+            // CPU 1 listed first: the governor is CPU 0's, not the first one found.
+            cpufreq: vec![freq(1, "powersave"), freq(0, "performance")],
+            smt_active: None,
+            load_average: None,
+            irqs: None,
+            unreadable: Vec::new(),
+        };
+        assert_eq!(
+            Host::from_context(&ctx, 2, Some("board".into())),
+            Host {
+                kernel: Some("6.1.0-13-amd64".into()),
+                cpus: 2,
+                hostname: Some("board".into()),
+                governor: Some("performance".into()),
+            }
+        );
+        // No cpufreq (a virtual machine) and no release: nothing invented.
+        ctx.cpufreq.clear();
+        ctx.kernel.release = None;
+        let host = Host::from_context(&ctx, 1, None);
+        assert_eq!(
+            (host.kernel, host.governor, host.hostname),
+            (None, None, None)
         );
     }
 }

@@ -126,9 +126,6 @@ pub fn parse_interrupts(text: &str) -> Vec<IrqLine> {
     out
 }
 
-// CPU lists (`0-3,8`) are parsed and written once, in `crate::units`.
-pub use crate::units::{format_cpu_list, parse_cpu_list};
-
 #[cfg(test)]
 mod tests {
     use super::*;

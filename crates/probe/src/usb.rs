@@ -15,9 +15,9 @@ use model::root::SysRoot;
 
 use model::inventory::pci::address::PciAddress;
 use model::inventory::usb::{
-    HostAttachment, HostController, MassStorage, StorageTransport, UsbDevice, UsbInterface,
-    UsbInventory,
+    HostAttachment, HostController, MassStorage, UsbDevice, UsbInterface, UsbInventory,
 };
+use model::path::StorageTransport;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 

@@ -7,8 +7,8 @@
 //! link, a SATA link speed, and bad input.
 
 use model::inventory::block::{BlockDevice, BlockKind};
-use model::inventory::usb::{HostAttachment, StorageTransport, UsbDevice};
-use model::path::{Chain, Hop, LayerKind, Transport};
+use model::inventory::usb::{HostAttachment, UsbDevice};
+use model::path::{Chain, Hop, LayerKind, StorageTransport, Transport};
 use model::root::SysRoot;
 use probe::block;
 use probe::chain;

@@ -253,7 +253,7 @@ pub fn render_list(pmus: &[PmuListing], findings: &[Finding]) -> String {
         if let Some(c) = &p.cpumask {
             out.push_str(&format!(
                 ", counts on CPU {}",
-                model::procfs::format_cpu_list(c)
+                model::units::format_cpu_list(c)
             ));
         }
         if let Some(l) = &p.link {

@@ -1312,3 +1312,22 @@ pub fn is_downgraded(l: &PathLink) -> bool {
     l.capable_state.as_ref().is_some_and(|c| c != &l.state)
         || l.note.as_deref().is_some_and(|n| n.contains("downgraded"))
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn plural_agrees_in_number() {
+        assert_eq!(
+            super::plural(1, "period was", "periods were"),
+            "1 period was"
+        );
+        assert_eq!(
+            super::plural(0, "period was", "periods were"),
+            "0 periods were"
+        );
+        assert_eq!(
+            super::plural(7u64, "period was", "periods were"),
+            "7 periods were"
+        );
+    }
+}

@@ -71,7 +71,7 @@ pub struct CommonView {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct DiskView {
     pub parameters: model::disk::Parameters,
-    pub system: model::disk::SystemContext,
+    pub system: model::disk::Host,
     pub target: model::disk::TargetInfo,
     /// The path's bottleneck ceiling; null when the path could not be resolved.
     #[serde(default)]

@@ -4,7 +4,8 @@
 use super::buffers::{IoBuffers, Rng};
 use super::engine::{Completion, Engine, IoUnit, Queued};
 use super::result::LatencyRecorder;
-use super::{DiskError, Op, Pattern, TestSpec};
+use super::{DiskError, Op};
+use model::disk::{Pattern, TestSpec};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

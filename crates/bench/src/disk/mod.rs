@@ -6,13 +6,14 @@
 //! never knows which engine it drives: a synchronous engine completes an I/O inside `queue`
 //! (fio's `FIO_Q_COMPLETED`), an asynchronous one completes it in `getevents`.
 //!
-//! One run = one [`TestSpec`] on a prepared [`target::Target`] for up to `runtime`: the ramp is
-//! run and thrown away, then bytes, I/Os, an HDR latency histogram and the process's CPU time
-//! are measured, and the kernel's own count of the same bytes (`/proc/self/io`,
-//! `/proc/diskstats`) is read before and after for the cross-check.
+//! One run = one [`model::disk::TestSpec`] on a prepared [`target::Target`] for up to
+//! `runtime`: the ramp is run and thrown away, then bytes, I/Os, an HDR latency histogram and
+//! the process's CPU time are measured, and the kernel's own count of the same bytes
+//! (`/proc/self/io`, `/proc/diskstats`) is read before and after for the cross-check.
 //!
-//! - [`workload`]: the access pattern and read/write mix of a test (fio's `--rw`, a
-//!   `model::disk` type like everything the document holds).
+//! - [`workload`]: the operation of one I/O. A test's access pattern and read/write mix
+//!   (fio's `--rw`) are `model::disk` types, like everything the document holds: bench uses
+//!   them from there and passes none of them on under its own name.
 //! - [`engine`]: the engine trait, its capability flags and the registry; the engines
 //!   themselves are [`io_uring`], [`psync`] and [`null`].
 //! - [`buffers`]: O_DIRECT-aligned I/O buffers and the pseudo-random data in them.
@@ -41,13 +42,10 @@ pub use engine::{
     Queued, WAIT_SLICE,
 };
 pub use job::{Region, HUNG_AFTER};
-pub use profiles::{Profile, TestSpec};
-pub use result::{
-    CrossCheck, DiskResult, Latency, Parameters, RunResult, Shown, SystemContext, TestResult,
-};
+pub use profiles::Profile;
 pub use runner::{DiskRun, Progress};
 pub use target::{remove_created_files, Target};
-pub use workload::{Op, Pattern, Workload};
+pub use workload::Op;
 
 /// Smallest and largest block size accepted: one 512 B sector (the smallest logical block a
 /// Linux block device has) to 64 MiB (fio accepts more, but no device gains from it).

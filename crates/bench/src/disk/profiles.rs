@@ -7,10 +7,8 @@
 //! `dd` is the block-size sweep of seed 004 (4K, 64K, 128K, 512K over a 1 GiB file, caches
 //! dropped before each run), with 1M added as the size where USB disks usually saturate.
 
-use super::{
-    DiskError, Parameters, Shown, Workload, MAX_BLOCK_SIZE, MAX_QUEUE_DEPTH, MIN_BLOCK_SIZE,
-};
-pub use model::disk::TestSpec;
+use super::{DiskError, MAX_BLOCK_SIZE, MAX_QUEUE_DEPTH, MIN_BLOCK_SIZE};
+use model::disk::{Parameters, Pattern, Shown, TestSpec, Workload};
 use model::units::size_label;
 
 /// A named test set.
@@ -111,7 +109,7 @@ pub struct Overrides {
 
 /// The workload named by fio's `--rw` (`rw`/`randrw` take `--rwmixread`, default 50).
 pub fn parse_rw(s: &str, mix: Option<u8>) -> Result<Workload, DiskError> {
-    use super::Pattern::{Random, Sequential};
+    use Pattern::{Random, Sequential};
     let mix = mix.unwrap_or(50);
     if mix > 100 {
         return Err(DiskError::BadParameter(format!(
@@ -182,13 +180,11 @@ pub fn build(
     match profile {
         Profile::Custom => {
             let w = rw.unwrap_or(Workload::READ);
-            let bs = o
-                .block_size
-                .unwrap_or(if w.pattern == super::Pattern::Random {
-                    4096
-                } else {
-                    1 << 20
-                });
+            let bs = o.block_size.unwrap_or(if w.pattern == Pattern::Random {
+                4096
+            } else {
+                1 << 20
+            });
             let qd = o.queue_depth.unwrap_or(1);
             let jobs = o.jobs.unwrap_or(1);
             let label = TestSpec::cdm_label(w, bs, qd, jobs);

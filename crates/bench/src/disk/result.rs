@@ -3,9 +3,7 @@
 //! result live in model, where report reads them back).
 
 use hdrhistogram::Histogram;
-pub use model::disk::{
-    CrossCheck, DiskResult, Latency, Parameters, RunResult, Shown, SystemContext, TestResult,
-};
+use model::disk::Latency;
 use std::time::Duration;
 
 /// Latencies of one job or one run: an HDR histogram with the exact min and max.

@@ -2,13 +2,13 @@
 //! kernel's counts before and after, and the summary of what the jobs measured.
 
 use super::job::{run_job, JobOutcome, JobPlan, RunShared};
-use super::result::{error_percent, CrossCheck, Latency, LatencyRecorder};
-use super::{
-    kernel_count, target, DiskError, DiskResult, Engine, Parameters, RunResult, SystemContext,
-    Target, TestResult, TestSpec,
-};
+use super::result::{error_percent, LatencyRecorder};
+use super::{kernel_count, target, DiskError, Engine, Target};
 use crate::{Bench, Phase, Phased, Stop};
 use model::blockdev::DeviceNumber;
+use model::disk::{
+    CrossCheck, DiskResult, Host, Latency, Parameters, RunResult, TestResult, TestSpec,
+};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -48,7 +48,7 @@ pub struct DiskRun<'a> {
     /// cross-check).
     pub kernel_counts: Option<&'a dyn kernel_count::KernelCounts>,
     pub target: &'a Target,
-    pub system: SystemContext,
+    pub system: Host,
 }
 
 impl Bench for DiskRun<'_> {
@@ -92,7 +92,7 @@ struct Ctx<'a> {
 }
 
 /// Run every test `runs` times on `target` and collect the result.
-fn execute(cfg: &Ctx, target: &Target, system: SystemContext) -> Result<DiskResult, DiskError> {
+fn execute(cfg: &Ctx, target: &Target, system: Host) -> Result<DiskResult, DiskError> {
     let p = &cfg.parameters;
     let mut notes = target.notes();
     let caps = cfg.engine.caps();
@@ -184,7 +184,7 @@ fn execute(cfg: &Ctx, target: &Target, system: SystemContext) -> Result<DiskResu
     }
     // Notes on the kernel's cross-check, which a diskless engine does not have.
     if !caps.diskless
-        && target.info().kind != target::TargetKind::BlockDevice
+        && target.info().kind != model::disk::TargetKind::BlockDevice
         && cfg.tests.iter().any(|t| t.workload.writes())
     {
         notes.push(
@@ -243,7 +243,7 @@ fn execute(cfg: &Ctx, target: &Target, system: SystemContext) -> Result<DiskResu
 fn result_of(
     cfg: &Ctx,
     target: &Target,
-    system: &SystemContext,
+    system: &Host,
     tests: &[TestResult],
     notes: &[String],
     interrupted: bool,
@@ -547,8 +547,9 @@ fn sample_progress<T>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{null, profiles, Pattern, Workload};
+    use super::super::{null, profiles};
     use super::*;
+    use model::disk::{Pattern, Workload};
 
     fn run_with(j: &[(u64, u64)]) -> RunResult {
         let t0 = Instant::now();
@@ -637,7 +638,7 @@ mod tests {
             after_test: None,
             kernel_counts: None,
             target: &t,
-            system: SystemContext::default(),
+            system: Host::default(),
         }
         .run(&stop, |_: &Progress| {})
         .unwrap();

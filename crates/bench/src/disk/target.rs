@@ -12,9 +12,9 @@
 //!   those holds, found by `probe::block::holds`); it is then opened with `O_EXCL`, which the kernel
 //!   refuses for a device in use (block/bdev.c `bd_prepare_to_claim`).
 
-use super::{DiskError, Pattern, Region, TestSpec};
+use super::{DiskError, Region};
 use model::blockdev::{DeviceNumber, Hold};
-pub use model::disk::{TargetInfo, TargetKind};
+use model::disk::{Pattern, TargetInfo, TargetKind, TestSpec};
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom};
 use std::os::fd::{AsRawFd, RawFd};
@@ -700,6 +700,7 @@ impl Target {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use model::disk::Workload;
 
     fn opts(size: u64, writes: bool) -> TargetOptions {
         TargetOptions {
@@ -853,19 +854,19 @@ mod tests {
             None,
         )
         .unwrap();
-        let seq = TestSpec::new("s", super::super::Workload::READ, 1 << 20, 1, 3);
+        let seq = TestSpec::new("s", Workload::READ, 1 << 20, 1, 3);
         let r = t.job_regions(&seq).unwrap();
         assert_eq!(
             r.iter().map(|r| r.start).collect::<Vec<_>>(),
             [0, 1 << 20, 2 << 20]
         );
-        let rnd = TestSpec::new("r", super::super::Workload::RANDREAD, 4096, 1, 2);
+        let rnd = TestSpec::new("r", Workload::RANDREAD, 4096, 1, 2);
         assert!(t
             .job_regions(&rnd)
             .unwrap()
             .iter()
             .all(|r| r.start == 0 && r.len == 4 << 20));
-        let big = TestSpec::new("b", super::super::Workload::READ, 8 << 20, 1, 1);
+        let big = TestSpec::new("b", Workload::READ, 8 << 20, 1, 1);
         assert!(t
             .job_regions(&big)
             .unwrap_err()

@@ -1,11 +1,9 @@
-//! What a latency run is asked to do (cyclictest's `-t -a -p -i -d -D -l -h -m`), checked
-//! against the machine before anything starts, and the errors of a run.
+//! The errors of a latency run. What a run is asked to do (cyclictest's `-t -a -p -i -d -D -l
+//! -h -m`), checked against the machine before anything starts, is `model::latency::Config`.
 
-pub use model::latency::{
-    Affinity, Config, ConfigError, Limits, MAX_HISTOGRAM_US, MAX_PRIORITY, MAX_THREADS_PER_CPU,
-};
+use model::latency::ConfigError;
 #[cfg(test)]
-use std::time::Duration;
+use model::latency::{Config, Limits};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LatencyError {
@@ -31,6 +29,8 @@ pub(crate) fn test_config() -> Config {
 mod tests {
     use super::test_config as cfg;
     use super::*;
+    use model::latency::Affinity;
+    use std::time::Duration;
 
     #[test]
     fn intervals_follow_cyclictest() {

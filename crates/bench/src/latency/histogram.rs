@@ -1,9 +1,9 @@
-//! What one thread measured: the 1 us histogram with its overflow, the largest latencies with
-//! their timestamps, the maximum of every window, and their merge across threads.
+//! What one thread measures: the 1 us histogram with its overflow, the largest latencies with
+//! their timestamps and the maximum of every window, recorded here and summarized into
+//! `model::latency::Stats` (whose merge across threads is model's `merge`).
 
-use super::config::Config;
 use super::NS_PER_SEC;
-pub use model::latency::{merge, Histogram, Spike, Stats, WindowMax};
+use model::latency::{Config, Histogram, Spike, Stats, WindowMax};
 
 /// Per-thread measuring state, allocated and touched before the run starts.
 pub(super) struct Recorder {
@@ -112,6 +112,7 @@ mod tests {
     use super::super::config::test_config as cfg;
     use super::super::NS_PER_US;
     use super::*;
+    use model::latency::merge;
     use std::time::Duration;
 
     #[test]

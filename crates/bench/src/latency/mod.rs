@@ -12,8 +12,9 @@
 //! The engine measures and reports what it could set up; it never judges a number.
 //! Usage: [`Session::prepare`] (privileged setup, threads parked), then [`Session::run`].
 //!
-//! - [`config`]: what a run is asked to do, checked before it starts.
-//! - [`histogram`]: what a thread measured and the merge across threads.
+//! - [`config`]: the errors of a run (what a run is asked to do, checked before it starts, is
+//!   `model::latency::Config`, like every type the measurement holds).
+//! - [`histogram`]: what a thread records, summarized into `model::latency::Stats`.
 //! - [`rt`]: real-time helpers (affinity, SCHED_FIFO, mlockall, `/dev/cpu_dma_latency`).
 //! - [`session`]: the threads, their run and the measurement.
 
@@ -22,13 +23,9 @@ pub mod histogram;
 pub mod rt;
 pub mod session;
 
-pub use config::{
-    Affinity, Config, ConfigError, LatencyError, Limits, MAX_HISTOGRAM_US, MAX_PRIORITY,
-    MAX_THREADS_PER_CPU,
-};
-pub use histogram::{merge, Histogram, Spike, Stats, WindowMax};
-pub use rt::{available_cpus, Privileges, Step};
-pub use session::{Live, Measurement, Progress, Session, StopReason, ThreadResult, PROGRESS_EVERY};
+pub use config::LatencyError;
+pub use rt::available_cpus;
+pub use session::{Progress, Session, PROGRESS_EVERY};
 
 const NS_PER_US: u64 = 1_000;
 

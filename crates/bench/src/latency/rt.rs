@@ -2,7 +2,7 @@
 //! `/dev/cpu_dma_latency`, clocks and absolute sleeps, and how each privileged step went.
 
 use super::NS_PER_SEC;
-pub use model::latency::{Privileges, Step};
+use model::latency::Step;
 use std::fs::File;
 use std::io::Write;
 

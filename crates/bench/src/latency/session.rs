@@ -1,12 +1,14 @@
 //! A session: the measuring threads set up and parked (privileges obtained), then released
 //! together, watched until their limits or the stop flag, and their results collected.
 
-use super::config::{Config, LatencyError};
-use super::histogram::{merge, Recorder, Stats};
+use super::config::LatencyError;
+use super::histogram::Recorder;
 use super::rt::*;
 use super::NS_PER_US;
 use crate::{Bench, Phase, Phased, Stop};
-pub use model::latency::{Live, Measurement, StopReason, ThreadResult};
+use model::latency::{
+    merge, Config, Live, Measurement, Privileges, Stats, Step, StopReason, ThreadResult,
+};
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -469,8 +471,8 @@ impl Bench for Session {
 #[cfg(test)]
 mod tests {
     use super::super::config::test_config as cfg;
-    use super::super::config::Limits;
     use super::*;
+    use model::latency::Limits;
 
     fn run(c: Config) -> Measurement {
         let s = Session::prepare(c).unwrap();

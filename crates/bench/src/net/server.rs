@@ -5,7 +5,7 @@
 use super::proto::{self, Params, ProtoError, Results, State};
 use super::session::{self, PendingStream, Session};
 use super::stream::Sock;
-pub use super::Event;
+use super::Event;
 use super::{test_interface, NetError, OnEvent, CONTROL_TIMEOUT};
 use model::net::{Direction, Flow, NetConfig, NetMeasurement, NetStop, Protocol, Role};
 use socket2::{Domain, SockAddr, Socket, Type};

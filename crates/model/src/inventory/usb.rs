@@ -1,11 +1,10 @@
 //! The USB inventory: `/sys/bus/usb/devices` as a tree of hubs and devices, as
 //! `probe::usb` reads it (attributes: the kernel's Documentation/ABI/*/sysfs-bus-usb).
 
+use crate::path::StorageTransport;
 use crate::Finding;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
-
-pub use crate::path::StorageTransport;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct UsbInventory {

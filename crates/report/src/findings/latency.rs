@@ -5,7 +5,7 @@
 //! The engine (`bench::latency`) never judges and the context (`probe::system`) only reads;
 //! these functions read their model types and say what they mean.
 
-use super::count;
+use crate::summary::plural as count;
 use model::latency::{Config, MeasuredInterrupts, Measurement, Privileges, Step};
 use model::system::SystemContext;
 use model::{Finding, Severity};

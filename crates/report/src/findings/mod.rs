@@ -10,24 +10,3 @@ pub mod audit;
 pub mod latency;
 pub mod mmio;
 pub mod system;
-
-pub use crate::summary::plural as count;
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn count_agrees_in_number() {
-        assert_eq!(
-            super::count(1, "period was", "periods were"),
-            "1 period was"
-        );
-        assert_eq!(
-            super::count(0, "period was", "periods were"),
-            "0 periods were"
-        );
-        assert_eq!(
-            super::count(7, "period was", "periods were"),
-            "7 periods were"
-        );
-    }
-}

@@ -7,8 +7,9 @@ pub mod pci;
 use model::inventory::block::{BlockDevice, BlockInventory, BlockKind, MAX_HW_SECTORS_KB_NO_LIMIT};
 use model::inventory::net::{Attachment, NetInterface, NetInventory};
 use model::inventory::pci::PciAudit;
-use model::inventory::usb::{is_usb3_version, StorageTransport, UsbDevice, UsbInventory};
+use model::inventory::usb::{is_usb3_version, UsbDevice, UsbInventory};
 use model::inventory::Inventory;
+use model::path::StorageTransport;
 use model::{Finding, Severity};
 
 /// Judge a whole inventory: each section's `findings` are filled (the audit document carries
