@@ -725,9 +725,10 @@ fn measured_cpus(config: &Config) -> Vec<u32> {
 mod tests {
     use super::*;
     use clap::Parser;
-    use latency::{Measurement, Privileges, Step};
+    use latency::{Measurement, Step};
     use model::procfs::{IrqLine, LoadAverage};
     use report::terminal::latency::render;
+    use testsupport::latency::messages;
 
     #[derive(Parser, Debug)]
     struct T {
@@ -802,25 +803,14 @@ mod tests {
         system::read_context(&SysRoot::new(dir))
     }
 
+    /// An empty run whose privileged steps all succeeded, or all were refused (EPERM).
     fn measurement(privileged: bool, missed: u64) -> Measurement {
-        let mut total = latency::merge(&[], 10);
-        total.missed_periods = missed;
         let step = if privileged {
             Step::Done
         } else {
             Step::Refused("EPERM".into())
         };
-        Measurement {
-            privileges: Privileges {
-                sched_fifo: step.clone(),
-                memory_locked: step.clone(),
-                cpu_dma_latency_held: step,
-            },
-            elapsed_ns: 0,
-            stopped_by: StopReason::Duration,
-            threads: Vec::new(),
-            total,
-        }
+        testsupport::latency::measurement(step, missed)
     }
 
     /// The findings of a run on `ctx` whose /proc/interrupts read `after` at the end (the
@@ -844,13 +834,6 @@ mod tests {
             }
         });
         judge::findings(config, ctx, m, &cpus, interrupts.as_ref())
-    }
-
-    fn messages(f: &[Finding]) -> String {
-        f.iter()
-            .map(|f| f.message.clone())
-            .collect::<Vec<_>>()
-            .join("\n")
     }
 
     #[test]

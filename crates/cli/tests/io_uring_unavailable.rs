@@ -11,7 +11,7 @@
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::process::Output;
-use testsupport::cmd::headroom_process;
+use testsupport::cmd::{headroom_process, SMALL_DISK_RUN};
 
 /// io_uring_setup's number: 425 on every architecture since Linux 5.1
 /// (include/uapi/asm-generic/unistd.h, arch/x86/entry/syscalls/syscall_64.tbl).
@@ -74,16 +74,7 @@ fn bench_disk_without_io_uring(errno: i32, extra: &[&str]) -> (Output, tempfile:
     let mut cmd = headroom_process();
     cmd.args(["--json", "bench", "disk"])
         .arg(dir.path())
-        .args([
-            "--size",
-            "16M",
-            "--runtime",
-            "0.3",
-            "--runs",
-            "1",
-            "--pause",
-            "0",
-        ])
+        .args(SMALL_DISK_RUN)
         .args(["--no-save"])
         .args(extra);
     // SAFETY: between fork and exec only prctl(2) runs (async-signal-safe, no allocation:

@@ -17,6 +17,18 @@ pub fn xdg_data_home() -> PathBuf {
         .unwrap_or_else(|| std::env::temp_dir().join("headroom-tests-xdg-data"))
 }
 
+/// `bench disk` flags for a short run (a 16 MiB file, 0.3 s per test, one run, no pause).
+pub const SMALL_DISK_RUN: [&str; 8] = [
+    "--size",
+    "16M",
+    "--runtime",
+    "0.3",
+    "--runs",
+    "1",
+    "--pause",
+    "0",
+];
+
 /// The `headroom` binary without colour and with the tests' own history.
 pub fn headroom() -> Command {
     let mut c = Command::cargo_bin("headroom").unwrap_or_else(|e| panic!("{e}"));
@@ -24,8 +36,8 @@ pub fn headroom() -> Command {
     c
 }
 
-/// Run `cmd`, which must succeed (its stderr is shown when not), and parse its stdout.
-pub fn json_of(cmd: &mut Command) -> Value {
+/// Run `cmd`, which must succeed (its stderr is shown when not): its stdout.
+pub fn stdout_of(cmd: &mut Command) -> Vec<u8> {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     assert!(
         out.status.success(),
@@ -33,22 +45,19 @@ pub fn json_of(cmd: &mut Command) -> Value {
         cmd,
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout)
+    out.stdout
+}
+
+/// Run `cmd`, which must succeed (its stderr is shown when not), and parse its stdout.
+pub fn json_of(cmd: &mut Command) -> Value {
+    serde_json::from_slice(&stdout_of(cmd))
         .unwrap_or_else(|e| panic!("{cmd:?} printed no JSON document: {e}"))
 }
 
 /// `headroom report --md FILE`, which must succeed: the Markdown.
 pub fn report_md(file: &std::path::Path) -> String {
-    let mut cmd = headroom();
-    cmd.args(["report", "--md"]).arg(file);
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{:?} failed: {}",
-        cmd,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let out = stdout_of(headroom().args(["report", "--md"]).arg(file));
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The same binary as a plain process, for tests that signal it (Ctrl-C) while it runs.
