@@ -4,7 +4,7 @@
 
 use predicates::prelude::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 use testsupport::cmd::*;
@@ -17,12 +17,7 @@ fn is_root() -> bool {
 
 /// A directory on the machine's real disk (not tmpfs), so the cross-check sees a block device.
 fn disk_dir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("headroom-disk-test")
-        .tempdir_in(
-            std::env::var_os("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from),
-        )
-        .unwrap()
+    testsupport::cmd::disk_dir("headroom-disk-test")
 }
 
 fn run_json(args: &[&str], env: &[(&str, &str)]) -> Value {
@@ -251,18 +246,11 @@ fn usage_error(args: &[&str], sentence: &str) {
 }
 
 fn fails_with_code(args: &[&str], sentence: &str, code: i32) {
-    let out = headroom()
-        .args(["bench", "disk"])
-        .args(args)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
-    assert!(
-        err.contains(sentence),
-        "{args:?}: expected {sentence:?} in {err}"
+    fails_saying(
+        headroom().args(["bench", "disk"]).args(args),
+        code,
+        sentence,
     );
-    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]

@@ -169,16 +169,11 @@ fn every_kind_of_document_spells_rates_one_way() {
         ),
     );
     let count = d.join("count.json");
-    let out = headroom()
-        .args(["--json", "count", "-o"])
-        .arg(&count)
-        .args(["-e", "task-clock", "--", "true"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    output_ok(
+        headroom()
+            .args(["--json", "count", "-o"])
+            .arg(&count)
+            .args(["-e", "task-clock", "--", "true"]),
     );
     put(
         "count",

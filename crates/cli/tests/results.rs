@@ -280,19 +280,12 @@ fn an_empty_text_file_is_not_made_a_history() {
         vec!["history"],
         vec!["history", "add", result("rpi5-gen2.json").to_str().unwrap()],
     ] {
-        let out = headroom()
-            .args(&args)
-            .arg("--db")
-            .arg(&db)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(
-            err.contains("is not a headroom history (it is an empty file, not an SQLite database)"),
-            "{err}"
+        let err = fails_saying(
+            headroom().args(&args).arg("--db").arg(&db),
+            1,
+            "is not a headroom history (it is an empty file, not an SQLite database)",
         );
+        assert_eq!(err.lines().count(), 1, "{err}");
     }
     assert_eq!(std::fs::metadata(&db).unwrap().len(), 0);
 }

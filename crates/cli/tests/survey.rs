@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use testsupport::cmd::{headroom, headroom_process, json_of};
+use testsupport::cmd::{fails_saying, headroom, headroom_process, json_of};
 
 fn shared_tree(name: &str) -> Option<PathBuf> {
     testsupport::fixtures::shared(&format!("sysfs/{name}"))
@@ -139,9 +139,7 @@ fn bad_input_is_a_usage_error() {
         vec!["survey", "--exclude", "gpu", "--dry-run"],
         vec!["survey", "--root", "/tmp"],
     ] {
-        let out = headroom().args(&args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = fails_saying(headroom().args(&args), 2, "");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
     }
     // A report that cannot be written is refused before anything runs, as a bad value
