@@ -77,23 +77,9 @@ fn headroom_cmd() -> Command {
     headroom_process()
 }
 
-/// A headroom server for one test on `port` of loopback (`bench net -s -1 -p PORT
-/// --no-save` and `extra`), once it listens.
+/// [`testsupport::net::one_off_server`], killed when dropped.
 fn one_off_server(port: u16, extra: &[&str]) -> Guard {
-    let mut s = headroom_cmd();
-    s.args([
-        "bench",
-        "net",
-        "-s",
-        "-1",
-        "-p",
-        &port.to_string(),
-        "--no-save",
-    ])
-    .args(extra);
-    let server = spawn(s);
-    wait_listening(port);
-    server
+    Guard(testsupport::net::one_off_server(port, extra))
 }
 
 /// A headroom client of the server on `port` of loopback for `seconds`, with `extra` flags

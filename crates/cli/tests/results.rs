@@ -381,28 +381,18 @@ fn interrupted_runs_are_marked_in_the_listing() {
 /// skipped with a note.
 #[test]
 fn a_history_on_a_read_only_filesystem_can_be_listed() {
-    let dir = tempfile::tempdir().unwrap();
-    let mnt = dir.path();
-    let mount = |args: &[&str]| {
-        std::process::Command::new("mount")
-            .args(args)
-            .arg(mnt)
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if !mount(&["-t", "tmpfs", "-o", "size=8m", "tmpfs"]) {
-        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
-        return;
-    }
-    let db = mnt.join("h.sqlite");
-    let result = std::panic::catch_unwind(|| {
+    testsupport::mount::on_tmpfs(|mnt| {
+        let db = mnt.join("h.sqlite");
         headroom()
             .args(["history", "add", "--db"])
             .arg(&db)
             .arg(result("rpi5-gen3.json"))
             .assert()
             .success();
-        assert!(mount(&["-o", "remount,ro"]), "remount read-only");
+        assert!(
+            testsupport::mount::remount_read_only(mnt),
+            "remount read-only"
+        );
         headroom()
             .args(["history", "--db"])
             .arg(&db)
@@ -427,8 +417,4 @@ fn a_history_on_a_read_only_filesystem_can_be_listed() {
                 db.display()
             ));
     });
-    let _ = std::process::Command::new("umount").arg(mnt).status();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
 }

@@ -500,49 +500,17 @@ fn path_reads_back_hop_by_hop() {
 
 #[test]
 fn bench_net_loopback_reads_every_field() {
-    let port = testsupport::net::free_port().to_string();
+    let port = testsupport::net::free_port();
     // A one-off server (`-1`), bounded by the client's run and killed at the end.
-    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_headroom"))
-        .args([
-            "bench",
-            "net",
-            "-s",
-            "-1",
-            "-p",
-            &port,
-            "--no-save",
-            "--json",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut doc = None;
-    // The server binds in a moment: a refused first connection is retried, bounded.
-    for _ in 0..50 {
-        let out = headroom()
-            .args([
-                "bench",
-                "net",
-                "127.0.0.1",
-                "-p",
-                &port,
-                "-t",
-                "1",
-                "--json",
-            ])
-            .arg("--no-save")
-            .output()
-            .unwrap();
-        if out.status.success() {
-            doc = Some(serde_json::from_slice::<Value>(&out.stdout).unwrap());
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    let mut server = testsupport::net::one_off_server(port, &["--json"]);
+    let port = port.to_string();
+    let doc = json_of(
+        headroom()
+            .args(["bench", "net", "127.0.0.1", "-p", &port, "-t", "1"])
+            .args(["--json", "--no-save"]),
+    );
     let _ = server.kill();
     let _ = server.wait();
-    let doc = doc.expect("bench net against a local server succeeds");
     reads_every_field::<report::views::NetView>(&doc, &[]);
     // bench net writes its bus link into its ceiling, not a path.
     reads_every_field::<report::views::CommonView>(&doc, &["path"]);

@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use testsupport::cmd::{fails_saying, headroom, headroom_process, json_of};
+use testsupport::cmd::{fails_saying, headroom, headroom_process, json_of, stdout_of};
 
 fn shared_tree(name: &str) -> Option<PathBuf> {
     testsupport::fixtures::shared(&format!("sysfs/{name}"))
@@ -254,21 +254,10 @@ fn a_short_survey_runs_and_reads_back_in_report_and_compare() {
         "no plots in the HTML"
     );
     // report and compare read it back.
-    let rep = headroom().arg("report").arg(&out_json).output().unwrap();
-    assert!(rep.status.success());
-    assert!(String::from_utf8_lossy(&rep.stdout).contains("## Conclusions, by what they cost"));
-    let cmp = headroom()
-        .arg("compare")
-        .arg(&out_json)
-        .arg(&out_json)
-        .output()
-        .unwrap();
-    assert!(
-        cmp.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cmp.stderr)
-    );
-    assert!(String::from_utf8_lossy(&cmp.stdout).contains("# Surveys compared"));
+    let rep = stdout_of(headroom().arg("report").arg(&out_json));
+    assert!(String::from_utf8_lossy(&rep).contains("## Conclusions, by what they cost"));
+    let cmp = stdout_of(headroom().arg("compare").arg(&out_json).arg(&out_json));
+    assert!(String::from_utf8_lossy(&cmp).contains("# Surveys compared"));
     // Nothing left behind in any filesystem it wrote to.
     for (d, b) in dirs.iter().zip(&before) {
         assert_eq!(&test_files(d), b, "test file left in {}", d.display());
