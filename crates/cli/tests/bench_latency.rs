@@ -326,43 +326,27 @@ fn assert_document_says_not_realtime(doc: &Value, loops: u64) {
 
 #[test]
 fn unprivileged_run_warns_once_and_measures() {
-    // No --allow-unprivileged: the run happens anyway.
-    let out = headroom()
-        .args([
-            "bench",
-            "latency",
-            "-l",
-            "50",
-            "-q",
-            "--skip-privileged-steps",
-            "--no-save",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    assert_one_not_realtime_warning(&err);
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_document_says_not_realtime(&doc, 50);
-    // --allow-unprivileged is still accepted (scripts pass it) and changes nothing; --help
-    // no longer offers it.
-    let doc = run_json(&[
+    // 50 wake-ups without the privileged steps, as an unprivileged user gets.
+    let unprivileged = [
         "bench",
         "latency",
         "-l",
         "50",
         "-q",
         "--skip-privileged-steps",
-        "--allow-unprivileged",
         "--no-save",
-    ]);
+    ];
+    // No --allow-unprivileged: the run happens anyway.
+    let out = output_ok(headroom().args(unprivileged).arg("--json"));
+    assert_one_not_realtime_warning(&String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_document_says_not_realtime(&doc, 50);
-    let help = headroom()
-        .args(["bench", "latency", "--help"])
-        .output()
-        .unwrap();
-    let help = String::from_utf8_lossy(&help.stdout);
+    // --allow-unprivileged is still accepted (scripts pass it) and changes nothing; --help
+    // no longer offers it.
+    let doc = run_json(&[&unprivileged[..], &["--allow-unprivileged"]].concat());
+    assert_document_says_not_realtime(&doc, 50);
+    let help = stdout_of(headroom().args(["bench", "latency", "--help"]));
+    let help = String::from_utf8_lossy(&help);
     assert!(!help.contains("allow-unprivileged"), "{help}");
     // --help says what SCHED_FIFO and locked memory need, and what happens without them.
     for part in ["CAP_SYS_NICE", "ulimit -r", "CAP_IPC_LOCK", "ulimit -l"] {
@@ -450,19 +434,19 @@ fn device_interrupts() -> std::collections::BTreeMap<(u32, u32), u64> {
 fn interrupts_on_the_measured_cpus_by_source() {
     let cpu = *bench::latency::available_cpus().last().unwrap_or(&0);
     let cpu_s = cpu.to_string();
-    let before = device_interrupts();
-    let doc = run_json(&[
+    // One thread on that CPU.
+    let on_cpu = [
         "bench",
         "latency",
         "-t",
         "1",
         "-a",
         &cpu_s,
-        "-D",
-        "1s",
         "-q",
         "--no-save",
-    ]);
+    ];
+    let before = device_interrupts();
+    let doc = run_json(&[&on_cpu[..], &["-D", "1s"]].concat());
     let after = device_interrupts();
     let irq = &doc["interrupts"];
     let elapsed = irq["elapsed_s"].as_f64().unwrap();
@@ -513,18 +497,8 @@ fn interrupts_on_the_measured_cpus_by_source() {
         "{cmp}"
     );
     let text = headroom()
-        .args([
-            "bench",
-            "latency",
-            "-t",
-            "1",
-            "-a",
-            &cpu_s,
-            "-l",
-            "200",
-            "-q",
-            "--no-save",
-        ])
+        .args(on_cpu)
+        .args(["-l", "200"])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
