@@ -797,10 +797,7 @@ mod tests {
     }
 
     fn fixture(name: &str) -> SystemContext {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/system")
-            .join(name);
-        system::read_context(&SysRoot::new(dir))
+        system::read_context(&testsupport::fixtures::own_root(&format!("system/{name}")))
     }
 
     /// An empty run whose privileged steps all succeeded, or all were refused (EPERM).

@@ -4,17 +4,12 @@
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
 use serde_json::Value;
-use std::path::PathBuf;
 use std::process::Command as Std;
 use testsupport::cmd::*;
 use testsupport::process::{signal, wait_exit};
 
 fn fixture(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(name)
-        .display()
-        .to_string()
+    testsupport::fixtures::own(name).display().to_string()
 }
 
 fn bin() -> String {

@@ -9,9 +9,7 @@ use std::path::{Path, PathBuf};
 use testsupport::cmd::*;
 
 fn tree(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/sysfs")
-        .join(name)
+    testsupport::fixtures::own(&format!("sysfs/{name}"))
 }
 
 /// Run `args`, which must succeed; its stdout.

@@ -28,6 +28,12 @@ pub fn own(rel: &str) -> PathBuf {
     p
 }
 
+/// The repository's own fixture tree `tests/fixtures/REL` as a root to read /sys and /proc
+/// under (a missing one fails the test, as in [`own`]).
+pub fn own_root(rel: &str) -> model::root::SysRoot {
+    model::root::SysRoot::new(own(rel))
+}
+
 /// The shared fixtures folder: `$HEADROOM_FIXTURES`, else `../shared/fixtures` beside the
 /// clone. Whether it exists is not checked here (see [`shared_fixtures`]).
 pub fn shared_dir() -> PathBuf {
