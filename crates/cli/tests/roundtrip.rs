@@ -519,28 +519,21 @@ fn bench_mmio_and_mem_read_every_field() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("region");
     std::fs::write(&file, vec![0x5au8; 1 << 20]).unwrap();
-    let doc = json_of(headroom().args(["bench", "mmio"]).arg(&file).args([
-        "--width",
-        "32,64",
-        "--duration",
-        "50ms",
-        "--json",
-        "--no-save",
-    ]));
-    reads_every_field::<report::mmio::MmioView>(&doc, &[]);
-    reads_every_field::<report::views::CommonView>(&doc, &[]);
-    let doc = json_of(headroom().args([
-        "bench",
-        "mem",
-        "--size",
-        "16M",
-        "--width",
-        "64",
-        "--duration",
-        "50ms",
-        "--json",
-        "--no-save",
-    ]));
-    reads_every_field::<report::mmio::MmioView>(&doc, &[]);
-    reads_every_field::<report::views::CommonView>(&doc, &[]);
+    let short = ["--duration", "50ms", "--json", "--no-save"];
+    let mmio = json_of(
+        headroom()
+            .args(["bench", "mmio"])
+            .arg(&file)
+            .args(["--width", "32,64"])
+            .args(short),
+    );
+    let mem = json_of(
+        headroom()
+            .args(["bench", "mem", "--size", "16M", "--width", "64"])
+            .args(short),
+    );
+    for doc in [mmio, mem] {
+        reads_every_field::<report::mmio::MmioView>(&doc, &[]);
+        reads_every_field::<report::views::CommonView>(&doc, &[]);
+    }
 }

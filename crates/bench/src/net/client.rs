@@ -210,19 +210,10 @@ fn create_streams(
 /// may come first in reverse mode).
 fn udp_connect(cfg: &ClientConfig, addr: &SocketAddr, id: u32) -> Result<UdpSocket, NetError> {
     let s = new_socket(addr, Type::DGRAM, cfg.bind).map_err(|e| connect_error(cfg, addr, &e))?;
-    if let Some(w) = cfg.test.window {
-        let _ = s.set_send_buffer_size(w as usize);
-        let _ = s.set_recv_buffer_size(w as usize);
-    } else {
-        let u: &UdpSocket = &s
-            .try_clone()
-            .map_err(|e| connect_error(cfg, addr, &e))?
-            .into();
-        super::stream::enlarge_udp_receive_buffer(u);
-    }
     s.connect(&SockAddr::from(*addr))
         .map_err(|e| connect_error(cfg, addr, &e))?;
     let u: UdpSocket = s.into();
+    super::stream::size_udp_buffers(&u, cfg.test.window);
     let fail =
         |what: &str, e: std::io::Error| NetError::Peer(format!("UDP stream {id}: {what}: {e}"));
     u.send(&proto::UDP_CONNECT_MSG.to_ne_bytes())

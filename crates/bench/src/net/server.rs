@@ -416,13 +416,7 @@ impl Server {
                     };
                     u.connect(from)
                         .map_err(|e| NetError::Setup(e.to_string()))?;
-                    if let Some(w) = config.window {
-                        let r = socket2::SockRef::from(&u);
-                        let _ = r.set_send_buffer_size(w as usize);
-                        let _ = r.set_recv_buffer_size(w as usize);
-                    } else {
-                        super::stream::enlarge_udp_receive_buffer(&u);
-                    }
+                    super::stream::size_udp_buffers(&u, config.window);
                     // A fresh socket for the next stream's connect datagram (iperf_udp_accept).
                     if out.len() + 1 < streams {
                         *udp = Some(self.udp_socket(local)?);
