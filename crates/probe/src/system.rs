@@ -164,9 +164,14 @@ pub fn parse_cmdline(raw: &str) -> Cmdline {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn fixture(name: &str) -> SysRoot {
-        testsupport::fixtures::own_root(&format!("system/{name}"))
+        SysRoot::new(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/fixtures/system")
+                .join(name),
+        )
     }
 
     #[test]

@@ -12,10 +12,14 @@ use probe::chain::{self, Hop};
 use probe::pci::address::PciAddress;
 use probe::pci::audit::{AuditedFunction, LinkSource, PciAudit};
 use probe::sysfs::SysRoot;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn tree(kernel: &str) -> SysRoot {
-    testsupport::fixtures::own_root(&format!("kernel-{kernel}"))
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(format!("kernel-{kernel}"));
+    assert!(dir.is_dir(), "missing fixture tree {}", dir.display());
+    SysRoot::new(dir)
 }
 
 fn function<'a>(a: &'a PciAudit, addr: &str) -> &'a AuditedFunction {
