@@ -4,17 +4,26 @@
 //! The tree: root ports, each with a switch (upstream port, 8 downstream ports) and a
 //! 3-function Gen4 x4 device under each downstream port; full 4 KiB config space everywhere.
 
-use model::{LinkState, PcieGen, PortType};
+use model::{Aspm, LinkState, PcieGen, PortType};
 use probe::pci::address::PciAddress;
 use probe::sysfs::SysRoot;
 use std::time::Instant;
 use testsupport::synth::{write_tree, SynthExpress, SynthFunction};
 
 fn express(port_type: PortType, gen: PcieGen, width: u8) -> SynthExpress {
-    let link = LinkState::new(gen, width);
     SynthExpress {
+        port_type,
+        capable: LinkState::new(gen, width),
+        status: LinkState::new(gen, width),
         mps_supported: 512,
-        ..SynthExpress::new(port_type, link, link)
+        mps: 256,
+        mrrs: 512,
+        aspm_support: Aspm {
+            l0s: true,
+            l1: true,
+        },
+        aspm_enabled: Aspm::default(),
+        target: None,
     }
 }
 
