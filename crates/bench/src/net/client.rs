@@ -177,11 +177,8 @@ fn create_streams(
     cookie: &[u8],
 ) -> Result<Vec<PendingStream>, NetError> {
     let t = &cfg.test;
-    let plan = streams_in_order(t.direction, t.streams);
-    let mut out = Vec::with_capacity(plan.len());
-    for (id, flow) in plan {
-        let local_sends = flow == Flow::ClientToServer;
-        let sock = match t.protocol {
+    let open = |id: u32| -> Result<Sock, NetError> {
+        Ok(match t.protocol {
             Protocol::Tcp => {
                 let s = new_socket(addr, Type::STREAM, cfg.bind)
                     .map_err(|e| connect_error(cfg, addr, &e))?;
@@ -195,15 +192,19 @@ fn create_streams(
                 Sock::Tcp(tcp)
             }
             Protocol::Udp => Sock::Udp(udp_connect(cfg, addr, id)?),
-        };
-        out.push(PendingStream {
-            id,
-            flow,
-            local_sends,
-            sock,
-        });
-    }
-    Ok(out)
+        })
+    };
+    streams_in_order(t.direction, t.streams)
+        .into_iter()
+        .map(|(id, flow)| {
+            Ok(PendingStream {
+                id,
+                flow,
+                local_sends: flow == Flow::ClientToServer,
+                sock: open(id)?,
+            })
+        })
+        .collect()
 }
 
 /// iperf_udp_connect: send the connect message, wait for the reply (a few data datagrams
