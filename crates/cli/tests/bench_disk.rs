@@ -8,12 +8,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 use testsupport::cmd::*;
-use testsupport::process::{output_within, signal, spawn_piped, wait_until};
-
-fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
+use testsupport::process::{is_root, output_within, signal, spawn_piped, wait_until};
 
 /// A directory on the machine's real disk (not tmpfs), so the cross-check sees a block device.
 fn disk_dir() -> tempfile::TempDir {

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use testsupport::cmd::*;
+use testsupport::process::{is_root, on_path};
 
 fn run_json(args: &[&str]) -> Value {
     json_of(headroom().args(args).arg("--json"))
@@ -45,11 +46,6 @@ fn children_of(pid: u32) -> Vec<u64> {
         }
     }
     out
-}
-
-fn root() -> bool {
-    // SAFETY: no arguments.
-    unsafe { libc::geteuid() == 0 }
 }
 
 #[test]
@@ -366,7 +362,7 @@ fn really_unprivileged_user_measures_with_one_warning() {
             .unwrap_or(false)
             || d == Path::new("/")
     });
-    let dropped = root() && Path::new("/usr/bin/setpriv").exists() && readable_by_nobody;
+    let dropped = is_root() && Path::new("/usr/bin/setpriv").exists() && readable_by_nobody;
     let args = ["bench", "latency", "-l", "20", "-q", "--no-save", "--json"];
     let out = if dropped {
         std::process::Command::new("/usr/bin/setpriv")
@@ -381,7 +377,7 @@ fn really_unprivileged_user_measures_with_one_warning() {
             .args(args)
             .output()
             .unwrap()
-    } else if !root() {
+    } else if !is_root() {
         std::process::Command::new(&bin)
             .args(args)
             .output()
@@ -762,17 +758,12 @@ fn stress_ng_cpu_0_starts_one_worker_per_cpu() {
     );
 }
 
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-}
-
 /// bench/vs-cyclictest.sh reports a median outside its target as a verdict and exits 0: a
 /// timing is not a failure (README). A stand-in headroom, 500 us on every wake-up, puts the
 /// median far outside the target whatever this machine measures with cyclictest.
 #[test]
 fn vs_cyclictest_prints_a_verdict_and_exits_0_outside_the_target() {
-    if !root()
+    if !is_root()
         || !["cyclictest", "stress-ng", "python3"]
             .iter()
             .all(|t| on_path(t))

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 use testsupport::cmd::*;
 use testsupport::net::{free_port, wait_listening};
-use testsupport::process::{output_within, signal, spawn_piped};
+use testsupport::process::{is_root, on_path, output_within, signal, spawn_piped};
 
 /// A process killed (and reaped) when dropped.
 struct Guard(Child);
@@ -45,32 +45,13 @@ fn spawn(mut c: Command) -> Guard {
     Guard(spawn_piped(c.stdin(Stdio::null())))
 }
 
-fn have(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
-}
-
 /// Whether a test that needs `what` may run: a note and `false` when it may not, a failure
 /// under CI=true (where everything must run).
 fn may_run(ok: bool, what: &str) -> bool {
-    if ok {
-        return true;
+    if !ok {
+        testsupport::fixtures::skip(&format!("{what} is missing"));
     }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{what} is missing under CI"
-    );
-    eprintln!("note: skipped: {what} is missing");
-    false
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    ok
 }
 
 fn headroom_cmd() -> Command {
@@ -165,7 +146,7 @@ const CASES: [&[&str]; 6] = [
 /// Runs `test` on each of the CASES with a free loopback port; skipped with a note (a
 /// failure under CI) without iperf3.
 fn with_iperf3_per_case(test: impl Fn(&[&str], u16)) {
-    if !may_run(have("iperf3"), "iperf3") {
+    if !may_run(on_path("iperf3"), "iperf3") {
         return;
     }
     for case in CASES {
@@ -291,7 +272,7 @@ fn in_ns(ns: &str) -> Command {
 
 fn netns_ok() -> bool {
     may_run(
-        is_root() && have("ip") && have("tc"),
+        is_root() && on_path("ip") && on_path("tc"),
         "root with ip and tc (network namespaces)",
     )
 }

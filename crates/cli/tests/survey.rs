@@ -8,6 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use testsupport::cmd::{fails_saying, headroom, headroom_process, json_of, stdout_of};
+use testsupport::process::is_root;
 
 fn shared_tree(name: &str) -> Option<PathBuf> {
     testsupport::fixtures::shared(&format!("sysfs/{name}"))
@@ -187,16 +188,11 @@ fn disk_dirs() -> Vec<PathBuf> {
 /// one at a time.
 static ONE_SURVEY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn is_root() -> bool {
-    // SAFETY: no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 #[test]
 fn a_short_survey_runs_and_reads_back_in_report_and_compare() {
     if !is_root() {
-        assert!(std::env::var_os("CI").is_none(), "CI runs as root");
-        eprintln!("note: not root: the survey's latency parts need SCHED_FIFO; test skipped");
+        // CI runs as root.
+        testsupport::fixtures::skip("not root: the survey's latency parts need SCHED_FIFO");
         return;
     }
     let _one = ONE_SURVEY.lock().unwrap_or_else(|e| e.into_inner());
@@ -291,8 +287,7 @@ fn group_members(pgid: i32) -> Vec<i32> {
 #[test]
 fn ctrl_c_at_random_points_keeps_a_valid_partial_document_and_leaves_nothing() {
     if !is_root() {
-        assert!(std::env::var_os("CI").is_none(), "CI runs as root");
-        eprintln!("note: not root: test skipped");
+        testsupport::fixtures::skip("not root (CI runs as root)");
         return;
     }
     let _one = ONE_SURVEY.lock().unwrap_or_else(|e| e.into_inner());

@@ -10,7 +10,7 @@ use tempfile::TempDir;
 
 /// `<target>/tmp` (cargo's CARGO_TARGET_TMPDIR), found from the test binary
 /// (`<target>/<profile>/deps/<test binary>`); on the machine's disk, not a tmpfs /tmp.
-fn target_tmp() -> Option<PathBuf> {
+pub(crate) fn target_tmp() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     exe.ancestors().nth(3).map(|t| t.join("tmp"))
 }

@@ -84,11 +84,9 @@ pub fn shared(rel: &str) -> Option<PathBuf> {
 pub fn skip_log() -> PathBuf {
     // A test binary runs from <target>/<profile>/deps/; <target>/tmp is cargo's own
     // CARGO_TARGET_TMPDIR.
-    let exe = std::env::current_exe().unwrap_or_default();
-    let target = exe.ancestors().nth(3).map(Path::to_path_buf);
-    target
-        .unwrap_or_else(std::env::temp_dir)
-        .join("tmp/skipped-tests.log")
+    crate::cmd::target_tmp()
+        .unwrap_or_else(|| std::env::temp_dir().join("tmp"))
+        .join("skipped-tests.log")
 }
 
 /// Report the current test as skipped for `why`: fail under CI, else a note on stderr and a

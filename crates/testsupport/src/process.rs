@@ -75,3 +75,15 @@ pub fn spawn_piped(cmd: &mut Command) -> Child {
         .spawn()
         .unwrap_or_else(|e| panic!("{cmd:?}: {e}"))
 }
+
+/// Whether the tests run as root (loop devices, mounts, network namespaces, SCHED_FIFO).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid(2) has no arguments and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Whether `tool` is an executable file in a directory of PATH.
+pub fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+}
