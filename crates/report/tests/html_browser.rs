@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{fixture_value, planned, ran, summary as from_fixture};
+use common::summary as from_fixture;
+// The rest of what the tests share: fixture paths and values, survey parts.
+use common::*;
 
 fn chromium() -> Option<PathBuf> {
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
