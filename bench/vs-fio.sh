@@ -18,14 +18,13 @@
 # 512 B) costs its compressor about 3x the CPU of fully random data, which would be measured
 # instead of the engines; zero pages are stored without compressing.
 set -euo pipefail
-here="$(cd "$(dirname "$0")/.." && pwd)"
+. "$(dirname "$0")/common.sh"
 dir="${1:-/var/tmp}"
 rounds="${ROUNDS:-3}"
 runtime="${RUNTIME:-5}"
 size="${SIZE:-1G}"
-headroom="${HEADROOM:-$here/target/release/headroom}"
-command -v fio >/dev/null || { echo "vs-fio: fio is not installed (apt-get install fio)" >&2; exit 1; }
-[ -x "$headroom" ] || { echo "vs-fio: build headroom first: cargo build --release" >&2; exit 1; }
+need fio fio
+need_headroom
 file="$dir/headroom-vs-fio.$$.dat"
 work="$(mktemp -d)"
 fio_zero=(); headroom_zero=()

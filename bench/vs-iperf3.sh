@@ -10,12 +10,11 @@
 # Usage: bench/vs-iperf3.sh ; env: ROUNDS (7), RUNTIME (5 s), HEADROOM (binary),
 # ONLY (a word that picks cases: loopback, shaped, P2).
 set -euo pipefail
-here="$(cd "$(dirname "$0")/.." && pwd)"
+. "$(dirname "$0")/common.sh"
 rounds="${ROUNDS:-7}"
 runtime="${RUNTIME:-5}"
-headroom="${HEADROOM:-$here/target/release/headroom}"
-command -v iperf3 >/dev/null || { echo "vs-iperf3: iperf3 is not installed (apt-get install iperf3)" >&2; exit 1; }
-[ -x "$headroom" ] || { echo "vs-iperf3: build headroom first: cargo build --release" >&2; exit 1; }
+need iperf3 iperf3
+need_headroom
 work="$(mktemp -d)"
 ns="hrvs$$"
 pids=()

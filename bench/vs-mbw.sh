@@ -10,10 +10,10 @@ set -euo pipefail
 
 ROUNDS=${ROUNDS:-5}
 SIZE=${SIZE:-64}
-here=$(cd "$(dirname "$0")/.." && pwd)
-HEADROOM=${HEADROOM:-$here/target/release/headroom}
-command -v mbw >/dev/null || { echo "vs-mbw.sh: mbw is not installed (apt-get install -y mbw)" >&2; exit 1; }
-[ -x "$HEADROOM" ] || { echo "vs-mbw.sh: $HEADROOM is missing (cargo build --release)" >&2; exit 1; }
+. "$(dirname "$0")/common.sh"
+HEADROOM=$headroom
+need mbw mbw
+need_headroom
 
 hr=() mb=()
 for r in $(seq "$ROUNDS"); do

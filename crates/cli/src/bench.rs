@@ -730,9 +730,10 @@ fn measured_cpus(config: &Config) -> Vec<u32> {
 mod tests {
     use super::*;
     use clap::Parser;
-    use model::latency::{self, Privileges, Step};
+    use model::latency::{self, Measurement, Step};
     use model::procfs::{IrqLine, LoadAverage};
     use report::terminal::latency::render;
+    use testsupport::latency::messages;
 
     #[derive(Parser, Debug)]
     struct T {
@@ -801,31 +802,17 @@ mod tests {
     }
 
     fn fixture(name: &str) -> SystemContext {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/system")
-            .join(name);
-        system::read_context(&SysRoot::new(dir))
+        system::read_context(&testsupport::fixtures::own_root(&format!("system/{name}")))
     }
 
+    /// An empty run whose privileged steps all succeeded, or all were refused (EPERM).
     fn measurement(privileged: bool, missed: u64) -> Measurement {
-        let mut total = latency::merge(&[], 10);
-        total.missed_periods = missed;
         let step = if privileged {
             Step::Done
         } else {
             Step::Refused("EPERM".into())
         };
-        Measurement {
-            privileges: Privileges {
-                sched_fifo: step.clone(),
-                memory_locked: step.clone(),
-                cpu_dma_latency_held: step,
-            },
-            elapsed_ns: 0,
-            stopped_by: StopReason::Duration,
-            threads: Vec::new(),
-            total,
-        }
+        testsupport::latency::measurement(step, missed)
     }
 
     /// The findings of a run on `ctx` whose /proc/interrupts read `after` at the end (the
@@ -849,13 +836,6 @@ mod tests {
             }
         });
         judge::findings(config, ctx, m, &cpus, interrupts.as_ref())
-    }
-
-    fn messages(f: &[Finding]) -> String {
-        f.iter()
-            .map(|f| f.message.clone())
-            .collect::<Vec<_>>()
-            .join("\n")
     }
 
     #[test]

@@ -327,11 +327,7 @@ mod tests {
     use super::*;
 
     fn fixture(name: &str) -> SysRoot {
-        SysRoot::new(
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../tests/fixtures")
-                .join(name),
-        )
+        testsupport::fixtures::own_root(name)
     }
 
     fn strings(l: &[&str]) -> Vec<String> {

@@ -614,15 +614,12 @@ fn downgraded_marks_in_json_and_single_ended_finding() {
         class: 0x010802,
         buses: None,
         express: Some(SynthExpress {
-            port_type: PortType::Endpoint,
-            capable: LinkState::new(PcieGen::Gen3, 4),
-            status: LinkState::new(PcieGen::Gen3, 2),
-            mps_supported: 256,
-            mps: 256,
-            mrrs: 512,
             aspm_support: Aspm::default(),
-            aspm_enabled: Aspm::default(),
-            target: None,
+            ..SynthExpress::new(
+                PortType::Endpoint,
+                LinkState::new(PcieGen::Gen3, 4),
+                LinkState::new(PcieGen::Gen3, 2),
+            )
         }),
         aer_status: None,
     };

@@ -38,18 +38,8 @@ fn addr(s: &str) -> PciAddress {
 
 fn express(port_type: PortType, cap: LinkState, status: LinkState, mps: u16) -> SynthExpress {
     SynthExpress {
-        port_type,
-        capable: cap,
-        status,
-        mps_supported: 256,
         mps,
-        mrrs: 512,
-        aspm_support: Aspm {
-            l0s: true,
-            l1: true,
-        },
-        aspm_enabled: Aspm::default(),
-        target: None,
+        ..SynthExpress::new(port_type, cap, status)
     }
 }
 

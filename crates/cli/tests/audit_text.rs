@@ -6,7 +6,7 @@
 use testsupport::cmd::headroom;
 
 fn audit_text(tree: &str, color: bool) -> String {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/");
+    let root = testsupport::fixtures::own("");
     let mut cmd = headroom();
     cmd.current_dir(root).args(["audit", "--root", tree]);
     if color {

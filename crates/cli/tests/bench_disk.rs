@@ -4,24 +4,15 @@
 
 use predicates::prelude::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use testsupport::cmd::*;
-
-fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
+use testsupport::process::{is_root, output_within, signal, spawn_piped, wait_until};
 
 /// A directory on the machine's real disk (not tmpfs), so the cross-check sees a block device.
 fn disk_dir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("headroom-disk-test")
-        .tempdir_in(
-            std::env::var_os("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from),
-        )
-        .unwrap()
+    testsupport::cmd::disk_dir("headroom-disk-test")
 }
 
 fn run_json(args: &[&str], env: &[(&str, &str)]) -> Value {
@@ -120,17 +111,6 @@ fn check_result_on(doc: &Value, engine: &str, tests: usize, exact_proc_io: bool)
     }
 }
 
-const SMALL: [&str; 8] = [
-    "--size",
-    "16M",
-    "--runtime",
-    "0.3",
-    "--runs",
-    "1",
-    "--pause",
-    "0",
-];
-
 #[test]
 fn every_profile_runs_with_both_engines_and_leaves_no_file() {
     let dir = disk_dir();
@@ -145,7 +125,7 @@ fn every_profile_runs_with_both_engines_and_leaves_no_file() {
     ] {
         for engine in ["io_uring", "psync"] {
             let mut args = vec![d, "--profile", profile, "--engine", engine];
-            args.extend(SMALL);
+            args.extend(SMALL_DISK_RUN);
             let doc = run_json(&args, &[]);
             check_result(&doc, engine, tests);
             assert!(
@@ -160,7 +140,7 @@ fn every_profile_runs_with_both_engines_and_leaves_no_file() {
 fn psync_fallback_when_io_uring_is_unavailable() {
     let dir = disk_dir();
     let mut args = vec![dir.path().to_str().unwrap(), "--rw", "randrw", "--qd", "8"];
-    args.extend(SMALL);
+    args.extend(SMALL_DISK_RUN);
     let doc = run_json(&args, &[("HEADROOM_DISABLE_IO_URING", "1")]);
     check_result(&doc, "psync", 1);
     let notes = doc["notes"].to_string();
@@ -198,7 +178,7 @@ fn table_has_units_in_every_header() {
         "--profile",
         "real",
     ];
-    args.extend(SMALL);
+    args.extend(SMALL_DISK_RUN);
     let out = headroom().args(&args).output().unwrap();
     assert!(
         out.status.success(),
@@ -236,31 +216,12 @@ fn ctrl_c_removes_the_test_file() {
         .spawn()
         .unwrap();
     // Wait (bounded) for the file to exist, then a little for the run to start.
-    let t0 = Instant::now();
-    while entries(dir.path()).is_empty() && t0.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        !entries(dir.path()).is_empty(),
-        "the test file never appeared"
-    );
+    assert!(wait_for_file(dir.path()), "the test file never appeared");
     std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: sending a signal to our own child by its pid.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let t1 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if t1.elapsed() > Duration::from_secs(30) {
-            child.kill().unwrap();
-            panic!("headroom did not stop within 30 s of SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-    assert_eq!(status.code(), Some(130), "{err}");
+    signal(&child, libc::SIGINT);
+    let out = output_within(&mut child, Duration::from_secs(30));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(err.contains("interrupted"), "{err}");
     assert!(
         entries(dir.path()).is_empty(),
@@ -280,18 +241,11 @@ fn usage_error(args: &[&str], sentence: &str) {
 }
 
 fn fails_with_code(args: &[&str], sentence: &str, code: i32) {
-    let out = headroom()
-        .args(["bench", "disk"])
-        .args(args)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
-    assert!(
-        err.contains(sentence),
-        "{args:?}: expected {sentence:?} in {err}"
+    fails_saying(
+        headroom().args(["bench", "disk"]).args(args),
+        code,
+        sentence,
     );
-    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]
@@ -299,42 +253,41 @@ fn bad_flags_get_one_clear_sentence() {
     let dir = disk_dir();
     let d = dir.path().to_str().unwrap();
     // Every bad value is a usage error, exit 2 (issue 11 item 17; it was 1).
-    usage_error(
-        &[d, "--bs", "3"],
-        "--bs 3: block size must be between 512 bytes and 64 MiB",
-    );
-    usage_error(
-        &[d, "--qd", "0"],
-        "--qd 0: queue depth must be between 1 and 1024",
-    );
-    usage_error(&[d, "--bs", "4x"], "--bs 4x: unknown unit \"x\"");
-    usage_error(
-        &[d, "--size", "0.3k"],
-        "--size 0.3k: 307.2 is not a whole number",
-    );
-    usage_error(&[d, "--runtime", "5y"], "--runtime 5y: unknown unit \"y\"");
-    usage_error(&[d, "--profile", "atto"], "--profile atto: no such profile");
-    usage_error(
-        &[d, "--engine", "libaio"],
-        "--engine libaio: no such engine",
-    );
-    usage_error(
-        &[d, "--jobs", "100000"],
-        "--jobs 100000: jobs must be between 1 and",
-    );
-    usage_error(
-        &[d, "--rwmixread", "101", "--rw", "randrw"],
-        "--rwmixread 101",
-    );
-    // fio ignores rwmixread without a mix; a user who gave it meant one.
-    usage_error(
-        &[d, "--rwmixread", "70"],
-        "--rwmixread 70: only a mixed workload has a read share",
-    );
-    usage_error(
-        &[d, "--rw", "randread", "--rwmixread", "70"],
-        "--rwmixread 70: only a mixed workload has a read share",
-    );
+    let bad: [(&[&str], &str); 11] = [
+        (
+            &["--bs", "3"],
+            "--bs 3: block size must be between 512 bytes and 64 MiB",
+        ),
+        (
+            &["--qd", "0"],
+            "--qd 0: queue depth must be between 1 and 1024",
+        ),
+        (&["--bs", "4x"], "--bs 4x: unknown unit \"x\""),
+        (
+            &["--size", "0.3k"],
+            "--size 0.3k: 307.2 is not a whole number",
+        ),
+        (&["--runtime", "5y"], "--runtime 5y: unknown unit \"y\""),
+        (&["--profile", "atto"], "--profile atto: no such profile"),
+        (&["--engine", "libaio"], "--engine libaio: no such engine"),
+        (
+            &["--jobs", "100000"],
+            "--jobs 100000: jobs must be between 1 and",
+        ),
+        (&["--rwmixread", "101", "--rw", "randrw"], "--rwmixread 101"),
+        // fio ignores rwmixread without a mix; a user who gave it meant one.
+        (
+            &["--rwmixread", "70"],
+            "--rwmixread 70: only a mixed workload has a read share",
+        ),
+        (
+            &["--rw", "randread", "--rwmixread", "70"],
+            "--rwmixread 70: only a mixed workload has a read share",
+        ),
+    ];
+    for (args, sentence) in bad {
+        usage_error(&[&[d][..], args].concat(), sentence);
+    }
     fails_with(
         &["/nonexistent/dir/file"],
         "its directory /nonexistent/dir cannot be used",
@@ -410,6 +363,29 @@ fn sh(cmd: &[&str]) -> String {
 /// Undoes mounts and loop devices whatever the test's outcome.
 struct Cleanup(Vec<Vec<String>>);
 
+impl Cleanup {
+    /// A loop device over a new sparse image of `bytes` in `dir`, detached at the end.
+    fn loop_device(&mut self, dir: &Path, bytes: u64) -> String {
+        let img = dir.join("disk.img");
+        std::fs::File::create(&img).unwrap().set_len(bytes).unwrap();
+        let dev = sh(&["losetup", "-f", "--show", img.to_str().unwrap()]);
+        self.0
+            .push(vec!["losetup".into(), "-d".into(), dev.clone()]);
+        dev
+    }
+
+    /// `mount ARGS... AT`, unmounted at the end.
+    fn mount(&mut self, args: &[&str], at: &str) {
+        sh(&["mount"]
+            .iter()
+            .chain(args)
+            .chain(&[at])
+            .copied()
+            .collect::<Vec<_>>());
+        self.0.push(vec!["umount".into(), at.to_string()]);
+    }
+}
+
 impl Drop for Cleanup {
     fn drop(&mut self) {
         for cmd in self.0.iter().rev() {
@@ -449,23 +425,12 @@ fn writing_to_a_mounted_device_is_refused() {
         return;
     }
     let dir = disk_dir();
-    let img = dir.path().join("disk.img");
-    std::fs::File::create(&img)
-        .unwrap()
-        .set_len(64 << 20)
-        .unwrap();
     let mut cleanup = Cleanup(Vec::new());
-    let dev = sh(&["losetup", "-f", "--show", img.to_str().unwrap()]);
-    cleanup
-        .0
-        .push(vec!["losetup".into(), "-d".into(), dev.clone()]);
+    let dev = cleanup.loop_device(dir.path(), 64 << 20);
     sh(&["mkfs.ext4", "-q", "-F", &dev]);
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
-    sh(&["mount", &dev, mnt.to_str().unwrap()]);
-    cleanup
-        .0
-        .push(vec!["umount".into(), mnt.to_str().unwrap().to_string()]);
+    cleanup.mount(&[&dev], mnt.to_str().unwrap());
 
     fails_with(
         &[&dev, "--rw", "write", "--size", "8M"],
@@ -508,8 +473,7 @@ fn full_filesystem_is_a_clear_sentence() {
     let dir = disk_dir();
     let mut cleanup = Cleanup(Vec::new());
     let m = dir.path().to_str().unwrap();
-    sh(&["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", m]);
-    cleanup.0.push(vec!["umount".into(), m.to_string()]);
+    cleanup.mount(&["-t", "tmpfs", "-o", "size=4m", "tmpfs"], m);
     fails_with(
         &[m, "--size", "16M", "--direct", "0"],
         "only 4 MiB free on the filesystem of",
@@ -610,13 +574,11 @@ fn interrupted_run_keeps_what_it_measured() {
         .spawn()
         .unwrap();
     // The document appears after the first of the four tests; stop the run then.
-    let t0 = Instant::now();
-    while !out.exists() && t0.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(out.exists(), "no result document after the first test");
-    // SAFETY: sending a signal to our own child by its pid.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert!(
+        wait_until(Duration::from_secs(60), || out.exists()),
+        "no result document after the first test"
+    );
+    signal(&child, libc::SIGINT);
     let status = child.wait().unwrap();
     let doc: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(doc["kind"], "disk");
@@ -651,19 +613,9 @@ fn read_bytes_of(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-/// Waits (bounded) until the child exits; kills it and fails after `limit`.
-fn wait_exit(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
-    let t0 = Instant::now();
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        if t0.elapsed() > limit {
-            child.kill().unwrap();
-            panic!("headroom did not stop within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// Waits (bounded, 30 s) until a file appears in `dir`; whether one did.
+fn wait_for_file(dir: &Path) -> bool {
+    wait_until(Duration::from_secs(30), || !entries(dir).is_empty())
 }
 
 /// Issue 11 items 4 and 17: one test stopped by SIGINT or SIGTERM while it measures keeps the
@@ -676,37 +628,27 @@ fn single_test_interrupted_keeps_its_partial_measurement() {
         let out_dir = tempfile::tempdir().unwrap();
         let out = out_dir.path().join("run.json");
         let db = out_dir.path().join("history.sqlite");
-        let mut child = headroom_process()
-            .args(["--json", "bench", "disk"])
-            .arg(dir.path())
-            .args(["--rw", "randread", "--size", "16M", "--time-based"])
-            .args(["--runtime", "120", "--output"])
-            .arg(&out)
-            .arg("--db")
-            .arg(&db)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_piped(
+            headroom_process()
+                .args(["--json", "bench", "disk"])
+                .arg(dir.path())
+                .args(["--rw", "randread", "--size", "16M", "--time-based"])
+                .args(["--runtime", "120", "--output"])
+                .arg(&out)
+                .arg("--db")
+                .arg(&db),
+        );
         // The fill only writes: once the process reads, the measured run is under way.
-        let t0 = Instant::now();
-        while read_bytes_of(child.id()) == 0 && t0.elapsed() < Duration::from_secs(60) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
         assert!(
-            read_bytes_of(child.id()) > 0,
+            wait_until(Duration::from_secs(60), || read_bytes_of(child.id()) > 0),
             "the run never started reading"
         );
         std::thread::sleep(Duration::from_millis(200));
-        // SAFETY: sending a signal to our own child by its pid.
-        unsafe { libc::kill(child.id() as i32, sig) };
-        let status = wait_exit(&mut child, Duration::from_secs(60));
-        let mut stdout = Vec::new();
-        std::io::Read::read_to_end(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
-        let mut err = String::new();
-        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-        assert_eq!(status.code(), Some(code), "signal {sig}: {err}");
-        let doc: Value = serde_json::from_slice(&stdout).unwrap();
+        signal(&child, sig);
+        let output = output_within(&mut child, Duration::from_secs(60));
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "signal {sig}: {err}");
+        let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
         let saved: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
         for d in [&doc, &saved] {
             assert_eq!(d["interrupted"], true, "{d:#}");
@@ -751,8 +693,7 @@ fn output_is_checked_before_the_run_and_results_are_never_lost() {
         let ro = tempfile::tempdir().unwrap();
         let m = ro.path().to_str().unwrap();
         let mut cleanup = Cleanup(Vec::new());
-        sh(&["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", m]);
-        cleanup.0.push(vec!["umount".into(), m.to_string()]);
+        cleanup.mount(&["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs"], m);
         usage_error(
             &[d, "--output", &format!("{m}/run.json")],
             "its filesystem is read-only",
@@ -766,29 +707,21 @@ fn output_is_checked_before_the_run_and_results_are_never_lost() {
     let gone = out_dir.path().join("gone");
     std::fs::create_dir(&gone).unwrap();
     let db = out_dir.path().join("history.sqlite");
-    let mut child = headroom_process()
-        .args(["--json", "bench", "disk", d])
-        .args(["--rw", "randread", "--size", "8M", "--time-based"])
-        .args(["--runtime", "3", "--output"])
-        .arg(gone.join("run.json"))
-        .arg("--db")
-        .arg(&db)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while entries(dir.path()).is_empty() && t0.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let mut child = spawn_piped(
+        headroom_process()
+            .args(["--json", "bench", "disk", d])
+            .args(["--rw", "randread", "--size", "8M", "--time-based"])
+            .args(["--runtime", "3", "--output"])
+            .arg(gone.join("run.json"))
+            .arg("--db")
+            .arg(&db),
+    );
+    wait_for_file(dir.path());
     std::fs::remove_dir(&gone).unwrap();
-    let status = wait_exit(&mut child, Duration::from_secs(120));
-    let mut stdout = Vec::new();
-    std::io::Read::read_to_end(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-    assert_eq!(status.code(), Some(1), "{err}");
-    let doc: Value = serde_json::from_slice(&stdout).unwrap();
+    let output = output_within(&mut child, Duration::from_secs(120));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
     check_result(&doc, "io_uring", 1);
     assert!(err.contains("cannot write the result to"), "{err}");
     for line in err.lines() {
@@ -819,16 +752,8 @@ fn dev_paths_must_be_block_devices_and_bare_names_mean_devices() {
         return;
     }
     let dir = disk_dir();
-    let img = dir.path().join("disk.img");
-    std::fs::File::create(&img)
-        .unwrap()
-        .set_len(16 << 20)
-        .unwrap();
     let mut cleanup = Cleanup(Vec::new());
-    let dev = sh(&["losetup", "-f", "--show", img.to_str().unwrap()]);
-    cleanup
-        .0
-        .push(vec!["losetup".into(), "-d".into(), dev.clone()]);
+    let dev = cleanup.loop_device(dir.path(), 16 << 20);
     let name = dev.trim_start_matches("/dev/");
     let cwd = disk_dir();
     let doc = json_of(
@@ -860,10 +785,7 @@ fn stale_test_file_of_a_killed_run_is_removed() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while entries(dir.path()).is_empty() && t0.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_file(dir.path());
     child.kill().unwrap(); // SIGKILL: no handler runs
     child.wait().unwrap();
     let stale = entries(dir.path());

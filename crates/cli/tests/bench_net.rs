@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 use testsupport::cmd::*;
 use testsupport::net::{free_port, wait_listening};
+use testsupport::process::{is_root, on_path, output_within, signal, spawn_piped};
 
 /// A process killed (and reaped) when dropped.
 struct Guard(Child);
@@ -31,87 +32,46 @@ impl Drop for Guard {
 impl Guard {
     /// Wait (bounded) for the process to exit; its output.
     fn output_within(mut self, limit: Duration) -> (Option<i32>, String, String) {
-        let until = Instant::now() + limit;
-        loop {
-            if let Some(st) = self.0.try_wait().unwrap() {
-                let mut out = String::new();
-                let mut err = String::new();
-                if let Some(mut o) = self.0.stdout.take() {
-                    o.read_to_string(&mut out).unwrap();
-                }
-                if let Some(mut e) = self.0.stderr.take() {
-                    e.read_to_string(&mut err).unwrap();
-                }
-                return (st.code(), out, err);
-            }
-            assert!(
-                Instant::now() < until,
-                "the process did not end within {limit:?}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let out = output_within(&mut self.0, limit);
+        (
+            out.status.code(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
     }
 }
 
 fn spawn(mut c: Command) -> Guard {
-    Guard(
-        c.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    )
-}
-
-fn have(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
+    Guard(spawn_piped(c.stdin(Stdio::null())))
 }
 
 /// Whether a test that needs `what` may run: a note and `false` when it may not, a failure
 /// under CI=true (where everything must run).
 fn may_run(ok: bool, what: &str) -> bool {
-    if ok {
-        return true;
+    if !ok {
+        testsupport::fixtures::skip(&format!("{what} is missing"));
     }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{what} is missing under CI"
-    );
-    eprintln!("note: skipped: {what} is missing");
-    false
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    ok
 }
 
 fn headroom_cmd() -> Command {
     headroom_process()
 }
 
-/// A headroom server for one test on `port` of loopback (`bench net -s -1 -p PORT
-/// --no-save` and `extra`), once it listens.
+/// [`testsupport::net::one_off_server`], killed when dropped.
 fn one_off_server(port: u16, extra: &[&str]) -> Guard {
-    let mut s = headroom_cmd();
-    s.args([
-        "bench",
-        "net",
-        "-s",
-        "-1",
-        "-p",
-        &port.to_string(),
-        "--no-save",
-    ])
-    .args(extra);
-    let server = spawn(s);
-    wait_listening(port);
-    server
+    Guard(testsupport::net::one_off_server(port, extra))
+}
+
+/// A headroom client of the server on `port` of loopback for `seconds`, with `extra` flags
+/// and `--no-save`, in the background.
+fn background_client(port: u16, seconds: &str, extra: &[&str]) -> Guard {
+    let mut c = headroom_cmd();
+    c.args(["bench", "net", "127.0.0.1", "-p", &port.to_string()])
+        .args(["-t", seconds])
+        .args(extra)
+        .arg("--no-save");
+    spawn(c)
 }
 
 /// A headroom client of the server on `port` of loopback for `seconds`, with `extra` flags,
@@ -183,13 +143,20 @@ const CASES: [&[&str]; 6] = [
     &["-u", "-b", "20M", "--bidir"],
 ];
 
-#[test]
-fn headroom_client_against_iperf3_server() {
-    if !may_run(have("iperf3"), "iperf3") {
+/// Runs `test` on each of the CASES with a free loopback port; skipped with a note (a
+/// failure under CI) without iperf3.
+fn with_iperf3_per_case(test: impl Fn(&[&str], u16)) {
+    if !may_run(on_path("iperf3"), "iperf3") {
         return;
     }
     for case in CASES {
-        let port = free_port();
+        test(case, free_port());
+    }
+}
+
+#[test]
+fn headroom_client_against_iperf3_server() {
+    with_iperf3_per_case(|case, port| {
         let mut s = Command::new("iperf3");
         s.args(["-s", "-1", "-p", &port.to_string()]);
         let _server = spawn(s);
@@ -216,16 +183,12 @@ fn headroom_client_against_iperf3_server() {
             .as_str()
             .unwrap()
             .contains("loopback"));
-    }
+    });
 }
 
 #[test]
 fn iperf3_client_against_headroom_server() {
-    if !may_run(have("iperf3"), "iperf3") {
-        return;
-    }
-    for case in CASES {
-        let port = free_port();
+    with_iperf3_per_case(|case, port| {
         let server = one_off_server(port, &["--json"]);
         let client = Command::new("iperf3")
             .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "2", "-J"])
@@ -263,7 +226,7 @@ fn iperf3_client_against_headroom_server() {
                 "{case:?}: iperf3 says the server received {theirs}, headroom {ours}"
             );
         }
-    }
+    });
 }
 
 /// Network namespaces named for this test, deleted on drop (after the guards of the
@@ -309,7 +272,7 @@ fn in_ns(ns: &str) -> Command {
 
 fn netns_ok() -> bool {
     may_run(
-        is_root() && have("ip") && have("tc"),
+        is_root() && on_path("ip") && on_path("tc"),
         "root with ip and tc (network namespaces)",
     )
 }
@@ -346,24 +309,31 @@ fn shaped_run(a: &str, b: &str, timestamps: u32) -> Value {
             "ip netns exec {ns} sysctl -qw net.ipv4.tcp_timestamps={timestamps}"
         ));
     }
+    let client = ["10.77.0.2", "-t", "5", "-O", "1"];
+    client_against_server(a, &client, b, &["-1"], Duration::from_secs(40))
+}
+
+/// `bench net CLIENT --json --no-save` in namespace `a` against `bench net -s SERVER
+/// --no-save --json` in namespace `b`; the client's document (it must succeed within
+/// `limit`).
+fn client_against_server(
+    a: &str,
+    client: &[&str],
+    b: &str,
+    server: &[&str],
+    limit: Duration,
+) -> Value {
     let mut s = in_ns(b);
-    s.args(["bench", "net", "-s", "-1", "--no-save", "--json"]);
+    s.args(["bench", "net", "-s"])
+        .args(server)
+        .args(["--no-save", "--json"]);
     let _server = spawn(s);
     std::thread::sleep(Duration::from_millis(300));
     let mut c = in_ns(a);
-    c.args([
-        "bench",
-        "net",
-        "10.77.0.2",
-        "-t",
-        "5",
-        "-O",
-        "1",
-        "--json",
-        "--no-save",
-    ]);
-    let client = spawn(c);
-    let (code, out, err) = client.output_within(Duration::from_secs(40));
+    c.args(["bench", "net"])
+        .args(client)
+        .args(["--json", "--no-save"]);
+    let (code, out, err) = spawn(c).output_within(limit);
     assert_eq!(code, Some(0), "{err}");
     serde_json::from_str(&out).unwrap()
 }
@@ -431,14 +401,7 @@ fn find_rate_through_a_routed_bottleneck() {
     sh(&format!(
         "ip netns exec {r} tc qdisc add dev vrb root tbf rate 50mbit burst 32kb latency 20ms overhead 24"
     ));
-    let mut s = in_ns(b);
-    s.args(["bench", "net", "-s", "--no-save", "--json"]);
-    let _server = spawn(s);
-    std::thread::sleep(Duration::from_millis(300));
-    let mut c = in_ns(a);
-    c.args([
-        "bench",
-        "net",
+    let client = [
         "10.78.2.2",
         "-u",
         "-l",
@@ -448,12 +411,8 @@ fn find_rate_through_a_routed_bottleneck() {
         "--find-rate",
         "-t",
         "2",
-        "--json",
-        "--no-save",
-    ]);
-    let (code, out, err) = spawn(c).output_within(Duration::from_secs(90));
-    assert_eq!(code, Some(0), "{err}");
-    let doc: Value = serde_json::from_str(&out).unwrap();
+    ];
+    let doc = client_against_server(a, &client, b, &[], Duration::from_secs(90));
     let found = doc["find_rate"]["rate_bits_per_sec"].as_f64().unwrap();
     // 1448 B datagrams: 20 + 8 + 1448 B of IP, + 14 B MAC header + 24 B overhead per packet.
     let shaped = 50e6 * 1448.0 / 1514.0;
@@ -508,14 +467,11 @@ fn bad_input_gets_one_sentence() {
         (&["-u", "-l", "4"][..], "give 12 to 65507"),
         (&["--find-rate"][..], "add -u"),
     ] {
-        let out = headroom()
-            .args(["bench", "net", "127.0.0.1"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(says), "{args:?}: {err}");
+        fails_saying(
+            headroom().args(["bench", "net", "127.0.0.1"]).args(args),
+            2,
+            says,
+        );
     }
     let out = headroom().args(["bench", "net"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -572,21 +528,7 @@ fn server_survives_misbehaving_clients_and_refuses_a_second_server() {
     drop(TcpStream::connect(&addr).unwrap());
 
     // The server still serves a real test, and refuses a second client during it.
-    let client = spawn({
-        let mut c = headroom_cmd();
-        c.args([
-            "bench",
-            "net",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-t",
-            "3",
-            "--json",
-            "--no-save",
-        ]);
-        c
-    });
+    let client = background_client(port, "3", &["--json"]);
     std::thread::sleep(Duration::from_millis(1500));
     let busy = loopback_client(port, "1", &[]);
     assert_eq!(busy.status.code(), Some(1));
@@ -601,20 +543,7 @@ fn server_survives_misbehaving_clients_and_refuses_a_second_server() {
 fn a_server_killed_mid_test_ends_the_client_with_a_sentence() {
     let port = free_port();
     let server = one_off_server(port, &[]);
-    let client = spawn({
-        let mut c = headroom_cmd();
-        c.args([
-            "bench",
-            "net",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-t",
-            "30",
-            "--no-save",
-        ]);
-        c
-    });
+    let client = background_client(port, "30", &[]);
     std::thread::sleep(Duration::from_millis(1500));
     drop(server); // SIGKILL
     let (code, _, err) = client.output_within(Duration::from_secs(20));
@@ -633,24 +562,9 @@ fn a_server_killed_mid_test_ends_the_client_with_a_sentence() {
 fn ctrl_c_keeps_the_partial_result() {
     let port = free_port();
     let _server = one_off_server(port, &[]);
-    let client = spawn({
-        let mut c = headroom_cmd();
-        c.args([
-            "bench",
-            "net",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-t",
-            "30",
-            "--json",
-            "--no-save",
-        ]);
-        c
-    });
+    let client = background_client(port, "30", &["--json"]);
     std::thread::sleep(Duration::from_millis(2500));
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe { libc::kill(client.0.id() as i32, libc::SIGINT) };
+    signal(&client.0, libc::SIGINT);
     let (code, out, err) = client.output_within(Duration::from_secs(20));
     assert_eq!(code, Some(130), "{err}");
     let doc: Value = serde_json::from_str(&out).unwrap();

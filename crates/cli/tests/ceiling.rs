@@ -305,10 +305,8 @@ fn ethernet_json_names_bits_and_bytes() {
 fn output_names_the_documents_not_our_notes() {
     // Issue 11 item 19: "seed" is a word of headroom's own notes; users read the name of the
     // document (the Rockchip PCIe guide).
-    let tree = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/fixtures/sysfs/sd-nvme-downgraded-sata"
-    );
+    let tree = testsupport::fixtures::own("sysfs/sd-nvme-downgraded-sata");
+    let tree = tree.to_str().unwrap();
     let runs: [&[&str]; 8] = [
         &["ceiling", "pcie", "--gen", "3", "--lanes", "1"],
         &["--json", "ceiling", "pcie", "--gen", "3", "--lanes", "1"],

@@ -4,16 +4,12 @@
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
 use serde_json::Value;
-use std::path::PathBuf;
 use std::process::Command as Std;
 use testsupport::cmd::*;
+use testsupport::process::{signal, wait_exit};
 
 fn fixture(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(name)
-        .display()
-        .to_string()
+    testsupport::fixtures::own(name).display().to_string()
 }
 
 fn bin() -> String {
@@ -27,15 +23,10 @@ fn bin() -> String {
 fn count_json(args: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("count.json");
-    let out = headroom()
-        .args(["--json", "count", "-o", file.to_str().unwrap()])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
+    output_ok(
+        headroom()
+            .args(["--json", "count", "-o", file.to_str().unwrap()])
+            .args(args),
     );
     serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap()
 }
@@ -47,11 +38,7 @@ fn have_perf() -> bool {
         .is_ok_and(|o| o.status.success());
     if !ok {
         // CI installs it (.ci/run): there a missing perf is a failure, not a skip.
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "perf (linux-perf) is not installed"
-        );
-        eprintln!("skipped: perf (linux-perf) is not installed");
+        testsupport::fixtures::skip("perf (linux-perf) is not installed");
     }
     ok
 }
@@ -94,31 +81,26 @@ fn software_events_agree_with_perf_stat() {
     // headroom's own few milliseconds and switches, under 1 % of a 200k-switch workload.
     let dir = tempfile::tempdir().unwrap();
     let ours_file = dir.path().join("ours.csv");
-    let out = Std::new("perf")
-        .args([
-            "stat",
-            "-x,",
-            "-e",
-            "task-clock,context-switches",
-            "--",
-            &bin(),
-        ])
-        .args([
-            "count",
-            "--no-save",
-            "-x,",
-            "-o",
-            ours_file.to_str().unwrap(),
-        ])
-        .args(["-e", "task-clock,context-switches", "--"])
-        .args(["perf", "bench", "sched", "pipe", "-l", "200000"])
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = output_ok(
+        assert_cmd::Command::new("perf")
+            .args([
+                "stat",
+                "-x,",
+                "-e",
+                "task-clock,context-switches",
+                "--",
+                &bin(),
+            ])
+            .args([
+                "count",
+                "--no-save",
+                "-x,",
+                "-o",
+                ours_file.to_str().unwrap(),
+            ])
+            .args(["-e", "task-clock,context-switches", "--"])
+            .args(["perf", "bench", "sched", "pipe", "-l", "200000"])
+            .env("NO_COLOR", "1"),
     );
     let ours = csv_values(&std::fs::read_to_string(&ours_file).unwrap());
     let perf = csv_values(&String::from_utf8_lossy(&out.stderr));
@@ -148,12 +130,11 @@ fn page_faults_and_a_syscall_tracepoint_match_perf_stat() {
         .args(workload)
         .output()
         .unwrap();
-    let h = headroom()
-        .args(["count", "-x,", "-e", events, "--"])
-        .args(workload)
-        .output()
-        .unwrap();
-    assert!(h.status.success(), "{}", String::from_utf8_lossy(&h.stderr));
+    let h = output_ok(
+        headroom()
+            .args(["count", "-x,", "-e", events, "--"])
+            .args(workload),
+    );
     let perf = csv_values(&String::from_utf8_lossy(&p.stderr));
     let ours = csv_values(&String::from_utf8_lossy(&h.stderr));
     within_1_percent(
@@ -172,10 +153,7 @@ fn page_faults_and_a_syscall_tracepoint_match_perf_stat() {
 #[test]
 fn a_block_tracepoint_counts_the_disk_benchmarks_requests() {
     // A file on the real disk (not tmpfs) read with O_DIRECT 4 KiB at QD1: one request each.
-    let dir = tempfile::Builder::new()
-        .prefix("headroom-count-test")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
+    let dir = disk_dir("headroom-count-test");
     let file = dir.path().join("data.bin");
     std::fs::write(&file, vec![0x5a; 4 << 20]).unwrap();
     // Written back before the count: an O_DIRECT read of a file with dirty pages in the
@@ -206,22 +184,19 @@ fn a_block_tracepoint_counts_the_disk_benchmarks_requests() {
         .status()
         .unwrap();
     assert!(warm.success());
-    let h = headroom()
-        .args([
-            "count",
-            "-x,",
-            "-e",
-            "block:block_getrq",
-            "-e",
-            "major-faults",
-            "--",
-            "sh",
-            "-c",
-            &bench,
-        ])
-        .output()
-        .unwrap();
-    assert!(h.status.success(), "{}", String::from_utf8_lossy(&h.stderr));
+    // The same events of the same command, counted by headroom and by perf.
+    let counted = [
+        "-x,",
+        "-e",
+        "block:block_getrq",
+        "-e",
+        "major-faults",
+        "--",
+        "sh",
+        "-c",
+        &bench,
+    ];
+    let h = output_ok(headroom().arg("count").args(counted));
     let rows = csv_values(&String::from_utf8_lossy(&h.stderr));
     let requests = value_of(&rows, "block:block_getrq");
     // A page of the programs evicted by other work on the machine comes back as a major fault,
@@ -236,21 +211,7 @@ fn a_block_tracepoint_counts_the_disk_benchmarks_requests() {
         "{requests} requests for {ios} I/Os and {faults} major faults"
     );
     if have_perf() {
-        let p = Std::new("perf")
-            .args([
-                "stat",
-                "-x,",
-                "-e",
-                "block:block_getrq",
-                "-e",
-                "major-faults",
-                "--",
-                "sh",
-                "-c",
-                &bench,
-            ])
-            .output()
-            .unwrap();
+        let p = Std::new("perf").arg("stat").args(counted).output().unwrap();
         let rows = csv_values(&String::from_utf8_lossy(&p.stderr));
         let perf = value_of(&rows, "block:block_getrq");
         let perf_faults = value_of(&rows, "major-faults");
@@ -266,12 +227,7 @@ fn a_block_tracepoint_counts_the_disk_benchmarks_requests() {
 
 #[test]
 fn not_supported_and_csv_lines_are_perfs() {
-    let h = headroom()
-        .args(["count", "-x,", "-e", "cycles,cs", "--", "true"])
-        .output()
-        .unwrap();
-    assert!(h.status.success());
-    let text = String::from_utf8_lossy(&h.stderr).into_owned();
+    let text = stderr_of(headroom().args(["count", "-x,", "-e", "cycles,cs", "--", "true"]));
     // No hardware PMU in this VM: perf prints `<not supported>,,cycles,0,100.00,,`.
     assert!(
         text.starts_with("<not supported>,,cycles,0,100.00,,\n"),
@@ -281,11 +237,7 @@ fn not_supported_and_csv_lines_are_perfs() {
         text.lines().nth(1).unwrap().ends_with(",,cs,") || text.contains(",,cs,"),
         "{text}"
     );
-    let t = headroom()
-        .args(["count", "-e", "cycles", "--", "true"])
-        .output()
-        .unwrap();
-    let t = String::from_utf8_lossy(&t.stderr).into_owned();
+    let t = stderr_of(headroom().args(["count", "-e", "cycles", "--", "true"]));
     assert!(t.contains(" Performance counter stats for 'true':"), "{t}");
     assert!(t.contains("   <not supported>      cycles"), "{t}");
     assert!(t.contains(" seconds time elapsed"), "{t}");
@@ -356,57 +308,35 @@ fn the_commands_stdout_stays_its_own_and_report_reads_the_document() {
     let b = dir.path().join("b.json");
     std::fs::write(&a, &out.stderr).unwrap();
     std::fs::write(&b, &out.stderr).unwrap();
-    let md = headroom()
-        .args(["report", "--md"])
-        .arg(&a)
-        .output()
-        .unwrap();
-    let md = String::from_utf8_lossy(&md.stdout).into_owned();
+    let md = report_md(&a);
     assert!(md.contains("### Counters"), "{md}");
     assert!(md.contains("| task-clock |"), "{md}");
     let db = dir.path().join("history.sqlite");
-    let kept = headroom()
-        .args([
-            "count",
-            "--db",
-            db.to_str().unwrap(),
-            "-e",
-            "cs,page-faults",
-            "--",
-            "true",
-        ])
-        .output()
-        .unwrap();
-    assert!(kept.status.success());
-    let h = headroom()
-        .args(["history", "--db", db.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let h = String::from_utf8_lossy(&h.stdout).into_owned();
+    let db = db.to_str().unwrap();
+    output_ok(headroom().args(["count", "--db", db, "-e", "cs,page-faults", "--", "true"]));
+    let h = String::from_utf8(stdout_of(headroom().args(["history", "--db", db]))).unwrap();
     assert!(h.contains("count (2 events)") && h.contains("cs: "), "{h}");
-    let cmp = headroom().arg("compare").arg(&a).arg(&b).output().unwrap();
-    assert!(
-        cmp.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cmp.stderr)
-    );
-    let cmp = String::from_utf8_lossy(&cmp.stdout).into_owned();
+    let cmp = String::from_utf8(stdout_of(headroom().arg("compare").arg(&a).arg(&b))).unwrap();
     assert!(cmp.contains("| cs (count) |"), "{cmp}");
     assert!(cmp.contains("task-clock (msec)"), "{cmp}");
 }
 
-#[test]
-fn interrupts_per_second_of_a_device() {
-    // The VM's disk: virtio-blk at the PCI function behind /sys/block/vda.
+/// The PCI address of the VM's disk (virtio-blk, the function behind /sys/block/vda); `None`
+/// with a note where there is none.
+fn vda_pci_address() -> Option<String> {
     let Ok(dev) = std::fs::canonicalize("/sys/block/vda/device/..") else {
         eprintln!("skipped: no /sys/block/vda");
+        return None;
+    };
+    Some(dev.file_name()?.to_string_lossy().into_owned())
+}
+
+#[test]
+fn interrupts_per_second_of_a_device() {
+    let Some(bdf) = vda_pci_address() else {
         return;
     };
-    let bdf = dev.file_name().unwrap().to_string_lossy().into_owned();
-    let dir = tempfile::Builder::new()
-        .prefix("headroom-count-irq")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
+    let dir = disk_dir("headroom-count-irq");
     let file = dir.path().join("d.bin");
     std::fs::write(&file, vec![1u8; 1 << 20]).unwrap();
     let input = format!("if={}", file.display());
@@ -470,17 +400,9 @@ fn list_joins_pcie_pmus_to_root_ports() {
 
 #[test]
 fn a_root_port_without_pmu_gets_a_finding() {
-    let out = headroom()
-        .args([
-            "count",
-            "--list",
-            "--root",
-            &fixture("sysfs/sd-nvme-downgraded-sata"),
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let t = String::from_utf8_lossy(&out.stdout).into_owned();
+    let root = fixture("sysfs/sd-nvme-downgraded-sata");
+    let t = stdout_of(headroom().args(["count", "--list", "--root", &root]));
+    let t = String::from_utf8_lossy(&t);
     assert!(
         t.contains("root port 0000:00:1c.0: no PMU counts this root port's traffic"),
         "{t}"
@@ -489,108 +411,82 @@ fn a_root_port_without_pmu_gets_a_finding() {
 }
 
 fn fails_with(args: &[&str], code: i32, sentence: &str) {
-    let out = headroom().args(args).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
-    assert!(err.contains(sentence), "{args:?}: {err}");
-    assert!(!err.contains("panicked"), "{err}");
+    let err = fails_saying(headroom().args(args), code, sentence);
     assert_eq!(err.lines().count(), 1, "one sentence: {err}");
 }
 
 #[test]
 fn bad_input_in_perfs_words() {
     let dwc = fixture("pmu-dwc-rootport");
-    fails_with(
-        &["count", "-e", "foo/bar/", "--", "true"],
-        2,
-        "event syntax error: 'foo/bar/': Cannot find PMU `foo'. Missing kernel support?",
-    );
-    fails_with(
-        &["count", "-e", "software/bar/", "--", "true"],
-        2,
-        "unknown term 'bar' for pmu 'software'",
-    );
-    fails_with(
-        &["count", "-e", "block:nosuch", "--", "true"],
-        2,
-        "unknown tracepoint",
-    );
-    fails_with(
-        &["count", "-e", "nosuchevent", "--", "true"],
-        2,
-        "parser error",
-    );
-    fails_with(
-        &[
-            "count",
-            "--root",
-            &dwc,
-            "-e",
-            "dwc_rootport_3018/rx_memory_read,lane=256/",
-            "--",
-            "true",
-        ],
-        2,
-        "value too big for format (lane), maximum is 255",
-    );
-    fails_with(
-        &[
-            "count",
-            "--root",
-            &dwc,
-            "-e",
-            "dwc_rootport_3018/rx_memory_read/",
-            "--",
-            "true",
-        ],
-        2,
-        "Required parameter 'lane' not specified",
-    );
-    fails_with(
-        &[
-            "count",
-            "--root",
-            &dwc,
-            "-e",
-            "dwc_rootport_3018/Rx_PCIe_TLP_Data_Payload,eventid=0x10000/",
-            "--",
-            "true",
-        ],
-        2,
-        "value too big for format (eventid), maximum is 65535",
-    );
-    fails_with(&["count", "-e", "cs"], 2, "give a command after --");
-    fails_with(
-        &["count", "-I", "5", "-e", "cs", "--", "true"],
-        2,
-        "at least 10 ms",
-    );
-    fails_with(
-        &["count", "-C", "x", "-e", "cs", "--", "true"],
-        2,
-        "-C x: not a CPU list",
-    );
-    fails_with(
-        &["count", "--root", "no/such/dir", "--list"],
-        2,
-        "--root no/such/dir: no such directory",
-    );
-    fails_with(
-        &["count", "-e", "cs", "--irq", "0000:99:00.0", "--", "true"],
-        2,
-        "no PCI device 0000:99:00.0",
-    );
-    fails_with(
-        &["count", "-e", "cs", "--", "no-such-command-h7"],
-        127,
-        "Workload failed: `no-such-command-h7`: command not found",
-    );
+    let on_dwc =
+        |event: &'static str| -> Vec<&str> { vec!["--root", &dwc, "-e", event, "--", "true"] };
+    let bad: [(Vec<&str>, i32, &str); 13] = [
+        (
+            vec!["-e", "foo/bar/", "--", "true"],
+            2,
+            "event syntax error: 'foo/bar/': Cannot find PMU `foo'. Missing kernel support?",
+        ),
+        (
+            vec!["-e", "software/bar/", "--", "true"],
+            2,
+            "unknown term 'bar' for pmu 'software'",
+        ),
+        (
+            vec!["-e", "block:nosuch", "--", "true"],
+            2,
+            "unknown tracepoint",
+        ),
+        (vec!["-e", "nosuchevent", "--", "true"], 2, "parser error"),
+        (
+            on_dwc("dwc_rootport_3018/rx_memory_read,lane=256/"),
+            2,
+            "value too big for format (lane), maximum is 255",
+        ),
+        (
+            on_dwc("dwc_rootport_3018/rx_memory_read/"),
+            2,
+            "Required parameter 'lane' not specified",
+        ),
+        (
+            on_dwc("dwc_rootport_3018/Rx_PCIe_TLP_Data_Payload,eventid=0x10000/"),
+            2,
+            "value too big for format (eventid), maximum is 65535",
+        ),
+        (vec!["-e", "cs"], 2, "give a command after --"),
+        (
+            vec!["-I", "5", "-e", "cs", "--", "true"],
+            2,
+            "at least 10 ms",
+        ),
+        (
+            vec!["-C", "x", "-e", "cs", "--", "true"],
+            2,
+            "-C x: not a CPU list",
+        ),
+        (
+            vec!["--root", "no/such/dir", "--list"],
+            2,
+            "--root no/such/dir: no such directory",
+        ),
+        (
+            vec!["-e", "cs", "--irq", "0000:99:00.0", "--", "true"],
+            2,
+            "no PCI device 0000:99:00.0",
+        ),
+        (
+            vec!["-e", "cs", "--", "no-such-command-h7"],
+            127,
+            "Workload failed: `no-such-command-h7`: command not found",
+        ),
+    ];
+    for (args, code, sentence) in bad {
+        fails_with(&[&["count"][..], &args].concat(), code, sentence);
+    }
 }
 
 #[test]
 fn no_permission_says_what_to_do() {
-    // SAFETY: geteuid cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = testsupport::process::is_root();
     let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .ok()
         .and_then(|s| s.trim().parse().ok())
@@ -620,15 +516,10 @@ fn no_permission_says_what_to_do() {
 
 #[test]
 fn bench_disk_reports_the_interrupts_of_its_path() {
-    let Ok(dev) = std::fs::canonicalize("/sys/block/vda/device/..") else {
-        eprintln!("skipped: no /sys/block/vda");
+    let Some(bdf) = vda_pci_address() else {
         return;
     };
-    let bdf = dev.file_name().unwrap().to_string_lossy().into_owned();
-    let dir = tempfile::Builder::new()
-        .prefix("headroom-count-bench")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
+    let dir = disk_dir("headroom-count-bench");
     let file = dir.path().join("data.bin");
     std::fs::write(&file, vec![7u8; 4 << 20]).unwrap();
     let doc = json_of(
@@ -667,12 +558,7 @@ fn bench_disk_reports_the_interrupts_of_its_path() {
     // The report carries the counter column.
     let saved = dir.path().join("disk.json");
     std::fs::write(&saved, doc.to_string()).unwrap();
-    let md = headroom()
-        .args(["report", "--md"])
-        .arg(&saved)
-        .output()
-        .unwrap();
-    let md = String::from_utf8_lossy(&md.stdout).into_owned();
+    let md = report_md(&saved);
     assert!(md.contains(&format!("| interrupts of {bdf} |")), "{md}");
 }
 
@@ -680,25 +566,13 @@ fn bench_disk_reports_the_interrupts_of_its_path() {
 fn a_pmu_that_vanished_is_one_sentence_and_the_rest_is_counted() {
     // The fixture lists dwc_rootport_3018 (type 12); this kernel has no such PMU, as after
     // the driver is unloaded between listing and counting.
-    let out = headroom()
-        .args([
-            "count",
-            "--root",
-            &fixture("pmu-dwc-rootport"),
-            "-C",
-            "0",
-            "-x,",
-        ])
-        .args([
-            "-e",
-            "dwc_rootport_3018/Rx_PCIe_TLP_Data_Payload/,cs",
-            "--",
-            "true",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let root = fixture("pmu-dwc-rootport");
+    let err = stderr_of(
+        headroom()
+            .args(["count", "--root", &root, "-C", "0", "-x,"])
+            .args(["-e", "dwc_rootport_3018/Rx_PCIe_TLP_Data_Payload/,cs"])
+            .args(["--", "true"]),
+    );
     assert!(
         err.contains("the running kernel has no PMU dwc_rootport_3018 of type 12 (it vanished"),
         "{err}"
@@ -723,19 +597,8 @@ fn ctrl_c_ends_a_system_wide_count_with_its_numbers() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
-    // SAFETY: signalling our own child by its pid.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let start = std::time::Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed().as_secs() > 30 {
-            child.kill().unwrap();
-            panic!("headroom count -a did not stop on SIGINT");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    signal(&child, libc::SIGINT);
+    let status = wait_exit(&mut child, std::time::Duration::from_secs(30));
     assert_eq!(status.code(), Some(130));
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(

@@ -11,7 +11,7 @@
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::process::Output;
-use testsupport::cmd::headroom_process;
+use testsupport::cmd::{disk_dir, headroom_process, SMALL_DISK_RUN};
 
 /// io_uring_setup's number: 425 on every architecture since Linux 5.1
 /// (include/uapi/asm-generic/unistd.h, arch/x86/entry/syscalls/syscall_64.tbl).
@@ -66,24 +66,12 @@ fn filter(errno: i32) -> Vec<libc::sock_filter> {
 /// Run `headroom --json bench disk DIR ARGS` with io_uring_setup failing with `errno`.
 fn bench_disk_without_io_uring(errno: i32, extra: &[&str]) -> (Output, tempfile::TempDir) {
     // On the target dir's filesystem (not a tmpfs /tmp): O_DIRECT must work.
-    let dir = tempfile::Builder::new()
-        .prefix("headroom-no-uring")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
+    let dir = disk_dir("headroom-no-uring");
     let program = filter(errno);
     let mut cmd = headroom_process();
     cmd.args(["--json", "bench", "disk"])
         .arg(dir.path())
-        .args([
-            "--size",
-            "16M",
-            "--runtime",
-            "0.3",
-            "--runs",
-            "1",
-            "--pause",
-            "0",
-        ])
+        .args(SMALL_DISK_RUN)
         .args(["--no-save"])
         .args(extra);
     // SAFETY: between fork and exec only prctl(2) runs (async-signal-safe, no allocation:

@@ -7,9 +7,8 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use testsupport::cmd::*;
-use testsupport::net::{free_port, wait_listening};
+use testsupport::net::{free_port, one_off_server};
 
 fn tree(name: &str) -> PathBuf {
     testsupport::fixtures::own(&format!("sysfs/{name}"))
@@ -63,23 +62,9 @@ fn one_spelling(what: &str, doc: &Value) {
 /// `bench net` against its own server on loopback, UDP at a set rate (every rate field is
 /// filled): (client document, server document).
 fn net_documents() -> (Value, Value) {
-    let port = free_port().to_string();
-    let server = headroom_process()
-        .args([
-            "bench",
-            "net",
-            "-s",
-            "-1",
-            "-p",
-            &port,
-            "--no-save",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_listening(port.parse().expect("a port number"));
+    let port = free_port();
+    let server = one_off_server(port, &["--json"]);
+    let port = port.to_string();
     let client = json_of(headroom().args([
         "bench",
         "net",
@@ -169,16 +154,11 @@ fn every_kind_of_document_spells_rates_one_way() {
         ),
     );
     let count = d.join("count.json");
-    let out = headroom()
-        .args(["--json", "count", "-o"])
-        .arg(&count)
-        .args(["-e", "task-clock", "--", "true"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    output_ok(
+        headroom()
+            .args(["--json", "count", "-o"])
+            .arg(&count)
+            .args(["-e", "task-clock", "--", "true"]),
     );
     put(
         "count",
@@ -260,16 +240,7 @@ fn documents_in_the_old_spelling_read_the_same() {
         let old_md = strip(report_md(&old_file), &old_file);
         assert_eq!(old_md, new_md, "{name}");
         // compare puts an old and a new document side by side without a gap.
-        let cmp = headroom()
-            .arg("compare")
-            .args([&old_file, &new_file])
-            .output()
-            .unwrap();
-        assert!(
-            cmp.status.success(),
-            "{}",
-            String::from_utf8_lossy(&cmp.stderr)
-        );
+        output_ok(headroom().arg("compare").args([&old_file, &new_file]));
     }
     // The path's ceiling (8 GT/s x1, effective write) is in the old document's report too.
     let md = report_md(&dir.path().join("path-old.json"));

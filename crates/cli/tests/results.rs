@@ -280,19 +280,12 @@ fn an_empty_text_file_is_not_made_a_history() {
         vec!["history"],
         vec!["history", "add", result("rpi5-gen2.json").to_str().unwrap()],
     ] {
-        let out = headroom()
-            .args(&args)
-            .arg("--db")
-            .arg(&db)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(
-            err.contains("is not a headroom history (it is an empty file, not an SQLite database)"),
-            "{err}"
+        let err = fails_saying(
+            headroom().args(&args).arg("--db").arg(&db),
+            1,
+            "is not a headroom history (it is an empty file, not an SQLite database)",
         );
+        assert_eq!(err.lines().count(), 1, "{err}");
     }
     assert_eq!(std::fs::metadata(&db).unwrap().len(), 0);
 }
@@ -388,28 +381,18 @@ fn interrupted_runs_are_marked_in_the_listing() {
 /// skipped with a note.
 #[test]
 fn a_history_on_a_read_only_filesystem_can_be_listed() {
-    let dir = tempfile::tempdir().unwrap();
-    let mnt = dir.path();
-    let mount = |args: &[&str]| {
-        std::process::Command::new("mount")
-            .args(args)
-            .arg(mnt)
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if !mount(&["-t", "tmpfs", "-o", "size=8m", "tmpfs"]) {
-        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
-        return;
-    }
-    let db = mnt.join("h.sqlite");
-    let result = std::panic::catch_unwind(|| {
+    testsupport::mount::on_tmpfs(|mnt| {
+        let db = mnt.join("h.sqlite");
         headroom()
             .args(["history", "add", "--db"])
             .arg(&db)
             .arg(result("rpi5-gen3.json"))
             .assert()
             .success();
-        assert!(mount(&["-o", "remount,ro"]), "remount read-only");
+        assert!(
+            testsupport::mount::remount_read_only(mnt),
+            "remount read-only"
+        );
         headroom()
             .args(["history", "--db"])
             .arg(&db)
@@ -434,10 +417,6 @@ fn a_history_on_a_read_only_filesystem_can_be_listed() {
                 db.display()
             ));
     });
-    let _ = std::process::Command::new("umount").arg(mnt).status();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
 }
 
 /// A disk document without a field its producer always wrote is refused by `report` and

@@ -9,9 +9,7 @@ use std::path::{Path, PathBuf};
 use testsupport::cmd::*;
 
 fn tree(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/sysfs")
-        .join(name)
+    testsupport::fixtures::own(&format!("sysfs/{name}"))
 }
 
 /// Run `args`, which must succeed; its stdout.
@@ -500,49 +498,17 @@ fn path_reads_back_hop_by_hop() {
 
 #[test]
 fn bench_net_loopback_reads_every_field() {
-    let port = testsupport::net::free_port().to_string();
+    let port = testsupport::net::free_port();
     // A one-off server (`-1`), bounded by the client's run and killed at the end.
-    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_headroom"))
-        .args([
-            "bench",
-            "net",
-            "-s",
-            "-1",
-            "-p",
-            &port,
-            "--no-save",
-            "--json",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut doc = None;
-    // The server binds in a moment: a refused first connection is retried, bounded.
-    for _ in 0..50 {
-        let out = headroom()
-            .args([
-                "bench",
-                "net",
-                "127.0.0.1",
-                "-p",
-                &port,
-                "-t",
-                "1",
-                "--json",
-            ])
-            .arg("--no-save")
-            .output()
-            .unwrap();
-        if out.status.success() {
-            doc = Some(serde_json::from_slice::<Value>(&out.stdout).unwrap());
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    let mut server = testsupport::net::one_off_server(port, &["--json"]);
+    let port = port.to_string();
+    let doc = json_of(
+        headroom()
+            .args(["bench", "net", "127.0.0.1", "-p", &port, "-t", "1"])
+            .args(["--json", "--no-save"]),
+    );
     let _ = server.kill();
     let _ = server.wait();
-    let doc = doc.expect("bench net against a local server succeeds");
     reads_every_field::<report::views::NetView>(&doc, &[]);
     // bench net writes its bus link into its ceiling, not a path.
     reads_every_field::<report::views::CommonView>(&doc, &["path"]);
@@ -553,30 +519,23 @@ fn bench_mmio_and_mem_read_every_field() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("region");
     std::fs::write(&file, vec![0x5au8; 1 << 20]).unwrap();
-    let doc = json_of(headroom().args(["bench", "mmio"]).arg(&file).args([
-        "--width",
-        "32,64",
-        "--duration",
-        "50ms",
-        "--json",
-        "--no-save",
-    ]));
-    reads_every_field::<report::mmio::MmioView>(&doc, &[]);
-    reads_every_field::<report::views::CommonView>(&doc, &[]);
-    let doc = json_of(headroom().args([
-        "bench",
-        "mem",
-        "--size",
-        "16M",
-        "--width",
-        "64",
-        "--duration",
-        "50ms",
-        "--json",
-        "--no-save",
-    ]));
-    reads_every_field::<report::mmio::MmioView>(&doc, &[]);
-    reads_every_field::<report::views::CommonView>(&doc, &[]);
+    let short = ["--duration", "50ms", "--json", "--no-save"];
+    let mmio = json_of(
+        headroom()
+            .args(["bench", "mmio"])
+            .arg(&file)
+            .args(["--width", "32,64"])
+            .args(short),
+    );
+    let mem = json_of(
+        headroom()
+            .args(["bench", "mem", "--size", "16M", "--width", "64"])
+            .args(short),
+    );
+    for doc in [mmio, mem] {
+        reads_every_field::<report::mmio::MmioView>(&doc, &[]);
+        reads_every_field::<report::views::CommonView>(&doc, &[]);
+    }
 }
 
 /// `doc`'s `pci` section with the parts `PciAudit` does not read back (each function's

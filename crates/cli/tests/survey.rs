@@ -7,7 +7,8 @@ use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use testsupport::cmd::{headroom, headroom_process, json_of};
+use testsupport::cmd::{fails_saying, headroom, headroom_process, json_of, stdout_of};
+use testsupport::process::is_root;
 
 fn shared_tree(name: &str) -> Option<PathBuf> {
     testsupport::fixtures::shared(&format!("sysfs/{name}"))
@@ -139,9 +140,7 @@ fn bad_input_is_a_usage_error() {
         vec!["survey", "--exclude", "gpu", "--dry-run"],
         vec!["survey", "--root", "/tmp"],
     ] {
-        let out = headroom().args(&args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = fails_saying(headroom().args(&args), 2, "");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
     }
     // A report that cannot be written is refused before anything runs, as a bad value
@@ -189,16 +188,11 @@ fn disk_dirs() -> Vec<PathBuf> {
 /// one at a time.
 static ONE_SURVEY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn is_root() -> bool {
-    // SAFETY: no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 #[test]
 fn a_short_survey_runs_and_reads_back_in_report_and_compare() {
     if !is_root() {
-        assert!(std::env::var_os("CI").is_none(), "CI runs as root");
-        eprintln!("note: not root: the survey's latency parts need SCHED_FIFO; test skipped");
+        // CI runs as root.
+        testsupport::fixtures::skip("not root: the survey's latency parts need SCHED_FIFO");
         return;
     }
     let _one = ONE_SURVEY.lock().unwrap_or_else(|e| e.into_inner());
@@ -256,21 +250,10 @@ fn a_short_survey_runs_and_reads_back_in_report_and_compare() {
         "no plots in the HTML"
     );
     // report and compare read it back.
-    let rep = headroom().arg("report").arg(&out_json).output().unwrap();
-    assert!(rep.status.success());
-    assert!(String::from_utf8_lossy(&rep.stdout).contains("## Conclusions, by what they cost"));
-    let cmp = headroom()
-        .arg("compare")
-        .arg(&out_json)
-        .arg(&out_json)
-        .output()
-        .unwrap();
-    assert!(
-        cmp.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cmp.stderr)
-    );
-    assert!(String::from_utf8_lossy(&cmp.stdout).contains("# Surveys compared"));
+    let rep = stdout_of(headroom().arg("report").arg(&out_json));
+    assert!(String::from_utf8_lossy(&rep).contains("## Conclusions, by what they cost"));
+    let cmp = stdout_of(headroom().arg("compare").arg(&out_json).arg(&out_json));
+    assert!(String::from_utf8_lossy(&cmp).contains("# Surveys compared"));
     // Nothing left behind in any filesystem it wrote to.
     for (d, b) in dirs.iter().zip(&before) {
         assert_eq!(&test_files(d), b, "test file left in {}", d.display());
@@ -304,8 +287,7 @@ fn group_members(pgid: i32) -> Vec<i32> {
 #[test]
 fn ctrl_c_at_random_points_keeps_a_valid_partial_document_and_leaves_nothing() {
     if !is_root() {
-        assert!(std::env::var_os("CI").is_none(), "CI runs as root");
-        eprintln!("note: not root: test skipped");
+        testsupport::fixtures::skip("not root (CI runs as root)");
         return;
     }
     let _one = ONE_SURVEY.lock().unwrap_or_else(|e| e.into_inner());

@@ -112,9 +112,7 @@ fn a_bad_value_is_a_usage_error_everywhere() {
         &["bench", "latency", "-p", "100", "-D", "1s", "-q"][..],
         &["bench", "latency", "--stress", "cpu=x", "-D", "1s", "-q"][..],
     ] {
-        let out = headroom().args(args).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let err = fails_saying(headroom().args(args), 2, "headroom: error: ");
         assert!(err.starts_with("headroom: error: "), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: one sentence: {err}");
     }

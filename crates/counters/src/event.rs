@@ -518,14 +518,9 @@ pub fn parse_all(args: &[String], pmus: &Pmus) -> Result<Vec<Event>, EventError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
 
     fn pmus(fixture: &str) -> Pmus {
-        let root = SysRoot::new(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../tests/fixtures")
-                .join(fixture),
-        );
+        let root = testsupport::fixtures::own_root(fixture);
         Pmus::read(&root).unwrap()
     }
 

@@ -261,10 +261,7 @@ mod tests {
 
     #[test]
     fn fixture_tree_reads() {
-        let root = SysRoot::new(
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../tests/fixtures/system/firecracker-vm-6.18"),
-        );
+        let root = testsupport::fixtures::own_root("system/firecracker-vm-6.18");
         let s = InterruptsSampler::new(root);
         let a = s.snapshot().unwrap();
         assert_eq!(a.value.len(), 19);

@@ -59,10 +59,7 @@ mod tests {
 
     #[test]
     fn fixture_and_live() {
-        let root = SysRoot::new(
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../tests/fixtures/system/rt-board-handmade"),
-        );
+        let root = testsupport::fixtures::own_root("system/rt-board-handmade");
         let s = LoadAverageSampler::new(root);
         let a = s.snapshot().unwrap();
         assert_eq!(a.value.one, 1.70);

@@ -183,14 +183,9 @@ pub fn classify(pmu: &Pmu, root: &SysRoot) -> Option<PciePmu> {
 mod tests {
     use super::*;
     use crate::pmu::read_pmu;
-    use std::path::PathBuf;
 
     fn root(f: &str) -> SysRoot {
-        SysRoot::new(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../tests/fixtures")
-                .join(f),
-        )
+        testsupport::fixtures::own_root(f)
     }
 
     #[test]

@@ -17,23 +17,17 @@ pub const MAX_THREADS_PER_CPU: usize = 4;
 /// The largest histogram we keep per thread (1 us buckets: 1 s, 8 MB per thread).
 pub const MAX_HISTOGRAM_US: u32 = 1_000_000;
 
-fn as_us<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u64(d.as_micros() as u64)
-}
+/// A duration as whole microseconds (`#[serde(with = "us")]`).
+mod us {
+    use super::*;
 
-fn as_s<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
-}
-
-fn opt_as_s<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => s.serialize_some(&d.as_secs_f64()),
-        None => s.serialize_none(),
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_micros() as u64)
     }
-}
 
-fn from_us<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    u64::deserialize(d).map(Duration::from_micros)
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_micros)
+    }
 }
 
 /// Seconds as a document writes them; a negative or non-finite number is an error.
@@ -41,15 +35,36 @@ fn secs(s: f64) -> Result<Duration, String> {
     Duration::try_from_secs_f64(s).map_err(|e| format!("{s} is not a duration in seconds: {e}"))
 }
 
-fn from_s<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    secs(f64::deserialize(d)?).map_err(serde::de::Error::custom)
+/// A duration as seconds (`#[serde(with = "seconds")]`).
+mod seconds {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        secs(f64::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
 }
 
-fn opt_from_s<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    Option::<f64>::deserialize(d)?
-        .map(secs)
-        .transpose()
-        .map_err(serde::de::Error::custom)
+/// An optional duration as seconds or null (`#[serde(with = "opt_seconds")]`).
+mod opt_seconds {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Option::<f64>::deserialize(d)?
+            .map(secs)
+            .transpose()
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// Where the measuring threads run.
@@ -66,11 +81,7 @@ pub enum Affinity {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     /// Stop after this time (cyclictest `-D`).
-    #[serde(
-        rename = "duration_s",
-        serialize_with = "opt_as_s",
-        deserialize_with = "opt_from_s"
-    )]
+    #[serde(rename = "duration_s", with = "opt_seconds")]
     pub duration: Option<Duration>,
     /// Stop each thread after this many wake-ups (cyclictest `-l`).
     pub loops: Option<u64>,
@@ -83,18 +94,10 @@ pub struct Config {
     /// SCHED_FIFO priority 1..=99; 0 runs the threads at SCHED_OTHER like cyclictest `-p 0`.
     pub priority: u8,
     /// Base interval (cyclictest `-i`, default 1000 us).
-    #[serde(
-        rename = "interval_us",
-        serialize_with = "as_us",
-        deserialize_with = "from_us"
-    )]
+    #[serde(rename = "interval_us", with = "us")]
     pub interval: Duration,
     /// Added per thread (cyclictest `-d`, default 500 us).
-    #[serde(
-        rename = "distance_us",
-        serialize_with = "as_us",
-        deserialize_with = "from_us"
-    )]
+    #[serde(rename = "distance_us", with = "us")]
     pub distance: Duration,
     pub limits: Limits,
     /// Histogram buckets of 1 us from 0 up to this limit; above goes to the overflow count.
@@ -102,11 +105,7 @@ pub struct Config {
     /// How many of the largest latencies to keep, with their timestamps.
     pub keep_largest: usize,
     /// Length of the windows whose maxima are kept (one minute like OSADL's long-term plots).
-    #[serde(
-        rename = "window_s",
-        serialize_with = "as_s",
-        deserialize_with = "from_s"
-    )]
+    #[serde(rename = "window_s", with = "seconds")]
     pub window: Duration,
     /// Lock memory (`mlockall(MCL_CURRENT | MCL_FUTURE)`, cyclictest `-m`).
     pub lock_memory: bool,

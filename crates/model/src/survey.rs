@@ -223,6 +223,18 @@ mod tests {
         }
     }
 
+    /// A disk part (1 s, then 6 units of 5 s at least 1 s; priority 9) and a latency part
+    /// (2 units of 10 s at least `lat_min` s; priority 5) fitted into `budget` s.
+    fn disk_and_latency(budget: f64, lat_min: f64) -> Plan {
+        fit(
+            budget,
+            vec![
+                part("disk", 1.0, 6, 5.0, 1.0, 9),
+                part("lat", 0.0, 2, 10.0, lat_min, 5),
+            ],
+        )
+    }
+
     #[test]
     fn defaults_kept_when_they_fit() {
         let plan = fit(100.0, vec![part("a", 1.0, 6, 5.0, 1.0, 9)]);
@@ -234,13 +246,7 @@ mod tests {
     #[test]
     fn times_scale_down_to_fill_the_budget() {
         // 1 + 6 x 5 = 31 s and 2 x 10 = 20 s do not fit in 30 s; floors (7 + 4 = 11 s) do.
-        let plan = fit(
-            30.0,
-            vec![
-                part("disk", 1.0, 6, 5.0, 1.0, 9),
-                part("lat", 0.0, 2, 10.0, 2.0, 5),
-            ],
-        );
+        let plan = disk_and_latency(30.0, 2.0);
         assert!(plan.scale < 1.0);
         assert!((plan.seconds() - 30.0).abs() < 0.01, "{}", plan.seconds());
         assert!(plan.parts.iter().all(|p| p.run));
@@ -248,13 +254,7 @@ mod tests {
 
     #[test]
     fn floors_hold_and_the_least_important_part_is_left_out() {
-        let plan = fit(
-            10.0,
-            vec![
-                part("disk", 1.0, 6, 5.0, 1.0, 9),
-                part("lat", 0.0, 2, 10.0, 5.0, 5),
-            ],
-        );
+        let plan = disk_and_latency(10.0, 5.0);
         assert!(plan.parts[0].run);
         assert!(!plan.parts[1].run);
         let why = plan.parts[1].reason.as_deref().unwrap_or_default();

@@ -700,36 +700,21 @@ mod tests {
     /// made) can be listed. Needs a tmpfs mount: as root, or skipped with a note.
     #[test]
     fn a_history_on_a_read_only_filesystem_can_be_listed() {
-        let dir = tempfile::tempdir().unwrap();
-        let mnt = dir.path();
-        let mount = |args: &[&str]| {
-            std::process::Command::new("mount")
-                .args(args)
-                .arg(mnt)
-                .output()
-                .map(|o| o.status.success())
-                .unwrap_or(false)
-        };
-        if !mount(&["-t", "tmpfs", "-o", "size=8m", "tmpfs"]) {
-            eprintln!("skipped: cannot mount a tmpfs here (needs root)");
-            return;
-        }
-        let p = mnt.join("h.sqlite");
-        let result = std::panic::catch_unwind(|| {
+        testsupport::mount::on_tmpfs(|mnt| {
+            let p = mnt.join("h.sqlite");
             let s = Store::open(&p).unwrap();
             s.insert(&doc(394.0)).unwrap();
             drop(s);
-            assert!(mount(&["-o", "remount,ro"]), "remount read-only");
+            assert!(
+                testsupport::mount::remount_read_only(mnt),
+                "remount read-only"
+            );
             let s = Store::open_existing(&p).unwrap().unwrap();
             let rows = s.list().unwrap();
             assert_eq!(rows.len(), 1);
             assert_eq!(rows[0].headline, "dd 1M write: 394.0 MB/s");
             assert!(s.get(rows[0].id).is_ok());
         });
-        let _ = std::process::Command::new("umount").arg(mnt).status();
-        if let Err(e) = result {
-            std::panic::resume_unwind(e);
-        }
     }
 
     #[test]

@@ -691,6 +691,21 @@ mod tests {
     use super::*;
     use model::net::{CpuUse, Direction, EndTotals, NetConfig, Role, Shaper, StreamResult};
 
+    /// The report of a TCP (128 KiB writes) or UDP (1448 B datagrams) run that moved `bytes`
+    /// each way over a link with `facts`, without counters.
+    fn report_on(protocol: Protocol, bytes: u64, facts: LinkFacts) -> NetReport {
+        let len = match protocol {
+            Protocol::Tcp => 131_072,
+            Protocol::Udp => 1448,
+        };
+        NetReport::new(
+            measurement(protocol, len, bytes, bytes),
+            Some(facts),
+            None,
+            vec![],
+        )
+    }
+
     fn measurement(protocol: Protocol, len: u32, sent: u64, received: u64) -> NetMeasurement {
         let end = |bytes| EndTotals {
             bytes,
@@ -787,12 +802,7 @@ mod tests {
 
     #[test]
     fn counters_beside_the_engine_in_the_text_and_the_document() {
-        let mut r = NetReport::new(
-            measurement(Protocol::Tcp, 131_072, 2_000_000, 2_000_000),
-            Some(gigabit()),
-            None,
-            vec![],
-        );
+        let mut r = report_on(Protocol::Tcp, 2_000_000, gigabit());
         // This end sent (Tx) and received nothing: the PMU's Tx is set against what was sent.
         assert_eq!(app_bytes(&r.measurement), (2_000_000, 0));
         r.counters = Some(crate::count::BesideCounters {
@@ -822,12 +832,7 @@ mod tests {
             usb_speed_mbps: Some(480.0),
             ..gigabit()
         };
-        let r = NetReport::new(
-            measurement(Protocol::Tcp, 131_072, 1, 1),
-            Some(facts),
-            None,
-            vec![],
-        );
+        let r = report_on(Protocol::Tcp, 1, facts);
         let c = r.ceiling.as_ref().unwrap();
         assert!(
             c.basis.contains("without timestamps") && c.basis.contains("USB 480"),
@@ -858,12 +863,7 @@ mod tests {
             )),
             ..gigabit()
         };
-        let r = NetReport::new(
-            measurement(Protocol::Tcp, 131_072, 1, 1),
-            Some(facts),
-            None,
-            vec![],
-        );
+        let r = report_on(Protocol::Tcp, 1, facts);
         let c = r.ceiling.unwrap();
         // 200 MB/s of frames, 1448 of every 1538 bytes TCP payload.
         assert!(
@@ -883,12 +883,7 @@ mod tests {
             is_loopback: true,
             ..LinkFacts::default()
         };
-        let r = NetReport::new(
-            measurement(Protocol::Tcp, 131_072, 10, 10),
-            Some(lo),
-            None,
-            vec![],
-        );
+        let r = report_on(Protocol::Tcp, 10, lo);
         assert!(r.ceiling.is_none());
         assert!(r.no_ceiling_reason.unwrap().contains("loopback"));
         let veth = LinkFacts {
@@ -898,12 +893,7 @@ mod tests {
             is_virtual: true,
             ..LinkFacts::default()
         };
-        let r = NetReport::new(
-            measurement(Protocol::Tcp, 131_072, 10, 10),
-            Some(veth.clone()),
-            None,
-            vec![],
-        );
+        let r = report_on(Protocol::Tcp, 10, veth.clone());
         assert!(r.no_ceiling_reason.unwrap().contains("virtual"));
         // A shaper gives a virtual link its ceiling.
         let shaped = LinkFacts {
@@ -915,12 +905,7 @@ mod tests {
             tcp_timestamps: Some(1),
             ..veth
         };
-        let r = NetReport::new(
-            measurement(Protocol::Udp, 1448, 10, 10),
-            Some(shaped),
-            None,
-            vec![],
-        );
+        let r = report_on(Protocol::Udp, 10, shaped);
         let c = r.ceiling.unwrap();
         assert!((c.goodput_bps * 8.0 - 100e6 * 1448.0 / 1514.0).abs() < 1e-3);
     }

@@ -3,7 +3,7 @@
 //! network request, and its plots are drawn. Skipped with a note when chromium is missing,
 //! unless CI=true.
 
-use report::{Document, Summary};
+use report::Summary;
 use serde_json::json;
 use std::io::Read;
 use std::net::TcpListener;
@@ -13,11 +13,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/results")
-        .join(name)
-}
+mod common;
+use common::summary as from_fixture;
+// The rest of what the tests share: fixture paths and values, survey parts.
+use common::*;
 
 fn chromium() -> Option<PathBuf> {
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
@@ -68,10 +67,6 @@ fn disk_doc(n: usize) -> Summary {
     body["ceiling"] = json!({"read_bytes_per_sec": 434.0e6, "write_bytes_per_sec": 440.0e6, "full_duplex": true, "bottleneck": "PCIe 5 GT/s x1"});
     let doc = report::document::wrap("disk", "0.1.0", &body).unwrap();
     Summary::of(&doc, &format!("{n}-tests.json")).unwrap()
-}
-
-fn from_fixture(name: &str) -> Summary {
-    Summary::of(&Document::read(&fixture(name)).unwrap(), name).unwrap()
 }
 
 struct Loaded {
@@ -242,12 +237,9 @@ fn the_html_report_renders_in_chromium() {
 
 #[test]
 fn a_survey_renders_in_chromium() {
-    use model::survey::{fit, PartKind, PlannedPart};
-    use report::survey::{PartResult, PartStatus, SurveyBody};
+    use model::survey::{fit, PartKind};
+    use report::survey::SurveyBody;
     let Some(chromium) = chromium() else { return };
-    let value = |name: &str| -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(fixture(name)).unwrap()).unwrap()
-    };
     let parts = [
         ("audit", PartKind::Audit, "audit-nvme-downgraded.json"),
         ("disk nvme0n1", PartKind::Disk, "rpi5-gen2.json"),
@@ -257,35 +249,14 @@ fn a_survey_renders_in_chromium() {
         600.0,
         parts
             .iter()
-            .map(|(id, kind, _)| PlannedPart {
-                id: id.to_string(),
-                kind: *kind,
-                what: String::new(),
-                command: Vec::new(),
-                fixed_s: 1.0,
-                units: 1,
-                unit_s: 5.0,
-                min_unit_s: 1.0,
-                writes_bytes: 0,
-                priority: 1,
-                run: true,
-                reason: None,
-            })
+            .map(|(id, kind, _)| planned(id, *kind))
             .collect(),
     );
     let body = SurveyBody {
         plan,
         parts: parts
             .iter()
-            .map(|(id, kind, file)| PartResult {
-                id: id.to_string(),
-                kind: *kind,
-                status: PartStatus::Ran,
-                reason: None,
-                seconds: Some(6.0),
-                messages: Vec::new(),
-                document: Some(value(file)),
-            })
+            .map(|(id, kind, file)| ran(id, *kind, fixture_value(file)))
             .collect(),
         interrupted: false,
         summary: String::new(),

@@ -4,15 +4,9 @@
 
 use report::compare::compare;
 use report::{Document, Summary};
-use std::path::PathBuf;
 
-fn summary(name: &str) -> Summary {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/results")
-        .join(name);
-    let doc = Document::read(&path).unwrap();
-    Summary::of(&doc, name).unwrap()
-}
+mod common;
+use common::{fixture_value, summary};
 
 #[test]
 fn shaped_tcp_run_in_markdown_and_html() {
@@ -63,10 +57,7 @@ fn two_shaped_runs_compare() {
 /// a dwc_rootport PMU: Rx 3.2 % above the received payload, headers and descriptors).
 fn with_counters(received: u64, rx_bytes: f64, irq_per_s: f64) -> Summary {
     use report::count::{error_percent, BesideCounters, IrqRate, PmuBytes};
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/results/net-shaped-tcp.json");
-    let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut v = fixture_value("net-shaped-tcp.json");
     let counters = BesideCounters {
         interrupts: vec![IrqRate {
             device: "eth0 0000:31:00.0".into(),

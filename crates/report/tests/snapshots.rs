@@ -5,16 +5,8 @@ use report::compare::compare;
 use report::{Document, Summary};
 use std::path::PathBuf;
 
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/results")
-        .join(name)
-}
-
-fn summary(name: &str) -> Summary {
-    let doc = Document::read(&fixture(name)).unwrap();
-    Summary::of(&doc, name).unwrap()
-}
+mod common;
+use common::{fixture, summary};
 
 #[test]
 fn every_fixture_reads_back_into_the_same_document() {

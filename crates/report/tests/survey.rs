@@ -2,47 +2,13 @@
 //! A survey document built from fixed part documents (tests/fixtures/results/): its summary,
 //! ranked conclusions, Markdown (insta snapshot) and compare of a before/after pair.
 
-use model::survey::{fit, PartKind, PlannedPart};
+use model::survey::{fit, PartKind};
 use report::survey::{PartResult, PartStatus, SurveyBody};
 use report::Document;
 use serde_json::Value;
-use std::path::PathBuf;
 
-fn fixture(name: &str) -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/results")
-        .join(name);
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn planned(id: &str, kind: PartKind) -> PlannedPart {
-    PlannedPart {
-        id: id.into(),
-        kind,
-        what: format!("{id} as planned"),
-        command: vec!["bench".into()],
-        fixed_s: 1.0,
-        units: 1,
-        unit_s: 5.0,
-        min_unit_s: 1.0,
-        writes_bytes: 0,
-        priority: 1,
-        run: true,
-        reason: None,
-    }
-}
-
-fn ran(id: &str, kind: PartKind, doc: Value) -> PartResult {
-    PartResult {
-        id: id.into(),
-        kind,
-        status: PartStatus::Ran,
-        reason: None,
-        seconds: Some(6.0),
-        messages: Vec::new(),
-        document: Some(doc),
-    }
-}
+mod common;
+use common::{fixture_value as fixture, planned, ran};
 
 /// A board with a downgraded NVMe link (the audit fixture), the Raspberry Pi 5 dd run at
 /// `disk` (Gen 2 or Gen 3), latency idle and under load, and a network part not run.

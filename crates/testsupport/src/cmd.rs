@@ -5,17 +5,48 @@
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::PathBuf;
+use std::process::Output;
+use tempfile::TempDir;
+
+/// `<target>/tmp` (cargo's CARGO_TARGET_TMPDIR), found from the test binary
+/// (`<target>/<profile>/deps/<test binary>`); on the machine's disk, not a tmpfs /tmp.
+pub(crate) fn target_tmp() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    exe.ancestors().nth(3).map(|t| t.join("tmp"))
+}
 
 /// Benchmarks keep their results here, never in the history of the user running the tests:
-/// `<target>/tmp/xdg-data` (cargo's CARGO_TARGET_TMPDIR), found from the test binary.
+/// `<target>/tmp/xdg-data`.
 pub fn xdg_data_home() -> PathBuf {
-    let exe = std::env::current_exe().unwrap_or_default();
-    // <target>/<profile>/deps/<test binary>
-    exe.ancestors()
-        .nth(3)
-        .map(|t| t.join("tmp/xdg-data"))
-        .unwrap_or_else(|| std::env::temp_dir().join("headroom-tests-xdg-data"))
+    target_tmp().map_or_else(
+        || std::env::temp_dir().join("headroom-tests-xdg-data"),
+        |t| t.join("xdg-data"),
+    )
 }
+
+/// A new directory named `prefix...` in `<target>/tmp`, on the machine's real disk (not
+/// tmpfs): O_DIRECT works there and the disk cross-checks see a block device. Removed when
+/// dropped.
+pub fn disk_dir(prefix: &str) -> TempDir {
+    let tmp = target_tmp().unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&tmp).unwrap_or_else(|e| panic!("{}: {e}", tmp.display()));
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(&tmp)
+        .unwrap_or_else(|e| panic!("a directory in {}: {e}", tmp.display()))
+}
+
+/// `bench disk` flags for a short run (a 16 MiB file, 0.3 s per test, one run, no pause).
+pub const SMALL_DISK_RUN: [&str; 8] = [
+    "--size",
+    "16M",
+    "--runtime",
+    "0.3",
+    "--runs",
+    "1",
+    "--pause",
+    "0",
+];
 
 /// The `headroom` binary without colour and with the tests' own history.
 pub fn headroom() -> Command {
@@ -24,8 +55,8 @@ pub fn headroom() -> Command {
     c
 }
 
-/// Run `cmd`, which must succeed (its stderr is shown when not), and parse its stdout.
-pub fn json_of(cmd: &mut Command) -> Value {
+/// Run `cmd`, which must succeed (its stderr is shown when not): its output.
+pub fn output_ok(cmd: &mut Command) -> Output {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     assert!(
         out.status.success(),
@@ -33,22 +64,44 @@ pub fn json_of(cmd: &mut Command) -> Value {
         cmd,
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout)
+    out
+}
+
+/// Run `cmd`, which must succeed (its stderr is shown when not): its stdout.
+pub fn stdout_of(cmd: &mut Command) -> Vec<u8> {
+    output_ok(cmd).stdout
+}
+
+/// Run `cmd`, which must succeed (its stderr is shown when not): its stderr, as text (where
+/// `count` and `bench` write counts, progress and warnings).
+pub fn stderr_of(cmd: &mut Command) -> String {
+    String::from_utf8_lossy(&output_ok(cmd).stderr).into_owned()
+}
+
+/// Run `cmd`, which must fail with exit `code` and say `sentence` on stderr, without a panic
+/// message: its stderr, as text.
+pub fn fails_saying(cmd: &mut Command, code: i32, sentence: &str) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{cmd:?}: {err}");
+    assert!(
+        err.contains(sentence),
+        "{cmd:?}: expected {sentence:?} in {err}"
+    );
+    assert!(!err.contains("panicked"), "{cmd:?}: {err}");
+    err
+}
+
+/// Run `cmd`, which must succeed (its stderr is shown when not), and parse its stdout.
+pub fn json_of(cmd: &mut Command) -> Value {
+    serde_json::from_slice(&stdout_of(cmd))
         .unwrap_or_else(|e| panic!("{cmd:?} printed no JSON document: {e}"))
 }
 
 /// `headroom report --md FILE`, which must succeed: the Markdown.
 pub fn report_md(file: &std::path::Path) -> String {
-    let mut cmd = headroom();
-    cmd.args(["report", "--md"]).arg(file);
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{:?} failed: {}",
-        cmd,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let out = stdout_of(headroom().args(["report", "--md"]).arg(file));
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The same binary as a plain process, for tests that signal it (Ctrl-C) while it runs.

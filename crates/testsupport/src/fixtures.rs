@@ -28,6 +28,12 @@ pub fn own(rel: &str) -> PathBuf {
     p
 }
 
+/// The repository's own fixture tree `tests/fixtures/REL` as a root to read /sys and /proc
+/// under (a missing one fails the test, as in [`own`]).
+pub fn own_root(rel: &str) -> model::root::SysRoot {
+    model::root::SysRoot::new(own(rel))
+}
+
 /// The shared fixtures folder: `$HEADROOM_FIXTURES`, else `../shared/fixtures` beside the
 /// clone. Whether it exists is not checked here (see [`shared_fixtures`]).
 pub fn shared_dir() -> PathBuf {
@@ -78,11 +84,9 @@ pub fn shared(rel: &str) -> Option<PathBuf> {
 pub fn skip_log() -> PathBuf {
     // A test binary runs from <target>/<profile>/deps/; <target>/tmp is cargo's own
     // CARGO_TARGET_TMPDIR.
-    let exe = std::env::current_exe().unwrap_or_default();
-    let target = exe.ancestors().nth(3).map(Path::to_path_buf);
-    target
-        .unwrap_or_else(std::env::temp_dir)
-        .join("tmp/skipped-tests.log")
+    crate::cmd::target_tmp()
+        .unwrap_or_else(|| std::env::temp_dir().join("tmp"))
+        .join("skipped-tests.log")
 }
 
 /// Report the current test as skipped for `why`: fail under CI, else a note on stderr and a

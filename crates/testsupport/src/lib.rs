@@ -7,9 +7,15 @@
 //!   `CI=true`.
 //! - [`synth`]: synthetic PCI config space and sysfs trees.
 //! - [`cmd`]: the `headroom` binary as a user runs it, and its JSON output.
-//! - [`net`]: loopback ports for `bench net` servers.
+//! - [`net`]: loopback ports and one-test servers for `bench net`.
+//! - [`mount`]: a scratch tmpfs, read-only on demand.
+//! - [`process`]: bounded waits for and signals to the `headroom` processes a test starts.
+//! - [`latency`]: latency measurements and findings for the unit tests that judge and render them.
 
 pub mod cmd;
 pub mod fixtures;
+pub mod latency;
+pub mod mount;
 pub mod net;
+pub mod process;
 pub mod synth;

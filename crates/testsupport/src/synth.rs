@@ -37,6 +37,28 @@ pub struct SynthExpress {
     pub target: Option<model::PcieGen>,
 }
 
+impl SynthExpress {
+    /// A port or device of `port_type` capable of `capable`, trained at `status`: MPS 256 of
+    /// 256 supported, MRRS 512, ASPM L0s and L1 supported and off, no target speed set.
+    /// Change the rest with struct update syntax.
+    pub fn new(port_type: PortType, capable: LinkState, status: LinkState) -> SynthExpress {
+        SynthExpress {
+            port_type,
+            capable,
+            status,
+            mps_supported: 256,
+            mps: 256,
+            mrrs: 512,
+            aspm_support: Aspm {
+                l0s: true,
+                l1: true,
+            },
+            aspm_enabled: Aspm::default(),
+            target: None,
+        }
+    }
+}
+
 fn size_code(bytes: u16) -> u16 {
     // 128 << code, code 0..=5 (DevCap/DevCtl encodings).
     (bytes.max(128) / 128).trailing_zeros() as u16

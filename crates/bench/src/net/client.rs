@@ -4,7 +4,7 @@
 use super::proto::{self, Params, ProtoError, Results, State};
 use super::session::{self, PendingStream, Session};
 use super::stream::Sock;
-use super::{test_interface, Event, Family, NetError, OnEvent, CONTROL_TIMEOUT};
+use super::{streams_in_order, test_interface, Event, Family, NetError, OnEvent, CONTROL_TIMEOUT};
 use model::net::{Direction, Flow, NetConfig, NetMeasurement, NetStop, Protocol, Role};
 use socket2::{Domain, SockAddr, Socket, Type};
 use std::io::{Read, Write};
@@ -105,23 +105,12 @@ fn tcp_options(s: &Socket, t: &NetConfig, congestion: Option<&str>) -> Result<()
 
 fn ctrl_err(peer: &str) -> impl Fn(ProtoError) -> NetError + '_ {
     move |source| {
-        match source {
-        ProtoError::Closed => NetError::Peer(format!(
-            "the server at {peer} closed the control connection (it stopped, or it refused the test)"
-        )),
-        ProtoError::Io(ref e)
-            if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
-        {
-            NetError::Peer(format!(
-                "the server at {peer} stopped answering for {} s",
-                CONTROL_TIMEOUT.as_secs()
-            ))
-        }
-        source => NetError::Control {
-            peer: peer.to_string(),
+        NetError::control(
+            &format!("the server at {peer}"),
+            " (it stopped, or it refused the test)",
+            peer,
             source,
-        },
-    }
+        )
     }
 }
 
@@ -188,23 +177,8 @@ fn create_streams(
     cookie: &[u8],
 ) -> Result<Vec<PendingStream>, NetError> {
     let t = &cfg.test;
-    let sends: Vec<bool> = match t.direction {
-        Direction::Forward => vec![true; t.streams as usize],
-        Direction::Reverse => vec![false; t.streams as usize],
-        Direction::Bidir => std::iter::repeat_n(true, t.streams as usize)
-            .chain(std::iter::repeat_n(false, t.streams as usize))
-            .collect(),
-    };
-    let mut out = Vec::with_capacity(sends.len());
-    for (i, local_sends) in sends.into_iter().enumerate() {
-        // iperf_add_stream: ids 1, 3, 4, 5, ...
-        let id = if i == 0 { 1 } else { i as u32 + 2 };
-        let flow = if local_sends {
-            Flow::ClientToServer
-        } else {
-            Flow::ServerToClient
-        };
-        let sock = match t.protocol {
+    let open = |id: u32| -> Result<Sock, NetError> {
+        Ok(match t.protocol {
             Protocol::Tcp => {
                 let s = new_socket(addr, Type::STREAM, cfg.bind)
                     .map_err(|e| connect_error(cfg, addr, &e))?;
@@ -218,34 +192,29 @@ fn create_streams(
                 Sock::Tcp(tcp)
             }
             Protocol::Udp => Sock::Udp(udp_connect(cfg, addr, id)?),
-        };
-        out.push(PendingStream {
-            id,
-            flow,
-            local_sends,
-            sock,
-        });
-    }
-    Ok(out)
+        })
+    };
+    streams_in_order(t.direction, t.streams)
+        .into_iter()
+        .map(|(id, flow)| {
+            Ok(PendingStream {
+                id,
+                flow,
+                local_sends: flow == Flow::ClientToServer,
+                sock: open(id)?,
+            })
+        })
+        .collect()
 }
 
 /// iperf_udp_connect: send the connect message, wait for the reply (a few data datagrams
 /// may come first in reverse mode).
 fn udp_connect(cfg: &ClientConfig, addr: &SocketAddr, id: u32) -> Result<UdpSocket, NetError> {
     let s = new_socket(addr, Type::DGRAM, cfg.bind).map_err(|e| connect_error(cfg, addr, &e))?;
-    if let Some(w) = cfg.test.window {
-        let _ = s.set_send_buffer_size(w as usize);
-        let _ = s.set_recv_buffer_size(w as usize);
-    } else {
-        let u: &UdpSocket = &s
-            .try_clone()
-            .map_err(|e| connect_error(cfg, addr, &e))?
-            .into();
-        super::stream::enlarge_udp_receive_buffer(u);
-    }
     s.connect(&SockAddr::from(*addr))
         .map_err(|e| connect_error(cfg, addr, &e))?;
     let u: UdpSocket = s.into();
+    super::stream::size_udp_buffers(&u, cfg.test.window);
     let fail =
         |what: &str, e: std::io::Error| NetError::Peer(format!("UDP stream {id}: {what}: {e}"));
     u.send(&proto::UDP_CONNECT_MSG.to_ne_bytes())

@@ -14,7 +14,8 @@ pub mod session;
 pub mod stream;
 
 use crate::{Bench, Phase, Phased, Stop};
-use model::net::{Flow, NetMeasurement, NetStop};
+use model::net::{Direction, Flow, NetMeasurement, NetStop};
+use proto::ProtoError;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -195,6 +196,53 @@ pub enum NetError {
     },
 }
 
+impl NetError {
+    /// A failed read or write on the control connection to `peer`, said of the other end
+    /// `who` ("the server at ADDR", "the client ADDR"); `closed_why` follows "closed the
+    /// control connection" when the other end did.
+    pub(crate) fn control(who: &str, closed_why: &str, peer: &str, source: ProtoError) -> NetError {
+        match source {
+            ProtoError::Closed => {
+                NetError::Peer(format!("{who} closed the control connection{closed_why}"))
+            }
+            ProtoError::Io(ref e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                NetError::Peer(format!(
+                    "{who} stopped answering for {} s",
+                    CONTROL_TIMEOUT.as_secs()
+                ))
+            }
+            source => NetError::Control {
+                peer: peer.to_string(),
+                source,
+            },
+        }
+    }
+}
+
+/// The data streams of a test in the order iperf3 opens and accepts them, each with its id
+/// (iperf_add_stream: 1, 3, 4, 5, ...; 2 was the control connection's once) and the way its
+/// data flows: forward streams carry client to server, reverse ones server to client, a
+/// bidirectional test the forward ones first.
+pub(crate) fn streams_in_order(direction: Direction, streams: u32) -> Vec<(u32, Flow)> {
+    let n = streams as usize;
+    let flows: Vec<Flow> = match direction {
+        Direction::Forward => vec![Flow::ClientToServer; n],
+        Direction::Reverse => vec![Flow::ServerToClient; n],
+        Direction::Bidir => std::iter::repeat_n(Flow::ClientToServer, n)
+            .chain(std::iter::repeat_n(Flow::ServerToClient, n))
+            .collect(),
+    };
+    (0u32..)
+        .zip(flows)
+        .map(|(i, flow)| (if i == 0 { 1 } else { i + 2 }, flow))
+        .collect()
+}
+
 /// The interface a test's packets take: the one owning the local address, except when the
 /// peer's address is this host's too (a server on the NIC's own address): Linux routes that
 /// through the loopback device (the `local` routing table; `ip route get` says `dev lo`),
@@ -255,6 +303,44 @@ pub fn interface_of(ip: IpAddr) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn streams_open_in_iperf3_order() {
+        use Flow::{ClientToServer as Up, ServerToClient as Down};
+        assert_eq!(streams_in_order(Direction::Forward, 1), [(1, Up)]);
+        assert_eq!(
+            streams_in_order(Direction::Reverse, 3),
+            [(1, Down), (3, Down), (4, Down)]
+        );
+        assert_eq!(
+            streams_in_order(Direction::Bidir, 2),
+            [(1, Up), (3, Up), (4, Down), (5, Down)]
+        );
+    }
+
+    #[test]
+    fn control_errors_name_the_other_end() {
+        let who = "the server at 192.0.2.1:5201";
+        let closed = NetError::control(who, " (it stopped)", "192.0.2.1:5201", ProtoError::Closed);
+        assert_eq!(
+            closed.to_string(),
+            "the server at 192.0.2.1:5201 closed the control connection (it stopped)"
+        );
+        let silent = std::io::Error::from(std::io::ErrorKind::WouldBlock);
+        let silent = NetError::control(who, "", "192.0.2.1:5201", ProtoError::Io(silent));
+        assert_eq!(
+            silent.to_string(),
+            "the server at 192.0.2.1:5201 stopped answering for 10 s"
+        );
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        let reset = NetError::control(who, "", "192.0.2.1:5201", ProtoError::Io(reset));
+        assert!(
+            reset
+                .to_string()
+                .starts_with("the control connection to 192.0.2.1:5201: "),
+            "{reset}"
+        );
+    }
 
     #[test]
     fn loopback_is_lo() {

@@ -6,7 +6,7 @@ use super::proto::{self, Params, ProtoError, Results, State};
 use super::session::{self, PendingStream, Session};
 use super::stream::Sock;
 use super::Event;
-use super::{test_interface, NetError, OnEvent, CONTROL_TIMEOUT};
+use super::{streams_in_order, test_interface, NetError, OnEvent, CONTROL_TIMEOUT};
 use model::net::{Direction, Flow, NetConfig, NetMeasurement, NetStop, Protocol, Role};
 use socket2::{Domain, SockAddr, Socket, Type};
 use std::io::{Read, Write};
@@ -156,26 +156,8 @@ impl Server {
         interrupt: &AtomicBool,
         on_event: OnEvent<'_>,
     ) -> Result<NetMeasurement, NetError> {
-        let cerr = |source: ProtoError| match source {
-            ProtoError::Closed => {
-                NetError::Peer(format!("the client {peer} closed the control connection"))
-            }
-            ProtoError::Io(ref e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                NetError::Peer(format!(
-                    "the client {peer} stopped answering for {} s",
-                    CONTROL_TIMEOUT.as_secs()
-                ))
-            }
-            source => NetError::Control {
-                peer: peer.to_string(),
-                source,
-            },
-        };
+        let who = format!("the client {peer}");
+        let cerr = |source: ProtoError| NetError::control(&who, "", peer, source);
         let setup = |e: std::io::Error| NetError::Setup(e.to_string());
         ctrl.set_nonblocking(false).map_err(setup)?;
         ctrl.set_read_timeout(Some(CONTROL_TIMEOUT))
@@ -370,14 +352,8 @@ impl Server {
         peer: &str,
         on_event: OnEvent<'_>,
     ) -> Result<Vec<PendingStream>, NetError> {
-        let n = config.streams as usize;
-        let sends: Vec<bool> = match config.direction {
-            Direction::Forward => vec![false; n],
-            Direction::Reverse => vec![true; n],
-            Direction::Bidir => std::iter::repeat_n(false, n)
-                .chain(std::iter::repeat_n(true, n))
-                .collect(),
-        };
+        let plan = streams_in_order(config.direction, config.streams);
+        let streams = plan.len();
         let until = Instant::now() + CONTROL_TIMEOUT;
         let late = || {
             NetError::Peer(format!(
@@ -386,14 +362,9 @@ impl Server {
                 CONTROL_TIMEOUT.as_secs()
             ))
         };
-        let mut out = Vec::with_capacity(sends.len());
-        for (i, local_sends) in sends.into_iter().enumerate() {
-            let id = if i == 0 { 1 } else { i as u32 + 2 };
-            let flow = if local_sends {
-                Flow::ServerToClient
-            } else {
-                Flow::ClientToServer
-            };
+        let mut out = Vec::with_capacity(streams);
+        for (id, flow) in plan {
+            let local_sends = flow == Flow::ServerToClient;
             let sock = match udp.take() {
                 None => loop {
                     if Instant::now() >= until {
@@ -445,22 +416,9 @@ impl Server {
                     };
                     u.connect(from)
                         .map_err(|e| NetError::Setup(e.to_string()))?;
-                    if let Some(w) = config.window {
-                        let r = socket2::SockRef::from(&u);
-                        let _ = r.set_send_buffer_size(w as usize);
-                        let _ = r.set_recv_buffer_size(w as usize);
-                    } else {
-                        super::stream::enlarge_udp_receive_buffer(&u);
-                    }
+                    super::stream::size_udp_buffers(&u, config.window);
                     // A fresh socket for the next stream's connect datagram (iperf_udp_accept).
-                    if out.len() + 1
-                        < config.streams as usize
-                            * if config.direction == Direction::Bidir {
-                                2
-                            } else {
-                                1
-                            }
-                    {
+                    if out.len() + 1 < streams {
                         *udp = Some(self.udp_socket(local)?);
                     }
                     u.send(&proto::UDP_CONNECT_REPLY.to_ne_bytes())

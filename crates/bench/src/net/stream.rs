@@ -365,6 +365,20 @@ impl UdpStats {
     }
 }
 
+/// A UDP stream's socket buffers: both at the user's -w (SO_SNDBUF and SO_RCVBUF, as iperf3
+/// sets them), else the receive buffer enlarged ([`enlarge_udp_receive_buffer`]). A buffer
+/// the kernel refuses stays at its default.
+pub fn size_udp_buffers(s: &UdpSocket, window: Option<u32>) {
+    match window {
+        Some(w) => {
+            let r = socket2::SockRef::from(s);
+            let _ = r.set_send_buffer_size(w as usize);
+            let _ = r.set_recv_buffer_size(w as usize);
+        }
+        None => enlarge_udp_receive_buffer(s),
+    }
+}
+
 /// A UDP receive buffer of 4 MiB (as root past net.core.rmem_max, SO_RCVBUFFORCE): a receiver
 /// thread that is not scheduled for a few ms must not turn into datagram loss that the path
 /// did not cause. A no-op when the user gave -w.

@@ -223,14 +223,7 @@ pub fn interrupted(by: &str) -> Finding {
 mod tests {
     use super::*;
 
-    fn messages(f: &[Finding]) -> String {
-        f.iter()
-            .map(|f| f.message.clone())
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    use model::latency::{merge, CpuInterrupts, StopReason};
+    use model::latency::CpuInterrupts;
     use model::procfs::IrqLine;
     use model::system::{CpuFreq, Kernel, Preemption};
 
@@ -264,22 +257,14 @@ mod tests {
         }
     }
 
+    use testsupport::latency::messages;
+
+    /// A run with a 400-bucket histogram whose privileged steps ended in `step`.
     fn measurement(step: Step, missed: u64, overflow: u64) -> Measurement {
-        let mut total = merge(&[], 10);
-        total.missed_periods = missed;
-        total.histogram.counts = vec![0; 400];
-        total.histogram.overflow = overflow;
-        Measurement {
-            privileges: Privileges {
-                sched_fifo: step.clone(),
-                memory_locked: step.clone(),
-                cpu_dma_latency_held: step,
-            },
-            elapsed_ns: 0,
-            stopped_by: StopReason::Duration,
-            threads: Vec::new(),
-            total,
-        }
+        let mut m = testsupport::latency::measurement(step, missed);
+        m.total.histogram.counts = vec![0; 400];
+        m.total.histogram.overflow = overflow;
+        m
     }
 
     #[test]

@@ -1,0 +1,89 @@
+//! Child processes of a test: bounded waits and signals (a test never waits forever for a
+//! `headroom` that hangs).
+
+use std::io::Read;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Poll `done` every 20 ms until it holds or `limit` has passed; whether it held.
+pub fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    loop {
+        if done() {
+            return true;
+        }
+        if t0.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Wait (bounded) until the child exits; kill it and fail after `limit`.
+pub fn wait_exit(child: &mut Child, limit: Duration) -> ExitStatus {
+    let mut status = None;
+    let exited = wait_until(limit, || {
+        status = child.try_wait().unwrap_or_else(|e| panic!("{e}"));
+        status.is_some()
+    });
+    match status {
+        Some(s) if exited => s,
+        _ => {
+            let _ = child.kill();
+            panic!("headroom did not stop within {limit:?}");
+        }
+    }
+}
+
+/// Send `signal` (libc::SIGINT, ...) to the child, as Ctrl-C or `kill` would.
+pub fn signal(child: &Child, signal: i32) {
+    let pid = i32::try_from(child.id()).unwrap_or_else(|e| panic!("{e}"));
+    // SAFETY: kill(2) on the pid of our own child; it cannot touch our memory.
+    let rc = unsafe { libc::kill(pid, signal) };
+    assert_eq!(
+        rc,
+        0,
+        "kill({pid}, {signal}): {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+/// Wait (bounded, as [`wait_exit`]) until the child exits; its status and what it wrote to
+/// the stdout and stderr it was given as pipes (empty where it was not).
+pub fn output_within(child: &mut Child, limit: Duration) -> Output {
+    let status = wait_exit(child, limit);
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    if let Some(mut o) = child.stdout.take() {
+        o.read_to_end(&mut stdout).unwrap_or_else(|e| panic!("{e}"));
+    }
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_end(&mut stderr).unwrap_or_else(|e| panic!("{e}"));
+    }
+    Output {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+/// Start `cmd` in the background with its stdout and stderr piped (read them with
+/// [`output_within`]).
+pub fn spawn_piped(cmd: &mut Command) -> Child {
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"))
+}
+
+/// Whether the tests run as root (loop devices, mounts, network namespaces, SCHED_FIFO).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid(2) has no arguments and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Whether `tool` is an executable file in a directory of PATH.
+pub fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+}
