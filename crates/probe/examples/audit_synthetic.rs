@@ -6,24 +6,15 @@
 
 use model::inventory::pci::address::PciAddress;
 use model::root::SysRoot;
-use model::{Aspm, LinkState, PcieGen, PortType};
+use model::{LinkState, PcieGen, PortType};
 use std::time::Instant;
 use testsupport::synth::{write_tree, SynthExpress, SynthFunction};
 
 fn express(port_type: PortType, gen: PcieGen, width: u8) -> SynthExpress {
+    let link = LinkState::new(gen, width);
     SynthExpress {
-        port_type,
-        capable: LinkState::new(gen, width),
-        status: LinkState::new(gen, width),
         mps_supported: 512,
-        mps: 256,
-        mrrs: 512,
-        aspm_support: Aspm {
-            l0s: true,
-            l1: true,
-        },
-        aspm_enabled: Aspm::default(),
-        target: None,
+        ..SynthExpress::new(port_type, link, link)
     }
 }
 

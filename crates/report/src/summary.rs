@@ -1087,18 +1087,18 @@ fn inventory(a: &AuditView) -> Vec<(String, Table)> {
                 ]
             })
             .collect();
-        out.push((
-            format!("PCI: {}", plural(rows.len(), "function", "functions")),
-            Table::new(
-                &[
-                    ("Address", false),
-                    ("Device", false),
-                    ("Driver", false),
-                    ("Link", false),
-                    ("Max", false),
-                ],
-                rows,
-            ),
+        out.push(counted_table(
+            "PCI",
+            ("function", "functions"),
+            "",
+            &[
+                ("Address", false),
+                ("Device", false),
+                ("Driver", false),
+                ("Link", false),
+                ("Max", false),
+            ],
+            rows,
         ));
         let rows: Vec<Vec<String>> = pci
             .links
@@ -1117,22 +1117,19 @@ fn inventory(a: &AuditView) -> Vec<(String, Table)> {
             })
             .collect();
         if !rows.is_empty() {
-            out.push((
-                format!(
-                    "PCI Express: {} (ceiling: effective write per direction)",
-                    plural(rows.len(), "link", "links")
-                ),
-                Table::new(
-                    &[
-                        ("Link", false),
-                        ("State", false),
-                        ("Both ends support", false),
-                        ("Ceiling (MB/s)", true),
-                        ("Capable ceiling (MB/s)", true),
-                        ("Note", false),
-                    ],
-                    rows,
-                ),
+            out.push(counted_table(
+                "PCI Express",
+                ("link", "links"),
+                " (ceiling: effective write per direction)",
+                &[
+                    ("Link", false),
+                    ("State", false),
+                    ("Both ends support", false),
+                    ("Ceiling (MB/s)", true),
+                    ("Capable ceiling (MB/s)", true),
+                    ("Note", false),
+                ],
+                rows,
             ));
         }
     }
@@ -1180,20 +1177,20 @@ fn inventory(a: &AuditView) -> Vec<(String, Table)> {
                 ]
             })
             .collect();
-        out.push((
-            format!("USB: {}", plural(rows.len(), "device", "devices")),
-            Table::new(
-                &[
-                    ("Device", false),
-                    ("Speed (Mb/s)", true),
-                    ("USB", false),
-                    ("Product", false),
-                    ("Driver", false),
-                    ("Storage", false),
-                    ("Bulk ceiling (MB/s)", true),
-                ],
-                rows,
-            ),
+        out.push(counted_table(
+            "USB",
+            ("device", "devices"),
+            "",
+            &[
+                ("Device", false),
+                ("Speed (Mb/s)", true),
+                ("USB", false),
+                ("Product", false),
+                ("Driver", false),
+                ("Storage", false),
+                ("Bulk ceiling (MB/s)", true),
+            ],
+            rows,
         ));
     }
     if let Some(block) = a.block.as_ref().filter(|b| !b.devices.is_empty()) {
@@ -1226,26 +1223,23 @@ fn inventory(a: &AuditView) -> Vec<(String, Table)> {
                 ]
             })
             .collect();
-        out.push((
-            format!(
-                "Block: {} (size in GiB = 2^30 B, queue limits in KiB)",
-                plural(rows.len(), "device", "devices")
-            ),
-            Table::new(
-                &[
-                    ("Name", false),
-                    ("Kind", false),
-                    ("Size (GiB)", true),
-                    ("Transport", false),
-                    ("Rotational", false),
-                    ("Scheduler", false),
-                    ("max_sectors_kb", true),
-                    ("max_hw_sectors_kb", true),
-                    ("read_ahead_kb", true),
-                    ("Mounts", false),
-                ],
-                rows,
-            ),
+        out.push(counted_table(
+            "Block",
+            ("device", "devices"),
+            " (size in GiB = 2^30 B, queue limits in KiB)",
+            &[
+                ("Name", false),
+                ("Kind", false),
+                ("Size (GiB)", true),
+                ("Transport", false),
+                ("Rotational", false),
+                ("Scheduler", false),
+                ("max_sectors_kb", true),
+                ("max_hw_sectors_kb", true),
+                ("read_ahead_kb", true),
+                ("Mounts", false),
+            ],
+            rows,
         ));
     }
     if let Some(net) = a.net.as_ref().filter(|n| !n.interfaces.is_empty()) {
@@ -1275,20 +1269,20 @@ fn inventory(a: &AuditView) -> Vec<(String, Table)> {
                 ]
             })
             .collect();
-        out.push((
-            format!("Network: {}", plural(rows.len(), "interface", "interfaces")),
-            Table::new(
-                &[
-                    ("Interface", false),
-                    ("State", false),
-                    ("Speed (Mb/s)", true),
-                    ("Duplex", false),
-                    ("MTU", true),
-                    ("Driver", false),
-                    ("TCP ceiling (MB/s)", true),
-                ],
-                rows,
-            ),
+        out.push(counted_table(
+            "Network",
+            ("interface", "interfaces"),
+            "",
+            &[
+                ("Interface", false),
+                ("State", false),
+                ("Speed (Mb/s)", true),
+                ("Duplex", false),
+                ("MTU", true),
+                ("Driver", false),
+                ("TCP ceiling (MB/s)", true),
+            ],
+            rows,
         ));
     }
     out
@@ -1311,6 +1305,20 @@ pub fn link_state(l: &PathLink) -> String {
 pub fn is_downgraded(l: &PathLink) -> bool {
     l.capable_state.as_ref().is_some_and(|c| c != &l.state)
         || l.note.as_deref().is_some_and(|n| n.contains("downgraded"))
+}
+
+/// A table titled with its count (`USB: 3 devices`) and an optional note after it.
+fn counted_table(
+    title: &str,
+    (one, many): (&str, &str),
+    note: &str,
+    columns: &[(&'static str, bool)],
+    rows: Vec<Vec<String>>,
+) -> (String, Table) {
+    (
+        format!("{title}: {}{note}", plural(rows.len(), one, many)),
+        Table::new(columns, rows),
+    )
 }
 
 #[cfg(test)]

@@ -711,6 +711,12 @@ mod tests {
         }
     }
 
+    /// `prepare` as a user's path reaches it, with nothing stopping it.
+    fn prepare_at(path: &Path, o: &TargetOptions) -> Result<Target, DiskError> {
+        let stop = AtomicBool::new(false);
+        prepare(inspect(path).unwrap(), None, None, &[], o, &stop, None)
+    }
+
     #[test]
     fn test_file_names_carry_pid_and_start_time() {
         // proc(5): a comm with spaces and parentheses; starttime is field 22.
@@ -769,16 +775,7 @@ mod tests {
         // A file the user had is never listed: nothing may remove it.
         let keep = dir.path().join("keep");
         std::fs::write(&keep, vec![7u8; 1 << 20]).unwrap();
-        let t = prepare(
-            inspect(&keep).unwrap(),
-            None,
-            None,
-            &[],
-            &opts(1 << 20, false),
-            &stop,
-            None,
-        )
-        .unwrap();
+        let t = prepare_at(&keep, &opts(1 << 20, false)).unwrap();
         assert!(!CREATED.lock().unwrap().contains(&keep));
         drop(t);
         assert!(keep.exists());
@@ -789,33 +786,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("keep");
         std::fs::write(&p, vec![7u8; 8192]).unwrap();
-        let stop = AtomicBool::new(false);
-        let e = prepare(
-            inspect(&p).unwrap(),
-            None,
-            None,
-            &[],
-            &opts(8192, true),
-            &stop,
-            None,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = prepare_at(&p, &opts(8192, true)).unwrap_err().to_string();
         assert!(
             e.contains("never overwrites a file without --overwrite"),
             "{e}"
         );
         // Reading it as is is allowed; it is left in place.
-        let t = prepare(
-            inspect(&p).unwrap(),
-            None,
-            None,
-            &[],
-            &opts(1 << 20, false),
-            &stop,
-            None,
-        )
-        .unwrap();
+        let t = prepare_at(&p, &opts(1 << 20, false)).unwrap();
         assert_eq!(t.info().size_bytes, 8192);
         drop(t);
         assert_eq!(std::fs::read(&p).unwrap(), vec![7u8; 8192]);
@@ -824,18 +801,9 @@ mod tests {
     #[test]
     fn free_space_is_checked_first() {
         let dir = tempfile::tempdir().unwrap();
-        let stop = AtomicBool::new(false);
-        let e = prepare(
-            inspect(dir.path()).unwrap(),
-            None,
-            None,
-            &[],
-            &opts(1 << 62, true),
-            &stop,
-            None,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = prepare_at(dir.path(), &opts(1 << 62, true))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("MiB free on the filesystem of"), "{e}");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
@@ -843,17 +811,7 @@ mod tests {
     #[test]
     fn sequential_jobs_split_the_target_random_jobs_share_it() {
         let dir = tempfile::tempdir().unwrap();
-        let stop = AtomicBool::new(false);
-        let t = prepare(
-            inspect(dir.path()).unwrap(),
-            None,
-            None,
-            &[],
-            &opts(4 << 20, true),
-            &stop,
-            None,
-        )
-        .unwrap();
+        let t = prepare_at(dir.path(), &opts(4 << 20, true)).unwrap();
         let seq = TestSpec::new("s", Workload::READ, 1 << 20, 1, 3);
         let r = t.job_regions(&seq).unwrap();
         assert_eq!(
