@@ -222,7 +222,7 @@ static CREATED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new(
 
 impl RemoveOnDrop {
     fn hold(&mut self, path: PathBuf) {
-        created_list(|l| l.push(path.clone()));
+        created().push(path.clone());
         self.0 = Some(path);
     }
 }
@@ -232,16 +232,16 @@ impl Drop for RemoveOnDrop {
         if let Some(p) = self.0.take() {
             // Best effort: the file may already be gone; nothing more can be done in a drop.
             let _ = std::fs::remove_file(&p);
-            created_list(|l| l.retain(|x| *x != p));
+            created().retain(|x| *x != p);
         }
     }
 }
 
-/// Runs `f` on the list of created files. A poisoned list is still a list.
-fn created_list(f: impl FnOnce(&mut Vec<PathBuf>)) {
-    f(&mut CREATED
+/// The list of created files. A poisoned list is still a list.
+fn created() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    CREATED
         .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner));
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Removes every test file headroom created and still has: for the panic hook (a panic in
@@ -761,7 +761,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let insp = inspect(dir.path()).unwrap();
         let file = insp.file.clone();
-        let listed = || CREATED.lock().unwrap().contains(&file);
+        let listed = || created().contains(&file);
         let stop = AtomicBool::new(false);
         let t = prepare(insp, None, None, &[], &opts(1 << 20, true), &stop, None).unwrap();
         assert!(listed(), "a file headroom created is listed");
@@ -776,7 +776,7 @@ mod tests {
         let keep = dir.path().join("keep");
         std::fs::write(&keep, vec![7u8; 1 << 20]).unwrap();
         let t = prepare_at(&keep, &opts(1 << 20, false)).unwrap();
-        assert!(!CREATED.lock().unwrap().contains(&keep));
+        assert!(!created().contains(&keep));
         drop(t);
         assert!(keep.exists());
     }
