@@ -58,6 +58,7 @@ pub fn irq_rates(
                 irqs,
                 count,
                 per_second: if secs > 0.0 { count as f64 / secs } else { 0.0 },
+                seconds: secs,
             }
         })
         .collect()
@@ -243,8 +244,8 @@ impl Beside {
             return None;
         }
         let cpus = counters::pmu::online_cpus(root).unwrap_or_default();
-        let only: Vec<Event> = events.iter().map(|(_, e)| e.clone()).collect();
-        match Session::open(&only, &Scope::Cpus(cpus)) {
+        let mut only: Vec<Event> = events.iter().map(|(_, e)| e.clone()).collect();
+        match Session::open(&mut only, &Scope::Cpus(cpus)) {
             Ok(session) => Some(RootPortPmu {
                 pmu: class.pmu.clone(),
                 port,

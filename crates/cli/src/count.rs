@@ -8,11 +8,12 @@ use crate::output::GlobalArgs;
 use clap::Args;
 use counters::event::{Event, Pmus};
 use counters::perf::{outcome, OpenError, Outcome, Reading, Scope, Session};
-use counters::workload::{Workload, WorkloadError};
+use counters::workload::{CommandStdout, Workload, WorkloadError};
 use counters::{pcie_pmu, ReadUnder, Sampler};
 use model::root::SysRoot;
 use report::count::{
-    CountDocument, CountInterval, CountStatus, CountedEvent, PmuLink, PmuListing, RootPortFact,
+    CountDocument, CountInterval, CountStatus, CountedEvent, EventListing, PmuLink, PmuListing,
+    RootPortFact,
 };
 use std::io::Write;
 use std::path::PathBuf;
@@ -22,6 +23,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
+#[command(after_help = "\
+Where the output goes: like perf stat, the counts go to stderr, so the command keeps its stdout. \
+With --json the document goes to stdout, as every headroom command's does, and the command's own \
+stdout is sent to stderr so the two never mix; with -o FILE the counts (or the document) go to \
+FILE and the command keeps its stdout.\n\
+--irq counts the device's interrupts on every CPU, whatever process caused them (system-wide, \
+like /proc/interrupts); a rate per second is given for runs of at least a second, a shorter run \
+gives the count alone.\n\
+Examples:\n  headroom count -e cs,page-faults -- dd if=/dev/zero of=/dev/null count=1000\n  \
+headroom --json count -e block:block_rq_issue -- sync > counts.json\n  \
+headroom count --list | grep sched:")]
 pub struct CountArgs {
     /// Event to count, in perf's syntax: `PMU/EVENT,term=V/`, `SYSTEM:TRACEPOINT`, a
     /// name like `task-clock`, a group `{a,b}`; repeat or separate with commas.
@@ -46,7 +58,8 @@ pub struct CountArgs {
     /// second, from its MSI/MSI-X lines; repeatable.
     #[arg(long = "irq", value_name = "DEVICE")]
     pub irq: Vec<String>,
-    /// Write the counts (text, CSV or --json) to FILE instead of stderr.
+    /// Write the counts (text, CSV or --json) to FILE instead of stderr (--json: instead of
+    /// stdout); the command keeps its stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Do not keep the result in the history database.
@@ -98,9 +111,13 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     } else {
         a.events.clone()
     };
-    let events = match counters::event::parse_all(&given, &pmus) {
+    let mut events = match counters::event::parse_all(&given, &pmus) {
         Ok(e) => e,
-        Err(e) => return usage(e),
+        Err(e) if e.is_usage() => return usage(e),
+        Err(e) => {
+            eprintln!("headroom: error: {e}");
+            return Ok(ExitCode::from(1));
+        }
     };
     let interval = match a.interval_ms {
         Some(ms) if ms < 10 => {
@@ -145,10 +162,18 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
 
+    // With --json on stdout, the command's stdout goes to stderr: the document stays one
+    // document. Counts written to -o FILE (or perf's text on stderr) leave stdout to it.
+    let document_on_stdout = global.json && a.output.is_none();
+    let command_stdout = if document_on_stdout {
+        CommandStdout::ToStderr
+    } else {
+        CommandStdout::Inherit
+    };
     let mut workload = if a.command.is_empty() {
         None
     } else {
-        match Workload::prepare(&a.command) {
+        match Workload::prepare(&a.command, command_stdout) {
             Ok(w) => Some(w),
             Err(e) => {
                 eprintln!("headroom: error: {e}");
@@ -161,13 +186,17 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         (None, Some(w)) => Scope::Process(w.pid()),
         (None, None) => unreachable_scope()?,
     };
-    let session = match Session::open(&events, &scope) {
+    let session = match Session::open(&mut events, &scope) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("headroom: error: {e}");
             return Ok(ExitCode::from(1));
         }
     };
+    let user_only = session.user_only_note(&events);
+    if let Some(n) = &user_only {
+        eprintln!("headroom: note: {n}");
+    }
     for (i, e) in events.iter().enumerate() {
         match session.error(i) {
             Some(OpenError::Other(msg)) => eprintln!("headroom: warning: {msg}"),
@@ -207,7 +236,8 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     }
 
     // Like perf stat, the counts go to stderr (or -o FILE): stdout belongs to the command,
-    // whose output would otherwise be mixed into the numbers (and break --json).
+    // whose output would otherwise be mixed into the numbers. The --json document goes to
+    // stdout as every command's does (the command's stdout was sent to stderr above).
     let mut out: Box<dyn Write> = match &a.output {
         Some(path) => match std::fs::File::create(path) {
             Ok(f) => Box::new(std::io::BufWriter::new(f)),
@@ -219,6 +249,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(1));
             }
         },
+        None if document_on_stdout => Box::new(std::io::stdout().lock()),
         None => Box::new(std::io::stderr().lock()),
     };
     let sep = a.separator.as_deref();
@@ -311,9 +342,13 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         intervals,
         interrupts,
         findings: Vec::new(),
-        notes: events
-            .iter()
-            .filter_map(|e| e.note.as_ref().map(|n| format!("{}: {n}", e.name)))
+        notes: user_only
+            .into_iter()
+            .chain(
+                events
+                    .iter()
+                    .filter_map(|e| e.note.as_ref().map(|n| format!("{}: {n}", e.name))),
+            )
             .collect(),
     };
     // Kept like every measurement (an -a run stopped by Ctrl-C too: it measured).
@@ -487,6 +522,31 @@ fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
             vendor_id: *v,
         })
         .collect();
+    let (software, hardware) = counters::event::builtin_names();
+    let (tracepoints, tracepoints_missing) = match counters::pmu::tracepoints(root) {
+        Ok(t) if t.is_empty() => (
+            t,
+            Some(format!(
+                "none found: tracefs is not mounted at {} (mount -t tracefs nodev \
+                 /sys/kernel/tracing)",
+                counters::pmu::TRACEFS_EVENTS.join(" or ")
+            )),
+        ),
+        Ok(t) => (t, None),
+        Err(e) => (
+            Vec::new(),
+            Some(format!(
+                "not listed: {e}; tracefs is root's alone here: run `headroom count --list` as \
+                 root, or `mount -o remount,mode=755 /sys/kernel/tracing`"
+            )),
+        ),
+    };
+    let events = EventListing {
+        software,
+        hardware,
+        tracepoints,
+        tracepoints_missing,
+    };
     let kernel = root.read("/proc/sys/kernel/osrelease").ok();
     let findings =
         report::count::root_port_pmu_findings(&facts, &links, kernel.as_deref().map(str::trim));
@@ -494,17 +554,20 @@ fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
         #[derive(serde::Serialize)]
         struct ListDocument<'a> {
             pmus: &'a [PmuListing],
+            #[serde(flatten)]
+            events: &'a EventListing,
             findings: &'a [model::Finding],
         }
         crate::output::print_result(
             "pmu_list",
             &ListDocument {
                 pmus: &listing,
+                events: &events,
                 findings: &findings,
             },
         )?;
     } else {
-        let text = report::count::render_list(&listing, &findings);
+        let text = report::count::render_list(&listing, &events, &findings);
         if let Err(e) = std::io::stdout().lock().write_all(text.as_bytes()) {
             if e.kind() != std::io::ErrorKind::BrokenPipe {
                 return Err(e.into());

@@ -286,8 +286,10 @@ fn system_wide_json_is_a_count_document() {
 }
 
 #[test]
-fn the_commands_stdout_stays_its_own_and_report_reads_the_document() {
-    // `ls` writes to stdout; the counts go to stderr, so --json stays parseable.
+fn json_goes_to_stdout_the_commands_stdout_apart_and_report_reads_it() {
+    // Issue 23 item 4: `headroom count --json -e cs -- true > j.out` left j.out empty (the
+    // document went to stderr). The document is on stdout like every command's; the
+    // command's own stdout goes to stderr, so the document stays one JSON document.
     let out = headroom()
         .args([
             "--json",
@@ -300,14 +302,37 @@ fn the_commands_stdout_stays_its_own_and_report_reads_the_document() {
         ])
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");
-    let doc: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["kind"], "count");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "hello\n");
+    // With -o FILE the document goes there and the command keeps its stdout.
     let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("counts.json");
+    let kept = headroom()
+        .args(["--json", "count", "-o", file.to_str().unwrap()])
+        .args(["-e", "cs", "--", "echo", "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&kept.stdout), "hello\n");
+    let in_file: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(in_file["kind"], "count");
+    // The help says where each goes.
+    let help = String::from_utf8(stdout_of(headroom().args(["count", "--help"]))).unwrap();
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        help.contains("With --json the document goes to stdout")
+            && help.contains("the command's own stdout is sent to stderr"),
+        "{help}"
+    );
     let a = dir.path().join("a.json");
     let b = dir.path().join("b.json");
-    std::fs::write(&a, &out.stderr).unwrap();
-    std::fs::write(&b, &out.stderr).unwrap();
+    std::fs::write(&a, &out.stdout).unwrap();
+    std::fs::write(&b, &out.stdout).unwrap();
     let md = report_md(&a);
     assert!(md.contains("### Counters"), "{md}");
     assert!(md.contains("| task-clock |"), "{md}");
@@ -357,6 +382,116 @@ fn interrupts_per_second_of_a_device() {
     // 256 direct reads complete with interrupts (virtio may coalesce some).
     assert!(irq["count"].as_u64().unwrap() >= 64, "{irq:#}");
     assert!(irq["per_second"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn irq_counts_are_system_wide_and_a_short_run_gives_no_rate() {
+    // Issue 23 item 15: `count --irq` over a 1 ms command printed "1591 /sec" (one or two
+    // interrupts extrapolated) and never said it counts every CPU and every process.
+    let Some(bdf) = vda_pci_address() else {
+        return;
+    };
+    let err = stderr_of(headroom().args([
+        "count",
+        "--no-save",
+        "-e",
+        "cs",
+        "--irq",
+        &bdf,
+        "--",
+        "true",
+    ]));
+    let line = err
+        .lines()
+        .find(|l| l.contains("interrupts of"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains(&format!("interrupts of {bdf}, system-wide (IRQ")),
+        "{line}"
+    );
+    assert!(line.contains(": no rate from a run under 1 s"), "{line}");
+    assert!(!line.contains("/sec"), "{line}");
+    // A second's run gives the rate.
+    let err = stderr_of(headroom().args([
+        "count",
+        "--no-save",
+        "-e",
+        "cs",
+        "--irq",
+        &bdf,
+        "--",
+        "sleep",
+        "1.1",
+    ]));
+    assert!(
+        err.contains("system-wide (IRQ") && err.contains(" /sec"),
+        "{err}"
+    );
+}
+
+/// The names `perf list` prints with `tag` (`Software event`, `Tracepoint event`).
+fn perf_list(kind: &str, tag: &str) -> Vec<String> {
+    let out = Std::new("perf").args(["list", kind]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(&format!("[{tag}]")))
+        .map(|l| l.split('[').next().unwrap().trim().to_string())
+        .collect()
+}
+
+/// The names `headroom count --list` prints with `tag`.
+fn our_list(text: &str, tag: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| l.contains(&format!("[{tag}]")))
+        .map(|l| l.split('[').next().unwrap().trim().to_string())
+        .collect()
+}
+
+#[test]
+fn list_has_the_software_events_and_tracepoints_perf_list_has() {
+    // Issue 23 item 15: `count --list` printed the sysfs PMUs only (9 lines here), while
+    // every "unknown event" error says "`headroom count --list` lists them".
+    let t = String::from_utf8(stdout_of(headroom().args(["count", "--list"]))).unwrap();
+    let ours = our_list(&t, "Software event");
+    for e in [
+        "context-switches OR cs",
+        "task-clock",
+        "page-faults OR faults",
+    ] {
+        assert!(ours.iter().any(|o| o == e), "{e} not in {ours:?}");
+    }
+    let tracepoints = our_list(&t, "Tracepoint event");
+    // A captured tree lists its own tracefs.
+    let fixture_list = String::from_utf8(stdout_of(headroom().args([
+        "count",
+        "--list",
+        "--root",
+        &fixture("pmu-core"),
+    ])))
+    .unwrap();
+    assert!(
+        our_list(&fixture_list, "Tracepoint event").contains(&"block:block_rq_issue".to_string()),
+        "{fixture_list}"
+    );
+    if !have_perf() {
+        return;
+    }
+    // Every software event perf counts and headroom knows, every tracepoint of this kernel.
+    for e in perf_list("sw", "Software event") {
+        if e != "bpf-output" && e != "dummy" {
+            assert!(ours.contains(&e), "perf lists {e}; headroom: {ours:?}");
+        }
+    }
+    if testsupport::process::is_root() {
+        let perfs = perf_list("tracepoint", "Tracepoint event");
+        let missing: Vec<&String> = perfs.iter().filter(|t| !tracepoints.contains(t)).collect();
+        let extra: Vec<&String> = tracepoints.iter().filter(|t| !perfs.contains(t)).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "perf lists but headroom not: {missing:?}; headroom but not perf: {extra:?}"
+        );
+        assert!(tracepoints.len() > 100, "{}", tracepoints.len());
+    }
 }
 
 #[test]
@@ -485,31 +620,191 @@ fn bad_input_in_perfs_words() {
 }
 
 #[test]
-fn no_permission_says_what_to_do() {
-    let root = testsupport::process::is_root();
-    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(-1);
-    let setpriv = Std::new("setpriv")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !root || paranoid < 1 || !setpriv {
-        eprintln!("skipped: needs root to drop to nobody, setpriv, and perf_event_paranoid >= 1");
-        return;
+fn absurd_event_lists_are_refused_with_the_bound() {
+    // Issue 22 item 15: 100,000 commas and 10,000 copies of one event were accepted silently
+    // (10,000 counters opened for `cs`, 10,000 lines printed).
+    let copies = vec!["cs"; 10_000].join(",");
+    let err = fails_saying(
+        headroom().args(["count", "--no-save", "-e", &copies, "--", "true"]),
+        2,
+        "more than 256 events given: headroom counts at most 256 in one run, since a PMU has a \
+         few counters",
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // Over several -e too.
+    let mut args = vec!["count", "--no-save"];
+    for _ in 0..300 {
+        args.extend(["-e", "cs"]);
     }
-    let out = Std::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", &bin()])
-        .args(["count", "-a", "-e", "cs", "--", "true"])
+    args.extend(["--", "true"]);
+    fails_saying(headroom().args(&args), 2, "more than 256 events given");
+    // 100,000 commas: perf's parser error, and the text is not echoed back whole.
+    let commas = format!("cs{}cs", ",".repeat(100_000));
+    let err = fails_saying(
+        headroom().args(["count", "--no-save", "-e", &commas, "--", "true"]),
+        2,
+        "parser error: an empty event",
+    );
+    assert!(
+        err.len() < 500 && err.contains("(100004 characters)"),
+        "{err}"
+    );
+    for bad in ["cs,", ",cs", "{}", "{cs,}"] {
+        fails_saying(
+            headroom().args(["count", "--no-save", "-e", bad, "--", "true"]),
+            2,
+            "parser error",
+        );
+    }
+    // Within the bound all is counted, perf's way.
+    let ok = vec!["cs"; 256].join(",");
+    let out =
+        output_ok(headroom().args(["count", "--no-save", "-x", ",", "-e", &ok, "--", "true"]));
+    assert_eq!(csv_values(&String::from_utf8_lossy(&out.stderr)).len(), 256);
+}
+
+/// perf_event_paranoid set for a test and put back when it ends (also when it fails); tests
+/// that depend on it hold PARANOID so they never see each other's setting.
+struct Paranoid(String);
+
+static PARANOID: std::sync::Mutex<()> = std::sync::Mutex::new(());
+const PARANOID_FILE: &str = "/proc/sys/kernel/perf_event_paranoid";
+
+impl Paranoid {
+    fn set(level: i32) -> Paranoid {
+        let old = std::fs::read_to_string(PARANOID_FILE).unwrap();
+        std::fs::write(PARANOID_FILE, level.to_string()).unwrap();
+        Paranoid(old.trim().to_string())
+    }
+}
+
+impl Drop for Paranoid {
+    fn drop(&mut self) {
+        let _ = std::fs::write(PARANOID_FILE, &self.0);
+    }
+}
+
+#[test]
+fn an_unprivileged_user_counts_in_user_space_as_perf_does() {
+    // Issue 22 item 15: as a user with perf_event_paranoid 2 the default events failed
+    // ("No permission to enable task-clock event") where perf stat counts them in user space
+    // only (`task-clock:u`); a tracepoint tracefs does not let the user read was "event
+    // syntax error" (exit 2).
+    let Some(mut ours) = testsupport::process::as_nobody(&assert_cmd::cargo::cargo_bin("headroom"))
+    else {
+        return;
+    };
+    let _one_at_a_time = PARANOID.lock().unwrap_or_else(|e| e.into_inner());
+    let _paranoid = Paranoid::set(2);
+    let out = ours
+        .args(["count", "--no-save", "-x", ",", "--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "perf_event_paranoid is 2 (kernel profiling needs root or CAP_PERFMON): the events \
+             are counted in user space only, as perf stat falls back (task-clock:u, \
+             context-switches:u"
+        ),
+        "{err}"
+    );
+    let rows = csv_values(&err);
+    let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "task-clock:u",
+            "context-switches:u",
+            "cpu-migrations:u",
+            "page-faults:u"
+        ],
+        "the software events counted, named as perf names them: {err}"
+    );
+    assert!(value_of(&rows, "page-faults:u") > 0.0, "{err}");
+    if have_perf() {
+        // perf stat as the same user falls back the same way and prints the same names.
+        let perf = testsupport::process::as_nobody(std::path::Path::new("/usr/bin/perf"))
+            .unwrap()
+            .args(["stat", "-x", ",", "--", "true"])
+            .output()
+            .unwrap();
+        let perf_rows = csv_values(&String::from_utf8_lossy(&perf.stderr));
+        let perf_names: Vec<&str> = perf_rows.iter().map(|(n, _)| n.as_str()).collect();
+        for n in &names {
+            assert!(
+                perf_names.contains(n),
+                "perf: {perf_names:?}, headroom: {names:?}"
+            );
+        }
+    }
+    // The document names them the same and keeps the sentence.
+    let doc = testsupport::process::as_nobody(&assert_cmd::cargo::cargo_bin("headroom"))
+        .unwrap()
+        .args(["--json", "count", "--no-save", "-e", "cs", "--", "true"])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&doc.stdout).unwrap();
+    assert_eq!(doc["events"][0]["name"], "cs:u");
+    assert!(
+        doc["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("user space only"),
+        "{doc:#}"
+    );
+    // A tracepoint: where tracefs is root's alone, a permission sentence (exit 1), not a
+    // syntax error; where it is readable, perf's fallback again.
+    let tracefs_private = std::fs::metadata("/sys/kernel/tracing")
+        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o005 == 0)
+        .unwrap_or(false);
+    let tp = testsupport::process::as_nobody(&assert_cmd::cargo::cargo_bin("headroom"))
+        .unwrap()
+        .args([
+            "count",
+            "--no-save",
+            "-e",
+            "sched:sched_switch",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&tp.stderr);
+    if tracefs_private {
+        assert_eq!(tp.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(
+                "sched:sched_switch: no permission to read \
+                 /sys/kernel/tracing/events/sched/sched_switch/id"
+            ) && err.contains("run as root"),
+            "{err}"
+        );
+        assert!(!err.contains("syntax error"), "{err}");
+    } else {
+        assert_eq!(tp.status.code(), Some(0), "{err}");
+        assert!(err.contains("sched:sched_switch:u"), "{err}");
+    }
+}
+
+#[test]
+fn no_permission_says_what_to_do() {
+    let Some(mut ours) = testsupport::process::as_nobody(&assert_cmd::cargo::cargo_bin("headroom"))
+    else {
+        return;
+    };
+    // At 1, system-wide counting is refused and perf has no fallback for it.
+    let _one_at_a_time = PARANOID.lock().unwrap_or_else(|e| e.into_inner());
+    let _paranoid = Paranoid::set(1);
+    let out = ours
+        .args(["count", "--no-save", "-a", "-e", "cs", "--", "true"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains(&format!(
-            "No permission to enable cs event: perf_event_paranoid is {paranoid}"
-        )),
+        err.contains("No permission to enable cs event: perf_event_paranoid is 1"),
         "{err}"
     );
 }

@@ -66,17 +66,64 @@ impl Exclude {
 
 /// Why an `-e` value was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("event syntax error: '{text}': {reason}")]
-pub struct EventError {
-    pub text: String,
-    pub reason: String,
+pub enum EventError {
+    /// The text is not an event of this machine (a usage error).
+    #[error("event syntax error: '{text}': {reason}")]
+    Syntax { text: String, reason: String },
+    /// The event exists but this user may not read what resolves it (tracefs is root's
+    /// alone on most distributions): not the user's typing, so not a usage error.
+    #[error(
+        "{text}: no permission to read {}: {error}; run as root, or make tracefs readable \
+         (`mount -o remount,mode=755 {}`, as perf advises)",
+        .path.display(),
+        .mount.display()
+    )]
+    Permission {
+        text: String,
+        path: std::path::PathBuf,
+        /// The tracefs mount point the file is under.
+        mount: std::path::PathBuf,
+        error: String,
+    },
+    /// More events than headroom counts in one run (see [`MAX_EVENTS`]).
+    #[error(
+        "more than {MAX_EVENTS} events given: headroom counts at most {MAX_EVENTS} in one run, \
+         since a PMU has a few counters (4 to 31 on today's CPUs) and more events only take \
+         turns on them, each count extrapolated from a sliver of the run; give fewer (a repeated \
+         event counts the same thing again)"
+    )]
+    TooMany,
 }
 
+impl EventError {
+    /// Whether the user typed something wrong (exit 2), rather than lacking a permission.
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, EventError::Permission { .. })
+    }
+}
+
+/// The most events one run opens. perf sets no bound, and 10,000 copies of `cs` (or 100,000
+/// commas' worth) open as many descriptors per CPU to count one thing; a PMU has 4 to 31
+/// counters (x86 cores 4-8 general-purpose and 3 fixed, Arm PMUv3 up to 31), so 256 events
+/// already share each counter between dozens of them.
+pub const MAX_EVENTS: usize = 256;
+
 fn err(text: &str, reason: impl Into<String>) -> EventError {
-    EventError {
-        text: text.to_string(),
+    EventError::Syntax {
+        text: shown(text),
         reason: reason.into(),
     }
+}
+
+/// The typed text as an error quotes it: whole up to 120 characters, else its start and its
+/// length (a 100,000-character list is not echoed back).
+fn shown(text: &str) -> String {
+    let n = text.chars().count();
+    if n <= 120 {
+        return text.to_string();
+    }
+    let start: String = text.chars().take(60).collect();
+    format!("{start}... ({n} characters)")
 }
 
 /// perf's built-in software event names (tools/perf/util/parse-events.c event_symbols_sw,
@@ -116,26 +163,62 @@ const HARDWARE: [(&str, u64); 14] = [
     ("ref-cycles", 9),
 ];
 
+/// perf's built-in names as `perf list` prints them, aliases joined (`context-switches OR
+/// cs`): the software events, then the generic hardware ones.
+pub fn builtin_names() -> (Vec<String>, Vec<String>) {
+    fn joined(table: &[(&str, u64)]) -> Vec<String> {
+        let mut out: Vec<(u64, String)> = Vec::new();
+        for &(name, id) in table {
+            match out.iter_mut().find(|(i, _)| *i == id) {
+                Some((_, names)) => names.push_str(&format!(" OR {name}")),
+                None => out.push((id, name.to_string())),
+            }
+        }
+        let mut names: Vec<String> = out.into_iter().map(|(_, n)| n).collect();
+        names.sort();
+        names
+    }
+    (joined(&SOFTWARE), joined(&HARDWARE))
+}
+
 /// Terms every PMU accepts besides its own `format/` (perf's config terms).
 const CONFIG_TERMS: [&str; 5] = ["config", "config1", "config2", "config3", "name"];
 
 /// Split an `-e` value into events with their group index: commas separate events except
-/// inside `PMU/.../` and `{...}` (which is a group).
+/// inside `PMU/.../` and `{...}` (which is a group). An empty event (`cs,,cs`, a leading or
+/// trailing comma, `{}`) is refused as perf refuses it; more than [`MAX_EVENTS`] events stop
+/// the split (the rest is not even looked at).
 pub fn split(
     arg: &str,
     next_group: &mut usize,
 ) -> Result<Vec<(String, Option<usize>)>, EventError> {
-    let mut out = Vec::new();
+    let mut out: Vec<(String, Option<usize>)> = Vec::new();
     let mut cur = String::new();
     let mut in_slashes = false;
     let mut group: Option<(usize, usize)> = None; // (group index, first event's position)
+                                                  // Whether an event or a group ended since the last comma (or the start).
+    let mut item = false;
     let mut chars = arg.chars().peekable();
-    let flush = |cur: &mut String, out: &mut Vec<(String, Option<usize>)>, g: Option<usize>| {
+    let flush = |cur: &mut String,
+                 out: &mut Vec<(String, Option<usize>)>,
+                 g: Option<usize>|
+     -> Result<bool, EventError> {
         let t = cur.trim().to_string();
         cur.clear();
-        if !t.is_empty() {
-            out.push((t, g));
+        if t.is_empty() {
+            return Ok(false);
         }
+        if out.len() >= MAX_EVENTS {
+            return Err(EventError::TooMany);
+        }
+        out.push((t, g));
+        Ok(true)
+    };
+    let empty = || {
+        err(
+            arg,
+            "parser error: an empty event (two commas in a row, or a comma at an end)",
+        )
     };
     while let Some(c) = chars.next() {
         match c {
@@ -147,15 +230,23 @@ pub fn split(
                 if group.is_some() {
                     return Err(err(arg, "a group cannot contain a group"));
                 }
-                flush(&mut cur, &mut out, None);
+                flush(&mut cur, &mut out, None)?;
                 group = Some((*next_group, out.len()));
                 *next_group += 1;
+                item = false;
             }
             '}' if !in_slashes => {
                 let Some((g, first)) = group.take() else {
                     return Err(err(arg, "`}` without `{`"));
                 };
-                flush(&mut cur, &mut out, Some(g));
+                if !flush(&mut cur, &mut out, Some(g))? {
+                    return Err(if out.len() == first {
+                        err(arg, "parser error: `{}` holds no event")
+                    } else {
+                        empty()
+                    });
+                }
+                item = true;
                 // A modifier after the group applies to each of its events.
                 let mut modifier = String::new();
                 if chars.peek() == Some(&':') {
@@ -171,7 +262,13 @@ pub fn split(
                     e.0.push_str(&modifier);
                 }
             }
-            ',' if !in_slashes => flush(&mut cur, &mut out, group.map(|g| g.0)),
+            ',' if !in_slashes => {
+                let flushed = flush(&mut cur, &mut out, group.map(|g| g.0))?;
+                if !flushed && !item {
+                    return Err(empty());
+                }
+                item = false;
+            }
             _ => cur.push(c),
         }
     }
@@ -181,9 +278,12 @@ pub fn split(
     if group.is_some() {
         return Err(err(arg, "`{` without `}`"));
     }
-    flush(&mut cur, &mut out, None);
+    let last = flush(&mut cur, &mut out, None)?;
     if out.is_empty() {
         return Err(err(arg, "no event given"));
+    }
+    if !last && !item {
+        return Err(empty());
     }
     Ok(out)
 }
@@ -304,7 +404,26 @@ pub fn resolve(text: &str, group: Option<usize>, pmus: &Pmus) -> Result<Event, E
             ));
         }
         let id = pmu::tracepoint_id(&pmus.root, system, tp)
-            .map_err(|e| err(text, e.to_string()))?
+            .map_err(|e| match e {
+                crate::Error::Read { path, source }
+                    if source.kind() == std::io::ErrorKind::PermissionDenied =>
+                {
+                    // The tracefs mount: the directory that holds `events/`.
+                    let mount = path
+                        .ancestors()
+                        .find(|a| a.file_name().is_some_and(|n| n == "events"))
+                        .and_then(|events| events.parent())
+                        .unwrap_or(&path)
+                        .to_path_buf();
+                    EventError::Permission {
+                        text: shown(text),
+                        path,
+                        mount,
+                        error: source.to_string(),
+                    }
+                }
+                other => err(text, other.to_string()),
+            })?
             .ok_or_else(|| {
                 err(
                     text,
@@ -487,8 +606,19 @@ fn set_term(
 pub fn parse_all(args: &[String], pmus: &Pmus) -> Result<Vec<Event>, EventError> {
     let mut next_group = 0;
     let mut out: Vec<Event> = Vec::new();
+    let mut listed: Vec<Vec<(String, Option<usize>)>> = Vec::new();
+    let mut total = 0;
+    // Every -e split (and counted against the bound) before any is resolved.
     for a in args {
-        for (text, group) in split(a, &mut next_group)? {
+        let events = split(a, &mut next_group)?;
+        total += events.len();
+        if total > MAX_EVENTS {
+            return Err(EventError::TooMany);
+        }
+        listed.push(events);
+    }
+    for events in listed {
+        for (text, group) in events {
             let e = resolve(&text, group, pmus)?;
             // dwc_pcie_pmu has one counter per event type (dwc_pcie_pmu_event_add():
             // -ENOSPC when it is in use): two of a type in one group are never scheduled
@@ -650,5 +780,21 @@ mod tests {
         assert!(e("cpu/event=0x3c").contains("unterminated"));
         assert!(e("{cs,task-clock").contains("`{` without `}`"));
         assert!(e("cpu/event=0x100/").contains("value too big for format (event), maximum is 255"));
+        // perf's parser errors on empty events; a group followed by a comma is not one.
+        for empty in ["cs,,cs", "cs,", ",cs", "{cs,}", "{}"] {
+            assert!(e(empty).contains("parser error"), "{empty}: {}", e(empty));
+        }
+        assert_eq!(
+            parse_all(&["{cs,task-clock}:u,cs".to_string()], &p)
+                .unwrap()
+                .len(),
+            3
+        );
+        let many = vec!["cs"; MAX_EVENTS + 1].join(",");
+        assert_eq!(
+            parse_all(&[many], &p).unwrap_err(),
+            EventError::TooMany,
+            "counted before any is resolved"
+        );
     }
 }

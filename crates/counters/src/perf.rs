@@ -53,6 +53,8 @@ struct Slot {
 /// The open counters of a run.
 pub struct Session {
     slots: Vec<Slot>,
+    /// The events perf's fallback opened in user space only (see [`Session::open`]).
+    user_only: Vec<usize>,
 }
 
 /// One raw reading, summed over the event's CPUs (perf's aggregation).
@@ -306,6 +308,15 @@ fn describe(e: &Event, errno: i32, scope: &Scope, cpu: i32) -> OpenError {
     }
 }
 
+/// perf's name for an event counted in user space only: `task-clock:u`, `cpu/cycles/u`.
+fn user_only_name(name: &str) -> String {
+    if name.ends_with('/') {
+        format!("{name}u")
+    } else {
+        format!("{name}:u")
+    }
+}
+
 /// The CPUs an event is opened on in a scope: a PMU with a cpumask counts on its mask (the
 /// first CPU: uncore PMUs move their context there, one is enough), whatever `-C` says.
 fn cpus_for(e: &Event, scope: &Scope) -> Vec<i32> {
@@ -320,11 +331,18 @@ impl Session {
     /// Open every event. An event the kernel does not support, or that it refuses, keeps
     /// its reason and the others are still counted (perf goes on too); a permission error
     /// is returned at once, since every event would hit it.
-    pub fn open(events: &[Event], scope: &Scope) -> Result<Session, OpenError> {
+    ///
+    /// perf's fallback (tools/perf/util/evsel.c evsel__fallback): an event refused with
+    /// EACCES because perf_event_paranoid is above 1 (no kernel profiling without
+    /// CAP_PERFMON) is opened again excluding the kernel and the hypervisor, renamed with
+    /// perf's `:u` (`task-clock:u`), unless the user excluded user space (`:k`) or the PMU
+    /// accepts no exclusion (an uncore PMU). [`Session::user_only_note`] says so.
+    pub fn open(events: &mut [Event], scope: &Scope) -> Result<Session, OpenError> {
         let mut slots: Vec<Slot> = Vec::with_capacity(events.len());
+        let mut user_only = Vec::new();
         // (group, cpu) -> leader fd
         let mut leaders: std::collections::HashMap<(usize, i32), i32> = Default::default();
-        for e in events {
+        for (i, e) in events.iter_mut().enumerate() {
             let uncore = e.cpumask.is_some();
             let process = matches!(scope, Scope::Process(_)) && !uncore;
             let pid = match scope {
@@ -335,30 +353,72 @@ impl Session {
                 fds: Vec::new(),
                 error: None,
             };
-            for cpu in cpus_for(e, scope) {
-                let leader_fd = e.group.and_then(|g| leaders.get(&(g, cpu)).copied());
-                let mut attr = attr_for(e, leader_fd.is_none(), process);
-                match open_one(&mut attr, pid, cpu, leader_fd.unwrap_or(-1)) {
-                    Ok(fd) => {
-                        if let (Some(g), None) = (e.group, leader_fd) {
-                            leaders.insert((g, cpu), fd.as_raw_fd());
+            // Bounded: at most one retry, after which the event excludes the kernel.
+            'event: loop {
+                for cpu in cpus_for(e, scope) {
+                    let leader_fd = e.group.and_then(|g| leaders.get(&(g, cpu)).copied());
+                    let mut attr = attr_for(e, leader_fd.is_none(), process);
+                    match open_one(&mut attr, pid, cpu, leader_fd.unwrap_or(-1)) {
+                        Ok(fd) => {
+                            if let (Some(g), None) = (e.group, leader_fd) {
+                                leaders.insert((g, cpu), fd.as_raw_fd());
+                            }
+                            slot.fds.push(fd);
                         }
-                        slot.fds.push(fd);
-                    }
-                    Err(errno) => {
-                        let d = describe(e, errno, scope, cpu);
-                        if matches!(d, OpenError::Permission(_)) {
-                            return Err(d);
+                        Err(libc::EACCES)
+                            if !e.exclude.kernel
+                                && !e.exclude.user
+                                && !uncore
+                                && paranoid().is_some_and(|p| p > 1) =>
+                        {
+                            e.exclude.kernel = true;
+                            e.exclude.hv = true;
+                            e.name = user_only_name(&e.name);
+                            user_only.push(i);
+                            slot.fds.clear();
+                            continue 'event;
                         }
-                        slot.fds.clear();
-                        slot.error = Some(d);
-                        break;
+                        Err(errno) => {
+                            let d = describe(e, errno, scope, cpu);
+                            if matches!(d, OpenError::Permission(_)) {
+                                return Err(d);
+                            }
+                            slot.fds.clear();
+                            slot.error = Some(d);
+                            break;
+                        }
                     }
                 }
+                break;
             }
             slots.push(slot);
         }
-        Ok(Session { slots })
+        Ok(Session { slots, user_only })
+    }
+
+    /// The sentence for the events perf's fallback counted in user space only (`None` when
+    /// none was), naming them as they are now called.
+    pub fn user_only_note(&self, events: &[Event]) -> Option<String> {
+        if self.user_only.is_empty() {
+            return None;
+        }
+        let names: Vec<&str> = self
+            .user_only
+            .iter()
+            .filter_map(|&i| events.get(i).map(|e| e.name.as_str()))
+            .collect();
+        Some(format!(
+            "perf_event_paranoid is {} (kernel profiling needs root or CAP_PERFMON): {} counted \
+             in user space only, as perf stat falls back ({}); run as root, or lower \
+             /proc/sys/kernel/perf_event_paranoid to 1, to count kernel time too",
+            paranoid().map_or("above 1".to_string(), |p| p.to_string()),
+            if names.len() == 1 {
+                "the event is"
+            } else {
+                "the events are"
+            },
+            names.join(", ")
+        ))
     }
 
     /// Why event `i` is not counted, if it could not be opened.

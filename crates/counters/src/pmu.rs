@@ -307,6 +307,39 @@ pub fn tracepoint_id(root: &SysRoot, system: &str, name: &str) -> Result<Option<
     Ok(None)
 }
 
+/// Every tracepoint tracefs lists, as perf names them (`block:block_rq_issue`), sorted: the
+/// directories `events/SYSTEM/NAME/` of the first tracefs mount found. `Ok(vec![])` without
+/// tracefs; an error when it cannot be read (root's alone on most distributions).
+pub fn tracepoints(root: &SysRoot) -> Result<Vec<String>, Error> {
+    for base in TRACEFS_EVENTS {
+        let path = root.path(base);
+        let systems = match std::fs::read_dir(&path) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::from_io(path, e)),
+        };
+        let mut out = Vec::new();
+        for system in systems.filter_map(Result::ok) {
+            if !system.file_type().is_ok_and(|t| t.is_dir()) {
+                continue; // enable, header_page, ...
+            }
+            let sys = system.file_name().to_string_lossy().into_owned();
+            let names =
+                std::fs::read_dir(system.path()).map_err(|e| Error::from_io(system.path(), e))?;
+            for n in names.filter_map(Result::ok) {
+                // Only an event with an `id` can be opened (its config): most of ftrace's own
+                // entries (bprint, hwlat, ...) have none, and perf list leaves them out too.
+                if n.file_type().is_ok_and(|t| t.is_dir()) && n.path().join("id").exists() {
+                    out.push(format!("{sys}:{}", n.file_name().to_string_lossy()));
+                }
+            }
+        }
+        out.sort();
+        return Ok(out);
+    }
+    Ok(Vec::new())
+}
+
 /// The CPU list of `/sys/devices/system/cpu/online`.
 pub fn online_cpus(root: &SysRoot) -> Result<Vec<u32>, Error> {
     let rel = "/sys/devices/system/cpu/online";

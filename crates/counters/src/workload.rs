@@ -41,6 +41,15 @@ impl Exit {
     }
 }
 
+/// Where the command's standard output goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommandStdout {
+    /// Where headroom's goes (perf's way: the counts are on stderr, stdout is the command's).
+    Inherit,
+    /// To headroom's stderr: headroom's stdout carries a document of its own (`--json`).
+    ToStderr,
+}
+
 /// A forked child waiting for [`Workload::start`] before it execs the command.
 pub struct Workload {
     pid: libc::pid_t,
@@ -78,7 +87,7 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 
 impl Workload {
     /// Fork a child that waits; nothing of the command runs yet.
-    pub fn prepare(argv: &[String]) -> Result<Workload, WorkloadError> {
+    pub fn prepare(argv: &[String], stdout: CommandStdout) -> Result<Workload, WorkloadError> {
         let program = argv.first().ok_or(WorkloadError::Empty)?.clone();
         let path =
             find_program(&program).ok_or_else(|| WorkloadError::NotFound(program.clone()))?;
@@ -119,6 +128,11 @@ impl Workload {
                 libc::close(go_w.as_raw_fd());
                 let n = libc::read(go_r.as_raw_fd(), (&mut b as *mut u8).cast(), 1);
                 if n != 1 {
+                    libc::_exit(127);
+                }
+                if stdout == CommandStdout::ToStderr
+                    && libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO) < 0
+                {
                     libc::_exit(127);
                 }
                 libc::execv(c_path.as_ptr(), ptrs.as_ptr());
@@ -228,7 +242,11 @@ mod tests {
 
     #[test]
     fn runs_and_reports_the_exit_code() {
-        let mut w = Workload::prepare(&["sh".into(), "-c".into(), "exit 3".into()]).unwrap();
+        let mut w = Workload::prepare(
+            &["sh".into(), "-c".into(), "exit 3".into()],
+            CommandStdout::Inherit,
+        )
+        .unwrap();
         w.start().unwrap();
         assert_eq!(w.wait().unwrap().shell_code(), 3);
     }
@@ -237,11 +255,14 @@ mod tests {
     fn a_workload_never_started_does_not_run_or_hang() {
         let dir = tempfile::tempdir().unwrap();
         let marker = dir.path().join("ran");
-        let w = Workload::prepare(&[
-            "sh".into(),
-            "-c".into(),
-            format!("touch {}", marker.display()),
-        ])
+        let w = Workload::prepare(
+            &[
+                "sh".into(),
+                "-c".into(),
+                format!("touch {}", marker.display()),
+            ],
+            CommandStdout::Inherit,
+        )
         .unwrap();
         drop(w);
         assert!(!marker.exists());
@@ -249,7 +270,7 @@ mod tests {
 
     #[test]
     fn missing_and_unrunnable_commands_are_sentences() {
-        let e = Workload::prepare(&["no-such-command-xyz".into()])
+        let e = Workload::prepare(&["no-such-command-xyz".into()], CommandStdout::Inherit)
             .err()
             .unwrap();
         assert!(e.to_string().contains("command not found"), "{e}");
@@ -258,7 +279,7 @@ mod tests {
         std::fs::write(&f, [0u8, 1, 2, 3]).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let mut w = Workload::prepare(&[f.display().to_string()]).unwrap();
+        let mut w = Workload::prepare(&[f.display().to_string()], CommandStdout::Inherit).unwrap();
         let e = w.start().unwrap_err();
         assert!(e.to_string().starts_with("Workload failed: "), "{e}");
     }

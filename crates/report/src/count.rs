@@ -66,6 +66,44 @@ pub struct IrqRate {
     pub names: Vec<String>,
     pub count: u64,
     pub per_second: f64,
+    /// The time between the two readings of /proc/interrupts, s (0 in documents older than
+    /// this field: unknown).
+    #[serde(default)]
+    pub seconds: f64,
+}
+
+/// Runs shorter than this give an interrupt count without a per-second rate: a rate over a
+/// millisecond extrapolates one or two interrupts (1 in 1 ms reads "1000 /s").
+pub const MIN_RATE_SECONDS: f64 = 1.0;
+
+impl IrqRate {
+    /// Whether the window was long enough for [`IrqRate::per_second`] to mean something (a
+    /// document that does not say keeps its rate).
+    pub fn has_rate(&self) -> bool {
+        self.seconds == 0.0 || self.seconds >= MIN_RATE_SECONDS
+    }
+
+    /// `# 840.0 /sec`, or the count over the short window it was taken in.
+    fn rate_comment(&self) -> String {
+        if self.has_rate() {
+            format!("# {:.1} /sec", self.per_second)
+        } else {
+            format!(
+                "# {} in {}: no rate from a run under {MIN_RATE_SECONDS} s",
+                self.count,
+                duration_words(self.seconds)
+            )
+        }
+    }
+}
+
+/// `1.07 ms`, `0.53 s`.
+fn duration_words(s: f64) -> String {
+    if s < 0.1 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{s:.2} s")
+    }
 }
 
 /// A PCIe PMU and the root port it counts (from `count --list`).
@@ -164,9 +202,10 @@ pub fn render_text(d: &CountDocument) -> String {
     }
     if !d.interrupts.is_empty() {
         out.push('\n');
+        // /proc/interrupts counts a device's interrupts on every CPU, whoever caused them.
         for r in &d.interrupts {
             out.push_str(&format!(
-                "{:>18} {:<w$} interrupts of {} (IRQ {}{})  # {:.1} /sec\n",
+                "{:>18} {:<w$} interrupts of {}, system-wide (IRQ {}{})  {}\n",
                 r.count,
                 "",
                 r.device,
@@ -176,7 +215,7 @@ pub fn render_text(d: &CountDocument) -> String {
                 } else {
                     format!(": {}", r.names.join(", "))
                 },
-                r.per_second
+                r.rate_comment()
             ));
         }
     }
@@ -246,7 +285,19 @@ pub struct PmuListing {
     pub link: Option<PmuLink>,
 }
 
-pub fn render_list(pmus: &[PmuListing], findings: &[Finding]) -> String {
+/// `count --list`'s events of no sysfs PMU, as `perf list` lists them: perf's software and
+/// generic hardware names, and every tracepoint of tracefs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EventListing {
+    pub software: Vec<String>,
+    pub hardware: Vec<String>,
+    pub tracepoints: Vec<String>,
+    /// Why the tracepoints could not be listed (tracefs unreadable or absent).
+    #[serde(default)]
+    pub tracepoints_missing: Option<String>,
+}
+
+pub fn render_list(pmus: &[PmuListing], events: &EventListing, findings: &[Finding]) -> String {
     let mut out = String::new();
     for p in pmus {
         out.push_str(&format!("{} (type {})", p.name, p.type_id));
@@ -274,6 +325,26 @@ pub fn render_list(pmus: &[PmuListing], findings: &[Finding]) -> String {
         }
         for e in &p.events {
             out.push_str(&format!("  {}/{}/\n", p.name, e));
+        }
+    }
+    // perf list's sections and tags, so a line reads the same in both.
+    let section = |out: &mut String, names: &[String], tag: &str| {
+        for n in names {
+            out.push_str(&format!("  {n:<50} [{tag}]\n"));
+        }
+    };
+    out.push_str("\nsoftware events (any process, no PMU needed)\n");
+    section(&mut out, &events.software, "Software event");
+    out.push_str("\ngeneric hardware events (where the CPU's PMU has them)\n");
+    section(&mut out, &events.hardware, "Hardware event");
+    match &events.tracepoints_missing {
+        Some(why) => out.push_str(&format!("\ntracepoints: {why}\n")),
+        None => {
+            out.push_str(&format!(
+                "\ntracepoints ({}; count one as SYSTEM:NAME)\n",
+                events.tracepoints.len()
+            ));
+            section(&mut out, &events.tracepoints, "Tracepoint event");
         }
     }
     for f in findings {
@@ -617,6 +688,7 @@ mod beside_tests {
                 names: vec!["nvme0q1".into()],
                 count: 5000,
                 per_second: 2500.0,
+                seconds: 2.0,
             }],
             pmu: Some(PmuBytes {
                 pmu: "pcie_bdf_200".into(),

@@ -812,6 +812,7 @@ mod tests {
                 names: vec!["virtio2-input.0".into(), "virtio2-output.0".into()],
                 count: 120,
                 per_second: 12.0,
+                seconds: 10.0,
             }],
             pmu: None,
             notes: vec!["0000:00:03.0: no PMU counts this device's traffic".into()],

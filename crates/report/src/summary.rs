@@ -695,11 +695,18 @@ impl Summary {
                         .to_string(),
                     });
                 }
+                // /proc/interrupts counts the device on every CPU, whoever caused them; a run
+                // too short for a rate keeps its count.
                 for r in &c.interrupts {
+                    let (value, unit) = if r.has_rate() {
+                        (r.per_second, "/s")
+                    } else {
+                        (r.count as f64, "")
+                    };
                     s.counters.push(CounterRow {
-                        name: format!("interrupts of {}", r.device),
-                        value: Some(r.per_second),
-                        unit: "/s".into(),
+                        name: format!("interrupts of {}, system-wide", r.device),
+                        value: Some(value),
+                        unit: unit.into(),
                         running_percent: None,
                         status: "counted".into(),
                     });

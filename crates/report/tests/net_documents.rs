@@ -65,6 +65,7 @@ fn with_counters(received: u64, rx_bytes: f64, irq_per_s: f64) -> Summary {
             names: vec!["eth0-TxRx-0".into(), "eth0-TxRx-1".into()],
             count: (irq_per_s * 5.0) as u64,
             per_second: irq_per_s,
+            seconds: 5.0,
         }],
         pmu: Some(PmuBytes {
             pmu: "dwc_rootport_3018".into(),
