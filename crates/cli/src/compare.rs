@@ -14,8 +14,9 @@ pub struct CompareArgs {
     #[arg(required = true, num_args = 2.., value_name = "RUN")]
     pub runs: Vec<String>,
 
-    /// Exit 1 when a test is worse than the first run by more than PCT percent (and by more
-    /// than the runs' own spread).
+    /// Exit 1 when a measured result (MB/s, IOPS, a latency) is worse than the first run's by
+    /// more than PCT percent, in the direction that is worse, and by more than the runs' own
+    /// spread; counters and context (interrupt rates, settings) are shown, never gated.
     #[arg(long, value_name = "PCT")]
     pub fail_above: Option<f64>,
 
@@ -54,8 +55,9 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
         for (doc, origin) in &loaded {
             bodies.push((origin.clone(), report::survey::SurveyBody::of(doc, origin)?));
         }
-        crate::out!("{}", report::survey::compare_markdown(&bodies)?)?;
-        return Ok(ExitCode::SUCCESS);
+        let (markdown, parts) = report::survey::compare_surveys(&bodies)?;
+        crate::out!("{markdown}")?;
+        return Ok(gate(&parts, args.fail_above));
     }
     let mut summaries = Vec::new();
     for (doc, origin) in &loaded {
@@ -67,14 +69,25 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
     } else {
         crate::out!("{}", c.to_markdown())?;
     }
-    if let Some(pct) = args.fail_above {
-        let worse = c.regressions_above(pct);
-        for (metric, origin, d) in &worse {
-            eprintln!("headroom: regression: {metric} in {origin}: {d:+.1} % (limit {pct} %)");
-        }
-        if !worse.is_empty() {
-            return Ok(ExitCode::from(1));
-        }
+    Ok(gate(std::slice::from_ref(&c), args.fail_above))
+}
+
+/// `--fail-above PCT`: each measured result that regressed beyond it, one line with its
+/// metric and unit, and exit 1 when there is one.
+fn gate(comparisons: &[report::compare::Comparison], fail_above: Option<f64>) -> ExitCode {
+    let Some(pct) = fail_above else {
+        return ExitCode::SUCCESS;
+    };
+    let worse: Vec<_> = comparisons
+        .iter()
+        .flat_map(|c| c.regressions_above(pct))
+        .collect();
+    for r in &worse {
+        eprintln!("headroom: regression: {} (limit {pct} %)", r.sentence());
     }
-    Ok(ExitCode::SUCCESS)
+    if worse.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }

@@ -15,17 +15,33 @@ pub enum Better {
     Lower,
 }
 
+/// What a row is: a measured result, which `--fail-above` gates, or a counter sampled
+/// beside the run (interrupt rates, PMU and software counts), which is shown and never gates:
+/// a run 15 % faster took 14 % more interrupts because it moved more data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowKind {
+    /// Throughput (MB/s), IOPS, latency (mean, percentiles, maximum).
+    Measured,
+    /// A counter or rate taken beside the measurement.
+    Counter,
+}
+
 /// One number measured in every run (or some).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Row {
     pub metric: String,
     pub unit: &'static str,
     pub better: Better,
+    pub kind: RowKind,
     /// Decimals the values are shown with: 0 for cyclictest's whole-us columns (already
     /// truncated), 1 for MB/s and mean latencies.
     pub decimals: usize,
     /// One per run; `None` where that run lacks the test.
     pub values: Vec<Option<f64>>,
+    /// One per run: the value is only a lower bound, the run knew no more (a latency
+    /// percentile above the histogram's limit, which the run printed as `>200`).
+    pub above: Vec<bool>,
     /// One per run: the spread of that run's repetitions (max − min), when it had several.
     pub spreads: Vec<Option<f64>>,
 }
@@ -35,6 +51,9 @@ pub struct Row {
 pub struct Delta {
     /// (this − first) / first × 100.
     pub percent: f64,
+    /// The change is at least `percent` (in its direction): one of the values was a bound
+    /// (`>200`), the other on the other side of it.
+    pub at_least: bool,
     /// `Some(false)` when |difference| is within the larger of both runs' spreads;
     /// `None` when neither run had repetitions to know.
     pub significant: Option<bool>,
@@ -42,13 +61,42 @@ pub struct Delta {
     pub regression: bool,
 }
 
+impl Delta {
+    /// `+85.7 %`, or `≥ +300.0 %` / `≤ -25.0 %` when the change is only bounded.
+    pub fn words(&self) -> String {
+        match (self.at_least, self.percent >= 0.0) {
+            (false, _) => format!("{:+.1} %", self.percent),
+            (true, true) => format!("≥ {:+.1} %", self.percent),
+            (true, false) => format!("≤ {:+.1} %", self.percent),
+        }
+    }
+}
+
 impl Row {
+    /// Run `i`'s value as shown: `732.0`, `>200` for a bound, `–` where it has none.
+    pub fn value_text(&self, i: usize) -> String {
+        match self.values.get(i).copied().flatten() {
+            Some(v) if self.above.get(i).copied().unwrap_or(false) => format!(">{v:.0}"),
+            Some(v) => format!("{v:.*}", self.decimals),
+            None => crate::table::dash(),
+        }
+    }
+
     pub fn delta(&self, i: usize) -> Option<Delta> {
         let a = self.values.first().copied().flatten()?;
         let b = self.values.get(i).copied().flatten()?;
         if a == 0.0 {
             return None;
         }
+        let bound = |j: usize| self.above.get(j).copied().unwrap_or(false);
+        // A bound `>L` against an exact value: the direction is known only when the exact
+        // value is on the other side of L, and the change is then at least the one to L.
+        let at_least = match (bound(0), bound(i)) {
+            (true, true) => return None,
+            (false, true) if b <= a => return None,
+            (true, false) if b >= a => return None,
+            (x, y) => x || y,
+        };
         let percent = (b - a) / a * 100.0;
         let spread = match (self.spreads[0], self.spreads.get(i).copied().flatten()) {
             (None, None) => None,
@@ -60,9 +108,40 @@ impl Row {
         };
         Some(Delta {
             percent,
+            at_least,
             significant: spread.map(|s| (b - a).abs() > s),
             regression,
         })
+    }
+}
+
+/// A measured result worse than the first run's by more than the limit: what
+/// `compare --fail-above` fails on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Regression {
+    pub metric: String,
+    pub unit: &'static str,
+    /// The run that regressed and the base it is compared with.
+    pub origin: String,
+    pub base_origin: String,
+    pub value: String,
+    pub base: String,
+    pub delta: Delta,
+}
+
+impl Regression {
+    /// `SEQ1M Q8T1 read (MB/s): 1049.3 in b.json against 1234.5 in a.json, -15.0 %`.
+    pub fn sentence(&self) -> String {
+        format!(
+            "{} ({}): {} in {} against {} in {}, {}",
+            self.metric,
+            self.unit,
+            self.value,
+            self.origin,
+            self.base,
+            self.base_origin,
+            self.delta.words()
+        )
     }
 }
 
@@ -121,33 +200,36 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
     }
     let n = runs.len();
     let mut rows: Vec<Row> = Vec::new();
-    let mut put = |metric: String,
-                   unit: &'static str,
-                   better: Better,
-                   decimals: usize,
-                   i: usize,
-                   v: f64,
-                   spread: Option<f64>| {
-        let idx = match rows
-            .iter()
-            .position(|r| r.metric == metric && r.unit == unit)
-        {
-            Some(idx) => idx,
-            None => {
-                rows.push(Row {
-                    metric,
-                    unit,
-                    better,
-                    decimals,
-                    values: vec![None; n],
-                    spreads: vec![None; n],
-                });
-                rows.len() - 1
-            }
+    let mut put =
+        |(metric, unit, better, kind, decimals): (String, &'static str, Better, RowKind, usize),
+         i: usize,
+         v: f64,
+         above: bool,
+         spread: Option<f64>| {
+            let idx = match rows
+                .iter()
+                .position(|r| r.metric == metric && r.unit == unit)
+            {
+                Some(idx) => idx,
+                None => {
+                    rows.push(Row {
+                        metric,
+                        unit,
+                        better,
+                        kind,
+                        decimals,
+                        values: vec![None; n],
+                        above: vec![false; n],
+                        spreads: vec![None; n],
+                    });
+                    rows.len() - 1
+                }
+            };
+            rows[idx].values[i] = Some(v);
+            rows[idx].above[i] = above;
+            rows[idx].spreads[i] = spread;
         };
-        rows[idx].values[i] = Some(v);
-        rows[idx].spreads[i] = spread;
-    };
+    use RowKind::{Counter, Measured};
     for (i, r) in runs.iter().enumerate() {
         for c in &r.counters {
             // Bytes and rates are work done (higher is better); other events (switches,
@@ -165,67 +247,64 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
             if let Some(v) = c.value {
                 // Counts are whole; scaled values (msec, MiB) keep two decimals as perf prints.
                 let decimals = if unit == "count" { 0 } else { 2 };
-                put(c.name.clone(), unit, better, decimals, i, v, None);
+                put(
+                    (c.name.clone(), unit, better, Counter, decimals),
+                    i,
+                    v,
+                    false,
+                    None,
+                );
             }
         }
         for t in &r.tests {
-            put(
-                t.name.clone(),
-                "MB/s",
-                Better::Higher,
-                1,
-                i,
-                t.measured_mb_s,
-                t.spread(),
-            );
+            let mb_s = (t.name.clone(), "MB/s", Better::Higher, Measured, 1);
+            put(mb_s, i, t.measured_mb_s, false, t.spread());
             if let Some(iops) = t.iops {
-                put(t.name.clone(), "IOPS", Better::Higher, 0, i, iops, None);
+                put(
+                    (t.name.clone(), "IOPS", Better::Higher, Measured, 0),
+                    i,
+                    iops,
+                    false,
+                    None,
+                );
             }
             if let Some(l) = &t.latency {
                 for (q, ns) in [("mean", l.mean_ns), ("p99", l.p99_ns as f64)] {
-                    put(
+                    let row = (
                         format!("{} latency {q}", t.name),
                         "us",
                         Better::Lower,
+                        Measured,
                         1,
-                        i,
-                        ns / 1000.0,
-                        None,
                     );
+                    put(row, i, ns / 1000.0, false, None);
                 }
             }
         }
         for t in &r.threads {
             let name = format!("thread {}", t.name);
-            put(
-                format!("{name} avg"),
-                "us",
-                Better::Lower,
-                1,
-                i,
-                t.avg_us,
-                None,
-            );
-            if let Some(p) = t.p99_us {
-                put(
-                    format!("{name} p99"),
+            let us = |what: &str, decimals| {
+                (
+                    format!("{name} {what}"),
                     "us",
                     Better::Lower,
-                    0,
-                    i,
-                    f64::from(p),
-                    None,
-                );
+                    Measured,
+                    decimals,
+                )
+            };
+            put(us("avg", 1), i, t.avg_us, false, None);
+            // A percentile above the histogram's limit is known only as `>limit`, as the run
+            // printed it.
+            for (what, p) in [("p99", t.p99_us), ("p99.9", t.p99_9_us)] {
+                match (p, r.histogram_limit_us) {
+                    (Some(p), _) => put(us(what, 0), i, f64::from(p), false, None),
+                    (None, Some(limit)) if t.count > 0 => {
+                        put(us(what, 0), i, f64::from(limit), true, None)
+                    }
+                    _ => {}
+                }
             }
-            put(
-                format!("{name} max"),
-                "us",
-                Better::Lower,
-                0,
-                i,
-                t.max_us as f64,
-                None,
-            );
+            put(us("max", 0), i, t.max_us as f64, false, None);
         }
     }
     let mut keys: Vec<String> = Vec::new();
@@ -263,15 +342,23 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
 }
 
 impl Comparison {
-    /// Regressions beyond `pct` percent that are not within the runs' spread, as
-    /// `(metric, run origin, percent)`.
-    pub fn regressions_above(&self, pct: f64) -> Vec<(String, String, f64)> {
+    /// Measured results worse than the first run's by more than `pct` percent and by more
+    /// than the runs' spread. Counters never gate (see [`RowKind`]).
+    pub fn regressions_above(&self, pct: f64) -> Vec<Regression> {
         let mut out = Vec::new();
-        for row in &self.rows {
+        for row in self.rows.iter().filter(|r| r.kind == RowKind::Measured) {
             for i in 1..self.origins.len() {
                 if let Some(d) = row.delta(i) {
                     if d.regression && d.percent.abs() > pct && d.significant != Some(false) {
-                        out.push((row.metric.clone(), self.origins[i].clone(), d.percent));
+                        out.push(Regression {
+                            metric: row.metric.clone(),
+                            unit: row.unit,
+                            origin: self.origins[i].clone(),
+                            base_origin: self.origins[0].clone(),
+                            value: row.value_text(i),
+                            base: row.value_text(0),
+                            delta: d,
+                        });
                     }
                 }
             }
@@ -338,7 +425,27 @@ impl Comparison {
             );
             return out;
         }
-        let _ = writeln!(out, "### Results\n");
+        for (kind, title) in [
+            (RowKind::Measured, "### Results\n"),
+            (
+                RowKind::Counter,
+                "### Counters (shown beside the results; `--fail-above` never gates on them)\n",
+            ),
+        ] {
+            let rows: Vec<&Row> = self.rows.iter().filter(|r| r.kind == kind).collect();
+            if !rows.is_empty() {
+                let _ = writeln!(out, "{title}");
+                self.rows_markdown(&mut out, &rows);
+            }
+        }
+        while out.ends_with("\n\n") {
+            out.pop();
+        }
+        out
+    }
+
+    /// The table of `rows` and the notes on significance under it.
+    fn rows_markdown(&self, out: &mut String, rows: &[&Row]) {
         let mut header: Vec<String> = vec!["Test".into()];
         for (i, o) in self.origins.iter().enumerate() {
             header.push(o.clone());
@@ -353,21 +460,17 @@ impl Comparison {
             .collect();
         let mut any_insignificant = false;
         let mut any_unknown = false;
-        let rows: Vec<Vec<String>> = self
-            .rows
+        let rows: Vec<Vec<String>> = rows
             .iter()
             .map(|row| {
                 let mut r = vec![format!("{} ({})", row.metric, row.unit)];
-                for (i, v) in row.values.iter().enumerate() {
-                    r.push(
-                        v.map(|v| format!("{v:.*}", row.decimals))
-                            .unwrap_or_else(|| "–".into()),
-                    );
+                for i in 0..row.values.len() {
+                    r.push(row.value_text(i));
                     if i > 0 {
                         r.push(match row.delta(i) {
                             None => "–".into(),
                             Some(d) => {
-                                let mut s = format!("{:+.1} %", d.percent);
+                                let mut s = d.words();
                                 match d.significant {
                                     Some(false) => {
                                         any_insignificant = true;
@@ -384,7 +487,7 @@ impl Comparison {
                 r
             })
             .collect();
-        table(&mut out, &header_refs, &rows);
+        table(out, &header_refs, &rows);
         if any_unknown {
             let _ = writeln!(
                 out,
@@ -399,6 +502,6 @@ impl Comparison {
                  own repetitions (max − min)."
             );
         }
-        out
+        out.push('\n');
     }
 }

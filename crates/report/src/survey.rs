@@ -7,7 +7,7 @@
 //! through [`Summary`] like every other renderer, so a part reads the same in a survey as on
 //! its own.
 
-use crate::compare::{compare, CompareError};
+use crate::compare::{compare, CompareError, Comparison};
 use crate::document::{Document, DocumentError};
 use crate::summary::{plural, Summary};
 use crate::table::mb;
@@ -640,11 +640,15 @@ pub fn html_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String {
 }
 
 /// Two or more surveys lined up part by part: each part present in every survey is compared
-/// as its kind is (`compare`), and a part missing from some is named.
-pub fn compare_markdown(surveys: &[(String, SurveyBody)]) -> Result<String, CompareError> {
+/// as its kind is (`compare`), and a part missing from some is named. The Markdown, and the
+/// comparisons of the parts (what `compare --fail-above` gates).
+pub fn compare_surveys(
+    surveys: &[(String, SurveyBody)],
+) -> Result<(String, Vec<Comparison>), CompareError> {
+    let mut compared = Vec::new();
     let mut o = String::new();
     let Some((_, first)) = surveys.first() else {
-        return Ok(o);
+        return Ok((o, compared));
     };
     let _ = writeln!(
         o,
@@ -693,7 +697,10 @@ pub fn compare_markdown(surveys: &[(String, SurveyBody)]) -> Result<String, Comp
                 continue;
             }
             match compare(&summaries) {
-                Ok(c) => o.push_str(&c.to_markdown()),
+                Ok(c) => {
+                    o.push_str(&c.to_markdown());
+                    compared.push(c);
+                }
                 Err(e) => {
                     let _ = writeln!(o, "## {id}\n\nNot compared: {e}");
                 }
@@ -716,5 +723,5 @@ pub fn compare_markdown(surveys: &[(String, SurveyBody)]) -> Result<String, Comp
     while o.ends_with("\n\n") {
         o.pop();
     }
-    Ok(o)
+    Ok((o, compared))
 }

@@ -66,15 +66,15 @@ fn compare_reproduces_the_seed_gen2_to_gen3() {
     let worse: Vec<String> = back
         .regressions_above(40.0)
         .into_iter()
-        .map(|r| r.0)
+        .map(|r| format!("{} ({})", r.metric, r.unit))
         .collect();
     assert_eq!(
         worse,
         [
-            "dd 100M write",
-            "dd 100M write",
-            "dd 100M write latency mean",
-            "dd 100M write latency p99"
+            "dd 100M write (MB/s)",
+            "dd 100M write (IOPS)",
+            "dd 100M write latency mean (us)",
+            "dd 100M write latency p99 (us)"
         ]
     );
     assert_eq!(back.regressions_above(50.0).len(), 2, "the latencies only");
@@ -172,6 +172,161 @@ fn compare_of_latency_runs_calls_more_latency_a_regression() {
         c.regressions_above(50.0).len(),
         3,
         "max of threads 0, 1 and all"
+    );
+}
+
+#[test]
+fn fail_above_gates_measured_results_never_counters() {
+    // Issue 23 item 3: a run 15 % faster with lower latency "regressed: interrupts of
+    // 0000:00:02.0 ... +14.0 %" (exit 1), and a latency compare failed only on "interrupts
+    // on CPU 0 +99.8 %". Counters are shown, never gated; a measured result's regression
+    // line names its metric with its unit and both values.
+    let irq = |per_second: f64| {
+        move |v: &mut serde_json::Value| {
+            v["counters"] = serde_json::json!({"interrupts": [{"device": "0000:00:02.0",
+                "irqs": [35, 36], "names": ["virtio1-req.0"], "count": 1000,
+                "per_second": per_second, "seconds": 10.0}]});
+        }
+    };
+    let slow = edited("rpi5-gen2.json", "slow.json", irq(1000.0));
+    let fast = edited("rpi5-gen3.json", "fast.json", irq(1140.0));
+    let c = compare(&[slow.clone(), fast.clone()]).unwrap();
+    let irq_row = c
+        .rows
+        .iter()
+        .find(|r| r.metric.starts_with("interrupts of 0000:00:02.0"))
+        .unwrap();
+    assert!(
+        irq_row.delta(1).unwrap().regression,
+        "more interrupts is a cost, shown"
+    );
+    assert!(
+        c.regressions_above(5.0).is_empty(),
+        "{:?}",
+        c.regressions_above(5.0)
+    );
+    let md = c.to_markdown();
+    assert!(
+        md.contains("### Counters (shown beside the results; `--fail-above` never gates on them)"),
+        "{md}"
+    );
+    // Backwards it is slower: the measured results gate, each with its unit.
+    let back = compare(&[fast, slow]).unwrap();
+    let lines: Vec<String> = back
+        .regressions_above(5.0)
+        .iter()
+        .map(|r| r.sentence())
+        .collect();
+    assert_eq!(
+        lines[0],
+        "dd 100M write (MB/s): 393.9 in slow.json against 731.6 in fast.json, -46.2 %"
+    );
+    assert!(
+        lines.iter().all(|l| !l.contains("interrupts")),
+        "{lines:#?}"
+    );
+
+    // Latency: lower latency and twice the interrupts on CPU 0 is no regression.
+    let cpu0 = |per_second: f64, quieter: bool| {
+        move |v: &mut serde_json::Value| {
+            v["interrupts"] = serde_json::json!({"elapsed_s": 2.0, "cpus": [{"cpu": 0,
+                "count": (per_second * 2.0) as u64, "per_second": per_second, "sources": []}]});
+            if quieter {
+                for t in v["measurement"]["threads"].as_array_mut().unwrap() {
+                    let max = t["stats"]["max_ns"].as_u64().unwrap();
+                    t["stats"]["max_ns"] = (max / 2).into();
+                }
+            }
+        }
+    };
+    let a = edited("latency-2-threads.json", "a.json", cpu0(500.0, false));
+    let b = edited("latency-2-threads.json", "b.json", cpu0(999.0, true));
+    let c = compare(&[a, b]).unwrap();
+    assert!(c.rows.iter().any(|r| r.metric == "interrupts on CPU 0"));
+    assert!(
+        c.regressions_above(5.0).is_empty(),
+        "{:?}",
+        c.regressions_above(5.0)
+    );
+}
+
+#[test]
+fn a_percentile_above_the_histogram_limit_compares_as_its_bound() {
+    // Issue 23 item 21: compare showed "–" where the run printed ">200" (a p99 above the
+    // histogram's limit), and the run with it was not known to be worse.
+    // Every histogram of the run: each thread's and the total's.
+    fn each_histogram(v: &mut serde_json::Value, f: impl Fn(&mut serde_json::Value)) {
+        let threads = v["measurement"]["threads"].as_array().unwrap().len();
+        for i in 0..threads {
+            f(&mut v["measurement"]["threads"][i]["stats"]["histogram"]);
+        }
+        f(&mut v["measurement"]["total"]["histogram"]);
+    }
+    // Cut at `limit` us as `bench latency -h limit` would have kept them: the buckets above
+    // it counted as overflow.
+    let cut = |limit: u64| {
+        move |v: &mut serde_json::Value| {
+            v["config"]["histogram_limit_us"] = limit.into();
+            each_histogram(v, |h| {
+                let buckets = h["buckets"].as_array().unwrap().clone();
+                let (kept, over): (Vec<_>, Vec<_>) = buckets
+                    .into_iter()
+                    .partition(|b| b[0].as_u64().unwrap() < limit);
+                let over: u64 = over.iter().map(|b| b[1].as_u64().unwrap()).sum();
+                h["buckets"] = kept.into();
+                h["limit_us"] = limit.into();
+                h["overflow"] = (h["overflow"].as_u64().unwrap_or(0) + over).into();
+            });
+        }
+    };
+    let a = summary("latency-2-threads.json");
+    let b = edited("latency-2-threads.json", "overflowed.json", cut(100));
+    let limit_row = |c: &report::compare::Comparison, metric: &str| {
+        c.rows.iter().find(|r| r.metric == metric).cloned().unwrap()
+    };
+    assert_eq!(b.threads[0].p99_us, None, "above the limit of 100 us");
+    let c = compare(&[a.clone(), b.clone()]).unwrap();
+    let p99 = limit_row(&c, "thread 0 p99");
+    assert_eq!(p99.value_text(0), "199");
+    assert_eq!(
+        p99.value_text(1),
+        ">100",
+        "the bound, as the run printed it"
+    );
+    // 199 us against "above 100 us": the direction is not known, so no difference is shown.
+    assert_eq!(p99.delta(1), None);
+    let md = c.to_markdown();
+    assert!(
+        md.contains("| thread 0 p99 (us) | 199 | >100 | – |"),
+        "{md}"
+    );
+    // Against a run whose p99 is below the bound, the change is at least the one to it.
+    let quick = edited("latency-2-threads.json", "quick.json", |v| {
+        each_histogram(v, |h| {
+            h["buckets"] = serde_json::json!([[9, 10]]);
+            h["overflow"] = 0.into();
+        });
+    });
+    let c = compare(&[quick, b]).unwrap();
+    let p99 = limit_row(&c, "thread 0 p99");
+    let d = p99.delta(1).unwrap();
+    assert!(d.at_least && d.regression, "{d:?}");
+    // (100 - 9) / 9: at least +1011.1 %.
+    assert_eq!(d.words(), "≥ +1011.1 %");
+    assert!(c
+        .to_markdown()
+        .contains("| thread 0 p99 (us) | 9 | >100 | ≥ +1011.1 % |"));
+    let worse: Vec<String> = c
+        .regressions_above(50.0)
+        .iter()
+        .map(|r| r.sentence())
+        .collect();
+    assert!(
+        worse.contains(
+            &"thread 0 p99 (us): >100 in overflowed.json against 9 in quick.json, ≥ +1011.1 %"
+                .to_string()
+        ),
+        "{worse:#?}"
     );
 }
 

@@ -122,11 +122,31 @@ fn markdown_of_a_survey() {
 fn compare_of_two_surveys_lines_the_parts_up() {
     let (_, before) = survey("rpi5-gen2.json");
     let (_, after) = survey("rpi5-gen3.json");
-    let md = report::survey::compare_markdown(&[
-        ("before.json".to_string(), before),
-        ("after.json".to_string(), after),
+    let (md, parts) = report::survey::compare_surveys(&[
+        ("before.json".to_string(), before.clone()),
+        ("after.json".to_string(), after.clone()),
     ])
     .unwrap();
+    // Gen 2 -> Gen 3 is faster: nothing regressed. Backwards, the disk part's dd write
+    // regressed, named with its unit and the part (`compare --fail-above` gates surveys too).
+    assert!(parts.iter().all(|c| c.regressions_above(5.0).is_empty()));
+    let (_, back) = report::survey::compare_surveys(&[
+        ("after.json".to_string(), after),
+        ("before.json".to_string(), before),
+    ])
+    .unwrap();
+    let worse: Vec<String> = back
+        .iter()
+        .flat_map(|c| c.regressions_above(40.0))
+        .map(|r| r.sentence())
+        .collect();
+    assert!(
+        worse.iter().any(|w| w.starts_with(
+            "dd 100M write (MB/s): 393.9 in before.json: disk nvme0n1 against 731.6 in \
+             after.json: disk nvme0n1, -46.2 %"
+        )),
+        "{worse:#?}"
+    );
     // The disk part compared as a disk run: the seed's +85 % from Gen 2 to Gen 3.
     assert!(md.contains("dd 100M write"), "{md}");
     assert!(md.contains("+85."), "{md}");
