@@ -22,7 +22,7 @@ pub struct HistoryArgs {
 pub enum HistoryAction {
     /// List the saved runs (the default).
     List,
-    /// Print one saved run as a report (or its document with --json).
+    /// Print one saved run as `report` does (or its document with --json).
     Show {
         /// The run's id, as `headroom history` lists it (`2` or `#2`).
         #[arg(value_parser = run_id)]
@@ -133,8 +133,9 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
             if global.json {
                 crate::out!("{}", doc.to_json_pretty())?;
             } else {
-                let s = Summary::of(&doc, &format!("#{id}"))?;
-                crate::out!("{}", report::markdown::render(&[s]))?;
+                // What `report #ID` prints, for every kind (a survey: its summary,
+                // conclusions and parts).
+                crate::out!("{}", crate::rendered::render(&doc, &format!("#{id}"))?.markdown)?;
             }
         }
         HistoryAction::Add { files } => {

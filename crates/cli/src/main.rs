@@ -17,6 +17,7 @@ mod count;
 mod history;
 mod output;
 mod path;
+mod rendered;
 mod report;
 mod survey;
 mod terminal;

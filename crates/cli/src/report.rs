@@ -1,43 +1,104 @@
-//! `headroom report RUN.json... [--md | --html FILE]`: result documents (files or history
-//! ids) as Markdown on stdout or as one self-contained HTML file. With `--json`, one
-//! document: the input itself, or a document of kind `report` holding several inputs in
-//! `documents`.
+//! `headroom report RUN.json... [--md [FILE] | --html [FILE]]`: result documents (files or
+//! history ids) as Markdown or as one self-contained HTML file, on stdout or in FILE. With
+//! `--json`, one document: the input itself, or a document of kind `report` holding several
+//! inputs in `documents`.
 
 use crate::output::GlobalArgs;
 use clap::Args;
-use report::Summary;
-use std::path::PathBuf;
+use report::Document;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Args, Debug)]
+#[command(after_help = "\
+--md and --html take an optional FILE alike: without it the report goes to stdout. A value that \
+is itself a result document (a JSON file) or a history id is read as an input, never written \
+over: `report --md run.json` prints run.json's report. Every input is read before anything is \
+printed or written; one that cannot be read is named and the others still make the report \
+(exit 1).\n\
+Examples:\n  headroom report run.json\n  headroom report a.json b.json --md report.md\n  \
+headroom report survey.json --html board.html")]
 pub struct ReportArgs {
     /// Result documents: files written by `--json`, or history ids (`12` or `#12`).
-    #[arg(required = true, value_name = "RUN.json")]
+    // Not required by clap: `report --md run.json` gives its one input as --md's value.
+    #[arg(value_name = "RUN.json")]
     pub runs: Vec<String>,
 
-    /// Markdown on stdout (also the default).
-    #[arg(long, conflicts_with = "html")]
-    pub md: bool,
+    /// Markdown (also the default), on stdout or written to FILE.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, conflicts_with = "html")]
+    pub md: Option<Option<PathBuf>>,
 
-    /// Write one self-contained HTML file with plots (no network needed to view it).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
+    /// One self-contained HTML file with plots (no network needed to view it), written to
+    /// FILE or printed on stdout.
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    pub html: Option<Option<PathBuf>>,
 
     /// The history database for ids (default: $XDG_DATA_HOME/headroom/history.sqlite).
     #[arg(long, value_name = "FILE")]
     pub db: Option<PathBuf>,
 }
 
+/// Where the report goes: stdout, or a file.
+enum Target {
+    Stdout,
+    File(PathBuf),
+}
+
+/// The value given to `--md`/`--html`: the file to write, or (when it is a result document
+/// or a history id, as in `report --md run.json`) an input that came right after the flag.
+fn output_or_input(value: &Path) -> Result<Target, String> {
+    let text = value.to_string_lossy();
+    let is_document = value.is_file()
+        && std::fs::File::open(value).is_ok_and(|f| {
+            use std::io::Read;
+            let mut head = [0u8; 64];
+            let n = f.take(64).read(&mut head).unwrap_or(0);
+            head[..n]
+                .iter()
+                .find(|b| !b.is_ascii_whitespace())
+                .is_some_and(|&b| b == b'{')
+        });
+    let history_id = !value.exists() && report::history::parse_run_id(&text).is_some();
+    if is_document || history_id {
+        Err(text.into_owned())
+    } else {
+        Ok(Target::File(value.to_path_buf()))
+    }
+}
+
 pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
-    // A bad input is reported and skipped: the others still make a report.
+    let mut inputs: Vec<String> = Vec::new();
+    let (flag, value) = match (&args.md, &args.html) {
+        (Some(v), _) => ("--md", v),
+        (_, Some(v)) => ("--html", v),
+        (None, None) => ("", &None),
+    };
+    let target = match value.as_deref().map(output_or_input) {
+        None => Target::Stdout,
+        Some(Ok(t)) => t,
+        Some(Err(input)) => {
+            inputs.push(input);
+            Target::Stdout
+        }
+    };
+    inputs.extend(args.runs.iter().cloned());
+    if inputs.is_empty() {
+        return Err(crate::terminal::usage(
+            "give the result documents to report: files written by --json, or history ids \
+             (`headroom history` lists them)",
+        ));
+    }
+    if let Target::File(file) = &target {
+        crate::output::check_writable(flag, file).map_err(|e| crate::terminal::usage(e.0))?;
+    }
+    // Every input read (and a bad one named) before anything is printed or written; the
+    // others still make the report.
     let mut failed = false;
     let mut docs = Vec::new();
-    // Markdown and HTML of each input in order: a survey brings its own intro and its
-    // parts' sections, any other document one section.
     let mut md = String::new();
     let mut intros = String::new();
     let mut summaries = Vec::new();
-    for input in &args.runs {
+    for input in &inputs {
         let loaded = crate::history::load(input, args.db.as_deref())
             .and_then(|(doc, origin)| unpack(doc, &origin));
         let loaded = match loaded {
@@ -49,31 +110,16 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
             }
         };
         for (doc, origin) in loaded {
-            if doc.kind() == "survey" {
-                match report::survey::SurveyBody::of(&doc, &origin) {
-                    Ok(body) => {
-                        md.push_str(&crate::survey::markdown(&doc, &body, &origin));
-                        intros.push_str(&report::survey::html_intro(&doc, &body, &origin));
-                        let (parts, _) = body.part_docs(&origin);
-                        summaries.extend(parts.into_iter().map(|p| p.summary));
-                    }
-                    Err(e) => {
-                        eprintln!("headroom: error: {e}");
-                        failed = true;
-                        continue;
-                    }
+            match crate::rendered::render(&doc, &origin) {
+                Ok(r) => {
+                    md.push_str(&r.markdown);
+                    intros.push_str(&r.html_intro);
+                    summaries.extend(r.summaries);
                 }
-            } else {
-                match Summary::of(&doc, &origin) {
-                    Ok(s) => {
-                        md.push_str(&report::markdown::render(std::slice::from_ref(&s)));
-                        summaries.push(s);
-                    }
-                    Err(e) => {
-                        eprintln!("headroom: error: {e}");
-                        failed = true;
-                        continue;
-                    }
+                Err(e) => {
+                    eprintln!("headroom: error: {e:#}");
+                    failed = true;
+                    continue;
                 }
             }
             if !md.ends_with("\n\n") {
@@ -88,11 +134,9 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     while md.ends_with("\n\n") {
         md.pop();
     }
-    if let Some(file) = &args.html {
-        let html = report::html::render_with_intro(&intros, &summaries)?;
-        report::write_atomic(file, html.as_bytes())?;
-        eprintln!("headroom: wrote {}", file.display());
-    } else if global.json {
+    let text = if args.html.is_some() {
+        report::html::render_with_intro(&intros, &summaries)?
+    } else if global.json && args.md.is_none() {
         // One document on stdout, as every command prints: the input itself when there is
         // one, else a document of kind `report` whose `documents` holds the inputs in order.
         if let [doc] = docs.as_slice() {
@@ -101,19 +145,31 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
             let documents: Vec<serde_json::Value> = docs.iter().map(|d| d.to_value()).collect();
             crate::output::print_result("report", &serde_json::json!({ "documents": documents }))?;
         }
+        return Ok(exit(failed));
     } else {
-        crate::out!("{md}")?;
+        md
+    };
+    match target {
+        Target::File(file) => {
+            report::write_atomic(&file, text.as_bytes())?;
+            eprintln!("headroom: wrote {}", file.display());
+        }
+        Target::Stdout => crate::out!("{text}")?,
     }
-    Ok(if failed {
+    Ok(exit(failed))
+}
+
+fn exit(failed: bool) -> ExitCode {
+    if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    })
+    }
 }
 
 /// The documents of `doc`: itself, or those a `report --json` of several inputs holds in
 /// `documents` (named `origin #1`, `origin #2`...).
-fn unpack(doc: report::Document, origin: &str) -> anyhow::Result<Vec<(report::Document, String)>> {
+fn unpack(doc: Document, origin: &str) -> anyhow::Result<Vec<(Document, String)>> {
     if doc.envelope.kind != "report" {
         return Ok(vec![(doc, origin.to_string())]);
     }
@@ -129,7 +185,7 @@ fn unpack(doc: report::Document, origin: &str) -> anyhow::Result<Vec<(report::Do
         .enumerate()
         .map(|(i, v)| {
             let name = format!("{origin} #{}", i + 1);
-            Ok((report::Document::parse(&v.to_string(), &name)?, name))
+            Ok((Document::parse(&v.to_string(), &name)?, name))
         })
         .collect()
 }

@@ -80,6 +80,114 @@ fn report_md_has_the_seed_style_tables() {
 }
 
 #[test]
+fn report_md_and_html_take_an_optional_file_alike() {
+    // Issue 23 item 5: `report run.json --md survey.md` printed the whole report on stdout,
+    // then "error: survey.md: no such file, and not a history id", exit 1, and no file.
+    let dir = tempfile::tempdir().unwrap();
+    let run = result("rpi5-gen3.json");
+    let on_stdout = stdout_of(headroom().arg("report").arg(&run));
+    let md = dir.path().join("survey.md");
+    let out = output_ok(headroom().arg("report").arg(&run).arg("--md").arg(&md));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        std::fs::read(&md).unwrap(),
+        on_stdout,
+        "the file holds what stdout shows"
+    );
+    // --html alike: a FILE, or stdout without one.
+    let html = dir.path().join("r.html");
+    output_ok(headroom().arg("report").arg(&run).arg("--html").arg(&html));
+    let page = stdout_of(headroom().arg("report").arg(&run).arg("--html"));
+    assert_eq!(std::fs::read(&html).unwrap(), page);
+    assert!(String::from_utf8_lossy(&page).starts_with("<!DOCTYPE html>"));
+    // A document right after the flag is an input, never written over.
+    let before = std::fs::read(&run).unwrap();
+    let read = stdout_of(headroom().args(["report", "--md"]).arg(&run));
+    assert_eq!(read, on_stdout);
+    assert_eq!(std::fs::read(&run).unwrap(), before);
+    // The output is checked before anything is read or printed.
+    let out = headroom()
+        .arg("report")
+        .arg(&run)
+        .arg("--md")
+        .arg(dir.path().join("no/such/dir/r.md"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(out.stdout.is_empty(), "nothing printed");
+    assert!(
+        err.contains("--md ") && err.contains("does not exist"),
+        "{err}"
+    );
+    // A bad input among good ones is named first, the file still holds the others.
+    let partial = dir.path().join("partial.md");
+    let out = headroom()
+        .arg("report")
+        .arg("missing.json")
+        .arg(&run)
+        .arg("--md")
+        .arg(&partial)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("missing.json: no such file, and not a history id"));
+    assert_eq!(std::fs::read(&partial).unwrap(), on_stdout);
+}
+
+#[test]
+fn history_show_prints_what_report_prints_for_every_kind() {
+    // Issue 23 item 12: `history show N` of a survey printed a title and the kernel, and the
+    // listing said "0 findings" beside its conclusions.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite");
+    let names = [
+        "rpi5-gen2.json",
+        "disk-peak.json",
+        "latency-2-threads.json",
+        "audit-nvme-downgraded.json",
+        "net-shaped-tcp.json",
+        "survey-rpi5.json",
+    ];
+    for (i, name) in names.iter().enumerate() {
+        output_ok(
+            headroom()
+                .args(["history", "add", "--db"])
+                .arg(&db)
+                .arg(result(name)),
+        );
+        let id = (i + 1).to_string();
+        let shown = stdout_of(headroom().args(["history", "show", &id, "--db"]).arg(&db));
+        let reported = stdout_of(headroom().args(["report", &id, "--db"]).arg(&db));
+        assert_eq!(
+            String::from_utf8_lossy(&shown),
+            String::from_utf8_lossy(&reported),
+            "{name}"
+        );
+    }
+    let shown = String::from_utf8(stdout_of(
+        headroom().args(["history", "show", "6", "--db"]).arg(&db),
+    ))
+    .unwrap();
+    assert!(
+        shown.contains("## Conclusions, by what they cost")
+            && shown.contains("## disk — disk nvme0n1"),
+        "{shown}"
+    );
+    let list = String::from_utf8(stdout_of(headroom().args(["history", "--db"]).arg(&db))).unwrap();
+    let survey = list.lines().find(|l| l.starts_with("6 ")).unwrap();
+    assert!(
+        survey.contains("survey (4 of 5 parts ran)") && survey.ends_with("5 conclusions"),
+        "{list}"
+    );
+}
+
+#[test]
 fn report_html_writes_one_self_contained_file() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.html");

@@ -417,6 +417,12 @@ impl Store {
     pub fn insert(&self, document_json: &str) -> Result<Saved, HistoryError> {
         let doc = Document::parse(document_json, "the document to save")?;
         let s = Summary::of(&doc, "the document to save")?;
+        // What the listing shows: a survey counts its parts and conclusions.
+        let (test, headline) = if doc.kind() == "survey" {
+            crate::survey::SurveyBody::of(&doc, "the document to save")?.listing("survey")
+        } else {
+            (s.test_label(), s.headline())
+        };
         // IMMEDIATE takes the write lock first (waiting in the busy handler), so the insert
         // never has to upgrade a stale read snapshot, which SQLite refuses without waiting.
         let tx = rusqlite::Transaction::new_unchecked(
@@ -439,15 +445,7 @@ impl Store {
         tx.execute(
             "INSERT INTO runs (created, host, kind, target, test, headline, document)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                s.created,
-                s.hostname,
-                s.kind,
-                s.target,
-                s.test_label(),
-                s.headline(),
-                text
-            ],
+            params![s.created, s.hostname, s.kind, s.target, test, headline, text],
         )
         .map_err(|e| self.sql(e))?;
         let id = tx.last_insert_rowid();

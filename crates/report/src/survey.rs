@@ -131,6 +131,24 @@ impl SurveyBody {
         (docs, problems)
     }
 
+    /// What a history listing shows of a survey, as (test, result): `survey (4 of 5 parts
+    /// ran)` and `7 conclusions` (what it has; its own findings are its parts').
+    pub fn listing(&self, origin: &str) -> (String, String) {
+        let ran = self
+            .parts
+            .iter()
+            .filter(|p| p.status == PartStatus::Ran)
+            .count();
+        let (_, conclusions) = self.judge(origin);
+        (
+            format!(
+                "survey ({ran} of {} ran)",
+                plural(self.parts.len(), "part", "parts")
+            ),
+            plural(conclusions.len(), "conclusion", "conclusions"),
+        )
+    }
+
     /// Summary paragraph and ranked conclusions, made from the parts' documents.
     pub fn judge(&self, origin: &str) -> (String, Vec<Conclusion>) {
         let (docs, _) = self.part_docs(origin);
