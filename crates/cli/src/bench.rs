@@ -519,10 +519,10 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         judge::not_realtime(&judge::rt_refused(session.privileges(), config.priority));
     let dma_not_held = judge::dma_latency_not_held(&session.privileges().cpu_dma_latency_held);
     if let Some(f) = &not_realtime {
-        terminal::warn(&f.message);
+        terminal::warn(f.sentence());
     }
     if let Some(f) = &dma_not_held {
-        terminal::note(&f.message);
+        terminal::note(f.sentence());
     }
 
     let session_fifo = session.privileges().sched_fifo.is_done();
@@ -631,15 +631,24 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     let interrupts = irqs_before.zip(irqs_after).map(|(before, after)| {
         let delta = irq_sampler.delta(&before, &after);
         let elapsed_s = delta.elapsed.as_secs_f64();
-        MeasuredInterrupts {
+        let mut m = MeasuredInterrupts {
             elapsed_s,
             cpus: cpus
                 .iter()
                 .map(|&cpu| CpuInterrupts::new(cpu, delta.on_cpu(cpu), elapsed_s))
                 .collect(),
-        }
+        };
+        m.mark_block_devices(&storage_irqs(&root));
+        m
     });
-    let findings = judge::findings(&config, &context, &measurement, &cpus, interrupts.as_ref());
+    let findings = judge::findings(
+        &config,
+        &context,
+        &measurement,
+        &cpus,
+        interrupts.as_ref(),
+        stress_spec.as_ref(),
+    );
     // What only this command line knows: -b's count and the signal that stopped the run.
     let mut findings = findings;
     if let Some(b) = a.breaktrace_us {
@@ -693,9 +702,9 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         .filter(|f| ![&not_realtime, &dma_not_held].contains(&&Some((*f).clone())))
     {
         match f.severity {
-            Severity::Info => terminal::note(&f.message),
-            Severity::Warning => terminal::warn(&f.message),
-            Severity::Error => terminal::error(&f.message),
+            Severity::Info => terminal::note(f.sentence()),
+            Severity::Warning => terminal::warn(f.sentence()),
+            Severity::Error => terminal::error(f.sentence()),
         }
     }
     if let Some(signal) = stopped_by_signal {
@@ -711,6 +720,26 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         return Err(terminal::Interrupted { signal, kept }.into());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The IRQ lines of the disks' controllers, each with the disks behind it (`vda`, `sda,
+/// sdb`): the PCI function on each disk's bus path and its MSI/MSI-X (or INTx) lines.
+fn storage_irqs(root: &SysRoot) -> Vec<(u32, String)> {
+    let mut out: Vec<(u32, String)> = Vec::new();
+    for d in probe::block::scan(root).devices {
+        let pci = d.bus_path.iter().find_map(|h| match h {
+            model::path::Hop::Pci { address, .. } => Some(address.to_string()),
+            _ => None,
+        });
+        let Some(pci) = pci else { continue };
+        for irq in counters::interrupts::pci_device_irqs(root, &pci).unwrap_or_default() {
+            match out.iter_mut().find(|(i, _)| *i == irq) {
+                Some((_, names)) => names.push_str(&format!(", {}", d.name)),
+                None => out.push((irq, d.name.clone())),
+            }
+        }
+    }
+    out
 }
 
 /// The CPUs the measurement ran on: the pinned ones, or every available CPU for free threads.
@@ -835,7 +864,7 @@ mod tests {
                     .collect(),
             }
         });
-        judge::findings(config, ctx, m, &cpus, interrupts.as_ref())
+        judge::findings(config, ctx, m, &cpus, interrupts.as_ref(), None)
     }
 
     #[test]

@@ -135,7 +135,10 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
             } else {
                 // What `report #ID` prints, for every kind (a survey: its summary,
                 // conclusions and parts).
-                crate::out!("{}", crate::rendered::render(&doc, &format!("#{id}"))?.markdown)?;
+                crate::out!(
+                    "{}",
+                    crate::rendered::render(&doc, &format!("#{id}"))?.markdown
+                )?;
             }
         }
         HistoryAction::Add { files } => {

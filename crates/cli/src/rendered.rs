@@ -30,4 +30,3 @@ pub fn render(doc: &Document, origin: &str) -> anyhow::Result<Rendered> {
         })
     }
 }
-

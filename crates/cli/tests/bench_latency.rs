@@ -505,6 +505,58 @@ fn interrupts_on_the_measured_cpus_by_source() {
 }
 
 #[test]
+fn the_stress_own_disk_interrupts_are_named_as_its_load() {
+    // Issue 23 item 14: under `--stress io=1` a warning blamed "52876 device interrupts
+    // (36 virtio1-req.0: 52837, ...)": the io workers' sync() makes every disk interrupt.
+    // The document names the disk behind each line and the finding names the load as the
+    // run's own.
+    if !std::path::Path::new("/sys/block/vda").exists() {
+        eprintln!("skipped: no /sys/block/vda (a disk whose controller interrupts)");
+        return;
+    }
+    let doc = run_json(&[
+        "bench",
+        "latency",
+        "-S",
+        "-D",
+        "2s",
+        "-q",
+        "--no-save",
+        "--stress",
+        "io=1",
+    ]);
+    let sources: Vec<&Value> = doc["interrupts"]["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["sources"].as_array().unwrap())
+        .collect();
+    let disk: Vec<&&Value> = sources
+        .iter()
+        .filter(|s| s["block_device"] == "vda")
+        .collect();
+    assert!(
+        !disk.is_empty()
+            && disk
+                .iter()
+                .all(|s| s["name"].as_str().unwrap().starts_with("virtio")),
+        "vda's controller interrupted on a measured CPU: {sources:#?}"
+    );
+    let findings = doc["findings"].as_array().unwrap();
+    let named = findings.iter().find(|f| {
+        f["message"].as_str().unwrap().contains(
+            "of them are load this run generated itself: its stress's io workers call sync()",
+        )
+    });
+    let f = named.unwrap_or_else(|| panic!("{findings:#?}"));
+    assert!(
+        f["message"].as_str().unwrap().contains("vda answered each"),
+        "{f}"
+    );
+    assert!(f["advice"].as_str().is_some(), "{f}");
+}
+
+#[test]
 fn bad_flags_get_one_sentence_and_exit_2() {
     for (args, expect) in [
         (&["-i", "0"][..], "interval"),

@@ -45,6 +45,15 @@ impl Finding {
         self.advice = Some(advice.into());
         self
     }
+
+    /// The message and the advice as one line (`...: their handlers delay wake-ups there;
+    /// move them ...`), for a terminal that prints findings as sentences.
+    pub fn sentence(&self) -> String {
+        match &self.advice {
+            Some(a) => format!("{}; {a}", self.message),
+            None => self.message.clone(),
+        }
+    }
 }
 
 impl std::fmt::Display for Severity {

@@ -581,6 +581,23 @@ pub struct IrqSource {
     pub name: String,
     pub count: u64,
     pub per_second: f64,
+    /// The block device(s) whose controller raises this line (`vda`, `sda, sdb`), when it is
+    /// a storage controller's: what an I/O load (stress's io workers) makes interrupt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_device: Option<String>,
+}
+
+impl MeasuredInterrupts {
+    /// Name the block devices behind the lines of `storage` (IRQ, disk names), as probe found
+    /// them from each disk's controller.
+    pub fn mark_block_devices(&mut self, storage: &[(u32, String)]) {
+        for s in self.cpus.iter_mut().flat_map(|c| c.sources.iter_mut()) {
+            s.block_device = storage
+                .iter()
+                .find(|(irq, _)| *irq == s.irq)
+                .map(|(_, d)| d.clone());
+        }
+    }
 }
 
 impl CpuInterrupts {
@@ -602,6 +619,7 @@ impl CpuInterrupts {
                 name,
                 count,
                 per_second: rate(count),
+                block_device: None,
             })
             .collect();
         sources.sort_by(|a, b| b.count.cmp(&a.count).then(a.irq.cmp(&b.irq)));

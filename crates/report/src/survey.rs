@@ -214,8 +214,8 @@ impl SurveyBody {
             match (&s.ceiling, best.efficiency) {
                 (Some(c), Some(eff)) if c.mb_s > 0.0 => {
                     sentences.push(format!(
-                        "storage on {device} reaches {:.0} % of its {} ceiling ({} of {} MB/s, \
-                         {})",
+                        "storage on {device} reaches {:.0} % of the ceiling set by {} ({} of {} \
+                         MB/s, {})",
                         eff * 100.0,
                         c.bottleneck,
                         mb(best.measured_mb_s),
@@ -263,53 +263,90 @@ impl SurveyBody {
                             best.name,
                             mb(best.measured_mb_s)
                         ),
-                        action: advice,
+                        action: advice.or_else(|| {
+                            Some(
+                                "none from here: with no ceiling to judge it against, keep this \
+                                 run and compare later ones with it (`headroom compare`)"
+                                    .to_string(),
+                            )
+                        }),
                     });
                 }
             }
         }
 
-        let max_of = |id: &str| {
-            docs.iter().find(|d| d.part.id == id).and_then(|d| {
-                d.summary
-                    .threads
-                    .iter()
-                    .map(|t| t.max_us)
-                    .max()
-                    .map(|m| m as f64)
-            })
+        // Wake-up latency idle against under load. The statistic is the largest wake-up of
+        // each run; the run's own spread is the range of its threads' maxima (one thread per
+        // measured CPU): a difference within it is what two threads of the same run differ
+        // by, not an effect of the load.
+        let maxima = |id: &str| -> Option<(f64, Option<f64>)> {
+            let d = docs.iter().find(|d| d.part.id == id)?;
+            let per_thread: Vec<f64> = d
+                .summary
+                .threads
+                .iter()
+                .filter(|t| t.name != "all")
+                .map(|t| t.max_us as f64)
+                .collect();
+            let max = per_thread.iter().copied().fold(f64::NAN, f64::max);
+            let min = per_thread.iter().copied().fold(f64::NAN, f64::min);
+            (!max.is_nan()).then(|| (max, (per_thread.len() > 1).then_some(max - min)))
         };
-        match (max_of("latency idle"), max_of("latency stress")) {
-            (Some(idle), Some(load)) => {
-                sentences.push(format!(
+        match (maxima("latency idle"), maxima("latency stress")) {
+            (Some((idle, idle_spread)), Some((load, load_spread))) => {
+                let spread = idle_spread.zip(load_spread).map(|(a, b)| a.max(b));
+                let mut sentence = format!(
                     "wake-up latency peaks at {idle:.0} us idle and {load:.0} us under load"
-                ));
-                if load > idle {
-                    let advice = docs
-                        .iter()
-                        .filter(|d| d.part.kind == PartKind::Latency)
-                        .flat_map(|d| d.summary.findings.iter())
-                        .find(|f| f.advice.is_some())
-                        .and_then(|f| {
-                            used_messages.push(f.message.clone());
-                            f.advice.clone()
-                        });
-                    ranked.push(Conclusion {
-                        subject: "wake-up latency".to_string(),
-                        cost: format!(
-                            "+{:.0} us ({:.0} %)",
-                            load - idle,
-                            (load - idle) / load * 100.0
-                        ),
-                        lost: Some((load - idle) / load),
-                        evidence: format!(
-                            "latency idle: max {idle:.0} us; latency stress: max {load:.0} us"
-                        ),
-                        action: advice,
-                    });
+                );
+                if let Some(own) = self_generated_load(&docs) {
+                    sentence.push_str(&format!(" ({own})"));
                 }
+                match spread {
+                    Some(sp) if load - idle > sp => {
+                        let advice = docs
+                            .iter()
+                            .filter(|d| d.part.kind == PartKind::Latency)
+                            .flat_map(|d| d.summary.findings.iter())
+                            .find(|f| f.severity >= Severity::Warning && f.advice.is_some())
+                            .and_then(|f| {
+                                used_messages.push(f.message.clone());
+                                f.advice.clone()
+                            });
+                        ranked.push(Conclusion {
+                            subject: "wake-up latency".to_string(),
+                            cost: format!(
+                                "+{:.0} us ({:.0} %)",
+                                load - idle,
+                                (load - idle) / load * 100.0
+                            ),
+                            lost: Some((load - idle) / load),
+                            evidence: format!(
+                                "latency idle: max {idle:.0} us; latency stress: max {load:.0} \
+                                 us; statistic: the largest wake-up of each run, a difference \
+                                 only beyond the {sp:.0} us its threads' maxima spread within a \
+                                 run"
+                            ),
+                            action: advice.or_else(|| {
+                                Some(
+                                    "keep the load off the measured CPUs (isolcpus=, \
+                                     irqaffinity=) or use a PREEMPT_RT kernel"
+                                        .to_string(),
+                                )
+                            }),
+                        });
+                    }
+                    Some(sp) => sentence.push_str(&format!(
+                        ", a difference within the {sp:.0} us the threads' maxima spread \
+                         within a run: no effect of the load these runs can tell"
+                    )),
+                    None => sentence.push_str(
+                        ", one thread each: no spread within a run to tell an effect of the \
+                         load from noise",
+                    ),
+                }
+                sentences.push(sentence);
             }
-            (Some(m), None) | (None, Some(m)) => {
+            (Some((m, _)), None) | (None, Some((m, _))) => {
                 sentences.push(format!("wake-up latency peaks at {m:.0} us"));
             }
             (None, None) => {}
@@ -322,7 +359,11 @@ impl SurveyBody {
                 let mbit = t.measured_mb_s * 8.0;
                 let judged = match (&d.summary.ceiling, t.efficiency) {
                     (Some(c), Some(eff)) => {
-                        format!(", {:.0} % of the {} ceiling", eff * 100.0, c.bottleneck)
+                        format!(
+                            ", {:.0} % of the ceiling set by {}",
+                            eff * 100.0,
+                            c.bottleneck
+                        )
                     }
                     _ => String::new(),
                 };
@@ -350,7 +391,12 @@ impl SurveyBody {
                     cost: String::new(),
                     lost: None,
                     evidence: format!("{}: {}", d.part.id, f.message),
-                    action: f.advice.clone(),
+                    action: Some(f.advice.clone().unwrap_or_else(|| {
+                        format!(
+                            "see the `{}` section below for what was measured",
+                            d.part.id
+                        )
+                    })),
                 });
             }
         }
@@ -387,6 +433,42 @@ impl SurveyBody {
         };
         (summary, ranked)
     }
+}
+
+/// The interrupts the stress part's own io workers caused on the measured CPUs, in words
+/// (`its io workers made vda interrupt 52837 times on the measured CPUs: load the survey
+/// generated itself`), when they caused any: the latency document names the disk behind
+/// each line, and its stress spec says whether io workers ran.
+fn self_generated_load(docs: &[PartDoc<'_>]) -> Option<String> {
+    let d = docs.iter().find(|d| d.part.id == "latency stress")?;
+    let view: crate::views::LatencyView = d.document.view("latency stress").ok()?;
+    let io_workers = view.stress.as_ref().map_or(0, |s| s.spec.io);
+    if io_workers == 0 {
+        return None;
+    }
+    let mut disks: Vec<(String, u64)> = Vec::new();
+    for src in view
+        .interrupts
+        .iter()
+        .flat_map(|i| &i.cpus)
+        .flat_map(|c| &c.sources)
+    {
+        if let Some(disk) = &src.block_device {
+            match disks.iter_mut().find(|(d, _)| d == disk) {
+                Some((_, n)) => *n += src.count,
+                None => disks.push((disk.clone(), src.count)),
+            }
+        }
+    }
+    let total: u64 = disks.iter().map(|(_, n)| n).sum();
+    (total > 0).then(|| {
+        let names: Vec<&str> = disks.iter().map(|(d, _)| d.as_str()).collect();
+        format!(
+            "its io workers made {} interrupt {total} times on the measured CPUs: load the \
+             survey generated itself",
+            names.join(", ")
+        )
+    })
 }
 
 /// What to do about a storage device at efficiency `eff` of its path's bottleneck.

@@ -7,6 +7,7 @@
 
 use crate::summary::plural as count;
 use model::latency::{Config, MeasuredInterrupts, Measurement, Privileges, Step};
+use model::stress::StressSpec;
 use model::system::SystemContext;
 use model::{Finding, Severity};
 
@@ -28,19 +29,55 @@ pub fn rt_refused(p: &Privileges, priority: u8) -> Vec<String> {
     refused
 }
 
+/// The advice of the interrupt finding: what moves device interrupts off a measured CPU.
+pub const MOVE_INTERRUPTS: &str = "move them off the measured CPUs with \
+                                   /proc/irq/N/smp_affinity_list (or keep them off at boot with \
+                                   irqaffinity= and isolcpus=)";
+
+/// Whether `n` device interrupts among `wakeups` wake-ups on one CPU can show in the
+/// numbers: an interrupt delays at most the wake-up it lands on, so fewer than one per
+/// thousand wake-ups cannot move even the p99.9 (`wakeups` 0: unknown, assumed so).
+pub fn interrupts_matter(n: u64, wakeups: u64) -> bool {
+    n > 0 && n.saturating_mul(1000) >= wakeups
+}
+
+/// The wake-ups measured on `cpu`: its pinned threads', else (free threads) an equal share
+/// of all of them.
+fn wakeups_on(m: &Measurement, cpu: u32, cpus: usize) -> u64 {
+    let pinned: Vec<u64> = m
+        .threads
+        .iter()
+        .filter(|t| t.cpu == Some(cpu))
+        .map(|t| t.stats.count)
+        .collect();
+    if pinned.is_empty() {
+        m.total.count / cpus.max(1) as u64
+    } else {
+        pinned.iter().sum()
+    }
+}
+
 /// What the numbers depend on, as sentences, in a fixed order: kernel, governor, interrupts
 /// per measured CPU (`cpus`, in CPU order), SMT, privileges, missed periods, histogram
 /// overflow. `interrupts`: what arrived on those CPUs during the measurement, when
-/// `/proc/interrupts` could be read before and after.
+/// `/proc/interrupts` could be read before and after; `stress`: the run's own load, whose io
+/// workers make the disks' controllers interrupt (that load is named as the run's own).
 pub fn findings(
     config: &Config,
     ctx: &SystemContext,
     m: &Measurement,
     cpus: &[u32],
     interrupts: Option<&MeasuredInterrupts>,
+    stress: Option<&StressSpec>,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mut push = |severity, message: String| out.push(Finding::new(severity, SUBJECT, message));
+    let mut push = |severity, message: String, advice: Option<&str>| {
+        let f = Finding::new(severity, SUBJECT, message);
+        out.push(match advice {
+            Some(a) => f.with_advice(a),
+            None => f,
+        })
+    };
     let preemption = &ctx.kernel.preemption;
     if !preemption.is_realtime() {
         push(
@@ -51,6 +88,10 @@ pub fn findings(
                  PREEMPT_RT or Xenomai",
                 preemption.describe()
             ),
+            Some(
+                "boot a PREEMPT_RT kernel (Debian: linux-image-rt-amd64 or \
+                 linux-image-rt-arm64) where the worst case matters",
+            ),
         );
     }
     let scaling_cpus = ctx.scaling_cpus(Some(cpus));
@@ -58,12 +99,16 @@ pub fn findings(
         push(
             Severity::Warning,
             format!(
-                "the frequency governor scales on {}: wake-ups pay for frequency changes; set \
-                 the `performance` governor for stable numbers",
+                "the frequency governor scales on {}: wake-ups pay for frequency changes",
                 scaling_cpus.join(", ")
+            ),
+            Some(
+                "set the `performance` governor for stable numbers (`cpupower frequency-set \
+                 -g performance`)",
             ),
         );
     }
+    let io_stress = stress.is_some_and(|s| s.io > 0);
     for &cpu in cpus {
         let arrived = interrupts
             .and_then(|i| i.cpus.iter().find(|c| c.cpu == cpu))
@@ -76,15 +121,60 @@ pub fn findings(
                 .take(4)
                 .map(|x| format!("{} {}: {}", x.irq, x.name, x.count))
                 .collect();
+            // The disks' interrupts under io workers are the stress's own load: it syncs
+            // every filesystem, and each sync is a flush request to every disk.
+            let own: Vec<&model::latency::IrqSource> = c
+                .sources
+                .iter()
+                .filter(|x| io_stress && x.block_device.is_some())
+                .collect();
+            let own_count: u64 = own.iter().map(|x| x.count).sum();
+            let others = c.count - own_count;
+            let wakeups = wakeups_on(m, cpu, cpus.len());
+            let mut message = format!(
+                "measured CPU {cpu} took {} during the run ({}{})",
+                count(c.count, "device interrupt", "device interrupts"),
+                top.join(", "),
+                if c.sources.len() > 4 { ", ..." } else { "" }
+            );
+            if own_count > 0 {
+                let mut disks: Vec<&str> = own
+                    .iter()
+                    .filter_map(|x| x.block_device.as_deref())
+                    .collect();
+                disks.dedup();
+                message.push_str(&format!(
+                    "; {own_count} of them are load this run generated itself: its stress's io \
+                     workers call sync(), a flush request to every disk, and {} answered each \
+                     with an interrupt",
+                    disks.join(", ")
+                ));
+            }
+            let matter = interrupts_matter(others, wakeups);
+            if matter {
+                message.push_str(": their handlers delay wake-ups there");
+            } else {
+                message.push_str(&format!(
+                    "; {} from elsewhere, under one per thousand of its {wakeups} wake-ups, too \
+                     few to move even the p99.9",
+                    if own_count > 0 { "those" } else { "they" }
+                ));
+            }
             push(
-                Severity::Warning,
-                format!(
-                    "measured CPU {cpu} took {} during the run ({}{}): their handlers delay \
-                     wake-ups there; move them with /proc/irq/N/smp_affinity_list",
-                    count(c.count, "device interrupt", "device interrupts"),
-                    top.join(", "),
-                    if c.sources.len() > 4 { ", ..." } else { "" }
-                ),
+                if matter {
+                    Severity::Warning
+                } else {
+                    Severity::Info
+                },
+                message,
+                Some(if matter {
+                    MOVE_INTERRUPTS
+                } else if own_count > 0 {
+                    "none for the system: this is the load the stress is meant to add; give \
+                     the stress no io= workers to measure without it"
+                } else {
+                    "none: too few to matter"
+                }),
             );
         } else if !routed.is_empty() {
             let routed: Vec<String> = routed
@@ -103,6 +193,7 @@ pub fn findings(
                     },
                     routed.join(", ")
                 ),
+                Some(MOVE_INTERRUPTS),
             );
         }
     }
@@ -110,14 +201,18 @@ pub fn findings(
         push(
             Severity::Info,
             "SMT is active: a sibling hardware thread shares each measured core".into(),
+            Some("turn SMT off (`echo off > /sys/devices/system/cpu/smt/control`) or keep the sibling idle"),
         );
     }
     let pr = &m.privileges;
-    if let Some(f) = not_realtime(&rt_refused(pr, config.priority)) {
-        push(f.severity, f.message);
-    }
-    if let Some(f) = dma_latency_not_held(&pr.cpu_dma_latency_held) {
-        push(f.severity, f.message);
+    for f in [
+        not_realtime(&rt_refused(pr, config.priority)),
+        dma_latency_not_held(&pr.cpu_dma_latency_held),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        push(f.severity, f.message, f.advice.as_deref());
     }
     let total = &m.total;
     if total.missed_periods > 0 {
@@ -127,6 +222,10 @@ pub fn findings(
                 "{} missed (a wake-up came after the next one was due); cyclictest skips \
                  these without counting them",
                 count(total.missed_periods, "period was", "periods were")
+            ),
+            Some(
+                "the latency of those wake-ups exceeded the interval: find what ran instead in \
+                 the largest wake-ups' times, or lengthen -i",
             ),
         );
     }
@@ -138,6 +237,7 @@ pub fn findings(
                 count(total.histogram.overflow, "wake-up was", "wake-ups were"),
                 total.histogram.limit_us()
             ),
+            Some("raise -h to know them"),
         );
     }
     out
@@ -155,11 +255,14 @@ pub fn not_realtime(refused: &[String]) -> Option<Finding> {
             format!(
                 "measured without {}: the latencies include waits behind ordinary tasks, page \
                  faults and the 50 us timer slack of normal threads, so they are not comparable \
-                 with cyclictest's under SCHED_FIFO; run as root, or give this user CAP_SYS_NICE \
-                 and CAP_IPC_LOCK, or raise its limits (`ulimit -r 99` and `ulimit -l \
-                 unlimited`, rtprio and memlock in /etc/security/limits.conf)",
+                 with cyclictest's under SCHED_FIFO",
                 refused.join(" and ")
             ),
+        )
+        .with_advice(
+            "run as root, or give this user CAP_SYS_NICE and CAP_IPC_LOCK, or raise its limits \
+             (`ulimit -r 99` and `ulimit -l unlimited`, rtprio and memlock in \
+             /etc/security/limits.conf)",
         )
     })
 }
@@ -170,14 +273,17 @@ pub fn dma_latency_not_held(step: &Step) -> Option<Finding> {
     let Step::Refused(why) = step else {
         return None;
     };
-    Some(Finding::new(
-        Severity::Info,
-        SUBJECT,
-        format!(
-            "/dev/cpu_dma_latency could not be held at 0 ({why}): idle-state exit latency is \
-             included"
-        ),
-    ))
+    Some(
+        Finding::new(
+            Severity::Info,
+            SUBJECT,
+            format!(
+                "/dev/cpu_dma_latency could not be held at 0 ({why}): idle-state exit latency \
+                 is included"
+            ),
+        )
+        .with_advice("run as root to hold it, as cyclictest does"),
+    )
 }
 
 /// cyclictest's `-b THRESHOLD`: how many wake-ups were above `threshold_us`, from the 1 us
@@ -276,7 +382,7 @@ mod tests {
             cpus: vec![CpuInterrupts::new(2, Vec::new(), 2.0)],
         };
         assert_eq!(
-            findings(&Config::default(), &ctx, &m, &[2], Some(&quiet)),
+            findings(&Config::default(), &ctx, &m, &[2], Some(&quiet), None),
             []
         );
     }
@@ -303,7 +409,7 @@ mod tests {
                 CpuInterrupts::new(3, Vec::new(), 2.0),
             ],
         };
-        let f = findings(&Config::default(), &ctx, &m, &[0, 3], Some(&arrived));
+        let f = findings(&Config::default(), &ctx, &m, &[0, 3], Some(&arrived), None);
         let sev: Vec<Severity> = f.iter().map(|f| f.severity).collect();
         use Severity::*;
         assert_eq!(
@@ -329,13 +435,109 @@ mod tests {
             "measured without SCHED_FIFO priority 99 (Operation not permitted) and locked \
              memory (Operation not permitted): the latencies include waits"
         ));
-        assert!(text.contains("not comparable with cyclictest's under SCHED_FIFO; run as root"));
-        assert!(text.contains("ulimit -l unlimited"));
+        let sentences: Vec<String> = f.iter().map(Finding::sentence).collect();
+        assert!(sentences.iter().any(|s| s
+            .contains("not comparable with cyclictest's under SCHED_FIFO; run as root")
+            && s.contains("ulimit -l unlimited")));
+        // Every warning says what to do.
+        assert!(f
+            .iter()
+            .filter(|f| f.severity == Warning)
+            .all(|f| f.advice.is_some()));
         assert!(text.contains("1 period was missed"));
         assert!(text.contains("2 wake-ups were above the histogram limit of 400 us"));
         // Without the second reading of /proc/interrupts, only where they are routed.
-        let text = messages(&findings(&Config::default(), &ctx, &m, &[0, 3], None));
+        let text = messages(&findings(&Config::default(), &ctx, &m, &[0, 3], None, None));
         assert!(text.contains("measured CPU 0 is the target of device interrupt 41 eth1"));
+    }
+
+    #[test]
+    fn a_few_interrupts_and_the_stress_own_disk_interrupts_are_not_warnings() {
+        // Issue 23 item 14: a survey's stress part warned "measured CPU 1 took 52876 device
+        // interrupts (36 virtio1-req.0: 52837, ...): move them" about the disk interrupts its
+        // own io workers caused, and the idle part warned about 7 interrupts in 10000
+        // wake-ups.
+        let ctx = context(Preemption::Rt, false);
+        let mut m = measurement(Step::Done, 0, 0);
+        m.total.count = 10_000;
+        let cpu1 = |sources: Vec<(u32, String, u64)>| {
+            let mut i = MeasuredInterrupts {
+                elapsed_s: 10.0,
+                cpus: vec![CpuInterrupts::new(1, sources, 10.0)],
+            };
+            i.mark_block_devices(&[(36, "vda".to_string())]);
+            i
+        };
+        let few = cpu1(vec![
+            (41, "virtio3-rx".into(), 6),
+            (32, "virtio0-stats".into(), 1),
+        ]);
+        let f = findings(&Config::default(), &ctx, &m, &[1], Some(&few), None);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].severity, Severity::Info, "7 in 10000 wake-ups: {f:#?}");
+        assert!(
+            f[0].message.contains("too few to move even the p99.9"),
+            "{}",
+            f[0].message
+        );
+        // The stress's io workers: vda's 52837 are its own; the 7 others do not matter.
+        let io = StressSpec {
+            cpu: 2,
+            cpu_load: 100,
+            io: 1,
+            vm: 0,
+            vm_bytes_per_worker: 0,
+            vm_stride: 8,
+            interpretation: String::new(),
+        };
+        let stressed = cpu1(vec![
+            (36, "virtio1-req.0".into(), 52_837),
+            (42, "virtio3-tx".into(), 5),
+            (31, "virtio0-stats".into(), 2),
+        ]);
+        let f = findings(
+            &Config::default(),
+            &ctx,
+            &m,
+            &[1],
+            Some(&stressed),
+            Some(&io),
+        );
+        assert_eq!(f[0].severity, Severity::Info, "{f:#?}");
+        assert!(
+            f[0].message.contains(
+                "52837 of them are load this run generated itself: its stress's io workers call \
+                 sync(), a flush request to every disk, and vda answered each with an interrupt"
+            ),
+            "{}",
+            f[0].message
+        );
+        assert!(f[0]
+            .advice
+            .as_deref()
+            .unwrap()
+            .contains("give the stress no io= workers"));
+        // Without io workers the same interrupts are the system's, and a warning.
+        let f = findings(&Config::default(), &ctx, &m, &[1], Some(&stressed), None);
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert_eq!(f[0].advice.as_deref(), Some(MOVE_INTERRUPTS));
+        // Others that matter beside the stress's own: a warning that names both.
+        let both = cpu1(vec![
+            (36, "virtio1-req.0".into(), 52_837),
+            (42, "virtio3-tx".into(), 37),
+        ]);
+        let f = findings(&Config::default(), &ctx, &m, &[1], Some(&both), Some(&io));
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert!(
+            f[0].message
+                .contains("52837 of them are load this run generated itself")
+                && f[0]
+                    .message
+                    .ends_with(": their handlers delay wake-ups there"),
+            "{}",
+            f[0].message
+        );
+        assert!(interrupts_matter(10, 10_000) && !interrupts_matter(9, 10_000));
     }
 
     #[test]
