@@ -355,7 +355,8 @@ fn finish(
     } else {
         let wrapped = report::document::wrap("mmio", env!("CARGO_PKG_VERSION"), doc)?;
         let summary = report::Summary::of(&wrapped, "this run")?;
-        let text = report::markdown::render(&[summary]);
+        let style = report::terminal::Style::new(global.use_color());
+        let text = report::terminal::mmio::render(&summary, &style);
         use std::io::Write;
         let mut out = std::io::stdout().lock();
         if let Err(e) = out.write_all(text.as_bytes()) {

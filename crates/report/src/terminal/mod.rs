@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod disk;
 pub mod latency;
+pub mod mmio;
 pub mod path;
 
 use model::Severity;
