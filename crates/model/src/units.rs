@@ -343,6 +343,17 @@ pub fn format_bytes_binary(b: u64) -> String {
     format!("{b} B")
 }
 
+/// A device's capacity in the largest binary unit it reaches, one decimal: `931.5 GiB`,
+/// `16.0 MiB`, `512 B` (what `lsblk` prints; a 16 MiB device is not "0.0 GiB").
+pub fn format_capacity(b: u64) -> String {
+    for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if b >= 1 << shift {
+            return format!("{:.1} {unit}", b as f64 / (1u64 << shift) as f64);
+        }
+    }
+    format!("{b} B")
+}
+
 /// A byte count as fio and CrystalDiskMark write block sizes in test names: `1M`, `128K`,
 /// `4K`, `512` (binary multiples, no space).
 pub fn size_label(b: u64) -> String {
@@ -356,6 +367,14 @@ pub fn size_label(b: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn capacities_in_the_unit_they_reach() {
+        assert_eq!(super::format_capacity(16 << 20), "16.0 MiB");
+        assert_eq!(super::format_capacity(1_000_204_886_016), "931.5 GiB");
+        assert_eq!(super::format_capacity(512), "512 B");
+        assert_eq!(super::format_capacity(3 << 40), "3.0 TiB");
+    }
+
     use super::*;
 
     #[test]

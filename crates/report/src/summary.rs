@@ -1210,14 +1210,18 @@ fn inventory(a: &AuditView) -> Vec<(String, Table)> {
                 vec![
                     d.name.clone(),
                     serde_name(&d.kind),
-                    opt(d
-                        .size_bytes
-                        .map(|b| format!("{:.1}", b as f64 / model::units::GIB))),
+                    opt(d.size_bytes.map(model::units::format_capacity)),
                     serde_name(&d.transport),
                     opt(q.and_then(|q| q.rotational).map(yes_no)),
                     opt(q.and_then(|q| q.scheduler.clone())),
                     kb(q.and_then(|q| q.max_sectors_kb)),
-                    kb(q.and_then(|q| q.max_hw_sectors_kb)),
+                    // As the terminal says it: the driver set no limit of its own.
+                    match q.and_then(|q| q.max_hw_sectors_kb) {
+                        Some(model::inventory::block::MAX_HW_SECTORS_KB_NO_LIMIT..) => {
+                            "no limit".to_string()
+                        }
+                        v => kb(v),
+                    },
                     kb(q.and_then(|q| q.read_ahead_kb)),
                     d.mounts
                         .iter()
@@ -1233,11 +1237,11 @@ fn inventory(a: &AuditView) -> Vec<(String, Table)> {
         out.push(counted_table(
             "Block",
             ("device", "devices"),
-            " (size in GiB = 2^30 B, queue limits in KiB)",
+            " (sizes in binary units: GiB = 2^30 B; queue limits in KiB)",
             &[
                 ("Name", false),
                 ("Kind", false),
-                ("Size (GiB)", true),
+                ("Size", true),
                 ("Transport", false),
                 ("Rotational", false),
                 ("Scheduler", false),

@@ -393,7 +393,7 @@ impl SurveyBody {
                     evidence: format!("{}: {}", d.part.id, f.message),
                     action: Some(f.advice.clone().unwrap_or_else(|| {
                         format!(
-                            "see the `{}` section below for what was measured",
+                            "see the {} part's section below for what was measured",
                             d.part.id
                         )
                     })),

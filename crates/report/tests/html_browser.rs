@@ -235,6 +235,129 @@ fn the_html_report_renders_in_chromium() {
     }
 }
 
+/// A test-only probe appended to a report (the report itself has no script): after layout,
+/// it writes what runs off the page or off a plot into `<pre id="probe">`, which
+/// `--dump-dom` shows: tables wider than the window, SVG texts outside their plot's box.
+const PROBE: &str = r#"<script>
+const out = [];
+const w = document.documentElement.clientWidth;
+if (document.documentElement.scrollWidth > w) out.push("page scrolls sideways: " + document.documentElement.scrollWidth + " > " + w);
+document.querySelectorAll("table").forEach((t, i) => {
+  const r = t.getBoundingClientRect();
+  if (r.right > w) out.push("table " + i + " (" + (t.querySelector("th") || t).textContent.slice(0, 30) + ") ends at " + Math.round(r.right) + " > " + w);
+});
+document.querySelectorAll("svg").forEach((svg, i) => {
+  const s = svg.getBoundingClientRect();
+  svg.querySelectorAll("text").forEach((t) => {
+    const r = t.getBoundingClientRect();
+    if (r.left < s.left - 1 || r.right > s.right + 1 || r.top < s.top - 1 || r.bottom > s.bottom + 1) out.push("svg " + i + ": '" + t.textContent.trim() + "' outside the plot");
+  });
+});
+const pre = document.createElement("pre");
+pre.id = "probe";
+pre.textContent = "PROBE[" + out.join("; ") + "]";
+document.body.appendChild(pre);
+</script>"#;
+
+/// The probe's findings in a page's DOM: empty when everything fits.
+fn probe_result(dom: &str) -> &str {
+    // The last one: the script's own source holds the marker too.
+    let start = dom
+        .rfind("PROBE[")
+        .map(|i| i + 6)
+        .unwrap_or_else(|| panic!("no probe: {dom}"));
+    let end = dom[start..].find(']').map(|e| start + e).unwrap();
+    &dom[start..end]
+}
+
+#[test]
+fn tables_fit_the_page_and_labels_stay_in_their_plots() {
+    // Issue 23 item 18: the Block table ran off the page (Mounts off-screen), net plots'
+    // legends sat on the bars and the ceiling label ran past the plot, max_hw_sectors_kb
+    // read 2147483647 where the terminal says "no limit", a 1 MiB device read "0.0 GiB", and
+    // the latency histogram ended at its limit without its overflow count.
+    let Some(chromium) = chromium() else { return };
+    let mut audit = fixture_value("audit-nvme-downgraded.json");
+    audit["block"]["devices"][0]["queue"]["max_hw_sectors_kb"] = 2_147_483_647u64.into();
+    audit["block"]["devices"][0]["mounts"] = json!([{"mount_point": "/media/a rather long mount point/of a usb stick", "fs_type": "vfat"}]);
+    let audit = report::document::wrap("audit", "0.1.0", &audit).unwrap();
+    let mut latency = fixture_value("latency-2-threads.json");
+    // `bench latency -h 200`: the wake-ups at or above 200 us counted as overflow.
+    latency["config"]["histogram_limit_us"] = 200.into();
+    let threads = latency["measurement"]["threads"].as_array().unwrap().len();
+    for h in (0..threads)
+        .map(|i| format!("/measurement/threads/{i}/stats/histogram"))
+        .chain(["/measurement/total/histogram".to_string()])
+    {
+        let h = latency.pointer_mut(&h).unwrap();
+        let buckets = h["buckets"].as_array().unwrap().clone();
+        let (kept, over): (Vec<_>, Vec<_>) = buckets
+            .into_iter()
+            .partition(|b| b[0].as_u64().unwrap() < 200);
+        h["buckets"] = kept.into();
+        h["limit_us"] = 200.into();
+        h["overflow"] = over
+            .iter()
+            .map(|b| b[1].as_u64().unwrap())
+            .sum::<u64>()
+            .into();
+    }
+    let latency = report::document::wrap("latency", "0.1.0", &latency).unwrap();
+    let summaries = vec![
+        Summary::of(&audit, "audit.json").unwrap(),
+        from_fixture("net-shaped-tcp.json"),
+        Summary::of(&latency, "latency-h200.json").unwrap(),
+        from_fixture("disk-peak.json"),
+    ];
+    let html = report::html::render(&summaries).unwrap();
+    assert!(!html.contains("<script"), "the report has no script");
+    // What the terminal says, the table says.
+    assert!(
+        html.contains("<td class=\"n\">no limit</td>"),
+        "max_hw_sectors_kb"
+    );
+    assert!(!html.contains("2147483647"));
+    assert!(html.contains("<td class=\"n\">1.0 MiB</td>") && !html.contains(">0.0<"));
+    // Each plot's legend is HTML under it; the ceiling's full basis is there, its value on
+    // the line inside the plot.
+    assert!(html.contains("<figcaption class=\"legend\">"));
+    assert!(html.contains("ceiling: tbf qdisc on va: rate 100.00 Mbit/s"));
+    assert!(
+        html.contains("\nceiling 11.8 MB/s\n</text>"),
+        "the label on the line"
+    );
+    // The overflow is counted: in the axis, the legend and beside its points.
+    assert!(html.contains("58 wake-ups above the histogram limit of 200 us"));
+    assert!(html.contains("thread 1 (max 548 us; 39 wake-ups above 200 us)"));
+    assert!(html.contains("\nabove 200 us\n</text>"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("report.html");
+    report::write_atomic(
+        &file,
+        html.replace("</body>", &format!("{PROBE}</body>"))
+            .as_bytes(),
+    )
+    .unwrap();
+    if let Some(keep) = std::env::var_os("HEADROOM_KEEP_HTML") {
+        std::fs::write(Path::new(&keep).join("fits.html"), &html).unwrap();
+    }
+    let l = load(&chromium, &file, 6000, dir.path());
+    assert!(l.requests.is_empty(), "requests: {:?}", l.requests);
+    assert_eq!(probe_result(&l.dom), "", "runs off the page or a plot");
+    // The probe sees the overflow it looks for: a page with a too-wide table is caught.
+    let wide = dir.path().join("wide.html");
+    std::fs::write(
+        &wide,
+        format!(
+            "<!DOCTYPE html><html><body><table><tr><td>{}</td></tr></table>{PROBE}</body></html>",
+            "x".repeat(400)
+        ),
+    )
+    .unwrap();
+    let l = load(&chromium, &wide, 400, dir.path());
+    assert!(probe_result(&l.dom).contains("ends at"), "{}", l.dom);
+}
+
 #[test]
 fn a_survey_renders_in_chromium() {
     use model::survey::{fit, PartKind};

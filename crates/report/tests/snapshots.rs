@@ -330,6 +330,21 @@ fn a_percentile_above_the_histogram_limit_compares_as_its_bound() {
     );
 }
 
+#[test]
+fn the_block_table_says_what_the_terminal_says() {
+    // Issue 23 item 18: the report's Block table showed max_hw_sectors_kb 2147483647 where the
+    // terminal says "no limit", and a 1 MiB device as "0.0" GiB.
+    let s = edited("audit-nvme-downgraded.json", "audit.json", |v| {
+        v["block"]["devices"][0]["queue"]["max_hw_sectors_kb"] = 2_147_483_647u64.into();
+    });
+    let md = report::markdown::render(&[s]);
+    assert!(
+        md.contains("| dm-1 | disk | 1.0 MiB | virtual | no | none | 1280 | no limit | 128 |"),
+        "{md}"
+    );
+    assert!(md.contains("| nvme0n1 | disk | 931.5 GiB |"), "{md}");
+}
+
 /// `name` with `edit` applied to its JSON, as another run's document.
 fn edited(name: &str, origin: &str, edit: impl Fn(&mut serde_json::Value)) -> Summary {
     let mut v: serde_json::Value =

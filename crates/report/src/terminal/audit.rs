@@ -10,7 +10,7 @@ use model::inventory::pci::address::PciAddress;
 use model::inventory::pci::{AuditedFunction, PciAudit};
 use model::inventory::usb::{HostAttachment, UsbDevice, UsbInventory};
 use model::system::SystemContext;
-use model::units::{format_cpu_list, GIB, MB};
+use model::units::{format_cpu_list, MB};
 use model::{Finding, Severity};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -257,11 +257,11 @@ pub fn block(block: &BlockInventory) -> String {
     }
     let _ = writeln!(
         out,
-        "\nBlock devices (size in GiB = 2^30 B, queue limits in KiB):"
+        "\nBlock devices (sizes in binary units: GiB = 2^30 B; queue limits in KiB):"
     );
     let _ = writeln!(
         out,
-        "  {:<12} {:>9} {:<8} {:>4} {:<12} {:>8} {:>10} {:>8}  MOUNTS",
+        "  {:<12} {:>10} {:<8} {:>4} {:<12} {:>8} {:>10} {:>8}  MOUNTS",
         "NAME", "SIZE", "TRAN", "ROTA", "SCHED", "MAX_SECT", "MAX_HW", "RA"
     );
     for d in disks {
@@ -287,10 +287,10 @@ pub fn block(block: &BlockInventory) -> String {
         };
         let _ = writeln!(
             out,
-            "  {:<12} {:>9} {:<8} {:>4} {:<12} {:>8} {:>10} {:>8}  {}",
+            "  {:<12} {:>10} {:<8} {:>4} {:<12} {:>8} {:>10} {:>8}  {}",
             name,
             d.size_bytes
-                .map(|b| format!("{:.1}", b as f64 / GIB))
+                .map(model::units::format_capacity)
                 .unwrap_or_else(|| "-".into()),
             tran,
             q.and_then(|q| q.rotational)
