@@ -188,6 +188,78 @@ fn history_show_prints_what_report_prints_for_every_kind() {
 }
 
 #[test]
+fn compare_shows_a_percentile_above_the_histogram_limit_as_its_bound() {
+    // Issue 23 item 21: the run printed ">200" for a p99 above its histogram's limit, compare
+    // showed "–".
+    let dir = tempfile::tempdir().unwrap();
+    let mut v: Value =
+        serde_json::from_str(&std::fs::read_to_string(result("latency-2-threads.json")).unwrap())
+            .unwrap();
+    v["config"]["histogram_limit_us"] = 200.into();
+    let threads = v["measurement"]["threads"].as_array().unwrap().len();
+    for h in (0..threads)
+        .map(|i| format!("/measurement/threads/{i}/stats/histogram"))
+        .chain(["/measurement/total/histogram".to_string()])
+    {
+        let h = v.pointer_mut(&h).unwrap();
+        let buckets = h["buckets"].as_array().unwrap().clone();
+        let (kept, over): (Vec<_>, Vec<_>) = buckets
+            .into_iter()
+            .partition(|b| b[0].as_u64().unwrap() < 200);
+        h["buckets"] = kept.into();
+        h["limit_us"] = 200.into();
+        h["overflow"] = over
+            .iter()
+            .map(|b| b[1].as_u64().unwrap())
+            .sum::<u64>()
+            .into();
+    }
+    let cut = dir.path().join("h200.json");
+    std::fs::write(&cut, v.to_string()).unwrap();
+    let md = String::from_utf8(stdout_of(headroom().arg("report").arg(&cut))).unwrap();
+    assert!(
+        md.contains("| 1 | ~0 | 1333 | 5 | 43.6 | >200 | >200 |"),
+        "{md}"
+    );
+    let cmp = String::from_utf8(stdout_of(
+        headroom()
+            .arg("compare")
+            .arg(result("latency-2-threads.json"))
+            .arg(&cut),
+    ))
+    .unwrap();
+    assert!(
+        cmp.contains("| thread 1 p99 (us) | 275 | >200 | – |"),
+        "{cmp}"
+    );
+    assert!(
+        cmp.contains("| thread 0 p99.9 (us) | 450 | >200 | – |"),
+        "{cmp}"
+    );
+}
+
+#[test]
+fn a_survey_report_gives_every_conclusion_an_action() {
+    // Issue 23 item 14: the Action column read "–" on every conclusion of a survey.
+    let md = String::from_utf8(stdout_of(
+        headroom().arg("report").arg(result("survey-rpi5.json")),
+    ))
+    .unwrap();
+    let start = md.find("## Conclusions, by what they cost").unwrap();
+    let end = start + md[start..].find("## Parts").unwrap();
+    let rows: Vec<&str> = md[start..end]
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| #") && !l.starts_with("| ---"))
+        .collect();
+    assert_eq!(rows.len(), 5, "{md}");
+    for r in rows {
+        assert!(!r.ends_with("| – |"), "no action: {r}");
+    }
+    // Small devices in the unit they reach, as the terminal shows them (issue 23 item 18).
+    assert!(md.contains("| dm-1 | disk | 1.0 MiB |"), "{md}");
+}
+
+#[test]
 fn report_html_writes_one_self_contained_file() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.html");
