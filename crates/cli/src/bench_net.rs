@@ -47,6 +47,55 @@ pub struct NetArgs {
     #[arg(short = '1', long = "one-off", requires = "server")]
     pub one_off: bool,
 
+    /// With --server: keep each client's test in the history database too (a server keeps
+    /// no peer's run unless asked).
+    #[arg(long = "save", requires = "server", conflicts_with = "no_save")]
+    pub save: bool,
+
+    /// Client: the user name of iperf3's authentication (the password from the
+    /// IPERF3_PASSWORD environment variable, else asked on the terminal).
+    #[arg(
+        long = "username",
+        value_name = "USER",
+        requires = "rsa_public_key_path"
+    )]
+    pub username: Option<String>,
+
+    /// Client: the server's RSA public key (PEM) the credentials are encrypted with.
+    #[arg(
+        long = "rsa-public-key-path",
+        value_name = "FILE",
+        requires = "username"
+    )]
+    pub rsa_public_key_path: Option<std::path::PathBuf>,
+
+    /// Server: its RSA private key (PEM, unencrypted); only clients with credentials in
+    /// --authorized-users-path may run tests.
+    #[arg(
+        long = "rsa-private-key-path",
+        value_name = "FILE",
+        requires_all = ["server", "authorized_users_path"]
+    )]
+    pub rsa_private_key_path: Option<std::path::PathBuf>,
+
+    /// Server: lines `USER,SHA256` where SHA256 is the hex SHA-256 of `{USER}PASSWORD`
+    /// (`echo -n "{mario}rossi" | sha256sum`), as iperf3's.
+    #[arg(
+        long = "authorized-users-path",
+        value_name = "FILE",
+        requires = "rsa_private_key_path"
+    )]
+    pub authorized_users_path: Option<std::path::PathBuf>,
+
+    /// Server: how far a client's clock may be from this one's, seconds (iperf3's default 10).
+    #[arg(
+        long = "time-skew-threshold",
+        value_name = "SECONDS",
+        requires = "rsa_private_key_path",
+        default_value_t = bench::net::auth::DEFAULT_SKEW_S
+    )]
+    pub time_skew_threshold: u32,
+
     /// Port of the server.
     #[arg(short = 'p', long = "port", default_value_t = net::DEFAULT_PORT)]
     pub port: u16,
@@ -423,6 +472,13 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
     for n in &notes {
         eprintln!("headroom: note: {n}");
     }
+    let auth = match client_auth(a) {
+        Ok(x) => x,
+        Err(msg) => {
+            eprintln!("headroom: error: {msg}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     let cfg = ClientConfig {
         host,
         port: a.port,
@@ -438,6 +494,7 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
         test,
         connect_timeout: Duration::from_millis(a.connect_timeout_ms.max(1)),
         congestion: a.congestion.clone(),
+        auth,
     };
     let outcome = if a.find_rate {
         find_rate(&cfg, a.loss_threshold, &interrupt, json)
@@ -627,16 +684,52 @@ fn finish(
     })
 }
 
+/// The client's credentials (`--username`, `--rsa-public-key-path`), the password from
+/// IPERF3_PASSWORD or, on a terminal, asked for as iperf3 asks (iperf_getpass).
+fn client_auth(a: &NetArgs) -> Result<Option<Arc<net::auth::ClientAuth>>, String> {
+    let (Some(user), Some(key)) = (&a.username, &a.rsa_public_key_path) else {
+        return Ok(None);
+    };
+    let password = match std::env::var(net::auth::PASSWORD_ENV) {
+        Ok(p) => p,
+        Err(_) => crate::terminal::ask_password("Password: ").map_err(|e| {
+            format!(
+                "--username needs a password: set {} or run on a terminal ({e})",
+                net::auth::PASSWORD_ENV
+            )
+        })?,
+    };
+    net::auth::ClientAuth::new(key, user, &password).map(|a| Some(Arc::new(a)))
+}
+
 fn run_server(
     a: &NetArgs,
     json: bool,
     interrupt: &Stop,
     interval: f64,
 ) -> anyhow::Result<ExitCode> {
+    let auth = match (&a.rsa_private_key_path, &a.authorized_users_path) {
+        (Some(key), Some(users)) => {
+            match net::auth::ServerAuth::new(key, users, a.time_skew_threshold) {
+                Ok(x) => Some(x),
+                Err(msg) => {
+                    eprintln!("headroom: error: {msg}");
+                    return Ok(ExitCode::from(2));
+                }
+            }
+        }
+        _ => None,
+    };
+    // A server keeps a client's test only when asked (--save): peers are strangers.
+    let keep = crate::output::KeepArgs {
+        no_save: !a.save,
+        ..a.keep.clone()
+    };
     let server = match Server::bind(ServerConfig {
         port: a.port,
         bind: a.bind,
         interval: Duration::from_secs_f64(if interval == 0.0 { 3600.0 } else { interval }),
+        auth,
     }) {
         Ok(s) => s,
         Err(e) => {
@@ -661,7 +754,7 @@ fn run_server(
                 let counters = finish_beside(beside, &m);
                 let interrupted =
                     m.stopped_by == NetStop::Interrupted && interrupt.load(Ordering::Relaxed);
-                let code = finish((m, iface, counters), None, Vec::new(), json, &a.keep)?;
+                let code = finish((m, iface, counters), None, Vec::new(), json, &keep)?;
                 if interrupted {
                     return Ok(ExitCode::from(EXIT_INTERRUPTED));
                 }

@@ -128,6 +128,40 @@ pub fn info(message: impl fmt::Display) {
     say("", format_args!("{message}"));
 }
 
+/// Ask for a password on the controlling terminal with echo off, as iperf3 does
+/// (iperf_getpass): the prompt on the terminal, one line back (at most 1 KiB). An error when
+/// there is no terminal.
+pub fn ask_password(prompt: &str) -> std::io::Result<String> {
+    use std::io::{BufRead as _, Read as _};
+    use std::os::fd::AsRawFd as _;
+    let tty = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")?;
+    let fd = tty.as_raw_fd();
+    // SAFETY: termios is plain old data that tcgetattr fills.
+    let mut saved: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: fd is the open terminal; saved is a valid termios.
+    if unsafe { libc::tcgetattr(fd, &mut saved) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut quiet = saved;
+    quiet.c_lflag &= !libc::ECHO;
+    quiet.c_lflag |= libc::ECHONL;
+    // SAFETY: as above; the saved state is put back below.
+    if unsafe { libc::tcsetattr(fd, libc::TCSANOW, &quiet) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut line = String::new();
+    let read = (&tty)
+        .write_all(prompt.as_bytes())
+        .and_then(|()| std::io::BufReader::new((&tty).take(1024)).read_line(&mut line));
+    // SAFETY: restores the terminal state read above.
+    unsafe { libc::tcsetattr(fd, libc::TCSANOW, &saved) };
+    read?;
+    Ok(line.trim_end_matches(['\n', '\r']).to_string())
+}
+
 /// The exit code for a command's error, after saying it on stderr (except a closed stdout,
 /// which ends the output quietly).
 pub fn exit_code(err: &anyhow::Error) -> ExitCode {
