@@ -578,79 +578,85 @@ fn one_test(cfg: &ClientConfig, stop: &Stop, json: bool) -> Result<Tested, Strin
     Ok((m, iface, counters))
 }
 
-/// Bisection on the offered UDP rate: the highest rate whose loss stays under the threshold.
+/// `--find-rate`: [`net::find_rate::find_rate`] with a real UDP test as its trial: upward
+/// from -b (or 1 Gbit/s per stream) to the path's ceiling or by doubling, then bisection; the
+/// answer is what the best trial received.
 fn find_rate(
     cfg: &ClientConfig,
     threshold: f64,
     interrupt: &Stop,
     json: bool,
 ) -> Result<(Tested, Option<FindRate>), String> {
-    // Start at -b (when given beyond iperf3's 1M default) or 1 Gbit/s per stream.
-    let start = cfg
+    use net::find_rate::{Plan, Trial};
+    let streams = f64::from(cfg.test.streams);
+    let per_stream = cfg
         .test
         .bitrate_bps
         .filter(|&b| b != net::DEFAULT_UDP_RATE)
         .unwrap_or(1_000_000_000) as f64;
-    let (mut lo, mut hi): (f64, f64) = (0.0, start);
-    let mut best: Option<Tested> = None;
-    let mut last: Option<Tested> = None;
-    let mut steps = Vec::new();
-    let mut offered = start;
-    // Bounded: at most 14 tests.
-    for _ in 0..14 {
+    let plan = Plan {
+        start_bps: per_stream * streams,
+        threshold_percent: threshold,
+        // Bounded: at most 14 tests.
+        max_trials: 14,
+        precision: 0.01,
+    };
+    let mut tested: Vec<Tested> = Vec::new();
+    // The link facts of the test's interface, read once.
+    let mut facts: Option<Option<LinkFacts>> = None;
+    let found = net::find_rate::find_rate(&plan, |offered| -> Result<Option<Trial>, String> {
         if interrupt.load(Ordering::Relaxed) {
-            break;
+            return Ok(None);
         }
         let mut c = cfg.clone();
-        c.test.bitrate_bps = Some(offered.max(1000.0) as u64);
+        c.test.bitrate_bps = Some((offered / streams).max(1000.0) as u64);
         let t = one_test(&c, interrupt, true)?;
+        if t.0.stopped_by == NetStop::Interrupted {
+            return Ok(None);
+        }
         let flow = t.0.flows().first().copied().unwrap_or(Flow::ClientToServer);
         let s = t.0.summary(flow);
-        let loss = s.loss_percent().unwrap_or(100.0);
-        let received = s.receiver_bps.unwrap_or(0.0);
-        let total_offered = offered * f64::from(c.test.streams);
+        let f = facts.get_or_insert_with(|| t.0.interface.as_deref().and_then(|i| link_facts(i).0));
+        let ceiling_bps = f
+            .as_ref()
+            .and_then(|f| report::net::flow_ceiling(f, &t.0, flow).ok())
+            .map(|c| c.goodput_bps * 8.0);
+        let trial = Trial {
+            offered_bps: offered,
+            received_bps: s.receiver_bps.unwrap_or(0.0),
+            loss_percent: s.loss_percent().unwrap_or(100.0),
+            ceiling_bps,
+        };
         if !json {
             eprintln!(
-                "headroom: find-rate: offered {:.2} Mbit/s, received {:.2} Mbit/s, loss {loss:.3} %",
-                total_offered / 1e6,
-                received / 1e6
+                "headroom: find-rate: offered {:.2} Mbit/s, received {:.2} Mbit/s, loss {:.3} %",
+                trial.offered_bps / 1e6,
+                trial.received_bps / 1e6,
+                trial.loss_percent
             );
         }
-        steps.push(RateStep {
-            offered_bps: total_offered,
-            received_bps: received,
-            loss_percent: loss,
-        });
-        if loss <= threshold {
-            lo = offered;
-            best = Some(t);
-            if (hi - lo) / hi < 0.01 || lo >= start {
-                break;
-            }
-        } else {
-            hi = offered;
-            last = Some(t);
-            // What came through is a good guess of what the path carries.
-            let per_stream = received / f64::from(c.test.streams);
-            if lo == 0.0 && per_stream > 0.0 && per_stream < hi {
-                offered = per_stream * 0.99;
-                continue;
-            }
-        }
-        if (hi - lo) / hi < 0.01 {
-            break;
-        }
-        offered = (lo + hi) / 2.0;
-    }
+        tested.push(t);
+        Ok(Some(trial))
+    })?;
     let fr = FindRate {
         threshold_percent: threshold,
-        rate_bps: best.as_ref().map(|_| lo * f64::from(cfg.test.streams)),
-        steps,
+        rate_bps: found.rate_bps(),
+        steps: found
+            .trials
+            .iter()
+            .map(|t| RateStep {
+                offered_bps: t.offered_bps,
+                received_bps: t.received_bps,
+                loss_percent: t.loss_percent,
+            })
+            .collect(),
     };
-    let tested = best
-        .or(last)
-        .ok_or_else(|| "--find-rate: no test completed".to_string())?;
-    Ok((tested, Some(fr)))
+    // The document keeps the best trial's test (the last one when none held).
+    let keep = found.best.unwrap_or(tested.len().saturating_sub(1));
+    if keep >= tested.len() {
+        return Err("--find-rate: no test completed".to_string());
+    }
+    Ok((tested.swap_remove(keep), Some(fr)))
 }
 
 fn finish(

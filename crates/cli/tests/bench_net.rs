@@ -1043,3 +1043,110 @@ fn iperf3_authentication_both_ways() {
         }
     }
 }
+
+/// Issue 23 item 2: on a veth shaped to 200 Mbit/s at the sender's own interface (where
+/// the qdisc holds datagrams back and nothing is lost), `--find-rate` searches upward and
+/// reports what arrived, never an offered rate the link did not carry.
+#[test]
+fn find_rate_reports_what_a_shaped_link_carried() {
+    if !netns_ok() {
+        return;
+    }
+    let ns = Namespaces::new(2);
+    let (a, b) = veth_pair(&ns, "10.80.0");
+    sh(&format!(
+        "ip netns exec {a} tc qdisc add dev va root tbf rate 200mbit burst 64kb latency 50ms"
+    ));
+    let client = [
+        "10.80.0.2",
+        "-u",
+        "-l",
+        "1448",
+        "-b",
+        "50M",
+        "--find-rate",
+        "-t",
+        "1",
+    ];
+    let doc = client_against_server(a, &client, b, &[], Duration::from_secs(120));
+    let ceiling = doc["flows"][0]["ceiling"]["goodput_bytes_per_sec"]
+        .as_f64()
+        .unwrap()
+        * 8.0;
+    assert!((ceiling - 200e6 * 1448.0 / 1490.0).abs() < 1.0, "{ceiling}");
+    let found = doc["find_rate"]["rate_bits_per_sec"].as_f64().unwrap();
+    let steps = &doc["find_rate"]["steps"];
+    assert!(
+        found <= ceiling * 1.01 && found > ceiling * 0.5,
+        "found {found} against the ceiling {ceiling}: {steps}"
+    );
+    // It searched: beyond the start, up to the ceiling.
+    let offered: Vec<f64> = steps
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["offered_bits_per_sec"].as_f64().unwrap())
+        .collect();
+    assert!(offered.len() > 1 && offered[1] > offered[0], "{steps}");
+    // The answer is one trial's received rate.
+    assert!(
+        steps
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["received_bits_per_sec"].as_f64() == Some(found)),
+        "{steps}"
+    );
+}
+
+/// Issue 23 item 6: a veth shaped at the client's end, a bidirectional test: the shaped
+/// direction (what the client sends) has the tbf's ceiling, the other none and says why;
+/// the Markdown report puts the ceiling on that row only.
+#[test]
+fn each_direction_has_its_own_ceiling() {
+    if !netns_ok() {
+        return;
+    }
+    let ns = Namespaces::new(2);
+    let (a, b) = veth_pair(&ns, "10.81.0");
+    sh(&format!(
+        "ip netns exec {a} tc qdisc add dev va root tbf rate 100mbit burst 64kb latency 50ms"
+    ));
+    let client = ["10.81.0.2", "--bidir", "-t", "2"];
+    let doc = client_against_server(a, &client, b, &[], Duration::from_secs(60));
+    let flows = doc["flows"].as_array().unwrap();
+    assert_eq!(flows[0]["flow"], "client-to-server");
+    let up = flows[0]["ceiling"]["basis"].as_str().unwrap();
+    assert!(up.starts_with("tbf qdisc on va"), "{up}");
+    assert!(flows[0]["efficiency"].as_f64().is_some());
+    assert_eq!(flows[1]["flow"], "server-to-client");
+    assert!(flows[1]["ceiling"].is_null() && flows[1]["efficiency"].is_null());
+    let why = flows[1]["no_ceiling_reason"].as_str().unwrap();
+    assert!(why.contains("shapes only what this host sends"), "{why}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("net.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let md = report_md(&file);
+    let row = |name: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| {name} |")))
+            .unwrap_or_else(|| panic!("{name}: {md}"))
+            .to_string()
+    };
+    let ceiling_mb = format!(
+        "{:.1}",
+        flows[0]["ceiling"]["goodput_bytes_per_sec"]
+            .as_f64()
+            .unwrap()
+            / 1e6
+    );
+    assert!(
+        row("TCP client -> server").contains(&format!("| {ceiling_mb} |")),
+        "{md}"
+    );
+    let down = row("TCP server -> client");
+    assert!(
+        !down.contains(&ceiling_mb) && down.contains("| – |"),
+        "{down}"
+    );
+}

@@ -10,6 +10,7 @@
 
 pub mod auth;
 pub mod client;
+pub mod find_rate;
 pub mod proto;
 pub mod server;
 pub mod session;

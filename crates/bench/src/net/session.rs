@@ -497,7 +497,7 @@ mod tests {
         assert_eq!((v[2].start_s, v[2].end_s, v[2].bytes), (4.0, 5.0, 104));
         assert_eq!(
             v.iter().map(|i| i.bytes).sum::<u64>(),
-            (0..5).map(|i| 100 + i).sum()
+            (0..5).map(|i| 100 + i).sum::<u64>()
         );
     }
 }
