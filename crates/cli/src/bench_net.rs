@@ -425,11 +425,11 @@ fn link_facts(iface: &str) -> (Option<LinkFacts>, Vec<String>) {
 
 fn print_interval(json: bool, end_s: f64, flow: Flow, bps: f64) {
     if !json {
-        eprintln!(
-            "headroom: [{end_s:7.2} s] {:<17} {:>10.2} Mbit/s",
+        crate::terminal::info(format_args!(
+            "[{end_s:7.2} s] {:<17} {:>10.2} Mbit/s",
             flow.label(),
             bps / 1e6
-        );
+        ));
     }
 }
 
@@ -438,7 +438,7 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
     let (test, notes) = match build_test(a) {
         Ok(t) => t,
         Err(msg) => {
-            eprintln!("headroom: error: {msg}");
+            crate::terminal::error(format_args!("{msg}"));
             return Ok(ExitCode::from(2));
         }
     };
@@ -458,24 +458,24 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
         (Some(h), []) => h.to_string(),
         (None, [h]) => h.to_string(),
         (None, []) => {
-            eprintln!(
-                "headroom: error: give the server to test against (HOST or -c HOST), or \
+            crate::terminal::error(format_args!(
+                "give the server to test against (HOST or -c HOST), or \
                  --server to be one"
-            );
+            ));
             return Ok(ExitCode::from(2));
         }
         _ => {
-            eprintln!("headroom: error: give one server, as HOST or as -c HOST");
+            crate::terminal::error(format_args!("give one server, as HOST or as -c HOST"));
             return Ok(ExitCode::from(2));
         }
     };
     for n in &notes {
-        eprintln!("headroom: note: {n}");
+        crate::terminal::note(format_args!("{n}"));
     }
     let auth = match client_auth(a) {
         Ok(x) => x,
         Err(msg) => {
-            eprintln!("headroom: error: {msg}");
+            crate::terminal::error(format_args!("{msg}"));
             return Ok(ExitCode::from(2));
         }
     };
@@ -504,7 +504,7 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
     let (tested, fr) = match outcome {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("headroom: error: {e}");
+            crate::terminal::error(format_args!("{e}"));
             return Ok(ExitCode::from(if interrupt.load(Ordering::Relaxed) {
                 EXIT_INTERRUPTED
             } else {
@@ -530,16 +530,16 @@ fn on_progress(p: &NetProgress<'_>, json: bool, server: bool, beside: &Mutex<Opt
             peer, interface, ..
         } => {
             if server {
-                eprintln!("headroom: test from {peer}");
+                crate::terminal::info(format_args!("test from {peer}"));
             }
             if let (Some(i), Ok(mut b)) = (interface, beside.lock()) {
                 *b = Some(Beside::for_interface(SysRoot::system(), i));
             }
         }
         Event::Interval { end_s, flow, bps } => print_interval(json, *end_s, *flow, *bps),
-        Event::Denied { peer } => {
-            eprintln!("headroom: {peer} was refused: a test is running (access denied)")
-        }
+        Event::Denied { peer } => crate::terminal::info(format_args!(
+            "{peer} was refused: a test is running (access denied)"
+        )),
         Event::Streaming { .. } => {}
     }
 }
@@ -628,12 +628,12 @@ fn find_rate(
             ceiling_bps,
         };
         if !json {
-            eprintln!(
-                "headroom: find-rate: offered {:.2} Mbit/s, received {:.2} Mbit/s, loss {:.3} %",
+            crate::terminal::info(format_args!(
+                "find-rate: offered {:.2} Mbit/s, received {:.2} Mbit/s, loss {:.3} %",
                 trial.offered_bps / 1e6,
                 trial.received_bps / 1e6,
                 trial.loss_percent
-            );
+            ));
         }
         tested.push(t);
         Ok(Some(trial))
@@ -681,7 +681,7 @@ fn finish(
     if json {
         crate::output::print_result("net", &r)?;
     } else {
-        print!("{}", report::net::render_text(&r));
+        crate::out!("{}", report::net::render_text(&r))?;
     }
     Ok(if interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
@@ -719,7 +719,7 @@ fn run_server(
             match net::auth::ServerAuth::new(key, users, a.time_skew_threshold) {
                 Ok(x) => Some(x),
                 Err(msg) => {
-                    eprintln!("headroom: error: {msg}");
+                    crate::terminal::error(format_args!("{msg}"));
                     return Ok(ExitCode::from(2));
                 }
             }
@@ -739,14 +739,14 @@ fn run_server(
     }) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("headroom: error: {e}");
+            crate::terminal::error(format_args!("{e}"));
             return Ok(ExitCode::from(1));
         }
     };
-    eprintln!(
-        "headroom: serving iperf3 tests on port {} (Ctrl-C to stop)",
+    crate::terminal::info(format_args!(
+        "serving iperf3 tests on port {} (Ctrl-C to stop)",
         server.local_addr().map_or(a.port, |s| s.port())
-    );
+    ));
     loop {
         let all = counters::NetDevSampler::new(SysRoot::system());
         let before = all.snapshot().ok();
@@ -769,7 +769,7 @@ fn run_server(
                 }
             }
             Err(e) => {
-                eprintln!("headroom: warning: the test ended early: {e}");
+                crate::terminal::warn(format_args!("the test ended early: {e}"));
                 if a.one_off {
                     return Ok(ExitCode::from(1));
                 }

@@ -73,11 +73,28 @@ impl fmt::Display for StdoutClosed {
 
 impl std::error::Error for StdoutClosed {}
 
+/// Whether stdout is coloured (`--color`, NO_COLOR, a terminal): headroom's own colour
+/// sequences pass the writer only then.
+static COLOUR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Set once the command line is read.
+pub fn set_colour(on: bool) {
+    COLOUR.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Write to stdout and flush. A closed pipe is returned as [`StdoutClosed`]; use it through
 /// [`out!`](crate::out) and [`outln!`](crate::outln), which read like `print!`/`println!`.
+/// Every text passes [`report::outside::for_terminal`]: a control character from a peer, a
+/// document or sysfs is shown escaped, never acted on by the terminal.
 pub fn write_stdout(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
+    let text = args.to_string();
+    let colour = COLOUR.load(std::sync::atomic::Ordering::Relaxed);
+    let safe = report::outside::for_terminal(&text, colour);
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(safe.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(StdoutClosed.into()),
         Err(e) => Err(anyhow::Error::new(e).context("cannot write to stdout")),
@@ -103,9 +120,15 @@ macro_rules! outln {
     };
 }
 
-/// `headroom: {kind}{message}` on stderr. A closed stderr loses the message, never the run.
+/// `headroom: {kind}{message}` on stderr, escaped as stdout is (no colour on stderr). A
+/// closed stderr loses the message, never the run.
 fn say(kind: &str, message: fmt::Arguments<'_>) {
-    let _ = writeln!(std::io::stderr().lock(), "headroom: {kind}{message}");
+    let text = message.to_string();
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "headroom: {kind}{}",
+        report::outside::terminal(&text)
+    );
 }
 
 /// `headroom: warning: ...` on stderr.

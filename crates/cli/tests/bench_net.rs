@@ -1150,3 +1150,50 @@ fn each_direction_has_its_own_ceiling() {
         "{down}"
     );
 }
+
+/// Issue 22 item 4: strings that came from outside (here a net document's peer, notes and
+/// findings, as a peer or an edited file could make them) reach neither the terminal nor a
+/// Markdown file as control sequences, and cannot break a Markdown table.
+#[test]
+fn a_documents_strings_are_escaped_on_the_terminal_and_in_markdown() {
+    let port = free_port();
+    let _server = one_off_server(port, &[]);
+    let out = loopback_client(port, "1", &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hostile = "bbr\u{1b}[2J\u{1b}]0;TITLE\u{7}|# <b>\nnext";
+    doc["measurement"]["peer"] = hostile.into();
+    doc["measurement"]["congestion_peer"] = hostile.into();
+    doc["notes"] = serde_json::json!([hostile]);
+    doc["findings"] =
+        serde_json::json!([{"severity": "warning", "subject": hostile, "message": hostile}]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hostile.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    // `report` prints the Markdown (what `--md` writes to a file).
+    let shown = output_ok(headroom().arg("report").arg(&file));
+    let colour = output_ok(headroom().args(["--color", "always", "report"]).arg(&file));
+    for (what, bytes) in [
+        ("terminal", &shown.stdout),
+        ("--color always", &colour.stdout),
+    ] {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(
+            !bytes.iter().any(|&b| b == 0x1b || b == 0x07),
+            "{what}: {text}"
+        );
+        assert!(
+            text.contains("bbr\\x1b[2J\\x1b]0;TITLE\\x07"),
+            "{what}: {text}"
+        );
+        // In a table cell or a list item, `|`, `<`, a newline stay inside it.
+        assert!(
+            !text.contains("|# <b>") && !text.contains("<b>"),
+            "{what}: {text}"
+        );
+    }
+}

@@ -455,6 +455,9 @@ pub fn render_text(r: &NetReport) -> String {
         m.peer,
         m.interface.as_deref().unwrap_or("unknown")
     );
+    if let Some(v) = &m.peer_version {
+        let _ = writeln!(s, "the peer says it is {}", crate::outside::line(v));
+    }
     let _ = writeln!(s);
     let _ = writeln!(
         s,
@@ -613,7 +616,7 @@ pub fn render_text(r: &NetReport) -> String {
         let _ = writeln!(
             s,
             "congestion control: {cc} here, {} at the peer",
-            m.congestion_peer.as_deref().unwrap_or("unknown")
+            crate::outside::line(m.congestion_peer.as_deref().unwrap_or("unknown"))
         );
     }
     if let Some(ic) = &r.interface_check {
@@ -640,7 +643,9 @@ pub fn render_text(r: &NetReport) -> String {
     for f in &r.findings {
         let _ = writeln!(s, "{}: {}", f.severity, f.message);
     }
-    s
+    // The peer's strings (version, congestion control) and the link's names came from
+    // outside: nothing in this text is a control sequence.
+    crate::outside::terminal(&s).into_owned()
 }
 
 #[cfg(test)]
@@ -865,6 +870,25 @@ mod tests {
         let r = report_on(Protocol::Udp, 10, shaped);
         let c = r.ceiling.unwrap();
         assert!((c.goodput_bps * 8.0 - 100e6 * 1448.0 / 1514.0).abs() < 1e-3);
+    }
+
+    /// Issue 22 item 4: a peer that calls its congestion control and its version escape
+    /// sequences (clear the screen, set the terminal's title) is shown them, escaped.
+    #[test]
+    fn a_peers_strings_reach_the_text_escaped() {
+        let mut m = measurement(Protocol::Tcp, 131_072, 1000, 1000);
+        m.congestion_peer = Some("bbr\x1b[2J".into());
+        m.peer_version = Some("\x1b]0;TITLE\x07 3.12".into());
+        let text = render_text(&NetReport::new(m, Some(gigabit()), None, vec![]));
+        assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text}");
+        assert!(
+            text.contains("congestion control: cubic here, bbr\\x1b[2J at the peer"),
+            "{text}"
+        );
+        assert!(
+            text.contains("the peer says it is \\x1b]0;TITLE\\x07 3.12"),
+            "{text}"
+        );
     }
 
     #[test]
