@@ -335,7 +335,10 @@ impl Server {
                 .saturating_duration_since(now)
                 .min(Duration::from_millis(100));
             let ready = poll_in(&fds, wait + Duration::from_millis(1));
-            if ready[1] {
+            // The client first: when it ended the test (or went away) in the same moment as
+            // a newcomer arrived, the newcomer waits for the next session instead of being
+            // refused.
+            if ready[1] && !ready[0] {
                 self.deny_waiting(on_event);
             }
             if ready[0] {
