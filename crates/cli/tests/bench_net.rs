@@ -1197,3 +1197,24 @@ fn a_documents_strings_are_escaped_on_the_terminal_and_in_markdown() {
         );
     }
 }
+
+/// Issue 23 item 16: the audit gives a veth no TCP ceiling from its nominal 10000 Mb/s (one
+/// network ceiling, `model::net::link_ceiling`, for audit and bench net alike).
+#[test]
+fn the_audit_gives_a_virtual_link_no_ceiling() {
+    if !netns_ok() {
+        return;
+    }
+    let ns = Namespaces::new(2);
+    let (a, _) = veth_pair(&ns, "10.82.0");
+    let mut c = in_ns(a);
+    c.arg("audit");
+    let (code, text, err) = spawn(c).output_within(Duration::from_secs(60));
+    assert_eq!(code, Some(0), "{err}");
+    let va = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("va "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(va.contains("10000 Mb/s") && va.contains("virtual"), "{va}");
+    assert!(!va.contains("MB/s TCP"), "{va}");
+}

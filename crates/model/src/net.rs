@@ -438,6 +438,36 @@ pub struct LinkFacts {
     pub notes: Vec<String>,
 }
 
+/// The TCP goodput ceiling (IPv4, timestamps on) of an interface of the audit's inventory
+/// in the direction `way`, bytes per second, or why it has none ([`link_ceiling`]: a
+/// virtual interface's nominal speed is no ceiling).
+pub fn interface_tcp_ceiling(
+    i: &crate::inventory::net::NetInterface,
+    way: Way,
+) -> Result<f64, String> {
+    let f = LinkFacts {
+        interface: i.name.clone(),
+        speed_mbps: i.speed_mbps,
+        duplex: i.duplex.clone(),
+        mtu: i.mtu,
+        is_virtual: i.is_virtual,
+        is_loopback: i.name == "lo",
+        usb_speed_mbps: match &i.attachment {
+            Some(crate::inventory::net::Attachment::Usb { speed_mbps, .. }) => *speed_mbps,
+            _ => None,
+        },
+        ..LinkFacts::default()
+    };
+    let p = GoodputParams {
+        mtu: i
+            .mtu
+            .ok_or_else(|| format!("the MTU of {} is not known", i.name))?,
+        ip: IpVersion::V4,
+        transport: Transport::Tcp { timestamps: true },
+    };
+    link_ceiling(&f, &p, "TCP/IPv4 with timestamps", way).map(|c| c.goodput_bps)
+}
+
 /// Which way the bytes go through a link, seen from the host whose interface it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

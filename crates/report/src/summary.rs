@@ -1311,13 +1311,11 @@ fn inventory(a: &AuditView) -> Vec<(String, Table)> {
             .interfaces
             .iter()
             .map(|i| {
-                // The audit's TCP goodput ceiling (IPv4, timestamps) of the interface's link.
-                let tcp = match (i.speed_mbps, i.mtu) {
-                    (Some(s), Some(m)) => {
-                        model::ceiling::eth::tcp_goodput_bps(s as f64 * 1e6, m).map(|c| mb(c / MB))
-                    }
-                    _ => None,
-                };
+                // The audit's TCP goodput ceiling (IPv4, timestamps) of the interface's link,
+                // as the terminal computes it (none for a virtual link).
+                let tcp = model::net::interface_tcp_ceiling(i, model::net::Way::Receives)
+                    .ok()
+                    .map(|c| mb(c / MB));
                 vec![
                     i.name.clone(),
                     opt(i.operstate.clone()),
