@@ -14,7 +14,7 @@ pub fn table(out: &mut String, columns: &[(&str, bool)], rows: &[Vec<String>]) {
         let cells: Vec<String> = cells.collect();
         format!("| {} |\n", cells.join(" | "))
     };
-    out.push_str(&line(&mut columns.iter().map(|(h, _)| escape(h))));
+    out.push_str(&line(&mut columns.iter().map(|(h, _)| h.to_string())));
     out.push_str(&line(&mut columns.iter().map(|(_, numeric)| {
         if *numeric { "---:" } else { "---" }.to_string()
     })));
