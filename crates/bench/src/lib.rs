@@ -189,6 +189,7 @@ mod tests {
             port: 0,
             bind: Some("127.0.0.1".parse().unwrap()),
             interval: Duration::from_millis(200),
+            auth: None,
         })
         .unwrap();
         let port = server.local_addr().unwrap().port();
@@ -218,6 +219,7 @@ mod tests {
                 interval: Duration::from_millis(200),
                 connect_timeout: Duration::from_secs(5),
                 congestion: None,
+                auth: None,
             };
             let (m, phases) = stop_once_measuring(net::NetRun::Client(cfg));
             assert_eq!(m.interface.as_deref(), Some("lo"));

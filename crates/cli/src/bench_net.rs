@@ -47,6 +47,55 @@ pub struct NetArgs {
     #[arg(short = '1', long = "one-off", requires = "server")]
     pub one_off: bool,
 
+    /// With --server: keep each client's test in the history database too (a server keeps
+    /// no peer's run unless asked).
+    #[arg(long = "save", requires = "server", conflicts_with = "no_save")]
+    pub save: bool,
+
+    /// Client: the user name of iperf3's authentication (the password from the
+    /// IPERF3_PASSWORD environment variable, else asked on the terminal).
+    #[arg(
+        long = "username",
+        value_name = "USER",
+        requires = "rsa_public_key_path"
+    )]
+    pub username: Option<String>,
+
+    /// Client: the server's RSA public key (PEM) the credentials are encrypted with.
+    #[arg(
+        long = "rsa-public-key-path",
+        value_name = "FILE",
+        requires = "username"
+    )]
+    pub rsa_public_key_path: Option<std::path::PathBuf>,
+
+    /// Server: its RSA private key (PEM, unencrypted); only clients with credentials in
+    /// --authorized-users-path may run tests.
+    #[arg(
+        long = "rsa-private-key-path",
+        value_name = "FILE",
+        requires_all = ["server", "authorized_users_path"]
+    )]
+    pub rsa_private_key_path: Option<std::path::PathBuf>,
+
+    /// Server: lines `USER,SHA256` where SHA256 is the hex SHA-256 of `{USER}PASSWORD`
+    /// (`echo -n "{mario}rossi" | sha256sum`), as iperf3's.
+    #[arg(
+        long = "authorized-users-path",
+        value_name = "FILE",
+        requires = "rsa_private_key_path"
+    )]
+    pub authorized_users_path: Option<std::path::PathBuf>,
+
+    /// Server: how far a client's clock may be from this one's, seconds (iperf3's default 10).
+    #[arg(
+        long = "time-skew-threshold",
+        value_name = "SECONDS",
+        requires = "rsa_private_key_path",
+        default_value_t = bench::net::auth::DEFAULT_SKEW_S
+    )]
+    pub time_skew_threshold: u32,
+
     /// Port of the server.
     #[arg(short = 'p', long = "port", default_value_t = net::DEFAULT_PORT)]
     pub port: u16,
@@ -376,11 +425,11 @@ fn link_facts(iface: &str) -> (Option<LinkFacts>, Vec<String>) {
 
 fn print_interval(json: bool, end_s: f64, flow: Flow, bps: f64) {
     if !json {
-        eprintln!(
-            "headroom: [{end_s:7.2} s] {:<17} {:>10.2} Mbit/s",
+        crate::terminal::info(format_args!(
+            "[{end_s:7.2} s] {:<17} {:>10.2} Mbit/s",
             flow.label(),
             bps / 1e6
-        );
+        ));
     }
 }
 
@@ -389,7 +438,7 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
     let (test, notes) = match build_test(a) {
         Ok(t) => t,
         Err(msg) => {
-            eprintln!("headroom: error: {msg}");
+            crate::terminal::error(format_args!("{msg}"));
             return Ok(ExitCode::from(2));
         }
     };
@@ -409,20 +458,27 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
         (Some(h), []) => h.to_string(),
         (None, [h]) => h.to_string(),
         (None, []) => {
-            eprintln!(
-                "headroom: error: give the server to test against (HOST or -c HOST), or \
+            crate::terminal::error(format_args!(
+                "give the server to test against (HOST or -c HOST), or \
                  --server to be one"
-            );
+            ));
             return Ok(ExitCode::from(2));
         }
         _ => {
-            eprintln!("headroom: error: give one server, as HOST or as -c HOST");
+            crate::terminal::error(format_args!("give one server, as HOST or as -c HOST"));
             return Ok(ExitCode::from(2));
         }
     };
     for n in &notes {
-        eprintln!("headroom: note: {n}");
+        crate::terminal::note(format_args!("{n}"));
     }
+    let auth = match client_auth(a) {
+        Ok(x) => x,
+        Err(msg) => {
+            crate::terminal::error(format_args!("{msg}"));
+            return Ok(ExitCode::from(2));
+        }
+    };
     let cfg = ClientConfig {
         host,
         port: a.port,
@@ -438,6 +494,7 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
         test,
         connect_timeout: Duration::from_millis(a.connect_timeout_ms.max(1)),
         congestion: a.congestion.clone(),
+        auth,
     };
     let outcome = if a.find_rate {
         find_rate(&cfg, a.loss_threshold, &interrupt, json)
@@ -447,7 +504,7 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
     let (tested, fr) = match outcome {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("headroom: error: {e}");
+            crate::terminal::error(format_args!("{e}"));
             return Ok(ExitCode::from(if interrupt.load(Ordering::Relaxed) {
                 EXIT_INTERRUPTED
             } else {
@@ -473,16 +530,16 @@ fn on_progress(p: &NetProgress<'_>, json: bool, server: bool, beside: &Mutex<Opt
             peer, interface, ..
         } => {
             if server {
-                eprintln!("headroom: test from {peer}");
+                crate::terminal::info(format_args!("test from {peer}"));
             }
             if let (Some(i), Ok(mut b)) = (interface, beside.lock()) {
                 *b = Some(Beside::for_interface(SysRoot::system(), i));
             }
         }
         Event::Interval { end_s, flow, bps } => print_interval(json, *end_s, *flow, *bps),
-        Event::Denied { peer } => {
-            eprintln!("headroom: {peer} was refused: a test is running (access denied)")
-        }
+        Event::Denied { peer } => crate::terminal::info(format_args!(
+            "{peer} was refused: a test is running (access denied)"
+        )),
         Event::Streaming { .. } => {}
     }
 }
@@ -521,79 +578,85 @@ fn one_test(cfg: &ClientConfig, stop: &Stop, json: bool) -> Result<Tested, Strin
     Ok((m, iface, counters))
 }
 
-/// Bisection on the offered UDP rate: the highest rate whose loss stays under the threshold.
+/// `--find-rate`: [`net::find_rate::find_rate`] with a real UDP test as its trial: upward
+/// from -b (or 1 Gbit/s per stream) to the path's ceiling or by doubling, then bisection; the
+/// answer is what the best trial received.
 fn find_rate(
     cfg: &ClientConfig,
     threshold: f64,
     interrupt: &Stop,
     json: bool,
 ) -> Result<(Tested, Option<FindRate>), String> {
-    // Start at -b (when given beyond iperf3's 1M default) or 1 Gbit/s per stream.
-    let start = cfg
+    use net::find_rate::{Plan, Trial};
+    let streams = f64::from(cfg.test.streams);
+    let per_stream = cfg
         .test
         .bitrate_bps
         .filter(|&b| b != net::DEFAULT_UDP_RATE)
         .unwrap_or(1_000_000_000) as f64;
-    let (mut lo, mut hi): (f64, f64) = (0.0, start);
-    let mut best: Option<Tested> = None;
-    let mut last: Option<Tested> = None;
-    let mut steps = Vec::new();
-    let mut offered = start;
-    // Bounded: at most 14 tests.
-    for _ in 0..14 {
+    let plan = Plan {
+        start_bps: per_stream * streams,
+        threshold_percent: threshold,
+        // Bounded: at most 14 tests.
+        max_trials: 14,
+        precision: 0.01,
+    };
+    let mut tested: Vec<Tested> = Vec::new();
+    // The link facts of the test's interface, read once.
+    let mut facts: Option<Option<LinkFacts>> = None;
+    let found = net::find_rate::find_rate(&plan, |offered| -> Result<Option<Trial>, String> {
         if interrupt.load(Ordering::Relaxed) {
-            break;
+            return Ok(None);
         }
         let mut c = cfg.clone();
-        c.test.bitrate_bps = Some(offered.max(1000.0) as u64);
+        c.test.bitrate_bps = Some((offered / streams).max(1000.0) as u64);
         let t = one_test(&c, interrupt, true)?;
+        if t.0.stopped_by == NetStop::Interrupted {
+            return Ok(None);
+        }
         let flow = t.0.flows().first().copied().unwrap_or(Flow::ClientToServer);
         let s = t.0.summary(flow);
-        let loss = s.loss_percent().unwrap_or(100.0);
-        let received = s.receiver_bps.unwrap_or(0.0);
-        let total_offered = offered * f64::from(c.test.streams);
+        let f = facts.get_or_insert_with(|| t.0.interface.as_deref().and_then(|i| link_facts(i).0));
+        let ceiling_bps = f
+            .as_ref()
+            .and_then(|f| report::net::flow_ceiling(f, &t.0, flow).ok())
+            .map(|c| c.goodput_bps * 8.0);
+        let trial = Trial {
+            offered_bps: offered,
+            received_bps: s.receiver_bps.unwrap_or(0.0),
+            loss_percent: s.loss_percent().unwrap_or(100.0),
+            ceiling_bps,
+        };
         if !json {
-            eprintln!(
-                "headroom: find-rate: offered {:.2} Mbit/s, received {:.2} Mbit/s, loss {loss:.3} %",
-                total_offered / 1e6,
-                received / 1e6
-            );
+            crate::terminal::info(format_args!(
+                "find-rate: offered {:.2} Mbit/s, received {:.2} Mbit/s, loss {:.3} %",
+                trial.offered_bps / 1e6,
+                trial.received_bps / 1e6,
+                trial.loss_percent
+            ));
         }
-        steps.push(RateStep {
-            offered_bps: total_offered,
-            received_bps: received,
-            loss_percent: loss,
-        });
-        if loss <= threshold {
-            lo = offered;
-            best = Some(t);
-            if (hi - lo) / hi < 0.01 || lo >= start {
-                break;
-            }
-        } else {
-            hi = offered;
-            last = Some(t);
-            // What came through is a good guess of what the path carries.
-            let per_stream = received / f64::from(c.test.streams);
-            if lo == 0.0 && per_stream > 0.0 && per_stream < hi {
-                offered = per_stream * 0.99;
-                continue;
-            }
-        }
-        if (hi - lo) / hi < 0.01 {
-            break;
-        }
-        offered = (lo + hi) / 2.0;
-    }
+        tested.push(t);
+        Ok(Some(trial))
+    })?;
     let fr = FindRate {
         threshold_percent: threshold,
-        rate_bps: best.as_ref().map(|_| lo * f64::from(cfg.test.streams)),
-        steps,
+        rate_bps: found.rate_bps(),
+        steps: found
+            .trials
+            .iter()
+            .map(|t| RateStep {
+                offered_bps: t.offered_bps,
+                received_bps: t.received_bps,
+                loss_percent: t.loss_percent,
+            })
+            .collect(),
     };
-    let tested = best
-        .or(last)
-        .ok_or_else(|| "--find-rate: no test completed".to_string())?;
-    Ok((tested, Some(fr)))
+    // The document keeps the best trial's test (the last one when none held).
+    let keep = found.best.unwrap_or(tested.len().saturating_sub(1));
+    if keep >= tested.len() {
+        return Err("--find-rate: no test completed".to_string());
+    }
+    Ok((tested.swap_remove(keep), Some(fr)))
 }
 
 fn finish(
@@ -618,7 +681,7 @@ fn finish(
     if json {
         crate::output::print_result("net", &r)?;
     } else {
-        print!("{}", report::net::render_text(&r));
+        crate::out!("{}", report::net::render_text(&r))?;
     }
     Ok(if interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
@@ -627,27 +690,63 @@ fn finish(
     })
 }
 
+/// The client's credentials (`--username`, `--rsa-public-key-path`), the password from
+/// IPERF3_PASSWORD or, on a terminal, asked for as iperf3 asks (iperf_getpass).
+fn client_auth(a: &NetArgs) -> Result<Option<Arc<net::auth::ClientAuth>>, String> {
+    let (Some(user), Some(key)) = (&a.username, &a.rsa_public_key_path) else {
+        return Ok(None);
+    };
+    let password = match std::env::var(net::auth::PASSWORD_ENV) {
+        Ok(p) => p,
+        Err(_) => crate::terminal::ask_password("Password: ").map_err(|e| {
+            format!(
+                "--username needs a password: set {} or run on a terminal ({e})",
+                net::auth::PASSWORD_ENV
+            )
+        })?,
+    };
+    net::auth::ClientAuth::new(key, user, &password).map(|a| Some(Arc::new(a)))
+}
+
 fn run_server(
     a: &NetArgs,
     json: bool,
     interrupt: &Stop,
     interval: f64,
 ) -> anyhow::Result<ExitCode> {
+    let auth = match (&a.rsa_private_key_path, &a.authorized_users_path) {
+        (Some(key), Some(users)) => {
+            match net::auth::ServerAuth::new(key, users, a.time_skew_threshold) {
+                Ok(x) => Some(x),
+                Err(msg) => {
+                    crate::terminal::error(format_args!("{msg}"));
+                    return Ok(ExitCode::from(2));
+                }
+            }
+        }
+        _ => None,
+    };
+    // A server keeps a client's test only when asked (--save): peers are strangers.
+    let keep = crate::output::KeepArgs {
+        no_save: !a.save,
+        ..a.keep.clone()
+    };
     let server = match Server::bind(ServerConfig {
         port: a.port,
         bind: a.bind,
         interval: Duration::from_secs_f64(if interval == 0.0 { 3600.0 } else { interval }),
+        auth,
     }) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("headroom: error: {e}");
+            crate::terminal::error(format_args!("{e}"));
             return Ok(ExitCode::from(1));
         }
     };
-    eprintln!(
-        "headroom: serving iperf3 tests on port {} (Ctrl-C to stop)",
+    crate::terminal::info(format_args!(
+        "serving iperf3 tests on port {} (Ctrl-C to stop)",
         server.local_addr().map_or(a.port, |s| s.port())
-    );
+    ));
     loop {
         let all = counters::NetDevSampler::new(SysRoot::system());
         let before = all.snapshot().ok();
@@ -661,7 +760,7 @@ fn run_server(
                 let counters = finish_beside(beside, &m);
                 let interrupted =
                     m.stopped_by == NetStop::Interrupted && interrupt.load(Ordering::Relaxed);
-                let code = finish((m, iface, counters), None, Vec::new(), json, &a.keep)?;
+                let code = finish((m, iface, counters), None, Vec::new(), json, &keep)?;
                 if interrupted {
                     return Ok(ExitCode::from(EXIT_INTERRUPTED));
                 }
@@ -670,7 +769,7 @@ fn run_server(
                 }
             }
             Err(e) => {
-                eprintln!("headroom: warning: the test ended early: {e}");
+                crate::terminal::warn(format_args!("the test ended early: {e}"));
                 if a.one_off {
                     return Ok(ExitCode::from(1));
                 }

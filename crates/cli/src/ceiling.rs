@@ -144,7 +144,8 @@ pub struct SataArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct EthArgs {
-    /// MAC rates (10M, 100M, 1G, 2.5G, 5G, 10G, 25G, 40G, 50G, 100G), comma-separated.
+    /// MAC rates (10M, 100M, 1G, 2.5G, 5G, 10G, 25G, 40G, 50G, 100G, 200G, 400G), or Mb/s as
+    /// sysfs and ethtool print them (1000, 1000M, 1000Mb/s), comma-separated.
     #[arg(long, value_delimiter = ',', value_parser = parse_eth_rate, default_value = "1G")]
     pub rate: Vec<BitsPerSec>,
 
@@ -293,7 +294,11 @@ fn parse_sata_rate(s: &str) -> Result<f64, String> {
 fn parse_eth_rate(s: &str) -> Result<BitsPerSec, String> {
     eth::parse_rate(s).ok_or_else(|| {
         let names: Vec<&str> = eth::RATES.iter().map(|(n, _)| *n).collect();
-        format!("`{s}` is not an Ethernet rate; use {}", names.join(", "))
+        format!(
+            "`{s}` is not an Ethernet rate; use {}, or Mb/s as sysfs and ethtool print them \
+             (1000, 1000M, 1000Mb/s)",
+            names.join(", ")
+        )
     })
 }
 

@@ -83,6 +83,7 @@ fn main() -> ExitCode {
         message(info);
     }));
     let cli = Cli::parse_from(bench::cyclictest_json_argv(args));
+    terminal::set_colour(cli.global.use_color());
     let result = match cli.command {
         None => audit::run(&cli.global, &audit::AuditArgs::default()),
         Some(Command::Audit(args)) => audit::run(&cli.global, &args),

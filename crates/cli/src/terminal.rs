@@ -73,11 +73,28 @@ impl fmt::Display for StdoutClosed {
 
 impl std::error::Error for StdoutClosed {}
 
+/// Whether stdout is coloured (`--color`, NO_COLOR, a terminal): headroom's own colour
+/// sequences pass the writer only then.
+static COLOUR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Set once the command line is read.
+pub fn set_colour(on: bool) {
+    COLOUR.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Write to stdout and flush. A closed pipe is returned as [`StdoutClosed`]; use it through
 /// [`out!`](crate::out) and [`outln!`](crate::outln), which read like `print!`/`println!`.
+/// Every text passes [`report::outside::for_terminal`]: a control character from a peer, a
+/// document or sysfs is shown escaped, never acted on by the terminal.
 pub fn write_stdout(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
+    let text = args.to_string();
+    let colour = COLOUR.load(std::sync::atomic::Ordering::Relaxed);
+    let safe = report::outside::for_terminal(&text, colour);
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(safe.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(StdoutClosed.into()),
         Err(e) => Err(anyhow::Error::new(e).context("cannot write to stdout")),
@@ -103,9 +120,15 @@ macro_rules! outln {
     };
 }
 
-/// `headroom: {kind}{message}` on stderr. A closed stderr loses the message, never the run.
+/// `headroom: {kind}{message}` on stderr, escaped as stdout is (no colour on stderr). A
+/// closed stderr loses the message, never the run.
 fn say(kind: &str, message: fmt::Arguments<'_>) {
-    let _ = writeln!(std::io::stderr().lock(), "headroom: {kind}{message}");
+    let text = message.to_string();
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "headroom: {kind}{}",
+        report::outside::terminal(&text)
+    );
 }
 
 /// `headroom: warning: ...` on stderr.
@@ -126,6 +149,40 @@ pub fn note(message: impl fmt::Display) {
 /// `headroom: ...` on stderr: progress and what happened to the results.
 pub fn info(message: impl fmt::Display) {
     say("", format_args!("{message}"));
+}
+
+/// Ask for a password on the controlling terminal with echo off, as iperf3 does
+/// (iperf_getpass): the prompt on the terminal, one line back (at most 1 KiB). An error when
+/// there is no terminal.
+pub fn ask_password(prompt: &str) -> std::io::Result<String> {
+    use std::io::{BufRead as _, Read as _};
+    use std::os::fd::AsRawFd as _;
+    let tty = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")?;
+    let fd = tty.as_raw_fd();
+    // SAFETY: termios is plain old data that tcgetattr fills.
+    let mut saved: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: fd is the open terminal; saved is a valid termios.
+    if unsafe { libc::tcgetattr(fd, &mut saved) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut quiet = saved;
+    quiet.c_lflag &= !libc::ECHO;
+    quiet.c_lflag |= libc::ECHONL;
+    // SAFETY: as above; the saved state is put back below.
+    if unsafe { libc::tcsetattr(fd, libc::TCSANOW, &quiet) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut line = String::new();
+    let read = (&tty)
+        .write_all(prompt.as_bytes())
+        .and_then(|()| std::io::BufReader::new((&tty).take(1024)).read_line(&mut line));
+    // SAFETY: restores the terminal state read above.
+    unsafe { libc::tcsetattr(fd, libc::TCSANOW, &saved) };
+    read?;
+    Ok(line.trim_end_matches(['\n', '\r']).to_string())
 }
 
 /// The exit code for a command's error, after saying it on stderr (except a closed stdout,

@@ -627,3 +627,594 @@ fn counters_beside_the_engine_say_when_the_interface_has_no_device() {
         );
     }
 }
+
+/// The runs a history database lists (`history --json --db DB`); 0 when it does not exist.
+fn runs_in(db: &std::path::Path) -> usize {
+    if !db.exists() {
+        return 0;
+    }
+    let listed = json_of(headroom().args(["history", "--json", "--db"]).arg(db));
+    listed["runs"].as_array().unwrap().len()
+}
+
+/// Issue 22 item 3: a server keeps no peer's test in the history unless asked (`--save`).
+#[test]
+fn a_server_keeps_no_peer_run_unless_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    for (flags, kept) in [(&[][..], 0), (&["--save"][..], 1)] {
+        let db = dir.path().join(format!("history-{kept}.sqlite"));
+        let port = free_port();
+        let mut s = headroom_cmd();
+        s.args(["bench", "net", "-s", "-1", "-p", &port.to_string(), "--db"])
+            .arg(&db)
+            .args(flags);
+        let server = spawn(s);
+        wait_listening(port);
+        let out = loopback_client(port, "1", &[]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (code, _, err) = server.output_within(Duration::from_secs(20));
+        assert_eq!(code, Some(0), "{flags:?}: {err}");
+        assert_eq!(runs_in(&db), kept, "{flags:?}: {err}");
+    }
+}
+
+/// A raw iperf3-protocol client: the cookie, PARAM_EXCHANGE, then `params` as the framed
+/// parameters; what the server answers (read until it closes, at most 10 s).
+fn send_params(port: u16, params: &[u8]) -> Vec<u8> {
+    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(b"abcdefghijklmnopqrstuvwxyz2345672345\0")
+        .unwrap();
+    let mut state = [0u8; 1];
+    c.read_exact(&mut state).unwrap();
+    assert_eq!(state[0], 9, "PARAM_EXCHANGE");
+    let mut msg = (params.len() as u32).to_be_bytes().to_vec();
+    msg.extend_from_slice(params);
+    let _ = c.write_all(&msg);
+    let mut rest = Vec::new();
+    let _ = c.read_to_end(&mut rest);
+    rest
+}
+
+/// Issue 22 item 3: parameters iperf3 refuses (a zero or absurd duration, 10,000 streams, a
+/// huge length, long strings) get iperf3's SERVER_ERROR and error number, and the server
+/// serves the next client; a stock iperf3 asking for a byte count (time 0) is told why.
+#[test]
+fn absurd_parameters_get_iperf3s_error() {
+    let port = free_port();
+    let mut s = headroom_cmd();
+    s.args(["bench", "net", "-s", "-p", &port.to_string(), "-i", "0"]);
+    let _server = spawn(s);
+    wait_listening(port);
+    let huge = "x".repeat(4 << 20);
+    let long_version = format!(
+        r#"{{"tcp":true,"time":1,"client_version":"{}"}}"#,
+        "v".repeat(100)
+    );
+    let long_cc = format!(
+        r#"{{"tcp":true,"time":1,"congestion":"{}"}}"#,
+        "c".repeat(100)
+    );
+    let cases: [(&[u8], i32); 8] = [
+        (br#"{"tcp":true,"time":0}"#, 5),
+        (br#"{"tcp":true,"time":86401}"#, 5),
+        (br#"{"tcp":true,"time":1,"parallel":10000}"#, 6),
+        (br#"{"tcp":true,"time":1,"len":104857600}"#, 7),
+        (br#"{"tcp":true,"time":1,"omit":100000}"#, 12),
+        (long_version.as_bytes(), 114),
+        (long_cc.as_bytes(), 134),
+        // 4 MiB of parameters: refused from the length alone (iperf3's 8 KiB limit).
+        (huge.as_bytes(), 114),
+    ];
+    for (params, i_errno) in cases {
+        let t = Instant::now();
+        let answer = send_params(port, params);
+        let what = String::from_utf8_lossy(&params[..params.len().min(60)]).into_owned();
+        assert!(answer.len() >= 5, "{what}: {answer:?}");
+        assert_eq!(answer[0], 0xfe, "{what}: SERVER_ERROR");
+        assert_eq!(
+            i32::from_be_bytes(answer[1..5].try_into().unwrap()),
+            i_errno,
+            "{what}"
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "{what}: {:?}",
+            t.elapsed()
+        );
+    }
+    if !may_run(on_path("iperf3"), "iperf3") {
+        return;
+    }
+    let out = Command::new("iperf3")
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-n", "1M"])
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !out.status.success() && said.contains("not implemented"),
+        "{said}"
+    );
+    // Still serving.
+    let ok = Command::new("iperf3")
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
+}
+
+/// Issue 22 item 5: `iperf3 -c -t 1 -P 128 -R` cannot jam the server: the session ends
+/// within its own deadline, the next client is served at once, and Ctrl-C during such a
+/// test ends the server within a second or two.
+#[test]
+fn many_reverse_streams_cannot_jam_the_server() {
+    if !may_run(on_path("iperf3"), "iperf3") {
+        return;
+    }
+    let port = free_port();
+    let p = port.to_string();
+    let mut s = headroom_cmd();
+    s.args(["bench", "net", "-s", "-p", &p, "-i", "0"]);
+    let server = spawn(s);
+    wait_listening(port);
+    let t = Instant::now();
+    let jam = Command::new("iperf3")
+        .args(["-c", "127.0.0.1", "-p", &p, "-t", "1", "-P", "128", "-R"])
+        .output()
+        .unwrap();
+    // The test's second, the streams' set-up and one bounded drain (3 s) at most.
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "-P 128 -R took {:?}: {}",
+        t.elapsed(),
+        String::from_utf8_lossy(&jam.stdout)
+    );
+    let t = Instant::now();
+    let next = Command::new("iperf3")
+        .args(["-c", "127.0.0.1", "-p", &p, "-t", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        next.status.success(),
+        "{}",
+        String::from_utf8_lossy(&next.stdout)
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "the next client: {:?}",
+        t.elapsed()
+    );
+    // Ctrl-C in the middle of such a test.
+    let mut jam = Command::new("iperf3")
+        .args(["-c", "127.0.0.1", "-p", &p, "-t", "30", "-P", "128", "-R"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    signal(&server.0, libc::SIGINT);
+    let t = Instant::now();
+    let (code, _, err) = server.output_within(Duration::from_secs(10));
+    let _ = jam.kill();
+    let _ = jam.wait();
+    assert_eq!(code, Some(130), "{err}");
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "Ctrl-C took {:?}",
+        t.elapsed()
+    );
+}
+
+/// Issue 22 item 6: idle connections cost a real client nothing: one that sends no cookie
+/// is dropped within a few seconds, 18 of them do not delay `iperf3 -t 2`, and a client
+/// arriving during a test is told at once that the server is busy (ACCESS_DENIED).
+#[test]
+fn idle_peers_do_not_hold_the_server() {
+    let port = free_port();
+    let p = port.to_string();
+    let mut s = headroom_cmd();
+    s.args(["bench", "net", "-s", "-p", &p, "-i", "0"]);
+    let _server = spawn(s);
+    wait_listening(port);
+    let mut idle = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let t = Instant::now();
+    let mut b = [0u8; 1];
+    let n = idle.read(&mut b).unwrap_or(0);
+    assert_eq!(n, 0, "closed without a word");
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "dropped after {:?}",
+        t.elapsed()
+    );
+    if !may_run(on_path("iperf3"), "iperf3") {
+        return;
+    }
+    let idle: Vec<TcpStream> = (0..18)
+        .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    let t = Instant::now();
+    let mut client = Command::new("iperf3");
+    client.args(["-c", "127.0.0.1", "-p", &p, "-t", "2"]);
+    let client = spawn(client);
+    std::thread::sleep(Duration::from_millis(1000));
+    // During the test: busy, answered at once.
+    let mut late = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    late.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let asked = Instant::now();
+    late.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 0xff, "ACCESS_DENIED");
+    assert!(
+        asked.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        asked.elapsed()
+    );
+    let (code, out, _) = client.output_within(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "iperf3 -t 2 took {:?}",
+        t.elapsed()
+    );
+    drop(idle);
+}
+
+/// Issue 22 item 7: `-B` keeps the server to one address (and the client to one source).
+#[test]
+fn bind_restricts_the_server_to_one_address() {
+    let port = free_port();
+    let p = port.to_string();
+    let mut s = headroom_cmd();
+    s.args([
+        "bench",
+        "net",
+        "-s",
+        "-1",
+        "-p",
+        &p,
+        "-B",
+        "127.0.0.2",
+        "--json",
+    ]);
+    let server = spawn(s);
+    wait_listening(port);
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "127.0.0.1 is not served"
+    );
+    let out = headroom()
+        .args([
+            "bench",
+            "net",
+            "127.0.0.2",
+            "-p",
+            &p,
+            "-t",
+            "1",
+            "-B",
+            "127.0.0.3",
+        ])
+        .args(["--json", "--no-save"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (code, served, err) = server.output_within(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    let doc: Value = serde_json::from_str(&served).unwrap();
+    let peer = doc["measurement"]["peer"].as_str().unwrap();
+    assert!(peer.starts_with("127.0.0.3:"), "{peer}");
+}
+
+/// Keys and users for iperf3's authentication, made with openssl as iperf3's documentation
+/// says: a 2048-bit key, its public half, and `mario` with password `rossi`.
+struct Credentials {
+    dir: tempfile::TempDir,
+}
+
+impl Credentials {
+    fn new() -> Credentials {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        sh(&format!(
+            "openssl genrsa -out {d}/private.pem 2048 2>/dev/null"
+        ));
+        sh(&format!(
+            "openssl rsa -in {d}/private.pem -pubout -out {d}/public.pem 2>/dev/null"
+        ));
+        sh(&format!(
+            "echo \"mario,$(printf '%s' '{{mario}}rossi' | sha256sum | cut -d' ' -f1)\" > {d}/users.csv"
+        ));
+        Credentials { dir }
+    }
+
+    fn path(&self, f: &str) -> String {
+        self.dir.path().join(f).display().to_string()
+    }
+
+    fn server_flags(&self) -> [String; 4] {
+        [
+            "--rsa-private-key-path".into(),
+            self.path("private.pem"),
+            "--authorized-users-path".into(),
+            self.path("users.csv"),
+        ]
+    }
+
+    fn client_flags(&self) -> [String; 4] {
+        [
+            "--username".into(),
+            "mario".into(),
+            "--rsa-public-key-path".into(),
+            self.path("public.pem"),
+        ]
+    }
+}
+
+/// Issue 22 item 7: iperf3 3.12's authentication both ways: a stock iperf3 client with
+/// credentials runs a test on a headroom server and is refused with a wrong password or
+/// none; a headroom client with credentials runs one on a stock iperf3 server, and is told
+/// when they are wrong.
+#[test]
+fn iperf3_authentication_both_ways() {
+    if !may_run(
+        on_path("iperf3") && on_path("openssl"),
+        "iperf3 and openssl",
+    ) {
+        return;
+    }
+    let keys = Credentials::new();
+    // Stock iperf3 client, headroom server.
+    let port = free_port();
+    let p = port.to_string();
+    let mut s = headroom_cmd();
+    s.args(["bench", "net", "-s", "-p", &p, "-i", "0"])
+        .args(keys.server_flags());
+    let _server = spawn(s);
+    wait_listening(port);
+    let iperf3 = |password: Option<&str>, creds: bool| {
+        let mut c = Command::new("iperf3");
+        c.args(["-c", "127.0.0.1", "-p", &p, "-t", "1"]);
+        if creds {
+            c.args(keys.client_flags());
+        }
+        match password {
+            Some(pw) => c.env("IPERF3_PASSWORD", pw),
+            None => c.env_remove("IPERF3_PASSWORD"),
+        };
+        let out = c.stdin(Stdio::null()).output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (ok, said) = iperf3(Some("rossi"), true);
+    assert!(ok && said.contains("receiver"), "{said}");
+    let (ok, said) = iperf3(Some("luigi"), true);
+    assert!(!ok && said.contains("authorization failed"), "{said}");
+    let (ok, said) = iperf3(None, false);
+    assert!(!ok && said.contains("authorization failed"), "{said}");
+
+    // headroom client, stock iperf3 server.
+    for (password, works) in [("rossi", true), ("luigi", false)] {
+        let port = free_port();
+        let p = port.to_string();
+        let mut s = Command::new("iperf3");
+        s.args(["-s", "-1", "-p", &p]).args(keys.server_flags());
+        let _iperf3 = spawn(s);
+        wait_listening(port);
+        let out = headroom()
+            .args([
+                "bench",
+                "net",
+                "127.0.0.1",
+                "-p",
+                &p,
+                "-t",
+                "1",
+                "--no-save",
+            ])
+            .args(keys.client_flags())
+            .env("IPERF3_PASSWORD", password)
+            .timeout(Duration::from_secs(30))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if works {
+            assert!(out.status.success(), "{err}");
+        } else {
+            assert_eq!(out.status.code(), Some(1), "{err}");
+            assert!(err.contains("test authorization failed"), "{err}");
+        }
+    }
+}
+
+/// Issue 23 item 2: on a veth shaped to 200 Mbit/s at the sender's own interface (where
+/// the qdisc holds datagrams back and nothing is lost), `--find-rate` searches upward and
+/// reports what arrived, never an offered rate the link did not carry.
+#[test]
+fn find_rate_reports_what_a_shaped_link_carried() {
+    if !netns_ok() {
+        return;
+    }
+    let ns = Namespaces::new(2);
+    let (a, b) = veth_pair(&ns, "10.80.0");
+    sh(&format!(
+        "ip netns exec {a} tc qdisc add dev va root tbf rate 200mbit burst 64kb latency 50ms"
+    ));
+    let client = [
+        "10.80.0.2",
+        "-u",
+        "-l",
+        "1448",
+        "-b",
+        "50M",
+        "--find-rate",
+        "-t",
+        "1",
+    ];
+    let doc = client_against_server(a, &client, b, &[], Duration::from_secs(120));
+    let ceiling = doc["flows"][0]["ceiling"]["goodput_bytes_per_sec"]
+        .as_f64()
+        .unwrap()
+        * 8.0;
+    assert!((ceiling - 200e6 * 1448.0 / 1490.0).abs() < 1.0, "{ceiling}");
+    let found = doc["find_rate"]["rate_bits_per_sec"].as_f64().unwrap();
+    let steps = &doc["find_rate"]["steps"];
+    assert!(
+        found <= ceiling * 1.01 && found > ceiling * 0.5,
+        "found {found} against the ceiling {ceiling}: {steps}"
+    );
+    // It searched: beyond the start, up to the ceiling.
+    let offered: Vec<f64> = steps
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["offered_bits_per_sec"].as_f64().unwrap())
+        .collect();
+    assert!(offered.len() > 1 && offered[1] > offered[0], "{steps}");
+    // The answer is one trial's received rate.
+    assert!(
+        steps
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["received_bits_per_sec"].as_f64() == Some(found)),
+        "{steps}"
+    );
+}
+
+/// Issue 23 item 6: a veth shaped at the client's end, a bidirectional test: the shaped
+/// direction (what the client sends) has the tbf's ceiling, the other none and says why;
+/// the Markdown report puts the ceiling on that row only.
+#[test]
+fn each_direction_has_its_own_ceiling() {
+    if !netns_ok() {
+        return;
+    }
+    let ns = Namespaces::new(2);
+    let (a, b) = veth_pair(&ns, "10.81.0");
+    sh(&format!(
+        "ip netns exec {a} tc qdisc add dev va root tbf rate 100mbit burst 64kb latency 50ms"
+    ));
+    let client = ["10.81.0.2", "--bidir", "-t", "2"];
+    let doc = client_against_server(a, &client, b, &[], Duration::from_secs(60));
+    let flows = doc["flows"].as_array().unwrap();
+    assert_eq!(flows[0]["flow"], "client-to-server");
+    let up = flows[0]["ceiling"]["basis"].as_str().unwrap();
+    assert!(up.starts_with("tbf qdisc on va"), "{up}");
+    assert!(flows[0]["efficiency"].as_f64().is_some());
+    assert_eq!(flows[1]["flow"], "server-to-client");
+    assert!(flows[1]["ceiling"].is_null() && flows[1]["efficiency"].is_null());
+    let why = flows[1]["no_ceiling_reason"].as_str().unwrap();
+    assert!(why.contains("shapes only what this host sends"), "{why}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("net.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let md = report_md(&file);
+    let row = |name: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| {name} |")))
+            .unwrap_or_else(|| panic!("{name}: {md}"))
+            .to_string()
+    };
+    let ceiling_mb = format!(
+        "{:.1}",
+        flows[0]["ceiling"]["goodput_bytes_per_sec"]
+            .as_f64()
+            .unwrap()
+            / 1e6
+    );
+    assert!(
+        row("TCP client -> server").contains(&format!("| {ceiling_mb} |")),
+        "{md}"
+    );
+    let down = row("TCP server -> client");
+    assert!(
+        !down.contains(&ceiling_mb) && down.contains("| – |"),
+        "{down}"
+    );
+}
+
+/// Issue 22 item 4: strings that came from outside (here a net document's peer, notes and
+/// findings, as a peer or an edited file could make them) reach neither the terminal nor a
+/// Markdown file as control sequences, and cannot break a Markdown table.
+#[test]
+fn a_documents_strings_are_escaped_on_the_terminal_and_in_markdown() {
+    let port = free_port();
+    let _server = one_off_server(port, &[]);
+    let out = loopback_client(port, "1", &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hostile = "bbr\u{1b}[2J\u{1b}]0;TITLE\u{7}|# <b>\nnext";
+    doc["measurement"]["peer"] = hostile.into();
+    doc["measurement"]["congestion_peer"] = hostile.into();
+    doc["notes"] = serde_json::json!([hostile]);
+    doc["findings"] =
+        serde_json::json!([{"severity": "warning", "subject": hostile, "message": hostile}]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hostile.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    // `report` prints the Markdown (what `--md` writes to a file).
+    let shown = output_ok(headroom().arg("report").arg(&file));
+    let colour = output_ok(headroom().args(["--color", "always", "report"]).arg(&file));
+    for (what, bytes) in [
+        ("terminal", &shown.stdout),
+        ("--color always", &colour.stdout),
+    ] {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(
+            !bytes.iter().any(|&b| b == 0x1b || b == 0x07),
+            "{what}: {text}"
+        );
+        assert!(
+            text.contains("bbr\\x1b[2J\\x1b]0;TITLE\\x07"),
+            "{what}: {text}"
+        );
+        // In a table cell or a list item, `|`, `<`, a newline stay inside it.
+        assert!(
+            !text.contains("|# <b>") && !text.contains("<b>"),
+            "{what}: {text}"
+        );
+    }
+}
+
+/// Issue 23 item 16: the audit gives a veth no TCP ceiling from its nominal 10000 Mb/s (one
+/// network ceiling, `model::net::link_ceiling`, for audit and bench net alike).
+#[test]
+fn the_audit_gives_a_virtual_link_no_ceiling() {
+    if !netns_ok() {
+        return;
+    }
+    let ns = Namespaces::new(2);
+    let (a, _) = veth_pair(&ns, "10.82.0");
+    let mut c = in_ns(a);
+    c.arg("audit");
+    let (code, text, err) = spawn(c).output_within(Duration::from_secs(60));
+    assert_eq!(code, Some(0), "{err}");
+    let va = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("va "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(va.contains("10000 Mb/s") && va.contains("virtual"), "{va}");
+    assert!(!va.contains("MB/s TCP"), "{va}");
+}

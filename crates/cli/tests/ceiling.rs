@@ -248,6 +248,34 @@ fn ethernet_goodput() {
         .stderr(contains("`3G` is not an Ethernet rate; use 10M, 100M, 1G"));
 }
 
+/// Issue 23 item 20: the rate as sysfs `speed` (1000) and ethtool (1000Mb/s) print it, and
+/// the 200 and 400 Gb/s MAC rates of IEEE 802.3bs.
+#[test]
+fn ethernet_rates_as_sysfs_prints_them_and_up_to_400g() {
+    let tcp = "TCP, timestamps / IPv4";
+    for given in ["1000", "1000M", "1000Mb/s", "1g"] {
+        let out = stdout(&["ceiling", "eth", "--rate", given, "--proto", "tcp"]);
+        assert_eq!(
+            row(&out, "Ethernet goodput", &format!("1G    {tcp}")),
+            [1448.0, 1.0, 1538.0, 117.7, 941.5],
+            "--rate {given}"
+        );
+    }
+    let out = stdout(&["ceiling", "eth", "--rate", "200G,400000", "--proto", "tcp"]);
+    // 1448 of every 1538 bytes on the wire at 200 and 400 Gb/s.
+    assert_eq!(
+        row(&out, "Ethernet goodput", &format!("200G  {tcp}")),
+        [1448.0, 1.0, 1538.0, 23537.1, 188296.5]
+    );
+    assert_eq!(
+        row(&out, "Ethernet goodput", &format!("400G  {tcp}")),
+        [1448.0, 1.0, 1538.0, 47074.1, 376593.0]
+    );
+    headroom(&["ceiling", "eth", "--rate", "3000"])
+        .code(2)
+        .stderr(contains("`3000` is not an Ethernet rate"));
+}
+
 #[test]
 fn sata_and_mmc() {
     let out = stdout(&["ceiling", "sata"]);

@@ -438,9 +438,218 @@ pub struct LinkFacts {
     pub notes: Vec<String>,
 }
 
+/// The TCP goodput ceiling (IPv4, timestamps on) of an interface of the audit's inventory
+/// in the direction `way`, bytes per second, or why it has none ([`link_ceiling`]: a
+/// virtual interface's nominal speed is no ceiling).
+pub fn interface_tcp_ceiling(
+    i: &crate::inventory::net::NetInterface,
+    way: Way,
+) -> Result<f64, String> {
+    let f = LinkFacts {
+        interface: i.name.clone(),
+        speed_mbps: i.speed_mbps,
+        duplex: i.duplex.clone(),
+        mtu: i.mtu,
+        is_virtual: i.is_virtual,
+        is_loopback: i.name == "lo",
+        usb_speed_mbps: match &i.attachment {
+            Some(crate::inventory::net::Attachment::Usb { speed_mbps, .. }) => *speed_mbps,
+            _ => None,
+        },
+        ..LinkFacts::default()
+    };
+    let p = GoodputParams {
+        mtu: i
+            .mtu
+            .ok_or_else(|| format!("the MTU of {} is not known", i.name))?,
+        ip: IpVersion::V4,
+        transport: Transport::Tcp { timestamps: true },
+    };
+    link_ceiling(&f, &p, "TCP/IPv4 with timestamps", way).map(|c| c.goodput_bps)
+}
+
+/// Which way the bytes go through a link, seen from the host whose interface it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Way {
+    /// This host sends (the interface's egress: what a qdisc here shapes).
+    Sends,
+    /// This host receives.
+    Receives,
+}
+
+/// The goodput ceiling of one direction of a link: application bytes per second, and how
+/// it was computed, in words.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WayCeiling {
+    pub goodput_bps: f64,
+    pub basis: String,
+}
+
+fn mbit(bits: f64) -> String {
+    format!("{:.2} Mbit/s", bits / 1e6)
+}
+
+/// The goodput ceiling of the link of `f` in the direction `way`, for transfers of `p`
+/// (`what` names them in the basis: "TCP with timestamps ..."), or why there is none, in one
+/// sentence: the one network ceiling of headroom (audit, path and bench net use it).
+///
+/// A token-bucket shaper at the root of the interface bounds only what this host sends; the
+/// link speed bounds both directions of a full-duplex physical link, capped by the adapter's
+/// USB or PCIe link; loopback and virtual links (veth, bridge, tun) have no speed that is a
+/// link, so a direction without a shaper has no ceiling there.
+pub fn link_ceiling(
+    f: &LinkFacts,
+    p: &GoodputParams,
+    what: &str,
+    way: Way,
+) -> Result<WayCeiling, String> {
+    let mtu = p.mtu;
+    let shaper = match (&f.shaper, way) {
+        (Some(sh), Way::Sends) => {
+            let g = shaped_goodput(sh, p).ok_or_else(|| {
+                format!("the {what} do not fit one packet at MTU {mtu}: no single-packet ceiling")
+            })?;
+            Some(WayCeiling {
+                goodput_bps: g,
+                basis: format!(
+                    "tbf qdisc on {}: rate {}, overhead {} B per packet, MTU {mtu}, {what}; it \
+                     shapes what this host sends",
+                    f.interface,
+                    mbit(sh.rate_bps),
+                    sh.overhead
+                ),
+            })
+        }
+        _ => None,
+    };
+    let unshaped = match (&f.shaper, way) {
+        (Some(_), Way::Receives) => format!(
+            ", and the tbf qdisc on {} shapes only what this host sends",
+            f.interface
+        ),
+        _ => String::new(),
+    };
+    let link = if f.is_loopback {
+        Err(format!(
+            "{} is the loopback interface: no link, the rate is bounded by CPU and memory \
+             only{unshaped}",
+            f.interface
+        ))
+    } else if f.is_virtual {
+        Err(format!(
+            "{} is a virtual interface (veth, bridge, tun, ...): its reported speed is not a \
+             link, so it has no ceiling{unshaped}",
+            f.interface
+        ))
+    } else if let Some(speed) = f.speed_mbps {
+        link_speed_ceiling(f, speed, p, what)
+    } else {
+        Err(format!(
+            "{} reports no link speed (down, or the driver does not say): no ceiling{unshaped}",
+            f.interface
+        ))
+    };
+    match (shaper, link) {
+        (Some(s), Ok(l)) if l.goodput_bps < s.goodput_bps => Ok(l),
+        (Some(s), _) => Ok(s),
+        (None, l) => l,
+    }
+}
+
+/// A physical link's goodput at its speed, capped by the adapter's USB or PCIe link.
+fn link_speed_ceiling(
+    f: &LinkFacts,
+    speed: u64,
+    p: &GoodputParams,
+    what: &str,
+) -> Result<WayCeiling, String> {
+    let mtu = p.mtu;
+    let eth = ethernet_goodput(speed as f64 * 1e6, p)
+        .ok_or_else(|| format!("the Ethernet model refuses MTU {mtu} with {what}"))?;
+    let mut basis = format!(
+        "Ethernet {speed} Mb/s on {}, IEEE 802.3 framing, MTU {mtu}, {what}",
+        f.interface
+    );
+    let mut g = eth;
+    // The share of application bytes in a frame (goodput / MAC rate in bytes): the bus below
+    // carries whole frames.
+    let share = eth / (speed as f64 * 1e6 / 8.0);
+    if let Some(usb) = f.usb_speed_mbps {
+        if let Some(bulk) = crate::ceiling::usb::bulk_ceiling_for_sysfs(usb, 1) {
+            let cap = bulk * share;
+            if cap < g {
+                g = cap;
+                basis.push_str(&format!(
+                    "; capped by the adapter's USB {usb} Mb/s bulk ceiling"
+                ));
+            }
+        }
+    }
+    if let Some((name, bps)) = &f.pcie_ceiling {
+        // PCIe carries whole frames (and descriptors, not counted: an upper bound).
+        let cap = bps * share;
+        if cap < g {
+            g = cap;
+            basis.push_str(&format!(
+                "; capped by {name} ({:.1} MB/s of frames)",
+                bps / crate::units::MB
+            ));
+        }
+    }
+    Ok(WayCeiling {
+        goodput_bps: g,
+        basis,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shaper_bounds_only_what_this_host_sends() {
+        // Issue 23 items 6 and 16: a veth shaped to 200 Mbit/s, nominally 10000 Mb/s.
+        let veth = LinkFacts {
+            interface: "vb".into(),
+            speed_mbps: Some(10_000),
+            mtu: Some(1500),
+            is_virtual: true,
+            shaper: Some(Shaper {
+                rate_bps: 200e6,
+                overhead: 0,
+                mpu: 0,
+            }),
+            ..LinkFacts::default()
+        };
+        let p = tcp(true);
+        let out = link_ceiling(&veth, &p, "TCP", Way::Sends).unwrap();
+        assert!((out.goodput_bps * 8.0 - 200e6 * 1448.0 / 1514.0).abs() < 1e-3);
+        assert!(out.basis.contains("tbf qdisc on vb"), "{}", out.basis);
+        let back = link_ceiling(&veth, &p, "TCP", Way::Receives).unwrap_err();
+        assert_eq!(
+            back,
+            "vb is a virtual interface (veth, bridge, tun, ...): its reported speed is not a \
+             link, so it has no ceiling, and the tbf qdisc on vb shapes only what this host \
+             sends"
+        );
+        // Unshaped, the veth has none either way: its 10000 Mb/s is not a link.
+        let bare = LinkFacts {
+            shaper: None,
+            ..veth.clone()
+        };
+        assert!(link_ceiling(&bare, &p, "TCP", Way::Sends).is_err());
+        // A shaper above a physical link's speed: the link bounds.
+        let nic = LinkFacts {
+            is_virtual: false,
+            speed_mbps: Some(100),
+            ..veth
+        };
+        let out = link_ceiling(&nic, &p, "TCP", Way::Sends).unwrap();
+        assert!(out.basis.starts_with("Ethernet 100 Mb/s"), "{}", out.basis);
+        let back = link_ceiling(&nic, &p, "TCP", Way::Receives).unwrap();
+        assert_eq!(back, out);
+    }
 
     fn tcp(ts: bool) -> GoodputParams {
         GoodputParams {

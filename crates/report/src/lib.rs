@@ -18,6 +18,7 @@ pub mod html;
 pub mod markdown;
 pub mod mmio;
 pub mod net;
+pub mod outside;
 pub mod summary;
 pub mod survey;
 pub mod table;

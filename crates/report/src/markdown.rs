@@ -27,9 +27,10 @@ fn write_table(out: &mut String, t: &Table) {
     table(out, &t.columns, &t.rows);
 }
 
-/// `|` would end a cell; a newline would end the row.
+/// Strings in Markdown come from documents: [`crate::outside::markdown`] keeps each in its
+/// cell or line.
 fn escape(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    crate::outside::markdown(s)
 }
 
 /// The report of several documents, one section each.
@@ -42,14 +43,16 @@ pub fn render(summaries: &[Summary]) -> String {
     while out.ends_with("\n\n") {
         out.pop();
     }
-    out
+    // Every string from a document was escaped where it was put; nothing else may be a
+    // control character either.
+    crate::outside::terminal(&out).into_owned()
 }
 
 fn section(out: &mut String, s: &Summary) {
-    let _ = writeln!(out, "## {} — {}\n", s.kind, s.origin);
-    let facts = s.facts(|t| format!("`{t}`"));
+    let _ = writeln!(out, "## {} — {}\n", escape(&s.kind), escape(&s.origin));
+    let facts = s.facts(|t| format!("`{}`", escape(t).replace('`', "'")));
     if !facts.is_empty() {
-        let _ = writeln!(out, "{}\n", facts.join(" · "));
+        let _ = writeln!(out, "{}\n", crate::outside::line(&facts.join(" · ")));
     }
     if let Some(t) = s.context_table() {
         write_table(out, &t);
@@ -165,12 +168,12 @@ fn section(out: &mut String, s: &Summary) {
             let subject = if f.subject.is_empty() {
                 String::new()
             } else {
-                format!(" ({})", f.subject)
+                format!(" ({})", escape(&f.subject))
             };
             let advice = f
                 .advice
                 .as_ref()
-                .map(|a| format!(" — {a}"))
+                .map(|a| format!(" — {}", escape(a)))
                 .unwrap_or_default();
             let _ = writeln!(
                 out,

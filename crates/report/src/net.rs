@@ -6,14 +6,13 @@
 
 use model::ceiling::eth::{IpVersion, Transport};
 use model::net::{
-    ethernet_goodput, shaped_goodput, Flow, GoodputParams, LinkFacts, NetMeasurement, NetStop,
-    Protocol,
+    link_ceiling, Flow, GoodputParams, LinkFacts, NetMeasurement, NetStop, Protocol, Way,
 };
 use model::{Finding, Severity};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
-/// The goodput ceiling of the test's path, application bytes per second.
+/// The goodput ceiling of one direction of the test's path, application bytes per second.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NetCeiling {
     #[serde(rename = "goodput_bytes_per_sec", alias = "goodput_bps")]
@@ -21,14 +20,22 @@ pub struct NetCeiling {
     /// How it was computed, in words (the link, rate, MTU, headers).
     pub basis: String,
     /// The ceiling is a shaper on this end's egress: it bounds only what this end sends.
+    #[serde(default)]
     pub egress_only: bool,
 }
 
-/// One direction's numbers against the ceiling.
+/// One direction's numbers against its own ceiling.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FlowVerdict {
     pub flow: Flow,
     pub summary: model::net::FlowSummary,
+    /// This direction's ceiling ([`flow_ceiling`]); documents before it had one ceiling for
+    /// the test, which the summary reads in its place.
+    #[serde(default)]
+    pub ceiling: Option<NetCeiling>,
+    /// Why this direction has no ceiling.
+    #[serde(default)]
+    pub no_ceiling_reason: Option<String>,
     /// receiver_bps / ceiling (both in bits/s).
     pub efficiency: Option<f64>,
     /// (sender - receiver) / sender bytes.
@@ -112,10 +119,10 @@ fn ip_of(m: &NetMeasurement) -> IpVersion {
     }
 }
 
-/// The ceiling of the path for this test, or why there is none.
-pub fn ceiling(f: &LinkFacts, m: &NetMeasurement) -> Result<NetCeiling, String> {
+/// What the transfers of a test are, for the ceiling: TCP with or without timestamps, or UDP
+/// datagrams of the test's length, and the words the basis names them with.
+fn transfers(f: &LinkFacts, m: &NetMeasurement) -> Result<(GoodputParams, String), String> {
     let c = &m.config;
-    let ip = ip_of(m);
     let timestamps = f.tcp_timestamps != Some(0);
     let transport = match c.protocol {
         Protocol::Tcp => Transport::Tcp { timestamps },
@@ -132,79 +139,28 @@ pub fn ceiling(f: &LinkFacts, m: &NetMeasurement) -> Result<NetCeiling, String> 
     let Some(mtu) = f.mtu else {
         return Err(format!("the MTU of {} is not known", f.interface));
     };
-    let p = GoodputParams { mtu, ip, transport };
-    if let Some(sh) = &f.shaper {
-        let g = shaped_goodput(sh, &p).ok_or_else(|| {
-            format!("the {what} do not fit one packet at MTU {mtu}: no single-packet ceiling")
-        })?;
-        return Ok(NetCeiling {
-            goodput_bps: g,
-            basis: format!(
-                "tbf qdisc on {}: rate {}, overhead {} B per packet, MTU {mtu}, {what}; it \
-                 shapes what this end sends",
-                f.interface,
-                mbit(sh.rate_bps),
-                sh.overhead
-            ),
-            egress_only: true,
-        });
-    }
-    if f.is_loopback {
-        return Err(format!(
-            "{} is the loopback interface: no link, the rate is bounded by CPU and memory only",
-            f.interface
-        ));
-    }
-    if f.is_virtual {
-        return Err(format!(
-            "{} is a virtual interface (veth, bridge, tun, ...): its reported speed is not a \
-             link, so there is no ceiling",
-            f.interface
-        ));
-    }
-    let Some(speed) = f.speed_mbps else {
-        return Err(format!(
-            "{} reports no link speed (down, or the driver does not say): no ceiling",
-            f.interface
-        ));
-    };
-    let eth = ethernet_goodput(speed as f64 * 1e6, &p)
-        .ok_or_else(|| format!("the Ethernet model refuses MTU {mtu} with {what}"))?;
-    let mut basis = format!(
-        "Ethernet {speed} Mb/s on {}, IEEE 802.3 framing, MTU {mtu}, {what}",
-        f.interface
-    );
-    let mut g = eth;
-    if let Some(usb) = f.usb_speed_mbps {
-        if let Some(bulk) = model::ceiling::usb::bulk_ceiling_for_sysfs(usb, 1) {
-            // The adapter's USB bulk ceiling carries whole frames; scale it by the share of
-            // application bytes in a frame (goodput / MAC rate in bytes).
-            let share = eth / (speed as f64 * 1e6 / 8.0);
-            let cap = bulk * share;
-            if cap < g {
-                g = cap;
-                basis.push_str(&format!(
-                    "; capped by the adapter's USB {usb} Mb/s bulk ceiling"
-                ));
-            }
-        }
-    }
-    if let Some((name, bps)) = &f.pcie_ceiling {
-        // PCIe carries whole frames (and descriptors, not counted: this is an upper bound).
-        let share = eth / (speed as f64 * 1e6 / 8.0);
-        let cap = bps * share;
-        if cap < g {
-            g = cap;
-            basis.push_str(&format!(
-                "; capped by {name} ({:.1} MB/s of frames)",
-                bps / model::units::MB
-            ));
-        }
-    }
+    Ok((
+        GoodputParams {
+            mtu,
+            ip: ip_of(m),
+            transport,
+        },
+        what,
+    ))
+}
+
+/// The ceiling of the direction `flow` of this test, or why it has none: the link's ceiling
+/// ([`model::net::link_ceiling`]) the way this end sees that flow (it sends the flow, or
+/// receives it).
+pub fn flow_ceiling(f: &LinkFacts, m: &NetMeasurement, flow: Flow) -> Result<NetCeiling, String> {
+    let (p, what) = transfers(f, m)?;
+    let sends = m.streams.iter().any(|s| s.flow == flow && s.local_sends);
+    let way = if sends { Way::Sends } else { Way::Receives };
+    let c = link_ceiling(f, &p, &what, way)?;
     Ok(NetCeiling {
-        goodput_bps: g,
-        basis,
-        egress_only: false,
+        goodput_bps: c.goodput_bps,
+        egress_only: f.shaper.is_some() && c.basis.starts_with("tbf"),
+        basis: c.basis,
     })
 }
 
@@ -217,29 +173,25 @@ impl NetReport {
         iface: Option<(String, u64, u64)>,
         notes: Vec<String>,
     ) -> NetReport {
-        let (ceil, reason) = match &link {
-            Some(f) => match ceiling(f, &measurement) {
-                Ok(c) => (Some(c), None),
-                Err(r) => (None, Some(r)),
-            },
-            None => (
-                None,
-                Some("the interface of the test could not be found: no ceiling".to_string()),
-            ),
-        };
         let flows: Vec<FlowVerdict> = measurement
             .flows()
             .into_iter()
             .map(|flow| {
                 let summary = measurement.summary(flow);
-                let sends = measurement
-                    .streams
-                    .iter()
-                    .any(|s| s.flow == flow && s.local_sends);
-                let efficiency = match (&ceil, summary.receiver_bps) {
-                    (Some(c), Some(r)) if c.goodput_bps > 0.0 && (sends || !c.egress_only) => {
-                        Some(r / (c.goodput_bps * 8.0))
-                    }
+                let (ceiling, no_ceiling_reason) = match &link {
+                    Some(f) => match flow_ceiling(f, &measurement, flow) {
+                        Ok(c) => (Some(c), None),
+                        Err(r) => (None, Some(r)),
+                    },
+                    None => (
+                        None,
+                        Some(
+                            "the interface of the test could not be found: no ceiling".to_string(),
+                        ),
+                    ),
+                };
+                let efficiency = match (&ceiling, summary.receiver_bps) {
+                    (Some(c), Some(r)) if c.goodput_bps > 0.0 => Some(r / (c.goodput_bps * 8.0)),
                     _ => None,
                 };
                 let bytes_gap = match (summary.sender_bytes, summary.receiver_bytes) {
@@ -249,11 +201,19 @@ impl NetReport {
                 FlowVerdict {
                     flow,
                     summary,
+                    ceiling,
+                    no_ceiling_reason,
                     efficiency,
                     bytes_gap,
                 }
             })
             .collect();
+        // The document's one `ceiling` (as before per-direction ceilings): the first
+        // direction's.
+        let (ceil, reason) = match flows.first() {
+            Some(v) => (v.ceiling.clone(), v.no_ceiling_reason.clone()),
+            None => (None, Some("the test carried no stream".to_string())),
+        };
         let (app_sent, app_received) = app_bytes(&measurement);
         let interface_check = iface.map(|(interface, tx, rx)| {
             let loopback = link.as_ref().is_some_and(|l| l.is_loopback);
@@ -495,6 +455,9 @@ pub fn render_text(r: &NetReport) -> String {
         m.peer,
         m.interface.as_deref().unwrap_or("unknown")
     );
+    if let Some(v) = &m.peer_version {
+        let _ = writeln!(s, "the peer says it is {}", crate::outside::line(v));
+    }
     let _ = writeln!(s);
     let _ = writeln!(
         s,
@@ -570,22 +533,16 @@ pub fn render_text(r: &NetReport) -> String {
         );
     }
     let _ = writeln!(s);
-    match (&r.ceiling, &r.no_ceiling_reason) {
-        (Some(ceil), _) => {
-            let _ = writeln!(
-                s,
-                "ceiling: {} ({})",
-                mbit(ceil.goodput_bps * 8.0),
-                ceil.basis
-            );
-            for v in &r.flows {
-                if v.efficiency.is_none() && ceil.egress_only {
-                    let _ = writeln!(
-                        s,
-                        "efficiency {}: none (the shaper here bounds only what this end sends)",
-                        v.flow.label()
-                    );
-                }
+    for v in &r.flows {
+        match (&v.ceiling, &v.no_ceiling_reason) {
+            (Some(ceil), _) => {
+                let _ = writeln!(
+                    s,
+                    "ceiling {}: {} ({})",
+                    v.flow.label(),
+                    mbit(ceil.goodput_bps * 8.0),
+                    ceil.basis
+                );
                 if let (Some(e), Some(rx)) = (v.efficiency, v.summary.receiver_bps) {
                     let _ = writeln!(
                         s,
@@ -597,24 +554,27 @@ pub fn render_text(r: &NetReport) -> String {
                     );
                 }
             }
+            (None, Some(why)) => {
+                let _ = writeln!(s, "ceiling {}: none ({why})", v.flow.label());
+            }
+            (None, None) => {}
         }
-        (None, Some(why)) => {
-            let _ = writeln!(s, "ceiling: none ({why})");
-        }
-        (None, None) => {}
     }
     if let Some(fr) = &r.find_rate {
         match fr.rate_bps {
             Some(b) => {
                 let _ = writeln!(
                     s,
-                    "find-rate: highest rate with loss under {} %: {}{}",
+                    "find-rate: highest rate received with loss under {} %: {}{}",
                     fr.threshold_percent,
                     mbit(b),
-                    r.ceiling.as_ref().map_or(String::new(), |c| format!(
-                        " ({:.1} % of the ceiling)",
-                        b / (c.goodput_bps * 8.0) * 100.0
-                    ))
+                    r.flows.first().and_then(|v| v.ceiling.as_ref()).map_or(
+                        String::new(),
+                        |c| format!(
+                            " ({:.1} % of the ceiling)",
+                            b / (c.goodput_bps * 8.0) * 100.0
+                        )
+                    )
                 );
             }
             None => {
@@ -656,7 +616,7 @@ pub fn render_text(r: &NetReport) -> String {
         let _ = writeln!(
             s,
             "congestion control: {cc} here, {} at the peer",
-            m.congestion_peer.as_deref().unwrap_or("unknown")
+            crate::outside::line(m.congestion_peer.as_deref().unwrap_or("unknown"))
         );
     }
     if let Some(ic) = &r.interface_check {
@@ -683,7 +643,9 @@ pub fn render_text(r: &NetReport) -> String {
     for f in &r.findings {
         let _ = writeln!(s, "{}: {}", f.severity, f.message);
     }
-    s
+    // The peer's strings (version, congestion control) and the link's names came from
+    // outside: nothing in this text is a control sequence.
+    crate::outside::terminal(&s).into_owned()
 }
 
 #[cfg(test)]
@@ -909,6 +871,25 @@ mod tests {
         let r = report_on(Protocol::Udp, 10, shaped);
         let c = r.ceiling.unwrap();
         assert!((c.goodput_bps * 8.0 - 100e6 * 1448.0 / 1514.0).abs() < 1e-3);
+    }
+
+    /// Issue 22 item 4: a peer that calls its congestion control and its version escape
+    /// sequences (clear the screen, set the terminal's title) is shown them, escaped.
+    #[test]
+    fn a_peers_strings_reach_the_text_escaped() {
+        let mut m = measurement(Protocol::Tcp, 131_072, 1000, 1000);
+        m.congestion_peer = Some("bbr\x1b[2J".into());
+        m.peer_version = Some("\x1b]0;TITLE\x07 3.12".into());
+        let text = render_text(&NetReport::new(m, Some(gigabit()), None, vec![]));
+        assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text}");
+        assert!(
+            text.contains("congestion control: cubic here, bbr\\x1b[2J at the peer"),
+            "{text}"
+        );
+        assert!(
+            text.contains("the peer says it is \\x1b]0;TITLE\\x07 3.12"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub struct TestRow {
     pub iops: Option<f64>,
     /// The headline run's latency (submission to completion), ns.
     pub latency: Option<model::disk::Latency>,
+    /// This test's own ceiling (net: each direction has its own, or says why it has none);
+    /// `None`: the document's ceiling.
+    pub ceiling: Option<Result<CeilingRow, String>>,
 }
 
 impl TestRow {
@@ -53,6 +56,15 @@ impl TestRow {
             cpu_us_per_io: None,
             iops: None,
             latency: None,
+            ceiling: None,
+        }
+    }
+
+    /// The ceiling this test is measured against: its own, else the document's.
+    pub fn ceiling_in<'a>(&'a self, s: &'a Summary) -> Option<&'a CeilingRow> {
+        match &self.ceiling {
+            Some(own) => own.as_ref().ok(),
+            None => s.ceiling.as_ref(),
         }
     }
 
@@ -410,6 +422,7 @@ impl Summary {
                         cpu_us_per_io: headline_run.map(|r| r.cpu_us_per_io),
                         iops: headline_run.map(|r| r.iops),
                         latency: headline_run.map(|r| r.latency.clone().clamped()),
+                        ceiling: None,
                     });
                 }
             }
@@ -636,17 +649,44 @@ impl Summary {
                         format!("{:.2} Mbit/s per stream", b as f64 / 1e6),
                     ));
                 }
-                s.ceiling = n.ceiling.as_ref().map(|c| CeilingRow {
+                // Each direction against its own ceiling (a shaper bounds only what its
+                // host sends). A document from before per-direction ceilings has one: it
+                // bounds a direction this end sent, or both unless it was a shaper here.
+                let sends = |flow| m.streams.iter().any(|x| x.flow == flow && x.local_sends);
+                let ceiling_of = |f: &crate::net::FlowVerdict| {
+                    f.ceiling.clone().or_else(|| {
+                        n.ceiling
+                            .clone()
+                            .filter(|_| f.no_ceiling_reason.is_none())
+                            .filter(|c| !c.egress_only || sends(f.flow))
+                    })
+                };
+                let first = n.flows.first();
+                s.ceiling = first.and_then(ceiling_of).map(|c| CeilingRow {
                     mb_s: c.goodput_bps / MB,
                     bottleneck: c.basis.clone(),
                 });
-                s.no_ceiling_reason = n.no_ceiling_reason.clone();
+                s.no_ceiling_reason = first
+                    .and_then(|f| f.no_ceiling_reason.clone())
+                    .or_else(|| n.no_ceiling_reason.clone());
                 for f in &n.flows {
                     let mb_s = f.summary.receiver_bps.unwrap_or(0.0) / 8.0 / MB;
                     // `client-to-server`, as the document names the flow.
                     let flow = serde_name(&f.flow);
+                    let ceiling = match ceiling_of(f) {
+                        Some(c) => Ok(CeilingRow {
+                            mb_s: c.goodput_bps / MB,
+                            bottleneck: c.basis.clone(),
+                        }),
+                        None => Err(f
+                            .no_ceiling_reason
+                            .clone()
+                            .or_else(|| n.no_ceiling_reason.clone())
+                            .unwrap_or_else(|| "the path has no known ceiling".into())),
+                    };
                     s.tests.push(TestRow {
                         efficiency: f.efficiency,
+                        ceiling: Some(ceiling),
                         ..TestRow::single(
                             format!("{proto} {}", flow.replace("-to-", " -> ")),
                             flow.clone(),
@@ -887,15 +927,11 @@ impl Summary {
     /// Per test: measured, mean, spread, IOPS, ceiling, efficiency, CPU per I/O and the
     /// kernel's cross-checks, as `bench disk` prints them.
     pub fn throughput_table(&self) -> Table {
-        let ceiling = self
-            .ceiling
-            .as_ref()
-            .map(|c| mb(c.mb_s))
-            .unwrap_or_else(dash);
         let rows = self
             .tests
             .iter()
             .map(|t| {
+                let ceiling = t.ceiling_in(self).map(|c| mb(c.mb_s)).unwrap_or_else(dash);
                 let check = |p: Option<f64>| p.map(|p| format!("{p:+.2} %")).unwrap_or_else(dash);
                 vec![
                     t.name.clone(),
@@ -1017,6 +1053,34 @@ impl Summary {
     /// The line under a throughput table: the ceiling the tests are measured against, or
     /// why there is none.
     pub fn ceiling_sentence(&self) -> String {
+        // Tests with ceilings of their own (each direction of a network test): one per test
+        // when they differ.
+        if self.tests.iter().any(|t| t.ceiling.is_some()) && self.common_ceiling().is_none() {
+            let each: Vec<String> = self
+                .tests
+                .iter()
+                .map(|t| match &t.ceiling {
+                    Some(Ok(c)) => format!("{}: {} ({} MB/s)", t.name, c.bottleneck, mb(c.mb_s)),
+                    Some(Err(why)) => format!("{}: none ({why})", t.name),
+                    None => format!("{}: {}", t.name, self.ceiling_sentence_of_document()),
+                })
+                .collect();
+            return format!("Ceilings: {}.", each.join("; "));
+        }
+        self.ceiling_sentence_of_document()
+    }
+
+    /// The one ceiling every test is measured against, when they share one.
+    pub fn common_ceiling(&self) -> Option<&CeilingRow> {
+        let mut each = self.tests.iter().map(|t| t.ceiling_in(self));
+        let first = match each.next() {
+            Some(c) => c?,
+            None => return self.ceiling.as_ref(),
+        };
+        each.all(|c| c == Some(first)).then_some(first)
+    }
+
+    fn ceiling_sentence_of_document(&self) -> String {
         match (&self.ceiling, &self.no_ceiling_reason) {
             (Some(c), _) => format!("Ceiling: {} ({} MB/s).", c.bottleneck, mb(c.mb_s)),
             (None, Some(why)) => format!("No ceiling: {why}."),
@@ -1258,13 +1322,11 @@ fn inventory(a: &AuditView) -> Vec<(String, Table)> {
             .interfaces
             .iter()
             .map(|i| {
-                // The audit's TCP goodput ceiling (IPv4, timestamps) of the interface's link.
-                let tcp = match (i.speed_mbps, i.mtu) {
-                    (Some(s), Some(m)) => {
-                        model::ceiling::eth::tcp_goodput_bps(s as f64 * 1e6, m).map(|c| mb(c / MB))
-                    }
-                    _ => None,
-                };
+                // The audit's TCP goodput ceiling (IPv4, timestamps) of the interface's link,
+                // as the terminal computes it (none for a virtual link).
+                let tcp = model::net::interface_tcp_ceiling(i, model::net::Way::Receives)
+                    .ok()
+                    .map(|c| mb(c / MB));
                 vec![
                     i.name.clone(),
                     opt(i.operstate.clone()),

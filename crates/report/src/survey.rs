@@ -357,7 +357,7 @@ impl SurveyBody {
         for d in docs.iter().filter(|d| d.part.kind == PartKind::Net) {
             for t in &d.summary.tests {
                 let mbit = t.measured_mb_s * 8.0;
-                let judged = match (&d.summary.ceiling, t.efficiency) {
+                let judged = match (t.ceiling_in(&d.summary), t.efficiency) {
                     (Some(c), Some(eff)) => {
                         format!(
                             ", {:.0} % of the ceiling set by {}",

@@ -23,6 +23,9 @@ pub struct ClientConfig {
     pub interval: Duration,
     pub connect_timeout: Duration,
     pub congestion: Option<String>,
+    /// iperf3's credentials (`--username`, `--rsa-public-key-path`), sent with the
+    /// parameters.
+    pub auth: Option<std::sync::Arc<super::auth::ClientAuth>>,
 }
 
 /// The client's events: connected, streaming, intervals.
@@ -123,14 +126,19 @@ fn next_state(ctrl: &mut TcpStream, peer: &str) -> Result<State, NetError> {
              is done"
         ))),
         State::ServerError => {
-            let mut b = [0u8; 8];
+            // i_errno, then errno (none after an authentication failure: iperf3 3.12's
+            // iperf_exchange_parameters sends only IEAUTHTEST).
+            let mut b = [0u8; 4];
             let detail = match ctrl.read_exact(&mut b) {
                 Ok(()) => {
-                    let ie = i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-                    let errno = i32::from_be_bytes([b[4], b[5], b[6], b[7]]);
+                    let ie = i32::from_be_bytes(b);
                     let mut d = proto::iperf_error_text(ie);
-                    if errno != 0 {
-                        d.push_str(&format!(", {}", std::io::Error::from_raw_os_error(errno)));
+                    let _ = ctrl.set_read_timeout(Some(Duration::from_millis(500)));
+                    if ctrl.read_exact(&mut b).is_ok() {
+                        let errno = i32::from_be_bytes(b);
+                        if errno != 0 {
+                            d.push_str(&format!(", {}", std::io::Error::from_raw_os_error(errno)));
+                        }
                     }
                     d
                 }
@@ -147,9 +155,13 @@ fn next_state(ctrl: &mut TcpStream, peer: &str) -> Result<State, NetError> {
     }
 }
 
-fn params_of(cfg: &ClientConfig) -> Params {
+fn params_of(cfg: &ClientConfig) -> Result<Params, NetError> {
     let t = &cfg.test;
-    Params {
+    let authtoken = match &cfg.auth {
+        Some(a) => Some(a.token().map_err(NetError::Setup)?),
+        None => None,
+    };
+    Ok(Params {
         udp: t.protocol == Protocol::Udp,
         omit: t.omit_s,
         time: t.duration_s,
@@ -167,7 +179,8 @@ fn params_of(cfg: &ClientConfig) -> Params {
         udp_counters_64bit: t.udp_counters_64bit,
         zerocopy: t.zerocopy,
         client_version: Some(format!("headroom {}", env!("CARGO_PKG_VERSION"))),
-    }
+        authtoken,
+    })
 }
 
 /// Open the data streams in iperf3's order: for --bidir the sending ones first.
@@ -307,7 +320,8 @@ pub fn run_client(
     loop {
         match next_state(&mut ctrl, &peer)? {
             State::ParamExchange => {
-                proto::write_json(&mut ctrl, &params_of(cfg).to_json()).map_err(ctrl_err(&peer))?;
+                proto::write_json(&mut ctrl, &params_of(cfg)?.to_json())
+                    .map_err(ctrl_err(&peer))?;
             }
             State::CreateStreams => pending = Some(create_streams(cfg, &addr, &cookie)?),
             State::TestStart => {}
@@ -339,7 +353,7 @@ pub fn run_client(
                         "the server at {peer} asked for results before the test ran"
                     ))
                 })?;
-                s.drain_receivers(Duration::from_secs(3));
+                s.drain_receivers(Duration::from_secs(3), interrupt);
                 let ours = s.results();
                 let msg = session::results_message(
                     &ours,
@@ -430,7 +444,7 @@ fn drive(
             });
         }
     }
-    s.stop_senders();
+    s.stop_senders(Duration::from_secs(3), interrupt);
     s.mark_end();
     proto::write_state(ctrl, State::TestEnd).map_err(ctrl_err(peer))?;
     Ok(NetStop::Completed)

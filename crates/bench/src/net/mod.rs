@@ -6,8 +6,11 @@
 //! - [`stream`]: the data streams (one thread each), the pacer, UDP accounting, TCP_INFO.
 //! - [`session`]: sampling intervals, stopping, results for and from the peer.
 //! - [`client`] and [`server`]: the two ends' state machines.
+//! - [`auth`]: iperf3 3.12's RSA credentials (`--username`, `--rsa-private-key-path`).
 
+pub mod auth;
 pub mod client;
+pub mod find_rate;
 pub mod proto;
 pub mod server;
 pub mod session;

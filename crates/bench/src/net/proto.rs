@@ -29,9 +29,21 @@ pub const UDP_CONNECT_REPLY: u32 = 0x3938_3736;
 /// `LEGACY_UDP_CONNECT_REPLY`: what servers before 3.11 answer.
 pub const LEGACY_UDP_CONNECT_REPLY: u32 = 987_654_321;
 
-/// The largest parameter or result message accepted (iperf3 has no limit; results of 128
-/// streams are a few tens of KiB, server output included stays far below this).
+/// The largest result message accepted (iperf3 3.12 has no limit; results of 2 x 128
+/// streams are a few tens of KiB, a server's own output included stays far below this).
 pub const MAX_JSON: u32 = 4 << 20;
+/// The largest parameter message a server reads (iperf.h of later iperf3 releases:
+/// MAX_PARAMS_JSON_STRING, 8 KiB; iperf3 3.12's own are under 400 B, an auth token adds at
+/// most 700 B for a 4096-bit key).
+pub const MAX_PARAMS_JSON: u32 = 8 * 1024;
+/// The longest congestion control name a peer may send: Linux's TCP_CA_NAME_MAX
+/// (include/net/tcp.h, 16 bytes with the NUL).
+pub const MAX_CONGESTION_NAME: usize = 15;
+/// The longest version string a peer may send (iperf3 sends "3.12"; headroom
+/// "headroom 0.1.0").
+pub const MAX_VERSION: usize = 64;
+/// The longest auth token accepted: the base64 of one RSA block of a 16384-bit key.
+pub const MAX_AUTH_TOKEN: usize = 2732;
 
 /// The state bytes of iperf_api.h ("states").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,14 +111,53 @@ pub enum ProtoError {
     Io(#[from] std::io::Error),
     #[error("the peer sent state byte {0}, which iperf3 does not define")]
     UnknownState(i8),
-    #[error("the peer announced a {0}-byte message, more than the {MAX_JSON} accepted")]
-    TooLong(u32),
+    #[error("the peer announced a {0}-byte message, more than the {1} accepted")]
+    TooLong(u32, u32),
     #[error("the peer sent a message that is not JSON: {0}")]
     NotJson(String),
     #[error("the peer's {what} lack {field} or have it of the wrong type")]
     Field { what: &'static str, field: String },
-    #[error("the peer's parameters are out of range: {0}")]
-    Range(String),
+    /// Parameters iperf3 itself refuses; `i_errno` is iperf3's error number for them
+    /// (iperf_api.h), which the server sends the client after SERVER_ERROR.
+    #[error("the peer's parameters are out of range: {what}")]
+    Range { i_errno: i32, what: String },
+    /// iperf3's authentication refused the client (IEAUTHTEST).
+    #[error("authentication failed: {0}")]
+    Auth(String),
+}
+
+/// iperf3's error numbers (iperf_api.h of 3.12, `enum` of i_errno) that a server sends.
+pub mod ierr {
+    pub const IEDURATION: i32 = 5;
+    pub const IENUMSTREAMS: i32 = 6;
+    pub const IEBLOCKSIZE: i32 = 7;
+    pub const IEBUFSIZE: i32 = 8;
+    pub const IEMSS: i32 = 10;
+    pub const IEOMIT: i32 = 12;
+    pub const IEUNIMP: i32 = 13;
+    pub const IEUDPBLOCKSIZE: i32 = 20;
+    pub const IELISTEN: i32 = 102;
+    pub const IERECVPARAMS: i32 = 114;
+    pub const IEAUTHTEST: i32 = 142;
+    pub const IESETCONGESTION: i32 = 134;
+}
+
+impl ProtoError {
+    fn range(i_errno: i32, what: impl Into<String>) -> ProtoError {
+        ProtoError::Range {
+            i_errno,
+            what: what.into(),
+        }
+    }
+
+    /// The i_errno a server answers this error with after SERVER_ERROR.
+    pub fn i_errno(&self) -> i32 {
+        match self {
+            ProtoError::Range { i_errno, .. } => *i_errno,
+            ProtoError::Auth(_) => ierr::IEAUTHTEST,
+            _ => ierr::IERECVPARAMS,
+        }
+    }
 }
 
 fn read_exact_or_closed(r: &mut impl Read, buf: &mut [u8]) -> Result<(), ProtoError> {
@@ -152,13 +203,19 @@ pub fn write_state(w: &mut impl Write, s: State) -> Result<(), ProtoError> {
     Ok(())
 }
 
-/// One length-framed message's bytes.
+/// One length-framed message's bytes (results: at most [`MAX_JSON`]).
 pub fn read_frame(r: &mut impl Read) -> Result<Vec<u8>, ProtoError> {
+    read_frame_within(r, MAX_JSON)
+}
+
+/// One length-framed message of at most `max` bytes; a longer one is refused before anything
+/// is allocated for it.
+pub fn read_frame_within(r: &mut impl Read, max: u32) -> Result<Vec<u8>, ProtoError> {
     let mut len = [0u8; 4];
     read_exact_or_closed(r, &mut len)?;
     let n = u32::from_be_bytes(len);
-    if n > MAX_JSON {
-        return Err(ProtoError::TooLong(n));
+    if n > max {
+        return Err(ProtoError::TooLong(n, max));
     }
     let mut buf = vec![0u8; n as usize];
     read_exact_or_closed(r, &mut buf)?;
@@ -216,11 +273,15 @@ pub struct Params {
     pub udp_counters_64bit: bool,
     pub zerocopy: bool,
     pub client_version: Option<String>,
+    /// iperf3's `authtoken`: base64 of the RSA-encrypted credentials (iperf_auth.c).
+    pub authtoken: Option<String>,
 }
 
 /// Limits of iperf3 3.12 (iperf.h: MAX_TIME 86400 s, MAX_STREAMS 128, MAX_BLOCKSIZE 1 MiB,
 /// MAX_UDP_BLOCKSIZE 65507, MAX_MSS 9 KiB).
 pub const MAX_TIME: u32 = 86_400;
+/// The longest -O a server accepts (iperf.h of later releases: MAX_OMIT_TIME, 600 s).
+pub const MAX_OMIT: u32 = 600;
 pub const MAX_STREAMS: u32 = 128;
 pub const MAX_BLOCKSIZE: u32 = 1 << 20;
 pub const MAX_UDP_BLOCKSIZE: u32 = 65_507;
@@ -250,15 +311,40 @@ fn int_in(
                     field: key.to_string(),
                 })?;
             if x < 0.0 || x > max as f64 {
-                return Err(ProtoError::Range(format!("{key} = {x} (0 to {max})")));
+                let i_errno = match key {
+                    "time" => ierr::IEDURATION,
+                    "parallel" => ierr::IENUMSTREAMS,
+                    "len" => ierr::IEBLOCKSIZE,
+                    "window" => ierr::IEBUFSIZE,
+                    "MSS" => ierr::IEMSS,
+                    "omit" => ierr::IEOMIT,
+                    _ => ierr::IERECVPARAMS,
+                };
+                return Err(ProtoError::range(
+                    i_errno,
+                    format!("{key} = {x} (0 to {max})"),
+                ));
             }
             Ok(Some(x as u64))
         }
     }
 }
 
-fn string(m: &Map<String, Value>, key: &str) -> Option<String> {
-    m.get(key).and_then(Value::as_str).map(str::to_string)
+/// A string field of at most `max` bytes; a longer one is refused (nothing a peer sends is
+/// kept or printed at any length it likes).
+fn string(
+    m: &Map<String, Value>,
+    key: &str,
+    max: usize,
+    i_errno: i32,
+) -> Result<Option<String>, ProtoError> {
+    match m.get(key).and_then(Value::as_str) {
+        Some(s) if s.len() > max => Err(ProtoError::range(
+            i_errno,
+            format!("{key} is {} bytes long (at most {max})", s.len()),
+        )),
+        s => Ok(s.map(str::to_string)),
+    }
 }
 
 impl Params {
@@ -306,6 +392,9 @@ impl Params {
         if let Some(v) = &self.client_version {
             m.insert("client_version".into(), json!(v));
         }
+        if let Some(t) = &self.authtoken {
+            m.insert("authtoken".into(), json!(t));
+        }
         Value::Object(m)
     }
 
@@ -317,7 +406,10 @@ impl Params {
         let udp = m.contains_key("udp");
         if !udp && !m.contains_key("tcp") {
             return Err(if m.contains_key("sctp") {
-                ProtoError::Range("SCTP is not supported by headroom; use TCP or UDP".into())
+                ProtoError::range(
+                    ierr::IEUNIMP,
+                    "SCTP is not supported by headroom; use TCP or UDP",
+                )
             } else {
                 ProtoError::Field {
                     what: W,
@@ -328,7 +420,10 @@ impl Params {
         let u32_of = |v: Option<u64>| v.map(|x| x as u32);
         let parallel = int_in(&m, "parallel", u64::from(MAX_STREAMS), W)?.unwrap_or(1) as u32;
         if parallel == 0 {
-            return Err(ProtoError::Range("parallel = 0 (1 to 128)".into()));
+            return Err(ProtoError::range(
+                ierr::IENUMSTREAMS,
+                "parallel = 0 (1 to 128)",
+            ));
         }
         let len = u32_of(int_in(
             &m,
@@ -349,17 +444,39 @@ impl Params {
                 MIN_UDP_LEN_32
             };
             if l < min {
-                return Err(ProtoError::Range(format!(
-                    "len = {l}: a UDP datagram needs at least {min} bytes for iperf3's header"
-                )));
+                return Err(ProtoError::range(
+                    ierr::IEUDPBLOCKSIZE,
+                    format!(
+                        "len = {l}: a UDP datagram needs at least {min} bytes for iperf3's header"
+                    ),
+                ));
             }
+        }
+        let time = int_in(&m, "time", u64::from(MAX_TIME), W)?.unwrap_or(10) as u32;
+        let bytes = int_in(&m, "num", u64::MAX, W)?.unwrap_or(0);
+        let blockcount = int_in(&m, "blockcount", u64::MAX, W)?.unwrap_or(0);
+        // iperf3 sends time 0 with -n/-k (a byte or block count ends the test); headroom
+        // ends on time only, and a test of no time measures nothing.
+        if time == 0 {
+            return Err(ProtoError::range(
+                if bytes > 0 || blockcount > 0 {
+                    ierr::IEUNIMP
+                } else {
+                    ierr::IEDURATION
+                },
+                if bytes > 0 || blockcount > 0 {
+                    "-n/-k (a byte or block count) ends no headroom test: give -t SECONDS"
+                } else {
+                    "time = 0: a test needs 1 to 86400 seconds"
+                },
+            ));
         }
         Ok(Params {
             udp,
-            omit: int_in(&m, "omit", u64::from(MAX_TIME), W)?.unwrap_or(0) as u32,
-            time: int_in(&m, "time", u64::from(MAX_TIME), W)?.unwrap_or(10) as u32,
-            bytes: int_in(&m, "num", u64::MAX, W)?.unwrap_or(0),
-            blockcount: int_in(&m, "blockcount", u64::MAX, W)?.unwrap_or(0),
+            omit: int_in(&m, "omit", u64::from(MAX_OMIT), W)?.unwrap_or(0) as u32,
+            time,
+            bytes,
+            blockcount,
             parallel,
             reverse: m.contains_key("reverse"),
             bidirectional: m.contains_key("bidirectional"),
@@ -368,10 +485,12 @@ impl Params {
             bandwidth: int_in(&m, "bandwidth", u64::MAX / 2, W)?.unwrap_or(0),
             mss: u32_of(int_in(&m, "MSS", u64::from(MAX_MSS), W)?).filter(|&x| x > 0),
             nodelay: m.contains_key("nodelay"),
-            congestion: string(&m, "congestion"),
+            congestion: string(&m, "congestion", MAX_CONGESTION_NAME, ierr::IESETCONGESTION)?,
             udp_counters_64bit,
             zerocopy: num(&m, "zerocopy").is_some_and(|z| z != 0.0),
-            client_version: string(&m, "client_version"),
+            client_version: string(&m, "client_version", MAX_VERSION, ierr::IERECVPARAMS)?,
+            authtoken: string(&m, "authtoken", MAX_AUTH_TOKEN, ierr::IEAUTHTEST)
+                .map_err(|e| ProtoError::Auth(e.to_string()))?,
         })
     }
 }
@@ -459,7 +578,10 @@ impl Results {
                 field: "streams".into(),
             })?;
         if list.len() > 2 * MAX_STREAMS as usize {
-            return Err(ProtoError::Range(format!("{} streams", list.len())));
+            return Err(ProtoError::range(
+                ierr::IENUMSTREAMS,
+                format!("{} streams", list.len()),
+            ));
         }
         let mut streams = Vec::with_capacity(list.len());
         for s in list {
@@ -490,7 +612,12 @@ impl Results {
             cpu_util_user,
             cpu_util_system,
             sender_has_retransmits,
-            congestion_used: string(&m, "congestion_used"),
+            congestion_used: string(
+                &m,
+                "congestion_used",
+                MAX_CONGESTION_NAME,
+                ierr::IESETCONGESTION,
+            )?,
             streams,
         })
     }
@@ -499,14 +626,20 @@ impl Results {
 /// iperf3's error numbers a server sends after SERVER_ERROR (iperf_api.h), as words.
 pub fn iperf_error_text(i_errno: i32) -> String {
     let what = match i_errno {
-        5 => "test duration too long",
+        5 => "test duration too long (or zero)",
         6 => "too many parallel streams",
         7 => "block size too large",
         8 => "socket buffer size too large",
         10 => "MSS too large",
+        12 => "bogus value for --omit",
+        13 => "not implemented",
+        20 => "block size invalid",
         102 => "unable to start the listener for the data connections",
-        120 => "an option is not supported by the server",
-        121 => "the authentication failed",
+        114 => "unable to receive the parameters",
+        120 => "the server has terminated",
+        121 => "the server is busy running a test",
+        134 => "unable to set the TCP congestion control",
+        142 => "test authorization failed",
         200 => "unable to create the data stream socket",
         _ => "",
     };
@@ -583,6 +716,39 @@ mod tests {
         assert!(e("[1,2]").contains("array"));
         assert!(e("\u{1}garbage").contains("not JSON"));
         assert!(e(r#"{"tcp":true,"time":"ten"}"#).contains("time"));
+        // iperf3's error numbers go back to the client (issue 22 item 3).
+        let errno = |s: &str| Params::parse(s.as_bytes()).unwrap_err().i_errno();
+        assert_eq!(errno(r#"{"tcp":true,"time":0}"#), ierr::IEDURATION);
+        assert_eq!(
+            errno(r#"{"tcp":true,"time":0,"num":1048576}"#),
+            ierr::IEUNIMP
+        );
+        assert_eq!(
+            errno(r#"{"tcp":true,"parallel":10000}"#),
+            ierr::IENUMSTREAMS
+        );
+        assert_eq!(errno(r#"{"tcp":true,"omit":601}"#), ierr::IEOMIT);
+        let long = format!(r#"{{"tcp":true,"client_version":"{}"}}"#, "v".repeat(65));
+        assert!(e(&long).contains("client_version is 65 bytes long (at most 64)"));
+        let cc = format!(r#"{{"tcp":true,"congestion":"{}"}}"#, "c".repeat(16));
+        assert_eq!(errno(&cc), ierr::IESETCONGESTION);
+        // A version string at the limit is kept as sent.
+        let ok = format!(r#"{{"tcp":true,"client_version":"{}"}}"#, "v".repeat(64));
+        assert_eq!(
+            Params::parse(ok.as_bytes())
+                .unwrap()
+                .client_version
+                .unwrap()
+                .len(),
+            64
+        );
+        // Parameters are read up to 8 KiB, no more.
+        let mut framed = (MAX_PARAMS_JSON + 1).to_be_bytes().to_vec();
+        framed.extend_from_slice(b"{}");
+        assert!(matches!(
+            read_frame_within(&mut &framed[..], MAX_PARAMS_JSON),
+            Err(ProtoError::TooLong(8193, 8192))
+        ));
     }
 
     #[test]
@@ -624,7 +790,7 @@ mod tests {
         let huge = (MAX_JSON + 1).to_be_bytes();
         assert!(matches!(
             read_frame(&mut &huge[..]),
-            Err(ProtoError::TooLong(_))
+            Err(ProtoError::TooLong(_, MAX_JSON))
         ));
         assert!(matches!(
             read_frame(&mut &[0u8, 0, 0, 9, b'{'][..]),

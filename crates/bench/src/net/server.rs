@@ -20,6 +20,9 @@ pub struct ServerConfig {
     pub port: u16,
     pub bind: Option<IpAddr>,
     pub interval: Duration,
+    /// iperf3's authentication (`--rsa-private-key-path`, `--authorized-users-path`): a
+    /// client without valid credentials is refused.
+    pub auth: Option<super::auth::ServerAuth>,
 }
 
 pub struct Server {
@@ -27,8 +30,19 @@ pub struct Server {
     cfg: ServerConfig,
 }
 
-/// iperf3's i_errno for "cannot receive parameters" (IERECVPARAMS, iperf_api.h).
-const IERECVPARAMS: i32 = 114;
+/// How long a new connection may take to send its 37-byte cookie before it is dropped (a
+/// stock client sends it right after connecting; idle connections must not hold the server).
+pub const COOKIE_TIMEOUT: Duration = Duration::from_secs(3);
+/// Connections heard at once while no test runs; past it the oldest is dropped.
+const MAX_WAITING: usize = 64;
+/// How often a waiting server looks at its stop flag.
+const IDLE_POLL: Duration = Duration::from_millis(100);
+/// How long one write to the control connection may block (a peer that stops reading).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long after the test's end the client has to send TEST_END.
+const END_GRACE: Duration = Duration::from_secs(10);
+/// How long the server's senders wait for the client to acknowledge what they sent.
+const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 
 fn poll_in(fds: &[i32], timeout: Duration) -> Vec<bool> {
     let mut p: Vec<libc::pollfd> = fds
@@ -116,10 +130,15 @@ impl Server {
         self.listener.local_addr().ok()
     }
 
-    /// Refuse a connection that arrives while a test runs (iperf_accept: ACCESS_DENIED).
+    /// Refuse the connections that arrive while a test runs, at once and without reading
+    /// from them (iperf_accept: ACCESS_DENIED, "the server is busy running a test"), at most
+    /// [`MAX_WAITING`] per call.
     fn deny_waiting(&self, on_event: OnEvent<'_>) {
-        while let Ok((mut s, peer)) = self.listener.accept() {
-            let _ = s.write_all(&[State::AccessDenied.byte() as u8]);
+        for _ in 0..MAX_WAITING {
+            let Ok((s, peer)) = self.listener.accept() else {
+                return;
+            };
+            deny(s);
             on_event(Event::Denied {
                 peer: peer.to_string(),
             });
@@ -128,42 +147,70 @@ impl Server {
 
     /// Wait for one client (until `interrupt`), run its test, and return what was measured.
     /// `Ok(None)`: interrupted while idle.
+    ///
+    /// Every connection is heard at once: those that have not sent their cookie within
+    /// [`COOKIE_TIMEOUT`] are dropped, so idle peers never delay a real client; the first
+    /// whole cookie starts the test and everyone else still waiting is refused as busy.
     pub fn serve_one(
         &self,
         interrupt: &AtomicBool,
         on_event: OnEvent<'_>,
     ) -> Result<Option<NetMeasurement>, NetError> {
-        let (ctrl, peer_addr) = loop {
+        let mut arrivals = Arrivals::default();
+        let (ctrl, peer_addr, cookie) = loop {
             if interrupt.load(Ordering::Relaxed) {
                 return Ok(None);
             }
-            match self.listener.accept() {
-                Ok(c) => break c,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    poll_in(&[self.listener.as_raw_fd()], Duration::from_millis(200));
+            let wait = arrivals
+                .next_expiry()
+                .map_or(IDLE_POLL, |t| t.saturating_duration_since(Instant::now()))
+                .min(IDLE_POLL);
+            let mut fds = vec![self.listener.as_raw_fd()];
+            fds.extend(arrivals.fds());
+            let ready = poll_in(&fds, wait + Duration::from_millis(1));
+            if ready[0] {
+                arrivals.accept(&self.listener);
+            }
+            let mut done = arrivals.read(&ready[1..]);
+            arrivals.expire(Instant::now());
+            if !done.is_empty() {
+                let first = done.remove(0);
+                let others = done.into_iter().map(|(s, from, _)| (s, from));
+                for (s, from) in others.chain(arrivals.take_all()) {
+                    deny(s);
+                    on_event(Event::Denied {
+                        peer: from.to_string(),
+                    });
                 }
-                Err(e) => return Err(NetError::Setup(format!("accepting a client failed: {e}"))),
+                break first;
             }
         };
         let peer = peer_addr.to_string();
-        self.run_test(ctrl, &peer, interrupt, on_event).map(Some)
+        self.run_test(ctrl, &peer, cookie, interrupt, on_event)
+            .map(Some)
     }
 
     fn run_test(
         &self,
-        mut ctrl: TcpStream,
+        ctrl: TcpStream,
         peer: &str,
+        cookie: [u8; proto::COOKIE_SIZE],
         interrupt: &AtomicBool,
         on_event: OnEvent<'_>,
     ) -> Result<NetMeasurement, NetError> {
         let who = format!("the client {peer}");
-        let cerr = |source: ProtoError| NetError::control(&who, "", peer, source);
+        let cerr = |source: ProtoError| match source {
+            ProtoError::Io(e) if e.kind() == std::io::ErrorKind::Other && is_stop(&e) => {
+                NetError::Interrupted
+            }
+            source => NetError::control(&who, "", peer, source),
+        };
         let setup = |e: std::io::Error| NetError::Setup(e.to_string());
         ctrl.set_nonblocking(false).map_err(setup)?;
-        ctrl.set_read_timeout(Some(CONTROL_TIMEOUT))
-            .map_err(setup)?;
-        ctrl.set_write_timeout(Some(CONTROL_TIMEOUT))
-            .map_err(setup)?;
+        // Reads wait in poll (Patient below); a read that still blocks gives up soon.
+        ctrl.set_read_timeout(Some(IDLE_POLL)).map_err(setup)?;
+        // A peer that stops reading cannot hold a write for long: the messages are small.
+        ctrl.set_write_timeout(Some(WRITE_TIMEOUT)).map_err(setup)?;
         let _ = ctrl.set_nodelay(true);
         let local = ctrl.local_addr().map_err(setup)?;
         let interface = match ctrl.peer_addr() {
@@ -175,29 +222,63 @@ impl Server {
             local,
             interface: interface.as_deref(),
         });
-        let mut cookie = [0u8; proto::COOKIE_SIZE];
-        ctrl.read_exact(&mut cookie).map_err(|e| cerr(e.into()))?;
-        proto::write_state(&mut ctrl, State::ParamExchange).map_err(cerr)?;
-        let params = match proto::read_frame(&mut ctrl).and_then(|f| Params::parse(&f)) {
+        // One deadline for the set-up, and one for the whole session once the test's length
+        // is known: no step of a session (a stream, a silent peer, a peer that stops reading)
+        // waits past it.
+        let began = Instant::now();
+        let setup_until = began + CONTROL_TIMEOUT;
+        let mut ctl = Patient {
+            sock: &ctrl,
+            server: self,
+            until: setup_until,
+            interrupt,
+        };
+        proto::write_state(&mut ctl.writer(), State::ParamExchange).map_err(cerr)?;
+        let parsed = proto::read_frame_within(&mut ctl.reader(on_event), proto::MAX_PARAMS_JSON)
+            .and_then(|f| Params::parse(&f))
+            .and_then(|p| match &self.cfg.auth {
+                Some(a) => a.check(p.authtoken.as_deref()).map(|()| p),
+                None => Ok(p),
+            });
+        let params = match parsed {
             Ok(p) => p,
             Err(e) => {
-                // SERVER_ERROR, then i_errno and errno (iperf_exchange_parameters).
-                let mut msg = vec![State::ServerError.byte() as u8];
-                msg.extend_from_slice(&IERECVPARAMS.to_be_bytes());
-                msg.extend_from_slice(&0i32.to_be_bytes());
-                let _ = ctrl.write_all(&msg);
-                return Err(cerr(e));
+                refuse(&ctrl, &e);
+                return Err(match e {
+                    ProtoError::Io(_) | ProtoError::Closed => cerr(e),
+                    e => NetError::Peer(format!("the client {peer} was refused: {e}")),
+                });
             }
         };
         let config = config_of(&params);
+        let session_until = setup_until
+            + Duration::from_secs(u64::from(config.omit_s) + u64::from(config.duration_s))
+            + END_GRACE
+            + CONTROL_TIMEOUT;
         // UDP streams are "accepted" on a datagram socket bound to the same port.
         let mut udp_listener = match config.protocol {
-            Protocol::Udp => Some(self.udp_socket(local)?),
+            Protocol::Udp => match self.udp_socket(local) {
+                Ok(u) => Some(u),
+                Err(e) => {
+                    let mut msg = vec![State::ServerError.byte() as u8];
+                    msg.extend_from_slice(&proto::ierr::IELISTEN.to_be_bytes());
+                    msg.extend_from_slice(&0i32.to_be_bytes());
+                    let _ = (&ctrl).write_all(&msg);
+                    return Err(e);
+                }
+            },
             Protocol::Tcp => None,
         };
-        proto::write_state(&mut ctrl, State::CreateStreams).map_err(cerr)?;
-        let streams =
-            self.accept_streams(&config, &cookie, local, &mut udp_listener, peer, on_event)?;
+        proto::write_state(&mut ctl.writer(), State::CreateStreams).map_err(cerr)?;
+        let streams = self.accept_streams(
+            &config,
+            &cookie,
+            local,
+            &mut udp_listener,
+            peer,
+            (&ctrl, setup_until, interrupt),
+            on_event,
+        )?;
         let congestion_asked = params.congestion.clone();
         if let Some(c) = &congestion_asked {
             for st in &streams {
@@ -206,18 +287,18 @@ impl Server {
                 }
             }
         }
-        proto::write_state(&mut ctrl, State::TestStart).map_err(cerr)?;
+        proto::write_state(&mut ctl.writer(), State::TestStart).map_err(cerr)?;
         let mut s = Session::start(streams, &config, self.cfg.interval).map_err(NetError::Setup)?;
-        proto::write_state(&mut ctrl, State::TestRunning).map_err(cerr)?;
+        proto::write_state(&mut ctl.writer(), State::TestRunning).map_err(cerr)?;
         on_event(Event::Streaming {
             omit: Duration::from_secs(u64::from(config.omit_s)),
         });
 
         // Running: until TEST_END, bounded by the test's own length plus a margin (iperf3's
         // server also gives up on a silent client).
-        let limit = s.measured_start()
-            + Duration::from_secs(u64::from(config.duration_s))
-            + Duration::from_secs(15);
+        let limit =
+            (s.measured_start() + Duration::from_secs(u64::from(config.duration_s)) + END_GRACE)
+                .min(session_until);
         let fds = [ctrl.as_raw_fd(), self.listener.as_raw_fd()];
         // The server's senders stop when the test is due to end rather than when TEST_END
         // arrives, so nothing is sent after the client stopped counting (iperf3 sends on
@@ -227,14 +308,17 @@ impl Server {
         let stopped = loop {
             let now = Instant::now();
             if !senders_stopped && now >= due {
-                s.stop_senders();
+                s.stop_senders(
+                    DRAIN_LIMIT.min(limit.saturating_duration_since(now)),
+                    interrupt,
+                );
                 senders_stopped = true;
             }
             for (end_s, flow, bps) in s.tick(now) {
                 on_event(Event::Interval { end_s, flow, bps });
             }
             if interrupt.load(Ordering::Relaxed) {
-                let _ = proto::write_state(&mut ctrl, State::ServerTerminate);
+                let _ = proto::write_state(&mut ctl.writer(), State::ServerTerminate);
                 s.mark_end();
                 s.stop_all();
                 break NetStop::Interrupted;
@@ -243,7 +327,7 @@ impl Server {
                 s.stop_all();
                 return Err(NetError::Peer(format!(
                     "the client {peer} did not end the test {} s after it was due",
-                    15
+                    END_GRACE.as_secs()
                 )));
             }
             let wait = s
@@ -251,11 +335,14 @@ impl Server {
                 .saturating_duration_since(now)
                 .min(Duration::from_millis(100));
             let ready = poll_in(&fds, wait + Duration::from_millis(1));
-            if ready[1] {
+            // The client first: when it ended the test (or went away) in the same moment as
+            // a newcomer arrived, the newcomer waits for the next session instead of being
+            // refused.
+            if ready[1] && !ready[0] {
                 self.deny_waiting(on_event);
             }
             if ready[0] {
-                match proto::read_state(&mut ctrl) {
+                match proto::read_state(&mut &ctrl) {
                     Ok(State::TestEnd) => {
                         s.mark_end();
                         s.stop_all();
@@ -290,8 +377,9 @@ impl Server {
         let mut streams = s.results();
         let mut theirs = None;
         if stopped == NetStop::Completed {
-            proto::write_state(&mut ctrl, State::ExchangeResults).map_err(cerr)?;
-            let frame = proto::read_frame(&mut ctrl).map_err(cerr)?;
+            ctl.until = (Instant::now() + CONTROL_TIMEOUT).min(session_until);
+            proto::write_state(&mut ctl.writer(), State::ExchangeResults).map_err(cerr)?;
+            let frame = proto::read_frame(&mut ctl.reader(on_event)).map_err(cerr)?;
             let r = Results::parse(&frame).map_err(cerr)?;
             let ours = session::results_message(
                 &streams,
@@ -299,11 +387,11 @@ impl Server {
                 s.congestion(),
                 config.protocol == Protocol::Tcp,
             );
-            proto::write_json(&mut ctrl, &ours.to_json()).map_err(cerr)?;
-            proto::write_state(&mut ctrl, State::DisplayResults).map_err(cerr)?;
+            proto::write_json(&mut ctl.writer(), &ours.to_json()).map_err(cerr)?;
+            proto::write_state(&mut ctl.writer(), State::DisplayResults).map_err(cerr)?;
             // IPERF_DONE, or the client just closes.
-            let _ = ctrl.set_read_timeout(Some(Duration::from_secs(2)));
-            let _ = proto::read_state(&mut ctrl);
+            ctl.until = (Instant::now() + Duration::from_secs(2)).min(session_until);
+            let _ = proto::read_state(&mut ctl.reader(on_event));
             session::merge_peer(&mut streams, &r, config.protocol).map_err(NetError::Peer)?;
             theirs = Some(r);
         }
@@ -342,7 +430,11 @@ impl Server {
         Ok(s.into())
     }
 
-    /// Accept the client's data connections: receivers first, then senders (iperf_run_server).
+    /// Accept the client's data connections in the order it opens them (receivers first,
+    /// then senders: iperf_run_server), until `until` at the latest; a connection with
+    /// another cookie is refused as busy, one that sends none is dropped after
+    /// [`COOKIE_TIMEOUT`], and the control connection closing ends the wait.
+    #[allow(clippy::too_many_arguments)]
     fn accept_streams(
         &self,
         config: &NetConfig,
@@ -350,11 +442,10 @@ impl Server {
         local: SocketAddr,
         udp: &mut Option<UdpSocket>,
         peer: &str,
+        (ctrl, until, interrupt): (&TcpStream, Instant, &AtomicBool),
         on_event: OnEvent<'_>,
     ) -> Result<Vec<PendingStream>, NetError> {
         let plan = streams_in_order(config.direction, config.streams);
-        let streams = plan.len();
-        let until = Instant::now() + CONTROL_TIMEOUT;
         let late = || {
             NetError::Peer(format!(
                 "the client {peer} did not open its data streams within {} s (a firewall may \
@@ -362,78 +453,304 @@ impl Server {
                 CONTROL_TIMEOUT.as_secs()
             ))
         };
-        let mut out = Vec::with_capacity(streams);
+        let gone = || {
+            NetError::Peer(format!(
+                "the client {peer} closed the control connection while opening its data streams"
+            ))
+        };
+        // One round of waiting: the listener, the control connection and `extra` sockets
+        // (connections still sending their cookie, or the UDP socket), bounded by the
+        // deadline and the stop flag. Returns the readiness of `extra`.
+        let wait = |extra: &[i32]| -> Result<(bool, Vec<bool>), NetError> {
+            if interrupt.load(Ordering::Relaxed) {
+                return Err(NetError::Interrupted);
+            }
+            let now = Instant::now();
+            if now >= until {
+                return Err(late());
+            }
+            let mut fds = vec![self.listener.as_raw_fd(), ctrl.as_raw_fd()];
+            fds.extend_from_slice(extra);
+            let ready = poll_in(
+                &fds,
+                (until - now).min(IDLE_POLL) + Duration::from_millis(1),
+            );
+            if ready[1] {
+                return Err(gone());
+            }
+            Ok((ready[0], ready[2..].to_vec()))
+        };
+        let mut out = Vec::with_capacity(plan.len());
+        if config.protocol == Protocol::Tcp {
+            let mut arrivals = Arrivals::default();
+            let mut socks = Vec::with_capacity(plan.len());
+            while socks.len() < plan.len() {
+                let (listener_ready, ready) = wait(&arrivals.fds())?;
+                if listener_ready {
+                    arrivals.accept(&self.listener);
+                }
+                for (s, from, c) in arrivals.read(&ready) {
+                    if c[..] == cookie[..] && socks.len() < plan.len() {
+                        socks.push(s);
+                    } else {
+                        deny(s);
+                        on_event(Event::Denied {
+                            peer: from.to_string(),
+                        });
+                    }
+                }
+                arrivals.expire(Instant::now());
+            }
+            for (s, from) in arrivals.take_all() {
+                deny(s);
+                on_event(Event::Denied {
+                    peer: from.to_string(),
+                });
+            }
+            for ((id, flow), s) in plan.into_iter().zip(socks) {
+                s.set_nonblocking(false)
+                    .map_err(|e| NetError::Setup(e.to_string()))?;
+                if let Some(w) = config.window {
+                    let r = socket2::SockRef::from(&s);
+                    let _ = r.set_send_buffer_size(w as usize);
+                    let _ = r.set_recv_buffer_size(w as usize);
+                }
+                out.push(PendingStream {
+                    id,
+                    flow,
+                    local_sends: flow == Flow::ServerToClient,
+                    sock: Sock::Tcp(s),
+                });
+            }
+            return Ok(out);
+        }
+        let streams = plan.len();
         for (id, flow) in plan {
-            let local_sends = flow == Flow::ServerToClient;
-            let sock = match udp.take() {
-                None => loop {
-                    if Instant::now() >= until {
-                        return Err(late());
-                    }
-                    match self.listener.accept() {
-                        Ok((mut s, from)) => {
-                            s.set_nonblocking(false)
-                                .map_err(|e| NetError::Setup(e.to_string()))?;
-                            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                            let mut c = [0u8; proto::COOKIE_SIZE];
-                            if s.read_exact(&mut c).is_ok() && c[..] == cookie[..] {
-                                let _ = s.set_read_timeout(None);
-                                if let Some(w) = config.window {
-                                    let r = socket2::SockRef::from(&s);
-                                    let _ = r.set_send_buffer_size(w as usize);
-                                    let _ = r.set_recv_buffer_size(w as usize);
-                                }
-                                break Sock::Tcp(s);
-                            }
-                            let _ = s.write_all(&[State::AccessDenied.byte() as u8]);
-                            on_event(Event::Denied {
-                                peer: from.to_string(),
-                            });
-                        }
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            poll_in(&[self.listener.as_raw_fd()], Duration::from_millis(100));
-                        }
-                        Err(e) => {
-                            return Err(NetError::Setup(format!(
-                                "accepting a data stream failed: {e}"
-                            )))
-                        }
-                    }
-                },
-                Some(u) => {
-                    let left = until.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Err(late());
-                    }
-                    let _ = u.set_read_timeout(Some(left));
-                    let mut b = [0u8; 64];
-                    let from = loop {
-                        match u.recv_from(&mut b) {
-                            Ok((4, from)) => break from,
-                            Ok(_) => continue,
-                            Err(_) => return Err(late()),
-                        }
-                    };
-                    u.connect(from)
-                        .map_err(|e| NetError::Setup(e.to_string()))?;
-                    super::stream::size_udp_buffers(&u, config.window);
-                    // A fresh socket for the next stream's connect datagram (iperf_udp_accept).
-                    if out.len() + 1 < streams {
-                        *udp = Some(self.udp_socket(local)?);
-                    }
-                    u.send(&proto::UDP_CONNECT_REPLY.to_ne_bytes())
-                        .map_err(|e| NetError::Peer(format!("UDP stream {id}: {e}")))?;
-                    Sock::Udp(u)
+            let Some(u) = udp.take() else {
+                return Err(NetError::Setup(format!(
+                    "UDP stream {id}: no socket to receive its connect datagram"
+                )));
+            };
+            u.set_nonblocking(true)
+                .map_err(|e| NetError::Setup(e.to_string()))?;
+            let mut b = [0u8; 64];
+            let from = loop {
+                let (listener_ready, ready) = wait(&[u.as_raw_fd()])?;
+                if listener_ready {
+                    self.deny_waiting(on_event);
+                }
+                if !ready[0] {
+                    continue;
+                }
+                match u.recv_from(&mut b) {
+                    Ok((4, from)) => break from,
+                    Ok(_) => continue,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    Err(_) => return Err(late()),
                 }
             };
+            u.set_nonblocking(false)
+                .map_err(|e| NetError::Setup(e.to_string()))?;
+            u.connect(from)
+                .map_err(|e| NetError::Setup(e.to_string()))?;
+            super::stream::size_udp_buffers(&u, config.window);
+            // A fresh socket for the next stream's connect datagram (iperf_udp_accept).
+            if out.len() + 1 < streams {
+                *udp = Some(self.udp_socket(local)?);
+            }
+            u.send(&proto::UDP_CONNECT_REPLY.to_ne_bytes())
+                .map_err(|e| NetError::Peer(format!("UDP stream {id}: {e}")))?;
             out.push(PendingStream {
                 id,
                 flow,
-                local_sends,
-                sock,
+                local_sends: flow == Flow::ServerToClient,
+                sock: Sock::Udp(u),
             });
         }
         Ok(out)
+    }
+}
+
+/// Answer a connection "the server is busy running a test" (ACCESS_DENIED) and close it.
+fn deny(mut s: TcpStream) {
+    let _ = s.set_nonblocking(true);
+    let _ = s.write_all(&[State::AccessDenied.byte() as u8]);
+}
+
+/// Refuse a test after its parameters: SERVER_ERROR, then iperf3's error number (and errno
+/// 0, except for an authentication failure, after which iperf3 3.12 sends no errno),
+/// in one write (iperf_exchange_parameters).
+fn refuse(ctrl: &TcpStream, e: &ProtoError) {
+    let i_errno = e.i_errno();
+    let mut msg = vec![State::ServerError.byte() as u8];
+    msg.extend_from_slice(&i_errno.to_be_bytes());
+    if i_errno != proto::ierr::IEAUTHTEST {
+        msg.extend_from_slice(&0i32.to_be_bytes());
+    }
+    let _ = (&*ctrl).write_all(&msg);
+}
+
+/// The error a read returns when the stop flag ends it.
+#[derive(Debug)]
+struct Stopped;
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stopped")
+    }
+}
+
+impl std::error::Error for Stopped {}
+
+fn is_stop(e: &std::io::Error) -> bool {
+    e.get_ref().is_some_and(|x| x.is::<Stopped>())
+}
+
+/// The control connection of a session, read under its deadline: a read waits in poll(2)
+/// beside the listener (newcomers are refused at once), and ends at `until` or when
+/// `interrupt` is set.
+struct Patient<'a> {
+    sock: &'a TcpStream,
+    server: &'a Server,
+    until: Instant,
+    interrupt: &'a AtomicBool,
+}
+
+impl<'a> Patient<'a> {
+    fn reader<'s>(&'s self, on_event: OnEvent<'s>) -> PatientRead<'s> {
+        PatientRead { p: self, on_event }
+    }
+
+    /// Writes block at most [`WRITE_TIMEOUT`] (set on the socket).
+    fn writer(&self) -> &'a TcpStream {
+        self.sock
+    }
+}
+
+struct PatientRead<'s> {
+    p: &'s Patient<'s>,
+    on_event: OnEvent<'s>,
+}
+
+impl Read for PatientRead<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            if self.p.interrupt.load(Ordering::Relaxed) {
+                return Err(std::io::Error::other(Stopped));
+            }
+            let now = Instant::now();
+            if now >= self.p.until {
+                return Err(std::io::ErrorKind::TimedOut.into());
+            }
+            let fds = [self.p.sock.as_raw_fd(), self.p.server.listener.as_raw_fd()];
+            let wait = (self.p.until - now).min(IDLE_POLL) + Duration::from_millis(1);
+            let ready = poll_in(&fds, wait);
+            // The peer first: a newcomer that arrived as the session ends (after the
+            // client's last word) waits in the backlog for the next session.
+            if ready[0] {
+                match (&*self.p.sock).read(buf) {
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        ) => {}
+                    r => return r,
+                }
+            } else if ready[1] {
+                self.p.server.deny_waiting(self.on_event);
+            }
+        }
+    }
+}
+
+/// Connections accepted and not yet known by their cookie (non-blocking, read as their bytes
+/// come): at most [`MAX_WAITING`] at once, each for at most [`COOKIE_TIMEOUT`].
+#[derive(Default)]
+struct Arrivals {
+    waiting: Vec<Arrival>,
+}
+
+struct Arrival {
+    sock: TcpStream,
+    from: SocketAddr,
+    since: Instant,
+    got: Vec<u8>,
+}
+
+/// A connection with its whole cookie: the socket, its peer and the cookie.
+type Identified = (TcpStream, SocketAddr, [u8; proto::COOKIE_SIZE]);
+
+impl Arrivals {
+    /// Take the connections the listener holds; past [`MAX_WAITING`] the oldest waiting one
+    /// is dropped for each new one.
+    fn accept(&mut self, l: &TcpListener) {
+        for _ in 0..MAX_WAITING {
+            let Ok((sock, from)) = l.accept() else {
+                return;
+            };
+            if sock.set_nonblocking(true).is_err() {
+                continue;
+            }
+            if self.waiting.len() >= MAX_WAITING {
+                self.waiting.remove(0);
+            }
+            self.waiting.push(Arrival {
+                sock,
+                from,
+                since: Instant::now(),
+                got: Vec::with_capacity(proto::COOKIE_SIZE),
+            });
+        }
+    }
+
+    fn fds(&self) -> Vec<i32> {
+        self.waiting.iter().map(|a| a.sock.as_raw_fd()).collect()
+    }
+
+    fn next_expiry(&self) -> Option<Instant> {
+        self.waiting.iter().map(|a| a.since + COOKIE_TIMEOUT).min()
+    }
+
+    /// Read what the connections marked ready in `ready` (in [`Self::fds`]' order) sent;
+    /// the ones whose cookie is whole leave the set, in order. Closed ones are dropped.
+    fn read(&mut self, ready: &[bool]) -> Vec<Identified> {
+        let mut done = Vec::new();
+        let mut keep = Vec::with_capacity(self.waiting.len());
+        let flags = ready.iter().copied().chain(std::iter::repeat(false));
+        for (mut a, r) in self.waiting.drain(..).zip(flags) {
+            if !r {
+                keep.push(a);
+                continue;
+            }
+            let mut buf = [0u8; proto::COOKIE_SIZE];
+            let want = proto::COOKIE_SIZE - a.got.len();
+            match a.sock.read(&mut buf[..want]) {
+                Ok(0) => {}
+                Ok(n) => {
+                    a.got.extend_from_slice(&buf[..n]);
+                    if a.got.len() == proto::COOKIE_SIZE {
+                        let mut c = [0u8; proto::COOKIE_SIZE];
+                        c.copy_from_slice(&a.got);
+                        done.push((a.sock, a.from, c));
+                    } else {
+                        keep.push(a);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => keep.push(a),
+                Err(_) => {}
+            }
+        }
+        self.waiting = keep;
+        done
+    }
+
+    /// Drop the connections that sent no whole cookie in time.
+    fn expire(&mut self, now: Instant) {
+        self.waiting.retain(|a| now < a.since + COOKIE_TIMEOUT);
+    }
+
+    fn take_all(&mut self) -> Vec<(TcpStream, SocketAddr)> {
+        self.waiting.drain(..).map(|a| (a.sock, a.from)).collect()
     }
 }
 

@@ -10,6 +10,38 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// The intervals a test keeps over all its streams: past it, neighbouring intervals are
+/// merged two into one (a test of a day at -P 128 --bidir would otherwise keep 22 million of
+/// them). A memory bound a peer's parameters cannot move: about 6 MB.
+pub const MAX_INTERVALS_KEPT: usize = 65_536;
+
+/// Merge neighbouring intervals two into one: the bytes, losses and packets of both over
+/// their joint time, the TCP state (RTT, cwnd) of the later one.
+fn coarsen(intervals: &mut Vec<Interval>) {
+    let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+    };
+    let merged = intervals
+        .chunks(2)
+        .map(|pair| match pair {
+            [a, b] => Interval {
+                start_s: a.start_s,
+                end_s: b.end_s,
+                bytes: a.bytes + b.bytes,
+                retransmits: add(a.retransmits, b.retransmits),
+                rtt_us: b.rtt_us,
+                cwnd_bytes: b.cwnd_bytes,
+                lost_packets: add(a.lost_packets, b.lost_packets),
+                packets: add(a.packets, b.packets),
+            },
+            [a] => a.clone(),
+            _ => Interval::default(),
+        })
+        .collect();
+    *intervals = merged;
+}
+
 /// One data stream before it runs.
 pub struct PendingStream {
     pub id: u32,
@@ -170,6 +202,12 @@ impl Session {
                     }
                     s.intervals.push(iv);
                 }
+                let per_stream = MAX_INTERVALS_KEPT / self.streams.len().max(1);
+                for s in &mut self.streams {
+                    if s.intervals.len() > per_stream.max(2) {
+                        coarsen(&mut s.intervals);
+                    }
+                }
                 shown.extend(per_flow.into_iter().map(|(f, b)| (end_s, f, b)));
             }
             self.next_tick = at + self.interval;
@@ -219,9 +257,11 @@ impl Session {
         })
     }
 
-    /// Stop the local senders; TCP senders first wait (bounded) until the peer has
-    /// acknowledged every byte, so both ends count the same bytes.
-    pub fn stop_senders(&mut self) {
+    /// Stop the local senders; TCP senders then wait until the peer has acknowledged every
+    /// byte, so both ends count the same bytes: all of them together, for at most `limit`
+    /// and not past `interrupt` (a peer that stopped reading holds no stream longer than
+    /// that, whatever the number of streams).
+    pub fn stop_senders(&mut self, limit: Duration, interrupt: &AtomicBool) {
         for s in self.streams.iter().filter(|s| s.local_sends) {
             s.stop.store(true, Ordering::Relaxed);
         }
@@ -230,11 +270,13 @@ impl Session {
                 let _ = t.join();
             }
         }
-        for s in self.streams.iter().filter(|s| s.local_sends) {
-            if let Sock::Tcp(_) = s.sock {
-                stream::drain(s.sock.fd(), Duration::from_secs(3));
-            }
-        }
+        let fds: Vec<_> = self
+            .streams
+            .iter()
+            .filter(|s| s.local_sends && matches!(s.sock, Sock::Tcp(_)))
+            .map(|s| s.sock.fd())
+            .collect();
+        stream::drain(&fds, Instant::now() + limit, interrupt);
     }
 
     /// Fix the end of the test now: the totals are the counts at this moment.
@@ -258,10 +300,12 @@ impl Session {
     }
 
     /// Let local receivers take what is still in flight until the peer closes the streams
-    /// (bounded by `limit`), counting it in the totals fixed by [`Self::mark_end`].
-    pub fn drain_receivers(&mut self, limit: Duration) {
+    /// (bounded by `limit` and `interrupt`), counting it in the totals fixed by
+    /// [`Self::mark_end`].
+    pub fn drain_receivers(&mut self, limit: Duration, interrupt: &AtomicBool) {
         let until = Instant::now() + limit;
         while Instant::now() < until
+            && !interrupt.load(Ordering::Relaxed)
             && self
                 .streams
                 .iter()
@@ -429,4 +473,31 @@ pub fn merge_peer(
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coarsened_intervals_keep_every_byte_and_the_whole_time() {
+        let iv = |i: u64| Interval {
+            start_s: i as f64,
+            end_s: i as f64 + 1.0,
+            bytes: 100 + i,
+            retransmits: Some(1),
+            rtt_us: Some(i as u32),
+            ..Interval::default()
+        };
+        let mut v: Vec<Interval> = (0..5).map(iv).collect();
+        coarsen(&mut v);
+        assert_eq!(v.len(), 3);
+        assert_eq!((v[0].start_s, v[0].end_s, v[0].bytes), (0.0, 2.0, 201));
+        assert_eq!((v[1].retransmits, v[1].rtt_us), (Some(2), Some(3)));
+        assert_eq!((v[2].start_s, v[2].end_s, v[2].bytes), (4.0, 5.0, 104));
+        assert_eq!(
+            v.iter().map(|i| i.bytes).sum::<u64>(),
+            (0..5).map(|i| 100 + i).sum::<u64>()
+        );
+    }
 }

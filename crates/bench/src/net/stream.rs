@@ -483,15 +483,18 @@ pub fn congestion(fd: RawFd) -> Option<String> {
     Some(String::from_utf8_lossy(&s[..end]).into_owned()).filter(|s| !s.is_empty())
 }
 
-/// Wait until a TCP sender's queue is empty (all bytes acknowledged) or `limit` passes, so
-/// the receiver has counted every byte the sender counted when the test ends.
-pub fn drain(fd: RawFd, limit: Duration) {
-    let until = Instant::now() + limit;
-    while Instant::now() < until {
-        match unsent_bytes(fd) {
-            Some(0) | None => return,
-            Some(_) => std::thread::sleep(Duration::from_millis(5)),
+/// Wait until the TCP senders' queues are empty (all bytes acknowledged), so the receivers
+/// have counted every byte the senders counted when the test ends; all sockets at once, until
+/// `until` or `interrupt` at the latest.
+pub fn drain(fds: &[RawFd], until: Instant, interrupt: &AtomicBool) {
+    while Instant::now() < until && !interrupt.load(Ordering::Relaxed) {
+        if fds
+            .iter()
+            .all(|&fd| matches!(unsent_bytes(fd), Some(0) | None))
+        {
+            return;
         }
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 

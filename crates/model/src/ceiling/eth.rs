@@ -1,5 +1,5 @@
 //! Ethernet goodput ceilings: TCP over IPv4/IPv6 with and without timestamps, and UDP for a
-//! given datagram size, at a given MTU, from 10 Mb/s to 100 Gb/s.
+//! given datagram size, at a given MTU, from 10 Mb/s to 400 Gb/s.
 //!
 //! Sources: [802.3] IEEE 802.3-2018: clause 3.1.1 (preamble 7 B + SFD 1 B, MAC header
 //! 6 + 6 + 2 B, FCS 4 B, minimum frame 64 B), 4.4.2 (inter-packet gap 96 bit times = 12 B;
@@ -27,8 +27,13 @@ const UDP_HEADER: u32 = 8;
 /// The largest UDP payload in one IPv4 datagram (65535 - 20 - 8).
 pub const MAX_UDP_PAYLOAD: u32 = 65_507;
 
-/// The MAC rates of [802.3], bits per second, with their usual names.
-pub const RATES: [(&str, f64); 10] = [
+/// The MAC rates of [802.3], bits per second, with their usual names. 200G and 400G are
+/// IEEE 802.3bs-2017 (IEEE 802.3-2022 clauses 116 to 124): the same MAC (clause 4) at
+/// 200 and 400 Gb/s; their PCS (clause 119) transcodes 64b/66b blocks into 256b/257b and
+/// adds RS(544,514) FEC and alignment markers below the MAC rate, as the line codes of the
+/// slower rates do, and the reconciliation sublayer (clause 117) keeps the average
+/// inter-packet gap at 12 B with the deficit idle count, as 46.3.1.4 does at 10 Gb/s.
+pub const RATES: [(&str, f64); 12] = [
     ("10M", 10e6),
     ("100M", 100e6),
     ("1G", 1e9),
@@ -39,13 +44,32 @@ pub const RATES: [(&str, f64); 10] = [
     ("40G", 40e9),
     ("50G", 50e9),
     ("100G", 100e9),
+    ("200G", 200e9),
+    ("400G", 400e9),
 ];
 
-/// The MAC rate named `name` ("1G", "10g", "100M").
+/// The MAC rate named `name`: by its name ("1G", "10g", "100M"), or as sysfs `speed` and
+/// ethtool print it, in Mb/s ("1000", "1000M", "1000Mb/s", "2500"), or in Gb/s ("2.5Gb/s").
+/// `None` for a rate 802.3 does not define.
 pub fn parse_rate(name: &str) -> Option<BitsPerSec> {
+    let t = name.trim();
+    if let Some(&(_, r)) = RATES.iter().find(|(n, _)| n.eq_ignore_ascii_case(t)) {
+        return Some(BitsPerSec(r));
+    }
+    let lower = t.to_ascii_lowercase();
+    let number = lower
+        .strip_suffix("b/s")
+        .or_else(|| lower.strip_suffix("bps"))
+        .unwrap_or(&lower);
+    let (digits, scale) = match number.as_bytes().last() {
+        Some(b'g') => (&number[..number.len() - 1], 1e9),
+        Some(b'm') => (&number[..number.len() - 1], 1e6),
+        _ => (number, 1e6),
+    };
+    let bits = digits.trim().parse::<f64>().ok()? * scale;
     RATES
         .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(name.trim()))
+        .find(|(_, r)| (r - bits).abs() < 1.0)
         .map(|&(_, r)| BitsPerSec(r))
 }
 

@@ -361,10 +361,8 @@ pub fn net(net: &NetInventory) -> String {
             };
             let _ = write!(line, " on {on}");
         }
-        if let (Some(s), Some(m)) = (i.speed_mbps, i.mtu) {
-            if let Some(c) = model::ceiling::eth::tcp_goodput_bps(s as f64 * 1e6, m) {
-                let _ = write!(line, " = {:.1} MB/s TCP", c / MB);
-            }
+        if let Ok(c) = model::net::interface_tcp_ceiling(i, model::net::Way::Receives) {
+            let _ = write!(line, " = {:.1} MB/s TCP", c / MB);
         }
         let _ = writeln!(out, "{line}");
     }

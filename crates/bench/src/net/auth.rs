@@ -1,0 +1,273 @@
+//! iperf3's authentication, as iperf3 3.12 makes and checks it (src/iperf_auth.c and
+//! iperf_api.c's `test_is_authorized`), so a stock iperf3 client with credentials can use a
+//! headroom server and the reverse:
+//!
+//! - The client writes `user: NAME\npwd:  PASSWORD\nts:   UNIX_SECONDS` (`auth_text_format`),
+//!   encrypts it with the server's RSA public key, PKCS#1 v1.5 padding (`RSA_PKCS1_PADDING`),
+//!   and sends the ciphertext base64-encoded, on one line, as the `authtoken` parameter.
+//! - The server decrypts it with its private key, refuses a timestamp more than the skew
+//!   threshold (10 s by default, `--time-skew-threshold`) away from its own clock, and looks
+//!   for a line `NAME,HASH` in the authorized users file, HASH being the hex SHA-256 of
+//!   `{NAME}PASSWORD`. Empty lines, lines without a comma and lines starting with `#` are
+//!   skipped. Failing any of it, the client gets SERVER_ERROR and IEAUTHTEST (142).
+//!
+//! Keys are PEM files as `openssl` writes them: the public key as a SubjectPublicKeyInfo
+//! (`-----BEGIN PUBLIC KEY-----`, `openssl rsa -pubout`), the private key as PKCS#1
+//! (`BEGIN RSA PRIVATE KEY`) or PKCS#8 (`BEGIN PRIVATE KEY`), unencrypted (iperf3 reads them
+//! with PEM_read_bio_PUBKEY / PEM_read_bio_PrivateKey and no passphrase).
+//!
+//! PKCS#1 v1.5 encryption is what iperf3 3.12 speaks; it is not a modern construction, and
+//! the `rsa` crate's decryption is not constant-time (RUSTSEC-2023-0071): the server decrypts
+//! with blinding, and a token is only worth the few seconds of the skew threshold.
+
+use super::proto::ProtoError;
+use base64::Engine as _;
+use rsa::pkcs1::DecodeRsaPrivateKey;
+use rsa::pkcs8::{DecodePrivateKey, DecodePublicKey};
+use rsa::{Pkcs1v15Encrypt, RsaPrivateKey, RsaPublicKey};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// iperf3's default `--time-skew-threshold`, seconds (iperf_api.c).
+pub const DEFAULT_SKEW_S: u32 = 10;
+/// The largest key or users file read (a key file is a few kB).
+const MAX_FILE: u64 = 1 << 20;
+/// The environment variable a client's password comes from, as iperf3 reads it.
+pub const PASSWORD_ENV: &str = "IPERF3_PASSWORD";
+
+/// `auth_text_format` of iperf_auth.c.
+fn plaintext(user: &str, password: &str, ts: i64) -> String {
+    format!("user: {user}\npwd:  {password}\nts:   {ts}")
+}
+
+/// The hex SHA-256 of `{user}password`, as the authorized users file holds it.
+pub fn password_hash(user: &str, password: &str) -> String {
+    let digest = Sha256::digest(format!("{{{user}}}{password}").as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn now_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// A file of at most [`MAX_FILE`] bytes, or a sentence naming it and `what` it is.
+fn read_small(path: &Path, what: &str) -> Result<String, String> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "the {what} {} is not a regular file",
+            path.display()
+        ));
+    }
+    if meta.len() > MAX_FILE {
+        return Err(format!(
+            "the {what} {} is {} bytes, more than a {what} can be",
+            path.display(),
+            meta.len()
+        ));
+    }
+    std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))
+}
+
+/// The client's credentials, encrypted for the server on each test.
+#[derive(Clone, Debug)]
+pub struct ClientAuth {
+    key: RsaPublicKey,
+    user: String,
+    password: String,
+}
+
+impl ClientAuth {
+    /// `--username USER --rsa-public-key-path FILE`, the password from [`PASSWORD_ENV`].
+    pub fn new(public_key: &Path, user: &str, password: &str) -> Result<ClientAuth, String> {
+        let pem = read_small(public_key, "RSA public key")?;
+        let key = RsaPublicKey::from_public_key_pem(&pem).map_err(|e| {
+            format!(
+                "{} is not an RSA public key in PEM (`openssl rsa -in private.pem -pubout` \
+                 writes one): {e}",
+                public_key.display()
+            )
+        })?;
+        // sscanf's %s stops at white space: iperf3 cannot carry a name or password with it.
+        for (what, v) in [("user name", user), ("password", password)] {
+            if v.is_empty() || v.chars().any(char::is_whitespace) {
+                return Err(format!(
+                    "the {what} must be non-empty and without spaces (iperf3 reads it as one \
+                     word)"
+                ));
+            }
+        }
+        Ok(ClientAuth {
+            key,
+            user: user.to_string(),
+            password: password.to_string(),
+        })
+    }
+
+    /// The `authtoken` parameter for a test starting now.
+    pub fn token(&self) -> Result<String, String> {
+        self.token_at(now_s())
+    }
+
+    fn token_at(&self, ts: i64) -> Result<String, String> {
+        let text = plaintext(&self.user, &self.password, ts);
+        let sealed = self
+            .key
+            .encrypt(&mut rand_core::OsRng, Pkcs1v15Encrypt, text.as_bytes())
+            .map_err(|e| {
+                format!("cannot encrypt the credentials with the server's public key: {e}")
+            })?;
+        Ok(base64::engine::general_purpose::STANDARD.encode(sealed))
+    }
+}
+
+/// The server's key and its authorized users.
+#[derive(Clone, Debug)]
+pub struct ServerAuth {
+    key: RsaPrivateKey,
+    users: PathBuf,
+    skew_s: u32,
+}
+
+/// What a decrypted token says.
+#[derive(Debug, PartialEq)]
+struct Credentials {
+    user: String,
+    password: String,
+    ts: i64,
+}
+
+/// Parse `auth_text_format` as sscanf does: each literal word in turn, `%s` a run of
+/// non-white-space characters, `%ld` a signed decimal; white space in the format matches
+/// any white space.
+fn parse_plaintext(text: &str) -> Option<Credentials> {
+    let mut rest = text;
+    let mut word = |label: &str| -> Option<&str> {
+        rest = rest.trim_start().strip_prefix(label)?.trim_start();
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let (w, r) = rest.split_at(end);
+        rest = r;
+        (!w.is_empty()).then_some(w)
+    };
+    let user = word("user:")?.to_string();
+    let password = word("pwd:")?.to_string();
+    let ts = word("ts:")?;
+    let digits = ts
+        .char_indices()
+        .take_while(|&(i, c)| c.is_ascii_digit() || (i == 0 && (c == '-' || c == '+')))
+        .count();
+    let ts = ts[..digits].parse().ok()?;
+    Some(Credentials { user, password, ts })
+}
+
+impl ServerAuth {
+    /// `--rsa-private-key-path FILE --authorized-users-path FILE [--time-skew-threshold S]`.
+    /// The users file is read again for every test, as iperf3 does, so it can be edited
+    /// while the server runs.
+    pub fn new(private_key: &Path, users: &Path, skew_s: u32) -> Result<ServerAuth, String> {
+        let pem = read_small(private_key, "RSA private key")?;
+        let key = RsaPrivateKey::from_pkcs1_pem(&pem)
+            .or_else(|_| RsaPrivateKey::from_pkcs8_pem(&pem))
+            .map_err(|e| {
+                format!(
+                    "{} is not an unencrypted RSA private key in PEM (`openssl genrsa -out \
+                     private.pem 2048` writes one; `openssl rsa -in KEY -out private.pem` \
+                     removes a passphrase): {e}",
+                    private_key.display()
+                )
+            })?;
+        read_small(users, "authorized users file")?;
+        if skew_s == 0 {
+            return Err("--time-skew-threshold must be at least 1 second".into());
+        }
+        Ok(ServerAuth {
+            key,
+            users: users.to_path_buf(),
+            skew_s,
+        })
+    }
+
+    /// Whether `token` (the client's `authtoken`) names an authorized user with the right
+    /// password at about this time; the refusal is iperf3's IEAUTHTEST.
+    pub fn check(&self, token: Option<&str>) -> Result<(), ProtoError> {
+        self.check_at(token, now_s())
+    }
+
+    fn check_at(&self, token: Option<&str>, now: i64) -> Result<(), ProtoError> {
+        let refuse = |what: &str| ProtoError::Auth(what.to_string());
+        let token = token.ok_or_else(|| refuse("the client sent no credentials"))?;
+        let sealed = base64::engine::general_purpose::STANDARD
+            .decode(token.trim())
+            .map_err(|_| refuse("the token is not base64"))?;
+        let text = self
+            .key
+            .decrypt_blinded(&mut rand_core::OsRng, Pkcs1v15Encrypt, &sealed)
+            .map_err(|_| refuse("the token does not decrypt with this server's key"))?;
+        let c = std::str::from_utf8(&text)
+            .ok()
+            .and_then(parse_plaintext)
+            .ok_or_else(|| refuse("the token is not iperf3's user/pwd/ts text"))?;
+        if (now - c.ts).abs() > i64::from(self.skew_s) {
+            return Err(refuse(&format!(
+                "the token's time is {} s from this server's (at most {} s allowed)",
+                now - c.ts,
+                self.skew_s
+            )));
+        }
+        let hash = password_hash(&c.user, &c.password);
+        let users = read_small(&self.users, "authorized users file").map_err(|e| refuse(&e))?;
+        let known = users.lines().any(|line| {
+            let line = line.trim_end_matches('\r');
+            if line.is_empty() || line.starts_with('#') {
+                return false;
+            }
+            // strtok(buf, ","): the first two comma-separated fields.
+            let mut fields = line.split(',').filter(|f| !f.is_empty());
+            fields.next() == Some(c.user.as_str()) && fields.next() == Some(hash.as_str())
+        });
+        if known {
+            Ok(())
+        } else {
+            Err(refuse("unknown user or wrong password"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_password_hash_is_iperf3s() {
+        // iperf3's documentation example (docs/invoking.rst): `echo -n "{mario}rossi" |
+        // sha256sum`.
+        assert_eq!(
+            password_hash("mario", "rossi"),
+            "bf7a49a846d44b454a5d11e7acfaf13d138bbe0b7483aa3e050879700572709b"
+        );
+    }
+
+    #[test]
+    fn plaintext_reads_as_sscanf_does() {
+        let t = plaintext("mario", "rossi", 1_700_000_000);
+        assert_eq!(t, "user: mario\npwd:  rossi\nts:   1700000000");
+        assert_eq!(
+            parse_plaintext(&t),
+            Some(Credentials {
+                user: "mario".into(),
+                password: "rossi".into(),
+                ts: 1_700_000_000
+            })
+        );
+        assert_eq!(parse_plaintext("user: a\npwd:  b\n"), None);
+        assert_eq!(parse_plaintext("garbage"), None);
+        assert_eq!(
+            parse_plaintext("user: a\npwd:  b\nts:   -5x").unwrap().ts,
+            -5
+        );
+    }
+}
