@@ -357,11 +357,11 @@ fn finish(
         let summary = report::Summary::of(&wrapped, "this run")?;
         let style = report::terminal::Style::new(global.use_color());
         let text = report::terminal::mmio::render(&summary, &style);
-        use std::io::Write;
-        let mut out = std::io::stdout().lock();
-        if let Err(e) = out.write_all(text.as_bytes()) {
-            if e.kind() != std::io::ErrorKind::BrokenPipe {
-                return Err(e.into());
+        // Through the one terminal writer (a file name or sysfs string shown escaped); a
+        // closed stdout (`| head`) still lets the run end as it should.
+        if let Err(e) = crate::out!("{text}") {
+            if !e.is::<crate::terminal::StdoutClosed>() {
+                return Err(e);
             }
         }
     }

@@ -195,7 +195,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     };
     let user_only = session.user_only_note(&events);
     if let Some(n) = &user_only {
-        eprintln!("headroom: note: {n}");
+        crate::terminal::note(n);
     }
     for (i, e) in events.iter().enumerate() {
         match session.error(i) {
@@ -567,12 +567,11 @@ fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
             },
         )?;
     } else {
-        let text = report::count::render_list(&listing, &events, &findings);
-        if let Err(e) = std::io::stdout().lock().write_all(text.as_bytes()) {
-            if e.kind() != std::io::ErrorKind::BrokenPipe {
-                return Err(e.into());
-            }
-        }
+        // Through the one terminal writer: PMU, event and tracepoint names come from sysfs.
+        crate::out!(
+            "{}",
+            report::count::render_list(&listing, &events, &findings)
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
