@@ -252,7 +252,38 @@ pub fn cyclictest_json_argv(mut args: Vec<OsString>) -> Vec<OsString> {
     args
 }
 
+impl BenchCommand {
+    /// Where the benchmark keeps its result (`--output`, `--no-save`, `--db`); for `bench
+    /// latency`, cyclictest's `--json=FILE` is its `--output`.
+    fn keep(&self) -> Option<crate::output::KeepArgs> {
+        match self {
+            BenchCommand::Disk(a) => Some(a.keep.clone()),
+            BenchCommand::Latency(a) => Some(a.keep()),
+            BenchCommand::Net(a) => Some(a.keep.clone()),
+            BenchCommand::Mmio(a) => Some(a.keep.clone()),
+            BenchCommand::Mem(a) => Some(a.keep.clone()),
+            BenchCommand::StressWorker { .. } => None,
+        }
+    }
+}
+
+impl LatencyArgs {
+    /// `--output`, or cyclictest's `--json=FILE` in its place.
+    fn keep(&self) -> crate::output::KeepArgs {
+        let mut keep = self.keep.clone();
+        if self.cyclictest_json.is_some() {
+            keep.output.clone_from(&self.cyclictest_json);
+        }
+        keep
+    }
+}
+
 pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    // Every benchmark checks where its result goes before it runs, so a missing or
+    // read-only directory does not lose a run (a usage error, exit 2).
+    if let Some(keep) = args.command.keep() {
+        keep.check_output().map_err(|e| terminal::usage(e.0))?;
+    }
     match &args.command {
         BenchCommand::Disk(a) => crate::bench_disk::run_disk(global, a),
         BenchCommand::Latency(a) => run_latency(global, a),
@@ -494,10 +525,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         .map(stress::parse_spec)
         .transpose()
         .map_err(|msg| terminal::usage(format!("--stress: {msg}")))?;
-    let mut keep = a.keep.clone();
-    if a.cyclictest_json.is_some() {
-        keep.output.clone_from(&a.cyclictest_json);
-    }
+    let keep = a.keep();
     let root = SysRoot::new("/");
     let context = system::read_context(&root);
 

@@ -157,8 +157,9 @@ impl DiskArgs {
     }
 }
 
-/// `headroom bench disk`: a bad value (`--bs 3`, `--output` in a missing directory) is a usage
-/// error, exit 2, as everywhere else; a target that cannot be used, exit 1.
+/// `headroom bench disk`: a bad value (`--bs 3`) is a usage error, exit 2, as everywhere else
+/// (`--output` in a missing directory too, checked before every benchmark by `bench::run`); a
+/// target that cannot be used, exit 1.
 pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode> {
     match disk_command(global, args) {
         Err(e) if is_usage_error(&e) => Err(crate::terminal::usage(format!("{e:#}"))),
@@ -170,7 +171,7 @@ fn is_usage_error(e: &anyhow::Error) -> bool {
     matches!(
         e.downcast_ref::<DiskError>(),
         Some(DiskError::BadParameter(_))
-    ) || e.downcast_ref::<crate::output::OutputUnusable>().is_some()
+    )
 }
 
 /// The file or device `given` names for a benchmark, by the rules of `headroom path`
@@ -216,8 +217,6 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     let overrides = args.overrides()?;
     let (engine, engine_note) = disk::choose_engine(&args.engine)?;
     let (parameters, tests) = profiles::build(profile, &overrides, engine.name(), cpus)?;
-    // A result that cannot be written is known now, not after the whole benchmark.
-    args.keep.check_output()?;
 
     // Where the target lives, at the block level; holds matter only for a device.
     let root = SysRoot::new("/");

@@ -29,7 +29,8 @@ use std::time::Duration;
 macro_rules! side_effects {
     () => {
         "Loads from a device are not harmless: reading a FIFO, a clear-on-read status register \
-or a doorbell changes the device's state. Map only BARs whose registers you know (a RAM-like BAR \
+or a doorbell changes the device's state (virtio's ISR status register clears when read, and the \
+driver loses the interrupt it signalled). Map only BARs whose registers you know (a RAM-like BAR \
 of an FPGA or of a PCIe endpoint in a test setup)."
     };
 }
@@ -40,7 +41,8 @@ const SIDE_EFFECTS: &str = side_effects!();
     side_effects!(),
     "\n\n",
     "The mapping is read-only unless --write names the exact target; stores are refused while \
-a driver is bound to the function and on the BAR holding its MSI-X table.\n",
+a driver is bound to the function and on the BAR holding its MSI-X table; loads from a function \
+with a driver bound need --allow-bound.\n",
     "Rates are MB/s (10^6 B/s). Sizes and offsets: bytes, K/M/G (binary), or 0x hex.\n",
     "Examples:\n  headroom bench mmio 0000:01:00.0:2\n  \
 headroom bench mmio 01:00.0:2 --width 32,128 --write 0000:01:00.0:2\n  \
@@ -81,6 +83,12 @@ pub struct MmioArgs {
     /// (`0000:01:00.0:2`), so a typo cannot write the wrong device.
     #[arg(long, value_name = "TARGET")]
     pub write: Option<String>,
+
+    /// Load from a BAR while a driver is bound to its function: the driver's registers are
+    /// read, and a read can change the device (see below); use --offset and --size for a
+    /// window whose registers you know, or unbind the driver first.
+    #[arg(long)]
+    pub allow_bound: bool,
 
     /// Map a prefetchable BAR write-combining (`resourceN_wc`).
     #[arg(long)]
@@ -520,6 +528,7 @@ fn open_bar(
     file: Option<PathBuf>,
     wc: bool,
     writable: bool,
+    allow_bound: bool,
     offset: u64,
     size: Option<u64>,
 ) -> Result<Opened, Refusal> {
@@ -575,6 +584,17 @@ fn open_bar(
                 why.join("; and ")
             )));
         }
+    } else if let (Some(d), false) = (&facts.driver, allow_bound) {
+        // Issue 22 item 10: a sweep reads every register of the BAR under the driver's feet.
+        return Err(refuse(format!(
+            "{f} is bound to driver {d}, and loads from BAR {} read its registers: a read can \
+             change the device (virtio's ISR status clears when read, and the driver loses the \
+             interrupt it signalled; a FIFO or a clear-on-read counter loses data); give \
+             --allow-bound to load anyway, with --offset and --size for a window whose \
+             registers you know, or unbind the driver first: echo {f} > \
+             /sys/bus/pci/drivers/{d}/unbind",
+            addr.bar
+        )));
     }
     let bar_bytes = res.size();
     let size = size.unwrap_or(bar_bytes.saturating_sub(offset));
@@ -856,6 +876,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
             file.clone(),
             a.wc,
             writable,
+            a.allow_bound,
             offset,
             size,
         ),
@@ -1010,9 +1031,23 @@ mod tests {
     const NO_BAR: &str = "0x0000000000000000 0x0000000000000000 0x0000000000000000\n";
 
     fn refusal(d: &tempfile::TempDir, bar: u8, writable: bool) -> String {
+        refusal_of(d, bar, writable, false)
+    }
+
+    fn refusal_of(d: &tempfile::TempDir, bar: u8, writable: bool, allow_bound: bool) -> String {
         let root = SysRoot::new(d.path());
         let addr: BarAddress = format!("0000:01:00.0:{bar}").parse().unwrap();
-        match open_bar(&root, "x", addr, None, false, writable, 0, None) {
+        match open_bar(
+            &root,
+            "x",
+            addr,
+            None,
+            false,
+            writable,
+            allow_bound,
+            0,
+            None,
+        ) {
             Err(r) => r.message,
             Ok(_) => panic!("mapped"),
         }
@@ -1045,6 +1080,30 @@ mod tests {
             m.contains("echo 0000:01:00.0 > /sys/bus/pci/drivers/nvme/unbind"),
             "{m}"
         );
+    }
+
+    /// Issue 22 item 10: loads from a function with a driver bound are refused before any
+    /// mapping unless --allow-bound, with why; with it they go on (to the missing resource
+    /// file of this tree, here).
+    #[test]
+    fn loads_from_a_bound_function_need_allow_bound() {
+        let bound = tree(MEM_BAR, "1", Some("virtio-pci"));
+        let m = refusal(&bound, 0, false);
+        assert!(
+            m.starts_with("0000:01:00.0 is bound to driver virtio-pci, and loads from BAR 0"),
+            "{m}"
+        );
+        assert!(m.contains("virtio's ISR status clears when read"), "{m}");
+        assert!(m.contains("give --allow-bound to load anyway"), "{m}");
+        assert!(
+            m.contains("echo 0000:01:00.0 > /sys/bus/pci/drivers/virtio-pci/unbind"),
+            "{m}"
+        );
+        let m = refusal_of(&bound, 0, false, true);
+        assert!(!m.contains("--allow-bound"), "{m}");
+        // Without a driver, loads need no flag.
+        let m = refusal(&tree(MEM_BAR, "1", None), 0, false);
+        assert!(!m.contains("--allow-bound"), "{m}");
     }
 
     #[test]

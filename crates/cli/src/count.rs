@@ -239,12 +239,13 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     // whose output would otherwise be mixed into the numbers. The --json document goes to
     // stdout as every command's does (the command's stdout was sent to stderr above).
     let mut out: Box<dyn Write> = match &a.output {
-        Some(path) => match std::fs::File::create(path) {
+        Some(path) => match report::atomic::create_stream(path) {
             Ok(f) => Box::new(std::io::BufWriter::new(f)),
             Err(e) => {
                 eprintln!(
-                    "headroom: error: -o {}: cannot create it: {e}",
-                    path.display()
+                    "headroom: error: -o {}: cannot create it: {}",
+                    path.display(),
+                    e.source
                 );
                 return Ok(ExitCode::from(1));
             }

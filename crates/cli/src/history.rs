@@ -96,10 +96,10 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
                             r.host.clone().unwrap_or_else(|| "-".into()),
                             r.target.clone().unwrap_or_else(|| "-".into()),
                             r.test.clone(),
-                            if r.interrupted {
-                                format!("{} (interrupted)", r.headline)
-                            } else {
-                                r.headline.clone()
+                            match &r.damaged {
+                                Some(_) => "damaged (see below)".to_string(),
+                                None if r.interrupted => format!("{} (interrupted)", r.headline),
+                                None => r.headline.clone(),
                             },
                         ]
                     })
@@ -127,6 +127,20 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
                     crate::outln!("{}", line(r))?;
                 }
             }
+            // A damaged run is named, the others are listed: the exit says not all was well.
+            let damaged: Vec<_> = rows
+                .iter()
+                .filter_map(|r| Some((r.id, r.damaged.as_ref()?)))
+                .collect();
+            for (id, what) in &damaged {
+                crate::terminal::error(format_args!(
+                    "run {id} in the history {} is damaged: {what}; the other runs are intact",
+                    db.display()
+                ));
+            }
+            if !damaged.is_empty() {
+                return Ok(ExitCode::from(1));
+            }
         }
         HistoryAction::Show { id } => {
             let doc = open_to_read(&db)?.get(*id)?;
@@ -142,12 +156,12 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
             }
         }
         HistoryAction::Add { files } => {
-            let store = Store::open(&db)?;
+            let store = crate::output::open_to_save(args.db.as_deref())?;
             let mut failed = false;
             let mut saved_runs = Vec::new();
             for f in files {
-                let saved = std::fs::read_to_string(f)
-                    .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))
+                let saved = report::document::read_text(f)
+                    .map_err(anyhow::Error::new)
                     .and_then(|text| {
                         // Check it under its own name first (the envelope, then the body
                         // as its kind's view reads it), so an error names the file.

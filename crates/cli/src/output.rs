@@ -97,6 +97,16 @@ pub fn db_path(db: Option<&Path>) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// The history to save in: `--db FILE` (whose directory must exist), else the default one,
+/// whose directory is made (0700) when missing.
+pub fn open_to_save(db: Option<&Path>) -> anyhow::Result<report::history::Store> {
+    let path = db_path(db)?;
+    if db.is_none() {
+        report::history::create_default_dir(&path)?;
+    }
+    Ok(report::history::Store::open(&path)?)
+}
+
 /// Keep a result document of `kind` in the history database (`db`, or the default one);
 /// returns its id.
 pub fn save_result<T: serde::Serialize>(
@@ -105,8 +115,7 @@ pub fn save_result<T: serde::Serialize>(
     db: Option<&std::path::Path>,
 ) -> anyhow::Result<i64> {
     let doc = report::document::wrap(kind, env!("CARGO_PKG_VERSION"), body)?;
-    let store = report::history::Store::open(&db_path(db)?)?;
-    Ok(store.insert(&doc.to_json_pretty())?.id)
+    Ok(open_to_save(db)?.insert(&doc.to_json_pretty())?.id)
 }
 
 /// Options every benchmark shares for keeping its result.
@@ -177,16 +186,10 @@ pub fn check_writable(flag: &str, path: &std::path::Path) -> Result<(), OutputUn
             dir.display()
         )));
     }
-    let probe = dir.join(format!(".headroom-output-check.{}", std::process::id()));
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-    {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
+    // The temporary file the write will make, made and removed now (unpredictable name,
+    // O_EXCL: nothing another user planted in the directory is followed or reused).
+    match report::atomic::check_writable(path) {
+        Ok(()) => Ok(()),
         Err(e) => {
             let why = match e.raw_os_error() {
                 Some(libc::EROFS) => "its filesystem is read-only".to_string(),

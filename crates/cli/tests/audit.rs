@@ -366,7 +366,8 @@ fn a_downgraded_link_finding_names_the_bars_lspci_lists() {
         advice,
         [
             "measure what the CPU gets across it: `headroom bench mmio 0002:01:00.0:0` (BAR 0; an \
-          lspci dump has no BAR sizes)"
+          lspci dump has no BAR sizes; with a driver bound it needs --allow-bound, as a \
+          register read can change the device (virtio's ISR status clears when read))"
         ]
     );
     // Still three findings: the BARs joined the link's finding, none was added.

@@ -382,6 +382,32 @@ fn a_downgraded_link_names_the_bars_it_carries_and_the_largest_to_measure() {
             .count(),
         1
     );
+    // Issue 22 item 10: with a driver bound, the command asks for --allow-bound and the
+    // advice says why (a register read can change the device).
+    let drv = dir.path().join("sys/bus/pci/drivers/nvme");
+    std::fs::create_dir_all(&drv).unwrap();
+    std::os::unix::fs::symlink(
+        &drv,
+        dir.path()
+            .join("sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/driver"),
+    )
+    .unwrap();
+    let a = audit(dir.path());
+    let advice = a
+        .findings
+        .iter()
+        .find(|f| f.message.contains("runs below what both ends support"))
+        .and_then(|f| f.advice.clone())
+        .unwrap();
+    assert!(
+        advice.ends_with(
+            "`headroom bench mmio 0000:01:00.0:2 --allow-bound` (BAR 2, the largest; driver \
+             nvme is bound, and a register read can change the device (virtio's ISR status \
+             clears when read): load a window whose registers you know (--offset, --size) or \
+             unbind the driver first)"
+        ),
+        "{advice}"
+    );
 }
 
 #[test]

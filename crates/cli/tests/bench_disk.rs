@@ -368,7 +368,12 @@ impl Cleanup {
     fn loop_device(&mut self, dir: &Path, bytes: u64) -> String {
         let img = dir.join("disk.img");
         std::fs::File::create(&img).unwrap().set_len(bytes).unwrap();
-        let dev = sh(&["losetup", "-f", "--show", img.to_str().unwrap()]);
+        self.losetup(&[img.to_str().unwrap()])
+    }
+
+    /// `losetup -f --show ARGS...`: a new loop device (its /dev path), detached at the end.
+    fn losetup(&mut self, args: &[&str]) -> String {
+        let dev = sh(&[&["losetup", "-f", "--show"], args].concat());
         self.0
             .push(vec!["losetup".into(), "-d".into(), dev.clone()]);
         dev
@@ -462,6 +467,62 @@ fn writing_to_a_mounted_device_is_refused() {
         dev.trim_start_matches("/dev/")
     );
     assert_eq!(entries(&mnt), ["lost+found"]);
+}
+
+/// Issue 22 item 8: a partition that backs a mounted loop device was written with
+/// --destructive, destroying the filesystem on top (loop devices appear neither in holders/
+/// nor as an exclusive claim). Two loop devices: a partitioned one (its partition added with
+/// addpart, BLKPG: this kernel has no partition table parsers), whose second partition backs
+/// a second loop device with a mounted ext4. Writing the partition, or its whole disk, is
+/// refused naming the loop device and where it is mounted; the filesystem is intact.
+#[test]
+fn a_device_backing_a_mounted_loop_device_is_held() {
+    if !is_root() || !Path::new("/dev/loop-control").exists() {
+        testsupport::fixtures::skip("needs root and loop devices (losetup)");
+        return;
+    }
+    let dir = disk_dir();
+    let mut cleanup = Cleanup(Vec::new());
+    let img = dir.path().join("parted.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let disk = cleanup.losetup(&["-P", img.to_str().unwrap()]);
+    // Partition 2: 32 MiB from sector 34816 (512-byte sectors).
+    sh(&["addpart", &disk, "2", "34816", "65536"]);
+    let part = format!("{disk}p2");
+    assert!(
+        wait_until(Duration::from_secs(10), || Path::new(&part).exists()),
+        "{part} did not appear"
+    );
+    let upper = cleanup.losetup(&[&part]);
+    sh(&["mkfs.ext4", "-q", "-F", &upper]);
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    cleanup.mount(&[&upper], mnt.to_str().unwrap());
+    std::fs::write(mnt.join("kept.txt"), "the filesystem on top\n").unwrap();
+    let name = |d: &str| d.trim_start_matches("/dev/").to_string();
+    for target in [&part, &disk] {
+        let err = fails_saying(
+            headroom()
+                .args(["bench", "disk", target, "--rw", "write", "--size", "4M"])
+                .arg("--destructive"),
+            1,
+            &format!(
+                "{} backs loop device {}, and {} is mounted on {}",
+                name(&part),
+                name(&upper),
+                name(&upper),
+                mnt.display()
+            ),
+        );
+        assert!(err.contains("losetup -d"), "{err}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(mnt.join("kept.txt")).unwrap(),
+        "the filesystem on top\n"
+    );
 }
 
 #[test]
@@ -814,6 +875,90 @@ fn stale_test_file_of_a_killed_run_is_removed() {
     );
     assert!(err.contains("killed before it could remove it"), "{err}");
     assert_eq!(entries(dir.path()), [live]);
+}
+
+/// Issue 22 item 9: the cleanup ran as root over every file named like a test file whose
+/// process is gone, whoever owned it. Now it removes only the running user's files made after
+/// the process their name records started, and names the rest without touching them: a file
+/// of user nobody's, one whose name records a start after the file was made, one of an older
+/// headroom's names (no start time).
+#[test]
+fn stale_test_files_of_other_users_or_times_are_reported_not_removed() {
+    if !is_root() {
+        testsupport::fixtures::skip("needs root, to make a file of user nobody's");
+        return;
+    }
+    // A process that ran and is gone, with its start time as /proc showed it.
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap();
+    let start: u64 = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let pid = child.id();
+    let dir = disk_dir();
+    let file = |name: String| {
+        std::fs::write(dir.path().join(&name), b"test data").unwrap();
+        name
+    };
+    // Today's names (with a random part) and those of earlier headrooms are all recognised.
+    let ours = file(format!("headroom-disk.{pid}.{start}.0000000a.tmp"));
+    let nobodys = file(format!("headroom-disk.{pid}.{start}.tmp"));
+    std::os::unix::fs::chown(dir.path().join(&nobodys), Some(65534), Some(65534)).unwrap();
+    // Started a million seconds after the file was made: not the process that made it.
+    let later = file(format!(
+        "headroom-disk.{pid}.{}.0000000c.tmp",
+        start + 100_000_000
+    ));
+    let older = file(format!("headroom-disk.{pid}.tmp"));
+    let out = headroom()
+        .args(["bench", "disk"])
+        .arg(dir.path())
+        .args([
+            "--rw",
+            "read",
+            "--size",
+            "1M",
+            "--runtime",
+            "0.2",
+            "--no-save",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let shown = |n: &str| dir.path().join(n).display().to_string();
+    assert!(err.contains(&format!("removed {}", shown(&ours))), "{err}");
+    for (name, why) in [
+        (&nobodys, "it belongs to user 65534, not to user 0"),
+        (
+            &later,
+            "it was made before the process its name records started",
+        ),
+        (&older, "its name records no start time"),
+    ] {
+        assert!(
+            err.contains(&format!(
+                "{} is named like the test file of an earlier run (process {pid}, gone), but \
+                 {why}",
+                shown(name)
+            )),
+            "{err}"
+        );
+    }
+    assert!(err.contains("it was left alone"), "{err}");
+    let mut left = entries(dir.path());
+    left.sort();
+    let mut kept = vec![nobodys, later, older];
+    kept.sort();
+    assert_eq!(left, kept);
 }
 
 /// Issue 11 item 16: tmpfs does no block I/O, so there is no cross-check to show (not

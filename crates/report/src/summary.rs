@@ -291,6 +291,7 @@ impl Summary {
     }
 
     pub fn of(doc: &Document, origin: &str) -> Result<Summary, DocumentError> {
+        doc.check_kind(origin)?;
         let common: CommonView = doc.view(origin)?;
         let env = &doc.envelope;
         let mut s = Summary {
@@ -384,6 +385,10 @@ impl Summary {
                     bottleneck: c.bottleneck.clone(),
                 });
                 let mean = p.shown == model::disk::Shown::Mean;
+                // How many tests of each name came before: counted once per test, so a run
+                // of many tests reads in time linear in their number.
+                let mut seen: std::collections::HashMap<String, usize> =
+                    std::collections::HashMap::new();
                 for crate::views::DiskTestView {
                     test: t,
                     efficiency,
@@ -403,9 +408,10 @@ impl Summary {
                     });
                     // Compare lines tests up by name: a repeated name gets its ordinal.
                     let mut name = t.spec.name();
-                    let same = s.tests.iter().filter(|x| x.name.starts_with(&name)).count();
-                    if same > 0 {
-                        name = format!("{name} ({})", same + 1);
+                    let same = seen.entry(name.clone()).or_insert(0);
+                    *same += 1;
+                    if *same > 1 {
+                        name = format!("{name} ({same})");
                     }
                     let cross_check = headline_run.map(|r| &r.cross_check);
                     s.tests.push(TestRow {
