@@ -5,7 +5,7 @@
     -machine q35                                   QEMU arguments in QEMU's own syntax,
     -device pcie-root-port,id=rp1,bus=pcie.0,...   one option (with its value) per line
     -drive file=nvme.img,if=none,id=nvme0d,format=raw
-    ext4: nvme0d          the lab formats this drive ext4; the board benches a file on it
+    ext4: nvme0d          the lab makes this drive ext4; the board benches a file on it
     raw: spare0d          a spare disk the board benches with --destructive
     monitor: pcie_aer_inject_error rp1 BAD_TLP     sent to QEMU's monitor once the guest is up
     run: audit path disk raw latency count survey net   what runs inside (default: all that apply)
@@ -81,7 +81,7 @@ def join_props(head, props):
 
 class Board:
     def __init__(self, path):
-        self.path = os.path.abspath(path)
+        self.path = path
         self.name = os.path.basename(path).removesuffix(".board")
         self.arch = None
         self.args = []  # [(option, value or None, line number)]
@@ -89,6 +89,7 @@ class Board:
         self.ext4 = []  # drive ids
         self.raw = []
         self.steps = None
+        self.drive_lines = {}  # drive id named by ext4:/raw: -> line number
         self._parse()
 
     def fail(self, lineno, what):
@@ -101,8 +102,12 @@ class Board:
         except OSError as e:
             raise BoardError(f"{self.path}: cannot read the board file ({e.strerror}); give the path of a board file, e.g. lab/boards/x86_64-q35.board")
         for n, raw in enumerate(lines, 1):
-            line = raw.split("#", 1)[0].strip() if not raw.lstrip().startswith("monitor:") else raw.strip()
-            if not line or line.startswith("#"):
+            # `#` starts a comment: a whole line, or after a blank at the end of one.
+            line = raw.strip()
+            if line.startswith("#"):
+                continue
+            line = line.split(" #", 1)[0].strip()
+            if not line:
                 continue
             if line.startswith("-"):
                 words = shlex.split(line)
@@ -120,10 +125,10 @@ class Board:
                 self.arch = value
             elif key == "monitor":
                 self.monitor.append((value, n))
-            elif key == "ext4":
-                self.ext4 += value.split()
-            elif key == "raw":
-                self.raw += value.split()
+            elif key in ("ext4", "raw"):
+                for drive_id in value.split():
+                    getattr(self, key).append(drive_id)
+                    self.drive_lines[drive_id] = n
             elif key == "run":
                 steps = value.split()
                 bad = [s for s in steps if s not in STEPS]
@@ -145,7 +150,8 @@ class Board:
         self.by_id = {d.id: d for d in self.devices if d.id}
         for drive_id in self.ext4 + self.raw:
             if drive_id not in self.drives:
-                self.fail(0, f"ext4:/raw: name {drive_id!r}, which is no -drive id")
+                known = ", ".join(self.drives) or "none"
+                self.fail(self.drive_lines[drive_id], f"{drive_id!r} is no -drive's id (the board's drives: {known})")
         if self.steps is None:
             self.steps = [s for s in DEFAULT_STEPS if self.step_applies(s)]
 

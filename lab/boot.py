@@ -22,8 +22,28 @@ from board import SCRATCH_BYTES, join_props
 
 # Whole-board limit: TCG boots an arm64 kernel in about a minute on a shared core; the steps
 # have their own limits in the guest.
-BOARD_SECONDS = 1500
+BOARD_SECONDS = 900
 GUEST_IPERF_PORT = 5201
+
+
+# Every child process a boot started (QEMU, host-side servers), for stop_all().
+children = set()
+children_lock = threading.Lock()
+
+
+def spawn(argv, **kw):
+    p = subprocess.Popen(argv, **kw)
+    with children_lock:
+        children.add(p)
+    return p
+
+
+def stop_all():
+    """Kill every child still running (lab/run interrupted)."""
+    with children_lock:
+        for p in children:
+            if p.poll() is None:
+                p.kill()
 
 
 def free_port():
@@ -66,16 +86,17 @@ def prepare_drives(board, workdir):
 def qemu_command(board, kernel, initrd, monitor_sock, drive_paths, hostfwd_port, accel):
     cmd = [board.qemu, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot"]
     cmd += ["-accel", accel]
-    for i, (opt, value, _) in enumerate(board.args):
-        if opt == "-drive":
-            parts = value.split(",")
-            d = board.drives[next(p[3:] for p in parts if p.startswith("id="))]
-            d.props["file"] = drive_paths[d.id]
-            value = join_props("", {k: v for k, v in d.props.items()})[1:]
-        elif opt == "-device" and value:
-            dev = next((d for d in board.devices if d.line == board.args[i][2]), None)
-            if dev is not None:
-                value = join_props(dev.driver, dev.props)
+    drives = {d.line: d for d in board.drives.values()}
+    devices = {d.line: d for d in board.devices}
+    for i, (opt, value, line) in enumerate(board.args):
+        # -drive and -device are written back from their parsed form: the lab's file paths
+        # and serials in.
+        if opt == "-drive" and line in drives:
+            d = drives[line]
+            value = join_props("file=" + drive_paths[d.id].replace(",", ",,"),
+                               {k: v for k, v in d.props.items() if k != "file"})
+        elif opt == "-device" and line in devices:
+            value = join_props(devices[line].driver, devices[line].props)
         elif opt == "-netdev" and i == board.user_netdev() and hostfwd_port:
             value += f",hostfwd=tcp:127.0.0.1:{hostfwd_port}-:{GUEST_IPERF_PORT}"
         cmd.append(opt)
@@ -99,6 +120,7 @@ class Result:
         self.done = False
         self.host = {}  # name -> (exit code, stdout, stderr) of the host side's net runs
         self.error = None
+        self.booted = False
         self.seconds = None
 
 
@@ -135,7 +157,7 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
     with open(os.path.join(workdir, "qemu.cmd"), "w") as f:
         f.write(" ".join(cmd) + "\n")
     serial = open(os.path.join(workdir, "serial.log"), "wb")
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = spawn(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     lines = queue.Queue()
 
     def reader():
@@ -183,6 +205,8 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
             what = words[0]
             if what == "file":
                 current = (words[1], [])
+            elif what == "boot":
+                result.booted = True
             elif what == "rc":
                 result.rc[words[1]] = int(words[2])
             elif what == "disk":
@@ -234,6 +258,9 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
         serial.close()
         if os.path.exists(monitor_sock):
             os.unlink(monitor_sock)
+    if not result.done and not result.error:
+        result.error = (f"QEMU ended (exit code {proc.returncode}) "
+                        + ("before the board finished" if result.booted else "before the guest's /init ran"))
     result.seconds = time.monotonic() - start
     out = os.path.join(workdir, "out")
     os.makedirs(out, exist_ok=True)
@@ -241,7 +268,7 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)
     with open(os.path.join(workdir, "result.json"), "w") as f:
-        json.dump({k: getattr(result, k) for k in ("rc", "disks", "nic", "warnings", "done", "host", "error", "seconds")}, f)
+        json.dump({k: getattr(result, k) for k in ("rc", "disks", "nic", "warnings", "done", "booted", "host", "error", "seconds")}, f)
     for name, (rc, stdout, stderr) in result.host.items():
         safe = name.replace(" ", "_").replace("/", "_")
         with open(os.path.join(out, safe + ".host.json"), "w") as f:
@@ -274,7 +301,7 @@ def run_host(argv, timeout):
 
 
 def start_host(argv):
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    return spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
 
 
 def finish_host(p, timeout):
@@ -298,14 +325,14 @@ def tail(workdir, n=40):
     return "\n".join(keep[-n:])
 
 
-def smoke_kvm(board, kernel, initrd, workdir):
+def smoke_kvm(board, kernel, initrd):
     """True when KVM boots this kernel to the lab's first console line within 30 s."""
     if not os.access("/dev/kvm", os.R_OK | os.W_OK) or board.arch != "x86_64" or os.uname().machine != "x86_64":
         return False
     cmd = [board.qemu, "-nodefaults", "-display", "none", "-no-reboot", "-accel", "kvm", "-m", "256",
            "-kernel", kernel, "-initrd", initrd, "-append", f"console={board.console} panic=-1 rdinit=/init",
            "-serial", "stdio"]
-    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    p = spawn(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     ok = threading.Event()
 
     def reader():
