@@ -236,7 +236,7 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
                     ("net-host-server-headroom", start_host([host_headroom, "bench", "net", "--server", "-1", "-p", str(hport), "--json", "--no-save"])),
                     ("net-host-server-iperf3", start_host(["iperf3", "-s", "-1", "-p", str(iport), "-J"])),
                 ]
-                time.sleep(1)
+                wait_listening([hport, iport], 30)
                 answer(f"go {hport} {iport}")
             elif what == "done":
                 result.done = True
@@ -290,6 +290,28 @@ def load(workdir):
             with open(os.path.join(out, name), "rb") as f:
                 result.files[name] = f.read()
     return result
+
+
+def wait_listening(ports, seconds):
+    """Until every port has a listening TCP socket on this host (/proc/net/tcp{,6}: local
+    address HEX_IP:HEX_PORT, state 0A), at most SECONDS."""
+    want = {f":{p:04X}" for p in ports}
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        listening = set()
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                with open(table) as f:
+                    for line in f.readlines()[1:]:
+                        fields = line.split()
+                        if fields[3] == "0A":
+                            listening.add(fields[1][fields[1].rindex(":"):])
+            except OSError:
+                pass
+        if want <= listening:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def run_host(argv, timeout):
