@@ -298,7 +298,8 @@ class Checks:
                     f"audit: {what} at {speed:g} Mb/s, {transport} on {driver}",
                     f"found {u and u['speed_mbits_per_sec']} Mb/s, {st.get('transport')} on {st.get('driver')}")
             label = (u or {}).get("name")
-            mine = [f["message"] for f in d["findings"] if f.get("subject") == label]
+            # Findings name a USB device as `USB 2-1` (model::inventory::usb::UsbDevice::label).
+            mine = [f["message"] for f in d["findings"] if f.get("subject") == f"USB {label}"]
             if transport == "bulk_only" and speed >= 5000:
                 self.ok(any("UAS" in m for m in mine), f"audit: {what}: a finding says it runs without UAS",
                         f"findings on {label}: {mine}")
