@@ -433,7 +433,8 @@ fn lab_board_bulk_only_without_uas_and_a_usb2_disk_behind_a_full_speed_hub() {
     );
     // The UAS disk (2-2) and the hub itself (a USB 1.1 device at its own speed) are fine.
     assert!(
-        !usb.iter().any(|(s, _, _)| *s == "USB 2-2" || *s == "USB 1-3"),
+        !usb.iter()
+            .any(|(s, _, _)| *s == "USB 2-2" || *s == "USB 1-3"),
         "{usb:?}"
     );
     assert_eq!(usb.len(), 2, "{usb:?}");

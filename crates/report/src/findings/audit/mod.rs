@@ -37,7 +37,10 @@ pub fn judge_pci(audit: &mut PciAudit) -> Vec<Finding> {
 
 /// The USB section's findings, device by device in the inventory's order.
 pub fn usb(inv: &UsbInventory) -> Vec<Finding> {
-    inv.devices.iter().flat_map(|d| usb_device(d, inv)).collect()
+    inv.devices
+        .iter()
+        .flat_map(|d| usb_device(d, inv))
+        .collect()
 }
 
 /// The block section's findings, disk by disk (partitions share their disk's queue).
@@ -113,7 +116,8 @@ fn usb_device(dev: &UsbDevice, inv: &UsbInventory) -> Vec<Finding> {
                 ),
             );
         }
-        if let (false, Some(v), Some(speed)) = (dev.root_hub, dev.version.as_deref(), dev.speed_mbps)
+        if let (false, Some(v), Some(speed)) =
+            (dev.root_hub, dev.version.as_deref(), dev.speed_mbps)
         {
             // A USB 2.0 disk held at Full Speed (12 Mb/s, USB 2.0 spec 7.1.11) by a USB 1.1
             // hub or port: 40 times below the High-Speed rate it was built for. (Keyboards
@@ -126,7 +130,9 @@ fn usb_device(dev: &UsbDevice, inv: &UsbInventory) -> Vec<Finding> {
                         hub.version.as_deref().unwrap_or("?"),
                         hub.speed_mbps.unwrap_or_default()
                     ),
-                    None => "its port runs at Full Speed (a USB 1.1 port or controller)".to_string(),
+                    None => {
+                        "its port runs at Full Speed (a USB 1.1 port or controller)".to_string()
+                    }
                 };
                 out.push(
                     Finding::new(
@@ -160,7 +166,10 @@ fn slow_hub<'a>(dev: &UsbDevice, inv: &'a UsbInventory) -> Option<&'a UsbDevice>
     // Bounded by USB's tier limit (at most 5 hubs between the root and a device, USB 2.0
     // spec 4.1.1), and by the inventory's size against a loop in a captured tree.
     for _ in 0..inv.devices.len().min(8) {
-        let hub = inv.devices.iter().find(|d| Some(d.name.as_str()) == parent)?;
+        let hub = inv
+            .devices
+            .iter()
+            .find(|d| Some(d.name.as_str()) == parent)?;
         if hub.root_hub {
             return None;
         }
