@@ -148,6 +148,10 @@ class Board:
                     self.fail(n, "a -drive needs id= and file= so a device can name it")
                 self.drives[d.id] = d
         self.by_id = {d.id: d for d in self.devices if d.id}
+        for key in ("ext4", "raw"):
+            if len(getattr(self, key)) > 1:
+                extra = getattr(self, key)[1]
+                self.fail(self.drive_lines[extra], f"one {key}: drive per board ({' and '.join(getattr(self, key))} given)")
         for drive_id in self.ext4 + self.raw:
             if drive_id not in self.drives:
                 known = ", ".join(self.drives) or "none"

@@ -40,6 +40,7 @@ class Boards(unittest.TestCase):
             ("-machine q35\n", "no `arch:` line"),
             ("arch: x86_64\n-drive file=a,if=none,id=d\n\nraw: e\n", ":4: 'e' is no -drive's id"),
             ("arch: x86_64\nrun: audit bench\n", ":2: unknown step bench"),
+            ("arch: x86_64\n-drive file=a,if=none,id=d\n-drive file=b,if=none,id=e\next4: d e\n", ":4: one ext4: drive"),
         ]:
             path = board_text(text)
             with self.assertRaises(BoardError) as e:
