@@ -12,7 +12,6 @@ import gzip
 import json
 import os
 import queue
-import shutil
 import socket
 import subprocess
 import threading
