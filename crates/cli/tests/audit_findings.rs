@@ -429,3 +429,39 @@ fn a_link_at_its_best_says_nothing_of_its_bars() {
         a.findings
     );
 }
+
+/// The board lab's x86_64 q35 board (lab/boards/x86_64-q35.board) as its kernel showed it
+/// (captured with `run: capture`): QEMU's bulk-only disk on SuperSpeed offers no UAS, and a
+/// USB 2.0 disk behind QEMU's USB 1.1 hub runs at 12 Mb/s. Both need a finding a user acts
+/// on; the UAS disk none.
+#[test]
+fn lab_board_bulk_only_without_uas_and_a_usb2_disk_behind_a_full_speed_hub() {
+    let inv = inventory(&own("sysfs/qemu-q35-lab"));
+    let usb: Vec<(&str, Severity, &str)> = inv
+        .usb
+        .findings
+        .iter()
+        .map(|f| (f.subject.as_str(), f.severity, f.message.as_str()))
+        .collect();
+    assert!(
+        usb.iter().any(|(s, sev, m)| *s == "USB 2-1"
+            && *sev == Severity::Info
+            && m.contains("Bulk-Only")
+            && m.contains("does not offer UAS")),
+        "{usb:?}"
+    );
+    assert!(
+        usb.iter().any(|(s, sev, m)| *s == "USB 1-3.1"
+            && *sev == Severity::Warning
+            && m.contains("12 Mb/s")
+            && m.contains("hub 1-3")),
+        "{usb:?}"
+    );
+    // The UAS disk (2-2) and the hub itself (a USB 1.1 device at its own speed) are fine.
+    assert!(
+        !usb.iter()
+            .any(|(s, _, _)| *s == "USB 2-2" || *s == "USB 1-3"),
+        "{usb:?}"
+    );
+    assert_eq!(usb.len(), 2, "{usb:?}");
+}
