@@ -34,10 +34,10 @@ headroom bench disk /media/usb --profile dd --size 256M\n  \
 headroom bench disk /mnt/x --rw randread --bs 4k --qd 32 --runtime 10"
 )]
 pub struct DiskArgs {
-    /// A directory (headroom creates and removes its own test file there), a new file name, an
+    /// A directory (headroom creates and removes its own test file there), a new file
+    /// (`./name`, `dir/name`: a bare name must be a block device or an existing file), an
     /// existing file (read as is; written only with --overwrite), or a block device by name
-    /// (`loop0`) or node (`/dev/loop0`) (read-only
-    /// unless --destructive).
+    /// (`loop0`) or node (`/dev/loop0`) (read-only unless --destructive).
     pub path: PathBuf,
 
     /// Test set: cdm, cdm-nvme, peak, real (CrystalDiskMark 8), rk (the Rockchip guide's fio
@@ -174,8 +174,9 @@ fn is_usage_error(e: &anyhow::Error) -> bool {
 }
 
 /// The file or device `given` names for a benchmark, by the rules of `headroom path`
-/// (`probe::path::classify`): a bare block device name is the device's /dev node, a path
-/// under /dev that is not a block device is refused, an interface is not a disk.
+/// (`probe::path::classify`): a bare block device name is the device's /dev node, a bare name
+/// that is neither a device nor an existing file is refused with both readings, a path under
+/// /dev that is not a block device is refused, an interface is not a disk.
 fn disk_target(root: &SysRoot, given: &Path) -> anyhow::Result<PathBuf> {
     use probe::path::Target;
     match probe::path::classify(root, given).map_err(DiskError::Target)? {
@@ -197,6 +198,16 @@ fn disk_target(root: &SysRoot, given: &Path) -> anyhow::Result<PathBuf> {
              one of that name here) or a block device"
         ))
         .into()),
+        // `bench disk vdb` for /dev/vda must not create ./vdb: a bare name is a device, as in
+        // `path`; a new file needs a path that says so.
+        Target::Missing { bare: true, .. } => {
+            let name = given.display();
+            Err(DiskError::Target(format!(
+                "no block device {name} (lsblk lists them); to test a new file here, write \
+                 ./{name}"
+            ))
+            .into())
+        }
         Target::PciFunction(name) => Err(DiskError::Target(format!(
             "{name} is a PCI function, not a disk: give its block device (`headroom audit` \
              lists them), a directory or a file; `headroom bench mmio {name}:BAR` measures its \

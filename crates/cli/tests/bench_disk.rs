@@ -770,6 +770,51 @@ fn dev_paths_must_be_block_devices_and_bare_names_mean_devices() {
     );
 }
 
+/// Issue 23 item 9: `bench disk vdb` meant as /dev/vda created ./vdb, benchmarked and removed
+/// it. A bare name that is neither a block device nor an existing file is refused with both
+/// readings and creates nothing; `./vdb` is the new file, and an existing file of that name
+/// is still that file.
+#[test]
+fn a_bare_name_that_is_no_device_is_refused_with_both_readings() {
+    let cwd = disk_dir();
+    let out = fails_saying(
+        headroom().current_dir(cwd.path()).args([
+            "bench",
+            "disk",
+            "vdb9",
+            "--size",
+            "1M",
+            "--runtime",
+            "1",
+        ]),
+        1,
+        "no block device vdb9 (lsblk lists them); to test a new file here, write ./vdb9",
+    );
+    assert_eq!(out.lines().count(), 1, "one sentence: {out}");
+    assert!(entries(cwd.path()).is_empty(), "a file was created");
+    // The file reading, as the sentence says, and an existing file by its bare name.
+    for name in ["./vdb9", "vdb9"] {
+        let doc = json_of(headroom().current_dir(cwd.path()).args([
+            "--json",
+            "bench",
+            "disk",
+            name,
+            "--size",
+            "1M",
+            "--runtime",
+            "1",
+        ]));
+        assert_eq!(doc["target"]["given"], name);
+        if name == "./vdb9" {
+            assert_eq!(doc["target"]["kind"], "new_file");
+            // Left behind on purpose for the second reading: an existing file.
+            std::fs::write(cwd.path().join("vdb9"), vec![7u8; 1 << 20]).unwrap();
+        } else {
+            assert_eq!(doc["target"]["kind"], "existing_file");
+        }
+    }
+}
+
 /// Issue 11 item 5: a run killed with SIGKILL leaves its test file; the next run in that
 /// directory recognises it (its process is gone), removes it and says so. A file of a running
 /// process is never touched.
