@@ -282,7 +282,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
 
     let interrupts = match (irq_before, irq_sampler.snapshot()) {
         (Some(before), Ok(after)) => {
-            crate::beside::irq_rates(&irq_sampler, &before, &after, irq_devices)
+            crate::beside::irq_rates(&irq_sampler, &before, &after, irq_devices, None)
         }
         _ => Vec::new(),
     };

@@ -334,7 +334,18 @@ pub fn prepare(
                      --overwrite to fill it first"
                 )));
             }
-            notes.push(format!("{show} existed and was read as is (not filled)"));
+            let whole = if m.len() < opts.size {
+                format!(
+                    ": all of its {}, less than --size {}",
+                    model::units::format_bytes_binary(m.len()),
+                    model::units::format_bytes_binary(opts.size)
+                )
+            } else {
+                String::new()
+            };
+            notes.push(format!(
+                "{show} existed and was read as is (not filled){whole}"
+            ));
             (f, opts.size.min(m.len()), false)
         }
         TargetKind::ExistingFile | TargetKind::NewFile => {
@@ -403,6 +414,7 @@ pub fn prepare(
             device,
             device_note,
             no_block_io,
+            queue: None,
         },
         file,
         _created: created,
@@ -554,6 +566,11 @@ impl Target {
         &self.info
     }
 
+    /// Record the request queue of the target's disk (read by the caller: bench reads no sysfs).
+    pub fn set_queue(&mut self, queue: Option<model::inventory::block::QueueSettings>) {
+        self.info.queue = queue;
+    }
+
     pub fn notes(&self) -> Vec<String> {
         self.notes.clone()
     }
@@ -638,7 +655,14 @@ impl Target {
     ) -> Result<(), DiskError> {
         const CHUNK: u64 = 1 << 20;
         let align = self.mem_align();
-        let buf = super::IoBuffers::new(1, CHUNK as usize, align, false, 0x5EED)?;
+        let buf = super::IoBuffers::new(
+            1,
+            CHUNK as usize,
+            align,
+            model::disk::Buffers::HugePages,
+            false,
+            0x5EED,
+        )?;
         let mut rng = super::Rng::new(size);
         let show = self.info.file.display().to_string();
         self.file
