@@ -194,6 +194,18 @@ impl SurveyBody {
                     f.advice.clone()
                 });
             match (&s.ceiling, best.efficiency) {
+                // Above the ceiling: no efficiency to quote; the part's finding says what
+                // headroom believes carried it past the link (report::efficiency).
+                (Some(c), Some(eff)) if c.mb_s > 0.0 && eff > 1.0 => {
+                    sentences.push(format!(
+                        "storage on {device} gives {} MB/s ({}), above its {} ceiling of {} MB/s: \
+                         that ceiling does not bound it, so there is no efficiency to quote",
+                        mb(best.measured_mb_s),
+                        best.name,
+                        c.bottleneck,
+                        mb(c.mb_s)
+                    ));
+                }
                 (Some(c), Some(eff)) if c.mb_s > 0.0 => {
                     sentences.push(format!(
                         "storage on {device} reaches {:.0} % of its {} ceiling ({} of {} MB/s, \
@@ -303,6 +315,11 @@ impl SurveyBody {
             for t in &d.summary.tests {
                 let mbit = t.measured_mb_s * 8.0;
                 let judged = match (&d.summary.ceiling, t.efficiency) {
+                    (Some(c), Some(eff)) if eff > 1.0 => format!(
+                        ", above the {} ceiling, which does not bound it (no efficiency to \
+                         quote)",
+                        c.bottleneck
+                    ),
                     (Some(c), Some(eff)) => {
                         format!(", {:.0} % of the {} ceiling", eff * 100.0, c.bottleneck)
                     }
