@@ -674,6 +674,13 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     if global.json {
         crate::output::print_result("latency", &document)?;
     } else {
+        let by = stopped_by_signal
+            .filter(|_| interrupted)
+            .map(terminal::signal_name);
+        let conditions = report::terminal::latency::Conditions {
+            stress: stress_spec.as_ref(),
+            interrupted_by: by.as_deref(),
+        };
         crate::out!(
             "{}",
             report::terminal::latency::render(
@@ -682,6 +689,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
                 &measurement,
                 load_samples.last(),
                 interrupts.as_ref(),
+                conditions,
                 a.nsecs
             )
         )?;
@@ -981,10 +989,26 @@ mod tests {
                 tasks: 311,
             },
         };
-        insta::assert_snapshot!(render(&config, &ctx, &m, Some(&load), None, false));
+        insta::assert_snapshot!(render(
+            &config,
+            &ctx,
+            &m,
+            Some(&load),
+            None,
+            Default::default(),
+            false
+        ));
         insta::assert_snapshot!(
             "text_of_a_two_thread_run_in_ns",
-            render(&config, &ctx, &measurement(false, 3), None, None, true)
+            render(
+                &config,
+                &ctx,
+                &measurement(false, 3),
+                None,
+                None,
+                Default::default(),
+                true
+            )
         );
         // The interrupts that arrived on the measured CPUs during the measurement: one line
         // per CPU, the three largest sources named.
@@ -1004,7 +1028,15 @@ mod tests {
                 ),
             ],
         };
-        let text = render(&config, &ctx, &m, Some(&load), Some(&interrupts), false);
+        let text = render(
+            &config,
+            &ctx,
+            &m,
+            Some(&load),
+            Some(&interrupts),
+            Default::default(),
+            false,
+        );
         insta::assert_snapshot!("text_of_a_two_thread_run_with_interrupts", text);
         assert!(text.contains(
             "interrupts on CPU 3: 242.0/s (51 eth0-rx-0 200.0/s, 45 nvme0q1 39.5/s, \

@@ -246,6 +246,40 @@ fn interrupt_loaded_run(signal: i32, name: &str) {
     wait_gone(&workers);
 }
 
+/// Issue 23 item 11: the text on stdout (what a user pastes into a report) said neither
+/// under which load the run measured nor that Ctrl-C cut it short: both went to stderr only.
+#[test]
+fn stdout_says_the_load_and_that_the_run_was_cut_short() {
+    let child = headroom_process()
+        .args(["bench", "latency", "-D", "30s", "-q", "-t", "1", "--no-save"])
+        .args(["--stress", "cpu=1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("load: 1 cpu (--stress cpu=1; ")),
+        "{text}"
+    );
+    assert!(
+        text.contains("interrupted: stopped by SIGINT (Ctrl-C) after ")
+            && text.contains(" s of the 30 s asked; the numbers cover the wake-ups measured"),
+        "{text}"
+    );
+    // An idle run that ran to its end says so too.
+    let out = stdout_of(headroom().args(["bench", "latency", "-D", "0.5s", "-q", "--no-save"]));
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("\nload: none (idle; --stress adds one)\n"), "{text}");
+    assert!(!text.contains("interrupted"), "{text}");
+}
+
 #[test]
 fn ctrl_c_stops_the_load_keeps_the_partial_run_and_exits_130() {
     interrupt_loaded_run(libc::SIGINT, "SIGINT (Ctrl-C)");
