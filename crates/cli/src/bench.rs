@@ -189,10 +189,14 @@ pub struct LatencyArgs {
     #[arg(short = 'n', long = "nanosleep", hide = true)]
     pub nanosleep: bool,
 
-    /// Background load during the run: `cpu=4,io=2,vm=1,vm-bytes=4M[,cpu-load=P]`, or a
-    /// pasted `stress-ng ...` / `stress ...` command. vm-bytes is divided across the vm
-    /// workers as stress-ng does; a pasted `stress` command gives each worker that much.
-    /// Sizes are binary (4M = 4 MiB), as in both tools.
+    /// Background load during the run: `cpu=4,io=2,vm=1,vm-bytes=4M[,cpu-load=P]`,
+    /// `hdd=1,hdd-bytes=256M[,temp-path=DIR]`, or a pasted `stress-ng ...` / `stress ...`
+    /// command (`--cpu`, `--io`, `--vm`, `--vm-bytes`, `--hdd`, `--hdd-bytes`, `--temp-path`,
+    /// `--cpu-load`; any other option is accepted with a note saying what runs instead).
+    /// vm-bytes is divided across the vm workers as stress-ng does; a pasted `stress` command
+    /// gives each worker that much. hdd workers write a file of hdd-bytes each (default 1G, at
+    /// most half the free space) in temp-path (default: the current directory, as stress-ng),
+    /// read it back and remove it. Sizes are binary (4M = 4 MiB), as in both tools.
     #[arg(long, value_name = "SPEC")]
     pub stress: Option<String>,
 
@@ -484,16 +488,18 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
 
 fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     let available = latency::available_cpus();
-    let (config, notes) = build_config(a, &available).map_err(terminal::usage)?;
-    for n in &notes {
-        terminal::note(n);
-    }
+    let (config, mut notes) = build_config(a, &available).map_err(terminal::usage)?;
     let stress_spec = a
         .stress
         .as_deref()
         .map(stress::parse_spec)
         .transpose()
         .map_err(|msg| terminal::usage(format!("--stress: {msg}")))?;
+    // Pasted stress-ng options headroom does not reproduce: a note each, as cyclictest's.
+    notes.extend(stress_spec.iter().flat_map(|s| s.notes.iter().cloned()));
+    for n in &notes {
+        terminal::note(n);
+    }
     let mut keep = a.keep.clone();
     if a.cyclictest_json.is_some() {
         keep.output.clone_from(&a.cyclictest_json);
