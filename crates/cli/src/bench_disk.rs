@@ -181,7 +181,7 @@ fn parse_buffers(s: &str) -> Result<model::disk::Buffers, String> {
 /// error, exit 2, as everywhere else; a target that cannot be used, exit 1.
 pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode> {
     match disk_command(global, args) {
-        Err(e) if is_usage_error(&e) => Err(crate::terminal::usage(format!("{e:#}"))),
+        Err(e) if is_usage_error(&e) => Err(crate::terminal::usage(crate::terminal::sentence(&e))),
         other => other,
     }
 }
@@ -385,7 +385,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
             );
             if let Err(e) = crate::output::write_result(out, "disk", &doc) {
                 if !output_failed.swap(true, Ordering::Relaxed) {
-                    eprintln!("headroom: warning: {e:#}");
+                    crate::terminal::warn(crate::terminal::sentence(&e));
                 }
             }
         }
@@ -467,7 +467,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         );
     }
     if let Err(e) = kept {
-        eprintln!("headroom: error: {e:#}");
+        crate::terminal::error(crate::terminal::sentence(&e));
         return Ok(ExitCode::from(1));
     }
     if result.interrupted {

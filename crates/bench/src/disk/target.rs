@@ -444,15 +444,23 @@ pub fn prepare(
 fn open_error(show: &str, e: &std::io::Error, direct: bool) -> DiskError {
     let hint = match e.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) => {
-            ": permission denied; choose a directory you can write to, or run as root"
+            // SAFETY: geteuid cannot fail.
+            let root = unsafe { libc::geteuid() } == 0;
+            format!(
+                ": permission denied; {}",
+                model::privilege::refusal(
+                    root,
+                    "choose a directory you can write to, or run as root"
+                )
+            )
         }
-        Some(libc::EROFS) => ": the filesystem is read-only",
-        Some(libc::EEXIST) => ": a file of that name appeared meanwhile; run again",
-        Some(libc::EBUSY) => ": the device is in use (mounted or held)",
+        Some(libc::EROFS) => ": the filesystem is read-only".to_string(),
+        Some(libc::EEXIST) => ": a file of that name appeared meanwhile; run again".to_string(),
+        Some(libc::EBUSY) => ": the device is in use (mounted or held)".to_string(),
         Some(libc::EINVAL) if direct => {
-            ": the filesystem refuses direct I/O (O_DIRECT); use --direct 0"
+            ": the filesystem refuses direct I/O (O_DIRECT); use --direct 0".to_string()
         }
-        _ => "",
+        _ => String::new(),
     };
     DiskError::Target(format!("cannot open {show}: {e}{hint}"))
 }

@@ -48,12 +48,32 @@ impl Style {
     }
 }
 
+/// Text from outside (a path, a command line, a name a peer or document sent) as one
+/// printable line: control characters (a newline, an escape sequence) written the way
+/// mountinfo writes them (`\012`), so none reaches the terminal or breaks a line of a table.
+pub fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                format!("\\{:03o}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// The terminal's table writer: columns as wide as their widest cell, two spaces apart, the
 /// first `left` columns aligned left and the others (numbers) right, the first `header`
-/// rows in bold, no trailing blanks. (Markdown and HTML have theirs in
-/// [`crate::markdown::table`] and [`crate::html`].)
+/// rows in bold, no trailing blanks, every cell [`printable`]. (Markdown and HTML have theirs
+/// in [`crate::markdown::table`] and [`crate::html`].)
 pub fn table(out: &mut String, rows: &[Vec<String>], header: usize, left: usize, style: &Style) {
     use std::fmt::Write as _;
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| printable(c)).collect())
+        .collect();
+    let rows = &rows[..];
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
         .map(|c| {
