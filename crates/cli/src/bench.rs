@@ -189,10 +189,14 @@ pub struct LatencyArgs {
     #[arg(short = 'n', long = "nanosleep", hide = true)]
     pub nanosleep: bool,
 
-    /// Background load during the run: `cpu=4,io=2,vm=1,vm-bytes=4M[,cpu-load=P]`, or a
-    /// pasted `stress-ng ...` / `stress ...` command. vm-bytes is divided across the vm
-    /// workers as stress-ng does; a pasted `stress` command gives each worker that much.
-    /// Sizes are binary (4M = 4 MiB), as in both tools.
+    /// Background load during the run: `cpu=4,io=2,vm=1,vm-bytes=4M[,cpu-load=P]`,
+    /// `hdd=1,hdd-bytes=256M[,temp-path=DIR]`, or a pasted `stress-ng ...` / `stress ...`
+    /// command (`--cpu`, `--io`, `--vm`, `--vm-bytes`, `--hdd`, `--hdd-bytes`, `--temp-path`,
+    /// `--cpu-load`; any other option is accepted with a note saying what runs instead).
+    /// vm-bytes is divided across the vm workers as stress-ng does; a pasted `stress` command
+    /// gives each worker that much. hdd workers write a file of hdd-bytes each (default 1G, at
+    /// most half the free space) in temp-path (default: the current directory, as stress-ng),
+    /// read it back and remove it. Sizes are binary (4M = 4 MiB), as in both tools.
     #[arg(long, value_name = "SPEC")]
     pub stress: Option<String>,
 
@@ -515,16 +519,18 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
 
 fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     let available = latency::available_cpus();
-    let (config, notes) = build_config(a, &available).map_err(terminal::usage)?;
-    for n in &notes {
-        terminal::note(n);
-    }
+    let (config, mut notes) = build_config(a, &available).map_err(terminal::usage)?;
     let stress_spec = a
         .stress
         .as_deref()
         .map(stress::parse_spec)
         .transpose()
         .map_err(|msg| terminal::usage(format!("--stress: {msg}")))?;
+    // Pasted stress-ng options headroom does not reproduce: a note each, as cyclictest's.
+    notes.extend(stress_spec.iter().flat_map(|s| s.notes.iter().cloned()));
+    for n in &notes {
+        terminal::note(n);
+    }
     let keep = a.keep();
     let root = SysRoot::new("/");
     let context = system::read_context(&root);
@@ -711,6 +717,13 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     if global.json {
         crate::output::print_result("latency", &document)?;
     } else {
+        let by = stopped_by_signal
+            .filter(|_| interrupted)
+            .map(terminal::signal_name);
+        let conditions = report::terminal::latency::Conditions {
+            stress: stress_spec.as_ref(),
+            interrupted_by: by.as_deref(),
+        };
         crate::out!(
             "{}",
             report::terminal::latency::render(
@@ -719,6 +732,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
                 &measurement,
                 load_samples.last(),
                 interrupts.as_ref(),
+                conditions,
                 a.nsecs
             )
         )?;
@@ -1038,10 +1052,26 @@ mod tests {
                 tasks: 311,
             },
         };
-        insta::assert_snapshot!(render(&config, &ctx, &m, Some(&load), None, false));
+        insta::assert_snapshot!(render(
+            &config,
+            &ctx,
+            &m,
+            Some(&load),
+            None,
+            Default::default(),
+            false
+        ));
         insta::assert_snapshot!(
             "text_of_a_two_thread_run_in_ns",
-            render(&config, &ctx, &measurement(false, 3), None, None, true)
+            render(
+                &config,
+                &ctx,
+                &measurement(false, 3),
+                None,
+                None,
+                Default::default(),
+                true
+            )
         );
         // The interrupts that arrived on the measured CPUs during the measurement: one line
         // per CPU, the three largest sources named.
@@ -1061,7 +1091,15 @@ mod tests {
                 ),
             ],
         };
-        let text = render(&config, &ctx, &m, Some(&load), Some(&interrupts), false);
+        let text = render(
+            &config,
+            &ctx,
+            &m,
+            Some(&load),
+            Some(&interrupts),
+            Default::default(),
+            false,
+        );
         insta::assert_snapshot!("text_of_a_two_thread_run_with_interrupts", text);
         assert!(text.contains(
             "interrupts on CPU 3: 242.0/s (51 eth0-rx-0 200.0/s, 45 nvme0q1 39.5/s, \

@@ -549,7 +549,7 @@ fn on_progress(p: &NetProgress<'_>, json: bool, server: bool, beside: &Mutex<Opt
 fn finish_beside(beside: Mutex<Option<Beside>>, m: &NetMeasurement) -> Option<BesideCounters> {
     let b = beside.into_inner().ok().flatten()?;
     let (sent, received) = report::net::app_bytes(m);
-    Some(b.finish(received, sent))
+    Some(b.finish(received, sent, None))
 }
 
 /// The /proc/net/dev delta of the test's interface.

@@ -314,7 +314,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
 
     let interrupts = match (irq_before, irq_sampler.snapshot()) {
         (Some(before), Ok(after)) => {
-            crate::beside::irq_rates(&irq_sampler, &before, &after, irq_devices)
+            crate::beside::irq_rates(&irq_sampler, &before, &after, irq_devices, None)
         }
         _ => Vec::new(),
     };
@@ -355,7 +355,10 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     // Kept like every measurement (an -a run stopped by Ctrl-C too: it measured).
     if !a.no_save && doc.events.iter().any(|e| e.status == CountStatus::Counted) {
         if let Err(e) = crate::output::save_result("count", &doc, a.db.as_deref()) {
-            eprintln!("headroom: warning: the result was not kept in the history: {e:#}");
+            crate::terminal::warn(format_args!(
+                "the result was not kept in the history: {}",
+                crate::terminal::sentence(&e)
+            ));
         }
     }
     let text = if global.json {

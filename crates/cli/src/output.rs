@@ -147,7 +147,8 @@ impl KeepArgs {
         if !self.no_save {
             if let Err(e) = save_result(kind, body, self.db.as_deref()) {
                 crate::terminal::warn(format_args!(
-                    "the result was not kept in the history: {e:#}"
+                    "the result was not kept in the history: {}",
+                    crate::terminal::sentence(&e)
                 ));
             }
         }

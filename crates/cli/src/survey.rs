@@ -241,7 +241,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
             // After every part, atomically: Ctrl-C or a crash keeps what was measured.
             let partial = finished(&body, stop.load(Ordering::Relaxed));
             if let Err(e) = crate::output::write_result(out, "survey", &partial) {
-                eprintln!("headroom: warning: {e:#}");
+                crate::terminal::warn(crate::terminal::sentence(&e));
             }
         }
     }

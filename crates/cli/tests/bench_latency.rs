@@ -246,6 +246,108 @@ fn interrupt_loaded_run(signal: i32, name: &str) {
     wait_gone(&workers);
 }
 
+/// Issue 23 item 11: the text on stdout (what a user pastes into a report) said neither
+/// under which load the run measured nor that Ctrl-C cut it short: both went to stderr only.
+#[test]
+fn stdout_says_the_load_and_that_the_run_was_cut_short() {
+    let child = headroom_process()
+        .args([
+            "bench",
+            "latency",
+            "-D",
+            "30s",
+            "-q",
+            "-t",
+            "1",
+            "--no-save",
+        ])
+        .args(["--stress", "cpu=1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("load: 1 cpu (--stress cpu=1; ")),
+        "{text}"
+    );
+    assert!(
+        text.contains("interrupted: stopped by SIGINT (Ctrl-C) after ")
+            && text.contains(" s of the 30 s asked; the numbers cover the wake-ups measured"),
+        "{text}"
+    );
+    // An idle run that ran to its end says so too.
+    let out = stdout_of(headroom().args(["bench", "latency", "-D", "0.5s", "-q", "--no-save"]));
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.contains("\nload: none (idle; --stress adds one)\n"),
+        "{text}"
+    );
+    assert!(!text.contains("interrupted"), "{text}");
+}
+
+/// Issue 23 item 19: a pasted stress-ng option headroom does not reproduce was a hard error
+/// where cyclictest's get a note; it gets a note saying what runs instead. `--hdd` (stress-ng's
+/// hdd stressor) runs: its files are written in temp-path and gone after the run, also after
+/// Ctrl-C.
+#[test]
+fn pasted_stress_ng_options_get_a_note_and_hdd_workers_clean_up() {
+    let out = headroom()
+        .args(["--json", "bench", "latency", "-D", "1s", "-q", "--no-save"])
+        .args(["--stress", "stress-ng --cpu 1 --cpu-method matrixprod"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let note = "stress-ng --cpu-method matrixprod: not reproduced; the cpu workers spin on \
+                headroom's integer and floating-point loop";
+    assert!(err.contains(&format!("headroom: note: {note}")), "{err}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["notes"].to_string().contains(note), "{}", doc["notes"]);
+    assert_eq!(doc["stress"]["spec"]["cpu"], 1);
+
+    let dir = testsupport::cmd::disk_dir("headroom-hdd-test");
+    let child = headroom_process()
+        .args([
+            "--json",
+            "bench",
+            "latency",
+            "-D",
+            "30s",
+            "-q",
+            "--no-save",
+            "--stress",
+        ])
+        .arg(format!(
+            "hdd=1,hdd-bytes=8M,temp-path={}",
+            dir.path().display()
+        ))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let spec = &doc["stress"]["spec"];
+    assert_eq!(
+        (spec["hdd"].as_u64(), spec["hdd_bytes_per_worker"].as_u64()),
+        (Some(1), Some(8 << 20))
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "hdd files left: {left:?}");
+}
+
 #[test]
 fn ctrl_c_stops_the_load_keeps_the_partial_run_and_exits_130() {
     interrupt_loaded_run(libc::SIGINT, "SIGINT (Ctrl-C)");

@@ -241,6 +241,13 @@ fn parse_flag(s: &str) -> Option<bool> {
     }
 }
 
+/// The request queue of whole disk `disk` (`nvme0n1`, `loop0`; a partition shares its disk's
+/// queue), as the audit reads it. `None` when the disk has no queue directory.
+pub fn queue_of(root: &SysRoot, disk: &str) -> Option<QueueSettings> {
+    let q = root.path(format!("/sys/block/{disk}/queue"));
+    q.is_dir().then(|| read_queue(&q, &mut Vec::new()))
+}
+
 fn read_queue(q: &Path, w: &mut Vec<String>) -> QueueSettings {
     let num =
         |f: &str, w: &mut Vec<String>| read_parsed_noting(&q.join(f), |s| s.parse::<u64>().ok(), w);
@@ -255,6 +262,8 @@ fn read_queue(q: &Path, w: &mut Vec<String>) -> QueueSettings {
         physical_block_size: num("physical_block_size", w).and_then(|v| u32::try_from(v).ok()),
         max_sectors_kb: num("max_sectors_kb", w),
         max_hw_sectors_kb: num("max_hw_sectors_kb", w),
+        max_segments: num("max_segments", w),
+        max_segment_size: num("max_segment_size", w),
         nr_requests: num("nr_requests", w),
         read_ahead_kb: num("read_ahead_kb", w),
         write_cache: read_attr_noting(&q.join("write_cache"), w),

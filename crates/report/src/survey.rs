@@ -212,6 +212,18 @@ impl SurveyBody {
                     f.advice.clone()
                 });
             match (&s.ceiling, best.efficiency) {
+                // Above the ceiling: no efficiency to quote; the part's finding says what
+                // headroom believes carried it past the link (report::efficiency).
+                (Some(c), Some(eff)) if c.mb_s > 0.0 && eff > 1.0 => {
+                    sentences.push(format!(
+                        "storage on {device} gives {} MB/s ({}), above the ceiling set by {} ({} MB/s): \
+                         that ceiling does not bound it, so there is no efficiency to quote",
+                        mb(best.measured_mb_s),
+                        best.name,
+                        c.bottleneck,
+                        mb(c.mb_s)
+                    ));
+                }
                 (Some(c), Some(eff)) if c.mb_s > 0.0 => {
                     sentences.push(format!(
                         "storage on {device} reaches {:.0} % of the ceiling set by {} ({} of {} \
@@ -358,6 +370,11 @@ impl SurveyBody {
             for t in &d.summary.tests {
                 let mbit = t.measured_mb_s * 8.0;
                 let judged = match (t.ceiling_in(&d.summary), t.efficiency) {
+                    (Some(c), Some(eff)) if eff > 1.0 => format!(
+                        ", above the ceiling set by {}, which does not bound it (no efficiency \
+                         to quote)",
+                        c.bottleneck
+                    ),
                     (Some(c), Some(eff)) => {
                         format!(
                             ", {:.0} % of the ceiling set by {}",
@@ -435,17 +452,20 @@ impl SurveyBody {
     }
 }
 
-/// The interrupts the stress part's own io workers caused on the measured CPUs, in words
+/// The interrupts the stress part's own disk workers (io, hdd) caused on the measured CPUs, in words
 /// (`its io workers made vda interrupt 52837 times on the measured CPUs: load the survey
 /// generated itself`), when they caused any: the latency document names the disk behind
-/// each line, and its stress spec says whether io workers ran.
+/// each line, and its stress spec says whether io or hdd workers ran.
 fn self_generated_load(docs: &[PartDoc<'_>]) -> Option<String> {
     let d = docs.iter().find(|d| d.part.id == "latency stress")?;
     let view: crate::views::LatencyView = d.document.view("latency stress").ok()?;
-    let io_workers = view.stress.as_ref().map_or(0, |s| s.spec.io);
-    if io_workers == 0 {
-        return None;
-    }
+    let spec = &view.stress.as_ref()?.spec;
+    let workers = match (spec.io > 0, spec.hdd > 0) {
+        (false, false) => return None,
+        (true, false) => "io workers",
+        (false, true) => "hdd workers",
+        (true, true) => "io and hdd workers",
+    };
     let mut disks: Vec<(String, u64)> = Vec::new();
     for src in view
         .interrupts
@@ -464,7 +484,7 @@ fn self_generated_load(docs: &[PartDoc<'_>]) -> Option<String> {
     (total > 0).then(|| {
         let names: Vec<&str> = disks.iter().map(|(d, _)| d.as_str()).collect();
         format!(
-            "its io workers made {} interrupt {total} times on the measured CPUs: load the \
+            "its {workers} made {} interrupt {total} times on the measured CPUs: load the \
              survey generated itself",
             names.join(", ")
         )

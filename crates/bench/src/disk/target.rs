@@ -413,7 +413,18 @@ pub fn prepare(
                      --overwrite to fill it first"
                 )));
             }
-            notes.push(format!("{show} existed and was read as is (not filled)"));
+            let whole = if m.len() < opts.size {
+                format!(
+                    ": all of its {}, less than --size {}",
+                    model::units::format_bytes_binary(m.len()),
+                    model::units::format_bytes_binary(opts.size)
+                )
+            } else {
+                String::new()
+            };
+            notes.push(format!(
+                "{show} existed and was read as is (not filled){whole}"
+            ));
             (f, opts.size.min(m.len()), false)
         }
         TargetKind::ExistingFile | TargetKind::NewFile => {
@@ -482,6 +493,7 @@ pub fn prepare(
             device,
             device_note,
             no_block_io,
+            queue: None,
         },
         file,
         _created: created,
@@ -511,15 +523,23 @@ pub fn prepare(
 fn open_error(show: &str, e: &std::io::Error, direct: bool) -> DiskError {
     let hint = match e.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) => {
-            ": permission denied; choose a directory you can write to, or run as root"
+            // SAFETY: geteuid cannot fail.
+            let root = unsafe { libc::geteuid() } == 0;
+            format!(
+                ": permission denied; {}",
+                model::privilege::refusal(
+                    root,
+                    "choose a directory you can write to, or run as root"
+                )
+            )
         }
-        Some(libc::EROFS) => ": the filesystem is read-only",
-        Some(libc::EEXIST) => ": a file of that name appeared meanwhile; run again",
-        Some(libc::EBUSY) => ": the device is in use (mounted or held)",
+        Some(libc::EROFS) => ": the filesystem is read-only".to_string(),
+        Some(libc::EEXIST) => ": a file of that name appeared meanwhile; run again".to_string(),
+        Some(libc::EBUSY) => ": the device is in use (mounted or held)".to_string(),
         Some(libc::EINVAL) if direct => {
-            ": the filesystem refuses direct I/O (O_DIRECT); use --direct 0"
+            ": the filesystem refuses direct I/O (O_DIRECT); use --direct 0".to_string()
         }
-        _ => "",
+        _ => String::new(),
     };
     DiskError::Target(format!("cannot open {show}: {e}{hint}"))
 }
@@ -633,6 +653,11 @@ impl Target {
         &self.info
     }
 
+    /// Record the request queue of the target's disk (read by the caller: bench reads no sysfs).
+    pub fn set_queue(&mut self, queue: Option<model::inventory::block::QueueSettings>) {
+        self.info.queue = queue;
+    }
+
     pub fn notes(&self) -> Vec<String> {
         self.notes.clone()
     }
@@ -717,7 +742,14 @@ impl Target {
     ) -> Result<(), DiskError> {
         const CHUNK: u64 = 1 << 20;
         let align = self.mem_align();
-        let buf = super::IoBuffers::new(1, CHUNK as usize, align, false, 0x5EED)?;
+        let buf = super::IoBuffers::new(
+            1,
+            CHUNK as usize,
+            align,
+            model::disk::Buffers::HugePages,
+            false,
+            0x5EED,
+        )?;
         let mut rng = super::Rng::new(size);
         let show = self.info.file.display().to_string();
         self.file

@@ -275,7 +275,13 @@ pub fn block(block: &BlockInventory) -> String {
         let mounts: Vec<String> = d
             .mounts
             .iter()
-            .map(|m| format!("{} ({})", printable(&m.mount_point), m.fs_type))
+            .map(|m| {
+                format!(
+                    "{} ({})",
+                    crate::outside::line(&m.mount_point.to_string_lossy()).into_owned(),
+                    m.fs_type
+                )
+            })
             .collect();
         let tran = if d.parent.is_some() {
             String::new()
@@ -493,21 +499,6 @@ fn function_line(audit: &PciAudit, f: &AuditedFunction, style: &Style) -> String
         }
     }
     s
-}
-
-/// A path as one printable line: control characters (a newline in a mount point) escaped the
-/// way mountinfo writes them (`\012`).
-fn printable(p: &std::path::Path) -> String {
-    p.to_string_lossy()
-        .chars()
-        .map(|c| {
-            if c.is_control() {
-                format!("\\{:03o}", c as u32)
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]

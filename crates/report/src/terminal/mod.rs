@@ -51,10 +51,19 @@ impl Style {
 
 /// The terminal's table writer: columns as wide as their widest cell, two spaces apart, the
 /// first `left` columns aligned left and the others (numbers) right, the first `header`
-/// rows in bold, no trailing blanks. (Markdown and HTML have theirs in
-/// [`crate::markdown::table`] and [`crate::html`].)
+/// rows in bold, no trailing blanks, every cell one escaped line ([`crate::outside::line`]). (Markdown and HTML have theirs
+/// in [`crate::markdown::table`] and [`crate::html`].)
 pub fn table(out: &mut String, rows: &[Vec<String>], header: usize, left: usize, style: &Style) {
     use std::fmt::Write as _;
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|c| crate::outside::line(c).into_owned())
+                .collect()
+        })
+        .collect();
+    let rows = &rows[..];
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
         .map(|c| {
