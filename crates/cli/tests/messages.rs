@@ -17,10 +17,10 @@ fn an_error_says_its_cause_once() {
         let err = fails_saying(
             headroom().args(args),
             1,
-            &format!("cannot read {d}: Is a directory (os error 21)"),
+            &format!("{d} is a directory, not a file"),
         );
         assert_eq!(
-            err.matches("Is a directory (os error 21)").count(),
+            err.to_lowercase().matches("is a directory").count(),
             1,
             "{args:?}: {err}"
         );
@@ -134,7 +134,7 @@ fn the_history_lists_one_line_per_run_whatever_its_strings_hold() {
     let list = stdout_of(headroom().args(["history", "--db"]).arg(&db));
     let list = String::from_utf8_lossy(&list);
     assert_eq!(list.lines().count(), 2, "a header and one run: {list}");
-    assert!(list.contains("sh -c true\\012true"), "{list}");
+    assert!(list.contains("sh -c true\\x0atrue"), "{list}");
 }
 
 /// An unattached loop device was called "a virtual block device (RAM disk, zram, ...)".
