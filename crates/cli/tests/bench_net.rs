@@ -1153,7 +1153,9 @@ fn each_direction_has_its_own_ceiling() {
 
 /// Issue 22 item 4: strings that came from outside (here a net document's peer, notes and
 /// findings, as a peer or an edited file could make them) reach neither the terminal nor a
-/// Markdown file as control sequences, and cannot break a Markdown table.
+/// Markdown or HTML file as control sequences, and cannot break a Markdown table. Those
+/// include headroom's own colour sequences (bold, red, yellow, reset): with `--color always`
+/// a document cannot colour the terminal either.
 #[test]
 fn a_documents_strings_are_escaped_on_the_terminal_and_in_markdown() {
     let port = free_port();
@@ -1165,15 +1167,19 @@ fn a_documents_strings_are_escaped_on_the_terminal_and_in_markdown() {
         String::from_utf8_lossy(&out.stderr)
     );
     let mut doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let hostile = "bbr\u{1b}[2J\u{1b}]0;TITLE\u{7}|# <b>\nnext";
+    let hostile =
+        "bbr\u{1b}[2J\u{1b}]0;TITLE\u{7}\u{1b}[1m\u{1b}[31mRED\u{1b}[33m\u{1b}[0m|# <b>\nnext";
     doc["measurement"]["peer"] = hostile.into();
     doc["measurement"]["congestion_peer"] = hostile.into();
     doc["notes"] = serde_json::json!([hostile]);
     doc["findings"] =
         serde_json::json!([{"severity": "warning", "subject": hostile, "message": hostile}]);
+    doc["flows"][0]["ceiling"] =
+        serde_json::json!({"goodput_bytes_per_sec": 1e6, "basis": hostile});
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("hostile.json");
     std::fs::write(&file, doc.to_string()).unwrap();
+    let escaped = "bbr\\x1b[2J\\x1b]0;TITLE\\x07\\x1b[1m\\x1b[31mRED\\x1b[33m\\x1b[0m";
     // `report` prints the Markdown (what `--md` writes to a file).
     let shown = output_ok(headroom().arg("report").arg(&file));
     let colour = output_ok(headroom().args(["--color", "always", "report"]).arg(&file));
@@ -1186,16 +1192,24 @@ fn a_documents_strings_are_escaped_on_the_terminal_and_in_markdown() {
             !bytes.iter().any(|&b| b == 0x1b || b == 0x07),
             "{what}: {text}"
         );
-        assert!(
-            text.contains("bbr\\x1b[2J\\x1b]0;TITLE\\x07"),
-            "{what}: {text}"
-        );
+        assert!(text.contains(escaped), "{what}: {text}");
         // In a table cell or a list item, `|`, `<`, a newline stay inside it.
         assert!(
             !text.contains("|# <b>") && !text.contains("<b>"),
             "{what}: {text}"
         );
     }
+    // The HTML report shows the same strings as text: no control character, no element.
+    let html = dir.path().join("hostile.html");
+    output_ok(headroom().arg("report").arg(&file).arg("--html").arg(&html));
+    let bytes = std::fs::read(&html).unwrap();
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(!bytes.iter().any(|&b| b == 0x1b || b == 0x07), "{text}");
+    assert!(text.contains(escaped), "{text}");
+    assert!(
+        !text.contains("<b>") && text.contains("&lt;b&gt;"),
+        "{text}"
+    );
 }
 
 /// Issue 23 item 16: the audit gives a veth no TCP ceiling from its nominal 10000 Mb/s (one

@@ -146,7 +146,8 @@ fn section(out: &mut String, s: &Summary) {
             );
             write_table(out, &t);
         }
-        let _ = writeln!(out, "\n{}", s.ceiling_sentence());
+        // The bottleneck named in it came from the document.
+        let _ = writeln!(out, "\n{}", escape(&s.ceiling_sentence()));
         out.push('\n');
     }
     if !s.threads.is_empty() {
