@@ -1149,6 +1149,17 @@ fn each_direction_has_its_own_ceiling() {
         !down.contains(&ceiling_mb) && down.contains("| – |"),
         "{down}"
     );
+    // compare lines the runs' ceilings up by direction (issue 23 items 6 and 16), not one
+    // "bottleneck" of the run that is only the first direction's.
+    let cmp = output_ok(headroom().arg("compare").arg(&file).arg(&file));
+    let cmp = String::from_utf8(cmp.stdout).unwrap();
+    assert!(
+        cmp.contains(&format!(
+            "| ceiling client -> server | {ceiling_mb} MB/s: tbf qdisc on va"
+        )) && cmp.contains("| ceiling server -> client | none: va is a virtual interface"),
+        "{cmp}"
+    );
+    assert!(!cmp.contains("| bottleneck |"), "{cmp}");
 }
 
 /// Issue 22 item 4: strings that came from outside (here a net document's peer, notes and
@@ -1231,4 +1242,82 @@ fn the_audit_gives_a_virtual_link_no_ceiling() {
         .unwrap_or_else(|| panic!("{text}"));
     assert!(va.contains("10000 Mb/s") && va.contains("virtual"), "{va}");
     assert!(!va.contains("MB/s TCP"), "{va}");
+}
+
+/// Issue 23 item 16: one network ceiling for audit, path and bench net. On a veth shaped by
+/// a tbf (issue 14's: 100 Mbit/s, overhead 24), `path va` names the shaper as the
+/// bottleneck of what this host sends (its egress) and nothing for what it receives (a
+/// veth's speed is no link); the audit lists the shaper with the ceiling each way; both
+/// agree to the byte with the ceiling bench net measures the same direction against.
+#[test]
+fn path_and_audit_name_the_shaper_bench_net_measures_against() {
+    if !netns_ok() {
+        return;
+    }
+    let ns = Namespaces::new(2);
+    let (a, b) = shaped_pair(&ns);
+    let run = |args: &[&str]| {
+        let mut c = in_ns(a);
+        c.args(args);
+        let (code, out, err) = spawn(c).output_within(Duration::from_secs(60));
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        out
+    };
+    // path: the shaper is a link of va that bounds only what leaves the CPU.
+    let path: Value = serde_json::from_str(&run(&["path", "--json", "va"])).unwrap();
+    let p = &path["path"];
+    assert!(p["bottleneck"].is_null(), "{p:#}");
+    let shaper = &p["links"][p["bottleneck_from_cpu"].as_u64().unwrap() as usize];
+    assert_eq!(shaper["kind"], "shaper", "{p:#}");
+    assert_eq!(shaper["name"], "tbf qdisc on va");
+    assert_eq!(shaper["state"], "100 Mbit/s, overhead 24 B");
+    assert!(shaper["ceiling_bytes_per_sec"].is_null(), "{shaper:#}");
+    let path_ceiling = shaper["ceiling_other_direction_bytes_per_sec"]
+        .as_f64()
+        .unwrap();
+    let text = run(&["path", "va"]);
+    assert!(
+        text.contains("Bottleneck for sending: tbf qdisc on va at 100 Mbit/s, overhead 24 B: ")
+            && text.contains("Bottleneck for receiving: none known: va is a virtual interface"),
+        "{text}"
+    );
+    // audit: the shaper in the inventory, each way's ceiling in the text.
+    let audit: Value = serde_json::from_str(&run(&["audit", "--json"])).unwrap();
+    let va = audit["net"]["interfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == "va")
+        .unwrap();
+    assert_eq!(va["shaper"]["rate_bits_per_sec"], 100e6);
+    assert_eq!(va["shaper"]["overhead"], 24);
+    let va: model::inventory::net::NetInterface = serde_json::from_value(va.clone()).unwrap();
+    let audit_ceiling = model::net::interface_tcp_ceiling(&va, model::net::Way::Sends).unwrap();
+    assert!(model::net::interface_tcp_ceiling(&va, model::net::Way::Receives).is_err());
+    let text = run(&["audit"]);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("va "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let shown = format!(
+        "{:.1} MB/s sending (tbf qdisc), none receiving",
+        path_ceiling / 1e6
+    );
+    assert!(
+        line.contains("tbf qdisc 100.00 Mbit/s on its egress") && line.contains(&shown),
+        "{line}"
+    );
+    // bench net from the same end: the direction it sends has the same ceiling.
+    let client = ["10.77.0.2", "-t", "1"];
+    let doc = client_against_server(a, &client, b, &["-1"], Duration::from_secs(40));
+    let flow = &doc["flows"][0];
+    assert_eq!(flow["flow"], "client-to-server");
+    let bench = flow["ceiling"]["goodput_bytes_per_sec"].as_f64().unwrap();
+    assert_eq!(bench, path_ceiling, "bench net and path");
+    assert_eq!(bench, audit_ceiling.goodput_bps, "bench net and audit");
+    // 1448/1538 of 100 Mbit/s (issue 14), the figure all three give.
+    assert!(
+        (bench * 8.0 - 100e6 * 1448.0 / 1538.0).abs() < 1e-3,
+        "{bench}"
+    );
 }

@@ -3,7 +3,7 @@
 //! output of `headroom report`, so the screen and the file agree.
 
 use crate::summary::{is_downgraded, Summary};
-use crate::table::{dash, mb, Table};
+use crate::table::{dash, Table};
 use std::fmt::Write;
 
 /// One shared table writer: a header row, the separator and the rows, cells escaped.
@@ -87,9 +87,7 @@ fn section(out: &mut String, s: &Summary) {
             .enumerate()
             .map(|(i, l)| {
                 let mut mark = Vec::new();
-                if Some(i) == s.bottleneck {
-                    mark.push("bottleneck".to_string());
-                }
+                mark.extend(crate::summary::bottleneck_marks(s, i));
                 if is_downgraded(l) {
                     mark.push("downgraded".to_string());
                 }
@@ -104,7 +102,7 @@ fn section(out: &mut String, s: &Summary) {
                     l.capable_state
                         .as_ref()
                         .map_or_else(dash, ToString::to_string),
-                    mb(l.ceiling_bps / model::units::MB),
+                    crate::summary::link_ceiling_mb(l),
                     if l.basis.is_empty() {
                         dash()
                     } else {

@@ -38,6 +38,10 @@ pub struct NetInterface {
     /// `DEVTYPE` from uevent (`bridge`, `vlan`, `wlan`, `bond`) when the kernel sets one.
     pub devtype: Option<String>,
     pub sysfs_path: PathBuf,
+    /// The token-bucket shaper (tbf) at the root of the interface's egress, read on the live
+    /// system only (rtnetlink, through iproute2's `tc`); documents from before it have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shaper: Option<crate::net::Shaper>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
