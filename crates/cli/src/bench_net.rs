@@ -579,13 +579,8 @@ fn find_rate(
         .bitrate_bps
         .filter(|&b| b != net::DEFAULT_UDP_RATE)
         .unwrap_or(1_000_000_000) as f64;
-    let plan = Plan {
-        start_bps: per_stream * streams,
-        threshold_percent: threshold,
-        // Bounded: at most 14 tests.
-        max_trials: 14,
-        precision: 0.01,
-    };
+    // Bounded: at most 14 tests.
+    let plan = Plan::new(per_stream * streams, threshold);
     let mut tested: Vec<Tested> = Vec::new();
     // The link facts of the test's interface, read once.
     let mut facts: Option<Option<LinkFacts>> = None;

@@ -118,17 +118,63 @@ fn stream_bytes(doc: &Value) -> Vec<(u64, u64)> {
         .collect()
 }
 
-fn assert_agree(doc: &Value, what: &str) {
+/// What the two ends' counts of each stream must satisfy whatever the timing: both counted
+/// something, and the receiver never more than the sender sent. How far apart they are is not
+/// such a fact: the end that stops counting first decides it (iperf3's receiver stops at its
+/// own timer and discards what still arrives until the sender hears of the end; a sender that
+/// stops first leaves its socket buffers unread), and a loaded machine stretches that moment
+/// (1.3 to 2.4 % of a 2 s loopback test, seen with the whole suite running on 2 CPUs), as it
+/// does between two iperf3s. The counts themselves are checked against the other end's own
+/// report ([`assert_same_counts_as_iperf3`]).
+fn assert_counts_hold(doc: &Value, what: &str) {
     let streams = stream_bytes(doc);
     assert!(!streams.is_empty(), "{what}: no streams");
     for (sent, received) in streams {
-        assert!(sent > 0, "{what}: nothing sent");
-        let gap = (sent as f64 - received as f64).abs() / sent as f64;
         assert!(
-            gap <= 0.01,
-            "{what}: sender {sent} B and receiver {received} B differ by {:.2} %",
-            gap * 100.0
+            sent > 0 && received > 0,
+            "{what}: sent {sent} B, received {received} B"
         );
+        assert!(
+            received <= sent,
+            "{what}: the receiver counted {received} B of the {sent} B sent"
+        );
+    }
+}
+
+/// headroom's document and iperf3's JSON (`-J`) of the same test give each direction the
+/// same byte counts: the sender's and the receiver's totals that the two ends exchanged when
+/// the test ended. A client's JSON has both ends' counts; a server's only its own (the other
+/// reads 0 there). The comparison is exact: the same counter, written by both.
+fn assert_same_counts_as_iperf3(doc: &Value, iperf: &Value, bidir: bool, what: &str) {
+    let end = &iperf["end"];
+    let bytes = |key: &str| end[key]["bytes"].as_u64().filter(|b| *b > 0);
+    for flow in doc["flows"].as_array().unwrap() {
+        let sum = &flow["summary"];
+        let (sent, received) = match (flow["flow"].as_str().unwrap(), bidir) {
+            ("server-to-client", true) => (
+                bytes("sum_sent_bidir_reverse"),
+                bytes("sum_received_bidir_reverse"),
+            ),
+            _ => (bytes("sum_sent"), bytes("sum_received")),
+        };
+        assert!(
+            sent.is_some() || received.is_some(),
+            "{what}: iperf3 counted nothing: {end}"
+        );
+        if let Some(b) = sent {
+            assert_eq!(
+                sum["sender_bytes"].as_u64(),
+                Some(b),
+                "{what}: sender, {flow}"
+            );
+        }
+        if let Some(b) = received {
+            assert_eq!(
+                sum["receiver_bytes"].as_u64(),
+                Some(b),
+                "{what}: receiver, {flow}"
+            );
+        }
     }
 }
 
@@ -158,8 +204,8 @@ fn with_iperf3_per_case(test: impl Fn(&[&str], u16)) {
 fn headroom_client_against_iperf3_server() {
     with_iperf3_per_case(|case, port| {
         let mut s = Command::new("iperf3");
-        s.args(["-s", "-1", "-p", &port.to_string()]);
-        let _server = spawn(s);
+        s.args(["-s", "-1", "-J", "-p", &port.to_string()]);
+        let server = spawn(s);
         wait_listening(port);
         let out = loopback_client(port, "2", case);
         assert!(
@@ -177,7 +223,12 @@ fn headroom_client_against_iperf3_server() {
             expected,
             "{case:?}"
         );
-        assert_agree(&doc, &format!("headroom -> iperf3 -s {case:?}"));
+        let what = format!("headroom -> iperf3 -s {case:?}");
+        assert_counts_hold(&doc, &what);
+        let (code, json, err) = server.output_within(Duration::from_secs(20));
+        assert_eq!(code, Some(0), "{what}: {err}");
+        let iperf: Value = serde_json::from_str(&json).unwrap();
+        assert_same_counts_as_iperf3(&doc, &iperf, case.contains(&"--bidir"), &what);
         // Loopback has no ceiling, and says why.
         assert!(doc["no_ceiling_reason"]
             .as_str()
@@ -206,26 +257,10 @@ fn iperf3_client_against_headroom_server() {
         let doc: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(doc["measurement"]["role"], "server");
         assert_eq!(doc["measurement"]["peer_version"], "3.12");
-        assert_agree(&doc, &format!("iperf3 -c -> headroom -s {case:?}"));
-        // iperf3's own summary agrees with what headroom counted at its end.
-        let ours: u64 = doc["measurement"]["streams"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["flow"] == "client-to-server")
-            .map(|s| s["local"]["bytes"].as_u64().unwrap())
-            .sum();
-        if !case.contains(&"-R") {
-            let theirs = iperf["end"]["sum_received"]["bytes"]
-                .as_u64()
-                .or_else(|| iperf["end"]["sum"]["bytes"].as_u64())
-                .unwrap();
-            let gap = (ours as f64 - theirs as f64).abs() / theirs as f64;
-            assert!(
-                gap <= 0.01,
-                "{case:?}: iperf3 says the server received {theirs}, headroom {ours}"
-            );
-        }
+        let what = format!("iperf3 -c -> headroom -s {case:?}");
+        assert_counts_hold(&doc, &what);
+        // iperf3's own summary has the same counts, both ends' (it was the client).
+        assert_same_counts_as_iperf3(&doc, &iperf, case.contains(&"--bidir"), &what);
     });
 }
 
@@ -368,10 +403,53 @@ fn shaped_veth_link_reaches_its_computed_ceiling() {
             basis.contains("tbf") && basis.contains("overhead 24"),
             "{basis}"
         );
-        assert_agree(&doc, "shaped link");
+        assert_counts_hold(&doc, "shaped link");
         // The interface counted at least the payload (headers on top).
         assert!(doc["interface_check"]["overhead"].as_f64().unwrap() > 0.0);
     }
+}
+
+/// The search a `--find-rate` document shows is the one [`bench::net::find_rate`] makes from
+/// its trials: replayed through the pure function with the trials' own results (and the
+/// ceiling the document gives the sending direction), it offers the same rates in the same
+/// order, stops where the run stopped and answers with the same received rate. What each
+/// trial carried is the path's and this machine's load; the search made of them is not.
+/// The answer, bits per second.
+fn assert_search_replays(doc: &Value) -> f64 {
+    use bench::net::find_rate::{find_rate, Plan, Trial};
+    let fr = &doc["find_rate"];
+    let steps = fr["steps"].as_array().unwrap();
+    let num = |v: &Value| v.as_f64().unwrap();
+    let ceiling = doc["flows"][0]["ceiling"]["goodput_bytes_per_sec"]
+        .as_f64()
+        .map(|c| c * 8.0);
+    let plan = Plan::new(
+        num(&steps[0]["offered_bits_per_sec"]),
+        num(&fr["threshold_percent"]),
+    );
+    let mut next = 0;
+    let replayed = find_rate(&plan, |offered| -> Result<Option<Trial>, String> {
+        let step = steps
+            .get(next)
+            .ok_or_else(|| format!("the search would go on at {offered} bit/s: {fr}"))?;
+        assert_eq!(
+            offered,
+            num(&step["offered_bits_per_sec"]),
+            "trial {next}: {fr}"
+        );
+        next += 1;
+        Ok(Some(Trial {
+            offered_bps: offered,
+            received_bps: num(&step["received_bits_per_sec"]),
+            loss_percent: num(&step["loss_percent"]),
+            ceiling_bps: ceiling,
+        }))
+    })
+    .unwrap();
+    assert_eq!(replayed.trials.len(), steps.len(), "{fr}");
+    let found = fr["rate_bits_per_sec"].as_f64();
+    assert_eq!(replayed.rate_bps(), found, "{fr}");
+    found.unwrap_or_else(|| panic!("no rate held: {fr}"))
 }
 
 #[test]
@@ -413,13 +491,18 @@ fn find_rate_through_a_routed_bottleneck() {
         "2",
     ];
     let doc = client_against_server(a, &client, b, &[], Duration::from_secs(90));
-    let found = doc["find_rate"]["rate_bits_per_sec"].as_f64().unwrap();
+    // The client's veth knows no ceiling (the shaper is on the router): the search doubles
+    // from -b and bisects.
+    assert!(doc["flows"][0]["ceiling"].is_null());
+    assert_eq!(doc["find_rate"]["steps"][0]["offered_bits_per_sec"], 200e6);
+    let found = assert_search_replays(&doc);
     // 1448 B datagrams: 20 + 8 + 1448 B of IP, + 14 B MAC header + 24 B overhead per packet.
     let shaped = 50e6 * 1448.0 / 1514.0;
-    // Above the shaped rate would be wrong; far below it is a search that stopped early. How
-    // close a quiet run lands (within 5 %) is measured by hand, not judged on a shared machine.
+    // Above the shaped rate would be wrong (the tbf's 32 kB burst adds 0.3 % over a 2 s
+    // trial). How close below it a run lands is this machine's load (within 5 % on a quiet
+    // one, measured by hand), which a test does not judge.
     assert!(
-        found < shaped * 1.05 && found > shaped * 0.5,
+        found < shaped * 1.01,
         "find-rate {found} bit/s, shaped UDP goodput {shaped}: {:?}",
         doc["find_rate"]["steps"]
     );
@@ -536,7 +619,7 @@ fn server_survives_misbehaving_clients_and_refuses_a_second_server() {
     let (code, out, err) = client.output_within(Duration::from_secs(30));
     assert_eq!(code, Some(0), "{err}");
     let doc: Value = serde_json::from_str(&out).unwrap();
-    assert_agree(&doc, "after hostile clients");
+    assert_counts_hold(&doc, "after hostile clients");
 }
 
 #[test]
@@ -1074,28 +1157,15 @@ fn find_rate_reports_what_a_shaped_link_carried() {
         .unwrap()
         * 8.0;
     assert!((ceiling - 200e6 * 1448.0 / 1490.0).abs() < 1.0, "{ceiling}");
-    let found = doc["find_rate"]["rate_bits_per_sec"].as_f64().unwrap();
-    let steps = &doc["find_rate"]["steps"];
+    assert_eq!(doc["find_rate"]["steps"][0]["offered_bits_per_sec"], 50e6);
+    // Upward from -b to the ceiling (when 50 Mbit/s held), bisection below: as replayed.
+    let found = assert_search_replays(&doc);
+    // The tbf's 64 kB burst adds 0.3 % over a 1 s trial; more would be a counting error.
+    // How close to the ceiling a trial gets is this machine's load, not judged here.
     assert!(
-        found <= ceiling * 1.01 && found > ceiling * 0.5,
-        "found {found} against the ceiling {ceiling}: {steps}"
-    );
-    // It searched: beyond the start, up to the ceiling.
-    let offered: Vec<f64> = steps
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["offered_bits_per_sec"].as_f64().unwrap())
-        .collect();
-    assert!(offered.len() > 1 && offered[1] > offered[0], "{steps}");
-    // The answer is one trial's received rate.
-    assert!(
-        steps
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|s| s["received_bits_per_sec"].as_f64() == Some(found)),
-        "{steps}"
+        found <= ceiling * 1.01,
+        "found {found} against the ceiling {ceiling}: {}",
+        doc["find_rate"]
     );
 }
 
