@@ -201,13 +201,13 @@ pub fn resolve(root: &SysRoot, target: &Path, audit: &PciAudit) -> Result<Target
     let bottleneck_from_cpu = TargetPath::find_bottleneck_from_cpu(&links);
     let no_bottleneck_reason = bottleneck.is_none().then(|| {
         let virtio = contains_hop(&chain.hops, &|h| matches!(h, Hop::Virtio { .. }));
-        if let Some(why) = why_none.first() {
-            // An interface says why it bounds nothing (loopback, virtual, no speed).
-            why.clone()
-        } else if virtio {
+        if virtio {
             "no link on this path has a ceiling: virtio is paravirtual (the host's storage or \
              network sets the limit, not a bus headroom can see)"
                 .to_string()
+        } else if let Some(why) = why_none.first() {
+            // An interface says why it bounds nothing (loopback, virtual, no speed).
+            why.clone()
         } else if let Some(s) = &chain.stopped {
             format!("no link with a known ceiling before the chain stopped: {s}")
         } else {
