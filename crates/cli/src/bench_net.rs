@@ -350,7 +350,7 @@ fn interval_of(a: &NetArgs, duration_s: u32) -> Duration {
 }
 
 /// What probe can tell about the interface the test used: the audit's facts of it
-/// ([`LinkFacts::of_interface`]: speed, MTU, the USB link of its adapter, the tbf at its
+/// ([`NetInterface::link_facts`](model::inventory::net::NetInterface::link_facts): speed, MTU, the USB link of its adapter, the tbf at its
 /// root), and what only this end's live system says (timestamps, the PCIe link, GSO).
 /// What probe could not read of the interfaces is returned as notes.
 fn link_facts(iface: &str) -> (Option<LinkFacts>, Vec<String>) {
@@ -402,7 +402,7 @@ fn link_facts(iface: &str) -> (Option<LinkFacts>, Vec<String>) {
             tcp_timestamps,
             pcie_ceiling,
             notes: facts_notes,
-            ..LinkFacts::of_interface(i)
+            ..i.link_facts()
         }),
         notes,
     )

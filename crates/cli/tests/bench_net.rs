@@ -1362,8 +1362,8 @@ fn path_and_audit_name_the_shaper_bench_net_measures_against() {
     assert_eq!(va["shaper"]["rate_bits_per_sec"], 100e6);
     assert_eq!(va["shaper"]["overhead"], 24);
     let va: model::inventory::net::NetInterface = serde_json::from_value(va.clone()).unwrap();
-    let audit_ceiling = model::net::interface_tcp_ceiling(&va, model::net::Way::Sends).unwrap();
-    assert!(model::net::interface_tcp_ceiling(&va, model::net::Way::Receives).is_err());
+    let audit_ceiling = va.tcp_ceiling(model::net::Way::Sends).unwrap();
+    assert!(va.tcp_ceiling(model::net::Way::Receives).is_err());
     let text = run(&["audit"]);
     let line = text
         .lines()

@@ -438,29 +438,6 @@ pub struct LinkFacts {
     pub notes: Vec<String>,
 }
 
-impl LinkFacts {
-    /// What the audit's inventory knows of an interface (speed, MTU, virtual, the USB link
-    /// of its adapter, its root tbf): the facts `audit` and `path` judge it by. bench net
-    /// adds what it learns on the live system (timestamps, the PCIe link, offloads).
-    pub fn of_interface(i: &crate::inventory::net::NetInterface) -> LinkFacts {
-        LinkFacts {
-            interface: i.name.clone(),
-            speed_mbps: i.speed_mbps,
-            duplex: i.duplex.clone(),
-            mtu: i.mtu,
-            is_virtual: i.is_virtual,
-            is_loopback: i.name == "lo",
-            driver: i.driver.clone(),
-            usb_speed_mbps: match &i.attachment {
-                Some(crate::inventory::net::Attachment::Usb { speed_mbps, .. }) => *speed_mbps,
-                _ => None,
-            },
-            shaper: i.shaper,
-            ..LinkFacts::default()
-        }
-    }
-}
-
 /// What the audit and `path` give an interface's ceiling for: bulk TCP over IPv4 with
 /// timestamps (Linux's default, `net.ipv4.tcp_timestamps = 1`), the figure iperf3 is compared
 /// with; the words the basis names it with.
@@ -473,20 +450,6 @@ pub fn audit_transfers(mtu: u32) -> (GoodputParams, &'static str) {
         },
         "TCP/IPv4 with timestamps",
     )
-}
-
-/// The TCP goodput ceiling (IPv4, timestamps on) of an interface of the audit's inventory
-/// in the direction `way`, or why it has none ([`link_ceiling`]: a tbf at its root bounds
-/// what this host sends; a virtual interface's nominal speed is no ceiling).
-pub fn interface_tcp_ceiling(
-    i: &crate::inventory::net::NetInterface,
-    way: Way,
-) -> Result<WayCeiling, String> {
-    let mtu = i
-        .mtu
-        .ok_or_else(|| format!("the MTU of {} is not known", i.name))?;
-    let (p, what) = audit_transfers(mtu);
-    link_ceiling(&LinkFacts::of_interface(i), &p, what, way)
 }
 
 /// Which way the bytes go through a link, seen from the host whose interface it is.

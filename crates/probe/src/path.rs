@@ -362,7 +362,7 @@ fn interface_links(i: &NetInterface, out: &mut Vec<PathLink>, why_none: &mut Vec
     // What arrives is bounded by the link alone: its ceiling, or why there is none.
     let facts = net::LinkFacts {
         usb_speed_mbps: None,
-        ..net::LinkFacts::of_interface(i)
+        ..i.link_facts()
     };
     match (
         net::link_ceiling(&facts, &p, what, net::Way::Receives),

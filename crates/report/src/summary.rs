@@ -1429,9 +1429,9 @@ impl InterfaceCeiling {
         i: &model::inventory::net::NetInterface,
         number: impl Fn(f64) -> String,
     ) -> Option<InterfaceCeiling> {
-        use model::net::{interface_tcp_ceiling, Way};
-        let sends = interface_tcp_ceiling(i, Way::Sends).ok();
-        let receives = interface_tcp_ceiling(i, Way::Receives).ok();
+        use model::net::Way;
+        let sends = i.tcp_ceiling(Way::Sends).ok();
+        let receives = i.tcp_ceiling(Way::Receives).ok();
         let way = |c: &Option<model::net::WayCeiling>, verb: &str| match c {
             Some(c) if c.by_shaper => format!("{} {verb} (tbf qdisc)", number(c.goodput_bps)),
             Some(c) => format!("{} {verb}", number(c.goodput_bps)),
