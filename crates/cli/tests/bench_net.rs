@@ -1351,6 +1351,17 @@ fn path_and_audit_name_the_shaper_bench_net_measures_against() {
             && text.contains("Bottleneck for receiving: none known: va is a virtual interface"),
         "{text}"
     );
+    // The path document's report says the same.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("path.json");
+    std::fs::write(&file, path.to_string()).unwrap();
+    let md = report_md(&file);
+    assert!(
+        md.contains("Bottleneck for receiving: none known: va is a virtual interface")
+            && md.contains("| tbf qdisc on va | 100 Mbit/s, overhead 24 B |")
+            && md.contains("bottleneck for sending"),
+        "{md}"
+    );
     // audit: the shaper in the inventory, each way's ceiling in the text.
     let audit: Value = serde_json::from_str(&run(&["audit", "--json"])).unwrap();
     let va = audit["net"]["interfaces"]

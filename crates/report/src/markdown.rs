@@ -73,10 +73,16 @@ fn section(out: &mut String, s: &Summary) {
         }
         out.push('\n');
     }
-    if s.tests.is_empty() && s.links.is_empty() {
-        // A path document: its bottleneck or why it has none, as `headroom path` says.
+    if s.tests.is_empty() && s.bottleneck.is_none() {
+        // A path document: why it has no bottleneck, as `headroom path` says (for what
+        // arrives, when a shaper bounds what is sent).
         if let Some(why) = &s.no_ceiling_reason {
-            let _ = writeln!(out, "Bottleneck: none known: {}.\n", escape(why));
+            let _ = writeln!(
+                out,
+                "{}: none known: {}.\n",
+                crate::summary::no_bottleneck_title(s),
+                escape(why)
+            );
         }
     }
     if !s.links.is_empty() {

@@ -5,7 +5,7 @@ use crate::document::{Document, DocumentError};
 use crate::table::{dash, mb, Table};
 use crate::views::{AuditView, CommonView, DiskView, LatencyView, NetView};
 use model::latency::{Affinity, Step};
-use model::path::{Hop, PathLink, TargetPath};
+use model::path::{Hop, LinkKind, PathLink, TargetPath};
 use model::units::{format_bytes_binary, tenths_us, whole_us, MB};
 use model::Finding;
 
@@ -1392,7 +1392,7 @@ pub fn link_state(l: &PathLink) -> String {
 /// egress; "for writes" on a storage path).
 pub fn bottleneck_marks(s: &Summary, i: usize) -> Option<String> {
     let from_cpu = |l: &PathLink| match l.kind {
-        model::path::LinkKind::Shaper | model::path::LinkKind::Ethernet => "sending",
+        LinkKind::Shaper | LinkKind::Ethernet => "sending",
         _ => "writes",
     };
     if s.bottleneck == Some(i) {
@@ -1403,6 +1403,18 @@ pub fn bottleneck_marks(s: &Summary, i: usize) -> Option<String> {
             .map(|l| format!("bottleneck for {}", from_cpu(l)))
     } else {
         None
+    }
+}
+
+/// How a path document's missing bottleneck is titled: "Bottleneck", or "Bottleneck for
+/// receiving" (or "for reads") when a link bounds only the other direction (a shaper).
+pub fn no_bottleneck_title(s: &Summary) -> String {
+    match s.bottleneck_from_cpu.and_then(|i| s.links.get(i)) {
+        Some(l) if matches!(l.kind, LinkKind::Shaper | LinkKind::Ethernet) => {
+            "Bottleneck for receiving".to_string()
+        }
+        Some(_) => "Bottleneck for reads".to_string(),
+        None => "Bottleneck".to_string(),
     }
 }
 
