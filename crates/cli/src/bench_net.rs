@@ -349,20 +349,16 @@ fn interval_of(a: &NetArgs, duration_s: u32) -> Duration {
     }
 }
 
-/// What probe can tell about the interface the test used.
+/// What probe can tell about the interface the test used: the audit's facts of it
+/// ([`NetInterface::link_facts`](model::inventory::net::NetInterface::link_facts): speed, MTU, the USB link of its adapter, the tbf at its
+/// root), and what only this end's live system says (timestamps, the PCIe link, GSO).
+/// What probe could not read of the interfaces is returned as notes.
 fn link_facts(iface: &str) -> (Option<LinkFacts>, Vec<String>) {
-    let mut notes = Vec::new();
     let root = model::root::SysRoot::new("/");
     let inv = probe::net::scan(&root);
+    let notes = inv.warnings;
     let Some(i) = inv.interfaces.iter().find(|i| i.name == iface) else {
         return (None, notes);
-    };
-    let shaper = match probe::qdisc::root_shaper(iface) {
-        Ok(s) => s,
-        Err(e) => {
-            notes.push(e);
-            None
-        }
     };
     let read = |p: &str| {
         std::fs::read_to_string(p)
@@ -392,32 +388,21 @@ fn link_facts(iface: &str) -> (Option<LinkFacts>, Vec<String>) {
             .unwrap_or_default()
             .iter()
             .filter(|l| l.kind == model::path::LinkKind::Pcie)
-            .map(|l| {
-                let c = l
-                    .ceiling_other_direction_bps
-                    .map_or(l.ceiling_bps, |o| o.min(l.ceiling_bps));
-                (format!("{} at {}", l.name, l.state), c)
+            .filter_map(|l| {
+                let c = match (l.ceiling_to_cpu_bps(), l.ceiling_from_cpu_bps()) {
+                    (Some(a), Some(b)) => a.min(b),
+                    (a, b) => a.or(b)?,
+                };
+                Some((format!("{} at {}", l.name, l.state), c))
             })
             .min_by(|a, b| a.1.total_cmp(&b.1))
     };
-    let usb_speed_mbps = match &i.attachment {
-        Some(model::inventory::net::Attachment::Usb { speed_mbps, .. }) => *speed_mbps,
-        _ => None,
-    };
     (
         Some(LinkFacts {
-            interface: iface.to_string(),
-            speed_mbps: i.speed_mbps,
-            duplex: i.duplex.clone(),
-            mtu: i.mtu,
-            is_virtual: i.is_virtual,
-            is_loopback: iface == "lo",
-            driver: i.driver.clone(),
-            usb_speed_mbps,
-            pcie_ceiling,
-            shaper,
             tcp_timestamps,
+            pcie_ceiling,
             notes: facts_notes,
+            ..i.link_facts()
         }),
         notes,
     )
@@ -594,13 +579,8 @@ fn find_rate(
         .bitrate_bps
         .filter(|&b| b != net::DEFAULT_UDP_RATE)
         .unwrap_or(1_000_000_000) as f64;
-    let plan = Plan {
-        start_bps: per_stream * streams,
-        threshold_percent: threshold,
-        // Bounded: at most 14 tests.
-        max_trials: 14,
-        precision: 0.01,
-    };
+    // Bounded: at most 14 tests.
+    let plan = Plan::new(per_stream * streams, threshold);
     let mut tested: Vec<Tested> = Vec::new();
     // The link facts of the test's interface, read once.
     let mut facts: Option<Option<LinkFacts>> = None;

@@ -73,8 +73,8 @@ impl fmt::Display for StdoutClosed {
 
 impl std::error::Error for StdoutClosed {}
 
-/// Whether stdout is coloured (`--color`, NO_COLOR, a terminal): headroom's own colour
-/// sequences pass the writer only then.
+/// Whether stdout is coloured (`--color`, NO_COLOR, a terminal): the writer turns
+/// headroom's own colour marks into colours only then.
 static COLOUR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Set once the command line is read.
@@ -85,7 +85,8 @@ pub fn set_colour(on: bool) {
 /// Write to stdout and flush. A closed pipe is returned as [`StdoutClosed`]; use it through
 /// [`out!`](crate::out) and [`outln!`](crate::outln), which read like `print!`/`println!`.
 /// Every text passes [`report::outside::for_terminal`]: a control character from a peer, a
-/// document or sysfs is shown escaped, never acted on by the terminal.
+/// document or sysfs is shown escaped, never acted on by the terminal (headroom's own colour
+/// sequences included: only its renderers' marks become colours).
 pub fn write_stdout(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
     let text = args.to_string();
     let colour = COLOUR.load(std::sync::atomic::Ordering::Relaxed);
@@ -120,14 +121,14 @@ macro_rules! outln {
     };
 }
 
-/// `headroom: {kind}{message}` on stderr, escaped as stdout is (no colour on stderr). A
-/// closed stderr loses the message, never the run.
+/// `headroom: {kind}{message}` on stderr, escaped as stdout is (no colour on stderr: a
+/// styled text's marks are dropped). A closed stderr loses the message, never the run.
 fn say(kind: &str, message: fmt::Arguments<'_>) {
     let text = message.to_string();
     let _ = writeln!(
         std::io::stderr().lock(),
         "headroom: {kind}{}",
-        report::outside::terminal(&text)
+        report::outside::for_terminal(&text, false)
     );
 }
 

@@ -159,7 +159,7 @@ pub fn flow_ceiling(f: &LinkFacts, m: &NetMeasurement, flow: Flow) -> Result<Net
     let c = link_ceiling(f, &p, &what, way)?;
     Ok(NetCeiling {
         goodput_bps: c.goodput_bps,
-        egress_only: f.shaper.is_some() && c.basis.starts_with("tbf"),
+        egress_only: c.by_shaper,
         basis: c.basis,
     })
 }

@@ -367,8 +367,22 @@ pub fn net(net: &NetInventory) -> String {
             };
             let _ = write!(line, " on {on}");
         }
-        if let Ok(c) = model::net::interface_tcp_ceiling(i, model::net::Way::Receives) {
-            let _ = write!(line, " = {:.1} MB/s TCP", c / MB);
+        if let Some(sh) = &i.shaper {
+            let _ = write!(
+                line,
+                ", tbf qdisc {:.2} Mbit/s on its egress",
+                sh.rate_bps / 1e6
+            );
+        }
+        // One figure when both ways have it; else each way (a tbf bounds what is sent).
+        match crate::summary::InterfaceCeiling::of(i, |c| format!("{:.1} MB/s", c / MB)) {
+            Some(c) if c.both_ways => {
+                let _ = write!(line, " = {} TCP", c.text);
+            }
+            Some(c) => {
+                let _ = write!(line, " = TCP {}", c.text);
+            }
+            None => {}
         }
         let _ = writeln!(out, "{line}");
     }

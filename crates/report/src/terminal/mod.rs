@@ -7,9 +7,14 @@ pub mod latency;
 pub mod mmio;
 pub mod path;
 
+use crate::outside::Sgr;
 use model::Severity;
 
-/// ANSI styling, or none. Ten lines do not deserve a crate.
+/// Colour for the terminal, or none. Ten lines do not deserve a crate.
+///
+/// The text carries [`Sgr`] marks, not escape sequences: only the terminal writer
+/// ([`crate::outside::for_terminal`]) makes them colours, after it has escaped every control
+/// character of the text, so a string from outside inside a styled text stays text.
 #[derive(Debug, Clone, Copy)]
 pub struct Style {
     color: bool,
@@ -20,24 +25,24 @@ impl Style {
         Style { color }
     }
 
-    fn paint(&self, code: &str, s: &str) -> String {
+    fn paint(&self, colour: Sgr, s: &str) -> String {
         if self.color {
-            format!("\x1b[{code}m{s}\x1b[0m")
+            format!("{}{s}{}", colour.mark(), Sgr::Reset.mark())
         } else {
             s.to_string()
         }
     }
 
     pub fn bold(&self, s: &str) -> String {
-        self.paint("1", s)
+        self.paint(Sgr::Bold, s)
     }
 
     pub fn warn(&self, s: &str) -> String {
-        self.paint("33", s)
+        self.paint(Sgr::Yellow, s)
     }
 
     pub fn err(&self, s: &str) -> String {
-        self.paint("31", s)
+        self.paint(Sgr::Red, s)
     }
 
     pub fn severity(&self, sev: Severity) -> String {

@@ -300,6 +300,7 @@ mod tests {
             is_virtual: false,
             devtype: None,
             sysfs_path: "/sys/class/net/x".into(),
+            shaper: None,
         }
     }
 
