@@ -3,7 +3,21 @@
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
 use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::time::Duration;
 use testsupport::cmd::{headroom, headroom_process, json_of};
+use testsupport::process::{children, wait_until};
+
+/// Wait (bounded) until `bench mem`/`bench mmio` measures: each (width, operation) runs in a
+/// process of its own, forked once the buffer is filled, and it makes at least one pass
+/// before it looks at the stop flag, so a stop from now on leaves a measurement.
+fn wait_measuring(child: &Child) {
+    assert!(
+        wait_until(Duration::from_secs(120), || !children(child.id())
+            .is_empty()),
+        "no width was ever measured"
+    );
+}
 
 /// A tmpfs file of `len` bytes holding `fill(i)` at byte i, removed on drop.
 fn bar_file(len: usize, fill: impl Fn(usize) -> u8) -> tempfile::NamedTempFile {
@@ -493,7 +507,7 @@ fn sigterm_keeps_what_was_measured_and_exits_143() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    wait_measuring(&child);
     // SAFETY: our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
@@ -520,7 +534,7 @@ fn ctrl_c_keeps_what_was_measured_and_exits_130() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(4500));
+    wait_measuring(&child);
     // SAFETY: our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
@@ -570,7 +584,7 @@ fn a_file_truncated_during_the_run_is_a_reported_sigbus_not_a_crash() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(1500));
+        wait_measuring(&child);
         std::fs::OpenOptions::new()
             .write(true)
             .open(f.path())

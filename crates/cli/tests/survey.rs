@@ -207,7 +207,7 @@ fn a_short_survey_runs_and_reads_back_in_report_and_compare() {
             "survey",
             "--quick",
             "--budget",
-            "40s",
+            "60s",
             "--output",
             "survey.json",
             "--html",
@@ -392,8 +392,9 @@ impl Drop for Server {
 #[test]
 fn the_network_part_measures_both_directions_against_a_server() {
     // A headroom server on loopback (an iperf3 server works the same: bench net speaks its
-    // protocol); a port of its own so other tests' servers are not in the way.
-    let port = 5291;
+    // protocol); a port of its own so other tests' servers are not in the way, used once it
+    // listens.
+    let port = testsupport::net::free_port();
     let _server = Server(
         headroom_process()
             .args(["bench", "net", "--server", "-p", &port.to_string()])
@@ -402,12 +403,14 @@ fn the_network_part_measures_both_directions_against_a_server() {
             .spawn()
             .unwrap(),
     );
-    std::thread::sleep(Duration::from_millis(500));
+    testsupport::net::wait_listening(port);
+    // The budget leaves room (the parts are 2 x 6 s at --quick's default times): a part
+    // slowed down by a loaded machine is not cut short by it.
     let doc = json_of(headroom().args([
         "survey",
         "--quick",
         "--budget",
-        "20s",
+        "60s",
         "--include",
         "net",
         "--no-save",
