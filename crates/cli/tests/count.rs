@@ -935,3 +935,55 @@ fn ctrl_c_ends_a_system_wide_count_with_its_numbers() {
     );
     assert!(text.lines().any(|l| l.ends_with(" cs")), "{text}");
 }
+
+/// Session 6 (s6-fix) item 2: `-o FILE` was opened after the counted command had started, so
+/// a name that cannot be written failed only after the command ran (and did its work, once
+/// for nothing). It is checked first, as every benchmark checks --output: a usage error
+/// (exit 2) with the sentence of `bench --output`, and the command never runs.
+#[test]
+fn a_bad_output_file_is_refused_before_the_command_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let touch = ["--", "touch", ran.to_str().unwrap()];
+    let missing = dir.path().join("no/such/dir/c.txt");
+    let missing = missing.to_str().unwrap();
+    let here = dir.path().to_str().unwrap();
+    for (o, sentence, code) in [
+        (
+            missing,
+            format!(
+                "-o {missing}: the directory {} does not exist; create it or choose another place",
+                dir.path().join("no/such/dir").display()
+            ),
+            2,
+        ),
+        (
+            here,
+            format!(
+                "-o {here} is a directory: give a file name, e.g. {}",
+                dir.path().join("counts.txt").display()
+            ),
+            2,
+        ),
+    ] {
+        fails_saying(
+            headroom().args(["count", "-e", "cs", "-o", o]).args(touch),
+            code,
+            &sentence,
+        );
+        assert!(!ran.exists(), "-o {o}: the command ran");
+    }
+    // What only opening the file can refuse (a link planted in its place) is refused before
+    // the command runs too.
+    let link = dir.path().join("link.txt");
+    std::os::unix::fs::symlink(dir.path().join("elsewhere"), &link).unwrap();
+    fails_saying(
+        headroom()
+            .args(["count", "-e", "cs", "-o", link.to_str().unwrap()])
+            .args(touch),
+        1,
+        "it is a symbolic link, which headroom does not follow",
+    );
+    assert!(!ran.exists(), "-o LINK: the command ran");
+    assert!(!dir.path().join("elsewhere").exists());
+}
