@@ -591,6 +591,13 @@ fn ctrl_c_keeps_the_partial_result() {
     signal(&client.0, libc::SIGINT);
     let (code, out, err) = client.output_within(Duration::from_secs(20));
     assert_eq!(code, Some(130), "{err}");
+    assert!(
+        err.contains(
+            "headroom: interrupted by SIGINT (Ctrl-C): the results above are those measured \
+             before it"
+        ),
+        "{err}"
+    );
     let doc: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(doc["measurement"]["stopped_by"], "interrupted");
     assert!(
@@ -599,6 +606,51 @@ fn ctrl_c_keeps_the_partial_result() {
             .unwrap()
             > 0
     );
+}
+
+/// Session 6 (s6-fix) item 3: a client stopped before its test began (by a server that took
+/// the connection and says nothing) waited out the 10 s control timeout, then said the
+/// server "stopped answering for 10 s" and exited 130 whatever the signal. It stops at
+/// once, says that nothing was measured, and exits 128 + the signal.
+#[test]
+fn a_client_stopped_before_its_test_began_says_nothing_was_measured() {
+    // A server that takes the connection and the cookie, and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    silent.set_nonblocking(true).unwrap();
+    let port = silent.local_addr().unwrap().port();
+    for (sig, name) in [
+        (libc::SIGINT, "SIGINT (Ctrl-C)"),
+        (libc::SIGTERM, "SIGTERM"),
+    ] {
+        let client = background_client(port, "5", &[]);
+        let mut conn = None;
+        assert!(
+            wait_until(Duration::from_secs(60), || {
+                conn = silent.accept().ok().map(|(c, _)| c);
+                conn.is_some()
+            }),
+            "the client never connected"
+        );
+        let mut conn = conn.unwrap();
+        conn.set_nonblocking(false).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        // Its cookie came: it waits for the server's first word.
+        let mut cookie = [0u8; 37];
+        conn.read_exact(&mut cookie).unwrap();
+        signal(&client.0, sig);
+        let (code, out, err) = client.output_within(Duration::from_secs(30));
+        assert_eq!(code, Some(128 + sig), "{err}");
+        assert!(
+            err.contains(&format!(
+                "headroom: interrupted by {name}: nothing was measured: the test had not begun"
+            )),
+            "{err}"
+        );
+        assert!(!err.contains("stopped answering"), "{err}");
+        assert!(out.is_empty(), "{out}");
+    }
+    drop(silent);
 }
 
 /// The counters beside the engine: on loopback and on a veth pair, interfaces without a
