@@ -439,9 +439,8 @@ fn the_network_part_measures_both_directions_against_a_server() {
     }
     let summary = doc["summary"].as_str().unwrap();
     assert!(
-        summary
-            .to_lowercase()
-            .contains("net 127.0.0.1 send tcp client -> server")
+        summary.contains("Network part net 127.0.0.1 send, TCP client -> server: ")
+            && summary.contains("Network part net 127.0.0.1 receive, TCP server -> client: ")
             && summary.contains("Mbit/s"),
         "{summary}"
     );

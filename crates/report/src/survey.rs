@@ -357,18 +357,16 @@ impl SurveyBody {
         for d in docs.iter().filter(|d| d.part.kind == PartKind::Net) {
             for t in &d.summary.tests {
                 let mbit = t.measured_mb_s * 8.0;
+                // The ceiling's basis is a description with punctuation of its own (a
+                // shaper's "...; it shapes what this host sends"): in parentheses.
                 let judged = match (t.ceiling_in(&d.summary), t.efficiency) {
                     (Some(c), Some(eff)) => {
-                        format!(
-                            ", {:.0} % of the ceiling set by {}",
-                            eff * 100.0,
-                            c.bottleneck
-                        )
+                        format!(", {:.0} % of the ceiling ({})", eff * 100.0, c.bottleneck)
                     }
                     _ => String::new(),
                 };
                 sentences.push(format!(
-                    "{} {}: {mbit:.1} Mbit/s{judged}",
+                    "network part {}, {}: {mbit:.1} Mbit/s{judged}",
                     d.part.id, t.name
                 ));
             }
@@ -421,18 +419,32 @@ impl SurveyBody {
                 plural(self.parts.len(), "part", "parts")
             ));
         }
+        // Each fact a sentence of its own: joined with "; " they ran together with the
+        // semicolons inside them (a shaper's ceiling "...; it shapes what this host sends").
         let summary = if sentences.is_empty() {
             "Nothing was measured.".to_string()
         } else {
-            let mut s = sentences.join("; ");
-            if let Some(first) = s.get(..1) {
-                s = first.to_uppercase() + &s[1..];
-            }
-            s.push('.');
-            s
+            sentences
+                .iter()
+                .map(|s| as_sentence(s))
+                .collect::<Vec<_>>()
+                .join(" ")
         };
         (summary, ranked)
     }
+}
+
+/// `s` as a sentence: its first letter capitalised, a full stop at its end.
+fn as_sentence(s: &str) -> String {
+    let mut chars = s.chars();
+    let mut o: String = match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => return String::new(),
+    };
+    if !o.ends_with('.') {
+        o.push('.');
+    }
+    o
 }
 
 /// The interrupts the stress part's own io workers caused on the measured CPUs, in words
