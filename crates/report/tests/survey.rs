@@ -52,11 +52,14 @@ fn survey_with(disk: &str, later_ns: u64) -> (Document, SurveyBody) {
                 status: PartStatus::NotRun,
                 reason: Some("not run: no --net HOST given".into()),
                 seconds: None,
+                planned_s: None,
+                given_s: None,
                 messages: Vec::new(),
                 document: None,
             },
         ],
         interrupted: false,
+        seconds: Some(24.3),
         summary: String::new(),
         conclusions: Vec::new(),
     };
@@ -227,6 +230,7 @@ fn every_conclusion_has_an_action_and_the_survey_names_its_own_load() {
             ),
         ],
         interrupted: false,
+        seconds: None,
         summary: String::new(),
         conclusions: Vec::new(),
     };
