@@ -305,15 +305,19 @@ pub fn run_client(
         .map_err(|e| NetError::Setup(e.to_string()))?;
     ctrl.set_read_timeout(Some(CONTROL_TIMEOUT))
         .map_err(|e| NetError::Setup(e.to_string()))?;
+    // The cookie first, as iperf_connect sends it right after connecting: a server drops a
+    // connection without one after a few seconds (headroom's after 3 s), and what the
+    // Connected event starts (the samplers of the interface's device) took longer than that
+    // on an emulated aarch64 board. They still start before any stream sends.
+    let cookie = proto::make_cookie();
+    ctrl.write_all(&cookie)
+        .map_err(|e| ctrl_err(&peer)(e.into()))?;
     let interface = test_interface(local.ip(), addr.ip());
     progress(Event::Connected {
         peer: &peer,
         local,
         interface: interface.as_deref(),
     });
-    let cookie = proto::make_cookie();
-    ctrl.write_all(&cookie)
-        .map_err(|e| ctrl_err(&peer)(e.into()))?;
 
     let mut pending = None;
     let mut run = None;
