@@ -21,8 +21,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// What `--help` and the notes of a BAR run say about loads (one text for both).
@@ -244,18 +243,6 @@ fn parse_time(flag: &str, s: &str) -> Result<Duration, Refusal> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// The stop flag that SIGINT and SIGTERM set, and which of them came (0: none yet), for the
-/// exit code (128 + the signal).
-fn stop_flag() -> anyhow::Result<(Arc<AtomicBool>, Arc<AtomicUsize>)> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let signal = Arc::new(AtomicUsize::new(0));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
-    Ok((stop, signal))
-}
-
 /// The progress line of a run: what is measured, redrawn as each step begins.
 fn progress(live: bool, what: &str) -> impl Fn(&mmio::Progress) + Sync + '_ {
     move |_| {
@@ -304,7 +291,7 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
             l >> 10
         ));
     }
-    let (stop, signal) = stop_flag()?;
+    let (stop, signal) = crate::terminal::stop_flag()?;
     let live = std::io::stderr().is_terminal();
     let mut access = mmio::Config::new(a.width.clone(), a.op.clone(), duration);
     access.threads = a.threads;
@@ -342,7 +329,7 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         notes,
         interrupted: stop.load(Ordering::Relaxed),
     };
-    finish(global, &a.keep, &doc, signal.load(Ordering::Relaxed))
+    finish(global, &a.keep, &doc, &signal)
 }
 
 /// Print (text or JSON), keep, and the exit code (128 + `signal` when a signal stopped the
@@ -351,7 +338,7 @@ fn finish(
     global: &GlobalArgs,
     keep: &crate::output::KeepArgs,
     doc: &MmioDocument,
-    signal: usize,
+    signal: &std::sync::atomic::AtomicUsize,
 ) -> anyhow::Result<ExitCode> {
     let measured =
         !doc.results.is_empty() || doc.memory.as_ref().is_some_and(|m| !m.results.is_empty());
@@ -360,7 +347,9 @@ fn finish(
     }
     if global.json {
         crate::output::print_result("mmio", doc)?;
-    } else {
+    } else if measured || !doc.interrupted {
+        // Stopped before the first width ran, the tables would be empty: the sentence below
+        // says what happened instead.
         let wrapped = report::document::wrap("mmio", env!("CARGO_PKG_VERSION"), doc)?;
         let summary = report::Summary::of(&wrapped, "this run")?;
         let style = report::terminal::Style::new(global.use_color());
@@ -383,11 +372,8 @@ fn finish(
     }
     if doc.interrupted {
         return Err(crate::terminal::Interrupted {
-            signal: i32::try_from(signal)
-                .ok()
-                .filter(|&s| s != 0)
-                .unwrap_or(libc::SIGINT),
-            kept: "the results above are those measured before it".to_string(),
+            signal: crate::terminal::stopped_by(signal),
+            kept: stopped_with(doc, measured),
         }
         .into());
     }
@@ -395,6 +381,23 @@ fn finish(
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a stop left of the run, after "interrupted by SIGINT (Ctrl-C): ".
+fn stopped_with(doc: &MmioDocument, measured: bool) -> String {
+    if measured {
+        return "the results above are those measured before it".to_string();
+    }
+    match (&doc.region, &doc.memory) {
+        // bench mem: every page of the buffer is written before the first width runs (so
+        // none is the shared zero page), which takes a while for a large buffer.
+        (None, Some(m)) => format!(
+            "nothing was measured: it came while the {} MiB buffer was being filled, before \
+             the first width ran",
+            m.buffer_bytes >> 20
+        ),
+        _ => "nothing was measured: it came before the first width ran".to_string(),
+    }
 }
 
 /// The target as the user named it.
@@ -886,7 +889,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         Ok(o) => o,
         Err(r) => return Ok(fail(r)),
     };
-    let (stop, signal) = stop_flag()?;
+    let (stop, signal) = crate::terminal::stop_flag()?;
     let live = std::io::stderr().is_terminal();
     let mut cfg = mmio::Config::new(a.width.clone(), ops.clone(), duration);
     cfg.threads = a.threads;
@@ -998,7 +1001,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         interrupted: stop.load(Ordering::Relaxed),
     };
     drop(opened.map);
-    finish(global, &a.keep, &doc, signal.load(Ordering::Relaxed))
+    finish(global, &a.keep, &doc, &signal)
 }
 
 #[cfg(test)]

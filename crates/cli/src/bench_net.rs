@@ -13,7 +13,7 @@ use model::root::SysRoot;
 use report::count::BesideCounters;
 use report::net::{FindRate, NetReport, RateStep};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -427,13 +427,10 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let interrupt = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&interrupt))
-            .context("installing the Ctrl-C handler")?;
-    }
+    let (interrupt, signal) =
+        crate::terminal::stop_flag().context("installing the Ctrl-C handler")?;
     if a.server {
-        return run_server(a, json, &interrupt, a.interval);
+        return run_server(a, json, &interrupt, &signal, a.interval);
     }
     let mut words: Vec<&str> = a.host.iter().map(String::as_str).collect();
     if matches!(words.first(), Some(&"iperf3") | Some(&"iperf")) {
@@ -488,16 +485,24 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
     };
     let (tested, fr) = match outcome {
         Ok(x) => x,
+        // Stopped before a test (or a trial of the search) ended: no measurement to show.
+        Err(_) if interrupt.load(Ordering::Relaxed) => {
+            return Err(crate::terminal::Interrupted {
+                signal: crate::terminal::stopped_by(&signal),
+                kept: if a.find_rate {
+                    "nothing was measured: no test of the search had ended".to_string()
+                } else {
+                    "nothing was measured: the test had not begun".to_string()
+                },
+            }
+            .into());
+        }
         Err(e) => {
             crate::terminal::error(format_args!("{e}"));
-            return Ok(ExitCode::from(if interrupt.load(Ordering::Relaxed) {
-                EXIT_INTERRUPTED
-            } else {
-                1
-            }));
+            return Ok(ExitCode::from(1));
         }
     };
-    let code = finish(tested, fr, notes, json, &a.keep)?;
+    let code = finish(tested, fr, notes, json, &a.keep, &signal)?;
     Ok(code)
 }
 
@@ -645,6 +650,7 @@ fn finish(
     mut notes: Vec<String>,
     json: bool,
     keep: &crate::output::KeepArgs,
+    signal: &AtomicUsize,
 ) -> anyhow::Result<ExitCode> {
     let interrupted = m.stopped_by == NetStop::Interrupted;
     let (facts, more) = match &m.interface {
@@ -663,6 +669,15 @@ fn finish(
     } else {
         crate::out!("{}", report::net::render_text(&r))?;
     }
+    if interrupted && signal.load(Ordering::Relaxed) != 0 {
+        // Stopped here (Ctrl-C, SIGTERM), as every benchmark says it.
+        return Err(crate::terminal::Interrupted {
+            signal: crate::terminal::stopped_by(signal),
+            kept: "the results above are those measured before it".to_string(),
+        }
+        .into());
+    }
+    // A test the peer stopped (its Ctrl-C): a server serves on.
     Ok(if interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
     } else {
@@ -692,6 +707,7 @@ fn run_server(
     a: &NetArgs,
     json: bool,
     interrupt: &Stop,
+    signal: &AtomicUsize,
     interval: f64,
 ) -> anyhow::Result<ExitCode> {
     let auth = match (&a.rsa_private_key_path, &a.authorized_users_path) {
@@ -711,6 +727,8 @@ fn run_server(
         no_save: !a.save,
         ..a.keep.clone()
     };
+    // 128 + the signal that stopped this server (130 for Ctrl-C, 143 for SIGTERM).
+    let stopped = || ExitCode::from(128 + crate::terminal::stopped_by(signal) as u8);
     let server = match Server::bind(ServerConfig {
         port: a.port,
         bind: a.bind,
@@ -734,15 +752,15 @@ fn run_server(
         let served =
             net::NetRun::ServeOne(&server).run(interrupt, |p| on_progress(p, json, true, &beside));
         match served {
-            Err(net::NetError::Interrupted) => return Ok(ExitCode::from(EXIT_INTERRUPTED)),
+            Err(net::NetError::Interrupted) => return Ok(stopped()),
             Ok(m) => {
                 let iface = iface_bytes(&all, before.as_ref(), &m);
                 let counters = finish_beside(beside, &m);
                 let interrupted =
                     m.stopped_by == NetStop::Interrupted && interrupt.load(Ordering::Relaxed);
-                let code = finish((m, iface, counters), None, Vec::new(), json, &keep)?;
+                let code = finish((m, iface, counters), None, Vec::new(), json, &keep, signal)?;
                 if interrupted {
-                    return Ok(ExitCode::from(EXIT_INTERRUPTED));
+                    return Ok(stopped());
                 }
                 if a.one_off {
                     return Ok(code);
@@ -756,7 +774,7 @@ fn run_server(
             }
         }
         if interrupt.load(Ordering::Relaxed) {
-            return Ok(ExitCode::from(EXIT_INTERRUPTED));
+            return Ok(stopped());
         }
     }
 }

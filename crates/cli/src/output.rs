@@ -165,6 +165,18 @@ impl KeepArgs {
     }
 }
 
+/// A file name of the kind `flag` writes, for the example in a refusal: `report.md` for
+/// `--md`, `report.html` for `--html`, `counts.txt` for count's `-o` (perf stat's text; CSV
+/// or a document with -x or --json), `run.json` for a result document (`--output`).
+fn example_name(flag: &str) -> &'static str {
+    match flag {
+        "--md" => "report.md",
+        "--html" => "report.html",
+        "-o" => "counts.txt",
+        _ => "run.json",
+    }
+}
+
 /// Whether FILE, given with `flag`, can be written before any work starts: the directory
 /// exists, the name is not a directory, and a file can be created beside it (the atomic
 /// write needs that).
@@ -173,7 +185,7 @@ pub fn check_writable(flag: &str, path: &std::path::Path) -> Result<(), OutputUn
     if path.is_dir() {
         return Err(OutputUnusable(format!(
             "{flag} {show} is a directory: give a file name, e.g. {}",
-            path.join("run.json").display()
+            path.join(example_name(flag)).display()
         )));
     }
     let dir = match path.parent() {

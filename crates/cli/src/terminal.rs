@@ -50,6 +50,31 @@ impl fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+/// The stop flag that SIGINT and SIGTERM set, and which of them came (0: none yet), for the
+/// exit code (128 + the signal) and [`Interrupted`]'s sentence.
+pub fn stop_flag() -> anyhow::Result<(
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+)> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
+    use std::sync::Arc;
+    let stop = Arc::new(AtomicBool::new(false));
+    let signal = Arc::new(AtomicUsize::new(0));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    Ok((stop, signal))
+}
+
+/// The signal [`stop_flag`] recorded (SIGINT when none was: a stop set otherwise).
+pub fn stopped_by(signal: &std::sync::atomic::AtomicUsize) -> i32 {
+    i32::try_from(signal.load(std::sync::atomic::Ordering::Relaxed))
+        .ok()
+        .filter(|&s| s != 0)
+        .unwrap_or(libc::SIGINT)
+}
+
 /// `SIGINT (Ctrl-C)`, `SIGTERM`, ...: the name a user reads in `kill -l`.
 pub fn signal_name(signal: i32) -> String {
     match signal {

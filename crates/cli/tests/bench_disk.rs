@@ -215,9 +215,12 @@ fn ctrl_c_removes_the_test_file() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait (bounded) for the file to exist, then a little for the run to start.
+    // Wait (bounded) for the file to exist, then for the measured run to read from it.
     assert!(wait_for_file(dir.path()), "the test file never appeared");
-    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        wait_until(Duration::from_secs(60), || measured_reads(child.id())),
+        "the run never started reading"
+    );
     signal(&child, libc::SIGINT);
     let out = output_within(&mut child, Duration::from_secs(30));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -665,15 +668,11 @@ fn interrupted_run_keeps_what_it_measured() {
 }
 
 /// Bytes this process has read from storage so far (`read_bytes` of /proc/PID/io).
-fn read_bytes_of(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/io"))
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("read_bytes: ").map(str::to_string))
-        })
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
+/// Whether the benchmark `pid` has read 1 MiB from storage: its measured run is under way
+/// (the fill only writes) and has completed I/Os (at most a queue's depth of the bytes read
+/// is still in flight), so a stop now leaves a measurement.
+fn measured_reads(pid: u32) -> bool {
+    testsupport::process::io_counter(pid, "read_bytes") > 1 << 20
 }
 
 /// Waits (bounded, 30 s) until a file appears in `dir`; whether one did.
@@ -701,12 +700,10 @@ fn single_test_interrupted_keeps_its_partial_measurement() {
                 .arg("--db")
                 .arg(&db),
         );
-        // The fill only writes: once the process reads, the measured run is under way.
         assert!(
-            wait_until(Duration::from_secs(60), || read_bytes_of(child.id()) > 0),
+            wait_until(Duration::from_secs(60), || measured_reads(child.id())),
             "the run never started reading"
         );
-        std::thread::sleep(Duration::from_millis(200));
         signal(&child, sig);
         let output = output_within(&mut child, Duration::from_secs(60));
         let err = String::from_utf8_lossy(&output.stderr);

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use testsupport::cmd::*;
-use testsupport::process::{is_root, on_path};
+use testsupport::process::{children, is_root, on_path, thread_sleeps, wait_until};
 
 fn run_json(args: &[&str]) -> Value {
     json_of(headroom().args(args).arg("--json"))
@@ -33,19 +33,6 @@ fn worker_alive(pid: u64) -> bool {
         && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .map(|s| s.contains(") Z "))
             .unwrap_or(true)
-}
-
-fn children_of(pid: u32) -> Vec<u64> {
-    let mut out = Vec::new();
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return out;
-    };
-    for t in tasks.flatten() {
-        if let Ok(c) = std::fs::read_to_string(t.path().join("children")) {
-            out.extend(c.split_whitespace().filter_map(|w| w.parse::<u64>().ok()));
-        }
-    }
-    out
 }
 
 #[test]
@@ -166,7 +153,7 @@ fn start_loaded(extra: &[&str]) -> (std::process::Child, Vec<u64>) {
     let t0 = Instant::now();
     let mut workers = Vec::new();
     while t0.elapsed() < Duration::from_secs(10) {
-        workers = children_of(child.id());
+        workers = children(child.id()).into_iter().map(u64::from).collect();
         if workers.len() == 3 && workers.iter().all(|&p| worker_alive(p)) {
             break;
         }
@@ -198,7 +185,15 @@ fn interrupt_loaded_run(signal: i32, name: &str) {
         "--output",
         file.to_str().unwrap(),
     ]);
-    std::thread::sleep(Duration::from_millis(700));
+    // Until the measuring thread has slept and woken 50 times: each period of its loop is
+    // one sleep, and before the run starts it waits only at the start gate (once), so by
+    // then dozens of wake-ups are measured however slowly a loaded machine got there.
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            thread_sleeps(child.id(), "latency-0").is_some_and(|n| n >= 50)
+        }),
+        "the measuring thread never ran"
+    );
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, signal) };
     let t0 = Instant::now();
@@ -219,7 +214,7 @@ fn interrupt_loaded_run(signal: i32, name: &str) {
     let total = &doc["measurement"]["total"];
     assert!(
         total["count"].as_u64().unwrap() > 0,
-        "nothing measured in 0.7 s"
+        "nothing measured after 50 wake-ups"
     );
     assert_eq!(
         hist_sum(&total["histogram"]),

@@ -16,8 +16,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 use testsupport::cmd::*;
-use testsupport::net::{free_port, wait_listening};
-use testsupport::process::{is_root, on_path, output_within, signal, spawn_piped};
+use testsupport::net::{established_to, free_port, wait_listening, wait_listening_in_namespace_of};
+use testsupport::process::{
+    is_root, on_path, output_within, signal, spawn_piped, wait_until, StderrWatch,
+};
 
 /// A process killed (and reaped) when dropped.
 struct Guard(Child);
@@ -92,6 +94,23 @@ fn loopback_client(port: u16, seconds: &str, extra: &[&str]) -> std::process::Ou
         .timeout(Duration::from_secs(30))
         .output()
         .unwrap()
+}
+
+/// A one-test server on `port` (as [`one_off_server`]) whose stderr is read as it comes:
+/// its interval lines say that a test is streaming.
+fn watched_server(port: u16) -> (Guard, StderrWatch) {
+    let mut server = one_off_server(port, &[]);
+    let watch = StderrWatch::of(&mut server.0);
+    (server, watch)
+}
+
+/// Wait (bounded) until the server's first interval line: its test has streamed a second.
+fn wait_streaming(server: &StderrWatch) {
+    assert!(
+        server.wait_for(" Mbit/s", Duration::from_secs(60)),
+        "the test never streamed: {}",
+        server.text()
+    );
 }
 
 /// Per stream, (sender bytes, receiver bytes) from a headroom document. A UDP receiver's
@@ -362,8 +381,8 @@ fn client_against_server(
     s.args(["bench", "net", "-s"])
         .args(server)
         .args(["--no-save", "--json"]);
-    let _server = spawn(s);
-    std::thread::sleep(Duration::from_millis(300));
+    let server = spawn(s);
+    wait_listening_in_namespace_of(server.0.id(), 5201);
     let mut c = in_ns(a);
     c.args(["bench", "net"])
         .args(client)
@@ -611,8 +630,13 @@ fn server_survives_misbehaving_clients_and_refuses_a_second_server() {
     drop(TcpStream::connect(&addr).unwrap());
 
     // The server still serves a real test, and refuses a second client during it.
-    let client = background_client(port, "3", &["--json"]);
-    std::thread::sleep(Duration::from_millis(1500));
+    // Once the test runs (its control connection and data stream both established), a
+    // second client is refused; 6 s leave it time to start on a loaded machine.
+    let client = background_client(port, "6", &["--json"]);
+    assert!(
+        wait_until(Duration::from_secs(60), || established_to(port) >= 2),
+        "the test never started"
+    );
     let busy = loopback_client(port, "1", &[]);
     assert_eq!(busy.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&busy.stderr).contains("busy"));
@@ -625,9 +649,9 @@ fn server_survives_misbehaving_clients_and_refuses_a_second_server() {
 #[test]
 fn a_server_killed_mid_test_ends_the_client_with_a_sentence() {
     let port = free_port();
-    let server = one_off_server(port, &[]);
+    let (server, watch) = watched_server(port);
     let client = background_client(port, "30", &[]);
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_streaming(&watch);
     drop(server); // SIGKILL
     let (code, _, err) = client.output_within(Duration::from_secs(20));
     assert_eq!(code, Some(1), "{err}");
@@ -644,12 +668,19 @@ fn a_server_killed_mid_test_ends_the_client_with_a_sentence() {
 #[test]
 fn ctrl_c_keeps_the_partial_result() {
     let port = free_port();
-    let _server = one_off_server(port, &[]);
+    let (_server, watch) = watched_server(port);
     let client = background_client(port, "30", &["--json"]);
-    std::thread::sleep(Duration::from_millis(2500));
+    wait_streaming(&watch);
     signal(&client.0, libc::SIGINT);
     let (code, out, err) = client.output_within(Duration::from_secs(20));
     assert_eq!(code, Some(130), "{err}");
+    assert!(
+        err.contains(
+            "headroom: interrupted by SIGINT (Ctrl-C): the results above are those measured \
+             before it"
+        ),
+        "{err}"
+    );
     let doc: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(doc["measurement"]["stopped_by"], "interrupted");
     assert!(
@@ -658,6 +689,51 @@ fn ctrl_c_keeps_the_partial_result() {
             .unwrap()
             > 0
     );
+}
+
+/// Session 6 (s6-fix) item 3: a client stopped before its test began (by a server that took
+/// the connection and says nothing) waited out the 10 s control timeout, then said the
+/// server "stopped answering for 10 s" and exited 130 whatever the signal. It stops at
+/// once, says that nothing was measured, and exits 128 + the signal.
+#[test]
+fn a_client_stopped_before_its_test_began_says_nothing_was_measured() {
+    // A server that takes the connection and the cookie, and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    silent.set_nonblocking(true).unwrap();
+    let port = silent.local_addr().unwrap().port();
+    for (sig, name) in [
+        (libc::SIGINT, "SIGINT (Ctrl-C)"),
+        (libc::SIGTERM, "SIGTERM"),
+    ] {
+        let client = background_client(port, "5", &[]);
+        let mut conn = None;
+        assert!(
+            wait_until(Duration::from_secs(60), || {
+                conn = silent.accept().ok().map(|(c, _)| c);
+                conn.is_some()
+            }),
+            "the client never connected"
+        );
+        let mut conn = conn.unwrap();
+        conn.set_nonblocking(false).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        // Its cookie came: it waits for the server's first word.
+        let mut cookie = [0u8; 37];
+        conn.read_exact(&mut cookie).unwrap();
+        signal(&client.0, sig);
+        let (code, out, err) = client.output_within(Duration::from_secs(30));
+        assert_eq!(code, Some(128 + sig), "{err}");
+        assert!(
+            err.contains(&format!(
+                "headroom: interrupted by {name}: nothing was measured: the test had not begun"
+            )),
+            "{err}"
+        );
+        assert!(!err.contains("stopped answering"), "{err}");
+        assert!(out.is_empty(), "{out}");
+    }
+    drop(silent);
 }
 
 /// The counters beside the engine: on loopback and on a veth pair, interfaces without a
@@ -694,7 +770,7 @@ fn counters_beside_the_engine_say_when_the_interface_has_no_device() {
     let mut s = in_ns(b);
     s.args(["bench", "net", "-s", "-1", "--no-save"]);
     let server = spawn(s);
-    std::thread::sleep(Duration::from_millis(300));
+    wait_listening_in_namespace_of(server.0.id(), 5201);
     let mut c = in_ns(a);
     c.args(["bench", "net", "10.79.0.2", "-t", "1", "--no-save"]);
     let (code, text, err) = spawn(c).output_within(Duration::from_secs(30));

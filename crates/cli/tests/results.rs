@@ -989,3 +989,33 @@ fn every_benchmark_checks_its_output_before_it_runs() {
         assert!(started.elapsed().as_secs() < 5, "{args:?} ran");
     }
 }
+
+/// Session 6 (s6-fix) item 5: a directory given where a file is written was answered with
+/// "e.g. DIR/run.json" whatever the flag, also for `--md` and `--html`: the example is a
+/// name of the kind the flag writes.
+#[test]
+fn a_directory_for_a_file_gets_an_example_of_the_flags_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let gen2 = result("rpi5-gen2.json");
+    let gen2 = gen2.to_str().unwrap();
+    for (args, example) in [
+        (vec!["report", "--md", d, gen2], "report.md"),
+        (vec!["report", "--html", d, gen2], "report.html"),
+        (vec!["survey", "--quick", "--md", d], "report.md"),
+        (vec!["survey", "--quick", "--html", d], "report.html"),
+        (vec!["survey", "--quick", "--output", d], "run.json"),
+        (vec!["bench", "mem", "--output", d], "run.json"),
+    ] {
+        let flag = args
+            .iter()
+            .find(|a| a.starts_with("--") && **a != "--quick");
+        let sentence = format!(
+            "{} {d} is a directory: give a file name, e.g. {}",
+            flag.unwrap(),
+            dir.path().join(example).display()
+        );
+        let err = fails_saying(headroom().args(&args), 2, &sentence);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+}

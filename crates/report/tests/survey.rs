@@ -57,11 +57,14 @@ fn survey_of(disk: Value, later_ns: u64) -> (Document, SurveyBody) {
                 status: PartStatus::NotRun,
                 reason: Some("not run: no --net HOST given".into()),
                 seconds: None,
+                planned_s: None,
+                given_s: None,
                 messages: Vec::new(),
                 document: None,
             },
         ],
         interrupted: false,
+        seconds: Some(24.3),
         summary: String::new(),
         conclusions: Vec::new(),
     };
@@ -118,7 +121,7 @@ fn the_summary_names_the_bottleneck_and_the_lost_link() {
     );
     // The dd run is judged against its bottleneck, the PCIe 5 GT/s x1 link (seed 003).
     assert!(
-        summary.contains("storage on nvme0n1 reaches") && summary.contains("PCIe 5 GT/s x1"),
+        summary.contains("Storage on nvme0n1 reaches") && summary.contains("PCIe 5 GT/s x1"),
         "{summary}"
     );
     assert!(summary.contains("1 of 5 parts did not run to the end: net (not run)"));
@@ -156,7 +159,7 @@ fn a_latency_difference_within_the_runs_spread_is_no_conclusion() {
     );
     assert!(
         summary.contains(
-            "wake-up latency peaks at 979 us idle and 1062 us under load, a difference within \
+            "Wake-up latency peaks at 979 us idle and 1062 us under load, a difference within \
              the 431 us the threads' maxima spread within a run: no effect of the load these \
              runs can tell"
         ),
@@ -260,6 +263,7 @@ fn every_conclusion_has_an_action_and_the_survey_names_its_own_load() {
             ),
         ],
         interrupted: false,
+        seconds: None,
         summary: String::new(),
         conclusions: Vec::new(),
     };
@@ -296,6 +300,26 @@ fn every_conclusion_has_an_action_and_the_survey_names_its_own_load() {
         summary.contains("of the ceiling set by") && !summary.contains(") ceiling"),
         "{summary}"
     );
+    // Session 6 (s6-fix) item 6: the facts were joined with "; ", and the shaper's ceiling
+    // brings a semicolon of its own ("...; it shapes what this end sends; wake-up latency
+    // ..."): each fact is now a sentence, and the ceiling's description is in parentheses.
+    assert!(
+        summary.contains(
+            " Network part net 10.0.0.2, TCP client -> server: 93.5 Mbit/s, 99 % of the \
+             ceiling (tbf qdisc on va: rate 100.00 Mbit/s, overhead 24 B per packet, MTU \
+             1500, TCP with timestamps (net.ipv4.tcp_timestamps = 1); it shapes what this end \
+             sends)."
+        ),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(" Storage on nvme0n1 reaches")
+            && summary.contains(" Wake-up latency peaks at"),
+        "{summary}"
+    );
+    for fact in ["storage", "wake-up", "net", "network"] {
+        assert!(!summary.contains(&format!("; {fact}")), "{summary}");
+    }
 }
 
 #[test]
