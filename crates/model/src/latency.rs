@@ -4,6 +4,9 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::time::Duration;
 
+pub mod split;
+pub mod trace;
+
 /// ns per us: the histogram has 1 us buckets.
 const NS_PER_US: u64 = 1_000;
 
