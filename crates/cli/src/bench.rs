@@ -13,6 +13,7 @@ use bench::latency::{self, Session};
 use bench::stress::{self, Launcher, Load, StopReport};
 use clap::{ArgAction, Args, Subcommand};
 use counters::Sampler;
+use model::latency::split::Split;
 use model::latency::{
     Affinity, Config, CpuInterrupts, Limits, LoadSample, MeasuredInterrupts, Measurement,
     StopReason, MAX_PRIORITY,
@@ -159,6 +160,24 @@ pub struct LatencyArgs {
     #[arg(short = 'b', long = "breaktrace", value_name = "US")]
     pub breaktrace_us: Option<u64>,
 
+    /// Split each wake-up's latency into IRQ latency (timer expiry to its interrupt) and
+    /// the rest, from the kernel's timer, interrupt and scheduler tracepoints recorded beside
+    /// the measurement, and say what delayed the wake-ups (root; tracefs).
+    #[arg(long)]
+    pub split: bool,
+
+    /// Stop at the first wake-up of US or more and explain it from the recorded events (the
+    /// interrupts, softirqs and threads that ran, with their times), as `rtla timerlat -a US`
+    /// does; implies --split.
+    #[arg(long, value_name = "US")]
+    pub analyze: Option<u64>,
+
+    /// What measures: `loop`, headroom's timer loop (cyclictest's), or `timerlat`, the
+    /// kernel's timerlat tracer (CONFIG_TIMERLAT_TRACER), which gives IRQ and thread latency
+    /// itself.
+    #[arg(long, value_enum, value_name = "NAME", default_value = "loop")]
+    pub engine: Engine,
+
     /// cyclictest's POSIX timers; accepted, headroom measures with clock_nanosleep only.
     #[arg(short = 'x', long = "posix_timers", visible_alias = "posix-timers")]
     pub posix_timers: bool,
@@ -215,6 +234,16 @@ pub struct LatencyArgs {
     /// Print help.
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
+}
+
+/// What measures the wake-ups (`--engine`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// headroom's timer loop: clock_nanosleep and clock_gettime, as cyclictest.
+    #[default]
+    Loop,
+    /// The kernel's timerlat tracer: its own threads, its own IRQ and thread latencies.
+    Timerlat,
 }
 
 /// `10s`, `5m`, `2h`, `1d`, `500ms`; a bare number is seconds (cyclictest's `-D`);
@@ -315,6 +344,9 @@ struct LatencyDocument<'a> {
     measurement: &'a Measurement,
     /// Device interrupts on the measured CPUs during the measurement, per CPU and source.
     interrupts: Option<&'a MeasuredInterrupts>,
+    /// `--split`: IRQ against thread latency, what delayed the wake-ups, the explained one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    split: Option<&'a Split>,
     findings: &'a [Finding],
 }
 
@@ -370,6 +402,12 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
             "-v: headroom does not print every wake-up (cyclictest's n:c:v lines); it keeps the \
              1 us histogram, the largest wake-ups with their times and the per-window maxima \
              (all in --json)"
+                .to_string(),
+        );
+    }
+    if a.analyze == Some(0) {
+        return Err(
+            "--analyze 0: give the latency to stop at and explain, in us (e.g. --analyze 100)"
                 .to_string(),
         );
     }
@@ -477,6 +515,10 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
         lock_memory: !a.no_mlock,
         hold_dma_latency: true,
         skip_privileged_steps: a.skip_privileged_steps,
+        // Set once the recorder is open (run_latency): without it there is nothing to
+        // hand the wake-ups to, and nothing to explain a stop with.
+        record_wakeups: false,
+        stop_above: None,
     };
     config.validate(available).map_err(|e| e.0)?;
     Ok((config, notes))
@@ -484,7 +526,7 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
 
 fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     let available = latency::available_cpus();
-    let (config, notes) = build_config(a, &available).map_err(terminal::usage)?;
+    let (mut config, mut notes) = build_config(a, &available).map_err(terminal::usage)?;
     for n in &notes {
         terminal::note(n);
     }
@@ -500,6 +542,33 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     }
     let root = SysRoot::new("/");
     let context = system::read_context(&root);
+    if a.engine == Engine::Timerlat {
+        return crate::split::run_timerlat(global, a, &config, &notes, &root, &context);
+    }
+    // --split / --analyze: the tracepoints of the measured CPUs, recorded from before the
+    // threads start; where they cannot be, say why and measure as without it.
+    let cpus = measured_cpus(&config);
+    let recorder = if a.split || a.analyze.is_some() {
+        match crate::split::Recorder::open(&root, &cpus) {
+            Ok(r) => {
+                if let Some(n) = r.missing_note() {
+                    terminal::note(&n);
+                    notes.push(n);
+                }
+                Some(r)
+            }
+            Err(why) => {
+                let n = format!("--split: {why}; measuring without the split");
+                terminal::warn(&n);
+                notes.push(n);
+                None
+            }
+        }
+    } else {
+        None
+    };
+    config.record_wakeups = recorder.is_some();
+    config.stop_above = recorder.as_ref().and(a.analyze).map(Duration::from_micros);
 
     // SIGINT (Ctrl-C) and SIGTERM stop the measurement (and with it the load); what was
     // measured is printed and kept, marked interrupted, and the exit code is 128 + signal.
@@ -574,6 +643,15 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     };
     sample(&mut load_samples);
 
+    // The split drains the threads' wake-ups and the kernel's buffers as they measure.
+    let mut splitting = recorder.zip(session.wakeups()).map(|(r, tap)| {
+        r.start(
+            tap,
+            latency::rt::now_ns(libc::CLOCK_MONOTONIC),
+            config.histogram_limit_us,
+            a.analyze.map(|us| us.saturating_mul(1000)),
+        )
+    });
     let live_display = !a.quiet && std::io::stderr().is_terminal();
     let shown_priority = if session_fifo { config.priority } else { 0 };
     let intervals: Vec<u64> = (0..config.threads)
@@ -582,8 +660,12 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     let mut drawn = 0usize;
     let mut drawn_max = Vec::new();
     let mut last_load = Instant::now();
-    // Without a display, wake only for the load-average samples.
-    let every = Duration::from_millis(if live_display { 100 } else { 1000 });
+    // Without a display, wake only for the load-average samples (and the split's drains).
+    let every = Duration::from_millis(if live_display || splitting.is_some() {
+        100
+    } else {
+        1000
+    });
     // /proc/interrupts just before and after the measurement: what arrived on the measured
     // CPUs while the threads measured.
     let irq_sampler = counters::InterruptsSampler::new(root.clone());
@@ -592,6 +674,9 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
     let measurement = session.run(&interrupt, every, |live| {
+        if let Some(sp) = splitting.as_mut() {
+            sp.tick(latency::rt::now_ns(libc::CLOCK_MONOTONIC));
+        }
         if last_load.elapsed() >= Duration::from_secs(5) {
             last_load = Instant::now();
             sample(&mut load_samples);
@@ -616,6 +701,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         }
     });
     let irqs_after = irq_sampler.snapshot().ok();
+    let split = splitting.map(crate::split::Splitting::finish);
     sample(&mut load_samples);
     if let (Some(l), Some(r)) = (load.as_mut(), stress_record.as_mut()) {
         r.stop = Some(l.stop());
@@ -627,7 +713,6 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     };
     let interrupted = measurement.stopped_by == StopReason::Interrupted;
 
-    let cpus = measured_cpus(&config);
     let interrupts = irqs_before.zip(irqs_after).map(|(before, after)| {
         let delta = irq_sampler.delta(&before, &after);
         let elapsed_s = delta.elapsed.as_secs_f64();
@@ -638,7 +723,10 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
                 .map(|&cpu| CpuInterrupts::new(cpu, delta.on_cpu(cpu), elapsed_s))
                 .collect(),
         };
-        m.mark_block_devices(&storage_irqs(&root));
+        // Only a line that fired is named (the disks are looked up for it).
+        if m.cpus.iter().any(|c| c.count > 0) {
+            m.mark_block_devices(&storage_irqs(&root));
+        }
         m
     });
     let findings = judge::findings(
@@ -651,6 +739,9 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     );
     // What only this command line knows: -b's count and the signal that stopped the run.
     let mut findings = findings;
+    if let Some(s) = &split {
+        findings.extend(judge::split(s, measurement_priority(&measurement)));
+    }
     if let Some(b) = a.breaktrace_us {
         let h = &measurement.total.histogram;
         findings.push(judge::breaktrace(
@@ -658,6 +749,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
             &h.counts,
             h.overflow,
             model::units::whole_us(measurement.total.max_ns),
+            split.as_ref().is_some_and(|s| s.analysis.is_some()),
         ));
     }
     if interrupted {
@@ -674,6 +766,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         load_average: &load_samples,
         measurement: &measurement,
         interrupts: interrupts.as_ref(),
+        split: split.as_ref(),
         findings: &findings,
     };
     let measured = measurement.total.count > 0;
@@ -691,6 +784,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
                 &measurement,
                 load_samples.last(),
                 interrupts.as_ref(),
+                split.as_ref(),
                 a.nsecs
             )
         )?;
@@ -722,20 +816,26 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
+/// The SCHED_FIFO priority the threads really ran at (0: normal scheduling, refused or
+/// `-p 0`).
+fn measurement_priority(m: &Measurement) -> u8 {
+    m.threads.iter().map(|t| t.priority).max().unwrap_or(0)
+}
+
 /// The IRQ lines of the disks' controllers, each with the disks behind it (`vda`, `sda,
 /// sdb`): the PCI function on each disk's bus path and its MSI/MSI-X (or INTx) lines.
 fn storage_irqs(root: &SysRoot) -> Vec<(u32, String)> {
     let mut out: Vec<(u32, String)> = Vec::new();
-    for d in probe::block::scan(root).devices {
-        let pci = d.bus_path.iter().find_map(|h| match h {
+    for (disk, bus_path) in probe::block::disk_hardware(root) {
+        let pci = bus_path.iter().find_map(|h| match h {
             model::path::Hop::Pci { address, .. } => Some(address.to_string()),
             _ => None,
         });
         let Some(pci) = pci else { continue };
         for irq in counters::interrupts::pci_device_irqs(root, &pci).unwrap_or_default() {
             match out.iter_mut().find(|(i, _)| *i == irq) {
-                Some((_, names)) => names.push_str(&format!(", {}", d.name)),
-                None => out.push((irq, d.name.clone())),
+                Some((_, names)) => names.push_str(&format!(", {disk}")),
+                None => out.push((irq, disk.clone())),
             }
         }
     }
@@ -1010,10 +1110,18 @@ mod tests {
                 tasks: 311,
             },
         };
-        insta::assert_snapshot!(render(&config, &ctx, &m, Some(&load), None, false));
+        insta::assert_snapshot!(render(&config, &ctx, &m, Some(&load), None, None, false));
         insta::assert_snapshot!(
             "text_of_a_two_thread_run_in_ns",
-            render(&config, &ctx, &measurement(false, 3), None, None, true)
+            render(
+                &config,
+                &ctx,
+                &measurement(false, 3),
+                None,
+                None,
+                None,
+                true
+            )
         );
         // The interrupts that arrived on the measured CPUs during the measurement: one line
         // per CPU, the three largest sources named.
@@ -1033,7 +1141,15 @@ mod tests {
                 ),
             ],
         };
-        let text = render(&config, &ctx, &m, Some(&load), Some(&interrupts), false);
+        let text = render(
+            &config,
+            &ctx,
+            &m,
+            Some(&load),
+            Some(&interrupts),
+            None,
+            false,
+        );
         insta::assert_snapshot!("text_of_a_two_thread_run_with_interrupts", text);
         assert!(text.contains(
             "interrupts on CPU 3: 242.0/s (51 eth0-rx-0 200.0/s, 45 nvme0q1 39.5/s, \

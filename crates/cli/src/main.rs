@@ -19,6 +19,7 @@ mod output;
 mod path;
 mod rendered;
 mod report;
+mod split;
 mod survey;
 mod terminal;
 

@@ -33,6 +33,22 @@ mod us {
     }
 }
 
+/// An optional duration as whole microseconds or null (`#[serde(with = "opt_us")]`).
+mod opt_us {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&(d.as_micros() as u64)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map(Duration::from_micros))
+    }
+}
+
 /// Seconds as a document writes them; a negative or non-finite number is an error.
 fn secs(s: f64) -> Result<Duration, String> {
     Duration::try_from_secs_f64(s).map_err(|e| format!("{s} is not a duration in seconds: {e}"))
@@ -117,6 +133,20 @@ pub struct Config {
     /// Skip every privileged step (scheduling class, mlock, cpu_dma_latency), as an
     /// unprivileged user would get; for tests of that path on a machine where we are root.
     pub skip_privileged_steps: bool,
+    /// Hand every wake-up (the time asked for and the time read) to the caller, for the
+    /// IRQ/thread split (`--split`); a thread never waits for the caller: what does not fit
+    /// its queue is counted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub record_wakeups: bool,
+    /// Stop the run at the first wake-up this late or later (`--analyze US`, rtla's
+    /// stop-tracing threshold).
+    #[serde(
+        rename = "stop_above_us",
+        default,
+        with = "opt_us",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub stop_above: Option<Duration>,
 }
 
 impl Default for Config {
@@ -137,6 +167,8 @@ impl Default for Config {
             lock_memory: true,
             hold_dma_latency: true,
             skip_privileged_steps: false,
+            record_wakeups: false,
+            stop_above: None,
         }
     }
 }
@@ -512,6 +544,8 @@ pub enum StopReason {
     Duration,
     Loops,
     Interrupted,
+    /// A wake-up reached the `--analyze` threshold (`Config::stop_above`).
+    Threshold,
 }
 
 impl StopReason {
@@ -521,6 +555,7 @@ impl StopReason {
             StopReason::Duration => "duration",
             StopReason::Loops => "loops",
             StopReason::Interrupted => "interrupted",
+            StopReason::Threshold => "threshold",
         }
     }
 }

@@ -29,15 +29,19 @@ use super::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-/// How long events are kept for an explanation's look back (a blocking thread's switch-in).
-pub const RETAIN_NS: u64 = 1_000_000_000;
+/// How long before the oldest wake-up still to match events are kept, for an explanation's
+/// look back (the switch-in of a thread that held the CPU).
+pub const LOOKBACK_NS: u64 = 50_000_000;
 
-/// At most this many events are kept per CPU (about 6 MB); older ones go first.
-pub const MAX_EVENTS_PER_CPU: usize = 1 << 16;
+/// At most this many events are kept per CPU (about 10 MB); older ones go first. A CPU
+/// busy with 10,000 device interrupts a second records about 200,000 events a second, of
+/// which the matcher keeps the last 150 to 250 ms.
+pub const MAX_EVENTS_PER_CPU: usize = 1 << 17;
 
-/// How far back an interrupt or softirq still open at a time is looked for: none runs this
-/// long on a working kernel.
-const NESTING_LOOKBACK_NS: u64 = 10_000_000;
+/// How far back an interrupt or softirq still open at a time is looked for: a softirq yields
+/// to ksoftirqd after 2 ms (net.core.netdev_budget_usecs, MAX_SOFTIRQ_TIME), and an
+/// interrupt handler runs far shorter. One opened earlier is counted as its task's time.
+const NESTING_LOOKBACK_NS: u64 = 2_000_000;
 
 /// Threads summed one by one in [`Split::causes`]; more are summed as one "other threads".
 pub const MAX_THREAD_CAUSES: usize = 256;
@@ -477,8 +481,8 @@ impl Matcher {
             self.match_one(&w);
         }
         self.pending = keep;
-        // A thread's next timer is armed after it last woke: keep from there (or for the
-        // look back of an explanation, if longer), at most RETAIN_NS.
+        // A thread's next timer is armed after it last woke: keep from there, with
+        // LOOKBACK_NS before it for the explanations (never more than 10 s).
         let newest = self
             .cpus
             .values()
@@ -487,8 +491,8 @@ impl Matcher {
             .unwrap_or(0);
         let oldest_needed = self.last_woke.iter().copied().min().unwrap_or(newest);
         let horizon = oldest_needed
-            .min(newest.saturating_sub(RETAIN_NS))
-            .max(newest.saturating_sub(10 * RETAIN_NS));
+            .saturating_sub(LOOKBACK_NS)
+            .max(newest.saturating_sub(10_000_000_000));
         for q in self.cpus.values_mut() {
             let n = q.partition_point(|e| e.at_ns < horizon);
             q.drain(..n);
