@@ -32,9 +32,10 @@ use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-/// The ring buffer of each measured CPU, KiB: about 10,000 wake-ups' events; drained every
-/// 100 ms it stays far from full.
-pub const BUFFER_KB: u32 = 2048;
+/// The ring buffer of each measured CPU, KiB: about 250,000 events (16 bytes for a softirq's,
+/// 72 for a switch), two seconds of a CPU busy with 10,000 device interrupts a second, so a
+/// reader held off for a while (its drains come every 100 ms) loses nothing.
+pub const BUFFER_KB: u32 = 4096;
 
 /// The ring buffer of every other CPU (none of their events is recorded: `tracing_cpumask`).
 const IDLE_BUFFER_KB: u32 = 4;
@@ -405,6 +406,16 @@ impl TraceSampler {
     /// optional one is listed by [`TraceSampler::missing`].
     pub fn open(root: &SysRoot, cpus: &[u32]) -> Result<TraceSampler, TraceError> {
         let Some(tracefs) = tracefs(root) else {
+            let refused = TRACEFS_EVENTS.iter().any(|e| {
+                let dir = root.path(e.trim_end_matches("/events"));
+                matches!(std::fs::read_dir(&dir), Err(ref err)
+                    if err.kind() == std::io::ErrorKind::PermissionDenied)
+            });
+            if refused {
+                return Err(TraceError::Permission(
+                    "tracefs (/sys/kernel/tracing) is root's: --split needs root".to_string(),
+                ));
+            }
             return Err(TraceError::Missing(
                 "tracefs is not mounted (no /sys/kernel/tracing/events): mount it (`mount -t \
                  tracefs nodev /sys/kernel/tracing`) for --split"

@@ -70,85 +70,134 @@ fn share(ns: i64, total: u64) -> String {
     format!(" ({:.1} %)", ns as f64 * 100.0 / total as f64)
 }
 
-/// One wake-up explained, line by line: each part with its time and share of the thread
-/// latency; the parts add up to the last line.
-pub fn analysis_lines(a: &Analysis) -> Vec<String> {
-    let total = a.thread_latency_ns;
-    let mut out = Vec::new();
-    let row = |label: &str, ns: i64, extra: &str| {
-        format!(
-            "  {label:<44} {:>10} us{}{extra}",
-            us2(ns),
-            share(ns, total)
-        )
-    };
-    let sub = |label: String, ns: u64| format!("    {label:<42} {:>10} us", us2(ns as i64));
-    out.push(format!(
+/// One part of an explained wake-up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Part {
+    pub label: String,
+    pub ns: i64,
+    /// A line under the part before it (one interrupt of "interrupts after the wake-up").
+    pub sub: bool,
+    /// What goes after the time (the task running at the expiry, how long a thread held the
+    /// CPU in all).
+    pub note: String,
+}
+
+/// The heading of an explained wake-up: which thread, how late, when, on which CPUs.
+pub fn analysis_title(a: &Analysis) -> String {
+    format!(
         "thread {} (tid {}) woke {} us late at {:.3} s (wake-up {}), timer on CPU {}, ran on \
-         CPU {}:",
+         CPU {}",
         a.thread,
         a.tid,
-        us2(total as i64),
+        us2(a.thread_latency_ns as i64),
         a.at_ns as f64 / 1e9,
         a.cycle,
         a.timer_cpu,
         a.cpu
-    ));
-    let at_expiry = match &a.running_at_expiry {
-        None => " (the CPU was idle: exit from idle)".to_string(),
-        Some(t) => format!(" (the CPU was running {})", task(t)),
+    )
+}
+
+/// One wake-up part by part, in the order they happened; the parts that are not `sub` add
+/// up to the thread latency.
+pub fn analysis_parts(a: &Analysis) -> Vec<Part> {
+    let mut out = Vec::new();
+    let part = |label: &str, ns: i64, note: String| Part {
+        label: label.to_string(),
+        ns,
+        sub: false,
+        note,
     };
-    out.push(row(
+    let sub = |label: String, ns: u64, note: String| Part {
+        label,
+        ns: ns as i64,
+        sub: true,
+        note,
+    };
+    let at_expiry = match &a.running_at_expiry {
+        None => "the CPU was idle: exit from idle".to_string(),
+        Some(t) => format!("the CPU was running {}", task(t)),
+    };
+    out.push(part(
         "IRQ latency (expiry to the timer interrupt)",
         a.irq_latency_ns as i64,
-        &at_expiry,
+        at_expiry,
     ));
     for i in &a.before_timer_irq {
         out.push(sub(
-            format!("{} ran before it (held it back)", source(&i.source)),
+            format!("{} ran before it", source(&i.source)),
             i.ns,
+            "held the timer interrupt back".into(),
         ));
     }
-    out.push(row("timer interrupt", a.timer_irq_ns as i64, ""));
-    let list = |out: &mut Vec<String>, title: &str, v: &[Interference]| {
+    out.push(part(
+        "timer interrupt",
+        a.timer_irq_ns as i64,
+        String::new(),
+    ));
+    let list = |out: &mut Vec<Part>, title: &str, v: &[Interference]| {
         if v.is_empty() {
             return;
         }
         let ns: u64 = v.iter().map(|i| i.ns).sum();
-        out.push(row(title, ns as i64, ""));
+        out.push(part(title, ns as i64, String::new()));
         for i in v {
             let times = if i.count > 1 {
-                format!(" x{}", i.count)
+                format!("{} times", i.count)
             } else {
                 String::new()
             };
-            out.push(sub(format!("{}{times}", source(&i.source)), i.ns));
+            out.push(sub(source(&i.source), i.ns, times));
         }
     };
     list(&mut out, "interrupts after the wake-up", &a.irqs);
     list(&mut out, "softirqs", &a.softirqs);
     if !a.threads.is_empty() {
         let ns: u64 = a.threads.iter().map(|b| b.ns).sum();
-        out.push(row("threads that held the CPU", ns as i64, ""));
+        out.push(part("threads that held the CPU", ns as i64, String::new()));
         for b in &a.threads {
             let held = b
                 .held_ns
-                .map(|h| format!(" (held it {} us in all)", us2(h as i64)))
+                .map(|h| format!("held it {} us in all", us2(h as i64)))
                 .unwrap_or_default();
-            out.push(format!("{}{held}", sub(task(&b.task), b.ns)));
+            out.push(sub(task(&b.task), b.ns, held));
         }
     }
-    out.push(row(
+    out.push(part(
         "the thread's own way back to user space",
         a.switch_to_user_ns as i64,
-        "",
+        String::new(),
     ));
     if a.unaccounted_ns != 0 {
-        out.push(row(
+        out.push(part(
             "unaccounted (no event covers it)",
             a.unaccounted_ns,
-            "",
+            String::new(),
         ));
+    }
+    out
+}
+
+/// One wake-up explained, line by line (rtla's layout): each part with its time and share of
+/// the thread latency, the parts adding up to the last line.
+pub fn analysis_lines(a: &Analysis) -> Vec<String> {
+    let total = a.thread_latency_ns;
+    let mut out = vec![format!("{}:", analysis_title(a))];
+    for p in analysis_parts(a) {
+        let note = if p.note.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", p.note)
+        };
+        out.push(if p.sub {
+            format!("    {:<42} {:>10} us{note}", p.label, us2(p.ns))
+        } else {
+            format!(
+                "  {:<44} {:>10} us{}{note}",
+                p.label,
+                us2(p.ns),
+                share(p.ns, total)
+            )
+        });
     }
     out.push(format!("  {}", "-".repeat(60)));
     out.push(format!(
@@ -158,6 +207,11 @@ pub fn analysis_lines(a: &Analysis) -> Vec<String> {
         us2(a.wakeup_to_switch_ns as i64)
     ));
     out
+}
+
+/// The share of the thread latency `ns` is, as the explanations print it (`(99.8 %)`).
+pub fn share_of(ns: i64, total: u64) -> String {
+    share(ns, total).trim().to_string()
 }
 
 /// One line per source of [`model::latency::split::Split::causes`]: what delayed the

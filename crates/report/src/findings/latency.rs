@@ -338,6 +338,17 @@ pub fn split(s: &Split, priority: u8) -> Vec<Finding> {
             ),
         ));
     }
+    if let (Some(us), None) = (s.analyze_above_us, &s.analysis) {
+        out.push(Finding::new(
+            Severity::Info,
+            SUBJECT,
+            format!(
+                "--analyze {us}: no wake-up took {us} us or more (the largest took {} us), \
+                 so the run was not stopped",
+                explain::us2(t.thread_latency.max_ns as i64)
+            ),
+        ));
+    }
     let explained = s.analysis.as_ref().or(s.largest.first());
     if let Some(a) = explained {
         let (what, ns, advice) = explain::main_cause(a, priority);
@@ -368,16 +379,6 @@ pub fn split(s: &Split, priority: u8) -> Vec<Finding> {
             )
             .with_advice(advice),
         );
-    } else if let Some(us) = s.analyze_above_us {
-        out.push(Finding::new(
-            Severity::Info,
-            SUBJECT,
-            format!(
-                "--analyze {us}: no wake-up took {us} us or more (the largest took {} us), \
-                 so there was nothing to explain",
-                explain::us2(t.thread_latency.max_ns as i64)
-            ),
-        ));
     }
     out
 }
