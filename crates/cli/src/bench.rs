@@ -542,13 +542,27 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     }
     let root = SysRoot::new("/");
     let context = system::read_context(&root);
-    if a.engine == Engine::Timerlat {
-        return crate::split::run_timerlat(global, a, &config, &notes, &root, &context);
+    let cpus = measured_cpus(&config);
+    let timerlat = a.engine == Engine::Timerlat;
+    if timerlat {
+        // The kernel's own measurement, where it has the tracer; else which is missing.
+        counters::timerlat::available(&root).map_err(|why| {
+            anyhow::Error::msg(format!(
+                "--engine timerlat: {why}; measure with the timer loop (the default engine), \
+                 and --split for the IRQ/thread split from tracepoints"
+            ))
+        })?;
+        if a.split || a.analyze.is_some() {
+            let n = "--engine timerlat gives the IRQ/thread split itself; --split and --analyze \
+                     follow the timer loop's wake-ups and are not used with it"
+                .to_string();
+            terminal::note(&n);
+            notes.push(n);
+        }
     }
     // --split / --analyze: the tracepoints of the measured CPUs, recorded from before the
     // threads start; where they cannot be, say why and measure as without it.
-    let cpus = measured_cpus(&config);
-    let recorder = if a.split || a.analyze.is_some() {
+    let recorder = if !timerlat && (a.split || a.analyze.is_some()) {
         match crate::split::Recorder::open(&root, &cpus) {
             Ok(r) => {
                 if let Some(n) = r.missing_note() {
@@ -580,13 +594,22 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
             .context("installing the SIGINT/SIGTERM handlers")?;
     }
 
-    let session = Session::prepare(config.clone()).map_err(anyhow::Error::msg)?;
+    // The timer loop's threads, set up and parked; the timerlat tracer's are the kernel's.
+    let session = if timerlat {
+        None
+    } else {
+        Some(Session::prepare(config.clone()).map_err(anyhow::Error::msg)?)
+    };
     // Refused SCHED_FIFO or mlockall: say so once, now (a run may last hours), and measure;
     // the same findings are in the document and not repeated at the end. (cyclictest stops
     // here; issue 13 item 3.)
-    let not_realtime =
-        judge::not_realtime(&judge::rt_refused(session.privileges(), config.priority));
-    let dma_not_held = judge::dma_latency_not_held(&session.privileges().cpu_dma_latency_held);
+    let (not_realtime, dma_not_held) = match &session {
+        Some(session) => (
+            judge::not_realtime(&judge::rt_refused(session.privileges(), config.priority)),
+            judge::dma_latency_not_held(&session.privileges().cpu_dma_latency_held),
+        ),
+        None => (None, None),
+    };
     if let Some(f) = &not_realtime {
         terminal::warn(f.sentence());
     }
@@ -594,7 +617,9 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         terminal::note(f.sentence());
     }
 
-    let session_fifo = session.privileges().sched_fifo.is_done();
+    let session_fifo = session
+        .as_ref()
+        .is_some_and(|s| s.privileges().sched_fifo.is_done());
     let started = Instant::now();
     let mut stress_record = None;
     let mut load = None;
@@ -644,14 +669,16 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     sample(&mut load_samples);
 
     // The split drains the threads' wake-ups and the kernel's buffers as they measure.
-    let mut splitting = recorder.zip(session.wakeups()).map(|(r, tap)| {
-        r.start(
-            tap,
-            latency::rt::now_ns(libc::CLOCK_MONOTONIC),
-            config.histogram_limit_us,
-            a.analyze.map(|us| us.saturating_mul(1000)),
-        )
-    });
+    let mut splitting = recorder
+        .zip(session.as_ref().and_then(Session::wakeups))
+        .map(|(r, tap)| {
+            r.start(
+                tap,
+                latency::rt::now_ns(libc::CLOCK_MONOTONIC),
+                config.histogram_limit_us,
+                a.analyze.map(|us| us.saturating_mul(1000)),
+            )
+        });
     let live_display = !a.quiet && std::io::stderr().is_terminal();
     let shown_priority = if session_fifo { config.priority } else { 0 };
     let intervals: Vec<u64> = (0..config.threads)
@@ -673,6 +700,37 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     let started_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
+    let Some(session) = session else {
+        // --engine timerlat: the tracer measures until the limits or the stop flag.
+        let measured = crate::split::measure_timerlat(&root, &config, &cpus, &interrupt);
+        let irqs_after = irq_sampler.snapshot().ok();
+        sample(&mut load_samples);
+        if let (Some(l), Some(r)) = (load.as_mut(), stress_record.as_mut()) {
+            r.stop = Some(l.stop());
+        }
+        let (measurement, split) = measured?;
+        return finish_latency(
+            global,
+            a,
+            Run {
+                config: &config,
+                notes: &notes,
+                context: &context,
+                keep,
+                root: &root,
+                cpus: &cpus,
+                started_unix_ms,
+                stress_spec: stress_spec.as_ref(),
+                stress: stress_record.as_ref(),
+                load_samples: &load_samples,
+                measurement,
+                irqs: (irq_sampler, irqs_before, irqs_after),
+                split,
+                signal: &signal,
+                shown: (&not_realtime, &dma_not_held),
+            },
+        );
+    };
     let measurement = session.run(&interrupt, every, |live| {
         if let Some(sp) = splitting.as_mut() {
             sp.tick(latency::rt::now_ns(libc::CLOCK_MONOTONIC));
@@ -707,6 +765,74 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         r.stop = Some(l.stop());
     }
     let measurement = measurement.map_err(anyhow::Error::msg)?;
+    finish_latency(
+        global,
+        a,
+        Run {
+            config: &config,
+            notes: &notes,
+            context: &context,
+            keep,
+            root: &root,
+            cpus: &cpus,
+            started_unix_ms,
+            stress_spec: stress_spec.as_ref(),
+            stress: stress_record.as_ref(),
+            load_samples: &load_samples,
+            measurement,
+            irqs: (irq_sampler, irqs_before, irqs_after),
+            split,
+            signal: &signal,
+            shown: (&not_realtime, &dma_not_held),
+        },
+    )
+}
+
+/// What a latency run measured, for [`finish_latency`].
+struct Run<'a> {
+    config: &'a Config,
+    notes: &'a [String],
+    context: &'a SystemContext,
+    keep: crate::output::KeepArgs,
+    root: &'a SysRoot,
+    cpus: &'a [u32],
+    started_unix_ms: u128,
+    stress_spec: Option<&'a StressSpec>,
+    stress: Option<&'a StressRecord>,
+    load_samples: &'a [LoadSample],
+    measurement: Measurement,
+    /// The /proc/interrupts sampler and its readings before and after the measurement.
+    irqs: (
+        counters::InterruptsSampler,
+        Option<<counters::InterruptsSampler as Sampler>::Snapshot>,
+        Option<<counters::InterruptsSampler as Sampler>::Snapshot>,
+    ),
+    split: Option<Split>,
+    signal: &'a AtomicUsize,
+    /// The findings already printed when the run started.
+    shown: (&'a Option<Finding>, &'a Option<Finding>),
+}
+
+/// Judge, keep, print: the end of every latency run, whichever engine measured.
+fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Result<ExitCode> {
+    let Run {
+        config,
+        notes,
+        context,
+        keep,
+        root,
+        cpus,
+        started_unix_ms,
+        stress_spec,
+        stress,
+        load_samples,
+        measurement,
+        irqs: (irq_sampler, irqs_before, irqs_after),
+        split,
+        signal,
+        shown: (not_realtime, dma_not_held),
+    } = r;
+    let (config, context, root) = (config, context, root);
     let stopped_by_signal = match signal.load(Ordering::SeqCst) {
         0 => None,
         sig => i32::try_from(sig).ok(),
@@ -725,17 +851,17 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         };
         // Only a line that fired is named (the disks are looked up for it).
         if m.cpus.iter().any(|c| c.count > 0) {
-            m.mark_block_devices(&storage_irqs(&root));
+            m.mark_block_devices(&storage_irqs(root));
         }
         m
     });
     let findings = judge::findings(
-        &config,
-        &context,
+        config,
+        context,
         &measurement,
-        &cpus,
+        cpus,
         interrupts.as_ref(),
-        stress_spec.as_ref(),
+        stress_spec,
     );
     // What only this command line knows: -b's count and the signal that stopped the run.
     let mut findings = findings;
@@ -757,13 +883,13 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         findings.push(judge::interrupted(&by));
     }
     let document = LatencyDocument {
-        config: &config,
+        config,
         started_unix_ms,
         interrupted,
-        notes: &notes,
-        context: &context,
-        stress: stress_record.as_ref(),
-        load_average: &load_samples,
+        notes,
+        context,
+        stress,
+        load_average: load_samples,
         measurement: &measurement,
         interrupts: interrupts.as_ref(),
         split: split.as_ref(),
@@ -779,8 +905,8 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         crate::out!(
             "{}",
             report::terminal::latency::render(
-                &config,
-                &context,
+                config,
+                context,
                 &measurement,
                 load_samples.last(),
                 interrupts.as_ref(),
@@ -793,7 +919,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     // document carries them too).
     for f in findings
         .iter()
-        .filter(|f| ![&not_realtime, &dma_not_held].contains(&&Some((*f).clone())))
+        .filter(|f| ![not_realtime, dma_not_held].contains(&&Some((*f).clone())))
     {
         match f.severity {
             Severity::Info => terminal::note(f.sentence()),

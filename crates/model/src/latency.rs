@@ -4,8 +4,12 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::time::Duration;
 
+mod recorder;
 pub mod split;
+pub mod timerlat;
 pub mod trace;
+
+pub use recorder::Recorder;
 
 /// ns per us: the histogram has 1 us buckets.
 const NS_PER_US: u64 = 1_000;

@@ -2,13 +2,12 @@
 //! together, watched until their limits or the stop flag, and their results collected.
 
 use super::config::LatencyError;
-use super::histogram::Recorder;
 use super::rt::*;
 use super::wakeups::WakeupTap;
 use super::NS_PER_US;
 use crate::{Bench, Phase, Phased, Stop};
 use model::latency::{
-    merge, Config, Live, Measurement, Privileges, Stats, Step, StopReason, ThreadResult,
+    merge, Config, Live, Measurement, Privileges, Recorder, Stats, Step, StopReason, ThreadResult,
 };
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -398,7 +397,7 @@ fn measure_thread(
         if shared.stop.load(Ordering::Relaxed) {
             break StopReason::Interrupted;
         }
-        if rec.count >= loops {
+        if rec.count() >= loops {
             break StopReason::Loops;
         }
         if next > end {
@@ -409,13 +408,13 @@ fn measure_thread(
         let latency = now.saturating_sub(next);
         rec.record(latency, next - start);
         if let Some(r) = ring {
-            r.push(next, now, rec.count - 1);
+            r.push(next, now, rec.count() - 1);
         }
         sum_ns = sum_ns.wrapping_add(latency);
-        cell.cycles.store(rec.count, Ordering::Relaxed);
+        cell.cycles.store(rec.count(), Ordering::Relaxed);
         cell.act_ns.store(latency, Ordering::Relaxed);
-        cell.min_ns.store(rec.min_ns, Ordering::Relaxed);
-        cell.max_ns.store(rec.max_ns, Ordering::Relaxed);
+        cell.min_ns.store(rec.min_ns(), Ordering::Relaxed);
+        cell.max_ns.store(rec.max_ns(), Ordering::Relaxed);
         cell.sum_ns.store(sum_ns, Ordering::Relaxed);
         if latency >= stop_ns {
             // `--analyze`: this wake-up is the one to explain; the others stop too.
@@ -428,13 +427,13 @@ fn measure_thread(
         // end of the run was never part of it).
         while next <= now {
             if next <= end {
-                rec.missed += 1;
+                rec.add_missed();
             }
             next += interval_ns;
         }
     };
     let cpu_time_ns = now_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(cpu0);
-    let count = rec.count;
+    let count = rec.count();
     let last_cpu = current_cpu();
     (
         ThreadResult {

@@ -677,6 +677,15 @@ impl Matcher {
     }
 
     fn task(&self, pid: i32) -> TaskInfo {
+        if pid == 0 {
+            // Each CPU's idle task is pid 0 (`swapper/N`): one source, the idle CPU.
+            return TaskInfo {
+                pid,
+                comm: "<idle>".into(),
+                prio: None,
+                policy: None,
+            };
+        }
         match self.comms.get(&pid) {
             Some((comm, prio)) => TaskInfo {
                 pid,
@@ -686,11 +695,7 @@ impl Matcher {
             },
             None => TaskInfo {
                 pid,
-                comm: if pid == 0 {
-                    "<idle>".into()
-                } else {
-                    String::new()
-                },
+                comm: String::new(),
                 prio: None,
                 policy: None,
             },
@@ -1077,7 +1082,10 @@ mod tests {
         assert_eq!(a.timer_irq_ns, 1_700);
         assert_eq!(a.running_at_expiry, None, "the CPU was idle");
         assert_eq!(a.threads.len(), 1);
-        assert_eq!(a.threads[0].task.comm, "swapper/1");
+        assert_eq!(
+            a.threads[0].task.comm, "<idle>",
+            "every CPU's idle task is one"
+        );
         assert_eq!(a.threads[0].ns, 1_000);
         assert_eq!(a.wakeup_to_switch_ns, 2_000);
         assert_eq!(a.switch_to_user_ns, 1_000);
