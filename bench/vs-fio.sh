@@ -7,7 +7,12 @@
 #
 # Usage: bench/vs-fio.sh [DIR] ; env: ROUNDS (3), RUNTIME (5 s), SIZE (1G), HEADROOM (binary),
 # ONLY (a word that picks tests by name, e.g. ONLY=RND4K for the two random tests),
-# ZERO=1 (both write zeros: fio --zero_buffers, headroom --zero).
+# ZERO=1 (both write zeros: fio --zero_buffers, headroom --zero), BUFFERS=pages|huge
+# (headroom's --buffers: pages are 4 KiB pages as fio's malloc'd buffers; huge, the default,
+# lets a large I/O go down as one request).
+# Requests per I/O are the device's own count over each tool's I/Os (fio's disk_util,
+# headroom's /proc/diskstats cross-check): above 1 the block layer split the I/Os (a 1 MiB
+# buffer of 4 KiB pages is 256 segments, more than virtio-blk's max_segments 254).
 # Both use io_uring with O_DIRECT; fio gets its fastest io_uring options (fixedbufs,
 # registerfiles), as headroom always registers its buffers and file.
 # On a VM's or a fast disk the device is often the limit and the ratios sit near 1 within the
@@ -29,6 +34,12 @@ file="$dir/headroom-vs-fio.$$.dat"
 work="$(mktemp -d)"
 fio_zero=(); headroom_zero=()
 if [ "${ZERO:-0}" = 1 ]; then fio_zero=(--zero_buffers); headroom_zero=(--zero); fi
+buffers=()
+case "${BUFFERS:-}" in
+    "") ;;
+    pages | huge) buffers=(--buffers "$BUFFERS") ;;
+    *) echo "vs-fio: BUFFERS=$BUFFERS: use pages or huge" >&2; exit 2 ;;
+esac
 trap 'rm -f "$file"; rm -rf "$work"' EXIT INT TERM
 
 tests=("RND4K-Q32T1 randread 4k 32 iops" "RND4K-Q32T1 randwrite 4k 32 iops"
@@ -53,7 +64,7 @@ run_fio() { # rw bs qd out
 run_headroom() { # rw bs qd out
     "$headroom" --json bench disk "$file" --no-save --overwrite --rw "$1" --bs "$2" --qd "$3" \
         --jobs 1 --engine io_uring --direct 1 --time-based --runtime "$runtime" \
-        --size "$size" "${headroom_zero[@]}" > "$4"
+        --size "$size" "${headroom_zero[@]}" "${buffers[@]}" > "$4"
 }
 
 for ((r = 1; r <= rounds; r++)); do
@@ -69,19 +80,27 @@ python3 - "$work" "$rounds" "${tests[@]}" <<'PY'
 import json, statistics, sys
 work, rounds, tests = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 def fio(path):
-    j = json.load(open(path))["jobs"][0]
+    doc = json.load(open(path))
+    j = doc["jobs"][0]
     d = j["read"] if j["read"]["total_ios"] else j["write"]
     secs = d["runtime"] / 1000.0
     cpu = (j["usr_cpu"] + j["sys_cpu"]) / 100.0 * secs
+    # The device's completed requests (its diskstats, over the whole job) per I/O of the job.
+    disk = (doc.get("disk_util") or [{}])[0]
+    ios = j["read"]["total_ios"] + j["write"]["total_ios"]
+    req = (disk.get("read_ios", 0) + disk.get("write_ios", 0)) / max(ios, 1)
     # fio's bw_bytes is bytes/s; iops per second.
-    return d["iops"], d["bw_bytes"] / 1e6, cpu / max(d["total_ios"], 1) * 1e6
+    return d["iops"], d["bw_bytes"] / 1e6, cpu / max(d["total_ios"], 1) * 1e6, req
 def headroom(path):
     r = json.load(open(path))["tests"][0]["runs"][0]
-    return r["iops"], r["mb_per_s"], r["cpu_us_per_io"]
+    c = r["cross_check"]
+    req = ((c.get("diskstats_read_requests") or 0) + (c.get("diskstats_write_requests") or 0)) \
+        / max(c.get("app_ios") or 0, 1)
+    return r["iops"], r["mb_per_s"], r["cpu_us_per_io"], req
 print(f"{'test':<24}{'metric':<7}{'fio':>12}{'headroom':>12}{'ratio':>8}{'min..max':>14}"
-      f"{'CPU/IO fio':>12}{'headroom':>10}{'ratio':>8}")
+      f"{'CPU/IO fio':>12}{'headroom':>10}{'ratio':>8}{'req/IO fio':>12}{'headroom':>10}")
 print(f"{'':<24}{'':<7}{'(median)':>12}{'(median)':>12}{'h/f':>8}{'ratio':>14}"
-      f"{'(µs)':>12}{'(µs)':>10}{'h/f':>8}")
+      f"{'(µs)':>12}{'(µs)':>10}{'h/f':>8}{'(median)':>12}{'(median)':>10}")
 for t in tests:
     name, rw, bs, qd, metric = t.split()
     f = [fio(f"{work}/fio.{name}.{rw}.{r}.json") for r in range(1, rounds + 1)]
@@ -94,5 +113,6 @@ for t in tests:
           f"{statistics.median(x[k] for x in h):>12.1f}{statistics.median(ratios):>8.3f}"
           f"{min(ratios):>7.3f}..{max(ratios):<6.3f}"
           f"{statistics.median(x[2] for x in f):>12.2f}{statistics.median(x[2] for x in h):>10.2f}"
-          f"{statistics.median(cpu):>8.3f}")
+          f"{statistics.median(cpu):>8.3f}"
+          f"{statistics.median(x[3] for x in f):>12.2f}{statistics.median(x[3] for x in h):>10.2f}")
 PY

@@ -12,7 +12,8 @@
 #
 # The C parts (SQLite) are cross-compiled by zig through cargo-zigbuild; both come from PyPI
 # (`pip install ziglang cargo-zigbuild`). When they are not on PATH they are installed into a
-# virtual environment under target/dist-tools (needs python3 with venv: Debian's python3-venv).
+# virtual environment under target/dist-tools (CARGO_TARGET_DIR/dist-tools when that is set;
+# needs python3 with venv: Debian's python3-venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,18 +30,22 @@ CARGO_ZIGBUILD_VERSION=0.24.0
 say() { echo "dist: $*" >&2; }
 die() { echo "dist: $*" >&2; exit 1; }
 
-tools=target/dist-tools/venv
+# Where cargo puts what it builds: target/ unless CARGO_TARGET_DIR or build.target-dir says
+# otherwise (cargo metadata's target_directory is the one cargo build uses).
+read -r version target_dir < <(cargo metadata --no-deps --format-version 1 --locked |
+    python3 -c 'import json,sys; m = json.load(sys.stdin); print(next(p["version"] for p in m["packages"] if p["name"] == "headroom"), m["target_directory"])')
+[[ -n $target_dir ]] || die "cargo metadata did not say where cargo builds"
+
+tools=$target_dir/dist-tools/venv
 if ! command -v cargo-zigbuild >/dev/null || ! { command -v zig >/dev/null || python3 -m ziglang version >/dev/null 2>&1; }; then
     if [[ ! -x $tools/bin/cargo-zigbuild ]]; then
         say "installing ziglang $ZIGLANG_VERSION and cargo-zigbuild $CARGO_ZIGBUILD_VERSION into $tools"
         python3 -m venv "$tools" || die "python3 -m venv failed: install python3-venv (Debian) or put zig and cargo-zigbuild on PATH"
         "$tools/bin/pip" install -q "ziglang==$ZIGLANG_VERSION" "cargo-zigbuild==$CARGO_ZIGBUILD_VERSION"
     fi
-    export PATH=$PWD/$tools/bin:$PATH
+    export PATH=$tools/bin:$PATH
 fi
 
-version=$(cargo metadata --no-deps --format-version 1 --locked |
-    python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "headroom"))')
 mkdir -p dist
 
 # The standard library is built from source (the rust-src component) with the binary, so that
@@ -89,7 +94,7 @@ for target in $TARGETS; do
     "${build[@]}" >&2
     say "$target built in $((SECONDS - start)) s"
 
-    bin=target/$target/$PROFILE/headroom
+    bin=$target_dir/$target/$PROFILE/headroom
     file -b "$bin" | grep -q "statically linked" || die "$bin is not statically linked: $(file -b "$bin")"
     name=headroom-$version-$target
     rm -rf "dist/$name"

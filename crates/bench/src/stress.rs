@@ -37,6 +37,13 @@ const PAGE_STRIDE: u32 = 4096;
 /// stress-ng's vm workers write (and check) the whole mapping on every pass; we write every
 /// 64-bit word and read it back, so the load is mostly memory traffic in user space.
 const WORD_STRIDE: u32 = 8;
+/// The default of both stress-ng and stress for `--hdd-bytes`: a 1 GiB file per worker.
+pub const DEFAULT_HDD_BYTES: u64 = 1 << 30;
+/// stress-ng's `--hdd-write-size` default: 64 KiB per write(2).
+const HDD_WRITE: usize = 64 << 10;
+/// The hdd workers' file names: `headroom-hdd.PID.RANDOM.tmp`, PID being the worker's, so the
+/// parent can remove what a killed worker left.
+const HDD_PREFIX: &str = "headroom-hdd.";
 
 /// Parse `cpu=4,io=2,vm=1,vm-bytes=4M[,cpu-load=100]`, or a pasted `stress-ng ...` or
 /// `stress ...` command line.
@@ -111,16 +118,46 @@ fn ng_count(key: &str, v: &str, cpus: Cpus, per_cpu: &mut Vec<String>) -> Result
     }
 }
 
-fn finish(
+/// What a spec asked for, before the checks and the defaults.
+#[derive(Debug, Default)]
+struct Asked {
     cpu: u32,
-    cpu_load: u8,
+    cpu_load: Option<u8>,
     io: u32,
     vm: u32,
     vm_bytes: Option<u64>,
-    divided: bool,
-) -> Result<StressSpec, String> {
-    if cpu + io + vm == 0 {
-        return Err("the stress spec starts no worker: give cpu=N, io=N or vm=N".into());
+    hdd: u32,
+    hdd_bytes: Option<u64>,
+    temp_path: Option<PathBuf>,
+    notes: Vec<String>,
+}
+
+fn finish(a: Asked, divided: bool) -> Result<StressSpec, String> {
+    let Asked {
+        cpu,
+        cpu_load,
+        io,
+        vm,
+        vm_bytes,
+        hdd,
+        hdd_bytes,
+        temp_path,
+        notes,
+    } = a;
+    if cpu + io + vm + hdd == 0 {
+        return Err("the stress spec starts no worker: give cpu=N, io=N, vm=N or hdd=N".into());
+    }
+    let hdd_per = if hdd > 0 {
+        hdd_bytes.unwrap_or(DEFAULT_HDD_BYTES)
+    } else {
+        0
+    };
+    // A file of at least one write and at most 64 GiB (a typo guard); Load::start checks it
+    // fits the filesystem.
+    if hdd > 0 && !(HDD_WRITE as u64..=64 << 30).contains(&hdd_per) {
+        return Err(format!(
+            "hdd-bytes gives each hdd worker a {hdd_per}-byte file: use 64K to 64G per worker"
+        ));
     }
     let given = vm_bytes.unwrap_or(DEFAULT_VM_BYTES);
     let per = match vm {
@@ -149,13 +186,17 @@ fn finish(
     };
     Ok(StressSpec {
         cpu,
-        cpu_load,
+        cpu_load: cpu_load.unwrap_or(100),
         io,
         vm,
         vm_bytes_per_worker: per,
         // stress-ng semantics go with stress-ng's way of touching memory.
         vm_stride: if divided { WORD_STRIDE } else { PAGE_STRIDE },
+        hdd,
+        hdd_bytes_per_worker: hdd_per,
+        hdd_path: temp_path.filter(|_| hdd > 0),
         interpretation,
+        notes,
     })
 }
 
@@ -167,7 +208,8 @@ fn load_pct(v: &str) -> Result<u8, String> {
 }
 
 fn parse_pairs(s: &str) -> Result<StressSpec, String> {
-    let (mut cpu, mut io, mut vm, mut load, mut bytes) = (0, 0, 0, 100, None);
+    let mut a = Asked::default();
+    let size = |k: &str, v: &str| parse_size(v).map_err(|why| format!("{k}={v}: {why}"));
     for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let Some((k, v)) = item.split_once('=') else {
             return Err(format!(
@@ -175,28 +217,59 @@ fn parse_pairs(s: &str) -> Result<StressSpec, String> {
             ));
         };
         match k.trim() {
-            "cpu" | "c" => cpu = count("cpu", v)?,
-            "io" | "i" => io = count("io", v)?,
-            "vm" | "m" => vm = count("vm", v)?,
-            "cpu-load" | "l" => load = load_pct(v)?,
-            "vm-bytes" => {
-                bytes = Some(parse_size(v).map_err(|why| format!("vm-bytes={v}: {why}"))?)
-            }
+            "cpu" | "c" => a.cpu = count("cpu", v)?,
+            "io" | "i" => a.io = count("io", v)?,
+            "vm" | "m" => a.vm = count("vm", v)?,
+            "hdd" | "d" => a.hdd = count("hdd", v)?,
+            "cpu-load" | "l" => a.cpu_load = Some(load_pct(v)?),
+            "vm-bytes" => a.vm_bytes = Some(size("vm-bytes", v)?),
+            "hdd-bytes" => a.hdd_bytes = Some(size("hdd-bytes", v)?),
+            "temp-path" => a.temp_path = Some(PathBuf::from(v)),
             other => {
                 return Err(format!(
-                    "unknown stress key {other:?}: use cpu, io, vm, vm-bytes, cpu-load"
+                    "unknown stress key {other:?}: use cpu, io, vm, vm-bytes, cpu-load, hdd, \
+                     hdd-bytes, temp-path"
                 ))
             }
         }
     }
-    finish(cpu, load, io, vm, bytes, true)
+    finish(a, true)
+}
+
+/// What headroom runs in place of a stress-ng or stress option it does not reproduce: the
+/// note a pasted command gets instead of an error (as cyclictest's flags do).
+fn instead_of(tool: &str, option: &str, value: Option<&str>) -> String {
+    let shown = value.map_or(option.to_string(), |v| format!("{option} {v}"));
+    let has = |words: &[&str]| words.iter().any(|w| option.contains(w));
+    let what = if option.ends_with("-ops") || option == "--ops" {
+        "the workers run until the measurement ends, whatever their count of operations"
+    } else if option.starts_with("--cpu-") {
+        "the cpu workers spin on headroom's integer and floating-point loop (xorshift and a \
+         square root) whatever the method"
+    } else if option.starts_with("--vm-") {
+        "the vm workers map their bytes, write every word, read it back and unmap, the same \
+         way every pass"
+    } else if option.starts_with("--io-") {
+        "the io workers call sync() in a loop"
+    } else if option.starts_with("--hdd-") {
+        "the hdd workers write their file in 64 KiB writes, read it back and remove it"
+    } else if has(&[
+        "metrics", "times", "tz", "perf", "yaml", "log", "stdout", "syslog",
+    ]) {
+        "headroom describes the load it ran in its own output, not stress-ng's reports"
+    } else if has(&["sched", "taskset", "affinity", "nice", "ionice"]) {
+        "the workers run at normal priority on any CPU"
+    } else {
+        "headroom runs cpu, io, vm and hdd workers only, and nothing in its place"
+    };
+    format!("{tool} {shown}: not reproduced; {what}")
 }
 
 /// A pasted stress-ng/stress command. `--timeout`, `-t` and `-v` are accepted and ignored
 /// (the load stops with the measurement). stress-ng reads the seed's `-vm 4` as `-v -m 4`.
 fn parse_command(args: Vec<&str>, stress_ng: bool, cpus: Cpus) -> Result<StressSpec, String> {
     let tool = if stress_ng { "stress-ng" } else { "stress" };
-    let (mut cpu, mut io, mut vm, mut load, mut bytes) = (0, 0, 0, 100, None);
+    let mut asked = Asked::default();
     let mut per_cpu = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -218,34 +291,56 @@ fn parse_command(args: Vec<&str>, stress_ng: bool, cpus: Cpus) -> Result<StressS
                 .copied()
                 .ok_or_else(|| format!("{tool} {flag}: missing its value"))
         };
+        let size = |v: &str| parse_size(v).map_err(|why| format!("{tool} {flag} {v}: {why}"));
         match flag {
-            "-c" | "--cpu" if stress_ng => cpu = ng_count("cpu", value()?, cpus, &mut per_cpu)?,
-            "-i" | "--io" if stress_ng => io = ng_count("io", value()?, cpus, &mut per_cpu)?,
+            "-c" | "--cpu" if stress_ng => {
+                asked.cpu = ng_count("cpu", value()?, cpus, &mut per_cpu)?
+            }
+            "-i" | "--io" if stress_ng => asked.io = ng_count("io", value()?, cpus, &mut per_cpu)?,
             "-m" | "--vm" | "-vm" if stress_ng => {
-                vm = ng_count("vm", value()?, cpus, &mut per_cpu)?
+                asked.vm = ng_count("vm", value()?, cpus, &mut per_cpu)?
             }
-            "-c" | "--cpu" => cpu = count("cpu", value()?)?,
-            "-i" | "--io" => io = count("io", value()?)?,
-            "-m" | "--vm" | "-vm" => vm = count("vm", value()?)?,
-            "-l" | "--cpu-load" if stress_ng => load = load_pct(value()?)?,
-            "--vm-bytes" => {
-                let v = value()?;
-                bytes = Some(parse_size(v).map_err(|why| format!("{tool} --vm-bytes {v}: {why}"))?)
+            "-d" | "--hdd" if stress_ng => {
+                asked.hdd = ng_count("hdd", value()?, cpus, &mut per_cpu)?
             }
+            "-c" | "--cpu" => asked.cpu = count("cpu", value()?)?,
+            "-i" | "--io" => asked.io = count("io", value()?)?,
+            "-m" | "--vm" | "-vm" => asked.vm = count("vm", value()?)?,
+            "-d" | "--hdd" => asked.hdd = count("hdd", value()?)?,
+            "-l" | "--cpu-load" if stress_ng => asked.cpu_load = Some(load_pct(value()?)?),
+            "--vm-bytes" => asked.vm_bytes = Some(size(value()?)?),
+            "--hdd-bytes" => asked.hdd_bytes = Some(size(value()?)?),
+            "--temp-path" if stress_ng => asked.temp_path = Some(PathBuf::from(value()?)),
             "-t" | "--timeout" => {
                 value()?;
             }
             "-v" | "--verbose" | "-q" | "--quiet" => {}
+            other if other.starts_with('-') => {
+                // An option headroom does not reproduce: its value (if it takes one) is the
+                // inline one or the next word that is no option, and a note says what runs
+                // instead.
+                let v = match inline {
+                    Some(v) => Some(v),
+                    None => match args.get(i + 1) {
+                        Some(next) if !next.starts_with('-') => {
+                            i += 1;
+                            Some(*next)
+                        }
+                        _ => None,
+                    },
+                };
+                asked.notes.push(instead_of(tool, other, v));
+            }
             other => {
                 return Err(format!(
-                    "{tool} option {other:?} is not one headroom reproduces \
-                     (supported: -c, --io, --vm, --vm-bytes, --cpu-load, --timeout)"
+                    "{tool} {other:?}: a word where an option was expected (options start with \
+                     -, e.g. --cpu 4)"
                 ))
             }
         }
         i += 1;
     }
-    let mut spec = finish(cpu, load, io, vm, bytes, stress_ng)?;
+    let mut spec = finish(asked, stress_ng)?;
     for said in per_cpu {
         spec.interpretation
             .push_str(&format!("; {said}, as stress-ng"));
@@ -256,9 +351,18 @@ fn parse_command(args: Vec<&str>, stress_ng: bool, cpus: Cpus) -> Result<StressS
 /// Which kind of worker, with its parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WorkerKind {
-    Cpu { load_pct: u8 },
+    Cpu {
+        load_pct: u8,
+    },
     Io,
-    Vm { bytes: u64, stride: u32 },
+    Vm {
+        bytes: u64,
+        stride: u32,
+    },
+    /// Files of `bytes` in the worker's current directory.
+    Hdd {
+        bytes: u64,
+    },
 }
 
 /// The arguments a worker process gets (after the caller's hidden command): one place for
@@ -277,6 +381,7 @@ impl WorkerArgs {
         let (kind, param) = match self.kind {
             WorkerKind::Cpu { load_pct } => ("cpu", u64::from(load_pct)),
             WorkerKind::Io => ("io", 0),
+            WorkerKind::Hdd { bytes } => ("hdd", bytes),
             WorkerKind::Vm { bytes, stride } => {
                 return vec![
                     format!("vm:{stride}"),
@@ -305,6 +410,7 @@ impl WorkerArgs {
                 load_pct: u8::try_from(param.clamp(1, 100)).unwrap_or(100),
             },
             "io" => WorkerKind::Io,
+            "hdd" => WorkerKind::Hdd { bytes: param },
             k if k.starts_with("vm:") => match k[3..].parse::<u32>() {
                 Ok(stride) if (1..=PAGE_STRIDE).contains(&stride) => WorkerKind::Vm {
                     bytes: param,
@@ -341,6 +447,9 @@ pub struct StressError {
 #[derive(Debug)]
 pub struct Load {
     children: Vec<(WorkerKind, Child)>,
+    /// Where the hdd workers write (their current directory), to remove what a killed one
+    /// left there.
+    hdd_dir: Option<PathBuf>,
 }
 
 /// How the workers ended.
@@ -370,8 +479,21 @@ impl Load {
             bytes: spec.vm_bytes_per_worker,
             stride: spec.vm_stride,
         }));
+        kinds.extend((0..spec.hdd).map(|_| WorkerKind::Hdd {
+            bytes: spec.hdd_bytes_per_worker,
+        }));
+        let hdd_dir =
+            (spec.hdd > 0).then(|| spec.hdd_path.clone().unwrap_or_else(|| PathBuf::from(".")));
+        if let Some(dir) = &hdd_dir {
+            check_hdd_room(dir, spec).map_err(|reason| StressError {
+                kind: "hdd".into(),
+                program: launcher.program.display().to_string(),
+                reason,
+            })?;
+        }
         let mut load = Load {
             children: Vec::new(),
+            hdd_dir: hdd_dir.clone(),
         };
         // The start gate: each worker blocks reading its stdin until the parent closes the
         // pipe, after the last worker started (or on an error, before stopping them).
@@ -382,13 +504,17 @@ impl Load {
                 parent,
                 deadline: max_duration,
             };
-            let child = Command::new(&launcher.program)
-                .args(&launcher.args)
+            let mut cmd = Command::new(&launcher.program);
+            cmd.args(&launcher.args)
                 .args(args.to_args())
                 .stdin(Stdio::piped())
                 .stdout(Stdio::null())
-                .stderr(Stdio::inherit())
-                .spawn();
+                .stderr(Stdio::inherit());
+            // An hdd worker writes in its current directory.
+            if let (WorkerKind::Hdd { .. }, Some(dir)) = (kind, &hdd_dir) {
+                cmd.current_dir(dir);
+            }
+            let child = cmd.spawn();
             match child {
                 Ok(mut c) => {
                     gates.extend(c.stdin.take());
@@ -449,8 +575,76 @@ impl Load {
             let _ = c.wait();
             report.killed += 1;
         }
+        // A worker removes its file right after creating it; one killed in between leaves it.
+        if let Some(dir) = &self.hdd_dir {
+            let pids: Vec<u32> = self
+                .children
+                .iter()
+                .filter(|(k, _)| matches!(k, WorkerKind::Hdd { .. }))
+                .map(|(_, c)| c.id())
+                .collect();
+            remove_hdd_files(dir, &pids);
+        }
         self.children.clear();
         report
+    }
+}
+
+/// Refuse hdd files that would take more than half of the free space of `dir` (or a
+/// directory that cannot be written), in one sentence.
+fn check_hdd_room(dir: &std::path::Path, spec: &StressSpec) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let show = dir.display();
+    let meta = std::fs::metadata(dir).map_err(|e| format!("hdd files in {show}: {e}"))?;
+    if !meta.is_dir() {
+        return Err(format!(
+            "hdd files in {show}: not a directory (temp-path=DIR)"
+        ));
+    }
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return Err(format!("hdd files in {show}: the path holds a NUL byte"));
+    };
+    // SAFETY: statvfs is plain data, zeroed is valid; `c` is a NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: valid path and out-pointer.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(format!(
+            "hdd files in {show}: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let free = st.f_bavail as u64 * st.f_frsize as u64;
+    let need = u64::from(spec.hdd) * spec.hdd_bytes_per_worker;
+    if need > free / 2 {
+        return Err(format!(
+            "{} hdd file(s) of {} in {show} need more than half of its {} free: lower \
+             hdd-bytes or choose another temp-path",
+            spec.hdd,
+            format_bytes_binary(spec.hdd_bytes_per_worker),
+            format_bytes_binary(free / (1 << 20) * (1 << 20))
+        ));
+    }
+    Ok(())
+}
+
+/// Remove the files hdd workers `pids` left in `dir` (`headroom-hdd.PID.*`), nothing else;
+/// bounded by the directory's entries.
+fn remove_hdd_files(dir: &std::path::Path, pids: &[u32]) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(HDD_PREFIX)
+            .and_then(|rest| rest.split('.').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pids.contains(&pid) && e.path().symlink_metadata().is_ok_and(|m| m.is_file()) {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }
 
@@ -504,7 +698,82 @@ pub fn run_worker(kind: WorkerKind, until: Instant) -> u64 {
         WorkerKind::Cpu { load_pct } => cpu_worker(load_pct, until),
         WorkerKind::Io => io_worker(until),
         WorkerKind::Vm { bytes, stride } => vm_worker(bytes, stride, until),
+        // The parent started it in the directory of its files.
+        WorkerKind::Hdd { bytes } => hdd_worker(std::path::Path::new("."), bytes, until),
     }
+}
+
+/// stress-ng's hdd stressor: write a temporary file of `bytes` in 64 KiB writes, read it
+/// back, remove it; repeat until `until`. The file is created in `dir` with
+/// O_EXCL|O_NOFOLLOW under an unpredictable name (the directory may be writable by others:
+/// headroom runs as root) and unlinked at once: its blocks live while the descriptor is
+/// open and are freed when it closes, however the worker ends (SIGKILL included); the parent
+/// removes a file whose worker was killed between the two calls. A full filesystem ends the
+/// write phase early. Returns the files written.
+fn hdd_worker(dir: &std::path::Path, bytes: u64, until: Instant) -> u64 {
+    use std::io::{Read, Seek, Write};
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut chunk = vec![0u8; HDD_WRITE];
+    let mut files = 0;
+    while Instant::now() < until {
+        let name = dir.join(format!(
+            "{HDD_PREFIX}{}.{:016x}.tmp",
+            std::process::id(),
+            random_u64()
+        ));
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&name);
+        let mut f = match opened {
+            Ok(f) => f,
+            Err(_) => {
+                // A name taken (or the directory gone): wait rather than spin on the failure.
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        let _ = std::fs::remove_file(&name);
+        let mut written = 0u64;
+        // Bounded by bytes / 64 KiB writes and by the deadline.
+        while written < bytes && Instant::now() < until {
+            // Different data each write, as stress-ng's (no deduplication).
+            chunk[..8].copy_from_slice(&(written ^ files).to_ne_bytes());
+            let n = (bytes - written).min(HDD_WRITE as u64) as usize;
+            if f.write_all(&chunk[..n]).is_err() {
+                break; // ENOSPC and friends: read back what was written
+            }
+            written += n as u64;
+        }
+        if f.rewind().is_ok() {
+            while Instant::now() < until {
+                match f.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+        }
+        files += 1;
+    }
+    files
+}
+
+/// 64 bits from the kernel's random source (getrandom(2)), for names nobody can guess; the
+/// time and pid where it is missing (kernels before 3.17).
+fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    // SAFETY: getrandom writes at most 8 bytes into `b`, a valid buffer of that size.
+    let n = unsafe { libc::syscall(libc::SYS_getrandom, b.as_mut_ptr(), b.len(), 0) };
+    if n == 8 {
+        return u64::from_ne_bytes(b);
+    }
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    t ^ u64::from(std::process::id()).rotate_left(32)
 }
 
 /// Spin on integer and floating-point arithmetic, `load_pct` of every 10 ms slice.
@@ -653,9 +922,12 @@ mod tests {
         assert!(parse_spec("cpu=1,cpu-load=0")
             .unwrap_err()
             .contains("1 to 100"));
-        assert!(parse_spec("stress-ng --hdd 1")
+        assert!(parse_spec("hdd=1,hdd-bytes=4k")
             .unwrap_err()
-            .contains("--hdd"));
+            .contains("use 64K to 64G per worker"));
+        assert!(parse_spec("stress-ng 4")
+            .unwrap_err()
+            .contains("a word where an option was expected"));
         assert!(parse_spec("vm=1,vm-bytes=1")
             .unwrap_err()
             .contains("4K to 64G"));
@@ -724,6 +996,83 @@ mod tests {
         assert!(
             WorkerArgs::from_args(&["gpu".into(), "0".into(), "1".into(), "1".into()]).is_err()
         );
+    }
+
+    /// Issue 23 item 19: `--stress "stress-ng --cpu 2 --cpu-method matrixprod"` was a hard
+    /// error; an option headroom does not reproduce is a note saying what runs instead.
+    #[test]
+    fn a_pasted_option_headroom_does_not_reproduce_is_a_note() {
+        let s = parse_spec(
+            "stress-ng --cpu 2 --cpu-method matrixprod --metrics-brief --sched fifo --matrix 1",
+        )
+        .unwrap();
+        assert_eq!((s.cpu, s.io, s.vm, s.hdd), (2, 0, 0, 0));
+        assert_eq!(
+            s.notes,
+            [
+                "stress-ng --cpu-method matrixprod: not reproduced; the cpu workers spin on \
+                 headroom's integer and floating-point loop (xorshift and a square root) \
+                 whatever the method",
+                "stress-ng --metrics-brief: not reproduced; headroom describes the load it ran \
+                 in its own output, not stress-ng's reports",
+                "stress-ng --sched fifo: not reproduced; the workers run at normal priority on \
+                 any CPU",
+                "stress-ng --matrix 1: not reproduced; headroom runs cpu, io, vm and hdd \
+                 workers only, and nothing in its place",
+            ]
+        );
+        // Inline values, and the older stress.
+        let s = parse_spec("stress -c 1 --backoff=3000").unwrap();
+        assert_eq!(
+            s.notes,
+            [
+                "stress --backoff 3000: not reproduced; headroom runs cpu, io, vm and hdd workers \
+              only, and nothing in its place"
+            ]
+        );
+        // Nothing reproduced at all is still no load.
+        assert!(parse_spec("stress-ng --matrix 2")
+            .unwrap_err()
+            .contains("starts no worker"));
+    }
+
+    /// stress-ng's and stress's `--hdd N` (and `hdd=N`): files of `--hdd-bytes` each (1 GiB
+    /// by default, as both tools), in `--temp-path` (stress-ng) or the current directory.
+    #[test]
+    fn hdd_workers_parse_as_both_tools_write_them() {
+        let s = parse_spec("stress-ng --hdd 2 --hdd-bytes 64M --temp-path /mnt/x").unwrap();
+        assert_eq!((s.hdd, s.hdd_bytes_per_worker), (2, 64 << 20));
+        assert_eq!(s.hdd_path.as_deref(), Some(std::path::Path::new("/mnt/x")));
+        assert_eq!(s.spec(), "hdd=2,hdd-bytes=64M,temp-path=/mnt/x");
+        assert_eq!(parse_spec(&s.spec()).unwrap(), s);
+        let s = parse_spec("stress -d 1").unwrap();
+        assert_eq!((s.hdd, s.hdd_bytes_per_worker), (1, DEFAULT_HDD_BYTES));
+        assert_eq!(parse_spec("hdd=1").unwrap().hdd_path, None);
+    }
+
+    /// The hdd worker writes, reads back and removes its files (O_EXCL, unlinked at once), so
+    /// its directory is empty again however it ends; the parent removes what a worker killed
+    /// between create and unlink left, and only that.
+    #[test]
+    fn hdd_workers_leave_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let t0 = Instant::now();
+        let files = hdd_worker(dir.path(), 1 << 20, t0 + Duration::from_millis(300));
+        assert!(files > 0, "no file written");
+        assert!(t0.elapsed() < Duration::from_secs(5), "overran");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+        let leftover = dir.path().join("headroom-hdd.4242.00000000deadbeef.tmp");
+        let other = dir.path().join("headroom-hdd.4343.00000000deadbeef.tmp");
+        std::fs::write(&leftover, b"x").unwrap();
+        std::fs::write(&other, b"x").unwrap();
+        remove_hdd_files(dir.path(), &[4242]);
+        assert!(!leftover.exists() && other.exists());
+        // More than half the free space is refused before any worker starts.
+        let mut huge = parse_spec("hdd=1,hdd-bytes=64G").unwrap();
+        huge.hdd_path = Some(dir.path().to_path_buf());
+        let e = check_hdd_room(dir.path(), &huge).unwrap_err();
+        assert!(e.contains("need more than half of its"), "{e}");
     }
 
     #[test]

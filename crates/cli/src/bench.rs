@@ -208,10 +208,14 @@ pub struct LatencyArgs {
     #[arg(short = 'n', long = "nanosleep", hide = true)]
     pub nanosleep: bool,
 
-    /// Background load during the run: `cpu=4,io=2,vm=1,vm-bytes=4M[,cpu-load=P]`, or a
-    /// pasted `stress-ng ...` / `stress ...` command. vm-bytes is divided across the vm
-    /// workers as stress-ng does; a pasted `stress` command gives each worker that much.
-    /// Sizes are binary (4M = 4 MiB), as in both tools.
+    /// Background load during the run: `cpu=4,io=2,vm=1,vm-bytes=4M[,cpu-load=P]`,
+    /// `hdd=1,hdd-bytes=256M[,temp-path=DIR]`, or a pasted `stress-ng ...` / `stress ...`
+    /// command (`--cpu`, `--io`, `--vm`, `--vm-bytes`, `--hdd`, `--hdd-bytes`, `--temp-path`,
+    /// `--cpu-load`; any other option is accepted with a note saying what runs instead).
+    /// vm-bytes is divided across the vm workers as stress-ng does; a pasted `stress` command
+    /// gives each worker that much. hdd workers write a file of hdd-bytes each (default 1G, at
+    /// most half the free space) in temp-path (default: the current directory, as stress-ng),
+    /// read it back and remove it. Sizes are binary (4M = 4 MiB), as in both tools.
     #[arg(long, value_name = "SPEC")]
     pub stress: Option<String>,
 
@@ -281,7 +285,38 @@ pub fn cyclictest_json_argv(mut args: Vec<OsString>) -> Vec<OsString> {
     args
 }
 
+impl BenchCommand {
+    /// Where the benchmark keeps its result (`--output`, `--no-save`, `--db`); for `bench
+    /// latency`, cyclictest's `--json=FILE` is its `--output`.
+    fn keep(&self) -> Option<crate::output::KeepArgs> {
+        match self {
+            BenchCommand::Disk(a) => Some(a.keep.clone()),
+            BenchCommand::Latency(a) => Some(a.keep()),
+            BenchCommand::Net(a) => Some(a.keep.clone()),
+            BenchCommand::Mmio(a) => Some(a.keep.clone()),
+            BenchCommand::Mem(a) => Some(a.keep.clone()),
+            BenchCommand::StressWorker { .. } => None,
+        }
+    }
+}
+
+impl LatencyArgs {
+    /// `--output`, or cyclictest's `--json=FILE` in its place.
+    fn keep(&self) -> crate::output::KeepArgs {
+        let mut keep = self.keep.clone();
+        if self.cyclictest_json.is_some() {
+            keep.output.clone_from(&self.cyclictest_json);
+        }
+        keep
+    }
+}
+
 pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    // Every benchmark checks where its result goes before it runs, so a missing or
+    // read-only directory does not lose a run (a usage error, exit 2).
+    if let Some(keep) = args.command.keep() {
+        keep.check_output().map_err(|e| terminal::usage(e.0))?;
+    }
     match &args.command {
         BenchCommand::Disk(a) => crate::bench_disk::run_disk(global, a),
         BenchCommand::Latency(a) => run_latency(global, a),
@@ -527,19 +562,18 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
 fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     let available = latency::available_cpus();
     let (mut config, mut notes) = build_config(a, &available).map_err(terminal::usage)?;
-    for n in &notes {
-        terminal::note(n);
-    }
     let stress_spec = a
         .stress
         .as_deref()
         .map(stress::parse_spec)
         .transpose()
         .map_err(|msg| terminal::usage(format!("--stress: {msg}")))?;
-    let mut keep = a.keep.clone();
-    if a.cyclictest_json.is_some() {
-        keep.output.clone_from(&a.cyclictest_json);
+    // Pasted stress-ng options headroom does not reproduce: a note each, as cyclictest's.
+    notes.extend(stress_spec.iter().flat_map(|s| s.notes.iter().cloned()));
+    for n in &notes {
+        terminal::note(n);
     }
+    let keep = a.keep();
     let root = SysRoot::new("/");
     let context = system::read_context(&root);
     let cpus = measured_cpus(&config);
@@ -902,6 +936,13 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
     if global.json {
         crate::output::print_result("latency", &document)?;
     } else {
+        let by = stopped_by_signal
+            .filter(|_| interrupted)
+            .map(terminal::signal_name);
+        let conditions = report::terminal::latency::Conditions {
+            stress: stress_spec,
+            interrupted_by: by.as_deref(),
+        };
         crate::out!(
             "{}",
             report::terminal::latency::render(
@@ -911,6 +952,7 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
                 load_samples.last(),
                 interrupts.as_ref(),
                 split.as_ref(),
+                conditions,
                 a.nsecs
             )
         )?;
@@ -1236,7 +1278,16 @@ mod tests {
                 tasks: 311,
             },
         };
-        insta::assert_snapshot!(render(&config, &ctx, &m, Some(&load), None, None, false));
+        insta::assert_snapshot!(render(
+            &config,
+            &ctx,
+            &m,
+            Some(&load),
+            None,
+            None,
+            Default::default(),
+            false
+        ));
         insta::assert_snapshot!(
             "text_of_a_two_thread_run_in_ns",
             render(
@@ -1246,6 +1297,7 @@ mod tests {
                 None,
                 None,
                 None,
+                Default::default(),
                 true
             )
         );
@@ -1274,6 +1326,7 @@ mod tests {
             Some(&load),
             Some(&interrupts),
             None,
+            Default::default(),
             false,
         );
         insta::assert_snapshot!("text_of_a_two_thread_run_with_interrupts", text);

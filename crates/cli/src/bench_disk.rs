@@ -34,15 +34,18 @@ headroom bench disk /media/usb --profile dd --size 256M\n  \
 headroom bench disk /mnt/x --rw randread --bs 4k --qd 32 --runtime 10"
 )]
 pub struct DiskArgs {
-    /// A directory (headroom creates and removes its own test file there), a new file name, an
+    /// A directory (headroom creates and removes its own test file there), a new file
+    /// (`./name`, `dir/name`: a bare name must be a block device or an existing file), an
     /// existing file (read as is; written only with --overwrite), or a block device by name
-    /// (`loop0`) or node (`/dev/loop0`) (read-only
-    /// unless --destructive).
+    /// (`loop0`) or node (`/dev/loop0`) (read-only unless --destructive).
     pub path: PathBuf,
 
-    /// Test set: cdm, cdm-nvme, peak, real (CrystalDiskMark 8), rk (the Rockchip guide's fio
-    /// emulation: SEQ1M Q32T1, RND4K Q32T1), dd (sequential sweep 4K..1M). Without it: one test
-    /// from --rw/--bs/--qd/--jobs.
+    /// Test set: cdm, cdm-nvme, peak, real (CrystalDiskMark 8's sets: 5 runs of 5 s per test
+    /// with a 5 s pause before each, the best shown), rk (the Rockchip guide's fio commands:
+    /// SEQ1M Q32T1 and RND4K Q32T1 read and write, each run once until --size or 180 s, no
+    /// pause), dd (sequential sweep 4K..1M, write then read, each once until --size or 30 s).
+    /// Without it: one test from --rw/--bs/--qd/--jobs, once until --size or 5 s. The plan line
+    /// printed at the start says what a run will take.
     #[arg(long)]
     pub profile: Option<String>,
 
@@ -70,7 +73,7 @@ pub struct DiskArgs {
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
 
-    /// Upper bound of each run (default 5s; dd: 30s): 10, 2.5s, 500ms, 1m, 1h.
+    /// Upper bound of each run (default 5s; dd: 30s; rk: 180s): 10, 2.5s, 500ms, 1m, 1h.
     #[arg(long, value_name = "TIME")]
     pub runtime: Option<String>,
 
@@ -82,7 +85,7 @@ pub struct DiskArgs {
     #[arg(long, value_name = "N")]
     pub runs: Option<u32>,
 
-    /// Pause between runs (default 5s for CrystalDiskMark profiles, else 0).
+    /// Pause before each run but the first (default 5s for CrystalDiskMark profiles, else 0).
     #[arg(long, value_name = "TIME")]
     pub pause: Option<String>,
 
@@ -101,6 +104,13 @@ pub struct DiskArgs {
     /// Write zeros instead of incompressible random data.
     #[arg(long)]
     pub zero: bool,
+
+    /// What the I/O buffers are made of: huge (the default: huge pages, so a large I/O goes
+    /// down as one request when the device allows it) or pages (4 KiB pages, as fio's and
+    /// most applications' buffers: a 1 MiB I/O is 256 pieces of memory, which a queue with
+    /// fewer max_segments splits into more requests).
+    #[arg(long, value_name = "huge|pages", value_parser = parse_buffers)]
+    pub buffers: Option<model::disk::Buffers>,
 
     /// I/O engine: auto (io_uring, else psync), io_uring, psync, or null (no I/O: measures
     /// headroom's own overhead, as fio's null engine).
@@ -153,15 +163,26 @@ impl DiskArgs {
             fsync_end: self.fsync_end,
             zero: self.zero,
             shown: None,
+            buffers: self.buffers,
         })
     }
 }
 
-/// `headroom bench disk`: a bad value (`--bs 3`, `--output` in a missing directory) is a usage
-/// error, exit 2, as everywhere else; a target that cannot be used, exit 1.
+/// `--buffers huge|pages`.
+fn parse_buffers(s: &str) -> Result<model::disk::Buffers, String> {
+    use model::disk::Buffers;
+    [Buffers::HugePages, Buffers::Pages]
+        .into_iter()
+        .find(|b| b.flag() == s)
+        .ok_or_else(|| format!("{s:?} is not a kind of buffers: use huge or pages"))
+}
+
+/// `headroom bench disk`: a bad value (`--bs 3`) is a usage error, exit 2, as everywhere else
+/// (`--output` in a missing directory too, checked before every benchmark by `bench::run`); a
+/// target that cannot be used, exit 1.
 pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode> {
     match disk_command(global, args) {
-        Err(e) if is_usage_error(&e) => Err(crate::terminal::usage(format!("{e:#}"))),
+        Err(e) if is_usage_error(&e) => Err(crate::terminal::usage(crate::terminal::sentence(&e))),
         other => other,
     }
 }
@@ -170,12 +191,13 @@ fn is_usage_error(e: &anyhow::Error) -> bool {
     matches!(
         e.downcast_ref::<DiskError>(),
         Some(DiskError::BadParameter(_))
-    ) || e.downcast_ref::<crate::output::OutputUnusable>().is_some()
+    )
 }
 
 /// The file or device `given` names for a benchmark, by the rules of `headroom path`
-/// (`probe::path::classify`): a bare block device name is the device's /dev node, a path
-/// under /dev that is not a block device is refused, an interface is not a disk.
+/// (`probe::path::classify`): a bare block device name is the device's /dev node, a bare name
+/// that is neither a device nor an existing file is refused with both readings, a path under
+/// /dev that is not a block device is refused, an interface is not a disk.
 fn disk_target(root: &SysRoot, given: &Path) -> anyhow::Result<PathBuf> {
     use probe::path::Target;
     match probe::path::classify(root, given).map_err(DiskError::Target)? {
@@ -197,6 +219,16 @@ fn disk_target(root: &SysRoot, given: &Path) -> anyhow::Result<PathBuf> {
              one of that name here) or a block device"
         ))
         .into()),
+        // `bench disk vdb` for /dev/vda must not create ./vdb: a bare name is a device, as in
+        // `path`; a new file needs a path that says so.
+        Target::Missing { bare: true, .. } => {
+            let name = given.display();
+            Err(DiskError::Target(format!(
+                "no block device {name} (lsblk lists them); to test a new file here, write \
+                 ./{name}"
+            ))
+            .into())
+        }
         Target::PciFunction(name) => Err(DiskError::Target(format!(
             "{name} is a PCI function, not a disk: give its block device (`headroom audit` \
              lists them), a directory or a file; `headroom bench mmio {name}:BAR` measures its \
@@ -216,8 +248,6 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     let overrides = args.overrides()?;
     let (engine, engine_note) = disk::choose_engine(&args.engine)?;
     let (parameters, tests) = profiles::build(profile, &overrides, engine.name(), cpus)?;
-    // A result that cannot be written is known now, not after the whole benchmark.
-    args.keep.check_output()?;
 
     // Where the target lives, at the block level; holds matter only for a device.
     let root = SysRoot::new("/");
@@ -294,7 +324,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         &stop,
         Some(&fill_progress),
     );
-    let target = match prepared {
+    let mut target = match prepared {
         Ok(t) => t,
         Err(DiskError::Interrupted) => {
             interrupted_before_measuring(live);
@@ -302,6 +332,12 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         }
         Err(e) => return Err(e.into()),
     };
+    // The limits that decide how many requests an I/O becomes (requests per I/O, findings).
+    let queue = target
+        .block_device()
+        .and_then(|d| probe::block::queue_of(&root, &d.disk));
+    target.set_queue(queue);
+    crate::terminal::info(plan_line(&parameters, &tests));
     let progress = |p: &Progress| {
         if live {
             eprint!(
@@ -318,20 +354,37 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     };
     // Measured / ceiling: the path from the target to the CPU and its bottleneck link,
     // resolved once the test file exists.
-    let path = probe::path::resolve(&root, &given, &probe::pci::audit_sysfs(&root));
+    let audit = probe::pci::audit_sysfs(&root);
+    let path = probe::path::resolve(&root, &given, &audit);
     let ceiling = match &path {
         Ok(p) => p.ceiling(),
         Err(why) => Err(why.clone()),
     };
     let path = path.ok();
+    // An emulated or paravirtual device on the path: its link state is the emulator's.
+    let emulated = path.as_ref().and_then(|p| {
+        p.chain.pci_addresses().into_iter().find_map(|a| {
+            let f = audit
+                .functions
+                .iter()
+                .find(|f| f.address.to_string() == a)?;
+            let what = report::efficiency::emulated_vendor(f.vendor_id?)?;
+            Some(format!("{a} is {what}"))
+        })
+    });
     // Write after each test, atomically: an interrupted run keeps what it measured.
     let output_failed = AtomicBool::new(false);
     let write_partial = |partial: &DiskResult| {
         if let Some(out) = &args.keep.output {
-            let doc = DiskDocument::new(partial, ceiling.as_ref().ok(), path.as_ref());
+            let doc = DiskDocument::new(
+                partial,
+                ceiling.as_ref().ok(),
+                path.as_ref(),
+                emulated.clone(),
+            );
             if let Err(e) = crate::output::write_result(out, "disk", &doc) {
                 if !output_failed.swap(true, Ordering::Relaxed) {
-                    eprintln!("headroom: warning: {e:#}");
+                    crate::terminal::warn(crate::terminal::sentence(&e));
                 }
             }
         }
@@ -383,8 +436,16 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
             w + run.cross_check.app_write_bytes,
         )
     });
-    let beside = beside.finish(app_r, app_w);
-    let mut doc = DiskDocument::new(&result, ceiling.as_ref().ok(), path.as_ref());
+    // With pauses between runs (CrystalDiskMark's profiles), interrupt rates are per second of
+    // the runs (ramp and measured time), not of the pauses, in which the device idles.
+    let runs: Vec<&model::disk::RunResult> = result.tests.iter().flat_map(|t| &t.runs).collect();
+    let busy = (result.parameters.pause_s > 0.0 && runs.len() > 1).then(|| {
+        runs.iter()
+            .map(|r| r.seconds + result.parameters.ramp_s)
+            .sum()
+    });
+    let beside = beside.finish(app_r, app_w, busy);
+    let mut doc = DiskDocument::new(&result, ceiling.as_ref().ok(), path.as_ref(), emulated);
     doc.counters = Some(&beside);
     // The results reach stdout first: whatever happens to --output or the history after.
     if global.json {
@@ -405,7 +466,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         );
     }
     if let Err(e) = kept {
-        eprintln!("headroom: error: {e:#}");
+        crate::terminal::error(crate::terminal::sentence(&e));
         return Ok(ExitCode::from(1));
     }
     if result.interrupted {
@@ -424,6 +485,19 @@ fn interrupted_before_measuring(live: bool) {
     );
 }
 
+/// What the run will take, before it starts: `plan: 8 tests, 5 runs per test of 5 s, 5 s
+/// pause before each run but the first: at most 6 min 35 s`.
+fn plan_line(p: &Parameters, tests: &[model::disk::TestSpec]) -> String {
+    let runs = tests.len() as f64 * f64::from(p.runs);
+    let most = runs * (p.ramp_s + p.runtime_s) + (runs - 1.0).max(0.0) * p.pause_s;
+    format!(
+        "plan: {}, {}: at most {}",
+        report::summary::plural(tests.len(), "test", "tests"),
+        report::terminal::disk::plan(p),
+        model::survey::format_seconds(most)
+    )
+}
+
 /// The host facts printed beside the numbers, from `probe::system` and the host name.
 fn host(root: &SysRoot, cpus: usize) -> Host {
     let hostname = read_attr(&root.path("/proc/sys/kernel/hostname"))
@@ -440,6 +514,7 @@ fn render(doc: &DiskDocument, style: &Style) -> String {
         doc.target,
         &tests,
         doc.ceiling,
+        &doc.findings,
         doc.notes,
         style,
     )
@@ -462,6 +537,9 @@ struct DiskDocument<'a> {
     interrupted: bool,
     /// The chain of hardware from the target to the CPU, each link with its ceiling.
     path: Option<&'a TargetPath>,
+    /// What the numbers mean beyond themselves (`report::findings::disk`): a rate above the
+    /// ceiling, I/Os split into several requests.
+    findings: Vec<model::Finding>,
     /// Interrupts of the path's devices and the root port's PMU bytes (counters crate).
     #[serde(skip_serializing_if = "Option::is_none")]
     counters: Option<&'a report::count::BesideCounters>,
@@ -476,10 +554,13 @@ struct JudgedTest<'a> {
 }
 
 impl<'a> DiskDocument<'a> {
+    /// `emulated`: an emulated or paravirtual device on the path, in words (what can carry a
+    /// rate past the ceiling; the PCI inventory tells it, not the result).
     fn new(
         result: &'a DiskResult,
         ceiling: Option<&'a PathCeiling>,
         path: Option<&'a TargetPath>,
+        emulated: Option<String>,
     ) -> Self {
         // Every field named: a new measurement cannot be left out of the document unnoticed.
         let DiskResult {
@@ -492,7 +573,7 @@ impl<'a> DiskDocument<'a> {
             notes,
             interrupted,
         } = result;
-        let tests = tests
+        let tests: Vec<JudgedTest> = tests
             .iter()
             .map(|t| JudgedTest {
                 test: t,
@@ -506,6 +587,10 @@ impl<'a> DiskDocument<'a> {
                 }),
             })
             .collect();
+        let judged: Vec<_> = tests.iter().map(|t| (t.test, t.efficiency)).collect();
+        let diskless = disk::engine_by_name(&parameters.engine).is_some_and(|e| e.caps().diskless);
+        let beyond = report::findings::disk::beyond(result, diskless, emulated);
+        let findings = report::findings::disk::findings(result, &judged, ceiling, &beyond);
         DiskDocument {
             schema_version: *schema_version,
             kind,
@@ -517,6 +602,7 @@ impl<'a> DiskDocument<'a> {
             notes,
             interrupted: *interrupted,
             path,
+            findings,
             counters: None,
         }
     }
@@ -588,15 +674,25 @@ mod tests {
             bottleneck: "USB 2-1 at 5000 Mb/s".into(),
         };
         let judged =
-            serde_json::to_value(DiskDocument::new(&result, Some(&ceiling), None)).unwrap();
-        let bare = serde_json::to_value(DiskDocument::new(&result, None, None)).unwrap();
+            serde_json::to_value(DiskDocument::new(&result, Some(&ceiling), None, None)).unwrap();
+        let bare = serde_json::to_value(DiskDocument::new(&result, None, None, None)).unwrap();
         // The same fields in the same order, with or without a ceiling (whose own fields are
         // there only when it is); the judgement where the document always had it.
         let (mut a, mut b) = (Vec::new(), Vec::new());
         key_paths(&judged, "", &mut a);
         key_paths(&bare, "", &mut b);
-        a.retain(|k| !k.starts_with(".ceiling."));
+        a.retain(|k| !k.starts_with(".ceiling.") && !k.starts_with(".findings["));
         assert_eq!(a, b);
+        // The null engine outruns any ceiling: a finding says it moved no data (issue 23 item
+        // 8), and without a ceiling there is nothing to exceed.
+        let above = judged["findings"][0]["message"].as_str().unwrap();
+        assert!(
+            above.contains("of the ceiling of USB 2-1 at 5000 Mb/s: more than that link can carry")
+                && above
+                    .contains("headroom believes no data crossed it: the null engine does no I/O"),
+            "{above}"
+        );
+        assert_eq!(bare["findings"], serde_json::json!([]));
         let top: Vec<&str> = judged
             .as_object()
             .unwrap()
@@ -615,7 +711,8 @@ mod tests {
                 "tests",
                 "notes",
                 "interrupted",
-                "path"
+                "path",
+                "findings"
             ]
         );
         let test = &judged["tests"][0];
@@ -635,7 +732,7 @@ mod tests {
         );
         // The terminal shows the same judgement.
         let text = render(
-            &DiskDocument::new(&result, Some(&ceiling), None),
+            &DiskDocument::new(&result, Some(&ceiling), None, None),
             &Style::new(false),
         );
         assert!(text.contains("ceiling: USB 2-1 at 5000 Mb/s (read 400.0 MB/s, write 200.0 MB/s)"));
@@ -703,16 +800,16 @@ mod text_tests {
         // 70 % reads at 1000 MB/s on a full-duplex link: reads saturate first, at
         // 1500 / 0.7 = 2142.9 MB/s in total, so 47 %.
         let text = render(
-            &DiskDocument::new(&r, Some(&ceiling), None),
+            &DiskDocument::new(&r, Some(&ceiling), None, None),
             &Style::new(false),
         );
         let expected = "\
 headroom bench disk /mnt/x/headroom-disk.tmp (test file, 1 GiB) on nvme0n1p2 (259:2, disk nvme0n1)
-profile custom, engine null, O_DIRECT, 1 run of up to 5 s after 1 s ramp; MB/s, MiB/s, IOPS and latency (submission to completion, fio's lat = slat + clat; clat in --json) of the best run, mean MB/s of all runs
+profile custom, engine null, O_DIRECT, buffers in huge pages, 1 run per test, each up to 5 s or one pass after a 1 s ramp, no pause; MB/s, MiB/s, IOPS and latency (submission to completion, fio's lat = slat + clat; clat in --json) of the best run, mean MB/s of all runs
 
-Test                         Best    Mean     Best    Best  Lat mean  Lat p50  Lat p99  Lat p99.9  Lat max  CPU/IO    proc io  diskstats
-                           (MB/s)  (MB/s)  (MiB/s)  (IOPS)      (µs)     (µs)     (µs)       (µs)     (µs)    (µs)  error (%)  error (%)
-RND4K Q32T1  mix 70% read  1000.0  1234.6    953.7  244151      12.3     10.0     55.6      100.0   1234.6    4.26      +0.50          -
+Test                         Best    Mean     Best    Best  Lat mean  Lat p50  Lat p99  Lat p99.9  Lat max  CPU/IO    proc io  diskstats  requests
+                           (MB/s)  (MB/s)  (MiB/s)  (IOPS)      (µs)     (µs)     (µs)       (µs)     (µs)    (µs)  error (%)  error (%)   per I/O
+RND4K Q32T1  mix 70% read  1000.0  1234.6    953.7  244151      12.3     10.0     55.6      100.0   1234.6    4.26      +0.50          -         -
 
 ceiling: PCIe 0000:00:1c.0 -> 0000:01:00.0 at 8 GT/s x2 (read 1500.0 MB/s, write 1000.0 MB/s)
   RND4K Q32T1 mix 70% read 1000.0 MB/s = 47 % of the ceiling
@@ -742,14 +839,18 @@ impl disk::kernel_count::KernelCounts for KernelCounters {
         })
     }
 
-    fn device_bytes(&self, name: &str) -> Option<disk::kernel_count::ByteCount> {
+    fn device_counts(&self, name: &str) -> Option<disk::kernel_count::DeviceCount> {
         let s = counters::DiskStatsSampler::device(self.root.clone(), name)
             .snapshot()
             .ok()?;
         let d = s.value.get(name)?;
-        Some(disk::kernel_count::ByteCount {
-            read_bytes: d.read_bytes(),
-            write_bytes: d.write_bytes(),
+        Some(disk::kernel_count::DeviceCount {
+            bytes: disk::kernel_count::ByteCount {
+                read_bytes: d.read_bytes(),
+                write_bytes: d.write_bytes(),
+            },
+            read_requests: d.reads,
+            write_requests: d.writes,
         })
     }
 }

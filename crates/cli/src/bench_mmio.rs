@@ -21,15 +21,15 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// What `--help` and the notes of a BAR run say about loads (one text for both).
 macro_rules! side_effects {
     () => {
         "Loads from a device are not harmless: reading a FIFO, a clear-on-read status register \
-or a doorbell changes the device's state. Map only BARs whose registers you know (a RAM-like BAR \
+or a doorbell changes the device's state (virtio's ISR status register clears when read, and the \
+driver loses the interrupt it signalled). Map only BARs whose registers you know (a RAM-like BAR \
 of an FPGA or of a PCIe endpoint in a test setup)."
     };
 }
@@ -40,7 +40,8 @@ const SIDE_EFFECTS: &str = side_effects!();
     side_effects!(),
     "\n\n",
     "The mapping is read-only unless --write names the exact target; stores are refused while \
-a driver is bound to the function and on the BAR holding its MSI-X table.\n",
+a driver is bound to the function and on the BAR holding its MSI-X table; loads from a function \
+with a driver bound need --allow-bound.\n",
     "Rates are MB/s (10^6 B/s). Sizes and offsets: bytes, K/M/G (binary), or 0x hex.\n",
     "Examples:\n  headroom bench mmio 0000:01:00.0:2\n  \
 headroom bench mmio 01:00.0:2 --width 32,128 --write 0000:01:00.0:2\n  \
@@ -81,6 +82,12 @@ pub struct MmioArgs {
     /// (`0000:01:00.0:2`), so a typo cannot write the wrong device.
     #[arg(long, value_name = "TARGET")]
     pub write: Option<String>,
+
+    /// Load from a BAR while a driver is bound to its function: the driver's registers are
+    /// read, and a read can change the device (see below); use --offset and --size for a
+    /// window whose registers you know, or unbind the driver first.
+    #[arg(long)]
+    pub allow_bound: bool,
 
     /// Map a prefetchable BAR write-combining (`resourceN_wc`).
     #[arg(long)]
@@ -236,18 +243,6 @@ fn parse_time(flag: &str, s: &str) -> Result<Duration, Refusal> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// The stop flag that SIGINT and SIGTERM set, and which of them came (0: none yet), for the
-/// exit code (128 + the signal).
-fn stop_flag() -> anyhow::Result<(Arc<AtomicBool>, Arc<AtomicUsize>)> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let signal = Arc::new(AtomicUsize::new(0));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
-    Ok((stop, signal))
-}
-
 /// The progress line of a run: what is measured, redrawn as each step begins.
 fn progress(live: bool, what: &str) -> impl Fn(&mmio::Progress) + Sync + '_ {
     move |_| {
@@ -296,7 +291,7 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
             l >> 10
         ));
     }
-    let (stop, signal) = stop_flag()?;
+    let (stop, signal) = crate::terminal::stop_flag()?;
     let live = std::io::stderr().is_terminal();
     let mut access = mmio::Config::new(a.width.clone(), a.op.clone(), duration);
     access.threads = a.threads;
@@ -334,7 +329,7 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         notes,
         interrupted: stop.load(Ordering::Relaxed),
     };
-    finish(global, &a.keep, &doc, signal.load(Ordering::Relaxed))
+    finish(global, &a.keep, &doc, &signal)
 }
 
 /// Print (text or JSON), keep, and the exit code (128 + `signal` when a signal stopped the
@@ -343,7 +338,7 @@ fn finish(
     global: &GlobalArgs,
     keep: &crate::output::KeepArgs,
     doc: &MmioDocument,
-    signal: usize,
+    signal: &std::sync::atomic::AtomicUsize,
 ) -> anyhow::Result<ExitCode> {
     let measured =
         !doc.results.is_empty() || doc.memory.as_ref().is_some_and(|m| !m.results.is_empty());
@@ -352,7 +347,9 @@ fn finish(
     }
     if global.json {
         crate::output::print_result("mmio", doc)?;
-    } else {
+    } else if measured || !doc.interrupted {
+        // Stopped before the first width ran, the tables would be empty: the sentence below
+        // says what happened instead.
         let wrapped = report::document::wrap("mmio", env!("CARGO_PKG_VERSION"), doc)?;
         let summary = report::Summary::of(&wrapped, "this run")?;
         let style = report::terminal::Style::new(global.use_color());
@@ -375,11 +372,8 @@ fn finish(
     }
     if doc.interrupted {
         return Err(crate::terminal::Interrupted {
-            signal: i32::try_from(signal)
-                .ok()
-                .filter(|&s| s != 0)
-                .unwrap_or(libc::SIGINT),
-            kept: "the results above are those measured before it".to_string(),
+            signal: crate::terminal::stopped_by(signal),
+            kept: stopped_with(doc, measured),
         }
         .into());
     }
@@ -387,6 +381,23 @@ fn finish(
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a stop left of the run, after "interrupted by SIGINT (Ctrl-C): ".
+fn stopped_with(doc: &MmioDocument, measured: bool) -> String {
+    if measured {
+        return "the results above are those measured before it".to_string();
+    }
+    match (&doc.region, &doc.memory) {
+        // bench mem: every page of the buffer is written before the first width runs (so
+        // none is the shared zero page), which takes a while for a large buffer.
+        (None, Some(m)) => format!(
+            "nothing was measured: it came while the {} MiB buffer was being filled, before \
+             the first width ran",
+            m.buffer_bytes >> 20
+        ),
+        _ => "nothing was measured: it came before the first width ran".to_string(),
+    }
 }
 
 /// The target as the user named it.
@@ -520,6 +531,7 @@ fn open_bar(
     file: Option<PathBuf>,
     wc: bool,
     writable: bool,
+    allow_bound: bool,
     offset: u64,
     size: Option<u64>,
 ) -> Result<Opened, Refusal> {
@@ -575,6 +587,17 @@ fn open_bar(
                 why.join("; and ")
             )));
         }
+    } else if let (Some(d), false) = (&facts.driver, allow_bound) {
+        // Issue 22 item 10: a sweep reads every register of the BAR under the driver's feet.
+        return Err(refuse(format!(
+            "{f} is bound to driver {d}, and loads from BAR {} read its registers: a read can \
+             change the device (virtio's ISR status clears when read, and the driver loses the \
+             interrupt it signalled; a FIFO or a clear-on-read counter loses data); give \
+             --allow-bound to load anyway, with --offset and --size for a window whose \
+             registers you know, or unbind the driver first: echo {f} > \
+             /sys/bus/pci/drivers/{d}/unbind",
+            addr.bar
+        )));
     }
     let bar_bytes = res.size();
     let size = size.unwrap_or(bar_bytes.saturating_sub(offset));
@@ -856,6 +879,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
             file.clone(),
             a.wc,
             writable,
+            a.allow_bound,
             offset,
             size,
         ),
@@ -865,7 +889,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         Ok(o) => o,
         Err(r) => return Ok(fail(r)),
     };
-    let (stop, signal) = stop_flag()?;
+    let (stop, signal) = crate::terminal::stop_flag()?;
     let live = std::io::stderr().is_terminal();
     let mut cfg = mmio::Config::new(a.width.clone(), ops.clone(), duration);
     cfg.threads = a.threads;
@@ -977,7 +1001,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         interrupted: stop.load(Ordering::Relaxed),
     };
     drop(opened.map);
-    finish(global, &a.keep, &doc, signal.load(Ordering::Relaxed))
+    finish(global, &a.keep, &doc, &signal)
 }
 
 #[cfg(test)]
@@ -1010,9 +1034,23 @@ mod tests {
     const NO_BAR: &str = "0x0000000000000000 0x0000000000000000 0x0000000000000000\n";
 
     fn refusal(d: &tempfile::TempDir, bar: u8, writable: bool) -> String {
+        refusal_of(d, bar, writable, false)
+    }
+
+    fn refusal_of(d: &tempfile::TempDir, bar: u8, writable: bool, allow_bound: bool) -> String {
         let root = SysRoot::new(d.path());
         let addr: BarAddress = format!("0000:01:00.0:{bar}").parse().unwrap();
-        match open_bar(&root, "x", addr, None, false, writable, 0, None) {
+        match open_bar(
+            &root,
+            "x",
+            addr,
+            None,
+            false,
+            writable,
+            allow_bound,
+            0,
+            None,
+        ) {
             Err(r) => r.message,
             Ok(_) => panic!("mapped"),
         }
@@ -1045,6 +1083,30 @@ mod tests {
             m.contains("echo 0000:01:00.0 > /sys/bus/pci/drivers/nvme/unbind"),
             "{m}"
         );
+    }
+
+    /// Issue 22 item 10: loads from a function with a driver bound are refused before any
+    /// mapping unless --allow-bound, with why; with it they go on (to the missing resource
+    /// file of this tree, here).
+    #[test]
+    fn loads_from_a_bound_function_need_allow_bound() {
+        let bound = tree(MEM_BAR, "1", Some("virtio-pci"));
+        let m = refusal(&bound, 0, false);
+        assert!(
+            m.starts_with("0000:01:00.0 is bound to driver virtio-pci, and loads from BAR 0"),
+            "{m}"
+        );
+        assert!(m.contains("virtio's ISR status clears when read"), "{m}");
+        assert!(m.contains("give --allow-bound to load anyway"), "{m}");
+        assert!(
+            m.contains("echo 0000:01:00.0 > /sys/bus/pci/drivers/virtio-pci/unbind"),
+            "{m}"
+        );
+        let m = refusal_of(&bound, 0, false, true);
+        assert!(!m.contains("--allow-bound"), "{m}");
+        // Without a driver, loads need no flag.
+        let m = refusal(&tree(MEM_BAR, "1", None), 0, false);
+        assert!(!m.contains("--allow-bound"), "{m}");
     }
 
     #[test]

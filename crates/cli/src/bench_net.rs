@@ -13,7 +13,7 @@ use model::root::SysRoot;
 use report::count::BesideCounters;
 use report::net::{FindRate, NetReport, RateStep};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -349,20 +349,16 @@ fn interval_of(a: &NetArgs, duration_s: u32) -> Duration {
     }
 }
 
-/// What probe can tell about the interface the test used.
+/// What probe can tell about the interface the test used: the audit's facts of it
+/// ([`NetInterface::link_facts`](model::inventory::net::NetInterface::link_facts): speed, MTU, the USB link of its adapter, the tbf at its
+/// root), and what only this end's live system says (timestamps, the PCIe link, GSO).
+/// What probe could not read of the interfaces is returned as notes.
 fn link_facts(iface: &str) -> (Option<LinkFacts>, Vec<String>) {
-    let mut notes = Vec::new();
     let root = model::root::SysRoot::new("/");
     let inv = probe::net::scan(&root);
+    let notes = inv.warnings;
     let Some(i) = inv.interfaces.iter().find(|i| i.name == iface) else {
         return (None, notes);
-    };
-    let shaper = match probe::qdisc::root_shaper(iface) {
-        Ok(s) => s,
-        Err(e) => {
-            notes.push(e);
-            None
-        }
     };
     let read = |p: &str| {
         std::fs::read_to_string(p)
@@ -392,32 +388,21 @@ fn link_facts(iface: &str) -> (Option<LinkFacts>, Vec<String>) {
             .unwrap_or_default()
             .iter()
             .filter(|l| l.kind == model::path::LinkKind::Pcie)
-            .map(|l| {
-                let c = l
-                    .ceiling_other_direction_bps
-                    .map_or(l.ceiling_bps, |o| o.min(l.ceiling_bps));
-                (format!("{} at {}", l.name, l.state), c)
+            .filter_map(|l| {
+                let c = match (l.ceiling_to_cpu_bps(), l.ceiling_from_cpu_bps()) {
+                    (Some(a), Some(b)) => a.min(b),
+                    (a, b) => a.or(b)?,
+                };
+                Some((format!("{} at {}", l.name, l.state), c))
             })
             .min_by(|a, b| a.1.total_cmp(&b.1))
     };
-    let usb_speed_mbps = match &i.attachment {
-        Some(model::inventory::net::Attachment::Usb { speed_mbps, .. }) => *speed_mbps,
-        _ => None,
-    };
     (
         Some(LinkFacts {
-            interface: iface.to_string(),
-            speed_mbps: i.speed_mbps,
-            duplex: i.duplex.clone(),
-            mtu: i.mtu,
-            is_virtual: i.is_virtual,
-            is_loopback: iface == "lo",
-            driver: i.driver.clone(),
-            usb_speed_mbps,
-            pcie_ceiling,
-            shaper,
             tcp_timestamps,
+            pcie_ceiling,
             notes: facts_notes,
+            ..i.link_facts()
         }),
         notes,
     )
@@ -442,13 +427,10 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let interrupt = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&interrupt))
-            .context("installing the Ctrl-C handler")?;
-    }
+    let (interrupt, signal) =
+        crate::terminal::stop_flag().context("installing the Ctrl-C handler")?;
     if a.server {
-        return run_server(a, json, &interrupt, a.interval);
+        return run_server(a, json, &interrupt, &signal, a.interval);
     }
     let mut words: Vec<&str> = a.host.iter().map(String::as_str).collect();
     if matches!(words.first(), Some(&"iperf3") | Some(&"iperf")) {
@@ -503,16 +485,24 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
     };
     let (tested, fr) = match outcome {
         Ok(x) => x,
+        // Stopped before a test (or a trial of the search) ended: no measurement to show.
+        Err(_) if interrupt.load(Ordering::Relaxed) => {
+            return Err(crate::terminal::Interrupted {
+                signal: crate::terminal::stopped_by(&signal),
+                kept: if a.find_rate {
+                    "nothing was measured: no test of the search had ended".to_string()
+                } else {
+                    "nothing was measured: the test had not begun".to_string()
+                },
+            }
+            .into());
+        }
         Err(e) => {
             crate::terminal::error(format_args!("{e}"));
-            return Ok(ExitCode::from(if interrupt.load(Ordering::Relaxed) {
-                EXIT_INTERRUPTED
-            } else {
-                1
-            }));
+            return Ok(ExitCode::from(1));
         }
     };
-    let code = finish(tested, fr, notes, json, &a.keep)?;
+    let code = finish(tested, fr, notes, json, &a.keep, &signal)?;
     Ok(code)
 }
 
@@ -549,7 +539,7 @@ fn on_progress(p: &NetProgress<'_>, json: bool, server: bool, beside: &Mutex<Opt
 fn finish_beside(beside: Mutex<Option<Beside>>, m: &NetMeasurement) -> Option<BesideCounters> {
     let b = beside.into_inner().ok().flatten()?;
     let (sent, received) = report::net::app_bytes(m);
-    Some(b.finish(received, sent))
+    Some(b.finish(received, sent, None))
 }
 
 /// The /proc/net/dev delta of the test's interface.
@@ -594,13 +584,8 @@ fn find_rate(
         .bitrate_bps
         .filter(|&b| b != net::DEFAULT_UDP_RATE)
         .unwrap_or(1_000_000_000) as f64;
-    let plan = Plan {
-        start_bps: per_stream * streams,
-        threshold_percent: threshold,
-        // Bounded: at most 14 tests.
-        max_trials: 14,
-        precision: 0.01,
-    };
+    // Bounded: at most 14 tests.
+    let plan = Plan::new(per_stream * streams, threshold);
     let mut tested: Vec<Tested> = Vec::new();
     // The link facts of the test's interface, read once.
     let mut facts: Option<Option<LinkFacts>> = None;
@@ -665,6 +650,7 @@ fn finish(
     mut notes: Vec<String>,
     json: bool,
     keep: &crate::output::KeepArgs,
+    signal: &AtomicUsize,
 ) -> anyhow::Result<ExitCode> {
     let interrupted = m.stopped_by == NetStop::Interrupted;
     let (facts, more) = match &m.interface {
@@ -683,6 +669,15 @@ fn finish(
     } else {
         crate::out!("{}", report::net::render_text(&r))?;
     }
+    if interrupted && signal.load(Ordering::Relaxed) != 0 {
+        // Stopped here (Ctrl-C, SIGTERM), as every benchmark says it.
+        return Err(crate::terminal::Interrupted {
+            signal: crate::terminal::stopped_by(signal),
+            kept: "the results above are those measured before it".to_string(),
+        }
+        .into());
+    }
+    // A test the peer stopped (its Ctrl-C): a server serves on.
     Ok(if interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
     } else {
@@ -712,6 +707,7 @@ fn run_server(
     a: &NetArgs,
     json: bool,
     interrupt: &Stop,
+    signal: &AtomicUsize,
     interval: f64,
 ) -> anyhow::Result<ExitCode> {
     let auth = match (&a.rsa_private_key_path, &a.authorized_users_path) {
@@ -731,6 +727,8 @@ fn run_server(
         no_save: !a.save,
         ..a.keep.clone()
     };
+    // 128 + the signal that stopped this server (130 for Ctrl-C, 143 for SIGTERM).
+    let stopped = || ExitCode::from(128 + crate::terminal::stopped_by(signal) as u8);
     let server = match Server::bind(ServerConfig {
         port: a.port,
         bind: a.bind,
@@ -754,15 +752,15 @@ fn run_server(
         let served =
             net::NetRun::ServeOne(&server).run(interrupt, |p| on_progress(p, json, true, &beside));
         match served {
-            Err(net::NetError::Interrupted) => return Ok(ExitCode::from(EXIT_INTERRUPTED)),
+            Err(net::NetError::Interrupted) => return Ok(stopped()),
             Ok(m) => {
                 let iface = iface_bytes(&all, before.as_ref(), &m);
                 let counters = finish_beside(beside, &m);
                 let interrupted =
                     m.stopped_by == NetStop::Interrupted && interrupt.load(Ordering::Relaxed);
-                let code = finish((m, iface, counters), None, Vec::new(), json, &keep)?;
+                let code = finish((m, iface, counters), None, Vec::new(), json, &keep, signal)?;
                 if interrupted {
-                    return Ok(ExitCode::from(EXIT_INTERRUPTED));
+                    return Ok(stopped());
                 }
                 if a.one_off {
                     return Ok(code);
@@ -776,7 +774,7 @@ fn run_server(
             }
         }
         if interrupt.load(Ordering::Relaxed) {
-            return Ok(ExitCode::from(EXIT_INTERRUPTED));
+            return Ok(stopped());
         }
     }
 }

@@ -34,15 +34,18 @@ pub struct Beside {
 }
 
 /// The interrupt rates of `devices` (a label and its IRQ lines) between two readings of
-/// /proc/interrupts (`count --irq` and the benchmarks).
+/// /proc/interrupts (`count --irq` and the benchmarks), per second of `busy_s` when given (the
+/// seconds the workload ran, without the pauses between its runs), else of the time between
+/// the readings.
 pub fn irq_rates(
     sampler: &counters::InterruptsSampler,
     before: &counters::Stamped<Vec<IrqLine>>,
     after: &counters::Stamped<Vec<IrqLine>>,
     devices: Vec<(String, Vec<u32>)>,
+    busy_s: Option<f64>,
 ) -> Vec<IrqRate> {
     let d = sampler.delta(before, after);
-    let secs = d.elapsed.as_secs_f64();
+    let secs = busy_s.unwrap_or(d.elapsed.as_secs_f64());
     devices
         .into_iter()
         .map(|(device, irqs)| {
@@ -261,14 +264,30 @@ impl Beside {
 
     /// Stop and say what was counted, against the application's bytes: `app_rx_bytes` the
     /// device wrote to memory (a disk read, received packets), `app_tx_bytes` it read (a disk
-    /// write, sent packets).
-    pub fn finish(self, app_rx_bytes: u64, app_tx_bytes: u64) -> report::count::BesideCounters {
+    /// write, sent packets). `busy_s`: the seconds the workload ran, when it paused between
+    /// runs (bench disk's profiles): interrupt rates are per second of those, not of the pauses
+    /// in which the device idled.
+    pub fn finish(
+        self,
+        app_rx_bytes: u64,
+        app_tx_bytes: u64,
+        busy_s: Option<f64>,
+    ) -> report::count::BesideCounters {
         let mut out = report::count::BesideCounters {
             notes: self.notes,
             ..Default::default()
         };
         if let (Some(before), Ok(after)) = (&self.irq_before, self.irq_sampler.snapshot()) {
-            out.interrupts = irq_rates(&self.irq_sampler, before, &after, self.devices);
+            let busy = busy_s.filter(|s| *s > 0.0);
+            out.interrupts = irq_rates(&self.irq_sampler, before, &after, self.devices, busy);
+            if let (Some(s), false) = (busy, out.interrupts.is_empty()) {
+                let paused = after.at.duration_since(before.at).as_secs_f64() - s;
+                out.notes.push(format!(
+                    "interrupt rates are per second of I/O: the {s:.1} s the runs took, without \
+                     the {:.1} s of pauses between them",
+                    paused.max(0.0)
+                ));
+            }
         }
         if let Some(RootPortPmu {
             pmu,
@@ -381,7 +400,7 @@ mod tests {
         // Live: eth0 of this VM is virtio on a root-bus function, so its lines are found and
         // no PMU can count it; `lo` has no device. Elsewhere only what exists is checked.
         let root = SysRoot::system();
-        let lo = Beside::for_interface(root.clone(), "lo").finish(0, 0);
+        let lo = Beside::for_interface(root.clone(), "lo").finish(0, 0, None);
         assert!(lo.interrupts.is_empty());
         assert_eq!(
             lo.notes,
@@ -391,7 +410,7 @@ mod tests {
             eprintln!("note: skipped the eth0 part: no eth0 with a device here");
             return;
         };
-        let b = Beside::for_interface(root, "eth0").finish(0, 0);
+        let b = Beside::for_interface(root, "eth0").finish(0, 0, None);
         let own = &b.interrupts[0];
         assert!(own.device.starts_with("eth0"), "{own:?}");
         if dev.to_string_lossy().contains("/virtio") {

@@ -97,6 +97,13 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     if a.list {
         return list(global, &root);
     }
+    // -o FILE is checked before anything runs, as every benchmark checks --output: a name
+    // that cannot be written is a usage error now, not after the counted command ran.
+    if let Some(path) = &a.output {
+        if let Err(e) = crate::output::check_writable("-o", path) {
+            return usage(e);
+        }
+    }
     let pmus = match Pmus::read(&root) {
         Ok(p) => p,
         Err(e) => {
@@ -165,6 +172,27 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     // With --json on stdout, the command's stdout goes to stderr: the document stays one
     // document. Counts written to -o FILE (or perf's text on stderr) leave stdout to it.
     let document_on_stdout = global.json && a.output.is_none();
+    // Like perf stat, the counts go to stderr (or -o FILE): stdout belongs to the command,
+    // whose output would otherwise be mixed into the numbers. The --json document goes to
+    // stdout as every command's does (the command's stdout was sent to stderr above).
+    // -o FILE is opened before the command is even prepared (perf opens it while parsing its
+    // options): what only the open can refuse (a link, another user's file, a FIFO) is said
+    // before anything ran.
+    let mut out: Box<dyn Write> = match &a.output {
+        Some(path) => match report::atomic::create_stream(path) {
+            Ok(f) => Box::new(std::io::BufWriter::new(f)),
+            Err(e) => {
+                eprintln!(
+                    "headroom: error: -o {}: cannot create it: {}",
+                    path.display(),
+                    e.source
+                );
+                return Ok(ExitCode::from(1));
+            }
+        },
+        None if document_on_stdout => Box::new(std::io::stdout().lock()),
+        None => Box::new(std::io::stderr().lock()),
+    };
     let command_stdout = if document_on_stdout {
         CommandStdout::ToStderr
     } else {
@@ -235,23 +263,6 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         }
     }
 
-    // Like perf stat, the counts go to stderr (or -o FILE): stdout belongs to the command,
-    // whose output would otherwise be mixed into the numbers. The --json document goes to
-    // stdout as every command's does (the command's stdout was sent to stderr above).
-    let mut out: Box<dyn Write> = match &a.output {
-        Some(path) => match std::fs::File::create(path) {
-            Ok(f) => Box::new(std::io::BufWriter::new(f)),
-            Err(e) => {
-                eprintln!(
-                    "headroom: error: -o {}: cannot create it: {e}",
-                    path.display()
-                );
-                return Ok(ExitCode::from(1));
-            }
-        },
-        None if document_on_stdout => Box::new(std::io::stdout().lock()),
-        None => Box::new(std::io::stderr().lock()),
-    };
     let sep = a.separator.as_deref();
     let mut intervals = Vec::new();
     let mut last: Vec<Option<Reading>> = vec![None; events.len()];
@@ -313,7 +324,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
 
     let interrupts = match (irq_before, irq_sampler.snapshot()) {
         (Some(before), Ok(after)) => {
-            crate::beside::irq_rates(&irq_sampler, &before, &after, irq_devices)
+            crate::beside::irq_rates(&irq_sampler, &before, &after, irq_devices, None)
         }
         _ => Vec::new(),
     };
@@ -354,7 +365,10 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     // Kept like every measurement (an -a run stopped by Ctrl-C too: it measured).
     if !a.no_save && doc.events.iter().any(|e| e.status == CountStatus::Counted) {
         if let Err(e) = crate::output::save_result("count", &doc, a.db.as_deref()) {
-            eprintln!("headroom: warning: the result was not kept in the history: {e:#}");
+            crate::terminal::warn(format_args!(
+                "the result was not kept in the history: {}",
+                crate::terminal::sentence(&e)
+            ));
         }
     }
     let text = if global.json {

@@ -87,45 +87,42 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
             } else if rows.is_empty() {
                 crate::outln!("no runs saved in {} yet", db.display())?;
             } else {
-                let table: Vec<[String; 6]> = rows
-                    .iter()
-                    .map(|r| {
-                        [
-                            r.id.to_string(),
-                            r.created.clone().unwrap_or_else(|| "-".into()),
-                            r.host.clone().unwrap_or_else(|| "-".into()),
-                            r.target.clone().unwrap_or_else(|| "-".into()),
-                            r.test.clone(),
-                            if r.interrupted {
-                                format!("{} (interrupted)", r.headline)
-                            } else {
-                                r.headline.clone()
-                            },
-                        ]
-                    })
-                    .collect();
                 let header = ["id", "time (UTC)", "host", "target", "test", "result"];
-                let mut widths = header.map(str::len);
-                for r in &table {
-                    for (w, c) in widths.iter_mut().zip(r) {
-                        *w = (*w).max(c.chars().count());
-                    }
-                }
-                let line = |cells: &[String]| {
-                    let mut s = String::new();
-                    for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
-                        if i + 1 == cells.len() {
-                            s.push_str(c);
-                        } else {
-                            s.push_str(&format!("{c:<w$}  "));
-                        }
-                    }
-                    s
-                };
-                crate::outln!("{}", line(&header.map(String::from)))?;
-                for r in &table {
-                    crate::outln!("{}", line(r))?;
-                }
+                let mut table: Vec<Vec<String>> = vec![header.map(String::from).to_vec()];
+                table.extend(rows.iter().map(|r| {
+                    vec![
+                        r.id.to_string(),
+                        r.created.clone().unwrap_or_else(|| "-".into()),
+                        r.host.clone().unwrap_or_else(|| "-".into()),
+                        r.target.clone().unwrap_or_else(|| "-".into()),
+                        r.test.clone(),
+                        match &r.damaged {
+                            Some(_) => "damaged (see below)".to_string(),
+                            None if r.interrupted => format!("{} (interrupted)", r.headline),
+                            None => r.headline.clone(),
+                        },
+                    ]
+                }));
+                // One line per run whatever its strings hold (a `count` of a command with a
+                // newline in it): the terminal's table writes them printable.
+                let mut text = String::new();
+                let style = report::terminal::Style::new(global.use_color());
+                report::terminal::table(&mut text, &table, 1, header.len(), &style);
+                crate::out!("{text}")?;
+            }
+            // A damaged run is named, the others are listed: the exit says not all was well.
+            let damaged: Vec<_> = rows
+                .iter()
+                .filter_map(|r| Some((r.id, r.damaged.as_ref()?)))
+                .collect();
+            for (id, what) in &damaged {
+                crate::terminal::error(format_args!(
+                    "run {id} in the history {} is damaged: {what}; the other runs are intact",
+                    db.display()
+                ));
+            }
+            if !damaged.is_empty() {
+                return Ok(ExitCode::from(1));
             }
         }
         HistoryAction::Show { id } => {
@@ -142,12 +139,12 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
             }
         }
         HistoryAction::Add { files } => {
-            let store = Store::open(&db)?;
+            let store = crate::output::open_to_save(args.db.as_deref())?;
             let mut failed = false;
             let mut saved_runs = Vec::new();
             for f in files {
-                let saved = std::fs::read_to_string(f)
-                    .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))
+                let saved = report::document::read_text(f)
+                    .map_err(anyhow::Error::new)
                     .and_then(|text| {
                         // Check it under its own name first (the envelope, then the body
                         // as its kind's view reads it), so an error names the file.
@@ -176,7 +173,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
                         }));
                     }
                     Err(e) => {
-                        eprintln!("headroom: error: {e:#}");
+                        crate::terminal::error(crate::terminal::sentence(&e));
                         failed = true;
                     }
                 }

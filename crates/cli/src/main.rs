@@ -54,8 +54,9 @@ enum Command {
     Ceiling(ceiling::CeilingArgs),
     /// The chain of hardware a file, block device or interface crosses, and its bottleneck.
     Path(path::PathArgs),
-    /// Run a benchmark: storage (fio/CrystalDiskMark-like) against the path's ceiling, or
-    /// wake-up latency (cyclictest's method) under a built-in stress load.
+    /// Run a benchmark: storage (fio/CrystalDiskMark-like) and network throughput (iperf3's
+    /// protocol) against the path's ceiling, wake-up latency (cyclictest's method) under a
+    /// built-in stress load, CPU loads and stores on a PCI BAR (MMIO) and DRAM.
     Bench(bench::BenchArgs),
     /// Result documents as Markdown tables or one self-contained HTML file with plots.
     Report(report::ReportArgs),
@@ -83,7 +84,10 @@ fn main() -> ExitCode {
         ::bench::disk::remove_created_files();
         message(info);
     }));
-    let cli = Cli::parse_from(bench::cyclictest_json_argv(args));
+    let cli = match Cli::try_parse_from(bench::cyclictest_json_argv(args)) {
+        Ok(cli) => cli,
+        Err(e) => return terminal::clap_error(&e),
+    };
     terminal::set_colour(cli.global.use_color());
     let result = match cli.command {
         None => audit::run(&cli.global, &audit::AuditArgs::default()),

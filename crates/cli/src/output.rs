@@ -97,6 +97,16 @@ pub fn db_path(db: Option<&Path>) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// The history to save in: `--db FILE` (whose directory must exist), else the default one,
+/// whose directory is made (0700) when missing.
+pub fn open_to_save(db: Option<&Path>) -> anyhow::Result<report::history::Store> {
+    let path = db_path(db)?;
+    if db.is_none() {
+        report::history::create_default_dir(&path)?;
+    }
+    Ok(report::history::Store::open(&path)?)
+}
+
 /// Keep a result document of `kind` in the history database (`db`, or the default one);
 /// returns its id.
 pub fn save_result<T: serde::Serialize>(
@@ -105,8 +115,7 @@ pub fn save_result<T: serde::Serialize>(
     db: Option<&std::path::Path>,
 ) -> anyhow::Result<i64> {
     let doc = report::document::wrap(kind, env!("CARGO_PKG_VERSION"), body)?;
-    let store = report::history::Store::open(&db_path(db)?)?;
-    Ok(store.insert(&doc.to_json_pretty())?.id)
+    Ok(open_to_save(db)?.insert(&doc.to_json_pretty())?.id)
 }
 
 /// Options every benchmark shares for keeping its result.
@@ -138,7 +147,8 @@ impl KeepArgs {
         if !self.no_save {
             if let Err(e) = save_result(kind, body, self.db.as_deref()) {
                 crate::terminal::warn(format_args!(
-                    "the result was not kept in the history: {e:#}"
+                    "the result was not kept in the history: {}",
+                    crate::terminal::sentence(&e)
                 ));
             }
         }
@@ -155,6 +165,18 @@ impl KeepArgs {
     }
 }
 
+/// A file name of the kind `flag` writes, for the example in a refusal: `report.md` for
+/// `--md`, `report.html` for `--html`, `counts.txt` for count's `-o` (perf stat's text; CSV
+/// or a document with -x or --json), `run.json` for a result document (`--output`).
+fn example_name(flag: &str) -> &'static str {
+    match flag {
+        "--md" => "report.md",
+        "--html" => "report.html",
+        "-o" => "counts.txt",
+        _ => "run.json",
+    }
+}
+
 /// Whether FILE, given with `flag`, can be written before any work starts: the directory
 /// exists, the name is not a directory, and a file can be created beside it (the atomic
 /// write needs that).
@@ -163,7 +185,7 @@ pub fn check_writable(flag: &str, path: &std::path::Path) -> Result<(), OutputUn
     if path.is_dir() {
         return Err(OutputUnusable(format!(
             "{flag} {show} is a directory: give a file name, e.g. {}",
-            path.join("run.json").display()
+            path.join(example_name(flag)).display()
         )));
     }
     let dir = match path.parent() {
@@ -177,16 +199,10 @@ pub fn check_writable(flag: &str, path: &std::path::Path) -> Result<(), OutputUn
             dir.display()
         )));
     }
-    let probe = dir.join(format!(".headroom-output-check.{}", std::process::id()));
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-    {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
+    // The temporary file the write will make, made and removed now (unpredictable name,
+    // O_EXCL: nothing another user planted in the directory is followed or reused).
+    match report::atomic::check_writable(path) {
+        Ok(()) => Ok(()),
         Err(e) => {
             let why = match e.raw_os_error() {
                 Some(libc::EROFS) => "its filesystem is read-only".to_string(),

@@ -104,7 +104,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         let loaded = match loaded {
             Ok(x) => x,
             Err(e) => {
-                eprintln!("headroom: error: {e:#}");
+                crate::terminal::error(crate::terminal::sentence(&e));
                 failed = true;
                 continue;
             }

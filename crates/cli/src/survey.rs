@@ -1,18 +1,19 @@
 //! `headroom survey`: the whole board report of the seed documents in one command.
 //!
 //! A plan first (which part runs on which device, for how long, writing how much), fitted
-//! into `--budget` by `model::survey::fit`; then each part runs as headroom's own command in
-//! a child process (`headroom bench disk ... --json`), so a part that fails or is stopped
-//! leaves the others and the survey document intact, and each part's document is exactly
-//! what the command alone would have written. The survey document holds them all, with the
-//! summary and ranked conclusions of `report::survey`.
+//! into `--budget` by `model::survey::fit` (and before each part, the rest of it again into
+//! what is left, by `model::survey::refit`); then each part runs as headroom's own command
+//! in a child process (`headroom bench disk ... --json`), so a part that fails or is
+//! stopped leaves the others and the survey document intact, and each part's document is
+//! exactly what the command alone would have written. The survey document holds them all,
+//! with the summary and ranked conclusions of `report::survey`.
 
 use crate::output::{GlobalArgs, KeepArgs};
 use anyhow::Context;
 use clap::Args;
 use model::inventory::block::{BlockDevice, BlockInventory, BlockKind};
 use model::root::SysRoot;
-use model::survey::{fit, format_seconds, PartKind, Plan, PlannedPart};
+use model::survey::{fit, format_seconds, refit, Overruns, PartKind, Plan, PlannedPart, Spent};
 use report::survey::{PartResult, PartStatus, SurveyBody};
 use report::Document;
 use std::io::{IsTerminal, Read, Write};
@@ -34,7 +35,8 @@ headroom survey --quick --dry-run\n  headroom survey --root captured-tree --dry-
 )]
 pub struct SurveyArgs {
     /// Time for the whole survey: 40s, 10m, 1h. Parts get shorter, then are left out (with
-    /// the reason) to fit.
+    /// the reason) to fit; as it runs, the parts still to run are fitted into what is left,
+    /// and a part still running at the end is stopped, keeping what it measured.
     #[arg(long, default_value = "10m", value_name = "TIME")]
     pub budget: String,
 
@@ -144,7 +146,10 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     }
     let root = SysRoot::new(args.root.clone().unwrap_or_else(|| PathBuf::from("/")));
     let live_root = args.root.is_none();
-    let plan = make_plan(&root, live_root, args, budget, &kinds_in);
+    // The parts at their default times, kept to fit the rest of the survey into what is left
+    // of the budget as it runs.
+    let defaults = make_parts(&root, live_root, args, &kinds_in);
+    let plan = with_times(fit(budget, defaults.clone()));
 
     if args.dry_run {
         if global.json {
@@ -191,57 +196,91 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
         plan: plan.clone(),
         parts: Vec::new(),
         interrupted: false,
+        seconds: None,
         summary: String::new(),
         conclusions: Vec::new(),
     };
-    let planned_total: f64 = plan.seconds();
     let started = Instant::now();
-    let running: Vec<&PlannedPart> = plan.parts.iter().filter(|p| p.run).collect();
+    // A budget is a promise: the rest of the survey is fitted into what is left of it before
+    // each part (a part that overran leaves less for the later ones, and the parts of its
+    // kind are expected to overrun as much), and a part still running when it ends is
+    // stopped, keeping what it measured.
+    let budget_end = started + Duration::from_secs_f64(budget);
+    let mut overruns = Overruns::default();
+    let mut estimated = 0.0;
+    let running = plan.parts.iter().filter(|p| p.run).count();
+    let mut index = 0;
     for (i, part) in plan.parts.iter().enumerate() {
+        let not_run = |reason: String| PartResult {
+            id: part.id.clone(),
+            kind: part.kind,
+            status: PartStatus::NotRun,
+            reason: Some(reason),
+            seconds: None,
+            planned_s: part.run.then(|| round_tenth(part.seconds())),
+            given_s: None,
+            messages: Vec::new(),
+            document: None,
+        };
         let result = if !part.run {
-            PartResult {
-                id: part.id.clone(),
-                kind: part.kind,
-                status: PartStatus::NotRun,
-                reason: part.reason.clone(),
-                seconds: None,
-                messages: Vec::new(),
-                document: None,
-            }
+            not_run(part.reason.clone().unwrap_or_default())
         } else if stop.load(Ordering::Relaxed) {
-            PartResult {
-                id: part.id.clone(),
-                kind: part.kind,
-                status: PartStatus::NotRun,
-                reason: Some("not run: the survey was stopped before it".to_string()),
-                seconds: None,
-                messages: Vec::new(),
-                document: None,
-            }
+            not_run("not run: the survey was stopped before it".to_string())
         } else {
-            let n = running
+            // The parts from this one on, at their default times (those the plan left out
+            // stay out), fitted into what is left.
+            let rest: Vec<PlannedPart> = defaults[i..]
                 .iter()
-                .position(|p| p.id == part.id)
-                .map_or(0, |x| x + 1);
-            let done_before: f64 = plan.parts[..i]
-                .iter()
-                .filter(|p| p.run)
-                .map(PlannedPart::seconds)
-                .sum();
-            let ctx = Progress {
-                live,
-                index: n,
-                count: running.len(),
-                remaining_after: (planned_total - done_before - part.seconds()).max(0.0),
+                .zip(&plan.parts[i..])
+                .map(|(d, p)| PlannedPart {
+                    run: p.run,
+                    reason: p.reason.clone(),
+                    ..d.clone()
+                })
+                .collect();
+            let spent = Spent {
+                budget_s: budget,
+                took_s: started.elapsed().as_secs_f64(),
+                estimated_s: estimated,
             };
-            run_part(&exe, part, &stop, &ctx)
+            let now = with_times(refit(&spent, rest, &overruns));
+            let this = &now.parts[0];
+            if this.run {
+                index += 1;
+                let ctx = Progress {
+                    live,
+                    index,
+                    count: running,
+                    remaining_after: now.parts[1..]
+                        .iter()
+                        .filter(|p| p.run)
+                        .map(PlannedPart::seconds)
+                        .sum(),
+                    budget_end,
+                    budget_s: budget,
+                };
+                let mut r = run_part(&exe, this, &stop, &ctx);
+                if let Some(took) = r.seconds {
+                    overruns.record(this.kind, this.seconds(), took);
+                }
+                estimated += this.seconds();
+                r.planned_s = Some(round_tenth(part.seconds()));
+                r
+            } else {
+                let why = this.reason.clone().unwrap_or_default();
+                if live {
+                    eprintln!("headroom: {}: {why}", this.id);
+                }
+                not_run(why)
+            }
         };
         body.parts.push(result);
+        body.seconds = Some(round_tenth(started.elapsed().as_secs_f64()));
         if let Some(out) = &args.keep.output {
             // After every part, atomically: Ctrl-C or a crash keeps what was measured.
             let partial = finished(&body, stop.load(Ordering::Relaxed));
             if let Err(e) = crate::output::write_result(out, "survey", &partial) {
-                eprintln!("headroom: warning: {e:#}");
+                crate::terminal::warn(crate::terminal::sentence(&e));
             }
         }
     }
@@ -308,6 +347,8 @@ fn finished(body: &SurveyBody, interrupted: bool) -> SurveyBody {
                     "not run yet".to_string()
                 }),
                 seconds: None,
+                planned_s: p.run.then(|| round_tenth(p.seconds())),
+                given_s: None,
                 messages: Vec::new(),
                 document: None,
             });
@@ -342,13 +383,15 @@ pub fn html(doc: &Document, body: &SurveyBody, origin: &str) -> anyhow::Result<S
 // ---------------------------------------------------------------------------------------
 // The plan
 
-fn make_plan(
+/// The parts of this machine's survey at their default times, those that will not run
+/// marked so with the reason (`--include`, `--exclude`, nothing to test); [`fit`] shapes
+/// them to the budget.
+fn make_parts(
     root: &SysRoot,
     live: bool,
     args: &SurveyArgs,
-    budget: f64,
     kinds: &[(&str, PartKind)],
-) -> Plan {
+) -> Vec<PlannedPart> {
     let t = if args.quick { &QUICK } else { &NORMAL };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut parts = vec![PlannedPart {
@@ -467,8 +510,11 @@ fn make_plan(
             ));
         }
     }
-    let mut plan = fit(budget, parts);
-    // Times the commands take, now that the budget has shaped them.
+    parts
+}
+
+/// A fitted plan with the times the budget gave each part in its command line.
+fn with_times(mut plan: Plan) -> Plan {
     for p in plan.parts.iter_mut() {
         apply_times(p);
     }
@@ -811,13 +857,26 @@ struct Progress {
     live: bool,
     index: usize,
     count: usize,
-    /// Planned seconds of the parts after this one.
+    /// Estimated seconds of the parts after this one.
     remaining_after: f64,
+    /// When the survey's budget ends: a part still running then is stopped.
+    budget_end: Instant,
+    budget_s: f64,
 }
 
 /// Longest a part may overrun its estimate before it is stopped: every loop is bounded.
 fn deadline(part: &PlannedPart) -> Duration {
     Duration::from_secs_f64(part.seconds() * 3.0 + 120.0)
+}
+
+/// How long before the budget's end a part still running is asked to stop: what a part
+/// takes to keep its partial result and remove its test file (a disk part on an emulated
+/// board, 0.3 s), and the survey to write its document.
+const STOP_BEFORE_END: Duration = Duration::from_secs(1);
+
+/// Seconds to a tenth, as the document keeps them.
+fn round_tenth(s: f64) -> f64 {
+    (s * 10.0).round() / 10.0
 }
 
 fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> PartResult {
@@ -828,6 +887,8 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
         status: PartStatus::Failed,
         reason: None,
         seconds: None,
+        planned_s: None,
+        given_s: Some(round_tenth(part.seconds())),
         messages: Vec::new(),
         document: None,
     };
@@ -860,7 +921,9 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
         })
     });
     let limit = deadline(part);
+    let budget_stop = p.budget_end.checked_sub(STOP_BEFORE_END);
     let mut sent_int: Option<Instant> = None;
+    let mut out_of_budget = false;
     let mut killed = false;
     let status = loop {
         match child.try_wait() {
@@ -869,7 +932,10 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
             Err(_) => break None,
         }
         let elapsed = started.elapsed();
-        let stopping = stop.load(Ordering::Relaxed) || elapsed > limit;
+        if sent_int.is_none() && budget_stop.is_none_or(|t| Instant::now() >= t) {
+            out_of_budget = true;
+        }
+        let stopping = stop.load(Ordering::Relaxed) || elapsed > limit || out_of_budget;
         if stopping && sent_int.is_none() {
             // Ctrl-C in the terminal reaches the child too; a SIGTERM to the survey alone
             // or the deadline does not: pass it on so the part cleans up and keeps its data.
@@ -905,7 +971,7 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
     }
     let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
     let stderr = err.and_then(|h| h.join().ok()).unwrap_or_default();
-    result.seconds = Some((started.elapsed().as_secs_f64() * 10.0).round() / 10.0);
+    result.seconds = Some(round_tenth(started.elapsed().as_secs_f64()));
     result.messages = stderr
         .lines()
         .map(|l| l.trim_end().to_string())
@@ -937,6 +1003,20 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
         Some(130) | Some(143) if stop.load(Ordering::Relaxed) => {
             result.status = PartStatus::Interrupted;
             result.reason = Some("interrupted: the survey was stopped".to_string());
+        }
+        Some(130) | Some(143) if out_of_budget => {
+            result.status = PartStatus::Interrupted;
+            result.reason = Some(format!(
+                "stopped at the end of the {} budget, {} into the {} it was given{}",
+                format_seconds(p.budget_s),
+                format_seconds(started.elapsed().as_secs_f64()),
+                format_seconds(part.seconds()),
+                if result.document.is_some() {
+                    ": what it measured until then is kept"
+                } else {
+                    ", before it had measured anything"
+                }
+            ));
         }
         Some(130) | Some(143) | Some(137) => {
             result.status = PartStatus::Failed;

@@ -50,6 +50,31 @@ impl fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+/// The stop flag that SIGINT and SIGTERM set, and which of them came (0: none yet), for the
+/// exit code (128 + the signal) and [`Interrupted`]'s sentence.
+pub fn stop_flag() -> anyhow::Result<(
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+)> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
+    use std::sync::Arc;
+    let stop = Arc::new(AtomicBool::new(false));
+    let signal = Arc::new(AtomicUsize::new(0));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    Ok((stop, signal))
+}
+
+/// The signal [`stop_flag`] recorded (SIGINT when none was: a stop set otherwise).
+pub fn stopped_by(signal: &std::sync::atomic::AtomicUsize) -> i32 {
+    i32::try_from(signal.load(std::sync::atomic::Ordering::Relaxed))
+        .ok()
+        .filter(|&s| s != 0)
+        .unwrap_or(libc::SIGINT)
+}
+
 /// `SIGINT (Ctrl-C)`, `SIGTERM`, ...: the name a user reads in `kill -l`.
 pub fn signal_name(signal: i32) -> String {
     match signal {
@@ -73,8 +98,8 @@ impl fmt::Display for StdoutClosed {
 
 impl std::error::Error for StdoutClosed {}
 
-/// Whether stdout is coloured (`--color`, NO_COLOR, a terminal): headroom's own colour
-/// sequences pass the writer only then.
+/// Whether stdout is coloured (`--color`, NO_COLOR, a terminal): the writer turns
+/// headroom's own colour marks into colours only then.
 static COLOUR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Set once the command line is read.
@@ -85,7 +110,8 @@ pub fn set_colour(on: bool) {
 /// Write to stdout and flush. A closed pipe is returned as [`StdoutClosed`]; use it through
 /// [`out!`](crate::out) and [`outln!`](crate::outln), which read like `print!`/`println!`.
 /// Every text passes [`report::outside::for_terminal`]: a control character from a peer, a
-/// document or sysfs is shown escaped, never acted on by the terminal.
+/// document or sysfs is shown escaped, never acted on by the terminal (headroom's own colour
+/// sequences included: only its renderers' marks become colours).
 pub fn write_stdout(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
     let text = args.to_string();
     let colour = COLOUR.load(std::sync::atomic::Ordering::Relaxed);
@@ -120,14 +146,14 @@ macro_rules! outln {
     };
 }
 
-/// `headroom: {kind}{message}` on stderr, escaped as stdout is (no colour on stderr). A
-/// closed stderr loses the message, never the run.
+/// `headroom: {kind}{message}` on stderr, escaped as stdout is (no colour on stderr: a
+/// styled text's marks are dropped). A closed stderr loses the message, never the run.
 fn say(kind: &str, message: fmt::Arguments<'_>) {
     let text = message.to_string();
     let _ = writeln!(
         std::io::stderr().lock(),
         "headroom: {kind}{}",
-        report::outside::terminal(&text)
+        report::outside::for_terminal(&text, false)
     );
 }
 
@@ -185,6 +211,49 @@ pub fn ask_password(prompt: &str) -> std::io::Result<String> {
     Ok(line.trim_end_matches(['\n', '\r']).to_string())
 }
 
+/// clap's answer to a command line it did not take: help and version on stdout (exit 0) as
+/// clap prints them; an error on stderr behind the `headroom:` prefix every other message
+/// carries (`headroom: error: unexpected argument '--bs' found` and clap's usage lines),
+/// exit 2.
+pub fn clap_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            // A closed stdout (`headroom --help | head -1`) is no failure.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        // `headroom bench` alone: the command's help, on stderr, as a usage error.
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            return ExitCode::from(2);
+        }
+        _ => {}
+    }
+    let text = e.render().to_string();
+    let _ = write!(std::io::stderr().lock(), "headroom: {text}");
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+}
+
+/// An error and its causes as one sentence, `what: why: why`, as anyhow's `{:#}` writes it,
+/// except that a cause whose words the text already holds is not repeated. An error whose
+/// message includes its source (thiserror's `#[error("cannot read {path}: {source}")]` with a
+/// `source` field, the usual way) would otherwise read "cannot read /tmp: Is a directory (os
+/// error 21): Is a directory (os error 21)". The one way every error reaches the terminal.
+pub fn sentence(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let words = cause.to_string();
+        if text.is_empty() {
+            text = words;
+        } else if !words.is_empty() && !text.contains(&words) {
+            text.push_str(": ");
+            text.push_str(&words);
+        }
+    }
+    text
+}
+
 /// The exit code for a command's error, after saying it on stderr (except a closed stdout,
 /// which ends the output quietly).
 pub fn exit_code(err: &anyhow::Error) -> ExitCode {
@@ -195,7 +264,7 @@ pub fn exit_code(err: &anyhow::Error) -> ExitCode {
         info(i);
         return ExitCode::from(u8::try_from(128 + i.signal).unwrap_or(130));
     }
-    error(format_args!("{err:#}"));
+    error(sentence(err));
     if err.chain().any(|e| e.is::<UsageError>()) {
         ExitCode::from(2)
     } else {
@@ -206,6 +275,43 @@ pub fn exit_code(err: &anyhow::Error) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 23 item 22: "No such file or directory (os error 2): No such file or directory
+    /// (os error 2)" from an error whose message includes its source.
+    #[test]
+    fn a_cause_the_message_already_says_is_not_repeated() {
+        // As thiserror's `#[error("cannot read {path}: {source}")]` with a `source` field.
+        #[derive(Debug)]
+        struct ReadError {
+            path: String,
+            source: std::io::Error,
+        }
+        impl fmt::Display for ReadError {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "cannot read {}: {}", self.path, self.source)
+            }
+        }
+        impl std::error::Error for ReadError {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.source)
+            }
+        }
+        let e = anyhow::Error::new(ReadError {
+            path: "/tmp".into(),
+            source: std::io::Error::from_raw_os_error(libc::EISDIR),
+        });
+        assert_eq!(
+            format!("{e:#}"),
+            "cannot read /tmp: Is a directory (os error 21): Is a directory (os error 21)"
+        );
+        assert_eq!(
+            sentence(&e),
+            "cannot read /tmp: Is a directory (os error 21)"
+        );
+        // A context whose cause says something new keeps it.
+        let e = anyhow::anyhow!("disk failed").context("bench disk");
+        assert_eq!(sentence(&e), "bench disk: disk failed");
+    }
 
     #[test]
     fn errors_map_to_exit_codes_through_contexts() {

@@ -382,6 +382,32 @@ fn a_downgraded_link_names_the_bars_it_carries_and_the_largest_to_measure() {
             .count(),
         1
     );
+    // Issue 22 item 10: with a driver bound, the command asks for --allow-bound and the
+    // advice says why (a register read can change the device).
+    let drv = dir.path().join("sys/bus/pci/drivers/nvme");
+    std::fs::create_dir_all(&drv).unwrap();
+    std::os::unix::fs::symlink(
+        &drv,
+        dir.path()
+            .join("sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/driver"),
+    )
+    .unwrap();
+    let a = audit(dir.path());
+    let advice = a
+        .findings
+        .iter()
+        .find(|f| f.message.contains("runs below what both ends support"))
+        .and_then(|f| f.advice.clone())
+        .unwrap();
+    assert!(
+        advice.ends_with(
+            "`headroom bench mmio 0000:01:00.0:2 --allow-bound` (BAR 2, the largest; driver \
+             nvme is bound, and a register read can change the device (virtio's ISR status \
+             clears when read): load a window whose registers you know (--offset, --size) or \
+             unbind the driver first)"
+        ),
+        "{advice}"
+    );
 }
 
 #[test]
@@ -402,4 +428,40 @@ fn a_link_at_its_best_says_nothing_of_its_bars() {
         "{:#?}",
         a.findings
     );
+}
+
+/// The board lab's x86_64 q35 board (lab/boards/x86_64-q35.board) as its kernel showed it
+/// (captured with `run: capture`): QEMU's bulk-only disk on SuperSpeed offers no UAS, and a
+/// USB 2.0 disk behind QEMU's USB 1.1 hub runs at 12 Mb/s. Both need a finding a user acts
+/// on; the UAS disk none.
+#[test]
+fn lab_board_bulk_only_without_uas_and_a_usb2_disk_behind_a_full_speed_hub() {
+    let inv = inventory(&own("sysfs/qemu-q35-lab"));
+    let usb: Vec<(&str, Severity, &str)> = inv
+        .usb
+        .findings
+        .iter()
+        .map(|f| (f.subject.as_str(), f.severity, f.message.as_str()))
+        .collect();
+    assert!(
+        usb.iter().any(|(s, sev, m)| *s == "USB 2-1"
+            && *sev == Severity::Info
+            && m.contains("Bulk-Only")
+            && m.contains("does not offer UAS")),
+        "{usb:?}"
+    );
+    assert!(
+        usb.iter().any(|(s, sev, m)| *s == "USB 1-3.1"
+            && *sev == Severity::Warning
+            && m.contains("12 Mb/s")
+            && m.contains("hub 1-3")),
+        "{usb:?}"
+    );
+    // The UAS disk (2-2) and the hub itself (a USB 1.1 device at its own speed) are fine.
+    assert!(
+        !usb.iter()
+            .any(|(s, _, _)| *s == "USB 2-2" || *s == "USB 1-3"),
+        "{usb:?}"
+    );
+    assert_eq!(usb.len(), 2, "{usb:?}");
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use testsupport::cmd::*;
-use testsupport::process::{is_root, on_path};
+use testsupport::process::{children, is_root, on_path, thread_sleeps, wait_until};
 
 fn run_json(args: &[&str]) -> Value {
     json_of(headroom().args(args).arg("--json"))
@@ -33,19 +33,6 @@ fn worker_alive(pid: u64) -> bool {
         && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .map(|s| s.contains(") Z "))
             .unwrap_or(true)
-}
-
-fn children_of(pid: u32) -> Vec<u64> {
-    let mut out = Vec::new();
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return out;
-    };
-    for t in tasks.flatten() {
-        if let Ok(c) = std::fs::read_to_string(t.path().join("children")) {
-            out.extend(c.split_whitespace().filter_map(|w| w.parse::<u64>().ok()));
-        }
-    }
-    out
 }
 
 #[test]
@@ -166,7 +153,7 @@ fn start_loaded(extra: &[&str]) -> (std::process::Child, Vec<u64>) {
     let t0 = Instant::now();
     let mut workers = Vec::new();
     while t0.elapsed() < Duration::from_secs(10) {
-        workers = children_of(child.id());
+        workers = children(child.id()).into_iter().map(u64::from).collect();
         if workers.len() == 3 && workers.iter().all(|&p| worker_alive(p)) {
             break;
         }
@@ -198,7 +185,15 @@ fn interrupt_loaded_run(signal: i32, name: &str) {
         "--output",
         file.to_str().unwrap(),
     ]);
-    std::thread::sleep(Duration::from_millis(700));
+    // Until the measuring thread has slept and woken 50 times: each period of its loop is
+    // one sleep, and before the run starts it waits only at the start gate (once), so by
+    // then dozens of wake-ups are measured however slowly a loaded machine got there.
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            thread_sleeps(child.id(), "latency-0").is_some_and(|n| n >= 50)
+        }),
+        "the measuring thread never ran"
+    );
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, signal) };
     let t0 = Instant::now();
@@ -219,7 +214,7 @@ fn interrupt_loaded_run(signal: i32, name: &str) {
     let total = &doc["measurement"]["total"];
     assert!(
         total["count"].as_u64().unwrap() > 0,
-        "nothing measured in 0.7 s"
+        "nothing measured after 50 wake-ups"
     );
     assert_eq!(
         hist_sum(&total["histogram"]),
@@ -244,6 +239,108 @@ fn interrupt_loaded_run(signal: i32, name: &str) {
     assert_eq!(saved["interrupted"], true);
     assert_eq!(saved["measurement"]["total"]["count"], total["count"]);
     wait_gone(&workers);
+}
+
+/// Issue 23 item 11: the text on stdout (what a user pastes into a report) said neither
+/// under which load the run measured nor that Ctrl-C cut it short: both went to stderr only.
+#[test]
+fn stdout_says_the_load_and_that_the_run_was_cut_short() {
+    let child = headroom_process()
+        .args([
+            "bench",
+            "latency",
+            "-D",
+            "30s",
+            "-q",
+            "-t",
+            "1",
+            "--no-save",
+        ])
+        .args(["--stress", "cpu=1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("load: 1 cpu (--stress cpu=1; ")),
+        "{text}"
+    );
+    assert!(
+        text.contains("interrupted: stopped by SIGINT (Ctrl-C) after ")
+            && text.contains(" s of the 30 s asked; the numbers cover the wake-ups measured"),
+        "{text}"
+    );
+    // An idle run that ran to its end says so too.
+    let out = stdout_of(headroom().args(["bench", "latency", "-D", "0.5s", "-q", "--no-save"]));
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.contains("\nload: none (idle; --stress adds one)\n"),
+        "{text}"
+    );
+    assert!(!text.contains("interrupted"), "{text}");
+}
+
+/// Issue 23 item 19: a pasted stress-ng option headroom does not reproduce was a hard error
+/// where cyclictest's get a note; it gets a note saying what runs instead. `--hdd` (stress-ng's
+/// hdd stressor) runs: its files are written in temp-path and gone after the run, also after
+/// Ctrl-C.
+#[test]
+fn pasted_stress_ng_options_get_a_note_and_hdd_workers_clean_up() {
+    let out = headroom()
+        .args(["--json", "bench", "latency", "-D", "1s", "-q", "--no-save"])
+        .args(["--stress", "stress-ng --cpu 1 --cpu-method matrixprod"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let note = "stress-ng --cpu-method matrixprod: not reproduced; the cpu workers spin on \
+                headroom's integer and floating-point loop";
+    assert!(err.contains(&format!("headroom: note: {note}")), "{err}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["notes"].to_string().contains(note), "{}", doc["notes"]);
+    assert_eq!(doc["stress"]["spec"]["cpu"], 1);
+
+    let dir = testsupport::cmd::disk_dir("headroom-hdd-test");
+    let child = headroom_process()
+        .args([
+            "--json",
+            "bench",
+            "latency",
+            "-D",
+            "30s",
+            "-q",
+            "--no-save",
+            "--stress",
+        ])
+        .arg(format!(
+            "hdd=1,hdd-bytes=8M,temp-path={}",
+            dir.path().display()
+        ))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let spec = &doc["stress"]["spec"];
+    assert_eq!(
+        (spec["hdd"].as_u64(), spec["hdd_bytes_per_worker"].as_u64()),
+        (Some(1), Some(8 << 20))
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "hdd files left: {left:?}");
 }
 
 #[test]

@@ -16,8 +16,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 use testsupport::cmd::*;
-use testsupport::net::{free_port, wait_listening};
-use testsupport::process::{is_root, on_path, output_within, signal, spawn_piped};
+use testsupport::net::{established_to, free_port, wait_listening, wait_listening_in_namespace_of};
+use testsupport::process::{
+    is_root, on_path, output_within, signal, spawn_piped, wait_until, StderrWatch,
+};
 
 /// A process killed (and reaped) when dropped.
 struct Guard(Child);
@@ -94,6 +96,23 @@ fn loopback_client(port: u16, seconds: &str, extra: &[&str]) -> std::process::Ou
         .unwrap()
 }
 
+/// A one-test server on `port` (as [`one_off_server`]) whose stderr is read as it comes:
+/// its interval lines say that a test is streaming.
+fn watched_server(port: u16) -> (Guard, StderrWatch) {
+    let mut server = one_off_server(port, &[]);
+    let watch = StderrWatch::of(&mut server.0);
+    (server, watch)
+}
+
+/// Wait (bounded) until the server's first interval line: its test has streamed a second.
+fn wait_streaming(server: &StderrWatch) {
+    assert!(
+        server.wait_for(" Mbit/s", Duration::from_secs(60)),
+        "the test never streamed: {}",
+        server.text()
+    );
+}
+
 /// Per stream, (sender bytes, receiver bytes) from a headroom document. A UDP receiver's
 /// count includes the datagrams it counted as lost (lost_packets x the datagram length):
 /// loss on a loaded machine is the path's, not a disagreement of the two ends' counts.
@@ -118,17 +137,63 @@ fn stream_bytes(doc: &Value) -> Vec<(u64, u64)> {
         .collect()
 }
 
-fn assert_agree(doc: &Value, what: &str) {
+/// What the two ends' counts of each stream must satisfy whatever the timing: both counted
+/// something, and the receiver never more than the sender sent. How far apart they are is not
+/// such a fact: the end that stops counting first decides it (iperf3's receiver stops at its
+/// own timer and discards what still arrives until the sender hears of the end; a sender that
+/// stops first leaves its socket buffers unread), and a loaded machine stretches that moment
+/// (1.3 to 2.4 % of a 2 s loopback test, seen with the whole suite running on 2 CPUs), as it
+/// does between two iperf3s. The counts themselves are checked against the other end's own
+/// report ([`assert_same_counts_as_iperf3`]).
+fn assert_counts_hold(doc: &Value, what: &str) {
     let streams = stream_bytes(doc);
     assert!(!streams.is_empty(), "{what}: no streams");
     for (sent, received) in streams {
-        assert!(sent > 0, "{what}: nothing sent");
-        let gap = (sent as f64 - received as f64).abs() / sent as f64;
         assert!(
-            gap <= 0.01,
-            "{what}: sender {sent} B and receiver {received} B differ by {:.2} %",
-            gap * 100.0
+            sent > 0 && received > 0,
+            "{what}: sent {sent} B, received {received} B"
         );
+        assert!(
+            received <= sent,
+            "{what}: the receiver counted {received} B of the {sent} B sent"
+        );
+    }
+}
+
+/// headroom's document and iperf3's JSON (`-J`) of the same test give each direction the
+/// same byte counts: the sender's and the receiver's totals that the two ends exchanged when
+/// the test ended. A client's JSON has both ends' counts; a server's only its own (the other
+/// reads 0 there). The comparison is exact: the same counter, written by both.
+fn assert_same_counts_as_iperf3(doc: &Value, iperf: &Value, bidir: bool, what: &str) {
+    let end = &iperf["end"];
+    let bytes = |key: &str| end[key]["bytes"].as_u64().filter(|b| *b > 0);
+    for flow in doc["flows"].as_array().unwrap() {
+        let sum = &flow["summary"];
+        let (sent, received) = match (flow["flow"].as_str().unwrap(), bidir) {
+            ("server-to-client", true) => (
+                bytes("sum_sent_bidir_reverse"),
+                bytes("sum_received_bidir_reverse"),
+            ),
+            _ => (bytes("sum_sent"), bytes("sum_received")),
+        };
+        assert!(
+            sent.is_some() || received.is_some(),
+            "{what}: iperf3 counted nothing: {end}"
+        );
+        if let Some(b) = sent {
+            assert_eq!(
+                sum["sender_bytes"].as_u64(),
+                Some(b),
+                "{what}: sender, {flow}"
+            );
+        }
+        if let Some(b) = received {
+            assert_eq!(
+                sum["receiver_bytes"].as_u64(),
+                Some(b),
+                "{what}: receiver, {flow}"
+            );
+        }
     }
 }
 
@@ -158,8 +223,8 @@ fn with_iperf3_per_case(test: impl Fn(&[&str], u16)) {
 fn headroom_client_against_iperf3_server() {
     with_iperf3_per_case(|case, port| {
         let mut s = Command::new("iperf3");
-        s.args(["-s", "-1", "-p", &port.to_string()]);
-        let _server = spawn(s);
+        s.args(["-s", "-1", "-J", "-p", &port.to_string()]);
+        let server = spawn(s);
         wait_listening(port);
         let out = loopback_client(port, "2", case);
         assert!(
@@ -177,7 +242,12 @@ fn headroom_client_against_iperf3_server() {
             expected,
             "{case:?}"
         );
-        assert_agree(&doc, &format!("headroom -> iperf3 -s {case:?}"));
+        let what = format!("headroom -> iperf3 -s {case:?}");
+        assert_counts_hold(&doc, &what);
+        let (code, json, err) = server.output_within(Duration::from_secs(20));
+        assert_eq!(code, Some(0), "{what}: {err}");
+        let iperf: Value = serde_json::from_str(&json).unwrap();
+        assert_same_counts_as_iperf3(&doc, &iperf, case.contains(&"--bidir"), &what);
         // Loopback has no ceiling, and says why.
         assert!(doc["no_ceiling_reason"]
             .as_str()
@@ -206,26 +276,10 @@ fn iperf3_client_against_headroom_server() {
         let doc: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(doc["measurement"]["role"], "server");
         assert_eq!(doc["measurement"]["peer_version"], "3.12");
-        assert_agree(&doc, &format!("iperf3 -c -> headroom -s {case:?}"));
-        // iperf3's own summary agrees with what headroom counted at its end.
-        let ours: u64 = doc["measurement"]["streams"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["flow"] == "client-to-server")
-            .map(|s| s["local"]["bytes"].as_u64().unwrap())
-            .sum();
-        if !case.contains(&"-R") {
-            let theirs = iperf["end"]["sum_received"]["bytes"]
-                .as_u64()
-                .or_else(|| iperf["end"]["sum"]["bytes"].as_u64())
-                .unwrap();
-            let gap = (ours as f64 - theirs as f64).abs() / theirs as f64;
-            assert!(
-                gap <= 0.01,
-                "{case:?}: iperf3 says the server received {theirs}, headroom {ours}"
-            );
-        }
+        let what = format!("iperf3 -c -> headroom -s {case:?}");
+        assert_counts_hold(&doc, &what);
+        // iperf3's own summary has the same counts, both ends' (it was the client).
+        assert_same_counts_as_iperf3(&doc, &iperf, case.contains(&"--bidir"), &what);
     });
 }
 
@@ -327,8 +381,8 @@ fn client_against_server(
     s.args(["bench", "net", "-s"])
         .args(server)
         .args(["--no-save", "--json"]);
-    let _server = spawn(s);
-    std::thread::sleep(Duration::from_millis(300));
+    let server = spawn(s);
+    wait_listening_in_namespace_of(server.0.id(), 5201);
     let mut c = in_ns(a);
     c.args(["bench", "net"])
         .args(client)
@@ -368,10 +422,53 @@ fn shaped_veth_link_reaches_its_computed_ceiling() {
             basis.contains("tbf") && basis.contains("overhead 24"),
             "{basis}"
         );
-        assert_agree(&doc, "shaped link");
+        assert_counts_hold(&doc, "shaped link");
         // The interface counted at least the payload (headers on top).
         assert!(doc["interface_check"]["overhead"].as_f64().unwrap() > 0.0);
     }
+}
+
+/// The search a `--find-rate` document shows is the one [`bench::net::find_rate`] makes from
+/// its trials: replayed through the pure function with the trials' own results (and the
+/// ceiling the document gives the sending direction), it offers the same rates in the same
+/// order, stops where the run stopped and answers with the same received rate. What each
+/// trial carried is the path's and this machine's load; the search made of them is not.
+/// The answer, bits per second.
+fn assert_search_replays(doc: &Value) -> f64 {
+    use bench::net::find_rate::{find_rate, Plan, Trial};
+    let fr = &doc["find_rate"];
+    let steps = fr["steps"].as_array().unwrap();
+    let num = |v: &Value| v.as_f64().unwrap();
+    let ceiling = doc["flows"][0]["ceiling"]["goodput_bytes_per_sec"]
+        .as_f64()
+        .map(|c| c * 8.0);
+    let plan = Plan::new(
+        num(&steps[0]["offered_bits_per_sec"]),
+        num(&fr["threshold_percent"]),
+    );
+    let mut next = 0;
+    let replayed = find_rate(&plan, |offered| -> Result<Option<Trial>, String> {
+        let step = steps
+            .get(next)
+            .ok_or_else(|| format!("the search would go on at {offered} bit/s: {fr}"))?;
+        assert_eq!(
+            offered,
+            num(&step["offered_bits_per_sec"]),
+            "trial {next}: {fr}"
+        );
+        next += 1;
+        Ok(Some(Trial {
+            offered_bps: offered,
+            received_bps: num(&step["received_bits_per_sec"]),
+            loss_percent: num(&step["loss_percent"]),
+            ceiling_bps: ceiling,
+        }))
+    })
+    .unwrap();
+    assert_eq!(replayed.trials.len(), steps.len(), "{fr}");
+    let found = fr["rate_bits_per_sec"].as_f64();
+    assert_eq!(replayed.rate_bps(), found, "{fr}");
+    found.unwrap_or_else(|| panic!("no rate held: {fr}"))
 }
 
 #[test]
@@ -413,13 +510,18 @@ fn find_rate_through_a_routed_bottleneck() {
         "2",
     ];
     let doc = client_against_server(a, &client, b, &[], Duration::from_secs(90));
-    let found = doc["find_rate"]["rate_bits_per_sec"].as_f64().unwrap();
+    // The client's veth knows no ceiling (the shaper is on the router): the search doubles
+    // from -b and bisects.
+    assert!(doc["flows"][0]["ceiling"].is_null());
+    assert_eq!(doc["find_rate"]["steps"][0]["offered_bits_per_sec"], 200e6);
+    let found = assert_search_replays(&doc);
     // 1448 B datagrams: 20 + 8 + 1448 B of IP, + 14 B MAC header + 24 B overhead per packet.
     let shaped = 50e6 * 1448.0 / 1514.0;
-    // Above the shaped rate would be wrong; far below it is a search that stopped early. How
-    // close a quiet run lands (within 5 %) is measured by hand, not judged on a shared machine.
+    // Above the shaped rate would be wrong (the tbf's 32 kB burst adds 0.3 % over a 2 s
+    // trial). How close below it a run lands is this machine's load (within 5 % on a quiet
+    // one, measured by hand), which a test does not judge.
     assert!(
-        found < shaped * 1.05 && found > shaped * 0.5,
+        found < shaped * 1.01,
         "find-rate {found} bit/s, shaped UDP goodput {shaped}: {:?}",
         doc["find_rate"]["steps"]
     );
@@ -528,23 +630,28 @@ fn server_survives_misbehaving_clients_and_refuses_a_second_server() {
     drop(TcpStream::connect(&addr).unwrap());
 
     // The server still serves a real test, and refuses a second client during it.
-    let client = background_client(port, "3", &["--json"]);
-    std::thread::sleep(Duration::from_millis(1500));
+    // Once the test runs (its control connection and data stream both established), a
+    // second client is refused; 6 s leave it time to start on a loaded machine.
+    let client = background_client(port, "6", &["--json"]);
+    assert!(
+        wait_until(Duration::from_secs(60), || established_to(port) >= 2),
+        "the test never started"
+    );
     let busy = loopback_client(port, "1", &[]);
     assert_eq!(busy.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&busy.stderr).contains("busy"));
     let (code, out, err) = client.output_within(Duration::from_secs(30));
     assert_eq!(code, Some(0), "{err}");
     let doc: Value = serde_json::from_str(&out).unwrap();
-    assert_agree(&doc, "after hostile clients");
+    assert_counts_hold(&doc, "after hostile clients");
 }
 
 #[test]
 fn a_server_killed_mid_test_ends_the_client_with_a_sentence() {
     let port = free_port();
-    let server = one_off_server(port, &[]);
+    let (server, watch) = watched_server(port);
     let client = background_client(port, "30", &[]);
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_streaming(&watch);
     drop(server); // SIGKILL
     let (code, _, err) = client.output_within(Duration::from_secs(20));
     assert_eq!(code, Some(1), "{err}");
@@ -561,12 +668,19 @@ fn a_server_killed_mid_test_ends_the_client_with_a_sentence() {
 #[test]
 fn ctrl_c_keeps_the_partial_result() {
     let port = free_port();
-    let _server = one_off_server(port, &[]);
+    let (_server, watch) = watched_server(port);
     let client = background_client(port, "30", &["--json"]);
-    std::thread::sleep(Duration::from_millis(2500));
+    wait_streaming(&watch);
     signal(&client.0, libc::SIGINT);
     let (code, out, err) = client.output_within(Duration::from_secs(20));
     assert_eq!(code, Some(130), "{err}");
+    assert!(
+        err.contains(
+            "headroom: interrupted by SIGINT (Ctrl-C): the results above are those measured \
+             before it"
+        ),
+        "{err}"
+    );
     let doc: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(doc["measurement"]["stopped_by"], "interrupted");
     assert!(
@@ -575,6 +689,51 @@ fn ctrl_c_keeps_the_partial_result() {
             .unwrap()
             > 0
     );
+}
+
+/// Session 6 (s6-fix) item 3: a client stopped before its test began (by a server that took
+/// the connection and says nothing) waited out the 10 s control timeout, then said the
+/// server "stopped answering for 10 s" and exited 130 whatever the signal. It stops at
+/// once, says that nothing was measured, and exits 128 + the signal.
+#[test]
+fn a_client_stopped_before_its_test_began_says_nothing_was_measured() {
+    // A server that takes the connection and the cookie, and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    silent.set_nonblocking(true).unwrap();
+    let port = silent.local_addr().unwrap().port();
+    for (sig, name) in [
+        (libc::SIGINT, "SIGINT (Ctrl-C)"),
+        (libc::SIGTERM, "SIGTERM"),
+    ] {
+        let client = background_client(port, "5", &[]);
+        let mut conn = None;
+        assert!(
+            wait_until(Duration::from_secs(60), || {
+                conn = silent.accept().ok().map(|(c, _)| c);
+                conn.is_some()
+            }),
+            "the client never connected"
+        );
+        let mut conn = conn.unwrap();
+        conn.set_nonblocking(false).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        // Its cookie came: it waits for the server's first word.
+        let mut cookie = [0u8; 37];
+        conn.read_exact(&mut cookie).unwrap();
+        signal(&client.0, sig);
+        let (code, out, err) = client.output_within(Duration::from_secs(30));
+        assert_eq!(code, Some(128 + sig), "{err}");
+        assert!(
+            err.contains(&format!(
+                "headroom: interrupted by {name}: nothing was measured: the test had not begun"
+            )),
+            "{err}"
+        );
+        assert!(!err.contains("stopped answering"), "{err}");
+        assert!(out.is_empty(), "{out}");
+    }
+    drop(silent);
 }
 
 /// The counters beside the engine: on loopback and on a veth pair, interfaces without a
@@ -611,7 +770,7 @@ fn counters_beside_the_engine_say_when_the_interface_has_no_device() {
     let mut s = in_ns(b);
     s.args(["bench", "net", "-s", "-1", "--no-save"]);
     let server = spawn(s);
-    std::thread::sleep(Duration::from_millis(300));
+    wait_listening_in_namespace_of(server.0.id(), 5201);
     let mut c = in_ns(a);
     c.args(["bench", "net", "10.79.0.2", "-t", "1", "--no-save"]);
     let (code, text, err) = spawn(c).output_within(Duration::from_secs(30));
@@ -1074,28 +1233,15 @@ fn find_rate_reports_what_a_shaped_link_carried() {
         .unwrap()
         * 8.0;
     assert!((ceiling - 200e6 * 1448.0 / 1490.0).abs() < 1.0, "{ceiling}");
-    let found = doc["find_rate"]["rate_bits_per_sec"].as_f64().unwrap();
-    let steps = &doc["find_rate"]["steps"];
+    assert_eq!(doc["find_rate"]["steps"][0]["offered_bits_per_sec"], 50e6);
+    // Upward from -b to the ceiling (when 50 Mbit/s held), bisection below: as replayed.
+    let found = assert_search_replays(&doc);
+    // The tbf's 64 kB burst adds 0.3 % over a 1 s trial; more would be a counting error.
+    // How close to the ceiling a trial gets is this machine's load, not judged here.
     assert!(
-        found <= ceiling * 1.01 && found > ceiling * 0.5,
-        "found {found} against the ceiling {ceiling}: {steps}"
-    );
-    // It searched: beyond the start, up to the ceiling.
-    let offered: Vec<f64> = steps
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["offered_bits_per_sec"].as_f64().unwrap())
-        .collect();
-    assert!(offered.len() > 1 && offered[1] > offered[0], "{steps}");
-    // The answer is one trial's received rate.
-    assert!(
-        steps
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|s| s["received_bits_per_sec"].as_f64() == Some(found)),
-        "{steps}"
+        found <= ceiling * 1.01,
+        "found {found} against the ceiling {ceiling}: {}",
+        doc["find_rate"]
     );
 }
 
@@ -1149,11 +1295,24 @@ fn each_direction_has_its_own_ceiling() {
         !down.contains(&ceiling_mb) && down.contains("| – |"),
         "{down}"
     );
+    // compare lines the runs' ceilings up by direction (issue 23 items 6 and 16), not one
+    // "bottleneck" of the run that is only the first direction's.
+    let cmp = output_ok(headroom().arg("compare").arg(&file).arg(&file));
+    let cmp = String::from_utf8(cmp.stdout).unwrap();
+    assert!(
+        cmp.contains(&format!(
+            "| ceiling client -> server | {ceiling_mb} MB/s: tbf qdisc on va"
+        )) && cmp.contains("| ceiling server -> client | none: va is a virtual interface"),
+        "{cmp}"
+    );
+    assert!(!cmp.contains("| bottleneck |"), "{cmp}");
 }
 
 /// Issue 22 item 4: strings that came from outside (here a net document's peer, notes and
 /// findings, as a peer or an edited file could make them) reach neither the terminal nor a
-/// Markdown file as control sequences, and cannot break a Markdown table.
+/// Markdown or HTML file as control sequences, and cannot break a Markdown table. Those
+/// include headroom's own colour sequences (bold, red, yellow, reset): with `--color always`
+/// a document cannot colour the terminal either.
 #[test]
 fn a_documents_strings_are_escaped_on_the_terminal_and_in_markdown() {
     let port = free_port();
@@ -1165,15 +1324,19 @@ fn a_documents_strings_are_escaped_on_the_terminal_and_in_markdown() {
         String::from_utf8_lossy(&out.stderr)
     );
     let mut doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let hostile = "bbr\u{1b}[2J\u{1b}]0;TITLE\u{7}|# <b>\nnext";
+    let hostile =
+        "bbr\u{1b}[2J\u{1b}]0;TITLE\u{7}\u{1b}[1m\u{1b}[31mRED\u{1b}[33m\u{1b}[0m|# <b>\nnext";
     doc["measurement"]["peer"] = hostile.into();
     doc["measurement"]["congestion_peer"] = hostile.into();
     doc["notes"] = serde_json::json!([hostile]);
     doc["findings"] =
         serde_json::json!([{"severity": "warning", "subject": hostile, "message": hostile}]);
+    doc["flows"][0]["ceiling"] =
+        serde_json::json!({"goodput_bytes_per_sec": 1e6, "basis": hostile});
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("hostile.json");
     std::fs::write(&file, doc.to_string()).unwrap();
+    let escaped = "bbr\\x1b[2J\\x1b]0;TITLE\\x07\\x1b[1m\\x1b[31mRED\\x1b[33m\\x1b[0m";
     // `report` prints the Markdown (what `--md` writes to a file).
     let shown = output_ok(headroom().arg("report").arg(&file));
     let colour = output_ok(headroom().args(["--color", "always", "report"]).arg(&file));
@@ -1186,16 +1349,24 @@ fn a_documents_strings_are_escaped_on_the_terminal_and_in_markdown() {
             !bytes.iter().any(|&b| b == 0x1b || b == 0x07),
             "{what}: {text}"
         );
-        assert!(
-            text.contains("bbr\\x1b[2J\\x1b]0;TITLE\\x07"),
-            "{what}: {text}"
-        );
+        assert!(text.contains(escaped), "{what}: {text}");
         // In a table cell or a list item, `|`, `<`, a newline stay inside it.
         assert!(
             !text.contains("|# <b>") && !text.contains("<b>"),
             "{what}: {text}"
         );
     }
+    // The HTML report shows the same strings as text: no control character, no element.
+    let html = dir.path().join("hostile.html");
+    output_ok(headroom().arg("report").arg(&file).arg("--html").arg(&html));
+    let bytes = std::fs::read(&html).unwrap();
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(!bytes.iter().any(|&b| b == 0x1b || b == 0x07), "{text}");
+    assert!(text.contains(escaped), "{text}");
+    assert!(
+        !text.contains("<b>") && text.contains("&lt;b&gt;"),
+        "{text}"
+    );
 }
 
 /// Issue 23 item 16: the audit gives a veth no TCP ceiling from its nominal 10000 Mb/s (one
@@ -1217,4 +1388,93 @@ fn the_audit_gives_a_virtual_link_no_ceiling() {
         .unwrap_or_else(|| panic!("{text}"));
     assert!(va.contains("10000 Mb/s") && va.contains("virtual"), "{va}");
     assert!(!va.contains("MB/s TCP"), "{va}");
+}
+
+/// Issue 23 item 16: one network ceiling for audit, path and bench net. On a veth shaped by
+/// a tbf (issue 14's: 100 Mbit/s, overhead 24), `path va` names the shaper as the
+/// bottleneck of what this host sends (its egress) and nothing for what it receives (a
+/// veth's speed is no link); the audit lists the shaper with the ceiling each way; both
+/// agree to the byte with the ceiling bench net measures the same direction against.
+#[test]
+fn path_and_audit_name_the_shaper_bench_net_measures_against() {
+    if !netns_ok() {
+        return;
+    }
+    let ns = Namespaces::new(2);
+    let (a, b) = shaped_pair(&ns);
+    let run = |args: &[&str]| {
+        let mut c = in_ns(a);
+        c.args(args);
+        let (code, out, err) = spawn(c).output_within(Duration::from_secs(60));
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        out
+    };
+    // path: the shaper is a link of va that bounds only what leaves the CPU.
+    let path: Value = serde_json::from_str(&run(&["path", "--json", "va"])).unwrap();
+    let p = &path["path"];
+    assert!(p["bottleneck"].is_null(), "{p:#}");
+    let shaper = &p["links"][p["bottleneck_from_cpu"].as_u64().unwrap() as usize];
+    assert_eq!(shaper["kind"], "shaper", "{p:#}");
+    assert_eq!(shaper["name"], "tbf qdisc on va");
+    assert_eq!(shaper["state"], "100 Mbit/s, overhead 24 B");
+    assert!(shaper["ceiling_bytes_per_sec"].is_null(), "{shaper:#}");
+    let path_ceiling = shaper["ceiling_other_direction_bytes_per_sec"]
+        .as_f64()
+        .unwrap();
+    let text = run(&["path", "va"]);
+    assert!(
+        text.contains("Bottleneck for sending: tbf qdisc on va at 100 Mbit/s, overhead 24 B: ")
+            && text.contains("Bottleneck for receiving: none known: va is a virtual interface"),
+        "{text}"
+    );
+    // The path document's report says the same.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("path.json");
+    std::fs::write(&file, path.to_string()).unwrap();
+    let md = report_md(&file);
+    assert!(
+        md.contains("Bottleneck for receiving: none known: va is a virtual interface")
+            && md.contains("| tbf qdisc on va | 100 Mbit/s, overhead 24 B |")
+            && md.contains("bottleneck for sending"),
+        "{md}"
+    );
+    // audit: the shaper in the inventory, each way's ceiling in the text.
+    let audit: Value = serde_json::from_str(&run(&["audit", "--json"])).unwrap();
+    let va = audit["net"]["interfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == "va")
+        .unwrap();
+    assert_eq!(va["shaper"]["rate_bits_per_sec"], 100e6);
+    assert_eq!(va["shaper"]["overhead"], 24);
+    let va: model::inventory::net::NetInterface = serde_json::from_value(va.clone()).unwrap();
+    let audit_ceiling = va.tcp_ceiling(model::net::Way::Sends).unwrap();
+    assert!(va.tcp_ceiling(model::net::Way::Receives).is_err());
+    let text = run(&["audit"]);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("va "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let shown = format!(
+        "{:.1} MB/s sending (tbf qdisc), none receiving",
+        path_ceiling / 1e6
+    );
+    assert!(
+        line.contains("tbf qdisc 100.00 Mbit/s on its egress") && line.contains(&shown),
+        "{line}"
+    );
+    // bench net from the same end: the direction it sends has the same ceiling.
+    let client = ["10.77.0.2", "-t", "1"];
+    let doc = client_against_server(a, &client, b, &["-1"], Duration::from_secs(40));
+    let flow = &doc["flows"][0];
+    assert_eq!(flow["flow"], "client-to-server");
+    let bench = flow["ceiling"]["goodput_bytes_per_sec"].as_f64().unwrap();
+    assert_eq!(bench, path_ceiling, "bench net and path");
+    assert_eq!(bench, audit_ceiling.goodput_bps, "bench net and audit");
+    // 1448/1538 of 100 Mbit/s (issue 14), the figure all three give.
+    assert!(
+        (bench * 8.0 - 100e6 * 1448.0 / 1538.0).abs() < 1e-3,
+        "{bench}"
+    );
 }

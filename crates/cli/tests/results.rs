@@ -668,3 +668,354 @@ fn a_document_missing_a_field_is_named_with_its_place_and_the_rest_goes_on() {
         .stdout(predicate::str::contains("dd 100M write"))
         .stderr(predicate::str::starts_with(sentence));
 }
+
+/// Issue 22 item 1: the atomic writer's temporary file had a name anyone could predict
+/// (`.NAME.PID.tmp`, the pid from /proc/sys/kernel/ns_last_pid) and was opened following
+/// links. As user nobody, links are planted under the names of the next 3,000 pids in a
+/// directory nobody owns, pointing to a file of root's; root then writes a result there
+/// with `--output`: the file of root's is untouched and the result is a file of its own.
+#[test]
+fn links_planted_for_the_temporary_file_do_not_make_root_overwrite_their_target() {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::process::CommandExt;
+    if !testsupport::process::is_root() {
+        testsupport::fixtures::skip("needs root, to plant the links as user nobody");
+        return;
+    }
+    let nobody = 65534;
+    let spray = tempfile::Builder::new()
+        .prefix("headroom-spray")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::os::unix::fs::chown(spray.path(), Some(nobody), Some(nobody)).unwrap();
+    let safe = tempfile::tempdir().unwrap();
+    let victim = safe.path().join("victim");
+    std::fs::write(&victim, "root's data\n").unwrap();
+    let out = spray.path().join("out.json");
+    let last: u32 = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let c = |p: &std::path::Path| CString::new(p.as_os_str().as_bytes()).unwrap();
+    let target = c(&victim);
+    let links: Vec<CString> = (last + 1..=last + 3000)
+        .map(|pid| c(&spray.path().join(format!(".out.json.{pid}.tmp"))))
+        .collect();
+    // SAFETY: between fork and exec the child makes only system calls (setgroups, setgid,
+    // setuid, symlink) on memory prepared before the fork.
+    let planted = unsafe {
+        std::process::Command::new("/bin/true")
+            .pre_exec(move || {
+                if libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setgid(nobody) != 0
+                    || libc::setuid(nobody) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                for l in &links {
+                    if libc::symlink(target.as_ptr(), l.as_ptr()) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            })
+            .status()
+    };
+    assert!(planted.unwrap().success());
+    assert_eq!(std::fs::read_dir(spray.path()).unwrap().count(), 3000);
+    output_ok(
+        headroom()
+            .args([
+                "bench", "mem", "--size", "64K", "--width", "64", "--op", "load",
+            ])
+            .args(["--max-sweeps", "1", "--no-copy", "--no-save", "--output"])
+            .arg(&out),
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root's data\n");
+    assert!(std::fs::symlink_metadata(&out).unwrap().is_file());
+    assert_eq!(Document::read(&out).unwrap().kind(), "mmio");
+}
+
+/// Issue 22 item 2: `--db` in a directory that does not exist is one sentence and creates
+/// nothing (it made every missing parent, as root); the default history's directory is made,
+/// readable by its user only (0700). Item 1's rule for SQLite's journal beside the history
+/// (`-wal`, `-shm`, fixed names): a directory every user can write is refused.
+#[test]
+fn a_history_is_created_only_where_its_directory_exists_and_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing/h.sqlite");
+    let err = fails_saying(
+        headroom()
+            .args(["history", "add", "--db"])
+            .arg(&missing)
+            .arg(result("rpi5-gen2.json")),
+        1,
+        &format!(
+            "the directory {} does not exist",
+            dir.path().join("missing").display()
+        ),
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!dir.path().join("missing").exists(), "a directory was made");
+    // The default: $XDG_DATA_HOME/headroom, made with its missing parents, 0700.
+    let xdg = dir.path().join("data");
+    output_ok(
+        headroom()
+            .env("XDG_DATA_HOME", &xdg)
+            .args(["history", "add"])
+            .arg(result("rpi5-gen2.json")),
+    );
+    for d in [&xdg, &xdg.join("headroom")] {
+        let mode = std::fs::metadata(d).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{}", d.display());
+    }
+    assert!(xdg.join("headroom/history.sqlite").is_file());
+    // A directory every user can write (as /tmp): refused for saving and for reading.
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    fails_saying(
+        headroom()
+            .args(["history", "add", "--db"])
+            .arg(open.join("h.sqlite"))
+            .arg(result("rpi5-gen2.json")),
+        1,
+        "which every user can write: they could put links where SQLite keeps the history's \
+         journal (h.sqlite-wal, h.sqlite-shm)",
+    );
+    assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
+}
+
+/// Issue 22 item 11: a FIFO (or a device, a directory) as `--db`, `report FILE` or `history
+/// add FILE` is refused with one sentence at once; it blocked forever waiting for a writer.
+#[test]
+fn fifos_devices_and_directories_are_refused_without_blocking() {
+    use testsupport::process::{output_within, spawn_piped};
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("f");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let db = dir.path().join("h.sqlite");
+    let f = fifo.to_str().unwrap();
+    let gen2 = result("rpi5-gen2.json");
+    let gen2 = gen2.to_str().unwrap();
+    let d = db.to_str().unwrap();
+    let here = dir.path().to_str().unwrap();
+    for (args, sentence) in [
+        (
+            vec!["history", "--db", f],
+            "is not a headroom history (it is a FIFO (a named pipe), not a file)",
+        ),
+        (
+            vec!["history", "add", "--db", f, gen2],
+            "is not a headroom history (it is a FIFO (a named pipe), not a file)",
+        ),
+        (
+            vec!["history", "add", "--db", d, f],
+            "is a FIFO (a named pipe), not a file: give a result file",
+        ),
+        (
+            vec!["report", f],
+            "is a FIFO (a named pipe), not a file: give a result file",
+        ),
+        (
+            vec!["compare", f, gen2],
+            "is a FIFO (a named pipe), not a file",
+        ),
+        (
+            vec!["report", "/dev/null"],
+            "/dev/null is a device, not a file",
+        ),
+        (vec!["report", here], "is a directory, not a file"),
+    ] {
+        let mut c = testsupport::cmd::headroom_process();
+        let out = output_within(
+            &mut spawn_piped(c.args(&args)),
+            std::time::Duration::from_secs(20),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(sentence), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // Nothing was stored from the FIFO.
+    let listed = json_of(&["history", "--json", "--db", d]);
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed["runs"], serde_json::json!([]));
+}
+
+/// Issue 22 item 12: a document past the size bound is refused with a sentence naming the
+/// bound (a 100 MB one took 57 s and 2 GB); a document whose kind does not fit its body is
+/// refused (a disk run relabelled `audit` read as an audit with no findings), and one of a
+/// kind headroom never writes is not stored by `history add`.
+#[test]
+fn documents_too_large_or_of_the_wrong_kind_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge = dir.path().join("huge.json");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(report::document::MAX_DOCUMENT_BYTES + 1)
+        .unwrap();
+    let err = fails_saying(
+        headroom().arg("report").arg(&huge),
+        1,
+        "huge.json is 64 MiB, above the 64 MiB a headroom document can be",
+    );
+    assert!(!err.contains("not JSON"), "{err}");
+    let text = std::fs::read_to_string(result("rpi5-gen3.json")).unwrap();
+    let relabel = |kind: &str| {
+        let p = dir.path().join(format!("{kind}.json"));
+        std::fs::write(
+            &p,
+            text.replacen("\"kind\": \"disk\"", &format!("\"kind\": \"{kind}\""), 1),
+        )
+        .unwrap();
+        p
+    };
+    fails_saying(
+        headroom().arg("report").arg(relabel("audit")),
+        1,
+        "audit.json says it is of kind `audit`, but it lacks `pci`, which every audit \
+         document has (it has parameters, system, target, ceiling, tests, notes, path)",
+    );
+    let db = dir.path().join("h.sqlite");
+    fails_saying(
+        headroom()
+            .args(["history", "add", "--db"])
+            .arg(&db)
+            .arg(relabel("nonsense")),
+        1,
+        "its kind `nonsense` is none headroom writes",
+    );
+    let listed = json_of(&["history", "--json", "--db", db.to_str().unwrap()]);
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed["runs"], serde_json::json!([]), "nothing was stored");
+}
+
+/// Issue 22 item 13: one run whose stored document is damaged (a byte changed on disk)
+/// made `history` fail with "malformed JSON" naming no run. The others are listed, the
+/// damaged one is named with what is wrong, and `history show` of it says so.
+#[test]
+fn a_damaged_run_is_named_and_the_others_are_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite");
+    output_ok(
+        headroom()
+            .args(["history", "add", "--db"])
+            .arg(&db)
+            .arg(result("rpi5-gen2.json"))
+            .arg(result("rpi5-gen3.json"))
+            .arg(result("latency-2-threads.json")),
+    );
+    // Run 2's document (rpi5-gen3's latency) with a comma made a semicolon, in the file.
+    let mut bytes = std::fs::read(&db).unwrap();
+    let needle = b"\"min_ns\": 140465360,";
+    let at = bytes
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .expect("the document is in the file as text");
+    bytes[at + needle.len() - 1] = b';';
+    std::fs::write(&db, &bytes).unwrap();
+    let out = headroom()
+        .args(["history", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stdout.contains("dd 100M write: 393.9 MB/s"), "{stdout}");
+    assert!(stdout.contains("latency (2 threads)"), "{stdout}");
+    assert!(stdout.contains("damaged"), "{stdout}");
+    let named = format!(
+        "run 2 in the history {} is damaged: its document is not valid JSON (it breaks at \
+         character",
+        db.display()
+    );
+    assert!(stderr.contains(&named), "{stderr}");
+    assert!(!stderr.contains("malformed"), "{stderr}");
+    fails_saying(
+        headroom().args(["history", "show", "2", "--db"]).arg(&db),
+        1,
+        &named,
+    );
+    output_ok(headroom().args(["history", "show", "3", "--db"]).arg(&db));
+}
+
+/// Issue 22 item 14: `bench mem`, `bench mmio` and `bench latency` (and `bench net`) checked
+/// `--output` only after their run, which was then lost; every benchmark checks it first, as
+/// `bench disk` did: exit 2 at once, nothing measured.
+#[test]
+fn every_benchmark_checks_its_output_before_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let bar = dir.path().join("bar.bin");
+    std::fs::write(&bar, vec![0u8; 1 << 20]).unwrap();
+    let out = dir.path().join("missing/run.json");
+    let out = out.to_str().unwrap();
+    let bar = bar.to_str().unwrap();
+    let sentence = format!(
+        "--output {out}: the directory {} does not exist",
+        dir.path().join("missing").display()
+    );
+    for args in [
+        vec!["bench", "mem", "--duration", "5s", "--output", out],
+        vec!["bench", "mmio", bar, "--duration", "5s", "--output", out],
+        vec!["bench", "latency", "-D", "5s", "--output", out],
+        vec!["bench", "latency", "-D", "5s", &format!("--json={out}")],
+        vec!["bench", "net", "127.0.0.1", "-t", "5", "--output", out],
+        vec![
+            "bench",
+            "disk",
+            dir.path().to_str().unwrap(),
+            "--output",
+            out,
+        ],
+    ] {
+        let started = std::time::Instant::now();
+        let o = headroom().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(&sentence), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?} measured");
+        // Well under the 5 s the run would take (a bound, not a timing).
+        assert!(started.elapsed().as_secs() < 5, "{args:?} ran");
+    }
+}
+
+/// Session 6 (s6-fix) item 5: a directory given where a file is written was answered with
+/// "e.g. DIR/run.json" whatever the flag, also for `--md` and `--html`: the example is a
+/// name of the kind the flag writes.
+#[test]
+fn a_directory_for_a_file_gets_an_example_of_the_flags_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let gen2 = result("rpi5-gen2.json");
+    let gen2 = gen2.to_str().unwrap();
+    for (args, example) in [
+        (vec!["report", "--md", d, gen2], "report.md"),
+        (vec!["report", "--html", d, gen2], "report.html"),
+        (vec!["survey", "--quick", "--md", d], "report.md"),
+        (vec!["survey", "--quick", "--html", d], "report.html"),
+        (vec!["survey", "--quick", "--output", d], "run.json"),
+        (vec!["bench", "mem", "--output", d], "run.json"),
+    ] {
+        let flag = args
+            .iter()
+            .find(|a| a.starts_with("--") && **a != "--quick");
+        let sentence = format!(
+            "{} {d} is a directory: give a file name, e.g. {}",
+            flag.unwrap(),
+            dir.path().join(example).display()
+        );
+        let err = fails_saying(headroom().args(&args), 2, &sentence);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+}

@@ -265,17 +265,25 @@ fn describe(e: &Event, errno: i32, scope: &Scope, cpu: i32) -> OpenError {
             "{name}: the PMU {} is gone (ENODEV): its driver was unloaded or its device removed",
             e.pmu
         )),
-        libc::EACCES | libc::EPERM => OpenError::Permission(format!(
-            "No permission to enable {name} event: perf_event_paranoid is {}; run as root or \
-             with CAP_PERFMON, or lower /proc/sys/kernel/perf_event_paranoid (-1 allows every \
-             event; 0 system-wide counting{})",
-            paranoid().map_or("unknown".to_string(), |p| p.to_string()),
-            if matches!(scope, Scope::Cpus(_)) {
-                ", which -a needs"
-            } else {
-                ""
-            }
-        )),
+        libc::EACCES | libc::EPERM => {
+            let unprivileged = format!(
+                "perf_event_paranoid is {}; run as root or with CAP_PERFMON, or lower \
+                 /proc/sys/kernel/perf_event_paranoid (-1 allows every event; 0 system-wide \
+                 counting{})",
+                paranoid().map_or("unknown".to_string(), |p| p.to_string()),
+                if matches!(scope, Scope::Cpus(_)) {
+                    ", which -a needs"
+                } else {
+                    ""
+                }
+            );
+            // SAFETY: geteuid cannot fail.
+            let root = unsafe { libc::geteuid() } == 0;
+            OpenError::Permission(format!(
+                "No permission to enable {name} event: {}",
+                model::privilege::refusal(root, &unprivileged)
+            ))
+        }
         libc::EINVAL if e.cpumask.is_some() && e.exclude.any() => OpenError::Other(format!(
             "{name}: the {} PMU counts the whole device and accepts no :u/:k/:h modifier \
              (EINVAL)",

@@ -46,6 +46,16 @@ pub enum Hold {
     Swap { device: String },
     /// Held by another block device (`/sys/block/X/holders/`: device-mapper, md, bcache).
     HeldBy { device: String, holder: String },
+    /// The backing of a loop device (`/sys/block/LOOP/loop/backing_file` names it, or a file
+    /// on a filesystem of it): loop devices appear neither in `holders/` nor as an exclusive
+    /// claim, so writing `device` would silently change what `loop_device` reads. `used`
+    /// says what holds the loop device in turn (`loop3 is mounted on /mnt/x`).
+    BacksLoop {
+        device: String,
+        loop_device: String,
+        backing_file: String,
+        used: Vec<String>,
+    },
 }
 
 impl fmt::Display for Hold {
@@ -57,6 +67,21 @@ impl fmt::Display for Hold {
             } => write!(f, "{device} is mounted on {mount_point}"),
             Hold::Swap { device } => write!(f, "{device} is used as swap"),
             Hold::HeldBy { device, holder } => write!(f, "{device} is held by {holder} (dm/md)"),
+            Hold::BacksLoop {
+                device,
+                loop_device,
+                backing_file,
+                used,
+            } => {
+                write!(f, "{device} backs loop device {loop_device}")?;
+                if backing_file != &format!("/dev/{device}") {
+                    write!(f, " (through {backing_file})")?;
+                }
+                if !used.is_empty() {
+                    write!(f, ", and {}", used.join(", "))?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -72,6 +97,16 @@ mod tests {
             mount_point: "/mnt/x".into(),
         };
         assert_eq!(h.to_string(), "loop0 is mounted on /mnt/x");
+        let h = Hold::BacksLoop {
+            device: "loop1p2".into(),
+            loop_device: "loop3".into(),
+            backing_file: "/dev/loop1p2".into(),
+            used: vec!["loop3 is mounted on /mnt/x".into()],
+        };
+        assert_eq!(
+            h.to_string(),
+            "loop1p2 backs loop device loop3, and loop3 is mounted on /mnt/x"
+        );
         let d = DeviceNumber {
             major: 259,
             minor: 1,

@@ -172,6 +172,29 @@ pub struct CrossCheck {
     pub diskstats_read_bytes: Option<u64>,
     pub diskstats_write_bytes: Option<u64>,
     pub diskstats_error_percent: Option<f64>,
+    /// I/Os the engine completed during the whole run (ramp included, as the kernel's counts
+    /// are). Absent (0) in documents written before requests were counted.
+    #[serde(default)]
+    pub app_ios: u64,
+    /// Reads and writes the device completed over the run (`/proc/diskstats` fields 1 and 5:
+    /// requests of the block layer, after splitting and merging). Absent in documents
+    /// written before they were counted.
+    #[serde(default)]
+    pub diskstats_read_requests: Option<u64>,
+    #[serde(default)]
+    pub diskstats_write_requests: Option<u64>,
+}
+
+impl CrossCheck {
+    /// Requests the device completed per I/O the engine completed: 1 when every I/O went down
+    /// as one request, 2 when the block layer split each in two (an I/O larger than the
+    /// queue's limits: `max_sectors_kb`, or `max_segments` pieces of memory), below 1 when it
+    /// merged neighbours. Other processes' I/O to the device counts too. `None` without the
+    /// device's counts or an I/O.
+    pub fn requests_per_io(&self) -> Option<f64> {
+        let requests = self.diskstats_read_requests? + self.diskstats_write_requests?;
+        (self.app_ios > 0).then(|| requests as f64 / self.app_ios as f64)
+    }
 }
 
 /// One measured run of one test.
@@ -303,6 +326,39 @@ impl Host {
     }
 }
 
+/// The memory the I/O buffers are made of (`--buffers`). The block layer maps a buffer into
+/// segments of physically contiguous memory, at most `max_segments` of them and each at most
+/// `max_segment_size` per request: from 4 KiB pages a 1 MiB I/O is 256 segments, which a queue
+/// with fewer (virtio-blk 254, loop 128) splits into two requests; from a huge page it is a
+/// few segments of `max_segment_size`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Buffers {
+    /// 2 MiB-aligned, asked to be backed by transparent huge pages (MADV_HUGEPAGE): the I/O the
+    /// device can take, whatever an application's memory looks like (the default).
+    HugePages,
+    /// 4 KiB pages (MADV_NOHUGEPAGE), as fio's and most applications' malloc'd buffers.
+    Pages,
+}
+
+impl Buffers {
+    /// `huge` or `pages`, as `--buffers` takes them.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Buffers::HugePages => "huge",
+            Buffers::Pages => "pages",
+        }
+    }
+
+    /// `huge pages` or `4 KiB pages`, for a sentence.
+    pub fn words(self) -> &'static str {
+        match self {
+            Buffers::HugePages => "huge pages",
+            Buffers::Pages => "4 KiB pages",
+        }
+    }
+}
+
 /// Run-wide parameters, as given (after profile defaults and overrides).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Parameters {
@@ -322,6 +378,10 @@ pub struct Parameters {
     pub fsync_end: bool,
     pub drop_caches: bool,
     pub shown: Shown,
+    /// What the I/O buffers were made of. Absent in documents written before `--buffers`
+    /// (their buffers were huge pages only from 2 MiB of buffers per job).
+    #[serde(default)]
+    pub buffers: Option<Buffers>,
 }
 
 /// What kind of target a path is.
@@ -369,6 +429,11 @@ pub struct TargetInfo {
     /// block counts are then no cross-check.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_block_io: Option<String>,
+    /// The request queue of the device's disk (`/sys/block/DISK/queue`): the limits that
+    /// decide how many requests an I/O becomes. Absent without a device, and in documents
+    /// written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<crate::inventory::block::QueueSettings>,
 }
 
 /// The measurements of `headroom bench disk`. The path's ceiling and each test's efficiency

@@ -438,34 +438,18 @@ pub struct LinkFacts {
     pub notes: Vec<String>,
 }
 
-/// The TCP goodput ceiling (IPv4, timestamps on) of an interface of the audit's inventory
-/// in the direction `way`, bytes per second, or why it has none ([`link_ceiling`]: a
-/// virtual interface's nominal speed is no ceiling).
-pub fn interface_tcp_ceiling(
-    i: &crate::inventory::net::NetInterface,
-    way: Way,
-) -> Result<f64, String> {
-    let f = LinkFacts {
-        interface: i.name.clone(),
-        speed_mbps: i.speed_mbps,
-        duplex: i.duplex.clone(),
-        mtu: i.mtu,
-        is_virtual: i.is_virtual,
-        is_loopback: i.name == "lo",
-        usb_speed_mbps: match &i.attachment {
-            Some(crate::inventory::net::Attachment::Usb { speed_mbps, .. }) => *speed_mbps,
-            _ => None,
+/// What the audit and `path` give an interface's ceiling for: bulk TCP over IPv4 with
+/// timestamps (Linux's default, `net.ipv4.tcp_timestamps = 1`), the figure iperf3 is compared
+/// with; the words the basis names it with.
+pub fn audit_transfers(mtu: u32) -> (GoodputParams, &'static str) {
+    (
+        GoodputParams {
+            mtu,
+            ip: IpVersion::V4,
+            transport: Transport::Tcp { timestamps: true },
         },
-        ..LinkFacts::default()
-    };
-    let p = GoodputParams {
-        mtu: i
-            .mtu
-            .ok_or_else(|| format!("the MTU of {} is not known", i.name))?,
-        ip: IpVersion::V4,
-        transport: Transport::Tcp { timestamps: true },
-    };
-    link_ceiling(&f, &p, "TCP/IPv4 with timestamps", way).map(|c| c.goodput_bps)
+        "TCP/IPv4 with timestamps",
+    )
 }
 
 /// Which way the bytes go through a link, seen from the host whose interface it is.
@@ -484,6 +468,8 @@ pub enum Way {
 pub struct WayCeiling {
     pub goodput_bps: f64,
     pub basis: String,
+    /// The ceiling is the shaper's on this host's egress (it bounds only what is sent).
+    pub by_shaper: bool,
 }
 
 fn mbit(bits: f64) -> String {
@@ -504,24 +490,9 @@ pub fn link_ceiling(
     what: &str,
     way: Way,
 ) -> Result<WayCeiling, String> {
-    let mtu = p.mtu;
-    let shaper = match (&f.shaper, way) {
-        (Some(sh), Way::Sends) => {
-            let g = shaped_goodput(sh, p).ok_or_else(|| {
-                format!("the {what} do not fit one packet at MTU {mtu}: no single-packet ceiling")
-            })?;
-            Some(WayCeiling {
-                goodput_bps: g,
-                basis: format!(
-                    "tbf qdisc on {}: rate {}, overhead {} B per packet, MTU {mtu}, {what}; it \
-                     shapes what this host sends",
-                    f.interface,
-                    mbit(sh.rate_bps),
-                    sh.overhead
-                ),
-            })
-        }
-        _ => None,
+    let shaper = match way {
+        Way::Sends => shaper_ceiling(f, p, what).transpose()?,
+        Way::Receives => None,
     };
     let unshaped = match (&f.shaper, way) {
         (Some(_), Way::Receives) => format!(
@@ -555,6 +526,35 @@ pub fn link_ceiling(
         (Some(s), _) => Ok(s),
         (None, l) => l,
     }
+}
+
+/// The goodput ceiling of the token-bucket shaper at the root of the interface of `f`, for
+/// transfers of `p`: it bounds only what this host sends (the interface's egress). `None`
+/// without a shaper; an error when the transfers make no single packet.
+pub fn shaper_ceiling(
+    f: &LinkFacts,
+    p: &GoodputParams,
+    what: &str,
+) -> Option<Result<WayCeiling, String>> {
+    let sh = f.shaper.as_ref()?;
+    let mtu = p.mtu;
+    Some(
+        shaped_goodput(sh, p)
+            .map(|g| WayCeiling {
+                goodput_bps: g,
+                by_shaper: true,
+                basis: format!(
+                    "tbf qdisc on {}: rate {}, overhead {} B per packet, MTU {mtu}, {what}; it \
+                     shapes what this host sends",
+                    f.interface,
+                    mbit(sh.rate_bps),
+                    sh.overhead
+                ),
+            })
+            .ok_or_else(|| {
+                format!("the {what} do not fit one packet at MTU {mtu}: no single-packet ceiling")
+            }),
+    )
 }
 
 /// A physical link's goodput at its speed, capped by the adapter's USB or PCIe link.
@@ -600,6 +600,7 @@ fn link_speed_ceiling(
     Ok(WayCeiling {
         goodput_bps: g,
         basis,
+        by_shaper: false,
     })
 }
 

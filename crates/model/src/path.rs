@@ -233,11 +233,15 @@ pub enum LinkKind {
     Sata,
     Mmc,
     Ethernet,
+    /// A traffic shaper (a tbf qdisc) at the root of an interface: it bounds only what the
+    /// host sends out of it (its egress), not what it receives.
+    Shaper,
 }
 
 /// The state of a link, typed per kind of link. Documents and terminals show it as one
 /// piece of text ([`fmt::Display`]), the same for every kind: "8 GT/s x1", "5000 Mb/s",
-/// "6.0 Gbps", "SD UHS-I SDR104", "52 Mb/s bus", "1000 Mb/s, MTU 1500".
+/// "6.0 Gbps", "SD UHS-I SDR104", "52 Mb/s bus", "1000 Mb/s, MTU 1500", "100 Mbit/s, overhead
+/// 24 B" (a shaper).
 #[derive(Clone, Debug, PartialEq)]
 pub enum PathLinkState {
     /// A PCIe link: speed and width.
@@ -252,6 +256,9 @@ pub enum PathLinkState {
     MmcBus { mbps: f64 },
     /// An Ethernet link at its speed in Mb/s with the interface's MTU in bytes.
     Ethernet { mbps: u64, mtu: u32 },
+    /// A token-bucket shaper at its rate in bits per second (tc prints it in whole bytes per
+    /// second) and the bytes it adds to each packet's length: "100 Mbit/s, overhead 24 B".
+    Tbf { bits_per_sec: u64, overhead: u32 },
 }
 
 impl fmt::Display for PathLinkState {
@@ -264,6 +271,21 @@ impl fmt::Display for PathLinkState {
             PathLinkState::Mmc(m) => f.write_str(m.label()),
             PathLinkState::MmcBus { mbps } => write!(f, "{mbps} Mb/s bus"),
             PathLinkState::Ethernet { mbps, mtu } => write!(f, "{mbps} Mb/s, MTU {mtu}"),
+            // The rate as tc-tbf(8) is given it ("100mbit"); bits per second when not whole.
+            PathLinkState::Tbf {
+                bits_per_sec,
+                overhead,
+            } => {
+                if bits_per_sec % 1_000_000 == 0 {
+                    write!(f, "{} Mbit/s", bits_per_sec / 1_000_000)?;
+                } else {
+                    write!(f, "{bits_per_sec} bit/s")?;
+                }
+                if *overhead > 0 {
+                    write!(f, ", overhead {overhead} B")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -298,6 +320,24 @@ impl std::str::FromStr for PathLinkState {
                 _ => Err(unknown()),
             };
         }
+        let (rate, overhead) = match t.split_once(", overhead ") {
+            Some((r, o)) => (r, o.strip_suffix(" B").and_then(|o| o.parse().ok())),
+            None => (t, Some(0)),
+        };
+        if rate.ends_with(" Mbit/s") || rate.ends_with(" bit/s") {
+            let bits_per_sec = match (rate.strip_suffix(" Mbit/s"), rate.strip_suffix(" bit/s")) {
+                (Some(m), _) => m.parse::<u64>().ok().and_then(|m| m.checked_mul(1_000_000)),
+                (None, Some(b)) => b.parse::<u64>().ok(),
+                (None, None) => None,
+            };
+            return match (bits_per_sec, overhead) {
+                (Some(bits_per_sec), Some(overhead)) => Ok(PathLinkState::Tbf {
+                    bits_per_sec,
+                    overhead,
+                }),
+                _ => Err(unknown()),
+            };
+        }
         if let Some(mbps) = t.strip_suffix(" Mb/s bus").and_then(num) {
             return Ok(PathLinkState::MmcBus { mbps });
         }
@@ -320,7 +360,8 @@ impl<'de> Deserialize<'de> for PathLinkState {
 
 /// One link of a path with its ceiling, in bytes per second, towards the CPU (for PCIe: the
 /// device's DMA writes to memory, what a disk read or a received packet uses; the other
-/// direction is in `ceiling_other_direction_bps`).
+/// direction is in `ceiling_other_direction_bps`). A shaper bounds only the direction away
+/// from the CPU (what the host sends): it has no ceiling towards it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PathLink {
     pub kind: LinkKind,
@@ -335,8 +376,10 @@ pub struct PathLink {
     pub state: PathLinkState,
     /// The best state its ends support, where known and different.
     pub capable_state: Option<PathLinkState>,
+    /// Towards the CPU; `None` when the link does not bound that direction (a shaper).
     #[serde(rename = "ceiling_bytes_per_sec", alias = "ceiling_bps")]
-    pub ceiling_bps: f64,
+    pub ceiling_bps: Option<f64>,
+    /// Away from the CPU, where it differs from `ceiling_bps` (or that is `None`).
     #[serde(
         rename = "ceiling_other_direction_bytes_per_sec",
         alias = "ceiling_other_direction_bps"
@@ -360,10 +403,16 @@ pub struct TargetPath {
     pub chain: Chain,
     /// Links from the target towards the CPU (every branch of a layered device included).
     pub links: Vec<PathLink>,
-    /// Index into `links` of the smallest ceiling.
+    /// Index into `links` of the smallest ceiling towards the CPU (what a disk read or a
+    /// received packet crosses).
     pub bottleneck: Option<usize>,
     /// Why there is no bottleneck, when there is none.
     pub no_bottleneck_reason: Option<String>,
+    /// Index into `links` of the smallest ceiling away from the CPU (what a disk write or a
+    /// sent packet crosses: a shaper on an interface's egress is one). Documents from before
+    /// it have none: [`TargetPath::bottleneck_from_cpu_link`] finds it in their links.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottleneck_from_cpu: Option<usize>,
 }
 
 impl LinkKind {
@@ -375,20 +424,21 @@ impl LinkKind {
     /// the bulk ceiling of `ceiling::usb` is one figure for both directions, so USB 3 is
     /// counted the same way).
     pub fn full_duplex(self) -> bool {
-        matches!(self, LinkKind::Pcie | LinkKind::Ethernet)
+        matches!(self, LinkKind::Pcie | LinkKind::Ethernet | LinkKind::Shaper)
     }
 }
 
 impl PathLink {
-    /// Bytes per second towards the CPU (what a disk read or a received packet moves).
-    pub fn ceiling_to_cpu_bps(&self) -> f64 {
+    /// Bytes per second towards the CPU (what a disk read or a received packet moves), when
+    /// the link bounds that direction.
+    pub fn ceiling_to_cpu_bps(&self) -> Option<f64> {
         self.ceiling_bps
     }
 
     /// Bytes per second away from the CPU (what a disk write or a sent packet moves): the
     /// other direction's ceiling where the link has its own for it, else the same.
-    pub fn ceiling_from_cpu_bps(&self) -> f64 {
-        self.ceiling_other_direction_bps.unwrap_or(self.ceiling_bps)
+    pub fn ceiling_from_cpu_bps(&self) -> Option<f64> {
+        self.ceiling_other_direction_bps.or(self.ceiling_bps)
     }
 }
 
@@ -396,39 +446,67 @@ impl TargetPath {
     /// The index into `links` of the link with the smallest ceiling towards the CPU (the
     /// value [`TargetPath::bottleneck`] holds once probe has filled the links).
     pub fn find_bottleneck(links: &[PathLink]) -> Option<usize> {
-        links
-            .iter()
-            .enumerate()
-            .min_by(|a, b| a.1.ceiling_bps.total_cmp(&b.1.ceiling_bps))
-            .map(|(i, _)| i)
+        smallest(links, PathLink::ceiling_to_cpu_bps)
     }
 
-    /// The bottleneck link, when the path has a link with a known ceiling.
+    /// The index into `links` of the link with the smallest ceiling away from the CPU (the
+    /// value [`TargetPath::bottleneck_from_cpu`] holds).
+    pub fn find_bottleneck_from_cpu(links: &[PathLink]) -> Option<usize> {
+        smallest(links, PathLink::ceiling_from_cpu_bps)
+    }
+
+    /// The bottleneck link towards the CPU, when the path has a link with a known ceiling
+    /// that way.
     pub fn bottleneck_link(&self) -> Option<&PathLink> {
         self.bottleneck.and_then(|i| self.links.get(i))
+    }
+
+    /// The bottleneck link away from the CPU: the document's, or for a document from before
+    /// it, the one its links give.
+    pub fn bottleneck_from_cpu_link(&self) -> Option<&PathLink> {
+        self.bottleneck_from_cpu
+            .or_else(|| Self::find_bottleneck_from_cpu(&self.links))
+            .and_then(|i| self.links.get(i))
     }
 
     /// The path's ceiling per direction at its bottleneck link, with the duplex rule of that
     /// link ([`LinkKind::full_duplex`]), or why there is none (virtio, tmpfs, a network
     /// filesystem, no sysfs) in one sentence.
     pub fn ceiling(&self) -> Result<PathCeiling, String> {
-        let Some(b) = self.bottleneck_link() else {
-            return Err(self
-                .no_bottleneck_reason
+        let why = || {
+            self.no_bottleneck_reason
                 .clone()
-                .unwrap_or_else(|| "the path could not be resolved".to_string()));
+                .unwrap_or_else(|| "the path could not be resolved".to_string())
+        };
+        let Some(b) = self.bottleneck_link() else {
+            return Err(why());
+        };
+        // The bottleneck towards the CPU has a ceiling that way, unless a document says
+        // otherwise.
+        let Some(read) = b.ceiling_to_cpu_bps() else {
+            return Err(why());
         };
         let mut bottleneck = format!("{} at {}", b.name, b.state);
         if let Some(n) = &b.note {
             bottleneck.push_str(&format!(" ({n})"));
         }
         Ok(PathCeiling {
-            read_bytes_per_sec: b.ceiling_to_cpu_bps(),
-            write_bytes_per_sec: b.ceiling_from_cpu_bps(),
+            read_bytes_per_sec: read,
+            write_bytes_per_sec: b.ceiling_from_cpu_bps().unwrap_or(read),
             full_duplex: b.kind.full_duplex(),
             bottleneck,
         })
     }
+}
+
+/// The index of the link with the smallest `ceiling` among those that have one.
+fn smallest(links: &[PathLink], ceiling: impl Fn(&PathLink) -> Option<f64>) -> Option<usize> {
+    links
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| ceiling(l).map(|c| (i, c)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i)
 }
 
 #[cfg(test)]
@@ -448,6 +526,14 @@ mod tests {
             PathLinkState::Ethernet {
                 mbps: 1000,
                 mtu: 1500,
+            },
+            PathLinkState::Tbf {
+                bits_per_sec: 100_000_000,
+                overhead: 24,
+            },
+            PathLinkState::Tbf {
+                bits_per_sec: 1_234_568,
+                overhead: 0,
             },
         ];
         states.extend(MmcMode::ALL.map(PathLinkState::Mmc));
@@ -511,7 +597,7 @@ mod tests {
             name: format!("{kind:?}"),
             state: PathLinkState::Usb { mbps: 5000.0 },
             capable_state: None,
-            ceiling_bps: to_cpu,
+            ceiling_bps: Some(to_cpu),
             ceiling_other_direction_bps: from_cpu,
             capable_ceiling_bps: None,
             basis: "b".into(),
@@ -528,6 +614,7 @@ mod tests {
                 warnings: vec![],
             },
             bottleneck: TargetPath::find_bottleneck(&links),
+            bottleneck_from_cpu: TargetPath::find_bottleneck_from_cpu(&links),
             links,
             no_bottleneck_reason: Some("virtio is paravirtual".into()),
         }
@@ -561,6 +648,39 @@ mod tests {
     }
 
     #[test]
+    fn a_shaper_is_the_bottleneck_only_of_what_leaves_the_cpu() {
+        // Issue 23 item 16: an interface's 1000 Mb/s link both ways and a tbf on its egress.
+        let shaper = PathLink {
+            kind: LinkKind::Shaper,
+            state: PathLinkState::Tbf {
+                bits_per_sec: 100_000_000,
+                overhead: 24,
+            },
+            ceiling_bps: None,
+            ceiling_other_direction_bps: Some(11.8e6),
+            ..link(LinkKind::Shaper, 0.0, None)
+        };
+        let p = path(vec![link(LinkKind::Ethernet, 117.7e6, None), shaper]);
+        assert_eq!(p.bottleneck, Some(0));
+        assert_eq!(p.bottleneck_from_cpu, Some(1));
+        assert_eq!(p.ceiling().unwrap().read_bytes_per_sec, 117.7e6);
+        // A document from before the field finds it in the links; it reads back as written.
+        let json = serde_json::to_value(&p).unwrap();
+        assert!(json["links"][1]["ceiling_bytes_per_sec"].is_null());
+        let mut old = json.clone();
+        old.as_object_mut().unwrap().remove("bottleneck_from_cpu");
+        let old: TargetPath = serde_json::from_value(old).unwrap();
+        assert_eq!(old.bottleneck_from_cpu_link(), p.links.get(1));
+        let back: TargetPath = serde_json::from_value(json).unwrap();
+        assert_eq!(back, p);
+        // Alone on a virtual interface: nothing bounds what arrives.
+        let p = path(vec![p.links[1].clone()]);
+        assert_eq!(p.bottleneck, None);
+        assert_eq!(p.bottleneck_from_cpu, Some(0));
+        assert_eq!(p.ceiling().unwrap_err(), "virtio is paravirtual");
+    }
+
+    #[test]
     fn no_link_no_ceiling_says_why() {
         let p = path(vec![]);
         assert_eq!(p.bottleneck, None);
@@ -584,6 +704,13 @@ mod tests {
                     mtu: 9000,
                 },
                 "1000 Mb/s, MTU 9000",
+            ),
+            (
+                PathLinkState::Tbf {
+                    bits_per_sec: 200_000_000,
+                    overhead: 0,
+                },
+                "200 Mbit/s",
             ),
         ];
         for (state, text) in shown {

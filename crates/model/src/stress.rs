@@ -17,13 +17,34 @@ pub struct StressSpec {
     pub vm_bytes_per_worker: u64,
     /// Bytes between two writes: 8 (every word, stress-ng) or 4096 (a byte a page, stress).
     pub vm_stride: u32,
+    /// hdd workers (stress-ng's and stress's `--hdd`): each writes a temporary file of
+    /// `hdd_bytes_per_worker`, reads it back and removes it, over and over. Absent (0) in
+    /// documents written before headroom had them.
+    #[serde(default)]
+    pub hdd: u32,
+    #[serde(default)]
+    pub hdd_bytes_per_worker: u64,
+    /// The directory of the hdd workers' files (stress-ng's `--temp-path`; the current
+    /// directory by default, as stress-ng's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hdd_path: Option<std::path::PathBuf>,
     /// How the spec was read, in words (`stress-ng semantics: 4 MiB divided by 1 worker`).
     pub interpretation: String,
+    /// Options of a pasted command that headroom does not reproduce, each with what runs
+    /// instead (`--cpu-method matrixprod: ...`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl StressSpec {
     pub fn workers(&self) -> u32 {
-        self.cpu + self.io + self.vm
+        self.cpu + self.io + self.vm + self.hdd
+    }
+
+    /// Whether the load makes disks interrupt by itself: io workers call sync() (a flush
+    /// request to every disk), hdd workers write and read a file.
+    pub fn drives_disks(&self) -> bool {
+        self.io > 0 || self.hdd > 0
     }
 
     /// One line like stress-ng's own summary, e.g. `4 cpu, 2 io, 1 vm (4 MiB each)`.
@@ -44,6 +65,13 @@ impl StressSpec {
                 "{} vm ({} each)",
                 self.vm,
                 format_bytes_binary(self.vm_bytes_per_worker)
+            ));
+        }
+        if self.hdd > 0 {
+            parts.push(format!(
+                "{} hdd ({} files each)",
+                self.hdd,
+                format_bytes_binary(self.hdd_bytes_per_worker)
             ));
         }
         parts.join(", ")
@@ -69,6 +97,17 @@ impl StressSpec {
             let total = self.vm_bytes_per_worker * u64::from(self.vm);
             parts.push(format!("vm-bytes={}", size_label(total)));
         }
+        if self.hdd > 0 {
+            parts.push(format!("hdd={}", self.hdd));
+            // hdd-bytes is per worker, as in stress-ng and stress.
+            parts.push(format!(
+                "hdd-bytes={}",
+                size_label(self.hdd_bytes_per_worker)
+            ));
+            if let Some(p) = &self.hdd_path {
+                parts.push(format!("temp-path={}", p.display()));
+            }
+        }
         if parts.is_empty() {
             "none".to_string()
         } else {
@@ -90,18 +129,26 @@ mod tests {
             vm: 2,
             vm_bytes_per_worker: 2 << 20,
             vm_stride: 8,
+            hdd: 1,
+            hdd_bytes_per_worker: 64 << 20,
+            hdd_path: None,
             interpretation: String::new(),
+            notes: Vec::new(),
         };
-        assert_eq!(s.spec(), "cpu=2,cpu-load=50,io=1,vm=2,vm-bytes=4M");
+        assert_eq!(
+            s.spec(),
+            "cpu=2,cpu-load=50,io=1,vm=2,vm-bytes=4M,hdd=1,hdd-bytes=64M"
+        );
         assert_eq!(
             s.describe(),
-            "2 cpu at 50 %, 1 io (sync), 2 vm (2 MiB each)"
+            "2 cpu at 50 %, 1 io (sync), 2 vm (2 MiB each), 1 hdd (64 MiB files each)"
         );
-        assert_eq!(s.workers(), 5);
+        assert_eq!(s.workers(), 6);
         let none = StressSpec {
             cpu: 0,
             io: 0,
             vm: 0,
+            hdd: 0,
             ..s
         };
         assert_eq!(none.spec(), "none");

@@ -266,6 +266,13 @@ fn parse_flag(s: &str) -> Option<bool> {
     }
 }
 
+/// The request queue of whole disk `disk` (`nvme0n1`, `loop0`; a partition shares its disk's
+/// queue), as the audit reads it. `None` when the disk has no queue directory.
+pub fn queue_of(root: &SysRoot, disk: &str) -> Option<QueueSettings> {
+    let q = root.path(format!("/sys/block/{disk}/queue"));
+    q.is_dir().then(|| read_queue(&q, &mut Vec::new()))
+}
+
 fn read_queue(q: &Path, w: &mut Vec<String>) -> QueueSettings {
     let num =
         |f: &str, w: &mut Vec<String>| read_parsed_noting(&q.join(f), |s| s.parse::<u64>().ok(), w);
@@ -280,6 +287,8 @@ fn read_queue(q: &Path, w: &mut Vec<String>) -> QueueSettings {
         physical_block_size: num("physical_block_size", w).and_then(|v| u32::try_from(v).ok()),
         max_sectors_kb: num("max_sectors_kb", w),
         max_hw_sectors_kb: num("max_hw_sectors_kb", w),
+        max_segments: num("max_segments", w),
+        max_segment_size: num("max_segment_size", w),
         nr_requests: num("nr_requests", w),
         read_ahead_kb: num("read_ahead_kb", w),
         write_cache: read_attr_noting(&q.join("write_cache"), w),
@@ -366,10 +375,21 @@ pub fn disk_and_partitions(root: &SysRoot, disk: &str) -> Result<Vec<(String, St
     Ok(out)
 }
 
-/// Everything that holds `dev`'s whole disk or any of its partitions: mounts, swap, holders.
-/// A whole disk is checked with all its partitions because writing to it overwrites them.
+/// Everything that holds `dev`'s whole disk or any of its partitions: mounts, swap, holders,
+/// loop devices it backs. A whole disk is checked with all its partitions because writing to
+/// it overwrites them.
 pub fn holds(root: &SysRoot, dev: &DeviceNumber) -> Result<Vec<Hold>, ReadError> {
-    let members = disk_and_partitions(root, &dev.disk)?;
+    holds_of_disk(root, &dev.disk, 0)
+}
+
+/// How deep a chain of loop devices is followed (a loop device backing another's backing):
+/// the kernel refuses cycles (drivers/block/loop.c loop_validate_file); this bounds the walk
+/// whatever a captured tree says.
+const LOOP_DEPTH: usize = 8;
+
+/// The holds of disk `disk` and its partitions; `depth` loop devices deep.
+fn holds_of_disk(root: &SysRoot, disk: &str, depth: usize) -> Result<Vec<Hold>, ReadError> {
+    let members = disk_and_partitions(root, disk)?;
     let mut out = Vec::new();
     // A line that does not parse cannot name one of these devices: its warning is not ours.
     let (mounts, _) = crate::mounts::read(root)?;
@@ -389,10 +409,10 @@ pub fn holds(root: &SysRoot, dev: &DeviceNumber) -> Result<Vec<Hold>, ReadError>
         }
     }
     for (name, _) in &members {
-        let rel = if *name == dev.disk {
+        let rel = if name == disk {
             format!("/sys/block/{name}/holders")
         } else {
-            format!("/sys/block/{}/{name}/holders", dev.disk)
+            format!("/sys/block/{disk}/{name}/holders")
         };
         let dir = root.path(root.canonical(&rel)?);
         if let Ok(entries) = std::fs::read_dir(&dir) {
@@ -407,6 +427,56 @@ pub fn holds(root: &SysRoot, dev: &DeviceNumber) -> Result<Vec<Hold>, ReadError>
             }));
         }
     }
+    for (loop_device, backing_file, number) in loop_backings(root)? {
+        let Some((name, _)) = members.iter().find(|(_, d)| *d == number) else {
+            continue;
+        };
+        let used = if depth < LOOP_DEPTH {
+            holds_of_disk(root, &loop_device, depth + 1)?
+                .iter()
+                .map(Hold::to_string)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        out.push(Hold::BacksLoop {
+            device: name.clone(),
+            loop_device,
+            backing_file,
+            used,
+        });
+    }
+    Ok(out)
+}
+
+/// Each bound loop device with its backing file (`/sys/block/loopN/loop/backing_file`,
+/// Documentation/ABI/testing/sysfs-block-loop) and the `MAJ:MIN` of the block device the
+/// backing is (a device node: its `st_rdev`) or lives on (a file: the `st_dev` of its
+/// filesystem). A backing that is gone (` (deleted)`) or cannot be looked at is left out:
+/// nothing names its device any more.
+pub fn loop_backings(root: &SysRoot) -> Result<Vec<(String, String, String)>, ReadError> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let mut out = Vec::new();
+    for name in root.list("/sys/block")? {
+        if !name.starts_with("loop") {
+            continue;
+        }
+        let Some(backing) = read_attr(&root.path(format!("/sys/block/{name}/loop/backing_file")))?
+        else {
+            continue;
+        };
+        let Ok(meta) = std::fs::metadata(root.path(&backing)) else {
+            continue;
+        };
+        let number = if meta.file_type().is_block_device() {
+            meta.rdev()
+        } else {
+            meta.dev()
+        };
+        let (major, minor) = model::blockdev::split_dev(number);
+        out.push((name, backing, format!("{major}:{minor}")));
+    }
+    out.sort();
     Ok(out)
 }
 
@@ -500,6 +570,60 @@ mod tests {
         )
         .unwrap();
         t
+    }
+
+    /// Issue 22 item 8: a loop device whose backing is a file on one of the disk's
+    /// partitions (or the partition itself) holds the disk; what holds the loop device in
+    /// turn (mounted) is said. The partition's number is the real `st_dev` of the temporary
+    /// directory's filesystem, where the tree keeps the backing file.
+    #[test]
+    fn a_loop_device_backed_by_a_partition_or_a_file_on_it_holds_the_disk() {
+        use std::os::unix::fs::MetadataExt;
+        let t = tree();
+        let r = t.path();
+        let (major, minor) = model::blockdev::split_dev(fs::metadata(r).unwrap().dev());
+        // sda2 is the device the tree's own files are on.
+        let disk = r.join("sys/devices/pci0000:00/0000:00:17.0/ata1/block/sda");
+        fs::write(disk.join("sda2/dev"), format!("{major}:{minor}\n")).unwrap();
+        fs::create_dir_all(r.join("img")).unwrap();
+        fs::write(r.join("img/disk.img"), b"an image").unwrap();
+        let lp = r.join("sys/devices/virtual/block/loop3");
+        fs::create_dir_all(lp.join("loop")).unwrap();
+        fs::create_dir_all(lp.join("holders")).unwrap();
+        fs::write(lp.join("dev"), "7:3\n").unwrap();
+        fs::write(lp.join("loop/backing_file"), "/img/disk.img\n").unwrap();
+        std::os::unix::fs::symlink("../devices/virtual/block/loop3", r.join("sys/block/loop3"))
+            .unwrap();
+        // An unbound loop device has no backing_file.
+        fs::create_dir_all(r.join("sys/devices/virtual/block/loop4")).unwrap();
+        std::os::unix::fs::symlink("../devices/virtual/block/loop4", r.join("sys/block/loop4"))
+            .unwrap();
+        fs::write(
+            r.join("proc/self/mountinfo"),
+            "30 1 8:1 / /boot rw - ext4 /dev/sda1 rw\n31 1 7:3 / /mnt/x rw - ext4 /dev/loop3 rw\n",
+        )
+        .unwrap();
+        let root = SysRoot::new(r);
+        let sda = DeviceNumber {
+            major: 8,
+            minor: 0,
+            name: "sda".into(),
+            disk: "sda".into(),
+            partition: None,
+        };
+        let h = holds(&root, &sda).unwrap();
+        assert_eq!(
+            h.last().unwrap().to_string(),
+            "sda2 backs loop device loop3 (through /img/disk.img), and loop3 is mounted on /mnt/x"
+        );
+        assert_eq!(
+            loop_backings(&root).unwrap(),
+            [(
+                "loop3".to_string(),
+                "/img/disk.img".to_string(),
+                format!("{major}:{minor}")
+            )]
+        );
     }
 
     #[test]

@@ -376,12 +376,7 @@ impl Resolver<'_> {
             ),
         });
         if is_virtual(&path) {
-            return (
-                hops,
-                Some(format!(
-                    "{name} is a virtual block device (RAM disk, zram, ...) with no hardware below it"
-                )),
-            );
+            return (hops, Some(virtual_disk_words(name)));
         }
         hops.extend(hw);
         (hops, stopped)
@@ -450,4 +445,22 @@ fn live_st_dev(path: &Path) -> Option<(u32, u32)> {
     path.ancestors()
         .find_map(|p| std::fs::metadata(p).ok())
         .map(|m| split_dev(m.dev()))
+}
+/// Why the chain of virtual block device `name` ends at it, by the kernel's name for it: a loop
+/// device without a backing file (a layer once one is attached), zram, a RAM disk
+/// (`brd`: ram0), or another virtual device.
+fn virtual_disk_words(name: &str) -> String {
+    let kind = if name.starts_with("loop") {
+        "a loop device with no backing file attached (`losetup FILE` attaches one; `losetup -a` \
+         lists those that have one): "
+    } else if name.starts_with("zram") {
+        "a compressed RAM disk (zram): "
+    } else if name.starts_with("ram") {
+        "a RAM disk (brd): "
+    } else if name.starts_with("nullb") {
+        "a null block device (null_blk), which moves no data: "
+    } else {
+        ""
+    };
+    format!("{name} is {kind}a virtual block device with no hardware below it")
 }

@@ -16,7 +16,9 @@ use model::root::SysRoot;
 use model::inventory::net::{Attachment, NetInterface, NetInventory};
 use std::path::Path;
 
-/// Read every network interface under the root.
+/// Read every network interface under the root; on the live system also the tbf shaper at
+/// the root of each ([`crate::qdisc`]: rtnetlink has it, sysfs does not, and a captured tree
+/// has neither).
 pub fn scan(root: &SysRoot) -> NetInventory {
     let mut inv = NetInventory::default();
     let names = match root.list("/sys/class/net") {
@@ -41,6 +43,16 @@ pub fn scan(root: &SysRoot) -> NetInventory {
         }
         let iface = read_interface(root, &name, &path, &mut inv.warnings);
         inv.interfaces.push(iface);
+    }
+    if root.is_live() && !inv.interfaces.is_empty() {
+        match crate::qdisc::root_shapers() {
+            Ok(shapers) => {
+                for i in &mut inv.interfaces {
+                    i.shaper = shapers.get(&i.name).copied();
+                }
+            }
+            Err(e) => inv.warnings.push(e),
+        }
     }
     inv
 }
@@ -75,6 +87,7 @@ fn read_interface(root: &SysRoot, name: &str, path: &Path, w: &mut Vec<String>) 
         is_virtual,
         devtype: crate::sysfs::uevent_value(&dir.join("uevent"), "DEVTYPE"),
         sysfs_path: path.to_path_buf(),
+        shaper: None,
     }
 }
 

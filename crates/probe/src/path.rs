@@ -3,11 +3,12 @@
 //! bottleneck: the link with the smallest ceiling.
 
 use crate::chain;
-use crate::sysfs::read_attr;
 use crate::sysfs::SysfsExt;
-use model::ceiling::{eth, mmc, sata, usb};
+use model::ceiling::{mmc, sata, usb};
+use model::inventory::net::NetInterface;
 use model::inventory::pci::address::PciAddress;
 use model::inventory::pci::{AuditedFunction, PciAudit};
+use model::net;
 use model::path::{Branch, Hop};
 use model::path::{LinkKind, PathLink, PathLinkState, TargetPath};
 use model::root::SysRoot;
@@ -184,15 +185,29 @@ pub fn resolve(root: &SysRoot, target: &Path, audit: &PciAudit) -> Result<Target
     };
     let mut chain = chain::resolve(root, &walk_from);
     chain.target = target.display().to_string();
+    // The interfaces on the path as the audit's inventory has them (speed, MTU, the shaper
+    // at their root): one network ceiling for audit, path and bench net.
+    let interfaces = if contains_hop(&chain.hops, &|h| matches!(h, Hop::Network { .. })) {
+        let inv = crate::net::scan(root);
+        chain.warnings.extend(inv.warnings);
+        inv.interfaces
+    } else {
+        Vec::new()
+    };
     let mut links = Vec::new();
-    collect_links(root, &chain.hops, audit, &mut links);
+    let mut why_none = Vec::new();
+    collect_links(&chain.hops, audit, &interfaces, &mut links, &mut why_none);
     let bottleneck = TargetPath::find_bottleneck(&links);
+    let bottleneck_from_cpu = TargetPath::find_bottleneck_from_cpu(&links);
     let no_bottleneck_reason = bottleneck.is_none().then(|| {
         let virtio = contains_hop(&chain.hops, &|h| matches!(h, Hop::Virtio { .. }));
         if virtio {
             "no link on this path has a ceiling: virtio is paravirtual (the host's storage or \
              network sets the limit, not a bus headroom can see)"
                 .to_string()
+        } else if let Some(why) = why_none.first() {
+            // An interface says why it bounds nothing (loopback, virtual, no speed).
+            why.clone()
         } else if let Some(s) = &chain.stopped {
             format!("no link with a known ceiling before the chain stopped: {s}")
         } else {
@@ -204,6 +219,7 @@ pub fn resolve(root: &SysRoot, target: &Path, audit: &PciAudit) -> Result<Target
         links,
         bottleneck,
         no_bottleneck_reason,
+        bottleneck_from_cpu,
     })
 }
 
@@ -215,12 +231,20 @@ fn contains_hop(hops: &[Hop], pred: &dyn Fn(&Hop) -> bool) -> bool {
     })
 }
 
-fn collect_links(root: &SysRoot, hops: &[Hop], audit: &PciAudit, out: &mut Vec<PathLink>) {
+/// The links of `hops` with their ceilings into `out`; an interface that bounds nothing
+/// towards the CPU says why in `why_none`.
+fn collect_links(
+    hops: &[Hop],
+    audit: &PciAudit,
+    interfaces: &[NetInterface],
+    out: &mut Vec<PathLink>,
+    why_none: &mut Vec<String>,
+) {
     for h in hops {
         match h {
             Hop::Layer { branches, .. } => {
                 for b in branches {
-                    collect_links(root, &b.hops, audit, out);
+                    collect_links(&b.hops, audit, interfaces, out, why_none);
                 }
             }
             Hop::Pci { address, .. } => {
@@ -260,7 +284,7 @@ fn collect_links(root: &SysRoot, hops: &[Hop], audit: &PciAudit, out: &mut Vec<P
                     name: format!("USB {name}"),
                     state: PathLinkState::Usb { mbps: *speed },
                     capable_state: capable.map(|c| PathLinkState::Usb { mbps: c }),
-                    ceiling_bps: bps,
+                    ceiling_bps: Some(bps),
                     ceiling_other_direction_bps: None,
                     capable_ceiling_bps: capable.and_then(|c| usb::bulk_ceiling_for_sysfs(c, 1)),
                     basis: "bulk transfers (model::ceiling::usb)".into(),
@@ -281,7 +305,7 @@ fn collect_links(root: &SysRoot, hops: &[Hop], audit: &PciAudit, out: &mut Vec<P
                             gbps: rate / 1000.0,
                         },
                         capable_state: None,
-                        ceiling_bps: bps,
+                        ceiling_bps: Some(bps),
                         ceiling_other_direction_bps: None,
                         capable_ceiling_bps: None,
                         basis: "data FIS payload after 8b/10b (model::ceiling::sata)".into(),
@@ -307,41 +331,82 @@ fn collect_links(root: &SysRoot, hops: &[Hop], audit: &PciAudit, out: &mut Vec<P
                     name: format!("MMC {host}"),
                     state,
                     capable_state: None,
-                    ceiling_bps: bps,
+                    ceiling_bps: Some(bps),
                     ceiling_other_direction_bps: None,
                     capable_ceiling_bps: None,
                     basis: "bus clock x width x edges, 512 B blocks (model::ceiling::mmc)".into(),
                     note: None,
                 });
             }
-            Hop::Network {
-                name,
-                speed_mbps: Some(speed),
-                is_virtual: false,
-                ..
-            } => {
-                let mtu = read_attr(&root.attr(format!("/sys/class/net/{name}/mtu")))
-                    .ok()
-                    .flatten()
-                    .and_then(|m| m.parse().ok())
-                    .unwrap_or(1500);
-                if let Some(bps) = eth::tcp_goodput_bps(*speed as f64 * 1e6, mtu) {
-                    out.push(PathLink {
-                        hop: h.id().unwrap_or_default().to_string(),
-                        kind: LinkKind::Ethernet,
-                        name: name.clone(),
-                        state: PathLinkState::Ethernet { mbps: *speed, mtu },
-                        capable_state: None,
-                        ceiling_bps: bps,
-                        ceiling_other_direction_bps: None,
-                        capable_ceiling_bps: None,
-                        basis: "TCP/IPv4 goodput with timestamps (model::ceiling::eth)".into(),
-                        note: None,
-                    });
+            Hop::Network { name, .. } => {
+                if let Some(i) = interfaces.iter().find(|i| &i.name == name) {
+                    interface_links(i, out, why_none);
                 }
             }
             _ => {}
         }
+    }
+}
+
+/// An interface's own links: its Ethernet link at its speed (both directions; none for a
+/// virtual or loopback interface, or one without a speed) and the tbf shaper at its root
+/// (only what this host sends), each with the ceiling [`model::net::link_ceiling`] is made
+/// of, for the audit's transfers (TCP/IPv4 with timestamps). The adapter's USB or PCIe link
+/// is a link of its own on the path, so neither caps these.
+fn interface_links(i: &NetInterface, out: &mut Vec<PathLink>, why_none: &mut Vec<String>) {
+    let Some(mtu) = i.mtu else {
+        why_none.push(format!("the MTU of {} is not known: no ceiling", i.name));
+        return;
+    };
+    let (p, what) = net::audit_transfers(mtu);
+    // What arrives is bounded by the link alone: its ceiling, or why there is none.
+    let facts = net::LinkFacts {
+        usb_speed_mbps: None,
+        ..i.link_facts()
+    };
+    match (
+        net::link_ceiling(&facts, &p, what, net::Way::Receives),
+        i.speed_mbps,
+    ) {
+        (Ok(c), Some(mbps)) => out.push(PathLink {
+            kind: LinkKind::Ethernet,
+            hop: i.name.clone(),
+            name: i.name.clone(),
+            state: PathLinkState::Ethernet { mbps, mtu },
+            capable_state: None,
+            ceiling_bps: Some(c.goodput_bps),
+            ceiling_other_direction_bps: None,
+            capable_ceiling_bps: None,
+            basis: c.basis,
+            note: None,
+        }),
+        (Err(why), _) => why_none.push(why),
+        (Ok(_), None) => {}
+    }
+    let Some(shaper) = &i.shaper else {
+        return;
+    };
+    match net::shaper_ceiling(&facts, &p, what) {
+        Some(Ok(c)) => out.push(PathLink {
+            kind: LinkKind::Shaper,
+            hop: i.name.clone(),
+            name: format!("tbf qdisc on {}", i.name),
+            state: PathLinkState::Tbf {
+                bits_per_sec: shaper.rate_bps.round() as u64,
+                overhead: shaper.overhead,
+            },
+            capable_state: None,
+            ceiling_bps: None,
+            ceiling_other_direction_bps: Some(c.goodput_bps),
+            capable_ceiling_bps: None,
+            basis: c.basis,
+            note: Some(format!(
+                "egress of {}: it bounds what this host sends, not what it receives",
+                i.name
+            )),
+        }),
+        Some(Err(why)) => why_none.push(why),
+        None => {}
     }
 }
 
@@ -387,7 +452,7 @@ fn pcie_link(audit: &PciAudit, a: PciAddress) -> Option<PathLink> {
         state: PathLinkState::Pcie(c.current),
         capable_ceiling_bps: capable.as_ref().map(|_| ceil.capable.effective_write_bps),
         capable_state: capable,
-        ceiling_bps: ceil.current.effective_write_bps,
+        ceiling_bps: Some(ceil.current.effective_write_bps),
         ceiling_other_direction_bps: Some(ceil.current.effective_read_bps),
         basis: format!(
             "effective PCIe write, MPS {} B (model::ceiling::pcie, default assumptions)",

@@ -19,6 +19,39 @@ pub const TOOL_NAME: &str = "headroom";
 /// The envelope's keys: a body field of the same name is replaced by the envelope's.
 const ENVELOPE_KEYS: [&str; 5] = ["schema_version", "kind", "tool", "created", "host"];
 
+/// The largest document headroom reads, in bytes (64 MiB). Its own documents are far
+/// smaller: an audit takes 1 to 3 kB per PCI function (the captured trees: a few MB for
+/// 2,000), a disk run of every profile tens of kB. Reading one takes about ten times its size
+/// in memory (the parsed tree, then the typed views: 663 MB for a 61 MiB document of 70,000
+/// disk tests), so a file past this bound is refused with a sentence instead of exhausting a
+/// board's memory.
+pub const MAX_DOCUMENT_BYTES: u64 = 64 << 20;
+
+/// Every kind of document headroom writes, with the body fields its producer always writes
+/// (the `--json` body types in crates/cli/src: `AuditDocument`, `PathDocument`, ceiling's
+/// `Document`, bench disk's, latency's, net's `NetReport`, `MmioDocument`, `CountDocument`,
+/// count --list's `ListDocument`, `SurveyBody`, survey's `Plan`, report's and compare's
+/// outputs, history's listing). A
+/// document whose kind is not here, or whose body lacks one of its kind's fields, is not one
+/// headroom wrote as it is: a disk document relabelled `audit` would otherwise read as an
+/// audit of nothing.
+const KINDS: &[(&str, &[&str])] = &[
+    ("audit", &["pci"]),
+    ("path", &["path"]),
+    ("ceiling", &["link"]),
+    ("disk", &["parameters", "tests"]),
+    ("latency", &["measurement"]),
+    ("net", &["measurement"]),
+    ("mmio", &["parameters", "results"]),
+    ("count", &["events"]),
+    ("pmu_list", &["pmus"]),
+    ("survey", &["plan", "parts"]),
+    ("survey-plan", &["parts"]),
+    ("report", &["documents"]),
+    ("compare", &["rows"]),
+    ("history", &["database"]),
+];
+
 /// Which program wrote a document.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tool {
@@ -132,6 +165,26 @@ pub enum DocumentError {
         found: u64,
         ours: &'static str,
     },
+    #[error(
+        "{origin} is {} MiB, above the {} MiB a headroom document can be (its own are a few \
+         MB at most, and reading one takes about ten times its size in memory): give a \
+         result file written by `headroom ... --json`",
+        bytes >> 20,
+        MAX_DOCUMENT_BYTES >> 20
+    )]
+    TooLarge { origin: String, bytes: u64 },
+    #[error("{origin} is {what}, not a file: give a result file written by `headroom ... --json`")]
+    NotAFile { origin: String, what: &'static str },
+    #[error(
+        "{origin} says it is of kind `{kind}`, but it lacks `{missing}`, which every {kind} \
+         document has (it has {has}): give the document as headroom wrote it"
+    )]
+    KindMismatch {
+        origin: String,
+        kind: String,
+        missing: &'static str,
+        has: String,
+    },
     #[error("the body of a {kind} document must be a JSON object, not {what}")]
     BodyNotObject { kind: String, what: &'static str },
     #[error("{origin}: the `{kind}` document does not have the expected fields ({detail})")]
@@ -197,6 +250,12 @@ impl Document {
 
     /// Read a document from JSON text; `origin` names it in errors (a file name, `run 12`).
     pub fn parse(text: &str, origin: &str) -> Result<Document, DocumentError> {
+        if text.len() as u64 > MAX_DOCUMENT_BYTES {
+            return Err(DocumentError::TooLarge {
+                origin: origin.to_string(),
+                bytes: text.len() as u64,
+            });
+        }
         let value: Value = serde_json::from_str(text).map_err(|e| {
             if e.is_eof() {
                 DocumentError::Truncated {
@@ -216,12 +275,7 @@ impl Document {
 
     /// Read a document from a file.
     pub fn read(path: &Path) -> Result<Document, DocumentError> {
-        let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| DocumentError::Io {
-            origin: origin.clone(),
-            source,
-        })?;
-        Document::parse(&text, &origin)
+        Document::parse(&read_text(path)?, &path.display().to_string())
     }
 
     /// Check the envelope of a parsed JSON value and split it from the body.
@@ -282,18 +336,104 @@ impl Document {
         &self.envelope.kind
     }
 
+    /// Whether the body fits the envelope's kind: a kind headroom writes, with the fields
+    /// its producer always writes ([`KINDS`]); `origin` names the document in errors.
+    pub fn check_kind(&self, origin: &str) -> Result<(), DocumentError> {
+        let kind = self.kind();
+        let Some((_, fields)) = KINDS.iter().find(|(k, _)| *k == kind) else {
+            let known: Vec<&str> = KINDS.iter().map(|(k, _)| *k).collect();
+            return Err(DocumentError::Foreign {
+                origin: origin.to_string(),
+                what: format!(
+                    "its kind `{kind}` is none headroom writes: {}",
+                    known.join(", ")
+                ),
+            });
+        };
+        match fields.iter().find(|f| !self.body.contains_key(**f)) {
+            None => Ok(()),
+            Some(missing) => {
+                let mut has: Vec<&str> = self.body.keys().map(String::as_str).take(8).collect();
+                if self.body.len() > has.len() {
+                    has.push("...");
+                }
+                Err(DocumentError::KindMismatch {
+                    origin: origin.to_string(),
+                    kind: kind.to_string(),
+                    missing,
+                    has: if has.is_empty() {
+                        "no field".to_string()
+                    } else {
+                        has.join(", ")
+                    },
+                })
+            }
+        }
+    }
+
     /// Read the body through a typed view; `origin` names the document in errors.
     /// A field that is missing or of another type is named with its place in the body
     /// (``parameters: missing field `runs` ``).
+    /// The body is read in place, not copied: a view of a large document costs the view.
     pub fn view<T: serde::de::DeserializeOwned>(&self, origin: &str) -> Result<T, DocumentError> {
-        serde_path_to_error::deserialize(Value::Object(self.body.clone())).map_err(|e| {
-            DocumentError::Shape {
-                origin: origin.to_string(),
-                kind: self.envelope.kind.clone(),
-                detail: e.to_string(),
-            }
+        serde_path_to_error::deserialize(&self.body).map_err(|e| DocumentError::Shape {
+            origin: origin.to_string(),
+            kind: self.envelope.kind.clone(),
+            detail: e.to_string(),
         })
     }
+}
+
+/// The text of the document file `path`, for [`Document::parse`]: refused with a sentence
+/// when it is not a regular file (a FIFO would block the read forever, a device never end)
+/// or is larger than [`MAX_DOCUMENT_BYTES`]. The file is opened without blocking (O_NONBLOCK,
+/// which a regular file ignores), so a FIFO put in its place is refused, not waited on.
+pub fn read_text(path: &Path) -> Result<String, DocumentError> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let origin = path.display().to_string();
+    let io = |source| DocumentError::Io {
+        origin: origin.clone(),
+        source,
+    };
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)
+        .map_err(io)?;
+    let meta = f.metadata().map_err(io)?;
+    let t = meta.file_type();
+    let not_a_file = |what| DocumentError::NotAFile {
+        origin: origin.clone(),
+        what,
+    };
+    if t.is_dir() {
+        return Err(not_a_file("a directory"));
+    } else if t.is_fifo() {
+        return Err(not_a_file("a FIFO (a named pipe)"));
+    } else if t.is_socket() {
+        return Err(not_a_file("a socket"));
+    } else if t.is_char_device() || t.is_block_device() {
+        return Err(not_a_file("a device"));
+    } else if !t.is_file() {
+        return Err(not_a_file("not a regular file"));
+    }
+    let too_large = |bytes| DocumentError::TooLarge {
+        origin: origin.clone(),
+        bytes,
+    };
+    if meta.len() > MAX_DOCUMENT_BYTES {
+        return Err(too_large(meta.len()));
+    }
+    // The file may grow while it is read: never more than the bound and one byte.
+    let mut text = String::new();
+    f.take(MAX_DOCUMENT_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(io)?;
+    if text.len() as u64 > MAX_DOCUMENT_BYTES {
+        return Err(too_large(text.len() as u64));
+    }
+    Ok(text)
 }
 
 /// Wrap a command's body in a fresh envelope (made now, on this machine) and return the
@@ -413,6 +553,55 @@ mod tests {
         assert!(e.contains("it holds an array"), "{e}");
         let e = Document::parse("hello", "h.txt").unwrap_err().to_string();
         assert!(e.starts_with("h.txt is not JSON"), "{e}");
+    }
+
+    #[test]
+    fn a_body_that_does_not_fit_its_kind_is_refused() {
+        let disk = json!({"parameters": {}, "system": {}, "target": {}, "tests": []});
+        let doc = wrap("audit", "0.1.0", &disk).unwrap();
+        let e = doc.check_kind("d.json").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "d.json says it is of kind `audit`, but it lacks `pci`, which every audit document \
+             has (it has parameters, system, target, tests): give the document as headroom \
+             wrote it"
+        );
+        assert!(wrap("disk", "0.1.0", &disk)
+            .unwrap()
+            .check_kind("d")
+            .is_ok());
+        let e = wrap("nonsense", "0.1.0", &disk)
+            .unwrap()
+            .check_kind("n.json")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("n.json is not a headroom result document (its kind `nonsense`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn text_past_the_size_bound_is_refused_before_it_is_parsed() {
+        let text = " ".repeat(MAX_DOCUMENT_BYTES as usize + 1);
+        let e = Document::parse(&text, "big.json").unwrap_err().to_string();
+        assert!(
+            e.starts_with("big.json is 64 MiB, above the 64 MiB a headroom document can be"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_waiting_for_a_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("f");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo(3) on a path we own, with a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_text(&fifo).unwrap_err().to_string();
+        assert!(e.ends_with("f is a FIFO (a named pipe), not a file: give a result file written by `headroom ... --json`"), "{e}");
+        let e = read_text(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("is a directory, not a file"), "{e}");
     }
 
     #[test]

@@ -46,6 +46,27 @@ pub enum HistoryError {
         path: PathBuf,
         error: std::io::Error,
     },
+    #[error(
+        "cannot create the history {}: the directory {} does not exist; create it, or give \
+         --db a file in a directory that exists",
+        path.display(),
+        dir.display()
+    )]
+    NoDirectory { path: PathBuf, dir: PathBuf },
+    #[error(
+        "the history {} is in {}, which {why}: they could put links where SQLite keeps the \
+         history's journal ({name}-wal, {name}-shm) and make headroom write through them; \
+         keep the history in a directory only you can write (the default is \
+         $XDG_DATA_HOME/headroom)",
+        path.display(),
+        dir.display()
+    )]
+    UnsafeDirectory {
+        path: PathBuf,
+        dir: PathBuf,
+        name: String,
+        why: String,
+    },
     #[error("cannot read the history {}: {error}", path.display())]
     Read {
         path: PathBuf,
@@ -71,6 +92,16 @@ pub enum HistoryError {
     },
     #[error("there is no run {id} in the history {}: `headroom history` lists them", path.display())]
     NoSuchRun { path: PathBuf, id: i64 },
+    #[error(
+        "run {id} in the history {} is damaged: {what}; the other runs are intact \
+         (`headroom history` lists them)",
+        path.display()
+    )]
+    Damaged {
+        path: PathBuf,
+        id: i64,
+        what: String,
+    },
     #[error(transparent)]
     Document(#[from] crate::document::DocumentError),
 }
@@ -88,6 +119,10 @@ pub struct RunRow {
     /// The run was stopped (Ctrl-C, SIGTERM) before it finished: its document says
     /// `"interrupted": true` and holds what was measured until then.
     pub interrupted: bool,
+    /// What is wrong with the run's row when it is damaged (its document is not JSON, or not
+    /// text); the other runs are listed as usual.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub damaged: Option<String>,
 }
 
 /// An open history database.
@@ -137,7 +172,14 @@ fn check_header(path: &Path) -> Result<bool, HistoryError> {
         path: path.to_path_buf(),
         why: why.to_string(),
     };
-    let mut f = match std::fs::File::open(path) {
+    // O_NONBLOCK: a FIFO is refused below instead of blocking the open until a writer comes
+    // (a regular file ignores the flag).
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path);
+    let mut f = match opened {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(error) => {
@@ -147,8 +189,23 @@ fn check_header(path: &Path) -> Result<bool, HistoryError> {
             })
         }
     };
-    if f.metadata().is_ok_and(|m| m.is_dir()) {
+    let kind = f
+        .metadata()
+        .map(|m| m.file_type())
+        .map_err(|error| HistoryError::Read {
+            path: path.to_path_buf(),
+            error,
+        })?;
+    if kind.is_dir() {
         return Err(foreign("it is a directory"));
+    } else if kind.is_fifo() {
+        return Err(foreign("it is a FIFO (a named pipe), not a file"));
+    } else if kind.is_socket() {
+        return Err(foreign("it is a socket, not a file"));
+    } else if kind.is_char_device() || kind.is_block_device() {
+        return Err(foreign("it is a device, not a file"));
+    } else if !kind.is_file() {
+        return Err(foreign("it is not a regular file"));
     }
     use std::io::Read;
     let mut head = [0u8; 16];
@@ -193,6 +250,62 @@ fn immutable_uri(path: &Path) -> String {
     uri
 }
 
+/// The directory `path` is in (`.` for a bare name).
+fn directory_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// Refuses a history in a directory other users can write (or that another user owns):
+/// SQLite creates its journal beside the database under fixed names (`NAME-wal`,
+/// `NAME-shm`, `NAME-journal`), following links, so another user could plant a link there
+/// and have headroom, often root, write through it (DESIGN: files headroom creates where
+/// others can write have unpredictable names). A missing directory is left to the caller.
+fn check_directory(path: &Path) -> Result<(), HistoryError> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = directory_of(path);
+    let Ok(meta) = std::fs::metadata(dir) else {
+        return Ok(());
+    };
+    // SAFETY: geteuid(2) and getegid(2) have no arguments and cannot fail.
+    let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let why = if meta.mode() & 0o002 != 0 {
+        "every user can write".to_string()
+    } else if meta.mode() & 0o020 != 0 && meta.gid() != egid {
+        format!("the users of group {} can write", meta.gid())
+    } else if meta.uid() != euid && meta.uid() != 0 {
+        format!("user {} owns", meta.uid())
+    } else {
+        return Ok(());
+    };
+    Err(HistoryError::UnsafeDirectory {
+        path: path.to_path_buf(),
+        dir: dir.to_path_buf(),
+        name: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        why,
+    })
+}
+
+/// Makes the directory of the default history ([`default_path`]) and any missing parent,
+/// readable only by its user (0700): the history says what ran on the machine. Only the
+/// default location is made; a directory given with `--db` must exist.
+pub fn create_default_dir(path: &Path) -> Result<(), HistoryError> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = directory_of(path);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|error| HistoryError::Dir {
+            path: dir.to_path_buf(),
+            error,
+        })
+}
+
 impl Store {
     /// Open an existing history to read it; `Ok(None)` when there is none at `path`. Reading
     /// never creates a file or directory, and works on a read-only filesystem.
@@ -200,6 +313,7 @@ impl Store {
         if !check_header(path)? {
             return Ok(None);
         }
+        check_directory(path)?;
         let sql = |error| HistoryError::Sqlite {
             path: path.to_path_buf(),
             error,
@@ -260,9 +374,10 @@ impl Store {
         Ok(())
     }
 
-    /// Open the history at `path` to save runs in it, creating it (and its directory) when
-    /// there is none.
+    /// Open the history at `path` to save runs in it, creating it when there is none (its
+    /// directory must exist: see [`create_default_dir`]).
     pub fn open(path: &Path) -> Result<Store, HistoryError> {
+        check_directory(path)?;
         let sql = |error| HistoryError::Sqlite {
             path: path.to_path_buf(),
             error,
@@ -351,19 +466,19 @@ impl Store {
         })
     }
 
-    /// Makes a new history at `path` (and its directory). It is built complete under a
+    /// Makes a new history at `path`, in a directory that exists (issue 22 item 2: `--db
+    /// /nonexistent/h.sqlite` made `/nonexistent` as root). It is built complete under a
     /// temporary name beside `path` and linked into place only if `path` still does not
     /// exist: no process ever sees a half-made or empty history, and a history another run
     /// created meanwhile is kept as it is.
     fn create(path: &Path) -> Result<(), HistoryError> {
-        let dir = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(|error| HistoryError::Dir {
-            path: dir.to_path_buf(),
-            error,
-        })?;
+        let dir = directory_of(path);
+        if !dir.is_dir() {
+            return Err(HistoryError::NoDirectory {
+                path: path.to_path_buf(),
+                dir: dir.to_path_buf(),
+            });
+        }
         // tempfile's errors name the temporary file; the user knows only `path`.
         let create = |error: std::io::Error| HistoryError::Create {
             path: path.to_path_buf(),
@@ -453,27 +568,33 @@ impl Store {
         Ok(Saved { id, new: true })
     }
 
-    /// Every run, oldest first.
+    /// Every run, oldest first. A damaged row (a document that is not JSON text: a disk
+    /// error, an edit by hand) does not hide the others: it is listed with what is wrong in
+    /// [`RunRow::damaged`].
     pub fn list(&self) -> Result<Vec<RunRow>, HistoryError> {
         let mut st = self
             .conn
-            .prepare(
+            .prepare(&format!(
                 "SELECT id, created, host, kind, target, test, headline,
-                        coalesce(json_extract(document, '$.interrupted'), 0) = 1
-                 FROM runs ORDER BY id",
-            )
+                        CASE WHEN {VALID} THEN
+                            coalesce(json_extract(document, '$.interrupted'), 0) = 1
+                        ELSE 0 END,
+                        {DAMAGE}
+                 FROM runs ORDER BY id"
+            ))
             .map_err(|e| self.sql(e))?;
         let rows = st
             .query_map([], |r| {
                 Ok(RunRow {
                     id: r.get(0)?,
-                    created: r.get(1)?,
-                    host: r.get(2)?,
-                    kind: r.get(3)?,
-                    target: r.get(4)?,
-                    test: r.get(5)?,
-                    headline: r.get(6)?,
+                    created: lenient_text(r.get_ref(1)?),
+                    host: lenient_text(r.get_ref(2)?),
+                    kind: lenient_text(r.get_ref(3)?).unwrap_or_default(),
+                    target: lenient_text(r.get_ref(4)?),
+                    test: lenient_text(r.get_ref(5)?).unwrap_or_default(),
+                    headline: lenient_text(r.get_ref(6)?).unwrap_or_default(),
                     interrupted: r.get(7)?,
+                    damaged: r.get(8)?,
                 })
             })
             .map_err(|e| self.sql(e))?;
@@ -482,18 +603,69 @@ impl Store {
 
     /// The document saved as run `id`.
     pub fn get(&self, id: i64) -> Result<Document, HistoryError> {
-        let text: Option<String> = self
+        let row: Option<(Option<String>, Option<String>)> = self
             .conn
-            .query_row("SELECT document FROM runs WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })
+            .query_row(
+                &format!(
+                    "SELECT {DAMAGE}, CASE WHEN {VALID} THEN document END \
+                     FROM runs WHERE id = ?1"
+                ),
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
             .optional()
             .map_err(|e| self.sql(e))?;
-        let text = text.ok_or(HistoryError::NoSuchRun {
+        let damaged = |what| HistoryError::Damaged {
             path: self.path.clone(),
             id,
-        })?;
-        Ok(Document::parse(&text, &format!("run {id} of the history"))?)
+            what,
+        };
+        match row {
+            None => Err(HistoryError::NoSuchRun {
+                path: self.path.clone(),
+                id,
+            }),
+            Some((Some(what), _)) => Err(damaged(what)),
+            Some((None, Some(text))) => {
+                Document::parse(&text, &format!("run {id} of the history")).map_err(|e| match e {
+                    // Text SQLite takes for JSON and serde does not (a number out of range).
+                    crate::document::DocumentError::NotJson { detail, .. } => {
+                        damaged(format!("its document is not valid JSON ({detail})"))
+                    }
+                    e => e.into(),
+                })
+            }
+            // Not damaged but no text: cannot happen (DAMAGE is NULL only where VALID holds).
+            Some((None, None)) => Err(damaged("its document cannot be read".into())),
+        }
+    }
+}
+
+/// Whether a row's document is JSON text (SQL, for [`Store::list`] and [`Store::get`]).
+const VALID: &str = "typeof(document) = 'text' AND json_valid(document)";
+
+/// What is wrong with a row's document, NULL when nothing is (SQL): not text, or not JSON
+/// (with where SQLite's parser stopped, json_error_position, SQLite 3.42).
+const DAMAGE: &str = "CASE
+     WHEN typeof(document) != 'text' THEN
+         'its document is stored as ' || typeof(document) || ', not as JSON text'
+     WHEN NOT json_valid(document) AND json_error_position(document) > length(document) THEN
+         'its document is not valid JSON (it is cut short after '
+             || length(document) || ' characters)'
+     WHEN NOT json_valid(document) THEN
+         'its document is not valid JSON (it breaks at character '
+             || json_error_position(document) || ' of ' || length(document) || ')'
+     END";
+
+/// A column of a row as text, whatever SQLite holds there (a damaged row may have a number
+/// or bytes where text belongs): listing it beats failing the whole listing.
+fn lenient_text(v: rusqlite::types::ValueRef<'_>) -> Option<String> {
+    use rusqlite::types::ValueRef;
+    match v {
+        ValueRef::Null => None,
+        ValueRef::Integer(i) => Some(i.to_string()),
+        ValueRef::Real(f) => Some(f.to_string()),
+        ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
     }
 }
 
@@ -522,7 +694,7 @@ mod tests {
     #[test]
     fn insert_list_get() {
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("sub/history.sqlite");
+        let p = dir.path().join("history.sqlite");
         let s = Store::open(&p).unwrap();
         let a = s.insert(&doc(394.0)).unwrap();
         let b = s.insert(&doc(732.0)).unwrap();
@@ -592,6 +764,65 @@ mod tests {
         let e = Store::open(&damaged).err().unwrap().to_string();
         assert!(e.contains("is not a headroom history"), "{e}");
         assert_eq!(std::fs::read(&damaged).unwrap(), bytes);
+    }
+
+    /// Issue 22 item 2: a history is created only in a directory that exists; the default
+    /// one's directory is made, 0700.
+    #[test]
+    fn only_the_default_directory_is_made_and_it_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("no/such/dir/h.sqlite");
+        let e = Store::open(&p).err().unwrap().to_string();
+        assert!(
+            e.contains(&format!(
+                "the directory {} does not exist",
+                dir.path().join("no/such/dir").display()
+            )),
+            "{e}"
+        );
+        assert!(!dir.path().join("no").exists());
+        create_default_dir(&p).unwrap();
+        for d in ["no", "no/such", "no/such/dir"] {
+            let mode = std::fs::metadata(dir.path().join(d)).unwrap().permissions();
+            assert_eq!(mode.mode() & 0o777, 0o700, "{d}");
+        }
+        assert!(Store::open(&p).is_ok());
+    }
+
+    /// Issue 22 item 13: a row whose document is not JSON text is listed with what is wrong;
+    /// the others as usual; getting it says it is damaged.
+    #[test]
+    fn a_damaged_row_is_listed_with_what_is_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("h.sqlite")).unwrap();
+        for mb in [1.0, 2.0, 3.0] {
+            s.insert(&doc(mb)).unwrap();
+        }
+        s.conn
+            .execute_batch(
+                "UPDATE runs SET document = '{\"schema_version\": 2,' WHERE id = 2;
+                 UPDATE runs SET document = x'00ff' WHERE id = 3;",
+            )
+            .unwrap();
+        let rows = s.list().unwrap();
+        let damaged: Vec<_> = rows.iter().map(|r| r.damaged.as_deref()).collect();
+        assert_eq!(
+            damaged,
+            [
+                None,
+                Some("its document is not valid JSON (it is cut short after 21 characters)"),
+                Some("its document is stored as blob, not as JSON text"),
+            ]
+        );
+        assert_eq!(rows[0].headline, "dd 1M write: 1.0 MB/s");
+        assert!(s.get(1).is_ok());
+        let e = s.get(2).unwrap_err().to_string();
+        assert!(e.starts_with("run 2 in the history "), "{e}");
+        assert!(
+            e.contains("is damaged: its document is not valid JSON"),
+            "{e}"
+        );
     }
 
     #[test]

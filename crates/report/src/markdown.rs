@@ -3,7 +3,7 @@
 //! output of `headroom report`, so the screen and the file agree.
 
 use crate::summary::{is_downgraded, Summary};
-use crate::table::{dash, mb, Table};
+use crate::table::{dash, Table};
 use std::fmt::Write;
 
 /// One shared table writer: a header row, the separator and the rows, cells escaped.
@@ -73,10 +73,16 @@ fn section(out: &mut String, s: &Summary) {
         }
         out.push('\n');
     }
-    if s.tests.is_empty() && s.links.is_empty() {
-        // A path document: its bottleneck or why it has none, as `headroom path` says.
+    if s.tests.is_empty() && s.bottleneck.is_none() {
+        // A path document: why it has no bottleneck, as `headroom path` says (for what
+        // arrives, when a shaper bounds what is sent).
         if let Some(why) = &s.no_ceiling_reason {
-            let _ = writeln!(out, "Bottleneck: none known: {}.\n", escape(why));
+            let _ = writeln!(
+                out,
+                "{}: none known: {}.\n",
+                crate::summary::no_bottleneck_title(s),
+                escape(why)
+            );
         }
     }
     if !s.links.is_empty() {
@@ -87,9 +93,7 @@ fn section(out: &mut String, s: &Summary) {
             .enumerate()
             .map(|(i, l)| {
                 let mut mark = Vec::new();
-                if Some(i) == s.bottleneck {
-                    mark.push("bottleneck".to_string());
-                }
+                mark.extend(crate::summary::bottleneck_marks(s, i));
                 if is_downgraded(l) {
                     mark.push("downgraded".to_string());
                 }
@@ -104,7 +108,7 @@ fn section(out: &mut String, s: &Summary) {
                     l.capable_state
                         .as_ref()
                         .map_or_else(dash, ToString::to_string),
-                    mb(l.ceiling_bps / model::units::MB),
+                    crate::summary::link_ceiling_mb(l),
                     if l.basis.is_empty() {
                         dash()
                     } else {
@@ -146,7 +150,8 @@ fn section(out: &mut String, s: &Summary) {
             );
             write_table(out, &t);
         }
-        let _ = writeln!(out, "\n{}", s.ceiling_sentence());
+        // The bottleneck named in it came from the document.
+        let _ = writeln!(out, "\n{}", escape(&s.ceiling_sentence()));
         out.push('\n');
     }
     if !s.threads.is_empty() {

@@ -159,7 +159,7 @@ pub fn flow_ceiling(f: &LinkFacts, m: &NetMeasurement, flow: Flow) -> Result<Net
     let c = link_ceiling(f, &p, &what, way)?;
     Ok(NetCeiling {
         goodput_bps: c.goodput_bps,
-        egress_only: f.shaper.is_some() && c.basis.starts_with("tbf"),
+        egress_only: c.by_shaper,
         basis: c.basis,
     })
 }
@@ -328,19 +328,41 @@ pub fn findings(r: &NetReport) -> Vec<Finding> {
             push(Severity::Info, n.clone(), None);
         }
     }
+    // What can carry a rate past this path's ceiling, as far as the link facts tell.
+    let beyond = crate::efficiency::Beyond {
+        emulated: r
+            .link
+            .as_ref()
+            .filter(|l| l.driver.as_deref() == Some("virtio_net"))
+            .map(|l| format!("{} is a virtio (paravirtual) interface", l.interface)),
+        cache: r.link.as_ref().and_then(|l| l.shaper.as_ref()).map(|_| {
+            "the shaper's token bucket lets a burst through at the line rate before it limits"
+                .to_string()
+        }),
+        nominal_link: r
+            .link
+            .as_ref()
+            .filter(|l| l.is_virtual && l.shaper.is_none())
+            .map(|l| {
+                format!(
+                    "{} is a virtual link with no hardware below it",
+                    l.interface
+                )
+            }),
+        ..Default::default()
+    };
     for v in &r.flows {
-        if let Some(e) = v.efficiency {
-            if e > 1.01 {
-                push(
-                    Severity::Warning,
-                    format!(
-                        "{} measured {:.1} % of the ceiling: above it, so the link facts or the \
-                         ceiling's basis are wrong for this path",
-                        v.flow.label(),
-                        e * 100.0
-                    ),
-                    None,
-                );
+        // 1 % above: a shaper's burst and the measured window's edges move a rate that much.
+        if let (Some(e), Some(c), Some(rx)) = (v.efficiency, &r.ceiling, v.summary.receiver_bps) {
+            let above = crate::efficiency::above_ceiling(
+                &subject,
+                &format!("{} {}", v.flow.label(), mbit(rx)),
+                e,
+                &c.basis,
+                &beyond,
+            );
+            if let Some(f) = above.filter(|_| e > 1.01) {
+                push(f.severity, f.message, f.advice.as_deref());
             }
         }
         if let (Some(retr), Some(e)) = (v.summary.retransmits, v.efficiency) {
@@ -759,6 +781,43 @@ mod tests {
         assert!(
             !text.contains("Interrupts:"),
             "no counters, no lines: {text}"
+        );
+    }
+
+    /// Issue 23 item 8: a rate above the ceiling was "above it, so the link facts or the
+    /// ceiling's basis are wrong": now the one finding of every kind, saying what headroom
+    /// believes carried it past the link.
+    #[test]
+    fn above_the_ceiling_says_what_carried_it_past_the_link() {
+        // 1100 Mbit/s received over a 1000 Mb/s virtio link with no shaper.
+        let received = (1100.0e6 / 8.0 * 10.0) as u64;
+        let facts = LinkFacts {
+            driver: Some("virtio_net".into()),
+            ..gigabit()
+        };
+        let r = NetReport::new(
+            measurement(Protocol::Tcp, 131_072, received, received),
+            Some(facts),
+            None,
+            vec![],
+        );
+        let f = r
+            .findings
+            .iter()
+            .find(|f| f.message.contains("of the ceiling of"))
+            .unwrap();
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(
+            f.message.contains(
+                "client -> server 1100.00 Mbit/s is 117 % of the ceiling of Ethernet 1000 Mb/s \
+                 on eth0"
+            ) && f.message.contains(
+                "so the ceiling does not bound this path and the efficiency is no number to \
+                 quote; headroom believes the path is emulated: eth0 is a virtio (paravirtual) \
+                 interface"
+            ),
+            "{}",
+            f.message
         );
     }
 

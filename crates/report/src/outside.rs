@@ -1,7 +1,8 @@
 //! Strings that came from outside headroom (a network peer's congestion control or version,
 //! a document's fields, sysfs names and USB strings) on their way to a terminal or a Markdown
 //! file: the one mechanism every renderer and the terminal writer use, so no kind of output
-//! lets a peer clear the screen, set the terminal's title or break a table.
+//! lets a peer clear the screen, set the terminal's title, change its colours or break a
+//! table.
 //!
 //! - [`terminal`]: control characters (C0 but newline and tab, DEL, C1) and the Unicode
 //!   bidirectional overrides become visible escapes (`\x1b`, `\u{202e}`); whole texts.
@@ -9,10 +10,13 @@
 //! - [`markdown`]: a [`line`] that also cannot end a table cell (`|`), open HTML (`<`) or
 //!   make a heading (a leading `#`).
 //!
-//! The terminal writer passes every text through [`for_terminal`], which keeps only
-//! headroom's own colours ([`crate::terminal::Style`]'s four SGR sequences) and escapes every
-//! other ESC, so a peer string cannot move the cursor, clear the screen or set a title even
-//! where a renderer forgot to clean it.
+//! headroom's own colours never travel as escape sequences: a renderer's
+//! [`crate::terminal::Style`] writes a [`Sgr::mark`] (a private-use character and 128 random
+//! bits drawn when the process starts), and the terminal writer's [`for_terminal`] escapes
+//! every control character of the whole text first, then turns only those marks into colour
+//! sequences. A string from outside cannot carry a mark it cannot know, so whatever it holds
+//! (a cursor move, a title, or headroom's own bold, red and reset) reaches the terminal as
+//! visible text, whether a renderer cleaned it or not.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -71,34 +75,63 @@ pub fn markdown(s: &str) -> String {
     out
 }
 
-/// The escape sequences headroom's own renderers write ([`crate::terminal::Style`]): bold,
-/// yellow, red and reset.
-const OWN_SGR: [&str; 4] = ["\x1b[1m", "\x1b[33m", "\x1b[31m", "\x1b[0m"];
+/// headroom's own colours: the only escape sequences its terminal text may hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sgr {
+    Bold,
+    Yellow,
+    Red,
+    Reset,
+}
 
-/// A whole output for a terminal: as [`terminal`], except headroom's own colour sequences
-/// when `colour` is on. Those four (bold, yellow, red, reset) are all a string from outside
-/// could still pass: none moves the cursor, erases, hides text or sets a title.
-pub fn for_terminal(s: &str, colour: bool) -> Cow<'_, str> {
-    if !colour || !s.contains('\x1b') {
-        return terminal(s);
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(at) = rest.find('\x1b') {
-        out.push_str(&terminal(&rest[..at]));
-        let tail = &rest[at..];
-        match OWN_SGR.iter().find(|q| tail.starts_with(**q)) {
-            Some(q) => {
-                out.push_str(q);
-                rest = &tail[q.len()..];
-            }
-            None => {
-                out.push_str("\\x1b");
-                rest = &tail[1..];
-            }
+impl Sgr {
+    const ALL: [Sgr; 4] = [Sgr::Bold, Sgr::Yellow, Sgr::Red, Sgr::Reset];
+
+    /// The ECMA-48 SGR sequence (ESC [ n m): 1 bold, 33 yellow, 31 red, 0 reset.
+    fn ansi(self) -> &'static str {
+        match self {
+            Sgr::Bold => "\x1b[1m",
+            Sgr::Yellow => "\x1b[33m",
+            Sgr::Red => "\x1b[31m",
+            Sgr::Reset => "\x1b[0m",
         }
     }
-    out.push_str(&terminal(rest));
+
+    /// What a renderer writes for this colour: U+E000 (private use, shown as nothing
+    /// meaningful and not a control character, so [`terminal`] keeps it), this process's
+    /// secret in 32 hex digits, and the colour's digit. Only [`for_terminal`] turns it into
+    /// the sequence.
+    pub fn mark(self) -> &'static str {
+        &marks()[self as usize]
+    }
+}
+
+/// The four marks of this process. The secret is 128 bits of std's `RandomState`, whose
+/// SipHash keys come from the kernel's random source (getrandom(2)) once per process thread:
+/// nothing outside the process (a peer, a document written earlier, sysfs) can know it, and a
+/// mark copied from another run's output does not match this one.
+fn marks() -> &'static [String; 4] {
+    static MARKS: std::sync::OnceLock<[String; 4]> = std::sync::OnceLock::new();
+    MARKS.get_or_init(|| {
+        use std::hash::BuildHasher as _;
+        let keys = std::collections::hash_map::RandomState::new();
+        let secret = (u128::from(keys.hash_one(0u8)) << 64) | u128::from(keys.hash_one(1u8));
+        Sgr::ALL.map(|c| format!("\u{e000}{secret:032x}{}", c as u8))
+    })
+}
+
+/// A whole output for a terminal: every control character escaped ([`terminal`]), wherever
+/// it came from; then headroom's own colour marks ([`Sgr::mark`]) become their sequences when
+/// `colour` is on, and nothing when it is off.
+pub fn for_terminal(s: &str, colour: bool) -> Cow<'_, str> {
+    let safe = terminal(s);
+    if !safe.contains('\u{e000}') {
+        return safe;
+    }
+    let mut out = safe.into_owned();
+    for c in Sgr::ALL {
+        out = out.replace(c.mark(), if colour { c.ansi() } else { "" });
+    }
     Cow::Owned(out)
 }
 
@@ -132,15 +165,26 @@ mod tests {
 
     #[test]
     fn only_headroom_colours_pass() {
-        let own = "\x1b[1mtitle\x1b[0m and a peer's ";
-        let text = format!("{own}{HOSTILE}");
+        // headroom's own bold around a title, and a peer's string that holds the very
+        // sequences headroom writes (bold, red, yellow, reset) besides its screen clearing.
+        let own = format!(
+            "{}title{} and a peer's ",
+            Sgr::Bold.mark(),
+            Sgr::Reset.mark()
+        );
+        let forged = "\x1b[1m\x1b[31m\x1b[33mred\x1b[0m";
+        let text = format!("{own}{HOSTILE}{forged}");
         assert_eq!(
             for_terminal(&text, true),
-            format!("{own}bbr\\x1b[2J\\x1b]0;TITLE\\x07")
+            "\x1b[1mtitle\x1b[0m and a peer's bbr\\x1b[2J\\x1b]0;TITLE\\x07\
+             \\x1b[1m\\x1b[31m\\x1b[33mred\\x1b[0m"
         );
         assert_eq!(
             for_terminal(&text, false),
-            "\\x1b[1mtitle\\x1b[0m and a peer's bbr\\x1b[2J\\x1b]0;TITLE\\x07"
+            "title and a peer's bbr\\x1b[2J\\x1b]0;TITLE\\x07\\x1b[1m\\x1b[31m\\x1b[33mred\\x1b[0m"
         );
+        // A mark with another secret (another run's, or a guess) is text, not colour.
+        let guess = format!("\u{e000}{:032x}1", 0u128);
+        assert_eq!(for_terminal(&guess, true), guess);
     }
 }

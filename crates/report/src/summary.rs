@@ -5,7 +5,7 @@ use crate::document::{Document, DocumentError};
 use crate::table::{dash, mb, Table};
 use crate::views::{AuditView, CommonView, DiskView, LatencyView, NetView};
 use model::latency::{Affinity, Step};
-use model::path::{Hop, PathLink};
+use model::path::{Hop, LinkKind, PathLink, TargetPath};
 use model::units::{format_bytes_binary, tenths_us, whole_us, MB};
 use model::Finding;
 
@@ -159,7 +159,10 @@ pub struct Summary {
     /// Rates over time (net), plotted with the ceiling line.
     pub series: Vec<RateSeries>,
     pub links: Vec<PathLink>,
+    /// The link with the smallest ceiling towards the CPU (reads, what arrives), and away
+    /// from it (writes, what is sent: a shaper on an interface's egress) where it is another.
     pub bottleneck: Option<usize>,
+    pub bottleneck_from_cpu: Option<usize>,
     /// Why the path has no bottleneck with a ceiling (virtio, tmpfs...), when it was resolved.
     pub no_ceiling_reason: Option<String>,
     pub findings: Vec<Finding>,
@@ -407,6 +410,7 @@ impl Summary {
     }
 
     pub fn of(doc: &Document, origin: &str) -> Result<Summary, DocumentError> {
+        doc.check_kind(origin)?;
         let common: CommonView = doc.view(origin)?;
         let env = &doc.envelope;
         let mut s = Summary {
@@ -423,6 +427,7 @@ impl Summary {
             counters: Vec::new(),
             links: Vec::new(),
             bottleneck: None,
+            bottleneck_from_cpu: None,
             no_ceiling_reason: None,
             findings: common.findings,
             notes: common.notes,
@@ -501,6 +506,10 @@ impl Summary {
                     bottleneck: c.bottleneck.clone(),
                 });
                 let mean = p.shown == model::disk::Shown::Mean;
+                // How many tests of each name came before: counted once per test, so a run
+                // of many tests reads in time linear in their number.
+                let mut seen: std::collections::HashMap<String, usize> =
+                    std::collections::HashMap::new();
                 for crate::views::DiskTestView {
                     test: t,
                     efficiency,
@@ -520,9 +529,10 @@ impl Summary {
                     });
                     // Compare lines tests up by name: a repeated name gets its ordinal.
                     let mut name = t.spec.name();
-                    let same = s.tests.iter().filter(|x| x.name.starts_with(&name)).count();
-                    if same > 0 {
-                        name = format!("{name} ({})", same + 1);
+                    let same = seen.entry(name.clone()).or_insert(0);
+                    *same += 1;
+                    if *same > 1 {
+                        name = format!("{name} ({same})");
                     }
                     let cross_check = headline_run.map(|r| &r.cross_check);
                     s.tests.push(TestRow {
@@ -769,10 +779,15 @@ impl Summary {
                         .speed_mbps
                         .map_or("speed unknown".into(), |x| format!("{x} Mb/s"));
                     let mtu = i.mtu.map(|m| format!(", MTU {m}")).unwrap_or_default();
+                    // A shaper added or changed is a change of the link's ceiling.
+                    let tbf = i
+                        .shaper
+                        .map(|sh| format!(", tbf {:.2} Mbit/s on egress", sh.rate_bps / 1e6))
+                        .unwrap_or_default();
                     put(
                         &mut s,
                         &format!("link net {}", i.name),
-                        format!("{speed}{mtu}"),
+                        format!("{speed}{mtu}{tbf}"),
                     );
                 }
             }
@@ -806,13 +821,25 @@ impl Summary {
                     })
                 };
                 let first = n.flows.first();
-                s.ceiling = first.and_then(ceiling_of).map(|c| CeilingRow {
-                    mb_s: c.goodput_bps / MB,
-                    bottleneck: c.basis.clone(),
-                });
                 s.no_ceiling_reason = first
                     .and_then(|f| f.no_ceiling_reason.clone())
                     .or_else(|| n.no_ceiling_reason.clone());
+                // Each direction's ceiling is a fact of its own, which compare lines up by
+                // direction (the tests carry them too; there is no one ceiling of the run).
+                for f in &n.flows {
+                    let fact = match ceiling_of(f) {
+                        Some(c) => format!("{} MB/s: {}", mb(c.goodput_bps / MB), c.basis),
+                        None => format!(
+                            "none: {}",
+                            f.no_ceiling_reason
+                                .as_deref()
+                                .or(n.no_ceiling_reason.as_deref())
+                                .unwrap_or("the path has no known ceiling")
+                        ),
+                    };
+                    let flow = serde_name(&f.flow).replace("-to-", " -> ");
+                    put(&mut s, &format!("ceiling {flow}"), fact);
+                }
                 for f in &n.flows {
                     let mb_s = f.summary.receiver_bps.unwrap_or(0.0) / 8.0 / MB;
                     // `client-to-server`, as the document names the flow.
@@ -993,12 +1020,16 @@ impl Summary {
             }
             if s.ceiling.is_none() {
                 if let Some(b) = p.bottleneck_link() {
-                    s.ceiling = Some(CeilingRow {
-                        mb_s: b.ceiling_bps / MB,
+                    s.ceiling = b.ceiling_to_cpu_bps().map(|c| CeilingRow {
+                        mb_s: c / MB,
                         bottleneck: format!("{} {}", b.name, b.state),
                     });
                 }
             }
+            s.bottleneck_from_cpu = p
+                .bottleneck_from_cpu
+                .or_else(|| TargetPath::find_bottleneck_from_cpu(&p.links))
+                .filter(|i| Some(*i) != p.bottleneck);
             s.links = p.links;
             s.bottleneck = p.bottleneck;
             s.no_ceiling_reason = p.no_bottleneck_reason;
@@ -1245,7 +1276,7 @@ impl Summary {
     }
 
     fn ceiling_sentence_of_document(&self) -> String {
-        match (&self.ceiling, &self.no_ceiling_reason) {
+        match (self.common_ceiling(), &self.no_ceiling_reason) {
             (Some(c), _) => format!("Ceiling: {} ({} MB/s).", c.bottleneck, mb(c.mb_s)),
             (None, Some(why)) => format!("No ceiling: {why}."),
             (None, None) => "No ceiling: the path was not resolved.".to_string(),
@@ -1486,11 +1517,10 @@ fn inventory(a: &AuditView) -> Vec<(String, Table)> {
             .interfaces
             .iter()
             .map(|i| {
-                // The audit's TCP goodput ceiling (IPv4, timestamps) of the interface's link,
-                // as the terminal computes it (none for a virtual link).
-                let tcp = model::net::interface_tcp_ceiling(i, model::net::Way::Receives)
-                    .ok()
-                    .map(|c| mb(c / MB));
+                // The audit's TCP goodput ceiling (IPv4, timestamps) of the interface each
+                // way, as the terminal computes it (none for a virtual link; a tbf bounds
+                // only what is sent).
+                let tcp = InterfaceCeiling::of(i, |c| mb(c / MB)).map(|c| c.text);
                 vec![
                     i.name.clone(),
                     opt(i.operstate.clone()),
@@ -1536,6 +1566,86 @@ pub fn link_state(l: &PathLink) -> String {
         s.push_str(&format!(", {}", l.basis));
     }
     s
+}
+
+/// What a summary's path marks a link with: `bottleneck` towards the CPU, and away from it
+/// where another link bounds that way ("bottleneck for sending": a shaper on an interface's
+/// egress; "for writes" on a storage path).
+pub fn bottleneck_marks(s: &Summary, i: usize) -> Option<String> {
+    let from_cpu = |l: &PathLink| match l.kind {
+        LinkKind::Shaper | LinkKind::Ethernet => "sending",
+        _ => "writes",
+    };
+    if s.bottleneck == Some(i) {
+        Some("bottleneck".to_string())
+    } else if s.bottleneck_from_cpu == Some(i) {
+        s.links
+            .get(i)
+            .map(|l| format!("bottleneck for {}", from_cpu(l)))
+    } else {
+        None
+    }
+}
+
+/// How a path document's missing bottleneck is titled: "Bottleneck", or "Bottleneck for
+/// receiving" (or "for reads") when a link bounds only the other direction (a shaper).
+pub fn no_bottleneck_title(s: &Summary) -> String {
+    match s.bottleneck_from_cpu.and_then(|i| s.links.get(i)) {
+        Some(l) if matches!(l.kind, LinkKind::Shaper | LinkKind::Ethernet) => {
+            "Bottleneck for receiving".to_string()
+        }
+        Some(_) => "Bottleneck for reads".to_string(),
+        None => "Bottleneck".to_string(),
+    }
+}
+
+/// A path link's ceiling in MB/s (10^6 B/s) for a table: towards the CPU, or for a link
+/// that bounds only what leaves it (a shaper), that direction's, said so.
+pub fn link_ceiling_mb(l: &PathLink) -> String {
+    match (l.ceiling_to_cpu_bps(), l.ceiling_from_cpu_bps()) {
+        (Some(c), _) => mb(c / MB),
+        (None, Some(c)) => format!("{} (sending only)", mb(c / MB)),
+        (None, None) => dash(),
+    }
+}
+
+/// An interface's TCP ceiling (the audit's transfers) in words, `number` writing each
+/// figure: one figure when both ways have the same (`both_ways`), else each way ("11.8
+/// sending (tbf qdisc), none receiving"); `None` when neither way has one.
+pub struct InterfaceCeiling {
+    pub both_ways: bool,
+    pub text: String,
+}
+
+impl InterfaceCeiling {
+    pub fn of(
+        i: &model::inventory::net::NetInterface,
+        number: impl Fn(f64) -> String,
+    ) -> Option<InterfaceCeiling> {
+        use model::net::Way;
+        let sends = i.tcp_ceiling(Way::Sends).ok();
+        let receives = i.tcp_ceiling(Way::Receives).ok();
+        let way = |c: &Option<model::net::WayCeiling>, verb: &str| match c {
+            Some(c) if c.by_shaper => format!("{} {verb} (tbf qdisc)", number(c.goodput_bps)),
+            Some(c) => format!("{} {verb}", number(c.goodput_bps)),
+            None => format!("none {verb}"),
+        };
+        match (&sends, &receives) {
+            (None, None) => None,
+            (Some(s), Some(r)) if s == r => Some(InterfaceCeiling {
+                both_ways: true,
+                text: number(s.goodput_bps),
+            }),
+            _ => Some(InterfaceCeiling {
+                both_ways: false,
+                text: format!(
+                    "{}, {}",
+                    way(&sends, "sending"),
+                    way(&receives, "receiving")
+                ),
+            }),
+        }
+    }
 }
 
 /// Whether a link runs below what its ends support.

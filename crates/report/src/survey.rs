@@ -24,7 +24,8 @@ use std::fmt::Write;
 pub enum PartStatus {
     /// It ran to its end; `document` holds its result.
     Ran,
-    /// It ran but was stopped (Ctrl-C): `document`, when present, holds what it measured.
+    /// It ran but was stopped (Ctrl-C, or the end of the survey's budget): `document`, when
+    /// present, holds what it measured; `reason` says which.
     Interrupted,
     /// It started and failed: `reason` says why.
     Failed,
@@ -56,6 +57,14 @@ pub struct PartResult {
     /// Wall-clock seconds it took.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seconds: Option<f64>,
+    /// Seconds the plan printed before the survey gave it (its estimate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_s: Option<f64>,
+    /// Seconds it was given when it started: the rest of the survey is fitted into what is
+    /// left of the budget as it runs, so a part after others that overran is given less
+    /// (its estimate includes what the parts of its kind took beyond theirs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given_s: Option<f64>,
     /// What the part printed on stderr (warnings, notes), kept for the bug report.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub messages: Vec<String>,
@@ -72,6 +81,10 @@ pub struct SurveyBody {
     /// True when the survey was stopped before its end (Ctrl-C, SIGTERM).
     #[serde(default)]
     pub interrupted: bool,
+    /// Wall-clock seconds the parts took, from the first one's start to the last one's end:
+    /// what the budget (`plan.budget_s`) bounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
     /// Made from the parts when the document is written; readers recompute them.
     #[serde(default)]
     pub summary: String,
@@ -212,6 +225,18 @@ impl SurveyBody {
                     f.advice.clone()
                 });
             match (&s.ceiling, best.efficiency) {
+                // Above the ceiling: no efficiency to quote; the part's finding says what
+                // headroom believes carried it past the link (report::efficiency).
+                (Some(c), Some(eff)) if c.mb_s > 0.0 && eff > 1.0 => {
+                    sentences.push(format!(
+                        "storage on {device} gives {} MB/s ({}), above the ceiling set by {} ({} MB/s): \
+                         that ceiling does not bound it, so there is no efficiency to quote",
+                        mb(best.measured_mb_s),
+                        best.name,
+                        c.bottleneck,
+                        mb(c.mb_s)
+                    ));
+                }
                 (Some(c), Some(eff)) if c.mb_s > 0.0 => {
                     sentences.push(format!(
                         "storage on {device} reaches {:.0} % of the ceiling set by {} ({} of {} \
@@ -357,18 +382,21 @@ impl SurveyBody {
         for d in docs.iter().filter(|d| d.part.kind == PartKind::Net) {
             for t in &d.summary.tests {
                 let mbit = t.measured_mb_s * 8.0;
+                // The ceiling's basis is a description with punctuation of its own (a
+                // shaper's "...; it shapes what this host sends"): in parentheses.
                 let judged = match (t.ceiling_in(&d.summary), t.efficiency) {
+                    (Some(c), Some(eff)) if eff > 1.0 => format!(
+                        ", above the ceiling ({}), which does not bound it (no efficiency to \
+                         quote)",
+                        c.bottleneck
+                    ),
                     (Some(c), Some(eff)) => {
-                        format!(
-                            ", {:.0} % of the ceiling set by {}",
-                            eff * 100.0,
-                            c.bottleneck
-                        )
+                        format!(", {:.0} % of the ceiling ({})", eff * 100.0, c.bottleneck)
                     }
                     _ => String::new(),
                 };
                 sentences.push(format!(
-                    "{} {}: {mbit:.1} Mbit/s{judged}",
+                    "network part {}, {}: {mbit:.1} Mbit/s{judged}",
                     d.part.id, t.name
                 ));
             }
@@ -421,31 +449,48 @@ impl SurveyBody {
                 plural(self.parts.len(), "part", "parts")
             ));
         }
+        // Each fact a sentence of its own: joined with "; " they ran together with the
+        // semicolons inside them (a shaper's ceiling "...; it shapes what this host sends").
         let summary = if sentences.is_empty() {
             "Nothing was measured.".to_string()
         } else {
-            let mut s = sentences.join("; ");
-            if let Some(first) = s.get(..1) {
-                s = first.to_uppercase() + &s[1..];
-            }
-            s.push('.');
-            s
+            sentences
+                .iter()
+                .map(|s| as_sentence(s))
+                .collect::<Vec<_>>()
+                .join(" ")
         };
         (summary, ranked)
     }
 }
 
-/// The interrupts the stress part's own io workers caused on the measured CPUs, in words
+/// `s` as a sentence: its first letter capitalised, a full stop at its end.
+fn as_sentence(s: &str) -> String {
+    let mut chars = s.chars();
+    let mut o: String = match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => return String::new(),
+    };
+    if !o.ends_with('.') {
+        o.push('.');
+    }
+    o
+}
+
+/// The interrupts the stress part's own disk workers (io, hdd) caused on the measured CPUs, in words
 /// (`its io workers made vda interrupt 52837 times on the measured CPUs: load the survey
 /// generated itself`), when they caused any: the latency document names the disk behind
-/// each line, and its stress spec says whether io workers ran.
+/// each line, and its stress spec says whether io or hdd workers ran.
 fn self_generated_load(docs: &[PartDoc<'_>]) -> Option<String> {
     let d = docs.iter().find(|d| d.part.id == "latency stress")?;
     let view: crate::views::LatencyView = d.document.view("latency stress").ok()?;
-    let io_workers = view.stress.as_ref().map_or(0, |s| s.spec.io);
-    if io_workers == 0 {
-        return None;
-    }
+    let spec = &view.stress.as_ref()?.spec;
+    let workers = match (spec.io > 0, spec.hdd > 0) {
+        (false, false) => return None,
+        (true, false) => "io workers",
+        (false, true) => "hdd workers",
+        (true, true) => "io and hdd workers",
+    };
     let mut disks: Vec<(String, u64)> = Vec::new();
     for src in view
         .interrupts
@@ -464,7 +509,7 @@ fn self_generated_load(docs: &[PartDoc<'_>]) -> Option<String> {
     (total > 0).then(|| {
         let names: Vec<&str> = disks.iter().map(|(d, _)| d.as_str()).collect();
         format!(
-            "its io workers made {} interrupt {total} times on the measured CPUs: load the \
+            "its {workers} made {} interrupt {total} times on the measured CPUs: load the \
              survey generated itself",
             names.join(", ")
         )
@@ -616,7 +661,7 @@ pub fn markdown_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String
     if let Some(c) = &doc.envelope.created {
         facts.push(c.clone());
     }
-    facts.push(format!("budget {}", format_seconds(body.plan.budget_s)));
+    facts.push(budget_fact(body));
     if body.interrupted {
         facts.push("interrupted: partial results".to_string());
     }
@@ -657,21 +702,31 @@ pub fn markdown_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String
         o.push('\n');
     }
     let _ = writeln!(o, "## Parts\n");
-    crate::markdown::table(
-        &mut o,
-        &[
-            ("Part", false),
-            ("Status", false),
-            ("Time (s)", true),
-            ("What, or why not", false),
-        ],
-        &parts_rows(body),
-    );
+    crate::markdown::table(&mut o, &PARTS_COLUMNS, &parts_rows(body));
     o.push('\n');
     o
 }
 
+/// The budget and, once the survey ran, what it took: `budget 1 min, took 58 s`.
+fn budget_fact(body: &SurveyBody) -> String {
+    let budget = format!("budget {}", format_seconds(body.plan.budget_s));
+    match body.seconds {
+        Some(s) => format!("{budget}, took {}", format_seconds(s)),
+        None => budget,
+    }
+}
+
+/// The parts table's columns (name, numeric), in Markdown and HTML alike.
+const PARTS_COLUMNS: [(&str, bool); 5] = [
+    ("Part", false),
+    ("Status", false),
+    ("Planned (s)", true),
+    ("Took (s)", true),
+    ("What, or why not", false),
+];
+
 fn parts_rows(body: &SurveyBody) -> Vec<Vec<String>> {
+    let secs = |s: Option<f64>| s.map_or_else(crate::table::dash, |s| format!("{s:.1}"));
     body.parts
         .iter()
         .map(|p| {
@@ -681,11 +736,18 @@ fn parts_rows(body: &SurveyBody) -> Vec<Vec<String>> {
                 (None, Some(x)) => x.what.clone(),
                 (None, None) => String::new(),
             };
+            // Planned, and what it was given when that differs (fitted into what was left).
+            let plan = match (p.planned_s, p.given_s) {
+                (Some(a), Some(g)) if (a - g).abs() >= 0.05 => {
+                    format!("{a:.1}, given {g:.1}")
+                }
+                (a, _) => secs(a),
+            };
             vec![
                 p.id.clone(),
                 p.status.word().to_string(),
-                p.seconds
-                    .map_or_else(crate::table::dash, |s| format!("{s:.1}")),
+                plan,
+                secs(p.seconds),
                 what,
             ]
         })
@@ -699,6 +761,7 @@ pub fn html_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String {
     let mut o = String::new();
     let host = host_of(doc);
     let _ = writeln!(o, "<section><h2>Survey of {}</h2>", esc(&host));
+    let _ = writeln!(o, "<p>{}</p>", esc(&budget_fact(body)));
     let _ = writeln!(o, "<p class=\"summary\">{}</p>", esc(&summary));
     let _ = writeln!(o, "<h3>Conclusions, by what they cost</h3>");
     o.push_str(
@@ -721,19 +784,18 @@ pub fn html_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String {
             esc(c.action.as_deref().unwrap_or("–"))
         );
     }
-    o.push_str(
-        "</tbody></table>\n<h3>Parts</h3>\n<table><thead><tr><th>Part</th>\
-                <th>Status</th><th>Time (s)</th><th>What, or why not</th></tr></thead><tbody>\n",
-    );
+    o.push_str("</tbody></table>\n<h3>Parts</h3>\n<table><thead><tr>");
+    for (name, _) in PARTS_COLUMNS {
+        let _ = write!(o, "<th>{}</th>", esc(name));
+    }
+    o.push_str("</tr></thead><tbody>\n");
     for r in parts_rows(body) {
-        let _ = writeln!(
-            o,
-            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
-            esc(&r[0]),
-            esc(&r[1]),
-            esc(&r[2]),
-            esc(&r[3])
-        );
+        o.push_str("<tr>");
+        for (cell, (_, numeric)) in r.iter().zip(PARTS_COLUMNS) {
+            let class = if numeric { " class=\"n\"" } else { "" };
+            let _ = write!(o, "<td{class}>{}</td>", esc(cell));
+        }
+        o.push_str("</tr>\n");
     }
     o.push_str("</tbody></table></section>\n");
     o

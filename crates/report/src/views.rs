@@ -211,7 +211,15 @@ mod tests {
         assert_eq!(d.interrupted, None);
         assert_eq!(
             unread_fields::<DiskView>(&body).unwrap(),
-            ["interrupted", "system.governor", "tests[].runs[].clat"]
+            [
+                "interrupted",
+                "parameters.buffers",
+                "system.governor",
+                "tests[].runs[].clat",
+                "tests[].runs[].cross_check.app_ios",
+                "tests[].runs[].cross_check.diskstats_read_requests",
+                "tests[].runs[].cross_check.diskstats_write_requests"
+            ]
         );
     }
 

@@ -382,6 +382,7 @@ fn a_survey_renders_in_chromium() {
             .map(|(id, kind, file)| ran(id, *kind, fixture_value(file)))
             .collect(),
         interrupted: false,
+        seconds: None,
         summary: String::new(),
         conclusions: Vec::new(),
     };

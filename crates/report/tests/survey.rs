@@ -19,6 +19,11 @@ fn survey(disk: &str) -> (Document, SurveyBody) {
 /// As [`survey`], the worst wake-up of every thread `later_ns` later under load than idle
 /// (the idle run's threads' maxima spread 431 us: 979 and 548 us).
 fn survey_with(disk: &str, later_ns: u64) -> (Document, SurveyBody) {
+    survey_of(fixture(disk), later_ns)
+}
+
+/// The same survey around any disk document.
+fn survey_of(disk: Value, later_ns: u64) -> (Document, SurveyBody) {
     let idle = fixture("latency-2-threads.json");
     let mut load = idle.clone();
     for t in load["measurement"]["threads"].as_array_mut().unwrap() {
@@ -43,7 +48,7 @@ fn survey_with(disk: &str, later_ns: u64) -> (Document, SurveyBody) {
                 PartKind::Audit,
                 fixture("audit-nvme-downgraded.json"),
             ),
-            ran("disk nvme0n1", PartKind::Disk, fixture(disk)),
+            ran("disk nvme0n1", PartKind::Disk, disk),
             ran("latency idle", PartKind::Latency, idle),
             ran("latency stress", PartKind::Latency, load),
             PartResult {
@@ -52,11 +57,14 @@ fn survey_with(disk: &str, later_ns: u64) -> (Document, SurveyBody) {
                 status: PartStatus::NotRun,
                 reason: Some("not run: no --net HOST given".into()),
                 seconds: None,
+                planned_s: None,
+                given_s: None,
                 messages: Vec::new(),
                 document: None,
             },
         ],
         interrupted: false,
+        seconds: Some(24.3),
         summary: String::new(),
         conclusions: Vec::new(),
     };
@@ -68,6 +76,34 @@ fn survey_with(disk: &str, later_ns: u64) -> (Document, SurveyBody) {
         kernel: Some("6.6.51+rpt-rpi-2712".into()),
     });
     (doc, body)
+}
+
+/// Issue 23 item 8: a disk above its ceiling (an emulated board's 1030 MB/s over a 196 MB/s
+/// PCIe link) read "reaches 526 % of its ceiling", a number to quote; the survey says the
+/// ceiling does not bound it, and ranks no loss for it.
+#[test]
+fn a_disk_above_its_ceiling_has_no_efficiency_to_quote() {
+    let mut disk = fixture("rpi5-gen2.json");
+    for side in ["read_bytes_per_sec", "write_bytes_per_sec"] {
+        let c = disk["ceiling"][side].as_f64().unwrap();
+        disk["ceiling"][side] = Value::from(c / 5.88);
+    }
+    disk["tests"][0]["efficiency"] = Value::from(5.26);
+    let (_, body) = survey_of(disk, 600_000);
+    let (summary, conclusions) = body.judge("survey.json");
+    assert!(
+        summary.contains("storage on nvme0n1 gives")
+            && summary
+                .contains("that ceiling does not bound it, so there is no efficiency to quote"),
+        "{summary}"
+    );
+    assert!(!summary.contains("526 %"), "{summary}");
+    assert!(
+        !conclusions
+            .iter()
+            .any(|c| c.subject == "nvme0n1" && c.lost.is_some()),
+        "{conclusions:#?}"
+    );
 }
 
 #[test]
@@ -85,7 +121,7 @@ fn the_summary_names_the_bottleneck_and_the_lost_link() {
     );
     // The dd run is judged against its bottleneck, the PCIe 5 GT/s x1 link (seed 003).
     assert!(
-        summary.contains("storage on nvme0n1 reaches") && summary.contains("PCIe 5 GT/s x1"),
+        summary.contains("Storage on nvme0n1 reaches") && summary.contains("PCIe 5 GT/s x1"),
         "{summary}"
     );
     assert!(summary.contains("1 of 5 parts did not run to the end: net (not run)"));
@@ -123,7 +159,7 @@ fn a_latency_difference_within_the_runs_spread_is_no_conclusion() {
     );
     assert!(
         summary.contains(
-            "wake-up latency peaks at 979 us idle and 1062 us under load, a difference within \
+            "Wake-up latency peaks at 979 us idle and 1062 us under load, a difference within \
              the 431 us the threads' maxima spread within a run: no effect of the load these \
              runs can tell"
         ),
@@ -227,6 +263,7 @@ fn every_conclusion_has_an_action_and_the_survey_names_its_own_load() {
             ),
         ],
         interrupted: false,
+        seconds: None,
         summary: String::new(),
         conclusions: Vec::new(),
     };
@@ -263,6 +300,26 @@ fn every_conclusion_has_an_action_and_the_survey_names_its_own_load() {
         summary.contains("of the ceiling set by") && !summary.contains(") ceiling"),
         "{summary}"
     );
+    // Session 6 (s6-fix) item 6: the facts were joined with "; ", and the shaper's ceiling
+    // brings a semicolon of its own ("...; it shapes what this end sends; wake-up latency
+    // ..."): each fact is now a sentence, and the ceiling's description is in parentheses.
+    assert!(
+        summary.contains(
+            " Network part net 10.0.0.2, TCP client -> server: 93.5 Mbit/s, 99 % of the \
+             ceiling (tbf qdisc on va: rate 100.00 Mbit/s, overhead 24 B per packet, MTU \
+             1500, TCP with timestamps (net.ipv4.tcp_timestamps = 1); it shapes what this end \
+             sends)."
+        ),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(" Storage on nvme0n1 reaches")
+            && summary.contains(" Wake-up latency peaks at"),
+        "{summary}"
+    );
+    for fact in ["storage", "wake-up", "net", "network"] {
+        assert!(!summary.contains(&format!("; {fact}")), "{summary}");
+    }
 }
 
 #[test]

@@ -12,12 +12,13 @@ fn mount(args: &[&str], mnt: &Path) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// Runs `test` with the mount point of a fresh 8 MiB tmpfs, unmounted afterwards, also when
+/// Runs `test` with the mount point of a fresh 8 MiB tmpfs (only its owner may write it), unmounted afterwards, also when
 /// `test` fails; skipped with a note where no tmpfs can be mounted (it needs root).
 pub fn on_tmpfs(test: impl FnOnce(&Path)) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("a temporary directory: {e}"));
     let mnt = dir.path();
-    if !mount(&["-t", "tmpfs", "-o", "size=8m", "tmpfs"], mnt) {
+    // mode=0700: a tmpfs's root is 1777 by default, a directory every user can write.
+    if !mount(&["-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs"], mnt) {
         eprintln!("skipped: cannot mount a tmpfs here (needs root)");
         return;
     }

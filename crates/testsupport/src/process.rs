@@ -35,6 +35,95 @@ pub fn wait_exit(child: &mut Child, limit: Duration) -> ExitStatus {
     }
 }
 
+/// The processes `pid`'s threads started that still exist (/proc/PID/task/TID/children,
+/// CONFIG_PROC_CHILDREN): a benchmark's workers and measuring processes.
+pub fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        if let Ok(c) = std::fs::read_to_string(t.path().join("children")) {
+            out.extend(c.split_whitespace().filter_map(|w| w.parse::<u32>().ok()));
+        }
+    }
+    out
+}
+
+/// A counter of /proc/PID/io (`read_bytes`: bytes the process had read from storage);
+/// 0 when the process or the field is gone.
+pub fn io_counter(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .ok()
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                l.strip_prefix(field)
+                    .and_then(|r| r.strip_prefix(": "))
+                    .and_then(|v| v.trim().parse().ok())
+            })
+        })
+        .unwrap_or(0)
+}
+
+/// How many times the thread of `pid` named `name` (its comm, as `std::thread::Builder`
+/// names it) gave up its CPU to wait (voluntary_ctxt_switches): each sleep of a measuring
+/// loop counts one. `None` while no such thread exists.
+pub fn thread_sleeps(pid: u32, name: &str) -> Option<u64> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    tasks.flatten().find_map(|t| {
+        let comm = std::fs::read_to_string(t.path().join("comm")).ok()?;
+        if comm.trim_end() != name {
+            return None;
+        }
+        let status = std::fs::read_to_string(t.path().join("status")).ok()?;
+        status.lines().find_map(|l| {
+            l.strip_prefix("voluntary_ctxt_switches:")
+                .and_then(|v| v.trim().parse().ok())
+        })
+    })
+}
+
+/// A child's stderr read as it comes by a thread of its own (so the pipe never fills): wait
+/// for a line saying that a state was reached, then read all of it.
+pub struct StderrWatch {
+    text: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl StderrWatch {
+    /// Take `child`'s piped stderr and read it in the background until it closes.
+    pub fn of(child: &mut Child) -> StderrWatch {
+        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let mut pipe = child.stderr.take().expect("a piped stderr");
+        let into = std::sync::Arc::clone(&text);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                if let Ok(mut t) = into.lock() {
+                    t.push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            }
+        });
+        StderrWatch { text }
+    }
+
+    /// Wait (up to `limit`) until a whole line containing `what` has come; whether one did.
+    pub fn wait_for(&self, what: &str, limit: Duration) -> bool {
+        wait_until(limit, || {
+            self.text()
+                .split_inclusive('\n')
+                .any(|l| l.ends_with('\n') && l.contains(what))
+        })
+    }
+
+    /// What came so far.
+    pub fn text(&self) -> String {
+        self.text.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+}
+
 /// Send `signal` (libc::SIGINT, ...) to the child, as Ctrl-C or `kill` would.
 pub fn signal(child: &Child, signal: i32) {
     let pid = i32::try_from(child.id()).unwrap_or_else(|e| panic!("{e}"));

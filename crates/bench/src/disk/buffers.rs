@@ -1,6 +1,7 @@
 //! I/O buffers aligned for O_DIRECT and the reproducible pseudo-random data that fills them.
 
 use super::DiskError;
+use model::disk::Buffers;
 
 /// `queue_depth` buffers of `block_size` bytes in one allocation aligned for O_DIRECT.
 ///
@@ -18,12 +19,13 @@ pub struct IoBuffers {
 unsafe impl Send for IoBuffers {}
 
 impl IoBuffers {
-    /// Allocate `count` slots of `block_size` bytes aligned to `align` (a power of two), each
-    /// filled with incompressible pseudo-random bytes, or zeros when `zero`.
+    /// Allocate `count` slots of `block_size` bytes aligned to `align` (a power of two) in
+    /// `memory`, each filled with incompressible pseudo-random bytes, or zeros when `zero`.
     pub fn new(
         count: usize,
         block_size: usize,
         align: usize,
+        memory: Buffers,
         zero: bool,
         seed: u64,
     ) -> Result<Self, DiskError> {
@@ -31,11 +33,14 @@ impl IoBuffers {
             .checked_mul(block_size)
             .filter(|t| *t > 0)
             .ok_or_else(|| DiskError::BadParameter("buffer size overflows".into()))?;
-        // Buffers of 2 MiB or more are aligned to 2 MiB and asked to be backed by huge pages
-        // (MADV_HUGEPAGE), so a 1 MiB buffer is physically contiguous: the kernel then maps it
-        // as one segment instead of 256 pages, which a device with max_segments 254 (virtio-blk)
-        // would otherwise split into two requests.
-        let huge = total >= HUGE_PAGE;
+        // Huge pages: the whole allocation rounded up to 2 MiB (at most 2 MiB more per job),
+        // aligned to 2 MiB and asked to be backed by huge pages (MADV_HUGEPAGE), so a 1 MiB
+        // buffer is physically contiguous: the kernel maps it as a few segments of
+        // max_segment_size instead of 256 pages, which a device with max_segments 254
+        // (virtio-blk) or 128 (loop) splits into two requests. Pages: 4 KiB pages, also where
+        // transparent huge pages are `always` (MADV_NOHUGEPAGE), as an application's malloc'd
+        // buffers are under the usual `madvise` setting.
+        let huge = memory == Buffers::HugePages;
         let (size, align) = if huge {
             (total.div_ceil(HUGE_PAGE) * HUGE_PAGE, align.max(HUGE_PAGE))
         } else {
@@ -50,11 +55,16 @@ impl IoBuffers {
                 "cannot allocate {total} bytes of I/O buffers: lower --qd, --jobs or --bs"
             )));
         }
-        if huge {
-            // SAFETY: the range is exactly the allocation; madvise only changes how it is backed
-            // (an error, e.g. THP compiled out, leaves ordinary pages: nothing to handle).
-            unsafe { libc::madvise(ptr.cast(), size, libc::MADV_HUGEPAGE) };
-        }
+        let advice = if huge {
+            libc::MADV_HUGEPAGE
+        } else {
+            libc::MADV_NOHUGEPAGE
+        };
+        // SAFETY: the range is the allocation (page-aligned: align >= 4096, and size a multiple
+        // of it for huge pages; madvise rounds the end up to a page for pages, which stays
+        // inside the allocator's page); madvise only changes how it is backed (an error, e.g.
+        // THP compiled out, leaves ordinary pages: nothing to handle).
+        unsafe { libc::madvise(ptr.cast(), size, advice) };
         // SAFETY: the allocation holds `size` bytes; it is initialised here before any read.
         unsafe { std::ptr::write_bytes(ptr, 0, size) };
         let mut b = IoBuffers {
@@ -180,7 +190,7 @@ mod tests {
 
     #[test]
     fn random_buffers_do_not_compress_and_scramble_changes_every_sector() {
-        let b = IoBuffers::new(2, 4096, 4096, false, 7).unwrap();
+        let b = IoBuffers::new(2, 4096, 4096, Buffers::Pages, false, 7).unwrap();
         let before = b.slot_copy(0);
         // No 8-byte word repeats in a random 4 KiB buffer.
         let mut words: Vec<&[u8]> = before.chunks(8).collect();
@@ -194,7 +204,7 @@ mod tests {
             assert_eq!(x[8..], y[8..]);
         }
         assert!(b.slot_ptr(0) as usize % 4096 == 0);
-        let z = IoBuffers::new(1, 512, 512, true, 7).unwrap();
+        let z = IoBuffers::new(1, 512, 512, Buffers::HugePages, true, 7).unwrap();
         assert!(z.slot_ptr(0) as usize % 4096 == 0);
     }
 }

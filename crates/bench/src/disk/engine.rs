@@ -42,6 +42,11 @@ pub struct EngineCaps {
     /// No I/O reaches the target (fio's `FIO_DISKLESSIO`, set by its `null` engine): the
     /// numbers are the tool's own cost, and the kernel's byte counts have nothing to check.
     pub diskless: bool,
+    /// Tries each I/O without blocking first (IOCB_NOWAIT, io_uring's inline issue), and the
+    /// kernel issues it again from a worker thread of this process when the block layer sends
+    /// it back with EAGAIN. On a block device the kernel's count of this process's bytes
+    /// (`/proc/self/io`) then counts both submissions; see the runner's cross-check.
+    pub nowait_issue: bool,
 }
 
 /// A disk I/O engine (fio's `struct ioengine_ops`). Implementations are stateless; per-thread

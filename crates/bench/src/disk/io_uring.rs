@@ -27,6 +27,7 @@ impl Engine for IoUringEngine {
         EngineCaps {
             asynchronous: true,
             diskless: false,
+            nowait_issue: true,
         }
     }
 

@@ -52,6 +52,7 @@ pub(super) struct JobPlan<'a> {
     pub(super) spec: &'a TestSpec,
     pub(super) region: Region,
     pub(super) align: usize,
+    pub(super) buffers: model::disk::Buffers,
     pub(super) zero: bool,
     pub(super) seed: u64,
     pub(super) ramp: Duration,
@@ -68,7 +69,14 @@ pub(super) fn run_job(
     let spec = plan.spec;
     let bs = spec.block_size;
     let qd = spec.queue_depth.max(1);
-    let buffers = IoBuffers::new(qd as usize, bs as usize, plan.align, plan.zero, plan.seed)?;
+    let buffers = IoBuffers::new(
+        qd as usize,
+        bs as usize,
+        plan.align,
+        plan.buffers,
+        plan.zero,
+        plan.seed,
+    )?;
     let mut rng = Rng::new(plan.seed.rotate_left(17));
     let blocks = plan.region.len / bs;
     if blocks == 0 {

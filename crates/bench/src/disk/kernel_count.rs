@@ -11,15 +11,24 @@ pub struct ByteCount {
     pub write_bytes: u64,
 }
 
+/// What a block device has done so far: its bytes and the requests that carried them
+/// (`/proc/diskstats`: reads and writes completed, each one request of the block layer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct DeviceCount {
+    pub bytes: ByteCount,
+    pub read_requests: u64,
+    pub write_requests: u64,
+}
+
 /// The kernel's running byte counters, read around each run (DESIGN: samplers run beside an
 /// engine, the cli starts them). `None` when a counter is not available.
 pub trait KernelCounts: Sync {
     /// Bytes this process (every thread, the io_uring workers included) has caused to be
     /// read from and written to storage so far.
     fn process_bytes(&self) -> Option<ByteCount>;
-    /// Bytes block device `name` (e.g. `nvme0n1`) has read and written so far, every
-    /// process's traffic included.
-    fn device_bytes(&self, name: &str) -> Option<ByteCount>;
+    /// Bytes and requests block device `name` (e.g. `nvme0n1`) has read and written so far,
+    /// every process's traffic included.
+    fn device_counts(&self, name: &str) -> Option<DeviceCount>;
 }
 
 /// Ask the kernel to read this program's own file into the page cache now, before anything is

@@ -18,6 +18,7 @@ impl Engine for NullEngine {
         EngineCaps {
             asynchronous: true,
             diskless: true,
+            nowait_issue: false,
         }
     }
 

@@ -3,12 +3,13 @@
 //! CrystalDiskMark 8's sets and defaults (1 GiB, 5 runs of 5 s, 5 s interval, best run shown)
 //! are from its documentation and settings dialog (crystalmark.info, CrystalDiskMark 8.0
 //! "Settings > Test Data / Interval / Profile"). `rk` is the fio emulation of seed 000 §8.1.1
-//! (`-direct=1 -iodepth 32 -bs=1024K` read/write and `-bs=4K` randread/randwrite, numjobs 1);
+//! (`-direct=1 -iodepth 32 -bs=1024K` read/write and `-bs=4K` randread/randwrite, numjobs 1,
+//! `-runtime=180` without time_based: each command once, until its size or 180 s);
 //! `dd` is the block-size sweep of seed 004 (4K, 64K, 128K, 512K over a 1 GiB file, caches
 //! dropped before each run), with 1M added as the size where USB disks usually saturate.
 
 use super::{DiskError, MAX_BLOCK_SIZE, MAX_QUEUE_DEPTH, MIN_BLOCK_SIZE};
-use model::disk::{Parameters, Pattern, Shown, TestSpec, Workload};
+use model::disk::{Buffers, Parameters, Pattern, Shown, TestSpec, Workload};
 use model::units::size_label;
 
 /// A named test set.
@@ -105,6 +106,7 @@ pub struct Overrides {
     pub fsync_end: bool,
     pub zero: bool,
     pub shown: Option<Shown>,
+    pub buffers: Option<Buffers>,
 }
 
 /// The workload named by fio's `--rw` (`rw`/`randrw` take `--rwmixread`, default 50).
@@ -147,6 +149,8 @@ pub fn build(
     // CrystalDiskMark 8 defaults: 5 runs, 5 s each, 5 s interval, 1 GiB, best shown.
     let (mut runs, mut runtime, mut pause, mut time_based) = match profile {
         Profile::Dd => (1, 30.0, 0.0, false),
+        // The Rockchip guide ran each fio command once, one after the other.
+        Profile::Rk => (1, 180.0, 0.0, false),
         Profile::Custom => (1, 5.0, 0.0, o.time_based),
         _ => (5, 5.0, 5.0, true),
     };
@@ -261,6 +265,7 @@ pub fn build(
         // Seed 004 drops the page cache before each dd; with O_DIRECT there is none to drop.
         drop_caches: profile == Profile::Dd && !direct,
         shown: o.shown.unwrap_or(Shown::Best),
+        buffers: Some(o.buffers.unwrap_or(Buffers::HugePages)),
     };
     validate(&p, &tests)?;
     Ok((p, tests))

@@ -8,7 +8,8 @@
 //!   with holes is not read as is, since reads of a hole never reach the disk;
 //! - free space is checked before the file is created;
 //! - a block device is opened read-only unless `--destructive`, and writing is refused while
-//!   it or any of its partitions is mounted, used as swap or held by dm/md (the caller passes
+//!   it or any of its partitions is mounted, used as swap, held by dm/md or backs a loop
+//!   device (the caller passes
 //!   those holds, found by `probe::block::holds`); it is then opened with `O_EXCL`, which the kernel
 //!   refuses for a device in use (block/bdev.c `bd_prepare_to_claim`).
 
@@ -49,15 +50,28 @@ pub struct TargetOptions {
 }
 
 /// The name of the file headroom creates inside a directory target:
-/// `headroom-disk.PID.START.tmp`, with the process's start time (field 22 of /proc/PID/stat,
-/// clock ticks since boot) beside its pid, so a later run can tell a file whose process is
-/// gone (killed with SIGKILL, which no handler sees) from one a running headroom uses, even
-/// after the pid was reused (see [`remove_stale_files`]).
+/// `headroom-disk.PID.START.RANDOM.tmp`, with the process's start time (field 22 of
+/// /proc/PID/stat, clock ticks since boot) beside its pid, so a later run can tell a file
+/// whose process is gone (killed with SIGKILL, which no handler sees) from one a running
+/// headroom uses, even after the pid was reused (see [`remove_stale_files`]); and eight
+/// random hex digits, so no other user can predict the name and plant something there first
+/// in a directory others can write (the file is created with O_EXCL besides).
 pub fn temp_name() -> String {
     let pid = std::process::id();
+    let mut random = [0u8; 4];
+    // SAFETY: getrandom(2) writes at most `random.len()` bytes into the buffer.
+    let got = unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), 0) };
+    if got != random.len() as isize {
+        // No getrandom (a kernel before 3.17): the clock's nanoseconds, still not the pid.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        random = nanos.to_le_bytes();
+    }
+    let random = u32::from_le_bytes(random);
     match process_start_time(pid) {
-        Some(start) => format!("{TEMP_PREFIX}{pid}.{start}{TEMP_SUFFIX}"),
-        None => format!("{TEMP_PREFIX}{pid}{TEMP_SUFFIX}"),
+        Some(start) => format!("{TEMP_PREFIX}{pid}.{start}.{random:08x}{TEMP_SUFFIX}"),
+        None => format!("{TEMP_PREFIX}{pid}.{random:08x}{TEMP_SUFFIX}"),
     }
 }
 
@@ -78,13 +92,19 @@ fn parse_start_time(stat: &str) -> Option<u64> {
     after_comm.split_whitespace().nth(22 - 3)?.parse().ok()
 }
 
-/// `(pid, start time)` of a test file name made by [`temp_name`]; the start time is absent in
-/// names from before it was added (`headroom-disk.PID.tmp`).
+/// `(pid, start time)` of a test file name made by [`temp_name`]
+/// (`headroom-disk.PID.START.RANDOM.tmp`), or by an earlier headroom
+/// (`headroom-disk.PID.START.tmp`, `headroom-disk.PID.tmp`: no start time). A name whose
+/// random part is not eight hex digits is not ours.
 fn parse_temp_name(name: &str) -> Option<(u32, Option<u64>)> {
     let mid = name.strip_prefix(TEMP_PREFIX)?.strip_suffix(TEMP_SUFFIX)?;
-    match mid.split_once('.') {
-        Some((pid, start)) => Some((pid.parse().ok()?, Some(start.parse().ok()?))),
-        None => Some((mid.parse().ok()?, None)),
+    let random = |r: &str| r.len() == 8 && r.bytes().all(|b| b.is_ascii_hexdigit());
+    let parts: Vec<&str> = mid.split('.').collect();
+    match parts[..] {
+        [pid] => Some((pid.parse().ok()?, None)),
+        [pid, start] => Some((pid.parse().ok()?, Some(start.parse().ok()?))),
+        [pid, start, r] if random(r) => Some((pid.parse().ok()?, Some(start.parse().ok()?))),
+        _ => None,
     }
 }
 
@@ -99,14 +119,72 @@ fn owner_is_gone(pid: u32, start: Option<u64>) -> bool {
     }
 }
 
-/// Remove the test files that runs killed without a chance to clean up left in `dir` (regular
-/// files named by [`temp_name`] whose process is gone); say what was removed, one sentence
-/// each. Nothing else in `dir` is touched.
+/// When the system booted, in seconds since the epoch: `btime` of /proc/stat (proc(5)).
+fn boot_time() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    stat.lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Why a test file whose process is gone is not removed; `None` when it may be: a regular
+/// file of the user running headroom, made after the process its name records started in
+/// this boot (its start time `start`, in clock ticks since boot, `ticks` a second). Root
+/// removes only its own files: a file of another user's named like ours may be anything.
+fn keep_reason(meta: &std::fs::Metadata, start: Option<u64>, ticks: u64) -> Option<String> {
+    // SAFETY: geteuid(2) has no arguments and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if !meta.is_file() {
+        return Some("it is not a regular file".into());
+    }
+    if meta.uid() != euid {
+        return Some(format!(
+            "it belongs to user {}, not to user {euid} running this headroom",
+            meta.uid()
+        ));
+    }
+    let Some(start) = start else {
+        return Some(
+            "its name records no start time (an older headroom made it), so it cannot be \
+             matched with its process"
+                .into(),
+        );
+    };
+    // When the recorded process started, in seconds since the epoch, against when the file
+    // was made (its birth time where the filesystem keeps one, else its last change): a
+    // process cannot have made a file before it started. btime is whole seconds, the start
+    // whole ticks: a second or two of slack.
+    let started = boot_time().map(|b| b + start / ticks.max(1));
+    let made = meta
+        .created()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(meta.ctime().max(0) as u64, |d| d.as_secs());
+    match started {
+        Some(s) if made + 2 >= s => None,
+        Some(_) => Some(
+            "it was made before the process its name records started (in an earlier boot, \
+             or named by someone else)"
+                .into(),
+        ),
+        None => Some("the boot time (btime in /proc/stat) could not be read".into()),
+    }
+}
+
+/// Remove the test files that runs killed without a chance to clean up left in `dir`: files
+/// named by [`temp_name`] whose process is gone, which the user running headroom owns and
+/// which were made after their process started ([`keep_reason`]); say what was removed, one
+/// sentence each. Those that look stale but fail a check are named and left alone. Nothing
+/// else in `dir` is touched.
 pub fn remove_stale_files(dir: &Path) -> Vec<String> {
     let mut said = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return said;
     };
+    // SAFETY: sysconf(3) reads a constant of the system.
+    let ticks = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).unwrap_or(100);
     // Bounded by the directory's entries.
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
@@ -119,14 +197,15 @@ pub fn remove_stale_files(dir: &Path) -> Vec<String> {
         let Ok(meta) = e.path().symlink_metadata() else {
             continue;
         };
-        // Only our own files (or any, as root): with /proc mounted hidepid, another user's
-        // running process would look gone.
-        // SAFETY: geteuid cannot fail.
-        let euid = unsafe { libc::geteuid() };
-        if !meta.is_file() || (euid != 0 && meta.uid() != euid) {
+        let path = e.path();
+        if let Some(why) = keep_reason(&meta, start, ticks) {
+            said.push(format!(
+                "{} is named like the test file of an earlier run (process {pid}, gone), but \
+                 {why}: it was left alone; remove it yourself if no run uses it",
+                path.display()
+            ));
             continue;
         }
-        let path = e.path();
         match std::fs::remove_file(&path) {
             Ok(()) => said.push(format!(
                 "removed {} ({} MiB), the test file of an earlier run (process {pid}) that \
@@ -292,8 +371,8 @@ pub fn prepare(
             if opts.writes && !holds.is_empty() {
                 let list: Vec<String> = holds.iter().map(|h| h.to_string()).collect();
                 return Err(DiskError::Target(format!(
-                    "refusing to write to {show}: {}; unmount it, swapoff, or stop the dm/md \
-                     device first",
+                    "refusing to write to {show}: {}; unmount it, swapoff, stop the dm/md \
+                     device or detach the loop device (losetup -d) first",
                     list.join(", ")
                 )));
             }
@@ -334,7 +413,18 @@ pub fn prepare(
                      --overwrite to fill it first"
                 )));
             }
-            notes.push(format!("{show} existed and was read as is (not filled)"));
+            let whole = if m.len() < opts.size {
+                format!(
+                    ": all of its {}, less than --size {}",
+                    model::units::format_bytes_binary(m.len()),
+                    model::units::format_bytes_binary(opts.size)
+                )
+            } else {
+                String::new()
+            };
+            notes.push(format!(
+                "{show} existed and was read as is (not filled){whole}"
+            ));
             (f, opts.size.min(m.len()), false)
         }
         TargetKind::ExistingFile | TargetKind::NewFile => {
@@ -403,6 +493,7 @@ pub fn prepare(
             device,
             device_note,
             no_block_io,
+            queue: None,
         },
         file,
         _created: created,
@@ -432,15 +523,23 @@ pub fn prepare(
 fn open_error(show: &str, e: &std::io::Error, direct: bool) -> DiskError {
     let hint = match e.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) => {
-            ": permission denied; choose a directory you can write to, or run as root"
+            // SAFETY: geteuid cannot fail.
+            let root = unsafe { libc::geteuid() } == 0;
+            format!(
+                ": permission denied; {}",
+                model::privilege::refusal(
+                    root,
+                    "choose a directory you can write to, or run as root"
+                )
+            )
         }
-        Some(libc::EROFS) => ": the filesystem is read-only",
-        Some(libc::EEXIST) => ": a file of that name appeared meanwhile; run again",
-        Some(libc::EBUSY) => ": the device is in use (mounted or held)",
+        Some(libc::EROFS) => ": the filesystem is read-only".to_string(),
+        Some(libc::EEXIST) => ": a file of that name appeared meanwhile; run again".to_string(),
+        Some(libc::EBUSY) => ": the device is in use (mounted or held)".to_string(),
         Some(libc::EINVAL) if direct => {
-            ": the filesystem refuses direct I/O (O_DIRECT); use --direct 0"
+            ": the filesystem refuses direct I/O (O_DIRECT); use --direct 0".to_string()
         }
-        _ => "",
+        _ => String::new(),
     };
     DiskError::Target(format!("cannot open {show}: {e}{hint}"))
 }
@@ -554,6 +653,11 @@ impl Target {
         &self.info
     }
 
+    /// Record the request queue of the target's disk (read by the caller: bench reads no sysfs).
+    pub fn set_queue(&mut self, queue: Option<model::inventory::block::QueueSettings>) {
+        self.info.queue = queue;
+    }
+
     pub fn notes(&self) -> Vec<String> {
         self.notes.clone()
     }
@@ -638,7 +742,14 @@ impl Target {
     ) -> Result<(), DiskError> {
         const CHUNK: u64 = 1 << 20;
         let align = self.mem_align();
-        let buf = super::IoBuffers::new(1, CHUNK as usize, align, false, 0x5EED)?;
+        let buf = super::IoBuffers::new(
+            1,
+            CHUNK as usize,
+            align,
+            model::disk::Buffers::HugePages,
+            false,
+            0x5EED,
+        )?;
         let mut rng = super::Rng::new(size);
         let show = self.info.file.display().to_string();
         self.file
@@ -728,9 +839,14 @@ mod tests {
             Some((4242, Some(987_654)))
         );
         assert_eq!(
+            parse_temp_name("headroom-disk.4242.987654.0a1b2c3d.tmp"),
+            Some((4242, Some(987_654)))
+        );
+        assert_eq!(
             parse_temp_name("headroom-disk.4242.tmp"),
             Some((4242, None))
         );
+        assert_eq!(parse_temp_name("headroom-disk.4242.987654.zz.tmp"), None);
         assert_eq!(parse_temp_name("headroom-disk.x.tmp"), None);
         assert_eq!(parse_temp_name("other.4242.tmp"), None);
         let own = temp_name();

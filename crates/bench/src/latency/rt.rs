@@ -75,15 +75,30 @@ pub fn set_affinity(cpu: u32) -> Result<(), String> {
     }
 }
 
-/// Run the calling thread under SCHED_FIFO at `priority` (`sched_setscheduler`).
+/// Run the calling thread under SCHED_FIFO at `priority` (the `sched_setscheduler` system call).
+///
+/// Through `syscall(2)`, not the C library's wrapper: musl's `sched_setscheduler()` (and
+/// `sched_getscheduler`, `sched_setparam`, `sched_getparam`) always fail with ENOSYS by design
+/// (src/sched/sched_setscheduler.c: POSIX says they act on processes, Linux's act on threads),
+/// so the static board binaries would measure a normal thread as root. The system call sets
+/// the policy of one thread on every libc; `pthread_setschedparam` would do the same in both
+/// libcs but through a thread handle this thread already is.
 pub fn set_fifo(priority: u8) -> Step {
     // musl's sched_param has more fields than glibc's (the SCHED_SPORADIC ones it reserves):
-    // start from zero and set the one Linux reads, so the same code builds for both.
+    // start from zero and set the one Linux reads (its struct sched_param is one int), so the
+    // same code builds for both.
     // SAFETY: plain data, all-zero is a valid value.
     let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
     param.sched_priority = i32::from(priority);
-    // SAFETY: valid sched_param; pid 0 = the calling thread (Linux schedules threads).
-    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    // SAFETY: valid sched_param that outlives the call; pid 0 = the calling thread.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_sched_setscheduler,
+            0 as libc::pid_t,
+            libc::SCHED_FIFO,
+            &param as *const libc::sched_param,
+        )
+    };
     if rc == 0 {
         Step::Done
     } else {

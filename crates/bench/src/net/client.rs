@@ -305,19 +305,27 @@ pub fn run_client(
         .map_err(|e| NetError::Setup(e.to_string()))?;
     ctrl.set_read_timeout(Some(CONTROL_TIMEOUT))
         .map_err(|e| NetError::Setup(e.to_string()))?;
+    // The cookie first, as iperf_connect sends it right after connecting: a server drops a
+    // connection without one after a few seconds (headroom's after 3 s), and what the
+    // Connected event starts (the samplers of the interface's device) took longer than that
+    // on an emulated aarch64 board. They still start before any stream sends.
+    let cookie = proto::make_cookie();
+    ctrl.write_all(&cookie)
+        .map_err(|e| ctrl_err(&peer)(e.into()))?;
     let interface = test_interface(local.ip(), addr.ip());
     progress(Event::Connected {
         peer: &peer,
         local,
         interface: interface.as_deref(),
     });
-    let cookie = proto::make_cookie();
-    ctrl.write_all(&cookie)
-        .map_err(|e| ctrl_err(&peer)(e.into()))?;
 
     let mut pending = None;
     let mut run = None;
     loop {
+        if run.is_none() {
+            // Before the test runs, a Ctrl-C is not left waiting for a silent server.
+            await_server(&ctrl, &peer, interrupt)?;
+        }
         match next_state(&mut ctrl, &peer)? {
             State::ParamExchange => {
                 proto::write_json(&mut ctrl, &params_of(cfg)?.to_json())
@@ -383,6 +391,34 @@ pub fn run_client(
                     "the server at {peer} sent {other:?}, which a client does not expect"
                 )))
             }
+        }
+    }
+}
+
+/// Wait until the server speaks on the control connection, in slices of at most 100 ms that
+/// watch `interrupt`: a stop before the test began (nothing measured) leaves at once instead
+/// of after the read's timeout, and a server silent for [`CONTROL_TIMEOUT`] is named so.
+fn await_server(ctrl: &TcpStream, peer: &str, interrupt: &AtomicBool) -> Result<(), NetError> {
+    let until = Instant::now() + CONTROL_TIMEOUT;
+    loop {
+        if interrupt.load(Ordering::Relaxed) {
+            return Err(NetError::Interrupted);
+        }
+        let now = Instant::now();
+        if now >= until {
+            return Err(ctrl_err(peer)(
+                std::io::Error::from(std::io::ErrorKind::TimedOut).into(),
+            ));
+        }
+        let mut pfd = libc::pollfd {
+            fd: ctrl.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let wait = (until - now).min(Duration::from_millis(100));
+        // SAFETY: one pollfd, valid for the call.
+        if unsafe { libc::poll(&mut pfd, 1, wait.as_millis() as i32 + 1) } > 0 {
+            return Ok(());
         }
     }
 }

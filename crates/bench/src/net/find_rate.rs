@@ -58,6 +58,18 @@ impl Found {
 }
 
 impl Plan {
+    /// The plan of `bench net --find-rate`: from `start_bps` with `threshold_percent` of
+    /// loss allowed, at most 14 trials (14 x `-t` seconds, bounded), the
+    /// bisection down to 1 % of its bracket.
+    pub fn new(start_bps: f64, threshold_percent: f64) -> Plan {
+        Plan {
+            start_bps,
+            threshold_percent,
+            max_trials: 14,
+            precision: 0.01,
+        }
+    }
+
     fn holds(&self, t: &Trial) -> bool {
         t.loss_percent <= self.threshold_percent && t.received_bps > 0.0
     }

@@ -183,7 +183,7 @@ impl Session {
                         s.base.bytes = s
                             .base
                             .bytes
-                            .saturating_sub(stream::unsent_bytes(s.sock.fd()).unwrap_or(0));
+                            .saturating_sub(stream::unacknowledged_bytes(s.sock.fd()).unwrap_or(0));
                     }
                     s.last = s.base;
                     s.base_retrans = Self::retrans_of(&s.sock, s.local_sends);
@@ -288,12 +288,15 @@ impl Session {
             .as_secs_f64();
         for s in &mut self.streams {
             let mut snap = s.counters.snapshot();
-            // A TCP sender's bytes still queued in its socket had not reached the peer when
-            // the test ended: the peer (iperf3 stops counting at TEST_END) never counts them.
+            // A TCP sender's bytes still waiting in its socket had not left when the test
+            // ended: the peer (iperf3 stops counting at TEST_END) never counts them. Bytes
+            // sent but not yet acknowledged are counted: the peer may have read them already
+            // (its acknowledgement delayed: two 64 KiB segments on loopback), and a receiver
+            // must never count more than its sender.
             if let (Sock::Tcp(_), true) = (&s.sock, s.local_sends) {
                 snap.bytes = snap
                     .bytes
-                    .saturating_sub(stream::unsent_bytes(s.sock.fd()).unwrap_or(0));
+                    .saturating_sub(stream::not_yet_sent_bytes(s.sock.fd()).unwrap_or(0));
             }
             s.end = Some((snap, secs));
         }

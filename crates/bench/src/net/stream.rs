@@ -454,10 +454,20 @@ pub fn tcp_info(fd: RawFd) -> Option<libc::tcp_info> {
 }
 
 /// Bytes a TCP socket has not yet had acknowledged (SIOCOUTQ, linux/sockios.h = TIOCOUTQ).
-pub fn unsent_bytes(fd: RawFd) -> Option<u64> {
+pub fn unacknowledged_bytes(fd: RawFd) -> Option<u64> {
     let mut n: libc::c_int = 0;
     // SAFETY: TIOCOUTQ writes one int.
     let r = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n) };
+    (r == 0).then_some(n.max(0) as u64)
+}
+
+/// Bytes a TCP socket holds that it has not yet sent at all (SIOCOUTQNSD, linux/sockios.h:
+/// write_seq - snd_nxt in net/ipv4/tcp.c tcp_ioctl), unlike [`unacknowledged_bytes`], which also
+/// counts bytes sent but not yet acknowledged.
+pub fn not_yet_sent_bytes(fd: RawFd) -> Option<u64> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: SIOCOUTQNSD writes one int. (The request's type differs between C libraries.)
+    let r = unsafe { libc::ioctl(fd, libc::SIOCOUTQNSD as _, &mut n) };
     (r == 0).then_some(n.max(0) as u64)
 }
 
@@ -490,7 +500,7 @@ pub fn drain(fds: &[RawFd], until: Instant, interrupt: &AtomicBool) {
     while Instant::now() < until && !interrupt.load(Ordering::Relaxed) {
         if fds
             .iter()
-            .all(|&fd| matches!(unsent_bytes(fd), Some(0) | None))
+            .all(|&fd| matches!(unacknowledged_bytes(fd), Some(0) | None))
         {
             return;
         }

@@ -74,6 +74,14 @@ pub struct QueueSettings {
     pub max_sectors_kb: Option<u64>,
     /// Largest request the device accepts, KiB.
     pub max_hw_sectors_kb: Option<u64>,
+    /// Most pieces of physically contiguous memory (segments) one request may carry
+    /// (Documentation/ABI/stable/sysfs-block, `queue/max_segments`). Absent in documents
+    /// written before it was read.
+    #[serde(default)]
+    pub max_segments: Option<u64>,
+    /// Largest segment, bytes (`queue/max_segment_size`).
+    #[serde(default)]
+    pub max_segment_size: Option<u64>,
     pub nr_requests: Option<u64>,
     pub read_ahead_kb: Option<u64>,
     /// `write back` or `write through`.

@@ -112,12 +112,12 @@ pub struct HostController {
 
 /// Whether a bcdUSB string is USB 3.0 or later ("3.00", "3.10", "3.20").
 pub fn is_usb3_version(version: &str) -> bool {
-    version
-        .trim()
-        .split('.')
-        .next()
-        .and_then(|m| m.parse::<u32>().ok())
-        .is_some_and(|major| major >= 3)
+    usb_major_version(version).is_some_and(|major| major >= 3)
+}
+
+/// The major version of a bcdUSB string: 2 for "2.00", 3 for "3.20".
+pub fn usb_major_version(version: &str) -> Option<u32> {
+    version.trim().split('.').next()?.parse().ok()
 }
 
 impl UsbDevice {

@@ -110,7 +110,7 @@ pub fn findings(
             ),
         );
     }
-    let io_stress = stress.is_some_and(|s| s.io > 0);
+    let disk_stress = stress.is_some_and(StressSpec::drives_disks);
     for &cpu in cpus {
         let arrived = interrupts
             .and_then(|i| i.cpus.iter().find(|c| c.cpu == cpu))
@@ -123,12 +123,13 @@ pub fn findings(
                 .take(4)
                 .map(|x| format!("{} {}: {}", x.irq, x.name, x.count))
                 .collect();
-            // The disks' interrupts under io workers are the stress's own load: it syncs
-            // every filesystem, and each sync is a flush request to every disk.
+            // The disks' interrupts under io or hdd workers are the stress's own load: io
+            // workers sync every filesystem (a flush request to every disk), hdd workers
+            // write and read a file.
             let own: Vec<&model::latency::IrqSource> = c
                 .sources
                 .iter()
-                .filter(|x| io_stress && x.block_device.is_some())
+                .filter(|x| disk_stress && x.block_device.is_some())
                 .collect();
             let own_count: u64 = own.iter().map(|x| x.count).sum();
             let others = c.count - own_count;
@@ -146,9 +147,9 @@ pub fn findings(
                     .collect();
                 disks.dedup();
                 message.push_str(&format!(
-                    "; {own_count} of them are load this run generated itself: its stress's io \
-                     workers call sync(), a flush request to every disk, and {} answered each \
-                     with an interrupt",
+                    "; {own_count} of them are load this run generated itself: {}, and {} answered \
+                     each with an interrupt",
+                    stress.map_or("", disk_workers),
                     disks.join(", ")
                 ));
             }
@@ -440,6 +441,19 @@ pub fn interrupted(by: &str) -> Finding {
     )
 }
 
+/// What the stress's disk workers do, in words: io workers call sync(), hdd workers write and
+/// read a file (the disks' interrupts under them are the run's own load).
+fn disk_workers(spec: &StressSpec) -> &'static str {
+    match (spec.io > 0, spec.hdd > 0) {
+        (true, false) => "its stress's io workers call sync(), a flush request to every disk",
+        (false, true) => "its stress's hdd workers write and read a file",
+        _ => {
+            "its stress's io workers call sync(), a flush request to every disk, and its hdd \
+             workers write and read a file"
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -604,7 +618,11 @@ mod tests {
             vm: 0,
             vm_bytes_per_worker: 0,
             vm_stride: 8,
+            hdd: 0,
+            hdd_bytes_per_worker: 0,
+            hdd_path: None,
             interpretation: String::new(),
+            notes: Vec::new(),
         };
         let stressed = cpu1(vec![
             (36, "virtio1-req.0".into(), 52_837),

@@ -51,7 +51,7 @@ mod tests {
                 name: "PCIe 0000:00:01.0 -> 0000:01:00.0".into(),
                 state: PathLinkState::Pcie(state),
                 capable_state: capable.map(PathLinkState::Pcie),
-                ceiling_bps: 1e9,
+                ceiling_bps: Some(1e9),
                 ceiling_other_direction_bps: None,
                 capable_ceiling_bps: None,
                 basis: String::new(),
@@ -59,6 +59,7 @@ mod tests {
             }],
             bottleneck: Some(0),
             no_bottleneck_reason: None,
+            bottleneck_from_cpu: Some(0),
         }
     }
 

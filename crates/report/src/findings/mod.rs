@@ -7,6 +7,7 @@
 //! [`latency::LatencyRun`] of facts.
 
 pub mod audit;
+pub mod disk;
 pub mod latency;
 pub mod mmio;
 pub mod system;

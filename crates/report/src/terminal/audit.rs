@@ -275,7 +275,13 @@ pub fn block(block: &BlockInventory) -> String {
         let mounts: Vec<String> = d
             .mounts
             .iter()
-            .map(|m| format!("{} ({})", printable(&m.mount_point), m.fs_type))
+            .map(|m| {
+                format!(
+                    "{} ({})",
+                    crate::outside::line(&m.mount_point.to_string_lossy()).into_owned(),
+                    m.fs_type
+                )
+            })
             .collect();
         let tran = if d.parent.is_some() {
             String::new()
@@ -361,8 +367,22 @@ pub fn net(net: &NetInventory) -> String {
             };
             let _ = write!(line, " on {on}");
         }
-        if let Ok(c) = model::net::interface_tcp_ceiling(i, model::net::Way::Receives) {
-            let _ = write!(line, " = {:.1} MB/s TCP", c / MB);
+        if let Some(sh) = &i.shaper {
+            let _ = write!(
+                line,
+                ", tbf qdisc {:.2} Mbit/s on its egress",
+                sh.rate_bps / 1e6
+            );
+        }
+        // One figure when both ways have it; else each way (a tbf bounds what is sent).
+        match crate::summary::InterfaceCeiling::of(i, |c| format!("{:.1} MB/s", c / MB)) {
+            Some(c) if c.both_ways => {
+                let _ = write!(line, " = {} TCP", c.text);
+            }
+            Some(c) => {
+                let _ = write!(line, " = TCP {}", c.text);
+            }
+            None => {}
         }
         let _ = writeln!(out, "{line}");
     }
@@ -493,21 +513,6 @@ fn function_line(audit: &PciAudit, f: &AuditedFunction, style: &Style) -> String
         }
     }
     s
-}
-
-/// A path as one printable line: control characters (a newline in a mount point) escaped the
-/// way mountinfo writes them (`\012`).
-fn printable(p: &std::path::Path) -> String {
-    p.to_string_lossy()
-        .chars()
-        .map(|c| {
-            if c.is_control() {
-                format!("\\{:03o}", c as u32)
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]

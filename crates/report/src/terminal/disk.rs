@@ -7,15 +7,42 @@
 use super::Style;
 use model::ceiling::PathCeiling;
 use model::disk::{Parameters, RunResult, TargetInfo, TargetKind, TestResult};
+use model::Finding;
 use std::fmt::Write as _;
 
+/// How a profile runs its tests: runs per test, their time bound, ramp and pauses
+/// (`5 runs per test, each 5 s, 5 s pause before each run but the first`), the words of the
+/// header line and of the plan `bench disk` prints before it starts.
+pub fn plan(p: &Parameters) -> String {
+    let bound = if p.time_based {
+        format!("{} s", p.runtime_s)
+    } else {
+        format!("up to {} s or one pass", p.runtime_s)
+    };
+    let ramp = if p.ramp_s > 0.0 {
+        format!(" after a {} s ramp", p.ramp_s)
+    } else {
+        String::new()
+    };
+    let pause = if p.pause_s > 0.0 {
+        format!(", {} s pause before each run but the first", p.pause_s)
+    } else {
+        ", no pause".to_string()
+    };
+    format!(
+        "{} per test, each {bound}{ramp}{pause}",
+        crate::summary::plural(p.runs, "run", "runs")
+    )
+}
+
 /// The text of `bench disk`: `tests` with their efficiency against `ceiling` (tests without
-/// a run are left out).
+/// a run are left out), the findings (`crate::findings::disk`), then the notes.
 pub fn render(
     p: &Parameters,
     t: &TargetInfo,
     tests: &[(&TestResult, Option<f64>)],
     ceiling: Option<&PathCeiling>,
+    findings: &[Finding],
     notes: &[String],
     style: &Style,
 ) -> String {
@@ -38,22 +65,19 @@ pub fn render(
         kind,
         model::units::format_bytes_binary(t.size_bytes)
     );
+    let buffers = p
+        .buffers
+        .map(|b| format!(", buffers in {}", b.words()))
+        .unwrap_or_default();
     let _ = writeln!(
         s,
-        "profile {}, engine {}, {}, {} run{} of up to {} s{}; MB/s, MiB/s, IOPS and latency \
-         (submission to completion, fio's lat = slat + clat; clat in --json) of the best run, mean \
-         MB/s of all runs",
+        "profile {}, engine {}, {}{buffers}, {}; MB/s, MiB/s, IOPS and latency (submission to \
+         completion, fio's lat = slat + clat; clat in --json) of the best run, mean MB/s of all \
+         runs",
         p.profile,
         p.engine,
         if p.direct { "O_DIRECT" } else { "buffered" },
-        p.runs,
-        if p.runs == 1 { "" } else { "s" },
-        p.runtime_s,
-        if p.ramp_s > 0.0 {
-            format!(" after {} s ramp", p.ramp_s)
-        } else {
-            String::new()
-        },
+        plan(p),
     );
     s.push('\n');
     let header = [
@@ -71,6 +95,7 @@ pub fn render(
         "CPU/IO",
         "proc io",
         "diskstats",
+        "requests",
     ];
     let units = [
         "",
@@ -87,6 +112,7 @@ pub fn render(
         "(µs)",
         "error (%)",
         "error (%)",
+        "per I/O",
     ];
     let mut table: Vec<Vec<String>> = vec![
         header.iter().map(|h| h.to_string()).collect(),
@@ -127,6 +153,9 @@ pub fn render(
             format!("{:.2}", b.cpu_us_per_io),
             pct(worst(|r| r.cross_check.proc_io_error_percent)),
             pct(worst(|r| r.cross_check.diskstats_error_percent)),
+            b.cross_check
+                .requests_per_io()
+                .map_or("-".to_string(), |r| format!("{r:.2}")),
         ]);
     }
     super::table(&mut s, &table, 2, 2, style);
@@ -149,6 +178,9 @@ pub fn render(
                 );
             }
         }
+    }
+    if !findings.is_empty() {
+        s.push_str(&super::audit::findings(findings, |sev| style.severity(sev)));
     }
     if !notes.is_empty() {
         s.push('\n');

@@ -7,6 +7,7 @@ use model::latency::split::{Split, SplitSource, SplitStats};
 use model::latency::{
     Config, CpuInterrupts, Live, LoadSample, MeasuredInterrupts, Measurement, Stats, Step,
 };
+use model::stress::StressSpec;
 use model::system::SystemContext;
 use model::units::format_cpu_list;
 use std::fmt::Write as _;
@@ -162,9 +163,22 @@ pub fn split_text(s: &Split, limit: u32) -> String {
     out
 }
 
+/// Under what a run measured and how it ended: the lines a pasted report must carry (they
+/// used to go to stderr only).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Conditions<'a> {
+    /// The background load (`--stress`), `None` for an idle run.
+    pub stress: Option<&'a StressSpec>,
+    /// The signal that stopped the run before its duration or loop count, as a user reads it
+    /// (`SIGINT (Ctrl-C)`).
+    pub interrupted_by: Option<&'a str>,
+}
+
 /// The text of `bench latency`: cyclictest's header and thread lines, the table with p99 and
 /// p99.9, the largest wake-ups and window maxima, the interrupts on the measured CPUs, the
 /// IRQ/thread split when the run made one, and the context the numbers depend on.
+// The parts of a latency document one by one until it has its own type in report (issue 26).
+#[allow(clippy::too_many_arguments)]
 pub fn render(
     config: &Config,
     ctx: &SystemContext,
@@ -172,6 +186,7 @@ pub fn render(
     load: Option<&LoadSample>,
     interrupts: Option<&MeasuredInterrupts>,
     split: Option<&Split>,
+    conditions: Conditions,
     nsecs: bool,
 ) -> String {
     let mut s = String::new();
@@ -195,6 +210,33 @@ pub fn render(
         None => {
             let _ = writeln!(s, "policy: {policy}");
         }
+    }
+    match conditions.stress {
+        Some(st) => {
+            let _ = writeln!(
+                s,
+                "load: {} (--stress {}; {})",
+                st.describe(),
+                st.spec(),
+                st.interpretation
+            );
+        }
+        None => {
+            let _ = writeln!(s, "load: none (idle; --stress adds one)");
+        }
+    }
+    if let Some(by) = conditions.interrupted_by {
+        let asked = config
+            .limits
+            .duration
+            .map(|d| format!(" of the {} s asked", d.as_secs_f64()))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "interrupted: stopped by {by} after {:.1} s{asked}; the numbers cover the wake-ups \
+             measured until then",
+            m.elapsed_ns as f64 / 1e9
+        );
     }
     let _ = writeln!(s);
     for t in &m.threads {

@@ -7,9 +7,14 @@ pub mod latency;
 pub mod mmio;
 pub mod path;
 
+use crate::outside::Sgr;
 use model::Severity;
 
-/// ANSI styling, or none. Ten lines do not deserve a crate.
+/// Colour for the terminal, or none. Ten lines do not deserve a crate.
+///
+/// The text carries [`Sgr`] marks, not escape sequences: only the terminal writer
+/// ([`crate::outside::for_terminal`]) makes them colours, after it has escaped every control
+/// character of the text, so a string from outside inside a styled text stays text.
 #[derive(Debug, Clone, Copy)]
 pub struct Style {
     color: bool,
@@ -20,24 +25,24 @@ impl Style {
         Style { color }
     }
 
-    fn paint(&self, code: &str, s: &str) -> String {
+    fn paint(&self, colour: Sgr, s: &str) -> String {
         if self.color {
-            format!("\x1b[{code}m{s}\x1b[0m")
+            format!("{}{s}{}", colour.mark(), Sgr::Reset.mark())
         } else {
             s.to_string()
         }
     }
 
     pub fn bold(&self, s: &str) -> String {
-        self.paint("1", s)
+        self.paint(Sgr::Bold, s)
     }
 
     pub fn warn(&self, s: &str) -> String {
-        self.paint("33", s)
+        self.paint(Sgr::Yellow, s)
     }
 
     pub fn err(&self, s: &str) -> String {
-        self.paint("31", s)
+        self.paint(Sgr::Red, s)
     }
 
     pub fn severity(&self, sev: Severity) -> String {
@@ -51,10 +56,19 @@ impl Style {
 
 /// The terminal's table writer: columns as wide as their widest cell, two spaces apart, the
 /// first `left` columns aligned left and the others (numbers) right, the first `header`
-/// rows in bold, no trailing blanks. (Markdown and HTML have theirs in
-/// [`crate::markdown::table`] and [`crate::html`].)
+/// rows in bold, no trailing blanks, every cell one escaped line ([`crate::outside::line`]). (Markdown and HTML have theirs
+/// in [`crate::markdown::table`] and [`crate::html`].)
 pub fn table(out: &mut String, rows: &[Vec<String>], header: usize, left: usize, style: &Style) {
     use std::fmt::Write as _;
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|c| crate::outside::line(c).into_owned())
+                .collect()
+        })
+        .collect();
+    let rows = &rows[..];
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
         .map(|c| {

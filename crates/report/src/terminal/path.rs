@@ -15,24 +15,58 @@ pub fn render(path: &TargetPath, pci_name: &dyn Fn(&str) -> String, style: &Styl
         let _ = writeln!(out, "  {} {s}", style.warn("stopped:"));
     }
     let _ = writeln!(out);
-    match path.bottleneck_link() {
-        Some(b) => {
+    let why = path.no_bottleneck_reason.as_deref().unwrap_or("unknown");
+    let to_cpu = path.bottleneck_link();
+    let from_cpu = path.bottleneck_from_cpu_link();
+    if to_cpu == from_cpu || from_cpu.is_none() {
+        bottleneck(&mut out, "Bottleneck", to_cpu, why, style);
+    } else {
+        // Each direction has its own (a shaper bounds only what this host sends).
+        let (to, from) = directions(path);
+        bottleneck(
+            &mut out,
+            &format!("Bottleneck for {to}"),
+            to_cpu,
+            why,
+            style,
+        );
+        bottleneck(
+            &mut out,
+            &format!("Bottleneck for {from}"),
+            from_cpu,
+            why,
+            style,
+        );
+    }
+    out
+}
+
+/// How a path's two directions are called: towards the CPU and away from it.
+fn directions(path: &TargetPath) -> (&'static str, &'static str) {
+    match path.chain.hops.first() {
+        Some(Hop::Network { .. }) => ("receiving", "sending"),
+        _ => ("reads", "writes"),
+    }
+}
+
+fn bottleneck(out: &mut String, title: &str, b: Option<&PathLink>, why: &str, style: &Style) {
+    let ceiling = b.and_then(|b| Some((b, b.ceiling_to_cpu_bps().or(b.ceiling_from_cpu_bps())?)));
+    match ceiling {
+        Some((b, c)) => {
             let _ = writeln!(
                 out,
-                "Bottleneck: {} at {}: {}{}",
+                "{title}: {} at {}: {}{}",
                 b.name,
                 b.state,
-                style.bold(&format_mb_per_s(b.ceiling_bps)),
+                style.bold(&format_mb_per_s(c)),
                 capable_text(b)
             );
             let _ = writeln!(out, "  ({}; MB/s = 10^6 B/s)", b.basis);
         }
         None => {
-            let why = path.no_bottleneck_reason.as_deref().unwrap_or("unknown");
-            let _ = writeln!(out, "Bottleneck: none known: {why}");
+            let _ = writeln!(out, "{title}: none known: {why}");
         }
     }
-    out
 }
 
 fn capable_text(l: &PathLink) -> String {
@@ -217,26 +251,38 @@ fn render_hops(
     }
 }
 
-/// " = 397 of 6996 MB/s: link 5 GT/s x1 ..." for the hop that owns a link on the path.
+/// "  link 5 GT/s x1 = 397 MB/s ..." for each link the hop owns on the path (an interface:
+/// its Ethernet link, and the tbf shaper on its egress).
 fn link_suffix(h: &Hop, path: &TargetPath) -> String {
     let Some(id) = h.id() else {
         return String::new();
     };
-    let Some((i, l)) = path.links.iter().enumerate().find(|(_, l)| l.hop == id) else {
-        return String::new();
-    };
-    let mut s = format!("  link {}", l.state);
-    if let Some(n) = &l.note {
-        let _ = write!(s, " ({n})");
-    }
-    let _ = write!(
-        s,
-        " = {}{}",
-        format_mb_per_s(l.ceiling_bps),
-        capable_text(l)
-    );
-    if path.bottleneck == Some(i) {
-        s.push_str("  <- bottleneck");
+    let from_cpu = path.bottleneck_from_cpu_link();
+    let (_, sending) = directions(path);
+    let mut s = String::new();
+    for (i, l) in path.links.iter().enumerate().filter(|(_, l)| l.hop == id) {
+        match l.ceiling_to_cpu_bps() {
+            Some(c) => {
+                let _ = write!(s, "  link {}", l.state);
+                if let Some(n) = &l.note {
+                    let _ = write!(s, " ({n})");
+                }
+                let _ = write!(s, " = {}{}", format_mb_per_s(c), capable_text(l));
+            }
+            None => {
+                // Only one way: a shaper on the interface's egress.
+                let c = l.ceiling_from_cpu_bps().map_or("–".into(), format_mb_per_s);
+                let _ = write!(s, "  {} {} = {c} {sending} only", l.name, l.state);
+            }
+        }
+        if path.bottleneck == Some(i) {
+            s.push_str("  <- bottleneck");
+            if from_cpu.is_some_and(|f| f != l) {
+                let _ = write!(s, " ({})", directions(path).0);
+            }
+        } else if from_cpu == Some(l) {
+            let _ = write!(s, "  <- bottleneck for {sending}");
+        }
     }
     s
 }

@@ -44,7 +44,7 @@ pub fn planned(id: &str, kind: PartKind) -> PlannedPart {
     }
 }
 
-/// A survey part that ran for 6 s and wrote `doc`.
+/// A survey part planned, given and run for 6 s that wrote `doc`.
 pub fn ran(id: &str, kind: PartKind, doc: Value) -> PartResult {
     PartResult {
         id: id.into(),
@@ -52,6 +52,8 @@ pub fn ran(id: &str, kind: PartKind, doc: Value) -> PartResult {
         status: PartStatus::Ran,
         reason: None,
         seconds: Some(6.0),
+        planned_s: Some(6.0),
+        given_s: Some(6.0),
         messages: Vec::new(),
         document: Some(doc),
     }

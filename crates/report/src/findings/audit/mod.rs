@@ -7,7 +7,7 @@ pub mod pci;
 use model::inventory::block::{BlockDevice, BlockInventory, BlockKind, MAX_HW_SECTORS_KB_NO_LIMIT};
 use model::inventory::net::{Attachment, NetInterface, NetInventory};
 use model::inventory::pci::PciAudit;
-use model::inventory::usb::{is_usb3_version, UsbDevice, UsbInventory};
+use model::inventory::usb::{is_usb3_version, usb_major_version, UsbDevice, UsbInventory};
 use model::inventory::Inventory;
 use model::path::StorageTransport;
 use model::{Finding, Severity};
@@ -37,7 +37,10 @@ pub fn judge_pci(audit: &mut PciAudit) -> Vec<Finding> {
 
 /// The USB section's findings, device by device in the inventory's order.
 pub fn usb(inv: &UsbInventory) -> Vec<Finding> {
-    inv.devices.iter().flat_map(usb_device).collect()
+    inv.devices
+        .iter()
+        .flat_map(|d| usb_device(d, inv))
+        .collect()
 }
 
 /// The block section's findings, disk by disk (partitions share their disk's queue).
@@ -54,7 +57,7 @@ pub fn net(inv: &NetInventory) -> Vec<Finding> {
     inv.interfaces.iter().flat_map(net_interface).collect()
 }
 
-fn usb_device(dev: &UsbDevice) -> Vec<Finding> {
+fn usb_device(dev: &UsbDevice, inv: &UsbInventory) -> Vec<Finding> {
     let mut out = Vec::new();
     if let (false, Some(v), Some(speed)) = (dev.root_hub, dev.version.as_deref(), dev.speed_mbps) {
         // 480 Mb/s is the High-Speed rate (USB 2.0 spec 7.1.11); a USB 3 device that ends
@@ -89,9 +92,93 @@ fn usb_device(dev: &UsbDevice) -> Vec<Finding> {
                      ('u' flag) disables UAS for this device.",
                 ),
             );
+        } else if ms.transport == StorageTransport::BulkOnly
+            && ms.uas_offered == Some(false)
+            && dev.speed_mbps.is_some_and(|s| s >= SUPER_SPEED_MBPS)
+        {
+            // On a SuperSpeed link the transport, not the link, limits random I/O: BOT carries
+            // one command at a time (USB Mass Storage Class Bulk-Only Transport 1.0, 5), UAS
+            // queues them (USB Attached SCSI Protocol 1.0).
+            out.push(
+                Finding::new(
+                    Severity::Info,
+                    dev.label(),
+                    format!(
+                        "Mass storage on Bulk-Only Transport (usb-storage) at {} Mb/s: the \
+                         device does not offer UAS, so it takes one command at a time and \
+                         random I/O gains nothing from a deeper queue.",
+                        dev.speed_mbps.unwrap_or_default()
+                    ),
+                )
+                .with_advice(
+                    "Where random I/O matters, use an enclosure or adapter whose bridge offers \
+                     UAS (USB Attached SCSI).",
+                ),
+            );
+        }
+        if let (false, Some(v), Some(speed)) =
+            (dev.root_hub, dev.version.as_deref(), dev.speed_mbps)
+        {
+            // A USB 2.0 disk held at Full Speed (12 Mb/s, USB 2.0 spec 7.1.11) by a USB 1.1
+            // hub or port: 40 times below the High-Speed rate it was built for. (Keyboards
+            // and mice declare 2.00 at Full Speed too, so mass storage only.)
+            if !is_usb3_version(v) && usb_major_version(v) >= Some(2) && speed <= FULL_SPEED_MBPS {
+                let by = match slow_hub(dev, inv) {
+                    Some(hub) => format!(
+                        "it is plugged into hub {} (USB {}), which runs at {} Mb/s",
+                        hub.name,
+                        hub.version.as_deref().unwrap_or("?"),
+                        hub.speed_mbps.unwrap_or_default()
+                    ),
+                    None => {
+                        "its port runs at Full Speed (a USB 1.1 port or controller)".to_string()
+                    }
+                };
+                out.push(
+                    Finding::new(
+                        Severity::Warning,
+                        dev.label(),
+                        format!(
+                            "USB {v} mass storage running at {speed} Mb/s: {by}, not at the \
+                             480 Mb/s of High Speed."
+                        ),
+                    )
+                    .with_advice(
+                        "Connect it to a USB 2.0 or faster port, directly or through a USB 2.0 \
+                         (or faster) hub.",
+                    ),
+                );
+            }
         }
     }
     out
+}
+
+/// SuperSpeed's signalling rate, Mb/s (USB 3.2 spec 3.2.1).
+const SUPER_SPEED_MBPS: f64 = 5000.0;
+/// Full Speed's signalling rate, Mb/s (USB 2.0 spec 7.1.11).
+const FULL_SPEED_MBPS: f64 = 12.0;
+
+/// The nearest hub above DEV (not a root hub) that runs at Full Speed or slower: the one
+/// holding DEV at that speed.
+fn slow_hub<'a>(dev: &UsbDevice, inv: &'a UsbInventory) -> Option<&'a UsbDevice> {
+    let mut parent = dev.parent.as_deref();
+    // Bounded by USB's tier limit (at most 5 hubs between the root and a device, USB 2.0
+    // spec 4.1.1), and by the inventory's size against a loop in a captured tree.
+    for _ in 0..inv.devices.len().min(8) {
+        let hub = inv
+            .devices
+            .iter()
+            .find(|d| Some(d.name.as_str()) == parent)?;
+        if hub.root_hub {
+            return None;
+        }
+        if hub.speed_mbps.is_some_and(|s| s <= FULL_SPEED_MBPS) {
+            return Some(hub);
+        }
+        parent = hub.parent.as_deref();
+    }
+    None
 }
 
 fn block_device(d: &BlockDevice) -> Vec<Finding> {
@@ -213,6 +300,7 @@ mod tests {
             is_virtual: false,
             devtype: None,
             sysfs_path: "/sys/class/net/x".into(),
+            shaper: None,
         }
     }
 

@@ -52,6 +52,26 @@ fn bars_across(
             }
         ),
     };
+    // Loads from a BAR a driver uses read its registers, and a read can change the device
+    // (issue 22 item 10): `bench mmio` asks for --allow-bound then, and the advice says why.
+    // A dump does not say whether a driver is bound.
+    let (flag, bound) = match (&f.driver, source) {
+        (Some(d), _) => (
+            " --allow-bound",
+            format!(
+                "; driver {d} is bound, and a register read can change the device (virtio's ISR \
+                 status clears when read): load a window whose registers you know (--offset, \
+                 --size) or unbind the driver first"
+            ),
+        ),
+        (None, ConfigSource::LspciDump) => (
+            "",
+            "; with a driver bound it needs --allow-bound, as a register read can change the \
+             device (virtio's ISR status clears when read)"
+                .to_string(),
+        ),
+        (None, ConfigSource::Sysfs) => ("", String::new()),
+    };
     Some(BarsAcross {
         clause: format!(
             "; CPU loads and stores to its memory {} ({}) cross this link at {link}",
@@ -59,7 +79,8 @@ fn bars_across(
             list.join(", ")
         ),
         advice: format!(
-            "measure what the CPU gets across it: `headroom bench mmio {}:{}` ({which})",
+            "measure what the CPU gets across it: `headroom bench mmio {}:{}{flag}` \
+             ({which}{bound})",
             f.address, pick.index
         ),
     })

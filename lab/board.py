@@ -1,0 +1,208 @@
+"""A board file: what the lab boots and what the checker expects from it.
+
+    arch: x86_64 | aarch64 | armv7
+    # comment
+    -machine q35                                   QEMU arguments in QEMU's own syntax,
+    -device pcie-root-port,id=rp1,bus=pcie.0,...   one option (with its value) per line
+    -drive file=nvme.img,if=none,id=nvme0d,format=raw
+    ext4: nvme0d          the lab makes this drive ext4; the board benches a file on it
+    raw: spare0d          a spare disk the board benches with --destructive
+    monitor: pcie_aer_inject_error rp1 BAD_TLP     sent to QEMU's monitor once the guest is up
+    run: audit path disk raw latency count survey net   what runs inside (default: all that apply)
+
+Everything the checker expects is derived from these lines (see checks.py), never from
+headroom's output.
+"""
+
+import os
+import shlex
+
+ARCHES = {
+    # arch: (qemu binary, Debian architecture, kernel flavour, serial console, rust target)
+    "x86_64": ("qemu-system-x86_64", "amd64", "amd64", "ttyS0", "x86_64-unknown-linux-musl"),
+    "aarch64": ("qemu-system-aarch64", "arm64", "arm64", "ttyAMA0", "aarch64-unknown-linux-musl"),
+    "armv7": ("qemu-system-arm", "armhf", "armmp", "ttyAMA0", "armv7-unknown-linux-musleabihf"),
+}
+
+STEPS = ("audit", "path", "disk", "raw", "latency", "count", "survey", "net", "capture")
+# capture (a sysfs fixture tree for headroom's tests) runs only when `run:` names it.
+DEFAULT_STEPS = STEPS[:-1]
+
+# Scratch images the lab creates for a -drive whose file= does not exist.
+SCRATCH_BYTES = 256 << 20
+
+
+class BoardError(Exception):
+    """A board file the lab cannot use: the message names the file, the line and the fix."""
+
+
+class Device:
+    """One -device: its driver and its properties, as QEMU parses `driver,key=value,...`."""
+
+    def __init__(self, spec, line):
+        parts = split_props(spec)
+        self.driver = parts[0]
+        self.props = {}
+        for p in parts[1:]:
+            key, sep, value = p.partition("=")
+            self.props[key] = value if sep else "on"
+        self.line = line
+
+    @property
+    def id(self):
+        return self.props.get("id")
+
+    def __repr__(self):
+        return f"Device({self.driver}, {self.props})"
+
+
+def split_props(spec):
+    """QEMU's option syntax: comma-separated, a doubled comma is a literal comma."""
+    out, cur, i = [], "", 0
+    while i < len(spec):
+        c = spec[i]
+        if c == "," and spec[i + 1 : i + 2] == ",":
+            cur += ","
+            i += 2
+            continue
+        if c == ",":
+            out.append(cur)
+            cur = ""
+        else:
+            cur += c
+        i += 1
+    out.append(cur)
+    return out
+
+
+def join_props(head, props):
+    return ",".join([head] + [f"{k}={v.replace(',', ',,')}" for k, v in props.items()])
+
+
+class Board:
+    def __init__(self, path):
+        self.path = path
+        self.name = os.path.basename(path).removesuffix(".board")
+        self.arch = None
+        self.args = []  # [(option, value or None, line number)]
+        self.monitor = []  # [(command, line number)]
+        self.ext4 = []  # drive ids
+        self.raw = []
+        self.steps = None
+        self.drive_lines = {}  # drive id named by ext4:/raw: -> line number
+        self._parse()
+
+    def fail(self, lineno, what):
+        raise BoardError(f"{self.path}:{lineno}: {what}")
+
+    def _parse(self):
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except OSError as e:
+            raise BoardError(f"{self.path}: cannot read the board file ({e.strerror}); give the path of a board file, e.g. lab/boards/x86_64-q35.board")
+        for n, raw in enumerate(lines, 1):
+            # `#` starts a comment: a whole line, or after a blank at the end of one.
+            line = raw.strip()
+            if line.startswith("#"):
+                continue
+            line = line.split(" #", 1)[0].strip()
+            if not line:
+                continue
+            if line.startswith("-"):
+                words = shlex.split(line)
+                if len(words) > 2:
+                    self.fail(n, f"one QEMU option per line, with at most one value: {line!r}")
+                self.args.append((words[0], words[1] if len(words) > 1 else None, n))
+                continue
+            key, sep, value = line.partition(":")
+            key, value = key.strip(), value.strip()
+            if not sep:
+                self.fail(n, f"expected `-option value`, `arch:`, `ext4:`, `raw:`, `monitor:` or `run:`, found {line!r}")
+            if key == "arch":
+                if value not in ARCHES:
+                    self.fail(n, f"arch {value!r} is not one of {', '.join(ARCHES)}")
+                self.arch = value
+            elif key == "monitor":
+                self.monitor.append((value, n))
+            elif key in ("ext4", "raw"):
+                for drive_id in value.split():
+                    getattr(self, key).append(drive_id)
+                    self.drive_lines[drive_id] = n
+            elif key == "run":
+                steps = value.split()
+                bad = [s for s in steps if s not in STEPS]
+                if bad:
+                    self.fail(n, f"unknown step {' '.join(bad)}; steps are {' '.join(STEPS)}")
+                self.steps = steps
+            else:
+                self.fail(n, f"unknown key {key!r}: the keys are arch, ext4, raw, monitor, run")
+        if not self.arch:
+            raise BoardError(f"{self.path}: no `arch:` line; add `arch: x86_64`, `arch: aarch64` or `arch: armv7`")
+        self.devices = [Device(v, n) for o, v, n in self.args if o == "-device" and v]
+        self.drives = {}
+        for o, v, n in self.args:
+            if o == "-drive" and v:
+                d = Device("drive," + v, n)
+                if not d.id or "file" not in d.props:
+                    self.fail(n, "a -drive needs id= and file= so a device can name it")
+                self.drives[d.id] = d
+        self.by_id = {d.id: d for d in self.devices if d.id}
+        for key in ("ext4", "raw"):
+            if len(getattr(self, key)) > 1:
+                extra = getattr(self, key)[1]
+                self.fail(self.drive_lines[extra], f"one {key}: drive per board ({' and '.join(getattr(self, key))} given)")
+        for drive_id in self.ext4 + self.raw:
+            if drive_id not in self.drives:
+                known = ", ".join(self.drives) or "none"
+                self.fail(self.drive_lines[drive_id], f"{drive_id!r} is no -drive's id (the board's drives: {known})")
+        if self.steps is None:
+            self.steps = [s for s in DEFAULT_STEPS if self.step_applies(s)]
+
+    # What the board has, for the steps and the checks.
+    def disks(self):
+        """Devices that are disks the guest sees as block devices: (device, drive id)."""
+        out = []
+        for d in self.devices:
+            if d.driver in ("nvme", "usb-storage", "scsi-hd") and "drive" in d.props:
+                out.append((d, d.props["drive"]))
+        return out
+
+    def nics(self):
+        return [d for d in self.devices if "netdev" in d.props]
+
+    def user_netdev(self):
+        """The -netdev user,... argument index of the first NIC, if any."""
+        for i, (o, v, n) in enumerate(self.args):
+            if o == "-netdev" and v and v.startswith("user"):
+                return i
+        return None
+
+    def step_applies(self, step):
+        if step == "disk":
+            return bool(self.ext4)
+        if step == "raw":
+            return bool(self.raw)
+        if step == "net":
+            return bool(self.nics()) and self.user_netdev() is not None
+        return True
+
+    @property
+    def qemu(self):
+        return ARCHES[self.arch][0]
+
+    @property
+    def deb_arch(self):
+        return ARCHES[self.arch][1]
+
+    @property
+    def flavour(self):
+        return ARCHES[self.arch][2]
+
+    @property
+    def console(self):
+        return ARCHES[self.arch][3]
+
+    @property
+    def target(self):
+        return ARCHES[self.arch][4]

@@ -1,0 +1,456 @@
+"""The checker: what headroom must have reported, derived from the board file's QEMU arguments
+(never from headroom's output), compared with the documents the board sent back.
+
+QEMU 7.2's device models fix what the board file does not say; those facts are in the tables
+below, each with the QEMU source that sets it.
+"""
+
+import json
+import os
+import re
+import subprocess
+
+# -device driver -> (PCI class prefix, Linux driver). Class codes from QEMU's hw/ sources
+# (hw/nvme/ctrl.c, hw/net/e1000e.c, hw/usb/hcd-xhci-pci.c, hw/usb/hcd-ehci-pci.c,
+# hw/pci-bridge/*), drivers from Linux 6.1. All are PCI Express but usb-ehci, a conventional PCI
+# device (no link).
+PCI_DEVICES = {
+    "pcie-root-port": ("0604", "pcieport"),
+    "x3130-upstream": ("0604", "pcieport"),
+    "xio3130-downstream": ("0604", "pcieport"),
+    "nvme": ("010802", "nvme"),
+    "e1000e": ("0200", "e1000e"),
+    "qemu-xhci": ("0c0330", "xhci_hcd"),
+    "usb-ehci": ("0c0320", "ehci-pci"),
+}
+BRIDGES = ("pcie-root-port", "x3130-upstream", "xio3130-downstream")
+# QEMU 7.2 sets a link capability only on pcie-root-port (x-speed, x-width; defaults 16 GT/s
+# x32, hw/pci-bridge/gen_pcie_root_port.c); every endpoint and switch port is 2.5 GT/s x1
+# (hw/pci/pcie.c, pcie_cap_v1_fill).
+ENDPOINT_LINK = (2.5, 1)
+ROOT_PORT_DEFAULT = ("16", "32")
+CONVENTIONAL_PCI = {"usb-ehci"}
+# Fastest USB speed each device model offers (hw/usb/dev-*.c: desc_device_super/high/full),
+# Mb/s; and each controller's root ports.
+USB_DEVICE_MAX = {"usb-storage": 5000.0, "usb-uas": 5000.0, "usb-hub": 12.0}
+USB_CONTROLLER_MAX = {"qemu-xhci": 5000.0, "usb-ehci": 480.0}
+USB_TRANSPORT = {"usb-storage": ("bulk_only", "usb-storage"), "usb-uas": ("uas", "uas")}
+# pcie_aer_inject_error's correctable error names (hw/pci/pcie_aer.c, pcie_aer_err_msg).
+AER_CORRECTABLE = {"RCVR", "BAD_TLP", "BAD_DLLP", "REPLAY_NUM_ROLLOVER", "REPLAY_TIMER_TIMEOUT",
+                   "ADVISORY_NONFATAL", "CORR_INTERNAL", "HDR_LOG_OVERFLOW"}
+# Slots QEMU's machines fill before the board's devices (hw/i386/pc_q35.c: host bridge 00.0,
+# ICH9 LPC/SATA/SMBus 1f.x; hw/arm/virt.c: the GPEX host bridge 00.0).
+MACHINE_SLOTS = {"x86_64": {0, 0x1F}, "aarch64": {0}, "armv7": {0}}
+
+
+def parse_addr(text):
+    """QEMU's addr=: "0x10", "10", "10.1" (slot.function, hexadecimal)."""
+    slot, _, func = text.partition(".")
+    return int(slot, 16), int(func or "0", 16)
+
+
+def pci_addresses(board):
+    """{device id or driver#n: BDF} for the board's PCI devices, as QEMU places them (addr=, or
+    the lowest free slot of the bus, in command-line order) and as Linux (or SeaBIOS) numbers
+    buses: depth first, in slot order."""
+    pci = [d for d in board.devices if d.driver in PCI_DEVICES]
+    placed = {}  # bus name -> {(slot, func): device}
+    for d in pci:
+        bus = d.props.get("bus", "pcie.0")
+        used = placed.setdefault(bus, {})
+        if "addr" in d.props:
+            sf = parse_addr(d.props["addr"])
+        else:
+            taken = {s for s, _ in used} | (MACHINE_SLOTS[board.arch] if bus == "pcie.0" else set())
+            sf = (min(set(range(32)) - taken), 0)
+        used[sf] = d
+    out = {}
+    next_bus = [1]
+
+    def walk(bus_name, number):
+        for (slot, func), d in sorted(placed.get(bus_name, {}).items()):
+            out[key(d)] = f"0000:{number:02x}:{slot:02x}.{func}"
+            if d.driver in BRIDGES and d.id:
+                child = next_bus[0]
+                next_bus[0] += 1
+                walk(d.id, child)
+
+    walk("pcie.0", 0)
+    return out
+
+
+def key(d):
+    return d.id or f"{d.driver}@{d.line}"
+
+
+def root_port_of(board, dev):
+    """The pcie-root-port above DEV (following bus= through switches)."""
+    d = dev
+    while d is not None:
+        bus = d.props.get("bus", "pcie.0").split(".")[0]
+        parent = board.by_id.get(bus)
+        if parent is None:
+            return None
+        if parent.driver == "pcie-root-port":
+            return parent
+        d = parent
+    return None
+
+
+def pci_chain(board, dev):
+    """The board's PCI devices from DEV up to its root port, as keys."""
+    out, d = [], dev
+    while d is not None and d.driver in PCI_DEVICES:
+        out.append(key(d))
+        if d.driver == "pcie-root-port":
+            break
+        d = board.by_id.get(d.props.get("bus", "pcie.0").split(".")[0])
+    return out
+
+
+def root_port_cap(d):
+    speed, width = d.props.get("x-speed", ROOT_PORT_DEFAULT[0]), d.props.get("x-width", ROOT_PORT_DEFAULT[1])
+    return (float(speed.replace("_", ".")), int(width))
+
+
+def link(d):
+    return (d["speed_gts"], d["width"]) if d else None
+
+
+def fmt(l):
+    return f"{l[0]:g} GT/s x{l[1]}" if l else "none"
+
+
+def usb_controller_and_speed(board, dev):
+    """The PCI controller a USB device hangs from and the speed it should run at: the slowest of
+    the device, every hub between and the controller."""
+    speed = USB_DEVICE_MAX.get(dev.driver, 480.0)
+    port = dev.props.get("port", "")
+    bus = dev.props.get("bus", "").split(".")[0]
+    ctrl = board.by_id.get(bus)
+    if ctrl is None:
+        return None, None
+    speed = min(speed, USB_CONTROLLER_MAX.get(ctrl.driver, 480.0))
+    # A device on port "3.1" sits behind the hub on port "3" of the same bus.
+    parts = port.split(".")
+    for i in range(1, len(parts)):
+        hub_port = ".".join(parts[:i])
+        hub = next((h for h in board.devices if h.driver == "usb-hub" and h.props.get("bus", "").split(".")[0] == bus
+                    and h.props.get("port") == hub_port), None)
+        if hub is not None:
+            speed = min(speed, USB_DEVICE_MAX["usb-hub"])
+    return ctrl, speed
+
+
+class Checks:
+    def __init__(self, board, result, serials, workdir, host_bin):
+        self.b, self.r, self.serials, self.workdir, self.host_bin = board, result, serials, workdir, host_bin
+        self.out = []
+        self.docs = {}
+
+    def ok(self, cond, what, why=""):
+        self.out.append((bool(cond), what if cond or not why else f"{what}: {why}"))
+        return bool(cond)
+
+    def doc(self, name, kind):
+        """The document NAME.json, checked to parse with KIND and its command to exit 0."""
+        if name in self.docs:
+            return self.docs[name]
+        data = self.r.files.get(f"{name}.json")
+        rc = self.r.rc.get(name)
+        err = self.r.files.get(f"{name}.err", b"").decode(errors="replace").strip().splitlines()
+        why = f"exit code {rc}" + (f", stderr: {err[-1]}" if err else "")
+        if data is None:
+            self.ok(False, f"{name}: came back", "the board sent no document (see the serial log)")
+            self.docs[name] = None
+            return None
+        try:
+            d = json.loads(data)
+        except ValueError as e:
+            self.ok(False, f"{name}: JSON parses", f"{e} ({why})")
+            self.docs[name] = None
+            return None
+        self.ok(d.get("kind") == kind and rc == 0, f"{name}: exit 0, a `{kind}` document",
+                f"kind {d.get('kind')!r}, {why}")
+        self.docs[name] = d
+        return d
+
+    def run(self):
+        b = self.b
+        self.ok(self.r.done and not self.r.error, "the board ran every step and powered off", self.r.error)
+        if not self.r.booted:
+            return self.out
+        for w in self.r.warnings:
+            self.ok(False, f"board warning: {w}")
+        if "audit" in b.steps:
+            self.audit()
+        if "path" in b.steps:
+            self.paths()
+        if "disk" in b.steps and b.ext4:
+            self.engine("disk")
+        if "raw" in b.steps and b.raw:
+            self.engine("raw")
+        if "latency" in b.steps:
+            self.latency()
+        if "count" in b.steps:
+            self.count()
+        if "survey" in b.steps:
+            self.survey()
+        if "net" in b.steps:
+            self.net()
+        return self.out
+
+    # --- audit: PCI functions, links, AER, USB, NIC
+    def audit(self):
+        b = self.b
+        d = self.doc("audit", "audit")
+        if d is None:
+            return
+        addr = pci_addresses(b)
+        funcs = {f["address"]: f for f in d["pci"]["functions"]}
+        for dev in b.devices:
+            if dev.driver not in PCI_DEVICES:
+                continue
+            bdf = addr[key(dev)]
+            f = funcs.get(bdf)
+            name = f"{dev.driver} {dev.id or ''} at {bdf}".replace("  ", " ")
+            if not self.ok(f is not None, f"audit: {name} is listed", f"no function {bdf} in the audit"):
+                continue
+            cls, drv = PCI_DEVICES[dev.driver]
+            self.ok(f["class"].startswith(cls) and f["driver"] == drv, f"audit: {name} has class {cls}.. and driver {drv}",
+                    f"class {f['class']}, driver {f['driver']}")
+            kl = f["kernel_link"]
+            if dev.driver == "pcie-root-port":
+                cap = root_port_cap(dev)
+                self.ok(link(kl["max"]) == cap, f"audit: {name} capable of {fmt(cap)}", f"reported {fmt(link(kl['max']))}")
+                child = next((c for c in b.devices if c.props.get("bus") == dev.id), None)
+                if child is not None and child.driver not in CONVENTIONAL_PCI:
+                    want = min(cap, ENDPOINT_LINK)
+                    self.ok(link(kl["current"]) == want, f"audit: {name} runs at {fmt(want)} (its device's capability)",
+                            f"reported {fmt(link(kl['current']))}")
+                    self.link_entry(d, bdf, addr[key(child)], cap, want)
+            elif dev.driver in CONVENTIONAL_PCI:
+                self.ok(kl["max"] is None and kl["current"] is None, f"audit: {name} has no PCIe link (conventional PCI)",
+                        f"capable {fmt(link(kl['max']))}, at {fmt(link(kl['current']))}")
+            elif dev.driver != "xio3130-downstream":
+                # Endpoints and switch upstream ports: 2.5 GT/s x1 capable and running. (QEMU's
+                # xio3130-downstream leaves LnkCap's speed 0: no capability to expect.)
+                self.ok(link(kl["max"]) == ENDPOINT_LINK and link(kl["current"]) == ENDPOINT_LINK,
+                        f"audit: {name} capable of and at {fmt(ENDPOINT_LINK)}",
+                        f"capable {fmt(link(kl['max']))}, at {fmt(link(kl['current']))}")
+        self.aer(d, addr)
+        self.usb(d)
+        for nic in b.nics():
+            if nic.driver == "e1000e":
+                i = next((i for i in d["net"]["interfaces"] if (i.get("attachment") or {}).get("address") == addr.get(key(nic))), None)
+                self.ok(i is not None and i["driver"] == "e1000e" and i["speed_mbits_per_sec"] == 1000,
+                        f"audit: the e1000e at {addr.get(key(nic))} is an interface at 1000 Mb/s",
+                        f"found {i and (i['name'], i['driver'], i['speed_mbits_per_sec'])}")
+
+    def link_entry(self, d, up, down, cap, want):
+        e = next((l for l in d["pci"]["links"] if l["upstream"] == up and l["downstream"] == down), None)
+        if not self.ok(e is not None, f"audit: link {up} -> {down} listed", "missing from pci.links"):
+            return
+        c = e["comparison"]
+        self.ok(link(c["upstream"]) == cap and link(c["current"]) == want and link(c["downstream"]) == ENDPOINT_LINK,
+                f"audit: link {up} -> {down}: upstream capable {fmt(cap)}, downstream {fmt(ENDPOINT_LINK)}, at {fmt(want)}",
+                f"upstream {fmt(link(c['upstream']))}, downstream {fmt(link(c['downstream']))}, at {fmt(link(c['current']))}")
+        if cap > ENDPOINT_LINK:
+            self.ok(not any(e["downgraded"].values()), f"audit: link {up} -> {down} not called downgraded (the endpoint's own limit)",
+                    f"downgraded {e['downgraded']}")
+
+    def aer(self, d, addr):
+        for command, line in self.b.monitor:
+            words = command.split()
+            if not words or words[0] != "pcie_aer_inject_error":
+                continue
+            args = [w for w in words[1:] if not w.startswith("-")]
+            dev_id, error = args[0], args[1] if len(args) > 1 else ""
+            bdf = addr.get(dev_id)
+            kind = "correctable" if "-c" in words or error in AER_CORRECTABLE else "uncorrectable"
+            hit = [f for f in d["findings"] if f.get("subject") == bdf and "AER" in f["message"]]
+            self.ok(hit, f"audit: the injected {kind} AER error ({error}) is a finding on {dev_id} ({bdf})",
+                    f"findings on {bdf}: {[f['message'] for f in d['findings'] if f.get('subject') == bdf]}")
+
+    def usb(self, d):
+        """Each USB disk: speed, transport and driver as the board built it, and the finding a
+        user needs (BOT on SuperSpeed: no queued commands; a USB 2.0 disk held at 12 Mb/s)."""
+        blocks = {x["name"]: x for x in d["block"]["devices"]}
+        usb = {u["name"]: u for u in d["usb"]["devices"]}
+        for dev, drive in self.b.disks():
+            carrier = dev
+            if dev.driver == "scsi-hd":
+                carrier = self.b.by_id.get(dev.props.get("bus", "").split(".")[0])
+            if carrier is None or carrier.driver not in USB_TRANSPORT:
+                continue
+            serial = self.serials[drive]
+            name = self.r.disks.get(serial)
+            blk = blocks.get(name)
+            what = f"{carrier.driver} disk {serial} ({name})"
+            if not self.ok(blk and blk["bus_path"] and blk["bus_path"][0].get("hop") == "usb",
+                           f"audit: {what} is a block device on USB", f"block device {name!r} not found on USB"):
+                continue
+            u = usb.get(blk["bus_path"][0]["name"])
+            ctrl, speed = usb_controller_and_speed(self.b, carrier)
+            transport, driver = USB_TRANSPORT[carrier.driver]
+            st = (u or {}).get("storage") or {}
+            self.ok(u and u["speed_mbits_per_sec"] == speed and st.get("transport") == transport and st.get("driver") == driver,
+                    f"audit: {what} at {speed:g} Mb/s, {transport} on {driver}",
+                    f"found {u and u['speed_mbits_per_sec']} Mb/s, {st.get('transport')} on {st.get('driver')}")
+            label = (u or {}).get("name")
+            # Findings name a USB device as `USB 2-1` (model::inventory::usb::UsbDevice::label).
+            mine = [f["message"] for f in d["findings"] if f.get("subject") == f"USB {label}"]
+            if transport == "bulk_only" and speed >= 5000:
+                self.ok(any("UAS" in m for m in mine), f"audit: {what}: a finding says it runs without UAS",
+                        f"findings on {label}: {mine}")
+            if USB_DEVICE_MAX[carrier.driver] > speed and speed <= 12:
+                self.ok(any(f"{speed:g} Mb/s" in m for m in mine), f"audit: {what}: a finding says it is held at {speed:g} Mb/s",
+                        f"findings on {label}: {mine}")
+            if transport == "uas":
+                self.ok(not any("Bulk-Only" in m or "UAS" in m for m in mine), f"audit: {what}: no transport finding on UAS",
+                        f"findings on {label}: {mine}")
+
+    # --- paths
+    def paths(self):
+        b = self.b
+        addr = pci_addresses(b)
+        for dev, drive in b.disks():
+            serial = self.serials[drive]
+            d = self.doc(f"path-{serial}", "path")
+            carrier = dev if dev.driver != "scsi-hd" else b.by_id.get(dev.props.get("bus", "").split(".")[0])
+            if d is None or carrier is None:
+                continue
+            pci_dev = carrier if carrier.driver in PCI_DEVICES else b.by_id.get(carrier.props.get("bus", "").split(".")[0])
+            self.path_ends(d, f"path of {carrier.driver} disk {serial}", pci_dev, addr)
+            if carrier.driver in USB_TRANSPORT:
+                _, speed = usb_controller_and_speed(b, carrier)
+                usb_links = [l for l in d["path"]["links"] if l["kind"] == "usb"]
+                self.ok(usb_links and min(usb_speed(l) for l in usb_links) == speed,
+                        f"path of {carrier.driver} disk {serial}: its slowest USB link is {speed:g} Mb/s",
+                        f"USB links {[l['state'] for l in usb_links]}")
+                if speed <= 12:
+                    bn = bottleneck(d)
+                    self.ok(bn and bn["kind"] == "usb" and usb_speed(bn) == speed,
+                            f"path of {carrier.driver} disk {serial}: the {speed:g} Mb/s USB link is the bottleneck",
+                            f"bottleneck {bn and bn['name']}")
+        for drive in b.ext4:
+            dev = next(d for d, dr in b.disks() if dr == drive)
+            d = self.doc("path-file", "path")
+            if d is None:
+                continue
+            self.path_ends(d, f"path of a file on {drive}'s ext4", dev, addr)
+            rp = root_port_of(b, dev)
+            bn = bottleneck(d)
+            want = min(root_port_cap(rp), ENDPOINT_LINK) if rp else ENDPOINT_LINK
+            self.ok(bn and bn["kind"] == "pcie" and bn["state"] == fmt(want) and bn["hop"] == addr.get(key(dev)),
+                    f"path of a file on {drive}'s ext4: bottleneck the {fmt(want)} link of {addr.get(key(dev))}",
+                    f"bottleneck {bn and (bn['name'], bn['state'])}")
+        for nic in b.nics():
+            if "net" not in b.steps:
+                break
+            d = self.doc("path-nic", "path")
+            if d is not None:
+                self.path_ends(d, f"path of {self.r.nic} ({nic.driver})", nic, addr)
+            break
+
+    def path_ends(self, d, what, pci_dev, addr):
+        """The chain's PCI hops are the board's, from the device to its root port."""
+        want = [addr[k] for k in pci_chain(self.b, pci_dev)] if pci_dev else []
+        got = [h["address"] for h in d["path"]["chain"]["hops"] if h["hop"] == "pci"]
+        self.ok(got == want, f"{what}: ends {' -> '.join(want)} -> CPU", f"PCI hops {got}")
+
+    # --- benchmarks
+    def engine(self, name):
+        d = self.doc(name, "disk")
+        if d is None:
+            return
+        p = d["parameters"]
+        self.ok(p["engine"] == "io_uring" and p["direct"], f"{name}: io_uring with O_DIRECT on the board's kernel",
+                f"engine {p['engine']}, direct {p['direct']}; notes: {d.get('notes')}")
+        runs = [r for t in d.get("tests", []) for r in t.get("runs", [])]
+        self.ok(runs and all(r.get("mb_per_s", 0) > 0 for r in runs), f"{name}: every run moved data", f"runs {runs[:1]}")
+
+    def latency(self):
+        d = self.doc("latency", "latency")
+        if d is None:
+            return
+        fifo = d["measurement"]["privileges"]["sched_fifo"]
+        self.ok(fifo["state"] == "done", "latency: SCHED_FIFO priority 99 granted", f"{fifo}")
+        self.ok(all(t["stats"]["count"] > 0 for t in d["measurement"]["threads"]), "latency: every thread measured")
+
+    def count(self):
+        d = self.doc("count-list", "pmu_list")
+        if d is not None:
+            self.ok(any(p["name"] == "software" for p in d["pmus"]), "count --list: lists the kernel's PMUs",
+                    f"{[p['name'] for p in d['pmus']]}")
+        if self.b.arch == "aarch64":
+            d = self.doc("count-cycles", "count")
+            if d is not None:
+                ev = [e for e in d.get("events", []) if e["name"] == "cycles"]
+                self.ok(ev and ev[0]["status"] == "counted" and (ev[0]["value"] or 0) > 0,
+                        "count -e cycles -- true: the CPU PMU counted cycles", f"events {ev}")
+
+    def survey(self):
+        d = self.doc("survey", "survey")
+        if d is None:
+            return
+        # A budget is a promise (the aarch64 board's 60 s survey took 81 s before the parts
+        # still to run were fitted into what was left): the parts' wall time, from the first
+        # one's start to the last one's end, within the budget the survey was given.
+        budget, took = d.get("plan", {}).get("budget_s"), d.get("seconds")
+        self.ok(isinstance(took, (int, float)) and budget is not None and took <= budget,
+                f"survey: took {took} s of its {budget} s budget",
+                "; ".join(f"{p['id']} {p.get('status')} {p.get('seconds')} s (planned {p.get('planned_s')})"
+                          for p in d.get("parts", []) if p.get("seconds") is not None))
+        src = os.path.join(self.workdir, "out", "survey.json")
+        html = os.path.join(self.workdir, "survey.html")
+        p = subprocess.run([self.host_bin, "report", "--html", html, src], capture_output=True, text=True, timeout=120)
+        body = open(html, encoding="utf-8", errors="replace").read() if os.path.exists(html) else ""
+        self.ok(p.returncode == 0 and "<html" in body and "</html>" in body,
+                "survey: renders with `report --html` on the host", f"exit {p.returncode}: {p.stderr.strip()[-300:]}")
+
+    def net(self):
+        if not self.r.nic:
+            self.ok(False, "net: the board has its NIC up", "no interface found")
+            return
+        for client in ("headroom", "iperf3"):
+            rc, stdout, stderr = self.r.host.get(f"net-host-client-{client}", (None, "", "not run"))
+            moved = 0
+            try:
+                j = json.loads(stdout)
+                moved = net_bytes(j) if client == "headroom" else j["end"]["sum_received"]["bytes"]
+            except (ValueError, KeyError, TypeError):
+                pass
+            self.ok(rc == 0 and moved > 0, f"net: host {client} client -> board's headroom server moved data",
+                    f"exit {rc}, {stderr.strip()[-200:]}")
+            d = self.doc(f"net-server-{client}", "net")
+            if d is not None:
+                self.ok(net_bytes(d) > 0, f"net: board's headroom server served host {client}")
+        d = self.doc("net-client-headroom", "net")
+        if d is not None:
+            self.ok(net_bytes(d) > 0, "net: board's headroom client -> host headroom server moved data")
+        d = self.doc("net-client-iperf3", "net")
+        if d is not None:
+            self.ok(net_bytes(d) > 0, "net: board's headroom client -R <- host iperf3 server moved data")
+        for server in ("headroom", "iperf3"):
+            rc, stdout, stderr = self.r.host.get(f"net-host-server-{server}", (None, "", "not run"))
+            self.ok(rc == 0, f"net: host {server} server ended cleanly", f"exit {rc}, {stderr.strip()[-200:]}")
+
+
+def net_bytes(d):
+    return sum(s["local"]["bytes"] for s in d["measurement"]["streams"])
+
+
+def usb_speed(l):
+    m = re.search(r"([\d.]+) ?Mb/s", l["state"] or "")
+    return float(m.group(1)) if m else None
+
+
+def bottleneck(d):
+    i = d["path"].get("bottleneck")
+    return d["path"]["links"][i] if i is not None else None
+
+
+def check(board, result, serials, workdir, host_bin):
+    """[(holds, what)] for one board's result."""
+    return Checks(board, result, serials, workdir, host_bin).run()
