@@ -391,3 +391,63 @@ fn an_unprivileged_split_says_why_and_measures_without_it() {
     assert!(doc["split"].is_null());
     assert_eq!(u(&doc["measurement"]["total"]["count"]), 50);
 }
+
+/// bench/split-overhead.sh pairs runs without and with --split and prints the medians of
+/// their differences and the unmatched wake-ups, exit 0 whatever the numbers. A stand-in
+/// headroom (5 us without --split, 7 us with it) makes the differences known.
+#[test]
+fn split_overhead_prints_paired_medians_and_exits_0() {
+    if !root_or_skip() || !testsupport::process::on_path("python3") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let doc = |us: u32, split: &str| {
+        format!(
+            r#"{{"measurement": {{"total": {{"histogram": {{"buckets": [[{us}, 1000]], "overflow": 0}}}},
+                "threads": [{{"cpu_time_ns": 5000000}}]}}{split}}}"#
+        )
+    };
+    std::fs::write(dir.path().join("a.json"), doc(5, "")).unwrap();
+    std::fs::write(
+        dir.path().join("b.json"),
+        doc(7, r#", "split": {"total": {"unmatched": 3}}"#),
+    )
+    .unwrap();
+    let fake = dir.path().join("headroom");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\ncase \" $* \" in *' --split '*) cat '{0}/b.json';; *) cat '{0}/a.json';; esac\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/split-overhead.sh");
+    let out = std::process::Command::new("bash")
+        .arg(script)
+        .env("ROUNDS", "2")
+        .env("SECS", "1")
+        .env("HEADROOM", &fake)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(
+            "median paired difference B-A: avg +2.00 us, p99 +2.0 us; CPU per wake-up: \
+                       measuring threads +0.00 us"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("wake-ups left unmatched in the B runs: 6"),
+        "{text}"
+    );
+}

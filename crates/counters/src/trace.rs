@@ -198,13 +198,14 @@ fn number(raw: &[u8], f: Field) -> Option<i64> {
     })
 }
 
-/// The string of a `__data_loc char[]` field (the kernel's NUL-terminated copy).
-fn data_loc_str(raw: &[u8], f: Field) -> Option<String> {
+/// The bytes of a `__data_loc char[]` field (the kernel's NUL-terminated copy), without the
+/// NUL.
+fn data_loc_bytes(raw: &[u8], f: Field) -> Option<&[u8]> {
     let loc = number(raw, f)? as u32;
     let (off, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
     let bytes = raw.get(off..off + len)?;
     let end = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
-    Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
+    Some(&bytes[..end])
 }
 
 /// A fixed `char[16]` field (`prev_comm`).
@@ -221,6 +222,8 @@ struct Decoder {
     role: Role,
     common_pid: Field,
     fields: Vec<Field>,
+    /// The interrupt names met so far, shared by every event that names one.
+    names: std::collections::BTreeMap<Vec<u8>, std::sync::Arc<str>>,
 }
 
 impl Decoder {
@@ -237,6 +240,7 @@ impl Decoder {
                 "next_comm",
                 "next_pid",
                 "next_prio",
+                "prev_state",
             ],
             Role::IrqEntry => &["irq", "name"],
             Role::IrqExit => &["irq"],
@@ -248,10 +252,23 @@ impl Decoder {
             role,
             common_pid: get("common_pid")?,
             fields: names.iter().map(|n| get(n)).collect::<Result<_, _>>()?,
+            names: Default::default(),
         })
     }
 
-    fn decode(&self, raw: &[u8], at_ns: u64, cpu: u32) -> Option<TraceEvent> {
+    /// The shared copy of an interrupt's name (bounded: a kernel has a few hundred lines).
+    fn name(&mut self, bytes: &[u8]) -> std::sync::Arc<str> {
+        if let Some(n) = self.names.get(bytes) {
+            return n.clone();
+        }
+        let n: std::sync::Arc<str> = String::from_utf8_lossy(bytes).into();
+        if self.names.len() < 4096 {
+            self.names.insert(bytes.to_vec(), n.clone());
+        }
+        n
+    }
+
+    fn decode(&mut self, raw: &[u8], at_ns: u64, cpu: u32) -> Option<TraceEvent> {
         let n = |i: usize| number(raw, self.fields[i]);
         let u = |i: usize| n(i).map(|v| v as u64);
         let kind = match self.role {
@@ -276,23 +293,33 @@ impl Decoder {
                     pid: n(4)? as i32,
                     prio: n(5)? as i32,
                 },
+                // No sleeping state (TASK_REPORT, the low byte): still runnable, preempted
+                // (include/trace/events/sched.h, __trace_sched_switch_state).
+                preempted: n(6)? & 0xff == 0,
             },
-            Role::IrqEntry => EventKind::IrqEntry(Irq {
-                number: n(0)? as i32,
-                name: data_loc_str(raw, self.fields[1])?,
-                vector: false,
-            }),
+            Role::IrqEntry => {
+                let number = n(0)? as i32;
+                let bytes = data_loc_bytes(raw, self.fields[1])?;
+                EventKind::IrqEntry(Irq {
+                    number,
+                    name: self.name(bytes),
+                    vector: false,
+                })
+            }
             Role::IrqExit => EventKind::IrqExit {
                 number: n(0)? as i32,
                 vector: false,
             },
             Role::SoftirqEntry => EventKind::SoftirqEntry { vec: n(0)? as u32 },
             Role::SoftirqExit => EventKind::SoftirqExit { vec: n(0)? as u32 },
-            Role::VectorEntry(name) => EventKind::IrqEntry(Irq {
-                number: n(0)? as i32,
-                name: name.to_string(),
-                vector: true,
-            }),
+            Role::VectorEntry(name) => {
+                let number = n(0)? as i32;
+                EventKind::IrqEntry(Irq {
+                    number,
+                    name: self.name(name.as_bytes()),
+                    vector: true,
+                })
+            }
             Role::VectorExit => EventKind::IrqExit {
                 number: n(0)? as i32,
                 vector: true,
@@ -538,7 +565,7 @@ impl TraceSampler {
     /// of events the kernel dropped since the last drain.
     pub fn drain(&mut self, out: &mut Vec<TraceEvent>) -> u64 {
         let mut lost = 0;
-        let decoders = &self.decoders;
+        let decoders = &mut self.decoders;
         for (cpu, f, dropped) in &mut self.readers {
             // Bounded: a read takes a page out of the buffer, which holds BUFFER_KB.
             for _ in 0..=(BUFFER_KB as usize * 1024 / self.page.len().max(1) + 16) {
@@ -548,7 +575,7 @@ impl TraceSampler {
                         let cpu = *cpu;
                         self.layout.events(&self.page[..n], |at_ns, raw| {
                             let ty = u16::from_ne_bytes([*raw.first()?, *raw.get(1)?]);
-                            out.push(decoders.get(&ty)?.decode(raw, at_ns, cpu)?);
+                            out.push(decoders.get_mut(&ty)?.decode(raw, at_ns, cpu)?);
                             Some(())
                         });
                     }
@@ -917,7 +944,7 @@ format:
 
     #[test]
     fn raw_records_decode_at_the_formats_offsets() {
-        let switch = Decoder::new(Role::Switch, &parse_format(SWITCH).unwrap()).unwrap();
+        let mut switch = Decoder::new(Role::Switch, &parse_format(SWITCH).unwrap()).unwrap();
         let mut raw = vec![0u8; 64];
         put(&mut raw, 0, &372u16.to_ne_bytes());
         put(&mut raw, 4, &77i32.to_ne_bytes());
@@ -930,7 +957,12 @@ format:
         let e = switch.decode(&raw, 123, 1).unwrap();
         assert_eq!((e.at_ns, e.cpu, e.pid), (123, 1, 77));
         match e.kind {
-            EventKind::Switch { prev, next } => {
+            EventKind::Switch {
+                prev,
+                next,
+                preempted,
+            } => {
+                assert!(preempted, "prev_state 0: still runnable");
                 assert_eq!(
                     (prev.comm.name(), prev.pid, prev.prio),
                     ("stress-ng-cpu".into(), 77, 120)
@@ -942,7 +974,7 @@ format:
             }
             other => panic!("{other:?}"),
         }
-        let irq = Decoder::new(Role::IrqEntry, &parse_format(IRQ_ENTRY).unwrap()).unwrap();
+        let mut irq = Decoder::new(Role::IrqEntry, &parse_format(IRQ_ENTRY).unwrap()).unwrap();
         let mut raw = vec![0u8; 24];
         put(&mut raw, 8, &36i32.to_ne_bytes());
         // name: 9 bytes at offset 16 ("virtio1\0" padded), length << 16 | offset.
@@ -959,7 +991,8 @@ format:
         );
         // A record cut short decodes to nothing, never to garbage.
         assert_eq!(irq.decode(&raw[..10], 5, 0), None);
-        let start = Decoder::new(Role::TimerStart, &parse_format(HRTIMER_START).unwrap()).unwrap();
+        let mut start =
+            Decoder::new(Role::TimerStart, &parse_format(HRTIMER_START).unwrap()).unwrap();
         let mut raw = vec![0u8; 48];
         put(&mut raw, 8, &0xffff_8880_1234_5678u64.to_ne_bytes());
         put(&mut raw, 24, &5_000_000_000i64.to_ne_bytes());

@@ -427,7 +427,7 @@ impl Matcher {
     /// Take recorded events (any CPU, any order).
     pub fn ingest(&mut self, events: impl IntoIterator<Item = TraceEvent>) {
         for e in events {
-            if let EventKind::Switch { prev, next } = &e.kind {
+            if let EventKind::Switch { prev, next, .. } = &e.kind {
                 if self.comms.len() > 4 * MAX_THREAD_CAUSES {
                     self.comms.clear();
                 }
@@ -622,7 +622,21 @@ impl Matcher {
             wk,
             switched,
         };
-        let analysis = self.explain(&m);
+        // The whole explanation (with how long each thread held the CPU, a look back
+        // through the CPU's events) only for a wake-up that is kept; the parts alone for the
+        // sums.
+        let analyzed = self
+            .cfg
+            .analyze_above_ns
+            .is_some_and(|limit| self.analysis.is_none() && thread_ns >= limit);
+        let keep = self.cfg.keep_largest;
+        let largest = keep > 0
+            && (self.largest.len() < keep
+                || self
+                    .largest
+                    .last()
+                    .is_some_and(|l| thread_ns > l.thread_latency_ns));
+        let analysis = self.explain(&m, analyzed || largest);
         for i in analysis
             .before_timer_irq
             .iter()
@@ -634,19 +648,10 @@ impl Matcher {
         for b in &analysis.threads {
             self.add_cause(Source::Thread(b.task.clone()), b.ns);
         }
-        if let Some(limit) = self.cfg.analyze_above_ns {
-            if self.analysis.is_none() && thread_ns >= limit {
-                self.analysis = Some(analysis.clone());
-            }
+        if analyzed {
+            self.analysis = Some(analysis.clone());
         }
-        let keep = self.cfg.keep_largest;
-        if keep > 0
-            && (self.largest.len() < keep
-                || self
-                    .largest
-                    .last()
-                    .is_some_and(|l| thread_ns > l.thread_latency_ns))
-        {
+        if largest {
             let at = self
                 .largest
                 .partition_point(|l| l.thread_latency_ns >= thread_ns);
@@ -794,22 +799,74 @@ impl Matcher {
         stack.pop()
     }
 
-    /// When `pid` last got `cpu` before `t`, and when it left it at or after `t`.
+    /// How long `pid`, running on `cpu` at `t`, held the CPU in its burst: its time on the
+    /// CPU from the switch-in after its last sleep to the switch-out where it went to sleep,
+    /// not counting the time tasks that preempted it ran (`None` when either end was not
+    /// recorded).
     fn held(&self, cpu: u32, pid: i32, t: u64) -> Option<u64> {
         let q = self.cpus.get(&cpu)?;
         let at = q.partition_point(|e| e.at_ns < t);
-        let since = q.range(..at).rev().find_map(|e| match &e.kind {
-            EventKind::Switch { next, .. } if next.pid == pid => Some(e.at_ns),
-            _ => None,
-        })?;
-        let until = q.range(at..).find_map(|e| match &e.kind {
-            EventKind::Switch { prev, .. } if prev.pid == pid => Some(e.at_ns),
-            _ => None,
-        })?;
-        Some(until - since)
+        let mut total = 0u64;
+        // Back from t: each segment it ran, while the one before ended in a preemption.
+        let mut end = t;
+        let mut running = true;
+        let mut slept = false;
+        for e in q.range(..at).rev() {
+            match &e.kind {
+                EventKind::Switch { next, .. } if running && next.pid == pid => {
+                    total += end.saturating_sub(e.at_ns);
+                    running = false;
+                }
+                EventKind::Switch {
+                    prev, preempted, ..
+                } if !running && prev.pid == pid => {
+                    if !preempted {
+                        slept = true;
+                        break;
+                    }
+                    end = e.at_ns;
+                    running = true;
+                }
+                // Woken before it got the CPU: it had been asleep.
+                EventKind::Waking { pid: woken } if !running && *woken == pid => {
+                    slept = true;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        // The recorded events began while it ran (or it never slept in them): unknown.
+        if running || !slept {
+            return None;
+        }
+        // Forward from t: each segment until it goes to sleep.
+        let mut start = t;
+        running = true;
+        for e in q.range(at..) {
+            let EventKind::Switch {
+                prev,
+                next,
+                preempted,
+            } = &e.kind
+            else {
+                continue;
+            };
+            if running && prev.pid == pid {
+                total += e.at_ns.saturating_sub(start);
+                if !preempted {
+                    return Some(total);
+                }
+                running = false;
+            } else if !running && next.pid == pid {
+                start = e.at_ns;
+                running = true;
+            }
+        }
+        None
     }
 
-    fn explain(&self, m: &Matched) -> Analysis {
+    /// `m` part by part; `held`: also how long each thread that kept the CPU held it.
+    fn explain(&self, m: &Matched, held: bool) -> Analysis {
         let w = &m.w;
         let (p, u) = (w.programmed_ns, w.woke_ns);
         let thread_latency_ns = w.latency_ns();
@@ -859,7 +916,11 @@ impl Matcher {
             .map(|(&pid, &ns)| Blocking {
                 task: self.task(pid),
                 ns,
-                held_ns: self.held(cpu, pid, m.wk),
+                held_ns: if held {
+                    self.held(cpu, pid, m.wk)
+                } else {
+                    None
+                },
             })
             .collect();
         threads.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.task.pid.cmp(&b.task.pid)));
@@ -1038,6 +1099,7 @@ mod tests {
                 EventKind::Switch {
                     prev: task(TID, "latency-0", 0),
                     next: task(0, "swapper/1", 120),
+                    preempted: false,
                 },
             ),
             ev(p + 2_000, cpu, 0, EventKind::IrqEntry(lt.clone())),
@@ -1059,6 +1121,7 @@ mod tests {
                 EventKind::Switch {
                     prev: task(0, "swapper/1", 120),
                     next: task(TID, "latency-0", 0),
+                    preempted: false,
                 },
             ),
         ]
@@ -1119,8 +1182,10 @@ mod tests {
                 EventKind::Switch {
                     prev: task(TID, "latency-0", 49),
                     next: task(0, "swapper/1", 120),
+                    preempted: false,
                 },
             ),
+            ev(p - 500_100, 1, 0, EventKind::Waking { pid: 200 }),
             ev(
                 p - 500_000,
                 1,
@@ -1128,6 +1193,7 @@ mod tests {
                 EventKind::Switch {
                     prev: task(0, "swapper/1", 120),
                     next: hog,
+                    preempted: false,
                 },
             ),
             ev(p + 1_000, 1, 200, EventKind::IrqEntry(lt.clone())),
@@ -1153,6 +1219,7 @@ mod tests {
                 EventKind::Switch {
                     prev: hog,
                     next: task(TID, "latency-0", 49),
+                    preempted: false,
                 },
             ),
         ]
@@ -1235,6 +1302,7 @@ mod tests {
                 EventKind::Switch {
                     prev: task(TID, "latency-0", 0),
                     next: busy,
+                    preempted: false,
                 },
             ),
             ev(p - 1_000, 1, 300, EventKind::IrqEntry(nvme.clone())),
@@ -1258,6 +1326,7 @@ mod tests {
                 EventKind::Switch {
                     prev: busy,
                     next: task(TID, "latency-0", 0),
+                    preempted: false,
                 },
             ),
         ]);
@@ -1314,6 +1383,7 @@ mod tests {
                 EventKind::Switch {
                     prev: task(0, "swapper/1", 120),
                     next: task(TID, "latency-0", 0),
+                    preempted: false,
                 },
             ),
         ]);

@@ -58,8 +58,9 @@ pub struct Irq {
     /// The line number, or the vector number for a system vector.
     pub number: i32,
     /// The action name (`nvme0q1`, `virtio3-input.0`), or the vector's tracepoint name
-    /// without `_entry` (`local_timer`, `reschedule`).
-    pub name: String,
+    /// without `_entry` (`local_timer`, `reschedule`); shared between the events of one
+    /// line (a busy CPU records thousands a second).
+    pub name: std::sync::Arc<str>,
     /// A system vector rather than a device line.
     #[serde(default)]
     pub vector: bool,
@@ -112,10 +113,13 @@ pub enum EventKind {
     Waking {
         pid: i32,
     },
-    /// `sched_switch`: the CPU goes from `prev` to `next`.
+    /// `sched_switch`: the CPU goes from `prev` to `next`; `preempted`: `prev` was still
+    /// runnable (its `prev_state` has no sleeping state: taken off the CPU, not going to
+    /// sleep).
     Switch {
         prev: Task,
         next: Task,
+        preempted: bool,
     },
 }
 
