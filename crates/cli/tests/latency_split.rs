@@ -3,7 +3,9 @@
 //! latency never above the thread latency; a SCHED_FIFO hog above the measuring threads,
 //! running a known time once a second on a measured CPU, named by the analysis with its
 //! process, priority and a time within 20 % of the known one; loopback traffic's softirqs
-//! named among what delayed the wake-ups; and what cannot be split said in one sentence.
+//! named among what delayed the wake-ups, and a loopback burst sent above the measuring
+//! threads named by the analysis with its sender and NET_RX softirqs; and what cannot be
+//! split said in one sentence.
 //! Root only (tracefs instances and SCHED_FIFO are root's).
 
 #![allow(clippy::unwrap_used)]
@@ -230,6 +232,7 @@ fn a_fifo_hog_above_the_measuring_threads_is_named_with_its_priority_and_time() 
     hog.join().unwrap();
     assert_eq!(doc["measurement"]["stopped_by"], "threshold", "{err}");
     let a = &doc["split"]["analysis"];
+    assert_eq!(u(&doc["split"]["total"]["irq_above_thread"]), 0);
     assert!(u(&a["thread_latency_ns"]) >= 10_000_000, "{a}");
     assert!(u(&a["irq_latency_ns"]) <= u(&a["thread_latency_ns"]));
     let hog = &a["threads"][0];
@@ -302,6 +305,7 @@ fn loopback_traffic_softirqs_are_named_among_what_delayed_the_wakeups() {
     drop(rx);
     let s = &doc["split"];
     assert_eq!(u(&s["total"]["unmatched"]), 0, "{err}");
+    assert_eq!(u(&s["total"]["irq_above_thread"]), 0, "{}", s["total"]);
     let net_rx = s["causes"]
         .as_array()
         .unwrap()
@@ -309,6 +313,88 @@ fn loopback_traffic_softirqs_are_named_among_what_delayed_the_wakeups() {
         .find(|c| c["source"]["kind"] == "softirq" && c["source"]["name"] == "NET_RX")
         .unwrap_or_else(|| panic!("no NET_RX among {}", s["causes"]));
     assert!(u(&net_rx["wakeups"]) > 0 && u(&net_rx["total_ns"]) > 0);
+}
+
+/// A burst of loopback traffic a SCHED_FIFO 60 sender makes for 20 ms once a second on the
+/// measured CPU, above the measuring threads' 50: the analysis of the wake-up it delays names
+/// the sender (name, pid, policy, priority, 20 ms held within 20 %) and the NET_RX softirqs
+/// that received its datagrams, each with its count and time.
+#[test]
+fn a_loopback_burst_is_named_by_the_analysis_with_its_sender_and_softirqs() {
+    let _one = one_at_a_time();
+    if !root_or_skip() {
+        return;
+    }
+    let cpu = measured_cpu();
+    let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let to = rx.local_addr().unwrap();
+    let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    const BURST: Duration = Duration::from_millis(20);
+    let sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = Arc::clone(&sent);
+    let mut next = Instant::now();
+    let (stop, sender_tid, sender) =
+        background(cpu, "udp-burst", 60, Duration::from_secs(30), move |stop| {
+            let buf = [0u8; 1400];
+            let start = Instant::now();
+            while start.elapsed() < BURST {
+                if tx.send_to(&buf, to).is_ok() {
+                    counted.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            next += Duration::from_secs(1);
+            while Instant::now() < next && !stop.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+    let cpu_arg = cpu.to_string();
+    let (doc, err) = run_json(&[
+        "bench",
+        "latency",
+        "--analyze",
+        "10000",
+        "-a",
+        &cpu_arg,
+        "-p",
+        "50",
+        "-D",
+        "10",
+        "-q",
+        "--no-save",
+    ]);
+    stop.store(true, Ordering::SeqCst);
+    sender.join().unwrap();
+    drop(rx);
+    assert!(sent.load(Ordering::Relaxed) > 0);
+    assert_eq!(doc["measurement"]["stopped_by"], "threshold", "{err}");
+    let s = &doc["split"];
+    assert_eq!(u(&s["total"]["irq_above_thread"]), 0, "{}", s["total"]);
+    let a = &s["analysis"];
+    assert!(u(&a["irq_latency_ns"]) <= u(&a["thread_latency_ns"]), "{a}");
+    let by = &a["threads"][0];
+    assert_eq!(by["task"]["comm"], "udp-burst", "{a}");
+    assert_eq!(by["task"]["pid"], sender_tid);
+    assert_eq!(by["task"]["policy"], "SCHED_FIFO");
+    assert_eq!(by["task"]["prio"], 39);
+    let held = u(&by["held_ns"]) as f64;
+    assert!(
+        (held - 20e6).abs() <= 0.2 * 20e6,
+        "held the CPU {held} ns, not 20 ms within 20 %: {a}"
+    );
+    let net_rx = a["softirqs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["source"]["name"] == "NET_RX")
+        .unwrap_or_else(|| panic!("no NET_RX in the analysis: {a}"));
+    assert!(u(&net_rx["count"]) > 0 && u(&net_rx["ns"]) > 0, "{net_rx}");
+    // The finding says who, with what to do.
+    assert!(
+        err.contains(&format!(
+            "udp-burst (pid {sender_tid}, SCHED_FIFO 60) kept the CPU"
+        )),
+        "{err}"
+    );
 }
 
 #[test]

@@ -204,7 +204,6 @@ pub struct CounterRow {
     pub status: String,
 }
 
-/// A 0..1 ratio as a percentage with one decimal.
 /// The split's tables for the reports: what delayed the wake-ups, summed over the run, and
 /// the explained wake-up part by part (as the terminal prints them).
 fn split_tables(sp: &model::latency::split::Split) -> Vec<(String, Table)> {
@@ -292,6 +291,7 @@ fn split_tables(sp: &model::latency::split::Split) -> Vec<(String, Table)> {
     out
 }
 
+/// A 0..1 ratio as a percentage with one decimal.
 fn percent(ratio: f64) -> String {
     format!("{:.1} %", ratio * 100.0)
 }
