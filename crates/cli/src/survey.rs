@@ -413,9 +413,13 @@ fn make_parts(
     parts.extend(storage_parts(root, live, t));
 
     let lat = |id: &str, stress: Option<String>, prio: u32| {
-        let mut command: Vec<String> = ["bench", "latency", "-S", "-p", "99", "-i", "1000", "-q"]
-            .map(String::from)
-            .to_vec();
+        // --split where the kernel allows (root, tracefs): each part then says what delayed
+        // its wake-ups; elsewhere bench latency says why not and measures as without it.
+        let mut command: Vec<String> = [
+            "bench", "latency", "-S", "-p", "99", "-i", "1000", "-q", "--split",
+        ]
+        .map(String::from)
+        .to_vec();
         let what = match &stress {
             Some(s) => {
                 command.extend(["--stress".to_string(), s.clone()]);

@@ -305,6 +305,14 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
                 }
             }
             put(us("max", 0), i, t.max_us as f64, false, None);
+            // --split: the IRQ latency of the same wake-ups (the rest is scheduling).
+            if let Some(q) = &t.irq {
+                put(us("IRQ avg", 1), i, q.avg_us, false, None);
+                if let Some(p) = q.p99_us {
+                    put(us("IRQ p99", 0), i, f64::from(p), false, None);
+                }
+                put(us("IRQ max", 0), i, q.max_us as f64, false, None);
+            }
         }
     }
     let mut keys: Vec<String> = Vec::new();

@@ -12,6 +12,7 @@ pub mod compare;
 pub mod count;
 pub mod document;
 pub mod efficiency;
+pub mod explain;
 pub mod findings;
 pub mod history;
 pub mod html;

@@ -98,6 +98,32 @@ pub struct ThreadRow {
     /// `(µs, count)` of the non-empty 1 µs buckets.
     pub histogram: Vec<(u32, u64)>,
     pub overflow: u64,
+    /// `--split`: the same thread's IRQ latency (timer expiry to its interrupt).
+    pub irq: Option<IrqRow>,
+}
+
+/// One thread's IRQ latency of a split run, truncated to us as [`ThreadRow`]'s.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IrqRow {
+    pub matched: u64,
+    pub unmatched: u64,
+    pub min_us: u64,
+    pub avg_us: f64,
+    pub p99_us: Option<u32>,
+    pub max_us: u64,
+}
+
+impl IrqRow {
+    fn of(st: &model::latency::split::SplitStats) -> IrqRow {
+        IrqRow {
+            matched: st.matched,
+            unmatched: st.unmatched,
+            min_us: whole_us(st.irq.min_ns),
+            avg_us: tenths_us(st.irq.avg_ns),
+            p99_us: st.irq.histogram.quantile_us(0.99),
+            max_us: whole_us(st.irq.max_ns),
+        }
+    }
 }
 
 /// A rate over time (net: one direction's intervals), MB/s (10^6 B/s) at each interval's end.
@@ -159,6 +185,9 @@ pub struct Summary {
     /// Kind `mmio`: the per-width table (region beside DRAM) and the lines saying what was
     /// measured.
     pub mmio: Option<(Table, Vec<String>)>,
+    /// `bench latency --split`: what delayed the wake-ups over the run and the explained
+    /// wake-up, each a titled table.
+    pub split_tables: Vec<(String, Table)>,
 }
 
 /// One counted event as reports show it.
@@ -173,6 +202,93 @@ pub struct CounterRow {
     pub running_percent: Option<f64>,
     /// `counted`, `<not counted>`, `<not supported>`.
     pub status: String,
+}
+
+/// The split's tables for the reports: what delayed the wake-ups, summed over the run, and
+/// the explained wake-up part by part (as the terminal prints them).
+fn split_tables(sp: &model::latency::split::Split) -> Vec<(String, Table)> {
+    use crate::explain;
+    let mut out = Vec::new();
+    if !sp.causes.is_empty() {
+        let rows = sp
+            .causes
+            .iter()
+            .map(|c| {
+                vec![
+                    explain::source(&c.source),
+                    c.wakeups.to_string(),
+                    explain::us2(c.total_ns as i64),
+                    explain::us2(c.max_ns as i64),
+                ]
+            })
+            .collect();
+        out.push((
+            "What delayed the wake-ups after the timer expired (summed over the run)".to_string(),
+            Table::new(
+                &[
+                    ("Source", false),
+                    ("Wake-ups", true),
+                    ("Total (us)", true),
+                    ("Most in one (us)", true),
+                ],
+                rows,
+            ),
+        ));
+    }
+    let explained = match (&sp.analysis, sp.largest.first()) {
+        (Some(a), _) => Some((
+            format!(
+                "The first wake-up at or above --analyze {} us, explained",
+                sp.analyze_above_us.unwrap_or_default()
+            ),
+            a,
+        )),
+        (None, Some(a)) => Some(("The largest wake-up, explained".to_string(), a)),
+        (None, None) => None,
+    };
+    if let Some((title, a)) = explained {
+        let mut rows: Vec<Vec<String>> = explain::analysis_parts(a)
+            .into_iter()
+            .map(|p| {
+                vec![
+                    if p.sub {
+                        format!("  {}", p.label)
+                    } else {
+                        p.label
+                    },
+                    explain::us2(p.ns),
+                    if p.sub {
+                        String::new()
+                    } else {
+                        explain::share_of(p.ns, a.thread_latency_ns)
+                    },
+                    p.note,
+                ]
+            })
+            .collect();
+        rows.push(vec![
+            "thread latency".into(),
+            explain::us2(a.thread_latency_ns as i64),
+            "(100 %)".into(),
+            format!(
+                "wake-up to switch {} us",
+                explain::us2(a.wakeup_to_switch_ns as i64)
+            ),
+        ]);
+        out.push((
+            format!("{title}: {}", explain::analysis_title(a)),
+            Table::new(
+                &[
+                    ("Part", false),
+                    ("Time (us)", true),
+                    ("Share", true),
+                    ("", false),
+                ],
+                rows,
+            ),
+        ));
+    }
+    out
 }
 
 /// A 0..1 ratio as a percentage with one decimal.
@@ -321,6 +437,7 @@ impl Summary {
             latency_lines: Vec::new(),
             inventory: Vec::new(),
             mmio: None,
+            split_tables: Vec::new(),
         };
         let mut kernel = env.host.as_ref().and_then(|h| h.kernel.clone());
         let mut governor = None;
@@ -595,6 +712,7 @@ impl Summary {
                     missed: st.missed_periods,
                     histogram: st.histogram.buckets(),
                     overflow: st.histogram.overflow,
+                    irq: None,
                 };
                 for t in &l.measurement.threads {
                     let cpu = t
@@ -606,6 +724,32 @@ impl Summary {
                 // `all`, as the terminal prints it, also under a single thread.
                 s.threads
                     .push(row("all".into(), None, &l.measurement.total));
+                if let Some(sp) = &l.split {
+                    for t in &mut s.threads {
+                        let st = if t.name == "all" {
+                            Some(&sp.total)
+                        } else {
+                            sp.threads
+                                .iter()
+                                .find(|x| x.thread.map(|n| n.to_string()) == Some(t.name.clone()))
+                        };
+                        t.irq = st.map(IrqRow::of);
+                    }
+                    let source = match sp.source {
+                        model::latency::split::SplitSource::Tracepoints => "tracepoints",
+                        model::latency::split::SplitSource::Timerlat => "timerlat tracer",
+                    };
+                    put(
+                        &mut s,
+                        "IRQ/thread split",
+                        format!(
+                            "{source}: {} of {} matched",
+                            sp.total.matched,
+                            plural(sp.total.wakeups, "wake-up", "wake-ups")
+                        ),
+                    );
+                    s.split_tables = split_tables(sp);
+                }
             }
             "audit" => {
                 let a: AuditView = doc.view(origin)?;
@@ -1034,8 +1178,10 @@ impl Summary {
         })
     }
 
-    /// Per latency thread: cyclictest's columns plus p99 and missed periods.
+    /// Per latency thread: cyclictest's columns plus p99 and missed periods; with the
+    /// IRQ/thread split, the same wake-ups' IRQ latency and the wake-ups it could not match.
     pub fn latency_table(&self) -> Table {
+        let split = self.threads.iter().any(|t| t.irq.is_some());
         let rows = self
             .threads
             .iter()
@@ -1050,7 +1196,7 @@ impl Summary {
                         |p| p.to_string(),
                     )
                 };
-                vec![
+                let mut row = vec![
                     t.name.clone(),
                     t.cpu.clone().unwrap_or_else(dash),
                     t.count.to_string(),
@@ -1061,24 +1207,42 @@ impl Summary {
                     t.max_us.to_string(),
                     t.missed.to_string(),
                     t.overflow.to_string(),
-                ]
+                ];
+                if split {
+                    row.extend(match &t.irq {
+                        Some(i) => vec![
+                            format!("{:.1}", i.avg_us),
+                            q(i.p99_us),
+                            i.max_us.to_string(),
+                            i.unmatched.to_string(),
+                        ],
+                        None => vec![dash(), dash(), dash(), dash()],
+                    });
+                }
+                row
             })
             .collect();
-        Table::new(
-            &[
-                ("Thread", false),
-                ("CPU", false),
-                ("Samples", true),
-                ("Min (us)", true),
-                ("Avg (us)", true),
-                ("p99 (us)", true),
-                ("p99.9 (us)", true),
-                ("Max (us)", true),
-                ("Missed (periods)", true),
-                ("Overflow", true),
-            ],
-            rows,
-        )
+        let mut columns = vec![
+            ("Thread", false),
+            ("CPU", false),
+            ("Samples", true),
+            ("Min (us)", true),
+            ("Avg (us)", true),
+            ("p99 (us)", true),
+            ("p99.9 (us)", true),
+            ("Max (us)", true),
+            ("Missed (periods)", true),
+            ("Overflow", true),
+        ];
+        if split {
+            columns.extend([
+                ("IRQ avg (us)", true),
+                ("IRQ p99 (us)", true),
+                ("IRQ max (us)", true),
+                ("Unmatched", true),
+            ]);
+        }
+        Table::new(&columns, rows)
     }
 
     /// The line under a throughput table: the ceiling the tests are measured against, or

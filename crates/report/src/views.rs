@@ -126,6 +126,10 @@ pub struct LatencyView {
     /// The background load; absent or null when the run had none.
     #[serde(default)]
     pub stress: Option<StressView>,
+    /// `--split`: IRQ against thread latency (absent in runs without it, and in documents
+    /// written before it existed).
+    #[serde(default)]
+    pub split: Option<model::latency::split::Split>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
