@@ -4,6 +4,7 @@
 //! `report::findings::audit` judges it and `report::terminal::audit` draws it.
 
 pub mod address;
+pub mod bar;
 pub mod config;
 
 use crate::ceiling::pcie::{link_ceiling, PcieCeiling, TlpParams};
