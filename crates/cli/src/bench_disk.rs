@@ -11,7 +11,6 @@ use model::ceiling::PathCeiling;
 use model::disk::{DiskResult, Host, Parameters, TargetInfo, TargetKind, TestResult};
 use model::path::TargetPath;
 use model::root::SysRoot;
-use probe::sysfs::read_attr;
 use report::terminal::Style;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -500,10 +499,11 @@ fn plan_line(p: &Parameters, tests: &[model::disk::TestSpec]) -> String {
 
 /// The host facts printed beside the numbers, from `probe::system` and the host name.
 fn host(root: &SysRoot, cpus: usize) -> Host {
-    let hostname = read_attr(&root.path("/proc/sys/kernel/hostname"))
-        .ok()
-        .flatten();
-    Host::from_context(&probe::system::read_context(root), cpus, hostname)
+    Host::from_context(
+        &probe::system::read_context(root),
+        cpus,
+        probe::system::hostname(root),
+    )
 }
 
 /// The CrystalDiskMark-like table (`report::terminal::disk`) of a judged document.

@@ -349,65 +349,6 @@ fn interval_of(a: &NetArgs, duration_s: u32) -> Duration {
     }
 }
 
-/// What probe can tell about the interface the test used: the audit's facts of it
-/// ([`NetInterface::link_facts`](model::inventory::net::NetInterface::link_facts): speed, MTU, the USB link of its adapter, the tbf at its
-/// root), and what only this end's live system says (timestamps, the PCIe link, GSO).
-/// What probe could not read of the interfaces is returned as notes.
-fn link_facts(iface: &str) -> (Option<LinkFacts>, Vec<String>) {
-    let root = model::root::SysRoot::new("/");
-    let inv = probe::net::scan(&root);
-    let notes = inv.warnings;
-    let Some(i) = inv.interfaces.iter().find(|i| i.name == iface) else {
-        return (None, notes);
-    };
-    let read = |p: &str| {
-        std::fs::read_to_string(p)
-            .ok()
-            .map(|s| s.trim().to_string())
-    };
-    let tcp_timestamps = read("/proc/sys/net/ipv4/tcp_timestamps").and_then(|s| s.parse().ok());
-    let mut facts_notes = Vec::new();
-    if probe::qdisc::gso_max_segs(iface) == Some(1) {
-        facts_notes.push(format!(
-            "GSO is limited to one segment per packet on {iface} (gso_max_segs 1): every \
-             packet crosses the stack alone, which costs CPU per byte"
-        ));
-    }
-    // The bus links below the interface (`headroom path IFACE`): the narrowest PCIe one.
-    let pcie_ceiling = if i.is_virtual {
-        None
-    } else {
-        let path = probe::path::resolve(
-            &root,
-            std::path::Path::new(iface),
-            &probe::pci::audit_sysfs(&root),
-        );
-        // An interface that cannot be resolved has no bus link to cap it: the Ethernet
-        // model alone gives the ceiling.
-        path.map(|p| p.links)
-            .unwrap_or_default()
-            .iter()
-            .filter(|l| l.kind == model::path::LinkKind::Pcie)
-            .filter_map(|l| {
-                let c = match (l.ceiling_to_cpu_bps(), l.ceiling_from_cpu_bps()) {
-                    (Some(a), Some(b)) => a.min(b),
-                    (a, b) => a.or(b)?,
-                };
-                Some((format!("{} at {}", l.name, l.state), c))
-            })
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-    };
-    (
-        Some(LinkFacts {
-            tcp_timestamps,
-            pcie_ceiling,
-            notes: facts_notes,
-            ..i.link_facts()
-        }),
-        notes,
-    )
-}
-
 fn print_interval(json: bool, end_s: f64, flow: Flow, bps: f64) {
     if !json {
         crate::terminal::info(format_args!(
@@ -601,7 +542,11 @@ fn find_rate(
         }
         let flow = t.0.flows().first().copied().unwrap_or(Flow::ClientToServer);
         let s = t.0.summary(flow);
-        let f = facts.get_or_insert_with(|| t.0.interface.as_deref().and_then(|i| link_facts(i).0));
+        let f = facts.get_or_insert_with(|| {
+            t.0.interface
+                .as_deref()
+                .and_then(|i| probe::path::net_link_facts(&SysRoot::system(), i).0)
+        });
         let ceiling_bps = f
             .as_ref()
             .and_then(|f| report::net::flow_ceiling(f, &t.0, flow).ok())
@@ -654,7 +599,7 @@ fn finish(
 ) -> anyhow::Result<ExitCode> {
     let interrupted = m.stopped_by == NetStop::Interrupted;
     let (facts, more) = match &m.interface {
-        Some(i) => link_facts(i),
+        Some(i) => probe::path::net_link_facts(&SysRoot::system(), i),
         None => (None, Vec::new()),
     };
     notes.extend(more);

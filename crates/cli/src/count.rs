@@ -9,7 +9,7 @@ use clap::Args;
 use counters::event::{Event, Pmus};
 use counters::perf::{outcome, OpenError, Outcome, Reading, Scope, Session};
 use counters::workload::{CommandStdout, Workload, WorkloadError};
-use counters::{pcie_pmu, ReadUnder, Sampler};
+use counters::{pcie_pmu, Sampler};
 use model::root::SysRoot;
 use report::count::{
     CountDocument, CountInterval, CountStatus, CountedEvent, EventListing, PmuLink, PmuListing,
@@ -474,17 +474,10 @@ fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
         }
     };
     let audit = probe::pci::audit_sysfs(root);
-    let ports: Vec<(model::inventory::pci::address::PciAddress, Option<u16>)> = audit
-        .functions
-        .iter()
-        // A root port by its PCIe capability; without config space (a fixture, no root),
-        // a PCI-to-PCI bridge (class 0604) on a root bus.
-        .filter(|f| match f.port_type() {
-            Some(t) => t == model::PortType::RootPort,
-            None => f.parent.is_none() && f.class.is_some_and(|c| c >> 8 == 0x0604),
-        })
-        .map(|f| (f.address, f.vendor_id))
-        .collect();
+    let ports: Vec<(model::inventory::pci::address::PciAddress, Option<u16>)> =
+        counters::root_port::root_ports(&audit)
+            .map(|f| (f.address, f.vendor_id))
+            .collect();
     let mut links = Vec::new();
     let listing: Vec<PmuListing> = pmus
         .iter()
@@ -561,9 +554,8 @@ fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
         tracepoints,
         tracepoints_missing,
     };
-    let kernel = root.read("/proc/sys/kernel/osrelease").ok();
-    let findings =
-        report::count::root_port_pmu_findings(&facts, &links, kernel.as_deref().map(str::trim));
+    let kernel = probe::system::kernel_release(root);
+    let findings = report::count::root_port_pmu_findings(&facts, &links, kernel.as_deref());
     if global.json {
         #[derive(serde::Serialize)]
         struct ListDocument<'a> {

@@ -9,6 +9,7 @@ use model::inventory::net::NetInterface;
 use model::inventory::pci::address::PciAddress;
 use model::inventory::pci::{AuditedFunction, PciAudit};
 use model::net;
+use model::net::LinkFacts;
 use model::path::{Branch, Hop};
 use model::path::{LinkKind, PathLink, PathLinkState, TargetPath};
 use model::root::SysRoot;
@@ -460,4 +461,57 @@ fn pcie_link(audit: &PciAudit, a: PciAddress) -> Option<PathLink> {
         ),
         note,
     })
+}
+
+/// What probe can tell about the interface a network test used (`bench net`): the audit's facts of it
+/// ([`NetInterface::link_facts`](model::inventory::net::NetInterface::link_facts): speed, MTU, the USB link of its adapter, the tbf at its
+/// root), and what only this end's live system says (timestamps, the PCIe link, GSO).
+/// What probe could not read of the interfaces is returned as notes.
+pub fn net_link_facts(root: &SysRoot, iface: &str) -> (Option<LinkFacts>, Vec<String>) {
+    let inv = crate::net::scan(root);
+    let notes = inv.warnings;
+    let Some(i) = inv.interfaces.iter().find(|i| i.name == iface) else {
+        return (None, notes);
+    };
+    // Documentation/networking/ip-sysctl.rst: 0 off, 1 on (with random offsets), 2 on.
+    let tcp_timestamps = crate::sysfs::read_attr(&root.path("/proc/sys/net/ipv4/tcp_timestamps"))
+        .ok()
+        .flatten()
+        .and_then(|s| s.parse().ok());
+    let mut facts_notes = Vec::new();
+    if crate::qdisc::gso_max_segs(iface) == Some(1) {
+        facts_notes.push(format!(
+            "GSO is limited to one segment per packet on {iface} (gso_max_segs 1): every \
+             packet crosses the stack alone, which costs CPU per byte"
+        ));
+    }
+    // The bus links below the interface (`headroom path IFACE`): the narrowest PCIe one.
+    let pcie_ceiling = if i.is_virtual {
+        None
+    } else {
+        let path = resolve(root, Path::new(iface), &crate::pci::audit_sysfs(root));
+        // An interface that cannot be resolved has no bus link to cap it: the Ethernet
+        // model alone gives the ceiling.
+        path.map(|p| p.links)
+            .unwrap_or_default()
+            .iter()
+            .filter(|l| l.kind == LinkKind::Pcie)
+            .filter_map(|l| {
+                let c = match (l.ceiling_to_cpu_bps(), l.ceiling_from_cpu_bps()) {
+                    (Some(a), Some(b)) => a.min(b),
+                    (a, b) => a.or(b)?,
+                };
+                Some((format!("{} at {}", l.name, l.state), c))
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+    };
+    (
+        Some(LinkFacts {
+            tcp_timestamps,
+            pcie_ceiling,
+            notes: facts_notes,
+            ..i.link_facts()
+        }),
+        notes,
+    )
 }

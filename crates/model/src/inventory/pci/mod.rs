@@ -195,6 +195,15 @@ impl AuditedFunction {
         self.express().map(|e| e.port_type)
     }
 
+    /// A root port by its PCIe capability; without config space (a fixture, no root), a
+    /// PCI-to-PCI bridge (class 0604) on a root bus.
+    pub fn is_root_port(&self) -> bool {
+        match self.port_type() {
+            Some(t) => t == PortType::RootPort,
+            None => self.parent.is_none() && self.class.is_some_and(|c| c >> 8 == 0x0604),
+        }
+    }
+
     /// lspci's marks on LnkSta speed and width.
     pub fn lspci_marks(&self) -> (Option<LinkMark>, Option<LinkMark>) {
         match self.express() {
