@@ -315,3 +315,67 @@ fn a_second_name_is_found_where_there_is_one() {
         ]
     );
 }
+
+/// The string literals of `code` that are a /proc or /sys path (`"/proc/interrupts"`,
+/// `format!("/sys/bus/pci/devices/{f}")`), each with its line. A path inside a sentence (`echo
+/// 1 > /sys/bus/pci/devices/.../enable` told to the user) is not a read and is not matched.
+fn system_paths(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        for start in ["\"/proc", "\"/sys"] {
+            for (i, _) in line.match_indices(start) {
+                let next = line[i + start.len()..].chars().next();
+                if matches!(next, Some('/') | Some('"')) {
+                    let end = line[i + 1..].find('"').map_or(line.len(), |e| i + 2 + e);
+                    out.push(format!("line {}: {}", n + 1, &line[i..end]));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// DESIGN: cli "never reads /proc or /sys": discovery is probe's, sampling counters', the
+/// mapping of a BAR bench's (issue 26). Every /proc or /sys path in cli's code is one of theirs.
+#[test]
+fn cli_names_no_proc_or_sys_path() {
+    let src = workspace().join("crates/cli/src");
+    let mut found = Vec::new();
+    let mut files = 0;
+    for p in rust_files(&src) {
+        for hit in system_paths(&code(&p)) {
+            found.push(format!(
+                "{}: {hit}",
+                p.strip_prefix(&src).unwrap().display()
+            ));
+        }
+        files += 1;
+    }
+    assert!(
+        files > 10,
+        "read only {files} files under {}",
+        src.display()
+    );
+    assert!(
+        found.is_empty(),
+        "cli reads /proc or /sys itself (ask probe or counters instead):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn a_system_path_is_found_where_there_is_one() {
+    let code = "let a = root.read(\"/proc/sys/kernel/osrelease\");\n\
+                let d = root.path(format!(\"/sys/bus/pci/devices/{f}\"));\n\
+                let s = \"/sys\";\n\
+                let m = format!(\"enable it: echo 1 > /sys/bus/pci/devices/{f}/enable\");\n\
+                let n = \"/system/x\"; let p = \"/process\";\n";
+    assert_eq!(
+        system_paths(code),
+        [
+            "line 1: \"/proc/sys/kernel/osrelease\"",
+            "line 2: \"/sys/bus/pci/devices/{f}\"",
+            "line 3: \"/sys\"",
+        ]
+    );
+}
