@@ -28,8 +28,7 @@ use serde::Serialize;
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
@@ -537,13 +536,8 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
 
     // SIGINT (Ctrl-C) and SIGTERM stop the measurement (and with it the load); what was
     // measured is printed and kept, marked interrupted, and the exit code is 128 + signal.
-    let interrupt = Arc::new(AtomicBool::new(false));
-    let signal = Arc::new(AtomicUsize::new(0));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)
-            .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&interrupt)))
-            .context("installing the SIGINT/SIGTERM handlers")?;
-    }
+    let signals = terminal::Interrupt::install()?;
+    let interrupt = &signals.stop;
 
     let session = Session::prepare(config.clone()).map_err(anyhow::Error::msg)?;
     // Refused SCHED_FIFO or mlockall: say so once, now (a run may last hours), and measure;
@@ -625,7 +619,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     let started_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
-    let measurement = session.run(&interrupt, every, |live| {
+    let measurement = session.run(interrupt, every, |live| {
         if last_load.elapsed() >= Duration::from_secs(5) {
             last_load = Instant::now();
             sample(&mut load_samples);
@@ -655,10 +649,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         r.stop = Some(l.stop());
     }
     let measurement = measurement.map_err(anyhow::Error::msg)?;
-    let stopped_by_signal = match signal.load(Ordering::SeqCst) {
-        0 => None,
-        sig => i32::try_from(sig).ok(),
-    };
+    let stopped_by_signal = signals.signal();
     let interrupted = measurement.stopped_by == StopReason::Interrupted;
 
     let cpus = measured_cpus(&config);
@@ -749,7 +740,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
             Severity::Error => terminal::error(f.sentence()),
         }
     }
-    if let Some(signal) = stopped_by_signal {
+    if stopped_by_signal.is_some() {
         let kept = if !measured {
             "nothing was measured".to_string()
         } else if keep.no_save {
@@ -759,7 +750,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
              interrupted"
                 .to_string()
         };
-        return Err(terminal::Interrupted { signal, kept }.into());
+        return Err(signals.interrupted(kept));
     }
     Ok(ExitCode::SUCCESS)
 }

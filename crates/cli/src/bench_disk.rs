@@ -16,12 +16,6 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
-/// Exit code after Ctrl-C, as shells report a process ended by SIGINT (128 + 2).
-const EXIT_INTERRUPTED: u8 = 130;
-/// Exit code after SIGTERM (128 + 15).
-const EXIT_TERMINATED: u8 = 143;
 
 #[derive(Args, Debug, Clone)]
 #[command(
@@ -281,22 +275,11 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         _ => Vec::new(),
     };
 
-    // SIGINT and SIGTERM both stop the run; `term` tells which came, for the exit code.
-    let stop = Arc::new(AtomicBool::new(false));
-    let term = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .context("cannot install the Ctrl-C handler that removes the test file")?;
-    }
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&term))
-        .context("cannot install the SIGTERM handler that removes the test file")?;
-    let interrupted_code = || {
-        if term.load(Ordering::Relaxed) {
-            ExitCode::from(EXIT_TERMINATED)
-        } else {
-            ExitCode::from(EXIT_INTERRUPTED)
-        }
-    };
+    // SIGINT and SIGTERM both stop the run (the test file is removed on the way out); the
+    // exit code is 128 + the signal.
+    let interrupt = crate::terminal::Interrupt::install()?;
+    let stop = &interrupt.stop;
+    let interrupted_code = || interrupt.exit_code();
     let live = std::io::stderr().is_terminal();
     let fill_progress = |done: u64, total: u64| {
         if live && (done == total || done % (64 << 20) == 0) {
@@ -320,7 +303,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         device_note,
         &holds,
         &opts,
-        &stop,
+        stop,
         Some(&fill_progress),
     );
     let mut target = match prepared {
@@ -406,7 +389,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
             .map(|p| p.chain.pci_addresses())
             .unwrap_or_default(),
     );
-    let outcome = run.run(&stop, progress);
+    let outcome = run.run(stop, progress);
     // Remove the test file before anything is printed, whatever the outcome.
     drop(target);
     if live {
@@ -612,6 +595,7 @@ impl<'a> DiskDocument<'a> {
 mod tests {
     #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
     use super::*;
+    use std::sync::Arc;
 
     /// A real measurement: the null engine, one sequential read and one random write, on a
     /// small test file in a temporary directory.

@@ -288,7 +288,8 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
             l >> 10
         ));
     }
-    let (stop, signal) = crate::terminal::stop_flag()?;
+    let interrupt = crate::terminal::Interrupt::install()?;
+    let stop = &interrupt.stop;
     let live = std::io::stderr().is_terminal();
     let mut access = mmio::Config::new(a.width.clone(), a.op.clone(), duration);
     access.threads = a.threads;
@@ -299,7 +300,7 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         copy: !a.no_copy,
     };
     let outcome = MemRun { config: cfg }
-        .run(&stop, progress(live, "DRAM"))
+        .run(stop, progress(live, "DRAM"))
         .map_err(anyhow::Error::new)?;
     if live {
         eprint!("\r\x1b[K");
@@ -326,7 +327,7 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         notes,
         interrupted: stop.load(Ordering::Relaxed),
     };
-    finish(global, &a.keep, &doc, &signal)
+    finish(global, &a.keep, &doc, &interrupt)
 }
 
 /// Print (text or JSON), keep, and the exit code (128 + `signal` when a signal stopped the
@@ -335,7 +336,7 @@ fn finish(
     global: &GlobalArgs,
     keep: &crate::output::KeepArgs,
     doc: &MmioDocument,
-    signal: &std::sync::atomic::AtomicUsize,
+    interrupt: &crate::terminal::Interrupt,
 ) -> anyhow::Result<ExitCode> {
     let measured =
         !doc.results.is_empty() || doc.memory.as_ref().is_some_and(|m| !m.results.is_empty());
@@ -368,11 +369,7 @@ fn finish(
         );
     }
     if doc.interrupted {
-        return Err(crate::terminal::Interrupted {
-            signal: crate::terminal::stopped_by(signal),
-            kept: stopped_with(doc, measured),
-        }
-        .into());
+        return Err(interrupt.interrupted(stopped_with(doc, measured)));
     }
     if !measured {
         return Ok(ExitCode::from(1));
@@ -493,7 +490,8 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Ok(fail(refusal(e))),
     };
     let region = region_of(&a.target, &opened.region);
-    let (stop, signal) = crate::terminal::stop_flag()?;
+    let interrupt = crate::terminal::Interrupt::install()?;
+    let stop = &interrupt.stop;
     let live = std::io::stderr().is_terminal();
     let mut cfg = mmio::Config::new(a.width.clone(), ops.clone(), duration);
     cfg.threads = a.threads;
@@ -514,7 +512,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         offset: opened.window_in_map,
         size: region.window_bytes,
     };
-    let measured = match run.run(&stop, progress(live, &region.given)) {
+    let measured = match run.run(stop, progress(live, &region.given)) {
         Ok(m) => m,
         Err(e) => return Ok(fail(refuse(format!("{}: {e}", a.target)))),
     };
@@ -553,7 +551,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
             access,
             copy: false,
         };
-        match (MemRun { config: mc }).run(&stop, progress(live, "DRAM")) {
+        match (MemRun { config: mc }).run(stop, progress(live, "DRAM")) {
             Ok(o) => Some(Memory {
                 buffer_bytes: o.buffer_bytes,
                 llc_bytes: llc,
@@ -604,5 +602,5 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         interrupted: stop.load(Ordering::Relaxed),
     };
     drop(opened.map);
-    finish(global, &a.keep, &doc, &signal)
+    finish(global, &a.keep, &doc, &interrupt)
 }

@@ -3,7 +3,6 @@
 
 use crate::beside::Beside;
 use crate::output::GlobalArgs;
-use anyhow::Context as _;
 use bench::net::{self, ClientConfig, Event, Family, NetProgress, Server, ServerConfig};
 use bench::{Bench, Stop};
 use clap::Args;
@@ -13,12 +12,9 @@ use model::root::SysRoot;
 use report::count::BesideCounters;
 use report::net::{FindRate, NetReport, RateStep};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// Exit code after Ctrl-C (128 + SIGINT).
-const EXIT_INTERRUPTED: u8 = 130;
 
 /// iperf3's flags, with iperf3's meaning and units (`-b 100M` = 10^8 bit/s, `-l 128K` =
 /// 131072 bytes, as iperf3's units.c).
@@ -368,10 +364,9 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let (interrupt, signal) =
-        crate::terminal::stop_flag().context("installing the Ctrl-C handler")?;
+    let interrupt = crate::terminal::Interrupt::install()?;
     if a.server {
-        return run_server(a, json, &interrupt, &signal, a.interval);
+        return run_server(a, json, &interrupt, a.interval);
     }
     let mut words: Vec<&str> = a.host.iter().map(String::as_str).collect();
     if matches!(words.first(), Some(&"iperf3") | Some(&"iperf")) {
@@ -420,30 +415,26 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
         auth,
     };
     let outcome = if a.find_rate {
-        find_rate(&cfg, a.loss_threshold, &interrupt, json)
+        find_rate(&cfg, a.loss_threshold, &interrupt.stop, json)
     } else {
-        one_test(&cfg, &interrupt, json).map(|t| (t, None))
+        one_test(&cfg, &interrupt.stop, json).map(|t| (t, None))
     };
     let (tested, fr) = match outcome {
         Ok(x) => x,
         // Stopped before a test (or a trial of the search) ended: no measurement to show.
-        Err(_) if interrupt.load(Ordering::Relaxed) => {
-            return Err(crate::terminal::Interrupted {
-                signal: crate::terminal::stopped_by(&signal),
-                kept: if a.find_rate {
-                    "nothing was measured: no test of the search had ended".to_string()
-                } else {
-                    "nothing was measured: the test had not begun".to_string()
-                },
-            }
-            .into());
+        Err(_) if interrupt.is_set() => {
+            return Err(interrupt.interrupted(if a.find_rate {
+                "nothing was measured: no test of the search had ended"
+            } else {
+                "nothing was measured: the test had not begun"
+            }));
         }
         Err(e) => {
             crate::terminal::error(format_args!("{e}"));
             return Ok(ExitCode::from(1));
         }
     };
-    let code = finish(tested, fr, notes, json, &a.keep, &signal)?;
+    let code = finish(tested, fr, notes, json, &a.keep, &interrupt)?;
     Ok(code)
 }
 
@@ -595,7 +586,7 @@ fn finish(
     mut notes: Vec<String>,
     json: bool,
     keep: &crate::output::KeepArgs,
-    signal: &AtomicUsize,
+    interrupt: &crate::terminal::Interrupt,
 ) -> anyhow::Result<ExitCode> {
     let interrupted = m.stopped_by == NetStop::Interrupted;
     let (facts, more) = match &m.interface {
@@ -614,17 +605,15 @@ fn finish(
     } else {
         crate::out!("{}", report::net::render_text(&r))?;
     }
-    if interrupted && signal.load(Ordering::Relaxed) != 0 {
+    if interrupted && interrupt.signal().is_some() {
         // Stopped here (Ctrl-C, SIGTERM), as every benchmark says it.
-        return Err(crate::terminal::Interrupted {
-            signal: crate::terminal::stopped_by(signal),
-            kept: "the results above are those measured before it".to_string(),
-        }
-        .into());
+        return Err(interrupt.interrupted("the results above are those measured before it"));
     }
-    // A test the peer stopped (its Ctrl-C): a server serves on.
+    // A test the peer stopped (its Ctrl-C or SIGTERM, which it does not name): no signal came
+    // here, so not 128 + a signal: the test did not run its course, a failure (a server
+    // serves on).
     Ok(if interrupted {
-        ExitCode::from(EXIT_INTERRUPTED)
+        ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
@@ -651,8 +640,7 @@ fn client_auth(a: &NetArgs) -> Result<Option<Arc<net::auth::ClientAuth>>, String
 fn run_server(
     a: &NetArgs,
     json: bool,
-    interrupt: &Stop,
-    signal: &AtomicUsize,
+    interrupt: &crate::terminal::Interrupt,
     interval: f64,
 ) -> anyhow::Result<ExitCode> {
     let auth = match (&a.rsa_private_key_path, &a.authorized_users_path) {
@@ -673,7 +661,7 @@ fn run_server(
         ..a.keep.clone()
     };
     // 128 + the signal that stopped this server (130 for Ctrl-C, 143 for SIGTERM).
-    let stopped = || ExitCode::from(128 + crate::terminal::stopped_by(signal) as u8);
+    let stopped = || interrupt.exit_code();
     let server = match Server::bind(ServerConfig {
         port: a.port,
         bind: a.bind,
@@ -694,16 +682,22 @@ fn run_server(
         let all = counters::NetDevSampler::new(SysRoot::system());
         let before = all.snapshot().ok();
         let beside = Mutex::new(None);
-        let served =
-            net::NetRun::ServeOne(&server).run(interrupt, |p| on_progress(p, json, true, &beside));
+        let served = net::NetRun::ServeOne(&server)
+            .run(&interrupt.stop, |p| on_progress(p, json, true, &beside));
         match served {
             Err(net::NetError::Interrupted) => return Ok(stopped()),
             Ok(m) => {
                 let iface = iface_bytes(&all, before.as_ref(), &m);
                 let counters = finish_beside(beside, &m);
-                let interrupted =
-                    m.stopped_by == NetStop::Interrupted && interrupt.load(Ordering::Relaxed);
-                let code = finish((m, iface, counters), None, Vec::new(), json, &keep, signal)?;
+                let interrupted = m.stopped_by == NetStop::Interrupted && interrupt.is_set();
+                let code = finish(
+                    (m, iface, counters),
+                    None,
+                    Vec::new(),
+                    json,
+                    &keep,
+                    interrupt,
+                )?;
                 if interrupted {
                     return Ok(stopped());
                 }
@@ -718,7 +712,7 @@ fn run_server(
                 }
             }
         }
-        if interrupt.load(Ordering::Relaxed) {
+        if interrupt.is_set() {
             return Ok(stopped());
         }
     }

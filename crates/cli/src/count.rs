@@ -18,8 +18,7 @@ use report::count::{
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
@@ -164,10 +163,8 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
+    let interrupt = crate::terminal::Interrupt::install()?;
+    let stop = &interrupt.stop;
 
     // With --json on stdout, the command's stdout goes to stderr: the document stays one
     // document. Counts written to -o FILE (or perf's text on stderr) leave stdout to it.
@@ -389,7 +386,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     }
     let code = match exit {
         Some(x) => x.shell_code(),
-        None if interrupted => 130,
+        None if interrupted => 128 + interrupt.stopped_by(),
         None => 0,
     };
     Ok(ExitCode::from(code.clamp(0, 255) as u8))

@@ -21,7 +21,6 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Args, Debug, Clone)]
@@ -144,20 +143,8 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     }
     eprint!("{}", render_plan(&plan, live_root));
 
-    let stop = Arc::new(AtomicBool::new(false));
-    // Which signal stopped it, for the exit code (128 + signal) and the sentence.
-    let terminated = Arc::new(AtomicBool::new(false));
-    let mut signals = Vec::new();
-    for (sig, flag) in [
-        (signal_hook::consts::SIGINT, &stop),
-        (signal_hook::consts::SIGTERM, &stop),
-        (signal_hook::consts::SIGTERM, &terminated),
-    ] {
-        signals.push(
-            signal_hook::flag::register(sig, Arc::clone(flag))
-                .context("cannot install the Ctrl-C handler of the survey")?,
-        );
-    }
+    let mut interrupt = crate::terminal::Interrupt::install()?;
+    let stop = &interrupt.stop;
     let live = std::io::stderr().is_terminal();
     let exe = std::env::current_exe()
         .context("cannot find headroom's own executable to run the survey's parts")?;
@@ -229,7 +216,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
                     budget_end,
                     budget_s: budget,
                 };
-                let mut r = run_part(&exe, this, &stop, &ctx);
+                let mut r = run_part(&exe, this, stop, &ctx);
                 if let Some(took) = r.seconds {
                     overruns.record(this.kind, this.seconds(), took);
                 }
@@ -254,10 +241,8 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    for id in signals {
-        signal_hook::low_level::unregister(id);
-    }
-    let interrupted = stop.load(Ordering::Relaxed);
+    let interrupted = interrupt.is_set();
+    interrupt.release();
     let body = finished(&body, interrupted);
     if !interrupted && live {
         eprintln!(
@@ -282,17 +267,10 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
         crate::out!("{}", markdown(&doc, &body, "survey"))?;
     }
     if interrupted {
-        return Err(crate::terminal::Interrupted {
-            signal: if terminated.load(Ordering::Relaxed) {
-                libc::SIGTERM
-            } else {
-                libc::SIGINT
-            },
-            kept: "the survey keeps the parts measured before the stop; the parts' test files \
-                   were removed"
-                .to_string(),
-        }
-        .into());
+        return Err(interrupt.interrupted(
+            "the survey keeps the parts measured before the stop; the parts' test files were \
+             removed",
+        ));
     }
     if body.parts.iter().any(|p| p.status == PartStatus::Failed) {
         return Ok(ExitCode::from(1));

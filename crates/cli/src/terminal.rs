@@ -50,29 +50,78 @@ impl fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
-/// The stop flag that SIGINT and SIGTERM set, and which of them came (0: none yet), for the
-/// exit code (128 + the signal) and [`Interrupted`]'s sentence.
-pub fn stop_flag() -> anyhow::Result<(
-    std::sync::Arc<std::sync::atomic::AtomicBool>,
-    std::sync::Arc<std::sync::atomic::AtomicUsize>,
-)> {
-    use std::sync::atomic::{AtomicBool, AtomicUsize};
-    use std::sync::Arc;
-    let stop = Arc::new(AtomicBool::new(false));
-    let signal = Arc::new(AtomicUsize::new(0));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
-    Ok((stop, signal))
+/// SIGINT and SIGTERM as every command sees them: a stop flag the engines read
+/// ([`bench::Stop`]) and the number of the signal that came, for the exit code (128 + the
+/// signal: 130 for Ctrl-C, 143 for SIGTERM) and [`Interrupted`]'s sentence. One per command,
+/// installed before its work starts.
+pub struct Interrupt {
+    /// Set by either signal (or by the command itself, e.g. at a deadline).
+    pub stop: bench::Stop,
+    signal: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ids: Vec<signal_hook::SigId>,
 }
 
-/// The signal [`stop_flag`] recorded (SIGINT when none was: a stop set otherwise).
-pub fn stopped_by(signal: &std::sync::atomic::AtomicUsize) -> i32 {
-    i32::try_from(signal.load(std::sync::atomic::Ordering::Relaxed))
-        .ok()
-        .filter(|&s| s != 0)
-        .unwrap_or(libc::SIGINT)
+impl Interrupt {
+    /// Install the handlers of SIGINT and SIGTERM.
+    pub fn install() -> anyhow::Result<Interrupt> {
+        use std::sync::atomic::{AtomicBool, AtomicUsize};
+        use std::sync::Arc;
+        let stop = Arc::new(AtomicBool::new(false));
+        let signal = Arc::new(AtomicUsize::new(0));
+        let mut ids = Vec::new();
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            // The number first: whoever sees the flag set finds the signal recorded.
+            let installed =
+                signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)
+                    .and_then(|n| Ok([n, signal_hook::flag::register(sig, Arc::clone(&stop))?]));
+            match installed {
+                Ok(pair) => ids.extend(pair),
+                Err(e) => {
+                    return Err(anyhow::Error::new(e)
+                        .context(format!("cannot install the {} handler", signal_name(sig))))
+                }
+            }
+        }
+        Ok(Interrupt { stop, signal, ids })
+    }
+
+    /// Whether the stop flag is set.
+    pub fn is_set(&self) -> bool {
+        self.stop.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The signal that came, if one did.
+    pub fn signal(&self) -> Option<i32> {
+        i32::try_from(self.signal.load(std::sync::atomic::Ordering::SeqCst))
+            .ok()
+            .filter(|&s| s != 0)
+    }
+
+    /// The signal that stopped the run (SIGINT when the flag was set otherwise).
+    pub fn stopped_by(&self) -> i32 {
+        self.signal().unwrap_or(libc::SIGINT)
+    }
+
+    /// 128 + the signal that stopped the run.
+    pub fn exit_code(&self) -> ExitCode {
+        ExitCode::from(u8::try_from(128 + self.stopped_by()).unwrap_or(130))
+    }
+
+    /// The error a stopped run returns: its sentence and exit code, with what was `kept`.
+    pub fn interrupted(&self, kept: impl Into<String>) -> anyhow::Error {
+        Interrupted {
+            signal: self.stopped_by(),
+            kept: kept.into(),
+        }
+        .into()
+    }
+
+    /// Stop handling the signals (what is already recorded stays).
+    pub fn release(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
 }
 
 /// `SIGINT (Ctrl-C)`, `SIGTERM`, ...: the name a user reads in `kill -l`.

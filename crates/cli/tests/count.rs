@@ -911,29 +911,33 @@ fn a_pmu_that_vanished_is_one_sentence_and_the_rest_is_counted() {
     );
 }
 
+/// Ctrl-C or SIGTERM ends a system-wide count with its numbers and exits 128 + the signal
+/// (issue 26: SIGTERM said 130).
 #[test]
 fn ctrl_c_ends_a_system_wide_count_with_its_numbers() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("counts.txt");
-    let mut child = headroom_process()
-        .args(["count", "-a", "-e", "cs", "-o", file.to_str().unwrap()])
-        .spawn()
-        .unwrap();
-    // -o's file is made once the Ctrl-C handler is in place.
-    assert!(
-        wait_until(std::time::Duration::from_secs(60), || file.exists()),
-        "count never created {}",
-        file.display()
-    );
-    signal(&child, libc::SIGINT);
-    let status = wait_exit(&mut child, std::time::Duration::from_secs(30));
-    assert_eq!(status.code(), Some(130));
-    let text = std::fs::read_to_string(&file).unwrap();
-    assert!(
-        text.contains(" Performance counter stats for 'system wide':"),
-        "{text}"
-    );
-    assert!(text.lines().any(|l| l.ends_with(" cs")), "{text}");
+    for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("counts.txt");
+        let mut child = headroom_process()
+            .args(["count", "-a", "-e", "cs", "-o", file.to_str().unwrap()])
+            .spawn()
+            .unwrap();
+        // -o's file is made once the Ctrl-C handler is in place.
+        assert!(
+            wait_until(std::time::Duration::from_secs(60), || file.exists()),
+            "count never created {}",
+            file.display()
+        );
+        signal(&child, sig);
+        let status = wait_exit(&mut child, std::time::Duration::from_secs(30));
+        assert_eq!(status.code(), Some(code), "signal {sig}");
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            text.contains(" Performance counter stats for 'system wide':"),
+            "{text}"
+        );
+        assert!(text.lines().any(|l| l.ends_with(" cs")), "{text}");
+    }
 }
 
 /// Session 6 (s6-fix) item 2: `-o FILE` was opened after the counted command had started, so
