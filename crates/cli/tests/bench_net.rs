@@ -47,13 +47,9 @@ fn spawn(mut c: Command) -> Guard {
     Guard(spawn_piped(c.stdin(Stdio::null())))
 }
 
-/// Whether a test that needs `what` may run: a note and `false` when it may not, a failure
-/// under CI=true (where everything must run).
+/// Whether a test that needs `what` may run ([`testsupport::skip::unless`]).
 fn may_run(ok: bool, what: &str) -> bool {
-    if !ok {
-        testsupport::fixtures::skip(&format!("{what} is missing"));
-    }
-    ok
+    testsupport::skip::unless(ok, &format!("{what} is missing"))
 }
 
 fn headroom_cmd() -> Command {

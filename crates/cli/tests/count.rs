@@ -38,7 +38,7 @@ fn have_perf() -> bool {
         .is_ok_and(|o| o.status.success());
     if !ok {
         // CI installs it (.ci/run): there a missing perf is a failure, not a skip.
-        testsupport::fixtures::skip("perf (linux-perf) is not installed");
+        testsupport::skip::skip("perf (linux-perf) is not installed");
     }
     ok
 }
@@ -378,7 +378,7 @@ fn json_goes_to_stdout_the_commands_stdout_apart_and_report_reads_it() {
 /// with a note where there is none.
 fn vda_pci_address() -> Option<String> {
     let Ok(dev) = std::fs::canonicalize("/sys/block/vda/device/..") else {
-        eprintln!("skipped: no /sys/block/vda");
+        testsupport::skip::skip("no /sys/block/vda");
         return None;
     };
     Some(dev.file_name()?.to_string_lossy().into_owned())
