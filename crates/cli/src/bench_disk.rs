@@ -12,7 +12,7 @@ use model::disk::{DiskResult, Host, Parameters, TargetInfo, TargetKind, TestResu
 use model::path::TargetPath;
 use model::root::SysRoot;
 use report::terminal::Style;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -250,7 +250,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         // A directory: the test files of runs that were killed (SIGKILL, a crash) are removed.
         let dir = insp.given.clone();
         for removed in target::remove_stale_files(&dir) {
-            eprintln!("headroom: {removed}");
+            crate::terminal::info(removed);
         }
     }
     let (device, device_note) = match probe::block::by_number(&root, insp.dev.0, insp.dev.1) {
@@ -283,11 +283,11 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     let live = std::io::stderr().is_terminal();
     let fill_progress = |done: u64, total: u64| {
         if live && (done == total || done % (64 << 20) == 0) {
-            eprint!(
-                "\r\x1b[Kpreparing the test file: {} of {} MiB",
+            crate::terminal::progress(format_args!(
+                "preparing the test file: {} of {} MiB",
                 done >> 20,
                 total >> 20
-            );
+            ));
         }
     };
     let opts = target::TargetOptions {
@@ -322,16 +322,15 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     crate::terminal::info(plan_line(&parameters, &tests));
     let progress = |p: &Progress| {
         if live {
-            eprint!(
-                "\r\x1b[K{:<24} run {}/{}  {:<5} {:>6.1} s  {:>10.1} MB/s",
+            crate::terminal::progress(format_args!(
+                "{:<24} run {}/{}  {:<5} {:>6.1} s  {:>10.1} MB/s",
                 p.test,
                 p.run,
                 p.runs,
                 p.phase,
                 p.elapsed.as_secs_f64(),
                 p.bytes_per_sec / model::units::MB
-            );
-            let _ = std::io::stderr().flush();
+            ));
         }
     };
     // Measured / ceiling: the path from the target to the CPU and its bottleneck link,
@@ -393,7 +392,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     // Remove the test file before anything is printed, whatever the outcome.
     drop(target);
     if live {
-        eprint!("\r\x1b[K");
+        crate::terminal::progress_done();
     }
     let mut result = match outcome {
         Ok(r) => r,
@@ -442,9 +441,9 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         args.keep.keep("disk", &doc)
     };
     if result.interrupted {
-        eprintln!(
-            "headroom: interrupted: the results above are those measured before the stop; the \
-             test file headroom created was removed"
+        crate::terminal::info(
+            "interrupted: the results above are those measured before the stop; the test file \
+             headroom created was removed",
         );
     }
     if let Err(e) = kept {
@@ -459,11 +458,10 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
 
 fn interrupted_before_measuring(live: bool) {
     if live {
-        eprint!("\r\x1b[K");
+        crate::terminal::progress_done();
     }
-    eprintln!(
-        "headroom: interrupted before anything was measured; the test file headroom created \
-         was removed"
+    crate::terminal::info(
+        "interrupted before anything was measured; the test file headroom created was removed",
     );
 }
 

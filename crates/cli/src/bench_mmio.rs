@@ -214,9 +214,13 @@ fn usage(message: impl Into<String>) -> Refusal {
     }
 }
 
-fn fail(r: Refusal) -> ExitCode {
-    eprintln!("headroom: error: {}", r.message);
-    ExitCode::from(if r.usage { 2 } else { 1 })
+/// The refusal as the command's error: `terminal::exit_code` says it and exits 2 or 1.
+fn fail(r: Refusal) -> anyhow::Error {
+    if r.usage {
+        crate::terminal::usage(r.message)
+    } else {
+        anyhow::Error::msg(r.message)
+    }
 }
 
 /// Bytes: `4096`, `64K`, `1M`, or `0x1000`.
@@ -244,7 +248,7 @@ fn parse_time(flag: &str, s: &str) -> Result<Duration, Refusal> {
 fn progress(live: bool, what: &str) -> impl Fn(&mmio::Progress) + Sync + '_ {
     move |_| {
         if live {
-            eprint!("\r\x1b[Kmeasuring {what}");
+            crate::terminal::progress(format_args!("measuring {what}"));
         }
     }
 }
@@ -252,7 +256,7 @@ fn progress(live: bool, what: &str) -> impl Fn(&mmio::Progress) + Sync + '_ {
 pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
     let duration = match parse_time("--duration", &a.duration) {
         Ok(d) => d,
-        Err(r) => return Ok(fail(r)),
+        Err(r) => return Err(fail(r)),
     };
     let root = SysRoot::new("/");
     let llc = probe::memory::last_level_cache_bytes(&root);
@@ -263,13 +267,13 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         .transpose()
     {
         Ok(s) => s.unwrap_or_else(|| mem::buffer_for_llc(llc)),
-        Err(r) => return Ok(fail(r)),
+        Err(r) => return Err(fail(r)),
     };
     let mut notes = Vec::new();
     // The buffer is populated up front: never more than half of what the kernel says is
     // available, so a typo (--size 100G) cannot push the machine into swap or the OOM killer.
     if let Some(avail) = probe::memory::available_bytes(&root).filter(|&m| buffer > m / 2) {
-        return Ok(fail(usage(format!(
+        return Err(fail(usage(format!(
             "--size {}: a buffer above half of the {} MiB of available memory (MemAvailable \
              in /proc/meminfo) is refused; give a smaller --size",
             a.size.as_deref().unwrap_or_default(),
@@ -277,7 +281,7 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         ))));
     }
     if buffer < 16 * u64::from(a.threads) {
-        return Ok(fail(usage(format!(
+        return Err(fail(usage(format!(
             "--size {buffer}: the buffer needs at least 16 bytes per thread"
         ))));
     }
@@ -303,7 +307,7 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         .run(stop, progress(live, "DRAM"))
         .map_err(anyhow::Error::new)?;
     if live {
-        eprint!("\r\x1b[K");
+        crate::terminal::progress_done();
     }
     let doc = MmioDocument {
         parameters: Parameters {
@@ -361,12 +365,7 @@ fn finish(
         }
     }
     for e in &doc.errors {
-        eprintln!(
-            "headroom: warning: {} {}: {}",
-            e.width.label(),
-            e.op,
-            e.message
-        );
+        crate::terminal::warn(format_args!("{} {}: {}", e.width.label(), e.op, e.message));
     }
     if doc.interrupted {
         return Err(interrupt.interrupted(stopped_with(doc, measured)));
@@ -426,7 +425,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
     let root = SysRoot::new("/");
     let target = match MmioTarget::parse(&a.target) {
         Ok(t) => t,
-        Err(e) => return Ok(fail(refusal(e))),
+        Err(e) => return Err(fail(refusal(e))),
     };
     let writable = a.write.is_some();
     let ops = if a.op.is_empty() {
@@ -439,7 +438,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         a.op.clone()
     };
     if ops.contains(&AccessOp::Store) && !writable {
-        return Ok(fail(usage(format!(
+        return Err(fail(usage(format!(
             "--op store writes to {}: it needs --write {} (the exact target, so a typo cannot \
              write another device); nothing was mapped",
             a.target,
@@ -451,7 +450,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(w) = &a.write {
         if !target.is_named_by(&a.target, w) {
-            return Ok(fail(usage(format!(
+            return Err(fail(usage(format!(
                 "--write {w} does not name the target {}: give the exact target (for a BAR, \
                  DDDD:BB:DD.F:N) to allow stores",
                 a.target
@@ -467,7 +466,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
             .transpose(),
     ) {
         (Ok(d), Ok(o), Ok(s)) => (d, o, s),
-        (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return Ok(fail(r)),
+        (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return Err(fail(r)),
     };
     let page = target::page_size();
     let opened = match &target {
@@ -487,7 +486,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
     };
     let opened = match opened {
         Ok(o) => o,
-        Err(e) => return Ok(fail(refusal(e))),
+        Err(e) => return Err(fail(refusal(e))),
     };
     let region = region_of(&a.target, &opened.region);
     let interrupt = crate::terminal::Interrupt::install()?;
@@ -514,7 +513,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
     };
     let measured = match run.run(stop, progress(live, &region.given)) {
         Ok(m) => m,
-        Err(e) => return Ok(fail(refuse(format!("{}: {e}", a.target)))),
+        Err(e) => return Err(fail(refuse(format!("{}: {e}", a.target)))),
     };
     let (results, errors) = (measured.results, measured.errors);
     for r in &results {
@@ -565,7 +564,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         }
     };
     if live {
-        eprint!("\r\x1b[K");
+        crate::terminal::progress_done();
     }
     let (path, findings) = match opened.region.bar.map(|b| b.function.to_string()) {
         Some(t) => {

@@ -814,11 +814,10 @@ struct EthBody {
 fn eth_command(global: &GlobalArgs, a: &EthArgs, unit: RateUnit) -> anyhow::Result<ExitCode> {
     if a.len.is_some() && a.proto != Proto::Udp {
         // Not silently ignored: TCP's segment size follows the MTU.
-        eprintln!(
-            "headroom: error: --len sets the UDP datagram payload: add --proto udp (TCP segments \
-             follow the MTU: change --mtu instead)"
-        );
-        return Ok(ExitCode::from(2));
+        return Err(crate::terminal::usage(
+            "--len sets the UDP datagram payload: add --proto udp (TCP segments follow the MTU: \
+             change --mtu instead)",
+        ));
     }
     let ips: Vec<eth::IpVersion> = match a.ip {
         IpChoice::V4 => vec![eth::IpVersion::V4],

@@ -81,8 +81,7 @@ const DEFAULT_EVENTS: &str = "task-clock,context-switches,cpu-migrations,page-fa
                               instructions,branches,branch-misses";
 
 fn usage(msg: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
-    eprintln!("headroom: error: {msg}");
-    Ok(ExitCode::from(2))
+    Err(crate::terminal::usage(msg.to_string()))
 }
 
 pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
@@ -106,10 +105,9 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     let pmus = match Pmus::read(&root) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!(
-                "headroom: error: cannot list the PMUs: {e} (a kernel without CONFIG_PERF_EVENTS?)"
-            );
-            return Ok(ExitCode::from(1));
+            return Err(anyhow::anyhow!(
+                "cannot list the PMUs: {e} (a kernel without CONFIG_PERF_EVENTS?)"
+            ));
         }
     };
     let given: Vec<String> = if a.events.is_empty() && a.irq.is_empty() {
@@ -121,8 +119,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         Ok(e) => e,
         Err(e) if e.is_usage() => return usage(e),
         Err(e) => {
-            eprintln!("headroom: error: {e}");
-            return Ok(ExitCode::from(1));
+            return Err(anyhow::anyhow!("{e}"));
         }
     };
     let interval = match a.interval_ms {
@@ -146,8 +143,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         (None, true) => match counters::pmu::online_cpus(&root) {
             Ok(c) => Some(c),
             Err(e) => {
-                eprintln!("headroom: error: -a: {e}");
-                return Ok(ExitCode::from(1));
+                return Err(anyhow::anyhow!("-a: {e}"));
             }
         },
         (None, false) => None,
@@ -179,12 +175,11 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         Some(path) => match report::atomic::create_stream(path) {
             Ok(f) => Box::new(std::io::BufWriter::new(f)),
             Err(e) => {
-                eprintln!(
-                    "headroom: error: -o {}: cannot create it: {}",
+                return Err(anyhow::anyhow!(
+                    "-o {}: cannot create it: {}",
                     path.display(),
                     e.source
-                );
-                return Ok(ExitCode::from(1));
+                ));
             }
         },
         None if document_on_stdout => Box::new(std::io::stdout().lock()),
@@ -201,8 +196,11 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         match Workload::prepare(&a.command, command_stdout) {
             Ok(w) => Some(w),
             Err(e) => {
-                eprintln!("headroom: error: {e}");
-                return Ok(ExitCode::from(127));
+                return Err(crate::terminal::CodedError {
+                    code: 127,
+                    message: e.to_string(),
+                }
+                .into());
             }
         }
     };
@@ -214,8 +212,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     let session = match Session::open(&mut events, &scope) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("headroom: error: {e}");
-            return Ok(ExitCode::from(1));
+            return Err(anyhow::anyhow!("{e}"));
         }
     };
     let user_only = session.user_only_note(&events);
@@ -224,18 +221,18 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     }
     for (i, e) in events.iter().enumerate() {
         match session.error(i) {
-            Some(OpenError::Other(msg)) => eprintln!("headroom: warning: {msg}"),
+            Some(OpenError::Other(msg)) => crate::terminal::warn(msg),
             // perf is silent on a generic hardware event a VM lacks; a named PMU's reason
             // is worth a line.
             Some(OpenError::NotSupported(msg))
                 if e.type_id != counters::pmu::PERF_TYPE_HARDWARE =>
             {
-                eprintln!("headroom: warning: {msg}")
+                crate::terminal::warn(msg)
             }
             _ => {}
         }
         if let Some(n) = &e.note {
-            eprintln!("headroom: note: {}: {n}", e.name);
+            crate::terminal::note(format_args!("{}: {n}", e.name));
         }
     }
     let irq_sampler = counters::InterruptsSampler::new(root.clone());
@@ -251,12 +248,15 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(w) = workload.as_mut() {
         if let Err(e) = w.start() {
-            eprintln!("headroom: error: {e}");
             let code = match e {
                 WorkloadError::Exec(..) => 126,
                 _ => 127,
             };
-            return Ok(ExitCode::from(code));
+            return Err(crate::terminal::CodedError {
+                code,
+                message: e.to_string(),
+            }
+            .into());
         }
     }
 
@@ -380,8 +380,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     };
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
-            eprintln!("headroom: error: cannot write the counts: {e}");
-            return Ok(ExitCode::from(1));
+            return Err(anyhow::anyhow!("cannot write the counts: {e}"));
         }
     }
     let code = match exit {
@@ -462,12 +461,11 @@ fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
         // No event_source at all is a state of the world (CONFIG_PERF_EVENTS off, a
         // fixture of PCI only): the root ports are still judged.
         Err(e) if e.is_unsupported() => {
-            eprintln!("headroom: warning: {e}: no PMU to list");
+            crate::terminal::warn(format_args!("{e}: no PMU to list"));
             Vec::new()
         }
         Err(e) => {
-            eprintln!("headroom: error: cannot list the PMUs: {e}");
-            return Ok(ExitCode::from(1));
+            return Err(anyhow::anyhow!("cannot list the PMUs: {e}"));
         }
     };
     let audit = probe::pci::audit_sysfs(root);

@@ -4,6 +4,10 @@
 //! Exit codes (`terminal::exit_code`): 0 success (also when stdout's reader went away),
 //! 1 failure, 2 usage error (clap's own and `terminal::UsageError`), 128 + signal when
 //! interrupted.
+//!
+//! Only `terminal` prints (ripgrep's messages.rs): its writers escape what came from outside
+//! and its `exit_code` says every error once; the print macros are denied elsewhere.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod audit;
 mod bench;

@@ -117,7 +117,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
                     summaries.extend(r.summaries);
                 }
                 Err(e) => {
-                    eprintln!("headroom: error: {e:#}");
+                    crate::terminal::error(crate::terminal::sentence(&e));
                     failed = true;
                     continue;
                 }
@@ -152,7 +152,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     match target {
         Target::File(file) => {
             report::write_atomic(&file, text.as_bytes())?;
-            eprintln!("headroom: wrote {}", file.display());
+            crate::terminal::info(format_args!("wrote {}", file.display()));
         }
         Target::Stdout => crate::out!("{text}")?,
     }

@@ -17,7 +17,7 @@ use model::survey::{
 };
 use report::survey::{PartResult, PartStatus, SurveyBody};
 use report::Document;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -141,7 +141,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|e| crate::terminal::usage(e.to_string()))?;
         }
     }
-    eprint!("{}", render_plan(&plan, live_root));
+    crate::terminal::text(render_plan(&plan, live_root));
 
     let mut interrupt = crate::terminal::Interrupt::install()?;
     let stop = &interrupt.stop;
@@ -226,7 +226,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
             } else {
                 let why = this.reason.clone().unwrap_or_default();
                 if live {
-                    eprintln!("headroom: {}: {why}", this.id);
+                    crate::terminal::info(format_args!("{}: {why}", this.id));
                 }
                 not_run(why)
             }
@@ -245,21 +245,21 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     interrupt.release();
     let body = finished(&body, interrupted);
     if !interrupted && live {
-        eprintln!(
-            "headroom: survey done in {}",
+        crate::terminal::info(format_args!(
+            "survey done in {}",
             format_seconds(started.elapsed().as_secs_f64())
-        );
+        ));
     }
 
     let doc = report::document::wrap("survey", env!("CARGO_PKG_VERSION"), &body)?;
     args.keep.keep("survey", &body)?;
     if let Some(file) = &args.md {
         report::write_atomic(file, markdown(&doc, &body, "survey").as_bytes())?;
-        eprintln!("headroom: wrote {}", file.display());
+        crate::terminal::info(format_args!("wrote {}", file.display()));
     }
     if let Some(file) = &args.html {
         report::write_atomic(file, html(&doc, &body, "survey")?.as_bytes())?;
-        eprintln!("headroom: wrote {}", file.display());
+        crate::terminal::info(format_args!("wrote {}", file.display()));
     }
     if global.json {
         crate::output::print_result("survey", &body)?;
@@ -504,21 +504,20 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
         }
         if p.live {
             let left = (part.seconds() - elapsed.as_secs_f64()).max(0.0) + p.remaining_after;
-            eprint!(
-                "\r\x1b[K[{}/{}] {}  {:.0} s of about {:.0} s · survey about {} left",
+            crate::terminal::progress(format_args!(
+                "[{}/{}] {}  {:.0} s of about {:.0} s · survey about {} left",
                 p.index,
                 p.count,
                 part.id,
                 elapsed.as_secs_f64(),
                 part.seconds(),
                 format_seconds(left)
-            );
-            let _ = std::io::stderr().flush();
+            ));
         }
         std::thread::sleep(Duration::from_millis(200));
     };
     if p.live {
-        eprint!("\r\x1b[K");
+        crate::terminal::progress_done();
     }
     let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
     let stderr = err.and_then(|h| h.join().ok()).unwrap_or_default();
@@ -591,8 +590,8 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
     if !p.live {
         return result;
     }
-    eprintln!(
-        "headroom: [{}/{}] {}: {}{}",
+    crate::terminal::info(format_args!(
+        "[{}/{}] {}: {}{}",
         p.index,
         p.count,
         part.id,
@@ -602,6 +601,6 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
             .as_deref()
             .map(|r| format!(" ({r})"))
             .unwrap_or_default()
-    );
+    ));
     result
 }

@@ -7,6 +7,10 @@
 //! command's cleanup (temp files, stress workers) runs on the way, and `main` exits 0 without
 //! a word. Nothing here calls `process::exit`.
 
+// The one module that prints: everything else goes through it (main.rs denies the print
+// macros in the rest of the crate).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::fmt;
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -28,6 +32,22 @@ impl std::error::Error for UsageError {}
 pub fn usage(sentence: impl Into<String>) -> anyhow::Error {
     UsageError(sentence.into()).into()
 }
+
+/// A failure with an exit code of its own: 126 when the counted command cannot be run, 127
+/// when it is not found, as perf and shells say it.
+#[derive(Debug)]
+pub struct CodedError {
+    pub code: u8,
+    pub message: String,
+}
+
+impl fmt::Display for CodedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CodedError {}
 
 /// The run was stopped by a signal after it kept what it measured: exit 128 + the signal's
 /// number (130 for Ctrl-C, 143 for SIGTERM), as shells report it.
@@ -206,6 +226,33 @@ fn say(kind: &str, message: fmt::Arguments<'_>) {
     );
 }
 
+/// A progress line on stderr, redrawn in place (`\r`, erase the line): only where stderr is
+/// a terminal, which the caller checks. The line is escaped as every message is.
+pub fn progress(line: impl fmt::Display) {
+    let text = line.to_string();
+    let mut e = std::io::stderr().lock();
+    let _ = write!(e, "\r\x1b[K{}", report::outside::for_terminal(&text, false));
+    let _ = e.flush();
+}
+
+/// Erase the progress line.
+pub fn progress_done() {
+    let mut e = std::io::stderr().lock();
+    let _ = write!(e, "\r\x1b[K");
+    let _ = e.flush();
+}
+
+/// A text of several lines on stderr as it is (escaped), without the `headroom:` prefix:
+/// what a command shows before it starts (the survey's plan).
+pub fn text(text: impl fmt::Display) {
+    let text = text.to_string();
+    let _ = write!(
+        std::io::stderr().lock(),
+        "{}",
+        report::outside::for_terminal(&text, false)
+    );
+}
+
 /// `headroom: warning: ...` on stderr.
 pub fn warn(message: impl fmt::Display) {
     say("warning: ", format_args!("{message}"));
@@ -314,6 +361,9 @@ pub fn exit_code(err: &anyhow::Error) -> ExitCode {
         return ExitCode::from(u8::try_from(128 + i.signal).unwrap_or(130));
     }
     error(sentence(err));
+    if let Some(c) = err.chain().find_map(|e| e.downcast_ref::<CodedError>()) {
+        return ExitCode::from(c.code);
+    }
     if err.chain().any(|e| e.is::<UsageError>()) {
         ExitCode::from(2)
     } else {
