@@ -6,8 +6,8 @@
 //! numbers depend on) from `report::terminal::latency` and `report::findings::latency`; this
 //! module keeps the flags, the run (signals, load, samplers) and the writer.
 
+use crate::console;
 use crate::output::GlobalArgs;
-use crate::terminal;
 use anyhow::Context as _;
 use bench::latency::{self, Session};
 use bench::stress::{self, Launcher, Load, StopReport};
@@ -285,7 +285,7 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     // Every benchmark checks where its result goes before it runs, so a missing or
     // read-only directory does not lose a run (a usage error, exit 2).
     if let Some(keep) = args.command.keep() {
-        keep.check_output().map_err(|e| terminal::usage(e.0))?;
+        keep.check_output().map_err(|e| console::usage(e.0))?;
     }
     match &args.command {
         BenchCommand::Disk(a) => crate::bench_disk::run_disk(global, a),
@@ -518,17 +518,17 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
 
 fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     let available = latency::available_cpus();
-    let (config, mut notes) = build_config(a, &available).map_err(terminal::usage)?;
+    let (config, mut notes) = build_config(a, &available).map_err(console::usage)?;
     let stress_spec = a
         .stress
         .as_deref()
         .map(stress::parse_spec)
         .transpose()
-        .map_err(|msg| terminal::usage(format!("--stress: {msg}")))?;
+        .map_err(|msg| console::usage(format!("--stress: {msg}")))?;
     // Pasted stress-ng options headroom does not reproduce: a note each, as cyclictest's.
     notes.extend(stress_spec.iter().flat_map(|s| s.notes.iter().cloned()));
     for n in &notes {
-        terminal::note(n);
+        console::note(n);
     }
     let keep = a.keep();
     let root = SysRoot::new("/");
@@ -536,7 +536,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
 
     // SIGINT (Ctrl-C) and SIGTERM stop the measurement (and with it the load); what was
     // measured is printed and kept, marked interrupted, and the exit code is 128 + signal.
-    let signals = terminal::Interrupt::install()?;
+    let signals = console::Interrupt::install()?;
     let interrupt = &signals.stop;
 
     let session = Session::prepare(config.clone()).map_err(anyhow::Error::msg)?;
@@ -547,10 +547,10 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         judge::not_realtime(&judge::rt_refused(session.privileges(), config.priority));
     let dma_not_held = judge::dma_latency_not_held(&session.privileges().cpu_dma_latency_held);
     if let Some(f) = &not_realtime {
-        terminal::warn(f.sentence());
+        console::warn(f.sentence());
     }
     if let Some(f) = &dma_not_held {
-        terminal::note(f.sentence());
+        console::note(f.sentence());
     }
 
     let session_fifo = session.privileges().sched_fifo.is_done();
@@ -570,7 +570,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
             + Duration::from_secs(30);
         let l = Load::start(spec, &launcher, bound)?;
         if !global.json {
-            terminal::info(format_args!(
+            console::info(format_args!(
                 "stress: {} ({})",
                 spec.describe(),
                 spec.interpretation
@@ -686,7 +686,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         ));
     }
     if interrupted {
-        let by = stopped_by_signal.map_or("a signal".to_string(), terminal::signal_name);
+        let by = stopped_by_signal.map_or("a signal".to_string(), console::signal_name);
         findings.push(judge::interrupted(&by));
     }
     let document = LatencyDocument {
@@ -710,7 +710,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     } else {
         let by = stopped_by_signal
             .filter(|_| interrupted)
-            .map(terminal::signal_name);
+            .map(console::signal_name);
         let conditions = report::terminal::latency::Conditions {
             stress: stress_spec.as_ref(),
             interrupted_by: by.as_deref(),
@@ -735,9 +735,9 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         .filter(|f| ![&not_realtime, &dma_not_held].contains(&&Some((*f).clone())))
     {
         match f.severity {
-            Severity::Info => terminal::note(f.sentence()),
-            Severity::Warning => terminal::warn(f.sentence()),
-            Severity::Error => terminal::error(f.sentence()),
+            Severity::Info => console::note(f.sentence()),
+            Severity::Warning => console::warn(f.sentence()),
+            Severity::Error => console::error(f.sentence()),
         }
     }
     if stopped_by_signal.is_some() {

@@ -175,7 +175,7 @@ fn parse_buffers(s: &str) -> Result<model::disk::Buffers, String> {
 /// target that cannot be used, exit 1.
 pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode> {
     match disk_command(global, args) {
-        Err(e) if is_usage_error(&e) => Err(crate::terminal::usage(crate::terminal::sentence(&e))),
+        Err(e) if is_usage_error(&e) => Err(crate::console::usage(crate::console::sentence(&e))),
         other => other,
     }
 }
@@ -250,7 +250,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         // A directory: the test files of runs that were killed (SIGKILL, a crash) are removed.
         let dir = insp.given.clone();
         for removed in target::remove_stale_files(&dir) {
-            crate::terminal::info(removed);
+            crate::console::info(removed);
         }
     }
     let (device, device_note) = match probe::block::by_number(&root, insp.dev.0, insp.dev.1) {
@@ -277,13 +277,13 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
 
     // SIGINT and SIGTERM both stop the run (the test file is removed on the way out); the
     // exit code is 128 + the signal.
-    let interrupt = crate::terminal::Interrupt::install()?;
+    let interrupt = crate::console::Interrupt::install()?;
     let stop = &interrupt.stop;
     let interrupted_code = || interrupt.exit_code();
     let live = std::io::stderr().is_terminal();
     let fill_progress = |done: u64, total: u64| {
         if live && (done == total || done % (64 << 20) == 0) {
-            crate::terminal::progress(format_args!(
+            crate::console::progress(format_args!(
                 "preparing the test file: {} of {} MiB",
                 done >> 20,
                 total >> 20
@@ -319,10 +319,10 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         .block_device()
         .and_then(|d| probe::block::queue_of(&root, &d.disk));
     target.set_queue(queue);
-    crate::terminal::info(plan_line(&parameters, &tests));
+    crate::console::info(plan_line(&parameters, &tests));
     let progress = |p: &Progress| {
         if live {
-            crate::terminal::progress(format_args!(
+            crate::console::progress(format_args!(
                 "{:<24} run {}/{}  {:<5} {:>6.1} s  {:>10.1} MB/s",
                 p.test,
                 p.run,
@@ -365,7 +365,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
             );
             if let Err(e) = crate::output::write_result(out, "disk", &doc) {
                 if !output_failed.swap(true, Ordering::Relaxed) {
-                    crate::terminal::warn(crate::terminal::sentence(&e));
+                    crate::console::warn(crate::console::sentence(&e));
                 }
             }
         }
@@ -392,7 +392,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     // Remove the test file before anything is printed, whatever the outcome.
     drop(target);
     if live {
-        crate::terminal::progress_done();
+        crate::console::progress_done();
     }
     let mut result = match outcome {
         Ok(r) => r,
@@ -441,13 +441,13 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         args.keep.keep("disk", &doc)
     };
     if result.interrupted {
-        crate::terminal::info(
+        crate::console::info(
             "interrupted: the results above are those measured before the stop; the test file \
              headroom created was removed",
         );
     }
     if let Err(e) = kept {
-        crate::terminal::error(crate::terminal::sentence(&e));
+        crate::console::error(crate::console::sentence(&e));
         return Ok(ExitCode::from(1));
     }
     if result.interrupted {
@@ -458,9 +458,9 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
 
 fn interrupted_before_measuring(live: bool) {
     if live {
-        crate::terminal::progress_done();
+        crate::console::progress_done();
     }
-    crate::terminal::info(
+    crate::console::info(
         "interrupted before anything was measured; the test file headroom created was removed",
     );
 }

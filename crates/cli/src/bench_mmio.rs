@@ -214,10 +214,10 @@ fn usage(message: impl Into<String>) -> Refusal {
     }
 }
 
-/// The refusal as the command's error: `terminal::exit_code` says it and exits 2 or 1.
+/// The refusal as the command's error: `console::exit_code` says it and exits 2 or 1.
 fn fail(r: Refusal) -> anyhow::Error {
     if r.usage {
-        crate::terminal::usage(r.message)
+        crate::console::usage(r.message)
     } else {
         anyhow::Error::msg(r.message)
     }
@@ -248,7 +248,7 @@ fn parse_time(flag: &str, s: &str) -> Result<Duration, Refusal> {
 fn progress(live: bool, what: &str) -> impl Fn(&mmio::Progress) + Sync + '_ {
     move |_| {
         if live {
-            crate::terminal::progress(format_args!("measuring {what}"));
+            crate::console::progress(format_args!("measuring {what}"));
         }
     }
 }
@@ -292,7 +292,7 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
             l >> 10
         ));
     }
-    let interrupt = crate::terminal::Interrupt::install()?;
+    let interrupt = crate::console::Interrupt::install()?;
     let stop = &interrupt.stop;
     let live = std::io::stderr().is_terminal();
     let mut access = mmio::Config::new(a.width.clone(), a.op.clone(), duration);
@@ -307,7 +307,7 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         .run(stop, progress(live, "DRAM"))
         .map_err(anyhow::Error::new)?;
     if live {
-        crate::terminal::progress_done();
+        crate::console::progress_done();
     }
     let doc = MmioDocument {
         parameters: Parameters {
@@ -340,7 +340,7 @@ fn finish(
     global: &GlobalArgs,
     keep: &crate::output::KeepArgs,
     doc: &MmioDocument,
-    interrupt: &crate::terminal::Interrupt,
+    interrupt: &crate::console::Interrupt,
 ) -> anyhow::Result<ExitCode> {
     let measured =
         !doc.results.is_empty() || doc.memory.as_ref().is_some_and(|m| !m.results.is_empty());
@@ -359,13 +359,13 @@ fn finish(
         // Through the one terminal writer (a file name or sysfs string shown escaped); a
         // closed stdout (`| head`) still lets the run end as it should.
         if let Err(e) = crate::out!("{text}") {
-            if !e.is::<crate::terminal::StdoutClosed>() {
+            if !e.is::<crate::console::StdoutClosed>() {
                 return Err(e);
             }
         }
     }
     for e in &doc.errors {
-        crate::terminal::warn(format_args!("{} {}: {}", e.width.label(), e.op, e.message));
+        crate::console::warn(format_args!("{} {}: {}", e.width.label(), e.op, e.message));
     }
     if doc.interrupted {
         return Err(interrupt.interrupted(stopped_with(doc, measured)));
@@ -489,7 +489,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(fail(refusal(e))),
     };
     let region = region_of(&a.target, &opened.region);
-    let interrupt = crate::terminal::Interrupt::install()?;
+    let interrupt = crate::console::Interrupt::install()?;
     let stop = &interrupt.stop;
     let live = std::io::stderr().is_terminal();
     let mut cfg = mmio::Config::new(a.width.clone(), ops.clone(), duration);
@@ -564,7 +564,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         }
     };
     if live {
-        crate::terminal::progress_done();
+        crate::console::progress_done();
     }
     let (path, findings) = match opened.region.bar.map(|b| b.function.to_string()) {
         Some(t) => {

@@ -347,7 +347,7 @@ fn interval_of(a: &NetArgs, duration_s: u32) -> Duration {
 
 fn print_interval(json: bool, end_s: f64, flow: Flow, bps: f64) {
     if !json {
-        crate::terminal::info(format_args!(
+        crate::console::info(format_args!(
             "[{end_s:7.2} s] {:<17} {:>10.2} Mbit/s",
             flow.label(),
             bps / 1e6
@@ -360,11 +360,11 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
     let (test, notes) = match build_test(a) {
         Ok(t) => t,
         Err(msg) => {
-            crate::terminal::error(format_args!("{msg}"));
+            crate::console::error(format_args!("{msg}"));
             return Ok(ExitCode::from(2));
         }
     };
-    let interrupt = crate::terminal::Interrupt::install()?;
+    let interrupt = crate::console::Interrupt::install()?;
     if a.server {
         return run_server(a, json, &interrupt, a.interval);
     }
@@ -376,24 +376,24 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
         (Some(h), []) => h.to_string(),
         (None, [h]) => h.to_string(),
         (None, []) => {
-            crate::terminal::error(format_args!(
+            crate::console::error(format_args!(
                 "give the server to test against (HOST or -c HOST), or \
                  --server to be one"
             ));
             return Ok(ExitCode::from(2));
         }
         _ => {
-            crate::terminal::error(format_args!("give one server, as HOST or as -c HOST"));
+            crate::console::error(format_args!("give one server, as HOST or as -c HOST"));
             return Ok(ExitCode::from(2));
         }
     };
     for n in &notes {
-        crate::terminal::note(format_args!("{n}"));
+        crate::console::note(format_args!("{n}"));
     }
     let auth = match client_auth(a) {
         Ok(x) => x,
         Err(msg) => {
-            crate::terminal::error(format_args!("{msg}"));
+            crate::console::error(format_args!("{msg}"));
             return Ok(ExitCode::from(2));
         }
     };
@@ -430,7 +430,7 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
             }));
         }
         Err(e) => {
-            crate::terminal::error(format_args!("{e}"));
+            crate::console::error(format_args!("{e}"));
             return Ok(ExitCode::from(1));
         }
     };
@@ -452,14 +452,14 @@ fn on_progress(p: &NetProgress<'_>, json: bool, server: bool, beside: &Mutex<Opt
             peer, interface, ..
         } => {
             if server {
-                crate::terminal::info(format_args!("test from {peer}"));
+                crate::console::info(format_args!("test from {peer}"));
             }
             if let (Some(i), Ok(mut b)) = (interface, beside.lock()) {
                 *b = Some(Beside::for_interface(SysRoot::system(), i));
             }
         }
         Event::Interval { end_s, flow, bps } => print_interval(json, *end_s, *flow, *bps),
-        Event::Denied { peer } => crate::terminal::info(format_args!(
+        Event::Denied { peer } => crate::console::info(format_args!(
             "{peer} was refused: a test is running (access denied)"
         )),
         Event::Streaming { .. } => {}
@@ -549,7 +549,7 @@ fn find_rate(
             ceiling_bps,
         };
         if !json {
-            crate::terminal::info(format_args!(
+            crate::console::info(format_args!(
                 "find-rate: offered {:.2} Mbit/s, received {:.2} Mbit/s, loss {:.3} %",
                 trial.offered_bps / 1e6,
                 trial.received_bps / 1e6,
@@ -586,7 +586,7 @@ fn finish(
     mut notes: Vec<String>,
     json: bool,
     keep: &crate::output::KeepArgs,
-    interrupt: &crate::terminal::Interrupt,
+    interrupt: &crate::console::Interrupt,
 ) -> anyhow::Result<ExitCode> {
     let interrupted = m.stopped_by == NetStop::Interrupted;
     let (facts, more) = match &m.interface {
@@ -627,7 +627,7 @@ fn client_auth(a: &NetArgs) -> Result<Option<Arc<net::auth::ClientAuth>>, String
     };
     let password = match std::env::var(net::auth::PASSWORD_ENV) {
         Ok(p) => p,
-        Err(_) => crate::terminal::ask_password("Password: ").map_err(|e| {
+        Err(_) => crate::console::ask_password("Password: ").map_err(|e| {
             format!(
                 "--username needs a password: set {} or run on a terminal ({e})",
                 net::auth::PASSWORD_ENV
@@ -640,7 +640,7 @@ fn client_auth(a: &NetArgs) -> Result<Option<Arc<net::auth::ClientAuth>>, String
 fn run_server(
     a: &NetArgs,
     json: bool,
-    interrupt: &crate::terminal::Interrupt,
+    interrupt: &crate::console::Interrupt,
     interval: f64,
 ) -> anyhow::Result<ExitCode> {
     let auth = match (&a.rsa_private_key_path, &a.authorized_users_path) {
@@ -648,7 +648,7 @@ fn run_server(
             match net::auth::ServerAuth::new(key, users, a.time_skew_threshold) {
                 Ok(x) => Some(x),
                 Err(msg) => {
-                    crate::terminal::error(format_args!("{msg}"));
+                    crate::console::error(format_args!("{msg}"));
                     return Ok(ExitCode::from(2));
                 }
             }
@@ -670,11 +670,11 @@ fn run_server(
     }) {
         Ok(s) => s,
         Err(e) => {
-            crate::terminal::error(format_args!("{e}"));
+            crate::console::error(format_args!("{e}"));
             return Ok(ExitCode::from(1));
         }
     };
-    crate::terminal::info(format_args!(
+    crate::console::info(format_args!(
         "serving iperf3 tests on port {} (Ctrl-C to stop)",
         server.local_addr().map_or(a.port, |s| s.port())
     ));
@@ -706,7 +706,7 @@ fn run_server(
                 }
             }
             Err(e) => {
-                crate::terminal::warn(format_args!("the test ended early: {e}"));
+                crate::console::warn(format_args!("the test ended early: {e}"));
                 if a.one_off {
                     return Ok(ExitCode::from(1));
                 }

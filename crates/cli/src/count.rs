@@ -81,7 +81,7 @@ const DEFAULT_EVENTS: &str = "task-clock,context-switches,cpu-migrations,page-fa
                               instructions,branches,branch-misses";
 
 fn usage(msg: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
-    Err(crate::terminal::usage(msg.to_string()))
+    Err(crate::console::usage(msg.to_string()))
 }
 
 pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
@@ -159,7 +159,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let interrupt = crate::terminal::Interrupt::install()?;
+    let interrupt = crate::console::Interrupt::install()?;
     let stop = &interrupt.stop;
 
     // With --json on stdout, the command's stdout goes to stderr: the document stays one
@@ -196,7 +196,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         match Workload::prepare(&a.command, command_stdout) {
             Ok(w) => Some(w),
             Err(e) => {
-                return Err(crate::terminal::CodedError {
+                return Err(crate::console::CodedError {
                     code: 127,
                     message: e.to_string(),
                 }
@@ -217,22 +217,22 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     };
     let user_only = session.user_only_note(&events);
     if let Some(n) = &user_only {
-        crate::terminal::note(n);
+        crate::console::note(n);
     }
     for (i, e) in events.iter().enumerate() {
         match session.error(i) {
-            Some(OpenError::Other(msg)) => crate::terminal::warn(msg),
+            Some(OpenError::Other(msg)) => crate::console::warn(msg),
             // perf is silent on a generic hardware event a VM lacks; a named PMU's reason
             // is worth a line.
             Some(OpenError::NotSupported(msg))
                 if e.type_id != counters::pmu::PERF_TYPE_HARDWARE =>
             {
-                crate::terminal::warn(msg)
+                crate::console::warn(msg)
             }
             _ => {}
         }
         if let Some(n) = &e.note {
-            crate::terminal::note(format_args!("{}: {n}", e.name));
+            crate::console::note(format_args!("{}: {n}", e.name));
         }
     }
     let irq_sampler = counters::InterruptsSampler::new(root.clone());
@@ -252,7 +252,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
                 WorkloadError::Exec(..) => 126,
                 _ => 127,
             };
-            return Err(crate::terminal::CodedError {
+            return Err(crate::console::CodedError {
                 code,
                 message: e.to_string(),
             }
@@ -362,9 +362,9 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     // Kept like every measurement (an -a run stopped by Ctrl-C too: it measured).
     if !a.no_save && doc.events.iter().any(|e| e.status == CountStatus::Counted) {
         if let Err(e) = crate::output::save_result("count", &doc, a.db.as_deref()) {
-            crate::terminal::warn(format_args!(
+            crate::console::warn(format_args!(
                 "the result was not kept in the history: {}",
-                crate::terminal::sentence(&e)
+                crate::console::sentence(&e)
             ));
         }
     }
@@ -461,7 +461,7 @@ fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
         // No event_source at all is a state of the world (CONFIG_PERF_EVENTS off, a
         // fixture of PCI only): the root ports are still judged.
         Err(e) if e.is_unsupported() => {
-            crate::terminal::warn(format_args!("{e}: no PMU to list"));
+            crate::console::warn(format_args!("{e}: no PMU to list"));
             Vec::new()
         }
         Err(e) => {

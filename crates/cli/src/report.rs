@@ -83,13 +83,13 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     };
     inputs.extend(args.runs.iter().cloned());
     if inputs.is_empty() {
-        return Err(crate::terminal::usage(
+        return Err(crate::console::usage(
             "give the result documents to report: files written by --json, or history ids \
              (`headroom history` lists them)",
         ));
     }
     if let Target::File(file) = &target {
-        crate::output::check_writable(flag, file).map_err(|e| crate::terminal::usage(e.0))?;
+        crate::output::check_writable(flag, file).map_err(|e| crate::console::usage(e.0))?;
     }
     // Every input read (and a bad one named) before anything is printed or written; the
     // others still make the report.
@@ -104,7 +104,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         let loaded = match loaded {
             Ok(x) => x,
             Err(e) => {
-                crate::terminal::error(crate::terminal::sentence(&e));
+                crate::console::error(crate::console::sentence(&e));
                 failed = true;
                 continue;
             }
@@ -117,7 +117,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
                     summaries.extend(r.summaries);
                 }
                 Err(e) => {
-                    crate::terminal::error(crate::terminal::sentence(&e));
+                    crate::console::error(crate::console::sentence(&e));
                     failed = true;
                     continue;
                 }
@@ -152,7 +152,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     match target {
         Target::File(file) => {
             report::write_atomic(&file, text.as_bytes())?;
-            crate::terminal::info(format_args!("wrote {}", file.display()));
+            crate::console::info(format_args!("wrote {}", file.display()));
         }
         Target::Stdout => crate::out!("{text}")?,
     }

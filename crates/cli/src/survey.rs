@@ -82,7 +82,7 @@ pub struct SurveyArgs {
 }
 
 pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
-    let usage = |msg: String| Err(crate::terminal::usage(msg));
+    let usage = |msg: String| Err(crate::console::usage(msg));
     let budget = match model::units::parse_duration(&args.budget) {
         Ok(b) => b.as_secs_f64(),
         Err(why) => return usage(format!("--budget {}: {why}", args.budget)),
@@ -138,12 +138,12 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     ] {
         if let Some(file) = file {
             crate::output::check_writable(flag, file)
-                .map_err(|e| crate::terminal::usage(e.to_string()))?;
+                .map_err(|e| crate::console::usage(e.to_string()))?;
         }
     }
-    crate::terminal::text(render_plan(&plan, live_root));
+    crate::console::text(render_plan(&plan, live_root));
 
-    let mut interrupt = crate::terminal::Interrupt::install()?;
+    let mut interrupt = crate::console::Interrupt::install()?;
     let stop = &interrupt.stop;
     let live = std::io::stderr().is_terminal();
     let exe = std::env::current_exe()
@@ -226,7 +226,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
             } else {
                 let why = this.reason.clone().unwrap_or_default();
                 if live {
-                    crate::terminal::info(format_args!("{}: {why}", this.id));
+                    crate::console::info(format_args!("{}: {why}", this.id));
                 }
                 not_run(why)
             }
@@ -237,7 +237,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
             // After every part, atomically: Ctrl-C or a crash keeps what was measured.
             let partial = finished(&body, stop.load(Ordering::Relaxed));
             if let Err(e) = crate::output::write_result(out, "survey", &partial) {
-                crate::terminal::warn(crate::terminal::sentence(&e));
+                crate::console::warn(crate::console::sentence(&e));
             }
         }
     }
@@ -245,7 +245,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     interrupt.release();
     let body = finished(&body, interrupted);
     if !interrupted && live {
-        crate::terminal::info(format_args!(
+        crate::console::info(format_args!(
             "survey done in {}",
             format_seconds(started.elapsed().as_secs_f64())
         ));
@@ -255,11 +255,11 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     args.keep.keep("survey", &body)?;
     if let Some(file) = &args.md {
         report::write_atomic(file, markdown(&doc, &body, "survey").as_bytes())?;
-        crate::terminal::info(format_args!("wrote {}", file.display()));
+        crate::console::info(format_args!("wrote {}", file.display()));
     }
     if let Some(file) = &args.html {
         report::write_atomic(file, html(&doc, &body, "survey")?.as_bytes())?;
-        crate::terminal::info(format_args!("wrote {}", file.display()));
+        crate::console::info(format_args!("wrote {}", file.display()));
     }
     if global.json {
         crate::output::print_result("survey", &body)?;
@@ -504,7 +504,7 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
         }
         if p.live {
             let left = (part.seconds() - elapsed.as_secs_f64()).max(0.0) + p.remaining_after;
-            crate::terminal::progress(format_args!(
+            crate::console::progress(format_args!(
                 "[{}/{}] {}  {:.0} s of about {:.0} s · survey about {} left",
                 p.index,
                 p.count,
@@ -517,7 +517,7 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
         std::thread::sleep(Duration::from_millis(200));
     };
     if p.live {
-        crate::terminal::progress_done();
+        crate::console::progress_done();
     }
     let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
     let stderr = err.and_then(|h| h.join().ok()).unwrap_or_default();
@@ -590,7 +590,7 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
     if !p.live {
         return result;
     }
-    crate::terminal::info(format_args!(
+    crate::console::info(format_args!(
         "[{}/{}] {}: {}{}",
         p.index,
         p.count,

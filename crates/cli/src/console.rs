@@ -1,4 +1,4 @@
-//! The terminal: data goes to stdout through one writer, everything else to stderr behind one
+//! The console (cli's; `report::terminal` draws the texts): data goes to stdout through one writer, everything else to stderr behind one
 //! `headroom:` prefix, and the errors a command returns become the exit codes of DESIGN:
 //! 0 success, 1 failure, 2 usage error, 128 + signal when interrupted.
 //!
@@ -200,7 +200,7 @@ pub fn write_stdout(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
 #[macro_export]
 macro_rules! out {
     ($($arg:tt)*) => {
-        $crate::terminal::write_stdout(format_args!($($arg)*))
+        $crate::console::write_stdout(format_args!($($arg)*))
     };
 }
 
@@ -208,10 +208,10 @@ macro_rules! out {
 #[macro_export]
 macro_rules! outln {
     () => {
-        $crate::terminal::write_stdout(format_args!("\n"))
+        $crate::console::write_stdout(format_args!("\n"))
     };
     ($($arg:tt)*) => {
-        $crate::terminal::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+        $crate::console::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
     };
 }
 
