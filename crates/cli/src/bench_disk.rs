@@ -192,9 +192,9 @@ fn is_usage_error(e: &anyhow::Error) -> bool {
 /// that is neither a device nor an existing file is refused with both readings, a path under
 /// /dev that is not a block device is refused, an interface is not a disk.
 fn disk_target(root: &SysRoot, given: &Path) -> anyhow::Result<PathBuf> {
-    use probe::path::Target;
+    use probe::path::Named;
     match probe::path::classify(root, given).map_err(DiskError::Target)? {
-        Target::BlockDevice(name) if !given.to_string_lossy().contains('/') => {
+        Named::BlockDevice(name) if !given.to_string_lossy().contains('/') => {
             let node = Path::new("/dev").join(&name);
             if node.exists() {
                 Ok(node)
@@ -207,14 +207,14 @@ fn disk_target(root: &SysRoot, given: &Path) -> anyhow::Result<PathBuf> {
                 .into())
             }
         }
-        Target::Interface(name) => Err(DiskError::Target(format!(
+        Named::Interface(name) => Err(DiskError::Target(format!(
             "{name} is a network interface, not a disk: give a directory, a file (./{name} for \
              one of that name here) or a block device"
         ))
         .into()),
         // `bench disk vdb` for /dev/vda must not create ./vdb: a bare name is a device, as in
         // `path`; a new file needs a path that says so.
-        Target::Missing { bare: true, .. } => {
+        Named::Missing { bare: true, .. } => {
             let name = given.display();
             Err(DiskError::Target(format!(
                 "no block device {name} (lsblk lists them); to test a new file here, write \
@@ -222,7 +222,7 @@ fn disk_target(root: &SysRoot, given: &Path) -> anyhow::Result<PathBuf> {
             ))
             .into())
         }
-        Target::PciFunction(name) => Err(DiskError::Target(format!(
+        Named::PciFunction(name) => Err(DiskError::Target(format!(
             "{name} is a PCI function, not a disk: give its block device (`headroom audit` \
              lists them), a directory or a file; `headroom bench mmio {name}:BAR` measures its \
              BARs"

@@ -39,14 +39,14 @@ pub struct ReportArgs {
 }
 
 /// Where the report goes: stdout, or a file.
-enum Target {
+enum Destination {
     Stdout,
     File(PathBuf),
 }
 
 /// The value given to `--md`/`--html`: the file to write, or (when it is a result document
 /// or a history id, as in `report --md run.json`) an input that came right after the flag.
-fn output_or_input(value: &Path) -> Result<Target, String> {
+fn output_or_input(value: &Path) -> Result<Destination, String> {
     let text = value.to_string_lossy();
     let is_document = value.is_file()
         && std::fs::File::open(value).is_ok_and(|f| {
@@ -62,7 +62,7 @@ fn output_or_input(value: &Path) -> Result<Target, String> {
     if is_document || history_id {
         Err(text.into_owned())
     } else {
-        Ok(Target::File(value.to_path_buf()))
+        Ok(Destination::File(value.to_path_buf()))
     }
 }
 
@@ -74,11 +74,11 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         (None, None) => ("", &None),
     };
     let target = match value.as_deref().map(output_or_input) {
-        None => Target::Stdout,
+        None => Destination::Stdout,
         Some(Ok(t)) => t,
         Some(Err(input)) => {
             inputs.push(input);
-            Target::Stdout
+            Destination::Stdout
         }
     };
     inputs.extend(args.runs.iter().cloned());
@@ -88,7 +88,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
              (`headroom history` lists them)",
         ));
     }
-    if let Target::File(file) = &target {
+    if let Destination::File(file) = &target {
         crate::output::check_writable(flag, file).map_err(|e| crate::console::usage(e.0))?;
     }
     // Every input read (and a bad one named) before anything is printed or written; the
@@ -150,11 +150,11 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         md
     };
     match target {
-        Target::File(file) => {
+        Destination::File(file) => {
             report::write_atomic(&file, text.as_bytes())?;
             crate::console::info(format_args!("wrote {}", file.display()));
         }
-        Target::Stdout => crate::out!("{text}")?,
+        Destination::Stdout => crate::out!("{text}")?,
     }
     Ok(exit(failed))
 }
