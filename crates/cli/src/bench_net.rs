@@ -510,14 +510,8 @@ fn find_rate(
     json: bool,
 ) -> Result<(Tested, Option<FindRate>), String> {
     use net::find_rate::{Plan, Trial};
-    let streams = f64::from(cfg.test.streams);
-    let per_stream = cfg
-        .test
-        .bitrate_bps
-        .filter(|&b| b != net::DEFAULT_UDP_RATE)
-        .unwrap_or(1_000_000_000) as f64;
     // Bounded: at most 14 tests.
-    let plan = Plan::new(per_stream * streams, threshold);
+    let plan = Plan::for_test(cfg.test.bitrate_bps, cfg.test.streams, threshold);
     let mut tested: Vec<Tested> = Vec::new();
     // The link facts of the test's interface, read once.
     let mut facts: Option<Option<LinkFacts>> = None;
@@ -526,7 +520,7 @@ fn find_rate(
             return Ok(None);
         }
         let mut c = cfg.clone();
-        c.test.bitrate_bps = Some((offered / streams).max(1000.0) as u64);
+        c.test.bitrate_bps = Some(net::find_rate::stream_rate(offered, cfg.test.streams));
         let t = one_test(&c, interrupt, true)?;
         if t.0.stopped_by == NetStop::Interrupted {
             return Ok(None);
