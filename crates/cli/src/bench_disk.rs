@@ -446,10 +446,9 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
              headroom created was removed",
         );
     }
-    if let Err(e) = kept {
-        crate::console::error(crate::console::sentence(&e));
-        return Ok(ExitCode::from(1));
-    }
+    // A result that could not be kept is the run's failure (exit 1), said once by
+    // console::exit_code.
+    kept?;
     if result.interrupted {
         return Ok(interrupted_code());
     }

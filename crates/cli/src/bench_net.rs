@@ -360,8 +360,7 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
     let (test, notes) = match build_test(a) {
         Ok(t) => t,
         Err(msg) => {
-            crate::console::error(format_args!("{msg}"));
-            return Ok(ExitCode::from(2));
+            return Err(crate::console::usage(msg));
         }
     };
     let interrupt = crate::console::Interrupt::install()?;
@@ -376,15 +375,14 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
         (Some(h), []) => h.to_string(),
         (None, [h]) => h.to_string(),
         (None, []) => {
-            crate::console::error(format_args!(
-                "give the server to test against (HOST or -c HOST), or \
-                 --server to be one"
+            return Err(crate::console::usage(
+                "give the server to test against (HOST or -c HOST), or --server to be one",
             ));
-            return Ok(ExitCode::from(2));
         }
         _ => {
-            crate::console::error(format_args!("give one server, as HOST or as -c HOST"));
-            return Ok(ExitCode::from(2));
+            return Err(crate::console::usage(
+                "give one server, as HOST or as -c HOST",
+            ));
         }
     };
     for n in &notes {
@@ -393,8 +391,7 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
     let auth = match client_auth(a) {
         Ok(x) => x,
         Err(msg) => {
-            crate::console::error(format_args!("{msg}"));
-            return Ok(ExitCode::from(2));
+            return Err(crate::console::usage(msg));
         }
     };
     let cfg = ClientConfig {
@@ -430,8 +427,7 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
             }));
         }
         Err(e) => {
-            crate::console::error(format_args!("{e}"));
-            return Ok(ExitCode::from(1));
+            return Err(anyhow::Error::msg(e.to_string()));
         }
     };
     let code = finish(tested, fr, notes, json, &a.keep, &interrupt)?;
@@ -642,8 +638,7 @@ fn run_server(
             match net::auth::ServerAuth::new(key, users, a.time_skew_threshold) {
                 Ok(x) => Some(x),
                 Err(msg) => {
-                    crate::console::error(format_args!("{msg}"));
-                    return Ok(ExitCode::from(2));
+                    return Err(crate::console::usage(msg));
                 }
             }
         }
@@ -664,8 +659,7 @@ fn run_server(
     }) {
         Ok(s) => s,
         Err(e) => {
-            crate::console::error(format_args!("{e}"));
-            return Ok(ExitCode::from(1));
+            return Err(anyhow::Error::msg(e.to_string()));
         }
     };
     crate::console::info(format_args!(
