@@ -100,7 +100,7 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
         None => audit.warnings.iter().collect(),
     };
     for w in warnings {
-        crate::terminal::warn(w);
+        crate::console::warn(w);
     }
     if let Some(inv) = inv {
         if !inv.found_anything() {

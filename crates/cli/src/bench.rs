@@ -6,8 +6,8 @@
 //! numbers depend on) from `report::terminal::latency` and `report::findings::latency`; this
 //! module keeps the flags, the run (signals, load, samplers) and the writer.
 
+use crate::console;
 use crate::output::GlobalArgs;
-use crate::terminal;
 use anyhow::Context as _;
 use bench::latency::{self, Session};
 use bench::stress::{self, Launcher, Load, StopReport};
@@ -29,8 +29,7 @@ use serde::Serialize;
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
@@ -315,7 +314,7 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     // Every benchmark checks where its result goes before it runs, so a missing or
     // read-only directory does not lose a run (a usage error, exit 2).
     if let Some(keep) = args.command.keep() {
-        keep.check_output().map_err(|e| terminal::usage(e.0))?;
+        keep.check_output().map_err(|e| console::usage(e.0))?;
     }
     match &args.command {
         BenchCommand::Disk(a) => crate::bench_disk::run_disk(global, a),
@@ -561,17 +560,17 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
 
 fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     let available = latency::available_cpus();
-    let (mut config, mut notes) = build_config(a, &available).map_err(terminal::usage)?;
+    let (mut config, mut notes) = build_config(a, &available).map_err(console::usage)?;
     let stress_spec = a
         .stress
         .as_deref()
         .map(stress::parse_spec)
         .transpose()
-        .map_err(|msg| terminal::usage(format!("--stress: {msg}")))?;
+        .map_err(|msg| console::usage(format!("--stress: {msg}")))?;
     // Pasted stress-ng options headroom does not reproduce: a note each, as cyclictest's.
     notes.extend(stress_spec.iter().flat_map(|s| s.notes.iter().cloned()));
     for n in &notes {
-        terminal::note(n);
+        console::note(n);
     }
     let keep = a.keep();
     let root = SysRoot::new("/");
@@ -590,7 +589,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
             let n = "--engine timerlat gives the IRQ/thread split itself; --split and --analyze \
                      follow the timer loop's wake-ups and are not used with it"
                 .to_string();
-            terminal::note(&n);
+            console::note(&n);
             notes.push(n);
         }
     }
@@ -600,14 +599,14 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         match crate::split::Recorder::open(&root, &cpus) {
             Ok(r) => {
                 if let Some(n) = r.missing_note() {
-                    terminal::note(&n);
+                    console::note(&n);
                     notes.push(n);
                 }
                 Some(r)
             }
             Err(why) => {
                 let n = format!("--split: {why}; measuring without the split");
-                terminal::warn(&n);
+                console::warn(&n);
                 notes.push(n);
                 None
             }
@@ -620,13 +619,8 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
 
     // SIGINT (Ctrl-C) and SIGTERM stop the measurement (and with it the load); what was
     // measured is printed and kept, marked interrupted, and the exit code is 128 + signal.
-    let interrupt = Arc::new(AtomicBool::new(false));
-    let signal = Arc::new(AtomicUsize::new(0));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)
-            .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&interrupt)))
-            .context("installing the SIGINT/SIGTERM handlers")?;
-    }
+    let signals = console::Interrupt::install()?;
+    let interrupt = &signals.stop;
 
     // The timer loop's threads, set up and parked; the timerlat tracer's are the kernel's.
     let session = if timerlat {
@@ -645,10 +639,10 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         None => (None, None),
     };
     if let Some(f) = &not_realtime {
-        terminal::warn(f.sentence());
+        console::warn(f.sentence());
     }
     if let Some(f) = &dma_not_held {
-        terminal::note(f.sentence());
+        console::note(f.sentence());
     }
 
     let session_fifo = session
@@ -670,7 +664,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
             + Duration::from_secs(30);
         let l = Load::start(spec, &launcher, bound)?;
         if !global.json {
-            terminal::info(format_args!(
+            console::info(format_args!(
                 "stress: {} ({})",
                 spec.describe(),
                 spec.interpretation
@@ -736,7 +730,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         .map_or(0, |d| d.as_millis());
     let Some(session) = session else {
         // --engine timerlat: the tracer measures until the limits or the stop flag.
-        let measured = crate::split::measure_timerlat(&root, &config, &cpus, &interrupt);
+        let measured = crate::split::measure_timerlat(&root, &config, &cpus, interrupt);
         let irqs_after = irq_sampler.snapshot().ok();
         sample(&mut load_samples);
         if let (Some(l), Some(r)) = (load.as_mut(), stress_record.as_mut()) {
@@ -760,12 +754,12 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
                 measurement,
                 irqs: (irq_sampler, irqs_before, irqs_after),
                 split,
-                signal: &signal,
+                stopped_by_signal: signals.signal(),
                 shown: (&not_realtime, &dma_not_held),
             },
         );
     };
-    let measurement = session.run(&interrupt, every, |live| {
+    let measurement = session.run(interrupt, every, |live| {
         if let Some(sp) = splitting.as_mut() {
             sp.tick(latency::rt::now_ns(libc::CLOCK_MONOTONIC));
         }
@@ -816,7 +810,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
             measurement,
             irqs: (irq_sampler, irqs_before, irqs_after),
             split,
-            signal: &signal,
+            stopped_by_signal: signals.signal(),
             shown: (&not_realtime, &dma_not_held),
         },
     )
@@ -842,7 +836,8 @@ struct Run<'a> {
         Option<<counters::InterruptsSampler as Sampler>::Snapshot>,
     ),
     split: Option<Split>,
-    signal: &'a AtomicUsize,
+    /// The signal that stopped the run, if one did.
+    stopped_by_signal: Option<i32>,
     /// The findings already printed when the run started.
     shown: (&'a Option<Finding>, &'a Option<Finding>),
 }
@@ -863,14 +858,10 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
         measurement,
         irqs: (irq_sampler, irqs_before, irqs_after),
         split,
-        signal,
+        stopped_by_signal,
         shown: (not_realtime, dma_not_held),
     } = r;
     let (config, context, root) = (config, context, root);
-    let stopped_by_signal = match signal.load(Ordering::SeqCst) {
-        0 => None,
-        sig => i32::try_from(sig).ok(),
-    };
     let interrupted = measurement.stopped_by == StopReason::Interrupted;
 
     let interrupts = irqs_before.zip(irqs_after).map(|(before, after)| {
@@ -913,7 +904,7 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
         ));
     }
     if interrupted {
-        let by = stopped_by_signal.map_or("a signal".to_string(), terminal::signal_name);
+        let by = stopped_by_signal.map_or("a signal".to_string(), console::signal_name);
         findings.push(judge::interrupted(&by));
     }
     let document = LatencyDocument {
@@ -938,7 +929,7 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
     } else {
         let by = stopped_by_signal
             .filter(|_| interrupted)
-            .map(terminal::signal_name);
+            .map(console::signal_name);
         let conditions = report::terminal::latency::Conditions {
             stress: stress_spec,
             interrupted_by: by.as_deref(),
@@ -964,9 +955,9 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
         .filter(|f| ![not_realtime, dma_not_held].contains(&&Some((*f).clone())))
     {
         match f.severity {
-            Severity::Info => terminal::note(f.sentence()),
-            Severity::Warning => terminal::warn(f.sentence()),
-            Severity::Error => terminal::error(f.sentence()),
+            Severity::Info => console::note(f.sentence()),
+            Severity::Warning => console::warn(f.sentence()),
+            Severity::Error => console::error(f.sentence()),
         }
     }
     if let Some(signal) = stopped_by_signal {
@@ -979,7 +970,7 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
              interrupted"
                 .to_string()
         };
-        return Err(terminal::Interrupted { signal, kept }.into());
+        return Err(console::Interrupted { signal, kept }.into());
     }
     Ok(ExitCode::SUCCESS)
 }

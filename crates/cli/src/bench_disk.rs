@@ -11,18 +11,11 @@ use model::ceiling::PathCeiling;
 use model::disk::{DiskResult, Host, Parameters, TargetInfo, TargetKind, TestResult};
 use model::path::TargetPath;
 use model::root::SysRoot;
-use probe::sysfs::read_attr;
 use report::terminal::Style;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
-/// Exit code after Ctrl-C, as shells report a process ended by SIGINT (128 + 2).
-const EXIT_INTERRUPTED: u8 = 130;
-/// Exit code after SIGTERM (128 + 15).
-const EXIT_TERMINATED: u8 = 143;
 
 #[derive(Args, Debug, Clone)]
 #[command(
@@ -182,7 +175,7 @@ fn parse_buffers(s: &str) -> Result<model::disk::Buffers, String> {
 /// target that cannot be used, exit 1.
 pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode> {
     match disk_command(global, args) {
-        Err(e) if is_usage_error(&e) => Err(crate::terminal::usage(crate::terminal::sentence(&e))),
+        Err(e) if is_usage_error(&e) => Err(crate::console::usage(crate::console::sentence(&e))),
         other => other,
     }
 }
@@ -199,9 +192,9 @@ fn is_usage_error(e: &anyhow::Error) -> bool {
 /// that is neither a device nor an existing file is refused with both readings, a path under
 /// /dev that is not a block device is refused, an interface is not a disk.
 fn disk_target(root: &SysRoot, given: &Path) -> anyhow::Result<PathBuf> {
-    use probe::path::Target;
+    use probe::path::Named;
     match probe::path::classify(root, given).map_err(DiskError::Target)? {
-        Target::BlockDevice(name) if !given.to_string_lossy().contains('/') => {
+        Named::BlockDevice(name) if !given.to_string_lossy().contains('/') => {
             let node = Path::new("/dev").join(&name);
             if node.exists() {
                 Ok(node)
@@ -214,14 +207,14 @@ fn disk_target(root: &SysRoot, given: &Path) -> anyhow::Result<PathBuf> {
                 .into())
             }
         }
-        Target::Interface(name) => Err(DiskError::Target(format!(
+        Named::Interface(name) => Err(DiskError::Target(format!(
             "{name} is a network interface, not a disk: give a directory, a file (./{name} for \
              one of that name here) or a block device"
         ))
         .into()),
         // `bench disk vdb` for /dev/vda must not create ./vdb: a bare name is a device, as in
         // `path`; a new file needs a path that says so.
-        Target::Missing { bare: true, .. } => {
+        Named::Missing { bare: true, .. } => {
             let name = given.display();
             Err(DiskError::Target(format!(
                 "no block device {name} (lsblk lists them); to test a new file here, write \
@@ -229,7 +222,7 @@ fn disk_target(root: &SysRoot, given: &Path) -> anyhow::Result<PathBuf> {
             ))
             .into())
         }
-        Target::PciFunction(name) => Err(DiskError::Target(format!(
+        Named::PciFunction(name) => Err(DiskError::Target(format!(
             "{name} is a PCI function, not a disk: give its block device (`headroom audit` \
              lists them), a directory or a file; `headroom bench mmio {name}:BAR` measures its \
              BARs"
@@ -257,7 +250,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         // A directory: the test files of runs that were killed (SIGKILL, a crash) are removed.
         let dir = insp.given.clone();
         for removed in target::remove_stale_files(&dir) {
-            eprintln!("headroom: {removed}");
+            crate::console::info(removed);
         }
     }
     let (device, device_note) = match probe::block::by_number(&root, insp.dev.0, insp.dev.1) {
@@ -282,30 +275,19 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         _ => Vec::new(),
     };
 
-    // SIGINT and SIGTERM both stop the run; `term` tells which came, for the exit code.
-    let stop = Arc::new(AtomicBool::new(false));
-    let term = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .context("cannot install the Ctrl-C handler that removes the test file")?;
-    }
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&term))
-        .context("cannot install the SIGTERM handler that removes the test file")?;
-    let interrupted_code = || {
-        if term.load(Ordering::Relaxed) {
-            ExitCode::from(EXIT_TERMINATED)
-        } else {
-            ExitCode::from(EXIT_INTERRUPTED)
-        }
-    };
+    // SIGINT and SIGTERM both stop the run (the test file is removed on the way out); the
+    // exit code is 128 + the signal.
+    let interrupt = crate::console::Interrupt::install()?;
+    let stop = &interrupt.stop;
+    let interrupted_code = || interrupt.exit_code();
     let live = std::io::stderr().is_terminal();
     let fill_progress = |done: u64, total: u64| {
         if live && (done == total || done % (64 << 20) == 0) {
-            eprint!(
-                "\r\x1b[Kpreparing the test file: {} of {} MiB",
+            crate::console::progress(format_args!(
+                "preparing the test file: {} of {} MiB",
                 done >> 20,
                 total >> 20
-            );
+            ));
         }
     };
     let opts = target::TargetOptions {
@@ -321,7 +303,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         device_note,
         &holds,
         &opts,
-        &stop,
+        stop,
         Some(&fill_progress),
     );
     let mut target = match prepared {
@@ -337,19 +319,18 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         .block_device()
         .and_then(|d| probe::block::queue_of(&root, &d.disk));
     target.set_queue(queue);
-    crate::terminal::info(plan_line(&parameters, &tests));
+    crate::console::info(plan_line(&parameters, &tests));
     let progress = |p: &Progress| {
         if live {
-            eprint!(
-                "\r\x1b[K{:<24} run {}/{}  {:<5} {:>6.1} s  {:>10.1} MB/s",
+            crate::console::progress(format_args!(
+                "{:<24} run {}/{}  {:<5} {:>6.1} s  {:>10.1} MB/s",
                 p.test,
                 p.run,
                 p.runs,
                 p.phase,
                 p.elapsed.as_secs_f64(),
                 p.bytes_per_sec / model::units::MB
-            );
-            let _ = std::io::stderr().flush();
+            ));
         }
     };
     // Measured / ceiling: the path from the target to the CPU and its bottleneck link,
@@ -384,7 +365,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
             );
             if let Err(e) = crate::output::write_result(out, "disk", &doc) {
                 if !output_failed.swap(true, Ordering::Relaxed) {
-                    crate::terminal::warn(crate::terminal::sentence(&e));
+                    crate::console::warn(crate::console::sentence(&e));
                 }
             }
         }
@@ -407,11 +388,11 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
             .map(|p| p.chain.pci_addresses())
             .unwrap_or_default(),
     );
-    let outcome = run.run(&stop, progress);
+    let outcome = run.run(stop, progress);
     // Remove the test file before anything is printed, whatever the outcome.
     drop(target);
     if live {
-        eprint!("\r\x1b[K");
+        crate::console::progress_done();
     }
     let mut result = match outcome {
         Ok(r) => r,
@@ -460,15 +441,14 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         args.keep.keep("disk", &doc)
     };
     if result.interrupted {
-        eprintln!(
-            "headroom: interrupted: the results above are those measured before the stop; the \
-             test file headroom created was removed"
+        crate::console::info(
+            "interrupted: the results above are those measured before the stop; the test file \
+             headroom created was removed",
         );
     }
-    if let Err(e) = kept {
-        crate::terminal::error(crate::terminal::sentence(&e));
-        return Ok(ExitCode::from(1));
-    }
+    // A result that could not be kept is the run's failure (exit 1), said once by
+    // console::exit_code.
+    kept?;
     if result.interrupted {
         return Ok(interrupted_code());
     }
@@ -477,11 +457,10 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
 
 fn interrupted_before_measuring(live: bool) {
     if live {
-        eprint!("\r\x1b[K");
+        crate::console::progress_done();
     }
-    eprintln!(
-        "headroom: interrupted before anything was measured; the test file headroom created \
-         was removed"
+    crate::console::info(
+        "interrupted before anything was measured; the test file headroom created was removed",
     );
 }
 
@@ -500,10 +479,11 @@ fn plan_line(p: &Parameters, tests: &[model::disk::TestSpec]) -> String {
 
 /// The host facts printed beside the numbers, from `probe::system` and the host name.
 fn host(root: &SysRoot, cpus: usize) -> Host {
-    let hostname = read_attr(&root.path("/proc/sys/kernel/hostname"))
-        .ok()
-        .flatten();
-    Host::from_context(&probe::system::read_context(root), cpus, hostname)
+    Host::from_context(
+        &probe::system::read_context(root),
+        cpus,
+        probe::system::hostname(root),
+    )
 }
 
 /// The CrystalDiskMark-like table (`report::terminal::disk`) of a judged document.
@@ -612,6 +592,7 @@ impl<'a> DiskDocument<'a> {
 mod tests {
     #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
     use super::*;
+    use std::sync::Arc;
 
     /// A real measurement: the null engine, one sequential read and one random write, on a
     /// small test file in a temporary directory.

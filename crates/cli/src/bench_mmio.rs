@@ -1,25 +1,22 @@
 //! `headroom bench mmio TARGET` and `headroom bench mem`: CPU loads and stores on a PCI BAR
 //! (or any file) by width, with DRAM beside them as the yardstick (seeds/000 section 5).
 //!
-//! This file checks what may be mapped and how (read-only unless `--write` names the exact
-//! BDF:BAR; stores refused while a driver is bound or on the MSI-X table's BAR), explains
-//! every refusal of the kernel, and hands the mapping to `bench::mmio`.
+//! This file parses the flags, has `bench::mmio::target` check and map the region (read-only
+//! unless `--write` names the exact BDF:BAR) and hands the mapping to `bench::mmio`.
 
 use crate::output::GlobalArgs;
 use bench::mem::{self, MemConfig, MemRun};
-use bench::mmio::{self, Mapping, MmioRun};
+use bench::mmio::target::{self, MmioTarget};
+use bench::mmio::{self, MmioRun};
 use bench::Bench;
 use clap::Args;
 use model::mmio::{AccessOp, AccessResult, AccessWidth, MemCopyResult, PairError};
 use model::root::SysRoot;
 use model::Finding;
-use probe::pci::bar::{self, BarAddress, FunctionFacts};
+use probe::pci::bar;
 use serde::Serialize;
-use std::fs::OpenOptions;
 use std::io::IsTerminal;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -217,9 +214,13 @@ fn usage(message: impl Into<String>) -> Refusal {
     }
 }
 
-fn fail(r: Refusal) -> ExitCode {
-    eprintln!("headroom: error: {}", r.message);
-    ExitCode::from(if r.usage { 2 } else { 1 })
+/// The refusal as the command's error: `console::exit_code` says it and exits 2 or 1.
+fn fail(r: Refusal) -> anyhow::Error {
+    if r.usage {
+        crate::console::usage(r.message)
+    } else {
+        anyhow::Error::msg(r.message)
+    }
 }
 
 /// Bytes: `4096`, `64K`, `1M`, or `0x1000`.
@@ -247,7 +248,7 @@ fn parse_time(flag: &str, s: &str) -> Result<Duration, Refusal> {
 fn progress(live: bool, what: &str) -> impl Fn(&mmio::Progress) + Sync + '_ {
     move |_| {
         if live {
-            eprint!("\r\x1b[Kmeasuring {what}");
+            crate::console::progress(format_args!("measuring {what}"));
         }
     }
 }
@@ -255,7 +256,7 @@ fn progress(live: bool, what: &str) -> impl Fn(&mmio::Progress) + Sync + '_ {
 pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
     let duration = match parse_time("--duration", &a.duration) {
         Ok(d) => d,
-        Err(r) => return Ok(fail(r)),
+        Err(r) => return Err(fail(r)),
     };
     let root = SysRoot::new("/");
     let llc = probe::memory::last_level_cache_bytes(&root);
@@ -266,13 +267,13 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         .transpose()
     {
         Ok(s) => s.unwrap_or_else(|| mem::buffer_for_llc(llc)),
-        Err(r) => return Ok(fail(r)),
+        Err(r) => return Err(fail(r)),
     };
     let mut notes = Vec::new();
     // The buffer is populated up front: never more than half of what the kernel says is
     // available, so a typo (--size 100G) cannot push the machine into swap or the OOM killer.
     if let Some(avail) = probe::memory::available_bytes(&root).filter(|&m| buffer > m / 2) {
-        return Ok(fail(usage(format!(
+        return Err(fail(usage(format!(
             "--size {}: a buffer above half of the {} MiB of available memory (MemAvailable \
              in /proc/meminfo) is refused; give a smaller --size",
             a.size.as_deref().unwrap_or_default(),
@@ -280,7 +281,7 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         ))));
     }
     if buffer < 16 * u64::from(a.threads) {
-        return Ok(fail(usage(format!(
+        return Err(fail(usage(format!(
             "--size {buffer}: the buffer needs at least 16 bytes per thread"
         ))));
     }
@@ -291,7 +292,8 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
             l >> 10
         ));
     }
-    let (stop, signal) = crate::terminal::stop_flag()?;
+    let interrupt = crate::console::Interrupt::install()?;
+    let stop = &interrupt.stop;
     let live = std::io::stderr().is_terminal();
     let mut access = mmio::Config::new(a.width.clone(), a.op.clone(), duration);
     access.threads = a.threads;
@@ -302,10 +304,10 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         copy: !a.no_copy,
     };
     let outcome = MemRun { config: cfg }
-        .run(&stop, progress(live, "DRAM"))
+        .run(stop, progress(live, "DRAM"))
         .map_err(anyhow::Error::new)?;
     if live {
-        eprint!("\r\x1b[K");
+        crate::console::progress_done();
     }
     let doc = MmioDocument {
         parameters: Parameters {
@@ -329,7 +331,7 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         notes,
         interrupted: stop.load(Ordering::Relaxed),
     };
-    finish(global, &a.keep, &doc, &signal)
+    finish(global, &a.keep, &doc, &interrupt)
 }
 
 /// Print (text or JSON), keep, and the exit code (128 + `signal` when a signal stopped the
@@ -338,7 +340,7 @@ fn finish(
     global: &GlobalArgs,
     keep: &crate::output::KeepArgs,
     doc: &MmioDocument,
-    signal: &std::sync::atomic::AtomicUsize,
+    interrupt: &crate::console::Interrupt,
 ) -> anyhow::Result<ExitCode> {
     let measured =
         !doc.results.is_empty() || doc.memory.as_ref().is_some_and(|m| !m.results.is_empty());
@@ -357,25 +359,16 @@ fn finish(
         // Through the one terminal writer (a file name or sysfs string shown escaped); a
         // closed stdout (`| head`) still lets the run end as it should.
         if let Err(e) = crate::out!("{text}") {
-            if !e.is::<crate::terminal::StdoutClosed>() {
+            if !e.is::<crate::console::StdoutClosed>() {
                 return Err(e);
             }
         }
     }
     for e in &doc.errors {
-        eprintln!(
-            "headroom: warning: {} {}: {}",
-            e.width.label(),
-            e.op,
-            e.message
-        );
+        crate::console::warn(format_args!("{} {}: {}", e.width.label(), e.op, e.message));
     }
     if doc.interrupted {
-        return Err(crate::terminal::Interrupted {
-            signal: crate::terminal::stopped_by(signal),
-            kept: stopped_with(doc, measured),
-        }
-        .into());
+        return Err(interrupt.interrupted(stopped_with(doc, measured)));
     }
     if !measured {
         return Ok(ExitCode::from(1));
@@ -400,435 +393,39 @@ fn stopped_with(doc: &MmioDocument, measured: bool) -> String {
     }
 }
 
-/// The target as the user named it.
-enum Target {
-    Bar {
-        addr: BarAddress,
-        file: Option<PathBuf>,
-    },
-    File(PathBuf),
-}
-
-fn parse_target(s: &str) -> Result<Target, Refusal> {
-    if !Path::new(s).exists() && !s.contains('/') && s.contains('.') && s.contains(':') {
-        // Shaped like DDDD:BB:DD.F:N: a mistake in it is a usage error, not a missing file.
-        return match s.parse::<BarAddress>() {
-            Ok(addr) => Ok(Target::Bar { addr, file: None }),
-            Err(e) => Err(usage(e)),
-        };
-    }
-    // /sys/bus/pci/devices/0000:01:00.0/resource2[_wc] (or the /sys/devices path).
-    let p = PathBuf::from(s);
-    let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
-    let dir = p
-        .parent()
-        .and_then(|d| d.file_name())
-        .map(|n| n.to_string_lossy().into_owned());
-    if let (Some(name), Some(dir)) = (name, dir) {
-        let n = name
-            .strip_prefix("resource")
-            .map(|r| r.trim_end_matches("_wc"));
-        if let (Some(Ok(bar)), Ok(function)) = (n.map(str::parse::<u8>), dir.parse()) {
-            if bar <= 5 {
-                return Ok(Target::Bar {
-                    addr: BarAddress { function, bar },
-                    file: Some(p),
-                });
-            }
-        }
-    }
-    Ok(Target::File(p))
-}
-
-/// Why the kernel said EPERM to a BAR mapping, with the lockdown mode when readable.
-fn lockdown_sentence(root: &SysRoot) -> String {
-    match bar::lockdown_mode(root) {
-        Some(m) if m != "none" => format!(
-            "the kernel is locked down in `{m}` mode (/sys/kernel/security/lockdown), which \
-             forbids user-space access to PCI BARs (kernel_lockdown(7)); BAR access needs a \
-             kernel without lockdown (Secure Boot off, no lockdown= on the command line, not \
-             built with LOCK_DOWN_KERNEL_FORCE_*)"
-        ),
-        Some(_) => "the kernel refused with EPERM although lockdown is `none`: check for an \
-                    LSM policy (SELinux, AppArmor) denying the mapping"
-            .to_string(),
-        None => "the kernel refused with EPERM: kernel lockdown forbids user-space BAR access \
-                 (kernel_lockdown(7)); its mode could not be read because \
-                 /sys/kernel/security/lockdown is missing (mount securityfs to see it: mount \
-                 -t securityfs securityfs /sys/kernel/security)"
-            .to_string(),
+/// The document's record of what was mapped (`given` as the user named it).
+fn region_of(given: &str, m: &target::Mapped) -> Region {
+    Region {
+        given: given.to_string(),
+        kind: m.kind.label(),
+        file: m.file.display().to_string(),
+        bar: m.bar.map(|b| b.to_string()),
+        bar_bytes: m.bar_bytes,
+        bar_start: m.bar_start,
+        prefetchable: m.prefetchable,
+        is_64bit: m.is_64bit,
+        write_combining: m.write_combining,
+        write_combining_available: m.write_combining_available,
+        window_offset: m.window_offset,
+        window_bytes: m.window_bytes,
+        writable: m.writable,
+        driver: m.driver.clone(),
     }
 }
 
-fn not_root() -> bool {
-    // SAFETY: a plain getter.
-    unsafe { libc::geteuid() != 0 }
-}
-
-/// The sentence for an error opening or mapping a BAR.
-fn explain(
-    root: &SysRoot,
-    what: &str,
-    e: &std::io::Error,
-    addr: &BarAddress,
-    facts: &FunctionFacts,
-) -> String {
-    match e.raw_os_error() {
-        Some(libc::EACCES) | Some(libc::EPERM) if not_root() => format!(
-            "{what}: mapping a BAR needs root (the resource files are root's): run headroom \
-             with sudo"
-        ),
-        Some(libc::EPERM) => format!("{what} was refused: {}", lockdown_sentence(root)),
-        Some(libc::EINVAL) => match &facts.driver {
-            Some(d) => format!(
-                "{what} was refused (EINVAL): driver {d} claimed BAR {} and the kernel's strict \
-                 iomem checks (CONFIG_IO_STRICT_DEVMEM) forbid mapping claimed regions; boot \
-                 with iomem=relaxed or unbind the driver",
-                addr.bar
-            ),
-            None => format!(
-                "{what} was refused (EINVAL): the window is outside BAR {} or the architecture \
-                 cannot map it from user space",
-                addr.bar
-            ),
-        },
-        _ => format!("{what}: {e}"),
-    }
-}
-
-/// `/proc/bus/pci/BB/DD.F` (domain 0) or `/proc/bus/pci/DDDD:BB/DD.F`.
-fn proc_file(addr: &BarAddress) -> PathBuf {
-    let f = addr.function;
-    let bus = if f.domain == 0 {
-        format!("{:02x}", f.bus)
-    } else {
-        format!("{:04x}:{:02x}", f.domain, f.bus)
-    };
-    PathBuf::from(format!(
-        "/proc/bus/pci/{bus}/{:02x}.{:x}",
-        f.device, f.function
-    ))
-}
-
-/// ioctls of /proc/bus/pci files (include/uapi/linux/pci.h: PCIIOC_BASE = 'P'<<24|'C'<<16|'I'<<8).
-const PCIIOC_BASE: libc::c_ulong =
-    (b'P' as libc::c_ulong) << 24 | (b'C' as libc::c_ulong) << 16 | (b'I' as libc::c_ulong) << 8;
-const PCIIOC_MMAP_IS_MEM: libc::c_ulong = PCIIOC_BASE | 0x02;
-const PCIIOC_WRITE_COMBINE: libc::c_ulong = PCIIOC_BASE | 0x04;
-
-struct Opened {
-    map: Mapping,
-    region: Region,
-    window_in_map: u64,
-    path_target: Option<String>,
-}
-
-#[allow(clippy::too_many_arguments)]
-fn open_bar(
-    root: &SysRoot,
-    given: &str,
-    addr: BarAddress,
-    file: Option<PathBuf>,
-    wc: bool,
-    writable: bool,
-    allow_bound: bool,
-    offset: u64,
-    size: Option<u64>,
-) -> Result<Opened, Refusal> {
-    let f = addr.function;
-    let facts = bar::function_facts(root, &f).ok_or_else(|| {
-        refuse(format!(
-            "there is no PCI function {f} (no /sys/bus/pci/devices/{f}); `lspci -D` lists them"
-        ))
-    })?;
-    let res = facts
-        .bars
-        .get(addr.bar as usize)
-        .copied()
-        .filter(|r| r.size() > 0)
-        .ok_or_else(|| {
-            refuse(format!(
-                "BAR {} of {f} is not implemented (size 0 in /sys/bus/pci/devices/{f}/resource); \
-                 `lspci -v -s {f}` lists its regions",
-                addr.bar
-            ))
-        })?;
-    if res.is_io() {
-        return Err(refuse(format!(
-            "BAR {} of {f} is an I/O-port BAR: ports are reached with in/out instructions, not \
-             mapped into memory; pick a memory BAR (`lspci -v -s {f}`)",
-            addr.bar
-        )));
-    }
-    if facts.enabled == Some(false) {
-        return Err(refuse(format!(
-            "{f} is disabled (sysfs enable = 0): its BARs do not decode and loads would return \
-             all ones or fault; enable it first: echo 1 > /sys/bus/pci/devices/{f}/enable"
-        )));
-    }
-    if writable {
-        let mut why = Vec::new();
-        if let Some(d) = &facts.driver {
-            why.push(format!(
-                "{f} is bound to driver {d}, whose state a store could corrupt (unbind it \
-                 first: echo {f} > /sys/bus/pci/drivers/{d}/unbind)"
-            ));
-        }
-        if facts.msix_table_bar == Some(addr.bar) || facts.msix_pba_bar == Some(addr.bar) {
-            why.push(format!(
-                "BAR {} holds the function's MSI-X table or PBA (MSI-X capability in config \
-                 space): a store there can re-target or mask its interrupts",
-                addr.bar
-            ));
-        }
-        if !why.is_empty() {
-            return Err(refuse(format!(
-                "stores to {addr} are refused: {}; loads alone need no --write",
-                why.join("; and ")
-            )));
-        }
-    } else if let (Some(d), false) = (&facts.driver, allow_bound) {
-        // Issue 22 item 10: a sweep reads every register of the BAR under the driver's feet.
-        return Err(refuse(format!(
-            "{f} is bound to driver {d}, and loads from BAR {} read its registers: a read can \
-             change the device (virtio's ISR status clears when read, and the driver loses the \
-             interrupt it signalled; a FIFO or a clear-on-read counter loses data); give \
-             --allow-bound to load anyway, with --offset and --size for a window whose \
-             registers you know, or unbind the driver first: echo {f} > \
-             /sys/bus/pci/drivers/{d}/unbind",
-            addr.bar
-        )));
-    }
-    let bar_bytes = res.size();
-    let size = size.unwrap_or(bar_bytes.saturating_sub(offset));
-    if let Err(e) = mmio::check_window(
-        usize::try_from(bar_bytes).unwrap_or(usize::MAX),
-        offset,
-        size,
-        1,
-    ) {
-        return Err(usage(format!("{addr} ({bar_bytes} bytes): {e}")));
-    }
-    let dir = root.path(format!("/sys/bus/pci/devices/{f}"));
-    let wc_file = dir.join(format!("resource{}_wc", addr.bar));
-    let wc_available = wc_file.exists();
-    let wants_wc = wc
-        || file
-            .as_ref()
-            .is_some_and(|p| p.to_string_lossy().ends_with("_wc"));
-    if wants_wc && !wc_available {
-        return Err(refuse(format!(
-            "BAR {} of {f} has no write-combining mapping ({} is missing: the kernel offers \
-             one only for prefetchable BARs); map it without --wc",
-            addr.bar,
-            wc_file.display()
-        )));
-    }
-    let sys_file = file.unwrap_or_else(|| {
-        if wants_wc {
-            wc_file.clone()
-        } else {
-            dir.join(format!("resource{}", addr.bar))
-        }
-    });
-    let mut opts = OpenOptions::new();
-    opts.read(true).write(writable);
-    if writable {
-        opts.custom_flags(libc::O_SYNC);
-    }
-    let page = 4096u64;
-    let map_start = offset & !(page - 1);
-    let map_len = (offset - map_start + size).div_ceil(page) * page;
-    let map_len = map_len.min(bar_bytes.div_ceil(page) * page - map_start);
-    let (file_used, map) = if sys_file.exists() {
-        let fh = opts.open(&sys_file).map_err(|e| {
-            refuse(explain(
-                root,
-                &format!("opening {}", sys_file.display()),
-                &e,
-                &addr,
-                &facts,
-            ))
-        })?;
-        let m = Mapping::of_file(&fh, map_start, map_len as usize, writable).map_err(|e| {
-            refuse(explain(
-                root,
-                &format!("mapping {}", sys_file.display()),
-                &e,
-                &addr,
-                &facts,
-            ))
-        })?;
-        (sys_file, m)
-    } else {
-        // No resourceN file (some kernels do not create them): the older /proc/bus/pci
-        // interface, which maps by the BAR's bus address.
-        let pf = proc_file(&addr);
-        let missing = format!(
-            "{} does not exist, so {} was tried",
-            sys_file.display(),
-            pf.display()
-        );
-        let fh = opts.open(&pf).map_err(|e| {
-            refuse(explain(
-                root,
-                &format!("{missing}; opening it"),
-                &e,
-                &addr,
-                &facts,
-            ))
-        })?;
-        let ioctl = |req: libc::c_ulong, arg: libc::c_ulong| -> std::io::Result<()> {
-            // SAFETY: the /proc/bus/pci ioctls take an integer argument.
-            let r = unsafe { libc::ioctl(fh.as_raw_fd(), req as _, arg) };
-            if r < 0 {
-                Err(std::io::Error::last_os_error())
-            } else {
-                Ok(())
-            }
-        };
-        ioctl(PCIIOC_MMAP_IS_MEM, 0).map_err(|e| {
-            refuse(explain(
-                root,
-                &format!("{missing}; selecting memory space on it (PCIIOC_MMAP_IS_MEM)"),
-                &e,
-                &addr,
-                &facts,
-            ))
-        })?;
-        if wants_wc {
-            ioctl(PCIIOC_WRITE_COMBINE, 1)
-                .map_err(|e| refuse(explain(root, "PCIIOC_WRITE_COMBINE", &e, &addr, &facts)))?;
-        }
-        let m = Mapping::of_file(&fh, res.start + map_start, map_len as usize, writable).map_err(
-            |e| {
-                refuse(explain(
-                    root,
-                    &format!("{missing}; mapping it"),
-                    &e,
-                    &addr,
-                    &facts,
-                ))
-            },
-        )?;
-        (pf, m)
-    };
-    Ok(Opened {
-        map,
-        window_in_map: offset - map_start,
-        region: Region {
-            given: given.to_string(),
-            kind: "bar",
-            file: file_used.display().to_string(),
-            bar: Some(addr.to_string()),
-            bar_bytes: Some(bar_bytes),
-            bar_start: Some(res.start),
-            prefetchable: Some(res.prefetchable()),
-            is_64bit: Some(res.is_64bit()),
-            write_combining: wants_wc,
-            write_combining_available: Some(wc_available),
-            window_offset: offset,
-            window_bytes: size,
-            writable,
-            driver: facts.driver.clone(),
-        },
-        path_target: Some(f.to_string()),
-    })
-}
-
-fn open_file(
-    given: &str,
-    p: &Path,
-    writable: bool,
-    offset: u64,
-    size: Option<u64>,
-) -> Result<Opened, Refusal> {
-    let meta = std::fs::metadata(p).map_err(|e| {
-        refuse(match e.kind() {
-            std::io::ErrorKind::NotFound => format!(
-                "{given} does not exist: give DDDD:BB:DD.F:BAR, a sysfs resourceN file or an \
-                 existing file"
-            ),
-            _ => format!("{given}: {e}"),
-        })
-    })?;
-    let device = meta.file_type().is_char_device();
-    if meta.is_dir() {
-        return Err(usage(format!(
-            "{given} is a directory: give DDDD:BB:DD.F:BAR, a sysfs resourceN file or a file"
-        )));
-    }
-    let len = if device {
-        let Some(s) = size else {
-            return Err(usage(format!(
-                "{given} is a character device with no size: give --offset and --size of the \
-                 region to map"
-            )));
-        };
-        offset + s
-    } else {
-        meta.len()
-    };
-    if len == 0 {
-        return Err(usage(format!("{given} is empty: there is nothing to map")));
-    }
-    let size = size.unwrap_or(len.saturating_sub(offset));
-    if let Err(e) = mmio::check_window(usize::try_from(len).unwrap_or(usize::MAX), offset, size, 1)
-    {
-        return Err(usage(format!("{given} ({len} bytes): {e}")));
-    }
-    let mut opts = OpenOptions::new();
-    opts.read(true).write(writable);
-    let fh = opts
-        .open(p)
-        .map_err(|e| refuse(format!("opening {given}: {e}")))?;
-    let page = 4096u64;
-    let map_start = offset & !(page - 1);
-    let map_len = offset - map_start + size;
-    let map = Mapping::of_file(&fh, map_start, map_len as usize, writable)
-        .map_err(|e| refuse(format!("mapping {given}: {e}")))?;
-    Ok(Opened {
-        map,
-        window_in_map: offset - map_start,
-        region: Region {
-            given: given.to_string(),
-            kind: if device { "device" } else { "file" },
-            file: p.display().to_string(),
-            bar: None,
-            bar_bytes: None,
-            bar_start: None,
-            prefetchable: None,
-            is_64bit: None,
-            write_combining: false,
-            write_combining_available: None,
-            window_offset: offset,
-            window_bytes: size,
-            writable,
-            driver: None,
-        },
-        path_target: None,
-    })
-}
-
-/// Whether `--write X` names exactly the target.
-fn write_matches(target: &Target, given: &str, w: &str) -> bool {
-    match target {
-        Target::Bar { addr, .. } => w.parse::<BarAddress>().is_ok_and(|x| &x == addr),
-        Target::File(p) => {
-            w == given
-                || match (std::fs::canonicalize(p), std::fs::canonicalize(w)) {
-                    (Ok(a), Ok(b)) => a == b,
-                    _ => false,
-                }
-        }
+/// A refusal of bench::mmio::target as this command's.
+fn refusal(e: target::TargetError) -> Refusal {
+    Refusal {
+        usage: e.is_usage(),
+        message: e.to_string(),
     }
 }
 
 pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
     let root = SysRoot::new("/");
-    let target = match parse_target(&a.target) {
+    let target = match MmioTarget::parse(&a.target) {
         Ok(t) => t,
-        Err(r) => return Ok(fail(r)),
+        Err(e) => return Err(fail(refusal(e))),
     };
     let writable = a.write.is_some();
     let ops = if a.op.is_empty() {
@@ -841,19 +438,19 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         a.op.clone()
     };
     if ops.contains(&AccessOp::Store) && !writable {
-        return Ok(fail(usage(format!(
+        return Err(fail(usage(format!(
             "--op store writes to {}: it needs --write {} (the exact target, so a typo cannot \
              write another device); nothing was mapped",
             a.target,
             match &target {
-                Target::Bar { addr, .. } => addr.to_string(),
-                Target::File(_) => a.target.clone(),
+                MmioTarget::Bar { addr, .. } => addr.to_string(),
+                MmioTarget::File(_) => a.target.clone(),
             }
         ))));
     }
     if let Some(w) = &a.write {
-        if !write_matches(&target, &a.target, w) {
-            return Ok(fail(usage(format!(
+        if !target.is_named_by(&a.target, w) {
+            return Err(fail(usage(format!(
                 "--write {w} does not name the target {}: give the exact target (for a BAR, \
                  DDDD:BB:DD.F:N) to allow stores",
                 a.target
@@ -869,50 +466,54 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
             .transpose(),
     ) {
         (Ok(d), Ok(o), Ok(s)) => (d, o, s),
-        (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return Ok(fail(r)),
+        (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return Err(fail(r)),
     };
+    let page = target::page_size();
     let opened = match &target {
-        Target::Bar { addr, file } => open_bar(
-            &root,
-            &a.target,
-            *addr,
-            file.clone(),
-            a.wc,
-            writable,
-            a.allow_bound,
-            offset,
-            size,
-        ),
-        Target::File(p) => open_file(&a.target, p, writable, offset, size),
+        MmioTarget::Bar { addr, file } => {
+            let facts = bar::function_facts(&root, &addr.function);
+            let req = target::BarRequest {
+                file: file.clone(),
+                wc: a.wc,
+                writable,
+                allow_bound: a.allow_bound,
+                offset,
+                size,
+            };
+            target::open_bar(&root, *addr, facts.as_ref(), &req, page)
+        }
+        MmioTarget::File(p) => target::open_file(&a.target, p, writable, offset, size, page),
     };
     let opened = match opened {
         Ok(o) => o,
-        Err(r) => return Ok(fail(r)),
+        Err(e) => return Err(fail(refusal(e))),
     };
-    let (stop, signal) = crate::terminal::stop_flag()?;
+    let region = region_of(&a.target, &opened.region);
+    let interrupt = crate::console::Interrupt::install()?;
+    let stop = &interrupt.stop;
     let live = std::io::stderr().is_terminal();
     let mut cfg = mmio::Config::new(a.width.clone(), ops.clone(), duration);
     cfg.threads = a.threads;
     cfg.max_sweeps = a.max_sweeps;
     // Never read a BAR beyond the accesses asked: no prefault sweep on device memory.
-    cfg.prefault = opened.region.kind != "bar";
+    cfg.prefault = region.kind != "bar";
     let mut notes = vec![format!(
         "every access is volatile, naturally aligned and exactly its width; 128-bit by {}; \
          memcpy is a loop of those 128-bit accesses, never the C library's memcpy",
         mmio::instruction_128()
     )];
-    if opened.region.kind == "bar" {
+    if region.kind == "bar" {
         notes.push(SIDE_EFFECTS.to_string());
     }
     let run = MmioRun {
         config: cfg.clone(),
         map: &opened.map,
         offset: opened.window_in_map,
-        size: opened.region.window_bytes,
+        size: region.window_bytes,
     };
-    let measured = match run.run(&stop, progress(live, &opened.region.given)) {
+    let measured = match run.run(stop, progress(live, &region.given)) {
         Ok(m) => m,
-        Err(e) => return Ok(fail(refuse(format!("{}: {e}", a.target)))),
+        Err(e) => return Err(fail(refuse(format!("{}: {e}", a.target)))),
     };
     let (results, errors) = (measured.results, measured.errors);
     for r in &results {
@@ -924,19 +525,18 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
                 r.width.label(),
                 r.op,
                 f.signal,
-                opened.region.window_offset + f.offset,
-                opened.region.given,
+                region.window_offset + f.offset,
+                region.given,
                 f.offset,
                 r.accesses
             ));
         }
     }
     let llc = probe::memory::last_level_cache_bytes(&root);
-    if let Some(l) = llc.filter(|&l| opened.region.kind != "bar" && opened.region.window_bytes <= l)
-    {
+    if let Some(l) = llc.filter(|&l| region.kind != "bar" && region.window_bytes <= l) {
         notes.push(format!(
             "the {}-byte window of a file fits in the {} KiB last-level cache: its numbers are cache speeds, above DRAM's",
-            opened.region.window_bytes,
+            region.window_bytes,
             l >> 10
         ));
     }
@@ -950,7 +550,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
             access,
             copy: false,
         };
-        match (MemRun { config: mc }).run(&stop, progress(live, "DRAM")) {
+        match (MemRun { config: mc }).run(stop, progress(live, "DRAM")) {
             Ok(o) => Some(Memory {
                 buffer_bytes: o.buffer_bytes,
                 llc_bytes: llc,
@@ -964,14 +564,14 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         }
     };
     if live {
-        eprint!("\r\x1b[K");
+        crate::console::progress_done();
     }
-    let (path, findings) = match &opened.path_target {
+    let (path, findings) = match opened.region.bar.map(|b| b.function.to_string()) {
         Some(t) => {
             // A function whose path cannot be resolved has no link to judge: no finding.
-            match probe::path::resolve(&root, Path::new(t), &probe::pci::audit_sysfs(&root)) {
+            match probe::path::resolve(&root, Path::new(&t), &probe::pci::audit_sysfs(&root)) {
                 Ok(p) => {
-                    let bar = opened.region.bar.as_deref().unwrap_or_default();
+                    let bar = region.bar.as_deref().unwrap_or_default();
                     let findings = report::findings::mmio::downgraded_links(bar, &p);
                     (Some(p), findings)
                 }
@@ -991,7 +591,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
             duration_s: duration.as_secs_f64(),
             simd: mmio::instruction_128(),
         },
-        region: Some(opened.region),
+        region: Some(region),
         results,
         errors,
         memory,
@@ -1001,150 +601,5 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         interrupted: stop.load(Ordering::Relaxed),
     };
     drop(opened.map);
-    finish(global, &a.keep, &doc, &signal)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A sysfs tree with one function: its `resource` lines, `enable`, and a driver link.
-    fn tree(resource: &str, enable: &str, driver: Option<&str>) -> tempfile::TempDir {
-        let d = tempfile::tempdir().unwrap();
-        let f = d.path().join("sys/bus/pci/devices/0000:01:00.0");
-        std::fs::create_dir_all(&f).unwrap();
-        std::fs::write(f.join("resource"), resource).unwrap();
-        std::fs::write(f.join("enable"), enable).unwrap();
-        if let Some(drv) = driver {
-            let dd = d.path().join("sys/bus/pci/drivers").join(drv);
-            std::fs::create_dir_all(&dd).unwrap();
-            std::os::unix::fs::symlink(&dd, f.join("driver")).unwrap();
-        }
-        std::fs::create_dir_all(d.path().join("sys/kernel/security")).unwrap();
-        std::fs::write(
-            d.path().join("sys/kernel/security/lockdown"),
-            "none [integrity] confidentiality\n",
-        )
-        .unwrap();
-        d
-    }
-
-    const MEM_BAR: &str = "0x00000000f0000000 0x00000000f00fffff 0x0000000000040200\n";
-    const IO_BAR: &str = "0x000000000000c000 0x000000000000c03f 0x0000000000040101\n";
-    const NO_BAR: &str = "0x0000000000000000 0x0000000000000000 0x0000000000000000\n";
-
-    fn refusal(d: &tempfile::TempDir, bar: u8, writable: bool) -> String {
-        refusal_of(d, bar, writable, false)
-    }
-
-    fn refusal_of(d: &tempfile::TempDir, bar: u8, writable: bool, allow_bound: bool) -> String {
-        let root = SysRoot::new(d.path());
-        let addr: BarAddress = format!("0000:01:00.0:{bar}").parse().unwrap();
-        match open_bar(
-            &root,
-            "x",
-            addr,
-            None,
-            false,
-            writable,
-            allow_bound,
-            0,
-            None,
-        ) {
-            Err(r) => r.message,
-            Ok(_) => panic!("mapped"),
-        }
-    }
-
-    #[test]
-    fn every_refusal_before_the_mapping_is_one_sentence_with_the_way_out() {
-        let io = tree(&format!("{MEM_BAR}{IO_BAR}"), "1\n", None);
-        let m = refusal(&io, 1, false);
-        assert!(
-            m.contains("BAR 1 of 0000:01:00.0 is an I/O-port BAR"),
-            "{m}"
-        );
-        let off = tree(MEM_BAR, "0\n", None);
-        let m = refusal(&off, 0, false);
-        assert!(m.contains("is disabled (sysfs enable = 0)"), "{m}");
-        assert!(
-            m.contains("echo 1 > /sys/bus/pci/devices/0000:01:00.0/enable"),
-            "{m}"
-        );
-        let m = refusal(&tree(&format!("{MEM_BAR}{NO_BAR}"), "1", None), 1, false);
-        assert!(
-            m.contains("BAR 1 of 0000:01:00.0 is not implemented"),
-            "{m}"
-        );
-        let bound = tree(MEM_BAR, "1", Some("nvme"));
-        let m = refusal(&bound, 0, true);
-        assert!(m.contains("bound to driver nvme"), "{m}");
-        assert!(
-            m.contains("echo 0000:01:00.0 > /sys/bus/pci/drivers/nvme/unbind"),
-            "{m}"
-        );
-    }
-
-    /// Issue 22 item 10: loads from a function with a driver bound are refused before any
-    /// mapping unless --allow-bound, with why; with it they go on (to the missing resource
-    /// file of this tree, here).
-    #[test]
-    fn loads_from_a_bound_function_need_allow_bound() {
-        let bound = tree(MEM_BAR, "1", Some("virtio-pci"));
-        let m = refusal(&bound, 0, false);
-        assert!(
-            m.starts_with("0000:01:00.0 is bound to driver virtio-pci, and loads from BAR 0"),
-            "{m}"
-        );
-        assert!(m.contains("virtio's ISR status clears when read"), "{m}");
-        assert!(m.contains("give --allow-bound to load anyway"), "{m}");
-        assert!(
-            m.contains("echo 0000:01:00.0 > /sys/bus/pci/drivers/virtio-pci/unbind"),
-            "{m}"
-        );
-        let m = refusal_of(&bound, 0, false, true);
-        assert!(!m.contains("--allow-bound"), "{m}");
-        // Without a driver, loads need no flag.
-        let m = refusal(&tree(MEM_BAR, "1", None), 0, false);
-        assert!(!m.contains("--allow-bound"), "{m}");
-    }
-
-    #[test]
-    fn kernel_refusals_are_explained() {
-        if not_root() {
-            return; // the sentences below are root's; a user is told to use sudo
-        }
-        let d = tree(MEM_BAR, "1", Some("nvme"));
-        let root = SysRoot::new(d.path());
-        let addr: BarAddress = "0000:01:00.0:0".parse().unwrap();
-        let facts = bar::function_facts(&root, &addr.function).unwrap();
-        let einval = std::io::Error::from_raw_os_error(libc::EINVAL);
-        let m = explain(&root, "mapping resource0", &einval, &addr, &facts);
-        assert!(
-            m.contains("driver nvme claimed BAR 0") && m.contains("iomem=relaxed"),
-            "{m}"
-        );
-        let eperm = std::io::Error::from_raw_os_error(libc::EPERM);
-        let m = explain(&root, "mapping resource0", &eperm, &addr, &facts);
-        assert!(m.contains("locked down in `integrity` mode"), "{m}");
-    }
-
-    #[test]
-    fn targets_are_told_apart() {
-        assert!(matches!(
-            parse_target("01:00.0:2"),
-            Ok(Target::Bar { file: None, .. })
-        ));
-        match parse_target("/sys/bus/pci/devices/0000:01:00.0/resource2_wc") {
-            Ok(Target::Bar {
-                addr,
-                file: Some(_),
-            }) => assert_eq!(addr.to_string(), "0000:01:00.0:2"),
-            _ => panic!("a resourceN_wc path is that BAR"),
-        }
-        assert!(matches!(parse_target("./bar.bin"), Ok(Target::File(_))));
-        assert!(parse_target("01:00.0:9").is_err());
-        assert_eq!(parse_bytes("--offset", "0x1000").ok(), Some(4096));
-        assert_eq!(parse_bytes("--size", "64K").ok(), Some(65536));
-    }
+    finish(global, &a.keep, &doc, &interrupt)
 }

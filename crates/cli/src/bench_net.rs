@@ -3,7 +3,6 @@
 
 use crate::beside::Beside;
 use crate::output::GlobalArgs;
-use anyhow::Context as _;
 use bench::net::{self, ClientConfig, Event, Family, NetProgress, Server, ServerConfig};
 use bench::{Bench, Stop};
 use clap::Args;
@@ -13,12 +12,9 @@ use model::root::SysRoot;
 use report::count::BesideCounters;
 use report::net::{FindRate, NetReport, RateStep};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// Exit code after Ctrl-C (128 + SIGINT).
-const EXIT_INTERRUPTED: u8 = 130;
 
 /// iperf3's flags, with iperf3's meaning and units (`-b 100M` = 10^8 bit/s, `-l 128K` =
 /// 131072 bytes, as iperf3's units.c).
@@ -349,68 +345,9 @@ fn interval_of(a: &NetArgs, duration_s: u32) -> Duration {
     }
 }
 
-/// What probe can tell about the interface the test used: the audit's facts of it
-/// ([`NetInterface::link_facts`](model::inventory::net::NetInterface::link_facts): speed, MTU, the USB link of its adapter, the tbf at its
-/// root), and what only this end's live system says (timestamps, the PCIe link, GSO).
-/// What probe could not read of the interfaces is returned as notes.
-fn link_facts(iface: &str) -> (Option<LinkFacts>, Vec<String>) {
-    let root = model::root::SysRoot::new("/");
-    let inv = probe::net::scan(&root);
-    let notes = inv.warnings;
-    let Some(i) = inv.interfaces.iter().find(|i| i.name == iface) else {
-        return (None, notes);
-    };
-    let read = |p: &str| {
-        std::fs::read_to_string(p)
-            .ok()
-            .map(|s| s.trim().to_string())
-    };
-    let tcp_timestamps = read("/proc/sys/net/ipv4/tcp_timestamps").and_then(|s| s.parse().ok());
-    let mut facts_notes = Vec::new();
-    if probe::qdisc::gso_max_segs(iface) == Some(1) {
-        facts_notes.push(format!(
-            "GSO is limited to one segment per packet on {iface} (gso_max_segs 1): every \
-             packet crosses the stack alone, which costs CPU per byte"
-        ));
-    }
-    // The bus links below the interface (`headroom path IFACE`): the narrowest PCIe one.
-    let pcie_ceiling = if i.is_virtual {
-        None
-    } else {
-        let path = probe::path::resolve(
-            &root,
-            std::path::Path::new(iface),
-            &probe::pci::audit_sysfs(&root),
-        );
-        // An interface that cannot be resolved has no bus link to cap it: the Ethernet
-        // model alone gives the ceiling.
-        path.map(|p| p.links)
-            .unwrap_or_default()
-            .iter()
-            .filter(|l| l.kind == model::path::LinkKind::Pcie)
-            .filter_map(|l| {
-                let c = match (l.ceiling_to_cpu_bps(), l.ceiling_from_cpu_bps()) {
-                    (Some(a), Some(b)) => a.min(b),
-                    (a, b) => a.or(b)?,
-                };
-                Some((format!("{} at {}", l.name, l.state), c))
-            })
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-    };
-    (
-        Some(LinkFacts {
-            tcp_timestamps,
-            pcie_ceiling,
-            notes: facts_notes,
-            ..i.link_facts()
-        }),
-        notes,
-    )
-}
-
 fn print_interval(json: bool, end_s: f64, flow: Flow, bps: f64) {
     if !json {
-        crate::terminal::info(format_args!(
+        crate::console::info(format_args!(
             "[{end_s:7.2} s] {:<17} {:>10.2} Mbit/s",
             flow.label(),
             bps / 1e6
@@ -423,14 +360,12 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
     let (test, notes) = match build_test(a) {
         Ok(t) => t,
         Err(msg) => {
-            crate::terminal::error(format_args!("{msg}"));
-            return Ok(ExitCode::from(2));
+            return Err(crate::console::usage(msg));
         }
     };
-    let (interrupt, signal) =
-        crate::terminal::stop_flag().context("installing the Ctrl-C handler")?;
+    let interrupt = crate::console::Interrupt::install()?;
     if a.server {
-        return run_server(a, json, &interrupt, &signal, a.interval);
+        return run_server(a, json, &interrupt, a.interval);
     }
     let mut words: Vec<&str> = a.host.iter().map(String::as_str).collect();
     if matches!(words.first(), Some(&"iperf3") | Some(&"iperf")) {
@@ -440,25 +375,23 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
         (Some(h), []) => h.to_string(),
         (None, [h]) => h.to_string(),
         (None, []) => {
-            crate::terminal::error(format_args!(
-                "give the server to test against (HOST or -c HOST), or \
-                 --server to be one"
+            return Err(crate::console::usage(
+                "give the server to test against (HOST or -c HOST), or --server to be one",
             ));
-            return Ok(ExitCode::from(2));
         }
         _ => {
-            crate::terminal::error(format_args!("give one server, as HOST or as -c HOST"));
-            return Ok(ExitCode::from(2));
+            return Err(crate::console::usage(
+                "give one server, as HOST or as -c HOST",
+            ));
         }
     };
     for n in &notes {
-        crate::terminal::note(format_args!("{n}"));
+        crate::console::note(format_args!("{n}"));
     }
     let auth = match client_auth(a) {
         Ok(x) => x,
         Err(msg) => {
-            crate::terminal::error(format_args!("{msg}"));
-            return Ok(ExitCode::from(2));
+            return Err(crate::console::usage(msg));
         }
     };
     let cfg = ClientConfig {
@@ -479,30 +412,25 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
         auth,
     };
     let outcome = if a.find_rate {
-        find_rate(&cfg, a.loss_threshold, &interrupt, json)
+        find_rate(&cfg, a.loss_threshold, &interrupt.stop, json)
     } else {
-        one_test(&cfg, &interrupt, json).map(|t| (t, None))
+        one_test(&cfg, &interrupt.stop, json).map(|t| (t, None))
     };
     let (tested, fr) = match outcome {
         Ok(x) => x,
         // Stopped before a test (or a trial of the search) ended: no measurement to show.
-        Err(_) if interrupt.load(Ordering::Relaxed) => {
-            return Err(crate::terminal::Interrupted {
-                signal: crate::terminal::stopped_by(&signal),
-                kept: if a.find_rate {
-                    "nothing was measured: no test of the search had ended".to_string()
-                } else {
-                    "nothing was measured: the test had not begun".to_string()
-                },
-            }
-            .into());
+        Err(_) if interrupt.is_set() => {
+            return Err(interrupt.interrupted(if a.find_rate {
+                "nothing was measured: no test of the search had ended"
+            } else {
+                "nothing was measured: the test had not begun"
+            }));
         }
         Err(e) => {
-            crate::terminal::error(format_args!("{e}"));
-            return Ok(ExitCode::from(1));
+            return Err(anyhow::Error::msg(e.to_string()));
         }
     };
-    let code = finish(tested, fr, notes, json, &a.keep, &signal)?;
+    let code = finish(tested, fr, notes, json, &a.keep, &interrupt)?;
     Ok(code)
 }
 
@@ -520,14 +448,14 @@ fn on_progress(p: &NetProgress<'_>, json: bool, server: bool, beside: &Mutex<Opt
             peer, interface, ..
         } => {
             if server {
-                crate::terminal::info(format_args!("test from {peer}"));
+                crate::console::info(format_args!("test from {peer}"));
             }
             if let (Some(i), Ok(mut b)) = (interface, beside.lock()) {
                 *b = Some(Beside::for_interface(SysRoot::system(), i));
             }
         }
         Event::Interval { end_s, flow, bps } => print_interval(json, *end_s, *flow, *bps),
-        Event::Denied { peer } => crate::terminal::info(format_args!(
+        Event::Denied { peer } => crate::console::info(format_args!(
             "{peer} was refused: a test is running (access denied)"
         )),
         Event::Streaming { .. } => {}
@@ -578,14 +506,8 @@ fn find_rate(
     json: bool,
 ) -> Result<(Tested, Option<FindRate>), String> {
     use net::find_rate::{Plan, Trial};
-    let streams = f64::from(cfg.test.streams);
-    let per_stream = cfg
-        .test
-        .bitrate_bps
-        .filter(|&b| b != net::DEFAULT_UDP_RATE)
-        .unwrap_or(1_000_000_000) as f64;
     // Bounded: at most 14 tests.
-    let plan = Plan::new(per_stream * streams, threshold);
+    let plan = Plan::for_test(cfg.test.bitrate_bps, cfg.test.streams, threshold);
     let mut tested: Vec<Tested> = Vec::new();
     // The link facts of the test's interface, read once.
     let mut facts: Option<Option<LinkFacts>> = None;
@@ -594,14 +516,18 @@ fn find_rate(
             return Ok(None);
         }
         let mut c = cfg.clone();
-        c.test.bitrate_bps = Some((offered / streams).max(1000.0) as u64);
+        c.test.bitrate_bps = Some(net::find_rate::stream_rate(offered, cfg.test.streams));
         let t = one_test(&c, interrupt, true)?;
         if t.0.stopped_by == NetStop::Interrupted {
             return Ok(None);
         }
         let flow = t.0.flows().first().copied().unwrap_or(Flow::ClientToServer);
         let s = t.0.summary(flow);
-        let f = facts.get_or_insert_with(|| t.0.interface.as_deref().and_then(|i| link_facts(i).0));
+        let f = facts.get_or_insert_with(|| {
+            t.0.interface
+                .as_deref()
+                .and_then(|i| probe::path::net_link_facts(&SysRoot::system(), i).0)
+        });
         let ceiling_bps = f
             .as_ref()
             .and_then(|f| report::net::flow_ceiling(f, &t.0, flow).ok())
@@ -613,7 +539,7 @@ fn find_rate(
             ceiling_bps,
         };
         if !json {
-            crate::terminal::info(format_args!(
+            crate::console::info(format_args!(
                 "find-rate: offered {:.2} Mbit/s, received {:.2} Mbit/s, loss {:.3} %",
                 trial.offered_bps / 1e6,
                 trial.received_bps / 1e6,
@@ -650,11 +576,11 @@ fn finish(
     mut notes: Vec<String>,
     json: bool,
     keep: &crate::output::KeepArgs,
-    signal: &AtomicUsize,
+    interrupt: &crate::console::Interrupt,
 ) -> anyhow::Result<ExitCode> {
     let interrupted = m.stopped_by == NetStop::Interrupted;
     let (facts, more) = match &m.interface {
-        Some(i) => link_facts(i),
+        Some(i) => probe::path::net_link_facts(&SysRoot::system(), i),
         None => (None, Vec::new()),
     };
     notes.extend(more);
@@ -669,17 +595,15 @@ fn finish(
     } else {
         crate::out!("{}", report::net::render_text(&r))?;
     }
-    if interrupted && signal.load(Ordering::Relaxed) != 0 {
+    if interrupted && interrupt.signal().is_some() {
         // Stopped here (Ctrl-C, SIGTERM), as every benchmark says it.
-        return Err(crate::terminal::Interrupted {
-            signal: crate::terminal::stopped_by(signal),
-            kept: "the results above are those measured before it".to_string(),
-        }
-        .into());
+        return Err(interrupt.interrupted("the results above are those measured before it"));
     }
-    // A test the peer stopped (its Ctrl-C): a server serves on.
+    // A test the peer stopped (its Ctrl-C or SIGTERM, which it does not name): no signal came
+    // here, so not 128 + a signal: the test did not run its course, a failure (a server
+    // serves on).
     Ok(if interrupted {
-        ExitCode::from(EXIT_INTERRUPTED)
+        ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
@@ -693,7 +617,7 @@ fn client_auth(a: &NetArgs) -> Result<Option<Arc<net::auth::ClientAuth>>, String
     };
     let password = match std::env::var(net::auth::PASSWORD_ENV) {
         Ok(p) => p,
-        Err(_) => crate::terminal::ask_password("Password: ").map_err(|e| {
+        Err(_) => crate::console::ask_password("Password: ").map_err(|e| {
             format!(
                 "--username needs a password: set {} or run on a terminal ({e})",
                 net::auth::PASSWORD_ENV
@@ -706,8 +630,7 @@ fn client_auth(a: &NetArgs) -> Result<Option<Arc<net::auth::ClientAuth>>, String
 fn run_server(
     a: &NetArgs,
     json: bool,
-    interrupt: &Stop,
-    signal: &AtomicUsize,
+    interrupt: &crate::console::Interrupt,
     interval: f64,
 ) -> anyhow::Result<ExitCode> {
     let auth = match (&a.rsa_private_key_path, &a.authorized_users_path) {
@@ -715,8 +638,7 @@ fn run_server(
             match net::auth::ServerAuth::new(key, users, a.time_skew_threshold) {
                 Ok(x) => Some(x),
                 Err(msg) => {
-                    crate::terminal::error(format_args!("{msg}"));
-                    return Ok(ExitCode::from(2));
+                    return Err(crate::console::usage(msg));
                 }
             }
         }
@@ -728,7 +650,7 @@ fn run_server(
         ..a.keep.clone()
     };
     // 128 + the signal that stopped this server (130 for Ctrl-C, 143 for SIGTERM).
-    let stopped = || ExitCode::from(128 + crate::terminal::stopped_by(signal) as u8);
+    let stopped = || interrupt.exit_code();
     let server = match Server::bind(ServerConfig {
         port: a.port,
         bind: a.bind,
@@ -737,11 +659,10 @@ fn run_server(
     }) {
         Ok(s) => s,
         Err(e) => {
-            crate::terminal::error(format_args!("{e}"));
-            return Ok(ExitCode::from(1));
+            return Err(anyhow::Error::msg(e.to_string()));
         }
     };
-    crate::terminal::info(format_args!(
+    crate::console::info(format_args!(
         "serving iperf3 tests on port {} (Ctrl-C to stop)",
         server.local_addr().map_or(a.port, |s| s.port())
     ));
@@ -749,16 +670,22 @@ fn run_server(
         let all = counters::NetDevSampler::new(SysRoot::system());
         let before = all.snapshot().ok();
         let beside = Mutex::new(None);
-        let served =
-            net::NetRun::ServeOne(&server).run(interrupt, |p| on_progress(p, json, true, &beside));
+        let served = net::NetRun::ServeOne(&server)
+            .run(&interrupt.stop, |p| on_progress(p, json, true, &beside));
         match served {
             Err(net::NetError::Interrupted) => return Ok(stopped()),
             Ok(m) => {
                 let iface = iface_bytes(&all, before.as_ref(), &m);
                 let counters = finish_beside(beside, &m);
-                let interrupted =
-                    m.stopped_by == NetStop::Interrupted && interrupt.load(Ordering::Relaxed);
-                let code = finish((m, iface, counters), None, Vec::new(), json, &keep, signal)?;
+                let interrupted = m.stopped_by == NetStop::Interrupted && interrupt.is_set();
+                let code = finish(
+                    (m, iface, counters),
+                    None,
+                    Vec::new(),
+                    json,
+                    &keep,
+                    interrupt,
+                )?;
                 if interrupted {
                     return Ok(stopped());
                 }
@@ -767,13 +694,13 @@ fn run_server(
                 }
             }
             Err(e) => {
-                crate::terminal::warn(format_args!("the test ended early: {e}"));
+                crate::console::warn(format_args!("the test ended early: {e}"));
                 if a.one_off {
                     return Ok(ExitCode::from(1));
                 }
             }
         }
-        if interrupt.load(Ordering::Relaxed) {
+        if interrupt.is_set() {
             return Ok(stopped());
         }
     }

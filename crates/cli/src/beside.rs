@@ -6,30 +6,20 @@
 //! packet). Where no PMU can count the path, one note says why, in the words of `count
 //! --list`'s finding.
 
-use counters::event::{Event, Pmus};
-use counters::pcie_pmu::{self, PciePmu};
-use counters::perf::{outcome, Outcome, Scope, Session};
-use counters::{ReadUnder, Sampler};
-use model::inventory::pci::address::PciAddress;
+use counters::event::Pmus;
+use counters::pcie_pmu;
+use counters::root_port::{self, PayloadCounters};
+use counters::Sampler;
 use model::procfs::IrqLine;
 use model::root::SysRoot;
 use report::count::{IrqRate, PmuBytes};
-
-/// The root port's PMU opened for a run: its name, the root port, the (side, event) pairs
-/// (0 = Rx, 1 = Tx) and their counters.
-struct RootPortPmu {
-    pmu: String,
-    port: String,
-    events: Vec<(usize, Event)>,
-    session: Session,
-}
 
 /// Samplers started before an engine runs; [`Beside::finish`] stops them.
 pub struct Beside {
     irq_sampler: counters::InterruptsSampler,
     irq_before: Option<counters::Stamped<Vec<IrqLine>>>,
     devices: Vec<(String, Vec<u32>)>,
-    pmu: Option<RootPortPmu>,
+    pmu: Option<PayloadCounters>,
     notes: Vec<String>,
 }
 
@@ -67,59 +57,14 @@ pub fn irq_rates(
         .collect()
 }
 
-/// The PCIe PMU that counts one of the functions of `pci` (listed from the target towards the
-/// CPU), and the function it covers (the root port).
-pub fn root_port_pmu(root: &SysRoot, pmus: &Pmus, pci: &[String]) -> Option<(PciePmu, String)> {
-    let addr = |s: &str| s.parse::<PciAddress>().ok();
-    pmus.list.iter().find_map(|p| {
-        let c = pcie_pmu::classify(p, root)?;
-        let port = pci.iter().find(|d| {
-            addr(d).is_some_and(|a| c.covers(a.domain, a.bus, a.device << 3 | a.function))
-        })?;
-        Some((c, port.clone()))
-    })
-}
-
-/// The payload events of `class` in perf's syntax, as (side, event): 0 = Rx, 1 = Tx. A
-/// hisi_pcie PMU counts for a target: the function the benchmark drives (the first PCI
-/// address of `pci`), by its requester ID (`bdf=`).
-pub fn payload_events(class: &PciePmu, pci: &[String]) -> Vec<(usize, String)> {
-    let target = match (
-        class.family,
-        pci.first().and_then(|d| d.parse::<PciAddress>().ok()),
-    ) {
-        ("hisi_pcie", Some(a)) => format!(
-            ",bdf=0x{:x}",
-            u16::from(a.bus) << 8 | u16::from(a.device) << 3 | u16::from(a.function)
-        ),
-        _ => String::new(),
-    };
-    [(0, &class.rx_bytes_event), (1, &class.tx_bytes_event)]
-        .into_iter()
-        .filter_map(|(side, name)| {
-            Some((side, format!("{}/{}{target}/", class.pmu, name.as_ref()?)))
-        })
-        .collect()
-}
-
 /// Why no PMU counts the path of `pci`, in one sentence: the finding of `count --list` for
 /// its root port, or that the path has no root port at all (a function on a root bus).
 fn no_pmu_note(root: &SysRoot, pmus: &Pmus, pci: &[String]) -> Option<String> {
     let first = pci.first()?;
     let audit = probe::pci::audit_sysfs(root);
-    let port = pci.iter().find_map(|d| {
-        let f = audit
-            .functions
-            .iter()
-            .find(|f| f.address.to_string() == *d)?;
-        let is_port = match f.port_type() {
-            Some(t) => t == model::PortType::RootPort,
-            None => f.parent.is_none() && f.class.is_some_and(|c| c >> 8 == 0x0604),
-        };
-        is_port.then(|| report::count::RootPortFact {
-            address: d.clone(),
-            vendor_id: f.vendor_id,
-        })
+    let port = root_port::on_path(&audit, pci).map(|f| report::count::RootPortFact {
+        address: f.address.to_string(),
+        vendor_id: f.vendor_id,
     });
     let Some(port) = port else {
         return Some(report::count::no_root_port_note(first));
@@ -135,8 +80,8 @@ fn no_pmu_note(root: &SysRoot, pmus: &Pmus, pci: &[String]) -> Option<String> {
             covers: c.describe(),
         })
         .collect();
-    let kernel = root.read("/proc/sys/kernel/osrelease").ok();
-    report::count::root_port_pmu_findings(&[port], &links, kernel.as_deref().map(str::trim))
+    let kernel = probe::system::kernel_release(root);
+    report::count::root_port_pmu_findings(&[port], &links, kernel.as_deref())
         .first()
         .map(|f| format!("{}: {}", f.subject, f.message))
 }
@@ -167,9 +112,9 @@ impl Beside {
         )
         .map(|p| p.chain.pci_addresses())
         .unwrap_or_default();
-        let lines = root
-            .read("/proc/interrupts")
-            .map(|t| model::procfs::parse_interrupts(&t))
+        let lines = counters::InterruptsSampler::new(root.clone())
+            .snapshot()
+            .map(|s| s.value)
             .unwrap_or_default();
         let mut notes = Vec::new();
         let mut devices = Vec::new();
@@ -212,7 +157,7 @@ impl Beside {
         let irq_sampler = counters::InterruptsSampler::new(root.clone());
         let irq_before = irq_sampler.snapshot().ok();
         if let Some(p) = &pmu {
-            p.session.enable();
+            p.enable();
         }
         Beside {
             irq_sampler,
@@ -223,43 +168,20 @@ impl Beside {
         }
     }
 
-    fn open_pmu(root: &SysRoot, pci: &[String], notes: &mut Vec<String>) -> Option<RootPortPmu> {
+    fn open_pmu(
+        root: &SysRoot,
+        pci: &[String],
+        notes: &mut Vec<String>,
+    ) -> Option<PayloadCounters> {
         if pci.is_empty() {
             return None;
         }
         let pmus = Pmus::read(root).ok()?;
-        let Some((class, port)) = root_port_pmu(root, &pmus, pci) else {
+        let Some((class, port)) = root_port::root_port_pmu(root, &pmus, pci) else {
             notes.extend(no_pmu_note(root, &pmus, pci));
             return None;
         };
-        let mut events = Vec::new();
-        for (side, spec) in payload_events(&class, pci) {
-            match counters::event::resolve(&spec, None, &pmus) {
-                Ok(e) => events.push((side, e)),
-                Err(e) => notes.push(e.to_string()),
-            }
-        }
-        if events.is_empty() {
-            notes.push(format!(
-                "{} covers root port {port} but has no payload-byte event headroom knows",
-                class.pmu
-            ));
-            return None;
-        }
-        let cpus = counters::pmu::online_cpus(root).unwrap_or_default();
-        let mut only: Vec<Event> = events.iter().map(|(_, e)| e.clone()).collect();
-        match Session::open(&mut only, &Scope::Cpus(cpus)) {
-            Ok(session) => Some(RootPortPmu {
-                pmu: class.pmu.clone(),
-                port,
-                events,
-                session,
-            }),
-            Err(e) => {
-                notes.push(format!("{}: {e}", class.pmu));
-                None
-            }
-        }
+        PayloadCounters::open(root, &pmus, &class, port, pci, notes)
     }
 
     /// Stop and say what was counted, against the application's bytes: `app_rx_bytes` the
@@ -289,53 +211,22 @@ impl Beside {
                 ));
             }
         }
-        if let Some(RootPortPmu {
-            pmu,
-            port,
-            events,
-            session,
-        }) = self.pmu
-        {
-            session.disable();
-            let readings = session.read();
-            let mut p = PmuBytes {
-                pmu,
-                root_port: port,
-                rx_event: None,
-                rx_bytes: None,
-                tx_event: None,
-                tx_bytes: None,
+        if let Some(counters) = self.pmu {
+            let count = counters.stop();
+            let error = |v: Option<f64>, app| v.and_then(|v| report::count::error_percent(v, app));
+            out.pmu = Some(PmuBytes {
+                rx_event: count.rx.event,
+                rx_bytes: count.rx.bytes,
+                tx_event: count.tx.event,
+                tx_bytes: count.tx.bytes,
                 app_read_bytes: app_rx_bytes,
                 app_write_bytes: app_tx_bytes,
-                read_error_percent: None,
-                write_error_percent: None,
-                reason: None,
-            };
-            for (k, (side, e)) in events.iter().enumerate() {
-                let value = match (session.error(k), readings.get(k).copied().flatten()) {
-                    (Some(err), _) => {
-                        p.reason = Some(err.to_string());
-                        None
-                    }
-                    (None, Some(r)) => match outcome(&r, e.scale) {
-                        Outcome::Counted { value, .. } => Some(value),
-                        _ => None,
-                    },
-                    (None, None) => None,
-                };
-                if *side == 0 {
-                    p.rx_event = Some(e.name.clone());
-                    p.rx_bytes = value;
-                    p.read_error_percent =
-                        value.and_then(|v| report::count::error_percent(v, app_rx_bytes));
-                } else {
-                    p.tx_event = Some(e.name.clone());
-                    p.tx_bytes = value;
-                    p.write_error_percent =
-                        value.and_then(|v| report::count::error_percent(v, app_tx_bytes));
-                }
-            }
-            out.pmu = Some(p);
+                read_error_percent: error(count.rx.bytes, app_rx_bytes),
+                write_error_percent: error(count.tx.bytes, app_tx_bytes),
+                reason: count.reason,
+                pmu: counters.pmu,
+                root_port: counters.port,
+            });
         }
         out
     }
@@ -345,55 +236,6 @@ impl Beside {
 mod tests {
     #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
     use super::*;
-
-    fn fixture(name: &str) -> SysRoot {
-        testsupport::fixtures::own_root(name)
-    }
-
-    fn strings(l: &[&str]) -> Vec<String> {
-        l.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn a_nic_behind_a_dwc_root_port_is_counted_by_its_pmu() {
-        // A NIC at 0000:31:00.0 under root port 0000:30:03.0 (sbdf 0x3018).
-        let root = fixture("pmu-dwc-rootport");
-        let pmus = Pmus::read(&root).unwrap();
-        let path = strings(&["0000:31:00.0", "0000:30:03.0"]);
-        let (class, port) = root_port_pmu(&root, &pmus, &path).unwrap();
-        assert_eq!(
-            (class.pmu.as_str(), port.as_str()),
-            ("dwc_rootport_3018", "0000:30:03.0")
-        );
-        assert_eq!(
-            payload_events(&class, &path),
-            vec![
-                (0, "dwc_rootport_3018/Rx_PCIe_TLP_Data_Payload/".to_string()),
-                (1, "dwc_rootport_3018/Tx_PCIe_TLP_Data_Payload/".to_string()),
-            ]
-        );
-        // Both resolve to the driver's encodings (eventid 0x21 / 0x20 of type 0, lane events
-        // aside: Documentation/admin-guide/perf/dwc_pcie_pmu.rst).
-        for (_, spec) in payload_events(&class, &path) {
-            counters::event::resolve(&spec, None, &pmus).unwrap();
-        }
-        // A path elsewhere is not this PMU's.
-        assert!(root_port_pmu(&root, &pmus, &strings(&["0000:41:00.0", "0000:40:01.0"])).is_none());
-    }
-
-    #[test]
-    fn a_hisi_pmu_counts_the_nic_by_its_requester_id() {
-        let root = fixture("pmu-hisi-pcie");
-        let pmus = Pmus::read(&root).unwrap();
-        let path = strings(&["0000:7d:00.0", "0000:7c:08.0"]);
-        let (class, port) = root_port_pmu(&root, &pmus, &path).unwrap();
-        assert_eq!(port, "0000:7c:08.0");
-        let ev = payload_events(&class, &path);
-        // Rx: the NIC's writes to memory (received packets); Tx: completions of its reads
-        // (packets sent); both for requester 7d:00.0.
-        assert_eq!(ev[0], (0, format!("{}/rx_mwr_flux,bdf=0x7d00/", class.pmu)));
-        assert_eq!(ev[1], (1, format!("{}/rx_mrd_flux,bdf=0x7d00/", class.pmu)));
-    }
 
     #[test]
     fn this_vms_virtio_nic_has_lines_and_no_root_port() {
@@ -407,7 +249,7 @@ mod tests {
             vec!["lo has no device (a loopback or virtual interface): it has no device interrupts"]
         );
         let Ok(dev) = std::fs::canonicalize("/sys/class/net/eth0/device") else {
-            eprintln!("note: skipped the eth0 part: no eth0 with a device here");
+            testsupport::skip::skip("the eth0 part needs an eth0 with a device");
             return;
         };
         let b = Beside::for_interface(root, "eth0").finish(0, 0, None);

@@ -341,7 +341,7 @@ fn print_document<T: Serialize>(link: &'static str, body: T) -> anyhow::Result<E
 }
 
 /// Write a rendered text to stdout. A closed pipe (`headroom ceiling pcie | head`) is not an
-/// error: the reader has what it wanted (`terminal::StdoutClosed`, a quiet exit 0).
+/// error: the reader has what it wanted (`console::StdoutClosed`, a quiet exit 0).
 fn emit(text: &str) -> anyhow::Result<ExitCode> {
     crate::out!("{text}")?;
     Ok(ExitCode::SUCCESS)
@@ -814,11 +814,10 @@ struct EthBody {
 fn eth_command(global: &GlobalArgs, a: &EthArgs, unit: RateUnit) -> anyhow::Result<ExitCode> {
     if a.len.is_some() && a.proto != Proto::Udp {
         // Not silently ignored: TCP's segment size follows the MTU.
-        eprintln!(
-            "headroom: error: --len sets the UDP datagram payload: add --proto udp (TCP segments \
-             follow the MTU: change --mtu instead)"
-        );
-        return Ok(ExitCode::from(2));
+        return Err(crate::console::usage(
+            "--len sets the UDP datagram payload: add --proto udp (TCP segments follow the MTU: \
+             change --mtu instead)",
+        ));
     }
     let ips: Vec<eth::IpVersion> = match a.ip {
         IpChoice::V4 => vec![eth::IpVersion::V4],
@@ -855,7 +854,7 @@ fn eth_command(global: &GlobalArgs, a: &EthArgs, unit: RateUnit) -> anyhow::Resu
                     Ok(c) => ceilings.push(c),
                     Err(e) => {
                         // A usage error: the sentence names what is allowed; exit 2 as clap does.
-                        return Err(crate::terminal::usage(e.to_string()));
+                        return Err(crate::console::usage(e.to_string()));
                     }
                 }
             }

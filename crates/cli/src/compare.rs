@@ -84,7 +84,7 @@ fn gate(comparisons: &[report::compare::Comparison], fail_above: Option<f64>) ->
         .collect();
     for r in &worse {
         // Metric names come from the documents: escaped as every stderr line is.
-        crate::terminal::info(format_args!("regression: {} (limit {pct} %)", r.sentence()));
+        crate::console::info(format_args!("regression: {} (limit {pct} %)", r.sentence()));
     }
     if worse.is_empty() {
         ExitCode::SUCCESS

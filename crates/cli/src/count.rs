@@ -9,7 +9,7 @@ use clap::Args;
 use counters::event::{Event, Pmus};
 use counters::perf::{outcome, OpenError, Outcome, Reading, Scope, Session};
 use counters::workload::{CommandStdout, Workload, WorkloadError};
-use counters::{pcie_pmu, ReadUnder, Sampler};
+use counters::{pcie_pmu, Sampler};
 use model::root::SysRoot;
 use report::count::{
     CountDocument, CountInterval, CountStatus, CountedEvent, EventListing, PmuLink, PmuListing,
@@ -18,8 +18,7 @@ use report::count::{
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
@@ -82,8 +81,7 @@ const DEFAULT_EVENTS: &str = "task-clock,context-switches,cpu-migrations,page-fa
                               instructions,branches,branch-misses";
 
 fn usage(msg: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
-    eprintln!("headroom: error: {msg}");
-    Ok(ExitCode::from(2))
+    Err(crate::console::usage(msg.to_string()))
 }
 
 pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
@@ -107,10 +105,9 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     let pmus = match Pmus::read(&root) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!(
-                "headroom: error: cannot list the PMUs: {e} (a kernel without CONFIG_PERF_EVENTS?)"
-            );
-            return Ok(ExitCode::from(1));
+            return Err(anyhow::anyhow!(
+                "cannot list the PMUs: {e} (a kernel without CONFIG_PERF_EVENTS?)"
+            ));
         }
     };
     let given: Vec<String> = if a.events.is_empty() && a.irq.is_empty() {
@@ -122,8 +119,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         Ok(e) => e,
         Err(e) if e.is_usage() => return usage(e),
         Err(e) => {
-            eprintln!("headroom: error: {e}");
-            return Ok(ExitCode::from(1));
+            return Err(anyhow::anyhow!("{e}"));
         }
     };
     let interval = match a.interval_ms {
@@ -147,8 +143,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         (None, true) => match counters::pmu::online_cpus(&root) {
             Ok(c) => Some(c),
             Err(e) => {
-                eprintln!("headroom: error: -a: {e}");
-                return Ok(ExitCode::from(1));
+                return Err(anyhow::anyhow!("-a: {e}"));
             }
         },
         (None, false) => None,
@@ -164,10 +159,8 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
+    let interrupt = crate::console::Interrupt::install()?;
+    let stop = &interrupt.stop;
 
     // With --json on stdout, the command's stdout goes to stderr: the document stays one
     // document. Counts written to -o FILE (or perf's text on stderr) leave stdout to it.
@@ -182,12 +175,11 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         Some(path) => match report::atomic::create_stream(path) {
             Ok(f) => Box::new(std::io::BufWriter::new(f)),
             Err(e) => {
-                eprintln!(
-                    "headroom: error: -o {}: cannot create it: {}",
+                return Err(anyhow::anyhow!(
+                    "-o {}: cannot create it: {}",
                     path.display(),
                     e.source
-                );
-                return Ok(ExitCode::from(1));
+                ));
             }
         },
         None if document_on_stdout => Box::new(std::io::stdout().lock()),
@@ -204,8 +196,11 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         match Workload::prepare(&a.command, command_stdout) {
             Ok(w) => Some(w),
             Err(e) => {
-                eprintln!("headroom: error: {e}");
-                return Ok(ExitCode::from(127));
+                return Err(crate::console::CodedError {
+                    code: 127,
+                    message: e.to_string(),
+                }
+                .into());
             }
         }
     };
@@ -217,28 +212,27 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     let session = match Session::open(&mut events, &scope) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("headroom: error: {e}");
-            return Ok(ExitCode::from(1));
+            return Err(anyhow::anyhow!("{e}"));
         }
     };
     let user_only = session.user_only_note(&events);
     if let Some(n) = &user_only {
-        crate::terminal::note(n);
+        crate::console::note(n);
     }
     for (i, e) in events.iter().enumerate() {
         match session.error(i) {
-            Some(OpenError::Other(msg)) => eprintln!("headroom: warning: {msg}"),
+            Some(OpenError::Other(msg)) => crate::console::warn(msg),
             // perf is silent on a generic hardware event a VM lacks; a named PMU's reason
             // is worth a line.
             Some(OpenError::NotSupported(msg))
                 if e.type_id != counters::pmu::PERF_TYPE_HARDWARE =>
             {
-                eprintln!("headroom: warning: {msg}")
+                crate::console::warn(msg)
             }
             _ => {}
         }
         if let Some(n) = &e.note {
-            eprintln!("headroom: note: {}: {n}", e.name);
+            crate::console::note(format_args!("{}: {n}", e.name));
         }
     }
     let irq_sampler = counters::InterruptsSampler::new(root.clone());
@@ -254,12 +248,15 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(w) = workload.as_mut() {
         if let Err(e) = w.start() {
-            eprintln!("headroom: error: {e}");
             let code = match e {
                 WorkloadError::Exec(..) => 126,
                 _ => 127,
             };
-            return Ok(ExitCode::from(code));
+            return Err(crate::console::CodedError {
+                code,
+                message: e.to_string(),
+            }
+            .into());
         }
     }
 
@@ -365,9 +362,9 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     // Kept like every measurement (an -a run stopped by Ctrl-C too: it measured).
     if !a.no_save && doc.events.iter().any(|e| e.status == CountStatus::Counted) {
         if let Err(e) = crate::output::save_result("count", &doc, a.db.as_deref()) {
-            crate::terminal::warn(format_args!(
+            crate::console::warn(format_args!(
                 "the result was not kept in the history: {}",
-                crate::terminal::sentence(&e)
+                crate::console::sentence(&e)
             ));
         }
     }
@@ -383,13 +380,12 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     };
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
-            eprintln!("headroom: error: cannot write the counts: {e}");
-            return Ok(ExitCode::from(1));
+            return Err(anyhow::anyhow!("cannot write the counts: {e}"));
         }
     }
     let code = match exit {
         Some(x) => x.shell_code(),
-        None if interrupted => 130,
+        None if interrupted => 128 + interrupt.stopped_by(),
         None => 0,
     };
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
@@ -465,26 +461,18 @@ fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
         // No event_source at all is a state of the world (CONFIG_PERF_EVENTS off, a
         // fixture of PCI only): the root ports are still judged.
         Err(e) if e.is_unsupported() => {
-            eprintln!("headroom: warning: {e}: no PMU to list");
+            crate::console::warn(format_args!("{e}: no PMU to list"));
             Vec::new()
         }
         Err(e) => {
-            eprintln!("headroom: error: cannot list the PMUs: {e}");
-            return Ok(ExitCode::from(1));
+            return Err(anyhow::anyhow!("cannot list the PMUs: {e}"));
         }
     };
     let audit = probe::pci::audit_sysfs(root);
-    let ports: Vec<(model::inventory::pci::address::PciAddress, Option<u16>)> = audit
-        .functions
-        .iter()
-        // A root port by its PCIe capability; without config space (a fixture, no root),
-        // a PCI-to-PCI bridge (class 0604) on a root bus.
-        .filter(|f| match f.port_type() {
-            Some(t) => t == model::PortType::RootPort,
-            None => f.parent.is_none() && f.class.is_some_and(|c| c >> 8 == 0x0604),
-        })
-        .map(|f| (f.address, f.vendor_id))
-        .collect();
+    let ports: Vec<(model::inventory::pci::address::PciAddress, Option<u16>)> =
+        counters::root_port::root_ports(&audit)
+            .map(|f| (f.address, f.vendor_id))
+            .collect();
     let mut links = Vec::new();
     let listing: Vec<PmuListing> = pmus
         .iter()
@@ -561,9 +549,8 @@ fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
         tracepoints,
         tracepoints_missing,
     };
-    let kernel = root.read("/proc/sys/kernel/osrelease").ok();
-    let findings =
-        report::count::root_port_pmu_findings(&facts, &links, kernel.as_deref().map(str::trim));
+    let kernel = probe::system::kernel_release(root);
+    let findings = report::count::root_port_pmu_findings(&facts, &links, kernel.as_deref());
     if global.json {
         #[derive(serde::Serialize)]
         struct ListDocument<'a> {

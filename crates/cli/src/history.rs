@@ -116,7 +116,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
                 .filter_map(|r| Some((r.id, r.damaged.as_ref()?)))
                 .collect();
             for (id, what) in &damaged {
-                crate::terminal::error(format_args!(
+                crate::console::error(format_args!(
                     "run {id} in the history {} is damaged: {what}; the other runs are intact",
                     db.display()
                 ));
@@ -173,7 +173,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
                         }));
                     }
                     Err(e) => {
-                        crate::terminal::error(crate::terminal::sentence(&e));
+                        crate::console::error(crate::console::sentence(&e));
                         failed = true;
                     }
                 }

@@ -1,9 +1,13 @@
 //! The `headroom` binary: parses the command line and orchestrates the layers below.
 //!
 //! `main` is thin: it runs a command and turns an error into one sentence on stderr.
-//! Exit codes (`terminal::exit_code`): 0 success (also when stdout's reader went away),
-//! 1 failure, 2 usage error (clap's own and `terminal::UsageError`), 128 + signal when
+//! Exit codes (`console::exit_code`): 0 success (also when stdout's reader went away),
+//! 1 failure, 2 usage error (clap's own and `console::UsageError`), 128 + signal when
 //! interrupted.
+//!
+//! Only `console` prints (ripgrep's messages.rs): its writers escape what came from outside
+//! and its `exit_code` says every error once; the print macros are denied elsewhere.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod audit;
 mod bench;
@@ -13,6 +17,7 @@ mod bench_net;
 mod beside;
 mod ceiling;
 mod compare;
+mod console;
 mod count;
 mod history;
 mod output;
@@ -21,7 +26,6 @@ mod rendered;
 mod report;
 mod split;
 mod survey;
-mod terminal;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -75,7 +79,7 @@ enum Command {
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if let Some(worker) = bench::stress_worker_fast_path(&args) {
-        return worker.unwrap_or_else(|err| terminal::exit_code(&err));
+        return worker.unwrap_or_else(|err| console::exit_code(&err));
     }
     // A panic removes the test file bench disk created and the tracefs instance bench
     // latency --split records in before the message is printed: the board binaries (`dist`
@@ -88,9 +92,9 @@ fn main() -> ExitCode {
     }));
     let cli = match Cli::try_parse_from(bench::cyclictest_json_argv(args)) {
         Ok(cli) => cli,
-        Err(e) => return terminal::clap_error(&e),
+        Err(e) => return console::clap_error(&e),
     };
-    terminal::set_colour(cli.global.use_color());
+    console::set_colour(cli.global.use_color());
     let result = match cli.command {
         None => audit::run(&cli.global, &audit::AuditArgs::default()),
         Some(Command::Audit(args)) => audit::run(&cli.global, &args),
@@ -105,6 +109,6 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(err) => terminal::exit_code(&err),
+        Err(err) => console::exit_code(&err),
     }
 }

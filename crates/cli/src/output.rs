@@ -50,7 +50,7 @@ pub fn print_result<T: serde::Serialize>(kind: &str, body: &T) -> anyhow::Result
 }
 
 /// Print a result document as it is (`report --json` of one input keeps its envelope). A
-/// closed pipe (`| head`) comes back as terminal::StdoutClosed: main exits 0 quietly.
+/// closed pipe (`| head`) comes back as console::StdoutClosed: main exits 0 quietly.
 pub fn print_document(doc: &report::Document) -> anyhow::Result<()> {
     crate::out!("{}", doc.to_json_pretty())
 }
@@ -146,9 +146,9 @@ impl KeepArgs {
         };
         if !self.no_save {
             if let Err(e) = save_result(kind, body, self.db.as_deref()) {
-                crate::terminal::warn(format_args!(
+                crate::console::warn(format_args!(
                     "the result was not kept in the history: {}",
-                    crate::terminal::sentence(&e)
+                    crate::console::sentence(&e)
                 ));
             }
         }

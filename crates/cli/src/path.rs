@@ -40,7 +40,7 @@ pub fn run(global: &GlobalArgs, args: &PathArgs) -> anyhow::Result<ExitCode> {
     let audit = probe::pci::audit_sysfs(&root);
     let path = probe::path::resolve(&root, &args.target, &audit).map_err(anyhow::Error::msg)?;
     for w in &path.chain.warnings {
-        crate::terminal::warn(w);
+        crate::console::warn(w);
     }
     if global.json {
         crate::output::print_result(

@@ -39,14 +39,14 @@ pub struct ReportArgs {
 }
 
 /// Where the report goes: stdout, or a file.
-enum Target {
+enum Destination {
     Stdout,
     File(PathBuf),
 }
 
 /// The value given to `--md`/`--html`: the file to write, or (when it is a result document
 /// or a history id, as in `report --md run.json`) an input that came right after the flag.
-fn output_or_input(value: &Path) -> Result<Target, String> {
+fn output_or_input(value: &Path) -> Result<Destination, String> {
     let text = value.to_string_lossy();
     let is_document = value.is_file()
         && std::fs::File::open(value).is_ok_and(|f| {
@@ -62,7 +62,7 @@ fn output_or_input(value: &Path) -> Result<Target, String> {
     if is_document || history_id {
         Err(text.into_owned())
     } else {
-        Ok(Target::File(value.to_path_buf()))
+        Ok(Destination::File(value.to_path_buf()))
     }
 }
 
@@ -74,22 +74,22 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         (None, None) => ("", &None),
     };
     let target = match value.as_deref().map(output_or_input) {
-        None => Target::Stdout,
+        None => Destination::Stdout,
         Some(Ok(t)) => t,
         Some(Err(input)) => {
             inputs.push(input);
-            Target::Stdout
+            Destination::Stdout
         }
     };
     inputs.extend(args.runs.iter().cloned());
     if inputs.is_empty() {
-        return Err(crate::terminal::usage(
+        return Err(crate::console::usage(
             "give the result documents to report: files written by --json, or history ids \
              (`headroom history` lists them)",
         ));
     }
-    if let Target::File(file) = &target {
-        crate::output::check_writable(flag, file).map_err(|e| crate::terminal::usage(e.0))?;
+    if let Destination::File(file) = &target {
+        crate::output::check_writable(flag, file).map_err(|e| crate::console::usage(e.0))?;
     }
     // Every input read (and a bad one named) before anything is printed or written; the
     // others still make the report.
@@ -104,7 +104,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         let loaded = match loaded {
             Ok(x) => x,
             Err(e) => {
-                crate::terminal::error(crate::terminal::sentence(&e));
+                crate::console::error(crate::console::sentence(&e));
                 failed = true;
                 continue;
             }
@@ -117,7 +117,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
                     summaries.extend(r.summaries);
                 }
                 Err(e) => {
-                    eprintln!("headroom: error: {e:#}");
+                    crate::console::error(crate::console::sentence(&e));
                     failed = true;
                     continue;
                 }
@@ -132,7 +132,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         // Each input that could not be read was named above; with one, that sentence is the
         // whole story.
         if inputs.len() > 1 {
-            crate::terminal::error(format!(
+            crate::console::error(format!(
                 "none of the {} inputs could be read: nothing to report",
                 inputs.len()
             ));
@@ -158,11 +158,11 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         md
     };
     match target {
-        Target::File(file) => {
+        Destination::File(file) => {
             report::write_atomic(&file, text.as_bytes())?;
-            eprintln!("headroom: wrote {}", file.display());
+            crate::console::info(format_args!("wrote {}", file.display()));
         }
-        Target::Stdout => crate::out!("{text}")?,
+        Destination::Stdout => crate::out!("{text}")?,
     }
     Ok(exit(failed))
 }

@@ -11,16 +11,16 @@
 use crate::output::{GlobalArgs, KeepArgs};
 use anyhow::Context;
 use clap::Args;
-use model::inventory::block::{BlockDevice, BlockInventory, BlockKind};
 use model::root::SysRoot;
-use model::survey::{fit, format_seconds, refit, Overruns, PartKind, Plan, PlannedPart, Spent};
+use model::survey::{
+    fit, format_seconds, plan, refit, Overruns, PartKind, Plan, PlannedPart, Spent,
+};
 use report::survey::{PartResult, PartStatus, SurveyBody};
 use report::Document;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Args, Debug, Clone)]
@@ -81,46 +81,8 @@ pub struct SurveyArgs {
     pub keep: KeepArgs,
 }
 
-/// Default and shortest times of each part kind, seconds (per disk test, per latency run,
-/// per network direction). The defaults follow the tools' own: CrystalDiskMark's 5 s per
-/// test, cyclictest runs of a minute as in the Rockchip RT report's shortest runs, iperf3's
-/// 10 s.
-struct Times {
-    disk: f64,
-    latency: f64,
-    net: f64,
-    file_bytes: u64,
-}
-
-const NORMAL: Times = Times {
-    disk: 5.0,
-    latency: 60.0,
-    net: 10.0,
-    file_bytes: 256 << 20,
-};
-const QUICK: Times = Times {
-    disk: 2.0,
-    latency: 10.0,
-    net: 5.0,
-    file_bytes: 64 << 20,
-};
-const MIN_DISK_S: f64 = 1.0;
-const MIN_LATENCY_S: f64 = 3.0;
-const MIN_NET_S: f64 = 2.0;
-/// Assumed when estimating how long laying out a test file takes: an eMMC-class write
-/// speed, so the estimate errs long on faster storage.
-const ASSUMED_FILL_BYTES_PER_S: f64 = 100e6;
-
-/// Priorities: what is left out first when the budget is short has the lowest.
-const PRIO_AUDIT: u32 = 100;
-const PRIO_DISK: u32 = 80;
-const PRIO_LATENCY_IDLE: u32 = 60;
-const PRIO_LATENCY_STRESS: u32 = 50;
-const PRIO_NET: u32 = 40;
-const PRIO_DISK_READ_ONLY: u32 = 30;
-
 pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
-    let usage = |msg: String| Err(crate::terminal::usage(msg));
+    let usage = |msg: String| Err(crate::console::usage(msg));
     let budget = match model::units::parse_duration(&args.budget) {
         Ok(b) => b.as_secs_f64(),
         Err(why) => return usage(format!("--budget {}: {why}", args.budget)),
@@ -148,8 +110,15 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     let live_root = args.root.is_none();
     // The parts at their default times, kept to fit the rest of the survey into what is left
     // of the budget as it runs.
-    let defaults = make_parts(&root, live_root, args, &kinds_in);
-    let plan = with_times(fit(budget, defaults.clone()));
+    let request = plan::Request {
+        quick: args.quick,
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        net: args.net.as_deref().map(|h| (h, args.net_port)),
+        kinds: kinds_in,
+    };
+    let space = |dir: &Path| live_root.then(|| probe::mounts::free_space(dir)).flatten();
+    let defaults = plan::parts(&probe::block::scan(&root), &space, &request);
+    let plan = plan::with_times(fit(budget, defaults.clone()));
 
     if args.dry_run {
         if global.json {
@@ -169,25 +138,13 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     ] {
         if let Some(file) = file {
             crate::output::check_writable(flag, file)
-                .map_err(|e| crate::terminal::usage(e.to_string()))?;
+                .map_err(|e| crate::console::usage(e.to_string()))?;
         }
     }
-    eprint!("{}", render_plan(&plan, live_root));
+    crate::console::text(render_plan(&plan, live_root));
 
-    let stop = Arc::new(AtomicBool::new(false));
-    // Which signal stopped it, for the exit code (128 + signal) and the sentence.
-    let terminated = Arc::new(AtomicBool::new(false));
-    let mut signals = Vec::new();
-    for (sig, flag) in [
-        (signal_hook::consts::SIGINT, &stop),
-        (signal_hook::consts::SIGTERM, &stop),
-        (signal_hook::consts::SIGTERM, &terminated),
-    ] {
-        signals.push(
-            signal_hook::flag::register(sig, Arc::clone(flag))
-                .context("cannot install the Ctrl-C handler of the survey")?,
-        );
-    }
+    let mut interrupt = crate::console::Interrupt::install()?;
+    let stop = &interrupt.stop;
     let live = std::io::stderr().is_terminal();
     let exe = std::env::current_exe()
         .context("cannot find headroom's own executable to run the survey's parts")?;
@@ -243,7 +200,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
                 took_s: started.elapsed().as_secs_f64(),
                 estimated_s: estimated,
             };
-            let now = with_times(refit(&spent, rest, &overruns));
+            let now = plan::with_times(refit(&spent, rest, &overruns));
             let this = &now.parts[0];
             if this.run {
                 index += 1;
@@ -259,7 +216,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
                     budget_end,
                     budget_s: budget,
                 };
-                let mut r = run_part(&exe, this, &stop, &ctx);
+                let mut r = run_part(&exe, this, stop, &ctx);
                 if let Some(took) = r.seconds {
                     overruns.record(this.kind, this.seconds(), took);
                 }
@@ -269,7 +226,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
             } else {
                 let why = this.reason.clone().unwrap_or_default();
                 if live {
-                    eprintln!("headroom: {}: {why}", this.id);
+                    crate::console::info(format_args!("{}: {why}", this.id));
                 }
                 not_run(why)
             }
@@ -280,31 +237,29 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
             // After every part, atomically: Ctrl-C or a crash keeps what was measured.
             let partial = finished(&body, stop.load(Ordering::Relaxed));
             if let Err(e) = crate::output::write_result(out, "survey", &partial) {
-                crate::terminal::warn(crate::terminal::sentence(&e));
+                crate::console::warn(crate::console::sentence(&e));
             }
         }
     }
-    for id in signals {
-        signal_hook::low_level::unregister(id);
-    }
-    let interrupted = stop.load(Ordering::Relaxed);
+    let interrupted = interrupt.is_set();
+    interrupt.release();
     let body = finished(&body, interrupted);
     if !interrupted && live {
-        eprintln!(
-            "headroom: survey done in {}",
+        crate::console::info(format_args!(
+            "survey done in {}",
             format_seconds(started.elapsed().as_secs_f64())
-        );
+        ));
     }
 
     let doc = report::document::wrap("survey", env!("CARGO_PKG_VERSION"), &body)?;
     args.keep.keep("survey", &body)?;
     if let Some(file) = &args.md {
         report::write_atomic(file, markdown(&doc, &body, "survey").as_bytes())?;
-        eprintln!("headroom: wrote {}", file.display());
+        crate::console::info(format_args!("wrote {}", file.display()));
     }
     if let Some(file) = &args.html {
         report::write_atomic(file, html(&doc, &body, "survey")?.as_bytes())?;
-        eprintln!("headroom: wrote {}", file.display());
+        crate::console::info(format_args!("wrote {}", file.display()));
     }
     if global.json {
         crate::output::print_result("survey", &body)?;
@@ -312,17 +267,10 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
         crate::out!("{}", markdown(&doc, &body, "survey"))?;
     }
     if interrupted {
-        return Err(crate::terminal::Interrupted {
-            signal: if terminated.load(Ordering::Relaxed) {
-                libc::SIGTERM
-            } else {
-                libc::SIGINT
-            },
-            kept: "the survey keeps the parts measured before the stop; the parts' test files \
-                   were removed"
-                .to_string(),
-        }
-        .into());
+        return Err(interrupt.interrupted(
+            "the survey keeps the parts measured before the stop; the parts' test files were \
+             removed",
+        ));
     }
     if body.parts.iter().any(|p| p.status == PartStatus::Failed) {
         return Ok(ExitCode::from(1));
@@ -382,407 +330,6 @@ pub fn html(doc: &Document, body: &SurveyBody, origin: &str) -> anyhow::Result<S
 
 // ---------------------------------------------------------------------------------------
 // The plan
-
-/// The parts of this machine's survey at their default times, those that will not run
-/// marked so with the reason (`--include`, `--exclude`, nothing to test); [`fit`] shapes
-/// them to the budget.
-fn make_parts(
-    root: &SysRoot,
-    live: bool,
-    args: &SurveyArgs,
-    kinds: &[(&str, PartKind)],
-) -> Vec<PlannedPart> {
-    let t = if args.quick { &QUICK } else { &NORMAL };
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut parts = vec![PlannedPart {
-        id: "audit".to_string(),
-        kind: PartKind::Audit,
-        what: "every PCI Express, USB, block and network link: state against capability, \
-               ceiling, findings"
-            .to_string(),
-        command: vec!["audit".into()],
-        fixed_s: 2.0,
-        units: 0,
-        unit_s: 0.0,
-        min_unit_s: 0.0,
-        writes_bytes: 0,
-        priority: PRIO_AUDIT,
-        run: true,
-        reason: None,
-    }];
-    parts.extend(storage_parts(root, live, t));
-
-    let lat = |id: &str, stress: Option<String>, prio: u32| {
-        // --split where the kernel allows (root, tracefs): each part then says what delayed
-        // its wake-ups; elsewhere bench latency says why not and measures as without it.
-        let mut command: Vec<String> = [
-            "bench", "latency", "-S", "-p", "99", "-i", "1000", "-q", "--split",
-        ]
-        .map(String::from)
-        .to_vec();
-        let what = match &stress {
-            Some(s) => {
-                command.extend(["--stress".to_string(), s.clone()]);
-                format!(
-                    "wake-up latency like cyclictest -S -p 99 -i 1000 under the built-in \
-                     stress {s}"
-                )
-            }
-            None => "wake-up latency like cyclictest -S -p 99 -i 1000, idle".to_string(),
-        };
-        // SCHED_FIFO needs root (or CAP_SYS_NICE): without it bench latency still measures,
-        // and its warning and document say how the numbers were taken.
-        PlannedPart {
-            id: id.to_string(),
-            kind: PartKind::Latency,
-            what,
-            command,
-            fixed_s: 1.0,
-            units: 1,
-            unit_s: t.latency,
-            min_unit_s: MIN_LATENCY_S,
-            writes_bytes: 0,
-            priority: prio,
-            run: true,
-            reason: None,
-        }
-    };
-    parts.push(lat("latency idle", None, PRIO_LATENCY_IDLE));
-    parts.push(lat(
-        "latency stress",
-        Some(format!("cpu={cpus},io=1,vm=1,vm-bytes=64M")),
-        PRIO_LATENCY_STRESS,
-    ));
-
-    match &args.net {
-        Some(host) => {
-            for (dir, reverse) in [("send", false), ("receive", true)] {
-                let mut command = vec![
-                    "bench".into(),
-                    "net".into(),
-                    host.clone(),
-                    "-p".into(),
-                    args.net_port.to_string(),
-                ];
-                if reverse {
-                    command.push("-R".into());
-                }
-                parts.push(PlannedPart {
-                    id: format!("net {host} {dir}"),
-                    kind: PartKind::Net,
-                    what: format!(
-                        "TCP throughput {} {host}, like iperf3 -c {host}{}",
-                        if reverse { "from" } else { "to" },
-                        if reverse { " -R" } else { "" }
-                    ),
-                    command,
-                    fixed_s: 1.0,
-                    units: 1,
-                    unit_s: t.net,
-                    min_unit_s: MIN_NET_S,
-                    writes_bytes: 0,
-                    priority: PRIO_NET,
-                    run: true,
-                    reason: None,
-                });
-            }
-        }
-        None => parts.push(not_run(
-            "net",
-            PartKind::Net,
-            "not run: no --net HOST given (an iperf3 or `headroom bench net --server`)".to_string(),
-        )),
-    }
-
-    let included: Vec<PartKind> = kinds
-        .iter()
-        .filter(|(f, _)| *f == "--include")
-        .map(|(_, k)| *k)
-        .collect();
-    for p in parts.iter_mut().filter(|p| p.run) {
-        if let Some((flag, _)) = kinds
-            .iter()
-            .find(|(f, k)| *f == "--exclude" && *k == p.kind)
-        {
-            p.run = false;
-            p.reason = Some(format!("not run: {flag} {}", p.kind.name()));
-        } else if !included.is_empty() && !included.contains(&p.kind) {
-            p.run = false;
-            p.reason = Some(format!(
-                "not run: not in --include {}",
-                join_kinds(&included)
-            ));
-        }
-    }
-    parts
-}
-
-/// A fitted plan with the times the budget gave each part in its command line.
-fn with_times(mut plan: Plan) -> Plan {
-    for p in plan.parts.iter_mut() {
-        apply_times(p);
-    }
-    plan
-}
-
-fn join_kinds(k: &[PartKind]) -> String {
-    k.iter().map(|k| k.name()).collect::<Vec<_>>().join(",")
-}
-
-/// Put the fitted unit time into the part's command line.
-fn apply_times(p: &mut PlannedPart) {
-    let secs = |s: f64| format!("{}s", (s * 10.0).round() / 10.0);
-    match p.kind {
-        PartKind::Disk => {
-            p.command.extend(["--runtime".to_string(), secs(p.unit_s)]);
-        }
-        PartKind::Latency => {
-            // cyclictest's -D takes whole seconds.
-            p.command
-                .extend(["-D".to_string(), format!("{}s", p.unit_s.round().max(1.0))]);
-        }
-        PartKind::Net if !p.command.is_empty() => {
-            p.command
-                .extend(["-t".to_string(), format!("{}", p.unit_s.round().max(1.0))]);
-        }
-        _ => {}
-    }
-    match p.kind {
-        _ if p.command.is_empty() => {}
-        // The survey keeps the parts in its own document: they are not saved one by one.
-        PartKind::Disk | PartKind::Latency | PartKind::Net => {
-            p.command
-                .extend(["--json".to_string(), "--no-save".to_string()]);
-        }
-        PartKind::Audit => p.command.push("--json".to_string()),
-    }
-}
-
-/// Why a block device is not storage hardware worth a benchmark, by its kernel name
-/// (Documentation/admin-guide/devices.txt: loop 7, ram 1, zram, nbd 43, sr 11, fd 2).
-fn not_storage(name: &str) -> Option<&'static str> {
-    let starts = |p: &str| {
-        name.strip_prefix(p)
-            .is_some_and(|rest| rest.chars().all(|c| c.is_ascii_digit()))
-    };
-    if starts("loop") {
-        Some("a loop device (a file, not hardware)")
-    } else if starts("ram") || starts("zram") {
-        Some("a RAM disk, not storage hardware")
-    } else if starts("nbd") {
-        Some("a network block device")
-    } else if starts("sr") || starts("fd") {
-        Some("an optical or floppy drive (removable media)")
-    } else {
-        None
-    }
-}
-
-/// One part per storage device: a test file on its writable filesystem, else reads of the
-/// raw device; nothing is ever written to a raw device.
-fn storage_parts(root: &SysRoot, live: bool, t: &Times) -> Vec<PlannedPart> {
-    let inv: BlockInventory = probe::block::scan(root);
-    let mut parts = Vec::new();
-    let disks: Vec<&BlockDevice> = inv
-        .devices
-        .iter()
-        .filter(|d| d.kind == BlockKind::Disk)
-        .collect();
-    for disk in disks {
-        let name = &disk.name;
-        let id = format!("disk {name}");
-        let size = disk.size_bytes.unwrap_or(0);
-        if let Some(why) = not_storage(name) {
-            // Unconfigured loop and zram devices (size 0) are not worth a line in the plan.
-            if size > 0 && !name.starts_with("loop") {
-                parts.push(not_run(
-                    &id,
-                    PartKind::Disk,
-                    format!("not run: {name} is {why}"),
-                ));
-            }
-            continue;
-        }
-        if size == 0 {
-            parts.push(not_run(
-                &id,
-                PartKind::Disk,
-                format!("not run: {name} has no medium (size 0)"),
-            ));
-            continue;
-        }
-        // A device-mapper or md layer is storage only through its members: surveyed when a
-        // filesystem the user writes to sits on it, and not when its members are files.
-        let layered = disk.layer.is_some() || name.starts_with("dm-") || name.starts_with("md");
-        if layered
-            && !disk.slaves.is_empty()
-            && disk.slaves.iter().all(|m| not_storage(m).is_some())
-        {
-            parts.push(not_run(
-                &id,
-                PartKind::Disk,
-                format!(
-                    "not run: {name} is built on {}, not on storage hardware",
-                    disk.slaves.join(", ")
-                ),
-            ));
-            continue;
-        }
-        // Where the disk or one of its partitions is mounted, with the mount's options.
-        let family: Vec<&BlockDevice> = inv
-            .devices
-            .iter()
-            .filter(|d| d.name == *name || d.parent.as_deref() == Some(name.as_str()))
-            .collect();
-        let mut writable = Vec::new();
-        let mut mounted = Vec::new();
-        for d in &family {
-            for m in &d.mounts {
-                mounted.push(m.mount_point.clone());
-                let rw = inv
-                    .mounts
-                    .iter()
-                    .find(|x| x.mount_point == m.mount_point)
-                    .is_some_and(|x| x.options.split(',').next() == Some("rw"));
-                if rw {
-                    writable.push((d.name.clone(), m.mount_point.clone(), m.fs_type.clone()));
-                }
-            }
-        }
-        // The shortest mount point first: `/` before `/home`.
-        writable.sort_by_key(|(_, mp, _)| mp.as_os_str().len());
-        if let Some((dev, mp, fs)) = writable.first() {
-            let mut p = disk_part(&id, mp, t, false);
-            p.what = format!(
-                "SEQ1M Q8T1, RND4K Q32T1 and SEQ1M Q1T1, read and write, in a {} MiB test file \
-                 of its own on {} ({fs} on {dev}), removed afterwards",
-                t.file_bytes >> 20,
-                mp.display()
-            );
-            if live {
-                if let Some(why) = no_room(mp, t.file_bytes) {
-                    p.run = false;
-                    p.reason = Some(format!("not run: {why}"));
-                }
-            }
-            parts.push(p);
-        } else if layered && mounted.is_empty() {
-            parts.push(not_run(
-                &id,
-                PartKind::Disk,
-                format!(
-                    "not run: {name} is a device-mapper or md layer with nothing mounted; its \
-                     member devices are surveyed"
-                ),
-            ));
-        } else {
-            let dev = PathBuf::from("/dev").join(name);
-            let mut p = disk_part(&id, &dev, t, true);
-            p.what = if mounted.is_empty() {
-                format!(
-                    "SEQ1M Q8T1, RND4K Q32T1 and SEQ1M Q1T1 reads of the first {} MiB of {} \
-                     (nothing mounted: read only, nothing is written to a raw device)",
-                    t.file_bytes >> 20,
-                    dev.display()
-                )
-            } else {
-                format!(
-                    "SEQ1M Q8T1, RND4K Q32T1 and SEQ1M Q1T1 reads of the first {} MiB of {} \
-                     (mounted read-only: read only, nothing is written)",
-                    t.file_bytes >> 20,
-                    dev.display()
-                )
-            };
-            parts.push(p);
-        }
-    }
-    parts
-}
-
-fn not_run(id: &str, kind: PartKind, reason: String) -> PlannedPart {
-    PlannedPart {
-        id: id.to_string(),
-        kind,
-        what: String::new(),
-        command: Vec::new(),
-        fixed_s: 0.0,
-        units: 0,
-        unit_s: 0.0,
-        min_unit_s: 0.0,
-        writes_bytes: 0,
-        priority: 0,
-        run: false,
-        reason: Some(reason),
-    }
-}
-
-fn disk_part(id: &str, target: &Path, t: &Times, read_only: bool) -> PlannedPart {
-    let mut command: Vec<String> = vec![
-        "bench".into(),
-        "disk".into(),
-        target.display().to_string(),
-        "--profile".into(),
-        "survey".into(),
-        "--runs".into(),
-        "1".into(),
-        "--pause".into(),
-        "0".into(),
-        "--size".into(),
-        format!("{}M", t.file_bytes >> 20),
-    ];
-    if read_only {
-        command.extend(["--rw".to_string(), "read".to_string()]);
-    }
-    let fill_s = if read_only {
-        0.0
-    } else {
-        t.file_bytes as f64 / ASSUMED_FILL_BYTES_PER_S
-    };
-    PlannedPart {
-        id: id.to_string(),
-        kind: PartKind::Disk,
-        what: String::new(),
-        command,
-        fixed_s: 1.0 + fill_s,
-        // The survey profile: three tests, each read and write (reads only on a raw device).
-        units: if read_only { 3 } else { 6 },
-        unit_s: t.disk,
-        min_unit_s: MIN_DISK_S,
-        writes_bytes: if read_only { 0 } else { t.file_bytes },
-        priority: if read_only {
-            PRIO_DISK_READ_ONLY
-        } else {
-            PRIO_DISK
-        },
-        run: true,
-        reason: None,
-    }
-}
-
-/// Why a test file of `bytes` cannot be made in `dir` now, if it cannot.
-fn no_room(dir: &Path, bytes: u64) -> Option<String> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: `c` is a valid NUL-terminated path; `st` is a plain C struct the call fills.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    if st.f_flag & libc::ST_RDONLY != 0 {
-        return Some(format!("{} is read-only", dir.display()));
-    }
-    let free = st.f_bavail as u64 * st.f_frsize as u64;
-    // Twice the file: the filesystem keeps room for everything else on it.
-    if free < bytes.saturating_mul(2) {
-        return Some(format!(
-            "{} has {} MiB free; the test file needs {} MiB and the same again to spare",
-            dir.display(),
-            free >> 20,
-            bytes >> 20
-        ));
-    }
-    None
-}
 
 /// Arguments as a shell line a user can paste: words with spaces or quotes in single quotes.
 fn shell_line(words: &[String]) -> String {
@@ -957,21 +504,20 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
         }
         if p.live {
             let left = (part.seconds() - elapsed.as_secs_f64()).max(0.0) + p.remaining_after;
-            eprint!(
-                "\r\x1b[K[{}/{}] {}  {:.0} s of about {:.0} s · survey about {} left",
+            crate::console::progress(format_args!(
+                "[{}/{}] {}  {:.0} s of about {:.0} s · survey about {} left",
                 p.index,
                 p.count,
                 part.id,
                 elapsed.as_secs_f64(),
                 part.seconds(),
                 format_seconds(left)
-            );
-            let _ = std::io::stderr().flush();
+            ));
         }
         std::thread::sleep(Duration::from_millis(200));
     };
     if p.live {
-        eprint!("\r\x1b[K");
+        crate::console::progress_done();
     }
     let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
     let stderr = err.and_then(|h| h.join().ok()).unwrap_or_default();
@@ -1044,8 +590,8 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
     if !p.live {
         return result;
     }
-    eprintln!(
-        "headroom: [{}/{}] {}: {}{}",
+    crate::console::info(format_args!(
+        "[{}/{}] {}: {}{}",
         p.index,
         p.count,
         part.id,
@@ -1055,6 +601,6 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
             .as_deref()
             .map(|r| format!(" ({r})"))
             .unwrap_or_default()
-    );
+    ));
     result
 }

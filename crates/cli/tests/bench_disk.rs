@@ -320,7 +320,7 @@ fn directory_without_write_permission() {
     let mut cmd = if is_root() {
         // Root ignores permission bits: run as nobody, as a user would be.
         if !Path::new("/usr/bin/setpriv").exists() {
-            eprintln!("skipped: running as root without setpriv to drop privileges");
+            testsupport::skip::skip("running as root without setpriv to drop privileges");
             return;
         }
         let mut c = std::process::Command::new("/usr/bin/setpriv");
@@ -339,7 +339,9 @@ fn directory_without_write_permission() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("Permission denied") && err.contains("setpriv") {
-        eprintln!("skipped: the binary is not reachable by user nobody: {err}");
+        testsupport::skip::skip(&format!(
+            "the binary is not reachable by user nobody: {err}"
+        ));
         return;
     }
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -429,7 +431,7 @@ fn unmount(at: &str) {
 #[test]
 fn writing_to_a_mounted_device_is_refused() {
     if !is_root() || !Path::new("/dev/loop-control").exists() {
-        eprintln!("skipped: needs root and loop devices (losetup) to mount a test device");
+        testsupport::skip::skip("needs root and loop devices (losetup) to mount a test device");
         return;
     }
     let dir = disk_dir();
@@ -483,7 +485,7 @@ fn writing_to_a_mounted_device_is_refused() {
 #[test]
 fn a_device_backing_a_mounted_loop_device_is_held() {
     if !is_root() || !Path::new("/dev/loop-control").exists() {
-        testsupport::fixtures::skip("needs root and loop devices (losetup)");
+        testsupport::skip::skip("needs root and loop devices (losetup)");
         return;
     }
     let dir = disk_dir();
@@ -533,7 +535,7 @@ fn a_device_backing_a_mounted_loop_device_is_held() {
 #[test]
 fn full_filesystem_is_a_clear_sentence() {
     if !is_root() {
-        eprintln!("skipped: needs root to mount a small tmpfs");
+        testsupport::skip::skip("needs root to mount a small tmpfs");
         return;
     }
     let dir = disk_dir();
@@ -759,7 +761,7 @@ fn output_is_checked_before_the_run_and_results_are_never_lost() {
             "its filesystem is read-only",
         );
     } else {
-        eprintln!("skipped the read-only mount: needs root");
+        testsupport::skip::skip("the read-only mount needs root");
     }
     // The directory of --output disappears during the run: the numbers still reach stdout and
     // the history, and the error says why once, without repeating the OS's words.
@@ -808,7 +810,7 @@ fn dev_paths_must_be_block_devices_and_bare_names_mean_devices() {
     }
     fails_with(&["lo"], "lo is a network interface, not a disk");
     if !is_root() || !Path::new("/dev/loop-control").exists() {
-        eprintln!("skipped the loop device: needs root and losetup");
+        testsupport::skip::skip("the loop device needs root and losetup");
         return;
     }
     let dir = disk_dir();
@@ -839,7 +841,7 @@ fn dev_paths_must_be_block_devices_and_bare_names_mean_devices() {
 #[test]
 fn a_block_device_is_cross_checked_by_diskstats_where_proc_io_counts_resubmissions() {
     if !is_root() || !Path::new("/dev/loop-control").exists() {
-        testsupport::fixtures::skip("needs root and loop devices (losetup)");
+        testsupport::skip::skip("needs root and loop devices (losetup)");
         return;
     }
     let dir = disk_dir();
@@ -926,7 +928,7 @@ fn a_block_device_is_cross_checked_by_diskstats_where_proc_io_counts_resubmissio
 #[test]
 fn requests_per_io_and_the_limit_that_split_them_are_in_the_result() {
     if !is_root() || !Path::new("/dev/loop-control").exists() {
-        testsupport::fixtures::skip("needs root and loop devices (losetup)");
+        testsupport::skip::skip("needs root and loop devices (losetup)");
         return;
     }
     let dir = disk_dir();
@@ -1094,7 +1096,9 @@ fn profiles_say_their_runs_and_pauses_and_rates_leave_the_pauses_out() {
             );
             assert!(notes.contains("s of pauses between them"), "{notes}");
         }
-        None => eprintln!("no interrupt line for this disk's device: rates not checked"),
+        None => testsupport::skip::skip(
+            "no interrupt line for this disk's device: its rates cannot be checked",
+        ),
     }
 }
 
@@ -1219,7 +1223,7 @@ fn stale_test_file_of_a_killed_run_is_removed() {
 #[test]
 fn stale_test_files_of_other_users_or_times_are_reported_not_removed() {
     if !is_root() {
-        testsupport::fixtures::skip("needs root, to make a file of user nobody's");
+        testsupport::skip::skip("needs root, to make a file of user nobody's");
         return;
     }
     // A process that ran and is gone, with its start time as /proc showed it.
@@ -1323,7 +1327,7 @@ fn tmpfs_and_small_files_get_the_right_sentence() {
             .to_string()
             .contains("tmpfs keeps its files in memory and does no block I/O"));
     } else {
-        eprintln!("skipped tmpfs: no /dev/shm");
+        testsupport::skip::skip("the tmpfs part needs /dev/shm");
     }
     let dir = disk_dir();
     let small = dir.path().join("small.bin");

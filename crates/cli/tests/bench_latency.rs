@@ -480,7 +480,10 @@ fn really_unprivileged_user_measures_with_one_warning() {
             .output()
             .unwrap()
     } else {
-        eprintln!("note: cannot drop root here (no setpriv or unreadable binary); covered by --skip-privileged-steps");
+        testsupport::skip::skip(
+            "cannot drop root here (no setpriv or unreadable binary); covered by \
+             --skip-privileged-steps",
+        );
         return;
     };
     let err = String::from_utf8_lossy(&out.stderr);
@@ -608,7 +611,7 @@ fn the_stress_own_disk_interrupts_are_named_as_its_load() {
     // The document names the disk behind each line and the finding names the load as the
     // run's own.
     if !std::path::Path::new("/sys/block/vda").exists() {
-        eprintln!("skipped: no /sys/block/vda (a disk whose controller interrupts)");
+        testsupport::skip::skip("no /sys/block/vda (a disk whose controller interrupts)");
         return;
     }
     let doc = run_json(&[
@@ -917,7 +920,7 @@ fn vs_cyclictest_prints_a_verdict_and_exits_0_outside_the_target() {
             .iter()
             .all(|t| on_path(t))
     {
-        eprintln!("skipped: needs root, cyclictest, stress-ng and python3");
+        testsupport::skip::skip("needs root, cyclictest, stress-ng and python3");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

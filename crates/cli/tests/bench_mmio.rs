@@ -51,7 +51,7 @@ const FUNCTION: &str = "0000:00:02.0";
 fn have_function() -> bool {
     let there = Path::new("/sys/bus/pci/devices").join(FUNCTION).exists();
     if !there {
-        eprintln!("skipped: no PCI function {FUNCTION} on this machine");
+        testsupport::skip::skip(&format!("no PCI function {FUNCTION} on this machine"));
     }
     there
 }
@@ -260,7 +260,7 @@ fn loads_on_a_function_with_a_driver_need_allow_bound() {
     .ok()
     .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
     let Some(driver) = driver else {
-        testsupport::fixtures::skip(&format!("{FUNCTION} has no driver bound"));
+        testsupport::skip::skip(&format!("{FUNCTION} has no driver bound"));
         return;
     };
     let (code, stdout, stderr) =
@@ -295,7 +295,7 @@ fn a_store_on_a_function_with_a_driver_is_refused_before_any_mapping() {
     .ok()
     .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
     let Some(driver) = driver else {
-        eprintln!("skipped: {FUNCTION} has no driver bound");
+        testsupport::skip::skip(&format!("{FUNCTION} has no driver bound"));
         return;
     };
     // The short form of the address is the same BAR.

@@ -47,13 +47,9 @@ fn spawn(mut c: Command) -> Guard {
     Guard(spawn_piped(c.stdin(Stdio::null())))
 }
 
-/// Whether a test that needs `what` may run: a note and `false` when it may not, a failure
-/// under CI=true (where everything must run).
+/// Whether a test that needs `what` may run ([`testsupport::skip::unless`]).
 fn may_run(ok: bool, what: &str) -> bool {
-    if !ok {
-        testsupport::fixtures::skip(&format!("{what} is missing"));
-    }
-    ok
+    testsupport::skip::unless(ok, &format!("{what} is missing"))
 }
 
 fn headroom_cmd() -> Command {
@@ -663,6 +659,29 @@ fn a_server_killed_mid_test_ends_the_client_with_a_sentence() {
         "{err}"
     );
     assert!(err.lines().all(|l| l.starts_with("headroom: ")), "{err}");
+}
+
+/// Issue 26: a client stopped by SIGTERM exits 143, and the one-off server whose test it
+/// stopped (no signal came to the server, and the peer does not say which one it got) exits
+/// 1, a test that did not run its course, where it said 130 as if it had had a Ctrl-C.
+#[test]
+fn sigterm_is_143_and_a_test_the_peer_stopped_is_a_failure() {
+    let port = free_port();
+    let (server, watch) = watched_server(port);
+    let client = background_client(port, "30", &["--json"]);
+    wait_streaming(&watch);
+    signal(&client.0, libc::SIGTERM);
+    let (code, _, err) = client.output_within(Duration::from_secs(20));
+    assert_eq!(code, Some(143), "{err}");
+    assert!(
+        err.contains(
+            "headroom: interrupted by SIGTERM: the results above are those measured before it"
+        ),
+        "{err}"
+    );
+    let (code, out, _) = server.output_within(Duration::from_secs(20));
+    assert_eq!(code, Some(1), "{}\n{out}", watch.text());
+    assert!(!watch.text().contains("interrupted by"), "{}", watch.text());
 }
 
 #[test]

@@ -38,7 +38,7 @@ fn have_perf() -> bool {
         .is_ok_and(|o| o.status.success());
     if !ok {
         // CI installs it (.ci/run): there a missing perf is a failure, not a skip.
-        testsupport::fixtures::skip("perf (linux-perf) is not installed");
+        testsupport::skip::skip("perf (linux-perf) is not installed");
     }
     ok
 }
@@ -378,7 +378,7 @@ fn json_goes_to_stdout_the_commands_stdout_apart_and_report_reads_it() {
 /// with a note where there is none.
 fn vda_pci_address() -> Option<String> {
     let Ok(dev) = std::fs::canonicalize("/sys/block/vda/device/..") else {
-        eprintln!("skipped: no /sys/block/vda");
+        testsupport::skip::skip("no /sys/block/vda");
         return None;
     };
     Some(dev.file_name()?.to_string_lossy().into_owned())
@@ -911,29 +911,33 @@ fn a_pmu_that_vanished_is_one_sentence_and_the_rest_is_counted() {
     );
 }
 
+/// Ctrl-C or SIGTERM ends a system-wide count with its numbers and exits 128 + the signal
+/// (issue 26: SIGTERM said 130).
 #[test]
 fn ctrl_c_ends_a_system_wide_count_with_its_numbers() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("counts.txt");
-    let mut child = headroom_process()
-        .args(["count", "-a", "-e", "cs", "-o", file.to_str().unwrap()])
-        .spawn()
-        .unwrap();
-    // -o's file is made once the Ctrl-C handler is in place.
-    assert!(
-        wait_until(std::time::Duration::from_secs(60), || file.exists()),
-        "count never created {}",
-        file.display()
-    );
-    signal(&child, libc::SIGINT);
-    let status = wait_exit(&mut child, std::time::Duration::from_secs(30));
-    assert_eq!(status.code(), Some(130));
-    let text = std::fs::read_to_string(&file).unwrap();
-    assert!(
-        text.contains(" Performance counter stats for 'system wide':"),
-        "{text}"
-    );
-    assert!(text.lines().any(|l| l.ends_with(" cs")), "{text}");
+    for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("counts.txt");
+        let mut child = headroom_process()
+            .args(["count", "-a", "-e", "cs", "-o", file.to_str().unwrap()])
+            .spawn()
+            .unwrap();
+        // -o's file is made once the Ctrl-C handler is in place.
+        assert!(
+            wait_until(std::time::Duration::from_secs(60), || file.exists()),
+            "count never created {}",
+            file.display()
+        );
+        signal(&child, sig);
+        let status = wait_exit(&mut child, std::time::Duration::from_secs(30));
+        assert_eq!(status.code(), Some(code), "signal {sig}");
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            text.contains(" Performance counter stats for 'system wide':"),
+            "{text}"
+        );
+        assert!(text.lines().any(|l| l.ends_with(" cs")), "{text}");
+    }
 }
 
 /// Session 6 (s6-fix) item 2: `-o FILE` was opened after the counted command had started, so

@@ -27,7 +27,7 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 
 fn root_or_skip() -> bool {
     if !is_root() {
-        testsupport::fixtures::skip("needs root (tracefs instances and SCHED_FIFO)");
+        testsupport::skip::skip("needs root (tracefs instances and SCHED_FIFO)");
         return false;
     }
     true

@@ -82,7 +82,7 @@ fn help_names_every_benchmark() {
 #[test]
 fn root_is_not_told_to_run_as_root() {
     if !is_root() {
-        testsupport::fixtures::skip("needs root to see what refuses root");
+        testsupport::skip::skip("needs root to see what refuses root");
         return;
     }
     let dir = disk_dir("headroom-messages-test");
@@ -96,7 +96,7 @@ fn root_is_not_told_to_run_as_root() {
             .is_ok_and(|s| s.success())
     };
     if !chattr("+i") {
-        testsupport::fixtures::skip("chattr +i is not available on this filesystem");
+        testsupport::skip::skip("chattr +i is not available on this filesystem");
         return;
     }
     let out = headroom()
@@ -141,7 +141,7 @@ fn the_history_lists_one_line_per_run_whatever_its_strings_hold() {
 #[test]
 fn an_unattached_loop_device_is_called_what_it_is() {
     if !is_root() || !Path::new("/dev/loop-control").exists() {
-        testsupport::fixtures::skip("needs root and loop devices (losetup -f)");
+        testsupport::skip::skip("needs root and loop devices (losetup -f)");
         return;
     }
     let free = std::process::Command::new("losetup")

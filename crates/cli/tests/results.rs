@@ -680,7 +680,7 @@ fn links_planted_for_the_temporary_file_do_not_make_root_overwrite_their_target(
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::process::CommandExt;
     if !testsupport::process::is_root() {
-        testsupport::fixtures::skip("needs root, to plant the links as user nobody");
+        testsupport::skip::skip("needs root, to plant the links as user nobody");
         return;
     }
     let nobody = 65534;

@@ -192,7 +192,7 @@ static ONE_SURVEY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 fn a_short_survey_runs_and_reads_back_in_report_and_compare() {
     if !is_root() {
         // CI runs as root.
-        testsupport::fixtures::skip("not root: the survey's latency parts need SCHED_FIFO");
+        testsupport::skip::skip("not root: the survey's latency parts need SCHED_FIFO");
         return;
     }
     let _one = ONE_SURVEY.lock().unwrap_or_else(|e| e.into_inner());
@@ -300,7 +300,7 @@ fn group_members(pgid: i32) -> Vec<i32> {
 #[test]
 fn ctrl_c_at_random_points_keeps_a_valid_partial_document_and_leaves_nothing() {
     if !is_root() {
-        testsupport::fixtures::skip("not root (CI runs as root)");
+        testsupport::skip::skip("not root (CI runs as root)");
         return;
     }
     let _one = ONE_SURVEY.lock().unwrap_or_else(|e| e.into_inner());

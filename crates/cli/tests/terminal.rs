@@ -44,7 +44,7 @@ fn assert_quiet_success(args: &[&str], out: &Output) {
 fn audit_into_a_closed_pipe_exits_0_without_a_panic() {
     let root = shared_fixture("hwloc-40intel64-4xeth-ib-2pciroots");
     if !root.is_dir() {
-        eprintln!("skipped: {} is not here", root.display());
+        testsupport::skip::skip(&format!("{} is not here", root.display()));
         return;
     }
     let root = root.to_str().unwrap();

@@ -19,6 +19,7 @@ pub mod pcie_pmu;
 pub mod perf;
 pub mod pmu;
 pub mod proc_io;
+pub mod root_port;
 pub mod timerlat;
 pub mod trace;
 pub mod workload;

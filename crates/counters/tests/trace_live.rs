@@ -69,7 +69,7 @@ fn timer_loop(cpu: u32, loops: u64) -> Vec<WakeUp> {
 #[test]
 fn a_pinned_timer_loop_is_matched_wakeup_by_wakeup_on_every_cpu() {
     if !testsupport::process::is_root() {
-        testsupport::fixtures::skip("needs root (tracefs instances are root's)");
+        testsupport::skip::skip("needs root (tracefs instances are root's)");
         return;
     }
     let cpus: Vec<u32> = (0..1024u32)

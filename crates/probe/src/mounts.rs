@@ -8,7 +8,7 @@
 use crate::sysfs::{read_attr, ReadError};
 use model::root::SysRoot;
 
-use model::inventory::block::Mount;
+use model::inventory::block::{FreeSpace, Mount};
 use std::path::{Path, PathBuf};
 
 /// Undo the kernel's octal escapes (`\040` -> space). An escape that is not three octal
@@ -104,6 +104,21 @@ pub fn mount_of<'a>(mounts: &'a [Mount], path: &Path) -> Option<&'a Mount> {
         .filter(|(_, m)| path.starts_with(&m.mount_point))
         .max_by_key(|(i, m)| (m.mount_point.components().count(), *i))
         .map(|(_, m)| m)
+}
+
+/// The room on the filesystem holding `dir` now (statvfs(3)); `None` when it cannot be asked.
+pub fn free_space(dir: &Path) -> Option<FreeSpace> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `c` is a valid NUL-terminated path; `st` is a plain C struct the call fills.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some(FreeSpace {
+        available_bytes: st.f_bavail as u64 * st.f_frsize as u64,
+        read_only: st.f_flag & libc::ST_RDONLY != 0,
+    })
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use model::inventory::net::NetInterface;
 use model::inventory::pci::address::PciAddress;
 use model::inventory::pci::{AuditedFunction, PciAudit};
 use model::net;
+use model::net::LinkFacts;
 use model::path::{Branch, Hop};
 use model::path::{LinkKind, PathLink, PathLinkState, TargetPath};
 use model::root::SysRoot;
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 /// What a target names, decided before anything is resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Target {
+pub enum Named {
     /// An existing file or directory (absolute: a relative path is taken from the current
     /// directory; inside a captured tree, from its root).
     File(PathBuf),
@@ -39,7 +40,7 @@ pub enum Target {
 /// is refused (`/dev/nvme0n1` on a machine without it), as is anything that is none of these
 /// (a character device, a FIFO). `root` other than `/` is a captured tree: names are looked
 /// up in its sysfs, files only by its mount table.
-pub fn classify(root: &SysRoot, given: &Path) -> Result<Target, String> {
+pub fn classify(root: &SysRoot, given: &Path) -> Result<Named, String> {
     let text = given.to_string_lossy();
     if text.is_empty() {
         return Err(
@@ -53,18 +54,18 @@ pub fn classify(root: &SysRoot, given: &Path) -> Result<Target, String> {
     let bare = !text.contains('/') && text != "." && text != "..";
     if bare {
         if exists(&format!("/sys/class/net/{text}")) {
-            return Ok(Target::Interface(text.into_owned()));
+            return Ok(Named::Interface(text.into_owned()));
         }
         if exists(&format!("/sys/class/block/{text}")) || crate::block::locate(root, &text).is_ok()
         {
-            return Ok(Target::BlockDevice(text.into_owned()));
+            return Ok(Named::BlockDevice(text.into_owned()));
         }
         let function = text
             .parse::<model::inventory::pci::address::PciAddress>()
             .ok()
             .or_else(|| text.rsplit_once(':').and_then(|(a, _)| a.parse().ok()));
         if function.is_some_and(|a| exists(&format!("/sys/bus/pci/devices/{a}"))) {
-            return Ok(Target::PciFunction(text.into_owned()));
+            return Ok(Named::PciFunction(text.into_owned()));
         }
         if !live {
             return Err(format!(
@@ -79,14 +80,14 @@ pub fn classify(root: &SysRoot, given: &Path) -> Result<Target, String> {
         if let Ok(rest) = abs.strip_prefix("/dev") {
             let name = rest.file_name().map(|n| n.to_string_lossy().into_owned());
             return match name.filter(|n| crate::block::locate(root, n).is_ok()) {
-                Some(n) => Ok(Target::BlockDevice(n)),
+                Some(n) => Ok(Named::BlockDevice(n)),
                 None => Err(format!(
                     "{text}: no such block device in {}",
                     root.root().display()
                 )),
             };
         }
-        return Ok(Target::File(abs));
+        return Ok(Named::File(abs));
     }
     let abs = std::path::absolute(given).map_err(|e| format!("{text}: {e}"))?;
     match std::fs::metadata(&abs) {
@@ -99,7 +100,7 @@ pub fn classify(root: &SysRoot, given: &Path) -> Result<Target, String> {
                     .canonical(format!("/sys/dev/block/{major}:{minor}"))
                     .ok()
                     .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-                    .map(Target::BlockDevice)
+                    .map(Named::BlockDevice)
                     .ok_or_else(|| {
                         format!(
                             "{text} is a block device node ({major}:{minor}) that the kernel \
@@ -108,7 +109,7 @@ pub fn classify(root: &SysRoot, given: &Path) -> Result<Target, String> {
                     });
             }
             if t.is_dir() || t.is_file() {
-                return Ok(Target::File(abs));
+                return Ok(Named::File(abs));
             }
             let what = if t.is_char_device() {
                 "a character device"
@@ -131,7 +132,7 @@ pub fn classify(root: &SysRoot, given: &Path) -> Result<Target, String> {
                      holds device nodes, not files to test"
                 ));
             }
-            Ok(Target::Missing { path: abs, bare })
+            Ok(Named::Missing { path: abs, bare })
         }
         Err(e) => Err(format!("{text}: {e}")),
     }
@@ -160,18 +161,18 @@ fn on_devtmpfs(abs: &Path) -> bool {
 /// sentence.
 pub fn resolve(root: &SysRoot, target: &Path, audit: &PciAudit) -> Result<TargetPath, String> {
     let walk_from: PathBuf = match classify(root, target)? {
-        Target::File(p) => p,
-        Target::BlockDevice(name) | Target::Interface(name) | Target::PciFunction(name) => {
+        Named::File(p) => p,
+        Named::BlockDevice(name) | Named::Interface(name) | Named::PciFunction(name) => {
             PathBuf::from(name)
         }
-        Target::Missing { bare: true, .. } => {
+        Named::Missing { bare: true, .. } => {
             let t = target.display();
             return Err(format!(
                 "{t} is not a network interface, a block device or a file here: give a path \
                  (./{t}), a /dev node, or a name from /sys/class/net or /sys/class/block"
             ));
         }
-        Target::Missing { path, .. } => {
+        Named::Missing { path, .. } => {
             let from_cwd = if target.is_absolute() {
                 String::new()
             } else {
@@ -460,4 +461,57 @@ fn pcie_link(audit: &PciAudit, a: PciAddress) -> Option<PathLink> {
         ),
         note,
     })
+}
+
+/// What probe can tell about the interface a network test used (`bench net`): the audit's facts of it
+/// ([`NetInterface::link_facts`](model::inventory::net::NetInterface::link_facts): speed, MTU, the USB link of its adapter, the tbf at its
+/// root), and what only this end's live system says (timestamps, the PCIe link, GSO).
+/// What probe could not read of the interfaces is returned as notes.
+pub fn net_link_facts(root: &SysRoot, iface: &str) -> (Option<LinkFacts>, Vec<String>) {
+    let inv = crate::net::scan(root);
+    let notes = inv.warnings;
+    let Some(i) = inv.interfaces.iter().find(|i| i.name == iface) else {
+        return (None, notes);
+    };
+    // Documentation/networking/ip-sysctl.rst: 0 off, 1 on (with random offsets), 2 on.
+    let tcp_timestamps = crate::sysfs::read_attr(&root.path("/proc/sys/net/ipv4/tcp_timestamps"))
+        .ok()
+        .flatten()
+        .and_then(|s| s.parse().ok());
+    let mut facts_notes = Vec::new();
+    if crate::qdisc::gso_max_segs(iface) == Some(1) {
+        facts_notes.push(format!(
+            "GSO is limited to one segment per packet on {iface} (gso_max_segs 1): every \
+             packet crosses the stack alone, which costs CPU per byte"
+        ));
+    }
+    // The bus links below the interface (`headroom path IFACE`): the narrowest PCIe one.
+    let pcie_ceiling = if i.is_virtual {
+        None
+    } else {
+        let path = resolve(root, Path::new(iface), &crate::pci::audit_sysfs(root));
+        // An interface that cannot be resolved has no bus link to cap it: the Ethernet
+        // model alone gives the ceiling.
+        path.map(|p| p.links)
+            .unwrap_or_default()
+            .iter()
+            .filter(|l| l.kind == LinkKind::Pcie)
+            .filter_map(|l| {
+                let c = match (l.ceiling_to_cpu_bps(), l.ceiling_from_cpu_bps()) {
+                    (Some(a), Some(b)) => a.min(b),
+                    (a, b) => a.or(b)?,
+                };
+                Some((format!("{} at {}", l.name, l.state), c))
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+    };
+    (
+        Some(LinkFacts {
+            tcp_timestamps,
+            pcie_ceiling,
+            notes: facts_notes,
+            ..i.link_facts()
+        }),
+        notes,
+    )
 }

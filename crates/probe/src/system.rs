@@ -15,6 +15,21 @@ use model::units::parse_cpu_list;
 
 use model::system::{Cmdline, CpuFreq, Kernel, Preemption, SystemContext};
 
+/// The kernel's release (`uname -r`, /proc/sys/kernel/osrelease: Documentation/admin-guide/
+/// sysctl/kernel.rst), `None` when it cannot be read.
+pub fn kernel_release(root: &SysRoot) -> Option<String> {
+    read_attr(&root.path(OSRELEASE)).ok().flatten()
+}
+
+/// The host name (/proc/sys/kernel/hostname), `None` when it cannot be read.
+pub fn hostname(root: &SysRoot) -> Option<String> {
+    read_attr(&root.path("/proc/sys/kernel/hostname"))
+        .ok()
+        .flatten()
+}
+
+const OSRELEASE: &str = "/proc/sys/kernel/osrelease";
+
 /// Read everything under `root`. Never fails: what is missing is `None`.
 pub fn read_context(root: &SysRoot) -> SystemContext {
     let mut unreadable = Vec::new();
@@ -28,7 +43,7 @@ pub fn read_context(root: &SysRoot) -> SystemContext {
         }
     };
 
-    let release = attr("/proc/sys/kernel/osrelease");
+    let release = attr(OSRELEASE);
     let version = attr("/proc/version");
     let realtime = attr("/sys/kernel/realtime");
     // debugfs needs root; a plain user gets EACCES, which is a normal absence here.

@@ -34,7 +34,7 @@ fn chromium() -> Option<PathBuf> {
         !ci,
         "chromium is not installed and CI=true: `apt-get install chromium`"
     );
-    eprintln!("note: chromium is not installed: the HTML browser test is skipped");
+    testsupport::skip::skip("chromium is not installed");
     None
 }
 

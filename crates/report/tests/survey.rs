@@ -92,7 +92,7 @@ fn a_disk_above_its_ceiling_has_no_efficiency_to_quote() {
     let (_, body) = survey_of(disk, 600_000);
     let (summary, conclusions) = body.judge("survey.json");
     assert!(
-        summary.contains("storage on nvme0n1 gives")
+        summary.contains("Storage on nvme0n1 gives")
             && summary
                 .contains("that ceiling does not bound it, so there is no efficiency to quote"),
         "{summary}"

@@ -2,11 +2,11 @@
 //!
 //! The captured-hardware fixtures live outside the repository, in `../shared/fixtures` beside
 //! the clone (override with `HEADROOM_FIXTURES`). When they are missing, a test skips: it says
-//! so on stderr and appends its name and the reason to [`skip_log`], so a run that skipped
+//! so on stderr and appends its name and the reason to [`skip_log`](crate::skip::skip_log) ([`crate::skip`]), so a run that skipped
 //! tests can be told from one that ran them. Under `CI=true` a missing fixture fails the test
 //! instead: a test that silently skips there proves nothing.
 
-use std::io::Write;
+use crate::skip::skip;
 use std::path::{Path, PathBuf};
 
 /// The environment variable that points at the shared fixtures folder.
@@ -46,11 +46,6 @@ pub fn shared_dir() -> PathBuf {
     }
 }
 
-/// Whether the tests run under CI (`CI=true` or `CI=1`), where a missing fixture fails.
-pub fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
 /// The shared fixtures folder, or `None` when it is missing outside CI (the test is then
 /// reported as skipped). Panics under CI when it is missing.
 pub fn shared_fixtures() -> Option<PathBuf> {
@@ -79,43 +74,10 @@ pub fn shared(rel: &str) -> Option<PathBuf> {
     None
 }
 
-/// Where skipped tests are listed, one line each (`binary (pid N) test name: reason`), appended
-/// run after run: `tmp/` of the build's target directory, beside the test binaries.
-pub fn skip_log() -> PathBuf {
-    // A test binary runs from <target>/<profile>/deps/; <target>/tmp is cargo's own
-    // CARGO_TARGET_TMPDIR.
-    crate::cmd::target_tmp()
-        .unwrap_or_else(|| std::env::temp_dir().join("tmp"))
-        .join("skipped-tests.log")
-}
-
-/// Report the current test as skipped for `why`: fail under CI, else a note on stderr and a
-/// line in [`skip_log`].
-pub fn skip(why: &str) {
-    let thread = std::thread::current();
-    let test = thread.name().unwrap_or("a test");
-    assert!(!in_ci(), "{test}: {why} (CI=true: missing fixtures fail)");
-    let log = skip_log();
-    eprintln!("note: {test} skipped: {why}; listed in {}", log.display());
-    if let Some(dir) = log.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    // Best effort: a log that cannot be written leaves the note on stderr.
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log)
-    {
-        // The test binary and its pid tell one run's skips from an earlier run's.
-        let exe = std::env::current_exe().unwrap_or_default();
-        let binary = exe.file_name().unwrap_or_default().to_string_lossy();
-        let _ = writeln!(f, "{binary} (pid {}) {test}: {why}", std::process::id());
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::skip::{in_ci, skip_log};
 
     #[test]
     fn own_fixtures_are_found_from_any_crate() {

@@ -5,6 +5,8 @@
 //!   `../shared/fixtures` beside the clone) and the repository's own `tests/fixtures`; a test
 //!   whose fixtures are missing is skipped with a note and listed in a log, and fails under
 //!   `CI=true`.
+//! - [`skip`]: the one way a test that needs root, a tool, a device or a fixture is skipped
+//!   (a failure under `CI=true`).
 //! - [`synth`]: synthetic PCI config space and sysfs trees.
 //! - [`cmd`]: the `headroom` binary as a user runs it, and its JSON output.
 //! - [`net`]: loopback ports and one-test servers for `bench net`.
@@ -18,4 +20,5 @@ pub mod latency;
 pub mod mount;
 pub mod net;
 pub mod process;
+pub mod skip;
 pub mod synth;

@@ -19,7 +19,7 @@ pub fn on_tmpfs(test: impl FnOnce(&Path)) {
     let mnt = dir.path();
     // mode=0700: a tmpfs's root is 1777 by default, a directory every user can write.
     if !mount(&["-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs"], mnt) {
-        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        crate::skip::skip("cannot mount a tmpfs here (needs root)");
         return;
     }
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(mnt)));

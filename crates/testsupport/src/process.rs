@@ -178,14 +178,14 @@ pub fn on_path(tool: &str) -> bool {
 }
 
 /// `program` as an unprivileged user runs it: user and group nobody (65534), no supplementary
-/// groups, no capabilities (setuid from root drops them). `None`, with a note on stderr,
+/// groups, no capabilities (setuid from root drops them). `None`, skipped ([`crate::skip`]),
 /// unless the tests run as root and nobody may reach `program` (every directory above it
 /// searchable by others).
 pub fn as_nobody(program: &std::path::Path) -> Option<Command> {
     use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;
     if !is_root() {
-        eprintln!("skipped: needs root to drop to user nobody");
+        crate::skip::skip("needs root to drop to user nobody");
         return None;
     }
     let reachable = program.ancestors().skip(1).all(|d| {
@@ -193,10 +193,10 @@ pub fn as_nobody(program: &std::path::Path) -> Option<Command> {
             .is_ok_and(|m| m.permissions().mode() & 0o001 != 0)
     });
     if !reachable {
-        eprintln!(
-            "skipped: user nobody cannot reach {} (a directory above it is not searchable)",
+        crate::skip::skip(&format!(
+            "user nobody cannot reach {} (a directory above it is not searchable)",
             program.display()
-        );
+        ));
         return None;
     }
     let mut c = Command::new(program);

@@ -70,9 +70,25 @@ impl Plan {
         }
     }
 
+    /// The search for a UDP `test` of `streams` streams whose `-b` is `bitrate_bps`: from -b
+    /// per stream, or 1 Gbit/s per stream when -b was left at iperf3's 1 Mbit/s default (far
+    /// below any link worth searching), in all streams together.
+    pub fn for_test(bitrate_bps: Option<u64>, streams: u32, threshold_percent: f64) -> Plan {
+        let per_stream = bitrate_bps
+            .filter(|&b| b != super::DEFAULT_UDP_RATE)
+            .unwrap_or(1_000_000_000) as f64;
+        Plan::new(per_stream * f64::from(streams.max(1)), threshold_percent)
+    }
+
     fn holds(&self, t: &Trial) -> bool {
         t.loss_percent <= self.threshold_percent && t.received_bps > 0.0
     }
+}
+
+/// The `-b` of each of `streams` streams for a trial that offers `offered_bps` in all (at
+/// least 1 kbit/s).
+pub fn stream_rate(offered_bps: f64, streams: u32) -> u64 {
+    (offered_bps / f64::from(streams.max(1))).max(1000.0) as u64
 }
 
 /// Search with `trial`, which runs one test at the offered rate (bits per second, all
@@ -250,5 +266,15 @@ mod tests {
             find_rate(&plan(10e6), |_| Err::<Option<Trial>, _>("x")),
             Err("x")
         );
+    }
+
+    #[test]
+    fn the_search_starts_from_b_or_a_gigabit_per_stream() {
+        let p = Plan::for_test(Some(super::super::DEFAULT_UDP_RATE), 2, 1.0);
+        assert_eq!(p.start_bps, 2e9);
+        assert_eq!(Plan::for_test(Some(300_000_000), 2, 1.0).start_bps, 6e8);
+        assert_eq!(Plan::for_test(None, 1, 1.0).start_bps, 1e9);
+        assert_eq!(stream_rate(6e8, 2), 300_000_000);
+        assert_eq!(stream_rate(10.0, 4), 1000);
     }
 }

@@ -18,6 +18,15 @@ pub struct BlockInventory {
     pub warnings: Vec<String>,
 }
 
+/// Room on a mounted filesystem now (statvfs(3)): what a test file may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FreeSpace {
+    /// Bytes available to an unprivileged user (`f_bavail * f_frsize`).
+    pub available_bytes: u64,
+    /// Mounted read-only (`ST_RDONLY`).
+    pub read_only: bool,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BlockKind {

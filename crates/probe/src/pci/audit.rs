@@ -2,11 +2,11 @@
 //! capability, built from sysfs (a live machine or a captured tree) or from an lspci dump.
 //! The types are `model::inventory::pci`'s; the findings are `report::findings::audit`'s.
 
-use super::bar::Resource;
 use super::ids::PciNames;
 use super::regs::*;
 use super::sysfs::SysfsFunction;
 use model::inventory::pci::address::PciAddress;
+use model::inventory::pci::bar::Resource;
 use model::inventory::pci::config::{ConfigSpace, ExpressCap, ExpressLink, Header};
 use model::inventory::pci::PciPolicy;
 use model::{Aspm, LinkComparison, PortType};

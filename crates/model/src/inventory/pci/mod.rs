@@ -4,6 +4,7 @@
 //! `report::findings::audit` judges it and `report::terminal::audit` draws it.
 
 pub mod address;
+pub mod bar;
 pub mod config;
 
 use crate::ceiling::pcie::{link_ceiling, PcieCeiling, TlpParams};
@@ -192,6 +193,15 @@ impl AuditedFunction {
 
     pub fn port_type(&self) -> Option<PortType> {
         self.express().map(|e| e.port_type)
+    }
+
+    /// A root port by its PCIe capability; without config space (a fixture, no root), a
+    /// PCI-to-PCI bridge (class 0604) on a root bus.
+    pub fn is_root_port(&self) -> bool {
+        match self.port_type() {
+            Some(t) => t == PortType::RootPort,
+            None => self.parent.is_none() && self.class.is_some_and(|c| c >> 8 == 0x0604),
+        }
     }
 
     /// lspci's marks on LnkSta speed and width.

@@ -24,6 +24,8 @@
 //! device that stopped answering) and reads the counts and the fault. This is how test
 //! harnesses isolate crashing code; its cost (one fork per pair) is outside the timed loops.
 
+pub mod target;
+
 use crate::{Bench, Phase, Phased, Stop};
 use model::mmio::{mb_per_s, quantile, AccessFault, AccessOp, AccessResult, AccessWidth};
 use serde::Serialize;
@@ -667,7 +669,7 @@ fn child(
         };
         // Page-aligned cover of the window. A failure (an old kernel, a hole past the end of
         // a file) is fine: the timed accesses then fault the pages in, or report the fault.
-        let page = 4096usize;
+        let page = target::page_size() as usize;
         let start = window & !(page - 1);
         let end = window + (slice as usize) * threads;
         // SAFETY: advice on our own mapping; MADV_POPULATE_* report errors, never signal.

@@ -13,6 +13,8 @@
 //! same way, each estimate corrected by what the parts of its kind took beyond theirs
 //! ([`Overruns`]).
 
+pub mod plan;
+
 use serde::{Deserialize, Serialize};
 
 /// What a part measures; also the words of `--include`/`--exclude`.

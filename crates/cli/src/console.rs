@@ -1,4 +1,4 @@
-//! The terminal: data goes to stdout through one writer, everything else to stderr behind one
+//! The console (cli's; `report::terminal` draws the texts): data goes to stdout through one writer, everything else to stderr behind one
 //! `headroom:` prefix, and the errors a command returns become the exit codes of DESIGN:
 //! 0 success, 1 failure, 2 usage error, 128 + signal when interrupted.
 //!
@@ -6,6 +6,10 @@
 //! wanted. The writer returns it as [`StdoutClosed`], which travels up like any error, so the
 //! command's cleanup (temp files, stress workers) runs on the way, and `main` exits 0 without
 //! a word. Nothing here calls `process::exit`.
+
+// The one module that prints: everything else goes through it (main.rs denies the print
+// macros in the rest of the crate).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::fmt;
 use std::io::Write as _;
@@ -29,6 +33,22 @@ pub fn usage(sentence: impl Into<String>) -> anyhow::Error {
     UsageError(sentence.into()).into()
 }
 
+/// A failure with an exit code of its own: 126 when the counted command cannot be run, 127
+/// when it is not found, as perf and shells say it.
+#[derive(Debug)]
+pub struct CodedError {
+    pub code: u8,
+    pub message: String,
+}
+
+impl fmt::Display for CodedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CodedError {}
+
 /// The run was stopped by a signal after it kept what it measured: exit 128 + the signal's
 /// number (130 for Ctrl-C, 143 for SIGTERM), as shells report it.
 #[derive(Debug)]
@@ -50,29 +70,78 @@ impl fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
-/// The stop flag that SIGINT and SIGTERM set, and which of them came (0: none yet), for the
-/// exit code (128 + the signal) and [`Interrupted`]'s sentence.
-pub fn stop_flag() -> anyhow::Result<(
-    std::sync::Arc<std::sync::atomic::AtomicBool>,
-    std::sync::Arc<std::sync::atomic::AtomicUsize>,
-)> {
-    use std::sync::atomic::{AtomicBool, AtomicUsize};
-    use std::sync::Arc;
-    let stop = Arc::new(AtomicBool::new(false));
-    let signal = Arc::new(AtomicUsize::new(0));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
-    Ok((stop, signal))
+/// SIGINT and SIGTERM as every command sees them: a stop flag the engines read
+/// ([`bench::Stop`]) and the number of the signal that came, for the exit code (128 + the
+/// signal: 130 for Ctrl-C, 143 for SIGTERM) and [`Interrupted`]'s sentence. One per command,
+/// installed before its work starts.
+pub struct Interrupt {
+    /// Set by either signal (or by the command itself, e.g. at a deadline).
+    pub stop: bench::Stop,
+    signal: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ids: Vec<signal_hook::SigId>,
 }
 
-/// The signal [`stop_flag`] recorded (SIGINT when none was: a stop set otherwise).
-pub fn stopped_by(signal: &std::sync::atomic::AtomicUsize) -> i32 {
-    i32::try_from(signal.load(std::sync::atomic::Ordering::Relaxed))
-        .ok()
-        .filter(|&s| s != 0)
-        .unwrap_or(libc::SIGINT)
+impl Interrupt {
+    /// Install the handlers of SIGINT and SIGTERM.
+    pub fn install() -> anyhow::Result<Interrupt> {
+        use std::sync::atomic::{AtomicBool, AtomicUsize};
+        use std::sync::Arc;
+        let stop = Arc::new(AtomicBool::new(false));
+        let signal = Arc::new(AtomicUsize::new(0));
+        let mut ids = Vec::new();
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            // The number first: whoever sees the flag set finds the signal recorded.
+            let installed =
+                signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize)
+                    .and_then(|n| Ok([n, signal_hook::flag::register(sig, Arc::clone(&stop))?]));
+            match installed {
+                Ok(pair) => ids.extend(pair),
+                Err(e) => {
+                    return Err(anyhow::Error::new(e)
+                        .context(format!("cannot install the {} handler", signal_name(sig))))
+                }
+            }
+        }
+        Ok(Interrupt { stop, signal, ids })
+    }
+
+    /// Whether the stop flag is set.
+    pub fn is_set(&self) -> bool {
+        self.stop.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The signal that came, if one did.
+    pub fn signal(&self) -> Option<i32> {
+        i32::try_from(self.signal.load(std::sync::atomic::Ordering::SeqCst))
+            .ok()
+            .filter(|&s| s != 0)
+    }
+
+    /// The signal that stopped the run (SIGINT when the flag was set otherwise).
+    pub fn stopped_by(&self) -> i32 {
+        self.signal().unwrap_or(libc::SIGINT)
+    }
+
+    /// 128 + the signal that stopped the run.
+    pub fn exit_code(&self) -> ExitCode {
+        ExitCode::from(u8::try_from(128 + self.stopped_by()).unwrap_or(130))
+    }
+
+    /// The error a stopped run returns: its sentence and exit code, with what was `kept`.
+    pub fn interrupted(&self, kept: impl Into<String>) -> anyhow::Error {
+        Interrupted {
+            signal: self.stopped_by(),
+            kept: kept.into(),
+        }
+        .into()
+    }
+
+    /// Stop handling the signals (what is already recorded stays).
+    pub fn release(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
 }
 
 /// `SIGINT (Ctrl-C)`, `SIGTERM`, ...: the name a user reads in `kill -l`.
@@ -131,7 +200,7 @@ pub fn write_stdout(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
 #[macro_export]
 macro_rules! out {
     ($($arg:tt)*) => {
-        $crate::terminal::write_stdout(format_args!($($arg)*))
+        $crate::console::write_stdout(format_args!($($arg)*))
     };
 }
 
@@ -139,10 +208,10 @@ macro_rules! out {
 #[macro_export]
 macro_rules! outln {
     () => {
-        $crate::terminal::write_stdout(format_args!("\n"))
+        $crate::console::write_stdout(format_args!("\n"))
     };
     ($($arg:tt)*) => {
-        $crate::terminal::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+        $crate::console::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
     };
 }
 
@@ -153,6 +222,33 @@ fn say(kind: &str, message: fmt::Arguments<'_>) {
     let _ = writeln!(
         std::io::stderr().lock(),
         "headroom: {kind}{}",
+        report::outside::for_terminal(&text, false)
+    );
+}
+
+/// A progress line on stderr, redrawn in place (`\r`, erase the line): only where stderr is
+/// a terminal, which the caller checks. The line is escaped as every message is.
+pub fn progress(line: impl fmt::Display) {
+    let text = line.to_string();
+    let mut e = std::io::stderr().lock();
+    let _ = write!(e, "\r\x1b[K{}", report::outside::for_terminal(&text, false));
+    let _ = e.flush();
+}
+
+/// Erase the progress line.
+pub fn progress_done() {
+    let mut e = std::io::stderr().lock();
+    let _ = write!(e, "\r\x1b[K");
+    let _ = e.flush();
+}
+
+/// A text of several lines on stderr as it is (escaped), without the `headroom:` prefix:
+/// what a command shows before it starts (the survey's plan).
+pub fn text(text: impl fmt::Display) {
+    let text = text.to_string();
+    let _ = write!(
+        std::io::stderr().lock(),
+        "{}",
         report::outside::for_terminal(&text, false)
     );
 }
@@ -265,6 +361,9 @@ pub fn exit_code(err: &anyhow::Error) -> ExitCode {
         return ExitCode::from(u8::try_from(128 + i.signal).unwrap_or(130));
     }
     error(sentence(err));
+    if let Some(c) = err.chain().find_map(|e| e.downcast_ref::<CodedError>()) {
+        return ExitCode::from(c.code);
+    }
     if err.chain().any(|e| e.is::<UsageError>()) {
         ExitCode::from(2)
     } else {
