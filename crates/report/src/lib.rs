@@ -15,6 +15,7 @@ pub mod efficiency;
 pub mod findings;
 pub mod history;
 pub mod html;
+pub mod kinds;
 pub mod markdown;
 pub mod mmio;
 pub mod net;
