@@ -114,7 +114,7 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
     }
     if global.json {
         crate::output::print_result(
-            "audit",
+            report::kinds::DocumentKind::Audit,
             &AuditDocument {
                 source,
                 pci: audit,

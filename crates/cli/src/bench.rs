@@ -712,10 +712,10 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     };
     let measured = measurement.total.count > 0;
     if measured {
-        keep.keep("latency", &document)?;
+        keep.keep(report::kinds::DocumentKind::Latency, &document)?;
     }
     if global.json {
-        crate::output::print_result("latency", &document)?;
+        crate::output::print_result(report::kinds::DocumentKind::Latency, &document)?;
     } else {
         let by = stopped_by_signal
             .filter(|_| interrupted)

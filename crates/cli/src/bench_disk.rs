@@ -382,7 +382,9 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
                 path.as_ref(),
                 emulated.clone(),
             );
-            if let Err(e) = crate::output::write_result(out, "disk", &doc) {
+            if let Err(e) =
+                crate::output::write_result(out, report::kinds::DocumentKind::Disk, &doc)
+            {
                 if !output_failed.swap(true, Ordering::Relaxed) {
                     crate::terminal::warn(crate::terminal::sentence(&e));
                 }
@@ -449,7 +451,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     doc.counters = Some(&beside);
     // The results reach stdout first: whatever happens to --output or the history after.
     if global.json {
-        crate::output::print_result("disk", &doc)?;
+        crate::output::print_result(report::kinds::DocumentKind::Disk, &doc)?;
     } else {
         crate::out!("{}", render(&doc, &Style::new(global.use_color())))?;
         crate::out!("{}", report::count::render_beside(&beside))?;
@@ -457,7 +459,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     let kept = if result.tests.is_empty() {
         Ok(())
     } else {
-        args.keep.keep("disk", &doc)
+        args.keep.keep(report::kinds::DocumentKind::Disk, &doc)
     };
     if result.interrupted {
         eprintln!(

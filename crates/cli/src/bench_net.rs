@@ -663,9 +663,9 @@ fn finish(
         r.find_rate = fr;
     }
     r.counters = counters;
-    keep.keep("net", &r)?;
+    keep.keep(report::kinds::DocumentKind::Net, &r)?;
     if json {
-        crate::output::print_result("net", &r)?;
+        crate::output::print_result(report::kinds::DocumentKind::Net, &r)?;
     } else {
         crate::out!("{}", report::net::render_text(&r))?;
     }

@@ -34,7 +34,7 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
     let mut loaded = Vec::new();
     for input in &args.runs {
         let (doc, origin) = crate::history::load(input, args.db.as_deref())?;
-        if doc.envelope.kind == "report" {
+        if doc.envelope.kind == report::kinds::DocumentKind::Report {
             anyhow::bail!(
                 "{origin} holds several documents (`report --json` of several inputs): compare \
                  the result documents themselves"
@@ -42,7 +42,10 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
         }
         loaded.push((doc, origin));
     }
-    let surveys = loaded.iter().filter(|(d, _)| d.kind() == "survey").count();
+    let surveys = loaded
+        .iter()
+        .filter(|(d, _)| d.kind() == report::kinds::DocumentKind::Survey)
+        .count();
     if surveys > 0 {
         // Surveys line up part by part, each part compared as its own kind.
         if surveys < loaded.len() {
@@ -65,7 +68,7 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
     }
     let c = report::compare::compare(&summaries)?;
     if global.json {
-        crate::output::print_result("compare", &c)?;
+        crate::output::print_result(report::kinds::DocumentKind::Compare, &c)?;
     } else {
         crate::out!("{}", c.to_markdown())?;
     }

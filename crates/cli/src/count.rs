@@ -364,7 +364,9 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     };
     // Kept like every measurement (an -a run stopped by Ctrl-C too: it measured).
     if !a.no_save && doc.events.iter().any(|e| e.status == CountStatus::Counted) {
-        if let Err(e) = crate::output::save_result("count", &doc, a.db.as_deref()) {
+        if let Err(e) =
+            crate::output::save_result(report::kinds::DocumentKind::Count, &doc, a.db.as_deref())
+        {
             crate::terminal::warn(format_args!(
                 "the result was not kept in the history: {}",
                 crate::terminal::sentence(&e)
@@ -372,7 +374,13 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let text = if global.json {
-        report::document::wrap("count", env!("CARGO_PKG_VERSION"), &doc)?.to_json_pretty() + "\n"
+        report::document::wrap(
+            report::kinds::DocumentKind::Count,
+            env!("CARGO_PKG_VERSION"),
+            &doc,
+        )?
+        .to_json_pretty()
+            + "\n"
     } else if interval.is_none() {
         match sep {
             Some(s) => report::count::render_csv(&doc, s),
@@ -573,7 +581,7 @@ fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
             findings: &'a [model::Finding],
         }
         crate::output::print_result(
-            "pmu_list",
+            report::kinds::DocumentKind::PmuList,
             &ListDocument {
                 pmus: &listing,
                 events: &events,

@@ -81,7 +81,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
             };
             if global.json {
                 crate::output::print_result(
-                    "history",
+                    report::kinds::DocumentKind::History,
                     &serde_json::json!({"database": db, "runs": rows}),
                 )?;
             } else if rows.is_empty() {
@@ -180,7 +180,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
             }
             if global.json {
                 crate::output::print_result(
-                    "history",
+                    report::kinds::DocumentKind::History,
                     &serde_json::json!({"database": db, "added": saved_runs}),
                 )?;
             }

@@ -44,7 +44,7 @@ pub fn run(global: &GlobalArgs, args: &PathArgs) -> anyhow::Result<ExitCode> {
     }
     if global.json {
         crate::output::print_result(
-            "path",
+            report::kinds::DocumentKind::Path,
             &PathDocument {
                 root: &args.root,
                 path: &path,

@@ -13,7 +13,7 @@ pub struct Rendered {
 /// `doc` (named `origin`) as `report` shows it: a survey brings its own intro and its parts'
 /// sections, any other document one section.
 pub fn render(doc: &Document, origin: &str) -> anyhow::Result<Rendered> {
-    if doc.kind() == "survey" {
+    if doc.kind() == report::kinds::DocumentKind::Survey {
         let body = report::survey::SurveyBody::of(doc, origin)?;
         let (parts, _) = body.part_docs(origin);
         Ok(Rendered {

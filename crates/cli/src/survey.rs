@@ -153,7 +153,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
 
     if args.dry_run {
         if global.json {
-            crate::output::print_result("survey-plan", &plan)?;
+            crate::output::print_result(report::kinds::DocumentKind::SurveyPlan, &plan)?;
         } else {
             crate::out!("{}", render_plan(&plan, live_root))?;
         }
@@ -279,7 +279,9 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
         if let Some(out) = &args.keep.output {
             // After every part, atomically: Ctrl-C or a crash keeps what was measured.
             let partial = finished(&body, stop.load(Ordering::Relaxed));
-            if let Err(e) = crate::output::write_result(out, "survey", &partial) {
+            if let Err(e) =
+                crate::output::write_result(out, report::kinds::DocumentKind::Survey, &partial)
+            {
                 crate::terminal::warn(crate::terminal::sentence(&e));
             }
         }
@@ -296,8 +298,12 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
         );
     }
 
-    let doc = report::document::wrap("survey", env!("CARGO_PKG_VERSION"), &body)?;
-    args.keep.keep("survey", &body)?;
+    let doc = report::document::wrap(
+        report::kinds::DocumentKind::Survey,
+        env!("CARGO_PKG_VERSION"),
+        &body,
+    )?;
+    args.keep.keep(report::kinds::DocumentKind::Survey, &body)?;
     if let Some(file) = &args.md {
         report::write_atomic(file, markdown(&doc, &body, "survey").as_bytes())?;
         eprintln!("headroom: wrote {}", file.display());
@@ -307,7 +313,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
         eprintln!("headroom: wrote {}", file.display());
     }
     if global.json {
-        crate::output::print_result("survey", &body)?;
+        crate::output::print_result(report::kinds::DocumentKind::Survey, &body)?;
     } else {
         crate::out!("{}", markdown(&doc, &body, "survey"))?;
     }

@@ -6,6 +6,7 @@
 //! readers take what they need through [`crate::views`]. The format is described in
 //! docs/result-document.md and docs/result-document.schema.json.
 
+use crate::kinds::DocumentKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -26,31 +27,6 @@ const ENVELOPE_KEYS: [&str; 5] = ["schema_version", "kind", "tool", "created", "
 /// disk tests), so a file past this bound is refused with a sentence instead of exhausting a
 /// board's memory.
 pub const MAX_DOCUMENT_BYTES: u64 = 64 << 20;
-
-/// Every kind of document headroom writes, with the body fields its producer always writes
-/// (the `--json` body types in crates/cli/src: `AuditDocument`, `PathDocument`, ceiling's
-/// `Document`, bench disk's, latency's, net's `NetReport`, `MmioDocument`, `CountDocument`,
-/// count --list's `ListDocument`, `SurveyBody`, survey's `Plan`, report's and compare's
-/// outputs, history's listing). A
-/// document whose kind is not here, or whose body lacks one of its kind's fields, is not one
-/// headroom wrote as it is: a disk document relabelled `audit` would otherwise read as an
-/// audit of nothing.
-const KINDS: &[(&str, &[&str])] = &[
-    ("audit", &["pci"]),
-    ("path", &["path"]),
-    ("ceiling", &["link"]),
-    ("disk", &["parameters", "tests"]),
-    ("latency", &["measurement"]),
-    ("net", &["measurement"]),
-    ("mmio", &["parameters", "results"]),
-    ("count", &["events"]),
-    ("pmu_list", &["pmus"]),
-    ("survey", &["plan", "parts"]),
-    ("survey-plan", &["parts"]),
-    ("report", &["documents"]),
-    ("compare", &["rows"]),
-    ("history", &["database"]),
-];
 
 /// Which program wrote a document.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,7 +65,7 @@ impl Host {
 pub struct Envelope {
     pub schema_version: u32,
     /// What the body is: `audit`, `path`, `ceiling`, `disk`, `latency`, ...
-    pub kind: String,
+    pub kind: DocumentKind,
     /// Absent only in documents written before the envelope existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<Tool>,
@@ -102,7 +78,7 @@ pub struct Envelope {
 
 impl Envelope {
     /// The envelope of a document made now on this machine by headroom `tool_version`.
-    pub fn now(kind: &str, tool_version: &str) -> Envelope {
+    pub fn now(kind: DocumentKind, tool_version: &str) -> Envelope {
         let created = time::OffsetDateTime::now_utc()
             .replace_nanosecond(0)
             .ok()
@@ -112,7 +88,7 @@ impl Envelope {
             });
         Envelope {
             schema_version: SCHEMA_VERSION,
-            kind: kind.to_string(),
+            kind,
             tool: Some(Tool {
                 name: TOOL_NAME.to_string(),
                 version: tool_version.to_string(),
@@ -181,16 +157,19 @@ pub enum DocumentError {
     )]
     KindMismatch {
         origin: String,
-        kind: String,
+        kind: DocumentKind,
         missing: &'static str,
         has: String,
     },
     #[error("the body of a {kind} document must be a JSON object, not {what}")]
-    BodyNotObject { kind: String, what: &'static str },
+    BodyNotObject {
+        kind: DocumentKind,
+        what: &'static str,
+    },
     #[error("{origin}: the `{kind}` document does not have the expected fields ({detail})")]
     Shape {
         origin: String,
-        kind: String,
+        kind: DocumentKind,
         detail: String,
     },
 }
@@ -213,12 +192,12 @@ impl Document {
     pub fn new<T: Serialize>(envelope: Envelope, body: &T) -> Result<Document, DocumentError> {
         let value = serde_json::to_value(body).map_err(|e| DocumentError::Shape {
             origin: "the command's result".into(),
-            kind: envelope.kind.clone(),
+            kind: envelope.kind,
             detail: e.to_string(),
         })?;
         let Value::Object(mut body) = value else {
             return Err(DocumentError::BodyNotObject {
-                kind: envelope.kind.clone(),
+                kind: envelope.kind,
                 what: json_type(&value),
             });
         };
@@ -312,6 +291,12 @@ impl Document {
         if version == 0 {
             return Err(foreign("its `schema_version` is 0".into()));
         }
+        // A kind headroom does not write is refused here, by name, before the rest of the
+        // envelope is read.
+        if let Some(Value::String(kind)) = map.get("kind") {
+            kind.parse::<DocumentKind>()
+                .map_err(|e| foreign(e.to_string()))?;
+        }
         let mut env_map = Map::new();
         for k in ENVELOPE_KEYS {
             if let Some(v) = map.shift_remove(k) {
@@ -332,25 +317,15 @@ impl Document {
         crate::atomic::write_atomic(path, self.to_json_pretty().as_bytes())
     }
 
-    pub fn kind(&self) -> &str {
-        &self.envelope.kind
+    pub fn kind(&self) -> DocumentKind {
+        self.envelope.kind
     }
 
-    /// Whether the body fits the envelope's kind: a kind headroom writes, with the fields
-    /// its producer always writes ([`KINDS`]); `origin` names the document in errors.
+    /// Whether the body fits the envelope's kind: it has the fields the kind's producer
+    /// always writes ([`DocumentKind::fields`]); `origin` names the document in errors.
     pub fn check_kind(&self, origin: &str) -> Result<(), DocumentError> {
         let kind = self.kind();
-        let Some((_, fields)) = KINDS.iter().find(|(k, _)| *k == kind) else {
-            let known: Vec<&str> = KINDS.iter().map(|(k, _)| *k).collect();
-            return Err(DocumentError::Foreign {
-                origin: origin.to_string(),
-                what: format!(
-                    "its kind `{kind}` is none headroom writes: {}",
-                    known.join(", ")
-                ),
-            });
-        };
-        match fields.iter().find(|f| !self.body.contains_key(**f)) {
+        match kind.fields().iter().find(|f| !self.body.contains_key(**f)) {
             None => Ok(()),
             Some(missing) => {
                 let mut has: Vec<&str> = self.body.keys().map(String::as_str).take(8).collect();
@@ -359,7 +334,7 @@ impl Document {
                 }
                 Err(DocumentError::KindMismatch {
                     origin: origin.to_string(),
-                    kind: kind.to_string(),
+                    kind,
                     missing,
                     has: if has.is_empty() {
                         "no field".to_string()
@@ -378,7 +353,7 @@ impl Document {
     pub fn view<T: serde::de::DeserializeOwned>(&self, origin: &str) -> Result<T, DocumentError> {
         serde_path_to_error::deserialize(&self.body).map_err(|e| DocumentError::Shape {
             origin: origin.to_string(),
-            kind: self.envelope.kind.clone(),
+            kind: self.envelope.kind,
             detail: e.to_string(),
         })
     }
@@ -439,7 +414,7 @@ pub fn read_text(path: &Path) -> Result<String, DocumentError> {
 /// Wrap a command's body in a fresh envelope (made now, on this machine) and return the
 /// document: what every command's `--json` prints and `--save` stores.
 pub fn wrap<T: Serialize>(
-    kind: &str,
+    kind: DocumentKind,
     tool_version: &str,
     body: &T,
 ) -> Result<Document, DocumentError> {
@@ -455,7 +430,7 @@ mod tests {
     #[test]
     fn wrap_puts_the_envelope_first_and_replaces_old_envelope_fields() {
         let body = json!({"schema_version": 1, "kind": "disk", "tests": [1, 2], "notes": []});
-        let doc = wrap("disk", "9.9.9", &body).unwrap();
+        let doc = wrap(DocumentKind::Disk, "9.9.9", &body).unwrap();
         let v = doc.to_value();
         let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
         assert_eq!(
@@ -482,7 +457,7 @@ mod tests {
 
     #[test]
     fn round_trip_gives_the_same_document() {
-        let doc = wrap("path", "0.1.0", &json!({"path": {"links": []}})).unwrap();
+        let doc = wrap(DocumentKind::Path, "0.1.0", &json!({"path": {"links": []}})).unwrap();
         let text = doc.to_json_pretty();
         let back = Document::parse(&text, "x.json").unwrap();
         assert_eq!(back, doc);
@@ -493,14 +468,14 @@ mod tests {
     fn write_then_read_gives_the_same_document() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("run.json");
-        let doc = wrap("disk", "0.1.0", &json!({"tests": []})).unwrap();
+        let doc = wrap(DocumentKind::Disk, "0.1.0", &json!({"tests": []})).unwrap();
         doc.write(&p).unwrap();
         assert_eq!(Document::read(&p).unwrap(), doc);
     }
 
     #[test]
     fn truncated_json_says_truncated() {
-        let text = wrap("path", "0.1.0", &json!({"a": [1, 2, 3]}))
+        let text = wrap(DocumentKind::Path, "0.1.0", &json!({"a": [1, 2, 3]}))
             .unwrap()
             .to_json_pretty();
         let cut = &text[..text.len() / 2];
@@ -520,7 +495,7 @@ mod tests {
             "old",
         )
         .unwrap();
-        assert_eq!(doc.kind(), "disk");
+        assert_eq!(doc.kind(), DocumentKind::Disk);
         assert_eq!(doc.envelope.tool, None);
         assert!(doc.body.contains_key("tests"));
     }
@@ -558,7 +533,7 @@ mod tests {
     #[test]
     fn a_body_that_does_not_fit_its_kind_is_refused() {
         let disk = json!({"parameters": {}, "system": {}, "target": {}, "tests": []});
-        let doc = wrap("audit", "0.1.0", &disk).unwrap();
+        let doc = wrap(DocumentKind::Audit, "0.1.0", &disk).unwrap();
         let e = doc.check_kind("d.json").unwrap_err().to_string();
         assert_eq!(
             e,
@@ -566,15 +541,16 @@ mod tests {
              has (it has parameters, system, target, tests): give the document as headroom \
              wrote it"
         );
-        assert!(wrap("disk", "0.1.0", &disk)
+        assert!(wrap(DocumentKind::Disk, "0.1.0", &disk)
             .unwrap()
             .check_kind("d")
             .is_ok());
-        let e = wrap("nonsense", "0.1.0", &disk)
-            .unwrap()
-            .check_kind("n.json")
-            .unwrap_err()
-            .to_string();
+        let e = Document::parse(
+            r#"{"schema_version": 2, "kind": "nonsense", "tests": []}"#,
+            "n.json",
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             e.starts_with("n.json is not a headroom result document (its kind `nonsense`"),
             "{e}"
@@ -606,7 +582,9 @@ mod tests {
 
     #[test]
     fn a_body_that_is_not_an_object_is_refused() {
-        let e = wrap("x", "0", &[1, 2]).unwrap_err().to_string();
+        let e = wrap(DocumentKind::Disk, "0", &[1, 2])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("must be a JSON object, not an array"), "{e}");
     }
 }

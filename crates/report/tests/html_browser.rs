@@ -65,7 +65,7 @@ fn disk_doc(n: usize) -> Summary {
     body["tests"] = tests.into();
     body.as_object_mut().unwrap().remove("path");
     body["ceiling"] = json!({"read_bytes_per_sec": 434.0e6, "write_bytes_per_sec": 440.0e6, "full_duplex": true, "bottleneck": "PCIe 5 GT/s x1"});
-    let doc = report::document::wrap("disk", "0.1.0", &body).unwrap();
+    let doc = report::document::wrap(report::kinds::DocumentKind::Disk, "0.1.0", &body).unwrap();
     Summary::of(&doc, &format!("{n}-tests.json")).unwrap()
 }
 
@@ -280,7 +280,8 @@ fn tables_fit_the_page_and_labels_stay_in_their_plots() {
     let mut audit = fixture_value("audit-nvme-downgraded.json");
     audit["block"]["devices"][0]["queue"]["max_hw_sectors_kb"] = 2_147_483_647u64.into();
     audit["block"]["devices"][0]["mounts"] = json!([{"mount_point": "/media/a rather long mount point/of a usb stick", "fs_type": "vfat"}]);
-    let audit = report::document::wrap("audit", "0.1.0", &audit).unwrap();
+    let audit =
+        report::document::wrap(report::kinds::DocumentKind::Audit, "0.1.0", &audit).unwrap();
     let mut latency = fixture_value("latency-2-threads.json");
     // `bench latency -h 200`: the wake-ups at or above 200 us counted as overflow.
     latency["config"]["histogram_limit_us"] = 200.into();
@@ -302,7 +303,8 @@ fn tables_fit_the_page_and_labels_stay_in_their_plots() {
             .sum::<u64>()
             .into();
     }
-    let latency = report::document::wrap("latency", "0.1.0", &latency).unwrap();
+    let latency =
+        report::document::wrap(report::kinds::DocumentKind::Latency, "0.1.0", &latency).unwrap();
     let summaries = vec![
         Summary::of(&audit, "audit.json").unwrap(),
         from_fixture("net-shaped-tcp.json"),
@@ -386,7 +388,7 @@ fn a_survey_renders_in_chromium() {
         summary: String::new(),
         conclusions: Vec::new(),
     };
-    let doc = report::document::wrap("survey", "0.1.0", &body).unwrap();
+    let doc = report::document::wrap(report::kinds::DocumentKind::Survey, "0.1.0", &body).unwrap();
     let intro = report::survey::html_intro(&doc, &body, "survey.json");
     let (docs, problems) = body.part_docs("survey.json");
     assert!(problems.is_empty(), "{problems:?}");
