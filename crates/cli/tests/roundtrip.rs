@@ -374,7 +374,7 @@ fn audit_reads_back_link_by_link() {
     for name in ["sd-nvme-downgraded-sata", "usb3-uas-bot-r8152"] {
         let root = tree(name);
         let doc = json_of(headroom().args(["audit", "--json", "--root"]).arg(&root));
-        reads_every_field::<report::views::AuditView>(&doc, &[]);
+        reads_every_field::<report::kinds::audit::AuditDocument>(&doc, &[]);
         // The audit has findings; no notes, and no single target with a path.
         reads_every_field::<report::views::CommonView>(&doc, &["notes", "path"]);
         let terminal = stdout_of(&["audit", "--root", root.to_str().unwrap()]);

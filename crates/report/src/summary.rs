@@ -6,7 +6,7 @@ use crate::kinds::{self, DocumentKind};
 use crate::table::{dash, mb, Table};
 use crate::views::CommonView;
 use model::latency::Step;
-use model::path::{Hop, LinkKind, PathLink, TargetPath};
+use model::path::{Hop, LinkKind, PathLink};
 use model::units::MB;
 use model::Finding;
 
@@ -400,34 +400,7 @@ impl Summary {
             }
         }
         if let Some(p) = common.path {
-            let c = &p.chain;
-            s.target = s.target.or(Some(c.target.clone()));
-            s.hops = c.hops.iter().map(hop_line).collect();
-            s.chain_stopped = c.stopped.clone();
-            // The filesystem the target is on changes what a number means (tmpfs does no
-            // block I/O): compared like a parameter.
-            if let Some(fs) = c.hops.iter().find(|h| matches!(h, Hop::Filesystem { .. })) {
-                put(
-                    &mut s,
-                    "filesystem",
-                    hop_line(fs).trim_start_matches("filesystem: ").to_string(),
-                );
-            }
-            if s.ceiling.is_none() {
-                if let Some(b) = p.bottleneck_link() {
-                    s.ceiling = b.ceiling_to_cpu_bps().map(|c| CeilingRow {
-                        mb_s: c / MB,
-                        bottleneck: format!("{} {}", b.name, b.state),
-                    });
-                }
-            }
-            s.bottleneck_from_cpu = p
-                .bottleneck_from_cpu
-                .or_else(|| TargetPath::find_bottleneck_from_cpu(&p.links))
-                .filter(|i| Some(*i) != p.bottleneck);
-            s.links = p.links;
-            s.bottleneck = p.bottleneck;
-            s.no_ceiling_reason = p.no_bottleneck_reason;
+            kinds::path::summarize(&mut s, p);
         }
         let mut ctx = Vec::new();
         if let Some(k) = kernel {

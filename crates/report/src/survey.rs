@@ -9,9 +9,9 @@
 
 use crate::compare::{compare, CompareError, Comparison};
 use crate::document::{Document, DocumentError};
+use crate::kinds::audit::AuditDocument;
 use crate::summary::{plural, Summary};
 use crate::table::mb;
-use crate::views::AuditView;
 use model::survey::{format_seconds, PartKind, Plan};
 use model::units::MB;
 use model::Severity;
@@ -550,10 +550,7 @@ struct LostLink {
 
 /// The links of an audit document that lose bandwidth against what both ends support.
 fn audit_links(doc: &Document) -> Vec<LostLink> {
-    let Ok(view) = doc.view::<AuditView>("audit") else {
-        return Vec::new();
-    };
-    let Some(pci) = view.pci else {
+    let Ok(AuditDocument { pci, .. }) = doc.view::<AuditDocument>("audit") else {
         return Vec::new();
     };
     pci.links
@@ -592,17 +589,14 @@ fn compare_links(all: &[(String, Vec<PartDoc<'_>>)], audits: &[&Document]) -> St
     let states: Vec<Vec<(String, String)>> = audits
         .iter()
         .map(|d| {
-            let Ok(view) = d.view::<AuditView>("audit") else {
+            let Ok(view) = d.view::<AuditDocument>("audit") else {
                 return Vec::new();
             };
             view.pci
-                .map(|p| {
-                    p.links
-                        .iter()
-                        .map(|l| (l.downstream.to_string(), l.comparison.current.to_string()))
-                        .collect()
-                })
-                .unwrap_or_default()
+                .links
+                .iter()
+                .map(|l| (l.downstream.to_string(), l.comparison.current.to_string()))
+                .collect()
         })
         .collect();
     let mut addresses: Vec<String> = states.iter().flatten().map(|(a, _)| a.clone()).collect();

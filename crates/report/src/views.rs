@@ -133,20 +133,6 @@ pub struct StressView {
     pub spec: model::stress::StressSpec,
 }
 
-/// `headroom audit`'s body: the inventory a report lists link by link, as
-/// `model::inventory`'s types.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct AuditView {
-    #[serde(default)]
-    pub pci: Option<model::inventory::pci::PciAudit>,
-    #[serde(default)]
-    pub usb: Option<model::inventory::usb::UsbInventory>,
-    #[serde(default)]
-    pub block: Option<model::inventory::block::BlockInventory>,
-    #[serde(default)]
-    pub net: Option<model::inventory::net::NetInventory>,
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -1,10 +1,49 @@
-//! `headroom audit`: what a report shows of an inventory.
+//! `headroom audit`: its document (the inventory of PCI functions and links, USB, block and
+//! network devices, the system, the findings) and what a report shows of it.
 
 use crate::document::{Document, DocumentError};
 use crate::summary::{counted_table, put, serde_name, yes_no, InterfaceCeiling, Summary};
 use crate::table::{dash, mb, Table};
-use crate::views::AuditView;
+use model::inventory::block::BlockInventory;
+use model::inventory::net::NetInventory;
+use model::inventory::pci::PciAudit;
+use model::inventory::usb::UsbInventory;
+use model::system::SystemContext;
 use model::units::MB;
+use model::Finding;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// What `headroom audit --json` writes (the envelope aside), read back by report, compare,
+/// history and the survey. An `--lspci` dump has the PCI section alone: the others are null.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AuditDocument {
+    /// What was audited; absent in documents that did not record it.
+    #[serde(default)]
+    pub source: Option<Source>,
+    pub pci: PciAudit,
+    #[serde(default)]
+    pub system: Option<SystemContext>,
+    #[serde(default)]
+    pub usb: Option<UsbInventory>,
+    #[serde(default)]
+    pub block: Option<BlockInventory>,
+    #[serde(default)]
+    pub net: Option<NetInventory>,
+    /// Every finding of every section, most severe first.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
+}
+
+/// Where an audit read its facts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// A root directory holding sys/ and proc/ (`/`, or a captured tree).
+    Root(PathBuf),
+    /// An `lspci -xxx` dump.
+    LspciDump(PathBuf),
+}
 
 /// The run's facts, tests and rows for every renderer ([`Summary::of`] adds what every kind
 /// shares: the envelope, the path, the counters sampled beside the engine).
@@ -13,10 +52,10 @@ pub(crate) fn summarize(
     origin: &str,
     s: &mut Summary,
 ) -> Result<(), DocumentError> {
-    let a: AuditView = doc.view(origin)?;
+    let a: AuditDocument = doc.view(origin)?;
     s.inventory = inventory(&a);
     // Each link's state, so compare shows a link that retrained or moved.
-    for l in a.pci.iter().flat_map(|p| &p.links) {
+    for l in &a.pci.links {
         let c = &l.comparison;
         let mut state = c.current.to_string();
         if c.common != c.current {
@@ -55,10 +94,11 @@ pub(crate) fn summarize(
 }
 
 /// An audit's inventory as the terminal lists it, one table per bus.
-fn inventory(a: &AuditView) -> Vec<(String, Table)> {
+fn inventory(a: &AuditDocument) -> Vec<(String, Table)> {
     let opt = |v: Option<String>| v.unwrap_or_else(dash);
     let mut out = Vec::new();
-    if let Some(pci) = &a.pci {
+    {
+        let pci = &a.pci;
         let rows: Vec<Vec<String>> = pci
             .functions
             .iter()

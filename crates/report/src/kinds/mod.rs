@@ -8,6 +8,7 @@ pub mod disk;
 pub mod latency;
 pub mod mmio;
 pub mod net;
+pub mod path;
 
 use serde::{Deserialize, Serialize};
 
