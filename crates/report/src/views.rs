@@ -66,50 +66,6 @@ pub struct CommonView {
     pub path: Option<TargetPath>,
 }
 
-/// `headroom bench disk`'s body: the engine's measurements as `model::disk`'s types, with
-/// the path's ceiling and each test's efficiency judged beside them (`report::efficiency`).
-#[derive(Clone, Debug, Deserialize, Serialize)]
-pub struct DiskView {
-    pub parameters: model::disk::Parameters,
-    pub system: model::disk::Host,
-    pub target: model::disk::TargetInfo,
-    /// The path's bottleneck ceiling; null when the path could not be resolved.
-    #[serde(default)]
-    pub ceiling: Option<model::ceiling::PathCeiling>,
-    pub tests: Vec<DiskTestView>,
-    /// Stopped by a signal before every test ran; absent in documents written before a run
-    /// could be kept after an interruption.
-    #[serde(default)]
-    pub interrupted: Option<bool>,
-}
-
-/// One test's measurements and its best run's efficiency against the path's ceiling, as
-/// `bench disk` writes them: the efficiency beside the test's own fields.
-#[derive(Clone, Debug, Serialize)]
-pub struct DiskTestView {
-    #[serde(flatten)]
-    pub test: model::disk::TestResult,
-    /// measured / ceiling, 0..1; null without a ceiling.
-    pub efficiency: Option<f64>,
-}
-
-impl<'de> Deserialize<'de> for DiskTestView {
-    /// serde's `flatten` would lose the place of a bad field inside the test (`runs[2].iops`),
-    /// so the test is read on its own, with its path kept in the error.
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        let mut fields = serde_json::Map::deserialize(d)?;
-        let efficiency = match fields.remove("efficiency") {
-            Some(v) => serde_json::from_value(v)
-                .map_err(|e| D::Error::custom(format!("efficiency: {e}")))?,
-            None => None,
-        };
-        let test = serde_path_to_error::deserialize(serde_json::Value::Object(fields))
-            .map_err(D::Error::custom)?;
-        Ok(DiskTestView { test, efficiency })
-    }
-}
-
 /// `headroom bench latency`'s body: its configuration and measurement as `model::latency`
 /// types, its context as `model::system`'s.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -180,7 +136,7 @@ mod tests {
     #[test]
     fn a_disk_document_of_an_earlier_version_reads_as_the_model_types() {
         let body = fixture_disk_body();
-        let d: DiskView = serde_json::from_value(body.clone()).unwrap();
+        let d: crate::kinds::disk::DiskDocument = serde_json::from_value(body.clone()).unwrap();
         let t = &d.tests[0];
         assert_eq!(t.test.spec.name(), "dd 100M write");
         let best = t.test.best().unwrap();
@@ -188,14 +144,21 @@ mod tests {
         assert_eq!(best.cross_check.diskstats_error_percent, Some(7.8125e-05));
         assert_eq!(t.efficiency, Some(0.8417699325749364));
         assert_eq!(d.target.kind, model::disk::TargetKind::NewFile);
-        // Added since: absent, so empty, and the only fields the document does not have.
+        // Added since: absent, so empty, and the only fields the document does not have
+        // (the document type reads its path and findings too).
         assert_eq!((d.system.governor.as_deref(), best.clat.max_ns), (None, 0));
         assert_eq!(d.interrupted, None);
         assert_eq!(
-            unread_fields::<DiskView>(&body).unwrap(),
+            unread_fields::<crate::kinds::disk::DiskDocument>(&body).unwrap(),
             [
+                "findings",
                 "interrupted",
                 "parameters.buffers",
+                // The path's links before their fields named their unit, and their hop.
+                "path.links[].capable_ceiling_bytes_per_sec",
+                "path.links[].ceiling_bytes_per_sec",
+                "path.links[].ceiling_other_direction_bytes_per_sec",
+                "path.links[].hop",
                 "system.governor",
                 "tests[].runs[].clat",
                 "tests[].runs[].cross_check.app_ios",
@@ -210,7 +173,10 @@ mod tests {
         let mut body = fixture_disk_body();
         body["parameters"].as_object_mut().unwrap().remove("runs");
         let doc = crate::document::Document::parse(&body.to_string(), "old.json").unwrap();
-        let e = doc.view::<DiskView>("old.json").unwrap_err().to_string();
+        let e = doc
+            .view::<crate::kinds::disk::DiskDocument>("old.json")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("old.json"), "{e}");
         assert!(e.contains("parameters: missing field `runs`"), "{e}");
         // Inside a test, the test is named.
@@ -220,12 +186,18 @@ mod tests {
             .unwrap()
             .remove("iops");
         let doc = crate::document::Document::parse(&body.to_string(), "old.json").unwrap();
-        let e = doc.view::<DiskView>("old.json").unwrap_err().to_string();
+        let e = doc
+            .view::<crate::kinds::disk::DiskDocument>("old.json")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("tests[0]: runs[0]: missing field `iops`"), "{e}");
         let mut body = fixture_disk_body();
         body["tests"][0]["efficiency"] = "high".into();
         let doc = crate::document::Document::parse(&body.to_string(), "old.json").unwrap();
-        let e = doc.view::<DiskView>("old.json").unwrap_err().to_string();
+        let e = doc
+            .view::<crate::kinds::disk::DiskDocument>("old.json")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("tests[0]: efficiency: invalid type"), "{e}");
     }
 }

@@ -84,3 +84,17 @@ fn an_audit_document_reads_back_section_by_section() {
     let a: AuditDocument = Document::read(&fixture(old)).unwrap().view(old).unwrap();
     assert!(!a.pci.links.is_empty());
 }
+
+#[test]
+fn a_disk_document_reads_back_unchanged() {
+    let d = same_through::<report::kinds::disk::DiskDocument>("disk-null-dd.json");
+    assert_eq!(d.parameters.engine, "null");
+    assert!(d.tests.len() > 1 && d.tests.iter().all(|t| !t.test.runs.is_empty()));
+    assert!(d.counters.is_some() && d.path.is_some());
+    // Those written before the path, the findings and the counters were carried still read.
+    for old in ["disk-peak.json", "rpi5-gen2.json", "rpi5-gen3.json"] {
+        let d: report::kinds::disk::DiskDocument =
+            Document::read(&fixture(old)).unwrap().view(old).unwrap();
+        assert!(!d.tests.is_empty(), "{old}");
+    }
+}
