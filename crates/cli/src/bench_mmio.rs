@@ -10,11 +10,10 @@ use bench::mem::{self, MemConfig, MemRun};
 use bench::mmio::{self, Mapping, MmioRun};
 use bench::Bench;
 use clap::Args;
-use model::mmio::{AccessOp, AccessResult, AccessWidth, MemCopyResult, PairError};
+use model::mmio::{AccessOp, AccessWidth};
 use model::root::SysRoot;
-use model::Finding;
 use probe::pci::bar::{self, BarAddress, FunctionFacts};
-use serde::Serialize;
+use report::kinds::mmio::{Memory, MmioDocument, Parameters, Region};
 use std::fs::OpenOptions;
 use std::io::IsTerminal;
 use std::os::fd::AsRawFd;
@@ -144,59 +143,6 @@ pub struct MemArgs {
     pub keep: crate::output::KeepArgs,
 }
 
-/// What was mapped, as the document records it.
-#[derive(Debug, Serialize)]
-struct Region {
-    given: String,
-    /// `bar`, `file` or `device` (a character device such as /dev/mem).
-    kind: &'static str,
-    /// The file mapped (`.../resource2`, `/proc/bus/pci/01/00.0`, the file given).
-    file: String,
-    bar: Option<String>,
-    bar_bytes: Option<u64>,
-    bar_start: Option<u64>,
-    prefetchable: Option<bool>,
-    is_64bit: Option<bool>,
-    write_combining: bool,
-    /// Whether the kernel offers a write-combining mapping (`resourceN_wc`).
-    write_combining_available: Option<bool>,
-    window_offset: u64,
-    window_bytes: u64,
-    writable: bool,
-    driver: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-struct Memory {
-    buffer_bytes: u64,
-    llc_bytes: Option<u64>,
-    results: Vec<AccessResult>,
-    copy: Option<MemCopyResult>,
-}
-
-#[derive(Debug, Serialize)]
-struct Parameters {
-    widths: Vec<AccessWidth>,
-    ops: Vec<AccessOp>,
-    threads: u32,
-    duration_s: f64,
-    /// The instruction of the 128-bit accesses.
-    simd: &'static str,
-}
-
-#[derive(Debug, Serialize)]
-struct MmioDocument {
-    parameters: Parameters,
-    region: Option<Region>,
-    results: Vec<AccessResult>,
-    errors: Vec<PairError>,
-    memory: Option<Memory>,
-    path: Option<model::path::TargetPath>,
-    findings: Vec<Finding>,
-    notes: Vec<String>,
-    interrupted: bool,
-}
-
 /// A refusal or failure before anything ran: one sentence, and whether it is a usage error.
 struct Refusal {
     message: String,
@@ -313,7 +259,7 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
             ops: a.op.clone(),
             threads: a.threads,
             duration_s: duration.as_secs_f64(),
-            simd: mmio::instruction_128(),
+            simd: mmio::instruction_128().into(),
         },
         region: None,
         results: Vec::new(),
@@ -722,7 +668,7 @@ fn open_bar(
         window_in_map: offset - map_start,
         region: Region {
             given: given.to_string(),
-            kind: "bar",
+            kind: "bar".into(),
             file: file_used.display().to_string(),
             bar: Some(addr.to_string()),
             bar_bytes: Some(bar_bytes),
@@ -796,7 +742,7 @@ fn open_file(
         window_in_map: offset - map_start,
         region: Region {
             given: given.to_string(),
-            kind: if device { "device" } else { "file" },
+            kind: if device { "device" } else { "file" }.into(),
             file: p.display().to_string(),
             bar: None,
             bar_bytes: None,
@@ -993,7 +939,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
             ops,
             threads: a.threads,
             duration_s: duration.as_secs_f64(),
-            simd: mmio::instruction_128(),
+            simd: mmio::instruction_128().into(),
         },
         region: Some(opened.region),
         results,

@@ -533,7 +533,7 @@ fn bench_mmio_and_mem_read_every_field() {
             .args(short),
     );
     for doc in [mmio, mem] {
-        reads_every_field::<report::mmio::MmioView>(&doc, &[]);
+        reads_every_field::<report::kinds::mmio::MmioDocument>(&doc, &[]);
         reads_every_field::<report::views::CommonView>(&doc, &[]);
     }
 }

@@ -98,3 +98,11 @@ fn a_disk_document_reads_back_unchanged() {
         assert!(!d.tests.is_empty(), "{old}");
     }
 }
+
+#[test]
+fn an_mmio_document_reads_back_unchanged() {
+    let m = same_through::<report::kinds::mmio::MmioDocument>("mmio-file.json");
+    let r = m.region.as_ref().unwrap();
+    assert_eq!(r.kind, "file");
+    assert!(!m.results.is_empty() && m.memory.is_some_and(|d| !d.results.is_empty()));
+}

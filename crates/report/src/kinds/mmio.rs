@@ -1,7 +1,76 @@
-//! `headroom bench mmio` and `bench mem`: what a report shows of loads and stores.
+//! Kind `mmio` (`bench mmio`, `bench mem`): CPU access to a BAR or file by width, with DRAM
+//! beside it: the document, and its table in the shape of the Rockchip guide's (seeds/000
+//! section 5.4: one row per access kind, Store (MB/s) and Load (MB/s)), plus the time per
+//! access and the BAR as a fraction of DRAM.
 
 use crate::document::{Document, DocumentError};
 use crate::summary::{Summary, TestRow};
+use crate::table::{dash, mb, Table};
+use model::mmio::{AccessOp, AccessResult, AccessWidth, MemCopyResult, PairError};
+use model::Finding;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write;
+
+/// What `headroom bench mmio --json` and `bench mem --json` write (the envelope aside), read
+/// back by report, compare and history. `bench mem` measures DRAM alone: no region.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MmioDocument {
+    pub parameters: Parameters,
+    pub region: Option<Region>,
+    pub results: Vec<AccessResult>,
+    #[serde(default)]
+    pub errors: Vec<PairError>,
+    pub memory: Option<Memory>,
+    #[serde(default)]
+    pub path: Option<model::path::TargetPath>,
+    #[serde(default)]
+    pub findings: Vec<Finding>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+    #[serde(default)]
+    pub interrupted: bool,
+}
+
+/// What was mapped, as the document records it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Region {
+    pub given: String,
+    /// `bar`, `file` or `device` (a character device such as /dev/mem).
+    pub kind: String,
+    /// The file mapped (`.../resource2`, `/proc/bus/pci/01/00.0`, the file given).
+    pub file: String,
+    pub bar: Option<String>,
+    pub bar_bytes: Option<u64>,
+    pub bar_start: Option<u64>,
+    pub prefetchable: Option<bool>,
+    pub is_64bit: Option<bool>,
+    pub write_combining: bool,
+    /// Whether the kernel offers a write-combining mapping (`resourceN_wc`).
+    pub write_combining_available: Option<bool>,
+    pub window_offset: u64,
+    pub window_bytes: u64,
+    pub writable: bool,
+    pub driver: Option<String>,
+}
+
+/// The DRAM yardstick: the same widths on a buffer larger than the last-level cache.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Memory {
+    pub buffer_bytes: u64,
+    pub llc_bytes: Option<u64>,
+    pub results: Vec<AccessResult>,
+    pub copy: Option<MemCopyResult>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Parameters {
+    pub widths: Vec<AccessWidth>,
+    pub ops: Vec<AccessOp>,
+    pub threads: u32,
+    pub duration_s: f64,
+    /// The instruction of the 128-bit accesses.
+    pub simd: String,
+}
 
 /// The run's facts, tests and rows for every renderer ([`Summary::of`] adds what every kind
 /// shares: the envelope, the path, the counters sampled beside the engine).
@@ -10,7 +79,7 @@ pub(crate) fn summarize(
     origin: &str,
     s: &mut Summary,
 ) -> Result<(), DocumentError> {
-    let m: crate::mmio::MmioView = doc.view(origin)?;
+    let m: MmioDocument = doc.view(origin)?;
     s.target = m.region.as_ref().map(|r| r.given.clone());
     // One test per (where, width, operation), so compare and the history line
     // them up like any throughput.
@@ -35,4 +104,252 @@ pub(crate) fn summarize(
     }
     s.mmio = Some((m.table(), m.describe()));
     Ok(())
+}
+
+impl MmioDocument {
+    /// Whether the document measured a region (`bench mmio`) or only DRAM (`bench mem`).
+    pub fn has_region(&self) -> bool {
+        self.region.is_some()
+    }
+
+    /// The widths measured, narrowest first, memcpy last.
+    fn widths(&self) -> Vec<AccessWidth> {
+        let mem = self.memory.iter().flat_map(|m| m.results.iter());
+        let mut seen: Vec<AccessWidth> = self.results.iter().chain(mem).map(|r| r.width).collect();
+        seen.sort();
+        seen.dedup();
+        seen
+    }
+
+    /// The seed's table: per access kind, store and load MB/s and ns per access (median /
+    /// p99); DRAM's store and load beside them and the region as a percentage of DRAM.
+    pub fn table(&self) -> Table {
+        let find = |rs: &[AccessResult], w: AccessWidth, op: AccessOp| -> Option<AccessResult> {
+            rs.iter().find(|r| r.width == w && r.op == op).cloned()
+        };
+        let empty: Vec<AccessResult> = Vec::new();
+        let mem = self.memory.as_ref().map_or(&empty, |m| &m.results);
+        let rate = |r: &Option<AccessResult>| match r {
+            Some(r) => match &r.fault {
+                Some(f) => format!("{} ({} at {:#x})", mb(r.mb_per_s), f.signal, f.offset),
+                None => mb(r.mb_per_s),
+            },
+            None => dash(),
+        };
+        let ns = |r: &Option<AccessResult>| match r {
+            Some(r) if r.accesses > 0 => {
+                format!("{:.1} / {:.1}", r.ns_per_access_p50, r.ns_per_access_p99)
+            }
+            _ => dash(),
+        };
+        let ratio = |a: &Option<AccessResult>, d: &Option<AccessResult>| match (a, d) {
+            (Some(a), Some(d)) if d.mb_per_s > 0.0 => {
+                format!("{:.2} %", a.mb_per_s / d.mb_per_s * 100.0)
+            }
+            _ => dash(),
+        };
+        // The access, then the store and load MB/s and ns per access of `rs`.
+        let cells = |rs: &[AccessResult], w: AccessWidth| {
+            let (s, l) = (find(rs, w, AccessOp::Store), find(rs, w, AccessOp::Load));
+            let row = vec![w.label().to_string(), rate(&s), rate(&l), ns(&s), ns(&l)];
+            (row, s, l)
+        };
+        let mut rows = Vec::new();
+        if self.has_region() {
+            for w in self.widths() {
+                let (mut row, s, l) = cells(&self.results, w);
+                let (ds, dl) = (find(mem, w, AccessOp::Store), find(mem, w, AccessOp::Load));
+                row.extend([rate(&ds), rate(&dl), ratio(&s, &ds), ratio(&l, &dl)]);
+                rows.push(row);
+            }
+            Table {
+                columns: vec![
+                    ("Access", false),
+                    ("Store (MB/s)", true),
+                    ("Load (MB/s)", true),
+                    ("Store p50 / p99 (ns)", true),
+                    ("Load p50 / p99 (ns)", true),
+                    ("DRAM store (MB/s)", true),
+                    ("DRAM load (MB/s)", true),
+                    ("Store / DRAM", true),
+                    ("Load / DRAM", true),
+                ],
+                rows,
+            }
+        } else {
+            for w in self.widths() {
+                rows.push(cells(mem, w).0);
+            }
+            Table {
+                columns: vec![
+                    ("Access", false),
+                    ("DRAM store (MB/s)", true),
+                    ("DRAM load (MB/s)", true),
+                    ("Store p50 / p99 (ns)", true),
+                    ("Load p50 / p99 (ns)", true),
+                ],
+                rows,
+            }
+        }
+    }
+
+    /// One line on what was measured: the BAR (size, prefetchable, write-combining) or the
+    /// file, the window, and the DRAM buffer.
+    pub fn describe(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(r) = &self.region {
+            let mut s = match &r.bar {
+                Some(bar) => format!("BAR {bar} via {}", r.file),
+                None => format!("{} {}", r.kind, r.file),
+            };
+            if let Some(b) = r.bar_bytes {
+                let _ = write!(s, ", {} bytes", b);
+            }
+            let mut attrs = Vec::new();
+            if let Some(b) = r.is_64bit {
+                attrs.push(if b { "64-bit" } else { "32-bit" });
+            }
+            if let Some(p) = r.prefetchable {
+                attrs.push(if p {
+                    "prefetchable"
+                } else {
+                    "non-prefetchable"
+                });
+            }
+            if r.kind == "bar" {
+                attrs.push(if r.write_combining {
+                    "mapped write-combining"
+                } else {
+                    "mapped uncached"
+                });
+            }
+            attrs.push(if r.writable {
+                "read-write"
+            } else {
+                "read-only"
+            });
+            let _ = write!(
+                s,
+                " ({}); window {:#x}..{:#x}",
+                attrs.join(", "),
+                r.window_offset,
+                r.window_offset + r.window_bytes
+            );
+            if let Some(d) = &r.driver {
+                let _ = write!(s, "; driver {d} bound");
+            }
+            out.push(s);
+        }
+        if let Some(m) = &self.memory {
+            let llc = m
+                .llc_bytes
+                .map(|l| format!(" (last-level cache {} KiB)", l >> 10))
+                .unwrap_or_default();
+            out.push(format!("DRAM buffer {} MiB{llc}", m.buffer_bytes >> 20));
+            if let Some(c) = &m.copy {
+                out.push(format!(
+                    "DRAM memcpy (C library, {} MiB per call): {} MB/s copied",
+                    c.block_bytes >> 20,
+                    mb(c.mb_per_s)
+                ));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A result as `bench mmio` writes it.
+    fn access(width: &str, op: &str, mb_per_s: f64) -> serde_json::Value {
+        serde_json::to_value(AccessResult {
+            width: width.parse().unwrap(),
+            op: op.parse().unwrap(),
+            threads: 1,
+            accesses: 10,
+            bytes: 40,
+            elapsed_ns: 1000,
+            mb_per_s,
+            ns_per_access_p50: 1.0,
+            ns_per_access_p99: 2.0,
+            batches: 1,
+            fault: None,
+        })
+        .unwrap()
+    }
+
+    /// A document as `bench mmio` writes it, with `fields` in place of its own.
+    fn document(fields: serde_json::Value) -> MmioDocument {
+        let mut d = serde_json::json!({
+            "parameters": {"widths": [], "ops": [], "threads": 1, "duration_s": 1.0,
+                "simd": "SSE2 movdqa"},
+            "region": null, "results": [], "errors": [], "memory": null, "path": null,
+            "findings": [], "notes": [], "interrupted": false
+        });
+        for (k, v) in fields.as_object().unwrap() {
+            d[k] = v.clone();
+        }
+        serde_json::from_value(d).unwrap()
+    }
+
+    /// A region as `bench mmio` writes it, with `fields` in place of its own.
+    fn region(fields: serde_json::Value) -> serde_json::Value {
+        let mut r = serde_json::json!({
+            "given": "", "kind": "file", "file": "", "bar": null, "bar_bytes": null,
+            "bar_start": null, "prefetchable": null, "is_64bit": null,
+            "write_combining": false, "write_combining_available": null,
+            "window_offset": 0, "window_bytes": 4096, "writable": false, "driver": null
+        });
+        for (k, v) in fields.as_object().unwrap() {
+            r[k] = v.clone();
+        }
+        r
+    }
+
+    #[test]
+    fn the_seeds_rk3588_rows_with_dram_beside() {
+        // seeds/000 section 5.4.1, RK3588: 32-bit store/load 53/4 MB/s, 128-bit 203/16.
+        let v = document(serde_json::json!({
+            "region": region(serde_json::json!({"given": "0000:01:00.0:2", "kind": "bar",
+                "file": "resource2", "bar": "0000:01:00.0:2"})),
+            "results": [access("32", "store", 53.0), access("32", "load", 4.0),
+                access("128", "store", 203.0), access("128", "load", 16.0)],
+            "memory": {"buffer_bytes": 134217728, "llc_bytes": null, "copy": null,
+                "results": [access("32", "store", 5300.0), access("32", "load", 400.0),
+                access("128", "load", 1600.0)]}
+        }));
+        let t = v.table();
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(
+            t.rows[0],
+            vec![
+                "32-bit",
+                "53.0",
+                "4.0",
+                "1.0 / 2.0",
+                "1.0 / 2.0",
+                "5300.0",
+                "400.0",
+                "1.00 %",
+                "1.00 %"
+            ]
+        );
+        assert_eq!(t.rows[1][0], "128-bit SIMD");
+        assert_eq!(t.rows[1][5], "–", "no DRAM 128-bit store was measured");
+        assert_eq!(t.rows[1][8], "1.00 %");
+    }
+
+    #[test]
+    fn a_fault_is_named_in_its_cell() {
+        let mut a = access("64", "load", 1.5);
+        a["fault"] = serde_json::json!({"signal": "SIGBUS", "offset": 16384});
+        let v = document(serde_json::json!({
+            "region": region(serde_json::json!({"kind": "file", "file": "/tmp/x"})),
+            "results": [a]
+        }));
+        assert_eq!(v.table().rows[0][2], "1.5 (SIGBUS at 0x4000)");
+    }
 }
