@@ -509,7 +509,7 @@ fn bench_net_loopback_reads_every_field() {
     );
     let _ = server.kill();
     let _ = server.wait();
-    reads_every_field::<report::views::NetView>(&doc, &[]);
+    reads_every_field::<report::kinds::net::NetDocument>(&doc, &[]);
     // bench net writes its bus link into its ceiling, not a path.
     reads_every_field::<report::views::CommonView>(&doc, &["path"]);
 }

@@ -17,7 +17,6 @@ pub mod history;
 pub mod html;
 pub mod kinds;
 pub mod markdown;
-pub mod net;
 pub mod outside;
 pub mod summary;
 pub mod survey;

@@ -201,19 +201,3 @@ mod tests {
         assert!(e.contains("tests[0]: efficiency: invalid type"), "{e}");
     }
 }
-
-/// `headroom bench net`'s body (`report::net::NetReport`): the measurement as
-/// `model::net::NetMeasurement`, the ceiling, flows and interface check as report::net's
-/// own types.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-pub struct NetView {
-    pub measurement: model::net::NetMeasurement,
-    #[serde(default)]
-    pub ceiling: Option<crate::net::NetCeiling>,
-    #[serde(default)]
-    pub no_ceiling_reason: Option<String>,
-    #[serde(default)]
-    pub flows: Vec<crate::net::FlowVerdict>,
-    #[serde(default)]
-    pub interface_check: Option<crate::net::InterfaceCheck>,
-}

@@ -106,3 +106,22 @@ fn an_mmio_document_reads_back_unchanged() {
     assert_eq!(r.kind, "file");
     assert!(!m.results.is_empty() && m.memory.is_some_and(|d| !d.results.is_empty()));
 }
+
+#[test]
+fn net_documents_read_back_unchanged() {
+    let n = same_through::<report::kinds::net::NetDocument>("net-loopback-tcp.json");
+    assert!(!n.flows.is_empty() && !n.measurement.streams.is_empty());
+    // Those written before the rates' keys named their unit still read.
+    for old in [
+        "net-shaped-tcp.json",
+        "net-shaped-tcp-2.json",
+        "net-shaped-udp-reverse.json",
+    ] {
+        let n: report::kinds::net::NetDocument =
+            Document::read(&fixture(old)).unwrap().view(old).unwrap();
+        assert!(
+            !n.flows.is_empty() && !n.measurement.streams.is_empty(),
+            "{old}"
+        );
+    }
+}
