@@ -463,7 +463,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     } else {
         crate::out!("{}", doc.text(&Style::new(global.use_color())))?;
         if let Some(beside) = &doc.counters {
-            crate::out!("{}", report::count::render_beside(beside))?;
+            crate::out!("{}", report::kinds::count::render_beside(beside))?;
         }
     }
     let kept = if result.tests.is_empty() {

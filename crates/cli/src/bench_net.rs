@@ -10,7 +10,7 @@ use clap::Args;
 use counters::Sampler;
 use model::net::{Direction, Flow, LinkFacts, NetConfig, NetMeasurement, NetStop, Protocol};
 use model::root::SysRoot;
-use report::count::BesideCounters;
+use report::kinds::count::BesideCounters;
 use report::kinds::net::{FindRate, NetDocument, RateStep};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -13,7 +13,7 @@ use counters::{ReadUnder, Sampler};
 use model::inventory::pci::address::PciAddress;
 use model::procfs::IrqLine;
 use model::root::SysRoot;
-use report::count::{IrqRate, PmuBytes};
+use report::kinds::count::{IrqRate, PmuBytes};
 
 /// The root port's PMU opened for a run: its name, the root port, the (side, event) pairs
 /// (0 = Rx, 1 = Tx) and their counters.
@@ -116,19 +116,19 @@ fn no_pmu_note(root: &SysRoot, pmus: &Pmus, pci: &[String]) -> Option<String> {
             Some(t) => t == model::PortType::RootPort,
             None => f.parent.is_none() && f.class.is_some_and(|c| c >> 8 == 0x0604),
         };
-        is_port.then(|| report::count::RootPortFact {
+        is_port.then(|| report::kinds::count::RootPortFact {
             address: d.clone(),
             vendor_id: f.vendor_id,
         })
     });
     let Some(port) = port else {
-        return Some(report::count::no_root_port_note(first));
+        return Some(report::kinds::count::no_root_port_note(first));
     };
-    let links: Vec<report::count::PmuLink> = pmus
+    let links: Vec<report::kinds::count::PmuLink> = pmus
         .list
         .iter()
         .filter_map(|p| pcie_pmu::classify(p, root))
-        .map(|c| report::count::PmuLink {
+        .map(|c| report::kinds::count::PmuLink {
             pmu: c.pmu.clone(),
             family: c.family.to_string(),
             root_ports: Vec::new(),
@@ -136,7 +136,7 @@ fn no_pmu_note(root: &SysRoot, pmus: &Pmus, pci: &[String]) -> Option<String> {
         })
         .collect();
     let kernel = root.read("/proc/sys/kernel/osrelease").ok();
-    report::count::root_port_pmu_findings(&[port], &links, kernel.as_deref().map(str::trim))
+    report::kinds::count::root_port_pmu_findings(&[port], &links, kernel.as_deref().map(str::trim))
         .first()
         .map(|f| format!("{}: {}", f.subject, f.message))
 }
@@ -272,8 +272,8 @@ impl Beside {
         app_rx_bytes: u64,
         app_tx_bytes: u64,
         busy_s: Option<f64>,
-    ) -> report::count::BesideCounters {
-        let mut out = report::count::BesideCounters {
+    ) -> report::kinds::count::BesideCounters {
+        let mut out = report::kinds::count::BesideCounters {
             notes: self.notes,
             ..Default::default()
         };
@@ -327,12 +327,12 @@ impl Beside {
                     p.rx_event = Some(e.name.clone());
                     p.rx_bytes = value;
                     p.read_error_percent =
-                        value.and_then(|v| report::count::error_percent(v, app_rx_bytes));
+                        value.and_then(|v| report::kinds::count::error_percent(v, app_rx_bytes));
                 } else {
                     p.tx_event = Some(e.name.clone());
                     p.tx_bytes = value;
                     p.write_error_percent =
-                        value.and_then(|v| report::count::error_percent(v, app_tx_bytes));
+                        value.and_then(|v| report::kinds::count::error_percent(v, app_tx_bytes));
                 }
             }
             out.pmu = Some(p);

@@ -11,7 +11,7 @@ use counters::perf::{outcome, OpenError, Outcome, Reading, Scope, Session};
 use counters::workload::{CommandStdout, Workload, WorkloadError};
 use counters::{pcie_pmu, ReadUnder, Sampler};
 use model::root::SysRoot;
-use report::count::{
+use report::kinds::count::{
     CountDocument, CountInterval, CountStatus, CountedEvent, EventListing, PmuLink, PmuListing,
     RootPortFact,
 };
@@ -269,7 +269,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     let mut exit = None;
     let mut next_tick = interval.map(|i| started + i);
     if interval.is_some() && sep.is_none() && !global.json {
-        let _ = out.write_all(report::count::interval_header().as_bytes());
+        let _ = out.write_all(report::kinds::count::interval_header().as_bytes());
     }
     // Bounded by the command (or Ctrl-C): each pass sleeps at most 100 ms.
     loop {
@@ -296,7 +296,8 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
                     events: rows,
                 };
                 if !global.json {
-                    let _ = out.write_all(report::count::interval_lines(&row, sep).as_bytes());
+                    let _ =
+                        out.write_all(report::kinds::count::interval_lines(&row, sep).as_bytes());
                     let _ = out.flush();
                 }
                 intervals.push(row);
@@ -316,7 +317,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
             events: counted(&events, &session, &readings, Some(&last)),
         };
         if !global.json {
-            let _ = out.write_all(report::count::interval_lines(&row, sep).as_bytes());
+            let _ = out.write_all(report::kinds::count::interval_lines(&row, sep).as_bytes());
         }
         intervals.push(row);
     }
@@ -383,8 +384,8 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
             + "\n"
     } else if interval.is_none() {
         match sep {
-            Some(s) => report::count::render_csv(&doc, s),
-            None => report::count::render_text(&doc),
+            Some(s) => report::kinds::count::render_csv(&doc, s),
+            None => report::kinds::count::render_text(&doc),
         }
     } else {
         String::new()
@@ -570,29 +571,25 @@ fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
         tracepoints_missing,
     };
     let kernel = root.read("/proc/sys/kernel/osrelease").ok();
-    let findings =
-        report::count::root_port_pmu_findings(&facts, &links, kernel.as_deref().map(str::trim));
+    let findings = report::kinds::count::root_port_pmu_findings(
+        &facts,
+        &links,
+        kernel.as_deref().map(str::trim),
+    );
     if global.json {
-        #[derive(serde::Serialize)]
-        struct ListDocument<'a> {
-            pmus: &'a [PmuListing],
-            #[serde(flatten)]
-            events: &'a EventListing,
-            findings: &'a [model::Finding],
-        }
         crate::output::print_result(
             report::kinds::DocumentKind::PmuList,
-            &ListDocument {
-                pmus: &listing,
-                events: &events,
-                findings: &findings,
+            &report::kinds::count::PmuListDocument {
+                pmus: listing,
+                events,
+                findings,
             },
         )?;
     } else {
         // Through the one terminal writer: PMU, event and tracepoint names come from sysfs.
         crate::out!(
             "{}",
-            report::count::render_list(&listing, &events, &findings)
+            report::kinds::count::render_list(&listing, &events, &findings)
         )?;
     }
     Ok(ExitCode::SUCCESS)

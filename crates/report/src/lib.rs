@@ -9,7 +9,6 @@
 
 pub mod atomic;
 pub mod compare;
-pub mod count;
 pub mod document;
 pub mod efficiency;
 pub mod findings;

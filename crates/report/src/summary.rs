@@ -351,7 +351,7 @@ impl Summary {
         #[derive(serde::Deserialize)]
         struct BesideView {
             #[serde(default)]
-            counters: Option<crate::count::BesideCounters>,
+            counters: Option<crate::kinds::count::BesideCounters>,
         }
         if env.kind != DocumentKind::Count {
             if let Ok(BesideView { counters: Some(b) }) = doc.view::<BesideView>(origin) {

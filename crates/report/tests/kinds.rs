@@ -125,3 +125,12 @@ fn net_documents_read_back_unchanged() {
         );
     }
 }
+
+#[test]
+fn count_and_pmu_list_documents_read_back_unchanged() {
+    let c = same_through::<report::kinds::count::CountDocument>("count-true.json");
+    assert_eq!(c.command.as_deref(), Some(&["true".to_string()][..]));
+    assert!(!c.events.is_empty());
+    let l = same_through::<report::kinds::count::PmuListDocument>("pmu-list.json");
+    assert!(!l.pmus.is_empty() && !l.events.software.is_empty());
+}

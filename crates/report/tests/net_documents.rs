@@ -57,7 +57,7 @@ fn two_shaped_runs_compare() {
 /// interface device's interrupt rate and its root port's PMU bytes (numbers of a NIC behind
 /// a dwc_rootport PMU: Rx 3.2 % above the received payload, headers and descriptors).
 fn with_counters(received: u64, rx_bytes: f64, irq_per_s: f64) -> Summary {
-    use report::count::{error_percent, BesideCounters, IrqRate, PmuBytes};
+    use report::kinds::count::{error_percent, BesideCounters, IrqRate, PmuBytes};
     let mut v = fixture_value("net-shaped-tcp.json");
     let counters = BesideCounters {
         interrupts: vec![IrqRate {

@@ -1,7 +1,374 @@
-//! `headroom count`: what a report shows of counted events.
+//! The result of `headroom count` (document kind `count`) and its terminal renderings,
+//! shaped like `perf stat`'s: the same columns (value, unit, event, multiplexing fraction),
+//! `<not counted>` / `<not supported>`, the elapsed time, `-x SEP` CSV and `-I` lines.
 
 use crate::document::{Document, DocumentError};
 use crate::summary::{CounterRow, Summary};
+use model::Finding;
+use serde::{Deserialize, Serialize};
+
+/// Whether an event produced a number, in perf's words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CountStatus {
+    Counted,
+    /// Opened, never scheduled: `<not counted>`.
+    NotCounted,
+    /// The kernel or hardware has no such event: `<not supported>`.
+    NotSupported,
+}
+
+/// One event's total.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CountedEvent {
+    /// As typed (or `name=`).
+    pub name: String,
+    pub pmu: String,
+    pub status: CountStatus,
+    /// Scaled (multiplexing and the event's unit scale); `None` unless counted.
+    #[serde(default)]
+    pub value: Option<f64>,
+    /// The counter's own value before any scaling.
+    #[serde(default)]
+    pub raw: Option<u64>,
+    #[serde(default)]
+    pub unit: Option<String>,
+    /// time_running / time_enabled in percent (< 100: multiplexed and extrapolated).
+    #[serde(default)]
+    pub running_percent: Option<f64>,
+    #[serde(default)]
+    pub enabled_ns: u64,
+    #[serde(default)]
+    pub running_ns: u64,
+    /// Why it was not counted or not supported.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// A conversion the user should know of (16-byte units ...).
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// The events of one `-I` interval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CountInterval {
+    /// Seconds since counting started, at the end of the interval.
+    pub time_s: f64,
+    pub events: Vec<CountedEvent>,
+}
+
+/// Interrupts of one device during the run (`--irq`, and every benchmark's path).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IrqRate {
+    /// The device as the user named it (a PCI address or a block/net name).
+    pub device: String,
+    /// Its interrupt lines (MSI/MSI-X vectors from sysfs `msi_irqs/`, or the INTx `irq`).
+    pub irqs: Vec<u32>,
+    /// The action names of those lines in /proc/interrupts.
+    #[serde(default)]
+    pub names: Vec<String>,
+    pub count: u64,
+    pub per_second: f64,
+    /// The time between the two readings of /proc/interrupts, s (0 in documents older than
+    /// this field: unknown).
+    #[serde(default)]
+    pub seconds: f64,
+}
+
+/// Runs shorter than this give an interrupt count without a per-second rate: a rate over a
+/// millisecond extrapolates one or two interrupts (1 in 1 ms reads "1000 /s").
+pub const MIN_RATE_SECONDS: f64 = 1.0;
+
+impl IrqRate {
+    /// Whether the window was long enough for [`IrqRate::per_second`] to mean something (a
+    /// document that does not say keeps its rate).
+    pub fn has_rate(&self) -> bool {
+        self.seconds == 0.0 || self.seconds >= MIN_RATE_SECONDS
+    }
+
+    /// `# 840.0 /sec`, or the count over the short window it was taken in.
+    fn rate_comment(&self) -> String {
+        if self.has_rate() {
+            format!("# {:.1} /sec", self.per_second)
+        } else {
+            format!(
+                "# {} in {}: no rate from a run under {MIN_RATE_SECONDS} s",
+                self.count,
+                duration_words(self.seconds)
+            )
+        }
+    }
+}
+
+/// `1.07 ms`, `0.53 s`.
+fn duration_words(s: f64) -> String {
+    if s < 0.1 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{s:.2} s")
+    }
+}
+
+/// A PCIe PMU and the root port it counts (from `count --list`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PmuLink {
+    pub pmu: String,
+    /// `dwc_rootport`, `vendor_pcie_bdf`, `hisi_pcie`, `uncore_iio_free_running`.
+    pub family: String,
+    /// The root ports (PCI addresses) it counts for, as the audit names them.
+    pub root_ports: Vec<String>,
+    /// How the name (or sysfs) says what it covers.
+    pub covers: String,
+}
+
+/// The body of a `count` result document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CountDocument {
+    /// What perf prints after "Performance counter stats for": `'dd if=...'`, `'system
+    /// wide'`, `'CPU(s) 0-1'`.
+    pub target: String,
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// `process` or `system_wide`.
+    pub scope: String,
+    #[serde(default)]
+    pub cpus: Option<Vec<u32>>,
+    pub elapsed_s: f64,
+    #[serde(default)]
+    pub user_s: Option<f64>,
+    #[serde(default)]
+    pub sys_s: Option<f64>,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    pub events: Vec<CountedEvent>,
+    #[serde(default)]
+    pub intervals: Vec<CountInterval>,
+    #[serde(default)]
+    pub interrupts: Vec<IrqRate>,
+    #[serde(default)]
+    pub findings: Vec<Finding>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// perf's value column: counts as integers, scaled values (clocks in msec, MiB, ...) with
+/// two decimals (tools/perf/util/stat-display.c: "%18.0f" / "%18.2f").
+fn value_text(e: &CountedEvent) -> String {
+    match e.status {
+        CountStatus::NotCounted => "<not counted>".into(),
+        CountStatus::NotSupported => "<not supported>".into(),
+        CountStatus::Counted => {
+            let v = e.value.unwrap_or(0.0);
+            if e.unit.is_some() {
+                format!("{v:.2}")
+            } else {
+                format!("{v:.0}")
+            }
+        }
+    }
+}
+
+fn unit_width(events: &[CountedEvent]) -> usize {
+    events
+        .iter()
+        .filter_map(|e| e.unit.as_ref().map(String::len))
+        .max()
+        .unwrap_or(0)
+        .max(4)
+}
+
+/// One event line as perf prints it: value right-aligned in 18 columns, the unit, the
+/// name, and `(62.50%)` when the counter ran part of the time.
+pub fn event_line(e: &CountedEvent, unit_w: usize) -> String {
+    let mut line = format!(
+        "{:>18} {:<uw$} {}",
+        value_text(e),
+        e.unit.as_deref().unwrap_or(""),
+        e.name,
+        uw = unit_w
+    );
+    if let (CountStatus::Counted, Some(p)) = (e.status, e.running_percent) {
+        if p < 100.0 {
+            line = format!("{line:<60}  ({p:.2}%)");
+        }
+    }
+    line
+}
+
+/// The whole `perf stat` block.
+pub fn render_text(d: &CountDocument) -> String {
+    let w = unit_width(&d.events);
+    let mut out = format!("\n Performance counter stats for {}:\n\n", d.target);
+    for e in &d.events {
+        out.push_str(&event_line(e, w));
+        out.push('\n');
+    }
+    if !d.interrupts.is_empty() {
+        out.push('\n');
+        // /proc/interrupts counts a device's interrupts on every CPU, whoever caused them.
+        for r in &d.interrupts {
+            out.push_str(&format!(
+                "{:>18} {:<w$} interrupts of {}, system-wide (IRQ {}{})  {}\n",
+                r.count,
+                "",
+                r.device,
+                irq_list(&r.irqs),
+                if r.names.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", r.names.join(", "))
+                },
+                r.rate_comment()
+            ));
+        }
+    }
+    out.push_str(&format!("\n{:>18.9} seconds time elapsed\n", d.elapsed_s));
+    if let (Some(u), Some(s)) = (d.user_s, d.sys_s) {
+        out.push_str(&format!(
+            "\n{u:>18.9} seconds user\n{s:>18.9} seconds sys\n"
+        ));
+    }
+    out.push('\n');
+    out
+}
+
+/// perf's CSV (`-x SEP`): value, unit, event, run time (ns), percent running, then two
+/// empty metric fields.
+pub fn csv_line(e: &CountedEvent, sep: &str) -> String {
+    let v = value_text(e);
+    let pct = match e.status {
+        CountStatus::Counted => format!("{:.2}", e.running_percent.unwrap_or(100.0)),
+        CountStatus::NotCounted => "0.00".into(),
+        CountStatus::NotSupported => "100.00".into(),
+    };
+    [
+        v.as_str(),
+        e.unit.as_deref().unwrap_or(""),
+        &e.name,
+        &e.running_ns.to_string(),
+        &pct,
+        "",
+        "",
+    ]
+    .join(sep)
+}
+
+pub fn render_csv(d: &CountDocument, sep: &str) -> String {
+    d.events.iter().map(|e| csv_line(e, sep) + "\n").collect()
+}
+
+/// perf's `-I` header.
+pub fn interval_header() -> String {
+    "#           time             counts unit events\n".to_string()
+}
+
+/// The lines of one `-I` interval (`     1.000177283                 98      cs`), or
+/// `time SEP csv_line` with `-x`.
+pub fn interval_lines(i: &CountInterval, sep: Option<&str>) -> String {
+    let w = unit_width(&i.events);
+    i.events
+        .iter()
+        .map(|e| match sep {
+            Some(s) => format!("{:.9}{s}{}\n", i.time_s, csv_line(e, s)),
+            None => format!("{:>16.9} {}\n", i.time_s, event_line(e, w)),
+        })
+        .collect()
+}
+
+/// `count --list`: the PMUs with their events, PCIe ones with the root ports they count.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PmuListing {
+    pub name: String,
+    pub type_id: u32,
+    #[serde(default)]
+    pub cpumask: Option<Vec<u32>>,
+    pub events: Vec<String>,
+    pub formats: Vec<String>,
+    #[serde(default)]
+    pub link: Option<PmuLink>,
+}
+
+/// `count --list`'s events of no sysfs PMU, as `perf list` lists them: perf's software and
+/// generic hardware names, and every tracepoint of tracefs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EventListing {
+    pub software: Vec<String>,
+    pub hardware: Vec<String>,
+    pub tracepoints: Vec<String>,
+    /// Why the tracepoints could not be listed (tracefs unreadable or absent).
+    #[serde(default)]
+    pub tracepoints_missing: Option<String>,
+}
+
+pub fn render_list(pmus: &[PmuListing], events: &EventListing, findings: &[Finding]) -> String {
+    let mut out = String::new();
+    for p in pmus {
+        out.push_str(&format!("{} (type {})", p.name, p.type_id));
+        if let Some(c) = &p.cpumask {
+            out.push_str(&format!(
+                ", counts on CPU {}",
+                model::units::format_cpu_list(c)
+            ));
+        }
+        if let Some(l) = &p.link {
+            if l.root_ports.is_empty() {
+                out.push_str(&format!(", PCIe {}: {}", l.family, l.covers));
+            } else {
+                out.push_str(&format!(
+                    ", PCIe {}: root port {} ({})",
+                    l.family,
+                    l.root_ports.join(", "),
+                    l.covers
+                ));
+            }
+        }
+        out.push('\n');
+        if !p.formats.is_empty() {
+            out.push_str(&format!("  terms: {}\n", p.formats.join(", ")));
+        }
+        for e in &p.events {
+            out.push_str(&format!("  {}/{}/\n", p.name, e));
+        }
+    }
+    // perf list's sections and tags, so a line reads the same in both.
+    let section = |out: &mut String, names: &[String], tag: &str| {
+        for n in names {
+            out.push_str(&format!("  {n:<50} [{tag}]\n"));
+        }
+    };
+    out.push_str("\nsoftware events (any process, no PMU needed)\n");
+    section(&mut out, &events.software, "Software event");
+    out.push_str("\ngeneric hardware events (where the CPU's PMU has them)\n");
+    section(&mut out, &events.hardware, "Hardware event");
+    match &events.tracepoints_missing {
+        Some(why) => out.push_str(&format!("\ntracepoints: {why}\n")),
+        None => {
+            out.push_str(&format!(
+                "\ntracepoints ({}; count one as SYSTEM:NAME)\n",
+                events.tracepoints.len()
+            ));
+            section(&mut out, &events.tracepoints, "Tracepoint event");
+        }
+    }
+    for f in findings {
+        out.push_str(&format!("\n{}: {}: {}", f.severity, f.subject, f.message));
+        if let Some(a) = &f.advice {
+            out.push_str(&format!(" ({a})"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// What `headroom count --list --json` writes (the envelope aside, kind `pmu_list`): the
+/// PMUs with their events and formats, the other event sources, and the findings on the
+/// root ports' PMUs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PmuListDocument {
+    pub pmus: Vec<PmuListing>,
+    #[serde(flatten)]
+    pub events: EventListing,
+    pub findings: Vec<Finding>,
+}
 
 /// The run's facts, tests and rows for every renderer ([`Summary::of`] adds what every kind
 /// shares: the envelope, the path, the counters sampled beside the engine).
@@ -10,10 +377,9 @@ pub(crate) fn summarize(
     origin: &str,
     s: &mut Summary,
 ) -> Result<(), DocumentError> {
-    let c: crate::count::CountDocument = doc.view(origin)?;
+    let c: CountDocument = doc.view(origin)?;
     s.target = Some(c.target.trim_matches('\'').to_string());
     s.context.push(("scope".into(), c.scope.replace('_', " ")));
-    use crate::count::CountStatus;
     for e in &c.events {
         s.counters.push(CounterRow {
             name: e.name.clone(),
@@ -45,4 +411,365 @@ pub(crate) fn summarize(
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(name: &str, value: f64, unit: Option<&str>, pct: f64) -> CountedEvent {
+        CountedEvent {
+            name: name.into(),
+            pmu: "software".into(),
+            status: CountStatus::Counted,
+            value: Some(value),
+            raw: Some(value as u64),
+            unit: unit.map(str::to_string),
+            running_percent: Some(pct),
+            enabled_ns: 1000,
+            running_ns: (pct * 10.0) as u64,
+            reason: None,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn perf_shaped_lines() {
+        // perf 6.1 on this VM: "              3.47 msec task-clock" and
+        // "                24      context-switches".
+        let w = 4;
+        assert_eq!(
+            event_line(&ev("task-clock", 3.4712, Some("msec"), 100.0), w),
+            "              3.47 msec task-clock"
+        );
+        assert_eq!(
+            event_line(&ev("context-switches", 24.0, None, 100.0), w),
+            "                24      context-switches"
+        );
+        let m = event_line(&ev("cs", 1600.0, None, 62.5), w);
+        assert!(m.starts_with("              1600      cs"), "{m}");
+        assert!(m.ends_with("  (62.50%)"), "{m}");
+        let mut ns = ev("cycles", 0.0, None, 100.0);
+        ns.status = CountStatus::NotSupported;
+        assert_eq!(event_line(&ns, w), "   <not supported>      cycles");
+        // perf -x,: "<not supported>,,cycles,0,100.00,,"
+        ns.running_ns = 0;
+        assert_eq!(csv_line(&ns, ","), "<not supported>,,cycles,0,100.00,,");
+        assert_eq!(
+            csv_line(&ev("task-clock", 0.86, Some("msec"), 100.0), ","),
+            "0.86,msec,task-clock,1000,100.00,,"
+        );
+    }
+
+    #[test]
+    fn document_round_trips() {
+        let d = CountDocument {
+            target: "'true'".into(),
+            command: Some(vec!["true".into()]),
+            scope: "process".into(),
+            cpus: None,
+            elapsed_s: 0.001,
+            user_s: Some(0.0),
+            sys_s: Some(0.001),
+            exit_code: Some(0),
+            events: vec![ev("cs", 1.0, None, 100.0)],
+            intervals: vec![],
+            interrupts: vec![],
+            findings: vec![],
+            notes: vec![],
+        };
+        let v = serde_json::to_value(&d).unwrap();
+        let back: CountDocument = serde_json::from_value(v).unwrap();
+        assert_eq!(back, d);
+        let t = render_text(&d);
+        assert!(t.contains(" Performance counter stats for 'true':"), "{t}");
+        assert!(t.contains("       0.001000000 seconds time elapsed"), "{t}");
+    }
+}
+
+/// A root port as the audit found it, for the PMU findings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RootPortFact {
+    /// `0000:00:1c.0`.
+    pub address: String,
+    pub vendor_id: Option<u16>,
+}
+
+/// PCI vendor IDs whose DesignWare root ports dwc_pcie_pmu binds (its dwc_pcie_vendor_ids
+/// table: PCI_VENDOR_ID_ALIBABA 0x1ded, _AMPERE 0x1def, _QCOM 0x17cb in
+/// include/linux/pci_ids.h; Rockchip 0x1d87 joined the list in 2025).
+const DWC_RAS_DES_VENDORS: [(u16, &str); 4] = [
+    (0x1ded, "Alibaba"),
+    (0x1def, "Ampere"),
+    (0x17cb, "Qualcomm"),
+    (0x1d87, "Rockchip"),
+];
+
+/// One finding per root port that no PMU counts, with the likely reason.
+/// `kernel` is the release (`6.1.0-27-amd64`), for the "older than the driver" reason.
+pub fn root_port_pmu_findings(
+    ports: &[RootPortFact],
+    links: &[PmuLink],
+    kernel: Option<&str>,
+) -> Vec<Finding> {
+    use model::Severity;
+    let counted = |a: &str| links.iter().any(|l| l.root_ports.iter().any(|p| p == a));
+    let any_pcie_pmu = !links.is_empty();
+    // dwc_pcie_pmu appeared in Linux 6.8 (drivers/perf/dwc_pcie_pmu.c, merged for v6.8).
+    let old_kernel = kernel
+        .and_then(|k| {
+            let mut it = k.split(|c: char| !c.is_ascii_digit());
+            Some((
+                it.next()?.parse::<u32>().ok()?,
+                it.next()?.parse::<u32>().ok()?,
+            ))
+        })
+        .is_some_and(|v| v < (6, 8));
+    ports
+        .iter()
+        .filter(|p| !counted(&p.address))
+        .map(|p| {
+            let vendor = p
+                .vendor_id
+                .and_then(|v| DWC_RAS_DES_VENDORS.iter().find(|(id, _)| *id == v));
+            let reason = if old_kernel {
+                format!(
+                    "the kernel ({}) is older than dwc_pcie_pmu (Linux 6.8), the driver of \
+                     DesignWare root-port PMUs",
+                    kernel.unwrap_or("?")
+                )
+            } else if let Some((_, name)) = vendor {
+                if any_pcie_pmu {
+                    format!("a {name} root port should have a dwc_rootport PMU: dwc_pcie_pmu did not bind it (RAS DES capability absent or of another revision)")
+                } else {
+                    format!("no PCIe PMU driver is loaded: `modprobe dwc_pcie_pmu` (CONFIG_DWC_PCIE_PMU) counts {name} DesignWare root ports")
+                }
+            } else {
+                format!(
+                    "its vendor ({}) is not in dwc_pcie_pmu's RAS DES list (Alibaba, Ampere, \
+                     Qualcomm; Rockchip since 2025), and no other PCIe PMU driver \
+                     (hisi_pcie_pmu, Intel uncore IIO) covers it",
+                    p.vendor_id.map_or("unknown".to_string(), |v| format!("{v:04x}"))
+                )
+            };
+            Finding::new(
+                Severity::Info,
+                format!("root port {}", p.address),
+                format!("no PMU counts this root port's traffic, so benchmarks cannot check the bus carried their bytes: {reason}"),
+            )
+            .with_advice("the kernel's count of the bytes (/proc/diskstats, /proc/net/dev) remains the cross-check")
+        })
+        .collect()
+}
+
+/// Why no PMU counts a path whose PCI function `device` sits on a root bus with no root
+/// port above it: the PCIe PMUs count at root ports (dwc_rootport, hisi_pcie) or at the
+/// root-bus stacks of Intel's IIO, none of which a root-complex integrated or paravirtual
+/// function (this VM's virtio) has.
+pub fn no_root_port_note(device: &str) -> String {
+    format!(
+        "{device}: no PMU counts this device's traffic, so benchmarks cannot check the bus \
+         carried their bytes: it sits on a root bus with no root port above it (an integrated \
+         or paravirtual function), and PCIe PMUs count at root ports; the kernel's count of the \
+         bytes (/proc/diskstats, /proc/net/dev) remains the cross-check"
+    )
+}
+
+#[cfg(test)]
+mod finding_tests {
+    use super::*;
+
+    #[test]
+    fn a_root_port_without_pmu_says_why() {
+        let ports = vec![
+            RootPortFact {
+                address: "0000:00:1c.0".into(),
+                vendor_id: Some(0x8086),
+            },
+            RootPortFact {
+                address: "0000:30:03.0".into(),
+                vendor_id: Some(0x1ded),
+            },
+            RootPortFact {
+                address: "0000:00:00.0".into(),
+                vendor_id: Some(0x1d87),
+            },
+        ];
+        let links = vec![PmuLink {
+            pmu: "dwc_rootport_3018".into(),
+            family: "dwc_rootport".into(),
+            root_ports: vec!["0000:30:03.0".into()],
+            covers: String::new(),
+        }];
+        let f = root_port_pmu_findings(&ports, &links, Some("6.12.1"));
+        assert_eq!(f.len(), 2, "the counted port has no finding");
+        assert!(
+            f[0].message
+                .contains("vendor (8086) is not in dwc_pcie_pmu's RAS DES list"),
+            "{}",
+            f[0].message
+        );
+        assert!(
+            f[1].message
+                .contains("a Rockchip root port should have a dwc_rootport PMU"),
+            "{}",
+            f[1].message
+        );
+        let old = root_port_pmu_findings(&ports[..1], &[], Some("6.1.0-27-amd64"));
+        assert!(
+            old[0]
+                .message
+                .contains("older than dwc_pcie_pmu (Linux 6.8)"),
+            "{}",
+            old[0].message
+        );
+        let none = root_port_pmu_findings(&ports[2..], &[], Some("6.12"));
+        assert!(
+            none[0].message.contains("`modprobe dwc_pcie_pmu`"),
+            "{}",
+            none[0].message
+        );
+    }
+}
+
+/// The root port's PMU bytes against the application's (a benchmark's cross-check on the bus).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PmuBytes {
+    pub pmu: String,
+    /// The PCI function on the path the PMU covers (its root port).
+    pub root_port: String,
+    /// Payload the root port received (device-to-memory writes: a disk read's data).
+    #[serde(default)]
+    pub rx_event: Option<String>,
+    #[serde(default)]
+    pub rx_bytes: Option<f64>,
+    /// Payload the root port sent (completions of the device's reads: a disk write's data).
+    #[serde(default)]
+    pub tx_event: Option<String>,
+    #[serde(default)]
+    pub tx_bytes: Option<f64>,
+    pub app_read_bytes: u64,
+    pub app_write_bytes: u64,
+    /// (PMU − application) / application, percent, reads against Rx and writes against Tx.
+    #[serde(default)]
+    pub read_error_percent: Option<f64>,
+    #[serde(default)]
+    pub write_error_percent: Option<f64>,
+    /// Why a number is missing (the PMU refused the event, no such event ...).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// Counters sampled beside a benchmark's engine: interrupts of the devices on its path, the
+/// root port's PMU when one exists.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BesideCounters {
+    #[serde(default)]
+    pub interrupts: Vec<IrqRate>,
+    #[serde(default)]
+    pub pmu: Option<PmuBytes>,
+    /// What could not be sampled, one sentence each.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+pub fn error_percent(counted: f64, app: u64) -> Option<f64> {
+    (app > 0).then(|| (counted - app as f64) / app as f64 * 100.0)
+}
+
+/// IRQ numbers as /proc/interrupts names them, comma-separated (`36,37`).
+fn irq_list(irqs: &[u32]) -> String {
+    irqs.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The lines a benchmark prints under its table.
+pub fn render_beside(b: &BesideCounters) -> String {
+    let mut out = String::new();
+    for r in &b.interrupts {
+        out.push_str(&format!(
+            "Interrupts: {} (IRQ {}{}): {} during the run, {:.1} /s\n",
+            r.device,
+            irq_list(&r.irqs),
+            if r.names.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", r.names.join(", "))
+            },
+            r.count,
+            r.per_second
+        ));
+    }
+    if let Some(p) = &b.pmu {
+        let side = |what: &str, bytes: Option<f64>, app: u64, err: Option<f64>| match bytes {
+            Some(v) => format!(
+                "{what} {v:.0} B vs application {app} B{}",
+                err.map(|e| format!(" ({e:+.2} %)")).unwrap_or_default()
+            ),
+            None => format!("{what} –"),
+        };
+        out.push_str(&format!(
+            "PCIe PMU {} (root port {}): {}; {}{}\n",
+            p.pmu,
+            p.root_port,
+            side("Rx", p.rx_bytes, p.app_read_bytes, p.read_error_percent),
+            side("Tx", p.tx_bytes, p.app_write_bytes, p.write_error_percent),
+            p.reason
+                .as_ref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        ));
+    }
+    for n in &b.notes {
+        out.push_str(&format!("Counters: {n}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod beside_tests {
+    use super::*;
+
+    #[test]
+    fn pmu_bytes_against_the_applications() {
+        // Seed 002: 536,910,432 16-byte units on pcie_bdf_200 for fio's 8590 MB read.
+        let rx = 536_910_432.0 * 16.0;
+        let app = 8_192 * 1_048_576;
+        let b = BesideCounters {
+            interrupts: vec![IrqRate {
+                device: "0000:01:00.0".into(),
+                irqs: vec![40, 41],
+                names: vec!["nvme0q1".into()],
+                count: 5000,
+                per_second: 2500.0,
+                seconds: 2.0,
+            }],
+            pmu: Some(PmuBytes {
+                pmu: "pcie_bdf_200".into(),
+                root_port: "0000:02:00.0".into(),
+                rx_event: Some("pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/".into()),
+                rx_bytes: Some(rx),
+                tx_event: None,
+                tx_bytes: None,
+                app_read_bytes: app,
+                app_write_bytes: 0,
+                read_error_percent: error_percent(rx, app),
+                write_error_percent: None,
+                reason: None,
+            }),
+            notes: vec![],
+        };
+        let e = b.pmu.as_ref().unwrap().read_error_percent.unwrap();
+        assert!((e - 0.00736).abs() < 0.0001, "{e}");
+        let t = render_beside(&b);
+        assert!(
+            t.contains(
+                "Interrupts: 0000:01:00.0 (IRQ 40,41 nvme0q1): 5000 during the run, 2500.0 /s"
+            ),
+            "{t}"
+        );
+        assert!(t.contains("PCIe PMU pcie_bdf_200 (root port 0000:02:00.0): Rx 8590566912 B vs application 8589934592 B (+0.01 %); Tx –"), "{t}");
+    }
 }

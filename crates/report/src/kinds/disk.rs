@@ -1,8 +1,8 @@
 //! `headroom bench disk`: its document (the engine's measurements, the path's ceiling with
 //! each test's efficiency, the findings), its terminal text and what a report shows of it.
 
-use crate::count::BesideCounters;
 use crate::document::{Document, DocumentError};
+use crate::kinds::count::BesideCounters;
 use crate::summary::{put, seconds, yes_no, CeilingRow, Summary, TestRow};
 use crate::terminal::Style;
 use model::ceiling::PathCeiling;

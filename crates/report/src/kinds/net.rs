@@ -109,7 +109,7 @@ pub struct NetDocument {
     /// Interrupts of the interface's device and its root port's PMU bytes, sampled beside
     /// the engine (the same columns as `bench disk`'s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub counters: Option<crate::count::BesideCounters>,
+    pub counters: Option<crate::kinds::count::BesideCounters>,
     #[serde(default)]
     pub cpu_per_gb: CpuPerGb,
     #[serde(default)]
@@ -674,7 +674,7 @@ pub fn render_text(r: &NetDocument) -> String {
         );
     }
     if let Some(c) = &r.counters {
-        s.push_str(&crate::count::render_beside(c));
+        s.push_str(&crate::kinds::count::render_beside(c));
     }
     for n in &r.notes {
         let _ = writeln!(s, "note: {n}");
@@ -946,8 +946,8 @@ mod tests {
         let mut r = report_on(Protocol::Tcp, 2_000_000, gigabit());
         // This end sent (Tx) and received nothing: the PMU's Tx is set against what was sent.
         assert_eq!(app_bytes(&r.measurement), (2_000_000, 0));
-        r.counters = Some(crate::count::BesideCounters {
-            interrupts: vec![crate::count::IrqRate {
+        r.counters = Some(crate::kinds::count::BesideCounters {
+            interrupts: vec![crate::kinds::count::IrqRate {
                 device: "eth0 0000:00:03.0".into(),
                 irqs: vec![37, 38, 39],
                 names: vec!["virtio2-input.0".into(), "virtio2-output.0".into()],
