@@ -56,9 +56,12 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
         }
         let mut bodies = Vec::new();
         for (doc, origin) in &loaded {
-            bodies.push((origin.clone(), report::survey::SurveyBody::of(doc, origin)?));
+            bodies.push((
+                origin.clone(),
+                report::kinds::survey::SurveyBody::of(doc, origin)?,
+            ));
         }
-        let (markdown, parts) = report::survey::compare_surveys(&bodies)?;
+        let (markdown, parts) = report::kinds::survey::compare_surveys(&bodies)?;
         crate::out!("{markdown}")?;
         return Ok(gate(&parts, args.fail_above));
     }

@@ -14,11 +14,11 @@ pub struct Rendered {
 /// sections, any other document one section.
 pub fn render(doc: &Document, origin: &str) -> anyhow::Result<Rendered> {
     if doc.kind() == report::kinds::DocumentKind::Survey {
-        let body = report::survey::SurveyBody::of(doc, origin)?;
+        let body = report::kinds::survey::SurveyBody::of(doc, origin)?;
         let (parts, _) = body.part_docs(origin);
         Ok(Rendered {
             markdown: crate::survey::markdown(doc, &body, origin),
-            html_intro: report::survey::html_intro(doc, &body, origin),
+            html_intro: report::kinds::survey::html_intro(doc, &body, origin),
             summaries: parts.into_iter().map(|p| p.summary).collect(),
         })
     } else {

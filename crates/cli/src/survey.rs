@@ -6,7 +6,7 @@
 //! in a child process (`headroom bench disk ... --json`), so a part that fails or is
 //! stopped leaves the others and the survey document intact, and each part's document is
 //! exactly what the command alone would have written. The survey document holds them all,
-//! with the summary and ranked conclusions of `report::survey`.
+//! with the summary and ranked conclusions of `report::kinds::survey`.
 
 use crate::output::{GlobalArgs, KeepArgs};
 use anyhow::Context;
@@ -14,7 +14,7 @@ use clap::Args;
 use model::inventory::block::{BlockDevice, BlockInventory, BlockKind};
 use model::root::SysRoot;
 use model::survey::{fit, format_seconds, refit, Overruns, PartKind, Plan, PlannedPart, Spent};
-use report::survey::{PartResult, PartStatus, SurveyBody};
+use report::kinds::survey::{PartResult, PartStatus, SurveyBody};
 use report::Document;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -368,7 +368,7 @@ fn finished(body: &SurveyBody, interrupted: bool) -> SurveyBody {
 
 /// The survey as Markdown: its own intro, then every part's section.
 pub fn markdown(doc: &Document, body: &SurveyBody, origin: &str) -> String {
-    let mut o = report::survey::markdown_intro(doc, body, origin);
+    let mut o = report::kinds::survey::markdown_intro(doc, body, origin);
     let (docs, problems) = body.part_docs(origin);
     let summaries: Vec<report::Summary> = docs.into_iter().map(|d| d.summary).collect();
     o.push_str(&report::markdown::render(&summaries));
@@ -380,7 +380,7 @@ pub fn markdown(doc: &Document, body: &SurveyBody, origin: &str) -> String {
 
 /// The survey as one HTML page.
 pub fn html(doc: &Document, body: &SurveyBody, origin: &str) -> anyhow::Result<String> {
-    let intro = report::survey::html_intro(doc, body, origin);
+    let intro = report::kinds::survey::html_intro(doc, body, origin);
     let (docs, _) = body.part_docs(origin);
     let summaries: Vec<report::Summary> = docs.into_iter().map(|d| d.summary).collect();
     Ok(report::html::render_with_intro(&intro, &summaries)?)

@@ -534,7 +534,7 @@ impl Store {
         let s = Summary::of(&doc, "the document to save")?;
         // What the listing shows: a survey counts its parts and conclusions.
         let (test, headline) = if doc.kind() == crate::kinds::DocumentKind::Survey {
-            crate::survey::SurveyBody::of(&doc, "the document to save")?.listing("survey")
+            crate::kinds::survey::SurveyBody::of(&doc, "the document to save")?.listing("survey")
         } else {
             (s.test_label(), s.headline())
         };

@@ -18,7 +18,6 @@ pub mod kinds;
 pub mod markdown;
 pub mod outside;
 pub mod summary;
-pub mod survey;
 pub mod table;
 pub mod terminal;
 pub mod views;

@@ -363,7 +363,7 @@ fn tables_fit_the_page_and_labels_stay_in_their_plots() {
 #[test]
 fn a_survey_renders_in_chromium() {
     use model::survey::{fit, PartKind};
-    use report::survey::SurveyBody;
+    use report::kinds::survey::SurveyBody;
     let Some(chromium) = chromium() else { return };
     let parts = [
         ("audit", PartKind::Audit, "audit-nvme-downgraded.json"),
@@ -389,7 +389,7 @@ fn a_survey_renders_in_chromium() {
         conclusions: Vec::new(),
     };
     let doc = report::document::wrap(report::kinds::DocumentKind::Survey, "0.1.0", &body).unwrap();
-    let intro = report::survey::html_intro(&doc, &body, "survey.json");
+    let intro = report::kinds::survey::html_intro(&doc, &body, "survey.json");
     let (docs, problems) = body.part_docs("survey.json");
     assert!(problems.is_empty(), "{problems:?}");
     let summaries: Vec<Summary> = docs.into_iter().map(|d| d.summary).collect();

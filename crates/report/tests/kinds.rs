@@ -134,3 +134,12 @@ fn count_and_pmu_list_documents_read_back_unchanged() {
     let l = same_through::<report::kinds::count::PmuListDocument>("pmu-list.json");
     assert!(!l.pmus.is_empty() && !l.events.software.is_empty());
 }
+
+#[test]
+fn survey_and_plan_documents_read_back_unchanged() {
+    let p = same_through::<model::survey::Plan>("survey-plan-sd-nvme.json");
+    assert!(!p.parts.is_empty());
+    // A survey written with its parts' documents inside: every part reads back as written.
+    let s = same_through::<report::kinds::survey::SurveyBody>("survey-rpi5.json");
+    assert!(!s.parts.is_empty() && !s.plan.parts.is_empty());
+}

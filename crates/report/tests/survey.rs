@@ -3,7 +3,7 @@
 //! ranked conclusions, Markdown (insta snapshot) and compare of a before/after pair.
 
 use model::survey::{fit, PartKind};
-use report::survey::{PartResult, PartStatus, SurveyBody};
+use report::kinds::survey::{PartResult, PartStatus, SurveyBody};
 use report::Document;
 use serde_json::Value;
 
@@ -325,7 +325,7 @@ fn every_conclusion_has_an_action_and_the_survey_names_its_own_load() {
 #[test]
 fn markdown_of_a_survey() {
     let (doc, body) = survey("rpi5-gen2.json");
-    let mut md = report::survey::markdown_intro(&doc, &body, "survey.json");
+    let mut md = report::kinds::survey::markdown_intro(&doc, &body, "survey.json");
     let (parts, problems) = body.part_docs("survey.json");
     assert!(problems.is_empty(), "{problems:?}");
     assert_eq!(parts.len(), 4);
@@ -339,7 +339,7 @@ fn markdown_of_a_survey() {
 fn compare_of_two_surveys_lines_the_parts_up() {
     let (_, before) = survey("rpi5-gen2.json");
     let (_, after) = survey("rpi5-gen3.json");
-    let (md, parts) = report::survey::compare_surveys(&[
+    let (md, parts) = report::kinds::survey::compare_surveys(&[
         ("before.json".to_string(), before.clone()),
         ("after.json".to_string(), after.clone()),
     ])
@@ -347,7 +347,7 @@ fn compare_of_two_surveys_lines_the_parts_up() {
     // Gen 2 -> Gen 3 is faster: nothing regressed. Backwards, the disk part's dd write
     // regressed, named with its unit and the part (`compare --fail-above` gates surveys too).
     assert!(parts.iter().all(|c| c.regressions_above(5.0).is_empty()));
-    let (_, back) = report::survey::compare_surveys(&[
+    let (_, back) = report::kinds::survey::compare_surveys(&[
         ("after.json".to_string(), after),
         ("before.json".to_string(), before),
     ])

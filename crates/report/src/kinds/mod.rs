@@ -9,6 +9,7 @@ pub mod latency;
 pub mod mmio;
 pub mod net;
 pub mod path;
+pub mod survey;
 
 use serde::{Deserialize, Serialize};
 

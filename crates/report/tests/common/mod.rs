@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use model::survey::{PartKind, PlannedPart};
-use report::survey::{PartResult, PartStatus};
+use report::kinds::survey::{PartResult, PartStatus};
 use report::{Document, Summary};
 use serde_json::Value;
 use std::path::PathBuf;
