@@ -129,7 +129,15 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if docs.is_empty() {
-        anyhow::bail!("no result document could be read: nothing to report");
+        // Each input that could not be read was named above; with one, that sentence is the
+        // whole story.
+        if inputs.len() > 1 {
+            crate::terminal::error(format!(
+                "none of the {} inputs could be read: nothing to report",
+                inputs.len()
+            ));
+        }
+        return Ok(exit(true));
     }
     while md.ends_with("\n\n") {
         md.pop();

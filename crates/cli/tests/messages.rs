@@ -160,3 +160,25 @@ fn an_unattached_loop_device_is_called_what_it_is() {
     );
     assert!(!text.contains("RAM disk, zram"), "{text}");
 }
+
+/// `report /nonexistent.json` printed two errors: the file's, then "no result document could
+/// be read: nothing to report". One input that cannot be read is one sentence; several name
+/// each, then say none could be read.
+#[test]
+fn a_report_of_a_missing_file_is_one_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("run.json");
+    let m = missing.to_str().unwrap();
+    let err = fails_saying(
+        headroom().args(["report", m]),
+        1,
+        &format!("{m}: no such file"),
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let err = fails_saying(
+        headroom().args(["report", m, m]),
+        1,
+        "none of the 2 inputs could be read: nothing to report",
+    );
+    assert_eq!(err.lines().count(), 3, "{err}");
+}

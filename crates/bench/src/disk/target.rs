@@ -429,9 +429,24 @@ pub fn prepare(
         }
         TargetKind::ExistingFile | TargetKind::NewFile => {
             let existing = insp.kind == TargetKind::ExistingFile;
+            // --overwrite writes the file the user named, never what a link there points to:
+            // in a directory others can write, anyone can plant or swap the link (root would
+            // then fill /etc/shadow with test data). O_NOFOLLOW closes the window between
+            // this look and the open.
+            if existing {
+                if let Ok(to) = std::fs::read_link(&insp.file) {
+                    return Err(DiskError::Target(format!(
+                        "{show} is a symbolic link (to {}): --overwrite writes only a file \
+                         named as itself; give the file the link points to",
+                        to.display()
+                    )));
+                }
+            }
             check_free_space(&insp.file, opts.size, existing)?;
             let mut o = OpenOptions::new();
-            o.read(true).write(true).custom_flags(direct_flag);
+            o.read(true)
+                .write(true)
+                .custom_flags(direct_flag | if existing { libc::O_NOFOLLOW } else { 0 });
             if existing {
                 o.create(false);
             } else {
@@ -535,6 +550,11 @@ fn open_error(show: &str, e: &std::io::Error, direct: bool) -> DiskError {
         }
         Some(libc::EROFS) => ": the filesystem is read-only".to_string(),
         Some(libc::EEXIST) => ": a file of that name appeared meanwhile; run again".to_string(),
+        Some(libc::ELOOP) => {
+            ": it became a symbolic link after it was inspected (someone else is changing it); \
+             --overwrite writes only a file named as itself"
+                .to_string()
+        }
         Some(libc::EBUSY) => ": the device is in use (mounted or held)".to_string(),
         Some(libc::EINVAL) if direct => {
             ": the filesystem refuses direct I/O (O_DIRECT); use --direct 0".to_string()
@@ -895,6 +915,32 @@ mod tests {
         assert!(!created().contains(&keep));
         drop(t);
         assert!(keep.exists());
+    }
+
+    #[test]
+    fn overwrite_never_writes_through_a_symbolic_link() {
+        // A link planted where the user's test file was expected: root must not fill its
+        // target, and the target keeps its bytes.
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"keep me").unwrap();
+        let link = dir.path().join("test.bin");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let insp = inspect(&link).unwrap();
+        assert_eq!(insp.kind, TargetKind::ExistingFile);
+        let opts = TargetOptions {
+            size: 1 << 20,
+            writes: true,
+            overwrite: true,
+            ..TargetOptions::default()
+        };
+        let stop = AtomicBool::new(false);
+        let e = prepare(insp, None, None, &[], &opts, &stop, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is a symbolic link (to "), "{e}");
+        assert!(e.contains("give the file the link points to"), "{e}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
     }
 
     #[test]
