@@ -337,8 +337,8 @@ impl Summary {
             DocumentKind::Count => kinds::count::summarize(doc, origin, &mut s)?,
             DocumentKind::Mmio => kinds::mmio::summarize(doc, origin, &mut s)?,
             // Their facts are the path's and the envelope's (below), or none a report shows.
+            DocumentKind::Ceiling => kinds::ceiling::summarize(doc, origin, &mut s)?,
             DocumentKind::Path
-            | DocumentKind::Ceiling
             | DocumentKind::PmuList
             | DocumentKind::Survey
             | DocumentKind::SurveyPlan

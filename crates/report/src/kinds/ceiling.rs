@@ -667,3 +667,217 @@ impl MmcCeilings {
         Ok(out)
     }
 }
+
+// ---- what a report shows ----
+
+/// The ceilings as tables for every renderer (MB/s = 10^6 B/s), one row per ceiling the
+/// document holds, with the parameters that make it.
+pub(crate) fn summarize(
+    doc: &crate::document::Document,
+    origin: &str,
+    s: &mut crate::summary::Summary,
+) -> Result<(), crate::document::DocumentError> {
+    use crate::summary::counted_table;
+    use crate::table::mb;
+    use model::units::MB;
+    let rate = |bps: f64| mb(bps / MB);
+    let c: CeilingDocument = doc.view(origin)?;
+    let unit = " (MB/s = 10^6 B/s, per direction)";
+    match c {
+        CeilingDocument::Pcie(p) => {
+            let rows = p
+                .ceilings
+                .iter()
+                .map(|c| {
+                    vec![
+                        c.link.to_string(),
+                        c.params.set.label().to_string(),
+                        c.params.mps.to_string(),
+                        c.params.mrrs.to_string(),
+                        rate(c.raw_bps),
+                        rate(c.tlp_write_bps),
+                        rate(c.tlp_read_bps),
+                        rate(c.effective_write_bps),
+                        rate(c.effective_read_bps),
+                        format!("{:.1} %", 100.0 * c.read_request_share),
+                    ]
+                })
+                .collect();
+            s.inventory.push(counted_table(
+                "PCIe",
+                ("ceiling", "ceilings"),
+                unit,
+                &[
+                    ("Link", false),
+                    ("Assumptions", false),
+                    ("MPS", true),
+                    ("MRRS", true),
+                    ("Raw", true),
+                    ("TLP write", true),
+                    ("TLP read", true),
+                    ("Effective write", true),
+                    ("Effective read", true),
+                    ("Read requests", true),
+                ],
+                rows,
+            ));
+        }
+        CeilingDocument::Usb(u) => {
+            let mut rows = Vec::new();
+            for r in &u.speeds {
+                for t in &r.transfers {
+                    rows.push(vec![
+                        r.label.clone(),
+                        format!("{} Mb/s", r.signalling_mbps),
+                        r.coding.clone(),
+                        rate(r.raw_bps),
+                        t.transfer.label().to_string(),
+                        t.bytes_per_second.map_or_else(crate::table::dash, rate),
+                        t.basis.to_string(),
+                    ]);
+                }
+            }
+            s.inventory.push(counted_table(
+                "USB",
+                ("ceiling", "ceilings"),
+                " (MB/s = 10^6 B/s, per endpoint and direction)",
+                &[
+                    ("Speed", false),
+                    ("Signalling", false),
+                    ("Coding", false),
+                    ("Raw", true),
+                    ("Transfer", false),
+                    ("Ceiling", true),
+                    ("Basis", false),
+                ],
+                rows,
+            ));
+            let rows = u
+                .guide_table_1_2
+                .iter()
+                .map(|f| {
+                    vec![
+                        f.speed.label().to_string(),
+                        f.transfer.label().to_string(),
+                        f.printed.to_string(),
+                        rate(f.bytes_per_second),
+                        f.note.clone(),
+                    ]
+                })
+                .collect();
+            s.inventory.push(counted_table(
+                "Rockchip USB guide, table 1-2",
+                ("figure", "figures"),
+                " (printed as MBps), checked",
+                &[
+                    ("Speed", false),
+                    ("Transfer", false),
+                    ("Guide", true),
+                    ("Ceiling (MB/s)", true),
+                    ("Unit of the guide", false),
+                ],
+                rows,
+            ));
+        }
+        CeilingDocument::Sata(t) => {
+            let rows = t
+                .links
+                .iter()
+                .map(|c| {
+                    vec![
+                        format!("SATA {} Gb/s", c.gbps),
+                        c.coding.to_string(),
+                        rate(c.raw_bps),
+                        rate(c.data_bps),
+                    ]
+                })
+                .collect();
+            s.inventory.push(counted_table(
+                "SATA",
+                ("link", "links"),
+                unit,
+                &[
+                    ("Link", false),
+                    ("Coding", false),
+                    ("Raw", true),
+                    ("Data", true),
+                ],
+                rows,
+            ));
+        }
+        CeilingDocument::Eth(e) => {
+            let rows = e
+                .ceilings
+                .iter()
+                .map(|c| {
+                    let proto = match c.params.transport {
+                        eth::Transport::Tcp { timestamps: true } => "TCP, timestamps",
+                        eth::Transport::Tcp { timestamps: false } => "TCP",
+                        eth::Transport::Udp { .. } => "UDP",
+                    };
+                    let ip = match c.params.ip {
+                        eth::IpVersion::V4 => "IPv4",
+                        eth::IpVersion::V6 => "IPv6",
+                    };
+                    vec![
+                        eth::rate_name(c.params.rate).unwrap_or("?").to_string(),
+                        format!("{proto} / {ip}"),
+                        c.params.mtu.to_string(),
+                        c.payload_bytes.to_string(),
+                        c.frames.to_string(),
+                        c.wire_bytes.to_string(),
+                        rate(c.raw.0),
+                        rate(c.goodput.0),
+                    ]
+                })
+                .collect();
+            s.inventory.push(counted_table(
+                "Ethernet",
+                ("ceiling", "ceilings"),
+                unit,
+                &[
+                    ("Rate", false),
+                    ("Protocol", false),
+                    ("MTU", true),
+                    ("Payload (B)", true),
+                    ("Frames", true),
+                    ("Wire (B)", true),
+                    ("Raw", true),
+                    ("Goodput", true),
+                ],
+                rows,
+            ));
+        }
+        CeilingDocument::Mmc(m) => {
+            let rows = m
+                .modes
+                .iter()
+                .map(|c| {
+                    vec![
+                        c.mode.label().to_string(),
+                        format!("{}", c.clock_mhz),
+                        c.bus_width.to_string(),
+                        if c.ddr { "DDR" } else { "SDR" }.to_string(),
+                        rate(c.bus_bps),
+                        rate(c.block_bps),
+                    ]
+                })
+                .collect();
+            s.inventory.push(counted_table(
+                "eMMC and SD",
+                ("mode", "modes"),
+                unit,
+                &[
+                    ("Mode", false),
+                    ("Clock (MHz)", true),
+                    ("Bus bits", true),
+                    ("Edges", false),
+                    ("Bus", true),
+                    ("Blocks", true),
+                ],
+                rows,
+            ));
+        }
+    }
+    Ok(())
+}
