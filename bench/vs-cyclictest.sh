@@ -153,6 +153,9 @@ for cond in conditions:
           f"cyclictest {statistics.median(cpu_b):.2f} us"
           + ("  (headroom: measuring threads only; cyclictest: whole process)" if cond == "stress"
              else "  (both: whole process, user+sys)"))
+    d_cpu = [a - b for a, b in zip(cpu_a, cpu_b)]
+    print(f"median paired difference of CPU per wake-up A-B: {statistics.median(d_cpu):+.2f} us "
+          f"({sum(1 for d in d_cpu if d <= 0)} of {len(d_cpu)} rounds at most cyclictest's)")
     if abs(ma) <= 2 and abs(mp) <= 2:
         print(f"verdict ({cond}): within the 2 us target")
     else:

@@ -88,7 +88,7 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
     }
     if global.json {
         crate::output::print_result(
-            report::kinds::DocumentKind::Audit,
+            report::document::DocumentKind::Audit,
             &AuditDocument {
                 source: Some(source),
                 pci: audit.clone(),

@@ -10,9 +10,10 @@ use crate::output::GlobalArgs;
 use crate::terminal;
 use anyhow::Context as _;
 use bench::latency::{self, Session};
-use bench::stress::{self, Launcher, Load, StopReport};
+use bench::stress::{self, Launcher, Load};
 use clap::{ArgAction, Args, Subcommand};
 use counters::Sampler;
+use model::latency::split::Split;
 use model::latency::{
     Affinity, Config, CpuInterrupts, Limits, LoadSample, MeasuredInterrupts, Measurement,
     StopReason, MAX_PRIORITY,
@@ -23,8 +24,8 @@ use model::system::SystemContext;
 use model::{Finding, Severity};
 use probe::system;
 use report::findings::latency as judge;
+use report::kinds::latency::{LatencyDocument, StressRecord};
 use report::terminal::latency::cyclictest_line;
-use serde::Serialize;
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -159,6 +160,24 @@ pub struct LatencyArgs {
     #[arg(short = 'b', long = "breaktrace", value_name = "US")]
     pub breaktrace_us: Option<u64>,
 
+    /// Split each wake-up's latency into IRQ latency (timer expiry to its interrupt) and
+    /// the rest, from the kernel's timer, interrupt and scheduler tracepoints recorded beside
+    /// the measurement, and say what delayed the wake-ups (root; tracefs).
+    #[arg(long)]
+    pub split: bool,
+
+    /// Stop at the first wake-up of US or more and explain it from the recorded events (the
+    /// interrupts, softirqs and threads that ran, with their times), as `rtla timerlat -a US`
+    /// does; implies --split.
+    #[arg(long, value_name = "US")]
+    pub analyze: Option<u64>,
+
+    /// What measures: `loop`, headroom's timer loop (cyclictest's), or `timerlat`, the
+    /// kernel's timerlat tracer (CONFIG_TIMERLAT_TRACER), which gives IRQ and thread latency
+    /// itself.
+    #[arg(long, value_enum, value_name = "NAME", default_value = "loop")]
+    pub engine: Engine,
+
     /// cyclictest's POSIX timers; accepted, headroom measures with clock_nanosleep only.
     #[arg(short = 'x', long = "posix_timers", visible_alias = "posix-timers")]
     pub posix_timers: bool,
@@ -219,6 +238,16 @@ pub struct LatencyArgs {
     /// Print help.
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
+}
+
+/// What measures the wake-ups (`--engine`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// headroom's timer loop: clock_nanosleep and clock_gettime, as cyclictest.
+    #[default]
+    Loop,
+    /// The kernel's timerlat tracer: its own threads, its own IRQ and thread latencies.
+    Timerlat,
 }
 
 /// `10s`, `5m`, `2h`, `1d`, `500ms`; a bare number is seconds (cyclictest's `-D`);
@@ -325,34 +354,6 @@ pub fn stress_worker_fast_path(args: &[OsString]) -> Option<anyhow::Result<ExitC
     )
 }
 
-#[derive(Debug, Serialize)]
-struct StressRecord {
-    spec: StressSpec,
-    pids: Vec<u32>,
-    stop: Option<StopReport>,
-}
-
-/// The `--json` body (`output::print_result` puts the envelope in front of it).
-#[derive(Debug, Serialize)]
-struct LatencyDocument<'a> {
-    config: &'a Config,
-    /// When the measurement started (Unix time, ms): spike and window times are relative
-    /// to it.
-    started_unix_ms: u128,
-    /// Stopped by SIGINT or SIGTERM before its duration or loop count: the measurement is
-    /// what was measured until then.
-    interrupted: bool,
-    /// What headroom did with the command line (removed flags, defaults it chose).
-    notes: &'a [String],
-    context: &'a SystemContext,
-    stress: Option<&'a StressRecord>,
-    load_average: &'a [LoadSample],
-    measurement: &'a Measurement,
-    /// Device interrupts on the measured CPUs during the measurement, per CPU and source.
-    interrupts: Option<&'a MeasuredInterrupts>,
-    findings: &'a [Finding],
-}
-
 /// Turn the command line into an engine configuration, with notes on what was adjusted.
 pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<String>), String> {
     let mut notes = Vec::new();
@@ -405,6 +406,12 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
             "-v: headroom does not print every wake-up (cyclictest's n:c:v lines); it keeps the \
              1 us histogram, the largest wake-ups with their times and the per-window maxima \
              (all in --json)"
+                .to_string(),
+        );
+    }
+    if a.analyze == Some(0) {
+        return Err(
+            "--analyze 0: give the latency to stop at and explain, in us (e.g. --analyze 100)"
                 .to_string(),
         );
     }
@@ -512,6 +519,10 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
         lock_memory: !a.no_mlock,
         hold_dma_latency: true,
         skip_privileged_steps: a.skip_privileged_steps,
+        // Set once the recorder is open (run_latency): without it there is nothing to
+        // hand the wake-ups to, and nothing to explain a stop with.
+        record_wakeups: false,
+        stop_above: None,
     };
     config.validate(available).map_err(|e| e.0)?;
     Ok((config, notes))
@@ -519,7 +530,7 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
 
 fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     let available = latency::available_cpus();
-    let (config, mut notes) = build_config(a, &available).map_err(terminal::usage)?;
+    let (mut config, mut notes) = build_config(a, &available).map_err(terminal::usage)?;
     let stress_spec = a
         .stress
         .as_deref()
@@ -534,6 +545,47 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     let keep = a.keep();
     let root = SysRoot::new("/");
     let context = system::read_context(&root);
+    let cpus = measured_cpus(&config);
+    let timerlat = a.engine == Engine::Timerlat;
+    if timerlat {
+        // The kernel's own measurement, where it has the tracer; else which is missing.
+        counters::timerlat::available(&root).map_err(|why| {
+            anyhow::Error::msg(format!(
+                "--engine timerlat: {why}; measure with the timer loop (the default engine), \
+                 and --split for the IRQ/thread split from tracepoints"
+            ))
+        })?;
+        if a.split || a.analyze.is_some() {
+            let n = "--engine timerlat gives the IRQ/thread split itself; --split and --analyze \
+                     follow the timer loop's wake-ups and are not used with it"
+                .to_string();
+            terminal::note(&n);
+            notes.push(n);
+        }
+    }
+    // --split / --analyze: the tracepoints of the measured CPUs, recorded from before the
+    // threads start; where they cannot be, say why and measure as without it.
+    let recorder = if !timerlat && (a.split || a.analyze.is_some()) {
+        match crate::split::Recorder::open(&root, &cpus) {
+            Ok(r) => {
+                if let Some(n) = r.missing_note() {
+                    terminal::note(&n);
+                    notes.push(n);
+                }
+                Some(r)
+            }
+            Err(why) => {
+                let n = format!("--split: {why}; measuring without the split");
+                terminal::warn(&n);
+                notes.push(n);
+                None
+            }
+        }
+    } else {
+        None
+    };
+    config.record_wakeups = recorder.is_some();
+    config.stop_above = recorder.as_ref().and(a.analyze).map(Duration::from_micros);
 
     // SIGINT (Ctrl-C) and SIGTERM stop the measurement (and with it the load); what was
     // measured is printed and kept, marked interrupted, and the exit code is 128 + signal.
@@ -545,13 +597,22 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
             .context("installing the SIGINT/SIGTERM handlers")?;
     }
 
-    let session = Session::prepare(config.clone()).map_err(anyhow::Error::msg)?;
+    // The timer loop's threads, set up and parked; the timerlat tracer's are the kernel's.
+    let session = if timerlat {
+        None
+    } else {
+        Some(Session::prepare(config.clone()).map_err(anyhow::Error::msg)?)
+    };
     // Refused SCHED_FIFO or mlockall: say so once, now (a run may last hours), and measure;
     // the same findings are in the document and not repeated at the end. (cyclictest stops
     // here; issue 13 item 3.)
-    let not_realtime =
-        judge::not_realtime(&judge::rt_refused(session.privileges(), config.priority));
-    let dma_not_held = judge::dma_latency_not_held(&session.privileges().cpu_dma_latency_held);
+    let (not_realtime, dma_not_held) = match &session {
+        Some(session) => (
+            judge::not_realtime(&judge::rt_refused(session.privileges(), config.priority)),
+            judge::dma_latency_not_held(&session.privileges().cpu_dma_latency_held),
+        ),
+        None => (None, None),
+    };
     if let Some(f) = &not_realtime {
         terminal::warn(f.sentence());
     }
@@ -559,7 +620,9 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         terminal::note(f.sentence());
     }
 
-    let session_fifo = session.privileges().sched_fifo.is_done();
+    let session_fifo = session
+        .as_ref()
+        .is_some_and(|s| s.privileges().sched_fifo.is_done());
     let started = Instant::now();
     let mut stress_record = None;
     let mut load = None;
@@ -608,6 +671,17 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     };
     sample(&mut load_samples);
 
+    // The split drains the threads' wake-ups and the kernel's buffers as they measure.
+    let mut splitting = recorder
+        .zip(session.as_ref().and_then(Session::wakeups))
+        .map(|(r, tap)| {
+            r.start(
+                tap,
+                latency::rt::now_ns(libc::CLOCK_MONOTONIC),
+                config.histogram_limit_us,
+                a.analyze.map(|us| us.saturating_mul(1000)),
+            )
+        });
     let live_display = !a.quiet && std::io::stderr().is_terminal();
     let shown_priority = if session_fifo { config.priority } else { 0 };
     let intervals: Vec<u64> = (0..config.threads)
@@ -616,8 +690,12 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     let mut drawn = 0usize;
     let mut drawn_max = Vec::new();
     let mut last_load = Instant::now();
-    // Without a display, wake only for the load-average samples.
-    let every = Duration::from_millis(if live_display { 100 } else { 1000 });
+    // Without a display, wake only for the load-average samples (and the split's drains).
+    let every = Duration::from_millis(if live_display || splitting.is_some() {
+        100
+    } else {
+        1000
+    });
     // /proc/interrupts just before and after the measurement: what arrived on the measured
     // CPUs while the threads measured.
     let irq_sampler = counters::InterruptsSampler::new(root.clone());
@@ -625,7 +703,41 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     let started_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
+    let Some(session) = session else {
+        // --engine timerlat: the tracer measures until the limits or the stop flag.
+        let measured = crate::split::measure_timerlat(&root, &config, &cpus, &interrupt);
+        let irqs_after = irq_sampler.snapshot().ok();
+        sample(&mut load_samples);
+        if let (Some(l), Some(r)) = (load.as_mut(), stress_record.as_mut()) {
+            r.stop = Some(l.stop());
+        }
+        let (measurement, split) = measured?;
+        return finish_latency(
+            global,
+            a,
+            Run {
+                config: &config,
+                notes: &notes,
+                context: &context,
+                keep,
+                root: &root,
+                cpus: &cpus,
+                started_unix_ms,
+                stress_spec: stress_spec.as_ref(),
+                stress: stress_record.as_ref(),
+                load_samples: &load_samples,
+                measurement,
+                irqs: (irq_sampler, irqs_before, irqs_after),
+                split,
+                signal: &signal,
+                shown: (&not_realtime, &dma_not_held),
+            },
+        );
+    };
     let measurement = session.run(&interrupt, every, |live| {
+        if let Some(sp) = splitting.as_mut() {
+            sp.tick(latency::rt::now_ns(libc::CLOCK_MONOTONIC));
+        }
         if last_load.elapsed() >= Duration::from_secs(5) {
             last_load = Instant::now();
             sample(&mut load_samples);
@@ -650,18 +762,86 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         }
     });
     let irqs_after = irq_sampler.snapshot().ok();
+    let split = splitting.map(crate::split::Splitting::finish);
     sample(&mut load_samples);
     if let (Some(l), Some(r)) = (load.as_mut(), stress_record.as_mut()) {
         r.stop = Some(l.stop());
     }
     let measurement = measurement.map_err(anyhow::Error::msg)?;
+    finish_latency(
+        global,
+        a,
+        Run {
+            config: &config,
+            notes: &notes,
+            context: &context,
+            keep,
+            root: &root,
+            cpus: &cpus,
+            started_unix_ms,
+            stress_spec: stress_spec.as_ref(),
+            stress: stress_record.as_ref(),
+            load_samples: &load_samples,
+            measurement,
+            irqs: (irq_sampler, irqs_before, irqs_after),
+            split,
+            signal: &signal,
+            shown: (&not_realtime, &dma_not_held),
+        },
+    )
+}
+
+/// What a latency run measured, for [`finish_latency`].
+struct Run<'a> {
+    config: &'a Config,
+    notes: &'a [String],
+    context: &'a SystemContext,
+    keep: crate::output::KeepArgs,
+    root: &'a SysRoot,
+    cpus: &'a [u32],
+    started_unix_ms: u128,
+    stress_spec: Option<&'a StressSpec>,
+    stress: Option<&'a StressRecord>,
+    load_samples: &'a [LoadSample],
+    measurement: Measurement,
+    /// The /proc/interrupts sampler and its readings before and after the measurement.
+    irqs: (
+        counters::InterruptsSampler,
+        Option<<counters::InterruptsSampler as Sampler>::Snapshot>,
+        Option<<counters::InterruptsSampler as Sampler>::Snapshot>,
+    ),
+    split: Option<Split>,
+    signal: &'a AtomicUsize,
+    /// The findings already printed when the run started.
+    shown: (&'a Option<Finding>, &'a Option<Finding>),
+}
+
+/// Judge, keep, print: the end of every latency run, whichever engine measured.
+fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Result<ExitCode> {
+    let Run {
+        config,
+        notes,
+        context,
+        keep,
+        root,
+        cpus,
+        started_unix_ms,
+        stress_spec,
+        stress,
+        load_samples,
+        measurement,
+        irqs: (irq_sampler, irqs_before, irqs_after),
+        split,
+        signal,
+        shown: (not_realtime, dma_not_held),
+    } = r;
+    let (config, context, root) = (config, context, root);
     let stopped_by_signal = match signal.load(Ordering::SeqCst) {
         0 => None,
         sig => i32::try_from(sig).ok(),
     };
     let interrupted = measurement.stopped_by == StopReason::Interrupted;
 
-    let cpus = measured_cpus(&config);
     let interrupts = irqs_before.zip(irqs_after).map(|(before, after)| {
         let delta = irq_sampler.delta(&before, &after);
         let elapsed_s = delta.elapsed.as_secs_f64();
@@ -672,19 +852,25 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
                 .map(|&cpu| CpuInterrupts::new(cpu, delta.on_cpu(cpu), elapsed_s))
                 .collect(),
         };
-        m.mark_block_devices(&storage_irqs(&root));
+        // Only a line that fired is named (the disks are looked up for it).
+        if m.cpus.iter().any(|c| c.count > 0) {
+            m.mark_block_devices(&storage_irqs(root));
+        }
         m
     });
     let findings = judge::findings(
-        &config,
-        &context,
+        config,
+        context,
         &measurement,
-        &cpus,
+        cpus,
         interrupts.as_ref(),
-        stress_spec.as_ref(),
+        stress_spec,
     );
     // What only this command line knows: -b's count and the signal that stopped the run.
     let mut findings = findings;
+    if let Some(s) = &split {
+        findings.extend(judge::split(s, measurement_priority(&measurement)));
+    }
     if let Some(b) = a.breaktrace_us {
         let h = &measurement.total.histogram;
         findings.push(judge::breaktrace(
@@ -692,6 +878,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
             &h.counts,
             h.overflow,
             model::units::whole_us(measurement.total.max_ns),
+            split.as_ref().is_some_and(|s| s.analysis.is_some()),
         ));
     }
     if interrupted {
@@ -699,39 +886,41 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
         findings.push(judge::interrupted(&by));
     }
     let document = LatencyDocument {
-        config: &config,
+        config: Some(config.clone()),
         started_unix_ms,
         interrupted,
-        notes: &notes,
-        context: &context,
-        stress: stress_record.as_ref(),
-        load_average: &load_samples,
-        measurement: &measurement,
-        interrupts: interrupts.as_ref(),
-        findings: &findings,
+        notes: notes.to_vec(),
+        context: Some(context.clone()),
+        stress: stress.cloned(),
+        load_average: load_samples.to_vec(),
+        measurement: measurement.clone(),
+        interrupts: interrupts.clone(),
+        split: split.clone(),
+        findings: findings.clone(),
     };
     let measured = measurement.total.count > 0;
     if measured {
-        keep.keep(report::kinds::DocumentKind::Latency, &document)?;
+        keep.keep(report::document::DocumentKind::Latency, &document)?;
     }
     if global.json {
-        crate::output::print_result(report::kinds::DocumentKind::Latency, &document)?;
+        crate::output::print_result(report::document::DocumentKind::Latency, &document)?;
     } else {
         let by = stopped_by_signal
             .filter(|_| interrupted)
             .map(terminal::signal_name);
         let conditions = report::terminal::latency::Conditions {
-            stress: stress_spec.as_ref(),
+            stress: stress_spec,
             interrupted_by: by.as_deref(),
         };
         crate::out!(
             "{}",
             report::terminal::latency::render(
-                &config,
-                &context,
+                config,
+                context,
                 &measurement,
                 load_samples.last(),
                 interrupts.as_ref(),
+                split.as_ref(),
                 conditions,
                 a.nsecs
             )
@@ -741,7 +930,7 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     // document carries them too).
     for f in findings
         .iter()
-        .filter(|f| ![&not_realtime, &dma_not_held].contains(&&Some((*f).clone())))
+        .filter(|f| ![not_realtime, dma_not_held].contains(&&Some((*f).clone())))
     {
         match f.severity {
             Severity::Info => terminal::note(f.sentence()),
@@ -764,20 +953,26 @@ fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
+/// The SCHED_FIFO priority the threads really ran at (0: normal scheduling, refused or
+/// `-p 0`).
+fn measurement_priority(m: &Measurement) -> u8 {
+    m.threads.iter().map(|t| t.priority).max().unwrap_or(0)
+}
+
 /// The IRQ lines of the disks' controllers, each with the disks behind it (`vda`, `sda,
 /// sdb`): the PCI function on each disk's bus path and its MSI/MSI-X (or INTx) lines.
 fn storage_irqs(root: &SysRoot) -> Vec<(u32, String)> {
     let mut out: Vec<(u32, String)> = Vec::new();
-    for d in probe::block::scan(root).devices {
-        let pci = d.bus_path.iter().find_map(|h| match h {
+    for (disk, bus_path) in probe::block::disk_hardware(root) {
+        let pci = bus_path.iter().find_map(|h| match h {
             model::path::Hop::Pci { address, .. } => Some(address.to_string()),
             _ => None,
         });
         let Some(pci) = pci else { continue };
         for irq in counters::interrupts::pci_device_irqs(root, &pci).unwrap_or_default() {
             match out.iter_mut().find(|(i, _)| *i == irq) {
-                Some((_, names)) => names.push_str(&format!(", {}", d.name)),
-                None => out.push((irq, d.name.clone())),
+                Some((_, names)) => names.push_str(&format!(", {disk}")),
+                None => out.push((irq, disk.clone())),
             }
         }
     }
@@ -801,9 +996,8 @@ fn measured_cpus(config: &Config) -> Vec<u32> {
 mod tests {
     use super::*;
     use clap::Parser;
-    use model::latency::{self, Measurement, Step};
-    use model::procfs::{IrqLine, LoadAverage};
-    use report::terminal::latency::render;
+    use model::latency::{Measurement, Step};
+    use model::procfs::IrqLine;
     use testsupport::latency::messages;
 
     #[derive(Parser, Debug)]
@@ -968,142 +1162,5 @@ mod tests {
         assert!(text.contains("not comparable with cyclictest"), "{text}");
         assert!(text.contains("7 periods were missed"), "{text}");
         assert!(!text.contains("governor"), "no cpufreq here: {text}");
-    }
-
-    /// One thread's stats: `n` wake-ups at `at_us`, one spike of `spike_us` at 1.5 s.
-    fn stats(thread: usize, n: u64, at_us: usize, spike_us: u64) -> latency::Stats {
-        let mut counts = vec![0u64; 100];
-        counts[at_us] = n - 1;
-        let (bucket, overflow) = match usize::try_from(spike_us) {
-            Ok(b) if b < 100 => (Some(b), 0),
-            _ => (None, 1),
-        };
-        if let Some(b) = bucket {
-            counts[b] += 1;
-        }
-        let spike = latency::Spike {
-            latency_ns: spike_us * 1000 + 400,
-            at_ns: 1_500_000_000,
-            cycle: 1500,
-            thread,
-        };
-        latency::Stats {
-            count: n,
-            min_ns: at_us as u64 * 1000 + 200,
-            max_ns: spike.latency_ns,
-            avg_ns: at_us as f64 * 1000.0 + 700.0,
-            act_ns: at_us as u64 * 1000 + 300,
-            missed_periods: 0,
-            histogram: latency::Histogram { counts, overflow },
-            largest: vec![spike],
-            window_maxima: vec![
-                latency::WindowMax {
-                    start_s: 0,
-                    max_ns: at_us as u64 * 1000,
-                    count: n / 2,
-                },
-                latency::WindowMax {
-                    start_s: 1,
-                    max_ns: spike.latency_ns,
-                    count: n / 2,
-                },
-            ],
-        }
-    }
-
-    /// The terminal text of a latency run, pinned byte for byte before it moves to report.
-    #[test]
-    fn text_of_a_two_thread_run() {
-        let ctx = fixture("rt-board-handmade");
-        let config = Config {
-            threads: 2,
-            affinity: Affinity::Pinned(vec![0, 3]),
-            histogram_limit_us: 100,
-            window: Duration::from_secs(1),
-            ..Config::default()
-        };
-        let threads: Vec<latency::ThreadResult> = [(0, 0, 12, 57), (1, 3, 8, 140)]
-            .into_iter()
-            .map(|(t, cpu, at, spike)| latency::ThreadResult {
-                thread: t,
-                tid: 7000 + t as i32,
-                cpu: Some(cpu),
-                last_cpu: Some(cpu),
-                priority: 80,
-                interval_us: 1000 + 500 * t as u64,
-                stats: stats(t, 2000, at, spike),
-                cpu_time_ns: 9_000_000,
-                cpu_time_per_wakeup_ns: 4500.0,
-            })
-            .collect();
-        let total = latency::merge(&threads.iter().map(|t| &t.stats).collect::<Vec<_>>(), 5);
-        let m = Measurement {
-            threads,
-            total,
-            ..measurement(true, 0)
-        };
-        let load = LoadSample {
-            at_s: 2.0,
-            load: LoadAverage {
-                one: 0.5,
-                five: 0.25,
-                fifteen: 0.125,
-                runnable: 2,
-                tasks: 311,
-            },
-        };
-        insta::assert_snapshot!(render(
-            &config,
-            &ctx,
-            &m,
-            Some(&load),
-            None,
-            Default::default(),
-            false
-        ));
-        insta::assert_snapshot!(
-            "text_of_a_two_thread_run_in_ns",
-            render(
-                &config,
-                &ctx,
-                &measurement(false, 3),
-                None,
-                None,
-                Default::default(),
-                true
-            )
-        );
-        // The interrupts that arrived on the measured CPUs during the measurement: one line
-        // per CPU, the three largest sources named.
-        let interrupts = MeasuredInterrupts {
-            elapsed_s: 2.0,
-            cpus: vec![
-                CpuInterrupts::new(0, Vec::new(), 2.0),
-                CpuInterrupts::new(
-                    3,
-                    vec![
-                        (45, "nvme0q1".into(), 79),
-                        (46, "nvme0q2".into(), 3),
-                        (51, "eth0-rx-0".into(), 400),
-                        (52, "eth0-tx-0".into(), 2),
-                    ],
-                    2.0,
-                ),
-            ],
-        };
-        let text = render(
-            &config,
-            &ctx,
-            &m,
-            Some(&load),
-            Some(&interrupts),
-            Default::default(),
-            false,
-        );
-        insta::assert_snapshot!("text_of_a_two_thread_run_with_interrupts", text);
-        assert!(text.contains(
-            "interrupts on CPU 3: 242.0/s (51 eth0-rx-0 200.0/s, 45 nvme0q1 39.5/s, \
-             46 nvme0q2 1.5/s, ...)\n"
-        ));
     }
 }

@@ -385,7 +385,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
                 emulated.clone(),
             );
             if let Err(e) =
-                crate::output::write_result(out, report::kinds::DocumentKind::Disk, &doc)
+                crate::output::write_result(out, report::document::DocumentKind::Disk, &doc)
             {
                 if !output_failed.swap(true, Ordering::Relaxed) {
                     crate::terminal::warn(crate::terminal::sentence(&e));
@@ -459,7 +459,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     doc.counters = Some(beside);
     // The results reach stdout first: whatever happens to --output or the history after.
     if global.json {
-        crate::output::print_result(report::kinds::DocumentKind::Disk, &doc)?;
+        crate::output::print_result(report::document::DocumentKind::Disk, &doc)?;
     } else {
         crate::out!("{}", doc.text(&Style::new(global.use_color())))?;
         if let Some(beside) = &doc.counters {
@@ -469,7 +469,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     let kept = if result.tests.is_empty() {
         Ok(())
     } else {
-        args.keep.keep(report::kinds::DocumentKind::Disk, &doc)
+        args.keep.keep(report::document::DocumentKind::Disk, &doc)
     };
     if result.interrupted {
         eprintln!(

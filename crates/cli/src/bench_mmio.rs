@@ -289,19 +289,19 @@ fn finish(
     let measured =
         !doc.results.is_empty() || doc.memory.as_ref().is_some_and(|m| !m.results.is_empty());
     if measured {
-        keep.keep(report::kinds::DocumentKind::Mmio, doc)?;
+        keep.keep(report::document::DocumentKind::Mmio, doc)?;
     }
     if global.json {
-        crate::output::print_result(report::kinds::DocumentKind::Mmio, doc)?;
+        crate::output::print_result(report::document::DocumentKind::Mmio, doc)?;
     } else if measured || !doc.interrupted {
         // Stopped before the first width ran, the tables would be empty: the sentence below
         // says what happened instead.
         let wrapped = report::document::wrap(
-            report::kinds::DocumentKind::Mmio,
+            report::document::DocumentKind::Mmio,
             env!("CARGO_PKG_VERSION"),
             doc,
         )?;
-        let summary = report::Summary::of(&wrapped, "this run")?;
+        let summary = report::kinds::summarize(&wrapped, "this run")?;
         let style = report::terminal::Style::new(global.use_color());
         let text = report::terminal::mmio::render(&summary, &style);
         // Through the one terminal writer (a file name or sysfs string shown escaped); a

@@ -663,9 +663,9 @@ fn finish(
         r.find_rate = fr;
     }
     r.counters = counters;
-    keep.keep(report::kinds::DocumentKind::Net, &r)?;
+    keep.keep(report::document::DocumentKind::Net, &r)?;
     if json {
-        crate::output::print_result(report::kinds::DocumentKind::Net, &r)?;
+        crate::output::print_result(report::document::DocumentKind::Net, &r)?;
     } else {
         crate::out!("{}", report::kinds::net::render_text(&r))?;
     }

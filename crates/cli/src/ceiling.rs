@@ -318,7 +318,7 @@ pub fn run(global: &GlobalArgs, args: &CeilingArgs) -> anyhow::Result<ExitCode> 
 }
 
 fn print_document(body: CeilingDocument) -> anyhow::Result<ExitCode> {
-    crate::output::print_result(report::kinds::DocumentKind::Ceiling, &body)?;
+    crate::output::print_result(report::document::DocumentKind::Ceiling, &body)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -4,7 +4,6 @@
 
 use crate::output::GlobalArgs;
 use clap::Args;
-use report::Summary;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -34,7 +33,7 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
     let mut loaded = Vec::new();
     for input in &args.runs {
         let (doc, origin) = crate::history::load(input, args.db.as_deref())?;
-        if doc.envelope.kind == report::kinds::DocumentKind::Report {
+        if doc.envelope.kind == report::document::DocumentKind::Report {
             anyhow::bail!(
                 "{origin} holds several documents (`report --json` of several inputs): compare \
                  the result documents themselves"
@@ -44,7 +43,7 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
     }
     let surveys = loaded
         .iter()
-        .filter(|(d, _)| d.kind() == report::kinds::DocumentKind::Survey)
+        .filter(|(d, _)| d.kind() == report::document::DocumentKind::Survey)
         .count();
     if surveys > 0 {
         // Surveys line up part by part, each part compared as its own kind.
@@ -67,11 +66,11 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
     }
     let mut summaries = Vec::new();
     for (doc, origin) in &loaded {
-        summaries.push(Summary::of(doc, origin)?);
+        summaries.push(report::kinds::summarize(doc, origin)?);
     }
     let c = report::compare::compare(&summaries)?;
     if global.json {
-        crate::output::print_result(report::kinds::DocumentKind::Compare, &c)?;
+        crate::output::print_result(report::document::DocumentKind::Compare, &c)?;
     } else {
         crate::out!("{}", c.to_markdown())?;
     }

@@ -366,7 +366,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     // Kept like every measurement (an -a run stopped by Ctrl-C too: it measured).
     if !a.no_save && doc.events.iter().any(|e| e.status == CountStatus::Counted) {
         if let Err(e) =
-            crate::output::save_result(report::kinds::DocumentKind::Count, &doc, a.db.as_deref())
+            crate::output::save_result(report::document::DocumentKind::Count, &doc, a.db.as_deref())
         {
             crate::terminal::warn(format_args!(
                 "the result was not kept in the history: {}",
@@ -376,7 +376,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     }
     let text = if global.json {
         report::document::wrap(
-            report::kinds::DocumentKind::Count,
+            report::document::DocumentKind::Count,
             env!("CARGO_PKG_VERSION"),
             &doc,
         )?
@@ -578,7 +578,7 @@ fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
     );
     if global.json {
         crate::output::print_result(
-            report::kinds::DocumentKind::PmuList,
+            report::document::DocumentKind::PmuList,
             &report::kinds::count::PmuListDocument {
                 pmus: listing,
                 events,

@@ -19,6 +19,7 @@ mod output;
 mod path;
 mod rendered;
 mod report;
+mod split;
 mod survey;
 mod terminal;
 
@@ -76,11 +77,13 @@ fn main() -> ExitCode {
     if let Some(worker) = bench::stress_worker_fast_path(&args) {
         return worker.unwrap_or_else(|err| terminal::exit_code(&err));
     }
-    // A panic removes the test file bench disk created before the message is printed: the
-    // board binaries (`dist` profile) abort on a panic, where no drop runs.
+    // A panic removes the test file bench disk created and the tracefs instance bench
+    // latency --split records in before the message is printed: the board binaries (`dist`
+    // profile) abort on a panic, where no drop runs.
     let message = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         ::bench::disk::remove_created_files();
+        ::counters::trace::remove_instances();
         message(info);
     }));
     let cli = match Cli::try_parse_from(bench::cyclictest_json_argv(args)) {

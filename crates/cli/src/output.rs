@@ -1,7 +1,7 @@
 //! Options every command shares (JSON output, colour) and terminal styling.
 
 use clap::{Args, ValueEnum};
-use report::kinds::DocumentKind;
+use report::document::DocumentKind;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 

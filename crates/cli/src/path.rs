@@ -36,7 +36,7 @@ pub fn run(global: &GlobalArgs, args: &PathArgs) -> anyhow::Result<ExitCode> {
     }
     if global.json {
         crate::output::print_result(
-            report::kinds::DocumentKind::Path,
+            report::document::DocumentKind::Path,
             &PathDocument {
                 root: args.root.clone(),
                 path,

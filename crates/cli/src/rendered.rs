@@ -13,7 +13,7 @@ pub struct Rendered {
 /// `doc` (named `origin`) as `report` shows it: a survey brings its own intro and its parts'
 /// sections, any other document one section.
 pub fn render(doc: &Document, origin: &str) -> anyhow::Result<Rendered> {
-    if doc.kind() == report::kinds::DocumentKind::Survey {
+    if doc.kind() == report::document::DocumentKind::Survey {
         let body = report::kinds::survey::SurveyBody::of(doc, origin)?;
         let (parts, _) = body.part_docs(origin);
         Ok(Rendered {
@@ -22,7 +22,7 @@ pub fn render(doc: &Document, origin: &str) -> anyhow::Result<Rendered> {
             summaries: parts.into_iter().map(|p| p.summary).collect(),
         })
     } else {
-        let s = Summary::of(doc, origin)?;
+        let s = report::kinds::summarize(doc, origin)?;
         Ok(Rendered {
             markdown: report::markdown::render(std::slice::from_ref(&s)),
             html_intro: String::new(),

@@ -153,7 +153,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
 
     if args.dry_run {
         if global.json {
-            crate::output::print_result(report::kinds::DocumentKind::SurveyPlan, &plan)?;
+            crate::output::print_result(report::document::DocumentKind::SurveyPlan, &plan)?;
         } else {
             crate::out!("{}", render_plan(&plan, live_root))?;
         }
@@ -280,7 +280,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
             // After every part, atomically: Ctrl-C or a crash keeps what was measured.
             let partial = finished(&body, stop.load(Ordering::Relaxed));
             if let Err(e) =
-                crate::output::write_result(out, report::kinds::DocumentKind::Survey, &partial)
+                crate::output::write_result(out, report::document::DocumentKind::Survey, &partial)
             {
                 crate::terminal::warn(crate::terminal::sentence(&e));
             }
@@ -299,11 +299,12 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     }
 
     let doc = report::document::wrap(
-        report::kinds::DocumentKind::Survey,
+        report::document::DocumentKind::Survey,
         env!("CARGO_PKG_VERSION"),
         &body,
     )?;
-    args.keep.keep(report::kinds::DocumentKind::Survey, &body)?;
+    args.keep
+        .keep(report::document::DocumentKind::Survey, &body)?;
     if let Some(file) = &args.md {
         report::write_atomic(file, markdown(&doc, &body, "survey").as_bytes())?;
         eprintln!("headroom: wrote {}", file.display());
@@ -313,7 +314,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
         eprintln!("headroom: wrote {}", file.display());
     }
     if global.json {
-        crate::output::print_result(report::kinds::DocumentKind::Survey, &body)?;
+        crate::output::print_result(report::document::DocumentKind::Survey, &body)?;
     } else {
         crate::out!("{}", markdown(&doc, &body, "survey"))?;
     }
@@ -419,9 +420,13 @@ fn make_parts(
     parts.extend(storage_parts(root, live, t));
 
     let lat = |id: &str, stress: Option<String>, prio: u32| {
-        let mut command: Vec<String> = ["bench", "latency", "-S", "-p", "99", "-i", "1000", "-q"]
-            .map(String::from)
-            .to_vec();
+        // --split where the kernel allows (root, tracefs): each part then says what delayed
+        // its wake-ups; elsewhere bench latency says why not and measures as without it.
+        let mut command: Vec<String> = [
+            "bench", "latency", "-S", "-p", "99", "-i", "1000", "-q", "--split",
+        ]
+        .map(String::from)
+        .to_vec();
         let what = match &stress {
             Some(s) => {
                 command.extend(["--stress".to_string(), s.clone()]);

@@ -737,7 +737,7 @@ fn links_planted_for_the_temporary_file_do_not_make_root_overwrite_their_target(
     assert!(std::fs::symlink_metadata(&out).unwrap().is_file());
     assert_eq!(
         Document::read(&out).unwrap().kind(),
-        report::kinds::DocumentKind::Mmio
+        report::document::DocumentKind::Mmio
     );
 }
 

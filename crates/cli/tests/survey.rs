@@ -243,6 +243,19 @@ fn a_short_survey_runs_and_reads_back_in_report_and_compare() {
         ran.contains(&"audit") && ran.contains(&"latency idle") && ran.contains(&"latency stress"),
         "{ran:?}"
     );
+    // The latency parts split each wake-up into IRQ and thread latency where the kernel
+    // allows it (as root, with tracefs), and say what delayed them.
+    if testsupport::process::is_root()
+        && std::path::Path::new("/sys/kernel/tracing/events/timer/hrtimer_start").exists()
+    {
+        for p in doc["parts"].as_array().unwrap() {
+            if p["kind"] == "latency" && p["status"] == "ran" {
+                let split = &p["document"]["split"];
+                assert_eq!(split["source"], "tracepoints", "{}", p["id"]);
+                assert!(split["total"]["matched"].as_u64().unwrap() > 0, "{split}");
+            }
+        }
+    }
     assert!(!doc["summary"].as_str().unwrap().is_empty());
     let html_text = std::fs::read_to_string(&html).unwrap();
     assert!(

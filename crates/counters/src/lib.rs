@@ -19,6 +19,8 @@ pub mod pcie_pmu;
 pub mod perf;
 pub mod pmu;
 pub mod proc_io;
+pub mod timerlat;
+pub mod trace;
 pub mod workload;
 
 use std::path::PathBuf;

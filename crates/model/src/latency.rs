@@ -4,6 +4,13 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::time::Duration;
 
+mod recorder;
+pub mod split;
+pub mod timerlat;
+pub mod trace;
+
+pub use recorder::Recorder;
+
 /// ns per us: the histogram has 1 us buckets.
 const NS_PER_US: u64 = 1_000;
 
@@ -27,6 +34,22 @@ mod us {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         u64::deserialize(d).map(Duration::from_micros)
+    }
+}
+
+/// An optional duration as whole microseconds or null (`#[serde(with = "opt_us")]`).
+mod opt_us {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&(d.as_micros() as u64)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map(Duration::from_micros))
     }
 }
 
@@ -114,6 +137,20 @@ pub struct Config {
     /// Skip every privileged step (scheduling class, mlock, cpu_dma_latency), as an
     /// unprivileged user would get; for tests of that path on a machine where we are root.
     pub skip_privileged_steps: bool,
+    /// Hand every wake-up (the time asked for and the time read) to the caller, for the
+    /// IRQ/thread split (`--split`); a thread never waits for the caller: what does not fit
+    /// its queue is counted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub record_wakeups: bool,
+    /// Stop the run at the first wake-up this late or later (`--analyze US`, rtla's
+    /// stop-tracing threshold).
+    #[serde(
+        rename = "stop_above_us",
+        default,
+        with = "opt_us",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub stop_above: Option<Duration>,
 }
 
 impl Default for Config {
@@ -134,6 +171,8 @@ impl Default for Config {
             lock_memory: true,
             hold_dma_latency: true,
             skip_privileged_steps: false,
+            record_wakeups: false,
+            stop_above: None,
         }
     }
 }
@@ -509,6 +548,8 @@ pub enum StopReason {
     Duration,
     Loops,
     Interrupted,
+    /// A wake-up reached the `--analyze` threshold (`Config::stop_above`).
+    Threshold,
 }
 
 impl StopReason {
@@ -518,6 +559,7 @@ impl StopReason {
             StopReason::Duration => "duration",
             StopReason::Loops => "loops",
             StopReason::Interrupted => "interrupted",
+            StopReason::Threshold => "threshold",
         }
     }
 }
@@ -533,7 +575,7 @@ pub struct Measurement {
 }
 
 /// The load average read during a run, `at_s` seconds after its start.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadSample {
     pub at_s: f64,
     #[serde(flatten)]

@@ -121,6 +121,31 @@ pub fn scan(root: &SysRoot) -> BlockInventory {
 
 /// Whether a block device directory is a partition: it has a `partition` attribute, or
 /// (in structure-only dumps) its uevent says `DEVTYPE=partition`.
+/// Each whole disk of /sys/block with the hardware it sits on (its bus path, as
+/// [`scan`] gives it: empty for a virtual device), without reading its attributes,
+/// partitions or mounts: what the interrupt lines of the disks' controllers are found from,
+/// after a latency run, at a tenth of a scan's cost.
+pub fn disk_hardware(root: &SysRoot) -> Vec<(String, Vec<model::path::Hop>)> {
+    let Ok(disks) = root.list("/sys/block") else {
+        return Vec::new();
+    };
+    disks
+        .into_iter()
+        .filter_map(|disk| {
+            let path = root.canonical(format!("/sys/block/{disk}")).ok()?;
+            let (hops, t, _) = walk::hardware_at(root, &path);
+            Some((
+                disk,
+                if t == Transport::Virtual {
+                    Vec::new()
+                } else {
+                    hops
+                },
+            ))
+        })
+        .collect()
+}
+
 pub(crate) fn is_partition(dir: &Path) -> bool {
     dir.join("partition").exists()
         || crate::sysfs::uevent_value(&dir.join("uevent"), "DEVTYPE").as_deref()

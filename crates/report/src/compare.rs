@@ -156,7 +156,7 @@ pub struct ContextChange {
 /// Several runs side by side.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Comparison {
-    pub kind: crate::kinds::DocumentKind,
+    pub kind: crate::document::DocumentKind,
     pub origins: Vec<String>,
     /// The settings and facts that differ between the runs.
     pub changes: Vec<ContextChange>,
@@ -176,9 +176,9 @@ pub enum CompareError {
     )]
     DifferentKinds {
         a: String,
-        a_kind: crate::kinds::DocumentKind,
+        a_kind: crate::document::DocumentKind,
         b: String,
-        b_kind: crate::kinds::DocumentKind,
+        b_kind: crate::document::DocumentKind,
     },
 }
 
@@ -305,6 +305,14 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
                 }
             }
             put(us("max", 0), i, t.max_us as f64, false, None);
+            // --split: the IRQ latency of the same wake-ups (the rest is scheduling).
+            if let Some(q) = &t.irq {
+                put(us("IRQ avg", 1), i, q.avg_us, false, None);
+                if let Some(p) = q.p99_us {
+                    put(us("IRQ p99", 0), i, f64::from(p), false, None);
+                }
+                put(us("IRQ max", 0), i, q.max_us as f64, false, None);
+            }
         }
     }
     let mut keys: Vec<String> = Vec::new();

@@ -6,7 +6,6 @@
 //! SQLite, or SQLite of another program) is refused with a sentence and never written.
 
 use crate::document::Document;
-use crate::summary::Summary;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -531,9 +530,9 @@ impl Store {
     /// (the same content) is not stored again, and its id is returned with `new: false`.
     pub fn insert(&self, document_json: &str) -> Result<Saved, HistoryError> {
         let doc = Document::parse(document_json, "the document to save")?;
-        let s = Summary::of(&doc, "the document to save")?;
+        let s = crate::kinds::summarize(&doc, "the document to save")?;
         // What the listing shows: a survey counts its parts and conclusions.
-        let (test, headline) = if doc.kind() == crate::kinds::DocumentKind::Survey {
+        let (test, headline) = if doc.kind() == crate::document::DocumentKind::Survey {
             crate::kinds::survey::SurveyBody::of(&doc, "the document to save")?.listing("survey")
         } else {
             (s.test_label(), s.headline())
@@ -694,7 +693,7 @@ mod tests {
         body["target"]["given"] = "/mnt/t".into();
         body["tests"][0]["spec"]["label"] = "dd 1M".into();
         body["tests"][0]["runs"][0]["mb_per_s"] = mb.into();
-        crate::document::wrap(crate::kinds::DocumentKind::Disk, "0.1.0", &body)
+        crate::document::wrap(crate::document::DocumentKind::Disk, "0.1.0", &body)
             .unwrap()
             .to_json_pretty()
     }

@@ -13,6 +13,7 @@ pub mod atomic;
 pub mod compare;
 pub mod document;
 pub mod efficiency;
+pub mod explain;
 pub mod findings;
 pub mod history;
 pub mod html;

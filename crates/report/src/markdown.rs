@@ -166,6 +166,11 @@ fn section(out: &mut String, s: &Summary) {
             let _ = writeln!(out, "\n{}", escape(l));
         }
         out.push('\n');
+        for (title, t) in &s.split_tables {
+            let _ = writeln!(out, "#### {}\n", escape(title));
+            write_table(out, t);
+            out.push('\n');
+        }
     }
     if !s.counters.is_empty() {
         let _ = writeln!(out, "### Counters\n");

@@ -1,13 +1,11 @@
 //! What every renderer shows, made once from a document: the terminal, Markdown, HTML and
 //! compare all read a [`Summary`], so what a user sees on screen and in a file agree.
 
-use crate::document::{Document, DocumentError};
-use crate::kinds::{self, DocumentKind};
+use crate::document::DocumentKind;
 use crate::table::{dash, mb, Table};
-use crate::views::CommonView;
 use model::latency::Step;
 use model::path::{Hop, LinkKind, PathLink};
-use model::units::MB;
+use model::units::{tenths_us, whole_us, MB};
 use model::Finding;
 
 /// One throughput test (disk: `SEQ1M Q8T1 read`, `dd 64K write`).
@@ -99,6 +97,32 @@ pub struct ThreadRow {
     /// `(µs, count)` of the non-empty 1 µs buckets.
     pub histogram: Vec<(u32, u64)>,
     pub overflow: u64,
+    /// `--split`: the same thread's IRQ latency (timer expiry to its interrupt).
+    pub irq: Option<IrqRow>,
+}
+
+/// One thread's IRQ latency of a split run, truncated to us as [`ThreadRow`]'s.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IrqRow {
+    pub matched: u64,
+    pub unmatched: u64,
+    pub min_us: u64,
+    pub avg_us: f64,
+    pub p99_us: Option<u32>,
+    pub max_us: u64,
+}
+
+impl IrqRow {
+    pub(crate) fn of(st: &model::latency::split::SplitStats) -> IrqRow {
+        IrqRow {
+            matched: st.matched,
+            unmatched: st.unmatched,
+            min_us: whole_us(st.irq.min_ns),
+            avg_us: tenths_us(st.irq.avg_ns),
+            p99_us: st.irq.histogram.quantile_us(0.99),
+            max_us: whole_us(st.irq.max_ns),
+        }
+    }
 }
 
 /// A rate over time (net: one direction's intervals), MB/s (10^6 B/s) at each interval's end.
@@ -160,6 +184,9 @@ pub struct Summary {
     /// Kind `mmio`: the per-width table (region beside DRAM) and the lines saying what was
     /// measured.
     pub mmio: Option<(Table, Vec<String>)>,
+    /// `bench latency --split`: what delayed the wake-ups over the run and the explained
+    /// wake-up, each a titled table.
+    pub split_tables: Vec<(String, Table)>,
 }
 
 /// One counted event as reports show it.
@@ -294,132 +321,6 @@ impl Summary {
         facts
     }
 
-    pub fn of(doc: &Document, origin: &str) -> Result<Summary, DocumentError> {
-        doc.check_kind(origin)?;
-        let common: CommonView = doc.view(origin)?;
-        let env = &doc.envelope;
-        let mut s = Summary {
-            origin: origin.to_string(),
-            kind: env.kind,
-            created: env.created.clone(),
-            hostname: env.host.as_ref().and_then(|h| h.hostname.clone()),
-            target: None,
-            context: Vec::new(),
-            ceiling: None,
-            tests: Vec::new(),
-            threads: Vec::new(),
-            series: Vec::new(),
-            counters: Vec::new(),
-            links: Vec::new(),
-            bottleneck: None,
-            bottleneck_from_cpu: None,
-            no_ceiling_reason: None,
-            findings: common.findings,
-            notes: common.notes,
-            hops: Vec::new(),
-            chain_stopped: None,
-            histogram_limit_us: None,
-            latency_lines: Vec::new(),
-            inventory: Vec::new(),
-            mmio: None,
-        };
-        let mut kernel = env.host.as_ref().and_then(|h| h.kernel.clone());
-        let mut governor = None;
-        match env.kind {
-            DocumentKind::Disk => {
-                kinds::disk::summarize(doc, origin, &mut s, &mut kernel, &mut governor)?
-            }
-            DocumentKind::Latency => {
-                kinds::latency::summarize(doc, origin, &mut s, &mut kernel, &mut governor)?
-            }
-            DocumentKind::Audit => kinds::audit::summarize(doc, origin, &mut s)?,
-            DocumentKind::Net => kinds::net::summarize(doc, origin, &mut s)?,
-            DocumentKind::Count => kinds::count::summarize(doc, origin, &mut s)?,
-            DocumentKind::Mmio => kinds::mmio::summarize(doc, origin, &mut s)?,
-            // Their facts are the path's and the envelope's (below), or none a report shows.
-            DocumentKind::Ceiling => kinds::ceiling::summarize(doc, origin, &mut s)?,
-            DocumentKind::Path
-            | DocumentKind::PmuList
-            | DocumentKind::Survey
-            | DocumentKind::SurveyPlan
-            | DocumentKind::Report
-            | DocumentKind::Compare
-            | DocumentKind::History => {}
-        }
-        // Counters a benchmark sampled beside its engine (bench disk, bench net): the
-        // interrupt rates of its path and the root port's PMU bytes.
-        #[derive(serde::Deserialize)]
-        struct BesideView {
-            #[serde(default)]
-            counters: Option<crate::kinds::count::BesideCounters>,
-        }
-        if env.kind != DocumentKind::Count {
-            if let Ok(BesideView { counters: Some(b) }) = doc.view::<BesideView>(origin) {
-                // What could not be sampled (no device interrupts, no PMU on the path).
-                for n in &b.notes {
-                    if !s.notes.contains(n) {
-                        s.notes.push(n.clone());
-                    }
-                }
-                for r in &b.interrupts {
-                    s.counters.push(CounterRow {
-                        name: format!("interrupts of {}", r.device),
-                        value: Some(r.per_second),
-                        unit: "/s".into(),
-                        running_percent: None,
-                        status: "counted".into(),
-                    });
-                }
-                if let Some(p) = &b.pmu {
-                    let sides = [
-                        ("Rx", p.rx_bytes, p.app_read_bytes),
-                        ("Tx", p.tx_bytes, p.app_write_bytes),
-                    ];
-                    for (side, v, app) in sides {
-                        if let Some(v) = v {
-                            s.counters.push(CounterRow {
-                                name: format!("{} {side} payload", p.pmu),
-                                value: Some(v),
-                                unit: "B".into(),
-                                running_percent: None,
-                                status: "counted".into(),
-                            });
-                            // The bus's bytes per application byte of the same direction.
-                            if app > 0 {
-                                s.counters.push(CounterRow {
-                                    name: format!("{} {side} payload / application bytes", p.pmu),
-                                    value: Some(v / app as f64 * 100.0),
-                                    unit: "%".into(),
-                                    running_percent: None,
-                                    status: "counted".into(),
-                                });
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(p) = common.path {
-            kinds::path::summarize(&mut s, p);
-        }
-        let mut ctx = Vec::new();
-        if let Some(k) = kernel {
-            ctx.push(("kernel".to_string(), k));
-        }
-        if let Some(g) = governor {
-            ctx.push(("governor".to_string(), g));
-        }
-        if let Some(c) = &s.ceiling {
-            ctx.push(("bottleneck".to_string(), c.bottleneck.clone()));
-        }
-        ctx.append(&mut s.context);
-        for l in &s.links {
-            ctx.push((format!("link {}", l.name), link_state(l)));
-        }
-        s.context = ctx;
-        Ok(s)
-    }
-
     /// The facts that change what a number means (links aside: the path shows them);
     /// `None` when there are none.
     pub fn context_table(&self) -> Option<Table> {
@@ -546,8 +447,10 @@ impl Summary {
         })
     }
 
-    /// Per latency thread: cyclictest's columns plus p99 and missed periods.
+    /// Per latency thread: cyclictest's columns plus p99 and missed periods; with the
+    /// IRQ/thread split, the same wake-ups' IRQ latency and the wake-ups it could not match.
     pub fn latency_table(&self) -> Table {
+        let split = self.threads.iter().any(|t| t.irq.is_some());
         let rows = self
             .threads
             .iter()
@@ -562,7 +465,7 @@ impl Summary {
                         |p| p.to_string(),
                     )
                 };
-                vec![
+                let mut row = vec![
                     t.name.clone(),
                     t.cpu.clone().unwrap_or_else(dash),
                     t.count.to_string(),
@@ -573,24 +476,42 @@ impl Summary {
                     t.max_us.to_string(),
                     t.missed.to_string(),
                     t.overflow.to_string(),
-                ]
+                ];
+                if split {
+                    row.extend(match &t.irq {
+                        Some(i) => vec![
+                            format!("{:.1}", i.avg_us),
+                            q(i.p99_us),
+                            i.max_us.to_string(),
+                            i.unmatched.to_string(),
+                        ],
+                        None => vec![dash(), dash(), dash(), dash()],
+                    });
+                }
+                row
             })
             .collect();
-        Table::new(
-            &[
-                ("Thread", false),
-                ("CPU", false),
-                ("Samples", true),
-                ("Min (us)", true),
-                ("Avg (us)", true),
-                ("p99 (us)", true),
-                ("p99.9 (us)", true),
-                ("Max (us)", true),
-                ("Missed (periods)", true),
-                ("Overflow", true),
-            ],
-            rows,
-        )
+        let mut columns = vec![
+            ("Thread", false),
+            ("CPU", false),
+            ("Samples", true),
+            ("Min (us)", true),
+            ("Avg (us)", true),
+            ("p99 (us)", true),
+            ("p99.9 (us)", true),
+            ("Max (us)", true),
+            ("Missed (periods)", true),
+            ("Overflow", true),
+        ];
+        if split {
+            columns.extend([
+                ("IRQ avg (us)", true),
+                ("IRQ p99 (us)", true),
+                ("IRQ max (us)", true),
+                ("Unmatched", true),
+            ]);
+        }
+        Table::new(&columns, rows)
     }
 
     /// The line under a throughput table: the ceiling the tests are measured against, or

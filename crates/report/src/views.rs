@@ -1,15 +1,9 @@
-//! Typed views of command bodies: serde structs with the fields reports read.
-//!
-//! Where the producer's type lives in `model` or in report itself (the path, findings, PCIe
-//! link states and comparisons; bench disk's parameters, machine, target, tests and runs;
-//! bench latency's configuration, context, measurement and stress; bench net's measurement,
-//! ceiling, flows and interface check; the audit's PCI, USB, block and network sections),
-//! the view holds that type: a field renamed there changes what is read here, at compile
-//! time, and a document without a field its producer always wrote is refused with the
-//! field's name. Fields missing from documents of earlier versions are `#[serde(default)]`
-//! in those types. [`unread_fields`] lists every field a view reads that a document does not
-//! have; the round-trip tests (crates/cli/tests/roundtrip.rs) assert that list for freshly
-//! produced documents, so a field a producer stops writing fails them.
+//! What every kind's document may carry ([`CommonView`]: findings, notes, the target's path)
+//! and the check of a document against the type that reads it ([`unread_fields`]: the
+//! fields a type reads that a document does not have). Each kind's own document type is in
+//! its module of [`crate::kinds`]; the round-trip tests (crates/cli/tests/roundtrip.rs)
+//! assert the unread fields of freshly produced documents, so a field a producer stops
+//! writing fails them.
 
 use model::path::TargetPath;
 use model::Finding;
@@ -64,29 +58,6 @@ pub struct CommonView {
     /// The target's path (`headroom path`'s `path` field; benches may carry the same).
     #[serde(default)]
     pub path: Option<TargetPath>,
-}
-
-/// `headroom bench latency`'s body: its configuration and measurement as `model::latency`
-/// types, its context as `model::system`'s.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-pub struct LatencyView {
-    #[serde(default)]
-    pub config: Option<model::latency::Config>,
-    #[serde(default)]
-    pub context: Option<model::system::SystemContext>,
-    pub measurement: model::latency::Measurement,
-    /// Device interrupts on the measured CPUs during the measurement (absent in documents
-    /// written before they were sampled).
-    #[serde(default)]
-    pub interrupts: Option<model::latency::MeasuredInterrupts>,
-    /// The background load; absent or null when the run had none.
-    #[serde(default)]
-    pub stress: Option<StressView>,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-pub struct StressView {
-    pub spec: model::stress::StressSpec,
 }
 
 #[cfg(test)]

@@ -143,3 +143,18 @@ fn survey_and_plan_documents_read_back_unchanged() {
     let s = same_through::<report::kinds::survey::SurveyBody>("survey-rpi5.json");
     assert!(!s.parts.is_empty() && !s.plan.parts.is_empty());
 }
+
+#[test]
+fn a_latency_document_reads_back_unchanged() {
+    let l = same_through::<report::kinds::latency::LatencyDocument>("latency-200-loops.json");
+    assert_eq!(
+        l.measurement.total.count,
+        200 * l.measurement.threads.len() as u64
+    );
+    assert!(l.config.is_some() && l.context.is_some() && l.split.is_none());
+    // One written before the interrupts were sampled still reads.
+    let old = "latency-2-threads.json";
+    let l: report::kinds::latency::LatencyDocument =
+        Document::read(&fixture(old)).unwrap().view(old).unwrap();
+    assert_eq!(l.measurement.threads.len(), 2);
+}

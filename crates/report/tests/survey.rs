@@ -68,7 +68,8 @@ fn survey_of(disk: Value, later_ns: u64) -> (Document, SurveyBody) {
         summary: String::new(),
         conclusions: Vec::new(),
     };
-    let doc = report::document::wrap(report::kinds::DocumentKind::Survey, "0.1.0", &body).unwrap();
+    let doc =
+        report::document::wrap(report::document::DocumentKind::Survey, "0.1.0", &body).unwrap();
     let mut doc = doc;
     doc.envelope.created = Some("2026-11-23T12:00:00Z".into());
     doc.envelope.host = Some(report::document::Host {
@@ -191,8 +192,8 @@ fn latency_part(stress_io: Option<u32>, interrupts: Value) -> Value {
         v["stress"] = serde_json::json!({"spec": {"cpu": 2, "cpu_load": 100, "io": io, "vm": 0,
             "vm_bytes_per_worker": 0, "vm_stride": 8, "interpretation": ""}});
     }
-    let doc = report::document::wrap(report::kinds::DocumentKind::Latency, "0.1.0", &v).unwrap();
-    let view: report::views::LatencyView = doc.view("latency").unwrap();
+    let doc = report::document::wrap(report::document::DocumentKind::Latency, "0.1.0", &v).unwrap();
+    let view: report::kinds::latency::LatencyDocument = doc.view("latency").unwrap();
     let findings = report::findings::latency::findings(
         view.config.as_ref().unwrap(),
         view.context.as_ref().unwrap(),
@@ -384,7 +385,7 @@ fn a_survey_document_reads_back() {
     let (doc, body) = survey("rpi5-gen3.json");
     let text = doc.to_json_pretty();
     let back = Document::parse(&text, "survey.json").unwrap();
-    assert_eq!(back.kind(), report::kinds::DocumentKind::Survey);
+    assert_eq!(back.kind(), report::document::DocumentKind::Survey);
     let again = SurveyBody::of(&back, "survey.json").unwrap();
     assert_eq!(again.parts, body.parts);
     assert_eq!(again.plan, body.plan);

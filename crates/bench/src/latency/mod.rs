@@ -14,18 +14,19 @@
 //!
 //! - [`config`]: the errors of a run (what a run is asked to do, checked before it starts, is
 //!   `model::latency::Config`, like every type the measurement holds).
-//! - [`histogram`]: what a thread records, summarized into `model::latency::Stats`.
 //! - [`rt`]: real-time helpers (affinity, SCHED_FIFO, mlockall, `/dev/cpu_dma_latency`).
 //! - [`session`]: the threads, their run and the measurement.
+//! - [`wakeups`]: every wake-up handed to the caller, for the IRQ/thread split.
 
 pub mod config;
-pub mod histogram;
 pub mod rt;
 pub mod session;
+pub mod wakeups;
 
 pub use config::LatencyError;
 pub use rt::available_cpus;
 pub use session::{Progress, Session, PROGRESS_EVERY};
+pub use wakeups::WakeupTap;
 
 const NS_PER_US: u64 = 1_000;
 

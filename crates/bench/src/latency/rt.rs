@@ -130,6 +130,36 @@ pub fn lock_memory() -> Step {
     }
 }
 
+/// Whether this process's locked memory counts against a limit: RLIMIT_MEMLOCK finite and
+/// no CAP_IPC_LOCK (with it mlock ignores the limit, capabilities(7)). Unknown counts as
+/// limited.
+pub fn memlock_limited() -> bool {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `r` is a valid rlimit the kernel fills.
+    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) } != 0 {
+        return true;
+    }
+    if r.rlim_cur == libc::RLIM_INFINITY {
+        return false;
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    !has_cap_ipc_lock(&status)
+}
+
+/// Whether `/proc/self/status` text has CAP_IPC_LOCK (bit 14) in its effective set
+/// (`CapEff:`, hexadecimal; proc(5), include/uapi/linux/capability.h).
+fn has_cap_ipc_lock(status: &str) -> bool {
+    const CAP_IPC_LOCK: u32 = 14;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .is_some_and(|caps| caps & (1 << CAP_IPC_LOCK) != 0)
+}
+
 /// Hold the PM QoS CPU latency request at 0 us: the request lasts while the file is open
 /// (Documentation/admin-guide/pm/cpuidle.rst, "CPU latency QoS"; cyclictest does the same).
 pub fn hold_dma_latency() -> (Step, Option<File>) {
@@ -140,5 +170,21 @@ pub fn hold_dma_latency() -> (Step, Option<File>) {
             Err(e) => (Step::Refused(format!("{path}: {e}")), None),
         },
         Err(e) => (Step::Refused(format!("{path}: {e}")), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cap_ipc_lock_is_read_from_the_effective_set() {
+        // Root's full set (6.x kernels: 41 capabilities), and a plain user's empty one.
+        assert!(has_cap_ipc_lock(
+            "Name:\tx\nCapPrm:\t0\nCapEff:\t000001ffffffffff\n"
+        ));
+        assert!(!has_cap_ipc_lock("CapEff:\t0000000000000000\n"));
+        assert!(has_cap_ipc_lock("CapEff:\t0000000000004000\n"));
+        assert!(!has_cap_ipc_lock("no such line"));
     }
 }

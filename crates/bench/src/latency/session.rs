@@ -2,12 +2,12 @@
 //! together, watched until their limits or the stop flag, and their results collected.
 
 use super::config::LatencyError;
-use super::histogram::Recorder;
 use super::rt::*;
+use super::wakeups::WakeupTap;
 use super::NS_PER_US;
 use crate::{Bench, Phase, Phased, Stop};
 use model::latency::{
-    merge, Config, Live, Measurement, Privileges, Stats, Step, StopReason, ThreadResult,
+    merge, Config, Live, Measurement, Privileges, Recorder, Stats, Step, StopReason, ThreadResult,
 };
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -21,7 +21,11 @@ use std::time::{Duration, Instant};
 /// (the usual default for a non-root user) at the second thread.
 const THREAD_STACK: usize = 256 << 10;
 
+/// One thread's live numbers, alone on its cache lines (128 bytes: two lines, as the
+/// adjacent-line prefetcher of x86 pairs them): each thread stores into its cell on every
+/// wake-up, and cells sharing a line would bounce it between the measured CPUs.
 #[derive(Default)]
+#[repr(align(128))]
 struct LiveCell {
     tid: AtomicU64,
     cycles: AtomicU64,
@@ -44,6 +48,8 @@ struct Shared {
     gate: Mutex<Gate>,
     gate_moved: Condvar,
     live: Vec<LiveCell>,
+    /// `Config::record_wakeups`: each thread's wake-ups, for the caller.
+    wakeups: Option<WakeupTap>,
 }
 
 impl Shared {
@@ -98,6 +104,9 @@ impl Session {
             gate: Mutex::new(Gate::Parked),
             gate_moved: Condvar::new(),
             live: (0..config.threads).map(|_| LiveCell::default()).collect(),
+            wakeups: config
+                .record_wakeups
+                .then(|| WakeupTap::new(config.threads)),
         });
         let (tx, rx) = mpsc::channel::<(usize, Result<Step, String>)>();
         let mut handles = Vec::with_capacity(config.threads);
@@ -181,6 +190,12 @@ impl Session {
         &self.config
     }
 
+    /// The measuring threads' wake-ups as they happen (`Config::record_wakeups`), to drain
+    /// while [`Session::run`] measures.
+    pub fn wakeups(&self) -> Option<WakeupTap> {
+        self.shared.wakeups.clone()
+    }
+
     /// Measure until the limits, or until `interrupt` becomes true (Ctrl-C). `progress` is
     /// called about every `progress_every` with live numbers (from this thread).
     pub fn run(
@@ -230,8 +245,11 @@ impl Session {
         }
         progress(&self.live());
         let elapsed_ns = started.elapsed().as_nanos() as u64;
-        if self.privileges.memory_locked.is_done() {
-            // Measurement over: building the report must not run into the lock limit.
+        if self.privileges.memory_locked.is_done() && memlock_limited() {
+            // Measurement over: building the report must not run into the lock limit (with
+            // MCL_FUTURE every later allocation is locked too). Without a limit that bites
+            // (root) the unlock is skipped: it walks every locked page, 0.7 ms of a short
+            // run's CPU time (perf record of `bench latency -l 1`).
             // SAFETY: no arguments.
             unsafe { libc::munlockall() };
         }
@@ -253,6 +271,8 @@ impl Session {
         }
         let stopped_by = if interrupted {
             StopReason::Interrupted
+        } else if reasons.contains(&StopReason::Threshold) {
+            StopReason::Threshold
         } else if reasons.contains(&StopReason::Duration) {
             StopReason::Duration
         } else {
@@ -317,6 +337,13 @@ fn measure_thread(
     let cell = &shared.live[i];
     let tid = gettid();
     cell.tid.store(tid as u64, Ordering::Relaxed);
+    let ring = shared.wakeups.as_ref().and_then(|t| t.ring(i));
+    if let Some(r) = ring {
+        r.set_tid(tid);
+    }
+    let stop_ns = cfg
+        .stop_above
+        .map_or(u64::MAX, |d| d.as_nanos().min(u128::from(u64::MAX)) as u64);
     let setup = (|| {
         if let Some(c) = cpu {
             set_affinity(c)?;
@@ -370,7 +397,7 @@ fn measure_thread(
         if shared.stop.load(Ordering::Relaxed) {
             break StopReason::Interrupted;
         }
-        if rec.count >= loops {
+        if rec.count() >= loops {
             break StopReason::Loops;
         }
         if next > end {
@@ -380,25 +407,33 @@ fn measure_thread(
         let now = now_ns(libc::CLOCK_MONOTONIC);
         let latency = now.saturating_sub(next);
         rec.record(latency, next - start);
+        if let Some(r) = ring {
+            r.push(next, now, rec.count() - 1);
+        }
         sum_ns = sum_ns.wrapping_add(latency);
-        cell.cycles.store(rec.count, Ordering::Relaxed);
+        cell.cycles.store(rec.count(), Ordering::Relaxed);
         cell.act_ns.store(latency, Ordering::Relaxed);
-        cell.min_ns.store(rec.min_ns, Ordering::Relaxed);
-        cell.max_ns.store(rec.max_ns, Ordering::Relaxed);
+        cell.min_ns.store(rec.min_ns(), Ordering::Relaxed);
+        cell.max_ns.store(rec.max_ns(), Ordering::Relaxed);
         cell.sum_ns.store(sum_ns, Ordering::Relaxed);
+        if latency >= stop_ns {
+            // `--analyze`: this wake-up is the one to explain; the others stop too.
+            shared.stop.store(true, Ordering::Relaxed);
+            break StopReason::Threshold;
+        }
         next += interval_ns;
         // A wake-up so late that the next period is already due: cyclictest advances
         // silently; we count every period skipped (within the run: a period due after the
         // end of the run was never part of it).
         while next <= now {
             if next <= end {
-                rec.missed += 1;
+                rec.add_missed();
             }
             next += interval_ns;
         }
     };
     let cpu_time_ns = now_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(cpu0);
-    let count = rec.count;
+    let count = rec.count();
     let last_cpu = current_cpu();
     (
         ThreadResult {
@@ -549,6 +584,43 @@ mod tests {
         assert_eq!(m.stopped_by, StopReason::Interrupted);
         assert!(t0.elapsed() < Duration::from_secs(10));
         assert_eq!(m.total.histogram.total(), m.total.count);
+    }
+
+    #[test]
+    fn recorded_wakeups_are_every_measured_one_and_a_threshold_stops_the_run() {
+        let s = Session::prepare(Config {
+            threads: 2,
+            skip_privileged_steps: true,
+            record_wakeups: true,
+            ..cfg()
+        })
+        .unwrap();
+        let tap = s.wakeups().unwrap();
+        let stop = AtomicBool::new(false);
+        let mut seen = Vec::new();
+        let m = s
+            .run(&stop, Duration::from_millis(20), |_| {
+                tap.drain(&mut seen);
+            })
+            .unwrap();
+        tap.drain(&mut seen);
+        for t in &m.threads {
+            let mine: Vec<_> = seen.iter().filter(|w| w.thread == t.thread).collect();
+            assert_eq!(mine.len() as u64, t.stats.count);
+            assert!(mine.iter().all(|w| w.tid == t.tid));
+            let max = mine.iter().map(|w| w.latency_ns()).max().unwrap();
+            assert_eq!(max, t.stats.max_ns);
+        }
+        // Stop at the first wake-up of 0 ns or more: the first one.
+        let s = Session::prepare(Config {
+            skip_privileged_steps: true,
+            stop_above: Some(Duration::ZERO),
+            ..cfg()
+        })
+        .unwrap();
+        let m = s.run(&stop, Duration::from_millis(20), |_| {}).unwrap();
+        assert_eq!(m.stopped_by, StopReason::Threshold);
+        assert_eq!(m.total.count, 1);
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! The engine (`bench::latency`) never judges and the context (`probe::system`) only reads;
 //! these functions read their model types and say what they mean.
 
+use crate::explain;
 use crate::summary::plural as count;
+use model::latency::split::Split;
 use model::latency::{Config, MeasuredInterrupts, Measurement, Privileges, Step};
 use model::stress::StressSpec;
 use model::system::SystemContext;
@@ -287,10 +289,113 @@ pub fn dma_latency_not_held(step: &Step) -> Option<Finding> {
     )
 }
 
+/// What the IRQ/thread split says about a run (`--split`, `--analyze`): wake-ups it could
+/// not match, a split that cannot be sound, and the wake-up it explained (the first above
+/// `--analyze`, else the largest) by the part that took the most. `priority`: the measuring
+/// threads' SCHED_FIFO priority (0: normal scheduling).
+pub fn split(s: &Split, priority: u8) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let t = &s.total;
+    if t.unmatched > 0 {
+        let mut why = Vec::new();
+        if s.lost_events > 0 {
+            why.push(format!(
+                "the kernel dropped {} (a full ring buffer)",
+                count(s.lost_events, "event", "events")
+            ));
+        }
+        if s.dropped_wakeups > 0 {
+            why.push(format!(
+                "{} not handed over by their thread (its queue was full)",
+                count(s.dropped_wakeups, "wake-up was", "wake-ups were")
+            ));
+        }
+        if why.is_empty() {
+            why.push("their timer's events were not recorded".to_string());
+        }
+        out.push(
+            Finding::new(
+                Severity::Warning,
+                SUBJECT,
+                format!(
+                    "{} of {} could not be matched to their timer's events ({}): their IRQ \
+                     latency is not known and they are left out of the split",
+                    t.unmatched,
+                    count(t.wakeups, "wake-up", "wake-ups"),
+                    why.join("; ")
+                ),
+            )
+            .with_advice("measure fewer threads, or a longer interval (-i)"),
+        );
+    }
+    if t.irq_above_thread > 0 {
+        out.push(Finding::new(
+            Severity::Warning,
+            SUBJECT,
+            format!(
+                "{} read an IRQ latency above their thread latency: the kernel's trace clock \
+                 and the threads' CLOCK_MONOTONIC disagree here, so the split is not sound",
+                count(t.irq_above_thread, "wake-up", "wake-ups")
+            ),
+        ));
+    }
+    if let (Some(us), None) = (s.analyze_above_us, &s.analysis) {
+        out.push(Finding::new(
+            Severity::Info,
+            SUBJECT,
+            format!(
+                "--analyze {us}: no wake-up took {us} us or more (the largest took {} us), \
+                 so the run was not stopped",
+                explain::us2(t.thread_latency.max_ns as i64)
+            ),
+        ));
+    }
+    let explained = s.analysis.as_ref().or(s.largest.first());
+    if let Some(a) = explained {
+        let (what, ns, advice) = explain::main_cause(a, priority);
+        let which = if s.analysis.is_some() {
+            format!(
+                "the first wake-up at or above --analyze {} us",
+                s.analyze_above_us.unwrap_or_default()
+            )
+        } else {
+            "the largest wake-up".to_string()
+        };
+        out.push(
+            Finding::new(
+                if s.analysis.is_some() {
+                    Severity::Warning
+                } else {
+                    Severity::Info
+                },
+                SUBJECT,
+                format!(
+                    "{which} (thread {}, {} us at {:.3} s) was mostly {} us ({:.0} %): {what}",
+                    a.thread,
+                    explain::us2(a.thread_latency_ns as i64),
+                    a.at_ns as f64 / 1e9,
+                    explain::us2(ns as i64),
+                    ns as f64 * 100.0 / a.thread_latency_ns.max(1) as f64
+                ),
+            )
+            .with_advice(advice),
+        );
+    }
+    out
+}
+
 /// cyclictest's `-b THRESHOLD`: how many wake-ups were above `threshold_us`, from the 1 us
 /// histogram (`counts[k]` holds [k, k+1) us; `overflow` those at or above `counts.len()` us)
-/// and the largest latency `max_us` (integer us, as cyclictest compares).
-pub fn breaktrace(threshold_us: u64, counts: &[u64], overflow: u64, max_us: u64) -> Finding {
+/// and the largest latency `max_us` (integer us, as cyclictest compares). `analyzed`: the run
+/// explained the first wake-up above a threshold (`--analyze`), whose finding says what held
+/// it up; otherwise the finding says how to get that explanation.
+pub fn breaktrace(
+    threshold_us: u64,
+    counts: &[u64],
+    overflow: u64,
+    max_us: u64,
+    analyzed: bool,
+) -> Finding {
     let limit = counts.len() as u64;
     let message = if max_us <= threshold_us || threshold_us < limit {
         let above = if max_us <= threshold_us {
@@ -314,7 +419,17 @@ pub fn breaktrace(threshold_us: u64, counts: &[u64], overflow: u64, max_us: u64)
             count(overflow, "wake-up was", "wake-ups were"),
         )
     };
-    Finding::new(Severity::Info, SUBJECT, message)
+    let f = Finding::new(Severity::Info, SUBJECT, message);
+    if max_us <= threshold_us {
+        f
+    } else if analyzed {
+        f.with_advice("the analysis (--analyze) says what held up the first of them")
+    } else {
+        f.with_advice(format!(
+            "--analyze {threshold_us} stops at the first of them and says what held it up \
+             (interrupts, softirqs, the thread that kept the CPU), as rtla timerlat -a does"
+        ))
+    }
 }
 
 /// The run was stopped by a signal (`by`, e.g. `SIGINT`) before its duration or loop count.
@@ -342,6 +457,7 @@ fn disk_workers(spec: &StressSpec) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use model::latency::split::{Analysis, Blocking, SplitSource, SplitStats, TaskInfo};
 
     use model::latency::CpuInterrupts;
     use model::procfs::IrqLine;
@@ -564,7 +680,7 @@ mod tests {
         let mut counts = vec![0u64; 100];
         counts[10] = 5;
         counts[20] = 3;
-        let b = |t, overflow| breaktrace(t, &counts, overflow, 250).message;
+        let b = |t, overflow| breaktrace(t, &counts, overflow, 250, false).message;
         // cyclictest's -b compares integer us: 20.x us is not above 20.
         assert!(b(20, 2).starts_with("-b 20: 2 wake-ups were above 20 us"));
         assert!(b(10, 2).starts_with("-b 10: 5 wake-ups were above"));
@@ -579,5 +695,98 @@ mod tests {
             b(200, 2)
         );
         assert!(b(150, 1).contains("up to 1 wake-up was above it"));
+        // The finding points at the explanation of the first one.
+        let advice = |analyzed| breaktrace(20, &counts, 2, 250, analyzed).advice.unwrap();
+        assert!(advice(false).starts_with("--analyze 20 stops at the first of them"));
+        assert!(advice(true).contains("the analysis (--analyze) says what held up"));
+        assert_eq!(breaktrace(300, &counts, 2, 250, false).advice, None);
+    }
+
+    fn split_of(analysis: Option<Analysis>, unmatched: u64, lost: u64) -> Split {
+        let mut total = SplitStats::new(None, 100);
+        total.add(2_000, 5_000);
+        for _ in 0..unmatched {
+            total.add_unmatched();
+        }
+        Split {
+            source: SplitSource::Tracepoints,
+            threads: vec![],
+            total,
+            lost_events: lost,
+            dropped_wakeups: 0,
+            causes: vec![],
+            largest: vec![],
+            analyze_above_us: Some(1000),
+            analysis,
+        }
+    }
+
+    fn hog_analysis() -> Analysis {
+        Analysis {
+            thread: 0,
+            tid: 100,
+            cycle: 7,
+            at_ns: 3_215_000_000,
+            timer_cpu: 1,
+            cpu: 1,
+            thread_latency_ns: 20_012_000,
+            irq_latency_ns: 12_000,
+            running_at_expiry: None,
+            before_timer_irq: vec![],
+            timer_irq_ns: 3_000,
+            irqs: vec![],
+            softirqs: vec![],
+            threads: vec![Blocking {
+                task: TaskInfo {
+                    pid: 4242,
+                    comm: "hog".into(),
+                    prio: Some(39),
+                    policy: Some("SCHED_FIFO".into()),
+                },
+                ns: 19_992_000,
+                held_ns: Some(20_001_000),
+            }],
+            wakeup_to_switch_ns: 19_993_000,
+            switch_to_user_ns: 5_000,
+            unaccounted_ns: 0,
+        }
+    }
+
+    #[test]
+    fn the_analysis_names_what_kept_the_cpu_and_what_to_do() {
+        let f = split(&split_of(Some(hog_analysis()), 0, 0), 50);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert_eq!(
+            f[0].message,
+            "the first wake-up at or above --analyze 1000 us (thread 0, 20012.00 us at 3.215 s) \
+             was mostly 19992.00 us (100 %): hog (pid 4242, SCHED_FIFO 60) kept the CPU (it \
+             held the CPU 20001.00 us in all)"
+        );
+        assert!(f[0]
+            .advice
+            .as_deref()
+            .unwrap()
+            .contains("at or above the measuring threads' 50"));
+        // Below the hog's priority there is nothing to say about priorities.
+        let f = split(&split_of(Some(hog_analysis()), 0, 0), 80);
+        assert!(f[0]
+            .advice
+            .as_deref()
+            .unwrap()
+            .contains("cannot be preempted"));
+    }
+
+    #[test]
+    fn unmatched_wakeups_and_a_threshold_never_reached_are_said() {
+        let f = split(&split_of(None, 3, 12), 99);
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert!(f[0].message.starts_with(
+            "3 of 4 wake-ups could not be matched to their timer's events (the kernel dropped \
+             12 events (a full ring buffer))"
+        ));
+        assert!(f[1].message.starts_with(
+            "--analyze 1000: no wake-up took 1000 us or more (the largest took 5.00 us)"
+        ));
     }
 }

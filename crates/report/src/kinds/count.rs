@@ -370,7 +370,7 @@ pub struct PmuListDocument {
     pub findings: Vec<Finding>,
 }
 
-/// The run's facts, tests and rows for every renderer ([`Summary::of`] adds what every kind
+/// The run's facts, tests and rows for every renderer ([`super::summarize`] adds what every kind
 /// shares: the envelope, the path, the counters sampled beside the engine).
 pub(crate) fn summarize(
     doc: &Document,

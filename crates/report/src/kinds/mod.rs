@@ -11,176 +11,135 @@ pub mod net;
 pub mod path;
 pub mod survey;
 
-use serde::{Deserialize, Serialize};
+use crate::document::{Document, DocumentError, DocumentKind};
+use crate::summary::{link_state, CounterRow, Summary};
+use crate::views::CommonView;
 
-/// What a document is: the envelope's `kind`. Every kind headroom writes, under the name its
-/// documents carry; a document of another kind is refused when it is read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum DocumentKind {
-    #[serde(rename = "audit")]
-    Audit,
-    #[serde(rename = "path")]
-    Path,
-    #[serde(rename = "ceiling")]
-    Ceiling,
-    #[serde(rename = "disk")]
-    Disk,
-    #[serde(rename = "latency")]
-    Latency,
-    #[serde(rename = "net")]
-    Net,
-    #[serde(rename = "mmio")]
-    Mmio,
-    #[serde(rename = "count")]
-    Count,
-    /// `count --list`.
-    #[serde(rename = "pmu_list")]
-    PmuList,
-    #[serde(rename = "survey")]
-    Survey,
-    /// `survey --dry-run`.
-    #[serde(rename = "survey-plan")]
-    SurveyPlan,
-    /// `report --json`.
-    #[serde(rename = "report")]
-    Report,
-    #[serde(rename = "compare")]
-    Compare,
-    /// `history --json`.
-    #[serde(rename = "history")]
-    History,
-}
-
-impl DocumentKind {
-    pub const ALL: [DocumentKind; 14] = [
-        DocumentKind::Audit,
-        DocumentKind::Path,
-        DocumentKind::Ceiling,
-        DocumentKind::Disk,
-        DocumentKind::Latency,
-        DocumentKind::Net,
-        DocumentKind::Mmio,
-        DocumentKind::Count,
-        DocumentKind::PmuList,
-        DocumentKind::Survey,
-        DocumentKind::SurveyPlan,
-        DocumentKind::Report,
-        DocumentKind::Compare,
-        DocumentKind::History,
-    ];
-
-    /// The name documents carry in `kind`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DocumentKind::Audit => "audit",
-            DocumentKind::Path => "path",
-            DocumentKind::Ceiling => "ceiling",
-            DocumentKind::Disk => "disk",
-            DocumentKind::Latency => "latency",
-            DocumentKind::Net => "net",
-            DocumentKind::Mmio => "mmio",
-            DocumentKind::Count => "count",
-            DocumentKind::PmuList => "pmu_list",
-            DocumentKind::Survey => "survey",
-            DocumentKind::SurveyPlan => "survey-plan",
-            DocumentKind::Report => "report",
-            DocumentKind::Compare => "compare",
-            DocumentKind::History => "history",
+/// What every renderer shows of `doc` (the terminal, Markdown, HTML, compare, the history),
+/// made once: what every kind shares (the envelope, the path, the counters sampled beside an
+/// engine, the context's order) here, the rest by the kind's own `summarize`; `origin` names
+/// the document in errors.
+pub fn summarize(doc: &Document, origin: &str) -> Result<Summary, DocumentError> {
+    doc.check_kind(origin)?;
+    let common: CommonView = doc.view(origin)?;
+    let env = &doc.envelope;
+    let mut s = Summary {
+        origin: origin.to_string(),
+        kind: env.kind,
+        created: env.created.clone(),
+        hostname: env.host.as_ref().and_then(|h| h.hostname.clone()),
+        target: None,
+        context: Vec::new(),
+        ceiling: None,
+        tests: Vec::new(),
+        threads: Vec::new(),
+        series: Vec::new(),
+        counters: Vec::new(),
+        links: Vec::new(),
+        bottleneck: None,
+        bottleneck_from_cpu: None,
+        no_ceiling_reason: None,
+        findings: common.findings,
+        notes: common.notes,
+        hops: Vec::new(),
+        chain_stopped: None,
+        histogram_limit_us: None,
+        latency_lines: Vec::new(),
+        inventory: Vec::new(),
+        mmio: None,
+        split_tables: Vec::new(),
+    };
+    let mut kernel = env.host.as_ref().and_then(|h| h.kernel.clone());
+    let mut governor = None;
+    match env.kind {
+        DocumentKind::Disk => disk::summarize(doc, origin, &mut s, &mut kernel, &mut governor)?,
+        DocumentKind::Latency => {
+            latency::summarize(doc, origin, &mut s, &mut kernel, &mut governor)?
+        }
+        DocumentKind::Audit => audit::summarize(doc, origin, &mut s)?,
+        DocumentKind::Net => net::summarize(doc, origin, &mut s)?,
+        DocumentKind::Count => count::summarize(doc, origin, &mut s)?,
+        DocumentKind::Mmio => mmio::summarize(doc, origin, &mut s)?,
+        // Their facts are the path's and the envelope's (below), or none a report shows.
+        DocumentKind::Ceiling => ceiling::summarize(doc, origin, &mut s)?,
+        DocumentKind::Path
+        | DocumentKind::PmuList
+        | DocumentKind::Survey
+        | DocumentKind::SurveyPlan
+        | DocumentKind::Report
+        | DocumentKind::Compare
+        | DocumentKind::History => {}
+    }
+    // Counters a benchmark sampled beside its engine (bench disk, bench net): the
+    // interrupt rates of its path and the root port's PMU bytes.
+    #[derive(serde::Deserialize)]
+    struct BesideView {
+        #[serde(default)]
+        counters: Option<count::BesideCounters>,
+    }
+    if env.kind != DocumentKind::Count {
+        if let Ok(BesideView { counters: Some(b) }) = doc.view::<BesideView>(origin) {
+            // What could not be sampled (no device interrupts, no PMU on the path).
+            for n in &b.notes {
+                if !s.notes.contains(n) {
+                    s.notes.push(n.clone());
+                }
+            }
+            for r in &b.interrupts {
+                s.counters.push(CounterRow {
+                    name: format!("interrupts of {}", r.device),
+                    value: Some(r.per_second),
+                    unit: "/s".into(),
+                    running_percent: None,
+                    status: "counted".into(),
+                });
+            }
+            if let Some(p) = &b.pmu {
+                let sides = [
+                    ("Rx", p.rx_bytes, p.app_read_bytes),
+                    ("Tx", p.tx_bytes, p.app_write_bytes),
+                ];
+                for (side, v, app) in sides {
+                    if let Some(v) = v {
+                        s.counters.push(CounterRow {
+                            name: format!("{} {side} payload", p.pmu),
+                            value: Some(v),
+                            unit: "B".into(),
+                            running_percent: None,
+                            status: "counted".into(),
+                        });
+                        // The bus's bytes per application byte of the same direction.
+                        if app > 0 {
+                            s.counters.push(CounterRow {
+                                name: format!("{} {side} payload / application bytes", p.pmu),
+                                value: Some(v / app as f64 * 100.0),
+                                unit: "%".into(),
+                                running_percent: None,
+                                status: "counted".into(),
+                            });
+                        }
+                    }
+                }
+            }
         }
     }
-
-    /// The body fields the kind's producer always writes: a document without one of them is
-    /// not one headroom wrote as it is (a disk document relabelled `audit` would otherwise
-    /// read as an audit of nothing).
-    pub fn fields(self) -> &'static [&'static str] {
-        match self {
-            DocumentKind::Audit => &["pci"],
-            DocumentKind::Path => &["path"],
-            DocumentKind::Ceiling => &["link"],
-            DocumentKind::Disk => &["parameters", "tests"],
-            DocumentKind::Latency | DocumentKind::Net => &["measurement"],
-            DocumentKind::Mmio => &["parameters", "results"],
-            DocumentKind::Count => &["events"],
-            DocumentKind::PmuList => &["pmus"],
-            DocumentKind::Survey => &["plan", "parts"],
-            DocumentKind::SurveyPlan => &["parts"],
-            DocumentKind::Report => &["documents"],
-            DocumentKind::Compare => &["rows"],
-            DocumentKind::History => &["database"],
-        }
+    if let Some(p) = common.path {
+        path::summarize(&mut s, p);
     }
-}
-
-impl std::fmt::Display for DocumentKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+    let mut ctx = Vec::new();
+    if let Some(k) = kernel {
+        ctx.push(("kernel".to_string(), k));
     }
-}
-
-/// A `kind` headroom does not write; the message lists the ones it does.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("its kind `{0}` is none headroom writes: {list}", list = DocumentKind::ALL.map(DocumentKind::as_str).join(", "))]
-pub struct UnknownKind(pub String);
-
-impl std::str::FromStr for DocumentKind {
-    type Err = UnknownKind;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        DocumentKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| UnknownKind(s.to_string()))
+    if let Some(g) = governor {
+        ctx.push(("governor".to_string(), g));
     }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn every_kind_is_written_and_read_under_the_name_documents_carry() {
-        let names: Vec<String> = DocumentKind::ALL
-            .iter()
-            .map(|k| {
-                serde_json::to_value(k)
-                    .unwrap()
-                    .as_str()
-                    .unwrap()
-                    .to_string()
-            })
-            .collect();
-        assert_eq!(
-            names,
-            [
-                "audit",
-                "path",
-                "ceiling",
-                "disk",
-                "latency",
-                "net",
-                "mmio",
-                "count",
-                "pmu_list",
-                "survey",
-                "survey-plan",
-                "report",
-                "compare",
-                "history"
-            ]
-        );
-        for (k, name) in DocumentKind::ALL.iter().zip(&names) {
-            assert_eq!(k.as_str(), name);
-            assert_eq!(name.parse::<DocumentKind>().unwrap(), *k);
-            assert_eq!(
-                serde_json::from_value::<DocumentKind>(name.as_str().into()).unwrap(),
-                *k
-            );
-        }
-        assert_eq!(
-            "Disk".parse::<DocumentKind>().unwrap_err().to_string(),
-            "its kind `Disk` is none headroom writes: audit, path, ceiling, disk, latency, net, \
-             mmio, count, pmu_list, survey, survey-plan, report, compare, history"
-        );
+    if let Some(c) = &s.ceiling {
+        ctx.push(("bottleneck".to_string(), c.bottleneck.clone()));
     }
+    ctx.append(&mut s.context);
+    for l in &s.links {
+        ctx.push((format!("link {}", l.name), link_state(l)));
+    }
+    s.context = ctx;
+    Ok(s)
 }

@@ -131,7 +131,7 @@ impl SurveyBody {
             };
             let name = format!("{origin}: {}", part.id);
             let read = Document::from_value(value.clone(), &name)
-                .and_then(|d| Summary::of(&d, &part.id).map(|s| (d, s)));
+                .and_then(|d| crate::kinds::summarize(&d, &part.id).map(|s| (d, s)));
             match read {
                 Ok((document, summary)) => docs.push(PartDoc {
                     part,
@@ -483,7 +483,7 @@ fn as_sentence(s: &str) -> String {
 /// each line, and its stress spec says whether io or hdd workers ran.
 fn self_generated_load(docs: &[PartDoc<'_>]) -> Option<String> {
     let d = docs.iter().find(|d| d.part.id == "latency stress")?;
-    let view: crate::views::LatencyView = d.document.view("latency stress").ok()?;
+    let view: crate::kinds::latency::LatencyDocument = d.document.view("latency stress").ok()?;
     let spec = &view.stress.as_ref()?.spec;
     let workers = match (spec.io > 0, spec.hdd > 0) {
         (false, false) => return None,

@@ -2,6 +2,8 @@
 //! periods, overflow), the largest wake-ups, the maxima per window, the interrupts that
 //! arrived on the measured CPUs, and the kernel and CPU context.
 
+use crate::explain;
+use model::latency::split::{Split, SplitSource, SplitStats};
 use model::latency::{
     Config, CpuInterrupts, Live, LoadSample, MeasuredInterrupts, Measurement, Stats, Step,
 };
@@ -73,9 +75,94 @@ pub fn interrupt_line(c: &CpuInterrupts) -> String {
     )
 }
 
-/// The text of `bench latency`: cyclictest's header and thread lines, the table with p99 and
-/// p99.9, the largest wake-ups and window maxima, the interrupts on the measured CPUs, and
-/// the context the numbers depend on.
+/// How many sources of what delayed the wake-ups the text lists (the document keeps more).
+const TOP_CAUSES: usize = 5;
+
+/// The IRQ/thread split (`--split`): per thread, the IRQ latency (timer expiry to its
+/// interrupt) beside the thread latency of the same wake-ups, what delayed them over the
+/// run, and the explained wake-up (`--analyze`'s, else the largest) part by part.
+pub fn split_text(s: &Split, limit: u32) -> String {
+    let mut out = String::new();
+    let from = match s.source {
+        SplitSource::Tracepoints => "tracepoints",
+        SplitSource::Timerlat => "the kernel's timerlat tracer",
+    };
+    let _ = writeln!(
+        out,
+        "IRQ latency (timer expiry to its interrupt) against thread latency (to the thread \
+         reading the clock), from {from}:"
+    );
+    let _ = writeln!(
+        out,
+        "{:>6} {:>9} {:>9} {:>7} {:>8} {:>7} {:>7}  {:>7} {:>8} {:>7} {:>7}",
+        "thread",
+        "matched",
+        "unmatched",
+        "irq min",
+        "irq avg",
+        "irq p99",
+        "irq max",
+        "thr min",
+        "thr avg",
+        "thr p99",
+        "thr max"
+    );
+    let row = |out: &mut String, name: String, st: &SplitStats| {
+        let _ = writeln!(
+            out,
+            "{:>6} {:>9} {:>9} {:>7} {:>8.1} {:>7} {:>7}  {:>7} {:>8.1} {:>7} {:>7}",
+            name,
+            st.matched,
+            st.unmatched,
+            us(st.irq.min_ns),
+            model::units::tenths_us(st.irq.avg_ns),
+            fmt_q(st.irq.histogram.quantile_us(0.99), limit),
+            us(st.irq.max_ns),
+            us(st.thread_latency.min_ns),
+            model::units::tenths_us(st.thread_latency.avg_ns),
+            fmt_q(st.thread_latency.histogram.quantile_us(0.99), limit),
+            us(st.thread_latency.max_ns)
+        );
+    };
+    for t in &s.threads {
+        row(&mut out, t.thread.map_or("-".into(), |n| n.to_string()), t);
+    }
+    row(&mut out, "all".into(), &s.total);
+    let _ = writeln!(
+        out,
+        "(us; thread latency minus IRQ latency is the scheduling part)"
+    );
+    if s.lost_events > 0 || s.dropped_wakeups > 0 {
+        let _ = writeln!(
+            out,
+            "lost: {} events (full ring buffers), {} wake-ups not handed over",
+            s.lost_events, s.dropped_wakeups
+        );
+    }
+    if !s.causes.is_empty() {
+        let _ = writeln!(
+            out,
+            "what delayed the wake-ups between the timer's expiry and the thread (summed over \
+             the run):"
+        );
+        for c in s.causes.iter().take(TOP_CAUSES) {
+            let _ = writeln!(out, "  {}", explain::cause_line(c));
+        }
+    }
+    let explained = match (&s.analysis, s.largest.first()) {
+        (Some(a), _) => Some(("--analyze: the first wake-up at or above the threshold", a)),
+        (None, Some(a)) => Some(("the largest wake-up", a)),
+        (None, None) => None,
+    };
+    if let Some((title, a)) = explained {
+        let _ = writeln!(out, "{title}, explained:");
+        for l in explain::analysis_lines(a) {
+            let _ = writeln!(out, "{l}");
+        }
+    }
+    out
+}
+
 /// Under what a run measured and how it ended: the lines a pasted report must carry (they
 /// used to go to stderr only).
 #[derive(Clone, Copy, Debug, Default)]
@@ -87,12 +174,18 @@ pub struct Conditions<'a> {
     pub interrupted_by: Option<&'a str>,
 }
 
+/// The text of `bench latency`: cyclictest's header and thread lines, the table with p99 and
+/// p99.9, the largest wake-ups and window maxima, the interrupts on the measured CPUs, the
+/// IRQ/thread split when the run made one, and the context the numbers depend on.
+// The parts of a latency document one by one until it has its own type in report (issue 26).
+#[allow(clippy::too_many_arguments)]
 pub fn render(
     config: &Config,
     ctx: &SystemContext,
     m: &Measurement,
     load: Option<&LoadSample>,
     interrupts: Option<&MeasuredInterrupts>,
+    split: Option<&Split>,
     conditions: Conditions,
     nsecs: bool,
 ) -> String {
@@ -248,6 +341,10 @@ pub fn render(
     }
     for c in interrupts.map_or(&[][..], |i| &i.cpus[..]) {
         let _ = writeln!(s, "{}", interrupt_line(c));
+    }
+    if let Some(sp) = split {
+        let _ = writeln!(s);
+        s.push_str(&split_text(sp, limit));
     }
     let _ = writeln!(s);
     let k = &ctx.kernel;

@@ -1,28 +1,32 @@
-//! What one thread measures: the 1 us histogram with its overflow, the largest latencies with
-//! their timestamps and the maximum of every window, recorded here and summarized into
-//! `model::latency::Stats` (whose merge across threads is model's `merge`).
+//! What one measuring thread records: the 1 us histogram with its overflow, the largest
+//! latencies with their timestamps and the maximum of every window, summarized into
+//! [`Stats`] (whose merge across threads is [`super::merge`]). Both engines fill it: the
+//! timer loop (`bench::latency`) wake-up by wake-up, and the kernel's timerlat tracer's
+//! samples ([`super::timerlat`]).
 
-use super::NS_PER_SEC;
-use model::latency::{Config, Histogram, Spike, Stats, WindowMax};
+use super::{Config, Histogram, Spike, Stats, WindowMax};
+
+const NS_PER_SEC: u64 = 1_000_000_000;
 
 /// Per-thread measuring state, allocated and touched before the run starts.
-pub(super) struct Recorder {
-    pub(super) thread: usize,
-    pub(super) hist: Histogram,
-    pub(super) count: u64,
-    pub(super) sum_ns: u128,
-    pub(super) min_ns: u64,
-    pub(super) max_ns: u64,
-    pub(super) act_ns: u64,
-    pub(super) missed: u64,
-    pub(super) largest: Vec<Spike>,
-    pub(super) keep: usize,
-    pub(super) windows: Vec<WindowMax>,
-    pub(super) window_ns: u64,
+pub struct Recorder {
+    thread: usize,
+    hist: Histogram,
+    count: u64,
+    sum_ns: u128,
+    min_ns: u64,
+    max_ns: u64,
+    act_ns: u64,
+    missed: u64,
+    largest: Vec<Spike>,
+    keep: usize,
+    windows: Vec<WindowMax>,
+    window_ns: u64,
 }
 
 impl Recorder {
-    pub(super) fn new(thread: usize, cfg: &Config) -> Self {
+    /// Thread `thread`'s recorder for a run of `cfg`, every page it will write touched.
+    pub fn new(thread: usize, cfg: &Config) -> Self {
         let window_ns = cfg.window.as_nanos() as u64;
         // Pre-size the window list for the whole run so no allocation happens in the loop.
         let expected = cfg
@@ -47,8 +51,9 @@ impl Recorder {
         }
     }
 
+    /// One wake-up `latency_ns` late, programmed `at_ns` after the start of the run.
     #[inline]
-    pub(super) fn record(&mut self, latency_ns: u64, at_ns: u64) {
+    pub fn record(&mut self, latency_ns: u64, at_ns: u64) {
         let cycle = self.count;
         self.count += 1;
         self.sum_ns += latency_ns as u128;
@@ -88,7 +93,30 @@ impl Recorder {
         }
     }
 
-    pub(super) fn stats(self) -> Stats {
+    /// Wake-ups recorded.
+    #[inline]
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The smallest latency so far (`u64::MAX` before the first).
+    #[inline]
+    pub fn min_ns(&self) -> u64 {
+        self.min_ns
+    }
+
+    #[inline]
+    pub fn max_ns(&self) -> u64 {
+        self.max_ns
+    }
+
+    /// A period skipped because its wake-up came after the next one was due.
+    #[inline]
+    pub fn add_missed(&mut self) {
+        self.missed += 1;
+    }
+
+    pub fn stats(self) -> Stats {
         Stats {
             count: self.count,
             min_ns: if self.count == 0 { 0 } else { self.min_ns },
@@ -109,11 +137,21 @@ impl Recorder {
 
 #[cfg(test)]
 mod tests {
-    use super::super::config::test_config as cfg;
-    use super::super::NS_PER_US;
+    #![allow(clippy::unwrap_used)]
+    use super::super::{merge, Limits, NS_PER_US};
     use super::*;
-    use model::latency::merge;
     use std::time::Duration;
+
+    /// 200 loops, no duration.
+    fn cfg() -> Config {
+        Config {
+            limits: Limits {
+                duration: None,
+                loops: Some(200),
+            },
+            ..Config::default()
+        }
+    }
 
     #[test]
     fn quantiles_lie_between_the_printed_min_and_max() {
