@@ -20,9 +20,8 @@
 //! checks the whole mapping each pass (memory traffic), stress writes a byte per page
 //! (page faults).
 
-use model::stress::StressSpec;
+use model::stress::{StopReport, StressSpec};
 use model::units::{format_bytes_binary, parse_size};
-use serde::Serialize;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -450,15 +449,6 @@ pub struct Load {
     /// Where the hdd workers write (their current directory), to remove what a killed one
     /// left there.
     hdd_dir: Option<PathBuf>,
-}
-
-/// How the workers ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct StopReport {
-    /// Ended on SIGTERM (or had already ended at their deadline).
-    pub stopped: u32,
-    /// Needed SIGKILL.
-    pub killed: u32,
 }
 
 impl Load {

@@ -4,16 +4,10 @@
 use crate::output::GlobalArgs;
 use anyhow::Context;
 use clap::Args;
-use model::inventory::block::BlockInventory;
-use model::inventory::net::NetInventory;
-use model::inventory::pci::PciAudit;
-use model::inventory::usb::UsbInventory;
 use model::root::SysRoot;
-use model::system::SystemContext;
-use model::Finding;
+use report::kinds::audit::{AuditDocument, Source};
 use report::terminal::audit as text;
 use report::terminal::Style;
-use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -37,26 +31,6 @@ impl Default for AuditArgs {
             lspci: None,
         }
     }
-}
-
-/// The audit's JSON body (`output::print_result` puts the envelope in front of it).
-#[derive(Serialize)]
-struct AuditDocument<'a> {
-    source: Source,
-    pci: &'a PciAudit,
-    system: Option<&'a SystemContext>,
-    usb: Option<&'a UsbInventory>,
-    block: Option<&'a BlockInventory>,
-    net: Option<&'a NetInventory>,
-    /// Every finding of every section, most severe first.
-    findings: &'a [Finding],
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "snake_case")]
-enum Source {
-    Root(PathBuf),
-    LspciDump(PathBuf),
 }
 
 pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
@@ -114,15 +88,15 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
     }
     if global.json {
         crate::output::print_result(
-            "audit",
+            report::document::DocumentKind::Audit,
             &AuditDocument {
-                source,
-                pci: audit,
-                system: inv.map(|i| &i.system),
-                usb: inv.map(|i| &i.usb),
-                block: inv.map(|i| &i.block),
-                net: inv.map(|i| &i.net),
-                findings: &findings,
+                source: Some(source),
+                pci: audit.clone(),
+                system: inv.map(|i| i.system.clone()),
+                usb: inv.map(|i| i.usb.clone()),
+                block: inv.map(|i| i.block.clone()),
+                net: inv.map(|i| i.net.clone()),
+                findings,
             },
         )?;
     } else {

@@ -10,7 +10,7 @@ use crate::console;
 use crate::output::GlobalArgs;
 use anyhow::Context as _;
 use bench::latency::{self, Session};
-use bench::stress::{self, Launcher, Load, StopReport};
+use bench::stress::{self, Launcher, Load};
 use clap::{ArgAction, Args, Subcommand};
 use counters::Sampler;
 use model::latency::split::Split;
@@ -24,8 +24,8 @@ use model::system::SystemContext;
 use model::{Finding, Severity};
 use probe::system;
 use report::findings::latency as judge;
+use report::kinds::latency::{LatencyDocument, StressRecord};
 use report::terminal::latency::cyclictest_line;
-use serde::Serialize;
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -351,37 +351,6 @@ pub fn stress_worker_fast_path(args: &[OsString]) -> Option<anyhow::Result<ExitC
             .map(|_| ExitCode::SUCCESS)
             .map_err(anyhow::Error::msg),
     )
-}
-
-#[derive(Debug, Serialize)]
-struct StressRecord {
-    spec: StressSpec,
-    pids: Vec<u32>,
-    stop: Option<StopReport>,
-}
-
-/// The `--json` body (`output::print_result` puts the envelope in front of it).
-#[derive(Debug, Serialize)]
-struct LatencyDocument<'a> {
-    config: &'a Config,
-    /// When the measurement started (Unix time, ms): spike and window times are relative
-    /// to it.
-    started_unix_ms: u128,
-    /// Stopped by SIGINT or SIGTERM before its duration or loop count: the measurement is
-    /// what was measured until then.
-    interrupted: bool,
-    /// What headroom did with the command line (removed flags, defaults it chose).
-    notes: &'a [String],
-    context: &'a SystemContext,
-    stress: Option<&'a StressRecord>,
-    load_average: &'a [LoadSample],
-    measurement: &'a Measurement,
-    /// Device interrupts on the measured CPUs during the measurement, per CPU and source.
-    interrupts: Option<&'a MeasuredInterrupts>,
-    /// `--split`: IRQ against thread latency, what delayed the wake-ups, the explained one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    split: Option<&'a Split>,
-    findings: &'a [Finding],
 }
 
 /// Turn the command line into an engine configuration, with notes on what was adjusted.
@@ -908,24 +877,24 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
         findings.push(judge::interrupted(&by));
     }
     let document = LatencyDocument {
-        config,
+        config: Some(config.clone()),
         started_unix_ms,
         interrupted,
-        notes,
-        context,
-        stress,
-        load_average: load_samples,
-        measurement: &measurement,
-        interrupts: interrupts.as_ref(),
-        split: split.as_ref(),
-        findings: &findings,
+        notes: notes.to_vec(),
+        context: Some(context.clone()),
+        stress: stress.cloned(),
+        load_average: load_samples.to_vec(),
+        measurement: measurement.clone(),
+        interrupts: interrupts.clone(),
+        split: split.clone(),
+        findings: findings.clone(),
     };
     let measured = measurement.total.count > 0;
     if measured {
-        keep.keep("latency", &document)?;
+        keep.keep(report::document::DocumentKind::Latency, &document)?;
     }
     if global.json {
-        crate::output::print_result("latency", &document)?;
+        crate::output::print_result(report::document::DocumentKind::Latency, &document)?;
     } else {
         let by = stopped_by_signal
             .filter(|_| interrupted)
@@ -1018,9 +987,8 @@ fn measured_cpus(config: &Config) -> Vec<u32> {
 mod tests {
     use super::*;
     use clap::Parser;
-    use model::latency::{self, Measurement, Step};
-    use model::procfs::{IrqLine, LoadAverage};
-    use report::terminal::latency::render;
+    use model::latency::{Measurement, Step};
+    use model::procfs::IrqLine;
     use testsupport::latency::messages;
 
     #[derive(Parser, Debug)]
@@ -1185,145 +1153,5 @@ mod tests {
         assert!(text.contains("not comparable with cyclictest"), "{text}");
         assert!(text.contains("7 periods were missed"), "{text}");
         assert!(!text.contains("governor"), "no cpufreq here: {text}");
-    }
-
-    /// One thread's stats: `n` wake-ups at `at_us`, one spike of `spike_us` at 1.5 s.
-    fn stats(thread: usize, n: u64, at_us: usize, spike_us: u64) -> latency::Stats {
-        let mut counts = vec![0u64; 100];
-        counts[at_us] = n - 1;
-        let (bucket, overflow) = match usize::try_from(spike_us) {
-            Ok(b) if b < 100 => (Some(b), 0),
-            _ => (None, 1),
-        };
-        if let Some(b) = bucket {
-            counts[b] += 1;
-        }
-        let spike = latency::Spike {
-            latency_ns: spike_us * 1000 + 400,
-            at_ns: 1_500_000_000,
-            cycle: 1500,
-            thread,
-        };
-        latency::Stats {
-            count: n,
-            min_ns: at_us as u64 * 1000 + 200,
-            max_ns: spike.latency_ns,
-            avg_ns: at_us as f64 * 1000.0 + 700.0,
-            act_ns: at_us as u64 * 1000 + 300,
-            missed_periods: 0,
-            histogram: latency::Histogram { counts, overflow },
-            largest: vec![spike],
-            window_maxima: vec![
-                latency::WindowMax {
-                    start_s: 0,
-                    max_ns: at_us as u64 * 1000,
-                    count: n / 2,
-                },
-                latency::WindowMax {
-                    start_s: 1,
-                    max_ns: spike.latency_ns,
-                    count: n / 2,
-                },
-            ],
-        }
-    }
-
-    /// The terminal text of a latency run, pinned byte for byte before it moves to report.
-    #[test]
-    fn text_of_a_two_thread_run() {
-        let ctx = fixture("rt-board-handmade");
-        let config = Config {
-            threads: 2,
-            affinity: Affinity::Pinned(vec![0, 3]),
-            histogram_limit_us: 100,
-            window: Duration::from_secs(1),
-            ..Config::default()
-        };
-        let threads: Vec<latency::ThreadResult> = [(0, 0, 12, 57), (1, 3, 8, 140)]
-            .into_iter()
-            .map(|(t, cpu, at, spike)| latency::ThreadResult {
-                thread: t,
-                tid: 7000 + t as i32,
-                cpu: Some(cpu),
-                last_cpu: Some(cpu),
-                priority: 80,
-                interval_us: 1000 + 500 * t as u64,
-                stats: stats(t, 2000, at, spike),
-                cpu_time_ns: 9_000_000,
-                cpu_time_per_wakeup_ns: 4500.0,
-            })
-            .collect();
-        let total = latency::merge(&threads.iter().map(|t| &t.stats).collect::<Vec<_>>(), 5);
-        let m = Measurement {
-            threads,
-            total,
-            ..measurement(true, 0)
-        };
-        let load = LoadSample {
-            at_s: 2.0,
-            load: LoadAverage {
-                one: 0.5,
-                five: 0.25,
-                fifteen: 0.125,
-                runnable: 2,
-                tasks: 311,
-            },
-        };
-        insta::assert_snapshot!(render(
-            &config,
-            &ctx,
-            &m,
-            Some(&load),
-            None,
-            None,
-            Default::default(),
-            false
-        ));
-        insta::assert_snapshot!(
-            "text_of_a_two_thread_run_in_ns",
-            render(
-                &config,
-                &ctx,
-                &measurement(false, 3),
-                None,
-                None,
-                None,
-                Default::default(),
-                true
-            )
-        );
-        // The interrupts that arrived on the measured CPUs during the measurement: one line
-        // per CPU, the three largest sources named.
-        let interrupts = MeasuredInterrupts {
-            elapsed_s: 2.0,
-            cpus: vec![
-                CpuInterrupts::new(0, Vec::new(), 2.0),
-                CpuInterrupts::new(
-                    3,
-                    vec![
-                        (45, "nvme0q1".into(), 79),
-                        (46, "nvme0q2".into(), 3),
-                        (51, "eth0-rx-0".into(), 400),
-                        (52, "eth0-tx-0".into(), 2),
-                    ],
-                    2.0,
-                ),
-            ],
-        };
-        let text = render(
-            &config,
-            &ctx,
-            &m,
-            Some(&load),
-            Some(&interrupts),
-            None,
-            Default::default(),
-            false,
-        );
-        insta::assert_snapshot!("text_of_a_two_thread_run_with_interrupts", text);
-        assert!(text.contains(
-            "interrupts on CPU 3: 242.0/s (51 eth0-rx-0 200.0/s, 45 nvme0q1 39.5/s, \
-             46 nvme0q2 1.5/s, ...)\n"
-        ));
     }
 }

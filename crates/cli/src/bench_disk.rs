@@ -7,10 +7,9 @@ use bench::disk::{self, profiles, target, DiskError, Profile, Progress};
 use bench::Bench;
 use clap::Args;
 use counters::Sampler;
-use model::ceiling::PathCeiling;
-use model::disk::{DiskResult, Host, Parameters, TargetInfo, TargetKind, TestResult};
-use model::path::TargetPath;
+use model::disk::{DiskResult, Host, Parameters, TargetKind};
 use model::root::SysRoot;
+use report::kinds::disk::DiskDocument;
 use report::terminal::Style;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -353,17 +352,22 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
             Some(format!("{a} is {what}"))
         })
     });
+    // The null engine does no I/O: its rate is headroom's own overhead (a finding says so).
+    let diskless = engine.caps().diskless;
     // Write after each test, atomically: an interrupted run keeps what it measured.
     let output_failed = AtomicBool::new(false);
     let write_partial = |partial: &DiskResult| {
         if let Some(out) = &args.keep.output {
-            let doc = DiskDocument::new(
+            let doc = DiskDocument::judge(
                 partial,
                 ceiling.as_ref().ok(),
                 path.as_ref(),
+                diskless,
                 emulated.clone(),
             );
-            if let Err(e) = crate::output::write_result(out, "disk", &doc) {
+            if let Err(e) =
+                crate::output::write_result(out, report::document::DocumentKind::Disk, &doc)
+            {
                 if !output_failed.swap(true, Ordering::Relaxed) {
                     crate::console::warn(crate::console::sentence(&e));
                 }
@@ -426,19 +430,27 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
             .sum()
     });
     let beside = beside.finish(app_r, app_w, busy);
-    let mut doc = DiskDocument::new(&result, ceiling.as_ref().ok(), path.as_ref(), emulated);
-    doc.counters = Some(&beside);
+    let mut doc = DiskDocument::judge(
+        &result,
+        ceiling.as_ref().ok(),
+        path.as_ref(),
+        diskless,
+        emulated,
+    );
+    doc.counters = Some(beside);
     // The results reach stdout first: whatever happens to --output or the history after.
     if global.json {
-        crate::output::print_result("disk", &doc)?;
+        crate::output::print_result(report::document::DocumentKind::Disk, &doc)?;
     } else {
-        crate::out!("{}", render(&doc, &Style::new(global.use_color())))?;
-        crate::out!("{}", report::count::render_beside(&beside))?;
+        crate::out!("{}", doc.text(&Style::new(global.use_color())))?;
+        if let Some(beside) = &doc.counters {
+            crate::out!("{}", report::kinds::count::render_beside(beside))?;
+        }
     }
     let kept = if result.tests.is_empty() {
         Ok(())
     } else {
-        args.keep.keep("disk", &doc)
+        args.keep.keep(report::document::DocumentKind::Disk, &doc)
     };
     if result.interrupted {
         crate::console::info(
@@ -484,321 +496,6 @@ fn host(root: &SysRoot, cpus: usize) -> Host {
         cpus,
         probe::system::hostname(root),
     )
-}
-
-/// The CrystalDiskMark-like table (`report::terminal::disk`) of a judged document.
-fn render(doc: &DiskDocument, style: &Style) -> String {
-    let tests: Vec<_> = doc.tests.iter().map(|t| (t.test, t.efficiency)).collect();
-    report::terminal::disk::render(
-        doc.parameters,
-        doc.target,
-        &tests,
-        doc.ceiling,
-        &doc.findings,
-        doc.notes,
-        style,
-    )
-}
-
-/// The disk result as a document: the engine's measurements, the path's ceiling with each
-/// test's efficiency as report judges it (`report::efficiency`), and the path they are
-/// judged against. Fields and their order are those of the document since version 1.
-#[derive(serde::Serialize)]
-struct DiskDocument<'a> {
-    schema_version: u32,
-    kind: &'a str,
-    parameters: &'a Parameters,
-    system: &'a Host,
-    target: &'a TargetInfo,
-    /// The path's bottleneck ceiling, when the path could be resolved.
-    ceiling: Option<&'a PathCeiling>,
-    tests: Vec<JudgedTest<'a>>,
-    notes: &'a [String],
-    interrupted: bool,
-    /// The chain of hardware from the target to the CPU, each link with its ceiling.
-    path: Option<&'a TargetPath>,
-    /// What the numbers mean beyond themselves (`report::findings::disk`): a rate above the
-    /// ceiling, I/Os split into several requests.
-    findings: Vec<model::Finding>,
-    /// Interrupts of the path's devices and the root port's PMU bytes (counters crate).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    counters: Option<&'a report::count::BesideCounters>,
-}
-
-/// One test's measurements and, last, its best run's efficiency against the path's ceiling.
-#[derive(serde::Serialize)]
-struct JudgedTest<'a> {
-    #[serde(flatten)]
-    test: &'a TestResult,
-    efficiency: Option<f64>,
-}
-
-impl<'a> DiskDocument<'a> {
-    /// `emulated`: an emulated or paravirtual device on the path, in words (what can carry a
-    /// rate past the ceiling; the PCI inventory tells it, not the result).
-    fn new(
-        result: &'a DiskResult,
-        ceiling: Option<&'a PathCeiling>,
-        path: Option<&'a TargetPath>,
-        emulated: Option<String>,
-    ) -> Self {
-        // Every field named: a new measurement cannot be left out of the document unnoticed.
-        let DiskResult {
-            schema_version,
-            kind,
-            parameters,
-            system,
-            target,
-            tests,
-            notes,
-            interrupted,
-        } = result;
-        let tests: Vec<JudgedTest> = tests
-            .iter()
-            .map(|t| JudgedTest {
-                test: t,
-                efficiency: ceiling.zip(t.best()).and_then(|(c, b)| {
-                    report::efficiency::efficiency(
-                        b.bytes,
-                        b.seconds,
-                        t.spec.workload.read_percent,
-                        c,
-                    )
-                }),
-            })
-            .collect();
-        let judged: Vec<_> = tests.iter().map(|t| (t.test, t.efficiency)).collect();
-        let diskless = disk::engine_by_name(&parameters.engine).is_some_and(|e| e.caps().diskless);
-        let beyond = report::findings::disk::beyond(result, diskless, emulated);
-        let findings = report::findings::disk::findings(result, &judged, ceiling, &beyond);
-        DiskDocument {
-            schema_version: *schema_version,
-            kind,
-            parameters,
-            system,
-            target,
-            ceiling,
-            tests,
-            notes,
-            interrupted: *interrupted,
-            path,
-            findings,
-            counters: None,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
-    use super::*;
-    use std::sync::Arc;
-
-    /// A real measurement: the null engine, one sequential read and one random write, on a
-    /// small test file in a temporary directory.
-    pub(super) fn null_result(dir: &Path) -> DiskResult {
-        let overrides = profiles::Overrides {
-            rw: Some("randrw".into()),
-            rwmixread: Some(70),
-            size: Some(1 << 20),
-            runtime_s: Some(0.05),
-            ..Default::default()
-        };
-        let (engine, _) = disk::choose_engine("null").unwrap();
-        let (parameters, tests) =
-            profiles::build(Profile::Custom, &overrides, engine.name(), 1).unwrap();
-        let opts = target::TargetOptions {
-            size: parameters.size_bytes,
-            direct: false,
-            writes: true,
-            ..Default::default()
-        };
-        let stop = Arc::new(AtomicBool::new(false));
-        let insp = target::inspect(dir).unwrap();
-        let t = target::prepare(insp, None, None, &[], &opts, &stop, None).unwrap();
-        disk::DiskRun {
-            parameters,
-            tests,
-            engine,
-            after_test: None,
-            kernel_counts: None,
-            target: &t,
-            system: Host::default(),
-        }
-        .run(&stop, |_: &Progress| {})
-        .unwrap()
-    }
-
-    fn key_paths(v: &serde_json::Value, prefix: &str, out: &mut Vec<String>) {
-        match v {
-            serde_json::Value::Object(m) => m.iter().for_each(|(k, v)| {
-                let p = format!("{prefix}.{k}");
-                out.push(p.clone());
-                key_paths(v, &p, out);
-            }),
-            serde_json::Value::Array(a) => a
-                .iter()
-                .enumerate()
-                .for_each(|(i, v)| key_paths(v, &format!("{prefix}[{i}]"), out)),
-            _ => {}
-        }
-    }
-
-    #[test]
-    fn the_document_judges_efficiency_against_the_path_ceiling() {
-        let dir = tempfile::tempdir().unwrap();
-        let result = null_result(dir.path());
-        let ceiling = PathCeiling {
-            read_bytes_per_sec: 400e6,
-            write_bytes_per_sec: 200e6,
-            full_duplex: false,
-            bottleneck: "USB 2-1 at 5000 Mb/s".into(),
-        };
-        let judged =
-            serde_json::to_value(DiskDocument::new(&result, Some(&ceiling), None, None)).unwrap();
-        let bare = serde_json::to_value(DiskDocument::new(&result, None, None, None)).unwrap();
-        // The same fields in the same order, with or without a ceiling (whose own fields are
-        // there only when it is); the judgement where the document always had it.
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        key_paths(&judged, "", &mut a);
-        key_paths(&bare, "", &mut b);
-        a.retain(|k| !k.starts_with(".ceiling.") && !k.starts_with(".findings["));
-        assert_eq!(a, b);
-        // The null engine outruns any ceiling: a finding says it moved no data (issue 23 item
-        // 8), and without a ceiling there is nothing to exceed.
-        let above = judged["findings"][0]["message"].as_str().unwrap();
-        assert!(
-            above.contains("of the ceiling of USB 2-1 at 5000 Mb/s: more than that link can carry")
-                && above
-                    .contains("headroom believes no data crossed it: the null engine does no I/O"),
-            "{above}"
-        );
-        assert_eq!(bare["findings"], serde_json::json!([]));
-        let top: Vec<&str> = judged
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(|k| k.as_str())
-            .collect();
-        assert_eq!(
-            top,
-            [
-                "schema_version",
-                "kind",
-                "parameters",
-                "system",
-                "target",
-                "ceiling",
-                "tests",
-                "notes",
-                "interrupted",
-                "path",
-                "findings"
-            ]
-        );
-        let test = &judged["tests"][0];
-        assert_eq!(
-            test.as_object().unwrap().keys().next_back().unwrap(),
-            "efficiency"
-        );
-        assert_eq!(judged["ceiling"]["bottleneck"], "USB 2-1 at 5000 Mb/s");
-        assert!(bare["tests"][0]["efficiency"].is_null());
-        // 70 % reads on a shared medium: 1 / (0.7/400 + 0.3/200) MB/s = 307.7 MB/s.
-        let best = &result.tests[0].runs[result.tests[0].best_run];
-        let expect = best.bytes as f64 / best.seconds / (1.0 / (0.7 / 400e6 + 0.3 / 200e6));
-        let got = test["efficiency"].as_f64().unwrap();
-        assert!(
-            (got - expect).abs() < 1e-9 * expect.max(1.0),
-            "{got} vs {expect}"
-        );
-        // The terminal shows the same judgement.
-        let text = render(
-            &DiskDocument::new(&result, Some(&ceiling), None, None),
-            &Style::new(false),
-        );
-        assert!(text.contains("ceiling: USB 2-1 at 5000 Mb/s (read 400.0 MB/s, write 200.0 MB/s)"));
-        assert!(
-            text.contains(&format!("= {:.0} % of the ceiling", got * 100.0)),
-            "{text}"
-        );
-    }
-}
-
-#[cfg(test)]
-mod text_tests {
-    #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
-    use super::tests::null_result;
-    use super::*;
-
-    /// A measured result with every number the table shows set by hand, so the text is known.
-    fn fixed_result(dir: &Path) -> DiskResult {
-        let mut r = null_result(dir);
-        r.target.file = "/mnt/x/headroom-disk.tmp".into();
-        r.target.size_bytes = 1 << 30;
-        r.target.device = Some(model::blockdev::DeviceNumber {
-            major: 259,
-            minor: 2,
-            name: "nvme0n1p2".into(),
-            disk: "nvme0n1".into(),
-            partition: Some(2),
-        });
-        r.parameters.runtime_s = 5.0;
-        r.parameters.ramp_s = 1.0;
-        r.notes = vec!["a note".into()];
-        let t = &mut r.tests[0];
-        t.spec.label = "RND4K Q32T1".into();
-        t.mean_mb_per_s = 1234.56;
-        let b = t.best_run;
-        let run = &mut t.runs[b];
-        run.bytes = 2_000_000_000;
-        run.seconds = 2.0;
-        run.mb_per_s = 1000.04;
-        run.mib_per_s = 953.7;
-        run.iops = 244_150.6;
-        run.latency.mean_ns = 12_345.0;
-        run.latency.p50_ns = 10_000;
-        run.latency.p99_ns = 55_555;
-        run.latency.p99_9_ns = 99_999;
-        run.latency.max_ns = 1_234_567;
-        run.cpu_us_per_io = 4.25678;
-        run.cross_check.proc_io_error_percent = Some(0.5);
-        run.cross_check.diskstats_error_percent = None;
-        run.interrupted = false;
-        r
-    }
-
-    /// The table of `bench disk`, byte for byte (pinned before its renderer moved to report).
-    #[test]
-    fn disk_text_is_unchanged() {
-        let dir = tempfile::tempdir().unwrap();
-        let r = fixed_result(dir.path());
-        let ceiling = PathCeiling {
-            read_bytes_per_sec: 1500e6,
-            write_bytes_per_sec: 1000e6,
-            full_duplex: true,
-            bottleneck: "PCIe 0000:00:1c.0 -> 0000:01:00.0 at 8 GT/s x2".into(),
-        };
-        // 70 % reads at 1000 MB/s on a full-duplex link: reads saturate first, at
-        // 1500 / 0.7 = 2142.9 MB/s in total, so 47 %.
-        let text = render(
-            &DiskDocument::new(&r, Some(&ceiling), None, None),
-            &Style::new(false),
-        );
-        let expected = "\
-headroom bench disk /mnt/x/headroom-disk.tmp (test file, 1 GiB) on nvme0n1p2 (259:2, disk nvme0n1)
-profile custom, engine null, O_DIRECT, buffers in huge pages, 1 run per test, each up to 5 s or one pass after a 1 s ramp, no pause; MB/s, MiB/s, IOPS and latency (submission to completion, fio's lat = slat + clat; clat in --json) of the best run, mean MB/s of all runs
-
-Test                         Best    Mean     Best    Best  Lat mean  Lat p50  Lat p99  Lat p99.9  Lat max  CPU/IO    proc io  diskstats  requests
-                           (MB/s)  (MB/s)  (MiB/s)  (IOPS)      (µs)     (µs)     (µs)       (µs)     (µs)    (µs)  error (%)  error (%)   per I/O
-RND4K Q32T1  mix 70% read  1000.0  1234.6    953.7  244151      12.3     10.0     55.6      100.0   1234.6    4.26      +0.50          -         -
-
-ceiling: PCIe 0000:00:1c.0 -> 0000:01:00.0 at 8 GT/s x2 (read 1500.0 MB/s, write 1000.0 MB/s)
-  RND4K Q32T1 mix 70% read 1000.0 MB/s = 47 % of the ceiling
-
-note: a note
-";
-        assert_eq!(text, expected, "\n{text}");
-    }
 }
 
 /// The kernel's byte counters for bench disk's cross-check, from the counters crate's

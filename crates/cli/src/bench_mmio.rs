@@ -10,11 +10,10 @@ use bench::mmio::target::{self, MmioTarget};
 use bench::mmio::{self, MmioRun};
 use bench::Bench;
 use clap::Args;
-use model::mmio::{AccessOp, AccessResult, AccessWidth, MemCopyResult, PairError};
+use model::mmio::{AccessOp, AccessWidth};
 use model::root::SysRoot;
-use model::Finding;
 use probe::pci::bar;
-use serde::Serialize;
+use report::kinds::mmio::{Memory, MmioDocument, Parameters, Region};
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
@@ -141,59 +140,6 @@ pub struct MemArgs {
     pub keep: crate::output::KeepArgs,
 }
 
-/// What was mapped, as the document records it.
-#[derive(Debug, Serialize)]
-struct Region {
-    given: String,
-    /// `bar`, `file` or `device` (a character device such as /dev/mem).
-    kind: &'static str,
-    /// The file mapped (`.../resource2`, `/proc/bus/pci/01/00.0`, the file given).
-    file: String,
-    bar: Option<String>,
-    bar_bytes: Option<u64>,
-    bar_start: Option<u64>,
-    prefetchable: Option<bool>,
-    is_64bit: Option<bool>,
-    write_combining: bool,
-    /// Whether the kernel offers a write-combining mapping (`resourceN_wc`).
-    write_combining_available: Option<bool>,
-    window_offset: u64,
-    window_bytes: u64,
-    writable: bool,
-    driver: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-struct Memory {
-    buffer_bytes: u64,
-    llc_bytes: Option<u64>,
-    results: Vec<AccessResult>,
-    copy: Option<MemCopyResult>,
-}
-
-#[derive(Debug, Serialize)]
-struct Parameters {
-    widths: Vec<AccessWidth>,
-    ops: Vec<AccessOp>,
-    threads: u32,
-    duration_s: f64,
-    /// The instruction of the 128-bit accesses.
-    simd: &'static str,
-}
-
-#[derive(Debug, Serialize)]
-struct MmioDocument {
-    parameters: Parameters,
-    region: Option<Region>,
-    results: Vec<AccessResult>,
-    errors: Vec<PairError>,
-    memory: Option<Memory>,
-    path: Option<model::path::TargetPath>,
-    findings: Vec<Finding>,
-    notes: Vec<String>,
-    interrupted: bool,
-}
-
 /// A refusal or failure before anything ran: one sentence, and whether it is a usage error.
 struct Refusal {
     message: String,
@@ -315,7 +261,7 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
             ops: a.op.clone(),
             threads: a.threads,
             duration_s: duration.as_secs_f64(),
-            simd: mmio::instruction_128(),
+            simd: mmio::instruction_128().into(),
         },
         region: None,
         results: Vec::new(),
@@ -345,15 +291,19 @@ fn finish(
     let measured =
         !doc.results.is_empty() || doc.memory.as_ref().is_some_and(|m| !m.results.is_empty());
     if measured {
-        keep.keep("mmio", doc)?;
+        keep.keep(report::document::DocumentKind::Mmio, doc)?;
     }
     if global.json {
-        crate::output::print_result("mmio", doc)?;
+        crate::output::print_result(report::document::DocumentKind::Mmio, doc)?;
     } else if measured || !doc.interrupted {
         // Stopped before the first width ran, the tables would be empty: the sentence below
         // says what happened instead.
-        let wrapped = report::document::wrap("mmio", env!("CARGO_PKG_VERSION"), doc)?;
-        let summary = report::Summary::of(&wrapped, "this run")?;
+        let wrapped = report::document::wrap(
+            report::document::DocumentKind::Mmio,
+            env!("CARGO_PKG_VERSION"),
+            doc,
+        )?;
+        let summary = report::kinds::summarize(&wrapped, "this run")?;
         let style = report::terminal::Style::new(global.use_color());
         let text = report::terminal::mmio::render(&summary, &style);
         // Through the one terminal writer (a file name or sysfs string shown escaped); a
@@ -397,7 +347,7 @@ fn stopped_with(doc: &MmioDocument, measured: bool) -> String {
 fn region_of(given: &str, m: &target::Mapped) -> Region {
     Region {
         given: given.to_string(),
-        kind: m.kind.label(),
+        kind: m.kind.label().into(),
         file: m.file.display().to_string(),
         bar: m.bar.map(|b| b.to_string()),
         bar_bytes: m.bar_bytes,
@@ -589,7 +539,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
             ops,
             threads: a.threads,
             duration_s: duration.as_secs_f64(),
-            simd: mmio::instruction_128(),
+            simd: mmio::instruction_128().into(),
         },
         region: Some(region),
         results,

@@ -9,8 +9,8 @@ use clap::Args;
 use counters::Sampler;
 use model::net::{Direction, Flow, LinkFacts, NetConfig, NetMeasurement, NetStop, Protocol};
 use model::root::SysRoot;
-use report::count::BesideCounters;
-use report::net::{FindRate, NetReport, RateStep};
+use report::kinds::count::BesideCounters;
+use report::kinds::net::{FindRate, NetDocument, RateStep};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -466,7 +466,7 @@ fn on_progress(p: &NetProgress<'_>, json: bool, server: bool, beside: &Mutex<Opt
 /// wrote what was received to memory (Rx) and read what was sent (Tx).
 fn finish_beside(beside: Mutex<Option<Beside>>, m: &NetMeasurement) -> Option<BesideCounters> {
     let b = beside.into_inner().ok().flatten()?;
-    let (sent, received) = report::net::app_bytes(m);
+    let (sent, received) = report::kinds::net::app_bytes(m);
     Some(b.finish(received, sent, None))
 }
 
@@ -530,7 +530,7 @@ fn find_rate(
         });
         let ceiling_bps = f
             .as_ref()
-            .and_then(|f| report::net::flow_ceiling(f, &t.0, flow).ok())
+            .and_then(|f| report::kinds::net::flow_ceiling(f, &t.0, flow).ok())
             .map(|c| c.goodput_bps * 8.0);
         let trial = Trial {
             offered_bps: offered,
@@ -584,16 +584,16 @@ fn finish(
         None => (None, Vec::new()),
     };
     notes.extend(more);
-    let mut r = NetReport::new(m, facts, iface, notes);
+    let mut r = NetDocument::new(m, facts, iface, notes);
     if fr.is_some() {
         r.find_rate = fr;
     }
     r.counters = counters;
-    keep.keep("net", &r)?;
+    keep.keep(report::document::DocumentKind::Net, &r)?;
     if json {
-        crate::output::print_result("net", &r)?;
+        crate::output::print_result(report::document::DocumentKind::Net, &r)?;
     } else {
-        crate::out!("{}", report::net::render_text(&r))?;
+        crate::out!("{}", report::kinds::net::render_text(&r))?;
     }
     if interrupted && interrupt.signal().is_some() {
         // Stopped here (Ctrl-C, SIGTERM), as every benchmark says it.

@@ -12,7 +12,7 @@ use counters::root_port::{self, PayloadCounters};
 use counters::Sampler;
 use model::procfs::IrqLine;
 use model::root::SysRoot;
-use report::count::{IrqRate, PmuBytes};
+use report::kinds::count::{IrqRate, PmuBytes};
 
 /// Samplers started before an engine runs; [`Beside::finish`] stops them.
 pub struct Beside {
@@ -62,18 +62,18 @@ pub fn irq_rates(
 fn no_pmu_note(root: &SysRoot, pmus: &Pmus, pci: &[String]) -> Option<String> {
     let first = pci.first()?;
     let audit = probe::pci::audit_sysfs(root);
-    let port = root_port::on_path(&audit, pci).map(|f| report::count::RootPortFact {
+    let port = root_port::on_path(&audit, pci).map(|f| report::kinds::count::RootPortFact {
         address: f.address.to_string(),
         vendor_id: f.vendor_id,
     });
     let Some(port) = port else {
-        return Some(report::count::no_root_port_note(first));
+        return Some(report::kinds::count::no_root_port_note(first));
     };
-    let links: Vec<report::count::PmuLink> = pmus
+    let links: Vec<report::kinds::count::PmuLink> = pmus
         .list
         .iter()
         .filter_map(|p| pcie_pmu::classify(p, root))
-        .map(|c| report::count::PmuLink {
+        .map(|c| report::kinds::count::PmuLink {
             pmu: c.pmu.clone(),
             family: c.family.to_string(),
             root_ports: Vec::new(),
@@ -81,7 +81,7 @@ fn no_pmu_note(root: &SysRoot, pmus: &Pmus, pci: &[String]) -> Option<String> {
         })
         .collect();
     let kernel = probe::system::kernel_release(root);
-    report::count::root_port_pmu_findings(&[port], &links, kernel.as_deref())
+    report::kinds::count::root_port_pmu_findings(&[port], &links, kernel.as_deref())
         .first()
         .map(|f| format!("{}: {}", f.subject, f.message))
 }
@@ -194,8 +194,8 @@ impl Beside {
         app_rx_bytes: u64,
         app_tx_bytes: u64,
         busy_s: Option<f64>,
-    ) -> report::count::BesideCounters {
-        let mut out = report::count::BesideCounters {
+    ) -> report::kinds::count::BesideCounters {
+        let mut out = report::kinds::count::BesideCounters {
             notes: self.notes,
             ..Default::default()
         };
@@ -213,7 +213,8 @@ impl Beside {
         }
         if let Some(counters) = self.pmu {
             let count = counters.stop();
-            let error = |v: Option<f64>, app| v.and_then(|v| report::count::error_percent(v, app));
+            let error =
+                |v: Option<f64>, app| v.and_then(|v| report::kinds::count::error_percent(v, app));
             out.pmu = Some(PmuBytes {
                 rx_event: count.rx.event,
                 rx_bytes: count.rx.bytes,

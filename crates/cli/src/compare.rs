@@ -4,7 +4,6 @@
 
 use crate::output::GlobalArgs;
 use clap::Args;
-use report::Summary;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -34,7 +33,7 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
     let mut loaded = Vec::new();
     for input in &args.runs {
         let (doc, origin) = crate::history::load(input, args.db.as_deref())?;
-        if doc.envelope.kind == "report" {
+        if doc.envelope.kind == report::document::DocumentKind::Report {
             anyhow::bail!(
                 "{origin} holds several documents (`report --json` of several inputs): compare \
                  the result documents themselves"
@@ -42,7 +41,10 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
         }
         loaded.push((doc, origin));
     }
-    let surveys = loaded.iter().filter(|(d, _)| d.kind() == "survey").count();
+    let surveys = loaded
+        .iter()
+        .filter(|(d, _)| d.kind() == report::document::DocumentKind::Survey)
+        .count();
     if surveys > 0 {
         // Surveys line up part by part, each part compared as its own kind.
         if surveys < loaded.len() {
@@ -53,19 +55,22 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
         }
         let mut bodies = Vec::new();
         for (doc, origin) in &loaded {
-            bodies.push((origin.clone(), report::survey::SurveyBody::of(doc, origin)?));
+            bodies.push((
+                origin.clone(),
+                report::kinds::survey::SurveyBody::of(doc, origin)?,
+            ));
         }
-        let (markdown, parts) = report::survey::compare_surveys(&bodies)?;
+        let (markdown, parts) = report::kinds::survey::compare_surveys(&bodies)?;
         crate::out!("{markdown}")?;
         return Ok(gate(&parts, args.fail_above));
     }
     let mut summaries = Vec::new();
     for (doc, origin) in &loaded {
-        summaries.push(Summary::of(doc, origin)?);
+        summaries.push(report::kinds::summarize(doc, origin)?);
     }
     let c = report::compare::compare(&summaries)?;
     if global.json {
-        crate::output::print_result("compare", &c)?;
+        crate::output::print_result(report::document::DocumentKind::Compare, &c)?;
     } else {
         crate::out!("{}", c.to_markdown())?;
     }

@@ -11,7 +11,7 @@ use counters::perf::{outcome, OpenError, Outcome, Reading, Scope, Session};
 use counters::workload::{CommandStdout, Workload, WorkloadError};
 use counters::{pcie_pmu, Sampler};
 use model::root::SysRoot;
-use report::count::{
+use report::kinds::count::{
     CountDocument, CountInterval, CountStatus, CountedEvent, EventListing, PmuLink, PmuListing,
     RootPortFact,
 };
@@ -266,7 +266,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     let mut exit = None;
     let mut next_tick = interval.map(|i| started + i);
     if interval.is_some() && sep.is_none() && !global.json {
-        let _ = out.write_all(report::count::interval_header().as_bytes());
+        let _ = out.write_all(report::kinds::count::interval_header().as_bytes());
     }
     // Bounded by the command (or Ctrl-C): each pass sleeps at most 100 ms.
     loop {
@@ -293,7 +293,8 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
                     events: rows,
                 };
                 if !global.json {
-                    let _ = out.write_all(report::count::interval_lines(&row, sep).as_bytes());
+                    let _ =
+                        out.write_all(report::kinds::count::interval_lines(&row, sep).as_bytes());
                     let _ = out.flush();
                 }
                 intervals.push(row);
@@ -313,7 +314,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
             events: counted(&events, &session, &readings, Some(&last)),
         };
         if !global.json {
-            let _ = out.write_all(report::count::interval_lines(&row, sep).as_bytes());
+            let _ = out.write_all(report::kinds::count::interval_lines(&row, sep).as_bytes());
         }
         intervals.push(row);
     }
@@ -361,7 +362,9 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
     };
     // Kept like every measurement (an -a run stopped by Ctrl-C too: it measured).
     if !a.no_save && doc.events.iter().any(|e| e.status == CountStatus::Counted) {
-        if let Err(e) = crate::output::save_result("count", &doc, a.db.as_deref()) {
+        if let Err(e) =
+            crate::output::save_result(report::document::DocumentKind::Count, &doc, a.db.as_deref())
+        {
             crate::console::warn(format_args!(
                 "the result was not kept in the history: {}",
                 crate::console::sentence(&e)
@@ -369,11 +372,17 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let text = if global.json {
-        report::document::wrap("count", env!("CARGO_PKG_VERSION"), &doc)?.to_json_pretty() + "\n"
+        report::document::wrap(
+            report::document::DocumentKind::Count,
+            env!("CARGO_PKG_VERSION"),
+            &doc,
+        )?
+        .to_json_pretty()
+            + "\n"
     } else if interval.is_none() {
         match sep {
-            Some(s) => report::count::render_csv(&doc, s),
-            None => report::count::render_text(&doc),
+            Some(s) => report::kinds::count::render_csv(&doc, s),
+            None => report::kinds::count::render_text(&doc),
         }
     } else {
         String::new()
@@ -550,28 +559,21 @@ fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
         tracepoints_missing,
     };
     let kernel = probe::system::kernel_release(root);
-    let findings = report::count::root_port_pmu_findings(&facts, &links, kernel.as_deref());
+    let findings = report::kinds::count::root_port_pmu_findings(&facts, &links, kernel.as_deref());
     if global.json {
-        #[derive(serde::Serialize)]
-        struct ListDocument<'a> {
-            pmus: &'a [PmuListing],
-            #[serde(flatten)]
-            events: &'a EventListing,
-            findings: &'a [model::Finding],
-        }
         crate::output::print_result(
-            "pmu_list",
-            &ListDocument {
-                pmus: &listing,
-                events: &events,
-                findings: &findings,
+            report::document::DocumentKind::PmuList,
+            &report::kinds::count::PmuListDocument {
+                pmus: listing,
+                events,
+                findings,
             },
         )?;
     } else {
         // Through the one terminal writer: PMU, event and tracepoint names come from sysfs.
         crate::out!(
             "{}",
-            report::count::render_list(&listing, &events, &findings)
+            report::kinds::count::render_list(&listing, &events, &findings)
         )?;
     }
     Ok(ExitCode::SUCCESS)

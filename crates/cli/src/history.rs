@@ -4,7 +4,7 @@
 use crate::output::{db_path, GlobalArgs};
 use clap::{Args, Subcommand};
 use report::history::{parse_run_id, Store};
-use report::{Document, Summary};
+use report::Document;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -81,7 +81,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
             };
             if global.json {
                 crate::output::print_result(
-                    "history",
+                    report::document::DocumentKind::History,
                     &serde_json::json!({"database": db, "runs": rows}),
                 )?;
             } else if rows.is_empty() {
@@ -149,7 +149,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
                         // Check it under its own name first (the envelope, then the body
                         // as its kind's view reads it), so an error names the file.
                         let name = f.display().to_string();
-                        Summary::of(&Document::parse(&text, &name)?, &name)?;
+                        report::kinds::summarize(&Document::parse(&text, &name)?, &name)?;
                         Ok(store.insert(&text)?)
                     });
                 match saved {
@@ -180,7 +180,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
             }
             if global.json {
                 crate::output::print_result(
-                    "history",
+                    report::document::DocumentKind::History,
                     &serde_json::json!({"database": db, "added": saved_runs}),
                 )?;
             }

@@ -1,6 +1,7 @@
 //! Options every command shares (JSON output, colour) and terminal styling.
 
 use clap::{Args, ValueEnum};
+use report::document::DocumentKind;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -41,7 +42,7 @@ impl GlobalArgs {
 /// Print a command's result as a result document (`report::document`): the common envelope
 /// (`schema_version`, `kind`, `tool`, `created`, `host`) with `body`'s fields beside it. A
 /// `schema_version`, `kind` or `tool` field in `body` is replaced by the envelope's.
-pub fn print_result<T: serde::Serialize>(kind: &str, body: &T) -> anyhow::Result<()> {
+pub fn print_result<T: serde::Serialize>(kind: DocumentKind, body: &T) -> anyhow::Result<()> {
     print_document(&report::document::wrap(
         kind,
         env!("CARGO_PKG_VERSION"),
@@ -58,7 +59,7 @@ pub fn print_document(doc: &report::Document) -> anyhow::Result<()> {
 /// Write a result document of `kind` to `path` atomically (temp file, then rename).
 pub fn write_result<T: serde::Serialize>(
     path: &std::path::Path,
-    kind: &str,
+    kind: DocumentKind,
     body: &T,
 ) -> anyhow::Result<()> {
     let doc = report::document::wrap(kind, env!("CARGO_PKG_VERSION"), body)?;
@@ -110,7 +111,7 @@ pub fn open_to_save(db: Option<&Path>) -> anyhow::Result<report::history::Store>
 /// Keep a result document of `kind` in the history database (`db`, or the default one);
 /// returns its id.
 pub fn save_result<T: serde::Serialize>(
-    kind: &str,
+    kind: DocumentKind,
     body: &T,
     db: Option<&std::path::Path>,
 ) -> anyhow::Result<i64> {
@@ -139,7 +140,7 @@ impl KeepArgs {
     /// Write `--output` and save to the history as asked; a history failure is a warning,
     /// not a lost run.
     /// The history keeps the result even when `--output` fails; that failure is returned.
-    pub fn keep<T: serde::Serialize>(&self, kind: &str, body: &T) -> anyhow::Result<()> {
+    pub fn keep<T: serde::Serialize>(&self, kind: DocumentKind, body: &T) -> anyhow::Result<()> {
         let written = match &self.output {
             Some(path) => write_result(path, kind, body),
             None => Ok(()),

@@ -3,10 +3,9 @@
 
 use crate::output::GlobalArgs;
 use clap::Args;
-use model::path::TargetPath;
 use model::root::SysRoot;
+use report::kinds::path::PathDocument;
 use report::terminal::Style;
-use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -20,13 +19,6 @@ pub struct PathArgs {
     /// Root of the filesystem to read sysfs and procfs from (a captured tree).
     #[arg(long, value_name = "DIR", default_value = "/")]
     pub root: PathBuf,
-}
-
-/// The JSON body (`output::print_result` puts the envelope in front of it).
-#[derive(Serialize)]
-struct PathDocument<'a> {
-    root: &'a std::path::Path,
-    path: &'a TargetPath,
 }
 
 pub fn run(global: &GlobalArgs, args: &PathArgs) -> anyhow::Result<ExitCode> {
@@ -44,10 +36,10 @@ pub fn run(global: &GlobalArgs, args: &PathArgs) -> anyhow::Result<ExitCode> {
     }
     if global.json {
         crate::output::print_result(
-            "path",
+            report::document::DocumentKind::Path,
             &PathDocument {
-                root: &args.root,
-                path: &path,
+                root: args.root.clone(),
+                path,
             },
         )?;
     } else {

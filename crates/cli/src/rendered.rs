@@ -13,16 +13,16 @@ pub struct Rendered {
 /// `doc` (named `origin`) as `report` shows it: a survey brings its own intro and its parts'
 /// sections, any other document one section.
 pub fn render(doc: &Document, origin: &str) -> anyhow::Result<Rendered> {
-    if doc.kind() == "survey" {
-        let body = report::survey::SurveyBody::of(doc, origin)?;
+    if doc.kind() == report::document::DocumentKind::Survey {
+        let body = report::kinds::survey::SurveyBody::of(doc, origin)?;
         let (parts, _) = body.part_docs(origin);
         Ok(Rendered {
             markdown: crate::survey::markdown(doc, &body, origin),
-            html_intro: report::survey::html_intro(doc, &body, origin),
+            html_intro: report::kinds::survey::html_intro(doc, &body, origin),
             summaries: parts.into_iter().map(|p| p.summary).collect(),
         })
     } else {
-        let s = Summary::of(doc, origin)?;
+        let s = report::kinds::summarize(doc, origin)?;
         Ok(Rendered {
             markdown: report::markdown::render(std::slice::from_ref(&s)),
             html_intro: String::new(),

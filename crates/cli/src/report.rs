@@ -151,7 +151,10 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
             crate::output::print_document(doc)?;
         } else {
             let documents: Vec<serde_json::Value> = docs.iter().map(|d| d.to_value()).collect();
-            crate::output::print_result("report", &serde_json::json!({ "documents": documents }))?;
+            crate::output::print_result(
+                report::document::DocumentKind::Report,
+                &serde_json::json!({ "documents": documents }),
+            )?;
         }
         return Ok(exit(failed));
     } else {
@@ -178,7 +181,7 @@ fn exit(failed: bool) -> ExitCode {
 /// The documents of `doc`: itself, or those a `report --json` of several inputs holds in
 /// `documents` (named `origin #1`, `origin #2`...).
 fn unpack(doc: Document, origin: &str) -> anyhow::Result<Vec<(Document, String)>> {
-    if doc.envelope.kind != "report" {
+    if doc.envelope.kind != report::document::DocumentKind::Report {
         return Ok(vec![(doc, origin.to_string())]);
     }
     let inner = doc

@@ -6,7 +6,7 @@
 //! in a child process (`headroom bench disk ... --json`), so a part that fails or is
 //! stopped leaves the others and the survey document intact, and each part's document is
 //! exactly what the command alone would have written. The survey document holds them all,
-//! with the summary and ranked conclusions of `report::survey`.
+//! with the summary and ranked conclusions of `report::kinds::survey`.
 
 use crate::output::{GlobalArgs, KeepArgs};
 use anyhow::Context;
@@ -15,7 +15,7 @@ use model::root::SysRoot;
 use model::survey::{
     fit, format_seconds, plan, refit, Overruns, PartKind, Plan, PlannedPart, Spent,
 };
-use report::survey::{PartResult, PartStatus, SurveyBody};
+use report::kinds::survey::{PartResult, PartStatus, SurveyBody};
 use report::Document;
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
@@ -122,7 +122,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
 
     if args.dry_run {
         if global.json {
-            crate::output::print_result("survey-plan", &plan)?;
+            crate::output::print_result(report::document::DocumentKind::SurveyPlan, &plan)?;
         } else {
             crate::out!("{}", render_plan(&plan, live_root))?;
         }
@@ -236,7 +236,9 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
         if let Some(out) = &args.keep.output {
             // After every part, atomically: Ctrl-C or a crash keeps what was measured.
             let partial = finished(&body, stop.load(Ordering::Relaxed));
-            if let Err(e) = crate::output::write_result(out, "survey", &partial) {
+            if let Err(e) =
+                crate::output::write_result(out, report::document::DocumentKind::Survey, &partial)
+            {
                 crate::console::warn(crate::console::sentence(&e));
             }
         }
@@ -251,8 +253,13 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
         ));
     }
 
-    let doc = report::document::wrap("survey", env!("CARGO_PKG_VERSION"), &body)?;
-    args.keep.keep("survey", &body)?;
+    let doc = report::document::wrap(
+        report::document::DocumentKind::Survey,
+        env!("CARGO_PKG_VERSION"),
+        &body,
+    )?;
+    args.keep
+        .keep(report::document::DocumentKind::Survey, &body)?;
     if let Some(file) = &args.md {
         report::write_atomic(file, markdown(&doc, &body, "survey").as_bytes())?;
         crate::console::info(format_args!("wrote {}", file.display()));
@@ -262,7 +269,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
         crate::console::info(format_args!("wrote {}", file.display()));
     }
     if global.json {
-        crate::output::print_result("survey", &body)?;
+        crate::output::print_result(report::document::DocumentKind::Survey, &body)?;
     } else {
         crate::out!("{}", markdown(&doc, &body, "survey"))?;
     }
@@ -310,7 +317,7 @@ fn finished(body: &SurveyBody, interrupted: bool) -> SurveyBody {
 
 /// The survey as Markdown: its own intro, then every part's section.
 pub fn markdown(doc: &Document, body: &SurveyBody, origin: &str) -> String {
-    let mut o = report::survey::markdown_intro(doc, body, origin);
+    let mut o = report::kinds::survey::markdown_intro(doc, body, origin);
     let (docs, problems) = body.part_docs(origin);
     let summaries: Vec<report::Summary> = docs.into_iter().map(|d| d.summary).collect();
     o.push_str(&report::markdown::render(&summaries));
@@ -322,7 +329,7 @@ pub fn markdown(doc: &Document, body: &SurveyBody, origin: &str) -> String {
 
 /// The survey as one HTML page.
 pub fn html(doc: &Document, body: &SurveyBody, origin: &str) -> anyhow::Result<String> {
-    let intro = report::survey::html_intro(doc, body, origin);
+    let intro = report::kinds::survey::html_intro(doc, body, origin);
     let (docs, _) = body.part_docs(origin);
     let summaries: Vec<report::Summary> = docs.into_iter().map(|d| d.summary).collect();
     Ok(report::html::render_with_intro(&intro, &summaries)?)

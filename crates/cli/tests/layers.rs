@@ -428,3 +428,74 @@ fn tests_skip_only_through_testsupport() {
         "{files} files, {through} skips through testsupport"
     );
 }
+
+/// The serde derives and impls of `text` (a source file without comments): each as the line
+/// that declares it.
+fn serde_declarations(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    // `#[derive(...)]`, on one line or several.
+    for (i, _) in text.match_indices("derive(") {
+        let attr: String = text[i..].chars().take_while(|c| *c != ']').collect();
+        if attr.contains("Serialize") || attr.contains("Deserialize") {
+            out.push(attr.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+    }
+    for line in text.lines().map(str::trim) {
+        let implements = |t: &str| {
+            line.contains(&format!("{t} for ")) || line.contains(&format!("{t}<'de> for "))
+        };
+        if line.starts_with("impl") && (implements("Serialize") || implements("Deserialize")) {
+            out.push(line.to_string());
+        }
+    }
+    out
+}
+
+/// Issue 26: every document type lives in its kind's module of report (`report::kinds`),
+/// written by cli and read back by report, compare and history through that one type: cli
+/// declares none, so no document has a second declaration to drift from.
+#[test]
+fn cli_declares_no_document_type() {
+    let src = workspace().join("crates/cli/src");
+    let mut found = Vec::new();
+    let files = rust_files(&src);
+    for p in &files {
+        let text = std::fs::read_to_string(p).unwrap();
+        let text: String = text
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n");
+        for d in serde_declarations(&text) {
+            found.push(format!("{}: {d}", p.strip_prefix(&src).unwrap().display()));
+        }
+    }
+    assert!(
+        files.len() > 10,
+        "read {} files under {}",
+        files.len(),
+        src.display()
+    );
+    assert!(
+        found.is_empty(),
+        "serde types declared in cli (move each to its kind's module, report::kinds): {found:#?}"
+    );
+}
+
+#[test]
+fn a_serde_declaration_is_found_where_there_is_one() {
+    let code = "#[derive(Debug, serde::Serialize)]\nstruct A<'a> { x: &'a str }\n\
+                #[derive(\n    Clone,\n    Deserialize,\n)]\nstruct B;\n\
+                impl<'de> Deserialize<'de> for C { }\nimpl serde::Serialize for D { }\n\
+                fn print<T: serde::Serialize>(t: &T) {}\n#[derive(Debug, Clone)]\nstruct E;";
+    let found = serde_declarations(code);
+    assert_eq!(
+        found,
+        [
+            "derive(Debug, serde::Serialize)",
+            "derive( Clone, Deserialize, )",
+            "impl<'de> Deserialize<'de> for C { }",
+            "impl serde::Serialize for D { }"
+        ]
+    );
+}

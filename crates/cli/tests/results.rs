@@ -44,7 +44,7 @@ fn every_commands_json_reads_back_into_the_same_document() {
     ] {
         let text = json_of(&args);
         let doc = Document::parse(&text, kind).unwrap();
-        assert_eq!(doc.kind(), kind);
+        assert_eq!(doc.kind().as_str(), kind);
         let env = &doc.envelope;
         assert_eq!(env.schema_version, 2);
         assert_eq!(env.tool.as_ref().unwrap().name, "headroom");
@@ -735,7 +735,10 @@ fn links_planted_for_the_temporary_file_do_not_make_root_overwrite_their_target(
     );
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root's data\n");
     assert!(std::fs::symlink_metadata(&out).unwrap().is_file());
-    assert_eq!(Document::read(&out).unwrap().kind(), "mmio");
+    assert_eq!(
+        Document::read(&out).unwrap().kind(),
+        report::document::DocumentKind::Mmio
+    );
 }
 
 /// Issue 22 item 2: `--db` in a directory that does not exist is one sentence and creates

@@ -575,7 +575,7 @@ pub struct Measurement {
 }
 
 /// The load average read during a run, `at_s` seconds after its start.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadSample {
     pub at_s: f64,
     #[serde(flatten)]

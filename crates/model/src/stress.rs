@@ -116,6 +116,15 @@ impl StressSpec {
     }
 }
 
+/// How a background load's workers ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopReport {
+    /// Ended on SIGTERM (or had already ended at their deadline).
+    pub stopped: u32,
+    /// Needed SIGKILL.
+    pub killed: u32,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

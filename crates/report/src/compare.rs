@@ -156,7 +156,7 @@ pub struct ContextChange {
 /// Several runs side by side.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Comparison {
-    pub kind: String,
+    pub kind: crate::document::DocumentKind,
     pub origins: Vec<String>,
     /// The settings and facts that differ between the runs.
     pub changes: Vec<ContextChange>,
@@ -176,9 +176,9 @@ pub enum CompareError {
     )]
     DifferentKinds {
         a: String,
-        a_kind: String,
+        a_kind: crate::document::DocumentKind,
         b: String,
-        b_kind: String,
+        b_kind: crate::document::DocumentKind,
     },
 }
 
@@ -192,9 +192,9 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
         if r.kind != first.kind {
             return Err(CompareError::DifferentKinds {
                 a: first.origin.clone(),
-                a_kind: first.kind.clone(),
+                a_kind: first.kind,
                 b: r.origin.clone(),
-                b_kind: r.kind.clone(),
+                b_kind: r.kind,
             });
         }
     }
@@ -341,7 +341,7 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
         })
         .partition(|c| c.values.iter().any(|v| *v != c.values[0]));
     Ok(Comparison {
-        kind: first.kind.clone(),
+        kind: first.kind,
         origins: runs.iter().map(|r| r.origin.clone()).collect(),
         changes,
         same,

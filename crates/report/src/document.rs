@@ -27,30 +27,125 @@ const ENVELOPE_KEYS: [&str; 5] = ["schema_version", "kind", "tool", "created", "
 /// board's memory.
 pub const MAX_DOCUMENT_BYTES: u64 = 64 << 20;
 
-/// Every kind of document headroom writes, with the body fields its producer always writes
-/// (the `--json` body types in crates/cli/src: `AuditDocument`, `PathDocument`, ceiling's
-/// `Document`, bench disk's, latency's, net's `NetReport`, `MmioDocument`, `CountDocument`,
-/// count --list's `ListDocument`, `SurveyBody`, survey's `Plan`, report's and compare's
-/// outputs, history's listing). A
-/// document whose kind is not here, or whose body lacks one of its kind's fields, is not one
-/// headroom wrote as it is: a disk document relabelled `audit` would otherwise read as an
-/// audit of nothing.
-const KINDS: &[(&str, &[&str])] = &[
-    ("audit", &["pci"]),
-    ("path", &["path"]),
-    ("ceiling", &["link"]),
-    ("disk", &["parameters", "tests"]),
-    ("latency", &["measurement"]),
-    ("net", &["measurement"]),
-    ("mmio", &["parameters", "results"]),
-    ("count", &["events"]),
-    ("pmu_list", &["pmus"]),
-    ("survey", &["plan", "parts"]),
-    ("survey-plan", &["parts"]),
-    ("report", &["documents"]),
-    ("compare", &["rows"]),
-    ("history", &["database"]),
-];
+/// What a document is: the envelope's `kind`. Every kind headroom writes, under the name its
+/// documents carry; a document of another kind is refused when it is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum DocumentKind {
+    #[serde(rename = "audit")]
+    Audit,
+    #[serde(rename = "path")]
+    Path,
+    #[serde(rename = "ceiling")]
+    Ceiling,
+    #[serde(rename = "disk")]
+    Disk,
+    #[serde(rename = "latency")]
+    Latency,
+    #[serde(rename = "net")]
+    Net,
+    #[serde(rename = "mmio")]
+    Mmio,
+    #[serde(rename = "count")]
+    Count,
+    /// `count --list`.
+    #[serde(rename = "pmu_list")]
+    PmuList,
+    #[serde(rename = "survey")]
+    Survey,
+    /// `survey --dry-run`.
+    #[serde(rename = "survey-plan")]
+    SurveyPlan,
+    /// `report --json`.
+    #[serde(rename = "report")]
+    Report,
+    #[serde(rename = "compare")]
+    Compare,
+    /// `history --json`.
+    #[serde(rename = "history")]
+    History,
+}
+
+impl DocumentKind {
+    pub const ALL: [DocumentKind; 14] = [
+        DocumentKind::Audit,
+        DocumentKind::Path,
+        DocumentKind::Ceiling,
+        DocumentKind::Disk,
+        DocumentKind::Latency,
+        DocumentKind::Net,
+        DocumentKind::Mmio,
+        DocumentKind::Count,
+        DocumentKind::PmuList,
+        DocumentKind::Survey,
+        DocumentKind::SurveyPlan,
+        DocumentKind::Report,
+        DocumentKind::Compare,
+        DocumentKind::History,
+    ];
+
+    /// The name documents carry in `kind`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DocumentKind::Audit => "audit",
+            DocumentKind::Path => "path",
+            DocumentKind::Ceiling => "ceiling",
+            DocumentKind::Disk => "disk",
+            DocumentKind::Latency => "latency",
+            DocumentKind::Net => "net",
+            DocumentKind::Mmio => "mmio",
+            DocumentKind::Count => "count",
+            DocumentKind::PmuList => "pmu_list",
+            DocumentKind::Survey => "survey",
+            DocumentKind::SurveyPlan => "survey-plan",
+            DocumentKind::Report => "report",
+            DocumentKind::Compare => "compare",
+            DocumentKind::History => "history",
+        }
+    }
+
+    /// The body fields the kind's producer always writes: a document without one of them is
+    /// not one headroom wrote as it is (a disk document relabelled `audit` would otherwise
+    /// read as an audit of nothing).
+    pub fn fields(self) -> &'static [&'static str] {
+        match self {
+            DocumentKind::Audit => &["pci"],
+            DocumentKind::Path => &["path"],
+            DocumentKind::Ceiling => &["link"],
+            DocumentKind::Disk => &["parameters", "tests"],
+            DocumentKind::Latency | DocumentKind::Net => &["measurement"],
+            DocumentKind::Mmio => &["parameters", "results"],
+            DocumentKind::Count => &["events"],
+            DocumentKind::PmuList => &["pmus"],
+            DocumentKind::Survey => &["plan", "parts"],
+            DocumentKind::SurveyPlan => &["parts"],
+            DocumentKind::Report => &["documents"],
+            DocumentKind::Compare => &["rows"],
+            DocumentKind::History => &["database"],
+        }
+    }
+}
+
+impl std::fmt::Display for DocumentKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A `kind` headroom does not write; the message lists the ones it does.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("its kind `{0}` is none headroom writes: {list}", list = DocumentKind::ALL.map(DocumentKind::as_str).join(", "))]
+pub struct UnknownKind(pub String);
+
+impl std::str::FromStr for DocumentKind {
+    type Err = UnknownKind;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        DocumentKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| UnknownKind(s.to_string()))
+    }
+}
 
 /// Which program wrote a document.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,7 +184,7 @@ impl Host {
 pub struct Envelope {
     pub schema_version: u32,
     /// What the body is: `audit`, `path`, `ceiling`, `disk`, `latency`, ...
-    pub kind: String,
+    pub kind: DocumentKind,
     /// Absent only in documents written before the envelope existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<Tool>,
@@ -102,7 +197,7 @@ pub struct Envelope {
 
 impl Envelope {
     /// The envelope of a document made now on this machine by headroom `tool_version`.
-    pub fn now(kind: &str, tool_version: &str) -> Envelope {
+    pub fn now(kind: DocumentKind, tool_version: &str) -> Envelope {
         let created = time::OffsetDateTime::now_utc()
             .replace_nanosecond(0)
             .ok()
@@ -112,7 +207,7 @@ impl Envelope {
             });
         Envelope {
             schema_version: SCHEMA_VERSION,
-            kind: kind.to_string(),
+            kind,
             tool: Some(Tool {
                 name: TOOL_NAME.to_string(),
                 version: tool_version.to_string(),
@@ -181,16 +276,19 @@ pub enum DocumentError {
     )]
     KindMismatch {
         origin: String,
-        kind: String,
+        kind: DocumentKind,
         missing: &'static str,
         has: String,
     },
     #[error("the body of a {kind} document must be a JSON object, not {what}")]
-    BodyNotObject { kind: String, what: &'static str },
+    BodyNotObject {
+        kind: DocumentKind,
+        what: &'static str,
+    },
     #[error("{origin}: the `{kind}` document does not have the expected fields ({detail})")]
     Shape {
         origin: String,
-        kind: String,
+        kind: DocumentKind,
         detail: String,
     },
 }
@@ -213,12 +311,12 @@ impl Document {
     pub fn new<T: Serialize>(envelope: Envelope, body: &T) -> Result<Document, DocumentError> {
         let value = serde_json::to_value(body).map_err(|e| DocumentError::Shape {
             origin: "the command's result".into(),
-            kind: envelope.kind.clone(),
+            kind: envelope.kind,
             detail: e.to_string(),
         })?;
         let Value::Object(mut body) = value else {
             return Err(DocumentError::BodyNotObject {
-                kind: envelope.kind.clone(),
+                kind: envelope.kind,
                 what: json_type(&value),
             });
         };
@@ -312,6 +410,12 @@ impl Document {
         if version == 0 {
             return Err(foreign("its `schema_version` is 0".into()));
         }
+        // A kind headroom does not write is refused here, by name, before the rest of the
+        // envelope is read.
+        if let Some(Value::String(kind)) = map.get("kind") {
+            kind.parse::<DocumentKind>()
+                .map_err(|e| foreign(e.to_string()))?;
+        }
         let mut env_map = Map::new();
         for k in ENVELOPE_KEYS {
             if let Some(v) = map.shift_remove(k) {
@@ -332,25 +436,15 @@ impl Document {
         crate::atomic::write_atomic(path, self.to_json_pretty().as_bytes())
     }
 
-    pub fn kind(&self) -> &str {
-        &self.envelope.kind
+    pub fn kind(&self) -> DocumentKind {
+        self.envelope.kind
     }
 
-    /// Whether the body fits the envelope's kind: a kind headroom writes, with the fields
-    /// its producer always writes ([`KINDS`]); `origin` names the document in errors.
+    /// Whether the body fits the envelope's kind: it has the fields the kind's producer
+    /// always writes ([`DocumentKind::fields`]); `origin` names the document in errors.
     pub fn check_kind(&self, origin: &str) -> Result<(), DocumentError> {
         let kind = self.kind();
-        let Some((_, fields)) = KINDS.iter().find(|(k, _)| *k == kind) else {
-            let known: Vec<&str> = KINDS.iter().map(|(k, _)| *k).collect();
-            return Err(DocumentError::Foreign {
-                origin: origin.to_string(),
-                what: format!(
-                    "its kind `{kind}` is none headroom writes: {}",
-                    known.join(", ")
-                ),
-            });
-        };
-        match fields.iter().find(|f| !self.body.contains_key(**f)) {
+        match kind.fields().iter().find(|f| !self.body.contains_key(**f)) {
             None => Ok(()),
             Some(missing) => {
                 let mut has: Vec<&str> = self.body.keys().map(String::as_str).take(8).collect();
@@ -359,7 +453,7 @@ impl Document {
                 }
                 Err(DocumentError::KindMismatch {
                     origin: origin.to_string(),
-                    kind: kind.to_string(),
+                    kind,
                     missing,
                     has: if has.is_empty() {
                         "no field".to_string()
@@ -378,7 +472,7 @@ impl Document {
     pub fn view<T: serde::de::DeserializeOwned>(&self, origin: &str) -> Result<T, DocumentError> {
         serde_path_to_error::deserialize(&self.body).map_err(|e| DocumentError::Shape {
             origin: origin.to_string(),
-            kind: self.envelope.kind.clone(),
+            kind: self.envelope.kind,
             detail: e.to_string(),
         })
     }
@@ -439,7 +533,7 @@ pub fn read_text(path: &Path) -> Result<String, DocumentError> {
 /// Wrap a command's body in a fresh envelope (made now, on this machine) and return the
 /// document: what every command's `--json` prints and `--save` stores.
 pub fn wrap<T: Serialize>(
-    kind: &str,
+    kind: DocumentKind,
     tool_version: &str,
     body: &T,
 ) -> Result<Document, DocumentError> {
@@ -455,7 +549,7 @@ mod tests {
     #[test]
     fn wrap_puts_the_envelope_first_and_replaces_old_envelope_fields() {
         let body = json!({"schema_version": 1, "kind": "disk", "tests": [1, 2], "notes": []});
-        let doc = wrap("disk", "9.9.9", &body).unwrap();
+        let doc = wrap(DocumentKind::Disk, "9.9.9", &body).unwrap();
         let v = doc.to_value();
         let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
         assert_eq!(
@@ -482,7 +576,7 @@ mod tests {
 
     #[test]
     fn round_trip_gives_the_same_document() {
-        let doc = wrap("path", "0.1.0", &json!({"path": {"links": []}})).unwrap();
+        let doc = wrap(DocumentKind::Path, "0.1.0", &json!({"path": {"links": []}})).unwrap();
         let text = doc.to_json_pretty();
         let back = Document::parse(&text, "x.json").unwrap();
         assert_eq!(back, doc);
@@ -493,14 +587,14 @@ mod tests {
     fn write_then_read_gives_the_same_document() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("run.json");
-        let doc = wrap("disk", "0.1.0", &json!({"tests": []})).unwrap();
+        let doc = wrap(DocumentKind::Disk, "0.1.0", &json!({"tests": []})).unwrap();
         doc.write(&p).unwrap();
         assert_eq!(Document::read(&p).unwrap(), doc);
     }
 
     #[test]
     fn truncated_json_says_truncated() {
-        let text = wrap("path", "0.1.0", &json!({"a": [1, 2, 3]}))
+        let text = wrap(DocumentKind::Path, "0.1.0", &json!({"a": [1, 2, 3]}))
             .unwrap()
             .to_json_pretty();
         let cut = &text[..text.len() / 2];
@@ -520,7 +614,7 @@ mod tests {
             "old",
         )
         .unwrap();
-        assert_eq!(doc.kind(), "disk");
+        assert_eq!(doc.kind(), DocumentKind::Disk);
         assert_eq!(doc.envelope.tool, None);
         assert!(doc.body.contains_key("tests"));
     }
@@ -558,7 +652,7 @@ mod tests {
     #[test]
     fn a_body_that_does_not_fit_its_kind_is_refused() {
         let disk = json!({"parameters": {}, "system": {}, "target": {}, "tests": []});
-        let doc = wrap("audit", "0.1.0", &disk).unwrap();
+        let doc = wrap(DocumentKind::Audit, "0.1.0", &disk).unwrap();
         let e = doc.check_kind("d.json").unwrap_err().to_string();
         assert_eq!(
             e,
@@ -566,15 +660,16 @@ mod tests {
              has (it has parameters, system, target, tests): give the document as headroom \
              wrote it"
         );
-        assert!(wrap("disk", "0.1.0", &disk)
+        assert!(wrap(DocumentKind::Disk, "0.1.0", &disk)
             .unwrap()
             .check_kind("d")
             .is_ok());
-        let e = wrap("nonsense", "0.1.0", &disk)
-            .unwrap()
-            .check_kind("n.json")
-            .unwrap_err()
-            .to_string();
+        let e = Document::parse(
+            r#"{"schema_version": 2, "kind": "nonsense", "tests": []}"#,
+            "n.json",
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             e.starts_with("n.json is not a headroom result document (its kind `nonsense`"),
             "{e}"
@@ -606,7 +701,55 @@ mod tests {
 
     #[test]
     fn a_body_that_is_not_an_object_is_refused() {
-        let e = wrap("x", "0", &[1, 2]).unwrap_err().to_string();
+        let e = wrap(DocumentKind::Disk, "0", &[1, 2])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("must be a JSON object, not an array"), "{e}");
+    }
+
+    #[test]
+    fn every_kind_is_written_and_read_under_the_name_documents_carry() {
+        let names: Vec<String> = DocumentKind::ALL
+            .iter()
+            .map(|k| {
+                serde_json::to_value(k)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "audit",
+                "path",
+                "ceiling",
+                "disk",
+                "latency",
+                "net",
+                "mmio",
+                "count",
+                "pmu_list",
+                "survey",
+                "survey-plan",
+                "report",
+                "compare",
+                "history"
+            ]
+        );
+        for (k, name) in DocumentKind::ALL.iter().zip(&names) {
+            assert_eq!(k.as_str(), name);
+            assert_eq!(name.parse::<DocumentKind>().unwrap(), *k);
+            assert_eq!(
+                serde_json::from_value::<DocumentKind>(name.as_str().into()).unwrap(),
+                *k
+            );
+        }
+        assert_eq!(
+            "Disk".parse::<DocumentKind>().unwrap_err().to_string(),
+            "its kind `Disk` is none headroom writes: audit, path, ceiling, disk, latency, net, \
+             mmio, count, pmu_list, survey, survey-plan, report, compare, history"
+        );
     }
 }

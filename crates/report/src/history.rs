@@ -6,7 +6,6 @@
 //! SQLite, or SQLite of another program) is refused with a sentence and never written.
 
 use crate::document::Document;
-use crate::summary::Summary;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -531,10 +530,10 @@ impl Store {
     /// (the same content) is not stored again, and its id is returned with `new: false`.
     pub fn insert(&self, document_json: &str) -> Result<Saved, HistoryError> {
         let doc = Document::parse(document_json, "the document to save")?;
-        let s = Summary::of(&doc, "the document to save")?;
+        let s = crate::kinds::summarize(&doc, "the document to save")?;
         // What the listing shows: a survey counts its parts and conclusions.
-        let (test, headline) = if doc.kind() == "survey" {
-            crate::survey::SurveyBody::of(&doc, "the document to save")?.listing("survey")
+        let (test, headline) = if doc.kind() == crate::document::DocumentKind::Survey {
+            crate::kinds::survey::SurveyBody::of(&doc, "the document to save")?.listing("survey")
         } else {
             (s.test_label(), s.headline())
         };
@@ -560,7 +559,15 @@ impl Store {
         tx.execute(
             "INSERT INTO runs (created, host, kind, target, test, headline, document)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![s.created, s.hostname, s.kind, s.target, test, headline, text],
+            params![
+                s.created,
+                s.hostname,
+                s.kind.as_str(),
+                s.target,
+                test,
+                headline,
+                text
+            ],
         )
         .map_err(|e| self.sql(e))?;
         let id = tx.last_insert_rowid();
@@ -686,7 +693,7 @@ mod tests {
         body["target"]["given"] = "/mnt/t".into();
         body["tests"][0]["spec"]["label"] = "dd 1M".into();
         body["tests"][0]["runs"][0]["mb_per_s"] = mb.into();
-        crate::document::wrap("disk", "0.1.0", &body)
+        crate::document::wrap(crate::document::DocumentKind::Disk, "0.1.0", &body)
             .unwrap()
             .to_json_pretty()
     }

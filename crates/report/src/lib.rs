@@ -1,27 +1,26 @@
-//! The result document and everything made from it: typed views of each command's body,
-//! renderers (Markdown, self-contained HTML with SVG plots), compare, and the history store.
+//! The result document and everything made from it: one module per result kind
+//! ([`kinds`]), renderers (Markdown, self-contained HTML with SVG plots), compare, and the
+//! history store.
 //!
 //! Every command's `--json` is one [`document::Document`]: a common envelope
 //! (`schema_version`, `kind`, `tool`, `created`, `host`) with the command's own fields beside
-//! it. This crate never reads a command's body through its producer's types: it reads only
-//! the few fields it needs through the small serde views in [`views`], so a producer can grow
-//! without breaking reports of older documents.
+//! it. Each kind's body is one type in its `kinds` module, written by cli and read back here
+//! through the same type; fields added since version 1 are `#[serde(default)]`, so reports of
+//! older documents still read. [`views`] holds what every kind may carry (findings, notes,
+//! the path) and the check of which fields a type reads that a document lacks.
 
 pub mod atomic;
 pub mod compare;
-pub mod count;
 pub mod document;
 pub mod efficiency;
 pub mod explain;
 pub mod findings;
 pub mod history;
 pub mod html;
+pub mod kinds;
 pub mod markdown;
-pub mod mmio;
-pub mod net;
 pub mod outside;
 pub mod summary;
-pub mod survey;
 pub mod table;
 pub mod terminal;
 pub mod views;

@@ -49,7 +49,12 @@ pub fn render(summaries: &[Summary]) -> String {
 }
 
 fn section(out: &mut String, s: &Summary) {
-    let _ = writeln!(out, "## {} — {}\n", escape(&s.kind), escape(&s.origin));
+    let _ = writeln!(
+        out,
+        "## {} — {}\n",
+        escape(s.kind.as_str()),
+        escape(&s.origin)
+    );
     let facts = s.facts(|t| format!("`{}`", escape(t).replace('`', "'")));
     if !facts.is_empty() {
         let _ = writeln!(out, "{}\n", crate::outside::line(&facts.join(" · ")));

@@ -1,15 +1,9 @@
-//! Typed views of command bodies: serde structs with the fields reports read.
-//!
-//! Where the producer's type lives in `model` or in report itself (the path, findings, PCIe
-//! link states and comparisons; bench disk's parameters, machine, target, tests and runs;
-//! bench latency's configuration, context, measurement and stress; bench net's measurement,
-//! ceiling, flows and interface check; the audit's PCI, USB, block and network sections),
-//! the view holds that type: a field renamed there changes what is read here, at compile
-//! time, and a document without a field its producer always wrote is refused with the
-//! field's name. Fields missing from documents of earlier versions are `#[serde(default)]`
-//! in those types. [`unread_fields`] lists every field a view reads that a document does not
-//! have; the round-trip tests (crates/cli/tests/roundtrip.rs) assert that list for freshly
-//! produced documents, so a field a producer stops writing fails them.
+//! What every kind's document may carry ([`CommonView`]: findings, notes, the target's path)
+//! and the check of a document against the type that reads it ([`unread_fields`]: the
+//! fields a type reads that a document does not have). Each kind's own document type is in
+//! its module of [`crate::kinds`]; the round-trip tests (crates/cli/tests/roundtrip.rs)
+//! assert the unread fields of freshly produced documents, so a field a producer stops
+//! writing fails them.
 
 use model::path::TargetPath;
 use model::Finding;
@@ -66,91 +60,6 @@ pub struct CommonView {
     pub path: Option<TargetPath>,
 }
 
-/// `headroom bench disk`'s body: the engine's measurements as `model::disk`'s types, with
-/// the path's ceiling and each test's efficiency judged beside them (`report::efficiency`).
-#[derive(Clone, Debug, Deserialize, Serialize)]
-pub struct DiskView {
-    pub parameters: model::disk::Parameters,
-    pub system: model::disk::Host,
-    pub target: model::disk::TargetInfo,
-    /// The path's bottleneck ceiling; null when the path could not be resolved.
-    #[serde(default)]
-    pub ceiling: Option<model::ceiling::PathCeiling>,
-    pub tests: Vec<DiskTestView>,
-    /// Stopped by a signal before every test ran; absent in documents written before a run
-    /// could be kept after an interruption.
-    #[serde(default)]
-    pub interrupted: Option<bool>,
-}
-
-/// One test's measurements and its best run's efficiency against the path's ceiling, as
-/// `bench disk` writes them: the efficiency beside the test's own fields.
-#[derive(Clone, Debug, Serialize)]
-pub struct DiskTestView {
-    #[serde(flatten)]
-    pub test: model::disk::TestResult,
-    /// measured / ceiling, 0..1; null without a ceiling.
-    pub efficiency: Option<f64>,
-}
-
-impl<'de> Deserialize<'de> for DiskTestView {
-    /// serde's `flatten` would lose the place of a bad field inside the test (`runs[2].iops`),
-    /// so the test is read on its own, with its path kept in the error.
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        let mut fields = serde_json::Map::deserialize(d)?;
-        let efficiency = match fields.remove("efficiency") {
-            Some(v) => serde_json::from_value(v)
-                .map_err(|e| D::Error::custom(format!("efficiency: {e}")))?,
-            None => None,
-        };
-        let test = serde_path_to_error::deserialize(serde_json::Value::Object(fields))
-            .map_err(D::Error::custom)?;
-        Ok(DiskTestView { test, efficiency })
-    }
-}
-
-/// `headroom bench latency`'s body: its configuration and measurement as `model::latency`
-/// types, its context as `model::system`'s.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-pub struct LatencyView {
-    #[serde(default)]
-    pub config: Option<model::latency::Config>,
-    #[serde(default)]
-    pub context: Option<model::system::SystemContext>,
-    pub measurement: model::latency::Measurement,
-    /// Device interrupts on the measured CPUs during the measurement (absent in documents
-    /// written before they were sampled).
-    #[serde(default)]
-    pub interrupts: Option<model::latency::MeasuredInterrupts>,
-    /// The background load; absent or null when the run had none.
-    #[serde(default)]
-    pub stress: Option<StressView>,
-    /// `--split`: IRQ against thread latency (absent in runs without it, and in documents
-    /// written before it existed).
-    #[serde(default)]
-    pub split: Option<model::latency::split::Split>,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-pub struct StressView {
-    pub spec: model::stress::StressSpec,
-}
-
-/// `headroom audit`'s body: the inventory a report lists link by link, as
-/// `model::inventory`'s types.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct AuditView {
-    #[serde(default)]
-    pub pci: Option<model::inventory::pci::PciAudit>,
-    #[serde(default)]
-    pub usb: Option<model::inventory::usb::UsbInventory>,
-    #[serde(default)]
-    pub block: Option<model::inventory::block::BlockInventory>,
-    #[serde(default)]
-    pub net: Option<model::inventory::net::NetInventory>,
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -198,7 +107,7 @@ mod tests {
     #[test]
     fn a_disk_document_of_an_earlier_version_reads_as_the_model_types() {
         let body = fixture_disk_body();
-        let d: DiskView = serde_json::from_value(body.clone()).unwrap();
+        let d: crate::kinds::disk::DiskDocument = serde_json::from_value(body.clone()).unwrap();
         let t = &d.tests[0];
         assert_eq!(t.test.spec.name(), "dd 100M write");
         let best = t.test.best().unwrap();
@@ -206,14 +115,21 @@ mod tests {
         assert_eq!(best.cross_check.diskstats_error_percent, Some(7.8125e-05));
         assert_eq!(t.efficiency, Some(0.8417699325749364));
         assert_eq!(d.target.kind, model::disk::TargetKind::NewFile);
-        // Added since: absent, so empty, and the only fields the document does not have.
+        // Added since: absent, so empty, and the only fields the document does not have
+        // (the document type reads its path and findings too).
         assert_eq!((d.system.governor.as_deref(), best.clat.max_ns), (None, 0));
         assert_eq!(d.interrupted, None);
         assert_eq!(
-            unread_fields::<DiskView>(&body).unwrap(),
+            unread_fields::<crate::kinds::disk::DiskDocument>(&body).unwrap(),
             [
+                "findings",
                 "interrupted",
                 "parameters.buffers",
+                // The path's links before their fields named their unit, and their hop.
+                "path.links[].capable_ceiling_bytes_per_sec",
+                "path.links[].ceiling_bytes_per_sec",
+                "path.links[].ceiling_other_direction_bytes_per_sec",
+                "path.links[].hop",
                 "system.governor",
                 "tests[].runs[].clat",
                 "tests[].runs[].cross_check.app_ios",
@@ -228,7 +144,10 @@ mod tests {
         let mut body = fixture_disk_body();
         body["parameters"].as_object_mut().unwrap().remove("runs");
         let doc = crate::document::Document::parse(&body.to_string(), "old.json").unwrap();
-        let e = doc.view::<DiskView>("old.json").unwrap_err().to_string();
+        let e = doc
+            .view::<crate::kinds::disk::DiskDocument>("old.json")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("old.json"), "{e}");
         assert!(e.contains("parameters: missing field `runs`"), "{e}");
         // Inside a test, the test is named.
@@ -238,28 +157,18 @@ mod tests {
             .unwrap()
             .remove("iops");
         let doc = crate::document::Document::parse(&body.to_string(), "old.json").unwrap();
-        let e = doc.view::<DiskView>("old.json").unwrap_err().to_string();
+        let e = doc
+            .view::<crate::kinds::disk::DiskDocument>("old.json")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("tests[0]: runs[0]: missing field `iops`"), "{e}");
         let mut body = fixture_disk_body();
         body["tests"][0]["efficiency"] = "high".into();
         let doc = crate::document::Document::parse(&body.to_string(), "old.json").unwrap();
-        let e = doc.view::<DiskView>("old.json").unwrap_err().to_string();
+        let e = doc
+            .view::<crate::kinds::disk::DiskDocument>("old.json")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("tests[0]: efficiency: invalid type"), "{e}");
     }
-}
-
-/// `headroom bench net`'s body (`report::net::NetReport`): the measurement as
-/// `model::net::NetMeasurement`, the ceiling, flows and interface check as report::net's
-/// own types.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-pub struct NetView {
-    pub measurement: model::net::NetMeasurement,
-    #[serde(default)]
-    pub ceiling: Option<crate::net::NetCeiling>,
-    #[serde(default)]
-    pub no_ceiling_reason: Option<String>,
-    #[serde(default)]
-    pub flows: Vec<crate::net::FlowVerdict>,
-    #[serde(default)]
-    pub interface_check: Option<crate::net::InterfaceCheck>,
 }

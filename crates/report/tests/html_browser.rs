@@ -65,8 +65,8 @@ fn disk_doc(n: usize) -> Summary {
     body["tests"] = tests.into();
     body.as_object_mut().unwrap().remove("path");
     body["ceiling"] = json!({"read_bytes_per_sec": 434.0e6, "write_bytes_per_sec": 440.0e6, "full_duplex": true, "bottleneck": "PCIe 5 GT/s x1"});
-    let doc = report::document::wrap("disk", "0.1.0", &body).unwrap();
-    Summary::of(&doc, &format!("{n}-tests.json")).unwrap()
+    let doc = report::document::wrap(report::document::DocumentKind::Disk, "0.1.0", &body).unwrap();
+    report::kinds::summarize(&doc, &format!("{n}-tests.json")).unwrap()
 }
 
 struct Loaded {
@@ -280,7 +280,8 @@ fn tables_fit_the_page_and_labels_stay_in_their_plots() {
     let mut audit = fixture_value("audit-nvme-downgraded.json");
     audit["block"]["devices"][0]["queue"]["max_hw_sectors_kb"] = 2_147_483_647u64.into();
     audit["block"]["devices"][0]["mounts"] = json!([{"mount_point": "/media/a rather long mount point/of a usb stick", "fs_type": "vfat"}]);
-    let audit = report::document::wrap("audit", "0.1.0", &audit).unwrap();
+    let audit =
+        report::document::wrap(report::document::DocumentKind::Audit, "0.1.0", &audit).unwrap();
     let mut latency = fixture_value("latency-2-threads.json");
     // `bench latency -h 200`: the wake-ups at or above 200 us counted as overflow.
     latency["config"]["histogram_limit_us"] = 200.into();
@@ -302,11 +303,12 @@ fn tables_fit_the_page_and_labels_stay_in_their_plots() {
             .sum::<u64>()
             .into();
     }
-    let latency = report::document::wrap("latency", "0.1.0", &latency).unwrap();
+    let latency =
+        report::document::wrap(report::document::DocumentKind::Latency, "0.1.0", &latency).unwrap();
     let summaries = vec![
-        Summary::of(&audit, "audit.json").unwrap(),
+        report::kinds::summarize(&audit, "audit.json").unwrap(),
         from_fixture("net-shaped-tcp.json"),
-        Summary::of(&latency, "latency-h200.json").unwrap(),
+        report::kinds::summarize(&latency, "latency-h200.json").unwrap(),
         from_fixture("disk-peak.json"),
     ];
     let html = report::html::render(&summaries).unwrap();
@@ -361,7 +363,7 @@ fn tables_fit_the_page_and_labels_stay_in_their_plots() {
 #[test]
 fn a_survey_renders_in_chromium() {
     use model::survey::{fit, PartKind};
-    use report::survey::SurveyBody;
+    use report::kinds::survey::SurveyBody;
     let Some(chromium) = chromium() else { return };
     let parts = [
         ("audit", PartKind::Audit, "audit-nvme-downgraded.json"),
@@ -386,8 +388,9 @@ fn a_survey_renders_in_chromium() {
         summary: String::new(),
         conclusions: Vec::new(),
     };
-    let doc = report::document::wrap("survey", "0.1.0", &body).unwrap();
-    let intro = report::survey::html_intro(&doc, &body, "survey.json");
+    let doc =
+        report::document::wrap(report::document::DocumentKind::Survey, "0.1.0", &body).unwrap();
+    let intro = report::kinds::survey::html_intro(&doc, &body, "survey.json");
     let (docs, problems) = body.part_docs("survey.json");
     assert!(problems.is_empty(), "{problems:?}");
     let summaries: Vec<Summary> = docs.into_iter().map(|d| d.summary).collect();

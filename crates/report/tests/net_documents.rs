@@ -11,7 +11,7 @@ use common::{fixture_value, summary};
 #[test]
 fn shaped_tcp_run_in_markdown_and_html() {
     let s = summary("net-shaped-tcp.json");
-    assert_eq!(s.kind, "net");
+    assert_eq!(s.kind, report::document::DocumentKind::Net);
     // The one direction's own ceiling, which every test of the run shares.
     let c = s.common_ceiling().unwrap();
     // 100 Mbit/s x 1448/1538 = 94.15 Mbit/s = 11.769 MB/s.
@@ -57,7 +57,7 @@ fn two_shaped_runs_compare() {
 /// interface device's interrupt rate and its root port's PMU bytes (numbers of a NIC behind
 /// a dwc_rootport PMU: Rx 3.2 % above the received payload, headers and descriptors).
 fn with_counters(received: u64, rx_bytes: f64, irq_per_s: f64) -> Summary {
-    use report::count::{error_percent, BesideCounters, IrqRate, PmuBytes};
+    use report::kinds::count::{error_percent, BesideCounters, IrqRate, PmuBytes};
     let mut v = fixture_value("net-shaped-tcp.json");
     let counters = BesideCounters {
         interrupts: vec![IrqRate {
@@ -85,7 +85,7 @@ fn with_counters(received: u64, rx_bytes: f64, irq_per_s: f64) -> Summary {
     };
     v["counters"] = serde_json::to_value(&counters).unwrap();
     let doc = Document::parse(&v.to_string(), "net-counters").unwrap();
-    Summary::of(&doc, "net-counters").unwrap()
+    report::kinds::summarize(&doc, "net-counters").unwrap()
 }
 
 #[test]

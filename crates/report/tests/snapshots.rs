@@ -351,7 +351,7 @@ fn edited(name: &str, origin: &str, edit: impl Fn(&mut serde_json::Value)) -> Su
         serde_json::from_str(&std::fs::read_to_string(fixture(name)).unwrap()).unwrap();
     edit(&mut v);
     let doc = Document::parse(&v.to_string(), origin).unwrap();
-    Summary::of(&doc, origin).unwrap()
+    report::kinds::summarize(&doc, origin).unwrap()
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! ranked conclusions, Markdown (insta snapshot) and compare of a before/after pair.
 
 use model::survey::{fit, PartKind};
-use report::survey::{PartResult, PartStatus, SurveyBody};
+use report::kinds::survey::{PartResult, PartStatus, SurveyBody};
 use report::Document;
 use serde_json::Value;
 
@@ -68,7 +68,8 @@ fn survey_of(disk: Value, later_ns: u64) -> (Document, SurveyBody) {
         summary: String::new(),
         conclusions: Vec::new(),
     };
-    let doc = report::document::wrap("survey", "0.1.0", &body).unwrap();
+    let doc =
+        report::document::wrap(report::document::DocumentKind::Survey, "0.1.0", &body).unwrap();
     let mut doc = doc;
     doc.envelope.created = Some("2026-11-23T12:00:00Z".into());
     doc.envelope.host = Some(report::document::Host {
@@ -191,8 +192,8 @@ fn latency_part(stress_io: Option<u32>, interrupts: Value) -> Value {
         v["stress"] = serde_json::json!({"spec": {"cpu": 2, "cpu_load": 100, "io": io, "vm": 0,
             "vm_bytes_per_worker": 0, "vm_stride": 8, "interpretation": ""}});
     }
-    let doc = report::document::wrap("latency", "0.1.0", &v).unwrap();
-    let view: report::views::LatencyView = doc.view("latency").unwrap();
+    let doc = report::document::wrap(report::document::DocumentKind::Latency, "0.1.0", &v).unwrap();
+    let view: report::kinds::latency::LatencyDocument = doc.view("latency").unwrap();
     let findings = report::findings::latency::findings(
         view.config.as_ref().unwrap(),
         view.context.as_ref().unwrap(),
@@ -325,7 +326,7 @@ fn every_conclusion_has_an_action_and_the_survey_names_its_own_load() {
 #[test]
 fn markdown_of_a_survey() {
     let (doc, body) = survey("rpi5-gen2.json");
-    let mut md = report::survey::markdown_intro(&doc, &body, "survey.json");
+    let mut md = report::kinds::survey::markdown_intro(&doc, &body, "survey.json");
     let (parts, problems) = body.part_docs("survey.json");
     assert!(problems.is_empty(), "{problems:?}");
     assert_eq!(parts.len(), 4);
@@ -339,7 +340,7 @@ fn markdown_of_a_survey() {
 fn compare_of_two_surveys_lines_the_parts_up() {
     let (_, before) = survey("rpi5-gen2.json");
     let (_, after) = survey("rpi5-gen3.json");
-    let (md, parts) = report::survey::compare_surveys(&[
+    let (md, parts) = report::kinds::survey::compare_surveys(&[
         ("before.json".to_string(), before.clone()),
         ("after.json".to_string(), after.clone()),
     ])
@@ -347,7 +348,7 @@ fn compare_of_two_surveys_lines_the_parts_up() {
     // Gen 2 -> Gen 3 is faster: nothing regressed. Backwards, the disk part's dd write
     // regressed, named with its unit and the part (`compare --fail-above` gates surveys too).
     assert!(parts.iter().all(|c| c.regressions_above(5.0).is_empty()));
-    let (_, back) = report::survey::compare_surveys(&[
+    let (_, back) = report::kinds::survey::compare_surveys(&[
         ("after.json".to_string(), after),
         ("before.json".to_string(), before),
     ])
@@ -384,7 +385,7 @@ fn a_survey_document_reads_back() {
     let (doc, body) = survey("rpi5-gen3.json");
     let text = doc.to_json_pretty();
     let back = Document::parse(&text, "survey.json").unwrap();
-    assert_eq!(back.kind(), "survey");
+    assert_eq!(back.kind(), report::document::DocumentKind::Survey);
     let again = SurveyBody::of(&back, "survey.json").unwrap();
     assert_eq!(again.parts, body.parts);
     assert_eq!(again.plan, body.plan);

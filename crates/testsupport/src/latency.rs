@@ -29,3 +29,9 @@ pub fn messages(f: &[Finding]) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// The system context (kernel, preemption, CPUs, governors, interrupts) of the captured tree
+/// tests/fixtures/system/NAME, as `bench latency` reads it.
+pub fn context(name: &str) -> model::system::SystemContext {
+    probe::system::read_context(&crate::fixtures::own_root(&format!("system/{name}")))
+}

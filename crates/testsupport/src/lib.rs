@@ -13,8 +13,11 @@
 //! - [`mount`]: a scratch tmpfs, read-only on demand.
 //! - [`process`]: bounded waits for and signals to the `headroom` processes a test starts.
 //! - [`latency`]: latency measurements and findings for the unit tests that judge and render them.
+//! - [`disk`]: a real disk measurement (the null engine on a small file) for the tests that
+//!   judge and render one.
 
 pub mod cmd;
+pub mod disk;
 pub mod fixtures;
 pub mod latency;
 pub mod mount;

@@ -10,7 +10,7 @@
 //! option 10 B, padded to 12; [RFC 768] UDP header 8 B.
 
 use crate::units::{BitsPerSec, BytesPerSec};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 const PREAMBLE_SFD: u32 = 8;
 const MAC_HEADER: u32 = 14;
@@ -81,7 +81,7 @@ pub fn rate_name(rate: BitsPerSec) -> Option<&'static str> {
         .map(|&(n, _)| n)
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum IpVersion {
     #[serde(rename = "IPv4")]
     V4,
@@ -106,7 +106,7 @@ impl IpVersion {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "proto")]
 pub enum Transport {
     /// A TCP bulk stream of full-MSS segments.
@@ -115,7 +115,7 @@ pub enum Transport {
     Udp { payload: u32 },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EthParams {
     /// MAC rate.
     #[serde(rename = "rate_bits_per_sec")]
@@ -157,7 +157,7 @@ impl std::error::Error for EthError {}
 /// Largest MTU we accept: common jumbo frame limit of switches and NICs.
 const MAX_MTU: u32 = 9216;
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EthCeiling {
     pub params: EthParams,
     /// The MAC rate in bytes (the raw ceiling).

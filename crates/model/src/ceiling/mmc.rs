@@ -7,10 +7,10 @@
 //! section 3.9 (UHS-I: SDR12/25/50 at 25/50/100 MHz, DDR50, SDR104 at 208 MHz, 4-bit bus),
 //! 4.3 / 7.2 (same block framing as eMMC).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A bus timing mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MmcMode {
     EmmcHs52,
@@ -88,7 +88,7 @@ const BLOCK_BYTES: f64 = 512.0;
 /// ([emmc] 6.15; in DDR modes the two per-edge CRC16 share the 16 clocks).
 const BLOCK_FRAMING_CLOCKS: f64 = 18.0;
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MmcCeiling {
     pub mode: MmcMode,
     pub clock_mhz: f64,

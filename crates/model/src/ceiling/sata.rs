@@ -5,7 +5,8 @@
 //! CRC, EOF, one Dword each), 10.5.11 (Data FIS: up to 2048 Dwords = 8192 B of data).
 
 use super::{after_line_coding, packet_efficiency, LineCoding};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// The SATA generations, by signalling rate in Gb/s.
 pub const VALID_RATES_GBPS: [f64; 3] = [1.5, 3.0, 6.0];
@@ -17,12 +18,12 @@ const DATA_FIS_OVERHEAD: f64 = 16.0;
 /// An ALIGN pair (2 Dwords) at least every 256 Dwords ([sata] 7.4): counted as 2 of each 256.
 const ALIGN_SHARE: f64 = 2.0 / 256.0;
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SataCeiling {
     /// Signalling rate, Gb/s.
     #[serde(rename = "gbits_per_sec", alias = "gbps")]
     pub gbps: f64,
-    pub coding: &'static str,
+    pub coding: Cow<'static, str>,
     /// After 8b/10b, bytes/s.
     #[serde(rename = "raw_bytes_per_sec", alias = "raw_bps")]
     pub raw_bps: f64,
@@ -42,7 +43,7 @@ pub fn link_ceiling(gbps: f64) -> Option<SataCeiling> {
             let raw = after_line_coding(r, 1, LineCoding::B8b10b);
             SataCeiling {
                 gbps: r,
-                coding: LineCoding::B8b10b.label(),
+                coding: Cow::Borrowed(LineCoding::B8b10b.label()),
                 raw_bps: raw,
                 data_bps: raw
                     * packet_efficiency(DATA_FIS_PAYLOAD, DATA_FIS_OVERHEAD)

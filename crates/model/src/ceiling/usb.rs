@@ -18,10 +18,11 @@
 
 use super::{after_line_coding, packet_efficiency, LineCoding};
 use crate::units::{MB, MIB};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// A USB signalling mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UsbSpeed {
     /// USB 1.0 low speed, 1.5 Mb/s.
@@ -45,7 +46,7 @@ pub enum UsbSpeed {
 }
 
 /// A USB transfer type ([usb2] section 5.4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TransferType {
     Control,
@@ -205,7 +206,7 @@ const SS_INTERRUPT_PACKETS_PER_INTERVAL: u32 = 3;
 const SS_ISOCHRONOUS_MULT: u32 = 3;
 
 /// The ceiling of one endpoint of one transfer type at one speed.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TransferCeiling {
     pub speed: UsbSpeed,
     pub transfer: TransferType,
@@ -221,7 +222,7 @@ pub struct TransferCeiling {
     #[serde(rename = "bytes_per_sec", alias = "bytes_per_second")]
     pub bytes_per_second: Option<f64>,
     /// How the ceiling was derived, one sentence.
-    pub basis: &'static str,
+    pub basis: Cow<'static, str>,
 }
 
 fn per_interval(
@@ -241,7 +242,7 @@ fn per_interval(
         burst,
         interval_us: Some(interval_s * 1e6),
         bytes_per_second: Some(f64::from(max_packet) * f64::from(packets) / interval_s),
-        basis,
+        basis: Cow::Borrowed(basis),
     }
 }
 
@@ -254,7 +255,7 @@ fn not_allowed(speed: UsbSpeed, transfer: TransferType, basis: &'static str) -> 
         burst: None,
         interval_us: None,
         bytes_per_second: None,
-        basis,
+        basis: Cow::Borrowed(basis),
     }
 }
 
@@ -399,8 +400,10 @@ pub fn transfer_ceiling(speed: UsbSpeed, transfer: TransferType) -> TransferCeil
             bytes_per_second: Some(superspeed_link_bound(speed, SS_CONTROL_MAX_PACKET)),
             speed,
             transfer,
-            basis: "512 B packets, burst 1, bound by the link (in practice by the round trip \
+            basis: Cow::Borrowed(
+                "512 B packets, burst 1, bound by the link (in practice by the round trip \
                     per packet) ([usb32] 9.6.6, 8.12.2)",
+            ),
         },
         (_, Bulk) => TransferCeiling {
             max_packet: Some(SS_MAX_PACKET),
@@ -410,8 +413,10 @@ pub fn transfer_ceiling(speed: UsbSpeed, transfer: TransferType) -> TransferCeil
             bytes_per_second: Some(superspeed_link_bound(speed, SS_MAX_PACKET)),
             speed,
             transfer,
-            basis: "1024 B packets in bursts of up to 16, bound by the link: 32 B framing per \
+            basis: Cow::Borrowed(
+                "1024 B packets in bursts of up to 16, bound by the link: 32 B framing per \
                     packet, 16 B of link commands per ACK, SKP at Gen 1 ([usb32] 7.2, 8.4)",
+            ),
         },
         (_, Interrupt) => TransferCeiling {
             burst: Some(SS_INTERRUPT_PACKETS_PER_INTERVAL),
@@ -446,8 +451,10 @@ pub fn transfer_ceiling(speed: UsbSpeed, transfer: TransferType) -> TransferCeil
             bytes_per_second: Some(superspeed_link_bound(speed, SS_MAX_PACKET)),
             speed,
             transfer,
-            basis: "SuperSpeedPlus isochronous companion descriptor lifts the 48 KiB per \
+            basis: Cow::Borrowed(
+                "SuperSpeedPlus isochronous companion descriptor lifts the 48 KiB per \
                     interval limit ([usb32] 9.6.8): bound by the link",
+            ),
         },
     }
 }
@@ -460,7 +467,7 @@ pub fn bulk_ceiling_for_sysfs(speed_mbps: f64, lanes: u8) -> Option<f64> {
 }
 
 /// The "mega" a printed figure of the guide uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Mega {
     /// 10^6 bytes.
     #[serde(rename = "10^6")]
@@ -471,12 +478,12 @@ pub enum Mega {
 }
 
 /// A figure of the guide's table 1-2, with the unit that reproduces it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GuideFigure {
     pub speed: UsbSpeed,
     pub transfer: TransferType,
     /// As printed (in "MBps"), question mark included.
-    pub printed: &'static str,
+    pub printed: Cow<'static, str>,
     /// Our ceiling, bytes/s.
     #[serde(rename = "bytes_per_sec", alias = "bytes_per_second")]
     pub bytes_per_second: f64,
@@ -520,7 +527,7 @@ pub fn guide_table_1_2() -> Vec<GuideFigure> {
             GuideFigure {
                 speed,
                 transfer,
-                printed,
+                printed: Cow::Borrowed(printed),
                 bytes_per_second: bps,
                 mega,
                 note,

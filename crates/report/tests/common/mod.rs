@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use model::survey::{PartKind, PlannedPart};
-use report::survey::{PartResult, PartStatus};
+use report::kinds::survey::{PartResult, PartStatus};
 use report::{Document, Summary};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -23,7 +23,7 @@ pub fn fixture_value(name: &str) -> Value {
 /// The summary of the document tests/fixtures/results/NAME, named NAME.
 pub fn summary(name: &str) -> Summary {
     let doc = Document::read(&fixture(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-    Summary::of(&doc, name).unwrap_or_else(|e| panic!("{name}: {e}"))
+    report::kinds::summarize(&doc, name).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 /// A survey part as planned: one unit of 5 s (at least 1 s) after 1 s, to run.

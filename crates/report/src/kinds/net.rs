@@ -1,13 +1,18 @@
-//! `headroom bench net`'s result: the measurement judged against the link's ceiling
-//! (efficiency, findings), the interface counters' cross-check, and its terminal text.
+//! `headroom bench net`: its document (the measurement judged against the link's ceiling:
+//! efficiency, findings; the interface counters' cross-check), its terminal text and what a
+//! report shows of it.
 //!
 //! Rates are printed in Mbit/s (10^6 bit/s, iperf3's unit) and kept in the document in bytes
 //! per second like every other headroom rate.
 
+use crate::document::{Document, DocumentError};
+use crate::summary::{put, serde_name, CeilingRow, RateSeries, Summary, TestRow};
+use crate::table::mb;
 use model::ceiling::eth::{IpVersion, Transport};
 use model::net::{
     link_ceiling, Flow, GoodputParams, LinkFacts, NetMeasurement, NetStop, Protocol, Way,
 };
+use model::units::MB;
 use model::{Finding, Severity};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -58,14 +63,14 @@ pub struct InterfaceCheck {
 }
 
 /// CPU seconds per GB (10^9 application bytes) at each end.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuPerGb {
     pub local_s_per_gb: Option<f64>,
     pub peer_s_per_gb: Option<f64>,
 }
 
 /// One step of `--find-rate`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RateStep {
     #[serde(rename = "offered_bits_per_sec", alias = "offered_bps")]
     pub offered_bps: f64,
@@ -75,7 +80,7 @@ pub struct RateStep {
 }
 
 /// `--find-rate`'s answer: the highest offered rate with loss under the threshold.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FindRate {
     pub threshold_percent: f64,
     /// Bits per second; `None` when even the lowest rate tried lost too much.
@@ -84,22 +89,34 @@ pub struct FindRate {
     pub steps: Vec<RateStep>,
 }
 
-/// The `net` document's body.
-#[derive(Clone, Debug, Serialize)]
-pub struct NetReport {
+/// What `headroom bench net --json` writes (the envelope aside), read back by report,
+/// compare, history and the survey. Fields a document of an earlier version may lack are
+/// `#[serde(default)]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NetDocument {
     pub measurement: NetMeasurement,
+    #[serde(default)]
     pub link: Option<LinkFacts>,
+    /// The ceiling of a document from before each direction had its own (`flows`).
+    #[serde(default)]
     pub ceiling: Option<NetCeiling>,
+    #[serde(default)]
     pub no_ceiling_reason: Option<String>,
+    #[serde(default)]
     pub flows: Vec<FlowVerdict>,
+    #[serde(default)]
     pub interface_check: Option<InterfaceCheck>,
     /// Interrupts of the interface's device and its root port's PMU bytes, sampled beside
     /// the engine (the same columns as `bench disk`'s).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub counters: Option<crate::count::BesideCounters>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<crate::kinds::count::BesideCounters>,
+    #[serde(default)]
     pub cpu_per_gb: CpuPerGb,
+    #[serde(default)]
     pub find_rate: Option<FindRate>,
+    #[serde(default)]
     pub notes: Vec<String>,
+    #[serde(default)]
     pub findings: Vec<Finding>,
 }
 
@@ -164,7 +181,7 @@ pub fn flow_ceiling(f: &LinkFacts, m: &NetMeasurement, flow: Flow) -> Result<Net
     })
 }
 
-impl NetReport {
+impl NetDocument {
     /// Judge a measurement: ceiling, efficiency per direction, CPU per GB, findings.
     /// `iface` is the /proc/net/dev delta (tx, rx bytes) of the test's interface.
     pub fn new(
@@ -172,7 +189,7 @@ impl NetReport {
         link: Option<LinkFacts>,
         iface: Option<(String, u64, u64)>,
         notes: Vec<String>,
-    ) -> NetReport {
+    ) -> NetDocument {
         let flows: Vec<FlowVerdict> = measurement
             .flows()
             .into_iter()
@@ -244,7 +261,7 @@ impl NetReport {
                 .filter(|_| moved > 0)
                 .map(|c| c.cpu_seconds() / gb(moved)),
         };
-        let mut r = NetReport {
+        let mut r = NetDocument {
             measurement,
             link,
             ceiling: ceil,
@@ -276,7 +293,7 @@ pub fn app_bytes(m: &NetMeasurement) -> (u64, u64) {
 }
 
 /// What the numbers depend on, as sentences.
-pub fn findings(r: &NetReport) -> Vec<Finding> {
+pub fn findings(r: &NetDocument) -> Vec<Finding> {
     let mut out = Vec::new();
     let subject = r
         .link
@@ -441,7 +458,7 @@ pub fn findings(r: &NetReport) -> Vec<Finding> {
 
 /// The terminal text: iperf3's summary lines per direction, then the ceiling, efficiency,
 /// CPU, the interface cross-check and the findings.
-pub fn render_text(r: &NetReport) -> String {
+pub fn render_text(r: &NetDocument) -> String {
     let m = &r.measurement;
     let mut s = String::new();
     let c = &m.config;
@@ -657,7 +674,7 @@ pub fn render_text(r: &NetReport) -> String {
         );
     }
     if let Some(c) = &r.counters {
-        s.push_str(&crate::count::render_beside(c));
+        s.push_str(&crate::kinds::count::render_beside(c));
     }
     for n in &r.notes {
         let _ = writeln!(s, "note: {n}");
@@ -670,6 +687,109 @@ pub fn render_text(r: &NetReport) -> String {
     crate::outside::terminal(&s).into_owned()
 }
 
+/// The run's facts, tests and rows for every renderer ([`super::summarize`] adds what every kind
+/// shares: the envelope, the path, the counters sampled beside the engine).
+pub(crate) fn summarize(
+    doc: &Document,
+    origin: &str,
+    s: &mut Summary,
+) -> Result<(), DocumentError> {
+    let n: NetDocument = doc.view(origin)?;
+    let m = &n.measurement;
+    let c = &m.config;
+    let proto = serde_name(&c.protocol).to_uppercase();
+    s.target = Some(m.peer.clone());
+    if let Some(i) = &m.interface {
+        s.context.push(("interface".into(), i.clone()));
+    }
+    s.context.push(("role".into(), serde_name(&m.role)));
+    s.context.push(("streams".into(), c.streams.to_string()));
+    if let Some(b) = c.bitrate_bps {
+        s.context.push((
+            "offered".into(),
+            format!("{:.2} Mbit/s per stream", b as f64 / 1e6),
+        ));
+    }
+    // Each direction against its own ceiling (a shaper bounds only what its
+    // host sends). A document from before per-direction ceilings has one: it
+    // bounds a direction this end sent, or both unless it was a shaper here.
+    let sends = |flow| m.streams.iter().any(|x| x.flow == flow && x.local_sends);
+    let ceiling_of = |f: &FlowVerdict| {
+        f.ceiling.clone().or_else(|| {
+            n.ceiling
+                .clone()
+                .filter(|_| f.no_ceiling_reason.is_none())
+                .filter(|c| !c.egress_only || sends(f.flow))
+        })
+    };
+    let first = n.flows.first();
+    s.no_ceiling_reason = first
+        .and_then(|f| f.no_ceiling_reason.clone())
+        .or_else(|| n.no_ceiling_reason.clone());
+    // Each direction's ceiling is a fact of its own, which compare lines up by
+    // direction (the tests carry them too; there is no one ceiling of the run).
+    for f in &n.flows {
+        let fact = match ceiling_of(f) {
+            Some(c) => format!("{} MB/s: {}", mb(c.goodput_bps / MB), c.basis),
+            None => format!(
+                "none: {}",
+                f.no_ceiling_reason
+                    .as_deref()
+                    .or(n.no_ceiling_reason.as_deref())
+                    .unwrap_or("the path has no known ceiling")
+            ),
+        };
+        let flow = serde_name(&f.flow).replace("-to-", " -> ");
+        put(s, &format!("ceiling {flow}"), fact);
+    }
+    for f in &n.flows {
+        let mb_s = f.summary.receiver_bps.unwrap_or(0.0) / 8.0 / MB;
+        // `client-to-server`, as the document names the flow.
+        let flow = serde_name(&f.flow);
+        let ceiling = match ceiling_of(f) {
+            Some(c) => Ok(CeilingRow {
+                mb_s: c.goodput_bps / MB,
+                bottleneck: c.basis.clone(),
+            }),
+            None => Err(f
+                .no_ceiling_reason
+                .clone()
+                .or_else(|| n.no_ceiling_reason.clone())
+                .unwrap_or_else(|| "the path has no known ceiling".into())),
+        };
+        s.tests.push(TestRow {
+            efficiency: f.efficiency,
+            ceiling: Some(ceiling),
+            ..TestRow::single(
+                format!("{proto} {}", flow.replace("-to-", " -> ")),
+                flow.clone(),
+                Some(u64::from(c.len)),
+                mb_s,
+            )
+        });
+        // The flow's streams summed interval by interval.
+        let streams: Vec<_> = m.streams.iter().filter(|x| x.flow == f.flow).collect();
+        let n_iv = streams.iter().map(|x| x.intervals.len()).max().unwrap_or(0);
+        // A step per interval: its rate from its start to its end.
+        let points = (0..n_iv)
+            .filter_map(|i| {
+                let ivs: Vec<_> = streams.iter().filter_map(|x| x.intervals.get(i)).collect();
+                let first = ivs.first()?;
+                let secs = first.end_s - first.start_s;
+                let bytes: u64 = ivs.iter().map(|v| v.bytes).sum();
+                let v = bytes as f64 / secs / MB;
+                (secs > 0.0).then_some([(first.start_s, v), (first.end_s, v)])
+            })
+            .flatten()
+            .collect();
+        s.series.push(RateSeries {
+            name: flow.replace("-to-", " -> "),
+            points,
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -677,12 +797,12 @@ mod tests {
 
     /// The report of a TCP (128 KiB writes) or UDP (1448 B datagrams) run that moved `bytes`
     /// each way over a link with `facts`, without counters.
-    fn report_on(protocol: Protocol, bytes: u64, facts: LinkFacts) -> NetReport {
+    fn report_on(protocol: Protocol, bytes: u64, facts: LinkFacts) -> NetDocument {
         let len = match protocol {
             Protocol::Tcp => 131_072,
             Protocol::Udp => 1448,
         };
-        NetReport::new(
+        NetDocument::new(
             measurement(protocol, len, bytes, bytes),
             Some(facts),
             None,
@@ -757,7 +877,7 @@ mod tests {
     fn gigabit_ethernet_tcp() {
         // iperf3's familiar 941 Mbit/s over 1G: 10 s at 941.0 Mbit/s received.
         let received = (941.0e6 / 8.0 * 10.0) as u64;
-        let r = NetReport::new(
+        let r = NetDocument::new(
             measurement(Protocol::Tcp, 131_072, received + 1000, received),
             Some(gigabit()),
             Some(("eth0".into(), received + received / 20, 1_000_000)),
@@ -795,7 +915,7 @@ mod tests {
             driver: Some("virtio_net".into()),
             ..gigabit()
         };
-        let r = NetReport::new(
+        let r = NetDocument::new(
             measurement(Protocol::Tcp, 131_072, received, received),
             Some(facts),
             None,
@@ -826,8 +946,8 @@ mod tests {
         let mut r = report_on(Protocol::Tcp, 2_000_000, gigabit());
         // This end sent (Tx) and received nothing: the PMU's Tx is set against what was sent.
         assert_eq!(app_bytes(&r.measurement), (2_000_000, 0));
-        r.counters = Some(crate::count::BesideCounters {
-            interrupts: vec![crate::count::IrqRate {
+        r.counters = Some(crate::kinds::count::BesideCounters {
+            interrupts: vec![crate::kinds::count::IrqRate {
                 device: "eth0 0000:00:03.0".into(),
                 irqs: vec![37, 38, 39],
                 names: vec!["virtio2-input.0".into(), "virtio2-output.0".into()],
@@ -939,7 +1059,7 @@ mod tests {
         let mut m = measurement(Protocol::Tcp, 131_072, 1000, 1000);
         m.congestion_peer = Some("bbr\x1b[2J".into());
         m.peer_version = Some("\x1b]0;TITLE\x07 3.12".into());
-        let text = render_text(&NetReport::new(m, Some(gigabit()), None, vec![]));
+        let text = render_text(&NetDocument::new(m, Some(gigabit()), None, vec![]));
         assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text}");
         assert!(
             text.contains("congestion control: cubic here, bbr\\x1b[2J at the peer"),
@@ -956,7 +1076,7 @@ mod tests {
         let mut m = measurement(Protocol::Udp, 1448, 1_000_000, 900_000);
         m.streams[0].local.packets = Some(1000);
         m.streams[0].peer.as_mut().unwrap().lost_packets = Some(100);
-        let r = NetReport::new(m, Some(gigabit()), None, vec![]);
+        let r = NetDocument::new(m, Some(gigabit()), None, vec![]);
         let text: Vec<String> = r.findings.iter().map(|f| f.message.clone()).collect();
         assert!(
             text.iter()

@@ -2,6 +2,8 @@
 //! shaped like `perf stat`'s: the same columns (value, unit, event, multiplexing fraction),
 //! `<not counted>` / `<not supported>`, the elapsed time, `-x SEP` CSV and `-I` lines.
 
+use crate::document::{Document, DocumentError};
+use crate::summary::{CounterRow, Summary};
 use model::Finding;
 use serde::{Deserialize, Serialize};
 
@@ -355,6 +357,60 @@ pub fn render_list(pmus: &[PmuListing], events: &EventListing, findings: &[Findi
         out.push('\n');
     }
     out
+}
+
+/// What `headroom count --list --json` writes (the envelope aside, kind `pmu_list`): the
+/// PMUs with their events and formats, the other event sources, and the findings on the
+/// root ports' PMUs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PmuListDocument {
+    pub pmus: Vec<PmuListing>,
+    #[serde(flatten)]
+    pub events: EventListing,
+    pub findings: Vec<Finding>,
+}
+
+/// The run's facts, tests and rows for every renderer ([`super::summarize`] adds what every kind
+/// shares: the envelope, the path, the counters sampled beside the engine).
+pub(crate) fn summarize(
+    doc: &Document,
+    origin: &str,
+    s: &mut Summary,
+) -> Result<(), DocumentError> {
+    let c: CountDocument = doc.view(origin)?;
+    s.target = Some(c.target.trim_matches('\'').to_string());
+    s.context.push(("scope".into(), c.scope.replace('_', " ")));
+    for e in &c.events {
+        s.counters.push(CounterRow {
+            name: e.name.clone(),
+            value: e.value,
+            unit: e.unit.clone().unwrap_or_default(),
+            running_percent: e.running_percent,
+            status: match e.status {
+                CountStatus::Counted => "counted",
+                CountStatus::NotCounted => "<not counted>",
+                CountStatus::NotSupported => "<not supported>",
+            }
+            .to_string(),
+        });
+    }
+    // /proc/interrupts counts the device on every CPU, whoever caused them; a run
+    // too short for a rate keeps its count.
+    for r in &c.interrupts {
+        let (value, unit) = if r.has_rate() {
+            (r.per_second, "/s")
+        } else {
+            (r.count as f64, "")
+        };
+        s.counters.push(CounterRow {
+            name: format!("interrupts of {}, system-wide", r.device),
+            value: Some(value),
+            unit: unit.into(),
+            running_percent: None,
+            status: "counted".into(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -9,9 +9,9 @@
 
 use crate::compare::{compare, CompareError, Comparison};
 use crate::document::{Document, DocumentError};
+use crate::kinds::audit::AuditDocument;
 use crate::summary::{plural, Summary};
 use crate::table::mb;
-use crate::views::AuditView;
 use model::survey::{format_seconds, PartKind, Plan};
 use model::units::MB;
 use model::Severity;
@@ -131,7 +131,7 @@ impl SurveyBody {
             };
             let name = format!("{origin}: {}", part.id);
             let read = Document::from_value(value.clone(), &name)
-                .and_then(|d| Summary::of(&d, &part.id).map(|s| (d, s)));
+                .and_then(|d| crate::kinds::summarize(&d, &part.id).map(|s| (d, s)));
             match read {
                 Ok((document, summary)) => docs.push(PartDoc {
                     part,
@@ -483,7 +483,7 @@ fn as_sentence(s: &str) -> String {
 /// each line, and its stress spec says whether io or hdd workers ran.
 fn self_generated_load(docs: &[PartDoc<'_>]) -> Option<String> {
     let d = docs.iter().find(|d| d.part.id == "latency stress")?;
-    let view: crate::views::LatencyView = d.document.view("latency stress").ok()?;
+    let view: crate::kinds::latency::LatencyDocument = d.document.view("latency stress").ok()?;
     let spec = &view.stress.as_ref()?.spec;
     let workers = match (spec.io > 0, spec.hdd > 0) {
         (false, false) => return None,
@@ -550,10 +550,7 @@ struct LostLink {
 
 /// The links of an audit document that lose bandwidth against what both ends support.
 fn audit_links(doc: &Document) -> Vec<LostLink> {
-    let Ok(view) = doc.view::<AuditView>("audit") else {
-        return Vec::new();
-    };
-    let Some(pci) = view.pci else {
+    let Ok(AuditDocument { pci, .. }) = doc.view::<AuditDocument>("audit") else {
         return Vec::new();
     };
     pci.links
@@ -592,17 +589,14 @@ fn compare_links(all: &[(String, Vec<PartDoc<'_>>)], audits: &[&Document]) -> St
     let states: Vec<Vec<(String, String)>> = audits
         .iter()
         .map(|d| {
-            let Ok(view) = d.view::<AuditView>("audit") else {
+            let Ok(view) = d.view::<AuditDocument>("audit") else {
                 return Vec::new();
             };
             view.pci
-                .map(|p| {
-                    p.links
-                        .iter()
-                        .map(|l| (l.downstream.to_string(), l.comparison.current.to_string()))
-                        .collect()
-                })
-                .unwrap_or_default()
+                .links
+                .iter()
+                .map(|l| (l.downstream.to_string(), l.comparison.current.to_string()))
+                .collect()
         })
         .collect();
     let mut addresses: Vec<String> = states.iter().flatten().map(|(a, _)| a.clone()).collect();

@@ -1,68 +1,112 @@
 //! Kind `mmio` (`bench mmio`, `bench mem`): CPU access to a BAR or file by width, with DRAM
-//! beside it, in the shape of the Rockchip guide's table (seeds/000 section 5.4: one row per
-//! access kind, Store (MB/s) and Load (MB/s)), plus the time per access and the BAR as a
-//! fraction of DRAM.
+//! beside it: the document, and its table in the shape of the Rockchip guide's (seeds/000
+//! section 5.4: one row per access kind, Store (MB/s) and Load (MB/s)), plus the time per
+//! access and the BAR as a fraction of DRAM.
 
+use crate::document::{Document, DocumentError};
+use crate::summary::{Summary, TestRow};
 use crate::table::{dash, mb, Table};
 use model::mmio::{AccessOp, AccessResult, AccessWidth, MemCopyResult, PairError};
+use model::Finding;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
-/// The body of an `mmio` document (only what reports read). Its results are model's types,
-/// as `bench mmio` and `bench mem` write them; the region is described by the command.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct MmioView {
-    #[serde(default)]
-    pub region: Option<RegionView>,
-    #[serde(default)]
+/// What `headroom bench mmio --json` and `bench mem --json` write (the envelope aside), read
+/// back by report, compare and history. `bench mem` measures DRAM alone: no region.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MmioDocument {
+    pub parameters: Parameters,
+    pub region: Option<Region>,
     pub results: Vec<AccessResult>,
     #[serde(default)]
     pub errors: Vec<PairError>,
+    pub memory: Option<Memory>,
     #[serde(default)]
-    pub memory: Option<MemoryView>,
+    pub path: Option<model::path::TargetPath>,
+    #[serde(default)]
+    pub findings: Vec<Finding>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct RegionView {
-    #[serde(default)]
+/// What was mapped, as the document records it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Region {
     pub given: String,
-    #[serde(default)]
+    /// `bar`, `file` or `device` (a character device such as /dev/mem).
     pub kind: String,
-    #[serde(default)]
+    /// The file mapped (`.../resource2`, `/proc/bus/pci/01/00.0`, the file given).
     pub file: String,
-    #[serde(default)]
     pub bar: Option<String>,
-    #[serde(default)]
     pub bar_bytes: Option<u64>,
-    #[serde(default)]
+    pub bar_start: Option<u64>,
     pub prefetchable: Option<bool>,
-    #[serde(default)]
     pub is_64bit: Option<bool>,
-    #[serde(default)]
     pub write_combining: bool,
-    #[serde(default)]
+    /// Whether the kernel offers a write-combining mapping (`resourceN_wc`).
+    pub write_combining_available: Option<bool>,
     pub window_offset: u64,
-    #[serde(default)]
     pub window_bytes: u64,
-    #[serde(default)]
     pub writable: bool,
-    #[serde(default)]
     pub driver: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-pub struct MemoryView {
-    #[serde(default)]
+/// The DRAM yardstick: the same widths on a buffer larger than the last-level cache.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Memory {
     pub buffer_bytes: u64,
-    #[serde(default)]
     pub llc_bytes: Option<u64>,
-    #[serde(default)]
     pub results: Vec<AccessResult>,
-    #[serde(default)]
     pub copy: Option<MemCopyResult>,
 }
 
-impl MmioView {
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Parameters {
+    pub widths: Vec<AccessWidth>,
+    pub ops: Vec<AccessOp>,
+    pub threads: u32,
+    pub duration_s: f64,
+    /// The instruction of the 128-bit accesses.
+    pub simd: String,
+}
+
+/// The run's facts, tests and rows for every renderer ([`super::summarize`] adds what every kind
+/// shares: the envelope, the path, the counters sampled beside the engine).
+pub(crate) fn summarize(
+    doc: &Document,
+    origin: &str,
+    s: &mut Summary,
+) -> Result<(), DocumentError> {
+    let m: MmioDocument = doc.view(origin)?;
+    s.target = m.region.as_ref().map(|r| r.given.clone());
+    // One test per (where, width, operation), so compare and the history line
+    // them up like any throughput.
+    let mem = m.memory.iter().flat_map(|x| x.results.iter());
+    let region = m.results.iter().map(|r| (m.has_region(), r));
+    for (is_region, r) in region.chain(mem.map(|r| (false, r))) {
+        let place = if is_region { "" } else { "DRAM " };
+        s.tests.push(TestRow::single(
+            format!("{place}{} {}", r.width.label(), r.op),
+            r.op.to_string(),
+            None,
+            r.mb_per_s,
+        ));
+    }
+    if let Some(c) = m.memory.as_ref().and_then(|x| x.copy.as_ref()) {
+        s.tests.push(TestRow::single(
+            "DRAM memcpy (C library)".into(),
+            "copy".into(),
+            Some(c.block_bytes),
+            c.mb_per_s,
+        ));
+    }
+    s.mmio = Some((m.table(), m.describe()));
+    Ok(())
+}
+
+impl MmioDocument {
     /// Whether the document measured a region (`bench mmio`) or only DRAM (`bench mem`).
     pub fn has_region(&self) -> bool {
         self.region.is_some()
@@ -237,18 +281,46 @@ mod tests {
         .unwrap()
     }
 
+    /// A document as `bench mmio` writes it, with `fields` in place of its own.
+    fn document(fields: serde_json::Value) -> MmioDocument {
+        let mut d = serde_json::json!({
+            "parameters": {"widths": [], "ops": [], "threads": 1, "duration_s": 1.0,
+                "simd": "SSE2 movdqa"},
+            "region": null, "results": [], "errors": [], "memory": null, "path": null,
+            "findings": [], "notes": [], "interrupted": false
+        });
+        for (k, v) in fields.as_object().unwrap() {
+            d[k] = v.clone();
+        }
+        serde_json::from_value(d).unwrap()
+    }
+
+    /// A region as `bench mmio` writes it, with `fields` in place of its own.
+    fn region(fields: serde_json::Value) -> serde_json::Value {
+        let mut r = serde_json::json!({
+            "given": "", "kind": "file", "file": "", "bar": null, "bar_bytes": null,
+            "bar_start": null, "prefetchable": null, "is_64bit": null,
+            "write_combining": false, "write_combining_available": null,
+            "window_offset": 0, "window_bytes": 4096, "writable": false, "driver": null
+        });
+        for (k, v) in fields.as_object().unwrap() {
+            r[k] = v.clone();
+        }
+        r
+    }
+
     #[test]
     fn the_seeds_rk3588_rows_with_dram_beside() {
         // seeds/000 section 5.4.1, RK3588: 32-bit store/load 53/4 MB/s, 128-bit 203/16.
-        let v: MmioView = serde_json::from_value(serde_json::json!({
-            "region": {"given": "0000:01:00.0:2", "kind": "bar", "file": "resource2",
-                "bar": "0000:01:00.0:2"},
+        let v = document(serde_json::json!({
+            "region": region(serde_json::json!({"given": "0000:01:00.0:2", "kind": "bar",
+                "file": "resource2", "bar": "0000:01:00.0:2"})),
             "results": [access("32", "store", 53.0), access("32", "load", 4.0),
                 access("128", "store", 203.0), access("128", "load", 16.0)],
-            "memory": {"buffer_bytes": 134217728, "results": [access("32", "store", 5300.0),
-                access("32", "load", 400.0), access("128", "load", 1600.0)]}
-        }))
-        .unwrap();
+            "memory": {"buffer_bytes": 134217728, "llc_bytes": null, "copy": null,
+                "results": [access("32", "store", 5300.0), access("32", "load", 400.0),
+                access("128", "load", 1600.0)]}
+        }));
         let t = v.table();
         assert_eq!(t.rows.len(), 2);
         assert_eq!(
@@ -274,10 +346,10 @@ mod tests {
     fn a_fault_is_named_in_its_cell() {
         let mut a = access("64", "load", 1.5);
         a["fault"] = serde_json::json!({"signal": "SIGBUS", "offset": 16384});
-        let v: MmioView = serde_json::from_value(serde_json::json!({
-            "region": {"kind": "file", "file": "/tmp/x"}, "results": [a]
-        }))
-        .unwrap();
+        let v = document(serde_json::json!({
+            "region": region(serde_json::json!({"kind": "file", "file": "/tmp/x"})),
+            "results": [a]
+        }));
         assert_eq!(v.table().rows[0][2], "1.5 (SIGBUS at 0x4000)");
     }
 }

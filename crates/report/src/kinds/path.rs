@@ -1,0 +1,49 @@
+//! `headroom path`: its document (the chain of hardware a target crosses, each link with its
+//! ceiling, the bottleneck) and what a report shows of a path, its own or a bench's.
+
+use crate::summary::{hop_line, put, CeilingRow, Summary};
+use model::path::{Hop, TargetPath};
+use model::units::MB;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// What `headroom path --json` writes (the envelope aside).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PathDocument {
+    /// The root sysfs and procfs were read under (`/`, or a captured tree).
+    pub root: PathBuf,
+    pub path: TargetPath,
+}
+
+/// The path's hops, links, bottleneck and ceiling for every renderer: `headroom path`'s and
+/// the one a benchmark carries beside its numbers.
+pub(crate) fn summarize(s: &mut Summary, p: TargetPath) {
+    let c = &p.chain;
+    s.target = s.target.take().or(Some(c.target.clone()));
+    s.hops = c.hops.iter().map(hop_line).collect();
+    s.chain_stopped = c.stopped.clone();
+    // The filesystem the target is on changes what a number means (tmpfs does no
+    // block I/O): compared like a parameter.
+    if let Some(fs) = c.hops.iter().find(|h| matches!(h, Hop::Filesystem { .. })) {
+        put(
+            s,
+            "filesystem",
+            hop_line(fs).trim_start_matches("filesystem: ").to_string(),
+        );
+    }
+    if s.ceiling.is_none() {
+        if let Some(b) = p.bottleneck_link() {
+            s.ceiling = b.ceiling_to_cpu_bps().map(|c| CeilingRow {
+                mb_s: c / MB,
+                bottleneck: format!("{} {}", b.name, b.state),
+            });
+        }
+    }
+    s.bottleneck_from_cpu = p
+        .bottleneck_from_cpu
+        .or_else(|| TargetPath::find_bottleneck_from_cpu(&p.links))
+        .filter(|i| Some(*i) != p.bottleneck);
+    s.links = p.links;
+    s.bottleneck = p.bottleneck;
+    s.no_ceiling_reason = p.no_bottleneck_reason;
+}
