@@ -241,7 +241,9 @@ fn a_fifo_hog_above_the_measuring_threads_is_named_with_its_priority_and_time() 
     assert_eq!(hog["task"]["policy"], "SCHED_FIFO");
     // sched_switch's prio: 99 - 60.
     assert_eq!(hog["task"]["prio"], 39);
-    let held = u(&hog["held_ns"]) as f64;
+    let held = hog["held_ns"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("held unknown: {a}")) as f64;
     assert!(
         (held - 20e6).abs() <= 0.2 * 20e6,
         "held the CPU {held} ns, not 20 ms within 20 %: {a}"

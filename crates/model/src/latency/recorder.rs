@@ -20,7 +20,16 @@ pub struct Recorder {
     missed: u64,
     largest: Vec<Spike>,
     keep: usize,
+    /// The smallest of `largest` once it holds `keep`: what a wake-up must exceed to enter
+    /// it (compared without reading the list, whose cache line a wake-up after a sleep
+    /// would have to fetch).
+    largest_floor: u64,
+    /// The finished windows; the current one is `window`.
     windows: Vec<WindowMax>,
+    window: Option<WindowMax>,
+    /// The `at_ns` range of the current window (`at_ns / window_ns` the same): inside it a
+    /// wake-up updates `window` with no division.
+    window_at: std::ops::Range<u64>,
     window_ns: u64,
 }
 
@@ -46,7 +55,10 @@ impl Recorder {
             missed: 0,
             largest: Vec::with_capacity(cfg.keep_largest + 1),
             keep: cfg.keep_largest,
+            largest_floor: 0,
             windows: Vec::with_capacity(expected),
+            window: None,
+            window_at: 0..0,
             window_ns,
         }
     }
@@ -61,35 +73,56 @@ impl Recorder {
         self.max_ns = self.max_ns.max(latency_ns);
         self.act_ns = latency_ns;
         self.hist.add(latency_ns);
-        if self.keep > 0
-            && (self.largest.len() < self.keep
-                || self
-                    .largest
-                    .last()
-                    .is_some_and(|s| latency_ns > s.latency_ns))
-        {
-            let spike = Spike {
-                latency_ns,
-                at_ns,
-                cycle,
-                thread: self.thread,
-            };
-            let pos = self.largest.partition_point(|s| s.latency_ns >= latency_ns);
-            self.largest.insert(pos, spike);
-            self.largest.truncate(self.keep);
+        if self.keep > 0 && (self.largest.len() < self.keep || latency_ns > self.largest_floor) {
+            self.add_largest(latency_ns, at_ns, cycle);
         }
-        let w = at_ns / self.window_ns.max(1);
-        let start_s = w * self.window_ns / NS_PER_SEC;
-        match self.windows.last_mut() {
-            Some(last) if last.start_s == start_s => {
-                last.max_ns = last.max_ns.max(latency_ns);
-                last.count += 1;
+        match &mut self.window {
+            Some(w) if self.window_at.contains(&at_ns) => {
+                w.max_ns = w.max_ns.max(latency_ns);
+                w.count += 1;
             }
-            _ => self.windows.push(WindowMax {
-                start_s,
-                max_ns: latency_ns,
-                count: 1,
-            }),
+            _ => self.next_window(latency_ns, at_ns),
+        }
+    }
+
+    #[cold]
+    fn add_largest(&mut self, latency_ns: u64, at_ns: u64, cycle: u64) {
+        let spike = Spike {
+            latency_ns,
+            at_ns,
+            cycle,
+            thread: self.thread,
+        };
+        let pos = self.largest.partition_point(|s| s.latency_ns >= latency_ns);
+        self.largest.insert(pos, spike);
+        self.largest.truncate(self.keep);
+        if self.largest.len() == self.keep {
+            self.largest_floor = self.largest.last().map_or(0, |s| s.latency_ns);
+        }
+    }
+
+    /// A wake-up outside the current window's range: the window it falls in (the current
+    /// one again when both start in the same second, as windows under a second do).
+    #[cold]
+    fn next_window(&mut self, latency_ns: u64, at_ns: u64) {
+        let window_ns = self.window_ns.max(1);
+        let w = at_ns / window_ns;
+        let start_s = w * window_ns / NS_PER_SEC;
+        self.window_at = w * window_ns..(w + 1).saturating_mul(window_ns);
+        match &mut self.window {
+            Some(cur) if cur.start_s == start_s => {
+                cur.max_ns = cur.max_ns.max(latency_ns);
+                cur.count += 1;
+            }
+            cur => {
+                if let Some(done) = cur.replace(WindowMax {
+                    start_s,
+                    max_ns: latency_ns,
+                    count: 1,
+                }) {
+                    self.windows.push(done);
+                }
+            }
         }
     }
 
@@ -116,7 +149,8 @@ impl Recorder {
         self.missed += 1;
     }
 
-    pub fn stats(self) -> Stats {
+    pub fn stats(mut self) -> Stats {
+        self.windows.extend(self.window.take());
         Stats {
             count: self.count,
             min_ns: if self.count == 0 { 0 } else { self.min_ns },
@@ -221,6 +255,37 @@ mod tests {
         assert_eq!(w, vec![(0, 90), (60, 300), (180, 40)]);
         assert_eq!(s.count, 5);
         assert_eq!(s.min_ns, 5_000);
+    }
+
+    /// Windows under a second are keyed by the second they start in, as before the current
+    /// window was kept apart: 0 and 0.6 s share second 0.
+    #[test]
+    fn windows_under_a_second_share_the_second_they_start_in() {
+        let c = Config {
+            keep_largest: 2,
+            window: Duration::from_millis(500),
+            ..cfg()
+        };
+        let mut r = Recorder::new(0, &c);
+        let ms = NS_PER_SEC / 1000;
+        for (lat, at) in [
+            (5, 0),
+            (9, 100 * ms),
+            (7, 600 * ms),
+            (4, 1_200 * ms),
+            (8, 1_300 * ms),
+        ] {
+            r.record(lat * NS_PER_US, at);
+        }
+        let s = r.stats();
+        let w: Vec<(u64, u64, u64)> = s
+            .window_maxima
+            .iter()
+            .map(|w| (w.start_s, w.max_ns / NS_PER_US, w.count))
+            .collect();
+        assert_eq!(w, vec![(0, 9, 3), (1, 8, 2)]);
+        let l: Vec<u64> = s.largest.iter().map(|x| x.latency_ns / NS_PER_US).collect();
+        assert_eq!(l, vec![9, 8]);
     }
 
     #[test]
