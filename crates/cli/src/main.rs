@@ -12,6 +12,7 @@
 mod audit;
 mod bench;
 mod bench_disk;
+mod bench_latency;
 mod bench_mmio;
 mod bench_net;
 mod beside;
@@ -90,7 +91,7 @@ fn main() -> ExitCode {
         ::counters::trace::remove_instances();
         message(info);
     }));
-    let cli = match Cli::try_parse_from(bench::cyclictest_json_argv(args)) {
+    let cli = match Cli::try_parse_from(bench_latency::cyclictest_json_argv(args)) {
         Ok(cli) => cli,
         Err(e) => return console::clap_error(&e),
     };

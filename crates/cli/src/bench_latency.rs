@@ -1,0 +1,1065 @@
+//! `headroom bench latency`: cyclictest plus stress-ng in one command: the CPU/kernel context from
+//! `probe::system`, the measurement from `bench::latency`, the load from `bench::stress`,
+//! the interrupts on the measured CPUs from `counters`, and the text and findings (what the
+//! numbers depend on) from `report::terminal::latency` and `report::findings::latency`; this
+//! module keeps the flags, the run (signals, load, samplers) and the writer.
+
+use crate::console;
+use crate::output::GlobalArgs;
+use anyhow::Context as _;
+use bench::latency::{self, Session};
+use bench::stress::{self, Launcher, Load};
+use clap::{ArgAction, Args};
+use counters::Sampler;
+use model::latency::split::Split;
+use model::latency::{
+    Affinity, Config, CpuInterrupts, Limits, LoadSample, MeasuredInterrupts, Measurement,
+    StopReason, MAX_PRIORITY,
+};
+use model::root::SysRoot;
+use model::stress::StressSpec;
+use model::system::SystemContext;
+use model::{Finding, Severity};
+use probe::system;
+use report::findings::latency as judge;
+use report::kinds::latency::{LatencyDocument, StressRecord};
+use report::terminal::latency::cyclictest_line;
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// The flags of cyclictest that reports paste (`-t [N] -p PRIO -i US -d US -m -D 2h -h US -q
+/// -a [CPUS]`), with their cyclictest meaning, plus headroom's own. Those of cyclictest that
+/// headroom does not reproduce (`-v`, `-b`, `-x`, `--json=FILE`, ...) are accepted and a note
+/// says what headroom does instead (rt-tests 2.x, src/cyclictest/cyclictest.c).
+#[derive(Args, Debug, Default)]
+pub struct LatencyArgs {
+    /// Measuring threads; `-t` alone: one per available CPU.
+    #[arg(short = 't', long = "threads", value_name = "N", num_args = 0..=1)]
+    pub threads: Option<Option<usize>>,
+
+    /// SCHED_FIFO priority of the threads, 1-99 (0: normal scheduling). Needs root,
+    /// CAP_SYS_NICE or an rtprio limit (`ulimit -r`); refused, the threads measure at normal
+    /// scheduling and a warning says the numbers are not comparable with cyclictest's.
+    #[arg(
+        short = 'p',
+        long = "priority",
+        visible_alias = "prio",
+        value_name = "PRIO",
+        default_value_t = 99
+    )]
+    pub priority: u32,
+
+    /// Base interval of thread 0, in us.
+    #[arg(
+        short = 'i',
+        long = "interval",
+        value_name = "US",
+        default_value_t = 1000
+    )]
+    pub interval_us: u64,
+
+    /// Added to the interval of each next thread, in us [default: 500; 0 with -h, as
+    /// cyclictest does].
+    #[arg(short = 'd', long = "distance", value_name = "US")]
+    pub distance_us: Option<u64>,
+
+    /// How long to measure: 10s, 5m, 2h, 1d (a bare number is seconds, like cyclictest).
+    /// Without it and without --loops: 10 s.
+    #[arg(short = 'D', long = "duration", value_name = "TIME", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// Wake-ups per thread, then stop.
+    #[arg(short = 'l', long = "loops", value_name = "N")]
+    pub loops: Option<u64>,
+
+    /// Lock memory (the default; accepted for cyclictest command lines). Needs root,
+    /// CAP_IPC_LOCK or a memlock limit (`ulimit -l`); refused, the run measures anyway with a
+    /// warning.
+    #[arg(short = 'm', long = "mlockall")]
+    pub mlockall: bool,
+
+    /// Do not lock memory.
+    #[arg(long = "no-mlock", conflicts_with = "mlockall")]
+    pub no_mlock: bool,
+
+    /// Histogram limit in us (1 us buckets; above it goes to the overflow count)
+    /// [default: 10000].
+    #[arg(short = 'h', long = "histogram", value_name = "US")]
+    pub histogram_us: Option<u32>,
+
+    /// cyclictest's -h with a summary column: the same histogram (headroom's table always
+    /// has the `all` row).
+    #[arg(
+        short = 'H',
+        long = "histofall",
+        value_name = "US",
+        conflicts_with = "histogram_us"
+    )]
+    pub histofall_us: Option<u32>,
+
+    /// Show the cyclictest lines (T: ... Min Act Avg Max) in ns instead of us.
+    #[arg(short = 'N', long = "nsecs")]
+    pub nsecs: bool,
+
+    /// Redraw the live lines only when a thread reaches a new maximum (slow terminals).
+    #[arg(short = 'M', long = "refresh_on_max", visible_alias = "refresh-on-max")]
+    pub refresh_on_max: bool,
+
+    /// Scheduling policy of the measuring threads: fifo (the default), rr (measured as
+    /// fifo: a thread sleeps long before its round-robin slice ends), other or normal (as
+    /// -p 0). batch and idle are refused.
+    #[arg(short = 'y', long = "policy", value_name = "NAME")]
+    pub policy: Option<String>,
+
+    /// cyclictest's every-value output (n:c:v lines); accepted, headroom keeps the
+    /// histogram, the largest wake-ups and the per-window maxima instead.
+    #[arg(short = 'v', long = "verbose")]
+    pub verbose: bool,
+
+    /// cyclictest's break trace at a latency above US; accepted, headroom measures to the end
+    /// and counts the wake-ups above US.
+    #[arg(short = 'b', long = "breaktrace", value_name = "US")]
+    pub breaktrace_us: Option<u64>,
+
+    /// Split each wake-up's latency into IRQ latency (timer expiry to its interrupt) and
+    /// the rest, from the kernel's timer, interrupt and scheduler tracepoints recorded beside
+    /// the measurement, and say what delayed the wake-ups (root; tracefs).
+    #[arg(long)]
+    pub split: bool,
+
+    /// Stop at the first wake-up of US or more and explain it from the recorded events (the
+    /// interrupts, softirqs and threads that ran, with their times), as `rtla timerlat -a US`
+    /// does; implies --split.
+    #[arg(long, value_name = "US")]
+    pub analyze: Option<u64>,
+
+    /// What measures: `loop`, headroom's timer loop (cyclictest's), or `timerlat`, the
+    /// kernel's timerlat tracer (CONFIG_TIMERLAT_TRACER), which gives IRQ and thread latency
+    /// itself.
+    #[arg(long, value_enum, value_name = "NAME", default_value = "loop")]
+    pub engine: Engine,
+
+    /// cyclictest's POSIX timers; accepted, headroom measures with clock_nanosleep only.
+    #[arg(short = 'x', long = "posix_timers", visible_alias = "posix-timers")]
+    pub posix_timers: bool,
+
+    /// cyclictest's `--json=FILE` (main rewrites it to this): headroom's result document goes
+    /// to FILE, as with --output.
+    #[arg(long = "cyclictest-json", value_name = "FILE", hide = true)]
+    pub cyclictest_json: Option<std::path::PathBuf>,
+
+    /// No live display.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+
+    /// Pin the threads: `-a` alone puts thread N on CPU N; `-a 2-3` spreads them over CPUs
+    /// 2 and 3. Without it the threads are free.
+    #[arg(short = 'a', long = "affinity", value_name = "CPUS", num_args = 0..=1)]
+    pub affinity: Option<Option<String>>,
+
+    /// One pinned thread per CPU (cyclictest `-S`: `-t -a`).
+    #[arg(short = 'S', long = "smp")]
+    pub smp: bool,
+
+    /// Clock (cyclictest `-c`): 0 = CLOCK_MONOTONIC, the only one headroom uses.
+    #[arg(short = 'c', long = "clock", value_name = "N")]
+    pub clock: Option<u32>,
+
+    /// Removed from cyclictest in 2017; accepted and explained.
+    #[arg(short = 'n', long = "nanosleep", hide = true)]
+    pub nanosleep: bool,
+
+    /// Background load during the run: `cpu=4,io=2,vm=1,vm-bytes=4M[,cpu-load=P]`,
+    /// `hdd=1,hdd-bytes=256M[,temp-path=DIR]`, or a pasted `stress-ng ...` / `stress ...`
+    /// command (`--cpu`, `--io`, `--vm`, `--vm-bytes`, `--hdd`, `--hdd-bytes`, `--temp-path`,
+    /// `--cpu-load`; any other option is accepted with a note saying what runs instead).
+    /// vm-bytes is divided across the vm workers as stress-ng does; a pasted `stress` command
+    /// gives each worker that much. hdd workers write a file of hdd-bytes each (default 1G, at
+    /// most half the free space) in temp-path (default: the current directory, as stress-ng),
+    /// read it back and remove it. Sizes are binary (4M = 4 MiB), as in both tools.
+    #[arg(long, value_name = "SPEC")]
+    pub stress: Option<String>,
+
+    /// Accepted for older scripts and does nothing: a run without SCHED_FIFO or locked memory
+    /// always measures, with a warning, and its document says so.
+    #[arg(long, hide = true)]
+    pub allow_unprivileged: bool,
+
+    #[command(flatten)]
+    pub keep: crate::output::KeepArgs,
+
+    /// Length of the windows whose maxima are reported (OSADL-style long-term plots).
+    #[arg(long, value_name = "TIME", default_value = "60s", value_parser = parse_duration)]
+    pub window: Duration,
+
+    /// Behave as an unprivileged user would (for tests of that path).
+    #[arg(long, hide = true)]
+    pub skip_privileged_steps: bool,
+
+    /// Print help.
+    #[arg(long, action = ArgAction::Help)]
+    pub help: Option<bool>,
+}
+
+/// What measures the wake-ups (`--engine`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// headroom's timer loop: clock_nanosleep and clock_gettime, as cyclictest.
+    #[default]
+    Loop,
+    /// The kernel's timerlat tracer: its own threads, its own IRQ and thread latencies.
+    Timerlat,
+}
+
+/// `10s`, `5m`, `2h`, `1d`, `500ms`; a bare number is seconds (cyclictest's `-D`);
+/// case-insensitive, as reports write `-D8H`. The one parser of every command
+/// (`model::units::parse_duration`), as clap's value parser.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    model::units::parse_duration(s).map_err(|why| format!("{s:?}: {why}"))
+}
+
+/// cyclictest's `--json=FILE` (or `--json FILE`) after `bench latency` names a file, where
+/// headroom's global `--json` is a switch: turn it into the hidden `--cyclictest-json FILE`
+/// before clap reads the line, so a pasted cyclictest command runs.
+pub fn cyclictest_json_argv(mut args: Vec<OsString>) -> Vec<OsString> {
+    let Some(at) = args
+        .windows(2)
+        .position(|w| w[0] == "bench" && w[1] == "latency")
+    else {
+        return args;
+    };
+    let mut i = at + 2;
+    while i < args.len() {
+        let arg = args[i].to_string_lossy().into_owned();
+        if let Some(file) = arg.strip_prefix("--json=") {
+            args[i] = format!("--cyclictest-json={file}").into();
+        } else if arg == "--json"
+            && args
+                .get(i + 1)
+                .is_some_and(|next| !next.to_string_lossy().starts_with('-'))
+        {
+            args[i] = "--cyclictest-json".into();
+            i += 1;
+        }
+        i += 1;
+    }
+    args
+}
+
+impl LatencyArgs {
+    /// `--output`, or cyclictest's `--json=FILE` in its place.
+    pub(crate) fn keep(&self) -> crate::output::KeepArgs {
+        let mut keep = self.keep.clone();
+        if self.cyclictest_json.is_some() {
+            keep.output.clone_from(&self.cyclictest_json);
+        }
+        keep
+    }
+}
+
+/// Turn the command line into an engine configuration, with notes on what was adjusted.
+pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<String>), String> {
+    let mut notes = Vec::new();
+    if a.nanosleep {
+        notes.push(
+            "-n (clock_nanosleep) was removed from cyclictest in 2017; cyclictest 2.x prints its \
+             usage and exits 0 on it, so a pasted command with -n measures nothing. \
+             clock_nanosleep is the only method now: measuring with it."
+                .to_string(),
+        );
+    }
+    match a.clock {
+        None | Some(0) => {}
+        Some(c) => notes.push(format!(
+            "-c {c}: headroom measures on CLOCK_MONOTONIC only (cyclictest -c 0); a wall clock \
+             (-c 1) can jump with NTP and is not used"
+        )),
+    }
+    let requested_priority = match a.policy.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        None | Some("fifo") => a.priority,
+        Some("rr") => {
+            notes.push(
+                "--policy rr: measuring with SCHED_FIFO; a measuring thread sleeps long before \
+                 its round-robin slice (/proc/sys/kernel/sched_rr_timeslice_ms, 100 ms) would \
+                 end, so the two give the same wake-ups"
+                    .to_string(),
+            );
+            a.priority
+        }
+        Some(p @ ("other" | "normal")) => {
+            notes.push(format!(
+                "--policy {p}: normal scheduling (SCHED_OTHER) at priority 0, as -p 0"
+            ));
+            0
+        }
+        Some(p @ ("batch" | "idle")) => {
+            return Err(format!(
+                "--policy {p}: headroom measures with SCHED_FIFO or normal scheduling only; use \
+                 --policy fifo or --policy other"
+            ))
+        }
+        Some(p) => {
+            return Err(format!(
+                "--policy {p:?} is not a scheduling policy: use fifo, rr, other or normal"
+            ))
+        }
+    };
+    if a.verbose {
+        notes.push(
+            "-v: headroom does not print every wake-up (cyclictest's n:c:v lines); it keeps the \
+             1 us histogram, the largest wake-ups with their times and the per-window maxima \
+             (all in --json)"
+                .to_string(),
+        );
+    }
+    if a.analyze == Some(0) {
+        return Err(
+            "--analyze 0: give the latency to stop at and explain, in us (e.g. --analyze 100)"
+                .to_string(),
+        );
+    }
+    if let Some(b) = a.breaktrace_us {
+        notes.push(format!(
+            "-b {b}: headroom does not stop the run or write an ftrace mark at a spike; it \
+             measures to the end and counts the wake-ups above {b} us"
+        ));
+    }
+    if a.posix_timers {
+        notes.push(
+            "-x: headroom measures with clock_nanosleep only (cyclictest's default), not with \
+             POSIX timers"
+                .to_string(),
+        );
+    }
+    if let Some(file) = &a.cyclictest_json {
+        if a.keep.output.is_some() {
+            return Err(format!(
+                "--json={} and --output both name a result file: give one",
+                file.display()
+            ));
+        }
+        notes.push(format!(
+            "--json={}: headroom writes its own result document there (as --output; the \
+             format of `headroom bench latency --json`, not cyclictest's)",
+            file.display()
+        ));
+    }
+    let histogram_us = a.histogram_us.or(a.histofall_us);
+    let priority = u8::try_from(requested_priority)
+        .ok()
+        .filter(|&p| p <= MAX_PRIORITY)
+        .ok_or_else(|| {
+            format!(
+                "priority {} is out of range: SCHED_FIFO priorities are 1 to 99 \
+                 (0 = normal scheduling); use -p 1..99",
+                requested_priority
+            )
+        })?;
+    let affinity_list = match &a.affinity {
+        Some(Some(list)) => Some(model::units::parse_cpu_list(list).ok_or_else(|| {
+            format!("-a {list:?} is not a CPU list (examples: -a 1, -a 0-3, -a 0,2)")
+        })?),
+        _ => None,
+    };
+    let pin_each = a.smp || matches!(a.affinity, Some(None));
+    let affinity = match (affinity_list, pin_each) {
+        (Some(list), _) => Affinity::Pinned(list),
+        (None, true) => Affinity::Pinned(available.to_vec()),
+        (None, false) => Affinity::Free,
+    };
+    let per_cpu = match &affinity {
+        Affinity::Pinned(l) => l.len(),
+        Affinity::Free => available.len(),
+    };
+    let threads = match a.threads {
+        Some(Some(n)) => n,
+        Some(None) => per_cpu.max(1),
+        None if a.smp => per_cpu.max(1),
+        None => 1,
+    };
+    let (duration, loops) = match (a.duration, a.loops) {
+        (None, None) => {
+            notes.push(
+                "no -D/--duration or -l/--loops: measuring for 10 s (cyclictest would run until \
+                 Ctrl-C)"
+                    .to_string(),
+            );
+            (Some(Duration::from_secs(10)), None)
+        }
+        other => other,
+    };
+    // cyclictest ignores the distance when a histogram is asked for ("WARN: distance is
+    // ignored and set to 0, if histogram enabled", rt-tests 2.x): a pasted command with -h
+    // ran all its threads at the base interval.
+    let distance_us = match (histogram_us, a.distance_us) {
+        (Some(_), None) if threads > 1 => {
+            notes.push(
+                "-h without -d: all threads at the base interval, as cyclictest sets the \
+                 distance to 0 when a histogram is asked for"
+                    .to_string(),
+            );
+            0
+        }
+        (Some(_), Some(d)) if d > 0 && threads > 1 => {
+            notes.push(format!(
+                "-h with -d {d}: keeping the distance; cyclictest would have ignored it and run \
+                 every thread at the base interval"
+            ));
+            d
+        }
+        (_, d) => d.unwrap_or(500),
+    };
+    let config = Config {
+        threads,
+        affinity,
+        priority,
+        interval: Duration::from_micros(a.interval_us),
+        distance: Duration::from_micros(distance_us),
+        limits: Limits { duration, loops },
+        histogram_limit_us: histogram_us.unwrap_or(10_000),
+        keep_largest: 10,
+        window: a.window,
+        lock_memory: !a.no_mlock,
+        hold_dma_latency: true,
+        skip_privileged_steps: a.skip_privileged_steps,
+        // Set once the recorder is open (run_latency): without it there is nothing to
+        // hand the wake-ups to, and nothing to explain a stop with.
+        record_wakeups: false,
+        stop_above: None,
+    };
+    config.validate(available).map_err(|e| e.0)?;
+    Ok((config, notes))
+}
+
+pub(crate) fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode> {
+    let available = latency::available_cpus();
+    let (mut config, mut notes) = build_config(a, &available).map_err(console::usage)?;
+    let stress_spec = a
+        .stress
+        .as_deref()
+        .map(stress::parse_spec)
+        .transpose()
+        .map_err(|msg| console::usage(format!("--stress: {msg}")))?;
+    // Pasted stress-ng options headroom does not reproduce: a note each, as cyclictest's.
+    notes.extend(stress_spec.iter().flat_map(|s| s.notes.iter().cloned()));
+    for n in &notes {
+        console::note(n);
+    }
+    let keep = a.keep();
+    let root = SysRoot::new("/");
+    let context = system::read_context(&root);
+    let cpus = measured_cpus(&config);
+    let timerlat = a.engine == Engine::Timerlat;
+    if timerlat {
+        // The kernel's own measurement, where it has the tracer; else which is missing.
+        counters::timerlat::available(&root).map_err(|why| {
+            anyhow::Error::msg(format!(
+                "--engine timerlat: {why}; measure with the timer loop (the default engine), \
+                 and --split for the IRQ/thread split from tracepoints"
+            ))
+        })?;
+        if a.split || a.analyze.is_some() {
+            let n = "--engine timerlat gives the IRQ/thread split itself; --split and --analyze \
+                     follow the timer loop's wake-ups and are not used with it"
+                .to_string();
+            console::note(&n);
+            notes.push(n);
+        }
+    }
+    // --split / --analyze: the tracepoints of the measured CPUs, recorded from before the
+    // threads start; where they cannot be, say why and measure as without it.
+    let recorder = if !timerlat && (a.split || a.analyze.is_some()) {
+        match crate::split::Recorder::open(&root, &cpus) {
+            Ok(r) => {
+                if let Some(n) = r.missing_note() {
+                    console::note(&n);
+                    notes.push(n);
+                }
+                Some(r)
+            }
+            Err(why) => {
+                let n = format!("--split: {why}; measuring without the split");
+                console::warn(&n);
+                notes.push(n);
+                None
+            }
+        }
+    } else {
+        None
+    };
+    config.record_wakeups = recorder.is_some();
+    config.stop_above = recorder.as_ref().and(a.analyze).map(Duration::from_micros);
+
+    // SIGINT (Ctrl-C) and SIGTERM stop the measurement (and with it the load); what was
+    // measured is printed and kept, marked interrupted, and the exit code is 128 + signal.
+    let signals = console::Interrupt::install()?;
+    let interrupt = &signals.stop;
+
+    // The timer loop's threads, set up and parked; the timerlat tracer's are the kernel's.
+    let session = if timerlat {
+        None
+    } else {
+        Some(Session::prepare(config.clone()).map_err(anyhow::Error::msg)?)
+    };
+    // Refused SCHED_FIFO or mlockall: say so once, now (a run may last hours), and measure;
+    // the same findings are in the document and not repeated at the end. (cyclictest stops
+    // here; issue 13 item 3.)
+    let (not_realtime, dma_not_held) = match &session {
+        Some(session) => (
+            judge::not_realtime(&judge::rt_refused(session.privileges(), config.priority)),
+            judge::dma_latency_not_held(&session.privileges().cpu_dma_latency_held),
+        ),
+        None => (None, None),
+    };
+    if let Some(f) = &not_realtime {
+        console::warn(f.sentence());
+    }
+    if let Some(f) = &dma_not_held {
+        console::note(f.sentence());
+    }
+
+    let session_fifo = session
+        .as_ref()
+        .is_some_and(|s| s.privileges().sched_fifo.is_done());
+    let started = Instant::now();
+    let mut stress_record = None;
+    let mut load = None;
+    if let Some(spec) = &stress_spec {
+        let launcher = Launcher {
+            program: std::env::current_exe().context("finding headroom's own binary")?,
+            args: vec!["bench".into(), "stress-worker".into()],
+        };
+        // The workers stop by themselves a little after the longest the run can take.
+        let bound = config
+            .limits
+            .duration
+            .unwrap_or(Duration::from_secs(86_400))
+            + Duration::from_secs(30);
+        let l = Load::start(spec, &launcher, bound)?;
+        if !global.json {
+            console::info(format_args!(
+                "stress: {} ({})",
+                spec.describe(),
+                spec.interpretation
+            ));
+        }
+        stress_record = Some(StressRecord {
+            spec: spec.clone(),
+            pids: l.pids(),
+            stop: None,
+        });
+        load = Some(l);
+        // Let the workers reach full speed before measuring (stress-ng runs first in the
+        // seed's procedure); interruptible.
+        let settle = Instant::now();
+        while settle.elapsed() < Duration::from_millis(500) && !interrupt.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    let load_sampler = counters::LoadAverageSampler::new(root.clone());
+    let mut load_samples = Vec::new();
+    let sample = |samples: &mut Vec<LoadSample>| {
+        if let Ok(l) = load_sampler.snapshot() {
+            samples.push(LoadSample {
+                at_s: started.elapsed().as_secs_f64(),
+                load: l.value,
+            });
+        }
+    };
+    sample(&mut load_samples);
+
+    // The split drains the threads' wake-ups and the kernel's buffers as they measure.
+    let mut splitting = recorder
+        .zip(session.as_ref().and_then(Session::wakeups))
+        .map(|(r, tap)| {
+            r.start(
+                tap,
+                latency::rt::now_ns(libc::CLOCK_MONOTONIC),
+                config.histogram_limit_us,
+                a.analyze.map(|us| us.saturating_mul(1000)),
+            )
+        });
+    let live_display = !a.quiet && std::io::stderr().is_terminal();
+    let shown_priority = if session_fifo { config.priority } else { 0 };
+    let intervals: Vec<u64> = (0..config.threads)
+        .map(|i| config.interval_of(i).as_micros() as u64)
+        .collect();
+    let mut drawn = 0usize;
+    let mut drawn_max = Vec::new();
+    let mut last_load = Instant::now();
+    // Without a display, wake only for the load-average samples (and the split's drains).
+    let every = Duration::from_millis(if live_display || splitting.is_some() {
+        100
+    } else {
+        1000
+    });
+    // /proc/interrupts just before and after the measurement: what arrived on the measured
+    // CPUs while the threads measured.
+    let irq_sampler = counters::InterruptsSampler::new(root.clone());
+    let irqs_before = irq_sampler.snapshot().ok();
+    let started_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let Some(session) = session else {
+        // --engine timerlat: the tracer measures until the limits or the stop flag.
+        let measured = crate::split::measure_timerlat(&root, &config, &cpus, interrupt);
+        let irqs_after = irq_sampler.snapshot().ok();
+        sample(&mut load_samples);
+        if let (Some(l), Some(r)) = (load.as_mut(), stress_record.as_mut()) {
+            r.stop = Some(l.stop());
+        }
+        let (measurement, split) = measured?;
+        return finish_latency(
+            global,
+            a,
+            Run {
+                config: &config,
+                notes: &notes,
+                context: &context,
+                keep,
+                root: &root,
+                cpus: &cpus,
+                started_unix_ms,
+                stress_spec: stress_spec.as_ref(),
+                stress: stress_record.as_ref(),
+                load_samples: &load_samples,
+                measurement,
+                irqs: (irq_sampler, irqs_before, irqs_after),
+                split,
+                stopped_by_signal: signals.signal(),
+                shown: (&not_realtime, &dma_not_held),
+            },
+        );
+    };
+    let measurement = session.run(interrupt, every, |live| {
+        if let Some(sp) = splitting.as_mut() {
+            sp.tick(latency::rt::now_ns(libc::CLOCK_MONOTONIC));
+        }
+        if last_load.elapsed() >= Duration::from_secs(5) {
+            last_load = Instant::now();
+            sample(&mut load_samples);
+        }
+        // -M: redraw only when a thread reaches a new maximum (cyclictest's refresh_on_max).
+        let maxima: Vec<u64> = live.iter().map(|l| l.max_ns).collect();
+        let redraw = !a.refresh_on_max || maxima != drawn_max;
+        if live_display && redraw {
+            drawn_max = maxima;
+            let mut err = std::io::stderr().lock();
+            if drawn > 0 {
+                let _ = write!(err, "\x1b[{drawn}A");
+            }
+            for l in live {
+                let _ = writeln!(
+                    err,
+                    "{}\x1b[K",
+                    cyclictest_line(l, shown_priority, intervals[l.thread], a.nsecs)
+                );
+            }
+            drawn = live.len();
+        }
+    });
+    let irqs_after = irq_sampler.snapshot().ok();
+    let split = splitting.map(crate::split::Splitting::finish);
+    sample(&mut load_samples);
+    if let (Some(l), Some(r)) = (load.as_mut(), stress_record.as_mut()) {
+        r.stop = Some(l.stop());
+    }
+    let measurement = measurement.map_err(anyhow::Error::msg)?;
+    finish_latency(
+        global,
+        a,
+        Run {
+            config: &config,
+            notes: &notes,
+            context: &context,
+            keep,
+            root: &root,
+            cpus: &cpus,
+            started_unix_ms,
+            stress_spec: stress_spec.as_ref(),
+            stress: stress_record.as_ref(),
+            load_samples: &load_samples,
+            measurement,
+            irqs: (irq_sampler, irqs_before, irqs_after),
+            split,
+            stopped_by_signal: signals.signal(),
+            shown: (&not_realtime, &dma_not_held),
+        },
+    )
+}
+
+/// What a latency run measured, for [`finish_latency`].
+struct Run<'a> {
+    config: &'a Config,
+    notes: &'a [String],
+    context: &'a SystemContext,
+    keep: crate::output::KeepArgs,
+    root: &'a SysRoot,
+    cpus: &'a [u32],
+    started_unix_ms: u128,
+    stress_spec: Option<&'a StressSpec>,
+    stress: Option<&'a StressRecord>,
+    load_samples: &'a [LoadSample],
+    measurement: Measurement,
+    /// The /proc/interrupts sampler and its readings before and after the measurement.
+    irqs: (
+        counters::InterruptsSampler,
+        Option<<counters::InterruptsSampler as Sampler>::Snapshot>,
+        Option<<counters::InterruptsSampler as Sampler>::Snapshot>,
+    ),
+    split: Option<Split>,
+    /// The signal that stopped the run, if one did.
+    stopped_by_signal: Option<i32>,
+    /// The findings already printed when the run started.
+    shown: (&'a Option<Finding>, &'a Option<Finding>),
+}
+
+/// Judge, keep, print: the end of every latency run, whichever engine measured.
+fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Result<ExitCode> {
+    let Run {
+        config,
+        notes,
+        context,
+        keep,
+        root,
+        cpus,
+        started_unix_ms,
+        stress_spec,
+        stress,
+        load_samples,
+        measurement,
+        irqs: (irq_sampler, irqs_before, irqs_after),
+        split,
+        stopped_by_signal,
+        shown: (not_realtime, dma_not_held),
+    } = r;
+    let (config, context, root) = (config, context, root);
+    let interrupted = measurement.stopped_by == StopReason::Interrupted;
+
+    let interrupts = irqs_before.zip(irqs_after).map(|(before, after)| {
+        let delta = irq_sampler.delta(&before, &after);
+        let elapsed_s = delta.elapsed.as_secs_f64();
+        let mut m = MeasuredInterrupts {
+            elapsed_s,
+            cpus: cpus
+                .iter()
+                .map(|&cpu| CpuInterrupts::new(cpu, delta.on_cpu(cpu), elapsed_s))
+                .collect(),
+        };
+        // Only a line that fired is named (the disks are looked up for it).
+        if m.cpus.iter().any(|c| c.count > 0) {
+            m.mark_block_devices(&storage_irqs(root));
+        }
+        m
+    });
+    let findings = judge::findings(
+        config,
+        context,
+        &measurement,
+        cpus,
+        interrupts.as_ref(),
+        stress_spec,
+    );
+    // What only this command line knows: -b's count and the signal that stopped the run.
+    let mut findings = findings;
+    if let Some(s) = &split {
+        findings.extend(judge::split(s, measurement_priority(&measurement)));
+    }
+    if let Some(b) = a.breaktrace_us {
+        let h = &measurement.total.histogram;
+        findings.push(judge::breaktrace(
+            b,
+            &h.counts,
+            h.overflow,
+            model::units::whole_us(measurement.total.max_ns),
+            split.as_ref().is_some_and(|s| s.analysis.is_some()),
+        ));
+    }
+    if interrupted {
+        let by = stopped_by_signal.map_or("a signal".to_string(), console::signal_name);
+        findings.push(judge::interrupted(&by));
+    }
+    let document = LatencyDocument {
+        config: Some(config.clone()),
+        started_unix_ms,
+        interrupted,
+        notes: notes.to_vec(),
+        context: Some(context.clone()),
+        stress: stress.cloned(),
+        load_average: load_samples.to_vec(),
+        measurement: measurement.clone(),
+        interrupts: interrupts.clone(),
+        split: split.clone(),
+        findings: findings.clone(),
+    };
+    let measured = measurement.total.count > 0;
+    if measured {
+        keep.keep(report::document::DocumentKind::Latency, &document)?;
+    }
+    if global.json {
+        crate::output::print_result(report::document::DocumentKind::Latency, &document)?;
+    } else {
+        let by = stopped_by_signal
+            .filter(|_| interrupted)
+            .map(console::signal_name);
+        let conditions = report::terminal::latency::Conditions {
+            stress: stress_spec,
+            interrupted_by: by.as_deref(),
+        };
+        crate::out!(
+            "{}",
+            report::terminal::latency::render(
+                config,
+                context,
+                &measurement,
+                load_samples.last(),
+                interrupts.as_ref(),
+                split.as_ref(),
+                conditions,
+                a.nsecs
+            )
+        )?;
+    }
+    // What the numbers depend on: warnings on stderr, where a user looks for them (the
+    // document carries them too).
+    for f in findings
+        .iter()
+        .filter(|f| ![not_realtime, dma_not_held].contains(&&Some((*f).clone())))
+    {
+        match f.severity {
+            Severity::Info => console::note(f.sentence()),
+            Severity::Warning => console::warn(f.sentence()),
+            Severity::Error => console::error(f.sentence()),
+        }
+    }
+    if let Some(signal) = stopped_by_signal {
+        let kept = if !measured {
+            "nothing was measured".to_string()
+        } else if keep.no_save {
+            "the results above are those measured before it".to_string()
+        } else {
+            "the results above are those measured before it; kept in the history marked \
+             interrupted"
+                .to_string()
+        };
+        return Err(console::Interrupted { signal, kept }.into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The SCHED_FIFO priority the threads really ran at (0: normal scheduling, refused or
+/// `-p 0`).
+fn measurement_priority(m: &Measurement) -> u8 {
+    m.threads.iter().map(|t| t.priority).max().unwrap_or(0)
+}
+
+/// The IRQ lines of the disks' controllers, each with the disks behind it (`vda`, `sda,
+/// sdb`): the PCI function on each disk's bus path and its MSI/MSI-X (or INTx) lines.
+fn storage_irqs(root: &SysRoot) -> Vec<(u32, String)> {
+    let mut out: Vec<(u32, String)> = Vec::new();
+    for (disk, bus_path) in probe::block::disk_hardware(root) {
+        let pci = bus_path.iter().find_map(|h| match h {
+            model::path::Hop::Pci { address, .. } => Some(address.to_string()),
+            _ => None,
+        });
+        let Some(pci) = pci else { continue };
+        for irq in counters::interrupts::pci_device_irqs(root, &pci).unwrap_or_default() {
+            match out.iter_mut().find(|(i, _)| *i == irq) {
+                Some((_, names)) => names.push_str(&format!(", {disk}")),
+                None => out.push((irq, disk.clone())),
+            }
+        }
+    }
+    out
+}
+
+/// The CPUs the measurement ran on: the pinned ones, or every available CPU for free threads.
+fn measured_cpus(config: &Config) -> Vec<u32> {
+    let mut cpus: Vec<u32> = match &config.affinity {
+        Affinity::Pinned(_) => (0..config.threads)
+            .filter_map(|i| config.cpu_of(i))
+            .collect(),
+        Affinity::Free => latency::available_cpus(),
+    };
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::BenchCommand;
+    use clap::Parser;
+    use model::latency::{Measurement, Step};
+    use model::procfs::IrqLine;
+    use testsupport::latency::messages;
+
+    #[derive(Parser, Debug)]
+    struct T {
+        #[command(subcommand)]
+        c: BenchCommand,
+    }
+
+    fn parse(line: &str) -> LatencyArgs {
+        let argv = std::iter::once("t").chain(line.split_whitespace());
+        match T::try_parse_from(argv).unwrap().c {
+            BenchCommand::Latency(a) => a,
+            _ => panic!("wrong command"),
+        }
+    }
+
+    #[test]
+    fn seed_command_lines() {
+        let avail = [0, 1, 2, 3];
+        // seeds/001, RK3568: `cyclictest -c 0 -m -n -t 4 -p 99`
+        let a = parse("latency -c 0 -m -n -t 4 -p 99");
+        let (c, notes) = build_config(&a, &avail).unwrap();
+        assert_eq!((c.threads, c.priority), (4, 99));
+        assert_eq!(c.affinity, Affinity::Free);
+        assert_eq!(c.interval_of(3), Duration::from_micros(2500));
+        assert!(notes.iter().any(|n| n.contains("-n") && n.contains("2017")));
+        assert!(notes.iter().any(|n| n.contains("10 s")));
+        // RK3576: `cyclictest -c0 -m -t -p99 -D8H`: -t alone = one per CPU.
+        let (c, _) = build_config(&parse("latency -c0 -m -t -p99 -D8H"), &avail).unwrap();
+        assert_eq!(c.threads, 4);
+        assert_eq!(c.limits.duration, Some(Duration::from_secs(8 * 3600)));
+        // `-t 2 -a` pins thread N to CPU N; -h is the histogram, not help.
+        let (c, notes) = build_config(&parse("latency -t 2 -a -h 400 -q -D 2h"), &avail).unwrap();
+        assert_eq!((c.cpu_of(0), c.cpu_of(1)), (Some(0), Some(1)));
+        assert_eq!(c.histogram_limit_us, 400);
+        // cyclictest: -h sets the distance to 0.
+        assert_eq!(c.interval_of(1), Duration::from_micros(1000));
+        assert!(notes.iter().any(|n| n.contains("distance to 0")));
+        let (c, _) = build_config(&parse("latency -t 2 -h 400 -d 100 -D 1"), &avail).unwrap();
+        assert_eq!(c.interval_of(1), Duration::from_micros(1100));
+        let (c, _) = build_config(&parse("latency -a 2-3 -t 4 -D 1s"), &avail).unwrap();
+        assert_eq!(c.cpu_of(3), Some(3));
+        let (c, _) = build_config(&parse("latency -S -l 100"), &avail).unwrap();
+        assert_eq!((c.threads, c.cpu_of(2)), (4, Some(2)));
+    }
+
+    #[test]
+    fn bad_flags_get_a_sentence() {
+        let avail = [0, 1];
+        let err = |l: &str| build_config(&parse(l), &avail).unwrap_err();
+        assert!(err("latency -i 0 -D 1").contains("interval"));
+        assert!(err("latency -p 100 -D 1").contains("priority 100 is out of range"));
+        assert!(err("latency -t 9 -D 1").contains("between 1 and 8"));
+        assert!(err("latency -a 5 -D 1").contains("CPU 5 does not exist"));
+        assert!(err("latency -a x -D 1").contains("not a CPU list"));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("8H"), Ok(Duration::from_secs(28800)));
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert!(parse_duration("2x").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("h").is_err());
+    }
+
+    fn fixture(name: &str) -> SystemContext {
+        system::read_context(&testsupport::fixtures::own_root(&format!("system/{name}")))
+    }
+
+    /// An empty run whose privileged steps all succeeded, or all were refused (EPERM).
+    fn measurement(privileged: bool, missed: u64) -> Measurement {
+        let step = if privileged {
+            Step::Done
+        } else {
+            Step::Refused("EPERM".into())
+        };
+        testsupport::latency::measurement(step, missed)
+    }
+
+    /// The findings of a run on `ctx` whose /proc/interrupts read `after` at the end (the
+    /// context holds the reading from the start), over one second.
+    fn findings(
+        config: &Config,
+        ctx: &SystemContext,
+        m: &Measurement,
+        after: Option<&[IrqLine]>,
+    ) -> Vec<Finding> {
+        let cpus = measured_cpus(config);
+        let interrupts = after.map(|after| {
+            let lines =
+                counters::interrupts::delta_lines(ctx.irqs.as_deref().unwrap_or(&[]), after);
+            MeasuredInterrupts {
+                elapsed_s: 1.0,
+                cpus: cpus
+                    .iter()
+                    .map(|&c| CpuInterrupts::new(c, counters::interrupts::on_cpu(&lines, c), 1.0))
+                    .collect(),
+            }
+        });
+        judge::findings(config, ctx, m, &cpus, interrupts.as_ref(), None)
+    }
+
+    #[test]
+    fn findings_on_the_rt_board() {
+        let ctx = fixture("rt-board-handmade");
+        // Threads pinned to CPUs 0 (schedutil) and 3 (performance, IRQ 45 routed there).
+        let config = Config {
+            threads: 2,
+            affinity: Affinity::Pinned(vec![0, 3]),
+            ..Config::default()
+        };
+        let f = findings(&config, &ctx, &measurement(true, 0), None);
+        let text = messages(&f);
+        assert!(!text.contains("not real-time"), "{text}");
+        assert!(
+            text.contains("governor scales on CPU 0 (schedutil)"),
+            "{text}"
+        );
+        assert!(!text.contains("CPU 3 (performance)"), "{text}");
+        assert!(
+            text.contains("measured CPU 3 is the target of device interrupt 45 "),
+            "{text}"
+        );
+        assert!(!text.contains("measured CPU 0 is the target"), "{text}");
+        // With a second reading of /proc/interrupts, the interrupts that arrived count.
+        let mut after = ctx.irqs.clone().unwrap();
+        after
+            .iter_mut()
+            .find(|l| l.irq == 45)
+            .unwrap()
+            .counts
+            .insert(3, 400);
+        let text = messages(&findings(
+            &config,
+            &ctx,
+            &measurement(true, 0),
+            Some(&after),
+        ));
+        assert!(
+            text.contains("measured CPU 3 took 79 device interrupts during the run (45 "),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn findings_on_this_vm() {
+        let ctx = fixture("firecracker-vm-6.18");
+        let config = Config {
+            threads: 1,
+            affinity: Affinity::Pinned(vec![0]),
+            ..Config::default()
+        };
+        let f = findings(&config, &ctx, &measurement(false, 7), None);
+        let text = messages(&f);
+        assert!(
+            text.contains("not real-time (preemption: PREEMPT_DYNAMIC"),
+            "{text}"
+        );
+        assert!(text.contains("not comparable with cyclictest"), "{text}");
+        assert!(text.contains("7 periods were missed"), "{text}");
+        assert!(!text.contains("governor"), "no cpufreq here: {text}");
+    }
+}
