@@ -176,6 +176,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
             seconds: None,
             planned_s: part.run.then(|| round_tenth(part.seconds())),
             given_s: None,
+            stopping_s: None,
             messages: Vec::new(),
             document: None,
         };
@@ -304,6 +305,7 @@ fn finished(body: &SurveyBody, interrupted: bool) -> SurveyBody {
                 seconds: None,
                 planned_s: p.run.then(|| round_tenth(p.seconds())),
                 given_s: None,
+                stopping_s: None,
                 messages: Vec::new(),
                 document: None,
             });
@@ -447,6 +449,7 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
         seconds: None,
         planned_s: None,
         given_s: Some(round_tenth(part.seconds())),
+        stopping_s: None,
         messages: Vec::new(),
         document: None,
     };
@@ -529,6 +532,9 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
     let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
     let stderr = err.and_then(|h| h.join().ok()).unwrap_or_default();
     result.seconds = Some(round_tenth(started.elapsed().as_secs_f64()));
+    if out_of_budget {
+        result.stopping_s = sent_int.map(|t| round_tenth(t.elapsed().as_secs_f64()));
+    }
     result.messages = stderr
         .lines()
         .map(|l| l.trim_end().to_string())
@@ -564,10 +570,12 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
         Some(130) | Some(143) if out_of_budget => {
             result.status = PartStatus::Interrupted;
             result.reason = Some(format!(
-                "stopped at the end of the {} budget, {} into the {} it was given{}",
+                "stopped at the end of the {} budget, {} into the {} it was given (it took {} \
+                 to stop){}",
                 format_seconds(p.budget_s),
                 format_seconds(started.elapsed().as_secs_f64()),
                 format_seconds(part.seconds()),
+                format_seconds(result.stopping_s.unwrap_or(0.0)),
                 if result.document.is_some() {
                     ": what it measured until then is kept"
                 } else {

@@ -59,6 +59,7 @@ fn survey_of(disk: Value, later_ns: u64) -> (Document, SurveyBody) {
                 seconds: None,
                 planned_s: None,
                 given_s: None,
+                stopping_s: None,
                 messages: Vec::new(),
                 document: None,
             },

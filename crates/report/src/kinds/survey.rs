@@ -65,6 +65,12 @@ pub struct PartResult {
     /// (its estimate includes what the parts of its kind took beyond theirs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub given_s: Option<f64>,
+    /// Seconds from the stop the survey sent at its budget's end to the part's exit: what
+    /// the part took to keep its partial result and clean up (with `--split`, the wake-ups
+    /// matched and explained; on an emulated board several seconds), the one time a survey
+    /// runs past its budget, said so rather than hidden.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopping_s: Option<f64>,
     /// What the part printed on stderr (warnings, notes), kept for the bug report.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub messages: Vec<String>,
@@ -704,8 +710,21 @@ pub fn markdown_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String
 /// The budget and, once the survey ran, what it took: `budget 1 min, took 58 s`.
 fn budget_fact(body: &SurveyBody) -> String {
     let budget = format!("budget {}", format_seconds(body.plan.budget_s));
+    let stopping = body
+        .parts
+        .iter()
+        .find_map(|p| Some((p, p.stopping_s?)))
+        .filter(|(_, s)| *s >= 0.5)
+        .map(|(p, s)| {
+            format!(
+                " ({} took {} to stop after the budget's end)",
+                p.id,
+                format_seconds(s)
+            )
+        })
+        .unwrap_or_default();
     match body.seconds {
-        Some(s) => format!("{budget}, took {}", format_seconds(s)),
+        Some(s) => format!("{budget}, took {}{stopping}", format_seconds(s)),
         None => budget,
     }
 }

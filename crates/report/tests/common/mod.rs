@@ -54,6 +54,7 @@ pub fn ran(id: &str, kind: PartKind, doc: Value) -> PartResult {
         seconds: Some(6.0),
         planned_s: Some(6.0),
         given_s: Some(6.0),
+        stopping_s: None,
         messages: Vec::new(),
         document: Some(doc),
     }
