@@ -749,6 +749,7 @@ mod tests {
             wakeup_to_switch_ns: 19_993_000,
             switch_to_user_ns: 5_000,
             unaccounted_ns: 0,
+            records_lost: false,
         }
     }
 
