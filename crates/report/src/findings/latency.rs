@@ -753,6 +753,21 @@ mod tests {
         }
     }
 
+    /// An analysis whose CPU lost events says why it gives no time held.
+    #[test]
+    fn an_analysis_with_lost_records_says_the_time_held_is_unknown() {
+        let mut a = hog_analysis();
+        a.threads[0].held_ns = None;
+        let text = crate::explain::analysis_lines(&a).join("\n");
+        assert!(!text.contains("unknown"), "{text}");
+        a.records_lost = true;
+        let text = crate::explain::analysis_lines(&a).join("\n");
+        assert!(
+            text.contains("how long it held it is unknown: events of this CPU were lost"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn the_analysis_names_what_kept_the_cpu_and_what_to_do() {
         let f = split(&split_of(Some(hog_analysis()), 0, 0), 50);
