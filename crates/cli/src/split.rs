@@ -94,8 +94,12 @@ impl Splitting {
             self.matcher.dropped(thread, n);
         }
         let lost = self.recorder.sampler.drain(&mut self.events);
-        self.matcher.lost(lost);
         self.matcher.ingest(self.events.drain(..));
+        // After the events recorded beside them: a CPU's records are incomplete up to its
+        // newest.
+        for (cpu, n) in lost {
+            self.matcher.lost(cpu, n);
+        }
         self.matcher.wakeups(self.wakeups.drain(..));
         self.matcher.settle(now_ns, grace_ns);
     }

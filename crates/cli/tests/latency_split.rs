@@ -103,6 +103,32 @@ fn run_json(args: &[&str]) -> (Value, String) {
     (serde_json::from_slice(&out.stdout).unwrap(), err)
 }
 
+/// How many runs an interference test makes, at most, to get one whose facts it checks.
+const ATTEMPTS: usize = 4;
+
+/// Why the analysis of `split` is not the one an interference test checks (`None`: it is):
+/// events were lost (the explanation says so and gives no time held), or the late wake-up
+/// was the work of something else than `tid` (this shared VM's host once kept CPU 1 from
+/// running for 11 ms: an IRQ latency of 11.1 ms, the sender's 21 us burst beside it). The
+/// run is then made again; a wrong number in a run whose facts hold still fails.
+fn not_the_case(split: &Value, tid: i32) -> Option<String> {
+    let a = &split["analysis"];
+    if a.is_null() {
+        return Some(format!("no wake-up analyzed: {}", split["total"]));
+    }
+    if u(&split["lost_events"]) > 0 || a["records_lost"] == true {
+        return Some(format!("{} events lost: {a}", split["lost_events"]));
+    }
+    let by: u64 = a["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["task"]["pid"] == tid)
+        .map(|b| u(&b["ns"]))
+        .sum();
+    (2 * by < u(&a["thread_latency_ns"])).then(|| format!("delayed by something else: {a}"))
+}
+
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
@@ -196,40 +222,48 @@ fn a_fifo_hog_above_the_measuring_threads_is_named_with_its_priority_and_time() 
     let cpu = measured_cpu();
     // 20 ms of work once a second at SCHED_FIFO 60, above the measuring threads' 50.
     const BUSY: Duration = Duration::from_millis(20);
-    let mut next = Instant::now();
-    let (stop, hog_tid, hog) = background(
-        cpu,
-        "headroom-hog",
-        60,
-        Duration::from_secs(30),
-        move |stop| {
-            let start = Instant::now();
-            while start.elapsed() < BUSY {
-                std::hint::spin_loop();
-            }
-            next += Duration::from_secs(1);
-            while Instant::now() < next && !stop.load(Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        },
-    );
-    let cpu_arg = cpu.to_string();
-    let (doc, err) = run_json(&[
-        "bench",
-        "latency",
-        "--analyze",
-        "10000",
-        "-a",
-        &cpu_arg,
-        "-p",
-        "50",
-        "-D",
-        "10",
-        "-q",
-        "--no-save",
-    ]);
-    stop.store(true, Ordering::SeqCst);
-    hog.join().unwrap();
+    let mut seen = Vec::new();
+    let (doc, err, hog_tid) = loop {
+        let mut next = Instant::now();
+        let (stop, hog_tid, hog) = background(
+            cpu,
+            "headroom-hog",
+            60,
+            Duration::from_secs(30),
+            move |stop| {
+                let start = Instant::now();
+                while start.elapsed() < BUSY {
+                    std::hint::spin_loop();
+                }
+                next += Duration::from_secs(1);
+                while Instant::now() < next && !stop.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            },
+        );
+        let cpu_arg = cpu.to_string();
+        let (doc, err) = run_json(&[
+            "bench",
+            "latency",
+            "--analyze",
+            "10000",
+            "-a",
+            &cpu_arg,
+            "-p",
+            "50",
+            "-D",
+            "10",
+            "-q",
+            "--no-save",
+        ]);
+        stop.store(true, Ordering::SeqCst);
+        hog.join().unwrap();
+        match not_the_case(&doc["split"], hog_tid) {
+            Some(why) if seen.len() + 1 < ATTEMPTS => seen.push(why),
+            Some(why) => panic!("{ATTEMPTS} runs, none delayed by the hog alone: {seen:?} {why}"),
+            None => break (doc, err, hog_tid),
+        }
+    };
     assert_eq!(doc["measurement"]["stopped_by"], "threshold", "{err}");
     let a = &doc["split"]["analysis"];
     assert_eq!(u(&doc["split"]["total"]["irq_above_thread"]), 0);
@@ -332,40 +366,49 @@ fn a_loopback_burst_is_named_by_the_analysis_with_its_sender_and_softirqs() {
     let to = rx.local_addr().unwrap();
     let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     const BURST: Duration = Duration::from_millis(20);
-    let sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let counted = Arc::clone(&sent);
-    let mut next = Instant::now();
-    let (stop, sender_tid, sender) =
-        background(cpu, "udp-burst", 60, Duration::from_secs(30), move |stop| {
-            let buf = [0u8; 1400];
-            let start = Instant::now();
-            while start.elapsed() < BURST {
-                if tx.send_to(&buf, to).is_ok() {
-                    counted.fetch_add(1, Ordering::Relaxed);
+    let mut seen = Vec::new();
+    let (doc, err, sender_tid, sent) = loop {
+        let tx = tx.try_clone().unwrap();
+        let sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = Arc::clone(&sent);
+        let mut next = Instant::now();
+        let (stop, sender_tid, sender) =
+            background(cpu, "udp-burst", 60, Duration::from_secs(30), move |stop| {
+                let buf = [0u8; 1400];
+                let start = Instant::now();
+                while start.elapsed() < BURST {
+                    if tx.send_to(&buf, to).is_ok() {
+                        counted.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
-            }
-            next += Duration::from_secs(1);
-            while Instant::now() < next && !stop.load(Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        });
-    let cpu_arg = cpu.to_string();
-    let (doc, err) = run_json(&[
-        "bench",
-        "latency",
-        "--analyze",
-        "10000",
-        "-a",
-        &cpu_arg,
-        "-p",
-        "50",
-        "-D",
-        "10",
-        "-q",
-        "--no-save",
-    ]);
-    stop.store(true, Ordering::SeqCst);
-    sender.join().unwrap();
+                next += Duration::from_secs(1);
+                while Instant::now() < next && !stop.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            });
+        let cpu_arg = cpu.to_string();
+        let (doc, err) = run_json(&[
+            "bench",
+            "latency",
+            "--analyze",
+            "10000",
+            "-a",
+            &cpu_arg,
+            "-p",
+            "50",
+            "-D",
+            "10",
+            "-q",
+            "--no-save",
+        ]);
+        stop.store(true, Ordering::SeqCst);
+        sender.join().unwrap();
+        match not_the_case(&doc["split"], sender_tid) {
+            Some(why) if seen.len() + 1 < ATTEMPTS => seen.push(why),
+            Some(why) => panic!("{ATTEMPTS} runs, none delayed by the burst alone: {seen:?} {why}"),
+            None => break (doc, err, sender_tid, sent),
+        }
+    };
     drop(rx);
     assert!(sent.load(Ordering::Relaxed) > 0);
     assert_eq!(doc["measurement"]["stopped_by"], "threshold", "{err}");

@@ -561,10 +561,10 @@ impl TraceSampler {
         let _ = self.instance.write("tracing_on", "0");
     }
 
-    /// Move every recorded event into `out` (each CPU's in the order recorded); the number
-    /// of events the kernel dropped since the last drain.
-    pub fn drain(&mut self, out: &mut Vec<TraceEvent>) -> u64 {
-        let mut lost = 0;
+    /// Move every recorded event into `out` (each CPU's in the order recorded); the events
+    /// the kernel dropped since the last drain, by CPU (those that lost none left out).
+    pub fn drain(&mut self, out: &mut Vec<TraceEvent>) -> Vec<(u32, u64)> {
+        let mut lost = Vec::new();
         let decoders = &mut self.decoders;
         for (cpu, f, dropped) in &mut self.readers {
             // Bounded: a read takes a page out of the buffer, which holds BUFFER_KB.
@@ -586,7 +586,9 @@ impl TraceSampler {
                 .read(&format!("per_cpu/cpu{cpu}/stats"))
                 .unwrap_or_default();
             let now = parse_dropped(&stats);
-            lost += now.saturating_sub(*dropped);
+            if now > *dropped {
+                lost.push((*cpu, now - *dropped));
+            }
             *dropped = now;
         }
         lost

@@ -89,7 +89,7 @@ fn a_pinned_timer_loop_is_matched_wakeup_by_wakeup_on_every_cpu() {
         let mut events = Vec::new();
         let lost = sampler.drain(&mut events);
         drop(sampler);
-        assert_eq!(lost, 0, "CPU {cpu}");
+        assert_eq!(lost, vec![], "CPU {cpu}");
         let tid = wakeups[0].tid;
         // The thread's own timer starts, decoded at the format's offsets.
         let starts = events

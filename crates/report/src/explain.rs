@@ -155,10 +155,13 @@ pub fn analysis_parts(a: &Analysis) -> Vec<Part> {
         let ns: u64 = a.threads.iter().map(|b| b.ns).sum();
         out.push(part("threads that held the CPU", ns as i64, String::new()));
         for b in &a.threads {
-            let held = b
-                .held_ns
-                .map(|h| format!("held it {} us in all", us2(h as i64)))
-                .unwrap_or_default();
+            let held = match b.held_ns {
+                Some(h) => format!("held it {} us in all", us2(h as i64)),
+                None if a.records_lost => {
+                    "how long it held it is unknown: events of this CPU were lost".to_string()
+                }
+                None => String::new(),
+            };
             out.push(sub(task(&b.task), b.ns, held));
         }
     }

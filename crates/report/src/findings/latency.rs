@@ -749,7 +749,23 @@ mod tests {
             wakeup_to_switch_ns: 19_993_000,
             switch_to_user_ns: 5_000,
             unaccounted_ns: 0,
+            records_lost: false,
         }
+    }
+
+    /// An analysis whose CPU lost events says why it gives no time held.
+    #[test]
+    fn an_analysis_with_lost_records_says_the_time_held_is_unknown() {
+        let mut a = hog_analysis();
+        a.threads[0].held_ns = None;
+        let text = crate::explain::analysis_lines(&a).join("\n");
+        assert!(!text.contains("unknown"), "{text}");
+        a.records_lost = true;
+        let text = crate::explain::analysis_lines(&a).join("\n");
+        assert!(
+            text.contains("how long it held it is unknown: events of this CPU were lost"),
+            "{text}"
+        );
     }
 
     #[test]
