@@ -461,16 +461,6 @@ pub fn unacknowledged_bytes(fd: RawFd) -> Option<u64> {
     (r == 0).then_some(n.max(0) as u64)
 }
 
-/// Bytes a TCP socket holds that it has not yet sent at all (SIOCOUTQNSD, linux/sockios.h:
-/// write_seq - snd_nxt in net/ipv4/tcp.c tcp_ioctl), unlike [`unacknowledged_bytes`], which also
-/// counts bytes sent but not yet acknowledged.
-pub fn not_yet_sent_bytes(fd: RawFd) -> Option<u64> {
-    let mut n: libc::c_int = 0;
-    // SAFETY: SIOCOUTQNSD writes one int. (The request's type differs between C libraries.)
-    let r = unsafe { libc::ioctl(fd, libc::SIOCOUTQNSD as _, &mut n) };
-    (r == 0).then_some(n.max(0) as u64)
-}
-
 /// The TCP congestion control of a socket (TCP_CONGESTION).
 pub fn congestion(fd: RawFd) -> Option<String> {
     let mut buf = [0u8; 32];
