@@ -604,71 +604,47 @@ pub(crate) fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Resul
     let started_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
-    let Some(session) = session else {
+    let measured = match session {
         // --engine timerlat: the tracer measures until the limits or the stop flag.
-        let measured = crate::split::measure_timerlat(&root, &config, &cpus, interrupt);
-        let irqs_after = irq_sampler.snapshot().ok();
-        sample(&mut load_samples);
-        if let (Some(l), Some(r)) = (load.as_mut(), stress_record.as_mut()) {
-            r.stop = Some(l.stop());
-        }
-        let (measurement, split) = measured?;
-        return finish_latency(
-            global,
-            a,
-            Run {
-                config: &config,
-                notes: &notes,
-                context: &context,
-                keep,
-                root: &root,
-                cpus: &cpus,
-                started_unix_ms,
-                stress_spec: stress_spec.as_ref(),
-                stress: stress_record.as_ref(),
-                load_samples: &load_samples,
-                measurement,
-                irqs: (irq_sampler, irqs_before, irqs_after),
-                split,
-                stopped_by_signal: signals.signal(),
-                shown: (&not_realtime, &dma_not_held),
-            },
-        );
+        None => crate::split::measure_timerlat(&root, &config, &cpus, interrupt),
+        Some(session) => session
+            .run(interrupt, every, |live| {
+                if let Some(sp) = splitting.as_mut() {
+                    sp.tick(latency::rt::now_ns(libc::CLOCK_MONOTONIC));
+                }
+                if last_load.elapsed() >= Duration::from_secs(5) {
+                    last_load = Instant::now();
+                    sample(&mut load_samples);
+                }
+                // -M: redraw only when a thread reaches a new maximum (cyclictest's refresh_on_max).
+                let maxima: Vec<u64> = live.iter().map(|l| l.max_ns).collect();
+                let redraw = !a.refresh_on_max || maxima != drawn_max;
+                if live_display && redraw {
+                    drawn_max = maxima;
+                    let mut err = std::io::stderr().lock();
+                    if drawn > 0 {
+                        let _ = write!(err, "\x1b[{drawn}A");
+                    }
+                    for l in live {
+                        let _ = writeln!(
+                            err,
+                            "{}\x1b[K",
+                            cyclictest_line(l, shown_priority, intervals[l.thread], a.nsecs)
+                        );
+                    }
+                    drawn = live.len();
+                }
+            })
+            .map(|m| (m, None))
+            .map_err(anyhow::Error::msg),
     };
-    let measurement = session.run(interrupt, every, |live| {
-        if let Some(sp) = splitting.as_mut() {
-            sp.tick(latency::rt::now_ns(libc::CLOCK_MONOTONIC));
-        }
-        if last_load.elapsed() >= Duration::from_secs(5) {
-            last_load = Instant::now();
-            sample(&mut load_samples);
-        }
-        // -M: redraw only when a thread reaches a new maximum (cyclictest's refresh_on_max).
-        let maxima: Vec<u64> = live.iter().map(|l| l.max_ns).collect();
-        let redraw = !a.refresh_on_max || maxima != drawn_max;
-        if live_display && redraw {
-            drawn_max = maxima;
-            let mut err = std::io::stderr().lock();
-            if drawn > 0 {
-                let _ = write!(err, "\x1b[{drawn}A");
-            }
-            for l in live {
-                let _ = writeln!(
-                    err,
-                    "{}\x1b[K",
-                    cyclictest_line(l, shown_priority, intervals[l.thread], a.nsecs)
-                );
-            }
-            drawn = live.len();
-        }
-    });
     let irqs_after = irq_sampler.snapshot().ok();
-    let split = splitting.map(crate::split::Splitting::finish);
+    let tracepoints = splitting.map(crate::split::Splitting::finish);
     sample(&mut load_samples);
     if let (Some(l), Some(r)) = (load.as_mut(), stress_record.as_mut()) {
         r.stop = Some(l.stop());
     }
-    let measurement = measurement.map_err(anyhow::Error::msg)?;
+    let (measurement, timerlat) = measured?;
     finish_latency(
         global,
         a,
@@ -685,7 +661,7 @@ pub(crate) fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Resul
             load_samples: &load_samples,
             measurement,
             irqs: (irq_sampler, irqs_before, irqs_after),
-            split,
+            split: timerlat.or(tracepoints),
             stopped_by_signal: signals.signal(),
             shown: (&not_realtime, &dma_not_held),
         },
