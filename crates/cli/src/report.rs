@@ -196,7 +196,9 @@ fn unpack(doc: Document, origin: &str) -> anyhow::Result<Vec<(Document, String)>
         .enumerate()
         .map(|(i, v)| {
             let name = format!("{origin} #{}", i + 1);
-            Ok((Document::parse(&v.to_string(), &name)?, name))
+            // Read from the value: a field missing in it is placed in the document as
+            // headroom prints it (its compact text would put every place on line 1).
+            Ok((Document::from_value(v.clone(), &name)?, name))
         })
         .collect()
 }

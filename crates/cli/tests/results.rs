@@ -643,11 +643,21 @@ fn a_document_missing_a_field_is_named_with_its_place_and_the_rest_goes_on() {
         .unwrap()
         .remove("iops");
     let bad = dir.path().join("edited.json");
-    std::fs::write(&bad, v.to_string()).unwrap();
+    // As headroom writes it (pretty JSON): the place is the line where the test ends.
+    let text = serde_json::to_string_pretty(&v).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let tests = lines.iter().position(|l| *l == "  \"tests\": [").unwrap();
+    let end = tests
+        + lines[tests..]
+            .iter()
+            .position(|l| l.starts_with("    }"))
+            .unwrap();
+    std::fs::write(&bad, &text).unwrap();
     let sentence = format!(
         "headroom: error: {}: the `disk` document does not have the expected fields \
-         (tests[0]: runs[0]: missing field `iops`)\n",
-        bad.display()
+         (missing field `iops`; the test ends at line {} column 5)\n",
+        bad.display(),
+        end + 1
     );
     let db = dir.path().join("h.sqlite");
     headroom()

@@ -219,11 +219,21 @@ impl Envelope {
 }
 
 /// A result document: the envelope and the command's body.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Document {
     pub envelope: Envelope,
     /// The command's own fields, without the envelope's.
     pub body: Map<String, Value>,
+    /// The JSON text the document was read from ([`Document::parse`]), for
+    /// [`Document::view`]'s line and column; `None` for a document made or read from a value.
+    text: Option<String>,
+}
+
+/// Two documents are equal when their envelopes and bodies are, however they were read.
+impl PartialEq for Document {
+    fn eq(&self, other: &Document) -> bool {
+        self.envelope == other.envelope && self.body == other.body
+    }
 }
 
 /// Why a document could not be read or made; each message is one sentence naming the file.
@@ -323,7 +333,11 @@ impl Document {
         for k in ENVELOPE_KEYS {
             body.shift_remove(k);
         }
-        Ok(Document { envelope, body })
+        Ok(Document {
+            envelope,
+            body,
+            text: None,
+        })
     }
 
     /// The document as one JSON value: envelope fields first, then the body's in order.
@@ -368,7 +382,9 @@ impl Document {
                 }
             }
         })?;
-        Document::from_value(value, origin)
+        let mut doc = Document::from_value(value, origin)?;
+        doc.text = Some(text.to_string());
+        Ok(doc)
     }
 
     /// Read a document from a file.
@@ -427,6 +443,7 @@ impl Document {
         Ok(Document {
             envelope,
             body: map,
+            text: None,
         })
     }
 
@@ -466,11 +483,26 @@ impl Document {
     }
 
     /// Read the body through a typed view; `origin` names the document in errors.
-    /// A field that is missing or of another type is named with its place in the body
-    /// (``parameters: missing field `runs` ``).
-    /// The body is read in place, not copied: a view of a large document costs the view.
+    /// A field that is missing or of another type is named with its line and column
+    /// (``missing field `runs` at line 12 column 3``): in the text the document was read
+    /// from, or, for a document made from a value (a survey's part), in the document as
+    /// headroom prints it ([`Document::to_json_pretty`]).
+    ///
+    /// Read from the text by serde_json alone, so each view type is compiled once, for one
+    /// deserializer (issue 13: reading through serde_path_to_error and `&Value` cost the
+    /// x86_64 board binary 195 kB more). The envelope's fields are in that text too: no
+    /// view reads a field named like one (`schema_version`, `kind`, `tool`, `created`,
+    /// `host`) at its top level.
     pub fn view<T: serde::de::DeserializeOwned>(&self, origin: &str) -> Result<T, DocumentError> {
-        serde_path_to_error::deserialize(&self.body).map_err(|e| DocumentError::Shape {
+        let printed;
+        let text = match &self.text {
+            Some(t) => t.as_str(),
+            None => {
+                printed = self.to_json_pretty();
+                printed.as_str()
+            }
+        };
+        serde_json::from_str(text).map_err(|e| DocumentError::Shape {
             origin: origin.to_string(),
             kind: self.envelope.kind,
             detail: e.to_string(),

@@ -139,36 +139,73 @@ mod tests {
         );
     }
 
+    /// The line (1-based) and column of the first line after the line `opening` that is
+    /// `closing` (a comma after it or not), in `text`: where serde_json ends that object.
+    fn place(text: &str, opening: &str, closing: &str) -> String {
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines.iter().position(|l| *l == opening).unwrap();
+        let end = at
+            + lines[at..]
+                .iter()
+                .position(|l| l.trim_end_matches(',') == closing)
+                .unwrap();
+        format!("line {} column {}", end + 1, closing.len())
+    }
+
     #[test]
     fn a_disk_document_without_a_field_it_always_had_names_it_and_where() {
+        // As headroom writes it: pretty JSON, so the line and column point at the object.
+        let read = |body: &serde_json::Value| {
+            let text = serde_json::to_string_pretty(body).unwrap();
+            let doc = crate::document::Document::parse(&text, "old.json").unwrap();
+            let e = doc
+                .view::<crate::kinds::disk::DiskDocument>("old.json")
+                .unwrap_err()
+                .to_string();
+            (text, e)
+        };
         let mut body = fixture_disk_body();
         body["parameters"].as_object_mut().unwrap().remove("runs");
-        let doc = crate::document::Document::parse(&body.to_string(), "old.json").unwrap();
-        let e = doc
-            .view::<crate::kinds::disk::DiskDocument>("old.json")
-            .unwrap_err()
-            .to_string();
+        let (text, e) = read(&body);
         assert!(e.contains("old.json"), "{e}");
-        assert!(e.contains("parameters: missing field `runs`"), "{e}");
-        // Inside a test, the test is named.
+        // Where the parameters end.
+        let at = place(&text, "  \"parameters\": {", "  }");
+        assert!(e.contains(&format!("missing field `runs` at {at}")), "{e}");
+        // Inside a test, where the test ends.
         let mut body = fixture_disk_body();
         body["tests"][0]["runs"][0]
             .as_object_mut()
             .unwrap()
             .remove("iops");
-        let doc = crate::document::Document::parse(&body.to_string(), "old.json").unwrap();
-        let e = doc
-            .view::<crate::kinds::disk::DiskDocument>("old.json")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("tests[0]: runs[0]: missing field `iops`"), "{e}");
+        let (text, e) = read(&body);
+        let at = place(&text, "  \"tests\": [", "    }");
+        assert!(
+            e.contains(&format!("missing field `iops`; the test ends at {at}")),
+            "{e}"
+        );
         let mut body = fixture_disk_body();
         body["tests"][0]["efficiency"] = "high".into();
-        let doc = crate::document::Document::parse(&body.to_string(), "old.json").unwrap();
+        let (text, e) = read(&body);
+        let at = place(&text, "  \"tests\": [", "    }");
+        assert!(
+            e.contains("efficiency: invalid type: string \"high\", expected f64; the test ends at")
+                && e.contains(&at),
+            "{e}"
+        );
+    }
+
+    /// A document made from a value (a survey's part) has no text: the place is in the
+    /// document as headroom prints it.
+    #[test]
+    fn a_document_made_from_a_value_names_the_place_in_its_printed_form() {
+        let mut v = fixture_disk_body();
+        v["parameters"].as_object_mut().unwrap().remove("runs");
+        let doc = crate::document::Document::from_value(v, "part").unwrap();
         let e = doc
-            .view::<crate::kinds::disk::DiskDocument>("old.json")
+            .view::<crate::kinds::disk::DiskDocument>("part")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("tests[0]: efficiency: invalid type"), "{e}");
+        let at = place(&doc.to_json_pretty(), "  \"parameters\": {", "  }");
+        assert!(e.contains(&format!("missing field `runs` at {at}")), "{e}");
     }
 }

@@ -55,19 +55,38 @@ pub struct JudgedTest {
 }
 
 impl<'de> Deserialize<'de> for JudgedTest {
-    /// serde's `flatten` would lose the place of a bad field inside the test (`runs[2].iops`),
-    /// so the test is read on its own, with its path kept in the error.
+    /// The test's fields and its efficiency are side by side in the document: the test is
+    /// read as a JSON object, then split. A bad field is named with the place where the test
+    /// ends (serde_json adds it to the message: `...; the test ends at line 80 column 5`).
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        let mut fields = serde_json::Map::deserialize(d)?;
-        let efficiency = match fields.remove("efficiency") {
-            Some(v) => serde_json::from_value(v)
-                .map_err(|e| D::Error::custom(format!("efficiency: {e}")))?,
-            None => None,
-        };
-        let test = serde_path_to_error::deserialize(serde_json::Value::Object(fields))
-            .map_err(D::Error::custom)?;
-        Ok(JudgedTest { test, efficiency })
+        struct Test;
+        impl<'de> serde::de::Visitor<'de> for Test {
+            type Value = JudgedTest;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a test (an object)")
+            }
+            // The split is made here, inside the object: serde_json places an error of
+            // `visit_map` where the object ends.
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<JudgedTest, A::Error> {
+                use serde::de::Error;
+                let mut fields = serde_json::Map::new();
+                while let Some((k, v)) = a.next_entry::<String, serde_json::Value>()? {
+                    fields.insert(k, v);
+                }
+                let efficiency = match fields.remove("efficiency") {
+                    Some(v) => Option::<f64>::deserialize(&v)
+                        .map_err(|e| A::Error::custom(format!("efficiency: {e}; the test ends")))?,
+                    None => None,
+                };
+                let test = TestResult::deserialize(&serde_json::Value::Object(fields))
+                    .map_err(|e| A::Error::custom(format!("{e}; the test ends")))?;
+                Ok(JudgedTest { test, efficiency })
+            }
+        }
+        d.deserialize_map(Test)
     }
 }
 
