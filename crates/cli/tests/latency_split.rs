@@ -213,34 +213,28 @@ fn every_wakeup_of_an_idle_run_is_matched_and_irq_latency_never_exceeds_thread_l
     assert!(cmp.contains("thread all IRQ avg"), "{cmp}");
 }
 
-#[test]
-fn a_fifo_hog_above_the_measuring_threads_is_named_with_its_priority_and_time() {
-    let _one = one_at_a_time();
-    if !root_or_skip() {
-        return;
-    }
-    let cpu = measured_cpu();
-    // 20 ms of work once a second at SCHED_FIFO 60, above the measuring threads' 50.
-    const BUSY: Duration = Duration::from_millis(20);
+/// `bench latency --analyze 10000` on `cpu` (SCHED_FIFO 50) beside a SCHED_FIFO 60 thread
+/// `name` that runs `burst` once a second: the document, stderr and the thread's tid of a run
+/// whose late wake-up was that thread's (at most ATTEMPTS runs; see `not_the_case`).
+fn analyzed_beside<W>(
+    cpu: u32,
+    name: &'static str,
+    mut make: impl FnMut() -> W,
+) -> (Value, String, i32)
+where
+    W: FnMut() + Send + 'static,
+{
     let mut seen = Vec::new();
-    let (doc, err, hog_tid) = loop {
+    loop {
+        let mut burst = make();
         let mut next = Instant::now();
-        let (stop, hog_tid, hog) = background(
-            cpu,
-            "headroom-hog",
-            60,
-            Duration::from_secs(30),
-            move |stop| {
-                let start = Instant::now();
-                while start.elapsed() < BUSY {
-                    std::hint::spin_loop();
-                }
-                next += Duration::from_secs(1);
-                while Instant::now() < next && !stop.load(Ordering::SeqCst) {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            },
-        );
+        let (stop, tid, thread) = background(cpu, name, 60, Duration::from_secs(30), move |stop| {
+            burst();
+            next += Duration::from_secs(1);
+            while Instant::now() < next && !stop.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
         let cpu_arg = cpu.to_string();
         let (doc, err) = run_json(&[
             "bench",
@@ -257,13 +251,32 @@ fn a_fifo_hog_above_the_measuring_threads_is_named_with_its_priority_and_time() 
             "--no-save",
         ]);
         stop.store(true, Ordering::SeqCst);
-        hog.join().unwrap();
-        match not_the_case(&doc["split"], hog_tid) {
+        thread.join().unwrap();
+        match not_the_case(&doc["split"], tid) {
             Some(why) if seen.len() + 1 < ATTEMPTS => seen.push(why),
-            Some(why) => panic!("{ATTEMPTS} runs, none delayed by the hog alone: {seen:?} {why}"),
-            None => break (doc, err, hog_tid),
+            Some(why) => panic!("{ATTEMPTS} runs, none delayed by {name} alone: {seen:?} {why}"),
+            None => return (doc, err, tid),
         }
-    };
+    }
+}
+
+#[test]
+fn a_fifo_hog_above_the_measuring_threads_is_named_with_its_priority_and_time() {
+    let _one = one_at_a_time();
+    if !root_or_skip() {
+        return;
+    }
+    let cpu = measured_cpu();
+    // 20 ms of work once a second at SCHED_FIFO 60, above the measuring threads' 50.
+    const BUSY: Duration = Duration::from_millis(20);
+    let (doc, err, hog_tid) = analyzed_beside(cpu, "headroom-hog", || {
+        || {
+            let start = Instant::now();
+            while start.elapsed() < BUSY {
+                std::hint::spin_loop();
+            }
+        }
+    });
     assert_eq!(doc["measurement"]["stopped_by"], "threshold", "{err}");
     let a = &doc["split"]["analysis"];
     assert_eq!(u(&doc["split"]["total"]["irq_above_thread"]), 0);
@@ -366,49 +379,20 @@ fn a_loopback_burst_is_named_by_the_analysis_with_its_sender_and_softirqs() {
     let to = rx.local_addr().unwrap();
     let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     const BURST: Duration = Duration::from_millis(20);
-    let mut seen = Vec::new();
-    let (doc, err, sender_tid, sent) = loop {
+    let sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (doc, err, sender_tid) = analyzed_beside(cpu, "udp-burst", || {
         let tx = tx.try_clone().unwrap();
-        let sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let counted = Arc::clone(&sent);
-        let mut next = Instant::now();
-        let (stop, sender_tid, sender) =
-            background(cpu, "udp-burst", 60, Duration::from_secs(30), move |stop| {
-                let buf = [0u8; 1400];
-                let start = Instant::now();
-                while start.elapsed() < BURST {
-                    if tx.send_to(&buf, to).is_ok() {
-                        counted.fetch_add(1, Ordering::Relaxed);
-                    }
+        move || {
+            let buf = [0u8; 1400];
+            let start = Instant::now();
+            while start.elapsed() < BURST {
+                if tx.send_to(&buf, to).is_ok() {
+                    counted.fetch_add(1, Ordering::Relaxed);
                 }
-                next += Duration::from_secs(1);
-                while Instant::now() < next && !stop.load(Ordering::SeqCst) {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            });
-        let cpu_arg = cpu.to_string();
-        let (doc, err) = run_json(&[
-            "bench",
-            "latency",
-            "--analyze",
-            "10000",
-            "-a",
-            &cpu_arg,
-            "-p",
-            "50",
-            "-D",
-            "10",
-            "-q",
-            "--no-save",
-        ]);
-        stop.store(true, Ordering::SeqCst);
-        sender.join().unwrap();
-        match not_the_case(&doc["split"], sender_tid) {
-            Some(why) if seen.len() + 1 < ATTEMPTS => seen.push(why),
-            Some(why) => panic!("{ATTEMPTS} runs, none delayed by the burst alone: {seen:?} {why}"),
-            None => break (doc, err, sender_tid, sent),
+            }
         }
-    };
+    });
     drop(rx);
     assert!(sent.load(Ordering::Relaxed) > 0);
     assert_eq!(doc["measurement"]["stopped_by"], "threshold", "{err}");

@@ -195,25 +195,7 @@ fn compare_shows_a_percentile_above_the_histogram_limit_as_its_bound() {
     let mut v: Value =
         serde_json::from_str(&std::fs::read_to_string(result("latency-2-threads.json")).unwrap())
             .unwrap();
-    v["config"]["histogram_limit_us"] = 200.into();
-    let threads = v["measurement"]["threads"].as_array().unwrap().len();
-    for h in (0..threads)
-        .map(|i| format!("/measurement/threads/{i}/stats/histogram"))
-        .chain(["/measurement/total/histogram".to_string()])
-    {
-        let h = v.pointer_mut(&h).unwrap();
-        let buckets = h["buckets"].as_array().unwrap().clone();
-        let (kept, over): (Vec<_>, Vec<_>) = buckets
-            .into_iter()
-            .partition(|b| b[0].as_u64().unwrap() < 200);
-        h["buckets"] = kept.into();
-        h["limit_us"] = 200.into();
-        h["overflow"] = over
-            .iter()
-            .map(|b| b[1].as_u64().unwrap())
-            .sum::<u64>()
-            .into();
-    }
+    testsupport::latency::cut_histograms(&mut v, 200);
     let cut = dir.path().join("h200.json");
     std::fs::write(&cut, v.to_string()).unwrap();
     let md = String::from_utf8(stdout_of(headroom().arg("report").arg(&cut))).unwrap();

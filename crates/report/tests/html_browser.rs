@@ -284,25 +284,7 @@ fn tables_fit_the_page_and_labels_stay_in_their_plots() {
         report::document::wrap(report::document::DocumentKind::Audit, "0.1.0", &audit).unwrap();
     let mut latency = fixture_value("latency-2-threads.json");
     // `bench latency -h 200`: the wake-ups at or above 200 us counted as overflow.
-    latency["config"]["histogram_limit_us"] = 200.into();
-    let threads = latency["measurement"]["threads"].as_array().unwrap().len();
-    for h in (0..threads)
-        .map(|i| format!("/measurement/threads/{i}/stats/histogram"))
-        .chain(["/measurement/total/histogram".to_string()])
-    {
-        let h = latency.pointer_mut(&h).unwrap();
-        let buckets = h["buckets"].as_array().unwrap().clone();
-        let (kept, over): (Vec<_>, Vec<_>) = buckets
-            .into_iter()
-            .partition(|b| b[0].as_u64().unwrap() < 200);
-        h["buckets"] = kept.into();
-        h["limit_us"] = 200.into();
-        h["overflow"] = over
-            .iter()
-            .map(|b| b[1].as_u64().unwrap())
-            .sum::<u64>()
-            .into();
-    }
+    testsupport::latency::cut_histograms(&mut latency, 200);
     let latency =
         report::document::wrap(report::document::DocumentKind::Latency, "0.1.0", &latency).unwrap();
     let summaries = vec![

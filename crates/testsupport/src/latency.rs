@@ -35,3 +35,31 @@ pub fn messages(f: &[Finding]) -> String {
 pub fn context(name: &str) -> model::system::SystemContext {
     probe::system::read_context(&crate::fixtures::own_root(&format!("system/{name}")))
 }
+
+/// A latency document as `bench latency -h LIMIT` would have written it: in every thread's
+/// histogram and the total's, the wake-ups at or above `limit_us` become the overflow count.
+pub fn cut_histograms(doc: &mut serde_json::Value, limit_us: u64) {
+    doc["config"]["histogram_limit_us"] = limit_us.into();
+    let threads = doc["measurement"]["threads"]
+        .as_array()
+        .map_or(0, |t| t.len());
+    for at in (0..threads)
+        .map(|i| format!("/measurement/threads/{i}/stats/histogram"))
+        .chain(["/measurement/total/histogram".to_string()])
+    {
+        let Some(h) = doc.pointer_mut(&at) else {
+            continue;
+        };
+        let buckets = h["buckets"].as_array().cloned().unwrap_or_default();
+        let (kept, over): (Vec<_>, Vec<_>) = buckets
+            .into_iter()
+            .partition(|b| b[0].as_u64().is_some_and(|us| us < limit_us));
+        h["buckets"] = kept.into();
+        h["limit_us"] = limit_us.into();
+        h["overflow"] = over
+            .iter()
+            .filter_map(|b| b[1].as_u64())
+            .sum::<u64>()
+            .into();
+    }
+}
