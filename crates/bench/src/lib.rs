@@ -112,7 +112,7 @@ pub trait Bench {
 mod tests {
     #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
     use super::*;
-    use model::disk::{Host, TestSpec, Workload};
+    use model::disk::{HostFacts, TestSpec, Workload};
     use std::sync::atomic::Ordering;
     use std::sync::Mutex;
 
@@ -161,7 +161,7 @@ mod tests {
             after_test: None,
             kernel_counts: None,
             target: &target,
-            system: Host::default(),
+            system: HostFacts::default(),
         };
         let (d, phases) = stop_once_measuring(run);
         assert!(d.tests[0].runs[0].interrupted && d.tests[0].runs[0].ios > 0);

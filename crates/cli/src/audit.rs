@@ -5,8 +5,8 @@ use crate::output::GlobalArgs;
 use anyhow::Context;
 use clap::Args;
 use model::root::SysRoot;
+use report::kinds::audit::text;
 use report::kinds::audit::{AuditDocument, Source};
-use report::terminal::audit as text;
 use report::terminal::Style;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -49,7 +49,7 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
             let names_root = SysRoot::new("/");
             dump_audit = probe::pci::audit_dump(&text, &names_root)
                 .map_err(|e| anyhow::anyhow!("--lspci {}: {e}", file.display()))?;
-            let findings = report::findings::audit::judge_pci(&mut dump_audit);
+            let findings = report::kinds::audit::findings::judge_pci(&mut dump_audit);
             (&dump_audit, None, Source::LspciDump(file.clone()), findings)
         }
         None => {
@@ -60,7 +60,7 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
                 );
             }
             inventory = probe::inventory::scan(&SysRoot::new(&args.root));
-            let findings = report::findings::audit::judge(&mut inventory);
+            let findings = report::kinds::audit::findings::judge(&mut inventory);
             (
                 &inventory.pci,
                 Some(&inventory),
@@ -111,7 +111,9 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
             out.push_str(&text::block(&inv.block));
             out.push_str(&text::net(&inv.net));
         }
-        out.push_str(&text::findings(&findings, |s| style.severity(s)));
+        out.push_str(&report::terminal::findings(&findings, |s| {
+            style.severity(s)
+        }));
         crate::out!("{out}")?;
     }
     Ok(ExitCode::SUCCESS)

@@ -7,7 +7,7 @@ use bench::disk::{self, profiles, target, DiskError, Profile, Progress};
 use bench::Bench;
 use clap::Args;
 use counters::Sampler;
-use model::disk::{DiskResult, Host, Parameters, TargetKind};
+use model::disk::{DiskResult, HostFacts, Parameters, TargetKind};
 use model::root::SysRoot;
 use report::kinds::disk::DiskDocument;
 use report::terminal::Style;
@@ -484,14 +484,14 @@ fn plan_line(p: &Parameters, tests: &[model::disk::TestSpec]) -> String {
     format!(
         "plan: {}, {}: at most {}",
         report::summary::plural(tests.len(), "test", "tests"),
-        report::terminal::disk::plan(p),
+        report::kinds::disk::text::plan(p),
         model::survey::format_seconds(most)
     )
 }
 
 /// The host facts printed beside the numbers, from `probe::system` and the host name.
-fn host(root: &SysRoot, cpus: usize) -> Host {
-    Host::from_context(
+fn host(root: &SysRoot, cpus: usize) -> HostFacts {
+    HostFacts::from_context(
         &probe::system::read_context(root),
         cpus,
         probe::system::hostname(root),

@@ -1,7 +1,7 @@
 //! `headroom bench latency`: cyclictest plus stress-ng in one command: the CPU/kernel context from
 //! `probe::system`, the measurement from `bench::latency`, the load from `bench::stress`,
 //! the interrupts on the measured CPUs from `counters`, and the text and findings (what the
-//! numbers depend on) from `report::terminal::latency` and `report::findings::latency`; this
+//! numbers depend on) from `report::kinds::latency::text` and `report::kinds::latency::findings`; this
 //! module keeps the flags, the run (signals, load, samplers) and the writer.
 
 use crate::console;
@@ -21,9 +21,9 @@ use model::stress::StressSpec;
 use model::system::SystemContext;
 use model::{Finding, Severity};
 use probe::system;
-use report::findings::latency as judge;
+use report::kinds::latency::findings as judge;
+use report::kinds::latency::text::cyclictest_line;
 use report::kinds::latency::{LatencyDocument, StressRecord};
-use report::terminal::latency::cyclictest_line;
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -472,7 +472,7 @@ pub(crate) fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Resul
     // --split / --analyze: the tracepoints of the measured CPUs, recorded from before the
     // threads start; where they cannot be, say why and measure as without it.
     let recorder = if !timerlat && (a.split || a.analyze.is_some()) {
-        match crate::split::Recorder::open(&root, &cpus) {
+        match crate::split::TraceRecorder::open(&root, &cpus) {
             Ok(r) => {
                 if let Some(n) = r.missing_note() {
                     console::note(&n);
@@ -782,13 +782,13 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
         let by = stopped_by_signal
             .filter(|_| interrupted)
             .map(console::signal_name);
-        let conditions = report::terminal::latency::Conditions {
+        let conditions = report::kinds::latency::text::Conditions {
             stress: stress_spec,
             interrupted_by: by.as_deref(),
         };
         crate::out!(
             "{}",
-            report::terminal::latency::render(
+            report::kinds::latency::text::render(
                 config,
                 context,
                 &measurement,

@@ -13,7 +13,7 @@ use clap::Args;
 use model::mmio::{AccessOp, AccessWidth};
 use model::root::SysRoot;
 use probe::pci::bar;
-use report::kinds::mmio::{Memory, MmioDocument, Parameters, Region};
+use report::kinds::mmio::{Memory, MmioDocument, Parameters};
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
@@ -298,14 +298,10 @@ fn finish(
     } else if measured || !doc.interrupted {
         // Stopped before the first width ran, the tables would be empty: the sentence below
         // says what happened instead.
-        let wrapped = report::document::wrap(
-            report::document::DocumentKind::Mmio,
-            env!("CARGO_PKG_VERSION"),
-            doc,
-        )?;
+        let wrapped = crate::output::wrap(report::document::DocumentKind::Mmio, doc)?;
         let summary = report::kinds::summarize(&wrapped, "this run")?;
         let style = report::terminal::Style::new(global.use_color());
-        let text = report::terminal::mmio::render(&summary, &style);
+        let text = report::kinds::mmio::text::render(&summary, &style);
         // Through the one terminal writer (a file name or sysfs string shown escaped); a
         // closed stdout (`| head`) still lets the run end as it should.
         if let Err(e) = crate::out!("{text}") {
@@ -340,26 +336,6 @@ fn stopped_with(doc: &MmioDocument, measured: bool) -> String {
             m.buffer_bytes >> 20
         ),
         _ => "nothing was measured: it came before the first width ran".to_string(),
-    }
-}
-
-/// The document's record of what was mapped (`given` as the user named it).
-fn region_of(given: &str, m: &target::Mapped) -> Region {
-    Region {
-        given: given.to_string(),
-        kind: m.kind.label().into(),
-        file: m.file.display().to_string(),
-        bar: m.bar.map(|b| b.to_string()),
-        bar_bytes: m.bar_bytes,
-        bar_start: m.bar_start,
-        prefetchable: m.prefetchable,
-        is_64bit: m.is_64bit,
-        write_combining: m.write_combining,
-        write_combining_available: m.write_combining_available,
-        window_offset: m.window_offset,
-        window_bytes: m.window_bytes,
-        writable: m.writable,
-        driver: m.driver.clone(),
     }
 }
 
@@ -430,7 +406,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
                 offset,
                 size,
             };
-            target::open_bar(&root, *addr, facts.as_ref(), &req, page)
+            target::open_bar(&a.target, &root, *addr, facts.as_ref(), &req, page)
         }
         MmioTarget::File(p) => target::open_file(&a.target, p, writable, offset, size, page),
     };
@@ -438,7 +414,7 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         Ok(o) => o,
         Err(e) => return Err(fail(refusal(e))),
     };
-    let region = region_of(&a.target, &opened.region);
+    let region = opened.region.clone();
     let interrupt = crate::console::Interrupt::install()?;
     let stop = &interrupt.stop;
     let live = std::io::stderr().is_terminal();
@@ -516,13 +492,17 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
     if live {
         crate::console::progress_done();
     }
-    let (path, findings) = match opened.region.bar.map(|b| b.function.to_string()) {
+    let function = match &target {
+        MmioTarget::Bar { addr, .. } => Some(addr.function.to_string()),
+        MmioTarget::File(_) => None,
+    };
+    let (path, findings) = match function {
         Some(t) => {
             // A function whose path cannot be resolved has no link to judge: no finding.
             match probe::path::resolve(&root, Path::new(&t), &probe::pci::audit_sysfs(&root)) {
                 Ok(p) => {
                     let bar = region.bar.as_deref().unwrap_or_default();
-                    let findings = report::findings::mmio::downgraded_links(bar, &p);
+                    let findings = report::kinds::mmio::findings::downgraded_links(bar, &p);
                     (Some(p), findings)
                 }
                 Err(why) => {

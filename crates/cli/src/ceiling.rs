@@ -19,7 +19,7 @@ use std::process::ExitCode;
 #[derive(Args, Debug, Clone)]
 pub struct CeilingArgs {
     #[command(subcommand)]
-    pub link: LinkKind,
+    pub link: CeilingLink,
 
     /// Unit of the printed rates: MB (10^6 B) or MiB (2^20 B) per second.
     #[arg(long, value_enum, default_value_t = Unit::Mb, global = true, ignore_case = true)]
@@ -46,7 +46,7 @@ impl Unit {
 }
 
 #[derive(Subcommand, Debug, Clone)]
-pub enum LinkKind {
+pub enum CeilingLink {
     /// PCI Express: raw, TLP and effective ceilings per generation, width and MPS.
     Pcie(PcieArgs),
     /// USB: signalling rate, line coding and the ceiling of each transfer type.
@@ -309,11 +309,11 @@ fn parse_eth_rate(s: &str) -> Result<BitsPerSec, String> {
 pub fn run(global: &GlobalArgs, args: &CeilingArgs) -> anyhow::Result<ExitCode> {
     let unit = args.unit.rate();
     match &args.link {
-        LinkKind::Pcie(a) => pcie_command(global, a, unit),
-        LinkKind::Usb(a) => usb_command(global, a, unit),
-        LinkKind::Sata(a) => sata_command(global, a, unit),
-        LinkKind::Eth(a) => eth_command(global, a, unit),
-        LinkKind::Mmc(_) => mmc_command(global, unit),
+        CeilingLink::Pcie(a) => pcie_command(global, a, unit),
+        CeilingLink::Usb(a) => usb_command(global, a, unit),
+        CeilingLink::Sata(a) => sata_command(global, a, unit),
+        CeilingLink::Eth(a) => eth_command(global, a, unit),
+        CeilingLink::Mmc(_) => mmc_command(global, unit),
     }
 }
 

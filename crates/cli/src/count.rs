@@ -372,13 +372,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let text = if global.json {
-        report::document::wrap(
-            report::document::DocumentKind::Count,
-            env!("CARGO_PKG_VERSION"),
-            &doc,
-        )?
-        .to_json_pretty()
-            + "\n"
+        crate::output::wrap(report::document::DocumentKind::Count, &doc)?.to_json_pretty() + "\n"
     } else if interval.is_none() {
         match sep {
             Some(s) => report::kinds::count::render_csv(&doc, s),

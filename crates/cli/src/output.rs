@@ -43,11 +43,17 @@ impl GlobalArgs {
 /// (`schema_version`, `kind`, `tool`, `created`, `host`) with `body`'s fields beside it. A
 /// `schema_version`, `kind` or `tool` field in `body` is replaced by the envelope's.
 pub fn print_result<T: serde::Serialize>(kind: DocumentKind, body: &T) -> anyhow::Result<()> {
-    print_document(&report::document::wrap(
-        kind,
-        env!("CARGO_PKG_VERSION"),
-        body,
-    )?)
+    print_document(&wrap(kind, body)?)
+}
+
+/// `body` as a document of `kind` made now by this headroom on this machine (the envelope's
+/// host as probe reads it).
+pub fn wrap<T: serde::Serialize>(
+    kind: DocumentKind,
+    body: &T,
+) -> Result<report::Document, report::DocumentError> {
+    let host = probe::system::host(&model::root::SysRoot::system());
+    report::document::wrap(kind, env!("CARGO_PKG_VERSION"), host, body)
 }
 
 /// Print a result document as it is (`report --json` of one input keeps its envelope). A
@@ -62,7 +68,7 @@ pub fn write_result<T: serde::Serialize>(
     kind: DocumentKind,
     body: &T,
 ) -> anyhow::Result<()> {
-    let doc = report::document::wrap(kind, env!("CARGO_PKG_VERSION"), body)?;
+    let doc = wrap(kind, body)?;
     // WriteError's sentence already names the file and the OS's reason; a context on top
     // would print the reason twice ("Is a directory (os error 21): Is a directory ...").
     doc.write(path).map_err(|e| {
@@ -115,7 +121,7 @@ pub fn save_result<T: serde::Serialize>(
     body: &T,
     db: Option<&std::path::Path>,
 ) -> anyhow::Result<i64> {
-    let doc = report::document::wrap(kind, env!("CARGO_PKG_VERSION"), body)?;
+    let doc = wrap(kind, body)?;
     Ok(open_to_save(db)?.insert(&doc.to_json_pretty())?.id)
 }
 

@@ -54,7 +54,7 @@ pub fn run(global: &GlobalArgs, args: &PathArgs) -> anyhow::Result<ExitCode> {
         };
         crate::out!(
             "{}",
-            report::terminal::path::render(&path, &pci_name, &Style::new(global.use_color()))
+            report::kinds::path::text::render(&path, &pci_name, &Style::new(global.use_color()))
         )?;
     }
     Ok(ExitCode::SUCCESS)

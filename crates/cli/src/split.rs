@@ -15,17 +15,17 @@ use model::root::SysRoot;
 const GRACE_NS: u64 = 100_000_000;
 
 /// The tracepoints being recorded for a run.
-pub struct Recorder {
+pub struct TraceRecorder {
     sampler: TraceSampler,
     root: SysRoot,
 }
 
-impl Recorder {
+impl TraceRecorder {
     /// Open the recorder on `cpus`; the sentence saying why the split cannot be made here
     /// otherwise (not root, no tracefs, a tracepoint missing).
-    pub fn open(root: &SysRoot, cpus: &[u32]) -> Result<Recorder, String> {
+    pub fn open(root: &SysRoot, cpus: &[u32]) -> Result<TraceRecorder, String> {
         TraceSampler::open(root, cpus)
-            .map(|sampler| Recorder {
+            .map(|sampler| TraceRecorder {
                 sampler,
                 root: root.clone(),
             })
@@ -78,7 +78,7 @@ impl Recorder {
 
 /// A run being split.
 pub struct Splitting {
-    recorder: Recorder,
+    recorder: TraceRecorder,
     tap: WakeupTap,
     matcher: Matcher,
     events: Vec<TraceEvent>,

@@ -254,11 +254,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
         ));
     }
 
-    let doc = report::document::wrap(
-        report::document::DocumentKind::Survey,
-        env!("CARGO_PKG_VERSION"),
-        &body,
-    )?;
+    let doc = crate::output::wrap(report::document::DocumentKind::Survey, &body)?;
     args.keep
         .keep(report::document::DocumentKind::Survey, &body)?;
     if let Some(file) = &args.md {

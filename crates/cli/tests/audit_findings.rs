@@ -1,4 +1,4 @@
-//! The audit's findings (`report::findings::audit`) on what probe reads: synthetic sysfs
+//! The audit's findings (`report::kinds::audit::findings`) on what probe reads: synthetic sysfs
 //! trees with full config space (every PCI finding it can make) and the captured and
 //! hand-made trees of the USB, block and network inventories.
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
@@ -13,14 +13,14 @@ use testsupport::synth::{write_tree, SynthExpress, SynthFunction};
 /// The PCI audit of the tree at `root`, judged.
 fn audit(root: &std::path::Path) -> PciAudit {
     let mut a = probe::pci::audit_sysfs(&SysRoot::new(root));
-    report::findings::audit::judge_pci(&mut a);
+    report::kinds::audit::findings::judge_pci(&mut a);
     a
 }
 
 /// The whole inventory of `root`, judged: each section's findings filled.
 fn inventory(root: &SysRoot) -> Inventory {
     let mut inv = probe::inventory::scan(root);
-    report::findings::audit::judge(&mut inv);
+    report::kinds::audit::findings::judge(&mut inv);
     inv
 }
 

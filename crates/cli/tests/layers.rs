@@ -335,31 +335,58 @@ fn system_paths(code: &str) -> Vec<String> {
     out
 }
 
-/// DESIGN: cli "never reads /proc or /sys": discovery is probe's, sampling counters', the
-/// mapping of a BAR bench's (issue 26). Every /proc or /sys path in cli's code is one of theirs.
-#[test]
-fn cli_names_no_proc_or_sys_path() {
-    let src = workspace().join("crates/cli/src");
+/// Every /proc or /sys path named by the code (tests left out) of the crate `krate`, each as
+/// `FILE: line N: "PATH"`.
+fn system_paths_of(krate: &str) -> Vec<String> {
+    let src = workspace().join("crates").join(krate).join("src");
+    let files = rust_files(&src);
+    assert!(
+        files.len() > 10,
+        "read only {} files under {}",
+        files.len(),
+        src.display()
+    );
     let mut found = Vec::new();
-    let mut files = 0;
-    for p in rust_files(&src) {
-        for hit in system_paths(&code(&p)) {
+    for p in &files {
+        for hit in system_paths(&code(p)) {
             found.push(format!(
                 "{}: {hit}",
                 p.strip_prefix(&src).unwrap().display()
             ));
         }
-        files += 1;
     }
-    assert!(
-        files > 10,
-        "read only {files} files under {}",
-        src.display()
-    );
+    found
+}
+
+/// DESIGN: cli "never reads /proc or /sys": discovery is probe's, sampling counters', the
+/// mapping of a BAR bench's (issue 26). Every /proc or /sys path in cli's code is one of theirs.
+#[test]
+fn cli_names_no_proc_or_sys_path() {
+    let found = system_paths_of("cli");
     assert!(
         found.is_empty(),
         "cli reads /proc or /sys itself (ask probe or counters instead):\n{}",
         found.join("\n")
+    );
+}
+
+/// DESIGN: report "never touches hardware": the host facts of a document's envelope (its
+/// hostname and kernel) come from probe, passed in by cli (issue 26: `Host::this` read
+/// /proc/sys/kernel from report). Its tests may name sysfs paths in fixtures.
+#[test]
+fn report_names_no_proc_or_sys_path() {
+    let found = system_paths_of("report");
+    assert!(
+        found.is_empty(),
+        "report reads /proc or /sys itself (let probe read it and cli pass it in):\n{}",
+        found.join("\n")
+    );
+    // The scan sees what it should: probe names the files the envelope's host is read from.
+    assert!(
+        system_paths_of("probe")
+            .iter()
+            .any(|h| h.contains("/proc/sys/kernel/hostname")),
+        "probe names no /proc/sys/kernel/hostname"
     );
 }
 
@@ -498,4 +525,62 @@ fn a_serde_declaration_is_found_where_there_is_one() {
             "impl serde::Serialize for D { }"
         ]
     );
+}
+
+/// The types (`struct`, `enum`, `trait`, `type`) declared in the code of every file under
+/// `src`, by name.
+fn type_names(src: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for p in rust_files(src) {
+        for line in code(&p).lines() {
+            let mut words = line.split_whitespace().skip_while(|w| w.starts_with("pub"));
+            if let (Some("struct" | "enum" | "trait" | "type"), Some(name)) =
+                (words.next(), words.next())
+            {
+                let name: String = name
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if name.starts_with(|c: char| c.is_ascii_uppercase()) {
+                    out.insert(name);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Issue 26: model's types are the vocabulary every crate shares (`LinkKind` is the kind of a
+/// link on a path); cli declaring a type of the same name (its `ceiling` subcommands were a
+/// second `LinkKind`, its trace recorder a second `Recorder`) makes a reader confuse the two.
+#[test]
+fn cli_names_no_type_as_model_does() {
+    let crates = workspace().join("crates");
+    let model = type_names(&crates.join("model/src"));
+    let cli = type_names(&crates.join("cli/src"));
+    assert!(
+        model.contains("LinkKind") && model.contains("Host") && cli.contains("GlobalArgs"),
+        "the scan missed known types: model {} types, cli {}",
+        model.len(),
+        cli.len()
+    );
+    let both: Vec<&String> = cli.intersection(&model).collect();
+    assert!(
+        both.is_empty(),
+        "cli declares types named as model's (rename cli's): {both:?}"
+    );
+}
+
+/// One `Host` (issue 26): the machine a document was made on is `model::system::Host`, which
+/// probe reads and report writes in every envelope; no other crate declares one.
+#[test]
+fn one_host_type() {
+    let crates = workspace().join("crates");
+    let mut homes = Vec::new();
+    for k in ["model", "probe", "bench", "counters", "report", "cli"] {
+        if type_names(&crates.join(k).join("src")).contains("Host") {
+            homes.push(k);
+        }
+    }
+    assert_eq!(homes, ["model"], "crates declaring a type Host");
 }

@@ -135,7 +135,7 @@ fn bench_disk_null_reads_back_with_every_field() {
             .arg(&target),
     );
     reads_every_field::<report::kinds::disk::DiskDocument>(&doc, &[]);
-    // A disk run has notes, its path and its findings (report::findings::disk).
+    // A disk run has notes, its path and its findings (report::kinds::disk::findings).
     reads_every_field::<report::views::CommonView>(&doc, &[]);
     let file = save(dir.path(), "disk.json", &doc);
     let (md, html) = reports(dir.path(), &file);

@@ -294,9 +294,9 @@ impl TestResult {
 
 /// The few host facts a disk result carries beside its numbers (the document's `system`
 /// field): what a reader needs to tell two runs' machines apart, taken from the full host
-/// context ([`crate::system::SystemContext`]) by [`Host::from_context`].
+/// context ([`crate::system::SystemContext`]) by [`HostFacts::from_context`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Host {
+pub struct HostFacts {
     pub kernel: Option<String>,
     pub cpus: usize,
     pub hostname: Option<String>,
@@ -307,13 +307,13 @@ pub struct Host {
     pub governor: Option<String>,
 }
 
-impl Host {
+impl HostFacts {
     /// The facts of the host context a disk result keeps: the kernel release and CPU 0's
     /// cpufreq governor. `cpus` is the number of CPUs the run could use (it sizes the jobs),
     /// `hostname` the machine's name (`/proc/sys/kernel/hostname`), neither of which the host
     /// context holds.
-    pub fn from_context(ctx: &SystemContext, cpus: usize, hostname: Option<String>) -> Host {
-        Host {
+    pub fn from_context(ctx: &SystemContext, cpus: usize, hostname: Option<String>) -> HostFacts {
+        HostFacts {
             kernel: ctx.kernel.release.clone(),
             cpus,
             hostname,
@@ -443,7 +443,7 @@ pub struct DiskResult {
     pub schema_version: u32,
     pub kind: String,
     pub parameters: Parameters,
-    pub system: Host,
+    pub system: HostFacts,
     pub target: TargetInfo,
     pub tests: Vec<TestResult>,
     /// Things a reader must know to trust the numbers (fallbacks, page cache, other traffic).
@@ -535,8 +535,8 @@ mod tests {
             unreadable: Vec::new(),
         };
         assert_eq!(
-            Host::from_context(&ctx, 2, Some("board".into())),
-            Host {
+            HostFacts::from_context(&ctx, 2, Some("board".into())),
+            HostFacts {
                 kernel: Some("6.1.0-13-amd64".into()),
                 cpus: 2,
                 hostname: Some("board".into()),
@@ -546,7 +546,7 @@ mod tests {
         // No cpufreq (a virtual machine) and no release: nothing invented.
         ctx.cpufreq.clear();
         ctx.kernel.release = None;
-        let host = Host::from_context(&ctx, 1, None);
+        let host = HostFacts::from_context(&ctx, 1, None);
         assert_eq!(
             (host.kernel, host.governor, host.hostname),
             (None, None, None)

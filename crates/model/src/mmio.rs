@@ -188,6 +188,29 @@ pub struct MemCopyResult {
     pub mb_per_s: f64,
 }
 
+/// What was mapped, as a `bench mmio` document records it: `bench::mmio::target` fills it when
+/// it maps the region, report writes and reads it (one type: the two cannot drift).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Region {
+    pub given: String,
+    /// `bar`, `file` or `device` (a character device such as /dev/mem).
+    pub kind: String,
+    /// The file mapped (`.../resource2`, `/proc/bus/pci/01/00.0`, the file given).
+    pub file: String,
+    pub bar: Option<String>,
+    pub bar_bytes: Option<u64>,
+    pub bar_start: Option<u64>,
+    pub prefetchable: Option<bool>,
+    pub is_64bit: Option<bool>,
+    pub write_combining: bool,
+    /// Whether the kernel offers a write-combining mapping (`resourceN_wc`).
+    pub write_combining_available: Option<bool>,
+    pub window_offset: u64,
+    pub window_bytes: u64,
+    pub writable: bool,
+    pub driver: Option<String>,
+}
+
 /// bytes / ns in MB/s (10^6 B/s).
 pub fn mb_per_s(bytes: u64, elapsed_ns: u64) -> f64 {
     if elapsed_ns == 0 {

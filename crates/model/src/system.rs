@@ -6,6 +6,15 @@
 use crate::procfs::{IrqLine, LoadAverage};
 use serde::{Deserialize, Serialize};
 
+/// The machine a document was made on: the envelope's `host` of every document. probe reads
+/// it (`probe::system::host`); report writes and reads it, and never reads /proc itself.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Host {
+    pub hostname: Option<String>,
+    /// `uname -r`.
+    pub kernel: Option<String>,
+}
+
 /// Everything this module knows about the CPUs and the kernel.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SystemContext {

@@ -13,7 +13,7 @@ use model::root::SysRoot;
 use model::procfs::{parse_interrupts, parse_loadavg};
 use model::units::parse_cpu_list;
 
-use model::system::{Cmdline, CpuFreq, Kernel, Preemption, SystemContext};
+use model::system::{Cmdline, CpuFreq, Host, Kernel, Preemption, SystemContext};
 
 /// The kernel's release (`uname -r`, /proc/sys/kernel/osrelease: Documentation/admin-guide/
 /// sysctl/kernel.rst), `None` when it cannot be read.
@@ -26,6 +26,15 @@ pub fn hostname(root: &SysRoot) -> Option<String> {
     read_attr(&root.path("/proc/sys/kernel/hostname"))
         .ok()
         .flatten()
+}
+
+/// The machine's name and kernel release, for a document's envelope (`model::system::Host`);
+/// a fact that cannot be read stays `None`.
+pub fn host(root: &SysRoot) -> Host {
+    Host {
+        hostname: hostname(root),
+        kernel: kernel_release(root),
+    }
 }
 
 const OSRELEASE: &str = "/proc/sys/kernel/osrelease";

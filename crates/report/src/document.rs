@@ -6,6 +6,7 @@
 //! readers take what they need through [`crate::views`]. The format is described in
 //! docs/result-document.md and docs/result-document.schema.json.
 
+use model::system::Host;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -154,31 +155,6 @@ pub struct Tool {
     pub version: String,
 }
 
-/// The machine a document was made on.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Host {
-    pub hostname: Option<String>,
-    /// `uname -r`.
-    pub kernel: Option<String>,
-}
-
-impl Host {
-    /// This machine, from /proc/sys/kernel/{hostname,osrelease} (Documentation/admin-guide/
-    /// sysctl/kernel.rst); a field that cannot be read stays empty.
-    pub fn this() -> Host {
-        let read = |f: &str| {
-            std::fs::read_to_string(Path::new("/proc/sys/kernel").join(f))
-                .ok()
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-        };
-        Host {
-            hostname: read("hostname"),
-            kernel: read("osrelease"),
-        }
-    }
-}
-
 /// The fields every document starts with.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Envelope {
@@ -196,8 +172,9 @@ pub struct Envelope {
 }
 
 impl Envelope {
-    /// The envelope of a document made now on this machine by headroom `tool_version`.
-    pub fn now(kind: DocumentKind, tool_version: &str) -> Envelope {
+    /// The envelope of a document made now by headroom `tool_version` on `host` (probe reads
+    /// it: report reads no /proc or /sys).
+    pub fn now(kind: DocumentKind, tool_version: &str, host: Host) -> Envelope {
         let created = time::OffsetDateTime::now_utc()
             .replace_nanosecond(0)
             .ok()
@@ -213,7 +190,7 @@ impl Envelope {
                 version: tool_version.to_string(),
             }),
             created,
-            host: Some(Host::this()),
+            host: Some(host),
         }
     }
 }
@@ -562,14 +539,15 @@ pub fn read_text(path: &Path) -> Result<String, DocumentError> {
     Ok(text)
 }
 
-/// Wrap a command's body in a fresh envelope (made now, on this machine) and return the
-/// document: what every command's `--json` prints and `--save` stores.
+/// Wrap a command's body in a fresh envelope (made now, on `host`) and return the document:
+/// what every command's `--json` prints and `--save` stores.
 pub fn wrap<T: Serialize>(
     kind: DocumentKind,
     tool_version: &str,
+    host: Host,
     body: &T,
 ) -> Result<Document, DocumentError> {
-    Document::new(Envelope::now(kind, tool_version), body)
+    Document::new(Envelope::now(kind, tool_version, host), body)
 }
 
 #[cfg(test)]
@@ -581,7 +559,7 @@ mod tests {
     #[test]
     fn wrap_puts_the_envelope_first_and_replaces_old_envelope_fields() {
         let body = json!({"schema_version": 1, "kind": "disk", "tests": [1, 2], "notes": []});
-        let doc = wrap(DocumentKind::Disk, "9.9.9", &body).unwrap();
+        let doc = wrap(DocumentKind::Disk, "9.9.9", Host::default(), &body).unwrap();
         let v = doc.to_value();
         let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
         assert_eq!(
@@ -608,7 +586,13 @@ mod tests {
 
     #[test]
     fn round_trip_gives_the_same_document() {
-        let doc = wrap(DocumentKind::Path, "0.1.0", &json!({"path": {"links": []}})).unwrap();
+        let doc = wrap(
+            DocumentKind::Path,
+            "0.1.0",
+            Host::default(),
+            &json!({"path": {"links": []}}),
+        )
+        .unwrap();
         let text = doc.to_json_pretty();
         let back = Document::parse(&text, "x.json").unwrap();
         assert_eq!(back, doc);
@@ -619,16 +603,27 @@ mod tests {
     fn write_then_read_gives_the_same_document() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("run.json");
-        let doc = wrap(DocumentKind::Disk, "0.1.0", &json!({"tests": []})).unwrap();
+        let doc = wrap(
+            DocumentKind::Disk,
+            "0.1.0",
+            Host::default(),
+            &json!({"tests": []}),
+        )
+        .unwrap();
         doc.write(&p).unwrap();
         assert_eq!(Document::read(&p).unwrap(), doc);
     }
 
     #[test]
     fn truncated_json_says_truncated() {
-        let text = wrap(DocumentKind::Path, "0.1.0", &json!({"a": [1, 2, 3]}))
-            .unwrap()
-            .to_json_pretty();
+        let text = wrap(
+            DocumentKind::Path,
+            "0.1.0",
+            Host::default(),
+            &json!({"a": [1, 2, 3]}),
+        )
+        .unwrap()
+        .to_json_pretty();
         let cut = &text[..text.len() / 2];
         let e = Document::parse(cut, "run.json").unwrap_err().to_string();
         assert!(
@@ -684,7 +679,7 @@ mod tests {
     #[test]
     fn a_body_that_does_not_fit_its_kind_is_refused() {
         let disk = json!({"parameters": {}, "system": {}, "target": {}, "tests": []});
-        let doc = wrap(DocumentKind::Audit, "0.1.0", &disk).unwrap();
+        let doc = wrap(DocumentKind::Audit, "0.1.0", Host::default(), &disk).unwrap();
         let e = doc.check_kind("d.json").unwrap_err().to_string();
         assert_eq!(
             e,
@@ -692,7 +687,7 @@ mod tests {
              has (it has parameters, system, target, tests): give the document as headroom \
              wrote it"
         );
-        assert!(wrap(DocumentKind::Disk, "0.1.0", &disk)
+        assert!(wrap(DocumentKind::Disk, "0.1.0", Host::default(), &disk)
             .unwrap()
             .check_kind("d")
             .is_ok());
@@ -733,7 +728,7 @@ mod tests {
 
     #[test]
     fn a_body_that_is_not_an_object_is_refused() {
-        let e = wrap(DocumentKind::Disk, "0", &[1, 2])
+        let e = wrap(DocumentKind::Disk, "0", Host::default(), &[1, 2])
             .unwrap_err()
             .to_string();
         assert!(e.contains("must be a JSON object, not an array"), "{e}");

@@ -693,9 +693,14 @@ mod tests {
         body["target"]["given"] = "/mnt/t".into();
         body["tests"][0]["spec"]["label"] = "dd 1M".into();
         body["tests"][0]["runs"][0]["mb_per_s"] = mb.into();
-        crate::document::wrap(crate::document::DocumentKind::Disk, "0.1.0", &body)
-            .unwrap()
-            .to_json_pretty()
+        crate::document::wrap(
+            crate::document::DocumentKind::Disk,
+            "0.1.0",
+            model::system::Host::default(),
+            &body,
+        )
+        .unwrap()
+        .to_json_pretty()
     }
 
     #[test]

@@ -14,7 +14,6 @@ pub mod compare;
 pub mod document;
 pub mod efficiency;
 pub mod explain;
-pub mod findings;
 pub mod history;
 pub mod html;
 pub mod kinds;

@@ -65,7 +65,13 @@ fn disk_doc(n: usize) -> Summary {
     body["tests"] = tests.into();
     body.as_object_mut().unwrap().remove("path");
     body["ceiling"] = json!({"read_bytes_per_sec": 434.0e6, "write_bytes_per_sec": 440.0e6, "full_duplex": true, "bottleneck": "PCIe 5 GT/s x1"});
-    let doc = report::document::wrap(report::document::DocumentKind::Disk, "0.1.0", &body).unwrap();
+    let doc = report::document::wrap(
+        report::document::DocumentKind::Disk,
+        "0.1.0",
+        model::system::Host::default(),
+        &body,
+    )
+    .unwrap();
     report::kinds::summarize(&doc, &format!("{n}-tests.json")).unwrap()
 }
 
@@ -280,13 +286,23 @@ fn tables_fit_the_page_and_labels_stay_in_their_plots() {
     let mut audit = fixture_value("audit-nvme-downgraded.json");
     audit["block"]["devices"][0]["queue"]["max_hw_sectors_kb"] = 2_147_483_647u64.into();
     audit["block"]["devices"][0]["mounts"] = json!([{"mount_point": "/media/a rather long mount point/of a usb stick", "fs_type": "vfat"}]);
-    let audit =
-        report::document::wrap(report::document::DocumentKind::Audit, "0.1.0", &audit).unwrap();
+    let audit = report::document::wrap(
+        report::document::DocumentKind::Audit,
+        "0.1.0",
+        model::system::Host::default(),
+        &audit,
+    )
+    .unwrap();
     let mut latency = fixture_value("latency-2-threads.json");
     // `bench latency -h 200`: the wake-ups at or above 200 us counted as overflow.
     testsupport::latency::cut_histograms(&mut latency, 200);
-    let latency =
-        report::document::wrap(report::document::DocumentKind::Latency, "0.1.0", &latency).unwrap();
+    let latency = report::document::wrap(
+        report::document::DocumentKind::Latency,
+        "0.1.0",
+        model::system::Host::default(),
+        &latency,
+    )
+    .unwrap();
     let summaries = vec![
         report::kinds::summarize(&audit, "audit.json").unwrap(),
         from_fixture("net-shaped-tcp.json"),
@@ -370,8 +386,13 @@ fn a_survey_renders_in_chromium() {
         summary: String::new(),
         conclusions: Vec::new(),
     };
-    let doc =
-        report::document::wrap(report::document::DocumentKind::Survey, "0.1.0", &body).unwrap();
+    let doc = report::document::wrap(
+        report::document::DocumentKind::Survey,
+        "0.1.0",
+        model::system::Host::default(),
+        &body,
+    )
+    .unwrap();
     let intro = report::kinds::survey::html_intro(&doc, &body, "survey.json");
     let (docs, problems) = body.part_docs("survey.json");
     assert!(problems.is_empty(), "{problems:?}");

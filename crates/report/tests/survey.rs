@@ -69,11 +69,16 @@ fn survey_of(disk: Value, later_ns: u64) -> (Document, SurveyBody) {
         summary: String::new(),
         conclusions: Vec::new(),
     };
-    let doc =
-        report::document::wrap(report::document::DocumentKind::Survey, "0.1.0", &body).unwrap();
+    let doc = report::document::wrap(
+        report::document::DocumentKind::Survey,
+        "0.1.0",
+        model::system::Host::default(),
+        &body,
+    )
+    .unwrap();
     let mut doc = doc;
     doc.envelope.created = Some("2026-11-23T12:00:00Z".into());
-    doc.envelope.host = Some(report::document::Host {
+    doc.envelope.host = Some(model::system::Host {
         hostname: Some("rpi5".into()),
         kernel: Some("6.6.51+rpt-rpi-2712".into()),
     });
@@ -193,9 +198,15 @@ fn latency_part(stress_io: Option<u32>, interrupts: Value) -> Value {
         v["stress"] = serde_json::json!({"spec": {"cpu": 2, "cpu_load": 100, "io": io, "vm": 0,
             "vm_bytes_per_worker": 0, "vm_stride": 8, "interpretation": ""}});
     }
-    let doc = report::document::wrap(report::document::DocumentKind::Latency, "0.1.0", &v).unwrap();
+    let doc = report::document::wrap(
+        report::document::DocumentKind::Latency,
+        "0.1.0",
+        model::system::Host::default(),
+        &v,
+    )
+    .unwrap();
     let view: report::kinds::latency::LatencyDocument = doc.view("latency").unwrap();
-    let findings = report::findings::latency::findings(
+    let findings = report::kinds::latency::findings::findings(
         view.config.as_ref().unwrap(),
         view.context.as_ref().unwrap(),
         &view.measurement,

@@ -4,7 +4,7 @@
 
 use bench::disk::{self, profiles, target, Profile, Progress};
 use bench::Bench;
-use model::disk::{DiskResult, Host};
+use model::disk::{DiskResult, HostFacts};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -38,7 +38,7 @@ pub fn null_result(dir: &Path) -> DiskResult {
         after_test: None,
         kernel_counts: None,
         target: &t,
-        system: Host::default(),
+        system: HostFacts::default(),
     }
     .run(&stop, |_: &Progress| {})
     .unwrap()

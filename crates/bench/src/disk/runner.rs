@@ -7,7 +7,7 @@ use super::{kernel_count, target, DiskError, Engine, Target};
 use crate::{Bench, Phase, Phased, Stop};
 use model::blockdev::DeviceNumber;
 use model::disk::{
-    CrossCheck, DiskResult, Host, Latency, Parameters, RunResult, TestResult, TestSpec,
+    CrossCheck, DiskResult, HostFacts, Latency, Parameters, RunResult, TestResult, TestSpec,
 };
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -48,7 +48,7 @@ pub struct DiskRun<'a> {
     /// cross-check).
     pub kernel_counts: Option<&'a dyn kernel_count::KernelCounts>,
     pub target: &'a Target,
-    pub system: Host,
+    pub system: HostFacts,
 }
 
 impl Bench for DiskRun<'_> {
@@ -92,7 +92,7 @@ struct Ctx<'a> {
 }
 
 /// Run every test `runs` times on `target` and collect the result.
-fn execute(cfg: &Ctx, target: &Target, system: Host) -> Result<DiskResult, DiskError> {
+fn execute(cfg: &Ctx, target: &Target, system: HostFacts) -> Result<DiskResult, DiskError> {
     let p = &cfg.parameters;
     let mut notes = target.notes();
     let caps = cfg.engine.caps();
@@ -237,7 +237,7 @@ fn execute(cfg: &Ctx, target: &Target, system: Host) -> Result<DiskResult, DiskE
 fn result_of(
     cfg: &Ctx,
     target: &Target,
-    system: &Host,
+    system: &HostFacts,
     tests: &[TestResult],
     notes: &[String],
     interrupted: bool,
@@ -666,7 +666,7 @@ mod tests {
             after_test: None,
             kernel_counts: None,
             target: &t,
-            system: Host::default(),
+            system: HostFacts::default(),
         }
         .run(&stop, |_: &Progress| {})
         .unwrap();

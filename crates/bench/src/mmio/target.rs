@@ -8,6 +8,7 @@
 
 use super::{check_window, Mapping};
 use model::inventory::pci::bar::{BarAddress, FunctionFacts};
+use model::mmio::Region;
 use model::root::SysRoot;
 use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;
@@ -117,30 +118,11 @@ impl RegionKind {
     }
 }
 
-/// What was mapped: the facts a document records about the region.
-#[derive(Debug)]
-pub struct Mapped {
-    pub kind: RegionKind,
-    /// The file mapped (`.../resource2`, `/proc/bus/pci/01/00.0`, the file given).
-    pub file: PathBuf,
-    pub bar: Option<BarAddress>,
-    pub bar_bytes: Option<u64>,
-    pub bar_start: Option<u64>,
-    pub prefetchable: Option<bool>,
-    pub is_64bit: Option<bool>,
-    pub write_combining: bool,
-    /// Whether the kernel offers a write-combining mapping (`resourceN_wc`).
-    pub write_combining_available: Option<bool>,
-    pub window_offset: u64,
-    pub window_bytes: u64,
-    pub writable: bool,
-    pub driver: Option<String>,
-}
-
 /// A mapped region and where the asked window starts in it.
 pub struct Opened {
     pub map: Mapping,
-    pub region: Mapped,
+    /// What was mapped, as the document records it.
+    pub region: Region,
     /// The window's offset in `map` (the mapping starts on the page holding `--offset`).
     pub window_in_map: u64,
 }
@@ -259,8 +241,10 @@ const PCIIOC_BASE: libc::c_ulong =
 const PCIIOC_MMAP_IS_MEM: libc::c_ulong = PCIIOC_BASE | 0x02;
 const PCIIOC_WRITE_COMBINE: libc::c_ulong = PCIIOC_BASE | 0x04;
 
-/// Check and map BAR `addr` (whose facts probe read under `root`), pages of `page` bytes.
+/// Check and map BAR `addr` (named `given`, whose facts probe read under `root`), pages of
+/// `page` bytes.
 pub fn open_bar(
+    given: &str,
     root: &SysRoot,
     addr: BarAddress,
     facts: Option<&FunctionFacts>,
@@ -459,10 +443,11 @@ pub fn open_bar(
     Ok(Opened {
         map,
         window_in_map: offset - map_start,
-        region: Mapped {
-            kind: RegionKind::Bar,
-            file: file_used,
-            bar: Some(addr),
+        region: Region {
+            given: given.to_string(),
+            kind: RegionKind::Bar.label().into(),
+            file: file_used.display().to_string(),
+            bar: Some(addr.to_string()),
             bar_bytes: Some(bar_bytes),
             bar_start: Some(res.start),
             prefetchable: Some(res.prefetchable()),
@@ -531,13 +516,16 @@ pub fn open_file(
     Ok(Opened {
         map,
         window_in_map: offset - map_start,
-        region: Mapped {
+        region: Region {
+            given: given.to_string(),
             kind: if device {
                 RegionKind::Device
             } else {
                 RegionKind::File
-            },
-            file: p.to_path_buf(),
+            }
+            .label()
+            .into(),
+            file: p.display().to_string(),
             bar: None,
             bar_bytes: None,
             bar_start: None,
@@ -582,7 +570,7 @@ mod tests {
     fn refusal(f: &FunctionFacts, bar: u8, req: &BarRequest, page: u64) -> String {
         let d = tempfile::tempdir().unwrap();
         let addr: BarAddress = format!("0000:01:00.0:{bar}").parse().unwrap();
-        match open_bar(&SysRoot::new(d.path()), addr, Some(f), req, page) {
+        match open_bar("bar", &SysRoot::new(d.path()), addr, Some(f), req, page) {
             Err(r) => r.to_string(),
             Ok(_) => panic!("mapped"),
         }
@@ -625,7 +613,7 @@ mod tests {
         );
         let d = tempfile::tempdir().unwrap();
         let addr: BarAddress = "0000:01:00.0:0".parse().unwrap();
-        let m = open_bar(&SysRoot::new(d.path()), addr, None, &loads(), 4096)
+        let m = open_bar("bar", &SysRoot::new(d.path()), addr, None, &loads(), 4096)
             .err()
             .unwrap()
             .to_string();

@@ -12,7 +12,7 @@ pub struct BlockInventory {
     pub devices: Vec<BlockDevice>,
     /// The mount table under the root (empty when it has no `/proc/self/mountinfo`).
     pub mounts: Vec<Mount>,
-    /// This section's findings, once `report::findings::audit` has judged it (probe leaves
+    /// This section's findings, once `report::kinds::audit::findings` has judged it (probe leaves
     /// them empty); the document carries them per section.
     pub findings: Vec<Finding>,
     pub warnings: Vec<String>,

@@ -1,6 +1,6 @@
 //! What `headroom audit` finds on a machine (or a captured tree): PCI functions and links,
 //! the CPU and kernel context, USB, block and network devices. Pure data: `probe` fills it,
-//! `report::findings::audit` judges it, `report::terminal::audit` draws it; nothing here
+//! `report::kinds::audit::findings` judges it, `report::kinds::audit::text` draws it; nothing here
 //! reads a file.
 
 pub mod block;

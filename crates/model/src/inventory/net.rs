@@ -10,7 +10,7 @@ use std::path::PathBuf;
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct NetInventory {
     pub interfaces: Vec<NetInterface>,
-    /// This section's findings, once `report::findings::audit` has judged it (probe leaves
+    /// This section's findings, once `report::kinds::audit::findings` has judged it (probe leaves
     /// them empty); the document carries them per section.
     pub findings: Vec<Finding>,
     pub warnings: Vec<String>,

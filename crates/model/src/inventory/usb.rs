@@ -16,7 +16,7 @@ pub struct UsbInventory {
     /// (Absent from documents written before the built-in copy.)
     #[serde(default)]
     pub ids_builtin: Option<String>,
-    /// This section's findings, once `report::findings::audit` has judged it (probe leaves
+    /// This section's findings, once `report::kinds::audit::findings` has judged it (probe leaves
     /// them empty); the document carries them per section.
     pub findings: Vec<Finding>,
     /// One sentence per thing that could not be read; the rest of the scan went on.

@@ -1,6 +1,6 @@
 //! The PCI audit: every function with its names and link state against both ends'
 //! capability, built from sysfs (a live machine or a captured tree) or from an lspci dump.
-//! The types are `model::inventory::pci`'s; the findings are `report::findings::audit`'s.
+//! The types are `model::inventory::pci`'s; the findings are `report::kinds::audit::findings`'s.
 
 use super::ids::PciNames;
 use super::regs::*;
@@ -173,7 +173,7 @@ pub fn build(
     for f in functions.iter_mut() {
         f.own_link_ceiling = own_link_ceiling(f);
     }
-    // The findings are report's judgement (`report::findings::audit::judge_pci`): empty here.
+    // The findings are report's judgement (`report::kinds::audit::findings::judge_pci`): empty here.
     PciAudit {
         config_source: source,
         functions,

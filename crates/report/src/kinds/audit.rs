@@ -1,6 +1,11 @@
 //! `headroom audit`: its document (the inventory of PCI functions and links, USB, block and
 //! network devices, the system, the findings) and what a report shows of it.
 
+/// Its judgement: the findings of a run, as pure functions of its facts.
+pub mod findings;
+/// Its terminal text.
+pub mod text;
+
 use crate::document::{Document, DocumentError};
 use crate::summary::{counted_table, put, serde_name, yes_no, InterfaceCeiling, Summary};
 use crate::table::{dash, mb, Table};

@@ -87,19 +87,19 @@ fn opt_num(v: Option<f64>, unit: RateUnit) -> String {
     v.map_or_else(|| "-".to_string(), |v| num(v, unit))
 }
 
-/// Column-aligned text: the first `left` columns left-aligned, the rest right-aligned.
-struct Table {
-    header: Vec<String>,
+/// A table being built: its header and rows, written by the one text table writer
+/// ([`crate::terminal::table_aligned`]) with the first `left` columns aligned left and the rest
+/// (numbers) right; the header is plain, as `headroom ceiling` has always printed it.
+struct Rows {
     rows: Vec<Vec<String>>,
     left: usize,
     last_left: bool,
 }
 
-impl Table {
+impl Rows {
     fn new(header: Vec<String>, left: usize) -> Self {
-        Table {
-            header,
-            rows: Vec::new(),
+        Rows {
+            rows: vec![header],
             left,
             last_left: false,
         }
@@ -116,37 +116,15 @@ impl Table {
     }
 
     fn render(&self) -> String {
-        let columns = self.header.len();
-        let widths: Vec<usize> = (0..columns)
-            .map(|i| {
-                std::iter::once(&self.header)
-                    .chain(&self.rows)
-                    .filter_map(|r| r.get(i))
-                    .map(|c| c.chars().count())
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let line = |r: &Vec<String>| {
-            let cells: Vec<String> = r
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    if i < self.left || (self.last_left && i + 1 == columns) {
-                        format!("{c:<w$}", w = widths[i])
-                    } else {
-                        format!("{c:>w$}", w = widths[i])
-                    }
-                })
-                .collect();
-            cells.join("  ").trim_end().to_string()
-        };
-        let mut out = line(&self.header);
-        out.push('\n');
-        for r in &self.rows {
-            out.push_str(&line(r));
-            out.push('\n');
-        }
+        let columns = self.rows.first().map_or(0, Vec::len);
+        let mut out = String::new();
+        crate::terminal::table_aligned(
+            &mut out,
+            &self.rows,
+            0,
+            |i| i < self.left || (self.last_left && i + 1 == columns),
+            &crate::terminal::Style::new(false),
+        );
         out
     }
 }
@@ -206,7 +184,7 @@ impl PcieQuery {
         // Raw ceilings, shaped like the seed's table 2.1.
         let mut header = vec![s("generation"), s("coding"), s("rate")];
         width_header(&mut header);
-        let mut raw = Table::new(header, 3);
+        let mut raw = Rows::new(header, 3);
         for &gen in &a.gens {
             let mut row = vec![
                 format!("Gen {}", gen.number()),
@@ -237,7 +215,7 @@ impl PcieQuery {
                 )?;
                 let mut header = vec![s("ceiling")];
                 width_header(&mut header);
-                let mut t = Table::new(header, 1);
+                let mut t = Rows::new(header, 1);
                 let mut row = vec![format!("raw (after {})", pcie::coding_label(gen))];
                 for &w in &a.lanes {
                     row.push(num(pcie::raw_bps(LinkState::new(gen, w)), unit));
@@ -388,7 +366,7 @@ impl UsbCeilings {
         for t in transfers {
             header.push(format!("{} {u}", t.label()));
         }
-        let mut table = Table::new(header, 3);
+        let mut table = Rows::new(header, 3);
         for r in rows {
             let mut row = vec![
                 s(&r.label),
@@ -427,7 +405,7 @@ impl UsbCeilings {
             out,
             "Rockchip USB guide, table 1-2 \"Max Transfer Speed\" (printed as MBps), checked:"
         )?;
-        let mut g = Table::new(
+        let mut g = Rows::new(
             vec![
                 s("speed"),
                 s("transfer"),
@@ -475,7 +453,7 @@ impl SataCeilings {
     pub fn text(&self, unit: RateUnit) -> Result<String, std::fmt::Error> {
         let mut out = String::new();
         let u = unit.label();
-        let mut t = Table::new(
+        let mut t = Rows::new(
             vec![
                 s("link"),
                 s("coding"),
@@ -559,7 +537,7 @@ impl EthCeilings {
     pub fn text(&self, a: &EthQuery, unit: RateUnit) -> Result<String, std::fmt::Error> {
         let mut out = String::new();
         let u = unit.label();
-        let mut t = Table::new(
+        let mut t = Rows::new(
             vec![
                 s("rate"),
                 s("protocol"),
@@ -632,7 +610,7 @@ impl MmcCeilings {
     pub fn text(&self, unit: RateUnit) -> Result<String, std::fmt::Error> {
         let mut out = String::new();
         let u = unit.label();
-        let mut t = Table::new(
+        let mut t = Rows::new(
             vec![
                 s("mode"),
                 s("clock MHz"),

@@ -1,12 +1,17 @@
 //! `headroom bench disk`: its document (the engine's measurements, the path's ceiling with
 //! each test's efficiency, the findings), its terminal text and what a report shows of it.
 
+/// Its judgement: the findings of a run, as pure functions of its facts.
+pub mod findings;
+/// Its terminal text.
+pub mod text;
+
 use crate::document::{Document, DocumentError};
 use crate::kinds::count::BesideCounters;
 use crate::summary::{put, seconds, yes_no, CeilingRow, Summary, TestRow};
 use crate::terminal::Style;
 use model::ceiling::PathCeiling;
-use model::disk::{DiskResult, Host, Parameters, TargetInfo, TestResult};
+use model::disk::{DiskResult, HostFacts, Parameters, TargetInfo, TestResult};
 use model::path::TargetPath;
 use model::units::{format_bytes_binary, MB};
 use model::Finding;
@@ -20,7 +25,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DiskDocument {
     pub parameters: Parameters,
-    pub system: Host,
+    pub system: HostFacts,
     pub target: TargetInfo,
     /// The path's bottleneck ceiling; null when the path could not be resolved.
     #[serde(default)]
@@ -35,7 +40,7 @@ pub struct DiskDocument {
     /// The chain of hardware from the target to the CPU, each link with its ceiling.
     #[serde(default)]
     pub path: Option<TargetPath>,
-    /// What the numbers mean beyond themselves ([`crate::findings::disk`]): a rate above the
+    /// What the numbers mean beyond themselves ([`crate::kinds::disk::findings`]): a rate above the
     /// ceiling, I/Os split into several requests.
     #[serde(default)]
     pub findings: Vec<Finding>,
@@ -129,8 +134,8 @@ impl DiskDocument {
             })
             .collect();
         let judged: Vec<_> = tests.iter().map(|t| (&t.test, t.efficiency)).collect();
-        let beyond = crate::findings::disk::beyond(result, diskless, emulated);
-        let findings = crate::findings::disk::findings(result, &judged, ceiling, &beyond);
+        let beyond = crate::kinds::disk::findings::beyond(result, diskless, emulated);
+        let findings = crate::kinds::disk::findings::findings(result, &judged, ceiling, &beyond);
         DiskDocument {
             parameters: parameters.clone(),
             system: system.clone(),
@@ -145,10 +150,10 @@ impl DiskDocument {
         }
     }
 
-    /// The CrystalDiskMark-like table of `bench disk` ([`crate::terminal::disk`]).
+    /// The CrystalDiskMark-like table of `bench disk` ([`crate::kinds::disk::text`]).
     pub fn text(&self, style: &Style) -> String {
         let tests: Vec<_> = self.tests.iter().map(|t| (&t.test, t.efficiency)).collect();
-        crate::terminal::disk::render(
+        crate::kinds::disk::text::render(
             &self.parameters,
             &self.target,
             &tests,

@@ -1,6 +1,11 @@
 //! `headroom bench latency`: its document (configuration, context, background load,
 //! measurement, interrupts, the IRQ/thread split, findings) and what a report shows of it.
 
+/// Its judgement: the findings of a run, as pure functions of its facts.
+pub mod findings;
+/// Its terminal text.
+pub mod text;
+
 use crate::document::{Document, DocumentError};
 use crate::summary::{plural, put, seconds, step_words, CounterRow, IrqRow, Summary, ThreadRow};
 use crate::table::Table;
@@ -355,7 +360,7 @@ fn split_tables(sp: &model::latency::split::Split) -> Vec<(String, Table)> {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
-    use crate::terminal::latency::render;
+    use crate::kinds::latency::text::render;
     use model::latency::{
         self, Affinity, Config, CpuInterrupts, LoadSample, MeasuredInterrupts, Measurement, Step,
     };

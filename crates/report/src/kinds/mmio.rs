@@ -3,10 +3,15 @@
 //! section 5.4: one row per access kind, Store (MB/s) and Load (MB/s)), plus the time per
 //! access and the BAR as a fraction of DRAM.
 
+/// Its judgement: the findings of a run, as pure functions of its facts.
+pub mod findings;
+/// Its terminal text.
+pub mod text;
+
 use crate::document::{Document, DocumentError};
 use crate::summary::{Summary, TestRow};
 use crate::table::{dash, mb, Table};
-use model::mmio::{AccessOp, AccessResult, AccessWidth, MemCopyResult, PairError};
+use model::mmio::{AccessOp, AccessResult, AccessWidth, MemCopyResult, PairError, Region};
 use model::Finding;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -29,28 +34,6 @@ pub struct MmioDocument {
     pub notes: Vec<String>,
     #[serde(default)]
     pub interrupted: bool,
-}
-
-/// What was mapped, as the document records it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Region {
-    pub given: String,
-    /// `bar`, `file` or `device` (a character device such as /dev/mem).
-    pub kind: String,
-    /// The file mapped (`.../resource2`, `/proc/bus/pci/01/00.0`, the file given).
-    pub file: String,
-    pub bar: Option<String>,
-    pub bar_bytes: Option<u64>,
-    pub bar_start: Option<u64>,
-    pub prefetchable: Option<bool>,
-    pub is_64bit: Option<bool>,
-    pub write_combining: bool,
-    /// Whether the kernel offers a write-combining mapping (`resourceN_wc`).
-    pub write_combining_available: Option<bool>,
-    pub window_offset: u64,
-    pub window_bytes: u64,
-    pub writable: bool,
-    pub driver: Option<String>,
 }
 
 /// The DRAM yardstick: the same widths on a buffer larger than the last-level cache.

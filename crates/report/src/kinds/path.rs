@@ -1,6 +1,9 @@
 //! `headroom path`: its document (the chain of hardware a target crosses, each link with its
 //! ceiling, the bottleneck) and what a report shows of a path, its own or a bench's.
 
+/// Its terminal text.
+pub mod text;
+
 use crate::summary::{hop_line, put, CeilingRow, Summary};
 use model::path::{Hop, TargetPath};
 use model::units::MB;

@@ -1,14 +1,10 @@
-//! Terminal text of the commands: the same facts as the documents, for a person at a
-//! terminal. Each renderer takes model types (or plain rows) and a [`Style`]; cli prints.
-
-pub mod audit;
-pub mod disk;
-pub mod latency;
-pub mod mmio;
-pub mod path;
+//! What every kind's terminal text is made of: the [`Style`] (colour or none), the one text
+//! table writer and the findings list. Each kind's own text lives in its module
+//! (`crate::kinds::<kind>::text`); cli prints.
 
 use crate::outside::Sgr;
-use model::Severity;
+use model::{Finding, Severity};
+use std::fmt::Write as _;
 
 /// Colour for the terminal, or none. Ten lines do not deserve a crate.
 ///
@@ -56,9 +52,22 @@ impl Style {
 
 /// The terminal's table writer: columns as wide as their widest cell, two spaces apart, the
 /// first `left` columns aligned left and the others (numbers) right, the first `header`
-/// rows in bold, no trailing blanks, every cell one escaped line ([`crate::outside::line`]). (Markdown and HTML have theirs
-/// in [`crate::markdown::table`] and [`crate::html`].)
+/// rows in bold, no trailing blanks, every cell one escaped line ([`crate::outside::line`]).
+/// (Markdown and HTML have theirs in [`crate::markdown::table`] and [`crate::html`].)
 pub fn table(out: &mut String, rows: &[Vec<String>], header: usize, left: usize, style: &Style) {
+    table_aligned(out, rows, header, |c| c < left, style);
+}
+
+/// [`table`] with the columns aligned left where `left_aligned(column)` says so (a last
+/// column of sentences), the others right. The one text table writer of report: every kind's
+/// terminal text is written by it.
+pub fn table_aligned(
+    out: &mut String,
+    rows: &[Vec<String>],
+    header: usize,
+    left_aligned: impl Fn(usize) -> bool,
+    style: &Style,
+) {
     use std::fmt::Write as _;
     let rows: Vec<Vec<String>> = rows
         .iter()
@@ -83,7 +92,7 @@ pub fn table(out: &mut String, rows: &[Vec<String>], header: usize, left: usize,
         let mut line = String::new();
         for (c, cell) in row.iter().enumerate() {
             let w = widths[c];
-            if c < left {
+            if left_aligned(c) {
                 let _ = write!(line, "{cell:<w$}  ");
             } else {
                 let _ = write!(line, "{cell:>w$}  ");
@@ -95,5 +104,50 @@ pub fn table(out: &mut String, rows: &[Vec<String>], header: usize, left: usize,
         } else {
             let _ = writeln!(out, "{line}");
         }
+    }
+}
+
+/// The findings, in the order given (most severe first, as `crate::kinds::audit::findings::collect` puts
+/// them): one line each, `SEVERITY: SUBJECT: MESSAGE` (the subject left out when the message
+/// already names it), and the advice below it after `->`. `severity` writes the label (the
+/// caller colours it or not).
+pub fn findings(findings: &[Finding], severity: impl Fn(Severity) -> String) -> String {
+    let mut out = String::new();
+    if findings.is_empty() {
+        let _ = writeln!(out, "\nFindings: none");
+        return out;
+    }
+    let _ = writeln!(out, "\nFindings:");
+    for f in findings {
+        let sev = severity(f.severity);
+        if f.message.contains(&f.subject) {
+            let _ = writeln!(out, "  {sev}: {}", f.message);
+        } else {
+            let _ = writeln!(out, "  {sev}: {}: {}", f.subject, f.message);
+        }
+        if let Some(a) = &f.advice {
+            let _ = writeln!(out, "      -> {a}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subject_named_once_and_advice_below() {
+        let list = [
+            Finding::new(Severity::Warning, "sdc", "sdc: max_sectors_kb is 1280 KiB")
+                .with_advice("raise it"),
+            Finding::new(Severity::Info, "eth0", "speed unknown"),
+        ];
+        assert_eq!(
+            findings(&list, |s| s.to_string()),
+            "\nFindings:\n  warning: sdc: max_sectors_kb is 1280 KiB\n      -> raise it\n  \
+             info: eth0: speed unknown\n"
+        );
+        assert_eq!(findings(&[], |s| s.to_string()), "\nFindings: none\n");
     }
 }

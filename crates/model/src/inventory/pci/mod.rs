@@ -1,7 +1,7 @@
 //! The PCI audit's data: every function with its names, config space, the kernel's view of
 //! its link and AER counters; every PCI Express link with both ends' capability and its
 //! ceilings. Pure data: `probe::pci` fills it (from sysfs or an lspci dump),
-//! `report::findings::audit` judges it and `report::terminal::audit` draws it.
+//! `report::kinds::audit::findings` judges it and `report::kinds::audit::text` draws it.
 
 pub mod address;
 pub mod bar;
@@ -406,7 +406,7 @@ pub struct PciAudit {
     /// Not read back from a document (the default there): its findings are.
     #[serde(skip_deserializing)]
     pub policy: PciPolicy,
-    /// This section's findings, once `report::findings::audit` has judged it (probe leaves
+    /// This section's findings, once `report::kinds::audit::findings` has judged it (probe leaves
     /// them empty); the document carries them per section.
     pub findings: Vec<Finding>,
     /// One sentence per problem met while reading; the audit went on past each.

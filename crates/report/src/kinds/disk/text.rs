@@ -4,7 +4,7 @@
 //! It reads the measurements as `model::disk`'s types, with each test's efficiency judged by
 //! [`crate::efficiency`].
 
-use super::Style;
+use crate::terminal::Style;
 use model::ceiling::PathCeiling;
 use model::disk::{Parameters, RunResult, TargetInfo, TargetKind, TestResult};
 use model::Finding;
@@ -36,7 +36,7 @@ pub fn plan(p: &Parameters) -> String {
 }
 
 /// The text of `bench disk`: `tests` with their efficiency against `ceiling` (tests without
-/// a run are left out), the findings (`crate::findings::disk`), then the notes.
+/// a run are left out), the findings (`crate::kinds::disk::findings`), then the notes.
 pub fn render(
     p: &Parameters,
     t: &TargetInfo,
@@ -158,7 +158,7 @@ pub fn render(
                 .map_or("-".to_string(), |r| format!("{r:.2}")),
         ]);
     }
-    super::table(&mut s, &table, 2, 2, style);
+    crate::terminal::table(&mut s, &table, 2, 2, style);
     if let Some(c) = ceiling {
         let _ = writeln!(
             s,
@@ -180,7 +180,9 @@ pub fn render(
         }
     }
     if !findings.is_empty() {
-        s.push_str(&super::audit::findings(findings, |sev| style.severity(sev)));
+        s.push_str(&crate::terminal::findings(findings, |sev| {
+            style.severity(sev)
+        }));
     }
     if !notes.is_empty() {
         s.push('\n');

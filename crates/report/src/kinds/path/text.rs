@@ -1,7 +1,7 @@
 //! `headroom path`: the chain, one hop per line, each link with its ceiling now and at its
 //! best, and the bottleneck.
 
-use super::Style;
+use crate::terminal::Style;
 use model::path::{Hop, LayerKind, PathLink, TargetPath};
 use model::units::format_mb_per_s;
 use std::fmt::Write as _;

@@ -1,8 +1,9 @@
 //! The audit's findings: each section's (PCI, USB, block, net; the CPU context's are in
-//! [`super::system`]) as pure functions of `model::inventory`, and every section's findings
+//! [`system`]) as pure functions of `model::inventory`, and every section's findings
 //! in one list, most severe first.
 
 pub mod pci;
+pub mod system;
 
 use model::inventory::block::{BlockDevice, BlockInventory, BlockKind, MAX_HW_SECTORS_KB_NO_LIMIT};
 use model::inventory::net::{Attachment, NetInterface, NetInventory};
@@ -22,7 +23,7 @@ pub fn judge(inv: &mut Inventory) -> Vec<Finding> {
     inv.net.findings = net(&inv.net);
     collect([
         &inv.pci.findings[..],
-        &super::system::cpufreq(&inv.system.scaling_cpus(None)),
+        &system::cpufreq(&inv.system.scaling_cpus(None)),
         &inv.usb.findings,
         &inv.block.findings,
         &inv.net.findings,

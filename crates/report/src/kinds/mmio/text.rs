@@ -3,9 +3,9 @@
 //! the units under the titles, like every other bench; what was measured above it, the
 //! findings and notes below.
 
-use super::Style;
 use crate::summary::Summary;
 use crate::table::Table;
+use crate::terminal::Style;
 use std::fmt::Write as _;
 
 /// The text of `bench mmio` (a region was measured) or `bench mem` (DRAM only), from the
@@ -25,7 +25,7 @@ pub fn render(s: &Summary, style: &Style) -> String {
         out.push_str(&table_text(table, style));
     }
     if !s.findings.is_empty() {
-        out.push_str(&super::audit::findings(&s.findings, |sev| {
+        out.push_str(&crate::terminal::findings(&s.findings, |sev| {
             style.severity(sev)
         }));
     }
@@ -57,6 +57,6 @@ pub fn table_text(t: &Table, style: &Style) -> String {
     rows.extend(t.rows.iter().cloned());
     let left = t.columns.iter().take_while(|(_, numeric)| !numeric).count();
     let mut out = String::new();
-    super::table(&mut out, &rows, if two_lines { 2 } else { 1 }, left, style);
+    crate::terminal::table(&mut out, &rows, if two_lines { 2 } else { 1 }, left, style);
     out
 }
