@@ -13,7 +13,7 @@ use anyhow::Context;
 use clap::Args;
 use model::root::SysRoot;
 use model::survey::{
-    fit, format_seconds, plan, refit, Overruns, PartKind, Plan, PlannedPart, Spent,
+    fit, format_seconds, plan, refit, Overruns, PartKind, PlannedPart, Spent,
 };
 use report::kinds::survey::{PartResult, PartStatus, SurveyBody};
 use report::Document;
@@ -124,7 +124,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
         if global.json {
             crate::output::print_result(report::document::DocumentKind::SurveyPlan, &plan)?;
         } else {
-            crate::out!("{}", render_plan(&plan, live_root))?;
+            crate::out!("{}", report::kinds::survey::plan_text(&plan, live_root))?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -141,7 +141,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|e| crate::console::usage(e.to_string()))?;
         }
     }
-    crate::console::text(render_plan(&plan, live_root));
+    crate::console::text(report::kinds::survey::plan_text(&plan, live_root));
 
     let mut interrupt = crate::console::Interrupt::install()?;
     let stop = &interrupt.stop;
@@ -335,76 +335,6 @@ pub fn html(doc: &Document, body: &SurveyBody, origin: &str) -> anyhow::Result<S
 
 // ---------------------------------------------------------------------------------------
 // The plan
-
-/// Arguments as a shell line a user can paste: words with spaces or quotes in single quotes.
-fn shell_line(words: &[String]) -> String {
-    words
-        .iter()
-        .map(|w| {
-            if !w.is_empty()
-                && w.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=,:@%+".contains(c))
-            {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// The plan as the user reads it before the survey starts (and alone with --dry-run).
-pub fn render_plan(plan: &Plan, live: bool) -> String {
-    let run: Vec<&PlannedPart> = plan.parts.iter().filter(|p| p.run).collect();
-    let mut o = String::new();
-    if !live {
-        o.push_str("Plan only: the tree was captured on another machine; run the survey there.\n");
-    }
-    o += &format!(
-        "Survey plan: {} {} to run, about {} of a {} budget, writing {} MiB\n",
-        run.len(),
-        if run.len() == 1 { "part" } else { "parts" },
-        format_seconds(plan.seconds()),
-        format_seconds(plan.budget_s),
-        plan.writes_bytes() >> 20
-    );
-    if plan.scale < 1.0 {
-        o.push_str(&format!(
-            "  (times shortened to {:.0} % of their defaults to fit the budget)\n",
-            plan.scale * 100.0
-        ));
-    }
-    let width = plan.parts.iter().map(|p| p.id.len()).max().unwrap_or(0);
-    let mut n = 0;
-    for p in &plan.parts {
-        if p.run {
-            n += 1;
-            o.push_str(&format!(
-                "  {n:>2}. {:<width$}  {:>7}  {}\n",
-                p.id,
-                format_seconds(p.seconds()),
-                p.what
-            ));
-            if let Some(r) = &p.reason {
-                o.push_str(&format!("      {:<width$}           {r}\n", ""));
-            }
-            o.push_str(&format!(
-                "      {:<width$}           $ headroom {}\n",
-                "",
-                shell_line(&p.command)
-            ));
-        } else {
-            o.push_str(&format!(
-                "   -  {:<width$}  {:>7}  {}\n",
-                p.id,
-                "",
-                p.reason.as_deref().unwrap_or("not run")
-            ));
-        }
-    }
-    o
-}
 
 // ---------------------------------------------------------------------------------------
 // Running a part

@@ -158,3 +158,108 @@ fn a_latency_document_reads_back_unchanged() {
         Document::read(&fixture(old)).unwrap().view(old).unwrap();
     assert_eq!(l.measurement.threads.len(), 2);
 }
+
+/// The Markdown and the HTML page `headroom report` makes of one document.
+fn reports_of(doc: &Document, name: &str) -> (String, String) {
+    let s = report::kinds::summarize(doc, name).unwrap();
+    let md = report::markdown::render(std::slice::from_ref(&s));
+    let html = report::html::render(std::slice::from_ref(&s)).unwrap();
+    (md, html)
+}
+
+/// Issue 26: `report` on a `count --list --json` document showed its title alone. Now every
+/// PMU with its type, CPUs, terms and events, every event of no sysfs PMU, a PCIe PMU's root
+/// ports, the findings and why the tracepoints are missing are shown, in Markdown and HTML.
+#[test]
+fn a_pmu_list_report_shows_what_count_list_prints() {
+    let name = "pmu-list.json";
+    let doc = Document::read(&fixture(name)).unwrap();
+    let l: report::kinds::count::PmuListDocument = doc.view(name).unwrap();
+    let (md, html) = reports_of(&doc, name);
+    for p in &l.pmus {
+        assert!(md.contains(&format!("| {} | {} |", p.name, p.type_id)), "{md}");
+        assert!(html.contains(&p.name), "{}", p.name);
+        for e in &p.events {
+            assert!(md.contains(&format!("{}/{e}/", p.name)), "{e}");
+        }
+        for f in &p.formats {
+            assert!(md.contains(f.as_str()), "{f}");
+        }
+    }
+    let e = &l.events;
+    assert!(!e.tracepoints.is_empty());
+    for (names, tag) in [
+        (&e.software, "Software event"),
+        (&e.hardware, "Hardware event"),
+        (&e.tracepoints, "Tracepoint event"),
+    ] {
+        for n in names {
+            assert!(md.contains(&format!("| {n} | {tag} |")), "{n}");
+        }
+    }
+    let count = e.software.len() + e.hardware.len() + e.tracepoints.len();
+    assert!(md.contains(&format!("Events of no sysfs PMU: {count} events")));
+    assert!(html.contains("alignment-faults") && html.contains("Tracepoint event"));
+
+    // A PCIe PMU joined to its root port, a finding, and tracepoints that could not be listed.
+    let mut v = common::fixture_value(name);
+    v["pmus"][0]["link"] = serde_json::json!({
+        "pmu": v["pmus"][0]["name"], "family": "DesignWare", "root_ports": ["0000:00:01.0"],
+        "covers": "the root ports of segment 0"
+    });
+    v["tracepoints"] = serde_json::json!([]);
+    v["tracepoints_missing"] = "not listed: permission denied".into();
+    v["findings"] = serde_json::json!([{"severity": "warning", "subject": "0000:00:02.0",
+        "message": "no PMU counts this root port"}]);
+    let doc = Document::from_value(v, "edited").unwrap();
+    let (md, html) = reports_of(&doc, "edited");
+    assert!(
+        md.contains("DesignWare: root port 0000:00:01.0 (the root ports of segment 0)"),
+        "{md}"
+    );
+    assert!(md.contains("tracepoints: not listed: permission denied"), "{md}");
+    assert!(md.contains("no PMU counts this root port"), "{md}");
+    assert!(html.contains("no PMU counts this root port") && html.contains("permission denied"));
+}
+
+/// Issue 26: `report` on a `survey --dry-run --json` document showed its title alone. Now the
+/// budget and every part, with its time and what it does, the command `survey --dry-run`
+/// prints for it (the same shell line), or why it does not run.
+#[test]
+fn a_survey_plan_report_shows_what_survey_dry_run_prints() {
+    let name = "survey-plan-sd-nvme.json";
+    let doc = Document::read(&fixture(name)).unwrap();
+    let plan: model::survey::Plan = doc.view(name).unwrap();
+    let text = report::kinds::survey::plan_text(&plan, true);
+    let (md, html) = reports_of(&doc, name);
+    assert!(
+        md.contains("| plan | 7 parts to run, about 4 min 19 s of a 10 min budget, writing 1024 MiB |"),
+        "{md}"
+    );
+    assert!(text.starts_with(
+        "Survey plan: 7 parts to run, about 4 min 19 s of a 10 min budget, writing 1024 MiB\n"
+    ));
+    let mut n = 0;
+    for p in &plan.parts {
+        assert!(html.contains(&p.id), "{}", p.id);
+        if p.run {
+            n += 1;
+            // The command as --dry-run prints it, word for word.
+            let line = format!("headroom {}", report::kinds::survey::shell_line(&p.command));
+            assert!(text.contains(&format!("$ {line}\n")), "{line}");
+            let row = format!(
+                "| {n} | {} | {} | {} | {line} |",
+                p.id,
+                model::survey::format_seconds(p.seconds()),
+                p.what
+            );
+            assert!(md.contains(&row), "{row}\n{md}");
+        } else {
+            let reason = p.reason.as_deref().unwrap();
+            assert!(text.contains(reason) && md.contains(reason), "{reason}");
+        }
+    }
+    assert_eq!(n, 7);
+    // A path with a space is quoted as a shell reads it.
+    assert!(md.contains("headroom bench disk '/media/sd card' --profile survey"));
+}

@@ -370,6 +370,93 @@ pub struct PmuListDocument {
     pub findings: Vec<Finding>,
 }
 
+/// What a report shows of `count --list --json`: every PMU (its type, the CPUs it counts on,
+/// the root ports a PCIe PMU counts, its terms and events), then the events of no sysfs PMU
+/// (perf's software and generic hardware names, the tracepoints), as `count --list` prints
+/// them; the findings on the root ports' PMUs are read by every kind's view.
+pub(crate) fn summarize_list(
+    doc: &Document,
+    origin: &str,
+    s: &mut Summary,
+) -> Result<(), DocumentError> {
+    let l: PmuListDocument = doc.view(origin)?;
+    let dash = crate::table::dash;
+    let rows = l
+        .pmus
+        .iter()
+        .map(|p| {
+            let link = p.link.as_ref().map_or_else(dash, |l| {
+                if l.root_ports.is_empty() {
+                    format!("{}: {}", l.family, l.covers)
+                } else {
+                    format!(
+                        "{}: root port {} ({})",
+                        l.family,
+                        l.root_ports.join(", "),
+                        l.covers
+                    )
+                }
+            });
+            let events: Vec<String> = p
+                .events
+                .iter()
+                .map(|e| format!("{}/{e}/", p.name))
+                .collect();
+            let list = |v: &[String]| {
+                if v.is_empty() {
+                    dash()
+                } else {
+                    v.join(", ")
+                }
+            };
+            vec![
+                p.name.clone(),
+                p.type_id.to_string(),
+                p.cpumask
+                    .as_deref()
+                    .map_or_else(dash, model::units::format_cpu_list),
+                link,
+                list(&p.formats),
+                list(&events),
+            ]
+        })
+        .collect();
+    s.inventory.push(crate::summary::counted_table(
+        "PMUs",
+        ("PMU", "PMUs"),
+        "",
+        &[
+            ("PMU", false),
+            ("Type", true),
+            ("Counts on CPU", false),
+            ("PCIe", false),
+            ("Terms", false),
+            ("Events", false),
+        ],
+        rows,
+    ));
+    // perf list's tags, so a line reads the same in both.
+    let mut rows = Vec::new();
+    for (names, tag) in [
+        (&l.events.software, "Software event"),
+        (&l.events.hardware, "Hardware event"),
+        (&l.events.tracepoints, "Tracepoint event"),
+    ] {
+        rows.extend(names.iter().map(|n| vec![n.clone(), tag.to_string()]));
+    }
+    s.inventory.push(crate::summary::counted_table(
+        "Events of no sysfs PMU",
+        ("event", "events"),
+        "",
+        &[("Event", false), ("Kind", false)],
+        rows,
+    ));
+    if let Some(why) = &l.events.tracepoints_missing {
+        s.notes.push(format!("tracepoints: {why}"));
+    }
+    Ok(())
+}
+
 /// The run's facts, tests and rows for every renderer ([`super::summarize`] adds what every kind
 /// shares: the envelope, the path, the counters sampled beside the engine).
 pub(crate) fn summarize(

@@ -62,10 +62,10 @@ pub fn summarize(doc: &Document, origin: &str) -> Result<Summary, DocumentError>
         DocumentKind::Mmio => mmio::summarize(doc, origin, &mut s)?,
         // Their facts are the path's and the envelope's (below), or none a report shows.
         DocumentKind::Ceiling => ceiling::summarize(doc, origin, &mut s)?,
+        DocumentKind::PmuList => count::summarize_list(doc, origin, &mut s)?,
+        DocumentKind::SurveyPlan => survey::summarize_plan(doc, origin, &mut s)?,
         DocumentKind::Path
-        | DocumentKind::PmuList
         | DocumentKind::Survey
-        | DocumentKind::SurveyPlan
         | DocumentKind::Report
         | DocumentKind::Compare
         | DocumentKind::History => {}

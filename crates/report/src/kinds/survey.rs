@@ -18,6 +18,148 @@ use model::Severity;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
+// ---- the plan (kind `survey-plan`: `survey --dry-run --json`) ----
+
+/// Arguments as a shell line a user can paste: words with spaces or quotes in single quotes.
+pub fn shell_line(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=,:@%+".contains(c))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The plan as the user reads it before the survey starts (and alone with `survey
+/// --dry-run`); `live`: planned for this machine (else for a captured tree, which cannot run
+/// here).
+pub fn plan_text(plan: &Plan, live: bool) -> String {
+    let run: Vec<&model::survey::PlannedPart> = plan.parts.iter().filter(|p| p.run).collect();
+    let mut o = String::new();
+    if !live {
+        o.push_str("Plan only: the tree was captured on another machine; run the survey there.\n");
+    }
+    o += &format!(
+        "Survey plan: {} {} to run, about {} of a {} budget, writing {} MiB\n",
+        run.len(),
+        if run.len() == 1 { "part" } else { "parts" },
+        format_seconds(plan.seconds()),
+        format_seconds(plan.budget_s),
+        plan.writes_bytes() >> 20
+    );
+    if plan.scale < 1.0 {
+        o.push_str(&format!(
+            "  (times shortened to {:.0} % of their defaults to fit the budget)\n",
+            plan.scale * 100.0
+        ));
+    }
+    let width = plan.parts.iter().map(|p| p.id.len()).max().unwrap_or(0);
+    let mut n = 0;
+    for p in &plan.parts {
+        if p.run {
+            n += 1;
+            o.push_str(&format!(
+                "  {n:>2}. {:<width$}  {:>7}  {}\n",
+                p.id,
+                format_seconds(p.seconds()),
+                p.what
+            ));
+            if let Some(r) = &p.reason {
+                o.push_str(&format!("      {:<width$}           {r}\n", ""));
+            }
+            o.push_str(&format!(
+                "      {:<width$}           $ headroom {}\n",
+                "",
+                shell_line(&p.command)
+            ));
+        } else {
+            o.push_str(&format!(
+                "   -  {:<width$}  {:>7}  {}\n",
+                p.id,
+                "",
+                p.reason.as_deref().unwrap_or("not run")
+            ));
+        }
+    }
+    o
+}
+
+/// What a report shows of a survey plan: the budget and what the plan takes of it, and every
+/// part with its time, what it does and the command it runs (or why it does not run), as
+/// `survey --dry-run` prints them.
+pub(crate) fn summarize_plan(
+    doc: &Document,
+    origin: &str,
+    s: &mut Summary,
+) -> Result<(), DocumentError> {
+    let plan: Plan = doc.view(origin)?;
+    let run = plan.parts.iter().filter(|p| p.run).count();
+    s.context.push((
+        "plan".to_string(),
+        format!(
+            "{} to run, about {} of a {} budget, writing {} MiB",
+            plural(run, "part", "parts"),
+            format_seconds(plan.seconds()),
+            format_seconds(plan.budget_s),
+            plan.writes_bytes() >> 20
+        ),
+    ));
+    if plan.scale < 1.0 {
+        s.context.push((
+            "times".to_string(),
+            format!(
+                "shortened to {:.0} % of their defaults to fit the budget",
+                plan.scale * 100.0
+            ),
+        ));
+    }
+    let mut n = 0;
+    let rows = plan
+        .parts
+        .iter()
+        .map(|p| {
+            let (number, time, command) = if p.run {
+                n += 1;
+                (
+                    n.to_string(),
+                    format_seconds(p.seconds()),
+                    format!("headroom {}", shell_line(&p.command)),
+                )
+            } else {
+                ("-".to_string(), crate::table::dash(), crate::table::dash())
+            };
+            let what = match (p.run, &p.reason) {
+                (true, Some(r)) => format!("{}; {r}", p.what),
+                (true, None) => p.what.clone(),
+                (false, r) => r.clone().unwrap_or_else(|| "not run".to_string()),
+            };
+            vec![number, p.id.clone(), time, what, command]
+        })
+        .collect();
+    s.inventory.push(crate::summary::counted_table(
+        "Plan",
+        ("part", "parts"),
+        "",
+        &[
+            ("#", true),
+            ("Part", false),
+            ("Time", true),
+            ("What", false),
+            ("Command", false),
+        ],
+        rows,
+    ));
+    Ok(())
+}
+
 /// How a part ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
