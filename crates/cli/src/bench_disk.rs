@@ -7,7 +7,7 @@ use bench::disk::{self, profiles, target, DiskError, Profile, Progress};
 use bench::Bench;
 use clap::Args;
 use counters::Sampler;
-use model::disk::{DiskResult, HostFacts, Parameters, TargetKind};
+use model::disk::{DiskResult, HostFacts, TargetKind};
 use model::root::SysRoot;
 use report::kinds::disk::DiskDocument;
 use report::terminal::Style;
@@ -318,7 +318,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         .block_device()
         .and_then(|d| probe::block::queue_of(&root, &d.disk));
     target.set_queue(queue);
-    crate::console::info(plan_line(&parameters, &tests));
+    crate::console::info(report::kinds::disk::text::plan_line(&parameters, &tests));
     let progress = |p: &Progress| {
         if live {
             crate::console::progress(format_args!(
@@ -342,16 +342,9 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     };
     let path = path.ok();
     // An emulated or paravirtual device on the path: its link state is the emulator's.
-    let emulated = path.as_ref().and_then(|p| {
-        p.chain.pci_addresses().into_iter().find_map(|a| {
-            let f = audit
-                .functions
-                .iter()
-                .find(|f| f.address.to_string() == a)?;
-            let what = report::efficiency::emulated_vendor(f.vendor_id?)?;
-            Some(format!("{a} is {what}"))
-        })
-    });
+    let emulated = path
+        .as_ref()
+        .and_then(|p| report::efficiency::emulated_on_path(p, &audit));
     // The null engine does no I/O: its rate is headroom's own overhead (a finding says so).
     let diskless = engine.caps().diskless;
     // Write after each test, atomically: an interrupted run keeps what it measured.
@@ -474,19 +467,6 @@ fn interrupted_before_measuring(live: bool) {
     crate::console::info(
         "interrupted before anything was measured; the test file headroom created was removed",
     );
-}
-
-/// What the run will take, before it starts: `plan: 8 tests, 5 runs per test of 5 s, 5 s
-/// pause before each run but the first: at most 6 min 35 s`.
-fn plan_line(p: &Parameters, tests: &[model::disk::TestSpec]) -> String {
-    let runs = tests.len() as f64 * f64::from(p.runs);
-    let most = runs * (p.ramp_s + p.runtime_s) + (runs - 1.0).max(0.0) * p.pause_s;
-    format!(
-        "plan: {}, {}: at most {}",
-        report::summary::plural(tests.len(), "test", "tests"),
-        report::kinds::disk::text::plan(p),
-        model::survey::format_seconds(most)
-    )
 }
 
 /// The host facts printed beside the numbers, from `probe::system` and the host name.

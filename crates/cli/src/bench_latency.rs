@@ -732,33 +732,20 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
         }
         m
     });
-    let findings = judge::findings(
-        config,
-        context,
-        &measurement,
-        cpus,
-        interrupts.as_ref(),
-        stress_spec,
+    let by = stopped_by_signal.map_or("a signal".to_string(), console::signal_name);
+    let findings = judge::of_run(
+        judge::Run {
+            config,
+            context,
+            measurement: &measurement,
+            cpus,
+            interrupts: interrupts.as_ref(),
+            stress: stress_spec,
+            split: split.as_ref(),
+        },
+        a.breaktrace_us,
+        interrupted.then_some(by.as_str()),
     );
-    // What only this command line knows: -b's count and the signal that stopped the run.
-    let mut findings = findings;
-    if let Some(s) = &split {
-        findings.extend(judge::split(s, measurement_priority(&measurement)));
-    }
-    if let Some(b) = a.breaktrace_us {
-        let h = &measurement.total.histogram;
-        findings.push(judge::breaktrace(
-            b,
-            &h.counts,
-            h.overflow,
-            model::units::whole_us(measurement.total.max_ns),
-            split.as_ref().is_some_and(|s| s.analysis.is_some()),
-        ));
-    }
-    if interrupted {
-        let by = stopped_by_signal.map_or("a signal".to_string(), console::signal_name);
-        findings.push(judge::interrupted(&by));
-    }
     let document = LatencyDocument {
         config: Some(config.clone()),
         started_unix_ms,
@@ -827,12 +814,6 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
     Ok(ExitCode::SUCCESS)
 }
 
-/// The SCHED_FIFO priority the threads really ran at (0: normal scheduling, refused or
-/// `-p 0`).
-fn measurement_priority(m: &Measurement) -> u8 {
-    m.threads.iter().map(|t| t.priority).max().unwrap_or(0)
-}
-
 /// The IRQ lines of the disks' controllers, each with the disks behind it (`vda`, `sda,
 /// sdb`): the PCI function on each disk's bus path and its MSI/MSI-X (or INTx) lines.
 fn storage_irqs(root: &SysRoot) -> Vec<(u32, String)> {
@@ -871,9 +852,6 @@ mod tests {
     use super::*;
     use crate::bench::BenchCommand;
     use clap::Parser;
-    use model::latency::{Measurement, Step};
-    use model::procfs::IrqLine;
-    use testsupport::latency::messages;
 
     #[derive(Parser, Debug)]
     struct T {
@@ -939,103 +917,5 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert!(parse_duration("2x").unwrap_err().contains("unknown unit"));
         assert!(parse_duration("h").is_err());
-    }
-
-    fn fixture(name: &str) -> SystemContext {
-        system::read_context(&testsupport::fixtures::own_root(&format!("system/{name}")))
-    }
-
-    /// An empty run whose privileged steps all succeeded, or all were refused (EPERM).
-    fn measurement(privileged: bool, missed: u64) -> Measurement {
-        let step = if privileged {
-            Step::Done
-        } else {
-            Step::Refused("EPERM".into())
-        };
-        testsupport::latency::measurement(step, missed)
-    }
-
-    /// The findings of a run on `ctx` whose /proc/interrupts read `after` at the end (the
-    /// context holds the reading from the start), over one second.
-    fn findings(
-        config: &Config,
-        ctx: &SystemContext,
-        m: &Measurement,
-        after: Option<&[IrqLine]>,
-    ) -> Vec<Finding> {
-        let cpus = measured_cpus(config);
-        let interrupts = after.map(|after| {
-            let lines =
-                counters::interrupts::delta_lines(ctx.irqs.as_deref().unwrap_or(&[]), after);
-            MeasuredInterrupts {
-                elapsed_s: 1.0,
-                cpus: cpus
-                    .iter()
-                    .map(|&c| CpuInterrupts::new(c, counters::interrupts::on_cpu(&lines, c), 1.0))
-                    .collect(),
-            }
-        });
-        judge::findings(config, ctx, m, &cpus, interrupts.as_ref(), None)
-    }
-
-    #[test]
-    fn findings_on_the_rt_board() {
-        let ctx = fixture("rt-board-handmade");
-        // Threads pinned to CPUs 0 (schedutil) and 3 (performance, IRQ 45 routed there).
-        let config = Config {
-            threads: 2,
-            affinity: Affinity::Pinned(vec![0, 3]),
-            ..Config::default()
-        };
-        let f = findings(&config, &ctx, &measurement(true, 0), None);
-        let text = messages(&f);
-        assert!(!text.contains("not real-time"), "{text}");
-        assert!(
-            text.contains("governor scales on CPU 0 (schedutil)"),
-            "{text}"
-        );
-        assert!(!text.contains("CPU 3 (performance)"), "{text}");
-        assert!(
-            text.contains("measured CPU 3 is the target of device interrupt 45 "),
-            "{text}"
-        );
-        assert!(!text.contains("measured CPU 0 is the target"), "{text}");
-        // With a second reading of /proc/interrupts, the interrupts that arrived count.
-        let mut after = ctx.irqs.clone().unwrap();
-        after
-            .iter_mut()
-            .find(|l| l.irq == 45)
-            .unwrap()
-            .counts
-            .insert(3, 400);
-        let text = messages(&findings(
-            &config,
-            &ctx,
-            &measurement(true, 0),
-            Some(&after),
-        ));
-        assert!(
-            text.contains("measured CPU 3 took 79 device interrupts during the run (45 "),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn findings_on_this_vm() {
-        let ctx = fixture("firecracker-vm-6.18");
-        let config = Config {
-            threads: 1,
-            affinity: Affinity::Pinned(vec![0]),
-            ..Config::default()
-        };
-        let f = findings(&config, &ctx, &measurement(false, 7), None);
-        let text = messages(&f);
-        assert!(
-            text.contains("not real-time (preemption: PREEMPT_DYNAMIC"),
-            "{text}"
-        );
-        assert!(text.contains("not comparable with cyclictest"), "{text}");
-        assert!(text.contains("7 periods were missed"), "{text}");
-        assert!(!text.contains("governor"), "no cpufreq here: {text}");
     }
 }

@@ -314,29 +314,12 @@ fn finish(
         crate::console::warn(format_args!("{} {}: {}", e.width.label(), e.op, e.message));
     }
     if doc.interrupted {
-        return Err(interrupt.interrupted(stopped_with(doc, measured)));
+        return Err(interrupt.interrupted(doc.stopped_with(measured)));
     }
     if !measured {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// What a stop left of the run, after "interrupted by SIGINT (Ctrl-C): ".
-fn stopped_with(doc: &MmioDocument, measured: bool) -> String {
-    if measured {
-        return "the results above are those measured before it".to_string();
-    }
-    match (&doc.region, &doc.memory) {
-        // bench mem: every page of the buffer is written before the first width runs (so
-        // none is the shared zero page), which takes a while for a large buffer.
-        (None, Some(m)) => format!(
-            "nothing was measured: it came while the {} MiB buffer was being filled, before \
-             the first width ran",
-            m.buffer_bytes >> 20
-        ),
-        _ => "nothing was measured: it came before the first width ran".to_string(),
-    }
 }
 
 /// A refusal of bench::mmio::target as this command's.
@@ -442,30 +425,10 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(fail(refuse(format!("{}: {e}", a.target)))),
     };
     let (results, errors) = (measured.results, measured.errors);
-    for r in &results {
-        if let Some(f) = &r.fault {
-            notes.push(format!(
-                "{} {} took {} at offset {:#x} of {} ({:#x} into the window) after {} \
-                 accesses: the page behind it is gone (a truncated file) or the device did not \
-                 answer; the run of that width stopped there",
-                r.width.label(),
-                r.op,
-                f.signal,
-                region.window_offset + f.offset,
-                region.given,
-                f.offset,
-                r.accesses
-            ));
-        }
-    }
     let llc = probe::memory::last_level_cache_bytes(&root);
-    if let Some(l) = llc.filter(|&l| region.kind != "bar" && region.window_bytes <= l) {
-        notes.push(format!(
-            "the {}-byte window of a file fits in the {} KiB last-level cache: its numbers are cache speeds, above DRAM's",
-            region.window_bytes,
-            l >> 10
-        ));
-    }
+    notes.extend(report::kinds::mmio::findings::region_notes(
+        &region, &results, llc,
+    ));
     let memory = if a.no_mem || stop.load(Ordering::Relaxed) {
         None
     } else {

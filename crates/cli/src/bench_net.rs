@@ -345,16 +345,6 @@ fn interval_of(a: &NetArgs, duration_s: u32) -> Duration {
     }
 }
 
-fn print_interval(json: bool, end_s: f64, flow: Flow, bps: f64) {
-    if !json {
-        crate::console::info(format_args!(
-            "[{end_s:7.2} s] {:<17} {:>10.2} Mbit/s",
-            flow.label(),
-            bps / 1e6
-        ));
-    }
-}
-
 pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
     let json = global.json || a.json_short;
     let (test, notes) = match build_test(a) {
@@ -454,7 +444,10 @@ fn on_progress(p: &NetProgress<'_>, json: bool, server: bool, beside: &Mutex<Opt
                 *b = Some(Beside::for_interface(SysRoot::system(), i));
             }
         }
-        Event::Interval { end_s, flow, bps } => print_interval(json, *end_s, *flow, *bps),
+        Event::Interval { end_s, flow, bps } if !json => {
+            crate::console::info(report::kinds::net::interval_line(*end_s, *flow, *bps))
+        }
+        Event::Interval { .. } => {}
         Event::Denied { peer } => crate::console::info(format_args!(
             "{peer} was refused: a test is running (access denied)"
         )),
@@ -539,11 +532,10 @@ fn find_rate(
             ceiling_bps,
         };
         if !json {
-            crate::console::info(format_args!(
-                "find-rate: offered {:.2} Mbit/s, received {:.2} Mbit/s, loss {:.3} %",
-                trial.offered_bps / 1e6,
-                trial.received_bps / 1e6,
-                trial.loss_percent
+            crate::console::info(report::kinds::net::trial_line(
+                trial.offered_bps,
+                trial.received_bps,
+                trial.loss_percent,
             ));
         }
         tested.push(t);

@@ -69,16 +69,11 @@ fn no_pmu_note(root: &SysRoot, pmus: &Pmus, pci: &[String]) -> Option<String> {
     let Some(port) = port else {
         return Some(report::kinds::count::no_root_port_note(first));
     };
-    let links: Vec<report::kinds::count::PmuLink> = pmus
+    let links: Vec<_> = pmus
         .list
         .iter()
         .filter_map(|p| pcie_pmu::classify(p, root))
-        .map(|c| report::kinds::count::PmuLink {
-            pmu: c.pmu.clone(),
-            family: c.family.to_string(),
-            root_ports: Vec::new(),
-            covers: c.describe(),
-        })
+        .map(|c| c.link(&[]))
         .collect();
     let kernel = probe::system::kernel_release(root);
     report::kinds::count::root_port_pmu_findings(&[port], &links, kernel.as_deref())
@@ -89,14 +84,7 @@ fn no_pmu_note(root: &SysRoot, pmus: &Pmus, pci: &[String]) -> Option<String> {
 impl Beside {
     /// Start sampling for the PCI functions `pci` (from the target towards the CPU).
     pub fn start(root: SysRoot, pci: &[String]) -> Beside {
-        let devices = pci
-            .iter()
-            .filter_map(|d| {
-                counters::interrupts::pci_device_irqs(&root, d)
-                    .ok()
-                    .map(|l| (d.clone(), l))
-            })
-            .collect();
+        let devices = counters::interrupts::path_devices(&root, pci, None);
         Self::start_with(root, pci, devices, Vec::new())
     }
 
@@ -112,38 +100,7 @@ impl Beside {
         )
         .map(|p| p.chain.pci_addresses())
         .unwrap_or_default();
-        let lines = counters::InterruptsSampler::new(root.clone())
-            .snapshot()
-            .map(|s| s.value)
-            .unwrap_or_default();
-        let mut notes = Vec::new();
-        let mut devices = Vec::new();
-        let own = match counters::interrupts::interface_irqs(&root, iface, &lines) {
-            Ok(i) => {
-                let label = match &i.pci {
-                    Some(p) => format!("{iface} {p}"),
-                    None => iface.to_string(),
-                };
-                if i.irqs.is_empty() {
-                    notes.push(format!(
-                        "{label}: no interrupt line of the device was found (no msi_irqs, no \
-                         line in /proc/interrupts named after {iface})"
-                    ));
-                } else {
-                    devices.push((label, i.irqs));
-                }
-                i.pci
-            }
-            Err(why) => {
-                notes.push(why);
-                None
-            }
-        };
-        for d in pci.iter().filter(|d| Some(*d) != own.as_ref()) {
-            if let Ok(irqs) = counters::interrupts::pci_device_irqs(&root, d) {
-                devices.push((d.clone(), irqs));
-            }
-        }
+        let (devices, notes) = counters::interrupts::interface_devices(&root, iface, &pci);
         Self::start_with(root, &pci, devices, notes)
     }
 

@@ -9,12 +9,9 @@ use clap::Args;
 use counters::event::{Event, Pmus};
 use counters::perf::{outcome, OpenError, Outcome, Reading, Scope, Session};
 use counters::workload::{CommandStdout, Workload, WorkloadError};
-use counters::{pcie_pmu, Sampler};
+use counters::Sampler;
 use model::root::SysRoot;
-use report::kinds::count::{
-    CountDocument, CountInterval, CountStatus, CountedEvent, EventListing, PmuLink, PmuListing,
-    RootPortFact,
-};
+use report::kinds::count::{CountDocument, CountInterval, CountStatus, CountedEvent, RootPortFact};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -472,86 +469,18 @@ fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
         }
     };
     let audit = probe::pci::audit_sysfs(root);
-    let ports: Vec<(model::inventory::pci::address::PciAddress, Option<u16>)> =
-        counters::root_port::root_ports(&audit)
-            .map(|f| (f.address, f.vendor_id))
-            .collect();
-    let mut links = Vec::new();
-    let listing: Vec<PmuListing> = pmus
-        .iter()
-        .map(|p| {
-            let link = pcie_pmu::classify(p, root).map(|c| PmuLink {
-                pmu: p.name.clone(),
-                family: c.family.to_string(),
-                root_ports: ports
-                    .iter()
-                    .filter(|(a, _)| c.covers(a.domain, a.bus, a.device << 3 | a.function))
-                    .map(|(a, _)| a.to_string())
-                    .collect(),
-                covers: c.describe(),
-            });
-            if let Some(l) = &link {
-                links.push(l.clone());
-            }
-            PmuListing {
-                name: p.name.clone(),
-                type_id: p.type_id,
-                cpumask: p.cpumask.clone(),
-                // perf lists a parameter the user must give as `lane=?`.
-                events: p
-                    .events
-                    .iter()
-                    .map(|(k, alias)| {
-                        let mut name = k.clone();
-                        for t in &alias.terms {
-                            if t.value == counters::pmu::TermValue::Required {
-                                name.push_str(&format!(",{}=?", t.name));
-                            }
-                        }
-                        name
-                    })
-                    .collect(),
-                formats: p
-                    .formats
-                    .iter()
-                    .map(|(k, f)| format!("{k}={}", format_of(f)))
-                    .collect(),
-                link,
-            }
-        })
-        .collect();
+    let ports: Vec<_> = counters::root_port::root_ports(&audit).collect();
+    let addresses: Vec<_> = ports.iter().map(|f| f.address).collect();
+    let listing = counters::list::pmus(root, &pmus, &addresses);
+    let links: Vec<_> = listing.iter().filter_map(|p| p.link.clone()).collect();
     let facts: Vec<RootPortFact> = ports
         .iter()
-        .map(|(a, v)| RootPortFact {
-            address: a.to_string(),
-            vendor_id: *v,
+        .map(|f| RootPortFact {
+            address: f.address.to_string(),
+            vendor_id: f.vendor_id,
         })
         .collect();
-    let (software, hardware) = counters::event::builtin_names();
-    let (tracepoints, tracepoints_missing) = match counters::pmu::tracepoints(root) {
-        Ok(t) if t.is_empty() => (
-            t,
-            Some(format!(
-                "none found: tracefs is not mounted at {} (mount -t tracefs nodev \
-                 /sys/kernel/tracing)",
-                counters::pmu::TRACEFS_EVENTS.join(" or ")
-            )),
-        ),
-        Ok(t) => (t, None),
-        Err(e) => (
-            Vec::new(),
-            Some(format!(
-                "not listed: {e}; tracefs is root's alone here: run `headroom count --list` as \
-                 root, or `mount -o remount,mode=755 /sys/kernel/tracing`"
-            )),
-        ),
-    };
-    let events = EventListing {
-        software,
-        hardware,
-        tracepoints,
-        tracepoints_missing,
-    };
+    let events = counters::list::events(root);
     let kernel = probe::system::kernel_release(root);
     let findings = report::kinds::count::root_port_pmu_findings(&facts, &links, kernel.as_deref());
     if global.json {
@@ -571,20 +500,4 @@ fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn format_of(f: &counters::pmu::Format) -> String {
-    let word = ["config", "config1", "config2", "config3"][f.word];
-    let ranges: Vec<String> = f
-        .ranges
-        .iter()
-        .map(|&(lo, hi)| {
-            if lo == hi {
-                lo.to_string()
-            } else {
-                format!("{lo}-{hi}")
-            }
-        })
-        .collect();
-    format!("{word}:{}", ranges.join(","))
 }

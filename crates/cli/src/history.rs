@@ -87,27 +87,8 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
             } else if rows.is_empty() {
                 crate::outln!("no runs saved in {} yet", db.display())?;
             } else {
-                let header = ["id", "time (UTC)", "host", "target", "test", "result"];
-                let mut table: Vec<Vec<String>> = vec![header.map(String::from).to_vec()];
-                table.extend(rows.iter().map(|r| {
-                    vec![
-                        r.id.to_string(),
-                        r.created.clone().unwrap_or_else(|| "-".into()),
-                        r.host.clone().unwrap_or_else(|| "-".into()),
-                        r.target.clone().unwrap_or_else(|| "-".into()),
-                        r.test.clone(),
-                        match &r.damaged {
-                            Some(_) => "damaged (see below)".to_string(),
-                            None if r.interrupted => format!("{} (interrupted)", r.headline),
-                            None => r.headline.clone(),
-                        },
-                    ]
-                }));
-                // One line per run whatever its strings hold (a `count` of a command with a
-                // newline in it): the terminal's table writes them printable.
-                let mut text = String::new();
                 let style = report::terminal::Style::new(global.use_color());
-                report::terminal::table(&mut text, &table, 1, header.len(), &style);
+                let text = report::history::list_text(&rows, &style);
                 crate::out!("{text}")?;
             }
             // A damaged run is named, the others are listed: the exit says not all was well.
@@ -134,7 +115,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
                 // conclusions and parts).
                 crate::out!(
                     "{}",
-                    crate::rendered::render(&doc, &format!("#{id}"))?.markdown
+                    report::kinds::render(&doc, &format!("#{id}"))?.markdown
                 )?;
             }
         }

@@ -23,7 +23,6 @@ mod count;
 mod history;
 mod output;
 mod path;
-mod rendered;
 mod report;
 mod split;
 mod survey;

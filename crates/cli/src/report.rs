@@ -110,14 +110,14 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
             }
         };
         for (doc, origin) in loaded {
-            match crate::rendered::render(&doc, &origin) {
+            match report::kinds::render(&doc, &origin) {
                 Ok(r) => {
                     md.push_str(&r.markdown);
                     intros.push_str(&r.html_intro);
                     summaries.extend(r.summaries);
                 }
                 Err(e) => {
-                    crate::console::error(crate::console::sentence(&e));
+                    crate::console::error(crate::console::sentence(&anyhow::Error::from(e)));
                     failed = true;
                     continue;
                 }

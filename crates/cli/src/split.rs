@@ -136,72 +136,20 @@ impl Splitting {
     }
 }
 
-/// `bench latency --engine timerlat`: the kernel's timerlat tracer measures on `cpus`, its
-/// samples drained every 100 ms, until the run's limits or `interrupt`; its IRQ and thread
-/// latencies become the measurement and the split. `/dev/cpu_dma_latency` is held at 0 for
-/// the run, as for the timer loop.
+/// `--engine timerlat`: the kernel's tracer measures until the limits or the stop flag
+/// (`counters::timerlat::measure`), with /dev/cpu_dma_latency held as the timer loop holds it.
 pub fn measure_timerlat(
     root: &SysRoot,
     config: &model::latency::Config,
     cpus: &[u32],
     interrupt: &std::sync::atomic::AtomicBool,
 ) -> anyhow::Result<(model::latency::Measurement, Option<Split>)> {
-    use model::latency::{Privileges, Step, StopReason};
-    use std::sync::atomic::Ordering;
-    use std::time::{Duration, Instant};
     let (dma, _held) = if config.hold_dma_latency && !config.skip_privileged_steps {
         bench::latency::rt::hold_dma_latency()
     } else {
-        (Step::NotRequested, None)
+        (model::latency::Step::NotRequested, None)
     };
-    let period_us = config.interval.as_micros() as u64;
-    let mut tracer = counters::timerlat::Timerlat::start(root, cpus, period_us)
-        .map_err(|e| anyhow::Error::msg(format!("--engine timerlat: {e}")))?;
-    let mut agg = model::latency::timerlat::Aggregator::new(config, cpus);
-    let started = Instant::now();
-    // Bounded: the duration, or the loop count at the period with 10 s to spare.
-    let limit = config.limits.duration.unwrap_or_else(|| {
-        config.interval * u32::try_from(config.limits.loops.unwrap_or(1)).unwrap_or(u32::MAX)
-            + Duration::from_secs(10)
-    });
-    let mut samples = Vec::new();
-    let stopped_by = loop {
-        std::thread::sleep(Duration::from_millis(100));
-        tracer.drain(&mut samples);
-        for s in samples.drain(..) {
-            agg.add(&s);
-        }
-        if interrupt.load(Ordering::SeqCst) {
-            break StopReason::Interrupted;
-        }
-        if config.limits.loops.is_some_and(|n| agg.min_count() >= n) {
-            break StopReason::Loops;
-        }
-        if started.elapsed() >= limit {
-            break if config.limits.duration.is_some() {
-                StopReason::Duration
-            } else {
-                StopReason::Loops
-            };
-        }
-    };
-    // The tracer's threads exist while it runs: their priorities now.
-    let priorities: Vec<u8> = agg
-        .tids()
-        .iter()
-        .map(|&pid| counters::timerlat::Timerlat::priority(root, pid))
-        .collect();
-    drop(tracer);
-    let privileges = Privileges {
-        sched_fifo: if priorities.iter().any(|&p| p > 0) {
-            Step::Done
-        } else {
-            Step::NotRequested
-        },
-        memory_locked: Step::NotRequested,
-        cpu_dma_latency_held: dma,
-    };
-    let elapsed_ns = started.elapsed().as_nanos() as u64;
-    let (m, split) = agg.finish(privileges, elapsed_ns, stopped_by, &priorities);
-    Ok((m, Some(split)))
+    counters::timerlat::measure(root, config, cpus, interrupt, dma)
+        .map(|(m, split)| (m, Some(split)))
+        .map_err(|e| anyhow::Error::msg(format!("--engine timerlat: {e}")))
 }

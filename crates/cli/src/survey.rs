@@ -12,9 +12,7 @@ use crate::output::{GlobalArgs, KeepArgs};
 use anyhow::Context;
 use clap::Args;
 use model::root::SysRoot;
-use model::survey::{
-    fit, format_seconds, plan, refit, Overruns, PartKind, PlannedPart, Spent,
-};
+use model::survey::{fit, format_seconds, plan, refit, Overruns, PartKind, PlannedPart, Spent};
 use report::kinds::survey::{PartResult, PartStatus, SurveyBody};
 use report::Document;
 use std::io::{IsTerminal, Read};
@@ -174,7 +172,9 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
             status: PartStatus::NotRun,
             reason: Some(reason),
             seconds: None,
-            planned_s: part.run.then(|| round_tenth(part.seconds())),
+            planned_s: part
+                .run
+                .then(|| report::kinds::survey::round_tenth(part.seconds())),
             given_s: None,
             stopping_s: None,
             messages: Vec::new(),
@@ -222,7 +222,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
                     overruns.record(this.kind, this.seconds(), took);
                 }
                 estimated += this.seconds();
-                r.planned_s = Some(round_tenth(part.seconds()));
+                r.planned_s = Some(report::kinds::survey::round_tenth(part.seconds()));
                 r
             } else {
                 let why = this.reason.clone().unwrap_or_default();
@@ -233,10 +233,12 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
             }
         };
         body.parts.push(result);
-        body.seconds = Some(round_tenth(started.elapsed().as_secs_f64()));
+        body.seconds = Some(report::kinds::survey::round_tenth(
+            started.elapsed().as_secs_f64(),
+        ));
         if let Some(out) = &args.keep.output {
             // After every part, atomically: Ctrl-C or a crash keeps what was measured.
-            let partial = finished(&body, stop.load(Ordering::Relaxed));
+            let partial = body.finished(stop.load(Ordering::Relaxed));
             if let Err(e) =
                 crate::output::write_result(out, report::document::DocumentKind::Survey, &partial)
             {
@@ -246,7 +248,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     }
     let interrupted = interrupt.is_set();
     interrupt.release();
-    let body = finished(&body, interrupted);
+    let body = body.finished(interrupted);
     if !interrupted && live {
         crate::console::info(format_args!(
             "survey done in {}",
@@ -258,17 +260,23 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     args.keep
         .keep(report::document::DocumentKind::Survey, &body)?;
     if let Some(file) = &args.md {
-        report::write_atomic(file, markdown(&doc, &body, "survey").as_bytes())?;
+        report::write_atomic(
+            file,
+            report::kinds::survey::markdown(&doc, &body, "survey").as_bytes(),
+        )?;
         crate::console::info(format_args!("wrote {}", file.display()));
     }
     if let Some(file) = &args.html {
-        report::write_atomic(file, html(&doc, &body, "survey")?.as_bytes())?;
+        report::write_atomic(
+            file,
+            report::kinds::survey::html(&doc, &body, "survey")?.as_bytes(),
+        )?;
         crate::console::info(format_args!("wrote {}", file.display()));
     }
     if global.json {
         crate::output::print_result(report::document::DocumentKind::Survey, &body)?;
     } else {
-        crate::out!("{}", markdown(&doc, &body, "survey"))?;
+        crate::out!("{}", report::kinds::survey::markdown(&doc, &body, "survey"))?;
     }
     if interrupted {
         return Err(interrupt.interrupted(
@@ -281,60 +289,6 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
-
-/// The body with its summary and conclusions made from the parts so far.
-fn finished(body: &SurveyBody, interrupted: bool) -> SurveyBody {
-    let mut b = body.clone();
-    b.interrupted = interrupted;
-    // Parts the survey did not reach yet (an interrupted or partial document).
-    for p in &body.plan.parts {
-        if !b.parts.iter().any(|r| r.id == p.id) {
-            b.parts.push(PartResult {
-                id: p.id.clone(),
-                kind: p.kind,
-                status: PartStatus::NotRun,
-                reason: Some(if interrupted {
-                    "not run: the survey was stopped before it".to_string()
-                } else {
-                    "not run yet".to_string()
-                }),
-                seconds: None,
-                planned_s: p.run.then(|| round_tenth(p.seconds())),
-                given_s: None,
-                stopping_s: None,
-                messages: Vec::new(),
-                document: None,
-            });
-        }
-    }
-    let (summary, conclusions) = b.judge("survey");
-    b.summary = summary;
-    b.conclusions = conclusions;
-    b
-}
-
-/// The survey as Markdown: its own intro, then every part's section.
-pub fn markdown(doc: &Document, body: &SurveyBody, origin: &str) -> String {
-    let mut o = report::kinds::survey::markdown_intro(doc, body, origin);
-    let (docs, problems) = body.part_docs(origin);
-    let summaries: Vec<report::Summary> = docs.into_iter().map(|d| d.summary).collect();
-    o.push_str(&report::markdown::render(&summaries));
-    for p in problems {
-        o.push_str(&format!("\nNot shown: {p}\n"));
-    }
-    o
-}
-
-/// The survey as one HTML page.
-pub fn html(doc: &Document, body: &SurveyBody, origin: &str) -> anyhow::Result<String> {
-    let intro = report::kinds::survey::html_intro(doc, body, origin);
-    let (docs, _) = body.part_docs(origin);
-    let summaries: Vec<report::Summary> = docs.into_iter().map(|d| d.summary).collect();
-    Ok(report::html::render_with_intro(&intro, &summaries)?)
-}
-
-// ---------------------------------------------------------------------------------------
-// The plan
 
 // ---------------------------------------------------------------------------------------
 // Running a part
@@ -360,11 +314,6 @@ fn deadline(part: &PlannedPart) -> Duration {
 /// board, 0.3 s), and the survey to write its document.
 const STOP_BEFORE_END: Duration = Duration::from_secs(1);
 
-/// Seconds to a tenth, as the document keeps them.
-fn round_tenth(s: f64) -> f64 {
-    (s * 10.0).round() / 10.0
-}
-
 fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> PartResult {
     let started = Instant::now();
     let mut result = PartResult {
@@ -374,7 +323,7 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
         reason: None,
         seconds: None,
         planned_s: None,
-        given_s: Some(round_tenth(part.seconds())),
+        given_s: Some(report::kinds::survey::round_tenth(part.seconds())),
         stopping_s: None,
         messages: Vec::new(),
         document: None,
@@ -457,9 +406,12 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
     }
     let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
     let stderr = err.and_then(|h| h.join().ok()).unwrap_or_default();
-    result.seconds = Some(round_tenth(started.elapsed().as_secs_f64()));
+    result.seconds = Some(report::kinds::survey::round_tenth(
+        started.elapsed().as_secs_f64(),
+    ));
     if out_of_budget {
-        result.stopping_s = sent_int.map(|t| round_tenth(t.elapsed().as_secs_f64()));
+        result.stopping_s =
+            sent_int.map(|t| report::kinds::survey::round_tenth(t.elapsed().as_secs_f64()));
     }
     result.messages = stderr
         .lines()

@@ -169,6 +169,60 @@ pub fn pci_device_irqs(root: &SysRoot, dev: &str) -> Result<Vec<u32>, String> {
     Ok(irqs)
 }
 
+/// The PCI functions of `pci` (a path's, from the device towards the CPU) other than `except`,
+/// each with its interrupt lines ([`pci_device_irqs`]); a function whose lines cannot be read
+/// is left out.
+pub fn path_devices(
+    root: &SysRoot,
+    pci: &[String],
+    except: Option<&str>,
+) -> Vec<(String, Vec<u32>)> {
+    pci.iter()
+        .filter(|d| Some(d.as_str()) != except)
+        .filter_map(|d| pci_device_irqs(root, d).ok().map(|l| (d.clone(), l)))
+        .collect()
+}
+
+/// The devices whose interrupts a run over network interface `iface` counts, each a label and
+/// its lines: the interface's own device first (`eth0 0000:01:00.0`, its lines as
+/// [`interface_irqs`] finds them in /proc/interrupts now), then the other PCI functions of its
+/// path `pci`; and a note where the interface's device has no line to count.
+pub fn interface_devices(
+    root: &SysRoot,
+    iface: &str,
+    pci: &[String],
+) -> (Vec<(String, Vec<u32>)>, Vec<String>) {
+    let lines = InterruptsSampler::new(root.clone())
+        .snapshot()
+        .map(|s| s.value)
+        .unwrap_or_default();
+    let mut notes = Vec::new();
+    let mut devices = Vec::new();
+    let own = match interface_irqs(root, iface, &lines) {
+        Ok(i) => {
+            let label = match &i.pci {
+                Some(p) => format!("{iface} {p}"),
+                None => iface.to_string(),
+            };
+            if i.irqs.is_empty() {
+                notes.push(format!(
+                    "{label}: no interrupt line of the device was found (no msi_irqs, no \
+                     line in /proc/interrupts named after {iface})"
+                ));
+            } else {
+                devices.push((label, i.irqs));
+            }
+            i.pci
+        }
+        Err(why) => {
+            notes.push(why);
+            None
+        }
+    };
+    devices.extend(path_devices(root, pci, own.as_deref()));
+    (devices, notes)
+}
+
 /// The interrupt lines of a network interface's device.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InterfaceIrqs {

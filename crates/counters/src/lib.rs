@@ -13,6 +13,7 @@
 pub mod diskstats;
 pub mod event;
 pub mod interrupts;
+pub mod list;
 pub mod loadavg;
 pub mod net_dev;
 pub mod pcie_pmu;

@@ -10,10 +10,14 @@
 
 use crate::trace::{Instance, TraceError};
 use crate::{ReadUnder, SysRoot};
-use model::latency::timerlat::{Context, Sample};
+use model::latency::split::Split;
+use model::latency::timerlat::{Aggregator, Context, Sample};
+use model::latency::{Config, Measurement, Privileges, Step, StopReason};
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// The tracefs mount of `root` that has `available_tracers`.
 fn tracefs(root: &SysRoot) -> Option<(&'static str, PathBuf)> {
@@ -203,6 +207,68 @@ impl Drop for Timerlat {
         let _ = self.instance.write("current_tracer", "nop");
         restore(&self.saved);
     }
+}
+
+/// Measure with the tracer on `cpus` at `config`'s period until its limits (its duration, or
+/// its loop count with 10 s to spare) or until `stop` is set: the measurement (`dma`: whether
+/// /dev/cpu_dma_latency was held, which the caller does) and the IRQ/thread split the tracer
+/// gives by itself. Bounded: it wakes every 100 ms.
+pub fn measure(
+    root: &SysRoot,
+    config: &Config,
+    cpus: &[u32],
+    stop: &AtomicBool,
+    dma: Step,
+) -> Result<(Measurement, Split), String> {
+    let period_us = config.interval.as_micros() as u64;
+    let mut tracer = Timerlat::start(root, cpus, period_us)?;
+    let mut agg = Aggregator::new(config, cpus);
+    let started = Instant::now();
+    // Bounded: the duration, or the loop count at the period with 10 s to spare.
+    let limit = config.limits.duration.unwrap_or_else(|| {
+        config.interval * u32::try_from(config.limits.loops.unwrap_or(1)).unwrap_or(u32::MAX)
+            + Duration::from_secs(10)
+    });
+    let mut samples = Vec::new();
+    let stopped_by = loop {
+        std::thread::sleep(Duration::from_millis(100));
+        tracer.drain(&mut samples);
+        for s in samples.drain(..) {
+            agg.add(&s);
+        }
+        if stop.load(Ordering::SeqCst) {
+            break StopReason::Interrupted;
+        }
+        if config.limits.loops.is_some_and(|n| agg.min_count() >= n) {
+            break StopReason::Loops;
+        }
+        if started.elapsed() >= limit {
+            break if config.limits.duration.is_some() {
+                StopReason::Duration
+            } else {
+                StopReason::Loops
+            };
+        }
+    };
+    // The tracer's threads exist while it runs: their priorities now.
+    let priorities: Vec<u8> = agg
+        .tids()
+        .iter()
+        .map(|&pid| Timerlat::priority(root, pid))
+        .collect();
+    drop(tracer);
+    let privileges = Privileges {
+        sched_fifo: if priorities.iter().any(|&p| p > 0) {
+            Step::Done
+        } else {
+            Step::NotRequested
+        },
+        memory_locked: Step::NotRequested,
+        cpu_dma_latency_held: dma,
+    };
+    let elapsed_ns = started.elapsed().as_nanos() as u64;
+    let (m, split) = agg.finish(privileges, elapsed_ns, stopped_by, &priorities);
+    Ok((m, split))
 }
 
 #[cfg(test)]

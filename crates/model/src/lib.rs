@@ -12,6 +12,7 @@ pub mod mmio;
 pub mod net;
 pub mod path;
 pub mod pcie;
+pub mod pmu;
 pub mod privilege;
 pub mod procfs;
 pub mod root;

@@ -40,6 +40,22 @@ pub fn emulated_vendor(vendor_id: u16) -> Option<&'static str> {
         .map(|(_, what)| *what)
 }
 
+/// The first emulated or paravirtual device on `path` (a function of `audit`), as a fact in
+/// words (`0000:00:04.0 is virtio (paravirtual)`): its link state is the emulator's.
+pub fn emulated_on_path(
+    path: &model::path::TargetPath,
+    audit: &model::inventory::pci::PciAudit,
+) -> Option<String> {
+    path.chain.pci_addresses().into_iter().find_map(|a| {
+        let f = audit
+            .functions
+            .iter()
+            .find(|f| f.address.to_string() == a)?;
+        let what = emulated_vendor(f.vendor_id?)?;
+        Some(format!("{a} is {what}"))
+    })
+}
+
 /// What a run knows that can carry a rate past the ceiling of its path, strongest first in
 /// the order [`above_ceiling`] weighs it. Each is a fact in words (`0000:01:00.0 is QEMU's
 /// emulated hardware`), or `None` when the run does not show it.

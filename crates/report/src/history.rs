@@ -124,6 +124,31 @@ pub struct RunRow {
     pub damaged: Option<String>,
 }
 
+/// `history`'s list of runs as a table: one line per run whatever its strings hold (a `count`
+/// of a command with a newline in it: the terminal's table writes them printable), a damaged
+/// run marked as such (its damage is said below the table).
+pub fn list_text(rows: &[RunRow], style: &crate::terminal::Style) -> String {
+    let header = ["id", "time (UTC)", "host", "target", "test", "result"];
+    let mut table: Vec<Vec<String>> = vec![header.map(String::from).to_vec()];
+    table.extend(rows.iter().map(|r| {
+        vec![
+            r.id.to_string(),
+            r.created.clone().unwrap_or_else(|| "-".into()),
+            r.host.clone().unwrap_or_else(|| "-".into()),
+            r.target.clone().unwrap_or_else(|| "-".into()),
+            r.test.clone(),
+            match &r.damaged {
+                Some(_) => "damaged (see below)".to_string(),
+                None if r.interrupted => format!("{} (interrupted)", r.headline),
+                None => r.headline.clone(),
+            },
+        ]
+    }));
+    let mut text = String::new();
+    crate::terminal::table(&mut text, &table, 1, header.len(), style);
+    text
+}
+
 /// An open history database.
 pub struct Store {
     conn: Connection,

@@ -177,7 +177,10 @@ fn a_pmu_list_report_shows_what_count_list_prints() {
     let l: report::kinds::count::PmuListDocument = doc.view(name).unwrap();
     let (md, html) = reports_of(&doc, name);
     for p in &l.pmus {
-        assert!(md.contains(&format!("| {} | {} |", p.name, p.type_id)), "{md}");
+        assert!(
+            md.contains(&format!("| {} | {} |", p.name, p.type_id)),
+            "{md}"
+        );
         assert!(html.contains(&p.name), "{}", p.name);
         for e in &p.events {
             assert!(md.contains(&format!("{}/{e}/", p.name)), "{e}");
@@ -217,7 +220,10 @@ fn a_pmu_list_report_shows_what_count_list_prints() {
         md.contains("DesignWare: root port 0000:00:01.0 (the root ports of segment 0)"),
         "{md}"
     );
-    assert!(md.contains("tracepoints: not listed: permission denied"), "{md}");
+    assert!(
+        md.contains("tracepoints: not listed: permission denied"),
+        "{md}"
+    );
     assert!(md.contains("no PMU counts this root port"), "{md}");
     assert!(html.contains("no PMU counts this root port") && html.contains("permission denied"));
 }
@@ -233,7 +239,9 @@ fn a_survey_plan_report_shows_what_survey_dry_run_prints() {
     let text = report::kinds::survey::plan_text(&plan, true);
     let (md, html) = reports_of(&doc, name);
     assert!(
-        md.contains("| plan | 7 parts to run, about 4 min 19 s of a 10 min budget, writing 1024 MiB |"),
+        md.contains(
+            "| plan | 7 parts to run, about 4 min 19 s of a 10 min budget, writing 1024 MiB |"
+        ),
         "{md}"
     );
     assert!(text.starts_with(

@@ -90,6 +90,23 @@ pub(crate) fn summarize(
 }
 
 impl MmioDocument {
+    /// What a stop left of the run, after "interrupted by SIGINT (Ctrl-C): ".
+    pub fn stopped_with(&self, measured: bool) -> String {
+        if measured {
+            return "the results above are those measured before it".to_string();
+        }
+        match (&self.region, &self.memory) {
+            // bench mem: every page of the buffer is written before the first width runs (so
+            // none is the shared zero page), which takes a while for a large buffer.
+            (None, Some(m)) => format!(
+                "nothing was measured: it came while the {} MiB buffer was being filled, before \
+                 the first width ran",
+                m.buffer_bytes >> 20
+            ),
+            _ => "nothing was measured: it came before the first width ran".to_string(),
+        }
+    }
+
     /// Whether the document measured a region (`bench mmio`) or only DRAM (`bench mem`).
     pub fn has_region(&self) -> bool {
         self.region.is_some()

@@ -143,3 +143,32 @@ pub fn summarize(doc: &Document, origin: &str) -> Result<Summary, DocumentError>
     s.context = ctx;
     Ok(s)
 }
+
+/// One document as every report shows it: its Markdown section(s), and for an HTML page the
+/// intro it brings (a survey's summary and conclusions) and the summaries of its sections.
+pub struct Rendered {
+    pub markdown: String,
+    pub html_intro: String,
+    pub summaries: Vec<Summary>,
+}
+
+/// `doc` (named `origin`) as `report` and `history show` show it: a survey brings its own intro and its parts'
+/// sections, any other document one section.
+pub fn render(doc: &Document, origin: &str) -> Result<Rendered, DocumentError> {
+    if doc.kind() == DocumentKind::Survey {
+        let body = survey::SurveyBody::of(doc, origin)?;
+        let (parts, _) = body.part_docs(origin);
+        Ok(Rendered {
+            markdown: survey::markdown(doc, &body, origin),
+            html_intro: survey::html_intro(doc, &body, origin),
+            summaries: parts.into_iter().map(|p| p.summary).collect(),
+        })
+    } else {
+        let s = summarize(doc, origin)?;
+        Ok(Rendered {
+            markdown: crate::markdown::render(std::slice::from_ref(&s)),
+            html_intro: String::new(),
+            summaries: vec![s],
+        })
+    }
+}

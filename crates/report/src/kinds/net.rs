@@ -166,6 +166,26 @@ fn transfers(f: &LinkFacts, m: &NetMeasurement) -> Result<(GoodputParams, String
     ))
 }
 
+/// The line `bench net` prints on stderr at the end of each interval (`-i`): `[   1.00 s]
+/// client to server       941.52 Mbit/s`.
+pub fn interval_line(end_s: f64, flow: Flow, bps: f64) -> String {
+    format!(
+        "[{end_s:7.2} s] {:<17} {:>10.2} Mbit/s",
+        flow.label(),
+        bps / 1e6
+    )
+}
+
+/// The line `bench net --find-rate` prints after each trial: what was offered, what arrived
+/// and the loss.
+pub fn trial_line(offered_bps: f64, received_bps: f64, loss_percent: f64) -> String {
+    format!(
+        "find-rate: offered {:.2} Mbit/s, received {:.2} Mbit/s, loss {loss_percent:.3} %",
+        offered_bps / 1e6,
+        received_bps / 1e6
+    )
+}
+
 /// The ceiling of the direction `flow` of this test, or why it has none: the link's ceiling
 /// ([`model::net::link_ceiling`]) the way this end sees that flow (it sends the flow, or
 /// receives it).

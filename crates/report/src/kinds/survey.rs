@@ -18,6 +18,11 @@ use model::Severity;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
+/// Seconds to a tenth, as the document keeps them.
+pub fn round_tenth(s: f64) -> f64 {
+    (s * 10.0).round() / 10.0
+}
+
 // ---- the plan (kind `survey-plan`: `survey --dry-run --json`) ----
 
 /// Arguments as a shell line a user can paste: words with spaces or quotes in single quotes.
@@ -308,6 +313,38 @@ impl SurveyBody {
             ),
             plural(conclusions.len(), "conclusion", "conclusions"),
         )
+    }
+
+    /// The body with its summary and conclusions made from the parts so far, and every part
+    /// of the plan not reached yet listed as not run (`interrupted`: the survey was stopped).
+    pub fn finished(&self, interrupted: bool) -> SurveyBody {
+        let mut b = self.clone();
+        b.interrupted = interrupted;
+        // Parts the survey did not reach yet (an interrupted or partial document).
+        for p in &self.plan.parts {
+            if !b.parts.iter().any(|r| r.id == p.id) {
+                b.parts.push(PartResult {
+                    id: p.id.clone(),
+                    kind: p.kind,
+                    status: PartStatus::NotRun,
+                    reason: Some(if interrupted {
+                        "not run: the survey was stopped before it".to_string()
+                    } else {
+                        "not run yet".to_string()
+                    }),
+                    seconds: None,
+                    planned_s: p.run.then(|| round_tenth(p.seconds())),
+                    given_s: None,
+                    stopping_s: None,
+                    messages: Vec::new(),
+                    document: None,
+                });
+            }
+        }
+        let (summary, conclusions) = b.judge("survey");
+        b.summary = summary;
+        b.conclusions = conclusions;
+        b
     }
 
     /// Summary paragraph and ranked conclusions, made from the parts' documents.
@@ -791,6 +828,33 @@ fn host_of(doc: &Document) -> String {
         .and_then(|h| h.hostname.clone())
         .unwrap_or_else(|| "this machine".to_string())
 }
+
+/// The survey as Markdown: its own intro, then every part's section.
+pub fn markdown(doc: &Document, body: &SurveyBody, origin: &str) -> String {
+    let mut o = markdown_intro(doc, body, origin);
+    let (docs, problems) = body.part_docs(origin);
+    let summaries: Vec<Summary> = docs.into_iter().map(|d| d.summary).collect();
+    o.push_str(&crate::markdown::render(&summaries));
+    for p in problems {
+        o.push_str(&format!("\nNot shown: {p}\n"));
+    }
+    o
+}
+
+/// The survey as one HTML page.
+pub fn html(
+    doc: &Document,
+    body: &SurveyBody,
+    origin: &str,
+) -> Result<String, crate::html::PlotError> {
+    let intro = html_intro(doc, body, origin);
+    let (docs, _) = body.part_docs(origin);
+    let summaries: Vec<Summary> = docs.into_iter().map(|d| d.summary).collect();
+    crate::html::render_with_intro(&intro, &summaries)
+}
+
+// ---------------------------------------------------------------------------------------
+// The plan
 
 /// The survey's own part of a report (title, summary, conclusions, parts), in Markdown; the
 /// parts' sections follow it (`markdown::render` of [`SurveyBody::part_docs`]).

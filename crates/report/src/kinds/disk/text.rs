@@ -35,6 +35,19 @@ pub fn plan(p: &Parameters) -> String {
     )
 }
 
+/// What the run will take, before it starts: `plan: 8 tests, 5 runs per test of 5 s, 5 s
+/// pause before each run but the first: at most 6 min 35 s`.
+pub fn plan_line(p: &Parameters, tests: &[model::disk::TestSpec]) -> String {
+    let runs = tests.len() as f64 * f64::from(p.runs);
+    let most = runs * (p.ramp_s + p.runtime_s) + (runs - 1.0).max(0.0) * p.pause_s;
+    format!(
+        "plan: {}, {}: at most {}",
+        crate::summary::plural(tests.len(), "test", "tests"),
+        plan(p),
+        model::survey::format_seconds(most)
+    )
+}
+
 /// The text of `bench disk`: `tests` with their efficiency against `ceiling` (tests without
 /// a run are left out), the findings (`crate::kinds::disk::findings`), then the notes.
 pub fn render(

@@ -59,6 +59,50 @@ fn wakeups_on(m: &Measurement, cpu: u32, cpus: usize) -> u64 {
     }
 }
 
+/// What one run of `bench latency` measured and on what: the facts its findings read.
+pub struct Run<'a> {
+    pub config: &'a Config,
+    pub context: &'a SystemContext,
+    pub measurement: &'a Measurement,
+    /// The CPUs measured, in CPU order.
+    pub cpus: &'a [u32],
+    pub interrupts: Option<&'a MeasuredInterrupts>,
+    /// The run's own load.
+    pub stress: Option<&'a StressSpec>,
+    pub split: Option<&'a Split>,
+}
+
+/// Every finding of a run: what the numbers depend on ([`findings`]), the IRQ/thread split's,
+/// then what only the command line knows: `-b`'s threshold (`breaktrace_us`) and the signal
+/// that stopped the run (`interrupted_by`).
+pub fn of_run(r: Run, breaktrace_us: Option<u64>, interrupted_by: Option<&str>) -> Vec<Finding> {
+    let m = r.measurement;
+    let mut out = findings(r.config, r.context, m, r.cpus, r.interrupts, r.stress);
+    if let Some(s) = r.split {
+        out.extend(split(s, measurement_priority(m)));
+    }
+    if let Some(b) = breaktrace_us {
+        let h = &m.total.histogram;
+        out.push(breaktrace(
+            b,
+            &h.counts,
+            h.overflow,
+            model::units::whole_us(m.total.max_ns),
+            r.split.is_some_and(|s| s.analysis.is_some()),
+        ));
+    }
+    if let Some(by) = interrupted_by {
+        out.push(interrupted(by));
+    }
+    out
+}
+
+/// The SCHED_FIFO priority the threads really ran at (0: normal scheduling, refused or
+/// `-p 0`).
+fn measurement_priority(m: &Measurement) -> u8 {
+    m.threads.iter().map(|t| t.priority).max().unwrap_or(0)
+}
+
 /// What the numbers depend on, as sentences, in a fixed order: kernel, governor, interrupts
 /// per measured CPU (`cpus`, in CPU order), SMT, privileges, missed periods, histogram
 /// overflow. `interrupts`: what arrived on those CPUs during the measurement, when

@@ -1,8 +1,42 @@
-//! bench mmio's finding: a BAR reached through a link that trained below what its ends
-//! support, so every timed access crosses the slower link.
+//! bench mmio's judgement: a BAR reached through a link that trained below what its ends
+//! support, so every timed access crosses the slower link; a width stopped by a fault; a
+//! window small enough to measure the cache.
 
+use model::mmio::{AccessResult, Region};
 use model::path::TargetPath;
 use model::{Finding, Severity};
+
+/// What a reader must know of a region's numbers: each width whose run a fault stopped (where
+/// in the region, after how many accesses), and that a window of a file that fits in the
+/// last-level cache (`llc` bytes) measured the cache, not DRAM.
+pub fn region_notes(region: &Region, results: &[AccessResult], llc: Option<u64>) -> Vec<String> {
+    let mut notes = Vec::new();
+    for r in results {
+        if let Some(f) = &r.fault {
+            notes.push(format!(
+                "{} {} took {} at offset {:#x} of {} ({:#x} into the window) after {} \
+                 accesses: the page behind it is gone (a truncated file) or the device did not \
+                 answer; the run of that width stopped there",
+                r.width.label(),
+                r.op,
+                f.signal,
+                region.window_offset + f.offset,
+                region.given,
+                f.offset,
+                r.accesses
+            ));
+        }
+    }
+    if let Some(l) = llc.filter(|&l| region.kind != "bar" && region.window_bytes <= l) {
+        notes.push(format!(
+            "the {}-byte window of a file fits in the {} KiB last-level cache: its numbers are \
+             cache speeds, above DRAM's",
+            region.window_bytes,
+            l >> 10
+        ));
+    }
+    notes
+}
 
 /// A warning for each link on `path` that runs below its capable state (`lspci -vv`'s
 /// LnkSta below LnkCap), about the BAR named `bar` (`0000:01:00.0:2`). A link whose capable
