@@ -57,7 +57,7 @@ pub fn root_shapers() -> Result<BTreeMap<String, Shaper>, String> {
         format!("cannot read the interfaces' qdiscs from the kernel (rtnetlink: {e}), {unknown}")
     })?;
     let mut shapers = BTreeMap::new();
-    for (ifindex, shaper) in replies.iter().filter_map(|m| parse_qdisc(m)) {
+    for (ifindex, shaper) in replies.iter().filter_map(parse_qdisc) {
         if let Some(name) = interface_name(ifindex) {
             shapers.insert(name, shaper);
         }
@@ -77,7 +77,7 @@ pub fn gso_max_segs(iface: &str) -> Option<u64> {
     let mut ifinfo = [0u8; IFINFOMSG_LEN];
     ifinfo[4..8].copy_from_slice(&(index as i32).to_ne_bytes());
     let replies = request(RTM_GETLINK, 0, &ifinfo).ok()?;
-    replies.iter().find_map(|m| parse_gso_max_segs(m))
+    replies.iter().find_map(parse_gso_max_segs)
 }
 
 /// One rtnetlink message's payload with its type: what [`request`] returns per message.
