@@ -21,7 +21,8 @@ use std::time::Duration;
 #[derive(Args, Debug, Clone, Default)]
 #[command(
     after_help = "Examples:\n  headroom bench net --server\n  headroom bench net 192.0.2.1 -t 10 -P 2\n  \
-headroom bench net -c 192.0.2.1 -u -b 100M -R\n  headroom bench net 192.0.2.1 -u --find-rate\n\
+headroom bench net -c 192.0.2.1 -u -b 100M -R\n  headroom bench net 192.0.2.1 -u --find-rate\n  \
+headroom bench net 192.0.2.1 -J | jq .end.sum_received.bits_per_second\n\
 A pasted iperf3 command line works: `headroom bench net iperf3 -c HOST -R -t 5`.\n\
 Rates are in bits per second with decimal prefixes (iperf3's -b); lengths and windows in bytes \
 with binary ones (iperf3's -l, -w)."

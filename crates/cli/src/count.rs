@@ -32,6 +32,7 @@ like /proc/interrupts); a rate per second is given for runs of at least a second
 gives the count alone.\n\
 Examples:\n  headroom count -e cs,page-faults -- dd if=/dev/zero of=/dev/null count=1000\n  \
 headroom --json count -e block:block_rq_issue -- sync > counts.json\n  \
+headroom count -j -e task-clock,cs -o counts.jsonl -- make\n  \
 headroom count --list | grep sched:")]
 pub struct CountArgs {
     /// Event to count, in perf's syntax: `PMU/EVENT,term=V/`, `SYSTEM:TRACEPOINT`, a
