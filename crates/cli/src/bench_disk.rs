@@ -321,14 +321,12 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     crate::console::info(report::kinds::disk::text::plan_line(&parameters, &tests));
     let progress = |p: &Progress| {
         if live {
-            crate::console::progress(format_args!(
-                "{:<24} run {}/{}  {:<5} {:>6.1} s  {:>10.1} MB/s",
+            crate::console::progress(report::kinds::disk::text::progress_line(
                 p.test,
-                p.run,
-                p.runs,
-                p.phase,
+                (p.run, p.runs),
+                &p.phase,
                 p.elapsed.as_secs_f64(),
-                p.bytes_per_sec / model::units::MB
+                p.bytes_per_sec,
             ));
         }
     };

@@ -451,7 +451,7 @@ pub(crate) fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Resul
     let keep = a.keep();
     let root = SysRoot::new("/");
     let context = system::read_context(&root);
-    let cpus = measured_cpus(&config);
+    let cpus = latency::measured_cpus(&config);
     let timerlat = a.engine == Engine::Timerlat;
     if timerlat {
         // The kernel's own measurement, where it has the tracer; else which is missing.
@@ -728,7 +728,10 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
         };
         // Only a line that fired is named (the disks are looked up for it).
         if m.cpus.iter().any(|c| c.count > 0) {
-            m.mark_block_devices(&storage_irqs(root));
+            m.mark_block_devices(&counters::interrupts::storage_irqs(
+                root,
+                &probe::block::disk_hardware(root),
+            ));
         }
         m
     });
@@ -812,39 +815,6 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
         return Err(console::Interrupted { signal, kept }.into());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The IRQ lines of the disks' controllers, each with the disks behind it (`vda`, `sda,
-/// sdb`): the PCI function on each disk's bus path and its MSI/MSI-X (or INTx) lines.
-fn storage_irqs(root: &SysRoot) -> Vec<(u32, String)> {
-    let mut out: Vec<(u32, String)> = Vec::new();
-    for (disk, bus_path) in probe::block::disk_hardware(root) {
-        let pci = bus_path.iter().find_map(|h| match h {
-            model::path::Hop::Pci { address, .. } => Some(address.to_string()),
-            _ => None,
-        });
-        let Some(pci) = pci else { continue };
-        for irq in counters::interrupts::pci_device_irqs(root, &pci).unwrap_or_default() {
-            match out.iter_mut().find(|(i, _)| *i == irq) {
-                Some((_, names)) => names.push_str(&format!(", {disk}")),
-                None => out.push((irq, disk.clone())),
-            }
-        }
-    }
-    out
-}
-
-/// The CPUs the measurement ran on: the pinned ones, or every available CPU for free threads.
-fn measured_cpus(config: &Config) -> Vec<u32> {
-    let mut cpus: Vec<u32> = match &config.affinity {
-        Affinity::Pinned(_) => (0..config.threads)
-            .filter_map(|i| config.cpu_of(i))
-            .collect(),
-        Affinity::Free => latency::available_cpus(),
-    };
-    cpus.sort_unstable();
-    cpus.dedup();
-    cpus
 }
 
 #[cfg(test)]

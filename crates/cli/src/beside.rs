@@ -66,9 +66,6 @@ fn no_pmu_note(root: &SysRoot, pmus: &Pmus, pci: &[String]) -> Option<String> {
         address: f.address.to_string(),
         vendor_id: f.vendor_id,
     });
-    let Some(port) = port else {
-        return Some(report::kinds::count::no_root_port_note(first));
-    };
     let links: Vec<_> = pmus
         .list
         .iter()
@@ -76,9 +73,7 @@ fn no_pmu_note(root: &SysRoot, pmus: &Pmus, pci: &[String]) -> Option<String> {
         .map(|c| c.link(&[]))
         .collect();
     let kernel = probe::system::kernel_release(root);
-    report::kinds::count::root_port_pmu_findings(&[port], &links, kernel.as_deref())
-        .first()
-        .map(|f| format!("{}: {}", f.subject, f.message))
+    report::kinds::count::no_pmu_note(first, port, &links, kernel.as_deref())
 }
 
 impl Beside {

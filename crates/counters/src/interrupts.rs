@@ -223,6 +223,30 @@ pub fn interface_devices(
     (devices, notes)
 }
 
+/// The IRQ lines of the disks' controllers, each with the disks behind it (`vda`, `sda,
+/// sdb`): the PCI function on each disk's bus path (`disks`: each disk's bus path, as
+/// `probe::block::disk_hardware` reads them) and its MSI/MSI-X (or INTx) lines.
+pub fn storage_irqs(
+    root: &SysRoot,
+    disks: &[(String, Vec<model::path::Hop>)],
+) -> Vec<(u32, String)> {
+    let mut out: Vec<(u32, String)> = Vec::new();
+    for (disk, bus_path) in disks {
+        let pci = bus_path.iter().find_map(|h| match h {
+            model::path::Hop::Pci { address, .. } => Some(address.to_string()),
+            _ => None,
+        });
+        let Some(pci) = pci else { continue };
+        for irq in pci_device_irqs(root, &pci).unwrap_or_default() {
+            match out.iter_mut().find(|(i, _)| *i == irq) {
+                Some((_, names)) => names.push_str(&format!(", {disk}")),
+                None => out.push((irq, disk.clone())),
+            }
+        }
+    }
+    out
+}
+
 /// The interrupt lines of a network interface's device.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InterfaceIrqs {

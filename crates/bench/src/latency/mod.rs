@@ -24,7 +24,7 @@ pub mod session;
 pub mod wakeups;
 
 pub use config::LatencyError;
-pub use rt::available_cpus;
+pub use rt::{available_cpus, measured_cpus};
 pub use session::{Progress, Session, PROGRESS_EVERY};
 pub use wakeups::WakeupTap;
 

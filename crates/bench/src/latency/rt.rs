@@ -6,6 +6,19 @@ use model::latency::Step;
 use std::fs::File;
 use std::io::Write;
 
+/// The CPUs the measurement ran on: the pinned ones, or every available CPU for free threads.
+pub fn measured_cpus(config: &model::latency::Config) -> Vec<u32> {
+    let mut cpus: Vec<u32> = match &config.affinity {
+        model::latency::Affinity::Pinned(_) => (0..config.threads)
+            .filter_map(|i| config.cpu_of(i))
+            .collect(),
+        model::latency::Affinity::Free => available_cpus(),
+    };
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
+}
+
 /// The CPUs this process may run on (`sched_getaffinity`).
 pub fn available_cpus() -> Vec<u32> {
     // SAFETY: cpu_set_t is plain data; zeroed is the empty set.

@@ -48,6 +48,22 @@ pub fn plan_line(p: &Parameters, tests: &[model::disk::TestSpec]) -> String {
     )
 }
 
+/// The progress line of a running test: `SEQ1M Q8T1 read          run 2/5  run      3.0 s
+/// 1234.5 MB/s` (`run` of `runs`, the phase, the seconds into it, the rate over the last
+/// interval in MB/s = 10^6 B/s).
+pub fn progress_line(
+    test: &str,
+    (run, runs): (u32, u32),
+    phase: &dyn std::fmt::Display,
+    elapsed_s: f64,
+    bytes_per_sec: f64,
+) -> String {
+    format!(
+        "{test:<24} run {run}/{runs}  {phase:<5} {elapsed_s:>6.1} s  {:>10.1} MB/s",
+        bytes_per_sec / model::units::MB
+    )
+}
+
 /// The text of `bench disk`: `tests` with their efficiency against `ceiling` (tests without
 /// a run are left out), the findings (`crate::kinds::disk::findings`), then the notes.
 pub fn render(
