@@ -149,6 +149,8 @@ fn a_hand_written_manifest_is_read_as_written() {
     );
     // nvme0n1p1 is a partition of the disk on 0000:01:00.0.
     assert!(t.contains("PASS pci 0000:01:00.0 (Samsung Electronics Co Ltd NVMe SSD Controller PM9A1/PM9A3/980PRO, driver nvme) present"), "{t}");
+    // A block device selects the function it sits on, not the root port above it.
+    assert_eq!(t.matches("pci 0000:00:1c.0").count(), 1, "{t}");
     // `exactly` fails a faster link too.
     std::fs::write(
         &manifest,
@@ -311,7 +313,8 @@ fn a_missing_device_is_a_fail() {
         "[[pci]]\naddress = \"0000:7f:00.0\"\nname = \"the NIC\"\n\n\
          [[usb]]\ndevice = \"2-1\"\ntransport = \"uas\"\nspeed_mbps = 5000\n\n\
          [[usb]]\ndevice = \"1-2\"\ntransport = \"uas\"\nspeed_mbps = 5000\n\n\
-         [[net]]\ninterface = \"eth9\"\n",
+         [[net]]\ninterface = \"eth9\"\n\n\
+         [[usb]]\nblock = \"sdb\"\ntransport = \"usb-storage\"\n",
     )
     .unwrap();
     let out = expect(&tree, &manifest, &[]);
@@ -330,6 +333,14 @@ fn a_missing_device_is_a_fail() {
     assert!(t.contains("transport: uas (expected uas)"), "{t}");
     assert!(t.contains("speed: 480M (expected at least 5000M)"), "{t}");
     assert!(t.contains("transport: usb-storage (expected uas)"), "{t}");
+    // sdb is on the JMS567 bridge (1-2), not on its root hub.
+    assert!(
+        t.contains(
+            "PASS usb 1-2 (JMS567 SATA 6Gb/s bridge) transport: usb-storage (expected usb-storage)"
+        ),
+        "{t}"
+    );
+    assert!(!t.contains("usb usb1"), "{t}");
 }
 
 #[test]

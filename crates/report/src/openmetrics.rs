@@ -76,7 +76,6 @@ impl Metrics {
         def.unit.map(|u| match u {
             "bytes" => Unit::Bytes,
             "seconds" => Unit::Seconds,
-            "ratio" => Unit::Ratios,
             other => Unit::Other(other.to_string()),
         })
     }

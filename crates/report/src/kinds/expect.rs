@@ -257,23 +257,25 @@ fn transport_of(s: &model::inventory::usb::MassStorage) -> Option<String> {
     }
 }
 
-/// The bus devices (`0000:01:00.0`, `2-1`) a block device sits on: a partition's are its
-/// disk's.
-fn block_hops(a: &AuditDocument, name: &str) -> Vec<String> {
-    let Some(block) = &a.block else {
-        return Vec::new();
-    };
-    let mut dev = block.devices.iter().find(|d| d.name == name);
-    if let Some(parent) = dev.and_then(|d| d.parent.clone()) {
-        dev = block.devices.iter().find(|d| d.name == parent).or(dev);
-    }
-    dev.map(|d| {
-        d.bus_path
+/// The PCI function (`pci`) or USB device a block device sits on: the nearest of its kind on
+/// the way to the CPU (an NVMe, not the root port above it; a USB disk, not its hub). A
+/// partition's is its disk's.
+fn block_device(a: &AuditDocument, name: &str, pci: bool) -> Option<String> {
+    use model::path::Hop;
+    let block = a.block.as_ref()?;
+    let mut dev = block.devices.iter().find(|d| d.name == name)?;
+    if let Some(parent) = &dev.parent {
+        dev = block
+            .devices
             .iter()
-            .filter_map(|h| h.id().map(str::to_string))
-            .collect()
+            .find(|d| &d.name == parent)
+            .unwrap_or(dev);
+    }
+    dev.bus_path.iter().find_map(|h| match h {
+        Hop::Pci { address, .. } if pci => Some(address.clone()),
+        Hop::Usb { name, .. } if !pci => Some(name.clone()),
+        _ => None,
     })
-    .unwrap_or_default()
 }
 
 /// The bus device (`0000:01:00.0`, `2-1`) a network interface sits on.
@@ -312,7 +314,7 @@ fn pci_matches(a: &AuditDocument, e: &PciExpect, f: &AuditedFunction) -> bool {
         && eq(&e.driver, f.driver.clone())
         && e.block
             .as_ref()
-            .is_none_or(|b| block_hops(a, b).iter().any(|h| same_address(h, &f.address)))
+            .is_none_or(|b| block_device(a, b, true).is_some_and(|d| same_address(&d, &f.address)))
         && e.interface
             .as_ref()
             .is_none_or(|i| interface_device(a, i).is_some_and(|d| same_address(&d, &f.address)))
@@ -379,7 +381,7 @@ pub fn check(m: &Manifest, a: &AuditDocument) -> Vec<Check> {
                     })
                     && e.block
                         .as_ref()
-                        .is_none_or(|b| block_hops(a, b).contains(&d.name))
+                        .is_none_or(|b| block_device(a, b, false).as_deref() == Some(&d.name))
                     && e.interface
                         .as_ref()
                         .is_none_or(|n| interface_device(a, n).as_deref() == Some(&d.name))
