@@ -218,7 +218,12 @@ pub fn write_textfile(dir: &Path, name: &str, doc: &report::Document) -> anyhow:
             path.display(),
             e.source
         )
-    })
+    })?;
+    // Said to a person at a terminal; a timer or cron job running it stays quiet.
+    if std::io::stderr().is_terminal() {
+        crate::console::info(format_args!("wrote {}", path.display()));
+    }
+    Ok(())
 }
 
 /// The machine-readable formats of a result besides `--json`.
@@ -234,12 +239,15 @@ pub enum Format {
 
 /// A file name of the kind `flag` writes, for the example in a refusal: `report.md` for
 /// `--md`, `report.html` for `--html`, `counts.txt` for count's `-o` (perf stat's text; CSV
-/// or a document with -x or --json), `run.json` for a result document (`--output`).
+/// or a document with -x or --json), `expect.toml` for `--save-expect`'s manifest, `run.json`
+/// for a result document (`--output`).
 fn example_name(flag: &str) -> &'static str {
     match flag {
         "--md" => "report.md",
         "--html" => "report.html",
         "-o" => "counts.txt",
+        "--save-expect" => "expect.toml",
+        "--textfile-dir" => "headroom.prom",
         _ => "run.json",
     }
 }
