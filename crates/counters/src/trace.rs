@@ -596,13 +596,16 @@ impl TraceSampler {
 }
 
 /// `dropped events:` of a `per_cpu/cpuN/stats` file (events a full, non-overwriting buffer
-/// refused), plus `overrun:` (events an overwriting one lost).
+/// refused), plus `overrun:` (events an overwriting one lost) and `commit overrun:` (events
+/// lost when nested events filled the buffer during a commit: "should always be zero",
+/// Documentation/trace/ftrace.rst, "per_cpu/cpuN/stats").
 pub fn parse_dropped(stats: &str) -> u64 {
     stats
         .lines()
         .filter_map(|l| {
             l.strip_prefix("dropped events:")
                 .or_else(|| l.strip_prefix("overrun:"))
+                .or_else(|| l.strip_prefix("commit overrun:"))
         })
         .filter_map(|v| v.trim().parse::<u64>().ok())
         .sum()
@@ -1080,10 +1083,10 @@ format:
         assert_eq!(cpumask(&[1]), "2");
         assert_eq!(cpumask(&[32]), "1,00000000");
         assert_eq!(cpumask(&[3, 33]), "2,00000008");
-        let stats = "entries: 0\noverrun: 2\ncommit overrun: 0\nbytes: 0\n\
+        let stats = "entries: 0\noverrun: 2\ncommit overrun: 3\nbytes: 0\n\
                      oldest event ts:     0.000000\nnow ts:  8382.547786\n\
                      dropped events: 5\nread events: 0\n";
-        assert_eq!(parse_dropped(stats), 7);
+        assert_eq!(parse_dropped(stats), 10);
     }
 
     #[test]
