@@ -536,3 +536,36 @@ fn ocptv_output_follows_the_ocptv_schema() {
         "{lines}"
     );
 }
+
+/// A physical slot (/sys/bus/pci/slots/NAME/address, `DDDD:BB:DD`) selects the function in
+/// it, and names it in the metrics.
+#[test]
+fn a_slot_selects_the_function_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = tree_with_aer_errors(dir.path());
+    let slot = tree.join("sys/bus/pci/slots/J5");
+    std::fs::create_dir_all(&slot).unwrap();
+    std::fs::write(slot.join("address"), "0000:01:00\n").unwrap();
+    let manifest = dir.path().join("m.toml");
+    std::fs::write(&manifest, "[[pci]]\nslot = \"J5\"\nlink_width = 4\n").unwrap();
+    let out = expect(&tree, &manifest, &[]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.starts_with("FAIL pci 0000:01:00.0 (Samsung"), "{t}");
+    assert!(t.contains("link width: x1 (expected at least x4)"), "{t}");
+    let mut cmd = headroom();
+    cmd.args(["audit", "--format", "prometheus", "--root"])
+        .arg(&tree);
+    let prom = String::from_utf8(stdout_of(&mut cmd)).unwrap();
+    assert!(
+        prom.lines().any(|l| l.starts_with("headroom_pcie_link_downgraded{")
+            && l.contains(",slot=\"J5\"}")),
+        "{prom}"
+    );
+    assert!(
+        prom.lines()
+            .any(|l| l.starts_with("headroom_pcie_aer_errors_total{")
+                && l.contains(",slot=\"J5\",severity=\"correctable\",error=\"RxErr\"} 3")),
+        "{prom}"
+    );
+}

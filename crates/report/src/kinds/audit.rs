@@ -391,14 +391,19 @@ pub fn metrics(
         let upstream = l.upstream.to_string();
         let device = below.map(|f| f.display_name()).unwrap_or_default();
         let driver = below.and_then(|f| f.driver.clone()).unwrap_or_default();
-        let base = [
+        let slot = below.and_then(|f| f.slot.clone());
+        let mut base = vec![
             ("address", address.as_str()),
             ("upstream", upstream.as_str()),
             ("device", device.as_str()),
             ("driver", driver.as_str()),
         ];
+        // The physical slot, where the platform names one (/sys/bus/pci/slots).
+        if let Some(slot) = &slot {
+            base.push(("slot", slot.as_str()));
+        }
         let with = |extra: &[(&'static str, &'static str)]| {
-            let mut v: Vec<(&str, &str)> = base.to_vec();
+            let mut v: Vec<(&str, &str)> = base.clone();
             v.extend_from_slice(extra);
             v
         };
@@ -460,17 +465,16 @@ pub fn metrics(
         ] {
             // The TOTAL_ERR_* lines are the sums of the others: Prometheus sums by label.
             for (error, count) in list.iter().filter(|(n, _)| !n.starts_with("TOTAL_")) {
-                m.counter(
-                    &om::AER,
-                    &[
-                        ("address", address.as_str()),
-                        ("device", device.as_str()),
-                        ("driver", driver.as_str()),
-                        ("severity", severity),
-                        ("error", error.as_str()),
-                    ],
-                    *count,
-                );
+                let mut labels = vec![
+                    ("address", address.as_str()),
+                    ("device", device.as_str()),
+                    ("driver", driver.as_str()),
+                ];
+                if let Some(slot) = &f.slot {
+                    labels.push(("slot", slot.as_str()));
+                }
+                labels.extend([("severity", severity), ("error", error.as_str())]);
+                m.counter(&om::AER, &labels, *count);
             }
         }
     }
