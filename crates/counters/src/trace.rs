@@ -14,7 +14,11 @@
 //! (`task_struct::perf_recursion`), and where a task's guard is left set every event in its
 //! context is dropped without a PERF_RECORD_LOST; on this project's 6.18 VM that hid the idle
 //! task of CPU 1 (`perf record` kept 7 of cyclictest's 300 wake-ups there, the tracefs ring
-//! buffer all 300). The ring buffer has no such guard.
+//! buffer all 300). The ring buffer has no such guard, but it is not complete either: on the
+//! same VM no `sched_switch` out of the idle task (`swapper/N`) ever reaches it (486
+//! switches into idle, none out, in one run), so a task woken on an idle CPU shows no
+//! switch-in; the analysis (`model::latency::split`, `held`) takes such a task's run from
+//! its own events instead of assuming every switch is recorded.
 //!
 //! The kernel never waits for the reader: the instance does not overwrite, so when a CPU's
 //! buffer is full new events are dropped and counted (`per_cpu/cpuN/stats`, "dropped
