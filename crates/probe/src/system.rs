@@ -28,6 +28,42 @@ pub fn hostname(root: &SysRoot) -> Option<String> {
         .flatten()
 }
 
+/// What uname(2) says of the machine (`uname -n -r -v -m`), as tools that record it (rt-tests'
+/// JSON `sysinfo`) take it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Uname {
+    pub nodename: String,
+    pub release: String,
+    /// `#1 SMP PREEMPT_DYNAMIC ...`: the kernel's build, not /proc/version's whole line.
+    pub version: String,
+    /// `x86_64`, `aarch64`, `armv7l`.
+    pub machine: String,
+}
+
+/// uname(2); `None` when it fails.
+pub fn uname() -> Option<Uname> {
+    // SAFETY: utsname is plain bytes; uname fills it (NUL-terminated fields) or fails.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: u is a valid utsname to write.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return None;
+    }
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    Some(Uname {
+        nodename: field(&u.nodename),
+        release: field(&u.release),
+        version: field(&u.version),
+        machine: field(&u.machine),
+    })
+}
+
 const OSRELEASE: &str = "/proc/sys/kernel/osrelease";
 
 /// Read everything under `root`. Never fails: what is missing is `None`.
