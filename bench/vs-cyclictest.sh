@@ -6,6 +6,10 @@
 # headroom --json), so a difference is a difference of the measured distributions, not of
 # rounding. CPU time per wake-up is the whole process's user+sys (bash `time`) divided by
 # the wake-ups, on idle rounds (under stress headroom's rusage would include its workers).
+# That figure carries each tool's start and exit (headroom reads the system's context from
+# sysfs and locks a larger binary in memory): each idle round also runs both tools for one
+# loop (-l 1), and the loop's own cost is (CPU of the run - CPU of the one-loop run) / (its
+# wake-ups - the one-loop run's), printed beside it with the start-up cost.
 #
 # Needs root, cyclictest and stress-ng (apt-get install -y rt-tests stress-ng), python3.
 # Conditions (CONDITIONS, default "idle stress"):
@@ -62,13 +66,16 @@ run_one() {
         stress_pid=$!
         sleep 0.5 # headroom also lets its own workers spin up for 0.5 s
     fi
+    # idle1: one loop per thread, the tool's start-up and exit alone.
+    local limit=(-D "$SECS") limit_hr=(-D "${SECS}s")
+    [ "$cond" = idle1 ] && limit=(-l 1) limit_hr=(-l 1)
     if [ "$tool" = headroom ]; then
         local extra=()
         [ "$cond" = stress ] && extra=(--stress "$STRESS_HR")
-        { time "$HEADROOM" bench latency --no-save "${common[@]}" -D "${SECS}s" --json "${extra[@]}" \
+        { time "$HEADROOM" bench latency --no-save "${common[@]}" "${limit_hr[@]}" --json "${extra[@]}" \
             >"$out.out" 2>"$out.err"; } 2>"$out.time"
     else
-        { time cyclictest "${common[@]}" -D "$SECS" >"$out.out" 2>"$out.err"; } 2>"$out.time"
+        { time cyclictest "${common[@]}" "${limit[@]}" >"$out.out" 2>"$out.err"; } 2>"$out.time"
     fi
     if [ -n "$stress_pid" ]; then
         kill "$stress_pid" 2>/dev/null || true
@@ -82,6 +89,10 @@ for cond in $CONDITIONS; do
         echo "round $round/$ROUNDS $cond" >&2
         run_one headroom "$cond" "$round"
         run_one cyclictest "$cond" "$round"
+        if [ "$cond" = idle ]; then
+            run_one headroom idle1 "$round"
+            run_one cyclictest idle1 "$round"
+        fi
     done
 done
 
@@ -156,6 +167,25 @@ for cond in conditions:
     d_cpu = [a - b for a, b in zip(cpu_a, cpu_b)]
     print(f"median paired difference of CPU per wake-up A-B: {statistics.median(d_cpu):+.2f} us "
           f"({sum(1 for d in d_cpu if d <= 0)} of {len(d_cpu)} rounds at most cyclictest's)")
+    if cond == "idle":
+        # The loop alone: the one-loop run's CPU and wake-ups taken off (start-up and exit).
+        loop_a, loop_b, start_a, start_b = [], [], [], []
+        for r in range(1, rounds + 1):
+            for tool, reader, loop, start in (("headroom", headroom, loop_a, start_a),
+                                              ("cyclictest", cyclictest, loop_b, start_b)):
+                full = reader(f"{work}/{tool}-idle-{r}.out")
+                one = reader(f"{work}/{tool}-idle1-{r}.out")
+                c_full = cpu(f"{work}/{tool}-idle-{r}.time")
+                c_one = cpu(f"{work}/{tool}-idle1-{r}.time")
+                start.append(c_one * 1e3)
+                loop.append((c_full - c_one) * 1e6 / max(1, full["n"] - one["n"]))
+        d_loop = [a - b for a, b in zip(loop_a, loop_b)]
+        print(f"start-up and exit (one-loop run, user+sys): headroom {statistics.median(start_a):.1f} ms, "
+              f"cyclictest {statistics.median(start_b):.1f} ms (medians)")
+        print(f"CPU per wake-up of the loop alone (start-up taken off): headroom "
+              f"{statistics.median(loop_a):.2f} us, cyclictest {statistics.median(loop_b):.2f} us; "
+              f"median paired difference {statistics.median(d_loop):+.2f} us "
+              f"({sum(1 for d in d_loop if d <= 0)} of {len(d_loop)} rounds at most cyclictest's)")
     if abs(ma) <= 2 and abs(mp) <= 2:
         print(f"verdict ({cond}): within the 2 us target")
     else:

@@ -326,9 +326,39 @@ pub fn clap_error(e: &clap::Error) -> ExitCode {
         }
         _ => {}
     }
-    let text = e.render().to_string();
+    let text = plain_number_reason(e, e.render().to_string());
     let _ = write!(std::io::stderr().lock(), "headroom: {text}");
     ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+}
+
+/// A number flag given something else (`-t x`, `-i 1k`): the standard library's reason
+/// ("invalid digit found in string") says nothing of what the flag takes; say it.
+fn plain_number_reason(e: &clap::Error, text: String) -> String {
+    use std::num::IntErrorKind;
+    let Some(source) = std::error::Error::source(e) else {
+        return text;
+    };
+    let reason = if let Some(int) = source.downcast_ref::<std::num::ParseIntError>() {
+        match int.kind() {
+            IntErrorKind::InvalidDigit => {
+                "not a whole number: give digits only, without a unit or a sign (e.g. 4)"
+            }
+            IntErrorKind::Empty => "empty: give a whole number (e.g. 4)",
+            IntErrorKind::PosOverflow | IntErrorKind::NegOverflow => {
+                "out of range for this flag: give a smaller number"
+            }
+            _ => return text,
+        }
+    } else if source.is::<std::num::ParseFloatError>() {
+        "not a number: give digits, with a decimal point if needed (e.g. 2.5)"
+    } else {
+        return text;
+    };
+    let said = source.to_string();
+    if said.is_empty() {
+        return text;
+    }
+    text.replacen(&said, reason, 1)
 }
 
 /// An error and its causes as one sentence, `what: why: why`, as anyhow's `{:#}` writes it,

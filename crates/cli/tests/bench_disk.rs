@@ -293,7 +293,12 @@ fn bad_flags_get_one_clear_sentence() {
     }
     fails_with(
         &["/nonexistent/dir/file"],
-        "its directory /nonexistent/dir cannot be used",
+        "its directory /nonexistent/dir does not exist; create it (mkdir -p /nonexistent/dir)",
+    );
+    // What a user types: a relative path whose directory is missing.
+    fails_with(
+        &["./nodir/x"],
+        "./nodir/x: its directory ./nodir does not exist; create it (mkdir -p ./nodir)",
     );
     // An existing file is never written without --overwrite, and stays as it was.
     let keep = dir.path().join("keep.bin");

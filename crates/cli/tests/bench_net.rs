@@ -418,7 +418,11 @@ fn shaped_veth_link_reaches_its_computed_ceiling() {
             basis.contains("tbf") && basis.contains("overhead 24"),
             "{basis}"
         );
-        assert_counts_hold(&doc, "shaped link");
+        // No receiver-against-sender check here: with -O each end leaves out what it counted
+        // before its own omit boundary, and the sender's lies further along the byte stream
+        // by what was still in its socket and the tbf's queue at that moment (8,588 B more
+        // at the receiver, seen once), as between two iperf3s. The same link without -O is
+        // checked in `path_and_audit_name_the_shaper_bench_net_measures_against`.
         // The interface counted at least the payload (headers on top).
         assert!(doc["interface_check"]["overhead"].as_f64().unwrap() > 0.0);
     }
@@ -1483,9 +1487,35 @@ fn path_and_audit_name_the_shaper_bench_net_measures_against() {
         line.contains("tbf qdisc 100.00 Mbit/s on its egress") && line.contains(&shown),
         "{line}"
     );
+    // A busybox board has no iproute2: with nothing on PATH the shaper is still seen (read
+    // from rtnetlink), and no warning says a tool is missing.
+    let mut bare = Command::new("ip");
+    bare.args([
+        "netns",
+        "exec",
+        a,
+        "env",
+        "-i",
+        "PATH=/var/empty",
+        "NO_COLOR=1",
+    ])
+    .arg(assert_cmd::cargo::cargo_bin("headroom"))
+    .args(["audit", "--json"]);
+    let (code, out, err) = spawn(bare).output_within(Duration::from_secs(60));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("qdisc") && !err.contains("iproute2"), "{err}");
+    let audit: Value = serde_json::from_str(&out).unwrap();
+    let va = audit["net"]["interfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == "va")
+        .unwrap();
+    assert_eq!(va["shaper"]["rate_bits_per_sec"], 100e6, "{va:#}");
     // bench net from the same end: the direction it sends has the same ceiling.
     let client = ["10.77.0.2", "-t", "1"];
     let doc = client_against_server(a, &client, b, &["-1"], Duration::from_secs(40));
+    assert_counts_hold(&doc, "shaped link");
     let flow = &doc["flows"][0];
     assert_eq!(flow["flow"], "client-to-server");
     let bench = flow["ceiling"]["goodput_bytes_per_sec"].as_f64().unwrap();

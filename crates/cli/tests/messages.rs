@@ -52,6 +52,28 @@ fn usage_errors_of_the_command_line_carry_the_prefix() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("Usage: headroom bench"));
 }
 
+/// A number flag given text (`-t x`, `-i 1k`) got the standard library's "invalid digit found
+/// in string", which says nothing of what the flag takes.
+#[test]
+fn a_number_flag_given_text_says_what_it_takes() {
+    for (args, flag) in [
+        (&["bench", "latency", "-t", "x"][..], "'--threads [<N>]'"),
+        (&["bench", "latency", "-i", "1k"], "'--interval <US>'"),
+        (
+            &["bench", "latency", "-l", "99999999999999999999999"],
+            "--loops",
+        ),
+    ] {
+        let err = fails_saying(headroom().args(args), 2, flag);
+        assert!(!err.contains("invalid digit"), "{args:?}: {err}");
+        assert!(
+            err.contains("not a whole number: give digits only")
+                || err.contains("out of range for this flag"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
 /// The top-level and `bench` help named only disk and latency.
 #[test]
 fn help_names_every_benchmark() {

@@ -254,10 +254,18 @@ pub fn inspect(given: &Path) -> Result<Inspection, DiskError> {
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
             let m = std::fs::metadata(parent).map_err(|e| {
-                DiskError::Target(format!(
-                    "{show}: its directory {} cannot be used: {e}",
-                    parent.display()
-                ))
+                DiskError::Target(if e.kind() == std::io::ErrorKind::NotFound {
+                    format!(
+                        "{show}: its directory {0} does not exist; create it (mkdir -p {0}) \
+                         or name a directory or file on the filesystem to test",
+                        parent.display()
+                    )
+                } else {
+                    format!(
+                        "{show}: its directory {} cannot be used: {e}",
+                        parent.display()
+                    )
+                })
             })?;
             if !m.is_dir() {
                 return Err(DiskError::Target(format!(
