@@ -21,7 +21,8 @@ use std::time::Duration;
 #[derive(Args, Debug, Clone, Default)]
 #[command(
     after_help = "Examples:\n  headroom bench net --server\n  headroom bench net 192.0.2.1 -t 10 -P 2\n  \
-headroom bench net -c 192.0.2.1 -u -b 100M -R\n  headroom bench net 192.0.2.1 -u --find-rate\n\
+headroom bench net -c 192.0.2.1 -u -b 100M -R\n  headroom bench net 192.0.2.1 -u --find-rate\n  \
+headroom bench net 192.0.2.1 -J | jq .end.sum_received.bits_per_second\n\
 A pasted iperf3 command line works: `headroom bench net iperf3 -c HOST -R -t 5`.\n\
 Rates are in bits per second with decimal prefixes (iperf3's -b); lengths and windows in bytes \
 with binary ones (iperf3's -l, -w)."
@@ -179,9 +180,10 @@ pub struct NetArgs {
     #[arg(long = "udp-counters-64bit")]
     pub udp_counters_64bit: bool,
 
-    /// Same as --json (iperf3's -J).
-    #[arg(short = 'J')]
-    pub json_short: bool,
+    /// iperf3's -J: write iperf3 3.12's JSON document of the test on stdout (instead of
+    /// headroom's text; --json writes headroom's own document).
+    #[arg(short = 'J', long = "json-iperf3")]
+    pub iperf3_json: bool,
 
     /// UDP: find the highest offered rate whose loss stays under --loss-threshold (bisection,
     /// starting at -b or 1G).
@@ -355,8 +357,29 @@ fn print_interval(json: bool, end_s: f64, flow: Flow, bps: f64) {
     }
 }
 
+/// What a test's result is written as on stdout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Output {
+    Text,
+    /// headroom's document (`--json`).
+    Document,
+    /// iperf3's `-J` document.
+    Iperf3,
+}
+
 pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
-    let json = global.json || a.json_short;
+    let output = match (global.json, a.iperf3_json) {
+        (true, true) => {
+            return Err(crate::console::usage(
+                "give -J (iperf3's JSON) or --json (headroom's document), not both",
+            ))
+        }
+        (true, false) => Output::Document,
+        (false, true) => Output::Iperf3,
+        (false, false) => Output::Text,
+    };
+    // A JSON document on stdout: no interval lines on stderr either, as iperf3 -J.
+    let json = output != Output::Text;
     let (test, notes) = match build_test(a) {
         Ok(t) => t,
         Err(msg) => {
@@ -365,7 +388,7 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
     };
     let interrupt = crate::console::Interrupt::install()?;
     if a.server {
-        return run_server(a, json, &interrupt, a.interval);
+        return run_server(a, output, &interrupt, a.interval);
     }
     let mut words: Vec<&str> = a.host.iter().map(String::as_str).collect();
     if matches!(words.first(), Some(&"iperf3") | Some(&"iperf")) {
@@ -430,7 +453,7 @@ pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
             return Err(anyhow::Error::msg(e.to_string()));
         }
     };
-    let code = finish(tested, fr, notes, json, &a.keep, &interrupt)?;
+    let code = finish(tested, fr, notes, output, &a.keep, &interrupt)?;
     Ok(code)
 }
 
@@ -574,7 +597,7 @@ fn finish(
     (m, iface, counters): Tested,
     fr: Option<FindRate>,
     mut notes: Vec<String>,
-    json: bool,
+    output: Output,
     keep: &crate::output::KeepArgs,
     interrupt: &crate::console::Interrupt,
 ) -> anyhow::Result<ExitCode> {
@@ -590,10 +613,23 @@ fn finish(
     }
     r.counters = counters;
     keep.keep(report::document::DocumentKind::Net, &r)?;
-    if json {
-        crate::output::print_result(report::document::DocumentKind::Net, &r)?;
-    } else {
-        crate::out!("{}", report::kinds::net::render_text(&r))?;
+    match output {
+        Output::Document => {
+            crate::output::print_result(report::document::DocumentKind::Net, &r)?;
+        }
+        Output::Iperf3 => {
+            let system_info = probe::system::uname_line().unwrap_or_default();
+            let version = format!("headroom {}", env!("CARGO_PKG_VERSION"));
+            let host = report::kinds::net::iperf3::Host {
+                system_info: &system_info,
+                version: &version,
+            };
+            crate::out!(
+                "{}",
+                report::kinds::net::iperf3::render(&r.measurement, &host)
+            )?;
+        }
+        Output::Text => crate::out!("{}", report::kinds::net::render_text(&r))?,
     }
     if interrupted && interrupt.signal().is_some() {
         // Stopped here (Ctrl-C, SIGTERM), as every benchmark says it.
@@ -629,7 +665,7 @@ fn client_auth(a: &NetArgs) -> Result<Option<Arc<net::auth::ClientAuth>>, String
 
 fn run_server(
     a: &NetArgs,
-    json: bool,
+    output: Output,
     interrupt: &crate::console::Interrupt,
     interval: f64,
 ) -> anyhow::Result<ExitCode> {
@@ -670,8 +706,9 @@ fn run_server(
         let all = counters::NetDevSampler::new(SysRoot::system());
         let before = all.snapshot().ok();
         let beside = Mutex::new(None);
-        let served = net::NetRun::ServeOne(&server)
-            .run(&interrupt.stop, |p| on_progress(p, json, true, &beside));
+        let served = net::NetRun::ServeOne(&server).run(&interrupt.stop, |p| {
+            on_progress(p, output != Output::Text, true, &beside)
+        });
         match served {
             Err(net::NetError::Interrupted) => return Ok(stopped()),
             Ok(m) => {
@@ -682,7 +719,7 @@ fn run_server(
                     (m, iface, counters),
                     None,
                     Vec::new(),
-                    json,
+                    output,
                     &keep,
                     interrupt,
                 )?;

@@ -12,8 +12,8 @@ use counters::workload::{CommandStdout, Workload, WorkloadError};
 use counters::{pcie_pmu, Sampler};
 use model::root::SysRoot;
 use report::kinds::count::{
-    CountDocument, CountInterval, CountStatus, CountedEvent, EventListing, PmuLink, PmuListing,
-    RootPortFact,
+    CountDocument, CountInterval, CountStatus, CountedEvent, EventListing, LineFormat, PmuLink,
+    PmuListing, RootPortFact,
 };
 use std::io::Write;
 use std::path::PathBuf;
@@ -32,6 +32,7 @@ like /proc/interrupts); a rate per second is given for runs of at least a second
 gives the count alone.\n\
 Examples:\n  headroom count -e cs,page-faults -- dd if=/dev/zero of=/dev/null count=1000\n  \
 headroom --json count -e block:block_rq_issue -- sync > counts.json\n  \
+headroom count -j -e task-clock,cs -o counts.jsonl -- make\n  \
 headroom count --list | grep sched:")]
 pub struct CountArgs {
     /// Event to count, in perf's syntax: `PMU/EVENT,term=V/`, `SYSTEM:TRACEPOINT`, a
@@ -50,6 +51,9 @@ pub struct CountArgs {
     /// CSV output with this separator, perf's columns.
     #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
     pub separator: Option<String>,
+    /// perf stat's JSON lines (`perf stat -j`): one object per event and line.
+    #[arg(short = 'j', long = "json-output", conflicts_with = "separator")]
+    pub json_lines: bool,
     /// List the PMUs and their events, the PCIe ones with the root ports they count.
     #[arg(long)]
     pub list: bool,
@@ -92,6 +96,9 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let root = SysRoot::new(&a.root);
+    if a.json_lines && global.json {
+        return usage("give -j (perf stat's JSON lines) or --json (headroom's document), not both");
+    }
     if a.list {
         return list(global, &root);
     }
@@ -260,12 +267,18 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let sep = a.separator.as_deref();
+    let format = match (a.json_lines, a.separator.as_deref()) {
+        (true, _) => LineFormat::Json,
+        (false, Some(s)) => LineFormat::Csv(s),
+        (false, None) => LineFormat::Text,
+    };
+    // perf sets the wall time of every interval to the -I period, the metrics' base.
+    let period_s = interval.map_or(0.0, |i| i.as_secs_f64());
     let mut intervals = Vec::new();
     let mut last: Vec<Option<Reading>> = vec![None; events.len()];
     let mut exit = None;
     let mut next_tick = interval.map(|i| started + i);
-    if interval.is_some() && sep.is_none() && !global.json {
+    if interval.is_some() && format == LineFormat::Text && !global.json {
         let _ = out.write_all(report::kinds::count::interval_header().as_bytes());
     }
     // Bounded by the command (or Ctrl-C): each pass sleeps at most 100 ms.
@@ -293,8 +306,9 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
                     events: rows,
                 };
                 if !global.json {
-                    let _ =
-                        out.write_all(report::kinds::count::interval_lines(&row, sep).as_bytes());
+                    let _ = out.write_all(
+                        report::kinds::count::interval_lines(&row, format, period_s).as_bytes(),
+                    );
                     let _ = out.flush();
                 }
                 intervals.push(row);
@@ -314,7 +328,8 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
             events: counted(&events, &session, &readings, Some(&last)),
         };
         if !global.json {
-            let _ = out.write_all(report::kinds::count::interval_lines(&row, sep).as_bytes());
+            let _ = out
+                .write_all(report::kinds::count::interval_lines(&row, format, period_s).as_bytes());
         }
         intervals.push(row);
     }
@@ -380,9 +395,10 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         .to_json_pretty()
             + "\n"
     } else if interval.is_none() {
-        match sep {
-            Some(s) => report::kinds::count::render_csv(&doc, s),
-            None => report::kinds::count::render_text(&doc),
+        match format {
+            LineFormat::Csv(s) => report::kinds::count::render_csv(&doc, s),
+            LineFormat::Json => report::kinds::count::render_json_lines(&doc),
+            LineFormat::Text => report::kinds::count::render_text(&doc),
         }
     } else {
         String::new()
@@ -427,6 +443,7 @@ fn counted(
                 running_ns: 0,
                 reason: session.error(i).map(|x| x.to_string()),
                 note: e.note.clone(),
+                generic: e.generic_name().map(str::to_string),
             };
             let Some(r) = readings.get(i).copied().flatten() else {
                 if row.reason.is_none() {

@@ -279,6 +279,239 @@ fn iperf3_client_against_headroom_server() {
     });
 }
 
+/// Every key of a JSON document with its JSON type, arrays' elements under `[]`:
+/// `.end.streams[].sender.bytes number`.
+fn key_types(v: &Value, path: &str, out: &mut std::collections::BTreeMap<String, &'static str>) {
+    let t = match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                key_types(x, &format!("{path}.{k}"), out);
+            }
+            "object"
+        }
+        Value::Array(a) => {
+            for x in a {
+                key_types(x, &format!("{path}[]"), out);
+            }
+            "array"
+        }
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Null => "null",
+    };
+    out.insert(path.to_string(), t);
+}
+
+/// Every key `reference` (iperf3's own -J of the same test) has is in `ours`, with the same
+/// JSON type.
+fn assert_has_iperf3s_keys(ours: &Value, reference: &Value, what: &str) {
+    let (mut want, mut have) = Default::default();
+    key_types(reference, "", &mut want);
+    key_types(ours, "", &mut have);
+    let wrong: Vec<String> = want
+        .iter()
+        .filter(|(k, t)| have.get(*k) != Some(*t))
+        .map(|(k, t)| format!("{k} ({t}, headroom: {:?})", have.get(k)))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{what}: iperf3's keys missing or of another type: {wrong:#?}"
+    );
+}
+
+/// `jq -r FILTER` on `json`: its lines.
+fn jq(filter: &str, json: &str) -> Vec<String> {
+    use std::io::Write as _;
+    let mut child = Command::new("jq")
+        .args(["-e", "-r", filter])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(json.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "jq {filter}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn jq_number(filter: &str, json: &str) -> f64 {
+    let v = jq(filter, json);
+    assert_eq!(v.len(), 1, "jq {filter}: {v:?}");
+    v[0].parse()
+        .unwrap_or_else(|_| panic!("jq {filter}: {:?} is no number", v[0]))
+}
+
+/// What iperf3 users read with jq, read off headroom's -J (`ours`), against the peer's
+/// iperf3 -J of the same test (`peer`): the byte counts both ends exchanged are the same
+/// numbers; rates and CPU are numbers; every interval has its sum.
+fn assert_read_by_jq(ours: &str, peer: &Value, case: &[&str], what: &str) {
+    let udp = case.contains(&"-u");
+    let bidir = case.contains(&"--bidir");
+    let mut sums = vec!["sum_sent", "sum_received"];
+    if bidir {
+        sums.extend(["sum_sent_bidir_reverse", "sum_received_bidir_reverse"]);
+    }
+    for sum in sums {
+        let bytes = jq_number(&format!(".end.{sum}.bytes"), ours);
+        let theirs = peer["end"][sum]["bytes"].as_u64().unwrap();
+        // A server's own -J has only its side's count (0 for the other); headroom's has
+        // both, exchanged: where iperf3 has a number, it is the same.
+        if theirs > 0 {
+            assert_eq!(bytes as u64, theirs, "{what}: .end.{sum}.bytes");
+        }
+        assert!(jq_number(&format!(".end.{sum}.bits_per_second"), ours) >= 0.0);
+    }
+    assert!(
+        jq_number(".end.sum_received.bits_per_second", ours) > 0.0,
+        "{what}"
+    );
+    let rates = jq(".intervals[].sum.bits_per_second", ours);
+    assert!(!rates.is_empty(), "{what}: no intervals");
+    assert!(
+        rates
+            .iter()
+            .all(|r| r.parse::<f64>().is_ok_and(|r| r >= 0.0)),
+        "{what}: {rates:?}"
+    );
+    let cpu = jq_number(".end.cpu_utilization_percent.host_total", ours);
+    assert!(cpu > 0.0 && cpu <= 100.0 * 64.0, "{what}: host_total {cpu}");
+    if udp {
+        let lost = jq_number(".end.sum.lost_percent", ours);
+        assert!((0.0..=100.0).contains(&lost), "{what}: lost_percent {lost}");
+        assert!(jq_number(".end.sum.jitter_ms", ours) >= 0.0, "{what}");
+    } else {
+        assert!(
+            jq_number(".end.sum_sent.retransmits", ours) >= 0.0,
+            "{what}"
+        );
+    }
+    let proto = jq(".start.test_start.protocol", ours);
+    assert_eq!(proto, [if udp { "UDP" } else { "TCP" }], "{what}");
+}
+
+/// A stock iperf3 pair on loopback with `case`: iperf3's own -J of the client and the
+/// server, the reference of every key iperf3 3.12 writes for that test.
+fn stock_iperf3(case: &[&str], port: u16) -> (Value, Value) {
+    let mut s = Command::new("iperf3");
+    s.args(["-s", "-1", "-J", "-p", &port.to_string()]);
+    let server = spawn(s);
+    wait_listening(port);
+    let client = Command::new("iperf3")
+        .args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            "1",
+            "-i",
+            "0.5",
+            "-J",
+        ])
+        .args(case)
+        .output()
+        .unwrap();
+    let (_, out, err) = server.output_within(Duration::from_secs(20));
+    (
+        serde_json::from_slice(&client.stdout).unwrap(),
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{case:?}: {e}: {out} {err}")),
+    )
+}
+
+#[test]
+fn iperf3_json_of_a_client_and_a_server_has_iperf3s_keys_and_is_read_by_jq() {
+    if !may_run(on_path("jq"), "jq") {
+        return;
+    }
+    with_iperf3_per_case(|case, port| {
+        let (ref_client, ref_server) = stock_iperf3(case, port);
+        // headroom -J as the client of a stock server.
+        let port = free_port();
+        let mut s = Command::new("iperf3");
+        s.args(["-s", "-1", "-J", "-p", &port.to_string()]);
+        let server = spawn(s);
+        wait_listening(port);
+        let out = headroom()
+            .args([
+                "bench",
+                "net",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "-t",
+                "1",
+            ])
+            .args(["-i", "0.5", "-J", "--no-save"])
+            .args(case)
+            .timeout(Duration::from_secs(30))
+            .output()
+            .unwrap();
+        let what = format!("headroom -J -> iperf3 -s {case:?}");
+        assert!(
+            out.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let ours: Value = serde_json::from_str(&text).unwrap();
+        assert_has_iperf3s_keys(&ours, &ref_client, &what);
+        let (_, peer, _) = server.output_within(Duration::from_secs(20));
+        assert_read_by_jq(&text, &serde_json::from_str(&peer).unwrap(), case, &what);
+
+        // headroom -J as the server of a stock client.
+        let port = free_port();
+        // Its own interval, as iperf3 -s -i: headroom keeps no partial last interval, and a
+        // 1 s test on a 1 s interval can end before the server's first one does.
+        let server = one_off_server(port, &["-J", "-i", "0.5"]);
+        let client = Command::new("iperf3")
+            .args([
+                "-c",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "-t",
+                "1",
+                "-i",
+                "0.5",
+                "-J",
+            ])
+            .args(case)
+            .output()
+            .unwrap();
+        let what = format!("iperf3 -c -> headroom -s -J {case:?}");
+        let (code, text, err) = server.output_within(Duration::from_secs(20));
+        assert_eq!(code, Some(0), "{what}: {err}");
+        let ours: Value = serde_json::from_str(&text).unwrap();
+        assert_has_iperf3s_keys(&ours, &ref_server, &what);
+        let peer: Value = serde_json::from_slice(&client.stdout).unwrap();
+        assert_read_by_jq(&text, &peer, case, &what);
+        // The address as iperf3 writes it (an IPv4-mapped one as IPv4) and the test's cookie.
+        assert_eq!(
+            ours["start"]["accepted_connection"]["host"], "127.0.0.1",
+            "{what}"
+        );
+        assert_eq!(
+            ours["start"]["cookie"], peer["start"]["cookie"],
+            "{what}: the test's cookie"
+        );
+    });
+}
+
 /// Network namespaces named for this test, deleted on drop (after the guards of the
 /// processes in them, which the test declares later and so drops first).
 struct Namespaces(Vec<String>);

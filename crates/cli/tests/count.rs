@@ -991,3 +991,241 @@ fn a_bad_output_file_is_refused_before_the_command_runs() {
     assert!(!ran.exists(), "-o LINK: the command ran");
     assert!(!dir.path().join("elsewhere").exists());
 }
+
+/// perf's own linter of `perf stat -j` (tools/perf/tests/shell/lib/perf_json_output_lint.py,
+/// shipped by Debian's linux-perf for `perf test`).
+const PERF_JSON_LINT: &str = "/usr/lib/perf-core/tests/shell/lib/perf_json_output_lint.py";
+
+/// Run perf's JSON linter with `mode` (`--no-args`, `--interval`, ...) on `lines`; its
+/// verdict and what it said.
+fn perf_json_lint(mode: &str, lines: &str) -> (bool, String) {
+    use std::io::Write;
+    let mut child = Std::new("python3")
+        .args([PERF_JSON_LINT, mode])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(lines.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// perf's lines and headroom's of the same events in one run: `perf stat FLAGS -e EVENTS --
+/// headroom count FLAGS -e EVENTS -o FILE -- WORKLOAD` (perf counts headroom too).
+fn side_by_side(flags: &[&str], events: &str) -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let ours = dir.path().join("ours.txt");
+    let out = output_ok(
+        assert_cmd::Command::new("perf")
+            .arg("stat")
+            .args(flags)
+            .args(["-e", events, "--"])
+            .args([&bin(), "count", "--no-save", "-o"])
+            .arg(&ours)
+            .args(flags)
+            .args(["-e", events, "--"])
+            .args(["dd", "if=/dev/zero", "of=/dev/null", "bs=4k", "count=50000"])
+            .env("NO_COLOR", "1"),
+    );
+    let perf = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.starts_with('{') || l.contains(','))
+        .filter(|l| {
+            !l.contains("records in") && !l.contains("records out") && !l.contains("copied")
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    (perf, std::fs::read_to_string(&ours).unwrap())
+}
+
+/// A JSON line's keys in order and its event.
+fn keys_and_event(line: &str) -> (Vec<String>, String) {
+    // Keys in the order written: serde_json's map keeps no order without a feature, so
+    // read them off the text (`"key" : value, ...`).
+    let keys = line
+        .trim_matches(|c| c == '{' || c == '}')
+        .split(", \"")
+        .map(|kv| {
+            kv.trim_start_matches('"')
+                .split('"')
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let v: Value = serde_json::from_str(line).unwrap();
+    (keys, v["event"].as_str().unwrap().to_string())
+}
+
+/// `/sec`, `K/sec`, `M/sec` are one unit at different magnitudes.
+fn metric_kind(unit: &str) -> &str {
+    unit.trim_start_matches(['K', 'M', 'G'])
+}
+
+#[test]
+fn json_and_csv_lines_pass_perfs_own_checks_beside_perf() {
+    if !have_perf() {
+        return;
+    }
+    if !testsupport::skip::unless(
+        std::path::Path::new(PERF_JSON_LINT).exists(),
+        "perf's perf_json_output_lint.py (linux-perf) is missing",
+    ) {
+        return;
+    }
+    let events = "task-clock,context-switches,page-faults,sched:sched_switch,cycles";
+    // -j, plain and with -I: perf's linter (7 keys, 8 with `interval`) on headroom's lines,
+    // and perf's own lines of the same run have the same keys and units.
+    for (flags, mode) in [
+        (&["-j"][..], "--no-args"),
+        (&["-j", "-I", "100"][..], "--interval"),
+    ] {
+        let (perf, ours) = side_by_side(flags, events);
+        let (ok, said) = perf_json_lint(mode, &ours);
+        assert!(ok, "perf's linter {mode} refused headroom's lines: {said}");
+        let (ok, said) = perf_json_lint(mode, &perf);
+        assert!(ok, "perf's linter {mode} refused perf's own lines: {said}");
+        let theirs: Vec<(Vec<String>, String)> = perf.lines().map(keys_and_event).collect();
+        let mine: Vec<(Vec<String>, String)> = ours.lines().map(keys_and_event).collect();
+        assert!(!mine.is_empty(), "{ours}");
+        if flags.len() == 1 {
+            assert_eq!(
+                mine.iter().map(|m| &m.1).collect::<Vec<_>>(),
+                theirs.iter().map(|t| &t.1).collect::<Vec<_>>(),
+                "events\n{ours}\n{perf}"
+            );
+        }
+        for (line, (keys, event)) in ours.lines().zip(&mine) {
+            let same = theirs.iter().find(|t| &t.1 == event).unwrap();
+            assert_eq!(keys, &same.0, "{event}: keys\n{ours}\n{perf}");
+            let v: Value = serde_json::from_str(line).unwrap();
+            let p: Value = serde_json::from_str(
+                perf.lines()
+                    .find(|l| keys_and_event(l).1 == *event)
+                    .unwrap(),
+            )
+            .unwrap();
+            assert_eq!(v["unit"], p["unit"], "{event}: unit");
+            // Each has its own -I timer: an interval one of them did not count says nothing.
+            let counted = |x: &Value| !x["counter-value"].as_str().unwrap().starts_with('<');
+            if !counted(&v) || !counted(&p) {
+                continue;
+            }
+            assert_eq!(
+                metric_kind(v["metric-unit"].as_str().unwrap()),
+                metric_kind(p["metric-unit"].as_str().unwrap()),
+                "{event}: metric\n{ours}\n{perf}"
+            );
+        }
+        if flags.len() == 1 {
+            // The derived columns are headroom's own counts set against each other as perf
+            // sets them: "/sec" per second of task-clock, "CPUs utilized" over the wall time.
+            let value = |name: &str, key: &str| -> f64 {
+                let l = ours.lines().find(|l| keys_and_event(l).1 == name).unwrap();
+                let v: Value = serde_json::from_str(l).unwrap();
+                match &v[key] {
+                    Value::String(s) => s.parse().unwrap(),
+                    x => x.as_f64().unwrap(),
+                }
+            };
+            let clock_ns = value("task-clock", "counter-value") * 1e6;
+            let faults = value("page-faults", "counter-value");
+            let scale = match ours
+                .lines()
+                .find(|l| keys_and_event(l).1 == "page-faults")
+                .unwrap()
+            {
+                l if l.contains("\"K/sec\"") => 1e3,
+                l if l.contains("\"M/sec\"") => 1e6,
+                _ => 1.0,
+            };
+            let per_s = value("page-faults", "metric-value") * scale;
+            assert!(
+                (per_s - faults * 1e9 / clock_ns).abs() <= 1e-6 * per_s.max(1.0) + 1e-3,
+                "page-faults /sec: {per_s} vs {faults} over {clock_ns} ns\n{ours}"
+            );
+            assert!(value("task-clock", "metric-value") > 0.0, "{ours}");
+        }
+    }
+    // -x,: perf's stat+csv_output.sh counts 6 separators per line, 7 with -I (the time);
+    // perf's own lines of the same run have as many, and the same units and metric units.
+    for (flags, commas) in [(&["-x,"][..], 6), (&["-x,", "-I", "100"][..], 7)] {
+        let (perf, ours) = side_by_side(flags, events);
+        assert!(!ours.is_empty());
+        for line in ours.lines().chain(perf.lines()) {
+            assert_eq!(
+                line.matches(',').count(),
+                commas,
+                "{flags:?}: {line:?}\nheadroom:\n{ours}\nperf:\n{perf}"
+            );
+        }
+        let field = |l: &str, i: usize| l.split(',').nth(i).unwrap_or("").to_string();
+        let off = usize::from(flags.contains(&"-I"));
+        for line in ours.lines() {
+            let event = field(line, 2 + off);
+            let theirs = perf
+                .lines()
+                .find(|l| field(l, 2 + off) == event)
+                .unwrap_or_else(|| panic!("{event} not in perf's lines:\n{perf}"));
+            assert_eq!(
+                field(line, 1 + off),
+                field(theirs, 1 + off),
+                "{event}: unit"
+            );
+            if !field(line, off).starts_with('<') && !field(theirs, off).starts_with('<') {
+                assert_eq!(
+                    metric_kind(&field(line, 6 + off)),
+                    metric_kind(&field(theirs, 6 + off)),
+                    "{event}: metric unit\n{ours}\n{perf}"
+                );
+            }
+        }
+    }
+    // Text: perf's derived columns, the `#` in the same column as perf's.
+    let (perf, ours) = {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("ours.txt");
+        let out = output_ok(
+            assert_cmd::Command::new("perf")
+                .args(["stat", "-e", events, "--"])
+                .args([&bin(), "count", "--no-save", "-o"])
+                .arg(&file)
+                .args(["-e", events, "--", "sleep", "0.1"]),
+        );
+        (
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            std::fs::read_to_string(&file).unwrap(),
+        )
+    };
+    for event in ["task-clock", "context-switches", "sched:sched_switch"] {
+        let find = |text: &str| -> String {
+            text.lines()
+                .find(|l| l.split_whitespace().any(|w| w == event))
+                .unwrap_or_else(|| panic!("no {event} in\n{text}"))
+                .to_string()
+        };
+        let (mine, theirs) = (find(&ours), find(&perf));
+        assert_eq!(
+            mine.find('#'),
+            theirs.find('#'),
+            "{event}:\n{mine}\n{theirs}"
+        );
+        let unit = |l: &str| metric_kind(l.split_whitespace().last().unwrap()).to_string();
+        assert_eq!(unit(&mine), unit(&theirs), "{event}:\n{mine}\n{theirs}");
+    }
+    assert!(ours.contains(" CPUs utilized"), "{ours}");
+}

@@ -45,6 +45,33 @@ pub struct Event {
     pub note: Option<String>,
 }
 
+impl Event {
+    /// perf's first name of a software or generic hardware event (`cs` is
+    /// `context-switches`, `cpu-cycles` is `cycles`), by its type and id, whatever it was
+    /// typed as: what perf derives its metrics from (stat-shadow.c matches the type and id).
+    pub fn generic_name(&self) -> Option<&'static str> {
+        let (hardware, id) = match self.type_id {
+            PERF_TYPE_SOFTWARE if self.pmu == "software" => (false, self.config[0]),
+            PERF_TYPE_HARDWARE => (true, self.config[0]),
+            // A generic name the core PMU's own alias resolved (`cycles` as `cpu/cycles/`),
+            // which perf 6.1 counts as the generic event.
+            _ if self.pmu == "cpu" => {
+                let typed = self.name.split(':').next().unwrap_or("");
+                (true, HARDWARE.iter().find(|(n, _)| *n == typed)?.1)
+            }
+            _ => return None,
+        };
+        match (hardware, id) {
+            // perf prints these two by their short names (cpu-cycles, branch-instructions).
+            (true, 0) => Some("cycles"),
+            (true, 4) => Some("branches"),
+            // Otherwise the tables list perf's long name before its alias.
+            (true, id) => HARDWARE.iter().find(|(_, i)| *i == id).map(|(n, _)| *n),
+            (false, id) => SOFTWARE.iter().find(|(_, i)| *i == id).map(|(n, _)| *n),
+        }
+    }
+}
+
 /// perf_event_attr's exclude bits, every one set deliberately: all zero counts everything,
 /// which is also the only setting uncore PMUs accept (PERF_PMU_CAP_NO_EXCLUDE: any set bit,
 /// exclude_guest included, is EINVAL).
@@ -764,6 +791,21 @@ mod tests {
             "the cpu PMU's alias"
         );
         assert!(!v[2].exclude.any(), "no modifier: every exclude bit is 0");
+    }
+
+    #[test]
+    fn generic_names_are_perfs_whatever_was_typed() {
+        let p = pmus("pmu-core");
+        let g = |t: &str| one(t, &p).unwrap().generic_name();
+        assert_eq!(g("cs"), Some("context-switches"));
+        assert_eq!(g("task-clock:u"), Some("task-clock"));
+        assert_eq!(g("faults"), Some("page-faults"));
+        // The cpu PMU's own alias still is perf's generic event.
+        assert_eq!(g("cpu-cycles"), Some("cycles"));
+        assert_eq!(g("branch-misses"), Some("branch-misses"));
+        assert_eq!(g("branch-instructions"), Some("branches"));
+        assert_eq!(g("block:block_rq_issue"), None);
+        assert_eq!(g("cpu/event=0x3c/"), None);
     }
 
     #[test]

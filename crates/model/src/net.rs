@@ -89,6 +89,15 @@ pub struct Interval {
     /// UDP: datagrams sent or received in the interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packets: Option<u64>,
+    /// TCP senders: RTT variance at the end of the interval, us (tcpi_rttvar).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rttvar_us: Option<u32>,
+    /// TCP senders: path MTU at the end of the interval (tcpi_pmtu).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pmtu: Option<u32>,
+    /// UDP receivers: the RFC 3550 jitter at the end of the interval, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_ms: Option<f64>,
 }
 
 impl Interval {
@@ -161,6 +170,16 @@ pub struct StreamResult {
     /// TCP: the segment size the kernel used (TCP_INFO tcpi_snd_mss), bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snd_mss: Option<u32>,
+    /// The data connection's local and peer addresses (`ip:port`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_addr: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_addr: Option<String>,
+    /// The socket's buffer sizes as the kernel set them (SO_SNDBUF, SO_RCVBUF), bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sndbuf: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcvbuf: Option<u32>,
 }
 
 impl StreamResult {
@@ -218,6 +237,15 @@ pub enum NetStop {
     Interrupted,
 }
 
+/// When and under which cookie the test began (iperf3's `start.timestamp` and `cookie`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TestStart {
+    /// When the control connection was made, seconds since the Unix epoch.
+    pub unix_s: u64,
+    /// The 36 characters the client sent first on every connection of the test.
+    pub cookie: String,
+}
+
 /// A whole test at one end.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NetMeasurement {
@@ -240,6 +268,9 @@ pub struct NetMeasurement {
     /// Interval length, s.
     pub interval_s: f64,
     pub stopped_by: NetStop,
+    /// `None` in documents from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<TestStart>,
 }
 
 /// The totals of one direction: the streams of that flow summed.
@@ -712,6 +743,10 @@ mod tests {
             rttvar_us: None,
             pmtu: None,
             snd_mss: None,
+            local_addr: None,
+            peer_addr: None,
+            sndbuf: None,
+            rcvbuf: None,
         };
         let m = NetMeasurement {
             role: Role::Client,
@@ -743,6 +778,7 @@ mod tests {
             congestion_peer: None,
             interval_s: 1.0,
             stopped_by: NetStop::Completed,
+            start: None,
         };
         assert_eq!(m.flows(), vec![Flow::ClientToServer, Flow::ServerToClient]);
         let up = m.summary(Flow::ClientToServer);

@@ -66,6 +66,38 @@ pub fn uname() -> Option<Uname> {
 
 const OSRELEASE: &str = "/proc/sys/kernel/osrelease";
 
+/// `uname -a`'s first five fields as iperf3's get_system_info joins them (sysname, nodename,
+/// release, version, machine: uname(2) of this host), `None` when uname fails.
+pub fn uname_line() -> Option<String> {
+    // SAFETY: uname fills the struct it is given; zeroed is a valid utsname.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return None;
+    }
+    let field = |f: &[libc::c_char]| -> String {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    Some(
+        [
+            &u.sysname[..],
+            &u.nodename,
+            &u.release,
+            &u.version,
+            &u.machine,
+        ]
+        .iter()
+        .map(|f| field(f))
+        .collect::<Vec<_>>()
+        .join(" "),
+    )
+}
+
 /// Read everything under `root`. Never fails: what is missing is `None`.
 pub fn read_context(root: &SysRoot) -> SystemContext {
     let mut unreadable = Vec::new();

@@ -312,6 +312,7 @@ pub fn run_client(
     let cookie = proto::make_cookie();
     ctrl.write_all(&cookie)
         .map_err(|e| ctrl_err(&peer)(e.into()))?;
+    let start = test_start(&cookie);
     let interface = test_interface(local.ip(), addr.ip());
     progress(Event::Connected {
         peer: &peer,
@@ -351,6 +352,7 @@ pub fn run_client(
                     s.stop_all();
                     let at = (local, interface);
                     return measurement(cfg, &s, &peer, at, None, NetStop::Interrupted)
+                        .map(|m| with_start(m, &start))
                         .map_err(NetError::Peer);
                 }
                 run = Some(s);
@@ -374,7 +376,8 @@ pub fn run_client(
                 let theirs = Results::parse(&frame).map_err(ctrl_err(&peer))?;
                 s.stop_all();
                 let at = (local, interface);
-                let m = measurement(cfg, s, &peer, at, Some(&theirs), NetStop::Completed);
+                let m = measurement(cfg, s, &peer, at, Some(&theirs), NetStop::Completed)
+                    .map(|m| with_start(m, &start));
                 // DISPLAY_RESULTS follows; answer it with IPERF_DONE (iperf_client_end).
                 if let Ok(State::DisplayResults) = proto::read_state(&mut ctrl) {
                     let _ = proto::write_state(&mut ctrl, State::IperfDone);
@@ -518,5 +521,23 @@ fn measurement(
         congestion_peer: theirs.and_then(|r| r.congestion_used.clone()),
         interval_s: cfg.interval.as_secs_f64(),
         stopped_by,
+        start: None,
     })
+}
+
+/// The moment of the control connection and the test's cookie (its 36 characters).
+pub(crate) fn test_start(cookie: &[u8]) -> model::net::TestStart {
+    model::net::TestStart {
+        unix_s: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        cookie: String::from_utf8_lossy(cookie)
+            .trim_end_matches('\0')
+            .to_string(),
+    }
+}
+
+fn with_start(mut m: NetMeasurement, start: &model::net::TestStart) -> NetMeasurement {
+    m.start = Some(start.clone());
+    m
 }

@@ -205,6 +205,7 @@ impl Server {
             }
             source => NetError::control(&who, "", peer, source),
         };
+        let start = super::client::test_start(&cookie);
         let setup = |e: std::io::Error| NetError::Setup(e.to_string());
         ctrl.set_nonblocking(false).map_err(setup)?;
         // Reads wait in poll (Patient below); a read that still blocks gives up soon.
@@ -415,6 +416,7 @@ impl Server {
             congestion_peer: theirs.and_then(|r| r.congestion_used),
             interval_s: self.cfg.interval.as_secs_f64(),
             stopped_by: stopped,
+            start: Some(start),
         })
     }
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 pub const MAX_INTERVALS_KEPT: usize = 65_536;
 
 /// Merge neighbouring intervals two into one: the bytes, losses and packets of both over
-/// their joint time, the TCP state (RTT, cwnd) of the later one.
+/// their joint time, the TCP state (RTT, cwnd) and UDP jitter of the later one.
 fn coarsen(intervals: &mut Vec<Interval>) {
     let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
         (None, None) => None,
@@ -34,6 +34,9 @@ fn coarsen(intervals: &mut Vec<Interval>) {
                 cwnd_bytes: b.cwnd_bytes,
                 lost_packets: add(a.lost_packets, b.lost_packets),
                 packets: add(a.packets, b.packets),
+                rttvar_us: b.rttvar_us,
+                pmtu: b.pmtu,
+                jitter_ms: b.jitter_ms,
             },
             [a] => a.clone(),
             _ => Interval::default(),
@@ -231,6 +234,8 @@ impl Session {
                     ));
                     s.last_retrans = info.tcpi_total_retrans;
                     iv.rtt_us = Some(info.tcpi_rtt);
+                    iv.rttvar_us = Some(info.tcpi_rttvar);
+                    iv.pmtu = Some(info.tcpi_pmtu);
                     iv.cwnd_bytes =
                         Some(u64::from(info.tcpi_snd_cwnd) * u64::from(info.tcpi_snd_mss));
                 }
@@ -241,6 +246,7 @@ impl Session {
             (Protocol::Udp, false) => {
                 iv.packets = Some(now.packets.saturating_sub(s.last.packets));
                 iv.lost_packets = Some(now.lost.saturating_sub(s.last.lost));
+                iv.jitter_ms = Some(s.counters.jitter_s() * 1e3);
             }
             (Protocol::Tcp, false) => {}
         }
@@ -402,6 +408,10 @@ impl Session {
                     rttvar_us: info.map(|i| i.tcpi_rttvar),
                     pmtu: info.map(|i| i.tcpi_pmtu),
                     snd_mss: info.map(|i| i.tcpi_snd_mss),
+                    local_addr: s.sock.local_addr().map(|a| a.to_string()),
+                    peer_addr: s.sock.peer_addr().map(|a| a.to_string()),
+                    sndbuf: s.sock.buffer_size(libc::SO_SNDBUF),
+                    rcvbuf: s.sock.buffer_size(libc::SO_RCVBUF),
                 }
             })
             .collect()

@@ -77,6 +77,37 @@ impl Sock {
         }
     }
 
+    pub fn local_addr(&self) -> Option<std::net::SocketAddr> {
+        match self {
+            Sock::Tcp(s) => s.local_addr().ok(),
+            Sock::Udp(s) => s.local_addr().ok(),
+        }
+    }
+
+    pub fn peer_addr(&self) -> Option<std::net::SocketAddr> {
+        match self {
+            Sock::Tcp(s) => s.peer_addr().ok(),
+            Sock::Udp(s) => s.peer_addr().ok(),
+        }
+    }
+
+    /// SO_SNDBUF or SO_RCVBUF as the kernel set it (twice what was asked, socket(7)).
+    pub fn buffer_size(&self, which: libc::c_int) -> Option<u32> {
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: an int-sized option read into an int of that size.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd(),
+                libc::SOL_SOCKET,
+                which,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        (r == 0).then_some(v as u32)
+    }
+
     pub fn try_clone(&self) -> std::io::Result<Sock> {
         Ok(match self {
             Sock::Tcp(s) => Sock::Tcp(s.try_clone()?),

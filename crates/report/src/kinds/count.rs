@@ -46,6 +46,11 @@ pub struct CountedEvent {
     /// A conversion the user should know of (16-byte units ...).
     #[serde(default)]
     pub note: Option<String>,
+    /// perf's generic name of the event when perf derives a metric from it (`task-clock`,
+    /// `cpu-clock`, `cycles`, `instructions`, ...: [`GENERIC_METRICS`]), whatever it was typed
+    /// as (`cs`, `task-clock:u`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generic: Option<String>,
 }
 
 /// The events of one `-I` interval.
@@ -176,30 +181,212 @@ fn unit_width(events: &[CountedEvent]) -> usize {
         .max(4)
 }
 
+/// The generic events perf derives a metric from other than "/sec"
+/// (tools/perf/util/stat-shadow.c of perf 6.1, perf_stat__print_shadow_stats), by perf's
+/// name of each.
+pub const GENERIC_METRICS: [&str; 9] = [
+    "task-clock",
+    "cpu-clock",
+    "cycles",
+    "instructions",
+    "branches",
+    "branch-misses",
+    "cache-references",
+    "cache-misses",
+    "stalled-cycles-frontend",
+];
+
+/// What perf prints in the metric column of an event (perf 6.1's stat-shadow.c and the
+/// print_metric_std/csv/json of stat-display.c).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Metric {
+    /// A number, `text` as perf formats it for the text column (`   0.011`, `   3.55%`),
+    /// and its unit (`CPUs utilized`, `K/sec`, `of all branches`).
+    Value {
+        value: f64,
+        text: String,
+        unit: String,
+    },
+    /// perf names the metric but has no number (the other operand was not counted): the
+    /// text and CSV columns stay empty, the JSON line has 0 and the unit.
+    Named(&'static str),
+    /// perf derives no metric for the event (its JSON line says `"(null)"`).
+    Absent,
+    /// The event has no count (`<not counted>`, `<not supported>`): the JSON unit is "".
+    NoCount,
+}
+
+/// The run's numbers the metrics are computed from: the wall time and the counts of the
+/// events other events are set against, as perf 6.1 keeps them (runtime_stat).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MetricBase {
+    /// Wall time of the run, or perf's nominal `-I` period for an interval, ns
+    /// (walltime_nsecs_stats).
+    pub wall_ns: f64,
+    /// The mean of the counted clocks (task-clock, cpu-clock), ns (STAT_NSECS).
+    pub clock_ns: Option<f64>,
+    pub cycles: Option<f64>,
+    pub branches: Option<f64>,
+    pub cache_refs: Option<f64>,
+}
+
+impl MetricBase {
+    /// From the events of one run (or one interval) and its wall time in seconds.
+    pub fn of(events: &[CountedEvent], wall_s: f64) -> MetricBase {
+        let counted = |name: &str| -> Vec<f64> {
+            events
+                .iter()
+                .filter(|e| e.status == CountStatus::Counted && e.generic.as_deref() == Some(name))
+                .filter_map(|e| e.value)
+                .collect()
+        };
+        // perf averages what it saw of each (avg_stats): two clocks give their mean.
+        let mean = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+        let mut clocks = counted("task-clock");
+        clocks.extend(counted("cpu-clock"));
+        MetricBase {
+            wall_ns: wall_s * 1e9,
+            // The clocks' values are msec (perf's scale 1e-6 of their nanoseconds).
+            clock_ns: mean(clocks.into_iter().map(|ms| ms * 1e6).collect()),
+            cycles: mean(counted("cycles")),
+            branches: mean(counted("branches")),
+            cache_refs: mean(counted("cache-references")),
+        }
+    }
+}
+
+/// perf's convert_unit_double (tools/perf/util/units.c): K, M, G above each 1000.
+fn unit_prefixed(mut v: f64) -> (f64, &'static str) {
+    let mut unit = "";
+    for u in ["K", "M", "G"] {
+        if v > 1000.0 {
+            v /= 1000.0;
+            unit = u;
+        }
+    }
+    (v, unit)
+}
+
+/// The metric perf prints beside `e`, given the run's [`MetricBase`].
+pub fn metric(e: &CountedEvent, base: &MetricBase) -> Metric {
+    let (CountStatus::Counted, Some(v)) = (e.status, e.value) else {
+        return Metric::NoCount;
+    };
+    let value = |value: f64, text: String, unit: &str| Metric::Value {
+        value,
+        text,
+        unit: unit.to_string(),
+    };
+    let pct = |v: f64, unit: &'static str| value(v, format!("{v:7.2}%"), unit);
+    match e.generic.as_deref() {
+        Some("instructions") => match base.cycles {
+            Some(c) if c != 0.0 => {
+                let r = v / c;
+                value(r, format!("{r:7.2} "), "insn per cycle")
+            }
+            _ => Metric::Named("insn per cycle"),
+        },
+        Some("branch-misses") => match base.branches {
+            Some(b) => pct(
+                if b != 0.0 { v / b * 100.0 } else { 0.0 },
+                "of all branches",
+            ),
+            None => Metric::Named("of all branches"),
+        },
+        Some("cache-misses") => match base.cache_refs {
+            Some(t) => {
+                let r = if t != 0.0 { v * 100.0 / t } else { 0.0 };
+                value(r, format!("{r:8.3} %"), "of all cache refs")
+            }
+            None => Metric::Named("of all cache refs"),
+        },
+        Some("stalled-cycles-frontend") => {
+            let r = match base.cycles {
+                Some(c) if c != 0.0 => v / c * 100.0,
+                _ => 0.0,
+            };
+            pct(r, "frontend cycles idle")
+        }
+        Some("cycles") => match base.clock_ns {
+            Some(ns) if ns != 0.0 => {
+                let r = v / ns;
+                value(r, format!("{r:8.3}"), "GHz")
+            }
+            // perf's own spelling when it has no clock.
+            _ => Metric::Named("Ghz"),
+        },
+        Some("task-clock" | "cpu-clock") => {
+            if base.wall_ns > 0.0 {
+                // msec over the wall time in msec.
+                let r = v / (base.wall_ns * 1e-6);
+                value(r, format!("{r:8.3}"), "CPUs utilized")
+            } else {
+                Metric::Named("CPUs utilized")
+            }
+        }
+        _ => match base.clock_ns {
+            Some(ns) => {
+                let (r, prefix) = if ns != 0.0 {
+                    unit_prefixed(1e9 * v / ns)
+                } else {
+                    (0.0, "")
+                };
+                value(r, format!("{r:8.3}"), &format!("{prefix}/sec"))
+            }
+            None => Metric::Absent,
+        },
+    }
+}
+
+/// The metric column of perf's text: ` # ` and the number and unit in 35 columns (perf's
+/// METRIC_LEN), or as many blanks.
+fn metric_column(m: &Metric) -> String {
+    match m {
+        Metric::Value { text, unit, .. } => format!(" # {text:>8} {unit:<23}"),
+        _ => " ".repeat(35),
+    }
+}
+
+/// The time running of the time enabled, percent, as perf's print_running: 100 unless the
+/// two differ (a `<not counted>` event that was enabled and never ran: 0), and 100 for
+/// `<not supported>`.
+fn running_pct(e: &CountedEvent) -> f64 {
+    match e.status {
+        CountStatus::Counted => e.running_percent.unwrap_or(100.0),
+        CountStatus::NotCounted if e.enabled_ns > 0 && e.running_ns != e.enabled_ns => {
+            100.0 * e.running_ns as f64 / e.enabled_ns as f64
+        }
+        _ => 100.0,
+    }
+}
+
 /// One event line as perf prints it: value right-aligned in 18 columns, the unit, the
-/// name, and `(62.50%)` when the counter ran part of the time.
-pub fn event_line(e: &CountedEvent, unit_w: usize) -> String {
+/// name in 32, the metric (`# 0.011 CPUs utilized`), and `(62.50%)` when the counter ran
+/// part of the time. Blanks at the end are left off.
+pub fn event_line(e: &CountedEvent, unit_w: usize, m: &Metric) -> String {
     let mut line = format!(
-        "{:>18} {:<uw$} {}",
+        "{:>18} {:<uw$} {:<32}{}",
         value_text(e),
         e.unit.as_deref().unwrap_or(""),
         e.name,
+        metric_column(m),
         uw = unit_w
     );
     if let (CountStatus::Counted, Some(p)) = (e.status, e.running_percent) {
         if p < 100.0 {
-            line = format!("{line:<60}  ({p:.2}%)");
+            line.push_str(&format!("  ({p:.2}%)"));
         }
     }
-    line
+    line.trim_end().to_string()
 }
 
 /// The whole `perf stat` block.
 pub fn render_text(d: &CountDocument) -> String {
     let w = unit_width(&d.events);
+    let base = MetricBase::of(&d.events, d.elapsed_s);
     let mut out = format!("\n Performance counter stats for {}:\n\n", d.target);
     for e in &d.events {
-        out.push_str(&event_line(e, w));
+        out.push_str(&event_line(e, w, &metric(e, &base)));
         out.push('\n');
     }
     if !d.interrupts.is_empty() {
@@ -231,29 +418,94 @@ pub fn render_text(d: &CountDocument) -> String {
     out
 }
 
-/// perf's CSV (`-x SEP`): value, unit, event, run time (ns), percent running, then two
-/// empty metric fields.
-pub fn csv_line(e: &CountedEvent, sep: &str) -> String {
-    let v = value_text(e);
-    let pct = match e.status {
-        CountStatus::Counted => format!("{:.2}", e.running_percent.unwrap_or(100.0)),
-        CountStatus::NotCounted => "0.00".into(),
-        CountStatus::NotSupported => "100.00".into(),
+/// perf's CSV (`-x SEP`): value, unit, event, run time (ns), percent running, the metric's
+/// number (as the text column prints it, blanks and `%` left off) and unit, or two empty
+/// fields (print_metric_csv).
+pub fn csv_line(e: &CountedEvent, sep: &str, m: &Metric) -> String {
+    let (mv, mu) = match m {
+        Metric::Value { text, unit, .. } => {
+            let t = text.trim_start();
+            let end = t
+                .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+                .unwrap_or(t.len());
+            (t[..end].to_string(), unit.clone())
+        }
+        _ => (String::new(), String::new()),
     };
     [
-        v.as_str(),
+        value_text(e).as_str(),
         e.unit.as_deref().unwrap_or(""),
         &e.name,
         &e.running_ns.to_string(),
-        &pct,
-        "",
-        "",
+        &format!("{:.2}", running_pct(e)),
+        &mv,
+        &mu,
     ]
     .join(sep)
 }
 
 pub fn render_csv(d: &CountDocument, sep: &str) -> String {
-    d.events.iter().map(|e| csv_line(e, sep) + "\n").collect()
+    let base = MetricBase::of(&d.events, d.elapsed_s);
+    d.events
+        .iter()
+        .map(|e| csv_line(e, sep, &metric(e, &base)) + "\n")
+        .collect()
+}
+
+/// A string as JSON writes it (perf prints event names raw; a name with a quote stays
+/// valid JSON here).
+fn json_str(s: &str) -> String {
+    serde_json::Value::from(s).to_string()
+}
+
+/// One line of `perf stat -j` (perf 6.1's print_*_json in stat-display.c): `interval` first
+/// with `-I`, the counter value as a string (`"%f"`, or `<not counted>`), its unit, the
+/// event, the run time in ns, the percent running, and the metric (0 and `"(null)"` where
+/// perf derives none; `""` for an event without a count).
+pub fn json_line(e: &CountedEvent, m: &Metric, interval_s: Option<f64>) -> String {
+    let counter = match e.status {
+        CountStatus::NotCounted => "<not counted>".to_string(),
+        CountStatus::NotSupported => "<not supported>".to_string(),
+        CountStatus::Counted => format!("{:.6}", e.value.unwrap_or(0.0)),
+    };
+    let (mv, mu) = match m {
+        Metric::Value { value, unit, .. } => (*value, unit.as_str()),
+        Metric::Named(u) => (0.0, *u),
+        Metric::Absent => (0.0, "(null)"),
+        Metric::NoCount => (0.0, ""),
+    };
+    let mut line = String::from("{");
+    if let Some(t) = interval_s {
+        line.push_str(&format!("\"interval\" : {t:.9}, "));
+    }
+    line.push_str(&format!(
+        "\"counter-value\" : {}, \"unit\" : {}, \"event\" : {}, \"event-runtime\" : {}, \
+         \"pcnt-running\" : {:.2}, \"metric-value\" : {mv:.6}, \"metric-unit\" : {}}}",
+        json_str(&counter),
+        json_str(e.unit.as_deref().unwrap_or("")),
+        json_str(&e.name),
+        e.running_ns,
+        running_pct(e),
+        json_str(mu)
+    ));
+    line
+}
+
+/// `perf stat -j`: one JSON object per event and line.
+pub fn render_json_lines(d: &CountDocument) -> String {
+    let base = MetricBase::of(&d.events, d.elapsed_s);
+    d.events
+        .iter()
+        .map(|e| json_line(e, &metric(e, &base), None) + "\n")
+        .collect()
+}
+
+/// How an interval's lines are written: perf's text, `-x SEP` or `-j`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineFormat<'a> {
+    Text,
+    Csv(&'a str),
+    Json,
 }
 
 /// perf's `-I` header.
@@ -261,15 +513,21 @@ pub fn interval_header() -> String {
     "#           time             counts unit events\n".to_string()
 }
 
-/// The lines of one `-I` interval (`     1.000177283                 98      cs`), or
-/// `time SEP csv_line` with `-x`.
-pub fn interval_lines(i: &CountInterval, sep: Option<&str>) -> String {
+/// The lines of one `-I` interval (`     1.000177283                 98      cs`), `time
+/// SEP csv_line` with `-x`, or JSON lines with `interval` first; metrics over `period_s`,
+/// the `-I` period (perf sets the wall time of every interval to it, the last one too).
+pub fn interval_lines(i: &CountInterval, format: LineFormat<'_>, period_s: f64) -> String {
     let w = unit_width(&i.events);
+    let base = MetricBase::of(&i.events, period_s);
     i.events
         .iter()
-        .map(|e| match sep {
-            Some(s) => format!("{:.9}{s}{}\n", i.time_s, csv_line(e, s)),
-            None => format!("{:>16.9} {}\n", i.time_s, event_line(e, w)),
+        .map(|e| {
+            let m = metric(e, &base);
+            match format {
+                LineFormat::Csv(s) => format!("{:>16.9}{s}{}\n", i.time_s, csv_line(e, s, &m)),
+                LineFormat::Text => format!("{:>16.9} {}\n", i.time_s, event_line(e, w, &m)),
+                LineFormat::Json => json_line(e, &m, Some(i.time_s)) + "\n",
+            }
         })
         .collect()
 }
@@ -430,6 +688,7 @@ mod tests {
             running_ns: (pct * 10.0) as u64,
             reason: None,
             note: None,
+            generic: None,
         }
     }
 
@@ -438,26 +697,99 @@ mod tests {
         // perf 6.1 on this VM: "              3.47 msec task-clock" and
         // "                24      context-switches".
         let w = 4;
+        let none = Metric::Absent;
         assert_eq!(
-            event_line(&ev("task-clock", 3.4712, Some("msec"), 100.0), w),
+            event_line(&ev("task-clock", 3.4712, Some("msec"), 100.0), w, &none),
             "              3.47 msec task-clock"
         );
         assert_eq!(
-            event_line(&ev("context-switches", 24.0, None, 100.0), w),
+            event_line(&ev("context-switches", 24.0, None, 100.0), w, &none),
             "                24      context-switches"
         );
-        let m = event_line(&ev("cs", 1600.0, None, 62.5), w);
+        let m = event_line(&ev("cs", 1600.0, None, 62.5), w, &none);
         assert!(m.starts_with("              1600      cs"), "{m}");
         assert!(m.ends_with("  (62.50%)"), "{m}");
         let mut ns = ev("cycles", 0.0, None, 100.0);
         ns.status = CountStatus::NotSupported;
-        assert_eq!(event_line(&ns, w), "   <not supported>      cycles");
+        assert_eq!(
+            event_line(&ns, w, &Metric::NoCount),
+            "   <not supported>      cycles"
+        );
         // perf -x,: "<not supported>,,cycles,0,100.00,,"
         ns.running_ns = 0;
-        assert_eq!(csv_line(&ns, ","), "<not supported>,,cycles,0,100.00,,");
         assert_eq!(
-            csv_line(&ev("task-clock", 0.86, Some("msec"), 100.0), ","),
+            csv_line(&ns, ",", &Metric::NoCount),
+            "<not supported>,,cycles,0,100.00,,"
+        );
+        assert_eq!(
+            csv_line(&ev("task-clock", 0.86, Some("msec"), 100.0), ",", &none),
             "0.86,msec,task-clock,1000,100.00,,"
+        );
+    }
+
+    fn generic(mut e: CountedEvent, name: &str) -> CountedEvent {
+        e.generic = Some(name.to_string());
+        e
+    }
+
+    /// perf 6.1's lines on this VM (`perf stat -e task-clock,cs,page-faults -- sleep 0.1`,
+    /// its -x, and -j), their numbers put in.
+    #[test]
+    fn derived_columns_are_perfs() {
+        let clock = generic(ev("task-clock", 1.137, Some("msec"), 100.0), "task-clock");
+        let cs = ev("cs", 1.0, None, 100.0);
+        let faults = ev("page-faults", 75.0, None, 100.0);
+        let events = vec![clock.clone(), cs.clone(), faults.clone()];
+        let base = MetricBase::of(&events, 0.102);
+        let w = 4;
+        assert_eq!(
+            event_line(&clock, w, &metric(&clock, &base)),
+            "              1.14 msec task-clock                       #    0.011 CPUs utilized"
+        );
+        assert_eq!(
+            event_line(&cs, w, &metric(&cs, &base)),
+            "                 1      cs                               #  879.507 /sec"
+        );
+        assert_eq!(
+            event_line(&faults, w, &metric(&faults, &base)),
+            "                75      page-faults                      #   65.963 K/sec"
+        );
+        // "1.17,msec,task-clock,1165854,100.00,0.391,CPUs utilized" and "48,,page-faults,...,92.531,K/sec".
+        assert!(
+            csv_line(&clock, ",", &metric(&clock, &base)).ends_with(",100.00,0.011,CPUs utilized")
+        );
+        assert!(csv_line(&faults, ",", &metric(&faults, &base)).ends_with(",100.00,65.963,K/sec"));
+        // Without a clock perf derives nothing: "1,,context-switches,998622,100.00,," and
+        // `"metric-value" : 0.000000, "metric-unit" : "(null)"`.
+        let alone = MetricBase::of(std::slice::from_ref(&cs), 0.1);
+        assert_eq!(metric(&cs, &alone), Metric::Absent);
+        assert!(csv_line(&cs, ",", &metric(&cs, &alone)).ends_with(",100.00,,"));
+        assert!(json_line(&cs, &metric(&cs, &alone), None).ends_with(
+            r#""pcnt-running" : 100.00, "metric-value" : 0.000000, "metric-unit" : "(null)"}"#
+        ));
+        let j = json_line(&clock, &metric(&clock, &base), Some(0.100507530));
+        assert!(
+            j.starts_with(r#"{"interval" : 0.100507530, "counter-value" : "1.137000", "unit" : "msec", "event" : "task-clock", "event-runtime" : 1000, "pcnt-running" : 100.00, "metric-value" : 0.011147, "metric-unit" : "CPUs utilized"}"#),
+            "{j}"
+        );
+        // Branch misses against branches, instructions against cycles, cycles against the clock.
+        let br = generic(ev("branches", 1000.0, None, 100.0), "branches");
+        let miss = generic(ev("branch-misses", 35.5, None, 100.0), "branch-misses");
+        let cyc = generic(ev("cycles", 2_274_000.0, None, 100.0), "cycles");
+        let ins = generic(ev("instructions", 1_137_000.0, None, 100.0), "instructions");
+        let all = vec![clock.clone(), br, miss.clone(), cyc.clone(), ins.clone()];
+        let b = MetricBase::of(&all, 0.102);
+        assert!(event_line(&miss, w, &metric(&miss, &b)).ends_with("#    3.55% of all branches"));
+        assert!(event_line(&ins, w, &metric(&ins, &b)).ends_with("#    0.50  insn per cycle"));
+        assert!(event_line(&cyc, w, &metric(&cyc, &b)).ends_with("#    2.000 GHz"));
+        assert_eq!(
+            csv_line(&miss, ",", &metric(&miss, &b)).split(',').nth(5),
+            Some("3.55")
+        );
+        let no_branches = MetricBase::of(std::slice::from_ref(&miss), 0.1);
+        assert_eq!(
+            metric(&miss, &no_branches),
+            Metric::Named("of all branches")
         );
     }
 

@@ -17,6 +17,8 @@ use model::{Finding, Severity};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
+pub mod iperf3;
+
 /// The goodput ceiling of one direction of the test's path, application bytes per second.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NetCeiling {
@@ -847,6 +849,10 @@ mod tests {
                 rttvar_us: Some(20),
                 pmtu: Some(1500),
                 snd_mss: Some(1448),
+                local_addr: None,
+                peer_addr: None,
+                sndbuf: None,
+                rcvbuf: None,
             }],
             cpu_local: CpuUse {
                 total_percent: 20.0,
@@ -859,6 +865,7 @@ mod tests {
             congestion_peer: Some("cubic".into()),
             interval_s: 1.0,
             stopped_by: NetStop::Completed,
+            start: None,
         }
     }
 
