@@ -22,6 +22,26 @@ pub struct AuditArgs {
     /// machine.
     #[arg(long, value_name = "FILE", conflicts_with = "root")]
     pub lspci: Option<PathBuf>,
+
+    /// Check this host against MANIFEST, its expected state (TOML, written by --save-expect
+    /// or by hand): one PASS or FAIL line per check with what was found; exit 1 on a FAIL.
+    #[arg(long, value_name = "MANIFEST", conflicts_with = "save_expect")]
+    pub expect: Option<PathBuf>,
+
+    /// Write the manifest of this host (every device and its state now as expectations) to
+    /// MANIFEST, for --expect on other hosts.
+    #[arg(long, value_name = "MANIFEST")]
+    pub save_expect: Option<PathBuf>,
+
+    /// Print the audit's metrics (openmetrics, prometheus) or --expect's checks as OCP Test
+    /// & Validation JSON lines (ocptv) instead of text.
+    #[arg(long, value_enum, conflicts_with = "json")]
+    pub format: Option<crate::output::Format>,
+
+    /// Also write the audit's metrics to DIR/headroom.prom, atomically, for node_exporter's
+    /// textfile collector.
+    #[arg(long, value_name = "DIR")]
+    pub textfile_dir: Option<PathBuf>,
 }
 
 impl Default for AuditArgs {
@@ -29,11 +49,50 @@ impl Default for AuditArgs {
         AuditArgs {
             root: PathBuf::from("/"),
             lspci: None,
+            expect: None,
+            save_expect: None,
+            format: None,
+            textfile_dir: None,
         }
     }
 }
 
 pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
+    use crate::output::Format;
+    if args.format == Some(Format::Ocptv) && args.expect.is_none() {
+        return Err(crate::console::usage(
+            "--format ocptv prints the checks of --expect MANIFEST: give the manifest",
+        ));
+    }
+    if args.format == Some(Format::Ocptv) && global.json {
+        return Err(crate::console::usage(
+            "--format ocptv and --json are two outputs: choose one",
+        ));
+    }
+    if let Some(file) = &args.save_expect {
+        crate::output::check_writable("--save-expect", file)
+            .map_err(|e| crate::console::usage(e.0))?;
+    }
+    if let Some(dir) = &args.textfile_dir {
+        crate::output::check_textfile_dir(dir, "headroom.prom")
+            .map_err(|e| crate::console::usage(e.0))?;
+    }
+    // The manifest is read before the audit: a broken one is said at once.
+    // A manifest that cannot be read is a usage error (exit 2), told apart from a host that
+    // fails its checks (exit 1).
+    let manifest = match &args.expect {
+        Some(file) => Some(
+            read_manifest(file).map_err(|e| crate::console::usage(crate::console::sentence(&e)))?,
+        ),
+        None => None,
+    };
+    if let Some(m) = &manifest {
+        if m.pci.is_empty() && m.usb.is_empty() && m.net.is_empty() {
+            crate::console::warn(
+                "the manifest lists no [[pci]], [[usb]] or [[net]] entry: nothing is checked",
+            );
+        }
+    }
     // A dump has PCI alone; a root has the whole inventory. probe reads, report judges.
     let mut dump_audit;
     let mut inventory;
@@ -86,19 +145,97 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    if global.json {
-        crate::output::print_result(
+    let document = AuditDocument {
+        source: Some(source),
+        pci: audit.clone(),
+        system: inv.map(|i| i.system.clone()),
+        usb: inv.map(|i| i.usb.clone()),
+        block: inv.map(|i| i.block.clone()),
+        net: inv.map(|i| i.net.clone()),
+        findings,
+    };
+    let described = match &args.lspci {
+        Some(f) => format!("the lspci dump {}", f.display()),
+        None => format!("the host at --root {}", args.root.display()),
+    };
+    if let Some(file) = &args.save_expect {
+        let manifest = report::kinds::expect::manifest_of(&document);
+        let text = report::kinds::expect::to_toml(&manifest, &described);
+        report::write_atomic(file, text.as_bytes()).map_err(|e| {
+            anyhow::anyhow!(
+                "--save-expect: cannot write {}: {}",
+                file.display(),
+                e.source
+            )
+        })?;
+        crate::console::info(format_args!(
+            "wrote {}: {} PCI functions, {} USB devices, {} network interfaces expected",
+            file.display(),
+            manifest.pci.len(),
+            manifest.usb.len(),
+            manifest.net.len()
+        ));
+    }
+    let wrapped = || {
+        report::document::wrap(
             report::document::DocumentKind::Audit,
-            &AuditDocument {
-                source: Some(source),
-                pci: audit.clone(),
-                system: inv.map(|i| i.system.clone()),
-                usb: inv.map(|i| i.usb.clone()),
-                block: inv.map(|i| i.block.clone()),
-                net: inv.map(|i| i.net.clone()),
-                findings,
-            },
-        )?;
+            env!("CARGO_PKG_VERSION"),
+            &document,
+        )
+    };
+    if let Some(dir) = &args.textfile_dir {
+        crate::output::write_textfile(dir, "headroom.prom", &wrapped()?)?;
+    }
+    if let (Some(manifest), Some(file)) = (&manifest, &args.expect) {
+        let checks = report::kinds::expect::check(manifest, &document);
+        let failed = checks.iter().any(|c| !c.pass);
+        if args.format == Some(Format::Ocptv) {
+            let doc = wrapped()?;
+            let host = doc.envelope.host.as_ref().and_then(|h| h.hostname.clone());
+            let command_line: Vec<String> = std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let out = report::kinds::expect::ocptv(
+                &checks,
+                &report::kinds::expect::OcptvRun {
+                    version: env!("CARGO_PKG_VERSION"),
+                    command_line: &command_line.join(" "),
+                    manifest: &file.display().to_string(),
+                    hostname: host.as_deref().unwrap_or("unknown"),
+                    timestamp: doc
+                        .envelope
+                        .created
+                        .as_deref()
+                        .unwrap_or("1970-01-01T00:00:00Z"),
+                },
+            );
+            crate::out!("{out}")?;
+        } else if global.json {
+            let mut v = wrapped()?.to_value();
+            v["expect"] = report::kinds::expect::to_json(&checks, &file.display().to_string());
+            crate::out!("{}\n", serde_json::to_string_pretty(&v)?)?;
+        } else {
+            crate::out!("{}", report::kinds::expect::text(&checks))?;
+        }
+        return Ok(if failed {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        });
+    }
+    if matches!(args.format, Some(Format::Openmetrics | Format::Prometheus)) {
+        let doc = wrapped()?;
+        let mut m = report::openmetrics::Metrics::new();
+        report::kinds::metrics::add_document(&mut m, &doc, "the audit")?;
+        if args.format == Some(Format::Openmetrics) {
+            crate::out!("{}", m.openmetrics())?;
+        } else {
+            crate::out!("{}", m.prometheus())?;
+        }
+    } else if args.save_expect.is_some() || args.textfile_dir.is_some() {
+        // What was asked for is written; the inventory is not printed as well.
+    } else if global.json {
+        crate::output::print_result(report::document::DocumentKind::Audit, &document)?;
     } else {
         let style = Style::new(global.use_color());
         let mut out = String::new();
@@ -111,8 +248,35 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
             out.push_str(&text::block(&inv.block));
             out.push_str(&text::net(&inv.net));
         }
-        out.push_str(&text::findings(&findings, |s| style.severity(s)));
+        out.push_str(&text::findings(&document.findings, |s| style.severity(s)));
         crate::out!("{out}")?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Read `--expect`'s manifest: bounded in size, one sentence (with the line, from toml) for a
+/// broken one.
+fn read_manifest(file: &std::path::Path) -> anyhow::Result<model::expect::Manifest> {
+    use std::io::Read;
+    let show = file.display();
+    let f = std::fs::File::open(file)
+        .with_context(|| format!("--expect {show}: cannot open the manifest"))?;
+    if f.metadata().is_ok_and(|m| m.is_dir()) {
+        anyhow::bail!("--expect {show} is a directory: give the manifest file (TOML)");
+    }
+    let max = report::kinds::expect::MAX_MANIFEST_BYTES;
+    let mut bytes = Vec::new();
+    f.take(max + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("--expect {show}: cannot read the manifest"))?;
+    if bytes.len() as u64 > max {
+        anyhow::bail!(
+            "--expect {show} is larger than {} MiB: not a manifest (give the TOML file \
+             --save-expect wrote)",
+            max >> 20
+        );
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("--expect {show} is not UTF-8 text: not a manifest"))?;
+    report::kinds::expect::parse(&text, &format!("--expect {show}")).map_err(anyhow::Error::msg)
 }

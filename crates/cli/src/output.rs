@@ -134,6 +134,11 @@ pub struct KeepArgs {
     /// History database (default: $XDG_DATA_HOME/headroom/history.sqlite).
     #[arg(long, value_name = "FILE")]
     pub db: Option<std::path::PathBuf>,
+
+    /// Also write the result's metrics to DIR/headroom-KIND.prom (`headroom-disk.prom`...),
+    /// atomically, for node_exporter's textfile collector (--collector.textfile.directory).
+    #[arg(long, value_name = "DIR")]
+    pub textfile_dir: Option<std::path::PathBuf>,
 }
 
 impl KeepArgs {
@@ -141,10 +146,18 @@ impl KeepArgs {
     /// not a lost run.
     /// The history keeps the result even when `--output` fails; that failure is returned.
     pub fn keep<T: serde::Serialize>(&self, kind: DocumentKind, body: &T) -> anyhow::Result<()> {
-        let written = match &self.output {
+        let mut written = match &self.output {
             Some(path) => write_result(path, kind, body),
             None => Ok(()),
         };
+        if let Some(dir) = &self.textfile_dir {
+            let metrics = report::document::wrap(kind, env!("CARGO_PKG_VERSION"), body)
+                .map_err(anyhow::Error::from)
+                .and_then(|doc| write_textfile(dir, &textfile_name(kind), &doc));
+            if written.is_ok() {
+                written = metrics;
+            }
+        }
         if !self.no_save {
             if let Err(e) = save_result(kind, body, self.db.as_deref()) {
                 crate::console::warn(format_args!(
@@ -159,21 +172,82 @@ impl KeepArgs {
     /// Whether `--output` can be written, checked before a benchmark so that a missing or
     /// read-only directory does not lose a whole run.
     pub fn check_output(&self) -> Result<(), OutputUnusable> {
-        match &self.output {
-            Some(path) => check_writable("--output", path),
-            None => Ok(()),
+        if let Some(path) = &self.output {
+            check_writable("--output", path)?;
         }
+        if let Some(dir) = &self.textfile_dir {
+            check_textfile_dir(dir, "headroom.prom")?;
+        }
+        Ok(())
     }
+}
+
+/// The file `--textfile-dir` writes for a document of `kind`: `headroom.prom` for an audit
+/// (the host's links and AER counters), `headroom-KIND.prom` for the others, so the latest
+/// result of each benchmark and the audit stand side by side in the collector.
+pub fn textfile_name(kind: DocumentKind) -> String {
+    match kind {
+        DocumentKind::Audit => "headroom.prom".to_string(),
+        k => format!("headroom-{}.prom", k.as_str()),
+    }
+}
+
+/// Whether `--textfile-dir DIR` can take `name`: an existing directory where a file can be
+/// created (checked before any work).
+pub fn check_textfile_dir(dir: &Path, name: &str) -> Result<(), OutputUnusable> {
+    if !dir.is_dir() {
+        return Err(OutputUnusable(format!(
+            "--textfile-dir {}: no such directory; give the directory node_exporter's \
+             --collector.textfile.directory reads",
+            dir.display()
+        )));
+    }
+    check_writable("--textfile-dir", &dir.join(name))
+}
+
+/// Write `doc`'s metrics in the Prometheus text format to DIR/`name` atomically (a
+/// temporary `.NAME.XXXXXX.tmp` in DIR, then a rename), as node_exporter's textfile collector
+/// requires: it reads only `*.prom`, so it never sees half a file.
+pub fn write_textfile(dir: &Path, name: &str, doc: &report::Document) -> anyhow::Result<()> {
+    let mut metrics = report::openmetrics::Metrics::new();
+    report::kinds::metrics::add_document(&mut metrics, doc, name)?;
+    let path = dir.join(name);
+    report::write_atomic(&path, metrics.prometheus().as_bytes()).map_err(|e| {
+        anyhow::anyhow!(
+            "--textfile-dir: cannot write {}: {}",
+            path.display(),
+            e.source
+        )
+    })?;
+    // Said to a person at a terminal; a timer or cron job running it stays quiet.
+    if std::io::stderr().is_terminal() {
+        crate::console::info(format_args!("wrote {}", path.display()));
+    }
+    Ok(())
+}
+
+/// The machine-readable formats of a result besides `--json`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// OpenMetrics 1.0 text (ends in `# EOF`).
+    Openmetrics,
+    /// The Prometheus text format 0.0.4, as node_exporter's textfile collector reads it.
+    Prometheus,
+    /// OCP Test & Validation JSON lines (audit --expect's checks).
+    Ocptv,
 }
 
 /// A file name of the kind `flag` writes, for the example in a refusal: `report.md` for
 /// `--md`, `report.html` for `--html`, `counts.txt` for count's `-o` (perf stat's text; CSV
-/// or a document with -x or --json), `run.json` for a result document (`--output`).
+/// or a document with -x or --json), `expect.toml` for `--save-expect`'s manifest, `run.json`
+/// for a result document (`--output`).
 fn example_name(flag: &str) -> &'static str {
     match flag {
         "--md" => "report.md",
         "--html" => "report.html",
         "-o" => "counts.txt",
+        "--save-expect" => "expect.toml",
+        "--textfile-dir" => "headroom.prom",
         _ => "run.json",
     }
 }

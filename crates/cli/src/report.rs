@@ -36,6 +36,12 @@ pub struct ReportArgs {
     /// The history database for ids (default: $XDG_DATA_HOME/headroom/history.sqlite).
     #[arg(long, value_name = "FILE")]
     pub db: Option<PathBuf>,
+
+    /// The documents' metrics on stdout: OpenMetrics 1.0 text (openmetrics) or the
+    /// Prometheus text format 0.0.4 (prometheus). Several inputs are told apart by a
+    /// `document` label (1, 2...).
+    #[arg(long, value_enum, conflicts_with_all = ["md", "html"])]
+    pub format: Option<crate::output::Format>,
 }
 
 /// Where the report goes: stdout, or a file.
@@ -141,6 +147,35 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     }
     while md.ends_with("\n\n") {
         md.pop();
+    }
+    if let Some(format) = args.format {
+        let mut m = report::openmetrics::Metrics::new();
+        let several = docs.len() > 1;
+        for (i, doc) in docs.iter().enumerate() {
+            let origin = format!("input {}", i + 1);
+            let added = if several {
+                m.with_label("document", &(i + 1).to_string(), |m| {
+                    report::kinds::metrics::add_document(m, doc, &origin)
+                })
+            } else {
+                report::kinds::metrics::add_document(&mut m, doc, &origin)
+            };
+            if let Err(e) = added {
+                crate::console::error(crate::console::sentence(&anyhow::Error::from(e)));
+                failed = true;
+            }
+        }
+        match format {
+            crate::output::Format::Openmetrics => crate::out!("{}", m.openmetrics())?,
+            crate::output::Format::Prometheus => crate::out!("{}", m.prometheus())?,
+            crate::output::Format::Ocptv => {
+                return Err(crate::console::usage(
+                    "--format ocptv is the output of `audit --expect MANIFEST`; report \
+                     prints openmetrics or prometheus",
+                ))
+            }
+        }
+        return Ok(exit(failed));
     }
     let text = if args.html.is_some() {
         report::html::render_with_intro(&intros, &summaries)?

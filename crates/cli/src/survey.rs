@@ -141,6 +141,10 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|e| crate::console::usage(e.to_string()))?;
         }
     }
+    if let Some(dir) = &args.keep.textfile_dir {
+        crate::output::check_textfile_dir(dir, "headroom-survey.prom")
+            .map_err(|e| crate::console::usage(e.to_string()))?;
+    }
     crate::console::text(render_plan(&plan, live_root));
 
     let mut interrupt = crate::console::Interrupt::install()?;

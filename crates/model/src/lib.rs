@@ -5,6 +5,7 @@
 pub mod blockdev;
 pub mod ceiling;
 pub mod disk;
+pub mod expect;
 pub mod finding;
 pub mod inventory;
 pub mod latency;

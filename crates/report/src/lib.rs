@@ -19,6 +19,7 @@ pub mod history;
 pub mod html;
 pub mod kinds;
 pub mod markdown;
+pub mod openmetrics;
 pub mod outside;
 pub mod summary;
 pub mod table;

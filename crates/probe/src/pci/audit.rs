@@ -132,6 +132,7 @@ pub fn build(
                 .as_ref()
                 .map(|s| s.kernel_link.clone())
                 .unwrap_or_default(),
+            slot: sysfs.as_ref().and_then(|s| s.slot.clone()),
             aer_counters: sysfs.and_then(|s| s.aer),
             upstream_link: None,
             root_port: None,

@@ -21,11 +21,13 @@ const UNPRIVILEGED_CONFIG_BYTES: usize = 64;
 /// Audit the PCI functions of the machine (or captured tree) at `root`.
 pub fn audit_sysfs(root: &SysRoot) -> PciAudit {
     let scan = sysfs::scan(root);
+    let slots = sysfs::slots(root);
     let inputs: Vec<FunctionInput> = scan
         .functions
         .into_iter()
         .map(|mut f| {
             let bytes = std::mem::take(&mut f.config);
+            f.slot = sysfs::slot_of(&slots, &f.address);
             // Absent in most captured trees: the BAR registers of config space stand in.
             let resource = crate::sysfs::read_attr(&root.path(f.device_path.join("resource")))
                 .ok()

@@ -34,6 +34,8 @@ pub struct SysfsFunction {
     pub kernel_link: KernelLink,
     /// AER counters, where the kernel exposes them (CONFIG_PCIEAER and an AER capability).
     pub aer: Option<AerCounters>,
+    /// The physical slot the function sits in (/sys/bus/pci/slots/NAME/address).
+    pub slot: Option<String>,
     /// Config space as read from the `config` file: 64 bytes without root, 256 or 4096 with.
     #[serde(skip)]
     pub config: Vec<u8>,
@@ -290,8 +292,36 @@ fn read_function(
         local_cpulist,
         kernel_link,
         aer,
+        slot: None,
         config,
     })
+}
+
+/// The physical slots (Documentation/ABI/testing/sysfs-bus-pci, /sys/bus/pci/slots/NAME/
+/// address: `DDDD:BB:DD`, the device without its function) by name.
+pub fn slots(root: &SysRoot) -> Vec<(String, String)> {
+    let Ok(entries) = std::fs::read_dir(root.path("/sys/bus/pci/slots")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, String)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let address = crate::sysfs::read_attr(&e.path().join("address")).ok()??;
+            Some((name, address))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The slot whose `address` (`DDDD:BB:DD`) holds the function at `a`.
+pub fn slot_of(slots: &[(String, String)], a: &PciAddress) -> Option<String> {
+    let device = format!("{:04x}:{:02x}:{:02x}", a.domain, a.bus, a.device);
+    slots
+        .iter()
+        .find(|(_, addr)| addr.trim().eq_ignore_ascii_case(&device))
+        .map(|(name, _)| name.clone())
 }
 
 /// Conventional configuration space (PCI Local Bus Spec 3.0 section 6.1).

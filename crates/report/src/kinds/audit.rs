@@ -321,3 +321,196 @@ fn inventory(a: &AuditDocument) -> Vec<(String, Table)> {
     }
     out
 }
+
+mod om {
+    use crate::openmetrics::Def;
+    pub const SPEED: Def = Def {
+        name: "pcie_link_speed",
+        help: "PCI Express link speed per lane, transfers per second: `current` now, `capable` the best both ends support, `upstream_max`/`downstream_max` each end's own (LnkCap)",
+        unit: Some("transfers_per_second"),
+    };
+    pub const WIDTH: Def = Def {
+        name: "pcie_link_width",
+        help: "PCI Express link width in lanes, by state as for the speed",
+        unit: Some("lanes"),
+    };
+    pub const DOWNGRADED: Def = Def {
+        name: "pcie_link_downgraded",
+        help: "1 when a PCI Express link runs slower or narrower than both its ends support",
+        unit: None,
+    };
+    pub const CEILING: Def = Def {
+        name: "pcie_link_ceiling",
+        help: "Theoretical ceiling of a PCI Express link (payload, model::ceiling::pcie), bytes per second, by state (current or capable) and direction (write: towards the device, read: completions back)",
+        unit: Some("bytes_per_second"),
+    };
+    pub const MPS: Def = Def {
+        name: "pcie_link_max_payload",
+        help:
+            "Max_Payload_Size of a link: each end's setting and the largest both support (common)",
+        unit: Some("bytes"),
+    };
+    pub const ASPM: Def = Def {
+        name: "pcie_link_aspm_enabled",
+        help: "1 when an ASPM state (L0s, L1) is enabled on either end of a link",
+        unit: None,
+    };
+    pub const AER: Def = Def {
+        name: "pcie_aer_errors",
+        help: "AER errors the kernel counted for a PCI function since boot (sysfs aer_dev_correctable, aer_dev_nonfatal, aer_dev_fatal), by severity and error name",
+        unit: None,
+    };
+    pub const USB_SPEED: Def = Def {
+        name: "usb_device_speed",
+        help: "Negotiated USB signalling rate of a device in bytes per second (5000 Mb/s = 625e6)",
+        unit: Some("bytes_per_second"),
+    };
+    pub const NET_SPEED: Def = Def {
+        name: "net_interface_speed",
+        help: "Link speed of a network interface (sysfs speed) in bytes per second, as node_exporter's node_network_speed_bytes",
+        unit: Some("bytes_per_second"),
+    };
+}
+
+/// An audit's own metrics: per PCIe link its speed and width (now, capable, each end's
+/// maximum), the downgraded flag, its ceilings and MPS; per function its AER counters; USB
+/// and network link speeds. Labels name the device as a user finds it: `address`, `device`
+/// (lspci's name), `driver`, and for a link its `upstream` port.
+pub fn metrics(
+    m: &mut crate::openmetrics::Metrics,
+    doc: &Document,
+    origin: &str,
+) -> Result<(), DocumentError> {
+    let a: AuditDocument = doc.view(origin)?;
+    let function = |addr: &model::inventory::pci::address::PciAddress| {
+        a.pci.functions.iter().find(|f| &f.address == addr)
+    };
+    for l in &a.pci.links {
+        let below = function(&l.downstream);
+        let address = l.downstream.to_string();
+        let upstream = l.upstream.to_string();
+        let device = below.map(|f| f.display_name()).unwrap_or_default();
+        let driver = below.and_then(|f| f.driver.clone()).unwrap_or_default();
+        let slot = below.and_then(|f| f.slot.clone());
+        let mut base = vec![
+            ("address", address.as_str()),
+            ("upstream", upstream.as_str()),
+            ("device", device.as_str()),
+            ("driver", driver.as_str()),
+        ];
+        // The physical slot, where the platform names one (/sys/bus/pci/slots).
+        if let Some(slot) = &slot {
+            base.push(("slot", slot.as_str()));
+        }
+        let with = |extra: &[(&'static str, &'static str)]| {
+            let mut v: Vec<(&str, &str)> = base.clone();
+            v.extend_from_slice(extra);
+            v
+        };
+        let c = &l.comparison;
+        for (state, s) in [
+            ("current", c.current),
+            ("capable", c.common),
+            ("upstream_max", c.upstream),
+            ("downstream_max", c.downstream),
+        ] {
+            m.gauge(&om::SPEED, &with(&[("state", state)]), s.gen.gts() * 1e9);
+            m.gauge(&om::WIDTH, &with(&[("state", state)]), f64::from(s.width));
+        }
+        let down = c.speed_below_common || c.width_below_common;
+        m.gauge(&om::DOWNGRADED, &base, if down { 1.0 } else { 0.0 });
+        for (state, ceil) in [
+            ("current", &l.ceiling.current),
+            ("capable", &l.ceiling.capable),
+        ] {
+            for (direction, v) in [
+                ("write", ceil.effective_write_bps),
+                ("read", ceil.effective_read_bps),
+            ] {
+                m.gauge(
+                    &om::CEILING,
+                    &with(&[("state", state), ("direction", direction)]),
+                    v,
+                );
+            }
+        }
+        for (end, v) in [
+            ("upstream", l.max_payload_upstream),
+            ("downstream", l.max_payload_downstream),
+            ("common", l.max_payload_common),
+        ] {
+            if let Some(v) = v {
+                m.gauge(&om::MPS, &with(&[("end", end)]), f64::from(v));
+            }
+        }
+        for (state, on) in [("L0s", l.aspm_enabled.l0s), ("L1", l.aspm_enabled.l1)] {
+            m.gauge(
+                &om::ASPM,
+                &with(&[("state", state)]),
+                if on { 1.0 } else { 0.0 },
+            );
+        }
+    }
+    for f in &a.pci.functions {
+        let Some(aer) = &f.aer_counters else {
+            continue;
+        };
+        let address = f.address.to_string();
+        let device = f.display_name();
+        let driver = f.driver.clone().unwrap_or_default();
+        for (severity, list) in [
+            ("correctable", &aer.correctable),
+            ("nonfatal", &aer.nonfatal),
+            ("fatal", &aer.fatal),
+        ] {
+            // The TOTAL_ERR_* lines are the sums of the others: Prometheus sums by label.
+            for (error, count) in list.iter().filter(|(n, _)| !n.starts_with("TOTAL_")) {
+                let mut labels = vec![
+                    ("address", address.as_str()),
+                    ("device", device.as_str()),
+                    ("driver", driver.as_str()),
+                ];
+                if let Some(slot) = &f.slot {
+                    labels.push(("slot", slot.as_str()));
+                }
+                labels.extend([("severity", severity), ("error", error.as_str())]);
+                m.counter(&om::AER, &labels, *count);
+            }
+        }
+    }
+    for d in a.usb.iter().flat_map(|u| &u.devices) {
+        if let Some(speed) = d.speed_mbps {
+            let product = d
+                .product_name
+                .clone()
+                .or_else(|| d.product.clone())
+                .unwrap_or_default();
+            let driver = d
+                .storage
+                .as_ref()
+                .and_then(|s| s.driver.clone())
+                .or_else(|| d.driver.clone())
+                .unwrap_or_default();
+            m.gauge(
+                &om::USB_SPEED,
+                &[
+                    ("device", d.name.as_str()),
+                    ("product", product.as_str()),
+                    ("driver", driver.as_str()),
+                ],
+                speed * 1e6 / 8.0,
+            );
+        }
+    }
+    for i in a.net.iter().flat_map(|n| &n.interfaces) {
+        if let Some(speed) = i.speed_mbps {
+            let driver = i.driver.clone().unwrap_or_default();
+            m.gauge(
+                &om::NET_SPEED,
+                &[("interface", i.name.as_str()), ("driver", driver.as_str())],
+                speed as f64 * 1e6 / 8.0,
+            );
+        }
+    }
+    Ok(())
+}

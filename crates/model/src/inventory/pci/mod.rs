@@ -23,7 +23,7 @@ pub struct KernelLink {
 }
 
 /// The AER statistics files (sysfs-bus-pci-devices-aer_stats): per error name, its count.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AerCounters {
     pub correctable: Vec<(String, u64)>,
     pub nonfatal: Vec<(String, u64)>,
@@ -131,6 +131,9 @@ pub struct AuditedFunction {
     pub names: Names,
     pub description: Option<String>,
     pub driver: Option<String>,
+    /// The physical slot's name (/sys/bus/pci/slots); absent in documents written before.
+    #[serde(default)]
+    pub slot: Option<String>,
     pub numa_node: Option<i32>,
     pub local_cpulist: Option<String>,
     /// Bytes of config space that could be read (64 without root; 256 or 4096 with).
@@ -142,8 +145,9 @@ pub struct AuditedFunction {
     #[serde(skip_deserializing)]
     pub config: Option<ConfigSpace>,
     pub kernel_link: KernelLink,
-    /// Not read back from a document (`None` there): its findings are.
-    #[serde(skip_deserializing)]
+    /// Read back from a document for its metrics (`report --format openmetrics`); absent
+    /// (`None`) in documents written before.
+    #[serde(default)]
     pub aer_counters: Option<AerCounters>,
     /// Index into `PciAudit::links` of the link above this function, if any.
     pub upstream_link: Option<usize>,

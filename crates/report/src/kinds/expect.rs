@@ -1,0 +1,805 @@
+//! `headroom audit --expect MANIFEST` and `--save-expect`: an audit judged against the
+//! expected state of its host ([`model::expect::Manifest`]), one PASS or FAIL per check with
+//! what was found; the manifest of a known-good host; the checks as text and as OCP Test &
+//! Validation output (OCPTV JSON lines, schema 2.0 of opencomputeproject/ocp-diag-core's
+//! json_spec).
+
+use super::audit::AuditDocument;
+use model::expect::{Manifest, Match, NetExpect, PciExpect, UsbExpect};
+use model::inventory::pci::address::PciAddress;
+use model::inventory::pci::AuditedFunction;
+use model::inventory::usb::UsbDevice;
+
+/// The largest manifest read, bytes: a hand-written one for a large server is a few tens of
+/// kilobytes; anything much larger is not a manifest.
+pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
+
+/// One check of one device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Check {
+    pub pass: bool,
+    /// `pci`, `usb` or `net`, and the entry's number in its section (1-based).
+    pub section: &'static str,
+    pub entry: usize,
+    /// The device checked (`0000:01:00.0`, `2-1`, `eth0`), or the entry's selectors when no
+    /// device matched.
+    pub device: String,
+    /// What the device is (`Samsung NVMe SSD, driver nvme`), when known.
+    pub description: String,
+    /// `present`, `link speed`, `link width`, `MPS`, `AER errors`, `ASPM`, `speed`, `transport`.
+    pub check: &'static str,
+    pub expected: String,
+    pub found: String,
+}
+
+impl Check {
+    /// `PASS pci 0000:01:00.0 link speed: 8 GT/s (expected at least 8 GT/s)`.
+    pub fn line(&self) -> String {
+        let verdict = if self.pass { "PASS" } else { "FAIL" };
+        let what = if self.description.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.description)
+        };
+        format!(
+            "{verdict} {} {}{what} {}: {} (expected {})",
+            self.section, self.device, self.check, self.found, self.expected
+        )
+    }
+}
+
+/// Read a manifest from its text; `origin` names the file. TOML's own error gives the line
+/// and column; an entry without a selector, or with a value that cannot be one, is named by
+/// its section and number.
+pub fn parse(text: &str, origin: &str) -> Result<Manifest, String> {
+    let m: Manifest = toml::from_str(text).map_err(|e| {
+        let msg = e.to_string();
+        let msg = msg.trim_end();
+        format!("{origin} is not a valid manifest: {msg}")
+    })?;
+    validate(&m).map_err(|e| format!("{origin}: {e}"))?;
+    Ok(m)
+}
+
+fn hex_pair(v: &str) -> bool {
+    v.split_once(':').is_some_and(|(a, b)| {
+        [a, b]
+            .iter()
+            .all(|x| (1..=4).contains(&x.len()) && x.chars().all(|c| c.is_ascii_hexdigit()))
+    })
+}
+
+fn validate(m: &Manifest) -> Result<(), String> {
+    for (i, e) in m.pci.iter().enumerate() {
+        let at = format!("[[pci]] entry {}", i + 1);
+        let selectors = [
+            &e.address,
+            &e.slot,
+            &e.id,
+            &e.class,
+            &e.driver,
+            &e.block,
+            &e.interface,
+        ];
+        if selectors.iter().all(|s| s.is_none()) {
+            return Err(format!(
+                "{at} selects nothing: give address, slot, id, class, driver, block or interface"
+            ));
+        }
+        if let Some(a) = &e.address {
+            a.parse::<PciAddress>()
+                .map_err(|err| format!("{at}: address {err}"))?;
+        }
+        if let Some(id) = &e.id {
+            if !hex_pair(id) {
+                return Err(format!(
+                    "{at}: id {id:?} is not vendor:device in hex (e.g. \"144d:a808\")"
+                ));
+            }
+        }
+        if let Some(c) = &e.class {
+            if !(c.len() == 4 || c.len() == 6) || !c.chars().all(|x| x.is_ascii_hexdigit()) {
+                return Err(format!(
+                    "{at}: class {c:?} is not 4 or 6 hex digits (e.g. \"0108\")"
+                ));
+            }
+        }
+        if let Some(a) = &e.aspm {
+            if aspm_from_label(a).is_none() {
+                return Err(format!(
+                    "{at}: aspm {a:?} is none of \"disabled\", \"L0s\", \"L1\", \"L0s L1\""
+                ));
+            }
+        }
+    }
+    for (i, e) in m.usb.iter().enumerate() {
+        let at = format!("[[usb]] entry {}", i + 1);
+        if [&e.device, &e.id, &e.block, &e.interface]
+            .iter()
+            .all(|s| s.is_none())
+        {
+            return Err(format!(
+                "{at} selects nothing: give device, id, block or interface"
+            ));
+        }
+        if let Some(id) = &e.id {
+            if !hex_pair(id) {
+                return Err(format!(
+                    "{at}: id {id:?} is not vendor:product in hex (e.g. \"04e8:61f5\")"
+                ));
+            }
+        }
+        if let Some(t) = &e.transport {
+            if t != "uas" && t != "usb-storage" {
+                return Err(format!(
+                    "{at}: transport {t:?} is neither \"uas\" nor \"usb-storage\""
+                ));
+            }
+        }
+    }
+    for (i, e) in m.net.iter().enumerate() {
+        if e.interface.is_none() && e.driver.is_none() {
+            return Err(format!(
+                "[[net]] entry {} selects nothing: give interface or driver",
+                i + 1
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `disabled`, `L0s`, `L1`, `L0s L1` (any case, `none` for disabled) to (L0s, L1).
+fn aspm_from_label(label: &str) -> Option<(bool, bool)> {
+    match label.to_ascii_lowercase().as_str() {
+        "disabled" | "none" => Some((false, false)),
+        "l0s" => Some((true, false)),
+        "l1" => Some((false, true)),
+        "l0s l1" | "l0s+l1" | "l1 l0s" => Some((true, true)),
+        _ => None,
+    }
+}
+
+fn aspm_label(l0s: bool, l1: bool) -> &'static str {
+    match (l0s, l1) {
+        (false, false) => "disabled",
+        (true, false) => "L0s",
+        (false, true) => "L1",
+        (true, true) => "L0s L1",
+    }
+}
+
+/// The manifest's TOML, with a header saying what it is and how to edit it.
+pub fn to_toml(m: &Manifest, source: &str) -> String {
+    let body = toml::to_string(m).unwrap_or_default();
+    format!(
+        "# The expected state of a host, written by `headroom audit --save-expect` from {source}.\n\
+         # Check a host against it with `headroom audit --expect FILE` (this file is only read).\n\
+         # Each entry selects devices (address, slot, id, class, driver, block, interface; all\n\
+         # given must match) and checks what is given: link_speed_gts and link_width (at least,\n\
+         # or link_match = \"exactly\"), mps, aer_errors (the most allowed; 0 = none), aspm\n\
+         # (\"disabled\", \"L0s\", \"L1\", \"L0s L1\"), speed_mbps, transport (\"uas\").\n\
+         # Delete an entry to stop checking a device; a device that is missing is a FAIL.\n\n{body}"
+    )
+}
+
+fn id_of(v: Option<u16>, d: Option<u16>) -> Option<String> {
+    Some(format!("{:04x}:{:04x}", v?, d?))
+}
+
+fn describe_function(f: &AuditedFunction) -> String {
+    match &f.driver {
+        Some(d) => format!("{}, driver {d}", f.display_name()),
+        None => f.display_name(),
+    }
+}
+
+/// The manifest of the audited host: every PCI function, USB device and network interface
+/// with its state now as the expectation (links at least as fast and wide, the MPS and ASPM
+/// they have, no more AER errors than now).
+pub fn manifest_of(a: &AuditDocument) -> Manifest {
+    let mut m = Manifest::default();
+    for f in &a.pci.functions {
+        let link = f.upstream_link.and_then(|i| a.pci.links.get(i));
+        let current = f.current_link();
+        m.pci.push(PciExpect {
+            name: Some(describe_function(f)),
+            address: Some(f.address.to_string()),
+            id: id_of(f.vendor_id, f.device_id),
+            link_speed_gts: current.map(|c| c.gen),
+            link_width: current.map(|c| c.width),
+            mps: link.and_then(|l| l.max_payload_downstream),
+            aer_errors: f.aer_counters.as_ref().map(|c| c.total()),
+            aspm: link.map(|l| aspm_label(l.aspm_enabled.l0s, l.aspm_enabled.l1).to_string()),
+            ..PciExpect::default()
+        });
+    }
+    for d in a.usb.iter().flat_map(|u| &u.devices) {
+        if d.root_hub {
+            continue;
+        }
+        m.usb.push(UsbExpect {
+            name: usb_name(d),
+            device: Some(d.name.clone()),
+            id: id_of(d.vendor_id, d.product_id),
+            speed_mbps: d.speed_mbps,
+            transport: d.storage.as_ref().and_then(transport_of),
+            ..UsbExpect::default()
+        });
+    }
+    for i in a.net.iter().flat_map(|n| &n.interfaces) {
+        if i.is_virtual {
+            continue;
+        }
+        m.net.push(NetExpect {
+            name: i.driver.as_ref().map(|d| format!("driver {d}")),
+            interface: Some(i.name.clone()),
+            speed_mbps: i.speed_mbps,
+            ..NetExpect::default()
+        });
+    }
+    m
+}
+
+fn usb_name(d: &UsbDevice) -> Option<String> {
+    d.product_name
+        .clone()
+        .or_else(|| d.product.clone())
+        .or_else(|| d.vendor_name.clone())
+}
+
+fn transport_of(s: &model::inventory::usb::MassStorage) -> Option<String> {
+    use model::path::StorageTransport;
+    match (&s.driver, s.transport) {
+        (Some(d), _) if d == "uas" || d == "usb-storage" => Some(d.clone()),
+        (_, StorageTransport::Uas) => Some("uas".into()),
+        (_, StorageTransport::BulkOnly) => Some("usb-storage".into()),
+        _ => None,
+    }
+}
+
+/// The PCI function (`pci`) or USB device a block device sits on: the nearest of its kind on
+/// the way to the CPU (an NVMe, not the root port above it; a USB disk, not its hub). A
+/// partition's is its disk's.
+fn block_device(a: &AuditDocument, name: &str, pci: bool) -> Option<String> {
+    use model::path::Hop;
+    let block = a.block.as_ref()?;
+    let mut dev = block.devices.iter().find(|d| d.name == name)?;
+    if let Some(parent) = &dev.parent {
+        dev = block
+            .devices
+            .iter()
+            .find(|d| &d.name == parent)
+            .unwrap_or(dev);
+    }
+    dev.bus_path.iter().find_map(|h| match h {
+        Hop::Pci { address, .. } if pci => Some(address.clone()),
+        Hop::Usb { name, .. } if !pci => Some(name.clone()),
+        _ => None,
+    })
+}
+
+/// The bus device (`0000:01:00.0`, `2-1`) a network interface sits on.
+fn interface_device(a: &AuditDocument, name: &str) -> Option<String> {
+    use model::inventory::net::Attachment;
+    let i = a.net.as_ref()?.interfaces.iter().find(|i| i.name == name)?;
+    match i.attachment.as_ref()? {
+        Attachment::Pci { address } => Some(address.clone()),
+        Attachment::Usb { device, .. } => Some(device.clone()),
+        Attachment::Virtio { pci, .. } => pci.clone(),
+        Attachment::Platform { .. } => None,
+    }
+}
+
+fn same_address(text: &str, a: &PciAddress) -> bool {
+    text.parse::<PciAddress>().is_ok_and(|t| &t == a)
+}
+
+fn pci_matches(a: &AuditDocument, e: &PciExpect, f: &AuditedFunction) -> bool {
+    let eq = |x: &Option<String>, y: Option<String>| match x {
+        Some(x) => y.is_some_and(|y| y.eq_ignore_ascii_case(x)),
+        None => true,
+    };
+    e.address
+        .as_ref()
+        .is_none_or(|s| same_address(s, &f.address))
+        && e.slot
+            .as_ref()
+            .is_none_or(|s| f.slot.as_deref() == Some(s.as_str()))
+        && eq(&e.id, id_of(f.vendor_id, f.device_id))
+        && e.class.as_ref().is_none_or(|c| match f.class {
+            Some(class) if c.len() == 4 => format!("{:04x}", class >> 8).eq_ignore_ascii_case(c),
+            Some(class) => format!("{class:06x}").eq_ignore_ascii_case(c),
+            None => false,
+        })
+        && eq(&e.driver, f.driver.clone())
+        && e.block
+            .as_ref()
+            .is_none_or(|b| block_device(a, b, true).is_some_and(|d| same_address(&d, &f.address)))
+        && e.interface
+            .as_ref()
+            .is_none_or(|i| interface_device(a, i).is_some_and(|d| same_address(&d, &f.address)))
+}
+
+fn selectors_of(pairs: &[(&str, &Option<String>)]) -> String {
+    let s: Vec<String> = pairs
+        .iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} {v}")))
+        .collect();
+    s.join(", ")
+}
+
+fn compare<T: PartialOrd>(how: Match, found: T, expected: T) -> bool {
+    match how {
+        Match::AtLeast => found >= expected,
+        Match::Exactly => found == expected,
+    }
+}
+
+fn how_word(how: Match) -> &'static str {
+    match how {
+        Match::AtLeast => "at least ",
+        Match::Exactly => "",
+    }
+}
+
+/// Every check of `m` against the audit `a`, in the manifest's order.
+pub fn check(m: &Manifest, a: &AuditDocument) -> Vec<Check> {
+    let mut out = Vec::new();
+    for (i, e) in m.pci.iter().enumerate() {
+        let found: Vec<&AuditedFunction> = a
+            .pci
+            .functions
+            .iter()
+            .filter(|f| pci_matches(a, e, f))
+            .collect();
+        let selectors = selectors_of(&[
+            ("address", &e.address),
+            ("slot", &e.slot),
+            ("id", &e.id),
+            ("class", &e.class),
+            ("driver", &e.driver),
+            ("block", &e.block),
+            ("interface", &e.interface),
+        ]);
+        if found.is_empty() {
+            out.push(missing("pci", i + 1, &selectors, e.name.as_deref()));
+            continue;
+        }
+        for f in found {
+            check_function(&mut out, i + 1, e, f, a);
+        }
+    }
+    for (i, e) in m.usb.iter().enumerate() {
+        let devices: Vec<&UsbDevice> = a
+            .usb
+            .iter()
+            .flat_map(|u| &u.devices)
+            .filter(|d| {
+                e.device.as_ref().is_none_or(|n| &d.name == n)
+                    && e.id.as_ref().is_none_or(|id| {
+                        id_of(d.vendor_id, d.product_id).is_some_and(|x| x.eq_ignore_ascii_case(id))
+                    })
+                    && e.block
+                        .as_ref()
+                        .is_none_or(|b| block_device(a, b, false).as_deref() == Some(&d.name))
+                    && e.interface
+                        .as_ref()
+                        .is_none_or(|n| interface_device(a, n).as_deref() == Some(&d.name))
+            })
+            .collect();
+        let selectors = selectors_of(&[
+            ("device", &e.device),
+            ("id", &e.id),
+            ("block", &e.block),
+            ("interface", &e.interface),
+        ]);
+        if devices.is_empty() {
+            out.push(missing("usb", i + 1, &selectors, e.name.as_deref()));
+            continue;
+        }
+        for d in devices {
+            let description = usb_name(d).unwrap_or_default();
+            let base = Check {
+                pass: true,
+                section: "usb",
+                entry: i + 1,
+                device: d.name.clone(),
+                description,
+                check: "present",
+                expected: "present".into(),
+                found: "present".into(),
+            };
+            if let Some(want) = e.speed_mbps {
+                let (pass, found) = match d.speed_mbps {
+                    Some(s) => (compare(e.speed_match, s, want), format!("{s}M")),
+                    None => (false, "speed unknown".into()),
+                };
+                out.push(Check {
+                    pass,
+                    check: "speed",
+                    expected: format!("{}{want}M", how_word(e.speed_match)),
+                    found,
+                    ..base.clone()
+                });
+            }
+            if let Some(want) = &e.transport {
+                let have = d.storage.as_ref().and_then(transport_of);
+                out.push(Check {
+                    pass: have.as_deref() == Some(want.as_str()),
+                    check: "transport",
+                    expected: want.clone(),
+                    found: have.unwrap_or_else(|| "no mass-storage transport".into()),
+                    ..base.clone()
+                });
+            }
+            if e.speed_mbps.is_none() && e.transport.is_none() {
+                out.push(base);
+            }
+        }
+    }
+    for (i, e) in m.net.iter().enumerate() {
+        let ifaces: Vec<_> = a
+            .net
+            .iter()
+            .flat_map(|n| &n.interfaces)
+            .filter(|n| {
+                e.interface.as_ref().is_none_or(|x| &n.name == x)
+                    && e.driver
+                        .as_ref()
+                        .is_none_or(|x| n.driver.as_deref() == Some(x.as_str()))
+            })
+            .collect();
+        let selectors = selectors_of(&[("interface", &e.interface), ("driver", &e.driver)]);
+        if ifaces.is_empty() {
+            out.push(missing("net", i + 1, &selectors, e.name.as_deref()));
+            continue;
+        }
+        for n in ifaces {
+            let base = Check {
+                pass: true,
+                section: "net",
+                entry: i + 1,
+                device: n.name.clone(),
+                description: n
+                    .driver
+                    .as_ref()
+                    .map(|d| format!("driver {d}"))
+                    .unwrap_or_default(),
+                check: "present",
+                expected: "present".into(),
+                found: "present".into(),
+            };
+            match e.speed_mbps {
+                Some(want) => {
+                    let (pass, found) = match n.speed_mbps {
+                        Some(s) => (compare(e.speed_match, s, want), format!("{s} Mb/s")),
+                        None => (false, "speed unknown (link down?)".into()),
+                    };
+                    out.push(Check {
+                        pass,
+                        check: "speed",
+                        expected: format!("{}{want} Mb/s", how_word(e.speed_match)),
+                        found,
+                        ..base
+                    });
+                }
+                None => out.push(base),
+            }
+        }
+    }
+    out
+}
+
+fn missing(section: &'static str, entry: usize, selectors: &str, name: Option<&str>) -> Check {
+    Check {
+        pass: false,
+        section,
+        entry,
+        device: format!("[{selectors}]"),
+        description: name.unwrap_or_default().to_string(),
+        check: "present",
+        expected: "present".into(),
+        found: "no such device".into(),
+    }
+}
+
+fn check_function(
+    out: &mut Vec<Check>,
+    entry: usize,
+    e: &PciExpect,
+    f: &AuditedFunction,
+    a: &AuditDocument,
+) {
+    let base = Check {
+        pass: true,
+        section: "pci",
+        entry,
+        device: f.address.to_string(),
+        description: describe_function(f),
+        check: "present",
+        expected: "present".into(),
+        found: "present".into(),
+    };
+    let link = f.upstream_link.and_then(|i| a.pci.links.get(i));
+    let current = f.current_link();
+    let unknown = "unknown (no link state: not PCI Express, or config space not readable)";
+    let before = out.len();
+    if let Some(want) = e.link_speed_gts {
+        let (pass, found) = match current {
+            Some(c) => (compare(e.link_match, c.gen, want), c.gen.to_string()),
+            None => (false, unknown.to_string()),
+        };
+        out.push(Check {
+            pass,
+            check: "link speed",
+            expected: format!("{}{want}", how_word(e.link_match)),
+            found,
+            ..base.clone()
+        });
+    }
+    if let Some(want) = e.link_width {
+        let (pass, found) = match current {
+            Some(c) => (
+                compare(e.link_match, c.width, want),
+                format!("x{}", c.width),
+            ),
+            None => (false, unknown.to_string()),
+        };
+        out.push(Check {
+            pass,
+            check: "link width",
+            expected: format!("{}x{want}", how_word(e.link_match)),
+            found,
+            ..base.clone()
+        });
+    }
+    if let Some(want) = e.mps {
+        let have = link.and_then(|l| l.max_payload_downstream).or_else(|| {
+            f.express()
+                .and_then(|x| x.device.as_ref())
+                .map(|d| d.max_payload)
+        });
+        out.push(Check {
+            pass: have == Some(want),
+            check: "MPS",
+            expected: format!("{want} B"),
+            found: have.map_or(
+                "unknown (config space not readable: run as root)".into(),
+                |v| format!("{v} B"),
+            ),
+            ..base.clone()
+        });
+    }
+    if let Some(most) = e.aer_errors {
+        let (pass, found) = match &f.aer_counters {
+            Some(c) => {
+                let nonzero = c.nonzero();
+                let list: Vec<String> = nonzero.iter().map(|(n, c)| format!("{n} {c}")).collect();
+                let total = c.total();
+                let found = if list.is_empty() {
+                    "0".to_string()
+                } else {
+                    format!("{total} ({})", list.join(", "))
+                };
+                (total <= most, found)
+            }
+            None => (
+                false,
+                "unknown (no AER statistics in sysfs for this function)".to_string(),
+            ),
+        };
+        out.push(Check {
+            pass,
+            check: "AER errors",
+            expected: if most == 0 {
+                "none".into()
+            } else {
+                format!("at most {most}")
+            },
+            found,
+            ..base.clone()
+        });
+    }
+    if let Some(want) = &e.aspm {
+        let want_bits = aspm_from_label(want);
+        let have = link.map(|l| (l.aspm_enabled.l0s, l.aspm_enabled.l1));
+        out.push(Check {
+            pass: have.is_some() && have == want_bits,
+            check: "ASPM",
+            expected: want_bits.map_or(want.clone(), |(a, b)| aspm_label(a, b).to_string()),
+            found: have.map_or("unknown (no link above this function)".into(), |(a, b)| {
+                aspm_label(a, b).to_string()
+            }),
+            ..base.clone()
+        });
+    }
+    if out.len() == before {
+        out.push(base);
+    }
+}
+
+/// The checks as text, one line each, and a closing count.
+pub fn text(checks: &[Check]) -> String {
+    let mut s: String = checks.iter().map(|c| c.line() + "\n").collect();
+    let failed = checks.iter().filter(|c| !c.pass).count();
+    s.push_str(&format!(
+        "{} checks: {} passed, {failed} failed\n",
+        checks.len(),
+        checks.len() - failed
+    ));
+    s
+}
+
+/// The checks as JSON (`audit --expect --json` puts them in the audit document as `expect`).
+pub fn to_json(checks: &[Check], manifest: &str) -> serde_json::Value {
+    let rows: Vec<serde_json::Value> = checks
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "result": if c.pass { "pass" } else { "fail" },
+                "section": c.section,
+                "entry": c.entry,
+                "device": c.device,
+                "description": c.description,
+                "check": c.check,
+                "expected": c.expected,
+                "found": c.found,
+            })
+        })
+        .collect();
+    serde_json::json!({"manifest": manifest, "checks": rows})
+}
+
+/// The run's facts for its OCPTV output.
+pub struct OcptvRun<'a> {
+    pub version: &'a str,
+    pub command_line: &'a str,
+    pub manifest: &'a str,
+    pub hostname: &'a str,
+    /// RFC 3339 timestamps of each artifact (all the same: the checks are judged at once).
+    pub timestamp: &'a str,
+}
+
+/// The checks as OCP Test & Validation output, schema 2.0 (JSON lines: schemaVersion,
+/// testRunStart with the DUT and its devices, one step per manifest entry with a diagnosis
+/// per check, testRunEnd with PASS or FAIL).
+pub fn ocptv(checks: &[Check], run: &OcptvRun) -> String {
+    use serde_json::json;
+    let mut lines = Vec::new();
+    let mut seq = 0u64;
+    let mut emit = |mut v: serde_json::Value, lines: &mut Vec<String>| {
+        v["sequenceNumber"] = json!(seq);
+        v["timestamp"] = json!(run.timestamp);
+        seq += 1;
+        lines.push(v.to_string());
+    };
+    emit(
+        json!({"schemaVersion": {"major": 2, "minor": 0}}),
+        &mut lines,
+    );
+    let mut hardware: Vec<(String, String)> = Vec::new();
+    for c in checks {
+        if !hardware.iter().any(|(d, _)| d == &c.device) {
+            hardware.push((c.device.clone(), c.description.clone()));
+        }
+    }
+    let hardware_id = |device: &str| {
+        hardware
+            .iter()
+            .position(|(d, _)| d == device)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let infos: Vec<serde_json::Value> = hardware
+        .iter()
+        .enumerate()
+        .map(|(i, (device, description))| {
+            let name = if description.is_empty() {
+                device.clone()
+            } else {
+                description.clone()
+            };
+            json!({"hardwareInfoId": i.to_string(), "name": name, "location": device})
+        })
+        .collect();
+    emit(
+        json!({"testRunArtifact": {"testRunStart": {
+            "name": "headroom audit --expect",
+            "version": run.version,
+            "commandLine": run.command_line,
+            "parameters": {"manifest": run.manifest},
+            "dutInfo": {"dutInfoId": run.hostname, "name": run.hostname, "hardwareInfos": infos},
+        }}}),
+        &mut lines,
+    );
+    let mut step = 0usize;
+    let mut i = 0;
+    while i < checks.len() {
+        let (section, entry) = (checks[i].section, checks[i].entry);
+        let id = step.to_string();
+        emit(
+            json!({"testStepArtifact": {"testStepId": id,
+                "testStepStart": {"name": format!("{section} entry {entry}")}}}),
+            &mut lines,
+        );
+        while i < checks.len() && checks[i].section == section && checks[i].entry == entry {
+            let c = &checks[i];
+            let kind = if c.pass { "PASS" } else { "FAIL" };
+            let verdict = format!(
+                "{}-{}",
+                c.check.replace(' ', "-").to_lowercase(),
+                kind.to_lowercase()
+            );
+            emit(
+                json!({"testStepArtifact": {"testStepId": id, "diagnosis": {
+                    "verdict": verdict,
+                    "type": kind,
+                    "message": c.line(),
+                    "hardwareInfoId": hardware_id(&c.device),
+                }}}),
+                &mut lines,
+            );
+            i += 1;
+        }
+        emit(
+            json!({"testStepArtifact": {"testStepId": id, "testStepEnd": {"status": "COMPLETE"}}}),
+            &mut lines,
+        );
+        step += 1;
+    }
+    let result = if checks.iter().all(|c| c.pass) {
+        "PASS"
+    } else {
+        "FAIL"
+    };
+    emit(
+        json!({"testRunArtifact": {"testRunEnd": {"status": "COMPLETE", "result": result}}}),
+        &mut lines,
+    );
+    lines.join("\n") + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use model::pcie::PcieGen;
+
+    #[test]
+    fn a_broken_manifest_is_one_sentence_with_its_line() {
+        let e = parse(
+            "[[pci]]\naddress = \"0000:01:00.0\"\nlink_speed_gts = 9\n",
+            "m.toml",
+        )
+        .unwrap_err();
+        assert!(e.starts_with("m.toml is not a valid manifest"), "{e}");
+        assert!(e.contains("line 3"), "{e}");
+        assert!(e.contains("not a PCI Express rate"), "{e}");
+        let e = parse("[[pci]]\nlink_width = 4\n", "m.toml").unwrap_err();
+        assert!(e.contains("[[pci]] entry 1 selects nothing"), "{e}");
+        let e = parse("[[pci]]\nadress = \"01:00.0\"\n", "m.toml").unwrap_err();
+        assert!(e.contains("unknown field `adress`"), "{e}");
+        assert!(e.contains("line 2"), "{e}");
+        let e = parse("[[usb]]\ndevice = \"2-1\"\ntransport = \"bot\"\n", "m.toml").unwrap_err();
+        assert!(e.contains("neither \"uas\" nor \"usb-storage\""), "{e}");
+    }
+
+    #[test]
+    fn a_saved_manifest_reads_back_the_same() {
+        let m = Manifest {
+            pci: vec![PciExpect {
+                name: Some("NVMe \"quoted\"\nnewline".into()),
+                address: Some("0000:01:00.0".into()),
+                link_speed_gts: Some(PcieGen::Gen1),
+                link_width: Some(4),
+                link_match: Match::Exactly,
+                aspm: Some("L1".into()),
+                ..PciExpect::default()
+            }],
+            ..Manifest::default()
+        };
+        let text = to_toml(&m, "/");
+        assert!(text.contains("link_speed_gts = 2.5"), "{text}");
+        assert_eq!(parse(&text, "x").unwrap(), m);
+    }
+}
