@@ -9,7 +9,9 @@
 # 2026-11-25: x86_64 3,957,240 B, aarch64 3,280,944 B, armv7 3,866,544 B; then, with every
 # document type read back whole, 4,312,616 / 3,537,368 / 4,213,576 B (a01fd4b), and with
 # documents read by serde_json alone (no serde_path_to_error) 4,117,016 / 3,444,624 /
-# 4,076,560 B: x86_64 and armv7 still over (README, "Static binaries for boards").
+# 4,076,560 B: x86_64 and armv7 still over (README, "Static binaries for boards"). 2026-11-28:
+# 4,022,776 / 3,361,488 / 3,971,064 B (usb.ids's vendor list only, SQLite outlined below),
+# then 4,083,880 B (x86_64) and 4,036,488 B (armv7) with that day's net and count code: over.
 #
 #   scripts/dist.sh                      # all three targets, profile `dist`
 #   TARGETS=aarch64-unknown-linux-musl scripts/dist.sh
@@ -81,9 +83,11 @@ if [[ $(sed -n "/^\[profile.$PROFILE\]/,/^\[/p" Cargo.toml) == *'panic = "abort"
     # Derived Debug impls print only the type's or variant's name (-Zfmt-debug=shallow): no
     # output of headroom formats a derived Debug beyond a unit variant, whose name it keeps.
     unwind_tables="-C force-unwind-tables=no -Zlocation-detail=none -Zfmt-debug=shallow"
+    outline=yes
 else
     std_args=(-Zbuild-std=std,panic_unwind -Zbuild-std-features=panic-unwind,optimize_for_size)
     unwind_tables=
+    outline=
 fi
 
 for target in $TARGETS; do
@@ -91,13 +95,27 @@ for target in $TARGETS; do
     [[ $target == armv7-* ]] && flags="--cfg=io_uring_skip_arch_check $flags"
     [[ $target == thumbv7* ]] && flags="--cfg=io_uring_skip_arch_check -C relocation-model=static $flags"
     var=CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<<"$target")_RUSTFLAGS
-    build=(env RUSTC_BOOTSTRAP=1 "$var=$flags"
-        cargo zigbuild --locked --profile "$PROFILE" --target "$target" -p headroom "${std_args[@]}")
     # The C parts (SQLite) without unwind tables (74 KB of the x86_64 binary): no Rust panic
     # unwinds through C frames (an unwind out of an `extern "C"` function aborts, and rusqlite
     # catches panics in its callbacks), and nothing unwinds C itself. cc-rs reads CFLAGS_<target>.
     cflags=CFLAGS_$(tr -- - _ <<<"$target")
     export "$cflags=${!cflags:-} -fno-asynchronous-unwind-tables -fno-unwind-tables"
+    # LLVM's machine outliner (repeated instruction sequences become one called function, the
+    # reverse of inlining) for SQLite's C code on x86_64 and armv7: sqlite3.o's text on x86_64
+    # 608,352 -> 592,456 B; the binaries 11,988 B (x86_64) and 27,028 B (armv7) smaller
+    # (2026-11-28). LLVM runs it by itself at -Oz for AArch64 only; that,
+    # not relocations, is why aarch64's binary is 670 kB smaller (all three are plain static
+    # executables, ELF type EXEC, with no dynamic relocations; x86_64's .text 3,199,933 B
+    # against aarch64's 2,545,284 B). `-mllvm=` in one word: cargo-zigbuild's wrapper reads a
+    # separate `-enable-...` as zig's `-e`. NOT for the Rust code, though it would take x86_64
+    # 4,044,984 -> 3,955,064 B and armv7 4,008,312 -> 3,777,440 B: it outlines inside the timed
+    # loops of bench mem/mmio (bench::mmio::sweep had 41 calls to outlined code in a symbol
+    # build, one per access in the 128-bit store loop), which would change what they measure.
+    if [[ -n $outline && ($target == x86_64-* || $target == armv7-*) ]]; then
+        export "$cflags=${!cflags} -mllvm=-enable-machine-outliner=always"
+    fi
+    build=(env RUSTC_BOOTSTRAP=1 "$var=$flags"
+        cargo zigbuild --locked --profile "$PROFILE" --target "$target" -p headroom "${std_args[@]}")
     say "building $target ($PROFILE profile)"
     start=$SECONDS
     "${build[@]}" >&2

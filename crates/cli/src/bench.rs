@@ -19,9 +19,9 @@ pub enum BenchCommand {
     /// Storage throughput, IOPS and latency on a file, directory or block device (fio-like,
     /// CrystalDiskMark profiles), cross-checked with the kernel's byte counts.
     Disk(crate::bench_disk::DiskArgs),
-    /// Wake-up latency like cyclictest (its flags are accepted; its `--json=FILE` writes
-    /// headroom's result document to FILE), optionally under a built-in stress load like
-    /// stress-ng.
+    /// Wake-up latency like cyclictest (its flags are accepted; `-h US` prints its histogram
+    /// text, `--json=FILE` writes its JSON document), optionally under a built-in stress load
+    /// like stress-ng.
     #[command(disable_help_flag = true)]
     Latency(crate::bench_latency::LatencyArgs),
     /// TCP and UDP throughput like iperf3 (its flags and protocol: either end may be a stock
@@ -42,8 +42,7 @@ pub enum BenchCommand {
 }
 
 impl BenchCommand {
-    /// Where the benchmark keeps its result (`--output`, `--no-save`, `--db`); for `bench
-    /// latency`, cyclictest's `--json=FILE` is its `--output`.
+    /// Where the benchmark keeps its result (`--output`, `--no-save`, `--db`).
     fn keep(&self) -> Option<crate::output::KeepArgs> {
         match self {
             BenchCommand::Disk(a) => Some(a.keep.clone()),
@@ -61,6 +60,9 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     // read-only directory does not lose a run (a usage error, exit 2).
     if let Some(keep) = args.command.keep() {
         keep.check_output().map_err(|e| console::usage(e.0))?;
+    }
+    if let BenchCommand::Latency(a) = &args.command {
+        a.check_cyclictest_json().map_err(|e| console::usage(e.0))?;
     }
     match &args.command {
         BenchCommand::Disk(a) => crate::bench_disk::run_disk(global, a),

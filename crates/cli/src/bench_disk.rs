@@ -119,6 +119,40 @@ pub struct DiskArgs {
     /// Allow write tests on a raw block device (destroys its data; refused while mounted).
     #[arg(long)]
     pub destructive: bool,
+
+    /// What stdout shows: normal (headroom's table), fio-json (fio 3.33's JSON of the same
+    /// workload, one job per test), fio-json+ (with each latency's bins); json and json+, as
+    /// fio spells them, are fio's too. --output and the history keep headroom's own document.
+    #[arg(
+        long = "output-format",
+        alias = "output_format",
+        value_name = "FORMAT",
+        value_parser = parse_output_format,
+        default_value = "normal"
+    )]
+    pub output_format: OutputFormat,
+}
+
+/// `--output-format`: what stdout shows of a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// headroom's table.
+    #[default]
+    Normal,
+    /// fio's JSON; `plus`: json+, with the latency bins.
+    Fio { plus: bool },
+}
+
+fn parse_output_format(s: &str) -> Result<OutputFormat, String> {
+    match s {
+        "normal" => Ok(OutputFormat::Normal),
+        "fio-json" | "json" => Ok(OutputFormat::Fio { plus: false }),
+        "fio-json+" | "json+" => Ok(OutputFormat::Fio { plus: true }),
+        _ => Err(format!(
+            "{s:?} is not an output format: use normal, fio-json or fio-json+ (fio's json and \
+             json+ are the same; headroom's own document is --json)"
+        )),
+    }
 }
 
 impl DiskArgs {
@@ -232,6 +266,14 @@ fn disk_target(root: &SysRoot, given: &Path) -> anyhow::Result<PathBuf> {
 }
 
 fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode> {
+    if global.json && args.output_format != OutputFormat::Normal {
+        return Err(DiskError::BadParameter(
+            "--json prints headroom's document and --output-format fio's JSON, both on stdout: \
+             give one (--output FILE keeps headroom's document beside fio's)"
+                .into(),
+        )
+        .into());
+    }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let profile = match &args.profile {
         Some(p) => Profile::parse(p)?,
@@ -432,6 +474,11 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     // The results reach stdout first: whatever happens to --output or the history after.
     if global.json {
         crate::output::print_result(report::document::DocumentKind::Disk, &doc)?;
+    } else if let OutputFormat::Fio { plus } = args.output_format {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        crate::out!("{}", report::kinds::disk::fio::json(&doc, plus, now))?;
     } else {
         crate::out!("{}", doc.text(&Style::new(global.use_color())))?;
         if let Some(beside) = &doc.counters {

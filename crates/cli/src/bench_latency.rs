@@ -31,8 +31,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// The flags of cyclictest that reports paste (`-t [N] -p PRIO -i US -d US -m -D 2h -h US -q
-/// -a [CPUS]`), with their cyclictest meaning, plus headroom's own. Those of cyclictest that
-/// headroom does not reproduce (`-v`, `-b`, `-x`, `--json=FILE`, ...) are accepted and a note
+/// -a [CPUS] --json=FILE`), with their cyclictest meaning, plus headroom's own. Those of
+/// cyclictest that headroom does not reproduce (`-v`, `-b`, `-x`, ...) are accepted and a note
 /// says what headroom does instead (rt-tests 2.x, src/cyclictest/cyclictest.c).
 #[derive(Args, Debug, Default)]
 pub struct LatencyArgs {
@@ -146,8 +146,8 @@ pub struct LatencyArgs {
     #[arg(short = 'x', long = "posix_timers", visible_alias = "posix-timers")]
     pub posix_timers: bool,
 
-    /// cyclictest's `--json=FILE` (main rewrites it to this): headroom's result document goes
-    /// to FILE, as with --output.
+    /// cyclictest's `--json=FILE` (main rewrites it to this): rt-tests 2.4's JSON document
+    /// of the run goes to FILE (headroom's own goes to --output and the history).
     #[arg(long = "cyclictest-json", value_name = "FILE", hide = true)]
     pub cyclictest_json: Option<std::path::PathBuf>,
 
@@ -250,13 +250,18 @@ pub fn cyclictest_json_argv(mut args: Vec<OsString>) -> Vec<OsString> {
 }
 
 impl LatencyArgs {
-    /// `--output`, or cyclictest's `--json=FILE` in its place.
+    /// Where the run is kept (`--output`, the history), and whether cyclictest's
+    /// `--json=FILE` can be written: checked before the run, as `--output` is.
     pub(crate) fn keep(&self) -> crate::output::KeepArgs {
-        let mut keep = self.keep.clone();
-        if self.cyclictest_json.is_some() {
-            keep.output.clone_from(&self.cyclictest_json);
+        self.keep.clone()
+    }
+
+    /// cyclictest's `--json=FILE` cannot be written: found before the run (a usage error).
+    pub(crate) fn check_cyclictest_json(&self) -> Result<(), crate::output::OutputUnusable> {
+        match &self.cyclictest_json {
+            Some(file) => crate::output::check_writable("--json", file),
+            None => Ok(()),
         }
-        keep
     }
 }
 
@@ -333,19 +338,6 @@ pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<S
              POSIX timers"
                 .to_string(),
         );
-    }
-    if let Some(file) = &a.cyclictest_json {
-        if a.keep.output.is_some() {
-            return Err(format!(
-                "--json={} and --output both name a result file: give one",
-                file.display()
-            ));
-        }
-        notes.push(format!(
-            "--json={}: headroom writes its own result document there (as --output; the \
-             format of `headroom bench latency --json`, not cyclictest's)",
-            file.display()
-        ));
     }
     let histogram_us = a.histogram_us.or(a.histofall_us);
     let priority = u8::try_from(requested_priority)
@@ -766,8 +758,37 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
     if measured {
         keep.keep(report::document::DocumentKind::Latency, &document)?;
     }
+    // cyclictest's --json=FILE: its document, written whatever stdout shows.
+    let cyclictest_json = a.cyclictest_json.as_ref().filter(|_| measured);
+    if let Some(file) = cyclictest_json {
+        let uname = system::uname().unwrap_or_default();
+        let run = report::kinds::latency::cyclictest::JsonRun {
+            cmdline: std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" "),
+            nodename: uname.nodename,
+            release: uname.release,
+            version: uname.version,
+            machine: uname.machine,
+            return_code: 0,
+        };
+        let text = report::kinds::latency::cyclictest::json(&document, &run);
+        report::atomic::write_atomic(file, text.as_bytes())
+            .map_err(|e| anyhow::anyhow!("cannot write --json={}: {}", file.display(), e.source))?;
+    }
     if global.json {
         crate::output::print_result(report::document::DocumentKind::Latency, &document)?;
+    } else if a.histogram_us.is_some() || a.histofall_us.is_some() {
+        // -h/-H: cyclictest's histogram text, as scripts that parse it expect.
+        let how = report::kinds::latency::cyclictest::HistogramText {
+            histofall: a.histofall_us.is_some(),
+            quiet: a.quiet,
+        };
+        crate::out!(
+            "{}",
+            report::kinds::latency::cyclictest::histogram_text(&measurement, how)
+        )?;
     } else {
         let by = stopped_by_signal
             .filter(|_| interrupted)

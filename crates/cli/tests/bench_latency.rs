@@ -702,6 +702,7 @@ fn removed_n_flag_is_explained_and_measured_anyway() {
 fn pasted_cyclictest_flags_are_accepted_or_explained() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("ct.json");
+    let doc_file = dir.path().join("run.json");
     let json_arg = format!("--json={}", file.display());
     // rt-tests 2.x meanings: -N ns, -v every value, -b break trace, -M refresh on max,
     // -x POSIX timers, -y/--policy, -H/--histofall, --json=FILE.
@@ -719,6 +720,8 @@ fn pasted_cyclictest_flags_are_accepted_or_explained() {
             "-N", "-v", "-b", "100000", "-M", "-x", "-y", "fifo", "-H", "500",
         ])
         .arg(&json_arg)
+        .arg("--output")
+        .arg(&doc_file)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -727,28 +730,34 @@ fn pasted_cyclictest_flags_are_accepted_or_explained() {
         "headroom: note: -v:",
         "headroom: note: -b 100000:",
         "headroom: note: -x:",
-        "headroom: note: --json=",
         "0 wake-ups were above 100000 us",
     ] {
         assert!(err.contains(said), "{said}: {err}");
     }
-    // --json=FILE: headroom's document in FILE; -H is the histogram limit.
-    let doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    // --output: headroom's document; -H is the histogram limit, and its text on stdout.
+    let doc: Value = serde_json::from_slice(&std::fs::read(&doc_file).unwrap()).unwrap();
     assert_eq!(doc["kind"], "latency");
     assert_eq!(doc["config"]["histogram_limit_us"], 500);
     let t = &doc["measurement"]["threads"][0]["stats"];
     assert_eq!(t["count"], 40);
-    // -N: the cyclictest line in ns, the same numbers as the document's.
     let text = String::from_utf8_lossy(&out.stdout);
-    let min = t["min_ns"].as_u64().unwrap();
-    let max = t["max_ns"].as_u64().unwrap();
+    assert!(text.contains("# Histogram\n000000 "), "{text}");
     assert!(
-        text.contains(&format!("Min:{min:7}")) && text.contains(&format!("Max:{max:8}")),
-        "min {min} ns, max {max} ns: {text}"
+        text.contains("\n000499 ") && !text.contains("\n000500 "),
+        "{text}"
+    );
+    // --json=FILE: rt-tests' document of the same run (crates/cli/tests/cyclictest_formats.rs
+    // compares it with cyclictest's own).
+    let ct: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(ct["thread"]["0"]["cycles"], 40);
+    assert_eq!(
+        ct["thread"]["0"]["max"].as_u64().unwrap(),
+        t["max_ns"].as_u64().unwrap() / 1000
     );
 
     // `--json FILE` as getopt also reads it; --policy other is normal scheduling (-p 0).
     let file2 = dir.path().join("ct2.json");
+    let doc_file2 = dir.path().join("run2.json");
     let out = headroom()
         .args([
             "bench",
@@ -757,11 +766,14 @@ fn pasted_cyclictest_flags_are_accepted_or_explained() {
             "20",
             "-q",
             "--no-save",
+            "-N",
             "--policy",
             "other",
         ])
         .arg("--json")
         .arg(&file2)
+        .arg("--output")
+        .arg(&doc_file2)
         .output()
         .unwrap();
     assert!(
@@ -769,9 +781,20 @@ fn pasted_cyclictest_flags_are_accepted_or_explained() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let doc: Value = serde_json::from_slice(&std::fs::read(&file2).unwrap()).unwrap();
+    let ct: Value = serde_json::from_slice(&std::fs::read(&file2).unwrap()).unwrap();
+    assert_eq!(ct["thread"]["0"]["cycles"], 20);
+    let doc: Value = serde_json::from_slice(&std::fs::read(&doc_file2).unwrap()).unwrap();
     assert_eq!(doc["config"]["priority"], 0);
     assert_eq!(doc["measurement"]["threads"][0]["priority"], 0);
+    // -N: the cyclictest line in ns, the same numbers as the document's.
+    let t = &doc["measurement"]["threads"][0]["stats"];
+    let text = String::from_utf8_lossy(&out.stdout);
+    let min = t["min_ns"].as_u64().unwrap();
+    let max = t["max_ns"].as_u64().unwrap();
+    assert!(
+        text.contains(&format!("Min:{min:7}")) && text.contains(&format!("Max:{max:8}")),
+        "min {min} ns, max {max} ns: {text}"
+    );
 
     // What headroom cannot do is refused with a sentence, exit 2.
     for (args, expect) in [

@@ -964,7 +964,6 @@ fn every_benchmark_checks_its_output_before_it_runs() {
         vec!["bench", "mem", "--duration", "5s", "--output", out],
         vec!["bench", "mmio", bar, "--duration", "5s", "--output", out],
         vec!["bench", "latency", "-D", "5s", "--output", out],
-        vec!["bench", "latency", "-D", "5s", &format!("--json={out}")],
         vec!["bench", "net", "127.0.0.1", "-t", "5", "--output", out],
         vec![
             "bench",
@@ -983,6 +982,18 @@ fn every_benchmark_checks_its_output_before_it_runs() {
         // Well under the 5 s the run would take (a bound, not a timing).
         assert!(started.elapsed().as_secs() < 5, "{args:?} ran");
     }
+    // cyclictest's --json=FILE is checked first too, named by its flag.
+    let o = headroom()
+        .args(["bench", "latency", "-D", "5s", &format!("--json={out}")])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&sentence.replace("--output", "--json")),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
 }
 
 /// Session 6 (s6-fix) item 5: a directory given where a file is written was answered with

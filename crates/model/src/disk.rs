@@ -153,6 +153,91 @@ impl Latency {
     }
 }
 
+/// Count, mean and spread of a run's latencies with their exact extremes, accumulated one
+/// sample at a time (Welford's method, as fio's `add_stat_sample`): fio's `N`, `min`, `max`,
+/// `mean` and `stddev`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Moments {
+    pub n: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub mean_ns: f64,
+    /// Sum of squared differences from the mean.
+    m2: f64,
+}
+
+impl Moments {
+    /// One sample.
+    #[inline]
+    pub fn add(&mut self, ns: u64) {
+        self.min_ns = if self.n == 0 { ns } else { self.min_ns.min(ns) };
+        self.max_ns = self.max_ns.max(ns);
+        self.n += 1;
+        let delta = ns as f64 - self.mean_ns;
+        self.mean_ns += delta / self.n as f64;
+        self.m2 += delta * (ns as f64 - self.mean_ns);
+    }
+
+    /// Another set of samples (Chan's parallel form of Welford's method).
+    pub fn merge(&mut self, o: &Moments) {
+        if o.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            *self = *o;
+            return;
+        }
+        let n = (self.n + o.n) as f64;
+        let delta = o.mean_ns - self.mean_ns;
+        self.mean_ns += delta * o.n as f64 / n;
+        self.m2 += o.m2 + delta * delta * self.n as f64 * o.n as f64 / n;
+        self.n += o.n;
+        self.min_ns = self.min_ns.min(o.min_ns);
+        self.max_ns = self.max_ns.max(o.max_ns);
+    }
+
+    /// The sample standard deviation (n - 1), 0 below two samples, as fio's `calc_lat`.
+    pub fn stddev_ns(&self) -> f64 {
+        if self.n > 1 {
+            (self.m2 / (self.n - 1) as f64).sqrt()
+        } else {
+            0.0
+        }
+    }
+}
+
+/// One latency of one direction of a run: its moments and its histogram's non-empty buckets,
+/// each `(ns, count)` with the ns within 0.1 % of its samples (an HDR histogram at 3
+/// significant digits: every bucket lies inside one of fio's, whose width is 1/64 of a power
+/// of two).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LatencyDetail {
+    pub moments: Moments,
+    pub buckets: Vec<(u64, u64)>,
+}
+
+/// What one direction (reads or writes) of a run measured, apart: fio reports each.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DirectionDetail {
+    /// I/Os and bytes completed in the measured window.
+    pub ios: u64,
+    pub bytes: u64,
+    /// From before the I/O was handed to the kernel to when the call returned (fio's slat);
+    /// none for a synchronous engine, as fio records none for its sync engines.
+    pub slat: Moments,
+    pub clat: LatencyDetail,
+    pub lat: LatencyDetail,
+}
+
+/// A run's reads and writes apart, for the formats that report them so (`bench disk
+/// --output-format fio-json`). Kept in memory for the run's output only: the document
+/// holds the summaries.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ByDirection {
+    pub read: DirectionDetail,
+    pub write: DirectionDetail,
+}
+
 /// The kernel's count of the bytes a run moved, against the engine's own.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CrossCheck {
@@ -230,6 +315,10 @@ pub struct RunResult {
     /// Cut short by SIGINT/SIGTERM: the numbers cover the seconds measured before the stop.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// Reads and writes apart, with their latency histograms: in memory for the run's own
+    /// output (fio's JSON), never in the document (`None` when read back).
+    #[serde(skip)]
+    pub by_direction: Option<Box<ByDirection>>,
 }
 
 /// Where the reported number comes from when a test runs several times.

@@ -446,6 +446,13 @@ pub struct Stats {
     /// The largest latencies, largest first.
     pub largest: Vec<Spike>,
     pub window_maxima: Vec<WindowMax>,
+    /// The wake-up numbers (0-based, as cyclictest counts its cycles) of the first
+    /// wake-ups that overflowed the histogram, at most as many as it has buckets, as
+    /// cyclictest keeps them for its `# Histogram Overflow at cycle number:` lines. Per
+    /// thread only (empty in the merged stats); absent in documents written before they
+    /// were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overflow_cycles: Vec<u64>,
 }
 
 /// Merge per-thread stats into the whole run's.
@@ -493,6 +500,7 @@ pub fn merge(stats: &[&Stats], keep_largest: usize) -> Stats {
         histogram: hist,
         largest,
         window_maxima: windows.into_values().collect(),
+        overflow_cycles: Vec::new(),
     }
 }
 
@@ -704,6 +712,7 @@ mod tests {
                 max_ns: 250_000,
                 count: 4,
             }],
+            overflow_cycles: vec![3],
         }
     }
 

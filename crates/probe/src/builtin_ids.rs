@@ -119,6 +119,17 @@ mod tests {
         let text = usb_ids().expect("built-in usb.ids");
         assert_eq!(version_line(&text), Some(builtin_usb_ids_version!()));
         assert!(text.contains("\n1d6b  Linux Foundation\n"));
+        // The whole vendor list (its last vendor and product), and nothing after it: the
+        // class, HID, language and video sections, which headroom never reads, were cut.
+        assert!(text.ends_with(
+            "\nffee  FNK Tech\n\t0100  Card Reader Controller RTS5101/RTS5111/RTS5116\n"
+        ));
+        assert!(!text.contains("\nC 08  Mass Storage\n"));
+        assert_eq!(
+            text.len(),
+            696_041,
+            "the vendor list of usb.ids 2025.07.26, byte for byte"
+        );
     }
 
     #[test]

@@ -37,18 +37,29 @@ pub fn host(root: &SysRoot) -> Host {
     }
 }
 
-const OSRELEASE: &str = "/proc/sys/kernel/osrelease";
+/// What uname(2) says of the machine (`uname -s -n -r -v -m`), as tools that record it
+/// (rt-tests' JSON `sysinfo`, iperf3's `system_info`) take it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Uname {
+    /// `Linux`.
+    pub sysname: String,
+    pub nodename: String,
+    pub release: String,
+    /// `#1 SMP PREEMPT_DYNAMIC ...`: the kernel's build, not /proc/version's whole line.
+    pub version: String,
+    /// `x86_64`, `aarch64`, `armv7l`.
+    pub machine: String,
+}
 
-/// `uname -a`'s first five fields as iperf3's get_system_info joins them (sysname, nodename,
-/// release, version, machine: uname(2) of this host), `None` when uname fails.
-pub fn uname_line() -> Option<String> {
-    // SAFETY: uname fills the struct it is given; zeroed is a valid utsname.
+/// uname(2); `None` when it fails.
+pub fn uname() -> Option<Uname> {
+    // SAFETY: utsname is plain bytes; uname fills it (NUL-terminated fields) or fails.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
+    // SAFETY: u is a valid utsname to write.
     if unsafe { libc::uname(&mut u) } != 0 {
         return None;
     }
-    let field = |f: &[libc::c_char]| -> String {
+    let field = |f: &[libc::c_char]| {
         let bytes: Vec<u8> = f
             .iter()
             .take_while(|&&c| c != 0)
@@ -56,19 +67,22 @@ pub fn uname_line() -> Option<String> {
             .collect();
         String::from_utf8_lossy(&bytes).into_owned()
     };
-    Some(
-        [
-            &u.sysname[..],
-            &u.nodename,
-            &u.release,
-            &u.version,
-            &u.machine,
-        ]
-        .iter()
-        .map(|f| field(f))
-        .collect::<Vec<_>>()
-        .join(" "),
-    )
+    Some(Uname {
+        sysname: field(&u.sysname),
+        nodename: field(&u.nodename),
+        release: field(&u.release),
+        version: field(&u.version),
+        machine: field(&u.machine),
+    })
+}
+
+const OSRELEASE: &str = "/proc/sys/kernel/osrelease";
+
+/// `uname -a`'s first five fields as iperf3's get_system_info joins them (sysname, nodename,
+/// release, version, machine: uname(2) of this host), `None` when uname fails.
+pub fn uname_line() -> Option<String> {
+    let u = uname()?;
+    Some([u.sysname, u.nodename, u.release, u.version, u.machine].join(" "))
 }
 
 /// Read everything under `root`. Never fails: what is missing is `None`.

@@ -3,7 +3,7 @@
 
 use super::buffers::{IoBuffers, Rng};
 use super::engine::{Completion, Engine, IoUnit, Queued};
-use super::result::LatencyRecorder;
+use super::result::{DirectionRecorder, LatencyRecorder};
 use super::{DiskError, Op};
 use model::disk::{Pattern, TestSpec};
 use std::os::fd::RawFd;
@@ -20,6 +20,8 @@ pub const HUNG_AFTER: Duration = Duration::from_secs(45);
 pub(super) struct JobOutcome {
     pub(super) lat: LatencyRecorder,
     pub(super) clat: LatencyRecorder,
+    /// Reads and writes apart (`lat` and `clat` are their sum, made when the job ends).
+    pub(super) dirs: [DirectionRecorder; 2],
     pub(super) measured_read: u64,
     pub(super) measured_write: u64,
     pub(super) measured_ios: u64,
@@ -101,6 +103,7 @@ pub(super) fn run_job(
     let mut out = JobOutcome {
         lat: LatencyRecorder::new(),
         clat: LatencyRecorder::new(),
+        dirs: [DirectionRecorder::new(), DirectionRecorder::new()],
         measured_read: 0,
         measured_write: 0,
         measured_ios: 0,
@@ -266,9 +269,11 @@ pub(super) fn run_job(
                 Op::Write => out.all_write += n,
             }
             if ramped && issue_start[s] >= out.measure_start {
-                out.lat.record(done_at - issue_start[s]);
-                out.clat
-                    .record(done_at.saturating_duration_since(submitted[s]));
+                let d = match slot_op[s] {
+                    Op::Read => 0,
+                    Op::Write => 1,
+                };
+                out.dirs[d].record(issue_start[s], submitted[s], done_at, n);
                 out.measured_ios += 1;
                 match slot_op[s] {
                     Op::Read => out.measured_read += n,
@@ -316,6 +321,10 @@ pub(super) fn run_job(
     }
     if let Some(e) = error {
         return Err(e);
+    }
+    for d in &out.dirs {
+        out.lat.add(&d.lat);
+        out.clat.add(&d.clat);
     }
     // Stopped by a signal: every I/O issued has completed, so what was measured until then is
     // a valid (shorter) measurement; the run decides whether to keep it.

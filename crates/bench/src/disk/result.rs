@@ -3,7 +3,7 @@
 //! result live in model, where report reads them back).
 
 use hdrhistogram::Histogram;
-use model::disk::Latency;
+use model::disk::{DirectionDetail, Latency, LatencyDetail, Moments};
 use std::time::Duration;
 
 /// Latencies of one job or one run: an HDR histogram with the exact min and max.
@@ -11,6 +11,8 @@ pub(super) struct LatencyRecorder {
     pub(super) hist: Histogram<u64>,
     pub(super) min_ns: u64,
     pub(super) max_ns: u64,
+    /// Exact count, mean and spread (fio's N, mean, stddev).
+    pub(super) moments: Moments,
 }
 
 impl LatencyRecorder {
@@ -19,6 +21,7 @@ impl LatencyRecorder {
             hist: Histogram::<u64>::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid bounds"),
             min_ns: u64::MAX,
             max_ns: 0,
+            moments: Moments::default(),
         }
     }
 
@@ -27,6 +30,7 @@ impl LatencyRecorder {
         self.hist.saturating_record(ns.max(1));
         self.min_ns = self.min_ns.min(ns);
         self.max_ns = self.max_ns.max(ns);
+        self.moments.add(ns);
     }
 
     pub(super) fn add(&mut self, other: &LatencyRecorder) {
@@ -34,10 +38,83 @@ impl LatencyRecorder {
         let _ = self.hist.add(&other.hist);
         self.min_ns = self.min_ns.min(other.min_ns);
         self.max_ns = self.max_ns.max(other.max_ns);
+        self.moments.merge(&other.moments);
+    }
+
+    /// The moments and the non-empty buckets (each at its highest equivalent value).
+    pub(super) fn detail(&self) -> LatencyDetail {
+        LatencyDetail {
+            moments: self.moments,
+            buckets: self
+                .hist
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect(),
+        }
     }
 
     pub(super) fn summary(&self) -> Latency {
         latency_from_histogram(&self.hist, self.min_ns, self.max_ns)
+    }
+}
+
+/// What one direction (reads or writes) of a job or a run measured.
+pub(super) struct DirectionRecorder {
+    pub(super) lat: LatencyRecorder,
+    pub(super) clat: LatencyRecorder,
+    pub(super) slat: Moments,
+    pub(super) ios: u64,
+    pub(super) bytes: u64,
+}
+
+impl DirectionRecorder {
+    pub(super) fn new() -> DirectionRecorder {
+        DirectionRecorder {
+            lat: LatencyRecorder::new(),
+            clat: LatencyRecorder::new(),
+            slat: Moments::default(),
+            ios: 0,
+            bytes: 0,
+        }
+    }
+
+    /// One measured I/O of `bytes`: begun at `issued`, taken by the kernel at `submitted`
+    /// (the same instant for a synchronous engine, which has no separate submission: no slat,
+    /// as fio's sync engines), seen complete at `done`.
+    #[inline]
+    pub(super) fn record(
+        &mut self,
+        issued: std::time::Instant,
+        submitted: std::time::Instant,
+        done: std::time::Instant,
+        bytes: u64,
+    ) {
+        self.lat.record(done - issued);
+        self.clat.record(done.saturating_duration_since(submitted));
+        if submitted != issued {
+            self.slat
+                .add(submitted.saturating_duration_since(issued).as_nanos() as u64);
+        }
+        self.ios += 1;
+        self.bytes += bytes;
+    }
+
+    pub(super) fn add(&mut self, o: &DirectionRecorder) {
+        self.lat.add(&o.lat);
+        self.clat.add(&o.clat);
+        self.slat.merge(&o.slat);
+        self.ios += o.ios;
+        self.bytes += o.bytes;
+    }
+
+    pub(super) fn detail(&self) -> DirectionDetail {
+        DirectionDetail {
+            ios: self.ios,
+            bytes: self.bytes,
+            slat: self.slat,
+            clat: self.clat.detail(),
+            lat: self.lat.detail(),
+        }
     }
 }
 

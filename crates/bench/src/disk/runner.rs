@@ -2,7 +2,7 @@
 //! kernel's counts before and after, and the summary of what the jobs measured.
 
 use super::job::{run_job, JobOutcome, JobPlan, RunShared};
-use super::result::{error_percent, LatencyRecorder};
+use super::result::{error_percent, DirectionRecorder, LatencyRecorder};
 use super::{kernel_count, target, DiskError, Engine, Target};
 use crate::{Bench, Phase, Phased, Stop};
 use model::blockdev::DeviceNumber;
@@ -420,6 +420,7 @@ fn proc_io_counts_resubmissions(engine: &dyn Engine, target: &Target) -> bool {
 fn summarize(jobs: &[JobOutcome], c: Counters, fsync_s: Option<f64>) -> (RunResult, Vec<String>) {
     let mut lat = LatencyRecorder::new();
     let mut clat = LatencyRecorder::new();
+    let mut dirs = [DirectionRecorder::new(), DirectionRecorder::new()];
     let (mut rb, mut wb, mut ios, mut all_r, mut all_w) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut notes = Vec::new();
     // Measured window: from the earliest job's ramp end to the latest job's last completion,
@@ -429,6 +430,9 @@ fn summarize(jobs: &[JobOutcome], c: Counters, fsync_s: Option<f64>) -> (RunResu
     for j in jobs {
         lat.add(&j.lat);
         clat.add(&j.clat);
+        for (d, jd) in dirs.iter_mut().zip(&j.dirs) {
+            d.add(jd);
+        }
         rb += j.measured_read;
         wb += j.measured_write;
         ios += j.measured_ios;
@@ -518,6 +522,10 @@ fn summarize(jobs: &[JobOutcome], c: Counters, fsync_s: Option<f64>) -> (RunResu
         fsync_s,
         cross_check,
         interrupted: false,
+        by_direction: Some(Box::new(model::disk::ByDirection {
+            read: dirs[0].detail(),
+            write: dirs[1].detail(),
+        })),
     };
     (result, notes)
 }
@@ -588,9 +596,17 @@ mod tests {
                 // clat: the submission took 100 ns of each I/O.
                 let mut clat = LatencyRecorder::new();
                 clat.record(Duration::from_nanos(ns.saturating_sub(100)));
+                let mut read = DirectionRecorder::new();
+                read.record(
+                    t0,
+                    t0 + Duration::from_nanos(100),
+                    t0 + Duration::from_nanos(ns),
+                    bytes,
+                );
                 JobOutcome {
                     lat,
                     clat,
+                    dirs: [read, DirectionRecorder::new()],
                     measured_read: bytes,
                     measured_write: 0,
                     measured_ios: 1,
@@ -639,6 +655,22 @@ mod tests {
         // 4.04 MB counted by the kernel against 4.00 MB by the engine: +1 %.
         assert!((r.cross_check.proc_io_error_percent.unwrap() - 1.0).abs() < 1e-9);
         assert!((r.cpu_us_per_io - 500_000.0).abs() < 1e-6);
+        // Reads and writes apart, for fio's JSON: the jobs' two reads, no write; slat the
+        // 100 ns each took to submit; exact mean and sample deviation (1000 and 3000 ns).
+        let by = r.by_direction.as_deref().unwrap();
+        assert_eq!(
+            (by.read.ios, by.read.bytes, by.write.ios),
+            (2, 4_000_000, 0)
+        );
+        let lat = &by.read.lat.moments;
+        assert_eq!(
+            (lat.n, lat.min_ns, lat.max_ns, lat.mean_ns),
+            (2, 1000, 3000, 2000.0)
+        );
+        assert!((lat.stddev_ns() - 2_000_000f64.sqrt()).abs() < 1e-9);
+        assert_eq!((by.read.slat.n, by.read.slat.mean_ns), (2, 100.0));
+        let counted: u64 = by.read.clat.buckets.iter().map(|b| b.1).sum();
+        assert_eq!(counted, 2);
     }
 
     /// Run `spec` with the null engine on a small prepared file: the runner's own arithmetic.

@@ -31,6 +31,11 @@ pub struct Recorder {
     /// wake-up updates `window` with no division.
     window_at: std::ops::Range<u64>,
     window_ns: u64,
+    /// The first wake-ups at or above the histogram's limit (their cycle numbers), as many as
+    /// the histogram has buckets: cyclictest's outliers.
+    overflow_cycles: Vec<u64>,
+    /// The histogram's limit in ns: a wake-up at or above it overflows.
+    overflow_ns: u64,
 }
 
 impl Recorder {
@@ -60,6 +65,9 @@ impl Recorder {
             window: None,
             window_at: 0..0,
             window_ns,
+            // Room for the usual few without an allocation in the loop.
+            overflow_cycles: Vec::with_capacity((cfg.histogram_limit_us as usize).min(4096)),
+            overflow_ns: u64::from(cfg.histogram_limit_us) * 1000,
         }
     }
 
@@ -73,6 +81,9 @@ impl Recorder {
         self.max_ns = self.max_ns.max(latency_ns);
         self.act_ns = latency_ns;
         self.hist.add(latency_ns);
+        if latency_ns >= self.overflow_ns {
+            self.add_overflow(cycle);
+        }
         if self.keep > 0 && (self.largest.len() < self.keep || latency_ns > self.largest_floor) {
             self.add_largest(latency_ns, at_ns, cycle);
         }
@@ -98,6 +109,15 @@ impl Recorder {
         self.largest.truncate(self.keep);
         if self.largest.len() == self.keep {
             self.largest_floor = self.largest.last().map_or(0, |s| s.latency_ns);
+        }
+    }
+
+    /// cyclictest keeps the cycle numbers of as many overflows as the histogram has buckets
+    /// (`stat->outliers`); the rest it counts as `others`.
+    #[cold]
+    fn add_overflow(&mut self, cycle: u64) {
+        if self.overflow_cycles.len() < self.hist.limit_us() as usize {
+            self.overflow_cycles.push(cycle);
         }
     }
 
@@ -165,6 +185,7 @@ impl Recorder {
             histogram: self.hist,
             largest: self.largest,
             window_maxima: self.windows,
+            overflow_cycles: self.overflow_cycles,
         }
     }
 }
@@ -222,6 +243,31 @@ mod tests {
         let json = serde_json::to_value(&h).unwrap();
         assert_eq!(json["buckets"], serde_json::json!([[1, 2], [2, 1], [9, 1]]));
         assert_eq!(json["overflow"], 2);
+    }
+
+    /// cyclictest's outliers: the cycle numbers (0-based) of the first overflows, as many as
+    /// the histogram has buckets; the rest only counted.
+    #[test]
+    fn the_first_overflows_keep_their_cycle_numbers() {
+        let c = Config {
+            histogram_limit_us: 3,
+            ..cfg()
+        };
+        let mut r = Recorder::new(0, &c);
+        // 2_999 ns is bucket 2 (no overflow); 3_000 ns is the first overflow.
+        for (i, ns) in [1_000, 2_999, 3_000, 500, 9_000, 40_000, 3_500, 7_000]
+            .into_iter()
+            .enumerate()
+        {
+            r.record(ns, i as u64 * 1000);
+        }
+        let s = r.stats();
+        assert_eq!(s.histogram.overflow, 5);
+        assert_eq!(s.overflow_cycles, [2, 4, 5]);
+        // Kept in the document of the thread, not in the merged total.
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["overflow_cycles"], serde_json::json!([2, 4, 5]));
+        assert!(merge(&[&s], 1).overflow_cycles.is_empty());
     }
 
     #[test]

@@ -17,6 +17,8 @@ use model::units::{format_bytes_binary, MB};
 use model::Finding;
 use serde::{Deserialize, Serialize};
 
+pub mod fio;
+
 /// What `headroom bench disk --json` writes (the envelope aside), read back by report,
 /// compare, history and the survey: the engine's measurements, the path's ceiling with each
 /// test's efficiency as [`crate::efficiency`] judges it, and the path they are judged

@@ -16,6 +16,8 @@ use model::system::SystemContext;
 use model::Finding;
 use serde::{Deserialize, Serialize};
 
+pub mod cyclictest;
+
 /// What `headroom bench latency --json` writes (the envelope aside), read back by report,
 /// compare, history and the survey. Fields a document of an earlier version may lack are
 /// `#[serde(default)]`.
@@ -405,6 +407,11 @@ mod tests {
                     count: n / 2,
                 },
             ],
+            overflow_cycles: if overflow > 0 {
+                vec![spike.cycle]
+            } else {
+                vec![]
+            },
         }
     }
 
