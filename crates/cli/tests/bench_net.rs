@@ -322,21 +322,10 @@ fn assert_has_iperf3s_keys(ours: &Value, reference: &Value, what: &str) {
 
 /// `jq -r FILTER` on `json`: its lines.
 fn jq(filter: &str, json: &str) -> Vec<String> {
-    use std::io::Write as _;
-    let mut child = Command::new("jq")
-        .args(["-e", "-r", filter])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(json.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = fed(
+        Command::new("jq").args(["-e", "-r", filter]),
+        json.as_bytes(),
+    );
     assert!(
         out.status.success(),
         "jq {filter}: {}",

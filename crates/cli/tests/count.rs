@@ -999,21 +999,10 @@ const PERF_JSON_LINT: &str = "/usr/lib/perf-core/tests/shell/lib/perf_json_outpu
 /// Run perf's JSON linter with `mode` (`--no-args`, `--interval`, ...) on `lines`; its
 /// verdict and what it said.
 fn perf_json_lint(mode: &str, lines: &str) -> (bool, String) {
-    use std::io::Write;
-    let mut child = Std::new("python3")
-        .args([PERF_JSON_LINT, mode])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(lines.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = fed(
+        Std::new("python3").args([PERF_JSON_LINT, mode]),
+        lines.as_bytes(),
+    );
     (
         out.status.success(),
         format!(

@@ -444,21 +444,12 @@ for i, line in enumerate(sys.stdin):
     n += 1
 print(n)
 "#;
-    use std::io::Write;
-    let mut child = std::process::Command::new(python)
-        .args(["-c", CHECK])
-        .arg(own("ocptv-schema"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(lines.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = fed(
+        std::process::Command::new(python)
+            .args(["-c", CHECK])
+            .arg(own("ocptv-schema")),
+        lines.as_bytes(),
+    );
     let said = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if out.status.success() {
         Ok(said.parse().unwrap())

@@ -15,20 +15,10 @@ use testsupport::fixtures::own;
 
 /// `promtool check metrics` on `text`: `Ok` or its complaint.
 fn promtool(text: &str) -> Result<(), String> {
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = fed(
+        Command::new("promtool").args(["check", "metrics"]),
+        text.as_bytes(),
+    );
     if out.status.success() {
         Ok(())
     } else {
@@ -42,20 +32,7 @@ fn openmetrics_parse(python: &Path, text: &str) -> Result<usize, String> {
     const PARSE: &str = "import sys\n\
 from prometheus_client.openmetrics.parser import text_string_to_metric_families\n\
 print(sum(len(f.samples) for f in text_string_to_metric_families(sys.stdin.read())))\n";
-    let mut child = Command::new(python)
-        .args(["-c", PARSE])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = fed(Command::new(python).args(["-c", PARSE]), text.as_bytes());
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).trim().parse().unwrap())
     } else {

@@ -67,6 +67,26 @@ pub fn output_ok(cmd: &mut Command) -> Output {
     out
 }
 
+/// Run `cmd` (a peer's reader: jq, promtool, a Python checker) with `input` on its stdin:
+/// its output, whatever its exit status (a reader that stops reading early has its answer
+/// there too).
+pub fn fed(cmd: &mut std::process::Command, input: &[u8]) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(input);
+    }
+    child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"))
+}
+
 /// Run `cmd`, which must succeed (its stderr is shown when not): its stdout.
 pub fn stdout_of(cmd: &mut Command) -> Vec<u8> {
     output_ok(cmd).stdout
