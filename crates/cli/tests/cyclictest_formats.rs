@@ -232,19 +232,6 @@ fn the_histogram_text_has_the_lines_of_cyclictest_h() {
     }
 }
 
-/// A JSON value's type as a reader sees it: integers and floats apart, as `%d` and `%.2f`.
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float",
-        Value::Number(_) => "integer",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 /// Every key path with its type; the histogram's bucket keys are data (which buckets were
 /// hit), so only their values' type counts.
 fn keys(v: &Value, prefix: &str, out: &mut BTreeMap<String, &'static str>) {

@@ -159,19 +159,6 @@ fn fio_jsonplus_clat2csv_reads_the_bins_of_every_io() {
     assert_eq!(w["io_bytes"], run["write_bytes"]);
 }
 
-/// A JSON value's type as a reader sees it: integers apart from floats.
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float",
-        Value::Number(_) => "integer",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 /// Every key path with its type; the bins' keys are data (which buckets were hit), and so
 /// is `job options` (what each tool was given).
 fn keys(v: &Value, prefix: &str, out: &mut BTreeMap<String, &'static str>) {

@@ -87,6 +87,20 @@ pub fn fed(cmd: &mut std::process::Command, input: &[u8]) -> Output {
         .unwrap_or_else(|e| panic!("{cmd:?}: {e}"))
 }
 
+/// A JSON value's type as a peer's reader sees it (C's `%d` against `%.2f`): integers apart
+/// from floats; for comparing the keys of headroom's output with a peer's own.
+pub fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 /// Run `cmd`, which must succeed (its stderr is shown when not): its stdout.
 pub fn stdout_of(cmd: &mut Command) -> Vec<u8> {
     output_ok(cmd).stdout

@@ -21,6 +21,15 @@ use crate::views::CommonView;
 /// made once: what every kind shares (the envelope, the path, the counters sampled beside an
 /// engine, the context's order) here, the rest by the kind's own `summarize`; `origin` names
 /// the document in errors.
+/// `unix_s` in UTC, laid out as a peer prints its dates (`layout`: fio's ctime, rt-tests'
+/// RFC 2822, iperf3's RFC 1123); empty when the time is out of range.
+pub(crate) fn utc(unix_s: i64, layout: &(impl time::formatting::Formattable + ?Sized)) -> String {
+    time::OffsetDateTime::from_unix_timestamp(unix_s)
+        .ok()
+        .and_then(|t| t.format(layout).ok())
+        .unwrap_or_default()
+}
+
 pub fn summarize(doc: &Document, origin: &str) -> Result<Summary, DocumentError> {
     doc.check_kind(origin)?;
     let common: CommonView = doc.view(origin)?;

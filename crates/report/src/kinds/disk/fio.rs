@@ -367,15 +367,13 @@ fn seconds(s: f64) -> String {
 }
 
 /// `Sat Nov 28 12:35:43 2026`: ctime's layout, in UTC.
-fn ctime(unix_ms: u128) -> String {
-    let secs = i64::try_from(unix_ms / 1000).unwrap_or(0);
-    let format = time::macros::format_description!(
-        "[weekday repr:short] [month repr:short] [day padding:space] [hour]:[minute]:[second] [year]"
-    );
-    time::OffsetDateTime::from_unix_timestamp(secs)
-        .ok()
-        .and_then(|t| t.format(&format).ok())
-        .unwrap_or_default()
+pub(crate) fn ctime(unix_ms: u128) -> String {
+    crate::kinds::utc(
+        i64::try_from(unix_ms / 1000).unwrap_or(0),
+        time::macros::format_description!(
+            "[weekday repr:short] [month repr:short] [day padding:space] [hour]:[minute]:[second] [year]"
+        ),
+    )
 }
 
 #[cfg(test)]

@@ -202,15 +202,13 @@ pub fn json(doc: &LatencyDocument, run: &JsonRun) -> String {
 }
 
 /// `Sat, 28 Nov 2026 12:00:37 +0000`: rt-tests' `%a, %d %b %Y %T %z`, in UTC.
-fn rfc2822(unix_ms: u128) -> String {
-    let secs = i64::try_from(unix_ms / 1000).unwrap_or(0);
-    let format = time::macros::format_description!(
-        "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] +0000"
-    );
-    time::OffsetDateTime::from_unix_timestamp(secs)
-        .ok()
-        .and_then(|t| t.format(&format).ok())
-        .unwrap_or_default()
+pub(crate) fn rfc2822(unix_ms: u128) -> String {
+    crate::kinds::utc(
+        i64::try_from(unix_ms / 1000).unwrap_or(0),
+        time::macros::format_description!(
+            "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] +0000"
+        ),
+    )
 }
 
 #[cfg(test)]

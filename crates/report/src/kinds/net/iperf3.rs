@@ -390,13 +390,12 @@ fn end_sums(m: &NetMeasurement, g: &Group<'_>, end: &mut Map<String, Value>) {
 /// `Sat, 28 Nov 2026 12:00:39 GMT` (iperf_on_connect: strftime "%a, %d %b %Y %H:%M:%S %Z"
 /// of gmtime).
 fn rfc1123(unix_s: u64) -> String {
-    let fmt = time::macros::format_description!(
-        "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
-    );
-    time::OffsetDateTime::from_unix_timestamp(unix_s as i64)
-        .ok()
-        .and_then(|t| t.format(fmt).ok())
-        .unwrap_or_default()
+    crate::kinds::utc(
+        i64::try_from(unix_s).unwrap_or(0),
+        time::macros::format_description!(
+            "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
+        ),
+    )
 }
 
 fn start(m: &NetMeasurement, host: &SystemInfo<'_>) -> Value {
@@ -556,5 +555,14 @@ mod tests {
     fn timestamps_as_iperf3_prints_them() {
         // iperf3 3.12 here: "Sat, 28 Nov 2026 12:00:39 GMT", timesecs 1795867239.
         assert_eq!(rfc1123(1_795_867_239), "Sat, 28 Nov 2026 12:00:39 GMT");
+        // fio's ctime and rt-tests' RFC 2822 of the same second, through the same helper.
+        assert_eq!(
+            crate::kinds::disk::fio::ctime(1_795_867_239_000),
+            "Sat Nov 28 12:00:39 2026"
+        );
+        assert_eq!(
+            crate::kinds::latency::cyclictest::rfc2822(1_795_867_239_000),
+            "Sat, 28 Nov 2026 12:00:39 +0000"
+        );
     }
 }
