@@ -33,8 +33,9 @@ pub struct AuditArgs {
     #[arg(long, value_name = "MANIFEST")]
     pub save_expect: Option<PathBuf>,
 
-    /// Print the audit's metrics (openmetrics, prometheus) or --expect's checks as OCP Test
-    /// & Validation JSON lines (ocptv) instead of text.
+    /// Print the audit's metrics (openmetrics, prometheus), --expect's checks as OCP Test &
+    /// Validation JSON lines (ocptv), or the checks and figures as LAVA test-case lines (lava)
+    /// or KCIDB JSON (kcidb) instead of text.
     #[arg(long, value_enum, conflicts_with = "json")]
     pub format: Option<crate::output::Format>,
 
@@ -176,9 +177,21 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
             manifest.net.len()
         ));
     }
-    let wrapped = || crate::output::wrap(report::document::DocumentKind::Audit, &document);
+    let wrapped =
+        || crate::output::wrap_at(report::document::DocumentKind::Audit, &document, &args.root);
     if let Some(dir) = &args.textfile_dir {
         crate::output::write_textfile(dir, "headroom.prom", &wrapped()?)?;
+    }
+    if let Some(f @ (Format::Lava | Format::Kcidb)) = args.format {
+        let checks = match &manifest {
+            Some(m) => report::kinds::expect::check(m, &document),
+            None => Vec::new(),
+        };
+        let cases = report::kinds::expect::cases(&checks);
+        if let Some(out) = crate::output::lab_format(f, &[wrapped()?], &cases) {
+            crate::out!("{}", out?)?;
+        }
+        return Ok(ExitCode::from(u8::from(checks.iter().any(|c| !c.pass))));
     }
     if let (Some(manifest), Some(file)) = (&manifest, &args.expect) {
         let checks = report::kinds::expect::check(manifest, &document);
@@ -229,7 +242,7 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
     } else if args.save_expect.is_some() || args.textfile_dir.is_some() {
         // What was asked for is written; the inventory is not printed as well.
     } else if global.json {
-        crate::output::print_result(report::document::DocumentKind::Audit, &document)?;
+        crate::output::print_document(&wrapped()?)?;
     } else {
         let style = Style::new(global.use_color());
         let mut out = String::new();

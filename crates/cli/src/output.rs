@@ -52,7 +52,16 @@ pub fn wrap<T: serde::Serialize>(
     kind: DocumentKind,
     body: &T,
 ) -> Result<report::Document, report::DocumentError> {
-    let host = probe::system::host(&model::root::SysRoot::system());
+    wrap_at(kind, body, Path::new("/"))
+}
+
+/// [`wrap`] for the host whose files are under `root` (`--root`: a captured tree's machine).
+pub fn wrap_at<T: serde::Serialize>(
+    kind: DocumentKind,
+    body: &T,
+    root: &Path,
+) -> Result<report::Document, report::DocumentError> {
+    let host = probe::system::host(&model::root::SysRoot::new(root));
     report::document::wrap(kind, env!("CARGO_PKG_VERSION"), host, body)
 }
 
@@ -241,6 +250,25 @@ pub enum Format {
     Prometheus,
     /// OCP Test & Validation JSON lines (audit --expect's checks).
     Ocptv,
+    /// LAVA test-case lines: `lava-test-case NAME --result pass|fail ...`, one per check
+    /// and measured figure.
+    Lava,
+    /// KernelCI's KCIDB I/O JSON (schema 5.3): one test per check and measured figure.
+    Kcidb,
+}
+
+/// `docs` (and `extra` checks, an audit's --expect) as LAVA lines or KCIDB JSON; `None` for
+/// the other formats.
+pub fn lab_format(
+    format: Format,
+    docs: &[report::Document],
+    extra: &[report::kinds::cases::Case],
+) -> Option<Result<String, report::DocumentError>> {
+    match format {
+        Format::Lava => Some(report::lava::documents(docs, extra)),
+        Format::Kcidb => Some(report::kcidb::documents(docs, extra)),
+        _ => None,
+    }
 }
 
 /// A file name of the kind `flag` writes, for the example in a refusal: `report.md` for

@@ -38,7 +38,8 @@ pub struct ReportArgs {
     pub db: Option<PathBuf>,
 
     /// The documents' metrics on stdout: OpenMetrics 1.0 text (openmetrics) or the
-    /// Prometheus text format 0.0.4 (prometheus). Several inputs are told apart by a
+    /// Prometheus text format 0.0.4 (prometheus); or their checks and figures as LAVA
+    /// test-case lines (lava) or KCIDB JSON (kcidb). Several inputs are told apart by a
     /// `document` label (1, 2...).
     #[arg(long, value_enum, conflicts_with_all = ["md", "html"])]
     pub format: Option<crate::output::Format>,
@@ -149,6 +150,10 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         md.pop();
     }
     if let Some(format) = args.format {
+        if let Some(out) = crate::output::lab_format(format, &docs, &[]) {
+            crate::out!("{}", out?)?;
+            return Ok(exit(failed));
+        }
         let mut m = report::openmetrics::Metrics::new();
         let several = docs.len() > 1;
         for (i, doc) in docs.iter().enumerate() {
@@ -168,6 +173,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         match format {
             crate::output::Format::Openmetrics => crate::out!("{}", m.openmetrics())?,
             crate::output::Format::Prometheus => crate::out!("{}", m.prometheus())?,
+            crate::output::Format::Lava | crate::output::Format::Kcidb => {}
             crate::output::Format::Ocptv => {
                 return Err(crate::console::usage(
                     "--format ocptv is the output of `audit --expect MANIFEST`; report \

@@ -8,11 +8,124 @@ use serde::{Deserialize, Serialize};
 
 /// The machine a document was made on: the envelope's `host` of every document. probe reads
 /// it (`probe::system::host`); report writes and reads it, and never reads /proc itself.
+/// Results from many hosts stay apart by it (fio #515 asks which host produced a result): the
+/// hostname is often the same on every board of a lab (`raspberrypi`, `localhost`), the
+/// machine-id and serial are not. Every field but the first two came in schema 2's documents
+/// of 2026-11-28 and reads as absent from older ones.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Host {
     pub hostname: Option<String>,
     /// `uname -r`.
     pub kernel: Option<String>,
+    /// systemd's machine-id (machine-id(5): 32 lowercase hex digits, `/etc/machine-id`, or
+    /// D-Bus' `/var/lib/dbus/machine-id` where systemd is absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_id: Option<String>,
+    /// What the firmware calls the machine: the device tree's root `model` (`Raspberry Pi 5
+    /// Model B Rev 1.0`), else DMI's `sys_vendor` and `product_name` (`QEMU Standard PC (Q35 +
+    /// ICH9, 2009)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// DMI's `board_vendor` and `board_name` (the mainboard, where `model` is the system).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub board: Option<String>,
+    /// The device tree's root `compatible` list, most specific first (`raspberrypi,5-model-b`,
+    /// `brcm,bcm2712`): what KernelCI and LAVA name a board by.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compatible: Vec<String>,
+    /// The device tree's `serial-number`, else DMI's `product_serial` (readable by root only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+}
+
+/// The longest text kept of a firmware string (model, board, serial, one `compatible` entry):
+/// DMI strings are at most 255 bytes (SMBIOS 3.x, 6.1.3), device-tree properties are not
+/// bounded at all.
+pub const HOST_TEXT_MAX: usize = 256;
+
+/// The most `compatible` entries kept (device trees list two to four).
+pub const COMPATIBLE_MAX: usize = 16;
+
+/// A firmware or configuration string made safe to print and to carry in a document: cut at
+/// the first NUL (device-tree strings are NUL-terminated), control characters dropped,
+/// surrounding whitespace trimmed, at most [`HOST_TEXT_MAX`] bytes (cut on a character
+/// boundary); `None` when nothing is left. The bytes come from files that a captured tree
+/// (`--root`) or a compromised firmware fills as it likes.
+pub fn host_text(raw: &[u8]) -> Option<String> {
+    let until_nul = raw.split(|&b| b == 0).next().unwrap_or_default();
+    let text = String::from_utf8_lossy(until_nul);
+    let mut out = String::new();
+    for c in text.chars().filter(|c| !c.is_control()) {
+        if out.len() + c.len_utf8() > HOST_TEXT_MAX {
+            break;
+        }
+        out.push(c);
+    }
+    let out = out.trim();
+    (!out.is_empty()).then(|| out.to_string())
+}
+
+/// A device tree's `compatible` property (NUL-separated strings) as a list, each entry made
+/// safe by [`host_text`], at most [`COMPATIBLE_MAX`] of them.
+pub fn compatible_list(raw: &[u8]) -> Vec<String> {
+    raw.split(|&b| b == 0)
+        .filter_map(host_text)
+        .take(COMPATIBLE_MAX)
+        .collect()
+}
+
+/// A machine-id as machine-id(5) writes it: 32 hexadecimal digits (lowercased); `None` for
+/// anything else (`uninitialized`, an empty file, a file of another format).
+pub fn machine_id(raw: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(raw).ok()?.trim();
+    (text.len() == 32 && text.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| text.to_ascii_lowercase())
+}
+
+impl Host {
+    /// What tells this host from others, most specific first: the machine-id, else the
+    /// serial, else the hostname; `None` when the document says none of them.
+    pub fn identity(&self) -> Option<String> {
+        if let Some(m) = &self.machine_id {
+            Some(format!("machine-id {m}"))
+        } else if let Some(s) = &self.serial {
+            Some(format!("serial {s}"))
+        } else {
+            self.hostname.as_ref().map(|h| format!("hostname {h}"))
+        }
+    }
+
+    /// The host in one line, as reports show it: `rpi5 (Raspberry Pi 5 Model B Rev 1.0,
+    /// serial 6a7f1c2e, machine-id 3d12...)`; what the document lacks is left out. The
+    /// machine-id is shortened to 12 digits, as `git` shortens a commit: enough to tell a lab's
+    /// boards apart, and the whole one is in the document.
+    pub fn describe(&self) -> Option<String> {
+        let mut extra = Vec::new();
+        if let Some(m) = &self.model {
+            extra.push(m.clone());
+        }
+        if let Some(b) = &self.board {
+            if self.model.as_deref() != Some(b.as_str()) {
+                extra.push(format!("board {b}"));
+            }
+        }
+        if let Some(s) = &self.serial {
+            extra.push(format!("serial {s}"));
+        }
+        if let Some(m) = &self.machine_id {
+            extra.push(format!(
+                "machine-id {}",
+                m.chars().take(12).collect::<String>()
+            ));
+        }
+        let name = self.hostname.clone();
+        match (name, extra.is_empty()) {
+            (None, true) => None,
+            (Some(n), true) => Some(n),
+            (None, false) => Some(extra.join(", ")),
+            (Some(n), false) => Some(format!("{n} ({})", extra.join(", "))),
+        }
+    }
 }
 
 /// Everything this module knows about the CPUs and the kernel.
@@ -152,5 +265,91 @@ impl SystemContext {
             .flatten()
             .filter(|l| !l.is_per_cpu() && l.lands_on(cpu))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn firmware_strings_lose_nuls_control_characters_and_excess() {
+        // The device tree's model ends in a NUL; what follows it is not the model.
+        assert_eq!(
+            host_text(b"Raspberry Pi 5 Model B Rev 1.0\0junk").as_deref(),
+            Some("Raspberry Pi 5 Model B Rev 1.0")
+        );
+        // An escape sequence would repaint a terminal: its ESC goes, the rest is plain text.
+        assert_eq!(
+            host_text(b"evil\x1b[2J\x07board\n").as_deref(),
+            Some("evil[2Jboard")
+        );
+        assert_eq!(host_text(b"  \n\0"), None);
+        let long = vec![b'a'; 100_000];
+        assert_eq!(host_text(&long).map(|s| s.len()), Some(HOST_TEXT_MAX));
+        // Cut on a character boundary, never inside one.
+        let wide = "é".repeat(200);
+        let cut = host_text(wide.as_bytes()).unwrap();
+        assert!(cut.len() <= HOST_TEXT_MAX && cut.chars().all(|c| c == 'é'));
+    }
+
+    #[test]
+    fn compatible_is_a_bounded_list_of_the_nul_separated_strings() {
+        assert_eq!(
+            compatible_list(b"raspberrypi,5-model-b\0brcm,bcm2712\0"),
+            ["raspberrypi,5-model-b", "brcm,bcm2712"]
+        );
+        let many = b"a,b\0".repeat(1000);
+        assert_eq!(compatible_list(&many).len(), COMPATIBLE_MAX);
+    }
+
+    #[test]
+    fn machine_id_is_32_hex_digits_or_nothing() {
+        assert_eq!(
+            machine_id(b"3D1219C7C4C5404AAA1F6D2A48ADFDA4\n").as_deref(),
+            Some("3d1219c7c4c5404aaa1f6d2a48adfda4")
+        );
+        assert_eq!(machine_id(b"uninitialized\n"), None);
+        assert_eq!(machine_id(b""), None);
+        assert_eq!(machine_id(b"3d1219c7c4c5404aaa1f6d2a48adfdz4"), None);
+    }
+
+    #[test]
+    fn a_host_is_told_by_its_machine_id_then_serial_then_name() {
+        let mut h = Host {
+            hostname: Some("raspberrypi".into()),
+            ..Host::default()
+        };
+        assert_eq!(h.identity().as_deref(), Some("hostname raspberrypi"));
+        assert_eq!(h.describe().as_deref(), Some("raspberrypi"));
+        h.serial = Some("6a7f1c2e".into());
+        assert_eq!(h.identity().as_deref(), Some("serial 6a7f1c2e"));
+        h.machine_id = Some("3d1219c7c4c5404aaa1f6d2a48adfda4".into());
+        h.model = Some("Raspberry Pi 5 Model B Rev 1.0".into());
+        assert_eq!(
+            h.identity().as_deref(),
+            Some("machine-id 3d1219c7c4c5404aaa1f6d2a48adfda4")
+        );
+        assert_eq!(
+            h.describe().as_deref(),
+            Some(
+                "raspberrypi (Raspberry Pi 5 Model B Rev 1.0, serial 6a7f1c2e, machine-id \
+                 3d1219c7c4c5)"
+            )
+        );
+        assert_eq!(Host::default().describe(), None);
+    }
+
+    #[test]
+    fn documents_without_the_new_fields_still_read() {
+        let old: Host = serde_json::from_str(r#"{"hostname":"rpi5","kernel":"6.6"}"#).unwrap();
+        assert_eq!(old.hostname.as_deref(), Some("rpi5"));
+        assert_eq!(old.machine_id, None);
+        assert!(old.compatible.is_empty());
+        // And a host without them writes the same JSON as before.
+        assert_eq!(
+            serde_json::to_string(&old).unwrap(),
+            r#"{"hostname":"rpi5","kernel":"6.6"}"#
+        );
     }
 }

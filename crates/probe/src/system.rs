@@ -13,7 +13,10 @@ use model::root::SysRoot;
 use model::procfs::{parse_interrupts, parse_loadavg};
 use model::units::parse_cpu_list;
 
-use model::system::{Cmdline, CpuFreq, Host, Kernel, Preemption, SystemContext};
+use model::system::{
+    compatible_list, host_text, machine_id, Cmdline, CpuFreq, Host, Kernel, Preemption,
+    SystemContext,
+};
 
 /// The kernel's release (`uname -r`, /proc/sys/kernel/osrelease: Documentation/admin-guide/
 /// sysctl/kernel.rst), `None` when it cannot be read.
@@ -28,13 +31,85 @@ pub fn hostname(root: &SysRoot) -> Option<String> {
         .flatten()
 }
 
-/// The machine's name and kernel release, for a document's envelope (`model::system::Host`);
-/// a fact that cannot be read stays `None`.
+/// The machine for a document's envelope (`model::system::Host`): name, kernel release,
+/// machine-id, the firmware's model, board, `compatible` list and serial; a fact that cannot
+/// be read (absent, or root-only like DMI's `product_serial`) stays `None`.
 pub fn host(root: &SysRoot) -> Host {
+    let dmi =
+        |attr: &str| small_file(&root.path(format!("{DMI}/{attr}"))).and_then(|b| host_text(&b));
+    // "Vendor Product", each where the firmware filled it in.
+    let pair = |vendor: &str, name: &str| {
+        let parts: Vec<String> = [dmi(vendor), dmi(name)]
+            .into_iter()
+            .flatten()
+            .filter(|s| !is_placeholder(s))
+            .collect();
+        (!parts.is_empty()).then(|| parts.join(" "))
+    };
+    // The flattened device tree's root node: /proc/device-tree is a link to it (an absolute
+    // one, which would leave a `--root` tree), so the sysfs path is read first.
+    let dt = |property: &str| {
+        ["/sys/firmware/devicetree/base", "/proc/device-tree"]
+            .iter()
+            .find_map(|d| small_file(&root.path(format!("{d}/{property}"))))
+    };
     Host {
-        hostname: hostname(root),
+        hostname: hostname(root).and_then(|h| host_text(h.as_bytes())),
         kernel: kernel_release(root),
+        machine_id: MACHINE_ID
+            .iter()
+            .find_map(|p| small_file(&root.path(p)).and_then(|b| machine_id(&b))),
+        model: dt("model")
+            .and_then(|b| host_text(&b))
+            .or_else(|| pair("sys_vendor", "product_name")),
+        board: pair("board_vendor", "board_name"),
+        compatible: dt("compatible")
+            .map(|b| compatible_list(&b))
+            .unwrap_or_default(),
+        serial: dt("serial-number")
+            .and_then(|b| host_text(&b))
+            .or_else(|| dmi("product_serial").filter(|s| !is_placeholder(s))),
     }
+}
+
+/// Where the machine-id is (machine-id(5)): systemd's, then D-Bus' older copy.
+const MACHINE_ID: [&str; 2] = ["/etc/machine-id", "/var/lib/dbus/machine-id"];
+/// DMI's identification strings (drivers/firmware/dmi-id.c; Documentation/ABI/testing/
+/// sysfs-class-dmi... `/sys/class/dmi/id` links to /sys/devices/virtual/dmi/id).
+const DMI: &str = "/sys/class/dmi/id";
+/// What firmware writers leave in a DMI string they did not fill in (dmidecode's list of
+/// "bad" strings in dmioem/dmidecode.c is longer; these are the ones seen on boards and VMs).
+fn is_placeholder(s: &str) -> bool {
+    let l = s.to_ascii_lowercase();
+    matches!(
+        l.as_str(),
+        "to be filled by o.e.m."
+            | "default string"
+            | "system product name"
+            | "not specified"
+            | "none"
+            | "0"
+            | "o.e.m."
+            | "system serial number"
+            | "123456789"
+    )
+}
+
+/// The first bytes of a small regular file (at most 4 KiB: a machine-id, a DMI string, a
+/// device-tree property); `None` when it is absent, unreadable or not a regular file (a FIFO
+/// planted in a `--root` tree would block a plain read).
+fn small_file(path: &std::path::Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(4096)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes)
 }
 
 /// What uname(2) says of the machine (`uname -s -n -r -v -m`), as tools that record it

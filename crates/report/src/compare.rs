@@ -163,6 +163,9 @@ pub struct Comparison {
     /// Those the same in every run (each value once per run, all equal).
     pub same: Vec<ContextChange>,
     pub rows: Vec<Row>,
+    /// The runs come from different machines (by machine-id, else serial, else hostname):
+    /// a difference may be the machine's, not the setting's.
+    pub different_hosts: bool,
 }
 
 /// Why runs cannot be compared; one sentence each.
@@ -340,12 +343,34 @@ pub fn compare(runs: &[Summary]) -> Result<Comparison, CompareError> {
             ContextChange { key, values }
         })
         .partition(|c| c.values.iter().any(|v| *v != c.values[0]));
+    // The host first: which machine each run was made on, told apart by its identity.
+    let identities: Vec<Option<String>> = runs
+        .iter()
+        .map(|r| {
+            r.host
+                .as_ref()
+                .and_then(model::system::Host::identity)
+                .or_else(|| r.hostname.as_ref().map(|h| format!("hostname {h}")))
+        })
+        .collect();
+    let different_hosts = identities.iter().any(|i| *i != identities[0]);
+    let host = ContextChange {
+        key: "host".into(),
+        values: runs.iter().map(Summary::host_line).collect(),
+    };
+    let (mut changes, mut same) = (changes, same);
+    if different_hosts || host.values.iter().any(|v| *v != host.values[0]) {
+        changes.insert(0, host);
+    } else if host.values[0].is_some() {
+        same.insert(0, host);
+    }
     Ok(Comparison {
         kind: first.kind,
         origins: runs.iter().map(|r| r.origin.clone()).collect(),
         changes,
         same,
         rows,
+        different_hosts,
     })
 }
 
@@ -383,6 +408,13 @@ impl Comparison {
             self.kind,
             self.origins.join(" vs ")
         );
+        if self.different_hosts {
+            let _ = writeln!(
+                out,
+                "The runs come from different hosts (see `host` below): a difference may be \
+                 the machine's, not a setting's.\n"
+            );
+        }
         let mut header = vec![("Setting", false)];
         header.extend(self.origins.iter().map(|o| (o.as_str(), false)));
         let settings = |list: &[ContextChange]| -> Vec<Vec<String>> {

@@ -148,6 +148,9 @@ pub struct Summary {
     pub kind: DocumentKind,
     pub created: Option<String>,
     pub hostname: Option<String>,
+    /// The envelope's host (machine-id, model, serial...); `hostname` is its name, or the
+    /// one an older document kept in its body.
+    pub host: Option<model::system::Host>,
     pub target: Option<String>,
     /// Facts that change what a number means, in a fixed order: `kernel`, `governor`,
     /// `bottleneck`, then each link's state. Compare lists the ones that differ first.
@@ -309,7 +312,7 @@ impl Summary {
     /// for the output format).
     pub fn facts(&self, quote: impl Fn(&str) -> String) -> Vec<String> {
         let mut facts = Vec::new();
-        if let Some(h) = &self.hostname {
+        if let Some(h) = self.host_line() {
             facts.push(format!("host {h}"));
         }
         if let Some(c) = &self.created {
@@ -319,6 +322,16 @@ impl Summary {
             facts.push(format!("target {}", quote(t)));
         }
         facts
+    }
+
+    /// The host in one line (`rpi5 (Raspberry Pi 5 Model B Rev 1.0, serial ..., machine-id
+    /// ...)`), with the name the document's body kept when the envelope has none.
+    pub fn host_line(&self) -> Option<String> {
+        let mut h = self.host.clone().unwrap_or_default();
+        if h.hostname.is_none() {
+            h.hostname = self.hostname.clone();
+        }
+        h.describe()
     }
 
     /// The facts that change what a number means (links aside: the path shows them);

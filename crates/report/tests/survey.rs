@@ -81,6 +81,7 @@ fn survey_of(disk: Value, later_ns: u64) -> (Document, SurveyBody) {
     doc.envelope.host = Some(model::system::Host {
         hostname: Some("rpi5".into()),
         kernel: Some("6.6.51+rpt-rpi-2712".into()),
+        ..Default::default()
     });
     (doc, body)
 }

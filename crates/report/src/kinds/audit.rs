@@ -519,3 +519,59 @@ pub fn metrics(
     }
     Ok(())
 }
+
+/// An audit's own cases for a board lab ([`super::cases`]): per PCIe link a check that it
+/// runs at what both ends can do, with its speed, width and ceiling as figures; per function
+/// with AER counters a check that none counted an error.
+pub fn cases(doc: &Document, origin: &str) -> Result<Vec<super::cases::Case>, DocumentError> {
+    use super::cases::Case;
+    let a: AuditDocument = doc.view(origin)?;
+    let mut out = Vec::new();
+    for l in &a.pci.links {
+        let address = l.downstream.to_string();
+        let p = |what: &str| vec!["pcie".to_string(), address.clone(), what.to_string()];
+        let c = &l.comparison;
+        let down = c.speed_below_common || c.width_below_common;
+        out.push(Case::check(
+            p("link-not-downgraded"),
+            !down,
+            format!(
+                "{address} runs at {} GT/s x{}, both ends can do {} GT/s x{}",
+                c.current.gen.gts(),
+                c.current.width,
+                c.common.gen.gts(),
+                c.common.width
+            ),
+        ));
+        let figure = |what: &str, value: f64, unit: &'static str| Case {
+            path: p(what),
+            outcome: super::cases::Outcome::Measured,
+            measurement: Some((value, unit)),
+            comment: None,
+        };
+        out.push(figure("link-speed", c.current.gen.gts(), "GT/s"));
+        out.push(figure("link-width", f64::from(c.current.width), "lanes"));
+        out.push(figure(
+            "ceiling-read",
+            l.ceiling.current.effective_read_bps / MB,
+            "MB/s",
+        ));
+    }
+    for f in &a.pci.functions {
+        let Some(aer) = &f.aer_counters else {
+            continue;
+        };
+        let errors: u64 = [&aer.correctable, &aer.nonfatal, &aer.fatal]
+            .into_iter()
+            .flatten()
+            .filter(|(n, _)| !n.starts_with("TOTAL_"))
+            .map(|(_, c)| *c)
+            .sum();
+        out.push(Case::check(
+            vec!["pcie".into(), f.address.to_string(), "aer-no-errors".into()],
+            errors == 0,
+            format!("{} AER errors counted on {}", errors, f.display_name()),
+        ));
+    }
+    Ok(out)
+}

@@ -48,6 +48,27 @@ impl Check {
     }
 }
 
+/// The checks as board-lab cases (`--format lava`, `kcidb`): `expect.pci.1.0000:01:00.0.link
+/// speed`, a pass or a fail, with the check's line as the comment.
+pub fn cases(checks: &[Check]) -> Vec<super::cases::Case> {
+    checks
+        .iter()
+        .map(|c| {
+            super::cases::Case::check(
+                vec![
+                    "expect".into(),
+                    c.section.into(),
+                    c.entry.to_string(),
+                    c.device.clone(),
+                    c.check.replace(' ', "-"),
+                ],
+                c.pass,
+                c.line(),
+            )
+        })
+        .collect()
+}
+
 /// Read a manifest from its text; `origin` names the file. TOML's own error gives the line
 /// and column; an entry without a selector, or with a value that cannot be one, is named by
 /// its section and number.

@@ -2,6 +2,7 @@
 //! report, compare and history), its judgement, its summary and its text.
 
 pub mod audit;
+pub mod cases;
 pub mod ceiling;
 pub mod count;
 pub mod disk;
@@ -39,6 +40,7 @@ pub fn summarize(doc: &Document, origin: &str) -> Result<Summary, DocumentError>
         kind: env.kind,
         created: env.created.clone(),
         hostname: env.host.as_ref().and_then(|h| h.hostname.clone()),
+        host: env.host.clone(),
         target: None,
         context: Vec::new(),
         ceiling: None,

@@ -825,7 +825,7 @@ fn host_of(doc: &Document) -> String {
     doc.envelope
         .host
         .as_ref()
-        .and_then(|h| h.hostname.clone())
+        .and_then(model::system::Host::describe)
         .unwrap_or_else(|| "this machine".to_string())
 }
 

@@ -1,0 +1,396 @@
+//! Board labs' formats, checked by their own readers: LAVA's test-case lines against the
+//! grammar of LAVA's `lava-test-case` (a parser here), KCIDB I/O JSON with the PyPI
+//! `kcidb-io` package's validator, `contrib/lava/headroom.yaml` parsed as YAML and its steps
+//! run in a shell with stand-ins for LAVA's helper and for wget; and the host each document
+//! names, in `report` and `compare`.
+#![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use testsupport::cmd::*;
+use testsupport::fixtures::own;
+
+/// A parsed line: name, result, and the measurement with its units.
+type LavaCase = (String, String, Option<(f64, String)>);
+
+/// One `lava-test-case` line, parsed by LAVA's grammar: `lava-test-case NAME --result
+/// pass|fail|skip|unknown [--measurement VALUE --units UNITS]`, NAME of `[A-Za-z0-9._-]` (no
+/// whitespace, none of the characters LAVA forbids in names), VALUE a decimal number, UNITS
+/// without whitespace or quotes. `(name, result, measurement)` or why not.
+fn lava_case(line: &str) -> Result<LavaCase, String> {
+    let words: Vec<&str> = line.split(' ').collect();
+    let fail = |why: &str| Err(format!("{why}: {line:?}"));
+    let (name, result) = match words.as_slice() {
+        ["lava-test-case", name, "--result", result, ..] => (*name, *result),
+        _ => return fail("not `lava-test-case NAME --result RESULT`"),
+    };
+    if name.is_empty()
+        || name.len() > 100
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+    {
+        return fail("a name outside [A-Za-z0-9._-]{1,100}");
+    }
+    if !["pass", "fail", "skip", "unknown"].contains(&result) {
+        return fail("a result LAVA does not know");
+    }
+    let measurement = match &words[4..] {
+        [] => None,
+        ["--measurement", value, "--units", units] => {
+            let number = value
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == '.' || c == '-')
+                && value.parse::<f64>().is_ok_and(f64::is_finite);
+            if !number {
+                return fail("a measurement that is not a decimal number");
+            }
+            if units.is_empty() || units.contains(['"', '\'', '`', '$', '\\', ';', '|']) {
+                return fail("units with quotes or shell syntax");
+            }
+            Some((value.parse().unwrap(), units.to_string()))
+        }
+        _ => return fail("not `--measurement VALUE --units UNITS` after the result"),
+    };
+    Ok((name.to_string(), result.to_string(), measurement))
+}
+
+/// Every line of `text` parsed; the names must be unique.
+fn lava_cases(text: &str) -> Vec<LavaCase> {
+    let cases: Vec<_> = text
+        .lines()
+        .map(|l| lava_case(l).unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    let names: BTreeSet<&String> = cases.iter().map(|c| &c.0).collect();
+    assert_eq!(names.len(), cases.len(), "names repeat in {text}");
+    cases
+}
+
+fn stdout(cmd: &mut assert_cmd::Command) -> String {
+    String::from_utf8(stdout_of(cmd)).unwrap()
+}
+
+/// The Python that .ci/run prepares in target/py-checks (`HEADROOM_PY_CHECKS` overrides
+/// it), with kcidb-io and PyYAML.
+fn py_checks() -> Option<PathBuf> {
+    let p = std::env::var_os("HEADROOM_PY_CHECKS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| testsupport::fixtures::repo_root().join("target/py-checks/bin/python"));
+    let ok = Command::new(&p)
+        .args(["-c", "import kcidb_io, yaml"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    testsupport::skip::unless(
+        ok,
+        &format!(
+            "{} (a venv with kcidb-io and PyYAML) is missing",
+            p.display()
+        ),
+    )
+    .then_some(p)
+}
+
+/// kcidb-io's validator (the newest schema it knows) on `json`: `Ok` or its complaint.
+fn kcidb_validate(python: &Path, json: &str) -> Result<(), String> {
+    const CHECK: &str = "import sys, json, kcidb_io\n\
+schema = kcidb_io.schema.LATEST\n\
+assert (schema.major, schema.minor) == (5, 3), (schema.major, schema.minor)\n\
+schema.validate(json.load(sys.stdin))\n";
+    let out = fed(Command::new(python).args(["-c", CHECK]), json.as_bytes());
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+fn results() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(own("results"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 20, "{files:?}");
+    files
+}
+
+#[test]
+fn lava_lines_of_every_document_kind_follow_the_grammar() {
+    let mut total = 0;
+    for f in results() {
+        let text = stdout(headroom().args(["report", "--format", "lava"]).arg(&f));
+        total += lava_cases(&text).len();
+    }
+    assert!(total > 150, "{total} cases in all");
+    // The Raspberry Pi 5's dd write at Gen 3: the document's 731.5714564786649 MB/s, and its
+    // link short of what both ends can do (x1 of x4).
+    let text = stdout(
+        headroom()
+            .args(["report", "--format", "lava"])
+            .arg(own("results/rpi5-gen3.json")),
+    );
+    let cases = lava_cases(&text);
+    let find = |name: &str| {
+        cases
+            .iter()
+            .find(|c| c.0 == name)
+            .unwrap_or_else(|| panic!("{name} in {text}"))
+    };
+    assert_eq!(
+        find("headroom.disk.dd_100M_write.throughput").2,
+        Some((731.571456, "MB/s".to_string()))
+    );
+    assert_eq!(
+        find("headroom.disk.link.PCIe_0000_00_00.0_-_0000_01_00.0.not-downgraded").1,
+        "fail"
+    );
+    // Two documents: each one's names start with docN.
+    let two = stdout(
+        headroom()
+            .args(["report", "--format", "lava"])
+            .arg(own("results/rpi5-gen2.json"))
+            .arg(own("results/rpi5-gen3.json")),
+    );
+    let cases = lava_cases(&two);
+    assert!(cases.iter().any(|c| c.0.starts_with("headroom.doc1.")));
+    assert!(cases.iter().any(|c| c.0.starts_with("headroom.doc2.")));
+}
+
+#[test]
+fn audit_lava_names_the_downgraded_link_and_expect_checks_fail_the_run() {
+    let tree = own("sysfs/sd-nvme-downgraded-sata");
+    let text = stdout(
+        headroom()
+            .args(["audit", "--format", "lava", "--root"])
+            .arg(&tree),
+    );
+    let cases = lava_cases(&text);
+    let get = |name: &str| {
+        cases
+            .iter()
+            .find(|c| c.0 == name)
+            .unwrap_or_else(|| panic!("{name} in {text}"))
+    };
+    assert_eq!(
+        get("headroom.pcie.0000_01_00.0.link-not-downgraded").1,
+        "fail"
+    );
+    assert_eq!(
+        get("headroom.pcie.0000_01_00.0.link-speed").2,
+        Some((8.0, "GT/s".into()))
+    );
+    assert_eq!(
+        get("headroom.pcie.0000_01_00.0.link-width").2,
+        Some((1.0, "lanes".into()))
+    );
+    // A manifest asking for the link both ends can do: its check fails, and so does the run.
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("expect.toml");
+    std::fs::write(
+        &manifest,
+        "[[pci]]\naddress = \"0000:01:00.0\"\nlink_speed_gts = 16\n",
+    )
+    .unwrap();
+    let out = headroom()
+        .args(["audit", "--format", "lava", "--root"])
+        .arg(&tree)
+        .arg("--expect")
+        .arg(&manifest)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let cases = lava_cases(&text);
+    let check = cases
+        .iter()
+        .find(|c| c.0.starts_with("headroom.expect.pci.1.0000_01_00.0.link"))
+        .unwrap_or_else(|| panic!("no expect check in {text}"));
+    assert_eq!(check.1, "fail");
+}
+
+#[test]
+fn kcidb_of_every_document_kind_validates_with_kcidb_io() {
+    let Some(python) = py_checks() else {
+        return;
+    };
+    for f in results() {
+        let json = stdout(headroom().args(["report", "--format", "kcidb"]).arg(&f));
+        kcidb_validate(&python, &json).unwrap_or_else(|e| panic!("{}: {e}\n{json}", f.display()));
+    }
+    // Two boards' audits in one submission: each its own checkout, build and tests, the
+    // Raspberry Pi's tests with its device-tree `compatible`, and no id shared.
+    let dir = tempfile::tempdir().unwrap();
+    let mut docs = Vec::new();
+    for tree in ["kernel-6.1", "sysfs/sd-nvme-downgraded-sata"] {
+        let file = dir.path().join(format!("{}.json", tree.replace('/', "-")));
+        let json = stdout(
+            headroom()
+                .args(["audit", "--json", "--root"])
+                .arg(own(tree)),
+        );
+        std::fs::write(&file, json).unwrap();
+        docs.push(file);
+    }
+    let json = stdout(headroom().args(["report", "--format", "kcidb"]).args(&docs));
+    kcidb_validate(&python, &json).unwrap_or_else(|e| panic!("{e}\n{json}"));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["checkouts"].as_array().unwrap().len(), 2);
+    let tests = v["tests"].as_array().unwrap();
+    let ids: BTreeSet<&str> = tests.iter().map(|t| t["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), tests.len(), "ids repeat: {json}");
+    let rpi = tests
+        .iter()
+        .find(|t| t["environment"]["compatible"][0] == "raspberrypi,5-model-b")
+        .unwrap_or_else(|| panic!("no test with the Pi's compatible: {json}"));
+    assert!(rpi["id"]
+        .as_str()
+        .unwrap()
+        .starts_with("headroom:3d1219c7c4c5404aaa1f6d2a48adfda4:"));
+    // The PC's downgraded link: a FAIL; its speed a DONE with a number and a unit.
+    let by_path = |p: &str| {
+        tests
+            .iter()
+            .find(|t| {
+                t["path"] == p && t["environment"]["misc"]["model"] == "Dell Inc. OptiPlex 7000"
+            })
+            .unwrap_or_else(|| panic!("no {p}: {json}"))
+    };
+    assert_eq!(
+        by_path("headroom.pcie.0000_01_00_0.link-not-downgraded")["status"],
+        "FAIL"
+    );
+    let speed = by_path("headroom.pcie.0000_01_00_0.link-speed");
+    assert_eq!(speed["status"], "DONE");
+    assert_eq!(
+        speed["number"],
+        serde_json::json!({"value": 8.0, "unit": "GT/s"})
+    );
+}
+
+#[test]
+fn the_lava_definition_parses_and_its_steps_record_grammar_lines() {
+    let Some(python) = py_checks() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bin = d.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let headroom_bin = assert_cmd::cargo::cargo_bin("headroom");
+    // Stand-ins: wget "fetches" the binary (the URL is the test's own build), and LAVA's
+    // lava-test-case appends its arguments, one case per line, to a file.
+    let log = d.join("cases.log");
+    let scripts = [
+        (
+            "wget",
+            format!(
+                "#!/bin/sh\n[ \"$1\" = -q ] && [ \"$2\" = -O ] && [ \"$4\" = https://example.org/headroom ] || exit 9\ncp '{}' \"$3\"\n",
+                headroom_bin.display()
+            ),
+        ),
+        (
+            "lava-test-case",
+            format!("#!/bin/sh\necho lava-test-case \"$@\" >> '{}'\n", log.display()),
+        ),
+    ];
+    for (name, text) in scripts {
+        let p = bin.join(name);
+        std::fs::write(&p, text).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // The definition as LAVA reads it (Lava-Test Test Definition 1.0), turned into the
+    // script LAVA runs: its params as variables (the job's values here), then its steps.
+    const SCRIPT: &str = "import sys, yaml\n\
+y = yaml.safe_load(open(sys.argv[1]))\n\
+m = y['metadata']\n\
+assert m['format'] == 'Lava-Test Test Definition 1.0', m\n\
+assert m['name'] and m['description'], m\n\
+params = dict(y['params'], HEADROOM_URL='https://example.org/headroom', PARTS='audit', BUDGET='30s')\n\
+assert set(params) == set(y['params']), (params, y['params'])\n\
+steps = y['run']['steps']\n\
+assert all(isinstance(s, str) for s in steps), steps\n\
+print('set -e')\n\
+for k, v in params.items(): print(k + \"='\" + v + \"'\")\n\
+for s in steps: print(s)\n";
+    let yaml = testsupport::fixtures::repo_root().join("contrib/lava/headroom.yaml");
+    let out = Command::new(&python)
+        .args(["-c", SCRIPT])
+        .arg(&yaml)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let script = d.join("run.sh");
+    std::fs::write(&script, &out.stdout).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = Command::new("sh")
+        .arg(&script)
+        .current_dir(d)
+        .env("PATH", path)
+        .env("HOME", d)
+        .env("XDG_DATA_HOME", d)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    let cases = lava_cases(&text);
+    let names: Vec<&str> = cases.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(names[..2], ["headroom-fetch", "headroom-survey"], "{text}");
+    assert!(cases[..2].iter().all(|c| c.1 == "pass"), "{text}");
+    assert!(
+        names.iter().any(|n| n.starts_with("headroom.audit.")),
+        "the survey's audit part recorded no case: {text}"
+    );
+}
+
+#[test]
+fn report_and_compare_name_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut docs = Vec::new();
+    for tree in ["kernel-6.1", "sysfs/sd-nvme-downgraded-sata"] {
+        let file = dir.path().join(format!("{}.json", tree.replace('/', "-")));
+        let json = stdout(
+            headroom()
+                .args(["audit", "--json", "--root"])
+                .arg(own(tree)),
+        );
+        std::fs::write(&file, json).unwrap();
+        docs.push(file);
+    }
+    let text = stdout(headroom().arg("report").arg(&docs[0]));
+    assert!(
+        text.contains(
+            "Raspberry Pi 5 Model B Rev 1.0, serial 6a7f1c2e9b3d4a10, machine-id 3d1219c7c4c5"
+        ),
+        "{text}"
+    );
+    let md = report_md(&docs[1]);
+    assert!(
+        md.contains("Dell Inc. OptiPlex 7000, board Dell Inc. 0C8JVT, serial 7XK2QK3"),
+        "{md}"
+    );
+    let cmp = stdout(headroom().arg("compare").args(&docs));
+    assert!(cmp.contains("The runs come from different hosts"), "{cmp}");
+    assert!(
+        cmp.contains("OptiPlex 7000") && cmp.contains("Raspberry Pi 5"),
+        "{cmp}"
+    );
+    // The same host twice: no such sentence, the host among what is the same.
+    let cmp = stdout(headroom().arg("compare").arg(&docs[0]).arg(&docs[0]));
+    assert!(!cmp.contains("different hosts"), "{cmp}");
+    assert!(cmp.contains("Raspberry Pi 5"), "{cmp}");
+}
