@@ -182,16 +182,10 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &args.textfile_dir {
         crate::output::write_textfile(dir, "headroom.prom", &wrapped()?)?;
     }
-    if let Some(f @ (Format::Lava | Format::Kcidb)) = args.format {
-        let checks = match &manifest {
-            Some(m) => report::kinds::expect::check(m, &document),
-            None => Vec::new(),
-        };
-        let cases = report::kinds::expect::cases(&checks);
-        if let Some(out) = crate::output::lab_format(f, &[wrapped()?], &cases) {
-            crate::out!("{}", out?)?;
-        }
-        return Ok(ExitCode::from(u8::from(checks.iter().any(|c| !c.pass))));
+    if let Some(lab) = args.format.and_then(Format::lab) {
+        let (out, failed) = report::labs::audit(lab, &wrapped()?, manifest.as_ref(), &document)?;
+        crate::out!("{out}")?;
+        return Ok(ExitCode::from(u8::from(failed)));
     }
     if let (Some(manifest), Some(file)) = (&manifest, &args.expect) {
         let checks = report::kinds::expect::check(manifest, &document);

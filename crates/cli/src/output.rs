@@ -257,17 +257,14 @@ pub enum Format {
     Kcidb,
 }
 
-/// `docs` (and `extra` checks, an audit's --expect) as LAVA lines or KCIDB JSON; `None` for
-/// the other formats.
-pub fn lab_format(
-    format: Format,
-    docs: &[report::Document],
-    extra: &[report::kinds::cases::Case],
-) -> Option<Result<String, report::DocumentError>> {
-    match format {
-        Format::Lava => Some(report::lava::documents(docs, extra)),
-        Format::Kcidb => Some(report::kcidb::documents(docs, extra)),
-        _ => None,
+impl Format {
+    /// The board lab's format (`report::labs`), for lava and kcidb.
+    pub fn lab(self) -> Option<report::labs::Lab> {
+        match self {
+            Format::Lava => Some(report::labs::Lab::Lava),
+            Format::Kcidb => Some(report::labs::Lab::Kcidb),
+            _ => None,
+        }
     }
 }
 

@@ -150,8 +150,8 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         md.pop();
     }
     if let Some(format) = args.format {
-        if let Some(out) = crate::output::lab_format(format, &docs, &[]) {
-            crate::out!("{}", out?)?;
+        if let Some(lab) = format.lab() {
+            crate::out!("{}", report::labs::render(lab, &docs, &[])?)?;
             return Ok(exit(failed));
         }
         let mut m = report::openmetrics::Metrics::new();
@@ -173,8 +173,8 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         match format {
             crate::output::Format::Openmetrics => crate::out!("{}", m.openmetrics())?,
             crate::output::Format::Prometheus => crate::out!("{}", m.prometheus())?,
-            crate::output::Format::Lava | crate::output::Format::Kcidb => {}
-            crate::output::Format::Ocptv => {
+            // ocptv (lava and kcidb returned above).
+            _ => {
                 return Err(crate::console::usage(
                     "--format ocptv is the output of `audit --expect MANIFEST`; report \
                      prints openmetrics or prometheus",

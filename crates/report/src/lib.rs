@@ -18,6 +18,7 @@ pub mod history;
 pub mod html;
 pub mod kcidb;
 pub mod kinds;
+pub mod labs;
 pub mod lava;
 pub mod markdown;
 pub mod openmetrics;
