@@ -4,6 +4,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::time::Duration;
 
+pub mod flags;
 mod recorder;
 pub mod split;
 pub mod timerlat;
