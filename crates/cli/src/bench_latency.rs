@@ -13,9 +13,7 @@ use clap::{ArgAction, Args};
 use counters::Sampler;
 use model::latency::flags::{config_of, CyclictestFlags};
 use model::latency::split::Split;
-use model::latency::{
-    Config, CpuInterrupts, LoadSample, MeasuredInterrupts, Measurement, StopReason,
-};
+use model::latency::{Config, LoadSample, MeasuredInterrupts, Measurement, StopReason};
 use model::root::SysRoot;
 use model::stress::StressSpec;
 use model::system::SystemContext;
@@ -576,13 +574,7 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
     let interrupts = irqs_before.zip(irqs_after).map(|(before, after)| {
         let delta = irq_sampler.delta(&before, &after);
         let elapsed_s = delta.elapsed.as_secs_f64();
-        let mut m = MeasuredInterrupts {
-            elapsed_s,
-            cpus: cpus
-                .iter()
-                .map(|&cpu| CpuInterrupts::new(cpu, delta.on_cpu(cpu), elapsed_s))
-                .collect(),
-        };
+        let mut m = MeasuredInterrupts::new(cpus, elapsed_s, |cpu| delta.on_cpu(cpu));
         // Only a line that fired is named (the disks are looked up for it).
         if m.cpus.iter().any(|c| c.count > 0) {
             m.mark_block_devices(&counters::interrupts::storage_irqs(
