@@ -23,7 +23,7 @@ use report::kinds::latency::findings as judge;
 use report::kinds::latency::text::cyclictest_line;
 use report::kinds::latency::{LatencyDocument, StressRecord};
 use std::ffi::OsString;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -138,7 +138,7 @@ pub struct LatencyArgs {
     /// kernel's timerlat tracer (CONFIG_TIMERLAT_TRACER), which gives IRQ and thread latency
     /// itself.
     #[arg(long, value_enum, value_name = "NAME", default_value = "loop")]
-    pub engine: Engine,
+    pub engine: LatencyEngine,
 
     /// cyclictest's POSIX timers; accepted, headroom measures with clock_nanosleep only.
     #[arg(short = 'x', long = "posix_timers", visible_alias = "posix-timers")]
@@ -204,7 +204,7 @@ pub struct LatencyArgs {
 
 /// What measures the wake-ups (`--engine`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Engine {
+pub enum LatencyEngine {
     /// headroom's timer loop: clock_nanosleep and clock_gettime, as cyclictest.
     #[default]
     Loop,
@@ -307,7 +307,7 @@ pub(crate) fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Resul
     let root = SysRoot::new("/");
     let context = system::read_context(&root);
     let cpus = latency::measured_cpus(&config);
-    let timerlat = a.engine == Engine::Timerlat;
+    let timerlat = a.engine == LatencyEngine::Timerlat;
     if timerlat {
         // The kernel's own measurement, where it has the tracer; else which is missing.
         counters::timerlat::available(&root).map_err(|why| {
@@ -476,18 +476,10 @@ pub(crate) fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Resul
                 let redraw = !a.refresh_on_max || maxima != drawn_max;
                 if live_display && redraw {
                     drawn_max = maxima;
-                    let mut err = std::io::stderr().lock();
-                    if drawn > 0 {
-                        let _ = write!(err, "\x1b[{drawn}A");
-                    }
-                    for l in live {
-                        let _ = writeln!(
-                            err,
-                            "{}\x1b[K",
-                            cyclictest_line(l, shown_priority, intervals[l.thread], a.nsecs)
-                        );
-                    }
-                    drawn = live.len();
+                    let lines = live
+                        .iter()
+                        .map(|l| cyclictest_line(l, shown_priority, intervals[l.thread], a.nsecs));
+                    drawn = console::redraw(drawn, lines);
                 }
             })
             .map(|m| (m, None))

@@ -195,7 +195,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
             let this = &now.parts[0];
             if this.run {
                 index += 1;
-                let ctx = Progress {
+                let ctx = PartProgress {
                     live,
                     index,
                     count: running,
@@ -283,7 +283,8 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
 // ---------------------------------------------------------------------------------------
 // Running a part
 
-struct Progress {
+/// Where the survey stands, for the running part's progress line and its stop.
+struct PartProgress {
     live: bool,
     index: usize,
     count: usize,
@@ -304,7 +305,7 @@ fn deadline(part: &PlannedPart) -> Duration {
 /// board, 0.3 s), and the survey to write its document.
 const STOP_BEFORE_END: Duration = Duration::from_secs(1);
 
-fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> PartResult {
+fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &PartProgress) -> PartResult {
     let started = Instant::now();
     let child = Command::new(exe)
         .args(&part.command)
