@@ -22,7 +22,6 @@ use probe::system;
 use report::kinds::latency::findings as judge;
 use report::kinds::latency::text::cyclictest_line;
 use report::kinds::latency::{LatencyDocument, StressRecord};
-use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -217,34 +216,6 @@ pub enum LatencyEngine {
 /// (`model::units::parse_duration`), as clap's value parser.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     model::units::parse_duration(s).map_err(|why| format!("{s:?}: {why}"))
-}
-
-/// cyclictest's `--json=FILE` (or `--json FILE`) after `bench latency` names a file, where
-/// headroom's global `--json` is a switch: turn it into the hidden `--cyclictest-json FILE`
-/// before clap reads the line, so a pasted cyclictest command runs.
-pub fn cyclictest_json_argv(mut args: Vec<OsString>) -> Vec<OsString> {
-    let Some(at) = args
-        .windows(2)
-        .position(|w| w[0] == "bench" && w[1] == "latency")
-    else {
-        return args;
-    };
-    let mut i = at + 2;
-    while i < args.len() {
-        let arg = args[i].to_string_lossy().into_owned();
-        if let Some(file) = arg.strip_prefix("--json=") {
-            args[i] = format!("--cyclictest-json={file}").into();
-        } else if arg == "--json"
-            && args
-                .get(i + 1)
-                .is_some_and(|next| !next.to_string_lossy().starts_with('-'))
-        {
-            args[i] = "--cyclictest-json".into();
-            i += 1;
-        }
-        i += 1;
-    }
-    args
 }
 
 impl LatencyArgs {

@@ -595,7 +595,7 @@ fn code_lines(text: &str) -> usize {
 
 /// The most lines of code crates/cli/src may have: issue 26's "under 5,000". The merges of
 /// issues 25 and 27 had brought it to 5,259; session 9 moved parsing, policy and judgement
-/// down to model, probe, bench and report (4,795 lines), leaving room for the wiring other
+/// down to model, probe, bench and report (4,793 lines), leaving room for the wiring other
 /// work adds, and this bound keeps what is moved from growing back.
 const CLI_LINES_AT_MOST: usize = 4_990;
 

@@ -1,9 +1,11 @@
-//! cyclictest's command line as headroom reads it: the flags reports paste (rt-tests 2.x,
+//! cyclictest's command line as headroom reads it: its `--json=FILE` told from headroom's
+//! `--json` switch before clap reads the line, and the flags reports paste (rt-tests 2.x,
 //! src/cyclictest/cyclictest.c) turned into a [`Config`], with a note for each flag whose
 //! cyclictest meaning headroom does not reproduce. Pure policy: the flags come from cli's
 //! parser, the configuration goes to `bench::latency`.
 
 use super::{Affinity, Config, Limits, MAX_PRIORITY};
+use std::ffi::OsString;
 use std::time::Duration;
 
 /// The flags of `bench latency` that shape the measurement, as given on the command line
@@ -214,6 +216,34 @@ pub fn config_of(f: &CyclictestFlags, available: &[u32]) -> Result<(Config, Vec<
     Ok((config, notes))
 }
 
+/// cyclictest's `--json=FILE` (or `--json FILE`) after `bench latency` names a file, where
+/// headroom's global `--json` is a switch: turn it into the hidden `--cyclictest-json FILE`
+/// before clap reads the line, so a pasted cyclictest command runs.
+pub fn cyclictest_json_argv(mut args: Vec<OsString>) -> Vec<OsString> {
+    let Some(at) = args
+        .windows(2)
+        .position(|w| w[0] == "bench" && w[1] == "latency")
+    else {
+        return args;
+    };
+    let mut i = at + 2;
+    while i < args.len() {
+        let arg = args[i].to_string_lossy().into_owned();
+        if let Some(file) = arg.strip_prefix("--json=") {
+            args[i] = format!("--cyclictest-json={file}").into();
+        } else if arg == "--json"
+            && args
+                .get(i + 1)
+                .is_some_and(|next| !next.to_string_lossy().starts_with('-'))
+        {
+            args[i] = "--cyclictest-json".into();
+            i += 1;
+        }
+        i += 1;
+    }
+    args
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
@@ -294,6 +324,28 @@ mod tests {
         };
         let (c, _) = config_of(&f, &avail).unwrap();
         assert_eq!((c.threads, c.cpu_of(2)), (4, Some(2)));
+    }
+
+    #[test]
+    fn cyclictests_json_file_is_told_from_headrooms_json_switch() {
+        let argv = |line: &str| line.split(' ').map(OsString::from).collect::<Vec<_>>();
+        let pasted = "headroom bench latency -t 2 --json=run.json -D 1";
+        assert_eq!(
+            cyclictest_json_argv(argv(pasted)),
+            argv("headroom bench latency -t 2 --cyclictest-json=run.json -D 1")
+        );
+        assert_eq!(
+            cyclictest_json_argv(argv("headroom bench latency --json out.json -q")),
+            argv("headroom bench latency --cyclictest-json out.json -q")
+        );
+        // headroom's own switch: before the command, or followed by a flag, stays.
+        for line in [
+            "headroom --json bench latency -D 1",
+            "headroom bench latency --json -D 1",
+            "headroom bench disk --json=x",
+        ] {
+            assert_eq!(cyclictest_json_argv(argv(line)), argv(line), "{line}");
+        }
     }
 
     #[test]
