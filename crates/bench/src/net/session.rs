@@ -268,14 +268,7 @@ impl Session {
     /// and not past `interrupt` (a peer that stopped reading holds no stream longer than
     /// that, whatever the number of streams).
     pub fn stop_senders(&mut self, limit: Duration, interrupt: &AtomicBool) {
-        for s in self.streams.iter().filter(|s| s.local_sends) {
-            s.stop.store(true, Ordering::Relaxed);
-        }
-        for s in self.streams.iter_mut().filter(|s| s.local_sends) {
-            if let Some(t) = s.thread.take() {
-                let _ = t.join();
-            }
-        }
+        self.join_senders();
         let fds: Vec<_> = self
             .streams
             .iter()
@@ -285,8 +278,25 @@ impl Session {
         stream::drain(&fds, Instant::now() + limit, interrupt);
     }
 
-    /// Fix the end of the test now: the totals are the counts at this moment.
+    /// Stop the local senders' threads and wait for them: no send() runs after this.
+    fn join_senders(&mut self) {
+        for s in self.streams.iter().filter(|s| s.local_sends) {
+            s.stop.store(true, Ordering::Relaxed);
+        }
+        for s in self.streams.iter_mut().filter(|s| s.local_sends) {
+            if let Some(t) = s.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    /// Fix the end of the test now: the totals are the counts at this moment. Local senders
+    /// stop first: a send() still running when the counts were read would put bytes on the
+    /// wire that the peer's receiver counts and this end's total leaves out (a partial write
+    /// of 32,768 B past the sender's total, seen when the peer's TEST_END came before this
+    /// end's own timer).
     pub fn mark_end(&mut self) {
+        self.join_senders();
         let now = Instant::now();
         self.end_time = Some(now);
         let secs = now
@@ -486,6 +496,60 @@ pub fn merge_peer(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
+
+    /// The sender's total is fixed by [`Session::mark_end`] while its peer reads at full
+    /// speed: the receiver, reading until the close, counts exactly that many bytes, never
+    /// a send() that ran after the count was taken.
+    #[test]
+    fn a_senders_total_is_every_byte_its_receiver_gets() {
+        for _ in 0..5 {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let tx = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            let (mut rx, _) = l.accept().unwrap();
+            let reader = std::thread::spawn(move || {
+                let mut buf = vec![0u8; 1 << 16];
+                let mut n = 0u64;
+                loop {
+                    match rx.read(&mut buf) {
+                        Ok(0) | Err(_) => return n,
+                        Ok(k) => n += k as u64,
+                    }
+                }
+            });
+            let config = NetConfig {
+                protocol: Protocol::Tcp,
+                direction: model::net::Direction::Forward,
+                duration_s: 1,
+                omit_s: 0,
+                streams: 1,
+                len: 128 * 1024,
+                bitrate_bps: None,
+                window: None,
+                mss: None,
+                zerocopy: false,
+                udp_counters_64bit: false,
+            };
+            let pending = vec![PendingStream {
+                id: 1,
+                flow: Flow::ClientToServer,
+                local_sends: true,
+                sock: Sock::Tcp(tx),
+            }];
+            let mut s = Session::start(pending, &config, Duration::from_secs(1)).unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            s.mark_end();
+            s.stop_all();
+            let sent = s.results()[0].local.bytes;
+            drop(s);
+            let received = reader.join().unwrap();
+            assert!(sent > 0);
+            assert_eq!(
+                received, sent,
+                "received {received} B of {sent} B counted sent"
+            );
+        }
+    }
 
     #[test]
     fn coarsened_intervals_keep_every_byte_and_the_whole_time() {
