@@ -44,6 +44,11 @@ pub struct NetArgs {
     #[arg(short = '1', long = "one-off", requires = "server")]
     pub one_off: bool,
 
+    /// With --server: run up to N tests at once, each with its own streams and result (1 to
+    /// 64; more clients are refused as busy, as iperf3 refuses a second).
+    #[arg(long = "clients", value_name = "N", default_value_t = 1, value_parser = net::server::clients_arg, requires = "server", conflicts_with = "one_off")]
+    pub clients: usize,
+
     /// With --server: keep each client's test in the history database too (a server keeps
     /// no peer's run unless asked).
     #[arg(long = "save", requires = "server", conflicts_with = "no_save")]
@@ -679,17 +684,14 @@ fn run_server(
     };
     // 128 + the signal that stopped this server (130 for Ctrl-C, 143 for SIGTERM).
     let stopped = || interrupt.exit_code();
-    let server = match Server::bind(ServerConfig {
+    let server = Server::bind(ServerConfig {
         port: a.port,
         bind: a.bind,
         interval: Duration::from_secs_f64(if interval == 0.0 { 3600.0 } else { interval }),
         auth,
-    }) {
-        Ok(s) => s,
-        Err(e) => {
-            return Err(anyhow::Error::msg(e.to_string()));
-        }
-    };
+        clients: a.clients,
+    })
+    .map_err(|e| anyhow::Error::msg(e.to_string()))?;
     crate::console::info(format_args!(
         "serving iperf3 tests on port {} (Ctrl-C to stop)",
         server.local_addr().map_or(a.port, |s| s.port())
@@ -704,9 +706,11 @@ fn run_server(
         match served {
             Err(net::NetError::Interrupted) => return Ok(stopped()),
             Ok(m) => {
-                let iface = iface_bytes(&all, before.as_ref(), &m);
+                // Overlapping tests share the interface: its counters are no one test's.
+                let iface = (!server.overlapping())
+                    .then(|| iface_bytes(&all, before.as_ref(), &m))
+                    .flatten();
                 let counters = finish_beside(beside, &m);
-                let interrupted = m.stopped_by == NetStop::Interrupted && interrupt.is_set();
                 let code = finish(
                     (m, iface, counters),
                     None,
@@ -714,12 +718,14 @@ fn run_server(
                     output,
                     &keep,
                     interrupt,
-                )?;
-                if interrupted {
-                    return Ok(stopped());
-                }
+                );
+                // After a stop, every test's result is shown before the server ends.
                 if a.one_off {
-                    return Ok(code);
+                    return code;
+                } else if !interrupt.is_set() {
+                    code?;
+                } else if server.idle() {
+                    return code.and(Ok(stopped()));
                 }
             }
             Err(e) => {
@@ -728,9 +734,6 @@ fn run_server(
                     return Ok(ExitCode::from(1));
                 }
             }
-        }
-        if interrupt.is_set() {
-            return Ok(stopped());
         }
     }
 }

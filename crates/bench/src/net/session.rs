@@ -90,6 +90,8 @@ pub struct Session {
     cpu_start: (f64, f64),
     protocol: Protocol,
     end_time: Option<Instant>,
+    /// The intervals kept over all streams ([`MAX_INTERVALS_KEPT`] unless lowered).
+    kept: usize,
 }
 
 impl Session {
@@ -148,6 +150,7 @@ impl Session {
             cpu_start: rusage(),
             protocol: config.protocol,
             end_time: None,
+            kept: MAX_INTERVALS_KEPT,
         })
     }
 
@@ -158,6 +161,12 @@ impl Session {
             }
             _ => 0,
         }
+    }
+
+    /// Keep at most `n` intervals over all streams (a server running several tests at once
+    /// shares [`MAX_INTERVALS_KEPT`] among them).
+    pub fn keep_intervals(&mut self, n: usize) {
+        self.kept = n.min(MAX_INTERVALS_KEPT);
     }
 
     /// When the next interval ends.
@@ -205,7 +214,7 @@ impl Session {
                     }
                     s.intervals.push(iv);
                 }
-                let per_stream = MAX_INTERVALS_KEPT / self.streams.len().max(1);
+                let per_stream = self.kept / self.streams.len().max(1);
                 for s in &mut self.streams {
                     if s.intervals.len() > per_stream.max(2) {
                         coarsen(&mut s.intervals);
