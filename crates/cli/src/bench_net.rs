@@ -46,8 +46,8 @@ pub struct NetArgs {
 
     /// With --server: run up to N tests at once, each with its own streams and result (1 to
     /// 64; more clients are refused as busy, as iperf3 refuses a second).
-    #[arg(long = "clients", value_name = "N", default_value_t = 1, value_parser = net::server::clients_arg, requires = "server", conflicts_with = "one_off")]
-    pub clients: usize,
+    #[arg(long = "clients", value_name = "N", value_parser = net::server::clients_arg, requires = "server", conflicts_with = "one_off")]
+    pub clients: Option<usize>,
 
     /// With --server: keep each client's test in the history database too (a server keeps
     /// no peer's run unless asked).
@@ -689,7 +689,7 @@ fn run_server(
         bind: a.bind,
         interval: Duration::from_secs_f64(if interval == 0.0 { 3600.0 } else { interval }),
         auth,
-        clients: a.clients,
+        clients: a.clients.unwrap_or(1),
     })
     .map_err(|e| anyhow::Error::msg(e.to_string()))?;
     crate::console::info(format_args!(
