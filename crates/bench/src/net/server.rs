@@ -62,6 +62,12 @@ pub fn clients_arg(s: &str) -> Result<usize, String> {
             "{n} tests at once is not served: give 1 to {MAX_CLIENTS} (the streams of all tests \
              together are bounded at {MAX_TOTAL_STREAMS})"
         )),
+        Err(_) if !s.trim().is_empty() && s.trim().bytes().all(|b| b.is_ascii_digit()) => {
+            Err(format!(
+                "{} tests at once is not served: give 1 to {MAX_CLIENTS}",
+                s.trim()
+            ))
+        }
         Err(_) => Err(format!(
             "{s:?} is not a number of clients (example: --clients 4)"
         )),
@@ -1149,5 +1155,51 @@ pub fn config_of(p: &Params) -> NetConfig {
         mss: p.mss,
         zerocopy: p.zerocopy,
         udp_counters_64bit: p.udp_counters_64bit,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_of_all_tests_are_bounded() {
+        let pool = Pool::new(4);
+        let a = pool.shared.lease(200).unwrap();
+        // 200 + 100 > 256: refused, saying how many are taken.
+        assert_eq!(pool.shared.lease(100).err(), Some(200));
+        let b = pool.shared.lease(56).unwrap();
+        drop(a);
+        let c = pool.shared.lease(100).unwrap();
+        assert_eq!(pool.shared.streams_in_use.load(Ordering::SeqCst), 156);
+        drop((b, c));
+        assert_eq!(pool.shared.streams_in_use.load(Ordering::SeqCst), 0);
+        // The intervals one test keeps: a fourth of the bound each.
+        assert_eq!(pool.shared.intervals_kept, session::MAX_INTERVALS_KEPT / 4);
+    }
+
+    #[test]
+    fn clients_are_bounded_with_a_sentence() {
+        assert_eq!(clients_arg("4"), Ok(4));
+        assert_eq!(clients_arg("64"), Ok(64));
+        for bad in ["0", "65", "100000000000000000000", "-1", "x"] {
+            let e = clients_arg(bad).unwrap_err();
+            let number = bad.bytes().all(|b| b.is_ascii_digit());
+            let says = if number {
+                "give 1 to 64"
+            } else {
+                "example: --clients 4"
+            };
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let cfg = ServerConfig {
+            port: 0,
+            bind: Some(IpAddr::from([127, 0, 0, 1])),
+            interval: Duration::from_secs(1),
+            auth: None,
+            clients: 65,
+        };
+        let e = Server::bind(cfg).err().unwrap().to_string();
+        assert_eq!(e, "65 tests at once is not served: give 1 to 64");
     }
 }
