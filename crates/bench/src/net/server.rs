@@ -366,7 +366,11 @@ impl Server {
                     }),
                     Report::Done(r) => {
                         pool.unreturned.fetch_sub(1, Ordering::SeqCst);
-                        return (*r).map(Some);
+                        match *r {
+                            // Stopped before it began: nothing to show, the others may have.
+                            Err(NetError::Interrupted) => {}
+                            r => return r.map(Some),
+                        }
                     }
                 }
             }
