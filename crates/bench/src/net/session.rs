@@ -67,6 +67,10 @@ struct Running {
     base_retrans: u32,
     intervals: Vec<Interval>,
     end: Option<(Snapshot, f64)>,
+    /// The stream's addresses, read when it starts: once the peer has closed it, getpeername
+    /// fails (ENOTCONN) and the result would name no peer.
+    local_addr: Option<String>,
+    peer_addr: Option<String>,
 }
 
 /// Process CPU time (user, system) in seconds (getrusage(2), RUSAGE_SELF: every thread).
@@ -123,7 +127,13 @@ impl Session {
                 .spawn(move || stream::run(sock, work, &c, &s))
                 .map_err(|e| format!("cannot start the thread of stream {}: {e}", p.id))?;
             let retrans = Self::retrans_of(&p.sock, p.local_sends);
+            let (local_addr, peer_addr) = (
+                p.sock.local_addr().map(|a| a.to_string()),
+                p.sock.peer_addr().map(|a| a.to_string()),
+            );
             streams.push(Running {
+                local_addr,
+                peer_addr,
                 id: p.id,
                 flow: p.flow,
                 local_sends: p.local_sends,
@@ -427,8 +437,8 @@ impl Session {
                     rttvar_us: info.map(|i| i.tcpi_rttvar),
                     pmtu: info.map(|i| i.tcpi_pmtu),
                     snd_mss: info.map(|i| i.tcpi_snd_mss),
-                    local_addr: s.sock.local_addr().map(|a| a.to_string()),
-                    peer_addr: s.sock.peer_addr().map(|a| a.to_string()),
+                    local_addr: s.local_addr.clone(),
+                    peer_addr: s.peer_addr.clone(),
                     sndbuf: s.sock.buffer_size(libc::SO_SNDBUF),
                     rcvbuf: s.sock.buffer_size(libc::SO_RCVBUF),
                 }
@@ -509,7 +519,8 @@ mod tests {
 
     /// The sender's total is fixed by [`Session::mark_end`] while its peer reads at full
     /// speed: the receiver, reading until the close, counts exactly that many bytes, never
-    /// a send() that ran after the count was taken.
+    /// a send() that ran after the count was taken; and the result still names the peer
+    /// once it has closed the stream.
     #[test]
     fn a_senders_total_is_every_byte_its_receiver_gets() {
         for _ in 0..5 {
@@ -550,8 +561,10 @@ mod tests {
             s.mark_end();
             s.stop_all();
             let sent = s.results()[0].local.bytes;
-            drop(s);
             let received = reader.join().unwrap();
+            // The peer has closed: the result still names it.
+            std::thread::sleep(Duration::from_millis(20));
+            assert!(s.results()[0].peer_addr.is_some(), "the peer's address");
             assert!(sent > 0);
             assert_eq!(
                 received, sent,
