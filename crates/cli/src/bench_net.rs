@@ -7,6 +7,7 @@ use bench::net::{self, ClientConfig, Event, Family, NetProgress, Server, ServerC
 use bench::{Bench, Stop};
 use clap::Args;
 use counters::Sampler;
+use model::net::args::{iperf_number, positive_seconds};
 use model::net::{Direction, Flow, LinkFacts, NetConfig, NetMeasurement, NetStop, Protocol};
 use model::root::SysRoot;
 use report::kinds::count::BesideCounters;
@@ -214,35 +215,6 @@ pub struct NetArgs {
 
     #[command(flatten)]
     pub keep: crate::output::KeepArgs,
-}
-
-fn positive_seconds(s: &str) -> Result<u32, String> {
-    match s.trim().parse::<i64>() {
-        Ok(n) if (1..=86_400).contains(&n) => Ok(n as u32),
-        Ok(n) => Err(format!(
-            "{n} seconds is not a test length: give 1 to 86400 (iperf3's limit)"
-        )),
-        Err(_) => Err(format!("{s:?} is not a number of seconds (example: -t 10)")),
-    }
-}
-
-/// iperf3's numbers with a K/M/G/T suffix (units.c): `base` 1000 for rates, 1024 for sizes.
-fn iperf_number(flag: &str, s: &str, base: f64) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mult) = match t.chars().last() {
-        Some('k' | 'K') => (&t[..t.len() - 1], base),
-        Some('m' | 'M') => (&t[..t.len() - 1], base * base),
-        Some('g' | 'G') => (&t[..t.len() - 1], base * base * base),
-        Some('t' | 'T') => (&t[..t.len() - 1], base * base * base * base),
-        _ => (t, 1.0),
-    };
-    let v: f64 = num.parse().map_err(|_| {
-        format!("{flag} {s:?} is not a number (examples: {flag} 100M, {flag} 128K)")
-    })?;
-    if !(v >= 0.0 && v.is_finite()) {
-        return Err(format!("{flag} {s:?} must not be negative"));
-    }
-    Ok((v * mult) as u64)
 }
 
 /// The engine configuration a command line asks for, and notes on what headroom chose.
