@@ -335,6 +335,12 @@ enum Output {
 }
 
 pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
+    // clap's `requires = "server"` is met by --server's default (false): say it here.
+    if !a.server && (a.one_off || a.clients.is_some() || a.save) {
+        return Err(crate::console::usage(
+            "-1, --clients and --save are server options: add --server (-s), or leave them out",
+        ));
+    }
     let output = match (global.json, a.iperf3_json) {
         (true, true) => {
             return Err(crate::console::usage(
@@ -449,7 +455,7 @@ fn on_progress(p: &NetProgress<'_>, json: bool, server: bool, beside: &Mutex<Opt
         }
         Event::Interval { .. } => {}
         Event::Denied { peer } => crate::console::info(format_args!(
-            "{peer} was refused: a test is running (access denied)"
+            "{peer} was refused: the server is busy (access denied)"
         )),
         Event::Streaming { .. } => {}
     }

@@ -790,6 +790,9 @@ fn bad_input_gets_one_sentence() {
         (&["-t", "0"][..], "not a test length"),
         (&["-u", "-l", "4"][..], "give 12 to 65507"),
         (&["--find-rate"][..], "add -u"),
+        (&["--clients", "4"][..], "add --server"),
+        (&["--save"][..], "add --server"),
+        (&["-1"][..], "add --server"),
     ] {
         fails_saying(
             headroom().args(["bench", "net", "127.0.0.1"]).args(args),
@@ -1897,7 +1900,7 @@ fn a_lab_server_serves_four_clients_at_once() {
     let (code, out, _) = server.output_within(Duration::from_secs(20));
     let err = watch.text();
     assert_eq!(code, Some(130), "{err}");
-    assert!(err.contains("was refused: a test is running"), "{err}");
+    assert!(err.contains("was refused: the server is busy"), "{err}");
     let served = documents(&out);
     assert_eq!(served.len(), 8, "{err}");
 
