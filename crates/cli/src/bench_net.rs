@@ -45,6 +45,11 @@ pub struct NetArgs {
     #[arg(short = '1', long = "one-off", requires = "server")]
     pub one_off: bool,
 
+    /// With --server: run up to N tests at once, each with its own streams and result (1 to
+    /// 64; more clients are refused as busy, as iperf3 refuses a second).
+    #[arg(long = "clients", value_name = "N", value_parser = net::server::clients_arg, requires = "server", conflicts_with = "one_off")]
+    pub clients: Option<usize>,
+
     /// With --server: keep each client's test in the history database too (a server keeps
     /// no peer's run unless asked).
     #[arg(long = "save", requires = "server", conflicts_with = "no_save")]
@@ -330,6 +335,12 @@ enum Output {
 }
 
 pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
+    // clap's `requires = "server"` is met by --server's default (false): say it here.
+    if !a.server && (a.one_off || a.clients.is_some() || a.save) {
+        return Err(crate::console::usage(
+            "-1, --clients and --save are server options: add --server (-s), or leave them out",
+        ));
+    }
     let output = match (global.json, a.iperf3_json) {
         (true, true) => {
             return Err(crate::console::usage(
@@ -444,7 +455,7 @@ fn on_progress(p: &NetProgress<'_>, json: bool, server: bool, beside: &Mutex<Opt
         }
         Event::Interval { .. } => {}
         Event::Denied { peer } => crate::console::info(format_args!(
-            "{peer} was refused: a test is running (access denied)"
+            "{peer} was refused: the server is busy (access denied)"
         )),
         Event::Streaming { .. } => {}
     }
@@ -651,17 +662,14 @@ fn run_server(
     };
     // 128 + the signal that stopped this server (130 for Ctrl-C, 143 for SIGTERM).
     let stopped = || interrupt.exit_code();
-    let server = match Server::bind(ServerConfig {
+    let server = Server::bind(ServerConfig {
         port: a.port,
         bind: a.bind,
         interval: Duration::from_secs_f64(if interval == 0.0 { 3600.0 } else { interval }),
         auth,
-    }) {
-        Ok(s) => s,
-        Err(e) => {
-            return Err(anyhow::Error::msg(e.to_string()));
-        }
-    };
+        clients: a.clients.unwrap_or(1),
+    })
+    .map_err(|e| anyhow::Error::msg(e.to_string()))?;
     crate::console::info(format_args!(
         "serving iperf3 tests on port {} (Ctrl-C to stop)",
         server.local_addr().map_or(a.port, |s| s.port())
@@ -676,9 +684,11 @@ fn run_server(
         match served {
             Err(net::NetError::Interrupted) => return Ok(stopped()),
             Ok(m) => {
-                let iface = iface_bytes(&all, before.as_ref(), &m);
+                // Overlapping tests share the interface: its counters are no one test's.
+                let iface = (!server.overlapping())
+                    .then(|| iface_bytes(&all, before.as_ref(), &m))
+                    .flatten();
                 let counters = finish_beside(beside, &m);
-                let interrupted = m.stopped_by == NetStop::Interrupted && interrupt.is_set();
                 let code = finish(
                     (m, iface, counters),
                     None,
@@ -686,12 +696,14 @@ fn run_server(
                     output,
                     &keep,
                     interrupt,
-                )?;
-                if interrupted {
-                    return Ok(stopped());
-                }
+                );
+                // After a stop, every test's result is shown before the server ends.
                 if a.one_off {
-                    return Ok(code);
+                    return code;
+                } else if !interrupt.is_set() {
+                    code?;
+                } else if server.idle() {
+                    return code.and(Ok(stopped()));
                 }
             }
             Err(e) => {
@@ -700,9 +712,6 @@ fn run_server(
                     return Ok(ExitCode::from(1));
                 }
             }
-        }
-        if interrupt.is_set() {
-            return Ok(stopped());
         }
     }
 }
