@@ -764,6 +764,22 @@ fn child(
 // 18 alternating runs, medians), and through a closure the memcpy load ran at 0.52. The
 // 128-bit load and the memcpy loops measured better as plain loops (see there).
 
+/// `$body` until `$at == $end` (`$end` evaluated once, before the first pass), tested at the
+/// bottom: one branch per pass (a `while` costs a jump more at opt-level "z").
+macro_rules! until {
+    ($at:ident == $end:expr, $body:expr) => {{
+        let end = $end;
+        if $at != end {
+            loop {
+                $body;
+                if $at == end {
+                    break;
+                }
+            }
+        }
+    }};
+}
+
 /// `n` accesses of `width` from `p` (16-byte aligned). Stores write each element's index in
 /// the window (`first` + i, truncated to the width), so a test can check every byte; loads
 /// return the wrapping sum of the values read, as u64 lanes. `buf` is the DRAM side of the
@@ -796,20 +812,14 @@ pub unsafe fn sweep(
                 // A plain loop: written out it ran slower at opt-level "z", not faster (0.70
                 // of `--release`, against 1.01 as a loop; `bench mem`, x86_64).
                 let (mut p, end, mut sum) = (p.cast_const(), p.add(n * 16).cast_const(), 0);
-                while p != end {
-                    access::wide::load(&mut p, &mut sum);
-                }
+                until!(p == end, access::wide::load(&mut p, &mut sum));
                 sum
             }
             (AccessWidth::W128, AccessOp::Store) => {
                 let (mut p, mut v) = (p, first);
                 let (whole, end) = (p.add((n - n % UNROLL) * 16), p.add(n * 16));
-                while p != whole {
-                    access::wide::store_pass(&mut p, &mut v);
-                }
-                while p != end {
-                    access::wide::store_one(&mut p, &mut v);
-                }
+                until!(p == whole, access::wide::store_pass(&mut p, &mut v));
+                until!(p == end, access::wide::store_one(&mut p, &mut v));
                 0
             }
             (AccessWidth::Memcpy, AccessOp::Load) => {
@@ -817,24 +827,18 @@ pub unsafe fn sweep(
                 // A plain loop, as the 128-bit load (0.79 written out, 0.96 as a loop).
                 let (mut p, end, mut to, mut sum) =
                     (p.cast_const(), p.add(n * 16).cast_const(), buf, 0);
-                while p != end {
-                    access::wide::load_to(&mut p, &mut to, &mut sum);
-                }
+                until!(p == end, access::wide::load_to(&mut p, &mut to, &mut sum));
                 sum
             }
             (AccessWidth::Memcpy, AccessOp::Store) => {
                 // memcpy_toio: DRAM -> region; the DRAM side holds the same index pattern
                 // as the 128-bit store.
                 let (mut to, end, mut v) = (buf, buf.add(n * 16), first);
-                while to != end {
-                    access::wide::fill(&mut to, &mut v);
-                }
+                until!(to == end, access::wide::fill(&mut to, &mut v));
                 // A plain loop: written out it measured 0.84-0.97 of `--release`, as a loop
                 // 1.02 (`bench mem`, x86_64).
                 let (mut p, end, mut from) = (p, p.add(n * 16), buf.cast_const());
-                while p != end {
-                    access::wide::store_from(&mut p, &mut from);
-                }
+                until!(p == end, access::wide::store_from(&mut p, &mut from));
                 0
             }
         }
@@ -848,12 +852,8 @@ unsafe fn load<T: Elem>(p: *mut u8, n: usize) -> u64 {
     // SAFETY: the caller's contract: p..p + n is mapped and aligned to T.
     unsafe {
         let (whole, end) = (p.add(n - n % UNROLL), p.add(n));
-        while p != whole {
-            T::load_pass(&mut p, &mut sum);
-        }
-        while p != end {
-            T::load_one(&mut p, &mut sum);
-        }
+        until!(p == whole, T::load_pass(&mut p, &mut sum));
+        until!(p == end, T::load_one(&mut p, &mut sum));
     }
     sum
 }
@@ -870,12 +870,8 @@ unsafe fn store<T: Elem>(p: *mut u8, n: usize, first: u64) -> u64 {
     let (mut i, whole, end) = (first, first + n - n % UNROLL, first + n);
     // SAFETY: the caller's contract: base + first .. base + end is p..p + n, aligned to T.
     unsafe {
-        while i != whole {
-            T::store_pass(base, &mut i);
-        }
-        while i != end {
-            T::store_one(base, &mut i);
-        }
+        until!(i == whole, T::store_pass(base, &mut i));
+        until!(i == end, T::store_one(base, &mut i));
     }
     0
 }
