@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # headroom bench net against iperf3, each tool against its own server, alternating
 # iperf3, headroom, iperf3, headroom ... so drift of a shared machine hits both alike.
-# Cases: loopback and (as root) a veth pair shaped by tbf to 100 Mbit/s (issue 14's link),
-# single stream and -P 2. Prints per case the medians of the receiver's rate and of the CPU
-# time of both ends per GB moved, and the medians of the per-round ratios headroom / iperf3;
-# on the shaped link also headroom's rate / its computed ceiling.
+# Cases: loopback with 1, 2 and 4 streams, each both ways (-R: the server sends), and (as
+# root) a veth pair shaped by tbf to 100 Mbit/s (issue 14's link), single stream and -P 2.
+# Prints per case the medians of the receiver's rate and of the CPU time of both ends per GB
+# moved (user + system seconds of client and server), and the medians of the per-round
+# ratios headroom / iperf3; on the shaped link also headroom's rate / its computed ceiling.
 # Never fails on a timing: it reports.
 #
 # Usage: bench/vs-iperf3.sh ; env: ROUNDS (7), RUNTIME (5 s), HEADROOM (binary),
-# ONLY (a word that picks cases: loopback, shaped, P2).
+# IPERF3 (the iperf3 binary, e.g. one built from esnet/iperf's newest tag; default: iperf3
+# on PATH), ONLY (a word that picks cases: loopback, shaped, P2, -R).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 rounds="${ROUNDS:-7}"
 runtime="${RUNTIME:-5}"
-need iperf3 iperf3
+iperf3="${IPERF3:-iperf3}"
+need "$iperf3" iperf3
 need_headroom
+echo "vs-iperf3: $("$iperf3" --version | head -1) against $("$headroom" --version)" >&2
 work="$(mktemp -d)"
 ns="hrvs$$"
 pids=()
@@ -27,7 +31,8 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-cases=("loopback-P1 lo 1" "loopback-P2 lo 2")
+cases=()
+for p in 1 2 4; do cases+=("loopback-P$p lo $p" "loopback-P$p-R lo $p -R"); done
 if [ "$(id -u)" = 0 ] && command -v tc >/dev/null; then
     ip netns add "${ns}a"; ip netns add "${ns}b"
     ip link add va netns "${ns}a" type veth peer name vb netns "${ns}b"
@@ -47,29 +52,32 @@ if [ -n "${ONLY:-}" ]; then
 fi
 
 port=5299
-run() { # tool where streams out
-    local tool=$1 where=$2 streams=$3 out=$4 srv=() cli=() host=127.0.0.1
+run() { # tool where streams out [-R]
+    local tool=$1 where=$2 streams=$3 out=$4 dir=("${@:5}") srv=() cli=() host=127.0.0.1
     if [ "$where" = veth ]; then srv=(ip netns exec "${ns}b"); cli=(ip netns exec "${ns}a"); host=10.79.0.2; fi
     port=$((port + 1))
     if [ "$tool" = iperf3 ]; then
-        "${srv[@]}" iperf3 -s -1 -p "$port" >/dev/null 2>&1 & pids+=($!)
+        "${srv[@]}" "$iperf3" -s -1 -p "$port" >/dev/null 2>&1 & pids+=($!)
         sleep 0.5
-        "${cli[@]}" iperf3 -c "$host" -p "$port" -t "$runtime" -O 1 -P "$streams" -J > "$out" || true
+        "${cli[@]}" "$iperf3" -c "$host" -p "$port" -t "$runtime" -O 1 -P "$streams" "${dir[@]}" \
+            -J > "$out" || true
     else
         "${srv[@]}" "$headroom" bench net -s -1 -p "$port" --no-save --json >/dev/null 2>&1 & pids+=($!)
         sleep 0.5
         "${cli[@]}" "$headroom" bench net "$host" -p "$port" -t "$runtime" -O 1 -P "$streams" \
-            --json --no-save > "$out" 2>/dev/null || true
+            "${dir[@]}" --json --no-save > "$out" 2>/dev/null || true
     fi
     wait "${pids[-1]}" 2>/dev/null || true
 }
 
 for ((r = 1; r <= rounds; r++)); do
     for c in "${cases[@]}"; do
-        read -r name where streams <<< "$c"
+        read -r name where streams dir <<< "$c"
         echo "round $r/$rounds: $name" >&2
-        run iperf3 "$where" "$streams" "$work/iperf3.$name.$r.json"
-        run headroom "$where" "$streams" "$work/headroom.$name.$r.json"
+        # shellcheck disable=SC2086 # dir is empty or -R
+        run iperf3 "$where" "$streams" "$work/iperf3.$name.$r.json" $dir
+        # shellcheck disable=SC2086
+        run headroom "$where" "$streams" "$work/headroom.$name.$r.json" $dir
     done
 done
 

@@ -190,6 +190,7 @@ mod tests {
             bind: Some("127.0.0.1".parse().unwrap()),
             interval: Duration::from_millis(200),
             auth: None,
+            clients: 1,
         })
         .unwrap();
         let port = server.local_addr().unwrap().port();

@@ -19,6 +19,39 @@ pub fn buffer_for_llc(llc_bytes: Option<u64>) -> u64 {
     want.div_ceil(1 << 20) << 20
 }
 
+/// Check a buffer of `buffer` bytes (`given` as the user wrote `--size`) for `threads`
+/// threads: it is populated up front, so never more than half of the `available` memory
+/// (MemAvailable: a typo such as `--size 100G` cannot push the machine into swap or the OOM
+/// killer), and at least 16 bytes per thread. A buffer that fits the last-level cache gets a
+/// note: its speeds are the cache's.
+pub fn check_buffer(
+    buffer: u64,
+    given: &str,
+    threads: u32,
+    available: Option<u64>,
+    llc: Option<u64>,
+) -> Result<Option<String>, String> {
+    if let Some(avail) = available.filter(|&m| buffer > m / 2) {
+        return Err(format!(
+            "--size {given}: a buffer above half of the {} MiB of available memory (MemAvailable \
+             in /proc/meminfo) is refused; give a smaller --size",
+            avail >> 20
+        ));
+    }
+    if buffer < 16 * u64::from(threads) {
+        return Err(format!(
+            "--size {buffer}: the buffer needs at least 16 bytes per thread"
+        ));
+    }
+    Ok(llc.filter(|&l| buffer <= l).map(|l| {
+        format!(
+            "the {buffer}-byte buffer fits in the {} KiB last-level cache: these are cache \
+             speeds, not DRAM's",
+            l >> 10
+        )
+    }))
+}
+
 #[derive(Clone, Debug)]
 pub struct MemConfig {
     pub buffer_bytes: u64,
@@ -144,6 +177,26 @@ mod tests {
     use super::*;
     use model::mmio::{AccessOp, AccessWidth};
     use std::time::Duration;
+
+    #[test]
+    fn a_buffer_is_checked_against_memory_threads_and_cache() {
+        let gib = 1u64 << 30;
+        let e = check_buffer(64 * gib, "64G", 1, Some(8 * gib), None).unwrap_err();
+        assert!(
+            e.starts_with("--size 64G: a buffer above half of the 8192 MiB"),
+            "{e}"
+        );
+        let e = check_buffer(32, "32", 4, None, None).unwrap_err();
+        assert!(e.contains("16 bytes per thread"), "{e}");
+        assert_eq!(
+            check_buffer(gib, "1G", 4, Some(8 * gib), Some(32 << 20)),
+            Ok(None)
+        );
+        let note = check_buffer(1 << 20, "1M", 4, None, Some(32 << 20)).unwrap();
+        assert!(note
+            .unwrap()
+            .contains("fits in the 32768 KiB last-level cache"));
+    }
 
     /// The plain loops a user would write to measure DRAM: volatile reads summed, or volatile
     /// writes of the index, `sweeps` times over the buffer; (MB/s, sum of what was read).

@@ -7,6 +7,7 @@ use clap::Args;
 use model::root::SysRoot;
 use report::kinds::audit::text;
 use report::kinds::audit::{AuditDocument, Source};
+use report::kinds::expect::Layout;
 use report::terminal::Style;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -183,34 +184,23 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
     if let (Some(manifest), Some(file)) = (&manifest, &args.expect) {
         let checks = report::kinds::expect::check(manifest, &document);
         let failed = checks.iter().any(|c| !c.pass);
-        if args.format == Some(Format::Ocptv) {
-            let doc = wrapped()?;
-            let host = doc.envelope.host.as_ref().and_then(|h| h.hostname.clone());
-            let command_line: Vec<String> = std::env::args_os()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect();
-            let out = report::kinds::expect::ocptv(
-                &checks,
-                &report::kinds::expect::OcptvRun {
-                    version: env!("CARGO_PKG_VERSION"),
-                    command_line: &command_line.join(" "),
-                    manifest: &file.display().to_string(),
-                    hostname: host.as_deref().unwrap_or("unknown"),
-                    timestamp: doc
-                        .envelope
-                        .created
-                        .as_deref()
-                        .unwrap_or("1970-01-01T00:00:00Z"),
-                },
-            );
-            crate::out!("{out}")?;
-        } else if global.json {
-            let mut v = wrapped()?.to_value();
-            v["expect"] = report::kinds::expect::to_json(&checks, &file.display().to_string());
-            crate::out!("{}\n", serde_json::to_string_pretty(&v)?)?;
-        } else {
-            crate::out!("{}", report::kinds::expect::text(&checks))?;
-        }
+        let command_line: Vec<String> = std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let command_line = command_line.join(" ");
+        let layout = match args.format {
+            Some(Format::Ocptv) => Layout::Ocptv {
+                version: env!("CARGO_PKG_VERSION"),
+                command_line: &command_line,
+            },
+            _ if global.json => Layout::Json,
+            _ => Layout::Text,
+        };
+        let manifest = file.display().to_string();
+        crate::out!(
+            "{}",
+            report::kinds::expect::render(&checks, &wrapped()?, &manifest, layout)
+        )?;
         return Ok(if failed {
             ExitCode::from(1)
         } else {
@@ -232,20 +222,7 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
         crate::output::print_result(report::document::DocumentKind::Audit, &document)?;
     } else {
         let style = Style::new(global.use_color());
-        let mut out = String::new();
-        if let Some(inv) = inv {
-            out.push_str(&text::system(&inv.system));
-        }
-        out.push_str(&text::pci(audit, &style));
-        if let Some(inv) = inv {
-            out.push_str(&text::usb(&inv.usb, &style));
-            out.push_str(&text::block(&inv.block));
-            out.push_str(&text::net(&inv.net));
-        }
-        out.push_str(&report::terminal::findings(&document.findings, |s| {
-            style.severity(s)
-        }));
-        crate::out!("{out}")?;
+        crate::out!("{}", text::render(&document, &style))?;
     }
     Ok(ExitCode::SUCCESS)
 }

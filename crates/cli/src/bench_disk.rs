@@ -12,7 +12,7 @@ use model::root::SysRoot;
 use report::kinds::disk::DiskDocument;
 use report::terminal::Style;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -220,51 +220,6 @@ fn is_usage_error(e: &anyhow::Error) -> bool {
     )
 }
 
-/// The file or device `given` names for a benchmark, by the rules of `headroom path`
-/// (`probe::path::classify`): a bare block device name is the device's /dev node, a bare name
-/// that is neither a device nor an existing file is refused with both readings, a path under
-/// /dev that is not a block device is refused, an interface is not a disk.
-fn disk_target(root: &SysRoot, given: &Path) -> anyhow::Result<PathBuf> {
-    use probe::path::Named;
-    match probe::path::classify(root, given).map_err(DiskError::Target)? {
-        Named::BlockDevice(name) if !given.to_string_lossy().contains('/') => {
-            let node = Path::new("/dev").join(&name);
-            if node.exists() {
-                Ok(node)
-            } else {
-                Err(DiskError::Target(format!(
-                    "{name} is a block device without a node in /dev ({} is missing): give the \
-                     path of its node",
-                    node.display()
-                ))
-                .into())
-            }
-        }
-        Named::Interface(name) => Err(DiskError::Target(format!(
-            "{name} is a network interface, not a disk: give a directory, a file (./{name} for \
-             one of that name here) or a block device"
-        ))
-        .into()),
-        // `bench disk vdb` for /dev/vda must not create ./vdb: a bare name is a device, as in
-        // `path`; a new file needs a path that says so.
-        Named::Missing { bare: true, .. } => {
-            let name = given.display();
-            Err(DiskError::Target(format!(
-                "no block device {name} (lsblk lists them); to test a new file here, write \
-                 ./{name}"
-            ))
-            .into())
-        }
-        Named::PciFunction(name) => Err(DiskError::Target(format!(
-            "{name} is a PCI function, not a disk: give its block device (`headroom audit` \
-             lists them), a directory or a file; `headroom bench mmio {name}:BAR` measures its \
-             BARs"
-        ))
-        .into()),
-        _ => Ok(given.to_path_buf()),
-    }
-}
-
 fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode> {
     if global.json && args.output_format != OutputFormat::Normal {
         return Err(DiskError::BadParameter(
@@ -285,7 +240,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
 
     // Where the target lives, at the block level; holds matter only for a device.
     let root = SysRoot::new("/");
-    let given = disk_target(&root, &args.path)?;
+    let given = probe::path::disk_target(&root, &args.path).map_err(DiskError::Target)?;
     let insp = target::inspect(&given)?;
     if insp.file != insp.given {
         // A directory: the test files of runs that were killed (SIGKILL, a crash) are removed.

@@ -11,11 +11,9 @@ use bench::latency::{self, Session};
 use bench::stress::{self, Launcher, Load};
 use clap::{ArgAction, Args};
 use counters::Sampler;
+use model::latency::flags::{config_of, CyclictestFlags};
 use model::latency::split::Split;
-use model::latency::{
-    Affinity, Config, CpuInterrupts, Limits, LoadSample, MeasuredInterrupts, Measurement,
-    StopReason, MAX_PRIORITY,
-};
+use model::latency::{Config, LoadSample, MeasuredInterrupts, Measurement, StopReason};
 use model::root::SysRoot;
 use model::stress::StressSpec;
 use model::system::SystemContext;
@@ -24,8 +22,7 @@ use probe::system;
 use report::kinds::latency::findings as judge;
 use report::kinds::latency::text::cyclictest_line;
 use report::kinds::latency::{LatencyDocument, StressRecord};
-use std::ffi::OsString;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -140,7 +137,7 @@ pub struct LatencyArgs {
     /// kernel's timerlat tracer (CONFIG_TIMERLAT_TRACER), which gives IRQ and thread latency
     /// itself.
     #[arg(long, value_enum, value_name = "NAME", default_value = "loop")]
-    pub engine: Engine,
+    pub engine: LatencyEngine,
 
     /// cyclictest's POSIX timers; accepted, headroom measures with clock_nanosleep only.
     #[arg(short = 'x', long = "posix_timers", visible_alias = "posix-timers")]
@@ -206,7 +203,7 @@ pub struct LatencyArgs {
 
 /// What measures the wake-ups (`--engine`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Engine {
+pub enum LatencyEngine {
     /// headroom's timer loop: clock_nanosleep and clock_gettime, as cyclictest.
     #[default]
     Loop,
@@ -219,34 +216,6 @@ pub enum Engine {
 /// (`model::units::parse_duration`), as clap's value parser.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     model::units::parse_duration(s).map_err(|why| format!("{s:?}: {why}"))
-}
-
-/// cyclictest's `--json=FILE` (or `--json FILE`) after `bench latency` names a file, where
-/// headroom's global `--json` is a switch: turn it into the hidden `--cyclictest-json FILE`
-/// before clap reads the line, so a pasted cyclictest command runs.
-pub fn cyclictest_json_argv(mut args: Vec<OsString>) -> Vec<OsString> {
-    let Some(at) = args
-        .windows(2)
-        .position(|w| w[0] == "bench" && w[1] == "latency")
-    else {
-        return args;
-    };
-    let mut i = at + 2;
-    while i < args.len() {
-        let arg = args[i].to_string_lossy().into_owned();
-        if let Some(file) = arg.strip_prefix("--json=") {
-            args[i] = format!("--cyclictest-json={file}").into();
-        } else if arg == "--json"
-            && args
-                .get(i + 1)
-                .is_some_and(|next| !next.to_string_lossy().starts_with('-'))
-        {
-            args[i] = "--cyclictest-json".into();
-            i += 1;
-        }
-        i += 1;
-    }
-    args
 }
 
 impl LatencyArgs {
@@ -265,170 +234,35 @@ impl LatencyArgs {
     }
 }
 
-/// Turn the command line into an engine configuration, with notes on what was adjusted.
-pub fn build_config(a: &LatencyArgs, available: &[u32]) -> Result<(Config, Vec<String>), String> {
-    let mut notes = Vec::new();
-    if a.nanosleep {
-        notes.push(
-            "-n (clock_nanosleep) was removed from cyclictest in 2017; cyclictest 2.x prints its \
-             usage and exits 0 on it, so a pasted command with -n measures nothing. \
-             clock_nanosleep is the only method now: measuring with it."
-                .to_string(),
-        );
-    }
-    match a.clock {
-        None | Some(0) => {}
-        Some(c) => notes.push(format!(
-            "-c {c}: headroom measures on CLOCK_MONOTONIC only (cyclictest -c 0); a wall clock \
-             (-c 1) can jump with NTP and is not used"
-        )),
-    }
-    let requested_priority = match a.policy.as_deref().map(str::to_ascii_lowercase).as_deref() {
-        None | Some("fifo") => a.priority,
-        Some("rr") => {
-            notes.push(
-                "--policy rr: measuring with SCHED_FIFO; a measuring thread sleeps long before \
-                 its round-robin slice (/proc/sys/kernel/sched_rr_timeslice_ms, 100 ms) would \
-                 end, so the two give the same wake-ups"
-                    .to_string(),
-            );
-            a.priority
-        }
-        Some(p @ ("other" | "normal")) => {
-            notes.push(format!(
-                "--policy {p}: normal scheduling (SCHED_OTHER) at priority 0, as -p 0"
-            ));
-            0
-        }
-        Some(p @ ("batch" | "idle")) => {
-            return Err(format!(
-                "--policy {p}: headroom measures with SCHED_FIFO or normal scheduling only; use \
-                 --policy fifo or --policy other"
-            ))
-        }
-        Some(p) => {
-            return Err(format!(
-                "--policy {p:?} is not a scheduling policy: use fifo, rr, other or normal"
-            ))
-        }
-    };
-    if a.verbose {
-        notes.push(
-            "-v: headroom does not print every wake-up (cyclictest's n:c:v lines); it keeps the \
-             1 us histogram, the largest wake-ups with their times and the per-window maxima \
-             (all in --json)"
-                .to_string(),
-        );
-    }
-    if a.analyze == Some(0) {
-        return Err(
-            "--analyze 0: give the latency to stop at and explain, in us (e.g. --analyze 100)"
-                .to_string(),
-        );
-    }
-    if let Some(b) = a.breaktrace_us {
-        notes.push(format!(
-            "-b {b}: headroom does not stop the run or write an ftrace mark at a spike; it \
-             measures to the end and counts the wake-ups above {b} us"
-        ));
-    }
-    if a.posix_timers {
-        notes.push(
-            "-x: headroom measures with clock_nanosleep only (cyclictest's default), not with \
-             POSIX timers"
-                .to_string(),
-        );
-    }
-    let histogram_us = a.histogram_us.or(a.histofall_us);
-    let priority = u8::try_from(requested_priority)
-        .ok()
-        .filter(|&p| p <= MAX_PRIORITY)
-        .ok_or_else(|| {
-            format!(
-                "priority {} is out of range: SCHED_FIFO priorities are 1 to 99 \
-                 (0 = normal scheduling); use -p 1..99",
-                requested_priority
-            )
-        })?;
-    let affinity_list = match &a.affinity {
-        Some(Some(list)) => Some(model::units::parse_cpu_list(list).ok_or_else(|| {
-            format!("-a {list:?} is not a CPU list (examples: -a 1, -a 0-3, -a 0,2)")
-        })?),
-        _ => None,
-    };
-    let pin_each = a.smp || matches!(a.affinity, Some(None));
-    let affinity = match (affinity_list, pin_each) {
-        (Some(list), _) => Affinity::Pinned(list),
-        (None, true) => Affinity::Pinned(available.to_vec()),
-        (None, false) => Affinity::Free,
-    };
-    let per_cpu = match &affinity {
-        Affinity::Pinned(l) => l.len(),
-        Affinity::Free => available.len(),
-    };
-    let threads = match a.threads {
-        Some(Some(n)) => n,
-        Some(None) => per_cpu.max(1),
-        None if a.smp => per_cpu.max(1),
-        None => 1,
-    };
-    let (duration, loops) = match (a.duration, a.loops) {
-        (None, None) => {
-            notes.push(
-                "no -D/--duration or -l/--loops: measuring for 10 s (cyclictest would run until \
-                 Ctrl-C)"
-                    .to_string(),
-            );
-            (Some(Duration::from_secs(10)), None)
-        }
-        other => other,
-    };
-    // cyclictest ignores the distance when a histogram is asked for ("WARN: distance is
-    // ignored and set to 0, if histogram enabled", rt-tests 2.x): a pasted command with -h
-    // ran all its threads at the base interval.
-    let distance_us = match (histogram_us, a.distance_us) {
-        (Some(_), None) if threads > 1 => {
-            notes.push(
-                "-h without -d: all threads at the base interval, as cyclictest sets the \
-                 distance to 0 when a histogram is asked for"
-                    .to_string(),
-            );
-            0
-        }
-        (Some(_), Some(d)) if d > 0 && threads > 1 => {
-            notes.push(format!(
-                "-h with -d {d}: keeping the distance; cyclictest would have ignored it and run \
-                 every thread at the base interval"
-            ));
-            d
-        }
-        (_, d) => d.unwrap_or(500),
-    };
-    let config = Config {
-        threads,
-        affinity,
-        priority,
-        interval: Duration::from_micros(a.interval_us),
-        distance: Duration::from_micros(distance_us),
-        limits: Limits { duration, loops },
-        histogram_limit_us: histogram_us.unwrap_or(10_000),
-        keep_largest: 10,
+/// The flags that shape the measurement, for `model::latency::flags::config_of`.
+pub fn flags(a: &LatencyArgs) -> CyclictestFlags {
+    CyclictestFlags {
+        threads: a.threads,
+        priority: a.priority,
+        policy: a.policy.clone(),
+        interval_us: a.interval_us,
+        distance_us: a.distance_us,
+        duration: a.duration,
+        loops: a.loops,
+        no_mlock: a.no_mlock,
+        histogram_us: a.histogram_us,
+        histofall_us: a.histofall_us,
+        verbose: a.verbose,
+        breaktrace_us: a.breaktrace_us,
+        analyze: a.analyze,
+        posix_timers: a.posix_timers,
+        affinity: a.affinity.clone(),
+        smp: a.smp,
+        clock: a.clock,
+        nanosleep: a.nanosleep,
         window: a.window,
-        lock_memory: !a.no_mlock,
-        hold_dma_latency: true,
         skip_privileged_steps: a.skip_privileged_steps,
-        // Set once the recorder is open (run_latency): without it there is nothing to
-        // hand the wake-ups to, and nothing to explain a stop with.
-        record_wakeups: false,
-        stop_above: None,
-    };
-    config.validate(available).map_err(|e| e.0)?;
-    Ok((config, notes))
+    }
 }
 
 pub(crate) fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode> {
     let available = latency::available_cpus();
-    let (mut config, mut notes) = build_config(a, &available).map_err(console::usage)?;
+    let (mut config, mut notes) = config_of(&flags(a), &available).map_err(console::usage)?;
     let stress_spec = a
         .stress
         .as_deref()
@@ -444,7 +278,7 @@ pub(crate) fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Resul
     let root = SysRoot::new("/");
     let context = system::read_context(&root);
     let cpus = latency::measured_cpus(&config);
-    let timerlat = a.engine == Engine::Timerlat;
+    let timerlat = a.engine == LatencyEngine::Timerlat;
     if timerlat {
         // The kernel's own measurement, where it has the tracer; else which is missing.
         counters::timerlat::available(&root).map_err(|why| {
@@ -613,18 +447,10 @@ pub(crate) fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Resul
                 let redraw = !a.refresh_on_max || maxima != drawn_max;
                 if live_display && redraw {
                     drawn_max = maxima;
-                    let mut err = std::io::stderr().lock();
-                    if drawn > 0 {
-                        let _ = write!(err, "\x1b[{drawn}A");
-                    }
-                    for l in live {
-                        let _ = writeln!(
-                            err,
-                            "{}\x1b[K",
-                            cyclictest_line(l, shown_priority, intervals[l.thread], a.nsecs)
-                        );
-                    }
-                    drawn = live.len();
+                    let lines = live
+                        .iter()
+                        .map(|l| cyclictest_line(l, shown_priority, intervals[l.thread], a.nsecs));
+                    drawn = console::redraw(drawn, lines);
                 }
             })
             .map(|m| (m, None))
@@ -711,13 +537,7 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
     let interrupts = irqs_before.zip(irqs_after).map(|(before, after)| {
         let delta = irq_sampler.delta(&before, &after);
         let elapsed_s = delta.elapsed.as_secs_f64();
-        let mut m = MeasuredInterrupts {
-            elapsed_s,
-            cpus: cpus
-                .iter()
-                .map(|&cpu| CpuInterrupts::new(cpu, delta.on_cpu(cpu), elapsed_s))
-                .collect(),
-        };
+        let mut m = MeasuredInterrupts::new(cpus, elapsed_s, |cpu| delta.on_cpu(cpu));
         // Only a line that fired is named (the disks are looked up for it).
         if m.cpus.iter().any(|c| c.count > 0) {
             m.mark_block_devices(&counters::interrupts::storage_irqs(
@@ -858,45 +678,31 @@ mod tests {
         }
     }
 
+    /// What clap makes of the seeds' cyclictest lines (the policy on them is
+    /// `model::latency::flags`'s, tested there).
     #[test]
-    fn seed_command_lines() {
-        let avail = [0, 1, 2, 3];
-        // seeds/001, RK3568: `cyclictest -c 0 -m -n -t 4 -p 99`
-        let a = parse("latency -c 0 -m -n -t 4 -p 99");
-        let (c, notes) = build_config(&a, &avail).unwrap();
-        assert_eq!((c.threads, c.priority), (4, 99));
-        assert_eq!(c.affinity, Affinity::Free);
-        assert_eq!(c.interval_of(3), Duration::from_micros(2500));
-        assert!(notes.iter().any(|n| n.contains("-n") && n.contains("2017")));
-        assert!(notes.iter().any(|n| n.contains("10 s")));
-        // RK3576: `cyclictest -c0 -m -t -p99 -D8H`: -t alone = one per CPU.
-        let (c, _) = build_config(&parse("latency -c0 -m -t -p99 -D8H"), &avail).unwrap();
-        assert_eq!(c.threads, 4);
-        assert_eq!(c.limits.duration, Some(Duration::from_secs(8 * 3600)));
-        // `-t 2 -a` pins thread N to CPU N; -h is the histogram, not help.
-        let (c, notes) = build_config(&parse("latency -t 2 -a -h 400 -q -D 2h"), &avail).unwrap();
-        assert_eq!((c.cpu_of(0), c.cpu_of(1)), (Some(0), Some(1)));
-        assert_eq!(c.histogram_limit_us, 400);
-        // cyclictest: -h sets the distance to 0.
-        assert_eq!(c.interval_of(1), Duration::from_micros(1000));
-        assert!(notes.iter().any(|n| n.contains("distance to 0")));
-        let (c, _) = build_config(&parse("latency -t 2 -h 400 -d 100 -D 1"), &avail).unwrap();
-        assert_eq!(c.interval_of(1), Duration::from_micros(1100));
-        let (c, _) = build_config(&parse("latency -a 2-3 -t 4 -D 1s"), &avail).unwrap();
-        assert_eq!(c.cpu_of(3), Some(3));
-        let (c, _) = build_config(&parse("latency -S -l 100"), &avail).unwrap();
-        assert_eq!((c.threads, c.cpu_of(2)), (4, Some(2)));
-    }
-
-    #[test]
-    fn bad_flags_get_a_sentence() {
-        let avail = [0, 1];
-        let err = |l: &str| build_config(&parse(l), &avail).unwrap_err();
-        assert!(err("latency -i 0 -D 1").contains("interval"));
-        assert!(err("latency -p 100 -D 1").contains("priority 100 is out of range"));
-        assert!(err("latency -t 9 -D 1").contains("between 1 and 8"));
-        assert!(err("latency -a 5 -D 1").contains("CPU 5 does not exist"));
-        assert!(err("latency -a x -D 1").contains("not a CPU list"));
+    fn seed_command_lines_give_cyclictests_flags() {
+        // RK3576: `cyclictest -c0 -m -t -p99 -D8H`: -t alone, -c glued, -D in hours.
+        let f = flags(&parse("latency -c0 -m -t -p99 -D8H"));
+        assert_eq!((f.clock, f.threads, f.priority), (Some(0), Some(None), 99));
+        assert_eq!(f.duration, Some(Duration::from_secs(8 * 3600)));
+        // -a alone pins; -h is the histogram, not help; defaults are cyclictest's.
+        let f = flags(&parse("latency -t 2 -a -h 400 -q -D 2h"));
+        assert_eq!(
+            (f.threads, f.affinity, f.histogram_us),
+            (Some(Some(2)), Some(None), Some(400))
+        );
+        assert_eq!(
+            (f.interval_us, f.distance_us, f.no_mlock),
+            (1000, None, false)
+        );
+        let f = flags(&parse("latency -a 2-3 -S -n -y rr -b 50 --analyze 100"));
+        assert_eq!(f.affinity, Some(Some("2-3".to_string())));
+        assert!(f.smp && f.nanosleep);
+        assert_eq!(
+            (f.policy.as_deref(), f.breaktrace_us, f.analyze),
+            (Some("rr"), Some(50), Some(100))
+        );
     }
 
     #[test]

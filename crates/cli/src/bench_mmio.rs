@@ -215,29 +215,12 @@ pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
         Ok(s) => s.unwrap_or_else(|| mem::buffer_for_llc(llc)),
         Err(r) => return Err(fail(r)),
     };
-    let mut notes = Vec::new();
-    // The buffer is populated up front: never more than half of what the kernel says is
-    // available, so a typo (--size 100G) cannot push the machine into swap or the OOM killer.
-    if let Some(avail) = probe::memory::available_bytes(&root).filter(|&m| buffer > m / 2) {
-        return Err(fail(usage(format!(
-            "--size {}: a buffer above half of the {} MiB of available memory (MemAvailable \
-             in /proc/meminfo) is refused; give a smaller --size",
-            a.size.as_deref().unwrap_or_default(),
-            avail >> 20
-        ))));
-    }
-    if buffer < 16 * u64::from(a.threads) {
-        return Err(fail(usage(format!(
-            "--size {buffer}: the buffer needs at least 16 bytes per thread"
-        ))));
-    }
-    if let Some(l) = llc.filter(|&l| buffer <= l) {
-        notes.push(format!(
-            "the {buffer}-byte buffer fits in the {} KiB last-level cache: these are cache \
-             speeds, not DRAM's",
-            l >> 10
-        ));
-    }
+    let available = probe::memory::available_bytes(&root);
+    let size = a.size.as_deref().unwrap_or_default();
+    let notes = match mem::check_buffer(buffer, size, a.threads, available, llc) {
+        Ok(note) => note.into_iter().collect(),
+        Err(why) => return Err(fail(usage(why))),
+    };
     let interrupt = crate::console::Interrupt::install()?;
     let stop = &interrupt.stop;
     let live = std::io::stderr().is_terminal();
@@ -337,35 +320,10 @@ pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(fail(refusal(e))),
     };
     let writable = a.write.is_some();
-    let ops = if a.op.is_empty() {
-        if writable {
-            vec![AccessOp::Store, AccessOp::Load]
-        } else {
-            vec![AccessOp::Load]
-        }
-    } else {
-        a.op.clone()
+    let ops = match target.operations(&a.target, a.write.as_deref(), &a.op) {
+        Ok(ops) => ops,
+        Err(e) => return Err(fail(refusal(e))),
     };
-    if ops.contains(&AccessOp::Store) && !writable {
-        return Err(fail(usage(format!(
-            "--op store writes to {}: it needs --write {} (the exact target, so a typo cannot \
-             write another device); nothing was mapped",
-            a.target,
-            match &target {
-                MmioTarget::Bar { addr, .. } => addr.to_string(),
-                MmioTarget::File(_) => a.target.clone(),
-            }
-        ))));
-    }
-    if let Some(w) = &a.write {
-        if !target.is_named_by(&a.target, w) {
-            return Err(fail(usage(format!(
-                "--write {w} does not name the target {}: give the exact target (for a BAR, \
-                 DDDD:BB:DD.F:N) to allow stores",
-                a.target
-            ))));
-        }
-    }
     let (duration, offset, size) = match (
         parse_time("--duration", &a.duration),
         parse_bytes("--offset", &a.offset),

@@ -7,6 +7,7 @@ use bench::net::{self, ClientConfig, Event, Family, NetProgress, Server, ServerC
 use bench::{Bench, Stop};
 use clap::Args;
 use counters::Sampler;
+use model::net::args::{iperf_number, positive_seconds};
 use model::net::{Direction, Flow, LinkFacts, NetConfig, NetMeasurement, NetStop, Protocol};
 use model::root::SysRoot;
 use report::kinds::count::BesideCounters;
@@ -43,6 +44,11 @@ pub struct NetArgs {
     /// With --server: serve one test, then exit.
     #[arg(short = '1', long = "one-off", requires = "server")]
     pub one_off: bool,
+
+    /// With --server: run up to N tests at once, each with its own streams and result (1 to
+    /// 64; more clients are refused as busy, as iperf3 refuses a second).
+    #[arg(long = "clients", value_name = "N", value_parser = net::server::clients_arg, requires = "server", conflicts_with = "one_off")]
+    pub clients: Option<usize>,
 
     /// With --server: keep each client's test in the history database too (a server keeps
     /// no peer's run unless asked).
@@ -211,35 +217,6 @@ pub struct NetArgs {
     pub keep: crate::output::KeepArgs,
 }
 
-fn positive_seconds(s: &str) -> Result<u32, String> {
-    match s.trim().parse::<i64>() {
-        Ok(n) if (1..=86_400).contains(&n) => Ok(n as u32),
-        Ok(n) => Err(format!(
-            "{n} seconds is not a test length: give 1 to 86400 (iperf3's limit)"
-        )),
-        Err(_) => Err(format!("{s:?} is not a number of seconds (example: -t 10)")),
-    }
-}
-
-/// iperf3's numbers with a K/M/G/T suffix (units.c): `base` 1000 for rates, 1024 for sizes.
-fn iperf_number(flag: &str, s: &str, base: f64) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mult) = match t.chars().last() {
-        Some('k' | 'K') => (&t[..t.len() - 1], base),
-        Some('m' | 'M') => (&t[..t.len() - 1], base * base),
-        Some('g' | 'G') => (&t[..t.len() - 1], base * base * base),
-        Some('t' | 'T') => (&t[..t.len() - 1], base * base * base * base),
-        _ => (t, 1.0),
-    };
-    let v: f64 = num.parse().map_err(|_| {
-        format!("{flag} {s:?} is not a number (examples: {flag} 100M, {flag} 128K)")
-    })?;
-    if !(v >= 0.0 && v.is_finite()) {
-        return Err(format!("{flag} {s:?} must not be negative"));
-    }
-    Ok((v * mult) as u64)
-}
-
 /// The engine configuration a command line asks for, and notes on what headroom chose.
 pub fn build_test(a: &NetArgs) -> Result<(NetConfig, Vec<String>), String> {
     let mut notes = Vec::new();
@@ -358,6 +335,12 @@ enum Output {
 }
 
 pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
+    // clap's `requires = "server"` is met by --server's default (false): say it here.
+    if !a.server && (a.one_off || a.clients.is_some() || a.save) {
+        return Err(crate::console::usage(
+            "-1, --clients and --save are server options: add --server (-s), or leave them out",
+        ));
+    }
     let output = match (global.json, a.iperf3_json) {
         (true, true) => {
             return Err(crate::console::usage(
@@ -472,7 +455,7 @@ fn on_progress(p: &NetProgress<'_>, json: bool, server: bool, beside: &Mutex<Opt
         }
         Event::Interval { .. } => {}
         Event::Denied { peer } => crate::console::info(format_args!(
-            "{peer} was refused: a test is running (access denied)"
+            "{peer} was refused: the server is busy (access denied)"
         )),
         Event::Streaming { .. } => {}
     }
@@ -679,17 +662,14 @@ fn run_server(
     };
     // 128 + the signal that stopped this server (130 for Ctrl-C, 143 for SIGTERM).
     let stopped = || interrupt.exit_code();
-    let server = match Server::bind(ServerConfig {
+    let server = Server::bind(ServerConfig {
         port: a.port,
         bind: a.bind,
         interval: Duration::from_secs_f64(if interval == 0.0 { 3600.0 } else { interval }),
         auth,
-    }) {
-        Ok(s) => s,
-        Err(e) => {
-            return Err(anyhow::Error::msg(e.to_string()));
-        }
-    };
+        clients: a.clients.unwrap_or(1),
+    })
+    .map_err(|e| anyhow::Error::msg(e.to_string()))?;
     crate::console::info(format_args!(
         "serving iperf3 tests on port {} (Ctrl-C to stop)",
         server.local_addr().map_or(a.port, |s| s.port())
@@ -704,9 +684,11 @@ fn run_server(
         match served {
             Err(net::NetError::Interrupted) => return Ok(stopped()),
             Ok(m) => {
-                let iface = iface_bytes(&all, before.as_ref(), &m);
+                // Overlapping tests share the interface: its counters are no one test's.
+                let iface = (!server.overlapping())
+                    .then(|| iface_bytes(&all, before.as_ref(), &m))
+                    .flatten();
                 let counters = finish_beside(beside, &m);
-                let interrupted = m.stopped_by == NetStop::Interrupted && interrupt.is_set();
                 let code = finish(
                     (m, iface, counters),
                     None,
@@ -714,12 +696,14 @@ fn run_server(
                     output,
                     &keep,
                     interrupt,
-                )?;
-                if interrupted {
-                    return Ok(stopped());
-                }
+                );
+                // After a stop, every test's result is shown before the server ends.
                 if a.one_off {
-                    return Ok(code);
+                    return code;
+                } else if !interrupt.is_set() {
+                    code?;
+                } else if server.idle() {
+                    return code.and(Ok(stopped()));
                 }
             }
             Err(e) => {
@@ -728,9 +712,6 @@ fn run_server(
                     return Ok(ExitCode::from(1));
                 }
             }
-        }
-        if interrupt.is_set() {
-            return Ok(stopped());
         }
     }
 }

@@ -2,13 +2,17 @@
 //! as tables (units in every header, the assumption set named) or one JSON document.
 //!
 //! The arithmetic lives in `model::ceiling`, the document and its tables in
-//! `report::kinds::ceiling`; this module parses the arguments and checks them against the
-//! values the specs allow.
+//! `report::kinds::ceiling`, the parsing and checking of each value against what the specs
+//! allow in `model::ceiling::args`; this module holds the flags and runs the command.
 
 use crate::output::GlobalArgs;
 use clap::{Args, Subcommand, ValueEnum};
-use model::ceiling::pcie::{self, CompletionSize, TlpParams};
-use model::ceiling::{eth, sata, usb};
+use model::ceiling::args::{
+    parse_addr, parse_eth_rate, parse_gen, parse_mps, parse_mrrs, parse_rcb, parse_sata_rate,
+    parse_usb_speed, parse_width,
+};
+use model::ceiling::pcie::{CompletionSize, TlpParams};
+use model::ceiling::{eth, usb};
 use model::pcie::PcieGen;
 use model::units::{BitsPerSec, RateUnit};
 use report::kinds::ceiling::{
@@ -187,122 +191,6 @@ pub enum IpChoice {
 
 #[derive(Args, Debug, Clone)]
 pub struct MmcArgs {}
-
-// ---- argument parsers: each names the allowed values ----
-
-fn parse_number(s: &str, what: &str, allowed: &str) -> Result<u32, String> {
-    s.trim()
-        .parse::<u32>()
-        .map_err(|_| format!("`{s}` is not a {what}; use {allowed}"))
-}
-
-fn parse_gen(s: &str) -> Result<PcieGen, String> {
-    let s = s
-        .trim()
-        .trim_start_matches(['g', 'G'])
-        .trim_start_matches("en");
-    let n = parse_number(s, "PCIe generation", "1, 2, 3, 4, 5, 6 or 7")?;
-    pcie::check_generation(n).map_err(|e| e.to_string())
-}
-
-fn parse_width(s: &str) -> Result<u8, String> {
-    let n = parse_number(
-        s.trim().trim_start_matches(['x', 'X']),
-        "PCIe link width",
-        "x1, x2, x4, x8, x12, x16 or x32",
-    )?;
-    pcie::check_width(n).map_err(|e| e.to_string())
-}
-
-fn parse_u16_with(
-    s: &str,
-    what: &str,
-    allowed: &str,
-    check: fn(u16) -> Result<u16, pcie::ParamError>,
-) -> Result<u16, String> {
-    let n = parse_number(s, what, allowed)?;
-    // A value beyond u16 is out of range anyway: let the check name the allowed values.
-    check(u16::try_from(n).unwrap_or(u16::MAX)).map_err(|e| e.to_string())
-}
-
-fn parse_mps(s: &str) -> Result<u16, String> {
-    parse_u16_with(
-        s,
-        "Max_Payload_Size",
-        "128, 256, 512, 1024, 2048 or 4096",
-        pcie::check_mps,
-    )
-}
-
-fn parse_mrrs(s: &str) -> Result<u16, String> {
-    parse_u16_with(
-        s,
-        "Max_Read_Request_Size",
-        "128, 256, 512, 1024, 2048 or 4096",
-        pcie::check_mrrs,
-    )
-}
-
-fn parse_rcb(s: &str) -> Result<u16, String> {
-    parse_u16_with(s, "Read Completion Boundary", "64 or 128", pcie::check_rcb)
-}
-
-fn parse_addr(s: &str) -> Result<u8, String> {
-    match s.trim() {
-        "32" => Ok(12),
-        "64" => Ok(16),
-        _ => Err(format!(
-            "`{s}` is not an address width; use 32 (3DW headers) or 64 (4DW headers)"
-        )),
-    }
-}
-
-fn parse_usb_speed(s: &str) -> Result<usb::UsbSpeed, String> {
-    use usb::UsbSpeed::*;
-    let by_name = match s.trim().to_ascii_lowercase().as_str() {
-        "low" | "ls" | "1.5" => Some(Low),
-        "full" | "fs" | "12" => Some(Full),
-        "high" | "hs" | "480" => Some(High),
-        "gen1" | "super" | "ss" | "5000" => Some(Gen1),
-        "gen2" | "10000" => Some(Gen2),
-        "gen1x2" => Some(Gen1x2),
-        "gen2x2" | "20000" => Some(Gen2x2),
-        "usb4-20" => Some(Usb4_20),
-        "usb4-40" | "40000" => Some(Usb4_40),
-        _ => None,
-    };
-    by_name.ok_or_else(|| {
-        format!(
-            "`{s}` is not a USB speed; use low, full, high, gen1, gen2, gen1x2, gen2x2, \
-             usb4-20, usb4-40, or a sysfs speed in Mb/s (1.5, 12, 480, 5000, 10000, 20000, \
-             40000)"
-        )
-    })
-}
-
-fn parse_sata_rate(s: &str) -> Result<f64, String> {
-    let allowed = "use 1.5, 3 or 6 (Gb/s)";
-    let v: f64 = s
-        .trim()
-        .trim_end_matches("Gbps")
-        .trim_end_matches("G")
-        .parse()
-        .map_err(|_| format!("`{s}` is not a SATA rate; {allowed}"))?;
-    sata::link_ceiling(v)
-        .map(|c| c.gbps)
-        .ok_or_else(|| format!("SATA has no {s} Gb/s link; {allowed}"))
-}
-
-fn parse_eth_rate(s: &str) -> Result<BitsPerSec, String> {
-    eth::parse_rate(s).ok_or_else(|| {
-        let names: Vec<&str> = eth::RATES.iter().map(|(n, _)| *n).collect();
-        format!(
-            "`{s}` is not an Ethernet rate; use {}, or Mb/s as sysfs and ethtool print them \
-             (1000, 1000M, 1000Mb/s)",
-            names.join(", ")
-        )
-    })
-}
 
 // ---- the command ----
 

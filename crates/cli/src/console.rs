@@ -235,6 +235,34 @@ pub fn progress(line: impl fmt::Display) {
     let _ = e.flush();
 }
 
+/// A block of live lines on stderr redrawn in place (bench latency's cyclictest lines): the
+/// cursor goes back up over the `drawn` lines of the last block, each line is escaped as
+/// every message is and erased to its end. Only where stderr is a terminal, which the caller
+/// checks. Returns how many lines it drew, for the next call.
+pub fn redraw<T: fmt::Display>(drawn: usize, lines: impl IntoIterator<Item = T>) -> usize {
+    let (text, count) = redrawn(drawn, lines);
+    let mut e = std::io::stderr().lock();
+    let _ = e.write_all(text.as_bytes()).and_then(|()| e.flush());
+    count
+}
+
+/// What [`redraw`] writes, and how many lines.
+fn redrawn<T: fmt::Display>(drawn: usize, lines: impl IntoIterator<Item = T>) -> (String, usize) {
+    let mut out = if drawn > 0 {
+        format!("\x1b[{drawn}A")
+    } else {
+        String::new()
+    };
+    let mut count = 0;
+    for line in lines {
+        let text = line.to_string();
+        out.push_str(&report::outside::for_terminal(&text, false));
+        out.push_str("\x1b[K\n");
+        count += 1;
+    }
+    (out, count)
+}
+
 /// Erase the progress line.
 pub fn progress_done() {
     let mut e = std::io::stderr().lock();
@@ -404,6 +432,18 @@ pub fn exit_code(err: &anyhow::Error) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn live_lines_are_redrawn_in_place_and_escaped() {
+        let (text, n) = redrawn(0, ["T: 0 ( 12) P:99", "T: 1 ( 13) P:99"]);
+        assert_eq!(n, 2);
+        assert_eq!(text, "T: 0 ( 12) P:99\x1b[K\nT: 1 ( 13) P:99\x1b[K\n");
+        // Back up over the two drawn; a control character in a line is shown, not obeyed.
+        let (text, n) = redrawn(2, ["bad\x1b[2Jline"]);
+        assert_eq!(n, 1);
+        assert!(text.starts_with("\x1b[2A"), "{text:?}");
+        assert!(!text.contains("\x1b[2J"), "{text:?}");
+    }
 
     /// Issue 23 item 22: "No such file or directory (os error 2): No such file or directory
     /// (os error 2)" from an error whose message includes its source.

@@ -266,11 +266,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let format = match (a.json_lines, a.separator.as_deref()) {
-        (true, _) => LineFormat::Json,
-        (false, Some(s)) => LineFormat::Csv(s),
-        (false, None) => LineFormat::Text,
-    };
+    let format = LineFormat::of(a.json_lines, a.separator.as_deref());
     // perf sets the wall time of every interval to the -I period, the metrics' base.
     let period_s = interval.map_or(0.0, |i| i.as_secs_f64());
     let mut intervals = Vec::new();

@@ -90,7 +90,7 @@ fn main() -> ExitCode {
         ::counters::trace::remove_instances();
         message(info);
     }));
-    let cli = match Cli::try_parse_from(bench_latency::cyclictest_json_argv(args)) {
+    let cli = match Cli::try_parse_from(model::latency::flags::cyclictest_json_argv(args)) {
         Ok(cli) => cli,
         Err(e) => return console::clap_error(&e),
     };

@@ -159,7 +159,9 @@ impl KeepArgs {
         if let Some(dir) = &self.textfile_dir {
             let metrics = wrap(kind, body)
                 .map_err(anyhow::Error::from)
-                .and_then(|doc| write_textfile(dir, &textfile_name(kind), &doc));
+                .and_then(|doc| {
+                    write_textfile(dir, &report::kinds::metrics::textfile_name(kind), &doc)
+                });
             if written.is_ok() {
                 written = metrics;
             }
@@ -185,16 +187,6 @@ impl KeepArgs {
             check_textfile_dir(dir, "headroom.prom")?;
         }
         Ok(())
-    }
-}
-
-/// The file `--textfile-dir` writes for a document of `kind`: `headroom.prom` for an audit
-/// (the host's links and AER counters), `headroom-KIND.prom` for the others, so the latest
-/// result of each benchmark and the audit stand side by side in the collector.
-pub fn textfile_name(kind: DocumentKind) -> String {
-    match kind {
-        DocumentKind::Audit => "headroom.prom".to_string(),
-        k => format!("headroom-{}.prom", k.as_str()),
     }
 }
 

@@ -13,8 +13,7 @@ use anyhow::Context;
 use clap::Args;
 use model::root::SysRoot;
 use model::survey::{fit, format_seconds, plan, refit, Overruns, PartKind, PlannedPart, Spent};
-use report::kinds::survey::{PartResult, PartStatus, SurveyBody};
-use report::Document;
+use report::kinds::survey::{PartEnd, PartResult, PartStatus, SurveyBody};
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -170,20 +169,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     let running = plan.parts.iter().filter(|p| p.run).count();
     let mut index = 0;
     for (i, part) in plan.parts.iter().enumerate() {
-        let not_run = |reason: String| PartResult {
-            id: part.id.clone(),
-            kind: part.kind,
-            status: PartStatus::NotRun,
-            reason: Some(reason),
-            seconds: None,
-            planned_s: part
-                .run
-                .then(|| report::kinds::survey::round_tenth(part.seconds())),
-            given_s: None,
-            stopping_s: None,
-            messages: Vec::new(),
-            document: None,
-        };
+        let not_run = |reason: String| PartResult::not_run(part, reason);
         let result = if !part.run {
             not_run(part.reason.clone().unwrap_or_default())
         } else if stop.load(Ordering::Relaxed) {
@@ -209,7 +195,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
             let this = &now.parts[0];
             if this.run {
                 index += 1;
-                let ctx = Progress {
+                let ctx = PartProgress {
                     live,
                     index,
                     count: running,
@@ -297,7 +283,8 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
 // ---------------------------------------------------------------------------------------
 // Running a part
 
-struct Progress {
+/// Where the survey stands, for the running part's progress line and its stop.
+struct PartProgress {
     live: bool,
     index: usize,
     count: usize,
@@ -318,20 +305,8 @@ fn deadline(part: &PlannedPart) -> Duration {
 /// board, 0.3 s), and the survey to write its document.
 const STOP_BEFORE_END: Duration = Duration::from_secs(1);
 
-fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> PartResult {
+fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &PartProgress) -> PartResult {
     let started = Instant::now();
-    let mut result = PartResult {
-        id: part.id.clone(),
-        kind: part.kind,
-        status: PartStatus::Failed,
-        reason: None,
-        seconds: None,
-        planned_s: None,
-        given_s: Some(report::kinds::survey::round_tenth(part.seconds())),
-        stopping_s: None,
-        messages: Vec::new(),
-        document: None,
-    };
     let child = Command::new(exe)
         .args(&part.command)
         .env("NO_COLOR", "1")
@@ -342,8 +317,10 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
     let mut child = match child {
         Ok(c) => c,
         Err(e) => {
-            result.reason = Some(format!("could not start {}: {e}", exe.display()));
-            return result;
+            return PartResult {
+                reason: Some(format!("could not start {}: {e}", exe.display())),
+                ..PartResult::started(part)
+            };
         }
     };
     let out = child.stdout.take().map(|mut s| {
@@ -410,80 +387,23 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &Progress) -> 
     }
     let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
     let stderr = err.and_then(|h| h.join().ok()).unwrap_or_default();
-    result.seconds = Some(report::kinds::survey::round_tenth(
-        started.elapsed().as_secs_f64(),
-    ));
-    if out_of_budget {
-        result.stopping_s =
-            sent_int.map(|t| report::kinds::survey::round_tenth(t.elapsed().as_secs_f64()));
-    }
-    result.messages = stderr
-        .lines()
-        .map(|l| l.trim_end().to_string())
-        .filter(|l| !l.is_empty() && !l.contains('\r'))
-        .collect();
-    if !stdout.trim().is_empty() {
-        match Document::parse(&stdout, &part.id) {
-            Ok(d) => result.document = Some(d.to_value()),
-            Err(e) => result
-                .messages
-                .push(format!("its output is not a document: {e}")),
-        }
-    }
     let code = status.and_then(|s| {
         use std::os::unix::process::ExitStatusExt;
         s.code().or(s.signal().map(|sig| 128 + sig))
     });
-    let last_error = || {
-        result
-            .messages
-            .iter()
-            .rev()
-            .find(|l| l.contains("error"))
-            .or(result.messages.last())
-            .map(|l| l.trim_start_matches("headroom: ").to_string())
+    let end = PartEnd {
+        stdout: &stdout,
+        stderr: &stderr,
+        code,
+        took_s: started.elapsed().as_secs_f64(),
+        stopped_by_user: stop.load(Ordering::Relaxed),
+        out_of_budget: sent_int
+            .filter(|_| out_of_budget)
+            .map(|t| t.elapsed().as_secs_f64()),
+        budget_s: p.budget_s,
+        limit_s: limit.as_secs_f64(),
     };
-    match code {
-        Some(0) => result.status = PartStatus::Ran,
-        Some(130) | Some(143) if stop.load(Ordering::Relaxed) => {
-            result.status = PartStatus::Interrupted;
-            result.reason = Some("interrupted: the survey was stopped".to_string());
-        }
-        Some(130) | Some(143) if out_of_budget => {
-            result.status = PartStatus::Interrupted;
-            result.reason = Some(format!(
-                "stopped at the end of the {} budget, {} into the {} it was given (it took {} \
-                 to stop){}",
-                format_seconds(p.budget_s),
-                format_seconds(started.elapsed().as_secs_f64()),
-                format_seconds(part.seconds()),
-                format_seconds(result.stopping_s.unwrap_or(0.0)),
-                if result.document.is_some() {
-                    ": what it measured until then is kept"
-                } else {
-                    ", before it had measured anything"
-                }
-            ));
-        }
-        Some(130) | Some(143) | Some(137) => {
-            result.status = PartStatus::Failed;
-            result.reason = Some(format!(
-                "stopped after {} (the part's time limit)",
-                format_seconds(limit.as_secs_f64())
-            ));
-        }
-        Some(c) => {
-            result.status = PartStatus::Failed;
-            result.reason = Some(match last_error() {
-                Some(e) => format!("failed (exit {c}): {e}"),
-                None => format!("failed (exit {c})"),
-            });
-        }
-        None => {
-            result.status = PartStatus::Failed;
-            result.reason = Some("its exit status could not be read".to_string());
-        }
-    }
+    let result = PartResult::of_run(part, end);
     if !p.live {
         return result;
     }

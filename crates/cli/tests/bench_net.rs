@@ -790,6 +790,9 @@ fn bad_input_gets_one_sentence() {
         (&["-t", "0"][..], "not a test length"),
         (&["-u", "-l", "4"][..], "give 12 to 65507"),
         (&["--find-rate"][..], "add -u"),
+        (&["--clients", "4"][..], "add --server"),
+        (&["--save"][..], "add --server"),
+        (&["-1"][..], "add --server"),
     ] {
         fails_saying(
             headroom().args(["bench", "net", "127.0.0.1"]).args(args),
@@ -1748,4 +1751,189 @@ fn path_and_audit_name_the_shaper_bench_net_measures_against() {
         (bench * 8.0 - 100e6 * 1448.0 / 1538.0).abs() < 1e-3,
         "{bench}"
     );
+}
+
+/// The JSON documents a process wrote one after another on stdout.
+fn documents(out: &str) -> Vec<Value> {
+    serde_json::Deserializer::from_str(out)
+        .into_iter::<Value>()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// The port of an address as a document writes it (`10.0.0.1:5201`, `[::ffff:10.0.0.1]:5201`).
+fn port_of(addr: &Value) -> u64 {
+    let a = addr.as_str().unwrap();
+    a.rsplit(':').next().unwrap().parse().unwrap()
+}
+
+/// The server's document whose streams' peers are the `client_ports` (the client's own
+/// data sockets): a test's result is found by its streams, so two tests' never mix.
+fn served_by_ports<'d>(served: &'d [Value], client_ports: &[u64], what: &str) -> &'d Value {
+    let mut want = client_ports.to_vec();
+    want.sort_unstable();
+    let found: Vec<&Value> = served
+        .iter()
+        .filter(|d| {
+            let mut ports: Vec<u64> = d["measurement"]["streams"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| port_of(&s["peer_addr"]))
+                .collect();
+            ports.sort_unstable();
+            ports == want
+        })
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "{what}: the server's documents of ports {want:?}"
+    );
+    found[0]
+}
+
+/// Issue 25, part 4: a lab's server (`--clients 4`) serves four stock iperf3 clients at
+/// once, then four headroom clients at once (TCP both ways, several streams, UDP), each
+/// test with its own result equal to what its client reports; a fifth client is refused as
+/// busy with iperf3's own message, and a connection that never speaks holds nobody up.
+#[test]
+fn a_lab_server_serves_four_clients_at_once() {
+    if !netns_ok() || !may_run(on_path("iperf3"), "iperf3") {
+        return;
+    }
+    let ns = Namespaces::new(2);
+    let (a, b) = veth_pair(&ns, "10.78.0");
+    let mut s = in_ns(b);
+    s.args([
+        "bench",
+        "net",
+        "-s",
+        "--clients",
+        "4",
+        "--json",
+        "--no-save",
+    ]);
+    let mut server = spawn(s);
+    let watch = StderrWatch::of(&mut server.0);
+    wait_listening_in_namespace_of(server.0.id(), 5201);
+    // Connected and silent for the whole test.
+    let _silent = spawn({
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", a, "bash", "-c"])
+            .arg("exec 3<>/dev/tcp/10.78.0.2/5201; exec sleep 60");
+        c
+    });
+    let iperf3 = |case: &[&str], t: &str| {
+        let mut c = Command::new("ip");
+        c.args([
+            "netns",
+            "exec",
+            a,
+            "iperf3",
+            "-c",
+            "10.78.0.2",
+            "-J",
+            "-t",
+            t,
+        ])
+        .args(case);
+        spawn(c)
+    };
+    let cases: [&[&str]; 4] = [&[], &["-R"], &["-P", "2"], &["-R", "-P", "3"]];
+    let clients: Vec<Guard> = cases.iter().map(|c| iperf3(c, "5")).collect();
+    assert!(
+        wait_until(Duration::from_secs(30), || watch
+            .text()
+            .matches("test from")
+            .count()
+            == 4),
+        "four tests never ran at once: {}",
+        watch.text()
+    );
+    // iperf3 3.12 -J exits 0 with its error in the document.
+    let (_, out, _) = iperf3(&[], "1").output_within(Duration::from_secs(20));
+    let fifth: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        fifth["error"], "the server is busy running a test. try again later",
+        "{fifth}"
+    );
+    let reports: Vec<Value> = clients
+        .into_iter()
+        .map(|c| {
+            let (code, out, err) = c.output_within(Duration::from_secs(30));
+            assert_eq!(code, Some(0), "{out} {err}");
+            serde_json::from_str(&out).unwrap()
+        })
+        .collect();
+
+    // Four headroom clients at once.
+    let headroom_cases: [&[&str]; 4] =
+        [&[], &["-R", "-P", "2"], &["-u", "-b", "50M"], &["-P", "3"]];
+    let ours: Vec<Guard> = headroom_cases
+        .iter()
+        .map(|case| {
+            let mut c = in_ns(a);
+            c.args([
+                "bench",
+                "net",
+                "10.78.0.2",
+                "-t",
+                "4",
+                "--json",
+                "--no-save",
+            ])
+            .args(*case);
+            spawn(c)
+        })
+        .collect();
+    let ours: Vec<Value> = ours
+        .into_iter()
+        .map(|c| {
+            let (code, out, err) = c.output_within(Duration::from_secs(40));
+            assert_eq!(code, Some(0), "{err}");
+            serde_json::from_str(&out).unwrap()
+        })
+        .collect();
+
+    signal(&server.0, libc::SIGINT);
+    let (code, out, _) = server.output_within(Duration::from_secs(20));
+    let err = watch.text();
+    assert_eq!(code, Some(130), "{err}");
+    assert!(err.contains("was refused: the server is busy"), "{err}");
+    let served = documents(&out);
+    assert_eq!(served.len(), 8, "{err}");
+
+    for (case, iperf) in cases.iter().zip(&reports) {
+        let what = format!("iperf3 -c {case:?} of four at once");
+        let ports: Vec<u64> = iperf["start"]["connected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["local_port"].as_u64().unwrap())
+            .collect();
+        let doc = served_by_ports(&served, &ports, &what);
+        assert_eq!(doc["measurement"]["stopped_by"], "completed", "{what}");
+        assert_counts_hold(doc, &what);
+        // Each client's own counts, exactly: no other test's bytes in them.
+        assert_same_counts_as_iperf3(doc, iperf, false, &what);
+    }
+    for (case, doc) in headroom_cases.iter().zip(&ours) {
+        let what = format!("headroom client {case:?} of four at once");
+        let streams = doc["measurement"]["streams"].as_array().unwrap();
+        let ports: Vec<u64> = streams.iter().map(|s| port_of(&s["local_addr"])).collect();
+        let theirs = served_by_ports(&served, &ports, &what);
+        assert_counts_hold(doc, &what);
+        // The server's counts of each stream are those its client got from it.
+        for s in streams {
+            let t = theirs["measurement"]["streams"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| port_of(&t["peer_addr"]) == port_of(&s["local_addr"]))
+                .unwrap();
+            assert_eq!(t["local"]["bytes"], s["peer"]["bytes"], "{what}");
+            assert!(s["local"]["bytes"].as_u64().unwrap() > 0, "{what}");
+        }
+    }
 }

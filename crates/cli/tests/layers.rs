@@ -593,11 +593,11 @@ fn code_lines(text: &str) -> usize {
         .count()
 }
 
-/// The most lines of code crates/cli/src may have. Issue 26's target is under 5,000: its branch
-/// reached 4,975, then the merges of issue 25 (`audit --expect`, `--format ocptv`,
-/// `--textfile-dir`: +227) and issue 27 (fio and cyclictest JSON: +57) brought it to 5,259;
-/// this bound holds what is there and only ever goes down.
-const CLI_LINES_AT_MOST: usize = 5_260;
+/// The most lines of code crates/cli/src may have: issue 26's "under 5,000". The merges of
+/// issues 25 and 27 had brought it to 5,259; session 9 moved parsing, policy and judgement
+/// down to model, probe, bench and report (4,793 lines), leaving room for the wiring other
+/// work adds, and this bound keeps what is moved from growing back.
+const CLI_LINES_AT_MOST: usize = 4_990;
 
 /// Issue 26: cli only orchestrates (clap, signals, samplers, child processes, progress); every
 /// document, judgement and text is report's, discovery probe's, sampling counters'. It had

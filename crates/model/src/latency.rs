@@ -4,6 +4,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::time::Duration;
 
+pub mod flags;
 mod recorder;
 pub mod split;
 pub mod timerlat;
@@ -638,6 +639,22 @@ pub struct IrqSource {
 }
 
 impl MeasuredInterrupts {
+    /// The interrupts on each of `cpus` over `elapsed_s`, from each CPU's arrivals as (IRQ,
+    /// name, count).
+    pub fn new(
+        cpus: &[u32],
+        elapsed_s: f64,
+        arrivals: impl Fn(u32) -> Vec<(u32, String, u64)>,
+    ) -> MeasuredInterrupts {
+        MeasuredInterrupts {
+            elapsed_s,
+            cpus: cpus
+                .iter()
+                .map(|&cpu| CpuInterrupts::new(cpu, arrivals(cpu), elapsed_s))
+                .collect(),
+        }
+    }
+
     /// Name the block devices behind the lines of `storage` (IRQ, disk names), as probe found
     /// them from each disk's controller.
     pub fn mark_block_devices(&mut self, storage: &[(u32, String)]) {
@@ -687,6 +704,26 @@ impl CpuInterrupts {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn interrupts_per_measured_cpu() {
+        let arrivals = |cpu: u32| match cpu {
+            2 => vec![
+                (30, "nvme0q2".to_string(), 500),
+                (0, "timer".to_string(), 0),
+            ],
+            _ => vec![(1, "i8042".to_string(), 3)],
+        };
+        let m = MeasuredInterrupts::new(&[2, 3], 10.0, arrivals);
+        assert_eq!(m.elapsed_s, 10.0);
+        assert_eq!((m.cpus[0].cpu, m.cpus[0].count), (2, 500));
+        assert_eq!(
+            m.cpus[0].sources.len(),
+            1,
+            "a line that did not fire is left out"
+        );
+        assert_eq!((m.cpus[1].cpu, m.cpus[1].count), (3, 3));
+    }
 
     fn stats() -> Stats {
         let mut histogram = Histogram::new(100);

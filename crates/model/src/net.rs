@@ -4,6 +4,8 @@
 //! The engine (`bench::net`) fills these; `report` judges them. iperf3's own names are kept
 //! where a user compares the two (`retransmits`, `jitter_ms`, `lost_packets`).
 
+pub mod args;
+
 use crate::ceiling::eth::{self, EthParams, IpVersion, Transport};
 use serde::{Deserialize, Serialize};
 

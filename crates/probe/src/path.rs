@@ -138,6 +138,46 @@ pub fn classify(root: &SysRoot, given: &Path) -> Result<Named, String> {
     }
 }
 
+/// The file or device `given` names for `bench disk`, by the rules of `headroom path`
+/// ([`classify`]): a bare block device name is the device's /dev node, a bare name
+/// that is neither a device nor an existing file is refused with both readings, a path under
+/// /dev that is not a block device is refused, an interface is not a disk.
+pub fn disk_target(root: &SysRoot, given: &Path) -> Result<PathBuf, String> {
+    match classify(root, given)? {
+        Named::BlockDevice(name) if !given.to_string_lossy().contains('/') => {
+            let node = Path::new("/dev").join(&name);
+            if node.exists() {
+                Ok(node)
+            } else {
+                Err(format!(
+                    "{name} is a block device without a node in /dev ({} is missing): give the \
+                     path of its node",
+                    node.display()
+                ))
+            }
+        }
+        Named::Interface(name) => Err(format!(
+            "{name} is a network interface, not a disk: give a directory, a file (./{name} for \
+             one of that name here) or a block device"
+        )),
+        // `bench disk vdb` for /dev/vda must not create ./vdb: a bare name is a device, as in
+        // `path`; a new file needs a path that says so.
+        Named::Missing { bare: true, .. } => {
+            let name = given.display();
+            Err(format!(
+                "no block device {name} (lsblk lists them); to test a new file here, write \
+                 ./{name}"
+            ))
+        }
+        Named::PciFunction(name) => Err(format!(
+            "{name} is a PCI function, not a disk: give its block device (`headroom audit` \
+             lists them), a directory or a file; `headroom bench mmio {name}:BAR` measures its \
+             BARs"
+        )),
+        _ => Ok(given.to_path_buf()),
+    }
+}
+
 /// Whether a path that does not exist would be created on /dev's own filesystem (devtmpfs,
 /// in RAM): its nearest existing ancestor is on the filesystem of /dev. `/dev/shm/x` is not
 /// (tmpfs of its own); `/dev/nvme0n1` is.
@@ -514,4 +554,26 @@ pub fn net_link_facts(root: &SysRoot, iface: &str) -> (Option<LinkFacts>, Vec<St
         }),
         notes,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
+    use super::*;
+
+    #[test]
+    fn what_bench_disk_refuses_to_take_for_a_disk() {
+        let root = SysRoot::system();
+        // Every Linux has `lo`; a bare name that names nothing is taken for a device.
+        let e = disk_target(&root, Path::new("lo")).unwrap_err();
+        assert!(
+            e.starts_with("lo is a network interface, not a disk"),
+            "{e}"
+        );
+        let e = disk_target(&root, Path::new("no-such-disk-s9")).unwrap_err();
+        assert!(e.contains("write ./no-such-disk-s9"), "{e}");
+        // A path that says it is a file is taken as given (bench disk creates it).
+        let file = Path::new("./no-such-disk-s9");
+        assert_eq!(disk_target(&root, file).unwrap(), file);
+    }
 }

@@ -12,6 +12,9 @@ use super::{
 use io_uring::{opcode, types, IoUring};
 use std::os::fd::RawFd;
 
+/// `IORING_ENTER_GETEVENTS` (include/uapi/linux/io_uring.h).
+const ENTER_GETEVENTS: u32 = 1;
+
 pub struct IoUringEngine;
 
 /// Set to disable io_uring as if the kernel had refused it: tests use it to force the
@@ -156,9 +159,19 @@ impl EngineWorker for IoUringWorker<'_> {
 
     fn commit(&mut self) -> Result<(), DiskError> {
         if self.queued > 0 {
-            self.ring
-                .submit()
-                .map_err(|e| DiskError::os("io_uring submit failed", &e))?;
+            // Submit with GETEVENTS and no wait, as fio's commit does (engines/io_uring.c,
+            // fio_ioring_commit: io_uring_enter(nr, 0, IORING_ENTER_GETEVENTS)): under
+            // DEFER_TASKRUN that also posts the completions that arrived meanwhile, instead
+            // of leaving them for the wait. A plain submit (no GETEVENTS) measured bursts of
+            // clat samples under 1 us (up to 10 % of a RND4K Q4T1 run, their device time
+            // counted in slat) on this project's 2-CPU VM under load; fio and this way: < 0.4 %.
+            // SAFETY: no argument is passed; the entries pushed point into live slots.
+            unsafe {
+                self.ring
+                    .submitter()
+                    .enter::<libc::sigset_t>(self.queued, 0, ENTER_GETEVENTS, None)
+            }
+            .map_err(|e| DiskError::os("io_uring submit failed", &e))?;
             self.queued = 0;
         }
         Ok(())

@@ -8,7 +8,7 @@
 
 use super::{check_window, Mapping};
 use model::inventory::pci::bar::{BarAddress, FunctionFacts};
-use model::mmio::Region;
+use model::mmio::{AccessOp, Region};
 use model::root::SysRoot;
 use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;
@@ -81,6 +81,39 @@ impl MmioTarget {
             }
         }
         Ok(MmioTarget::File(p))
+    }
+
+    /// The operations to run on this target (`given` as the user wrote it): those asked, else
+    /// loads, or stores then loads with `--write`. Stores need `write` naming exactly this
+    /// target, so a typo cannot write another device; refused before anything is mapped.
+    pub fn operations(
+        &self,
+        given: &str,
+        write: Option<&str>,
+        asked: &[AccessOp],
+    ) -> Result<Vec<AccessOp>, TargetError> {
+        let ops = match (asked.is_empty(), write.is_some()) {
+            (true, true) => vec![AccessOp::Store, AccessOp::Load],
+            (true, false) => vec![AccessOp::Load],
+            (false, _) => asked.to_vec(),
+        };
+        if ops.contains(&AccessOp::Store) && write.is_none() {
+            return Err(usage(format!(
+                "--op store writes to {given}: it needs --write {} (the exact target, so a typo \
+                 cannot write another device); nothing was mapped",
+                match self {
+                    MmioTarget::Bar { addr, .. } => addr.to_string(),
+                    MmioTarget::File(_) => given.to_string(),
+                }
+            )));
+        }
+        if let Some(w) = write.filter(|w| !self.is_named_by(given, w)) {
+            return Err(usage(format!(
+                "--write {w} does not name the target {given}: give the exact target (for a \
+                 BAR, DDDD:BB:DD.F:N) to allow stores"
+            )));
+        }
+        Ok(ops)
     }
 
     /// Whether `--write w` names exactly this target (`given` as the user wrote it).
@@ -546,6 +579,29 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use model::inventory::pci::bar::Resource;
+
+    #[test]
+    fn stores_need_write_naming_the_exact_target() {
+        let bar = MmioTarget::parse("0000:01:00.0:2").unwrap();
+        let given = "0000:01:00.0:2";
+        assert_eq!(bar.operations(given, None, &[]).unwrap(), [AccessOp::Load]);
+        assert_eq!(
+            bar.operations(given, Some("01:00.0:2"), &[]).unwrap(),
+            [AccessOp::Store, AccessOp::Load]
+        );
+        let e = bar.operations(given, None, &[AccessOp::Store]).unwrap_err();
+        assert!(e.is_usage());
+        assert!(
+            e.to_string().contains("needs --write 0000:01:00.0:2"),
+            "{e}"
+        );
+        let e = bar
+            .operations(given, Some("0000:01:00.0:0"), &[AccessOp::Store])
+            .unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("--write 0000:01:00.0:0 does not name the target"));
+    }
 
     const MEM_BAR: &str = "0x00000000f0000000 0x00000000f00fffff 0x0000000000040200";
     const IO_BAR: &str = "0x000000000000c000 0x000000000000c03f 0x0000000000040101";

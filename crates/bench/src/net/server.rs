@@ -1,6 +1,12 @@
 //! The server end (iperf3 `-s`): one test at a time on one listener; anyone else who
 //! connects meanwhile gets ACCESS_DENIED, as from iperf3. A client that misbehaves ends only
 //! its own test: [`Server::serve_one`] returns an error and the listener stays.
+//!
+//! With [`ServerConfig::clients`] above 1 (a lab's server), up to that many tests run at
+//! once, each in its own thread with its own streams and result: the caller's thread owns
+//! the listener, reads each connection's cookie and hands it to the test it belongs to (a
+//! new cookie starts a test while there is room, else ACCESS_DENIED); the streams of all
+//! tests together are bounded by [`MAX_TOTAL_STREAMS`].
 
 use super::proto::{self, Params, ProtoError, Results, State};
 use super::session::{self, PendingStream, Session};
@@ -12,7 +18,10 @@ use socket2::{Domain, SockAddr, Socket, Type};
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Debug)]
@@ -23,11 +32,129 @@ pub struct ServerConfig {
     /// iperf3's authentication (`--rsa-private-key-path`, `--authorized-users-path`): a
     /// client without valid credentials is refused.
     pub auth: Option<super::auth::ServerAuth>,
+    /// Tests run at once (`--clients`, 1 to [`MAX_CLIENTS`]): 1 is iperf3's one at a time.
+    pub clients: usize,
 }
 
 pub struct Server {
+    inner: Arc<Listening>,
+    /// With more than one client at once: the tests running and what they report.
+    pool: Option<Pool>,
+}
+
+/// The listening socket and the configuration every test of a server shares.
+struct Listening {
     listener: TcpListener,
     cfg: ServerConfig,
+}
+
+/// The most tests a server runs at once (`--clients`).
+pub const MAX_CLIENTS: usize = 64;
+/// The most data streams all tests of a server run at once (each is a thread and a buffer
+/// of up to 1 MiB): a test that would pass it is refused as busy.
+pub const MAX_TOTAL_STREAMS: u32 = 256;
+
+/// `--clients N`, or one sentence saying what to give.
+pub fn clients_arg(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if (1..=MAX_CLIENTS as u64).contains(&n) => Ok(n as usize),
+        Ok(n) => Err(format!(
+            "{n} tests at once is not served: give 1 to {MAX_CLIENTS} (the streams of all tests \
+             together are bounded at {MAX_TOTAL_STREAMS})"
+        )),
+        Err(_) if !s.trim().is_empty() && s.trim().bytes().all(|b| b.is_ascii_digit()) => {
+            Err(format!(
+                "{} tests at once is not served: give 1 to {MAX_CLIENTS}",
+                s.trim()
+            ))
+        }
+        Err(_) => Err(format!(
+            "{s:?} is not a number of clients (example: --clients 4)"
+        )),
+    }
+}
+
+/// What the tests of a server with several clients share.
+struct Shared {
+    /// Held by the one test that is waiting for its UDP streams' connect datagrams: they come
+    /// to the server's port without a cookie, so two tests never wait for them at once.
+    udp_turn: Mutex<()>,
+    streams_in_use: AtomicU32,
+    /// The intervals each test keeps ([`session::MAX_INTERVALS_KEPT`] over all tests).
+    intervals_kept: usize,
+}
+
+/// Streams taken from [`MAX_TOTAL_STREAMS`], given back when dropped.
+struct Lease<'a>(&'a AtomicU32, u32);
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(self.1, Ordering::SeqCst);
+    }
+}
+
+impl Shared {
+    /// Take `n` streams, or say how many are in use.
+    fn lease(&self, n: u32) -> Result<Lease<'_>, u32> {
+        self.streams_in_use
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
+                (used + n <= MAX_TOTAL_STREAMS).then_some(used + n)
+            })
+            .map(|_| Lease(&self.streams_in_use, n))
+    }
+
+    /// The UDP turn, waited for until `until` or `interrupt`.
+    fn udp_turn(&self, until: Instant, interrupt: &AtomicBool) -> Option<MutexGuard<'_, ()>> {
+        loop {
+            match self.udp_turn.try_lock() {
+                Ok(g) => return Some(g),
+                Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+            if Instant::now() >= until || interrupt.load(Ordering::Relaxed) {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// A test's part in a server with several clients: its data connections, sent by the thread
+/// that owns the listener, and what it shares with the other tests.
+struct Routed {
+    streams: Receiver<TcpStream>,
+    shared: Arc<Shared>,
+}
+
+/// The tests of a server with several clients.
+struct Pool {
+    clients: usize,
+    shared: Arc<Shared>,
+    /// Set when the caller's stop flag is: every test ends (as on iperf3's SIGINT).
+    stop: Arc<AtomicBool>,
+    tests: Mutex<Vec<Live>>,
+    arrivals: Mutex<Arrivals>,
+    reports: Mutex<Receiver<Report>>,
+    report: Sender<Report>,
+    /// Tests started whose result was not yet returned.
+    unreturned: std::sync::atomic::AtomicUsize,
+}
+
+/// A test that runs: its cookie, where its data connections go, its thread.
+struct Live {
+    cookie: [u8; proto::COOKIE_SIZE],
+    streams: Sender<TcpStream>,
+    thread: JoinHandle<()>,
+}
+
+/// What a test's thread tells the serving thread.
+enum Report {
+    Connected(String, SocketAddr),
+    Done(Box<Result<NetMeasurement, NetError>>),
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// How long a new connection may take to send its 37-byte cookie before it is dropped (a
@@ -37,6 +164,8 @@ pub const COOKIE_TIMEOUT: Duration = Duration::from_secs(3);
 const MAX_WAITING: usize = 64;
 /// How often a waiting server looks at its stop flag.
 const IDLE_POLL: Duration = Duration::from_millis(100);
+/// How often a server with several clients looks for ended tests and routed connections.
+const ROUTE_POLL: Duration = Duration::from_millis(20);
 /// How long one write to the control connection may block (a peer that stops reading).
 const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long after the test's end the client has to send TEST_END.
@@ -97,6 +226,12 @@ fn listen_on(addr: SocketAddr, ty: Type) -> std::io::Result<Socket> {
 impl Server {
     /// Listen on `port` (on `bind`, or on every address of both families).
     pub fn bind(cfg: ServerConfig) -> Result<Server, NetError> {
+        if !(1..=MAX_CLIENTS).contains(&cfg.clients) {
+            return Err(NetError::Setup(format!(
+                "{} tests at once is not served: give 1 to {MAX_CLIENTS}",
+                cfg.clients
+            )));
+        }
         let addrs: Vec<SocketAddr> = match cfg.bind {
             Some(ip) => vec![SocketAddr::new(ip, cfg.port)],
             None => vec![
@@ -106,13 +241,18 @@ impl Server {
         };
         let mut last = None;
         for a in addrs {
-            match listen_on(a, Type::STREAM).and_then(|s| s.listen(16).map(|()| s)) {
+            // Room for every connection of a lab's clients starting at once.
+            match listen_on(a, Type::STREAM).and_then(|s| s.listen(128).map(|()| s)) {
                 Ok(s) => {
                     let listener: TcpListener = s.into();
                     listener
                         .set_nonblocking(true)
                         .map_err(|e| bind_error(cfg.port, &e))?;
-                    return Ok(Server { listener, cfg });
+                    let pool = (cfg.clients > 1).then(|| Pool::new(cfg.clients));
+                    return Ok(Server {
+                        inner: Arc::new(Listening { listener, cfg }),
+                        pool,
+                    });
                 }
                 Err(e) => {
                     let in_use = e.kind() == std::io::ErrorKind::AddrInUse;
@@ -127,22 +267,22 @@ impl Server {
     }
 
     pub fn local_addr(&self) -> Option<SocketAddr> {
-        self.listener.local_addr().ok()
+        self.inner.listener.local_addr().ok()
     }
 
-    /// Refuse the connections that arrive while a test runs, at once and without reading
-    /// from them (iperf_accept: ACCESS_DENIED, "the server is busy running a test"), at most
-    /// [`MAX_WAITING`] per call.
-    fn deny_waiting(&self, on_event: OnEvent<'_>) {
-        for _ in 0..MAX_WAITING {
-            let Ok((s, peer)) = self.listener.accept() else {
-                return;
-            };
-            deny(s);
-            on_event(Event::Denied {
-                peer: peer.to_string(),
-            });
-        }
+    /// Whether no test runs and none has a result still to return: a server with several
+    /// clients returns one result per [`Self::serve_one`], so after a stop the caller asks
+    /// for results until this holds.
+    pub fn idle(&self) -> bool {
+        self.pool
+            .as_ref()
+            .is_none_or(|p| p.unreturned.load(Ordering::SeqCst) == 0)
+    }
+
+    /// Whether the tests of this server may overlap (more than one client at once): an
+    /// interface's counters then hold other tests' bytes too.
+    pub fn overlapping(&self) -> bool {
+        self.pool.is_some()
     }
 
     /// Wait for one client (until `interrupt`), run its test, and return what was measured.
@@ -156,6 +296,9 @@ impl Server {
         interrupt: &AtomicBool,
         on_event: OnEvent<'_>,
     ) -> Result<Option<NetMeasurement>, NetError> {
+        if let Some(pool) = &self.pool {
+            return self.serve_next(pool, interrupt, on_event);
+        }
         let mut arrivals = Arrivals::default();
         let (ctrl, peer_addr, cookie) = loop {
             if interrupt.load(Ordering::Relaxed) {
@@ -165,11 +308,11 @@ impl Server {
                 .next_expiry()
                 .map_or(IDLE_POLL, |t| t.saturating_duration_since(Instant::now()))
                 .min(IDLE_POLL);
-            let mut fds = vec![self.listener.as_raw_fd()];
+            let mut fds = vec![self.inner.listener.as_raw_fd()];
             fds.extend(arrivals.fds());
             let ready = poll_in(&fds, wait + Duration::from_millis(1));
             if ready[0] {
-                arrivals.accept(&self.listener);
+                arrivals.accept(&self.inner.listener);
             }
             let mut done = arrivals.read(&ready[1..]);
             arrivals.expire(Instant::now());
@@ -186,10 +329,186 @@ impl Server {
             }
         };
         let peer = peer_addr.to_string();
-        self.run_test(ctrl, &peer, cookie, interrupt, on_event)
+        self.inner
+            .run_test(ctrl, &peer, cookie, interrupt, on_event, None)
             .map(Some)
     }
 
+    /// [`Self::serve_one`] of a server with several clients: hear every connection and route
+    /// it by its cookie, until a test ends; returns that test's result (after a stop, one
+    /// per call until none is left, then `Ok(None)`).
+    fn serve_next(
+        &self,
+        pool: &Pool,
+        interrupt: &AtomicBool,
+        on_event: OnEvent<'_>,
+    ) -> Result<Option<NetMeasurement>, NetError> {
+        let reports = lock(&pool.reports);
+        let mut arrivals = lock(&pool.arrivals);
+        let mut tests = lock(&pool.tests);
+        loop {
+            if interrupt.load(Ordering::Relaxed) {
+                pool.stop.store(true, Ordering::Relaxed);
+            }
+            // The threads that ended sent their result before they did.
+            let (ended, live): (Vec<Live>, Vec<Live>) =
+                tests.drain(..).partition(|t| t.thread.is_finished());
+            *tests = live;
+            for t in ended {
+                let _ = t.thread.join();
+            }
+            while let Ok(r) = reports.try_recv() {
+                match r {
+                    Report::Connected(peer, local) => on_event(Event::Connected {
+                        peer: &peer,
+                        local,
+                        interface: None,
+                    }),
+                    Report::Done(r) => {
+                        pool.unreturned.fetch_sub(1, Ordering::SeqCst);
+                        match *r {
+                            // Stopped before it began: nothing to show, the others may have.
+                            Err(NetError::Interrupted) => {}
+                            r => return r.map(Some),
+                        }
+                    }
+                }
+            }
+            if pool.stop.load(Ordering::Relaxed) {
+                arrivals.take_all();
+                if tests.is_empty() {
+                    return Ok(None);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            let wait = arrivals
+                .next_expiry()
+                .map_or(ROUTE_POLL, |t| t.saturating_duration_since(Instant::now()))
+                .min(ROUTE_POLL);
+            let mut fds = vec![self.inner.listener.as_raw_fd()];
+            fds.extend(arrivals.fds());
+            let ready = poll_in(&fds, wait + Duration::from_millis(1));
+            if ready[0] {
+                arrivals.accept(&self.inner.listener);
+            }
+            for (s, from, cookie) in arrivals.read(&ready[1..]) {
+                self.route(pool, &mut tests, (s, from, cookie), on_event);
+            }
+            arrivals.expire(Instant::now());
+        }
+    }
+
+    /// A connection with its cookie: to its test, or a new test while there is room, or
+    /// refused as busy.
+    fn route(&self, pool: &Pool, tests: &mut Vec<Live>, conn: Identified, on_event: OnEvent<'_>) {
+        let (s, from, cookie) = conn;
+        let denied = |on_event: OnEvent<'_>| {
+            on_event(Event::Denied {
+                peer: from.to_string(),
+            })
+        };
+        if let Some(t) = tests.iter().find(|t| t.cookie == cookie) {
+            // A test past opening its streams has dropped its receiver.
+            if let Err(mpsc::SendError(s)) = t.streams.send(s) {
+                deny(s);
+                denied(on_event);
+            }
+            return;
+        }
+        if tests.len() >= pool.clients {
+            deny(s);
+            denied(on_event);
+            return;
+        }
+        let (tx, rx) = mpsc::channel();
+        let inner = Arc::clone(&self.inner);
+        let routed = Routed {
+            streams: rx,
+            shared: Arc::clone(&pool.shared),
+        };
+        let stop = Arc::clone(&pool.stop);
+        let report = pool.report.clone();
+        let spawned = std::thread::Builder::new()
+            .name("net-test".into())
+            .spawn(move || {
+                let peer = from.to_string();
+                let r = inner.run_test(
+                    s,
+                    &peer,
+                    cookie,
+                    &stop,
+                    &mut |e: Event<'_>| {
+                        if let Event::Connected { peer, local, .. } = e {
+                            let _ = report.send(Report::Connected(peer.to_string(), local));
+                        }
+                    },
+                    Some(routed),
+                );
+                let _ = report.send(Report::Done(Box::new(r)));
+            });
+        match spawned {
+            Ok(thread) => {
+                pool.unreturned.fetch_add(1, Ordering::SeqCst);
+                tests.push(Live {
+                    cookie,
+                    streams: tx,
+                    thread,
+                });
+            }
+            // The connection went with the closure: closed.
+            Err(_) => denied(on_event),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(p) = &self.pool {
+            p.stop.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Pool {
+    fn new(clients: usize) -> Pool {
+        let (report, reports) = mpsc::channel();
+        Pool {
+            clients,
+            shared: Arc::new(Shared {
+                udp_turn: Mutex::new(()),
+                streams_in_use: AtomicU32::new(0),
+                intervals_kept: session::MAX_INTERVALS_KEPT / clients,
+            }),
+            stop: Arc::new(AtomicBool::new(false)),
+            tests: Mutex::new(Vec::new()),
+            arrivals: Mutex::new(Arrivals::default()),
+            reports: Mutex::new(reports),
+            report,
+            unreturned: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+}
+
+/// Refuse the connections that arrive while a test runs, at once and without reading from
+/// them (iperf_accept: ACCESS_DENIED, "the server is busy running a test"), at most
+/// [`MAX_WAITING`] per call.
+fn deny_waiting(listener: &TcpListener, on_event: OnEvent<'_>) {
+    for _ in 0..MAX_WAITING {
+        let Ok((s, peer)) = listener.accept() else {
+            return;
+        };
+        deny(s);
+        on_event(Event::Denied {
+            peer: peer.to_string(),
+        });
+    }
+}
+
+impl Listening {
+    /// One test on the control connection `ctrl`. `routed`: a test of a server with several
+    /// clients, which gets its data connections from the serving thread and refuses nobody
+    /// (without it, the test owns the listener and refuses newcomers as busy).
     fn run_test(
         &self,
         ctrl: TcpStream,
@@ -197,7 +516,11 @@ impl Server {
         cookie: [u8; proto::COOKIE_SIZE],
         interrupt: &AtomicBool,
         on_event: OnEvent<'_>,
+        routed: Option<Routed>,
     ) -> Result<NetMeasurement, NetError> {
+        let listener = routed.is_none().then_some(&self.listener);
+        let shared = routed.as_ref().map(|r| Arc::clone(&r.shared));
+        let mut routed_streams = routed.map(|r| r.streams);
         let who = format!("the client {peer}");
         let cerr = |source: ProtoError| match source {
             ProtoError::Io(e) if e.kind() == std::io::ErrorKind::Other && is_stop(&e) => {
@@ -230,7 +553,7 @@ impl Server {
         let setup_until = began + CONTROL_TIMEOUT;
         let mut ctl = Patient {
             sock: &ctrl,
-            server: self,
+            listener,
             until: setup_until,
             interrupt,
         };
@@ -252,6 +575,32 @@ impl Server {
             }
         };
         let config = config_of(&params);
+        let wanted = streams_in_order(config.direction, config.streams).len() as u32;
+        let _lease = match &shared {
+            Some(sh) => Some(sh.lease(wanted).map_err(|used| {
+                let _ = (&ctrl).write_all(&[State::AccessDenied.byte() as u8]);
+                NetError::Peer(format!(
+                    "the client {peer} was refused as busy: it asked for {wanted} streams \
+                     while {used} of the {MAX_TOTAL_STREAMS} all tests may run at once were \
+                     taken"
+                ))
+            })?),
+            None => None,
+        };
+        // Only one test at a time waits for UDP connect datagrams (they carry no cookie).
+        let _udp_turn = match (&shared, config.protocol) {
+            (Some(sh), Protocol::Udp) => {
+                Some(sh.udp_turn(setup_until, interrupt).ok_or_else(|| {
+                    let _ = (&ctrl).write_all(&[State::AccessDenied.byte() as u8]);
+                    NetError::Peer(format!(
+                        "the client {peer} was refused as busy: another UDP test was opening \
+                         its streams for {} s",
+                        CONTROL_TIMEOUT.as_secs()
+                    ))
+                })?)
+            }
+            _ => None,
+        };
         let session_until = setup_until
             + Duration::from_secs(u64::from(config.omit_s) + u64::from(config.duration_s))
             + END_GRACE
@@ -278,8 +627,12 @@ impl Server {
             &mut udp_listener,
             peer,
             (&ctrl, setup_until, interrupt),
+            (listener, routed_streams.as_ref()),
             on_event,
         )?;
+        // Later connections with this cookie are refused by the serving thread.
+        drop(routed_streams.take());
+        drop(_udp_turn);
         let congestion_asked = params.congestion.clone();
         if let Some(c) = &congestion_asked {
             for st in &streams {
@@ -290,6 +643,9 @@ impl Server {
         }
         proto::write_state(&mut ctl.writer(), State::TestStart).map_err(cerr)?;
         let mut s = Session::start(streams, &config, self.cfg.interval).map_err(NetError::Setup)?;
+        if let Some(sh) = &shared {
+            s.keep_intervals(sh.intervals_kept);
+        }
         proto::write_state(&mut ctl.writer(), State::TestRunning).map_err(cerr)?;
         on_event(Event::Streaming {
             omit: Duration::from_secs(u64::from(config.omit_s)),
@@ -300,7 +656,8 @@ impl Server {
         let limit =
             (s.measured_start() + Duration::from_secs(u64::from(config.duration_s)) + END_GRACE)
                 .min(session_until);
-        let fds = [ctrl.as_raw_fd(), self.listener.as_raw_fd()];
+        let mut fds = vec![ctrl.as_raw_fd()];
+        fds.extend(listener.map(|l| l.as_raw_fd()));
         // The server's senders stop when the test is due to end rather than when TEST_END
         // arrives, so nothing is sent after the client stopped counting (iperf3 sends on
         // until TEST_END; its client then reports those bytes as never received).
@@ -339,8 +696,8 @@ impl Server {
             // The client first: when it ended the test (or went away) in the same moment as
             // a newcomer arrived, the newcomer waits for the next session instead of being
             // refused.
-            if ready[1] && !ready[0] {
-                self.deny_waiting(on_event);
+            if let (Some(l), true, false) = (listener, ready.get(1) == Some(&true), ready[0]) {
+                deny_waiting(l, on_event);
             }
             if ready[0] {
                 match proto::read_state(&mut &ctrl) {
@@ -445,6 +802,7 @@ impl Server {
         udp: &mut Option<UdpSocket>,
         peer: &str,
         (ctrl, until, interrupt): (&TcpStream, Instant, &AtomicBool),
+        (listener, routed): (Option<&TcpListener>, Option<&Receiver<TcpStream>>),
         on_event: OnEvent<'_>,
     ) -> Result<Vec<PendingStream>, NetError> {
         let plan = streams_in_order(config.direction, config.streams);
@@ -471,25 +829,43 @@ impl Server {
             if now >= until {
                 return Err(late());
             }
-            let mut fds = vec![self.listener.as_raw_fd(), ctrl.as_raw_fd()];
+            let mut fds = vec![ctrl.as_raw_fd()];
+            fds.extend(listener.map(|l| l.as_raw_fd()));
             fds.extend_from_slice(extra);
-            let ready = poll_in(
-                &fds,
-                (until - now).min(IDLE_POLL) + Duration::from_millis(1),
-            );
-            if ready[1] {
+            // Routed connections come on a channel: looked at every ROUTE_POLL.
+            let most = if routed.is_some() {
+                ROUTE_POLL
+            } else {
+                IDLE_POLL
+            };
+            let ready = poll_in(&fds, (until - now).min(most) + Duration::from_millis(1));
+            if ready[0] {
                 return Err(gone());
             }
-            Ok((ready[0], ready[2..].to_vec()))
+            let first = 1 + usize::from(listener.is_some());
+            Ok((listener.is_some() && ready[1], ready[first..].to_vec()))
         };
         let mut out = Vec::with_capacity(plan.len());
         if config.protocol == Protocol::Tcp {
             let mut arrivals = Arrivals::default();
             let mut socks = Vec::with_capacity(plan.len());
             while socks.len() < plan.len() {
+                if let Some(rx) = routed {
+                    // The serving thread checked the cookie.
+                    while socks.len() < plan.len() {
+                        match rx.try_recv() {
+                            Ok(s) => socks.push(s),
+                            Err(_) => break,
+                        }
+                    }
+                    if socks.len() < plan.len() {
+                        wait(&[])?;
+                    }
+                    continue;
+                }
                 let (listener_ready, ready) = wait(&arrivals.fds())?;
-                if listener_ready {
-                    arrivals.accept(&self.listener);
+                if let (true, Some(l)) = (listener_ready, listener) {
+                    arrivals.accept(l);
                 }
                 for (s, from, c) in arrivals.read(&ready) {
                     if c[..] == cookie[..] && socks.len() < plan.len() {
@@ -538,8 +914,8 @@ impl Server {
             let mut b = [0u8; 64];
             let from = loop {
                 let (listener_ready, ready) = wait(&[u.as_raw_fd()])?;
-                if listener_ready {
-                    self.deny_waiting(on_event);
+                if let (true, Some(l)) = (listener_ready, listener) {
+                    deny_waiting(l, on_event);
                 }
                 if !ready[0] {
                     continue;
@@ -613,7 +989,8 @@ fn is_stop(e: &std::io::Error) -> bool {
 /// `interrupt` is set.
 struct Patient<'a> {
     sock: &'a TcpStream,
-    server: &'a Server,
+    /// The server's listener when this test refuses newcomers itself.
+    listener: Option<&'a TcpListener>,
     until: Instant,
     interrupt: &'a AtomicBool,
 }
@@ -644,7 +1021,8 @@ impl Read for PatientRead<'_> {
             if now >= self.p.until {
                 return Err(std::io::ErrorKind::TimedOut.into());
             }
-            let fds = [self.p.sock.as_raw_fd(), self.p.server.listener.as_raw_fd()];
+            let mut fds = vec![self.p.sock.as_raw_fd()];
+            fds.extend(self.p.listener.map(|l| l.as_raw_fd()));
             let wait = (self.p.until - now).min(IDLE_POLL) + Duration::from_millis(1);
             let ready = poll_in(&fds, wait);
             // The peer first: a newcomer that arrived as the session ends (after the
@@ -658,8 +1036,8 @@ impl Read for PatientRead<'_> {
                         ) => {}
                     r => return r,
                 }
-            } else if ready[1] {
-                self.p.server.deny_waiting(self.on_event);
+            } else if let (Some(l), Some(true)) = (self.p.listener, ready.get(1)) {
+                deny_waiting(l, self.on_event);
             }
         }
     }
@@ -781,5 +1159,51 @@ pub fn config_of(p: &Params) -> NetConfig {
         mss: p.mss,
         zerocopy: p.zerocopy,
         udp_counters_64bit: p.udp_counters_64bit,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_of_all_tests_are_bounded() {
+        let pool = Pool::new(4);
+        let a = pool.shared.lease(200).unwrap();
+        // 200 + 100 > 256: refused, saying how many are taken.
+        assert_eq!(pool.shared.lease(100).err(), Some(200));
+        let b = pool.shared.lease(56).unwrap();
+        drop(a);
+        let c = pool.shared.lease(100).unwrap();
+        assert_eq!(pool.shared.streams_in_use.load(Ordering::SeqCst), 156);
+        drop((b, c));
+        assert_eq!(pool.shared.streams_in_use.load(Ordering::SeqCst), 0);
+        // The intervals one test keeps: a fourth of the bound each.
+        assert_eq!(pool.shared.intervals_kept, session::MAX_INTERVALS_KEPT / 4);
+    }
+
+    #[test]
+    fn clients_are_bounded_with_a_sentence() {
+        assert_eq!(clients_arg("4"), Ok(4));
+        assert_eq!(clients_arg("64"), Ok(64));
+        for bad in ["0", "65", "100000000000000000000", "-1", "x"] {
+            let e = clients_arg(bad).unwrap_err();
+            let number = bad.bytes().all(|b| b.is_ascii_digit());
+            let says = if number {
+                "give 1 to 64"
+            } else {
+                "example: --clients 4"
+            };
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let cfg = ServerConfig {
+            port: 0,
+            bind: Some(IpAddr::from([127, 0, 0, 1])),
+            interval: Duration::from_secs(1),
+            auth: None,
+            clients: 65,
+        };
+        let e = Server::bind(cfg).err().unwrap().to_string();
+        assert_eq!(e, "65 tests at once is not served: give 1 to 64");
     }
 }

@@ -67,6 +67,10 @@ struct Running {
     base_retrans: u32,
     intervals: Vec<Interval>,
     end: Option<(Snapshot, f64)>,
+    /// The stream's addresses, read when it starts: once the peer has closed it, getpeername
+    /// fails (ENOTCONN) and the result would name no peer.
+    local_addr: Option<String>,
+    peer_addr: Option<String>,
 }
 
 /// Process CPU time (user, system) in seconds (getrusage(2), RUSAGE_SELF: every thread).
@@ -90,6 +94,8 @@ pub struct Session {
     cpu_start: (f64, f64),
     protocol: Protocol,
     end_time: Option<Instant>,
+    /// The intervals kept over all streams ([`MAX_INTERVALS_KEPT`] unless lowered).
+    kept: usize,
 }
 
 impl Session {
@@ -121,7 +127,13 @@ impl Session {
                 .spawn(move || stream::run(sock, work, &c, &s))
                 .map_err(|e| format!("cannot start the thread of stream {}: {e}", p.id))?;
             let retrans = Self::retrans_of(&p.sock, p.local_sends);
+            let (local_addr, peer_addr) = (
+                p.sock.local_addr().map(|a| a.to_string()),
+                p.sock.peer_addr().map(|a| a.to_string()),
+            );
             streams.push(Running {
+                local_addr,
+                peer_addr,
                 id: p.id,
                 flow: p.flow,
                 local_sends: p.local_sends,
@@ -148,6 +160,7 @@ impl Session {
             cpu_start: rusage(),
             protocol: config.protocol,
             end_time: None,
+            kept: MAX_INTERVALS_KEPT,
         })
     }
 
@@ -158,6 +171,12 @@ impl Session {
             }
             _ => 0,
         }
+    }
+
+    /// Keep at most `n` intervals over all streams (a server running several tests at once
+    /// shares [`MAX_INTERVALS_KEPT`] among them).
+    pub fn keep_intervals(&mut self, n: usize) {
+        self.kept = n.min(MAX_INTERVALS_KEPT);
     }
 
     /// When the next interval ends.
@@ -205,7 +224,7 @@ impl Session {
                     }
                     s.intervals.push(iv);
                 }
-                let per_stream = MAX_INTERVALS_KEPT / self.streams.len().max(1);
+                let per_stream = self.kept / self.streams.len().max(1);
                 for s in &mut self.streams {
                     if s.intervals.len() > per_stream.max(2) {
                         coarsen(&mut s.intervals);
@@ -268,14 +287,7 @@ impl Session {
     /// and not past `interrupt` (a peer that stopped reading holds no stream longer than
     /// that, whatever the number of streams).
     pub fn stop_senders(&mut self, limit: Duration, interrupt: &AtomicBool) {
-        for s in self.streams.iter().filter(|s| s.local_sends) {
-            s.stop.store(true, Ordering::Relaxed);
-        }
-        for s in self.streams.iter_mut().filter(|s| s.local_sends) {
-            if let Some(t) = s.thread.take() {
-                let _ = t.join();
-            }
-        }
+        self.join_senders();
         let fds: Vec<_> = self
             .streams
             .iter()
@@ -285,8 +297,25 @@ impl Session {
         stream::drain(&fds, Instant::now() + limit, interrupt);
     }
 
-    /// Fix the end of the test now: the totals are the counts at this moment.
+    /// Stop the local senders' threads and wait for them: no send() runs after this.
+    fn join_senders(&mut self) {
+        for s in self.streams.iter().filter(|s| s.local_sends) {
+            s.stop.store(true, Ordering::Relaxed);
+        }
+        for s in self.streams.iter_mut().filter(|s| s.local_sends) {
+            if let Some(t) = s.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    /// Fix the end of the test now: the totals are the counts at this moment. Local senders
+    /// stop first: a send() still running when the counts were read would put bytes on the
+    /// wire that the peer's receiver counts and this end's total leaves out (a partial write
+    /// of 32,768 B past the sender's total, seen when the peer's TEST_END came before this
+    /// end's own timer).
     pub fn mark_end(&mut self) {
+        self.join_senders();
         let now = Instant::now();
         self.end_time = Some(now);
         let secs = now
@@ -408,8 +437,8 @@ impl Session {
                     rttvar_us: info.map(|i| i.tcpi_rttvar),
                     pmtu: info.map(|i| i.tcpi_pmtu),
                     snd_mss: info.map(|i| i.tcpi_snd_mss),
-                    local_addr: s.sock.local_addr().map(|a| a.to_string()),
-                    peer_addr: s.sock.peer_addr().map(|a| a.to_string()),
+                    local_addr: s.local_addr.clone(),
+                    peer_addr: s.peer_addr.clone(),
                     sndbuf: s.sock.buffer_size(libc::SO_SNDBUF),
                     rcvbuf: s.sock.buffer_size(libc::SO_RCVBUF),
                 }
@@ -486,6 +515,63 @@ pub fn merge_peer(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
+
+    /// The sender's total is fixed by [`Session::mark_end`] while its peer reads at full
+    /// speed: the receiver, reading until the close, counts exactly that many bytes, never
+    /// a send() that ran after the count was taken; and the result still names the peer
+    /// once it has closed the stream.
+    #[test]
+    fn a_senders_total_is_every_byte_its_receiver_gets() {
+        for _ in 0..5 {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let tx = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            let (mut rx, _) = l.accept().unwrap();
+            let reader = std::thread::spawn(move || {
+                let mut buf = vec![0u8; 1 << 16];
+                let mut n = 0u64;
+                loop {
+                    match rx.read(&mut buf) {
+                        Ok(0) | Err(_) => return n,
+                        Ok(k) => n += k as u64,
+                    }
+                }
+            });
+            let config = NetConfig {
+                protocol: Protocol::Tcp,
+                direction: model::net::Direction::Forward,
+                duration_s: 1,
+                omit_s: 0,
+                streams: 1,
+                len: 128 * 1024,
+                bitrate_bps: None,
+                window: None,
+                mss: None,
+                zerocopy: false,
+                udp_counters_64bit: false,
+            };
+            let pending = vec![PendingStream {
+                id: 1,
+                flow: Flow::ClientToServer,
+                local_sends: true,
+                sock: Sock::Tcp(tx),
+            }];
+            let mut s = Session::start(pending, &config, Duration::from_secs(1)).unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            s.mark_end();
+            s.stop_all();
+            let sent = s.results()[0].local.bytes;
+            let received = reader.join().unwrap();
+            // The peer has closed: the result still names it.
+            std::thread::sleep(Duration::from_millis(20));
+            assert!(s.results()[0].peer_addr.is_some(), "the peer's address");
+            assert!(sent > 0);
+            assert_eq!(
+                received, sent,
+                "received {received} B of {sent} B counted sent"
+            );
+        }
+    }
 
     #[test]
     fn coarsened_intervals_keep_every_byte_and_the_whole_time() {

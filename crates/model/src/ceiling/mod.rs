@@ -8,6 +8,7 @@
 //! - **protocol** ceilings (TLP, bulk, goodput ...): after the per-packet overhead of the
 //!   protocol, under assumptions that each module states and labels.
 
+pub mod args;
 pub mod eth;
 pub mod mmc;
 pub mod pcie;

@@ -497,6 +497,18 @@ pub enum LineFormat<'a> {
     Json,
 }
 
+impl<'a> LineFormat<'a> {
+    /// The format perf stat picks from its flags: `-j` (JSON lines) over `-x SEP` (CSV)
+    /// over its text.
+    pub fn of(json_lines: bool, separator: Option<&'a str>) -> LineFormat<'a> {
+        match (json_lines, separator) {
+            (true, _) => LineFormat::Json,
+            (false, Some(s)) => LineFormat::Csv(s),
+            (false, None) => LineFormat::Text,
+        }
+    }
+}
+
 /// perf's `-I` header.
 pub fn interval_header() -> String {
     "#           time             counts unit events\n".to_string()

@@ -650,6 +650,49 @@ pub fn to_json(checks: &[Check], manifest: &str) -> serde_json::Value {
     serde_json::json!({"manifest": manifest, "checks": rows})
 }
 
+/// How `audit --expect` shows its checks: the text (PASS/FAIL lines), the audit's document
+/// with an `expect` member (`--json`), or OCPTV JSON lines (`--format ocptv`) with the facts
+/// of the run only the command knows.
+pub enum Layout<'a> {
+    Text,
+    Json,
+    Ocptv {
+        version: &'a str,
+        command_line: &'a str,
+    },
+}
+
+/// The checks of the manifest named `manifest` against the audit `doc`, in `layout`.
+pub fn render(checks: &[Check], doc: &crate::Document, manifest: &str, layout: Layout) -> String {
+    match layout {
+        Layout::Text => text(checks),
+        Layout::Json => {
+            let mut v = doc.to_value();
+            v["expect"] = to_json(checks, manifest);
+            // A Value of plain members always serialises.
+            serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+        }
+        Layout::Ocptv {
+            version,
+            command_line,
+        } => {
+            let host = doc.envelope.host.as_ref().and_then(|h| h.hostname.clone());
+            let run = OcptvRun {
+                version,
+                command_line,
+                manifest,
+                hostname: host.as_deref().unwrap_or("unknown"),
+                timestamp: doc
+                    .envelope
+                    .created
+                    .as_deref()
+                    .unwrap_or("1970-01-01T00:00:00Z"),
+            };
+            ocptv(checks, &run)
+        }
+    }
+}
+
 /// The run's facts for its OCPTV output.
 pub struct OcptvRun<'a> {
     pub version: &'a str,

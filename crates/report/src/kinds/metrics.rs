@@ -70,6 +70,16 @@ const EVENT: Def = Def {
     unit: None,
 };
 
+/// The file `--textfile-dir` writes for a document of `kind`: `headroom.prom` for an audit
+/// (the host's links and AER counters), `headroom-KIND.prom` for the others, so the latest
+/// result of each benchmark and the audit stand side by side in the collector.
+pub fn textfile_name(kind: DocumentKind) -> String {
+    match kind {
+        DocumentKind::Audit => "headroom.prom".to_string(),
+        k => format!("headroom-{}.prom", k.as_str()),
+    }
+}
+
 /// Add the metrics of `doc` (`origin` names it in errors): its kind's own, and the run's
 /// time and findings. A survey adds each part's document with a `part` label; a `report`
 /// document each of its documents with a `document` label.

@@ -12,7 +12,7 @@ use crate::document::{Document, DocumentError};
 use crate::kinds::audit::AuditDocument;
 use crate::summary::{plural, Summary};
 use crate::table::mb;
-use model::survey::{format_seconds, PartKind, Plan};
+use model::survey::{format_seconds, PartKind, Plan, PlannedPart};
 use model::units::MB;
 use model::Severity;
 use serde::{Deserialize, Serialize};
@@ -224,6 +224,128 @@ pub struct PartResult {
     /// The part's own result document, whole.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub document: Option<serde_json::Value>,
+}
+
+/// How a part's process ended, as the survey saw it.
+pub struct PartEnd<'a> {
+    pub stdout: &'a str,
+    pub stderr: &'a str,
+    /// Its exit code, 128 + the signal when a signal ended it; `None`: unreadable.
+    pub code: Option<i32>,
+    /// Seconds it ran.
+    pub took_s: f64,
+    /// The survey was stopped (Ctrl-C, SIGTERM) while it ran.
+    pub stopped_by_user: bool,
+    /// The survey stopped it at the budget's end, and the seconds it then took to exit.
+    pub out_of_budget: Option<f64>,
+    pub budget_s: f64,
+    /// The part's time limit, after which it is stopped as failed.
+    pub limit_s: f64,
+}
+
+impl PartResult {
+    /// A part that did not run, and why.
+    pub fn not_run(part: &PlannedPart, reason: String) -> PartResult {
+        PartResult {
+            planned_s: part.run.then(|| round_tenth(part.seconds())),
+            given_s: None,
+            status: PartStatus::NotRun,
+            reason: Some(reason),
+            ..PartResult::started(part)
+        }
+    }
+
+    /// A part as it starts: given its estimate, failed until it ends well.
+    pub fn started(part: &PlannedPart) -> PartResult {
+        PartResult {
+            id: part.id.clone(),
+            kind: part.kind,
+            status: PartStatus::Failed,
+            reason: None,
+            seconds: None,
+            planned_s: None,
+            given_s: Some(round_tenth(part.seconds())),
+            stopping_s: None,
+            messages: Vec::new(),
+            document: None,
+        }
+    }
+
+    /// What a part that ran left (its stderr lines, its document) and how it ended: ran,
+    /// interrupted by the user or the budget (what it measured kept), or failed and why
+    /// (its last error line).
+    pub fn of_run(part: &PlannedPart, end: PartEnd) -> PartResult {
+        let mut result = PartResult::started(part);
+        result.seconds = Some(round_tenth(end.took_s));
+        result.stopping_s = end.out_of_budget.map(round_tenth);
+        result.messages = end
+            .stderr
+            .lines()
+            .map(|l| l.trim_end().to_string())
+            .filter(|l| !l.is_empty() && !l.contains('\r'))
+            .collect();
+        if !end.stdout.trim().is_empty() {
+            match Document::parse(end.stdout, &part.id) {
+                Ok(d) => result.document = Some(d.to_value()),
+                Err(e) => result
+                    .messages
+                    .push(format!("its output is not a document: {e}")),
+            }
+        }
+        let last_error = || {
+            result
+                .messages
+                .iter()
+                .rev()
+                .find(|l| l.contains("error"))
+                .or(result.messages.last())
+                .map(|l| l.trim_start_matches("headroom: ").to_string())
+        };
+        let (status, reason) = match end.code {
+            Some(0) => (PartStatus::Ran, None),
+            Some(130) | Some(143) if end.stopped_by_user => (
+                PartStatus::Interrupted,
+                Some("interrupted: the survey was stopped".to_string()),
+            ),
+            Some(130) | Some(143) if end.out_of_budget.is_some() => (
+                PartStatus::Interrupted,
+                Some(format!(
+                    "stopped at the end of the {} budget, {} into the {} it was given (it took \
+                     {} to stop){}",
+                    format_seconds(end.budget_s),
+                    format_seconds(end.took_s),
+                    format_seconds(part.seconds()),
+                    format_seconds(result.stopping_s.unwrap_or(0.0)),
+                    if result.document.is_some() {
+                        ": what it measured until then is kept"
+                    } else {
+                        ", before it had measured anything"
+                    }
+                )),
+            ),
+            Some(130) | Some(143) | Some(137) => (
+                PartStatus::Failed,
+                Some(format!(
+                    "stopped after {} (the part's time limit)",
+                    format_seconds(end.limit_s)
+                )),
+            ),
+            Some(c) => (
+                PartStatus::Failed,
+                Some(match last_error() {
+                    Some(e) => format!("failed (exit {c}): {e}"),
+                    None => format!("failed (exit {c})"),
+                }),
+            ),
+            None => (
+                PartStatus::Failed,
+                Some("its exit status could not be read".to_string()),
+            ),
+        };
+        result.status = status;
+        result.reason = reason;
+        result
+    }
 }
 
 /// The body of a survey document.
@@ -1105,4 +1227,88 @@ pub fn compare_surveys(
         o.pop();
     }
     Ok((o, compared))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
+    use super::*;
+
+    fn disk_part() -> PlannedPart {
+        PlannedPart {
+            id: "disk sda".into(),
+            kind: PartKind::Disk,
+            what: "SEQ1M Q8T1".into(),
+            command: vec!["bench".into(), "disk".into()],
+            fixed_s: 2.0,
+            units: 4,
+            unit_s: 5.0,
+            min_unit_s: 1.0,
+            writes_bytes: 0,
+            priority: 1,
+            run: true,
+            reason: None,
+        }
+    }
+
+    fn end(code: Option<i32>, stderr: &str) -> PartEnd<'_> {
+        PartEnd {
+            stdout: "",
+            stderr,
+            code,
+            took_s: 12.34,
+            stopped_by_user: false,
+            out_of_budget: None,
+            budget_s: 600.0,
+            limit_s: 186.0,
+        }
+    }
+
+    #[test]
+    fn how_a_part_ended() {
+        let part = disk_part();
+        let r = PartResult::of_run(&part, end(Some(0), "note: x\n\n[1/2] disk\r[2/2] net\n"));
+        assert_eq!((r.status, r.reason), (PartStatus::Ran, None));
+        assert_eq!((r.seconds, r.given_s), (Some(12.3), Some(22.0)));
+        assert_eq!(r.messages, ["note: x"]);
+        let r = PartResult::of_run(
+            &part,
+            end(Some(1), "headroom: error: cannot open /dev/sda\nnote: y"),
+        );
+        assert_eq!(r.status, PartStatus::Failed);
+        assert_eq!(
+            r.reason.as_deref(),
+            Some("failed (exit 1): error: cannot open /dev/sda")
+        );
+        let budget = PartEnd {
+            out_of_budget: Some(0.26),
+            ..end(Some(130), "")
+        };
+        let r = PartResult::of_run(&part, budget);
+        assert_eq!(
+            (r.status, r.stopping_s),
+            (PartStatus::Interrupted, Some(0.3))
+        );
+        assert!(r
+            .reason
+            .unwrap()
+            .ends_with(", before it had measured anything"));
+        let r = PartResult::of_run(&part, end(Some(137), ""));
+        assert!(r.reason.unwrap().contains("(the part's time limit)"));
+        let garbage = PartEnd {
+            stdout: "not json",
+            ..end(None, "")
+        };
+        let r = PartResult::of_run(&part, garbage);
+        assert!(r.messages[0].starts_with("its output is not a document"));
+        assert_eq!(
+            r.reason.as_deref(),
+            Some("its exit status could not be read")
+        );
+        let r = PartResult::not_run(&part, "no disk".into());
+        assert_eq!(
+            (r.status, r.planned_s, r.given_s),
+            (PartStatus::NotRun, Some(22.0), None)
+        );
+    }
 }

@@ -14,6 +14,29 @@ use model::units::{format_cpu_list, MB};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+/// `headroom audit`'s text: the system, the PCI functions, USB, block and network devices
+/// (those a `--root` scan found; a dump has PCI alone), then the findings.
+pub fn render(doc: &super::AuditDocument, style: &Style) -> String {
+    let mut out = String::new();
+    if let Some(s) = &doc.system {
+        out.push_str(&system(s));
+    }
+    out.push_str(&pci(&doc.pci, style));
+    if let Some(u) = &doc.usb {
+        out.push_str(&usb(u, style));
+    }
+    if let Some(b) = &doc.block {
+        out.push_str(&block(b));
+    }
+    if let Some(n) = &doc.net {
+        out.push_str(&net(n));
+    }
+    out.push_str(&crate::terminal::findings(&doc.findings, |s| {
+        style.severity(s)
+    }));
+    out
+}
+
 /// The PCI section: a tree of functions (like `lspci -tv`, one line each with its link
 /// state and ceiling).
 pub fn pci(audit: &PciAudit, style: &Style) -> String {
