@@ -111,8 +111,20 @@ for target in $TARGETS; do
     # 4,044,984 -> 3,955,064 B and armv7 4,008,312 -> 3,777,440 B: it outlines inside the timed
     # loops of bench mem/mmio (bench::mmio::sweep had 41 calls to outlined code in a symbol
     # build, one per access in the 128-bit store loop), which would change what they measure.
+    # 2026-11-28 (s9-size): for the Rust code too, now that every timed access of those loops
+    # is inside an `asm!` block with what it feeds and the pointer it advances (a pass of 16
+    # or one: crates/bench/src/mmio/access.rs), which LLVM never outlines; what is left of each
+    # loop is its compare and branch. A symbol build (CARGO_PROFILE_DIST_STRIP=false) shows no
+    # call to OUTLINED_FUNCTION_* inside sweep's loops on x86_64, armv7 and aarch64 (where LLVM
+    # outlines by itself at opt-level "z"; its timed loops had no call before either).
+    # Measured one step at a time on x86_64, symbol builds stripped by llvm-strip (about 2 kB
+    # under dist.sh's own stripping): 4,380,128 B; the outliner over the Rust code 4,275,856 B.
+    # And -C relocation-model=static: the binaries are plain static executables anyway (ELF
+    # EXEC, nothing to relocate: see the thumbv7neon target), so the code needs no
+    # position-independent addressing: 4,233,408 B.
     if [[ -n $outline && ($target == x86_64-* || $target == armv7-*) ]]; then
         export "$cflags=${!cflags} -mllvm=-enable-machine-outliner=always"
+        flags="$flags -C llvm-args=-enable-machine-outliner=always -C relocation-model=static"
     fi
     build=(env RUSTC_BOOTSTRAP=1 "$var=$flags"
         cargo zigbuild --locked --profile "$PROFILE" --target "$target" -p headroom "${std_args[@]}")

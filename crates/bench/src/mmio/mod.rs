@@ -3,13 +3,14 @@
 //! (seeds/000: `resource_mmap_test.c` maps `resource2` and times 32-bit and 128-bit NEON loads
 //! and stores), made safe:
 //!
-//! - Every access is volatile, naturally aligned and of exactly the width asked: 8 to 64 bits
-//!   by `ptr::read_volatile`/`write_volatile` of that integer type; 128 bits by one
-//!   inline-assembly instruction (`movdqa` on x86_64 (SSE2), `ldr q`/`str q` on aarch64
-//!   (NEON)), because the SIMD intrinsics are ordinary loads the compiler may merge, split or
-//!   drop. The `memcpy` mode is a copy loop of those 128-bit accesses; the C library's memcpy
-//!   never touches the region (glibc's takes SIGBUS on device memory on aarch64: its
-//!   unaligned and `dc zva` tricks are not allowed there).
+//! - Every access is naturally aligned and of exactly the width asked, one instruction in an
+//!   `asm!` block the compiler can neither merge, split, drop nor outline ([`access`]): 8 to
+//!   64 bits by the integer loads and stores of that width (`ptr::read_volatile`/
+//!   `write_volatile` on other architectures); 128 bits by `movdqa` on x86_64 (SSE2), `ldr
+//!   q`/`str q` on aarch64 (NEON), because the SIMD intrinsics are ordinary loads the compiler
+//!   may merge, split or drop. The `memcpy` mode is a copy loop of those 128-bit accesses;
+//!   the C library's memcpy never touches the region (glibc's takes SIGBUS on device memory
+//!   on aarch64: its unaligned and `dc zva` tricks are not allowed there).
 //! - A store on a read-only mapping is refused here, before any access.
 //! - A fault during the run (SIGBUS: the page behind the access is gone, a device that did not
 //!   answer) is caught and reported with its width, operation and offset, never a crash.
@@ -24,9 +25,11 @@
 //! device that stopped answering) and reads the counts and the fault. This is how test
 //! harnesses isolate crashing code; its cost (one fork per pair) is outside the timed loops.
 
+mod access;
 pub mod target;
 
 use crate::{Bench, Phase, Phased, Stop};
+use access::{Elem, UNROLL};
 use model::mmio::{mb_per_s, quantile, AccessFault, AccessOp, AccessResult, AccessWidth};
 use serde::Serialize;
 use std::fs::File;
@@ -751,53 +754,28 @@ fn child(
     unsafe { libc::_exit(0) }
 }
 
-/// Accesses per pass of the 8- to 64-bit loops, written out (`unrolled!`) rather than left to
-/// the compiler: the `dist` profile optimises for size (opt-level "z"), where LLVM unrolls
-/// nothing, and a loop paying its counter, compare and branch for every byte ran 8- to 32-bit
-/// accesses at 0.28-0.66 of a `--release` build's rate (`--example mem_vs_loop` built with
-/// each profile). Written out, every profile runs the same instructions per access.
-const UNROLL: usize = 16;
+// The 8- to 64-bit loops and the 128-bit store run in passes of UNROLL accesses written out
+// (`access::UNROLL`, each pass one `asm!` block) rather than left to the compiler: the `dist`
+// profile optimises for size (opt-level "z"), where LLVM unrolls nothing, and a loop paying
+// its counter, compare and branch for every byte ran 8- to 32-bit accesses at 0.28-0.66 of a
+// `--release` build's rate (`--example mem_vs_loop` built with each profile). Written out,
+// every profile runs the same instructions per access. For the 128-bit store, left to the
+// compiler at opt-level "z" the loop ran at 0.89 of a `--release` build (x86_64 `bench mem`,
+// 18 alternating runs, medians), and through a closure the memcpy load ran at 0.52. The
+// 128-bit load and the memcpy loops measured better as plain loops (see there).
 
-/// `$body` once for each `$k` in 0..UNROLL, as straight-line code.
-macro_rules! unrolled {
-    ($k:ident => $body:expr) => {
-        unrolled!(@ $k, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
-    };
-    (@ $k:ident, $body:expr, $($n:literal)*) => {{
-        $({
-            let $k: usize = $n;
-            $body
-        })*
-    }};
-}
-
-/// `$body` for `$i` in 0..n, written out UNROLL times per pass (as `load` and `store` do for
-/// the narrower widths), expanded in place so that no closure call or captured accumulator
-/// stands between two accesses: at opt-level "z" the 128-bit store loop left to the compiler
-/// ran at 0.89 of a `--release` build (x86_64 `bench mem`, 18 alternating runs, medians), and
-/// the same loops through a closure ran the memcpy load at 0.52. Used for the 128-bit store
-/// only; the 128-bit load and the memcpy loops measured better as plain loops (see there).
-macro_rules! passes {
-    ($n:expr, $i:ident => $body:expr) => {{
-        let n: usize = $n;
-        let whole = n - n % UNROLL;
-        let mut base = 0;
-        if base < whole {
+/// `$body` until `$at == $end` (`$end` evaluated once, before the first pass), tested at the
+/// bottom: one branch per pass (a `while` costs a jump more at opt-level "z").
+macro_rules! until {
+    ($at:ident == $end:expr, $body:expr) => {{
+        let end = $end;
+        if $at != end {
             loop {
-                unrolled!(k => {
-                    let $i = base + k;
-                    $body
-                });
-                base += UNROLL;
-                if base == whole {
+                $body;
+                if $at == end {
                     break;
                 }
             }
-        }
-        while base < n {
-            let $i = base;
-            $body;
-            base += 1;
         }
     }};
 }
@@ -826,51 +804,41 @@ pub unsafe fn sweep(
             (AccessWidth::W16, AccessOp::Load) => load::<u16>(p, n),
             (AccessWidth::W32, AccessOp::Load) => load::<u32>(p, n),
             (AccessWidth::W64, AccessOp::Load) => load::<u64>(p, n),
-            (AccessWidth::W8, AccessOp::Store) => store(p, n, first, |i| i as u8),
-            (AccessWidth::W16, AccessOp::Store) => store(p, n, first, |i| i as u16),
-            (AccessWidth::W32, AccessOp::Store) => store(p, n, first, |i| i as u32),
-            (AccessWidth::W64, AccessOp::Store) => store(p, n, first, |i| i),
+            (AccessWidth::W8, AccessOp::Store) => store::<u8>(p, n, first),
+            (AccessWidth::W16, AccessOp::Store) => store::<u16>(p, n, first),
+            (AccessWidth::W32, AccessOp::Store) => store::<u32>(p, n, first),
+            (AccessWidth::W64, AccessOp::Store) => store::<u64>(p, n, first),
             (AccessWidth::W128, AccessOp::Load) => {
-                // A plain loop: written out (`passes!`) it ran slower at opt-level "z", not
-                // faster (0.70 of `--release`, against 1.01 as a loop; `bench mem`, x86_64).
-                let mut sum = 0u64;
-                for i in 0..n {
-                    let [a, b] = simd::load128(p.add(i * 16));
-                    sum = sum.wrapping_add(a).wrapping_add(b);
-                }
+                // A plain loop: written out it ran slower at opt-level "z", not faster (0.70
+                // of `--release`, against 1.01 as a loop; `bench mem`, x86_64).
+                let (mut p, end, mut sum) = (p.cast_const(), p.add(n * 16).cast_const(), 0);
+                until!(p == end, access::wide::load(&mut p, &mut sum));
                 sum
             }
             (AccessWidth::W128, AccessOp::Store) => {
-                passes!(n, i => {
-                    let v = first + i as u64;
-                    simd::store128(p.add(i * 16), [v, v]);
-                });
+                let (mut p, mut v) = (p, first);
+                let (whole, end) = (p.add((n - n % UNROLL) * 16), p.add(n * 16));
+                until!(p == whole, access::wide::store_pass(&mut p, &mut v));
+                until!(p == end, access::wide::store_one(&mut p, &mut v));
                 0
             }
             (AccessWidth::Memcpy, AccessOp::Load) => {
                 // memcpy_fromio: region -> DRAM, 128 bits at a time.
                 // A plain loop, as the 128-bit load (0.79 written out, 0.96 as a loop).
-                let mut sum = 0u64;
-                for i in 0..n {
-                    let v = simd::load128(p.add(i * 16));
-                    sum = sum.wrapping_add(v[0]).wrapping_add(v[1]);
-                    std::ptr::write(buf.add(i * 16).cast::<[u64; 2]>(), v);
-                }
+                let (mut p, end, mut to, mut sum) =
+                    (p.cast_const(), p.add(n * 16).cast_const(), buf, 0);
+                until!(p == end, access::wide::load_to(&mut p, &mut to, &mut sum));
                 sum
             }
             (AccessWidth::Memcpy, AccessOp::Store) => {
                 // memcpy_toio: DRAM -> region; the DRAM side holds the same index pattern
                 // as the 128-bit store.
-                for i in 0..n {
-                    let v = first + i as u64;
-                    std::ptr::write(buf.add(i * 16).cast::<[u64; 2]>(), [v, v]);
-                }
+                let (mut to, end, mut v) = (buf, buf.add(n * 16), first);
+                until!(to == end, access::wide::fill(&mut to, &mut v));
                 // A plain loop: written out it measured 0.84-0.97 of `--release`, as a loop
                 // 1.02 (`bench mem`, x86_64).
-                for i in 0..n {
-                    let v = std::ptr::read(buf.add(i * 16).cast::<[u64; 2]>());
-                    simd::store128(p.add(i * 16), v);
-                }
+                let (mut p, end, mut from) = (p, p.add(n * 16), buf.cast_const());
+                until!(p == end, access::wide::store_from(&mut p, &mut from));
                 0
             }
         }
@@ -878,28 +846,14 @@ pub unsafe fn sweep(
 }
 
 #[inline(always)]
-unsafe fn load<T: Copy + Into<u64>>(p: *mut u8, n: usize) -> u64 {
-    let p = p.cast::<T>();
+unsafe fn load<T: Elem>(p: *mut u8, n: usize) -> u64 {
+    let mut p = p.cast::<T>().cast_const();
     let mut sum = 0u64;
-    let whole = n - n % UNROLL;
-    let mut i = 0;
-    // Tested at the bottom: one branch per pass (a `while` costs a jump more at opt-level z).
-    if i < whole {
-        loop {
-            unrolled!(k => {
-                // SAFETY: the caller's contract; i + k < n and p is aligned to T.
-                sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(p.add(i + k)) }.into());
-            });
-            i += UNROLL;
-            if i == whole {
-                break;
-            }
-        }
-    }
-    while i < n {
-        // SAFETY: as above.
-        sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(p.add(i)) }.into());
-        i += 1;
+    // SAFETY: the caller's contract: p..p + n is mapped and aligned to T.
+    unsafe {
+        let (whole, end) = (p.add(n - n % UNROLL), p.add(n));
+        until!(p == whole, T::load_pass(&mut p, &mut sum));
+        until!(p == end, T::load_one(&mut p, &mut sum));
     }
     sum
 }
@@ -909,100 +863,17 @@ unsafe fn load<T: Copy + Into<u64>>(p: *mut u8, n: usize) -> u64 {
 /// added to every value the compiler unrolled it half as far, and 8- to 32-bit stores ran at
 /// 0.84-0.90 of a plain loop's rate (`--example mem_vs_loop`).
 #[inline(always)]
-unsafe fn store<T: Copy>(p: *mut u8, n: usize, first: u64, value: impl Fn(u64) -> T) -> u64 {
+unsafe fn store<T: Elem>(p: *mut u8, n: usize, first: u64) -> u64 {
     let first = first as usize;
     // The window's start: `first` elements before p (the caller's contract).
     let base = p.cast::<T>().wrapping_sub(first);
-    let end = first + n;
-    let whole = end - n % UNROLL;
-    let mut i = first;
-    // Tested at the bottom, as in `load`.
-    if i < whole {
-        loop {
-            unrolled!(k => {
-                // SAFETY: the caller's contract; base + i + k is inside p..p + n, aligned to T.
-                unsafe { std::ptr::write_volatile(base.wrapping_add(i + k), value((i + k) as u64)) };
-            });
-            i += UNROLL;
-            if i == whole {
-                break;
-            }
-        }
-    }
-    while i < end {
-        // SAFETY: as above.
-        unsafe { std::ptr::write_volatile(base.wrapping_add(i), value(i as u64)) };
-        i += 1;
+    let (mut i, whole, end) = (first, first + n - n % UNROLL, first + n);
+    // SAFETY: the caller's contract: base + first .. base + end is p..p + n, aligned to T.
+    unsafe {
+        until!(i == whole, T::store_pass(base, &mut i));
+        until!(i == end, T::store_one(base, &mut i));
     }
     0
-}
-
-/// One 128-bit access per call, by one instruction the compiler cannot merge or drop
-/// (`asm!` blocks are volatile unless marked pure).
-mod simd {
-    /// # Safety
-    /// `p` is 16-byte aligned and readable.
-    #[inline(always)]
-    pub unsafe fn load128(p: *const u8) -> [u64; 2] {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use core::arch::x86_64::__m128i;
-            let v: __m128i;
-            // SAFETY: SSE2 is part of x86_64; the caller's contract on p.
-            unsafe {
-                core::arch::asm!("movdqa {v}, [{p}]", p = in(reg) p, v = out(xmm_reg) v,
-                    options(nostack, readonly, preserves_flags));
-                std::mem::transmute::<__m128i, [u64; 2]>(v)
-            }
-        }
-        #[cfg(target_arch = "aarch64")]
-        {
-            use core::arch::aarch64::uint64x2_t;
-            let v: uint64x2_t;
-            // SAFETY: NEON is mandatory on AArch64; the caller's contract on p.
-            unsafe {
-                core::arch::asm!("ldr {v:q}, [{p}]", p = in(reg) p, v = out(vreg) v,
-                    options(nostack, readonly, preserves_flags));
-                std::mem::transmute::<uint64x2_t, [u64; 2]>(v)
-            }
-        }
-        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-        {
-            let _ = p;
-            unreachable!("128-bit accesses are refused before the run on this architecture")
-        }
-    }
-
-    /// # Safety
-    /// `p` is 16-byte aligned and writable.
-    #[inline(always)]
-    pub unsafe fn store128(p: *mut u8, v: [u64; 2]) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use core::arch::x86_64::__m128i;
-            // SAFETY: as in load128.
-            unsafe {
-                let v = std::mem::transmute::<[u64; 2], __m128i>(v);
-                core::arch::asm!("movdqa [{p}], {v}", p = in(reg) p, v = in(xmm_reg) v,
-                    options(nostack, preserves_flags));
-            }
-        }
-        #[cfg(target_arch = "aarch64")]
-        {
-            use core::arch::aarch64::uint64x2_t;
-            // SAFETY: as in load128.
-            unsafe {
-                let v = std::mem::transmute::<[u64; 2], uint64x2_t>(v);
-                core::arch::asm!("str {v:q}, [{p}]", p = in(reg) p, v = in(vreg) v,
-                    options(nostack, preserves_flags));
-            }
-        }
-        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-        {
-            let _ = (p, v);
-            unreachable!("128-bit accesses are refused before the run on this architecture")
-        }
-    }
 }
 
 #[cfg(test)]
