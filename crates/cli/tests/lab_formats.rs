@@ -67,6 +67,24 @@ fn lava_cases(text: &str) -> Vec<LavaCase> {
     cases
 }
 
+/// The audits of two boards in `dir`: the Raspberry Pi 5 tree (device tree) and the PC tree
+/// with DMI strings and a downgraded link.
+fn two_board_audits(dir: &Path) -> Vec<PathBuf> {
+    ["kernel-6.1", "sysfs/sd-nvme-downgraded-sata"]
+        .iter()
+        .map(|tree| {
+            let file = dir.join(format!("{}.json", tree.replace('/', "-")));
+            let json = stdout(
+                headroom()
+                    .args(["audit", "--json", "--root"])
+                    .arg(own(tree)),
+            );
+            std::fs::write(&file, json).unwrap();
+            file
+        })
+        .collect()
+}
+
 fn stdout(cmd: &mut assert_cmd::Command) -> String {
     String::from_utf8(stdout_of(cmd)).unwrap()
 }
@@ -222,17 +240,7 @@ fn kcidb_of_every_document_kind_validates_with_kcidb_io() {
     // Two boards' audits in one submission: each its own checkout, build and tests, the
     // Raspberry Pi's tests with its device-tree `compatible`, and no id shared.
     let dir = tempfile::tempdir().unwrap();
-    let mut docs = Vec::new();
-    for tree in ["kernel-6.1", "sysfs/sd-nvme-downgraded-sata"] {
-        let file = dir.path().join(format!("{}.json", tree.replace('/', "-")));
-        let json = stdout(
-            headroom()
-                .args(["audit", "--json", "--root"])
-                .arg(own(tree)),
-        );
-        std::fs::write(&file, json).unwrap();
-        docs.push(file);
-    }
+    let docs = two_board_audits(dir.path());
     let json = stdout(headroom().args(["report", "--format", "kcidb"]).args(&docs));
     kcidb_validate(&python, &json).unwrap_or_else(|e| panic!("{e}\n{json}"));
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
@@ -360,17 +368,7 @@ for s in steps: print(s)\n";
 #[test]
 fn report_and_compare_name_the_host() {
     let dir = tempfile::tempdir().unwrap();
-    let mut docs = Vec::new();
-    for tree in ["kernel-6.1", "sysfs/sd-nvme-downgraded-sata"] {
-        let file = dir.path().join(format!("{}.json", tree.replace('/', "-")));
-        let json = stdout(
-            headroom()
-                .args(["audit", "--json", "--root"])
-                .arg(own(tree)),
-        );
-        std::fs::write(&file, json).unwrap();
-        docs.push(file);
-    }
+    let docs = two_board_audits(dir.path());
     let text = stdout(headroom().arg("report").arg(&docs[0]));
     assert!(
         text.contains(
