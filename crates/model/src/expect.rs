@@ -21,7 +21,7 @@ pub struct Manifest {
 }
 
 /// How a speed or width compares with the expected one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Match {
     /// The value found is this or more (a faster link passes).
@@ -34,29 +34,6 @@ pub enum Match {
 impl Match {
     fn is_default(&self) -> bool {
         *self == Match::AtLeast
-    }
-}
-
-/// `at_least` or `exactly`, read from a string: the name is checked inside the visitor, so
-/// basic-toml places an unknown one at its own line and column (serde's derived enum reading
-/// leaves it at the next table's).
-impl<'de> Deserialize<'de> for Match {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Name;
-        impl serde::de::Visitor<'_> for Name {
-            type Value = Match;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("`at_least` or `exactly`")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Match, E> {
-                match v {
-                    "at_least" => Ok(Match::AtLeast),
-                    "exactly" => Ok(Match::Exactly),
-                    _ => Err(E::unknown_variant(v, &["at_least", "exactly"])),
-                }
-            }
-        }
-        d.deserialize_str(Name)
     }
 }
 

@@ -73,7 +73,7 @@ pub fn cases(checks: &[Check]) -> Vec<super::cases::Case> {
 /// and column; an entry without a selector, or with a value that cannot be one, is named by
 /// its section and number.
 pub fn parse(text: &str, origin: &str) -> Result<Manifest, String> {
-    let m: Manifest = basic_toml::from_str(text).map_err(|e| {
+    let m: Manifest = toml::from_str(text).map_err(|e| {
         let msg = e.to_string();
         let msg = msg.trim_end();
         format!("{origin} is not a valid manifest: {msg}")
@@ -191,7 +191,7 @@ fn aspm_label(l0s: bool, l1: bool) -> &'static str {
 
 /// The manifest's TOML, with a header saying what it is and how to edit it.
 pub fn to_toml(m: &Manifest, source: &str) -> String {
-    let body = basic_toml::to_string(m).unwrap_or_default();
+    let body = toml::to_string(m).unwrap_or_default();
     format!(
         "# The expected state of a host, written by `headroom audit --save-expect` from {source}.\n\
          # Check a host against it with `headroom audit --expect FILE` (this file is only read).\n\
