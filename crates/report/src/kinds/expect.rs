@@ -844,6 +844,19 @@ mod tests {
         let e = parse("[[pci]]\nadress = \"01:00.0\"\n", "m.toml").unwrap_err();
         assert!(e.contains("unknown field `adress`"), "{e}");
         assert!(e.contains("line 2"), "{e}");
+        // In a later entry, with another after it: the field's own line, not a table's header
+        // (basic-toml 0.1 named the next `[[pci]]`'s line here, which is why it is not used).
+        let two = "[[pci]]\naddress = \"01:00.0\"\n\n[[pci]]\nid = \"8086:7ae2\"\nadress = \"x\"\n\n[[pci]]\nid = \"1:2\"\n";
+        let e = parse(two, "m.toml").unwrap_err();
+        assert!(e.contains("unknown field `adress`"), "{e}");
+        assert!(e.contains("line 6"), "{e}");
+        let e = parse(
+            &two.replace("adress = \"x\"", "link_match = \"exact\""),
+            "m.toml",
+        )
+        .unwrap_err();
+        assert!(e.contains("unknown variant `exact`"), "{e}");
+        assert!(e.contains("line 6"), "{e}");
         let e = parse("[[usb]]\ndevice = \"2-1\"\ntransport = \"bot\"\n", "m.toml").unwrap_err();
         assert!(e.contains("neither \"uas\" nor \"usb-storage\""), "{e}");
     }
