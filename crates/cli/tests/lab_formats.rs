@@ -594,6 +594,14 @@ fn a_slot_limited_link_is_not_a_lava_pass() {
             .args(["audit", "--color", "never", "--root"])
             .arg(&tree),
     );
+    // The host first, from the tree (its device tree and machine-id), as `report` shows it.
+    assert!(
+        text.starts_with(
+            "Host: Raspberry Pi 5 Model B Rev 1.0, serial 6a7f1c2e9b3d4a10, machine-id \
+             3d1219c7c4c5\n"
+        ),
+        "{text}"
+    );
     let line = text
         .lines()
         .find(|l| l.contains("0001:01:00.0") && l.contains(" link "))
