@@ -229,7 +229,13 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
         crate::output::print_document(&wrapped()?)?;
     } else {
         let style = Style::new(global.use_color());
-        crate::out!("{}", text::render(&document, &style))?;
+        // The machine the audit read: this one, or the tree's with --root. A dump does not
+        // say which machine it came from.
+        let host = args
+            .lspci
+            .is_none()
+            .then(|| probe::system::host(&SysRoot::new(&args.root)));
+        crate::out!("{}", text::render(&document, host.as_ref(), &style))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -16,12 +16,22 @@ pub struct HistoryArgs {
     /// The history database (default: $XDG_DATA_HOME/headroom/history.sqlite).
     #[arg(long, value_name = "FILE", global = true)]
     pub db: Option<PathBuf>,
+
+    /// List only the runs of this host: its hostname, the first digits (4 or more) of its
+    /// machine-id, or its serial.
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
 pub enum HistoryAction {
     /// List the saved runs (the default).
-    List,
+    List {
+        /// List only the runs of this host: its hostname, the first digits (4 or more) of
+        /// its machine-id, or its serial.
+        #[arg(long, value_name = "NAME")]
+        host: Option<String>,
+    },
     /// Print one saved run as `report` does (or its document with --json).
     Show {
         /// The run's id, as `headroom history` lists it (`2` or `#2`).
@@ -73,10 +83,20 @@ pub fn load(input: &str, db: Option<&Path>) -> anyhow::Result<(Document, String)
 
 pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let db = db_path(args.db.as_deref())?;
-    match args.action.as_ref().unwrap_or(&HistoryAction::List) {
-        HistoryAction::List => {
+    let list = HistoryAction::List { host: None };
+    let action = args.action.as_ref().unwrap_or(&list);
+    if args.host.is_some() && !matches!(action, HistoryAction::List { .. }) {
+        return Err(crate::console::usage(
+            "--host chooses the runs `headroom history` lists; `history show` and `history \
+             add` take no --host",
+        ));
+    }
+    match action {
+        HistoryAction::List { host } => {
+            let host = host.as_deref().or(args.host.as_deref());
+            let filter = report::history::Filter { host };
             let rows = match Store::open_existing(&db)? {
-                Some(store) => store.list()?,
+                Some(store) => store.list_where(filter)?,
                 None => Vec::new(),
             };
             if global.json {
@@ -85,7 +105,16 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
                     &serde_json::json!({"database": db, "runs": rows}),
                 )?;
             } else if rows.is_empty() {
-                crate::outln!("no runs saved in {} yet", db.display())?;
+                match host {
+                    Some(h) => crate::outln!(
+                        "no run in {} comes from a host named {h:?} (its hostname, the \
+                         first {} or more digits of its machine-id, or its serial); \
+                         `headroom history` lists every run with its host",
+                        db.display(),
+                        report::history::MACHINE_ID_PREFIX_MIN
+                    )?,
+                    None => crate::outln!("no runs saved in {} yet", db.display())?,
+                }
             } else {
                 let style = report::terminal::Style::new(global.use_color());
                 let text = report::history::list_text(&rows, &style);

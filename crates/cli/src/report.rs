@@ -102,6 +102,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     // others still make the report.
     let mut failed = false;
     let mut docs = Vec::new();
+    let mut names = Vec::new();
     let mut md = String::new();
     let mut intros = String::new();
     let mut summaries = Vec::new();
@@ -133,6 +134,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
                 md.push('\n');
             }
             docs.push(doc);
+            names.push(origin);
         }
     }
     if docs.is_empty() {
@@ -152,6 +154,11 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     if let Some(format) = args.format {
         if let Some(lab) = format.lab() {
             crate::out!("{}", report::labs::render(lab, &docs, &[])?)?;
+            // Not a failure (the exit stays 0, as for an empty history), but said: an empty
+            // output reads like a run where nothing went wrong.
+            for why in report::labs::nothing_to_report(lab, &docs, &names)? {
+                crate::console::warn(why);
+            }
             return Ok(exit(failed));
         }
         let mut m = report::openmetrics::Metrics::new();

@@ -24,7 +24,16 @@ fn no_arguments_audits_this_machine() {
     let out = headroom().output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.starts_with("System: kernel "), "{text}");
+    // The host first (its hostname at least, as the kernel names it), then the system.
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert!(
+        text.starts_with(&format!("Host: {}", hostname.trim())),
+        "{text}"
+    );
+    assert!(
+        text.lines().nth(1).unwrap().starts_with("System: kernel "),
+        "{text}"
+    );
     assert!(text.contains("\nPCI: "), "{text}");
     // Every function sysfs lists appears in the tree.
     if let Ok(entries) = std::fs::read_dir("/sys/bus/pci/devices") {

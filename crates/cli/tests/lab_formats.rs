@@ -392,3 +392,347 @@ fn report_and_compare_name_the_host() {
     assert!(!cmp.contains("different hosts"), "{cmp}");
     assert!(cmp.contains("Raspberry Pi 5"), "{cmp}");
 }
+
+/// The LAVA cases of one document (`report --format lava FILE`), parsed by the grammar.
+fn lava_of(file: &Path) -> Vec<LavaCase> {
+    lava_cases(&stdout(
+        headroom().args(["report", "--format", "lava"]).arg(file),
+    ))
+}
+
+/// The case named `name` among `cases`.
+fn case<'a>(cases: &'a [LavaCase], name: &str) -> &'a LavaCase {
+    cases
+        .iter()
+        .find(|c| c.0 == name)
+        .unwrap_or_else(|| panic!("no {name} in {cases:#?}"))
+}
+
+/// Issue 25 part 3: the kinds that gave no case (ceiling, path, pmu_list, survey-plan) give
+/// the figures a lab tracks, each with its value and unit; what could not be had is a skip.
+#[test]
+fn ceiling_path_pmu_list_and_plan_give_cases() {
+    // `ceiling pcie`: every row's raw and effective ceilings in MB/s (10^6 B/s). 8 GT/s x1
+    // with the Rockchip guide's 28 B per TLP and MPS 128: the document's 766379065.456 B/s.
+    let cases = lava_of(&own("results/ceiling-pcie.json"));
+    assert_eq!(cases.len(), 8 * 3, "{cases:#?}");
+    assert_eq!(
+        case(
+            &cases,
+            "headroom.ceiling.pcie.8GT-x1.rockchip.mps128.mrrs512.effective-write"
+        )
+        .2,
+        Some((766.379065, "MB/s".into()))
+    );
+    assert!(cases.iter().all(|c| c.1 == "pass" && c.2.is_some()));
+    // USB: a transfer type with a ceiling is a figure: high speed bulk, 53.248 MB/s (13
+    // packets of 512 B per 125 us microframe).
+    let cases = lava_of(&own("results/ceiling-usb.json"));
+    assert_eq!(
+        case(&cases, "headroom.ceiling.usb.USB_2.0_high_speed.bulk").2,
+        Some((53.248, "MB/s".into()))
+    );
+    for (file, name, value) in [
+        ("ceiling-sata", "headroom.ceiling.sata.6Gbps.raw", 600.0),
+        (
+            "ceiling-eth",
+            "headroom.ceiling.eth.1G.tcp.ipv4.mtu1500.raw",
+            125.0,
+        ),
+        ("ceiling-mmc", "headroom.ceiling.mmc.eMMC_HS400.bus", 400.0),
+    ] {
+        let cases = lava_of(&own(&format!("results/{file}.json")));
+        assert_eq!(case(&cases, name).2, Some((value, "MB/s".into())), "{file}");
+    }
+    // A PMU list: the events each PMU names (msr: smi and tsc), a PMU that names none a
+    // skip, and the events of no sysfs PMU counted by kind.
+    let cases = lava_of(&own("results/pmu-list.json"));
+    assert_eq!(
+        case(&cases, "headroom.pmu_list.pmu.msr.events").2,
+        Some((2.0, "events".into()))
+    );
+    assert_eq!(
+        case(&cases, "headroom.pmu_list.pmu.breakpoint.events").1,
+        "skip"
+    );
+    let software = case(&cases, "headroom.pmu_list.software-events").2.clone();
+    assert!(software.is_some_and(|(n, u)| n > 5.0 && u == "events"));
+    // A plan: one skip per part, run or not, named by the part.
+    let plan: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(own("results/survey-plan-sd-nvme.json")).unwrap(),
+    )
+    .unwrap();
+    let parts = plan["parts"].as_array().unwrap().len();
+    let cases = lava_of(&own("results/survey-plan-sd-nvme.json"));
+    assert_eq!(cases.len(), parts, "{cases:#?}");
+    assert!(cases.iter().all(|c| c.1 == "skip"), "{cases:#?}");
+    case(&cases, "headroom.survey-plan.audit");
+    case(&cases, "headroom.survey-plan.disk_dm-1");
+    // A path with no link that has a ceiling (virtio): a skip for its ceiling.
+    let cases = lava_of(&own("results/path-tmp.json"));
+    assert_eq!(case(&cases, "headroom.path.ceiling").1, "skip");
+    // A path with links: each hop's ceiling, and the path's (the bottleneck's) beside them.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("path.json");
+    std::fs::write(
+        &file,
+        stdout(
+            headroom()
+                .args(["path", "--json", "--root"])
+                .arg(own("sysfs/sd-nvme-downgraded-sata"))
+                .arg("/data/x"),
+        ),
+    )
+    .unwrap();
+    let cases = lava_of(&file);
+    let link = "headroom.path.link.PCIe_0000_00_1c.0_-_0000_01_00.0";
+    let hop = case(&cases, &format!("{link}.ceiling")).2.clone().unwrap();
+    assert_eq!(hop.1, "MB/s");
+    assert!(hop.0 > 700.0 && hop.0 < 984.62, "{hop:?}");
+    assert_eq!(case(&cases, &format!("{link}.not-downgraded")).1, "fail");
+    assert_eq!(case(&cases, "headroom.path.ceiling").2, Some(hop));
+}
+
+/// The same kinds as KCIDB: kcidb-io's validator accepts them, with the figures as DONE tests
+/// with a number and unit, and the plan's parts as SKIP with what they will do.
+#[test]
+fn kcidb_of_ceiling_pmu_list_and_plan_validates() {
+    let Some(python) = py_checks() else {
+        return;
+    };
+    let files = [
+        "ceiling-pcie",
+        "pmu-list",
+        "survey-plan-sd-nvme",
+        "path-tmp",
+    ]
+    .map(|f| own(&format!("results/{f}.json")));
+    let json = stdout(
+        headroom()
+            .args(["report", "--format", "kcidb"])
+            .args(&files),
+    );
+    kcidb_validate(&python, &json).unwrap_or_else(|e| panic!("{e}\n{json}"));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let tests = v["tests"].as_array().unwrap();
+    let by_path = |p: &str| {
+        tests
+            .iter()
+            .find(|t| t["path"] == p)
+            .unwrap_or_else(|| panic!("no {p}: {json}"))
+    };
+    let write = by_path("headroom.ceiling.pcie.8GT-x1.rockchip.mps128.mrrs512.effective-write");
+    assert_eq!(write["status"], "DONE");
+    assert_eq!(write["number"]["unit"], "MB/s");
+    assert!((write["number"]["value"].as_f64().unwrap() - 766.379_065_455_988_5).abs() < 1e-9);
+    assert_eq!(
+        by_path("headroom.pmu_list.pmu.msr.events")["number"]["value"],
+        2.0
+    );
+    let audit = by_path("headroom.survey-plan.audit");
+    assert_eq!(audit["status"], "SKIP");
+    assert!(
+        audit["comment"]
+            .as_str()
+            .unwrap()
+            .starts_with("planned, not run yet: every PCI Express"),
+        "{audit}"
+    );
+    let path = by_path("headroom.path.ceiling");
+    assert_eq!(path["status"], "SKIP");
+    assert!(
+        path["comment"].as_str().unwrap().contains("virtio"),
+        "{path}"
+    );
+}
+
+/// A document with no check and no figure (a `compare` document) says so in one sentence on
+/// stderr; the exit stays 0, as for an empty history.
+#[test]
+fn a_document_with_nothing_to_report_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cmp.json");
+    std::fs::write(
+        &file,
+        stdout(
+            headroom()
+                .args(["compare", "--json"])
+                .arg(own("results/rpi5-gen2.json"))
+                .arg(own("results/rpi5-gen3.json")),
+        ),
+    )
+    .unwrap();
+    for (format, what) in [("lava", "LAVA test cases"), ("kcidb", "KCIDB tests")] {
+        let out = headroom()
+            .args(["report", "--format", format])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "headroom: warning: {}: this compare document has no check or measured figure: \
+                 nothing to report as {what}; give the result documents it was made from instead",
+                file.display()
+            )
+        );
+    }
+}
+
+/// Issue 25 part 3: the Raspberry Pi 5 tree's NVMe link runs at 5 GT/s x1, what the slot
+/// allows, below the SSD's own 8 GT/s x4. The audit's text marks it `(downgraded)`, and its
+/// finding is info ("the best the slot allows"): LAVA says fail for the link and for that
+/// finding, not pass; the check that both ends' best is reached passes (the slot is the
+/// limit).
+#[test]
+fn a_slot_limited_link_is_not_a_lava_pass() {
+    let tree = own("kernel-6.1");
+    let text = stdout(
+        headroom()
+            .args(["audit", "--color", "never", "--root"])
+            .arg(&tree),
+    );
+    // The host first, from the tree (its device tree and machine-id), as `report` shows it.
+    assert!(
+        text.starts_with(
+            "Host: Raspberry Pi 5 Model B Rev 1.0, serial 6a7f1c2e9b3d4a10, machine-id \
+             3d1219c7c4c5\n"
+        ),
+        "{text}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.contains("0001:01:00.0") && l.contains(" link "))
+        .unwrap_or_else(|| panic!("no NVMe line in {text}"));
+    assert!(
+        line.contains("link 5 GT/s x1 (downgraded) of 8 GT/s x4"),
+        "{line}"
+    );
+    let lava = stdout(
+        headroom()
+            .args(["audit", "--format", "lava", "--root"])
+            .arg(&tree),
+    );
+    let cases = lava_cases(&lava);
+    assert_eq!(
+        case(&cases, "headroom.pcie.0001_01_00.0.link-not-downgraded").1,
+        "fail"
+    );
+    assert_eq!(
+        case(&cases, "headroom.pcie.0001_01_00.0.link-at-both-ends-best").1,
+        "pass"
+    );
+    let findings: Vec<&LavaCase> = cases
+        .iter()
+        .filter(|c| c.0.starts_with("headroom.audit.finding.") && c.0.ends_with(".0001_01_00.0"))
+        .collect();
+    let slot = findings
+        .iter()
+        .find(|c| c.0.contains(".info."))
+        .unwrap_or_else(|| panic!("no info finding on 0001:01:00.0 in {lava}"));
+    assert_eq!(slot.1, "fail", "{lava}");
+}
+
+/// Issue 25 part 3: a lab's history holds runs of many hosts, two boards may share a
+/// hostname. `history` lists each run's machine (model, serial, machine-id), `--host` picks
+/// the runs of one host by hostname, machine-id beginning or serial, and `compare` of two
+/// history ids from boards that share a hostname says they are different hosts.
+#[test]
+fn the_history_keeps_hosts_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lab.sqlite");
+    let mut docs = two_board_audits(dir.path());
+    // The Pi's tree has no hostname: it is named `rpi5` here, and a second Raspberry Pi gets
+    // the same name with its own machine-id and serial.
+    let mut pi: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&docs[0]).unwrap()).unwrap();
+    pi["host"]["hostname"] = "rpi5".into();
+    std::fs::write(&docs[0], pi.to_string()).unwrap();
+    let mut twin = pi.clone();
+    twin["host"]["machine_id"] = "0f0e0d0c0b0a09080706050403020100".into();
+    twin["host"]["serial"] = "10000000c0ffee00".into();
+    let twin_file = dir.path().join("twin.json");
+    std::fs::write(&twin_file, twin.to_string()).unwrap();
+    docs.push(twin_file);
+    output_ok(
+        headroom()
+            .args(["history", "add", "--db"])
+            .arg(&db)
+            .args(&docs),
+    );
+    let list = |extra: &[&str]| {
+        stdout(
+            headroom()
+                .args(["history", "--color", "never", "--db"])
+                .arg(&db)
+                .args(extra),
+        )
+    };
+    let all = list(&[]);
+    let header = all.lines().next().unwrap();
+    assert!(
+        header.contains(" host ") && header.contains(" machine "),
+        "{all}"
+    );
+    let row = |text: &str, id: &str| -> String {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{id} ")))
+            .unwrap_or_else(|| panic!("no run {id} in {text}"))
+            .to_string()
+    };
+    assert!(
+        row(&all, "1").contains(
+            "Raspberry Pi 5 Model B Rev 1.0, serial 6a7f1c2e9b3d4a10, machine-id 3d1219c7c4c5"
+        ),
+        "{all}"
+    );
+    assert!(
+        row(&all, "2").contains("Dell Inc. OptiPlex 7000, serial 7XK2QK3"),
+        "{all}"
+    );
+    assert!(row(&all, "3").contains("machine-id 0f0e0d0c0b0a"), "{all}");
+    let ids = |text: &str| -> Vec<String> {
+        text.lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next().map(String::from))
+            .collect()
+    };
+    // By hostname (any case): both boards named rpi5; by a machine-id's beginning or a
+    // serial (any case): one.
+    assert_eq!(ids(&list(&["--host", "RPI5"])), ["1", "3"]);
+    assert_eq!(ids(&list(&["--host", "3d1219c7"])), ["1"]);
+    assert_eq!(ids(&list(&["list", "--host", "0F0E"])), ["3"]);
+    assert_eq!(ids(&list(&["--host", "7xk2qk3"])), ["2"]);
+    // Fewer than 4 digits is no machine-id: nothing matches, and that is said.
+    let none = list(&["--host", "3d1"]);
+    assert!(
+        none.starts_with(&format!(
+            "no run in {} comes from a host named \"3d1\"",
+            db.display()
+        )),
+        "{none}"
+    );
+    // The JSON listing carries the identity.
+    let json: serde_json::Value = serde_json::from_str(&stdout(
+        headroom().args(["history", "--json", "--db"]).arg(&db),
+    ))
+    .unwrap();
+    assert_eq!(
+        json["runs"][2]["machine_id"],
+        "0f0e0d0c0b0a09080706050403020100"
+    );
+    // compare of two history ids: the same hostname, two machines.
+    let cmp = stdout(headroom().args(["compare", "1", "3", "--db"]).arg(&db));
+    assert!(cmp.contains("The runs come from different hosts"), "{cmp}");
+    let cmp = stdout(headroom().args(["compare", "1", "1", "--db"]).arg(&db));
+    assert!(!cmp.contains("different hosts"), "{cmp}");
+    // --host belongs to the listing.
+    let out = headroom()
+        .args(["history", "--host", "rpi5", "show", "1", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}

@@ -17,7 +17,10 @@ const APPLICATION_ID: i32 = 0x6864_726d;
 /// How long a writer waits for another's transaction before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The table of runs (also created in an older history that lacks it).
+/// The table of runs (also created in an older history that lacks it). `host` is the
+/// hostname; `machine_id`, `model` and `serial` tell apart the hosts of a lab that share one
+/// (two boards named `raspberrypi`): a history made before them gains them in place, filled
+/// from its documents, when it is next opened to save ([`HOST_COLUMNS`]).
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS runs (
      id INTEGER PRIMARY KEY AUTOINCREMENT,
      created TEXT,
@@ -26,8 +29,19 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS runs (
      target TEXT,
      test TEXT NOT NULL,
      headline TEXT NOT NULL,
-     document TEXT NOT NULL
+     document TEXT NOT NULL,
+     machine_id TEXT,
+     model TEXT,
+     serial TEXT
  );";
+
+/// The host's identity columns of `runs` that came after its first version, each with where
+/// a saved document keeps it (`model::system::Host` in the envelope's `host`).
+const HOST_COLUMNS: [(&str, &str); 3] = [
+    ("machine_id", "$.host.machine_id"),
+    ("model", "$.host.model"),
+    ("serial", "$.host.serial"),
+];
 
 /// The first 16 bytes of every SQLite 3 file (https://www.sqlite.org/fileformat.html §1.3).
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
@@ -110,7 +124,16 @@ pub enum HistoryError {
 pub struct RunRow {
     pub id: i64,
     pub created: Option<String>,
+    /// The hostname.
     pub host: Option<String>,
+    /// What tells the host from others that share its hostname (`model::system::Host`):
+    /// absent where the document does not say (documents made before 2026-11-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
     pub kind: String,
     pub target: Option<String>,
     pub test: String,
@@ -124,17 +147,41 @@ pub struct RunRow {
     pub damaged: Option<String>,
 }
 
+impl RunRow {
+    /// The machine beside the hostname, as reports show it (`Raspberry Pi 5 Model B Rev 1.0,
+    /// serial 6a7f1c2e, machine-id 3d1219c7c4c5`), `None` when the run's document does not say.
+    pub fn machine(&self) -> Option<String> {
+        model::system::Host {
+            machine_id: self.machine_id.clone(),
+            model: self.model.clone(),
+            serial: self.serial.clone(),
+            ..Default::default()
+        }
+        .describe()
+    }
+}
+
 /// `history`'s list of runs as a table: one line per run whatever its strings hold (a `count`
 /// of a command with a newline in it: the terminal's table writes them printable), a damaged
-/// run marked as such (its damage is said below the table).
+/// run marked as such (its damage is said below the table). The host is its hostname and the
+/// machine (model, serial, machine-id): boards of a lab often share a hostname.
 pub fn list_text(rows: &[RunRow], style: &crate::terminal::Style) -> String {
-    let header = ["id", "time (UTC)", "host", "target", "test", "result"];
+    let header = [
+        "id",
+        "time (UTC)",
+        "host",
+        "machine",
+        "target",
+        "test",
+        "result",
+    ];
     let mut table: Vec<Vec<String>> = vec![header.map(String::from).to_vec()];
     table.extend(rows.iter().map(|r| {
         vec![
             r.id.to_string(),
             r.created.clone().unwrap_or_else(|| "-".into()),
             r.host.clone().unwrap_or_else(|| "-".into()),
+            r.machine().unwrap_or_else(|| "-".into()),
             r.target.clone().unwrap_or_else(|| "-".into()),
             r.test.clone(),
             match &r.damaged {
@@ -153,6 +200,52 @@ pub fn list_text(rows: &[RunRow], style: &crate::terminal::Style) -> String {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Whether `runs` has the [`HOST_COLUMNS`]: a history of an older headroom opened only
+    /// to read has not, and its hosts are read from its documents instead.
+    host_columns: bool,
+}
+
+/// Which runs `history` lists: all, or those of one host.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Filter<'a> {
+    /// `--host NAME`: the hostname (any case, as DNS names are), a machine-id's first
+    /// digits (at least 4) or the serial.
+    pub host: Option<&'a str>,
+}
+
+/// The fewest digits of a machine-id `--host` takes as its beginning: fewer would match
+/// hosts by chance (`--host 3` would pick a sixteenth of a lab).
+pub const MACHINE_ID_PREFIX_MIN: usize = 4;
+
+/// Whether the history's `runs` table has every one of [`HOST_COLUMNS`].
+fn has_host_columns(conn: &Connection) -> rusqlite::Result<bool> {
+    let mut st = conn.prepare("SELECT name FROM pragma_table_info('runs')")?;
+    let names = st
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(HOST_COLUMNS
+        .iter()
+        .all(|(c, _)| names.iter().any(|n| n == c)))
+}
+
+/// Adds the [`HOST_COLUMNS`] a history of an older headroom lacks, filled from each run's
+/// document (rows whose document is damaged keep them empty): in place, in the caller's
+/// write transaction, every row kept.
+fn add_host_columns(conn: &Connection) -> rusqlite::Result<()> {
+    let mut st = conn.prepare("SELECT name FROM pragma_table_info('runs')")?;
+    let names = st
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    for (column, json_path) in HOST_COLUMNS {
+        if names.iter().any(|n| n == column) {
+            continue;
+        }
+        conn.execute_batch(&format!(
+            "ALTER TABLE runs ADD COLUMN {column} TEXT;
+             UPDATE runs SET {column} = json_extract(document, '{json_path}') WHERE {VALID};"
+        ))?;
+    }
+    Ok(())
 }
 
 /// `$XDG_DATA_HOME/headroom/history.sqlite`, else `~/.local/share/headroom/history.sqlite`
@@ -365,9 +458,11 @@ impl Store {
             }
             Err(e) => return Err(e),
         };
+        let host_columns = has_host_columns(&conn).map_err(sql)?;
         Ok(Some(Store {
             conn,
             path: path.to_path_buf(),
+            host_columns,
         }))
     }
 
@@ -452,9 +547,13 @@ impl Store {
                 return Err(foreign("it is an SQLite database of another program"));
             }
             conn.execute_batch(&format!(
-                "PRAGMA application_id = {APPLICATION_ID}; {SCHEMA} COMMIT;"
+                "PRAGMA application_id = {APPLICATION_ID}; {SCHEMA}"
             ))
-            .map_err(sql)
+            .map_err(sql)?;
+            // A history of an older headroom gains the host's identity, in the same
+            // transaction: all of it or nothing.
+            add_host_columns(&conn).map_err(sql)?;
+            conn.execute_batch("COMMIT").map_err(sql)
         })();
         if let Err(e) = claimed {
             // Nothing was written: the transaction is dropped as it was.
@@ -487,6 +586,7 @@ impl Store {
         Ok(Store {
             conn,
             path: path.to_path_buf(),
+            host_columns: true,
         })
     }
 
@@ -581,9 +681,11 @@ impl Store {
         if let Some(id) = existing {
             return Ok(Saved { id, new: false });
         }
+        let host = s.host.clone().unwrap_or_default();
         tx.execute(
-            "INSERT INTO runs (created, host, kind, target, test, headline, document)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO runs (created, host, kind, target, test, headline, document,
+                               machine_id, model, serial)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 s.created,
                 s.hostname,
@@ -591,7 +693,10 @@ impl Store {
                 s.target,
                 test,
                 headline,
-                text
+                text,
+                host.machine_id,
+                host.model,
+                host.serial
             ],
         )
         .map_err(|e| self.sql(e))?;
@@ -604,6 +709,38 @@ impl Store {
     /// error, an edit by hand) does not hide the others: it is listed with what is wrong in
     /// [`RunRow::damaged`].
     pub fn list(&self) -> Result<Vec<RunRow>, HistoryError> {
+        self.list_where(Filter::default())
+    }
+
+    /// The runs `filter` selects, oldest first (see [`Store::list`]).
+    pub fn list_where(&self, filter: Filter<'_>) -> Result<Vec<RunRow>, HistoryError> {
+        // The identity columns, or in a history of an older headroom opened only to read
+        // (nothing may be written to add them), the same from each run's document.
+        let column = |name: &str, json_path: &str| {
+            if self.host_columns {
+                name.to_string()
+            } else {
+                format!("CASE WHEN {VALID} THEN json_extract(document, '{json_path}') END")
+            }
+        };
+        let [machine_id, model, serial] = HOST_COLUMNS.map(|(c, p)| column(c, p));
+        // --host: the hostname in any case, the machine-id's beginning (hex digits only, so
+        // LIKE's `%` and `_` never come from the user), the serial.
+        let (condition, args): (String, Vec<String>) = match filter.host {
+            None => ("1".into(), Vec::new()),
+            Some(name) => {
+                let prefix = name.to_ascii_lowercase();
+                let hex = prefix.len() >= MACHINE_ID_PREFIX_MIN
+                    && prefix.bytes().all(|b| b.is_ascii_hexdigit());
+                (
+                    format!(
+                        "(lower(host) = lower(?1) OR lower({serial}) = lower(?1)
+                          OR (?2 != '' AND substr({machine_id}, 1, length(?2)) = ?2))"
+                    ),
+                    vec![name.to_string(), if hex { prefix } else { String::new() }],
+                )
+            }
+        };
         let mut st = self
             .conn
             .prepare(&format!(
@@ -611,16 +748,20 @@ impl Store {
                         CASE WHEN {VALID} THEN
                             coalesce(json_extract(document, '$.interrupted'), 0) = 1
                         ELSE 0 END,
-                        {DAMAGE}
-                 FROM runs ORDER BY id"
+                        {DAMAGE},
+                        {machine_id}, {model}, {serial}
+                 FROM runs WHERE {condition} ORDER BY id"
             ))
             .map_err(|e| self.sql(e))?;
         let rows = st
-            .query_map([], |r| {
+            .query_map(rusqlite::params_from_iter(args), |r| {
                 Ok(RunRow {
                     id: r.get(0)?,
                     created: lenient_text(r.get_ref(1)?),
                     host: lenient_text(r.get_ref(2)?),
+                    machine_id: lenient_text(r.get_ref(9)?),
+                    model: lenient_text(r.get_ref(10)?),
+                    serial: lenient_text(r.get_ref(11)?),
                     kind: lenient_text(r.get_ref(3)?).unwrap_or_default(),
                     target: lenient_text(r.get_ref(4)?),
                     test: lenient_text(r.get_ref(5)?).unwrap_or_default(),
@@ -750,6 +891,144 @@ mod tests {
         drop(s);
         // Reopening keeps what was saved.
         assert_eq!(Store::open(&p).unwrap().list().unwrap().len(), 2);
+    }
+
+    /// [`doc`] made on `host`.
+    fn doc_on(host: model::system::Host, mb: f64) -> String {
+        let mut v: serde_json::Value = serde_json::from_str(&doc(mb)).unwrap();
+        v["host"] = serde_json::to_value(host).unwrap();
+        v.to_string()
+    }
+
+    fn host(name: &str, machine_id: Option<&str>, serial: Option<&str>) -> model::system::Host {
+        model::system::Host {
+            hostname: Some(name.into()),
+            machine_id: machine_id.map(String::from),
+            model: Some("Raspberry Pi 5 Model B Rev 1.0".into()),
+            serial: serial.map(String::from),
+            ..Default::default()
+        }
+    }
+
+    const PI_A: &str = "3d1219c7c4c5404aaa1f6d2a48adfda4";
+    const PI_B: &str = "0f0e0d0c0b0a09080706050403020100";
+
+    /// Issue 25 part 3: a history made before the host's identity had columns (the schema
+    /// of 2026-11-27) is listed with each run's identity read from its document, and is not
+    /// written when only read; opened to save, it gains the columns in place, filled from its
+    /// documents, every row kept.
+    #[test]
+    fn an_older_history_gains_the_host_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("old.sqlite");
+        let old_schema = "CREATE TABLE IF NOT EXISTS runs (
+             id INTEGER PRIMARY KEY AUTOINCREMENT, created TEXT, host TEXT,
+             kind TEXT NOT NULL, target TEXT, test TEXT NOT NULL, headline TEXT NOT NULL,
+             document TEXT NOT NULL);";
+        let c = Connection::open(&p).unwrap();
+        c.execute_batch(&format!(
+            "PRAGMA application_id = {APPLICATION_ID}; {old_schema}"
+        ))
+        .unwrap();
+        for (i, d) in [
+            doc_on(host("raspberrypi", Some(PI_A), Some("6a7f1c2e")), 1.0),
+            doc_on(host("raspberrypi", Some(PI_B), None), 2.0),
+            doc(3.0),
+            "{\"schema_version\": 2,".to_string(),
+        ]
+        .iter()
+        .enumerate()
+        {
+            c.execute(
+                "INSERT INTO runs (created, host, kind, test, headline, document)
+                 VALUES ('2026-11-27T10:00:00Z', 'raspberrypi', 'disk', 'dd 1M', ?1, ?2)",
+                params![format!("run {i}"), d],
+            )
+            .unwrap();
+        }
+        drop(c);
+        let before = std::fs::read(&p).unwrap();
+        let read = Store::open_existing(&p).unwrap().unwrap();
+        assert!(!read.host_columns);
+        let rows = read.list().unwrap();
+        let ids = |rows: &[RunRow]| -> Vec<Option<String>> {
+            rows.iter().map(|r| r.machine_id.clone()).collect()
+        };
+        assert_eq!(
+            ids(&rows),
+            [Some(PI_A.to_string()), Some(PI_B.to_string()), None, None]
+        );
+        assert_eq!(rows[0].serial.as_deref(), Some("6a7f1c2e"));
+        assert!(rows[3].damaged.is_some());
+        let picked = read
+            .list_where(Filter {
+                host: Some("0f0e0d"),
+            })
+            .unwrap();
+        assert_eq!(picked.iter().map(|r| r.id).collect::<Vec<_>>(), [2]);
+        drop(read);
+        assert_eq!(std::fs::read(&p).unwrap(), before, "reading wrote");
+        // Opened to save: the columns are added and filled, the rows all kept.
+        let s = Store::open(&p).unwrap();
+        assert!(has_host_columns(&s.conn).unwrap());
+        let stored: Vec<Option<String>> = s
+            .conn
+            .prepare("SELECT machine_id FROM runs ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            stored,
+            [Some(PI_A.to_string()), Some(PI_B.to_string()), None, None]
+        );
+        assert_eq!(ids(&s.list().unwrap()), ids(&rows));
+        s.insert(&doc_on(host("raspberrypi", Some(PI_A), None), 4.0))
+            .unwrap();
+        assert_eq!(s.list().unwrap().len(), 5);
+        drop(s);
+        // Opening it again changes nothing more.
+        let s = Store::open(&p).unwrap();
+        assert_eq!(s.list().unwrap().len(), 5);
+    }
+
+    /// `--host`: a hostname in any case, a machine-id's first 4 or more digits, a serial in
+    /// any case; nothing else (fewer digits, LIKE's wildcards) matches.
+    #[test]
+    fn runs_are_picked_by_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("h.sqlite")).unwrap();
+        s.insert(&doc_on(host("raspberrypi", Some(PI_A), None), 1.0))
+            .unwrap();
+        s.insert(&doc_on(host("raspberrypi", Some(PI_B), None), 2.0))
+            .unwrap();
+        s.insert(&doc_on(host("pc", None, Some("7XK2QK3")), 3.0))
+            .unwrap();
+        let picked = |name: &str| -> Vec<i64> {
+            s.list_where(Filter { host: Some(name) })
+                .unwrap()
+                .iter()
+                .map(|r| r.id)
+                .collect()
+        };
+        assert_eq!(picked("RaspberryPi"), [1, 2]);
+        assert_eq!(picked("3D12"), [1]);
+        assert_eq!(picked(PI_B), [2]);
+        assert_eq!(picked("7xk2qk3"), [3]);
+        assert_eq!(picked("PC"), [3]);
+        for nothing in ["3d1", "%", "_", "", "raspberry", "3d12%"] {
+            assert!(picked(nothing).is_empty(), "{nothing:?}");
+        }
+        let rows = s.list().unwrap();
+        assert_eq!(
+            rows[0].machine().as_deref(),
+            Some("Raspberry Pi 5 Model B Rev 1.0, machine-id 3d1219c7c4c5")
+        );
+        assert_eq!(
+            rows[2].machine().as_deref(),
+            Some("Raspberry Pi 5 Model B Rev 1.0, serial 7XK2QK3")
+        );
     }
 
     fn doc_roundtrip(t: &str) -> String {

@@ -15,12 +15,55 @@ pub enum Lab {
     Kcidb,
 }
 
+impl Lab {
+    /// What the format's entries are called, for a sentence.
+    fn entries(self) -> &'static str {
+        match self {
+            Lab::Lava => "LAVA test cases",
+            Lab::Kcidb => "KCIDB tests",
+        }
+    }
+}
+
 /// `docs` (with `extra` cases first) in `lab`'s format.
 pub fn render(lab: Lab, docs: &[Document], extra: &[Case]) -> Result<String, DocumentError> {
     match lab {
         Lab::Lava => crate::lava::documents(docs, extra),
         Lab::Kcidb => crate::kcidb::documents(docs, extra),
     }
+}
+
+/// One sentence for each of `docs` that gives no case at all (a `compare` or `history`
+/// document: what they hold is other documents' figures), so an empty output is not taken
+/// for a run that checked nothing wrong. `names` are the inputs as the user gave them.
+pub fn nothing_to_report(
+    lab: Lab,
+    docs: &[Document],
+    names: &[String],
+) -> Result<Vec<String>, DocumentError> {
+    let mut out = Vec::new();
+    for (i, doc) in docs.iter().enumerate() {
+        let name = names
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("input {}", i + 1));
+        if crate::kinds::cases::of_document(doc, &name)?.is_empty() {
+            use crate::document::DocumentKind;
+            let hint = match doc.kind() {
+                DocumentKind::Compare | DocumentKind::History | DocumentKind::Report => {
+                    "; give the result documents it was made from instead"
+                }
+                _ => "",
+            };
+            out.push(format!(
+                "{name}: this {} document has no check or measured figure: nothing to report \
+                 as {}{hint}",
+                doc.kind(),
+                lab.entries()
+            ));
+        }
+    }
+    Ok(out)
 }
 
 /// An audit document in `lab`'s format, with the checks of `manifest` (`audit --expect`) first;

@@ -520,9 +520,52 @@ pub fn metrics(
     Ok(())
 }
 
+/// The findings about a link the audit's text marks downgraded, each as (subject, message):
+/// a link below what both ends support (a warning), or below what the device itself supports
+/// while the port above allows no more (an info finding, "the best the slot allows", though
+/// the text shows the link as `(downgraded)` with its loss). A finding is about the
+/// downgrade when it is on the link's downstream function and names the device's own
+/// capability (an MPS or ASPM finding on the same link does not).
+pub fn downgrade_findings(
+    doc: &Document,
+    origin: &str,
+) -> Result<Vec<(String, String)>, DocumentError> {
+    let a: AuditDocument = doc.view(origin)?;
+    let mut out = Vec::new();
+    for l in a
+        .pci
+        .links
+        .iter()
+        .filter(|l| below_common(l) || below_device(l))
+    {
+        let subject = l.downstream.to_string();
+        let capable = l.comparison.downstream.to_string();
+        out.extend(
+            a.findings
+                .iter()
+                .filter(|f| f.subject == subject && f.message.contains(&capable))
+                .map(|f| (f.subject.clone(), f.message.clone())),
+        );
+    }
+    Ok(out)
+}
+
+fn below_common(l: &model::inventory::pci::AuditedLink) -> bool {
+    l.comparison.speed_below_common || l.comparison.width_below_common
+}
+
+/// The link runs below the downstream device's own capability (whatever the port allows).
+fn below_device(l: &model::inventory::pci::AuditedLink) -> bool {
+    let c = &l.comparison;
+    c.current.gen < c.downstream.gen || c.current.width < c.downstream.width
+}
+
 /// An audit's own cases for a board lab ([`super::cases`]): per PCIe link a check that it
-/// runs at what both ends can do, with its speed, width and ceiling as figures; per function
-/// with AER counters a check that none counted an error.
+/// runs at what its device can do (`link-not-downgraded`: the text's `(downgraded)` mark,
+/// the slot's limit included) and one that it runs at what both ends can do
+/// (`link-at-both-ends-best`: a downgrade the slot does not explain, the audit's warning),
+/// with its speed, width and ceiling as figures; per function with AER counters a check that
+/// none counted an error.
 pub fn cases(doc: &Document, origin: &str) -> Result<Vec<super::cases::Case>, DocumentError> {
     use super::cases::Case;
     let a: AuditDocument = doc.view(origin)?;
@@ -531,17 +574,29 @@ pub fn cases(doc: &Document, origin: &str) -> Result<Vec<super::cases::Case>, Do
         let address = l.downstream.to_string();
         let p = |what: &str| vec!["pcie".to_string(), address.clone(), what.to_string()];
         let c = &l.comparison;
-        let down = c.speed_below_common || c.width_below_common;
+        let found = format!(
+            "{address} runs at {} GT/s x{}; the device can do {} GT/s x{}, both ends {} GT/s x{}",
+            c.current.gen.gts(),
+            c.current.width,
+            c.downstream.gen.gts(),
+            c.downstream.width,
+            c.common.gen.gts(),
+            c.common.width
+        );
+        let slot = if below_device(l) && !below_common(l) {
+            ": the port above (the slot) allows no more"
+        } else {
+            ""
+        };
         out.push(Case::check(
             p("link-not-downgraded"),
-            !down,
-            format!(
-                "{address} runs at {} GT/s x{}, both ends can do {} GT/s x{}",
-                c.current.gen.gts(),
-                c.current.width,
-                c.common.gen.gts(),
-                c.common.width
-            ),
+            !below_device(l) && !below_common(l),
+            format!("{found}{slot}"),
+        ));
+        out.push(Case::check(
+            p("link-at-both-ends-best"),
+            !below_common(l),
+            found,
         ));
         let figure = |what: &str, value: f64, unit: &'static str| Case {
             path: p(what),

@@ -8,6 +8,7 @@
 use crate::document::{Document, DocumentError, DocumentKind};
 use crate::summary::{is_downgraded, Summary};
 use model::finding::Severity;
+use model::units::MB;
 
 /// A case's verdict, in the words both labs share (LAVA's `pass`/`fail`/`skip`, KCIDB's
 /// `PASS`/`FAIL`/`SKIP`, and a measured figure: LAVA `pass` with a measurement, KCIDB `DONE`).
@@ -35,12 +36,22 @@ pub struct Case {
 }
 
 impl Case {
-    fn figure(path: Vec<String>, value: f64, unit: &'static str) -> Case {
+    pub(crate) fn figure(path: Vec<String>, value: f64, unit: &'static str) -> Case {
         Case {
             path,
             outcome: Outcome::Measured,
             measurement: Some((value, unit)),
             comment: None,
+        }
+    }
+
+    /// A case that could not be checked or measured (LAVA `skip`, KCIDB `SKIP`), with why.
+    pub(crate) fn skip(path: Vec<String>, why: String) -> Case {
+        Case {
+            path,
+            outcome: Outcome::Skip,
+            measurement: None,
+            comment: Some(why),
         }
     }
 
@@ -63,10 +74,14 @@ pub fn of_document(doc: &Document, origin: &str) -> Result<Vec<Case>, DocumentEr
             let body = super::survey::SurveyBody::of(doc, origin)?;
             let (parts, _) = body.part_docs(origin);
             for p in parts {
-                let mut cases = summary_cases(&p.summary);
-                if p.document.envelope.kind == DocumentKind::Audit {
+                let cases = if p.document.envelope.kind == DocumentKind::Audit {
+                    let down = super::audit::downgrade_findings(&p.document, origin)?;
+                    let mut cases = summary_cases(&p.summary, &down);
                     cases.extend(super::audit::cases(&p.document, origin)?);
-                }
+                    cases
+                } else {
+                    summary_cases(&p.summary, &[])
+                };
                 out.extend(prefixed(&p.part.id, cases));
             }
         }
@@ -80,9 +95,25 @@ pub fn of_document(doc: &Document, origin: &str) -> Result<Vec<Case>, DocumentEr
         }
         kind => {
             let s = super::summarize(doc, origin)?;
-            out.extend(summary_cases(&s));
-            if kind == DocumentKind::Audit {
-                out.extend(super::audit::cases(doc, origin)?);
+            let down = match kind {
+                DocumentKind::Audit => super::audit::downgrade_findings(doc, origin)?,
+                _ => Vec::new(),
+            };
+            out.extend(summary_cases(&s, &down));
+            match kind {
+                DocumentKind::Audit => out.extend(super::audit::cases(doc, origin)?),
+                DocumentKind::Ceiling => out.extend(super::ceiling::cases(doc, origin)?),
+                DocumentKind::PmuList => out.extend(super::count::list_cases(doc, origin)?),
+                DocumentKind::SurveyPlan => out.extend(super::survey::plan_cases(doc, origin)?),
+                // A path that has no link with a ceiling (virtio, tmpfs) says why, as a skip:
+                // the figure a lab tracks could not be had.
+                DocumentKind::Path if s.ceiling.is_none() => out.push(Case::skip(
+                    vec!["path".into(), "ceiling".into()],
+                    s.no_ceiling_reason
+                        .clone()
+                        .unwrap_or_else(|| "no link on this path has a ceiling".into()),
+                )),
+                _ => {}
             }
         }
     }
@@ -97,8 +128,9 @@ fn prefixed(prefix: &str, cases: Vec<Case>) -> impl Iterator<Item = Case> + '_ {
 }
 
 /// What every kind has: its tests' figures, its timer threads' latencies, the links of its
-/// path and its findings.
-fn summary_cases(s: &Summary) -> Vec<Case> {
+/// path and its findings. `downgrade`: the findings (subject, message) about a link the
+/// audit's text marks downgraded.
+fn summary_cases(s: &Summary, downgrade: &[(String, String)]) -> Vec<Case> {
     let kind = s.kind.as_str().to_string();
     let p = |parts: &[&str]| -> Vec<String> {
         std::iter::once(kind.clone())
@@ -153,10 +185,12 @@ fn summary_cases(s: &Summary) -> Vec<Case> {
             "us",
         ));
     }
-    // The path's ceiling (a `ceiling` document's only figure; a benchmark's, beside its
-    // measured rates).
+    // The path's ceiling (a `path` document's, and a benchmark's beside its measured rates),
+    // with the link that sets it.
     if let Some(c) = &s.ceiling {
-        out.push(Case::figure(p(&["ceiling"]), c.mb_s, "MB/s"));
+        let mut case = Case::figure(p(&["ceiling"]), c.mb_s, "MB/s");
+        case.comment = Some(format!("bottleneck: {}", c.bottleneck));
+        out.push(case);
     }
     // Counted events (`count`, and the counters sampled beside a benchmark), in their unit.
     for c in &s.counters {
@@ -184,10 +218,29 @@ fn summary_cases(s: &Summary) -> Vec<Case> {
             !down,
             comment,
         ));
+        // Each link's own ceiling (towards the CPU; away from it where that differs), so a
+        // lab sees which hop moved when the path's ceiling does.
+        if let Some(bps) = l.ceiling_to_cpu_bps() {
+            out.push(Case::figure(
+                p(&["link", &l.name, "ceiling"]),
+                bps / MB,
+                "MB/s",
+            ));
+        }
+        if let Some(bps) = l.ceiling_other_direction_bps {
+            out.push(Case::figure(
+                p(&["link", &l.name, "ceiling-from-cpu"]),
+                bps / MB,
+                "MB/s",
+            ));
+        }
     }
     for (i, f) in s.findings.iter().enumerate() {
         // A finding is a check that failed (an error or a warning: it costs performance) or a
-        // fact worth knowing (info, a pass). Numbered: two findings may share a subject.
+        // fact worth knowing (info, a pass). An info finding on a link the audit's text marks
+        // `(downgraded)` (a device the slot holds back: "the best the slot allows") fails
+        // too: the text shows the loss as a problem, so a lab must not read "pass" there.
+        // Numbered: two findings may share a subject.
         let subject = if f.subject.is_empty() {
             "run"
         } else {
@@ -199,9 +252,12 @@ fn summary_cases(s: &Summary) -> Vec<Case> {
             Severity::Error => "error",
         };
         let n = (i + 1).to_string();
+        let on_downgraded_link = downgrade
+            .iter()
+            .any(|(subject, message)| *subject == f.subject && *message == f.message);
         out.push(Case::check(
             p(&["finding", &n, severity, subject]),
-            f.severity == Severity::Info,
+            f.severity == Severity::Info && !on_downgraded_link,
             f.message.clone(),
         ));
     }

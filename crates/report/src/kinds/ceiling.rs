@@ -859,3 +859,90 @@ pub(crate) fn summarize(
     }
     Ok(())
 }
+
+/// The ceilings as board labs take them ([`super::cases`]): one measured figure per link (or
+/// mode, speed and transfer) and ceiling the document holds, in MB/s (10^6 B/s), named by
+/// the link and the assumptions that make it (`ceiling.pcie.8GT-x1.rockchip.mps128.mrrs512.
+/// effective-read`). A USB transfer type the speed does not allow is a skip with the reason.
+/// The Rockchip guide's table 1-2 is a check of the guide, not a ceiling: not a case.
+pub(crate) fn cases(
+    doc: &crate::document::Document,
+    origin: &str,
+) -> Result<Vec<super::cases::Case>, crate::document::DocumentError> {
+    use super::cases::Case;
+    use model::units::MB;
+    let c: CeilingDocument = doc.view(origin)?;
+    let path = |parts: &[&str]| -> Vec<String> {
+        std::iter::once("ceiling")
+            .chain(parts.iter().copied())
+            .map(String::from)
+            .collect()
+    };
+    let mut out = Vec::new();
+    let figure =
+        |parts: &[&str], bytes_per_sec: f64| Case::figure(path(parts), bytes_per_sec / MB, "MB/s");
+    match &c {
+        CeilingDocument::Pcie(p) => {
+            for c in &p.ceilings {
+                let link = format!("{}GT-x{}", c.gts, c.link.width);
+                let mps = format!("mps{}", c.params.mps);
+                let mrrs = format!("mrrs{}", c.params.mrrs);
+                let at = ["pcie", &link, c.params.set.label(), &mps, &mrrs];
+                for (what, bps) in [
+                    ("raw", c.raw_bps),
+                    ("effective-write", c.effective_write_bps),
+                    ("effective-read", c.effective_read_bps),
+                ] {
+                    let mut parts = at.to_vec();
+                    parts.push(what);
+                    out.push(figure(&parts, bps));
+                }
+            }
+        }
+        CeilingDocument::Usb(u) => {
+            for r in &u.speeds {
+                for t in &r.transfers {
+                    let parts = ["usb", r.label.as_str(), t.transfer.label()];
+                    match t.bytes_per_second {
+                        Some(bps) => out.push(figure(&parts, bps)),
+                        None => out.push(Case::skip(path(&parts), t.basis.to_string())),
+                    }
+                }
+            }
+        }
+        CeilingDocument::Sata(t) => {
+            for l in &t.links {
+                let link = format!("{}Gbps", l.gbps);
+                out.push(figure(&["sata", &link, "raw"], l.raw_bps));
+                out.push(figure(&["sata", &link, "data"], l.data_bps));
+            }
+        }
+        CeilingDocument::Eth(e) => {
+            for c in &e.ceilings {
+                let rate = eth::rate_name(c.params.rate).unwrap_or("other-rate");
+                let transport = match c.params.transport {
+                    eth::Transport::Tcp { timestamps: true } => "tcp-timestamps".to_string(),
+                    eth::Transport::Tcp { timestamps: false } => "tcp".to_string(),
+                    eth::Transport::Udp { payload } => format!("udp-{payload}B"),
+                };
+                let ip = match c.params.ip {
+                    eth::IpVersion::V4 => "ipv4",
+                    eth::IpVersion::V6 => "ipv6",
+                };
+                let mtu = format!("mtu{}", c.params.mtu);
+                out.push(figure(&["eth", rate, &transport, ip, &mtu, "raw"], c.raw.0));
+                out.push(figure(
+                    &["eth", rate, &transport, ip, &mtu, "goodput"],
+                    c.goodput.0,
+                ));
+            }
+        }
+        CeilingDocument::Mmc(m) => {
+            for c in &m.modes {
+                out.push(figure(&["mmc", c.mode.label(), "bus"], c.bus_bps));
+                out.push(figure(&["mmc", c.mode.label(), "blocks"], c.block_bps));
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1195,3 +1195,54 @@ mod beside_tests {
         assert!(t.contains("PCIe PMU pcie_bdf_200 (root port 0000:02:00.0): Rx 8590566912 B vs application 8589934592 B (+0.01 %); Tx –"), "{t}");
     }
 }
+
+/// A PMU list as board labs take it ([`super::cases`]): per PMU the number of events it
+/// names in sysfs (a figure; a skip, with why, for a PMU that names none and counts only by
+/// its format terms: `breakpoint`, `software`), then the events of no sysfs PMU by kind (a
+/// skip with the reason where the tracepoints could not be listed). A lab tracks them to see
+/// a kernel or firmware update drop a PMU or its events.
+pub(crate) fn list_cases(
+    doc: &Document,
+    origin: &str,
+) -> Result<Vec<super::cases::Case>, DocumentError> {
+    use super::cases::Case;
+    let l: PmuListDocument = doc.view(origin)?;
+    let path = |parts: &[&str]| -> Vec<String> {
+        std::iter::once(crate::document::DocumentKind::PmuList.as_str())
+            .chain(parts.iter().copied())
+            .map(String::from)
+            .collect()
+    };
+    let mut out = Vec::new();
+    for p in &l.pmus {
+        let at = path(&["pmu", &p.name, "events"]);
+        if p.events.is_empty() {
+            let terms = if p.formats.is_empty() {
+                "no format terms either".to_string()
+            } else {
+                format!("only format terms: {}", p.formats.join(", "))
+            };
+            out.push(Case::skip(
+                at,
+                format!("{} names no events in sysfs ({terms})", p.name),
+            ));
+        } else {
+            out.push(Case::figure(at, p.events.len() as f64, "events"));
+        }
+    }
+    for (names, what) in [
+        (&l.events.software, "software-events"),
+        (&l.events.hardware, "hardware-events"),
+    ] {
+        out.push(Case::figure(path(&[what]), names.len() as f64, "events"));
+    }
+    match &l.events.tracepoints_missing {
+        Some(why) => out.push(Case::skip(path(&["tracepoints"]), why.clone())),
+        None => out.push(Case::figure(
+            path(&["tracepoints"]),
+            l.events.tracepoints.len() as f64,
+            "events",
+        )),
+    }
+    Ok(out)
+}

@@ -165,6 +165,49 @@ pub(crate) fn summarize_plan(
     Ok(())
 }
 
+/// A survey plan as board labs take it ([`super::cases`]): one skip case per part, as LAVA
+/// shows a test that has not run yet, named by the part's id (`survey-plan.disk_nvme0n1`, the
+/// name the survey's own result gives the part's cases), with what it will do and for how
+/// long, or why it will not run.
+pub(crate) fn plan_cases(
+    doc: &Document,
+    origin: &str,
+) -> Result<Vec<super::cases::Case>, DocumentError> {
+    let plan: Plan = doc.view(origin)?;
+    Ok(plan
+        .parts
+        .iter()
+        .map(|p| {
+            let why = if p.run {
+                let what = if p.what.is_empty() {
+                    "planned"
+                } else {
+                    &p.what
+                };
+                format!(
+                    "planned, not run yet: {what} (about {}; `headroom {}`)",
+                    format_seconds(p.seconds()),
+                    shell_line(&p.command)
+                )
+            } else {
+                format!(
+                    "will not run: {}",
+                    p.reason.as_deref().unwrap_or("left out of the plan")
+                )
+            };
+            super::cases::Case::skip(
+                vec![
+                    crate::document::DocumentKind::SurveyPlan
+                        .as_str()
+                        .to_string(),
+                    p.id.clone(),
+                ],
+                why,
+            )
+        })
+        .collect())
+}
+
 /// How a part ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

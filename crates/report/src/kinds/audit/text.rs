@@ -14,10 +14,19 @@ use model::units::{format_cpu_list, MB};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// `headroom audit`'s text: the system, the PCI functions, USB, block and network devices
-/// (those a `--root` scan found; a dump has PCI alone), then the findings.
-pub fn render(doc: &super::AuditDocument, style: &Style) -> String {
+/// `headroom audit`'s text: the host (as `report` shows it under its title), the system, the
+/// PCI functions, USB, block and network devices (those a `--root` scan found; a dump has
+/// PCI alone), then the findings. `host` is the machine the audit read (with `--root`, the
+/// tree's); a line only when it says something.
+pub fn render(
+    doc: &super::AuditDocument,
+    host: Option<&model::system::Host>,
+    style: &Style,
+) -> String {
     let mut out = String::new();
+    if let Some(h) = host.and_then(model::system::Host::describe) {
+        out.push_str(&format!("Host: {h}\n"));
+    }
     if let Some(s) = &doc.system {
         out.push_str(&system(s));
     }
