@@ -178,8 +178,11 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
             manifest.net.len()
         ));
     }
+    // The machine the audit read: this one, or the tree's with --root; a dump does not say
+    // which machine it came from.
+    let read_from = args.lspci.is_none().then_some(args.root.as_path());
     let wrapped =
-        || crate::output::wrap_at(report::document::DocumentKind::Audit, &document, &args.root);
+        || crate::output::wrap_at(report::document::DocumentKind::Audit, &document, read_from);
     if let Some(dir) = &args.textfile_dir {
         crate::output::write_textfile(dir, "headroom.prom", &wrapped()?)?;
     }
@@ -229,12 +232,7 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
         crate::output::print_document(&wrapped()?)?;
     } else {
         let style = Style::new(global.use_color());
-        // The machine the audit read: this one, or the tree's with --root. A dump does not
-        // say which machine it came from.
-        let host = args
-            .lspci
-            .is_none()
-            .then(|| probe::system::host(&SysRoot::new(&args.root)));
+        let host = read_from.map(|r| probe::system::host(&SysRoot::new(r)));
         crate::out!("{}", text::render(&document, host.as_ref(), &style))?;
     }
     Ok(ExitCode::SUCCESS)

@@ -52,16 +52,21 @@ pub fn wrap<T: serde::Serialize>(
     kind: DocumentKind,
     body: &T,
 ) -> Result<report::Document, report::DocumentError> {
-    wrap_at(kind, body, Path::new("/"))
+    wrap_at(kind, body, Some(Path::new("/")))
 }
 
-/// [`wrap`] for the host whose files are under `root` (`--root`: a captured tree's machine).
+/// [`wrap`] for the host whose files are under `root` (`--root`: a captured tree's machine),
+/// or for no host at all (`None`).
 pub fn wrap_at<T: serde::Serialize>(
     kind: DocumentKind,
     body: &T,
-    root: &Path,
+    root: Option<&Path>,
 ) -> Result<report::Document, report::DocumentError> {
-    let host = probe::system::host(&model::root::SysRoot::new(root));
+    // No root: what was read is a capture (an lspci dump) that does not say which machine
+    // it came from, so the document names none rather than the one that read it.
+    let host = root
+        .map(|r| probe::system::host(&model::root::SysRoot::new(r)))
+        .unwrap_or_default();
     report::document::wrap(kind, env!("CARGO_PKG_VERSION"), host, body)
 }
 

@@ -232,6 +232,11 @@ fn dump_downgraded_nvme_and_aer_status() {
     assert!(findings(&doc)
         .iter()
         .any(|m| m.contains("CESta AdvNonFatalErr")));
+    // A dump does not say which machine it came from: the document names no host (it named
+    // the machine that read it, which a lab's database would then credit with these links).
+    assert_eq!(doc["host"]["hostname"], Value::Null, "{}", doc["host"]);
+    assert_eq!(doc["host"]["kernel"], Value::Null, "{}", doc["host"]);
+    assert!(doc["host"].get("machine_id").is_none(), "{}", doc["host"]);
 
     let fx = testsupport::fixtures::shared_fixtures().unwrap();
     headroom()

@@ -306,12 +306,12 @@ mod tests {
     #[test]
     fn machine_id_is_32_hex_digits_or_nothing() {
         assert_eq!(
-            machine_id(b"3D1219C7C4C5404AAA1F6D2A48ADFDA4\n").as_deref(),
-            Some("3d1219c7c4c5404aaa1f6d2a48adfda4")
+            machine_id(b"5BE0D5C1A77F4E0C9D3B2A61F08E4C27\n").as_deref(),
+            Some("5be0d5c1a77f4e0c9d3b2a61f08e4c27")
         );
         assert_eq!(machine_id(b"uninitialized\n"), None);
         assert_eq!(machine_id(b""), None);
-        assert_eq!(machine_id(b"3d1219c7c4c5404aaa1f6d2a48adfdz4"), None);
+        assert_eq!(machine_id(b"5be0d5c1a77f4e0c9d3b2a61f08e4c2z"), None);
     }
 
     #[test]
@@ -324,17 +324,17 @@ mod tests {
         assert_eq!(h.describe().as_deref(), Some("raspberrypi"));
         h.serial = Some("6a7f1c2e".into());
         assert_eq!(h.identity().as_deref(), Some("serial 6a7f1c2e"));
-        h.machine_id = Some("3d1219c7c4c5404aaa1f6d2a48adfda4".into());
+        h.machine_id = Some("5be0d5c1a77f4e0c9d3b2a61f08e4c27".into());
         h.model = Some("Raspberry Pi 5 Model B Rev 1.0".into());
         assert_eq!(
             h.identity().as_deref(),
-            Some("machine-id 3d1219c7c4c5404aaa1f6d2a48adfda4")
+            Some("machine-id 5be0d5c1a77f4e0c9d3b2a61f08e4c27")
         );
         assert_eq!(
             h.describe().as_deref(),
             Some(
                 "raspberrypi (Raspberry Pi 5 Model B Rev 1.0, serial 6a7f1c2e, machine-id \
-                 3d1219c7c4c5)"
+                 5be0d5c1a77f)"
             )
         );
         assert_eq!(Host::default().describe(), None);

@@ -149,7 +149,7 @@ pub struct RunRow {
 
 impl RunRow {
     /// The machine beside the hostname, as reports show it (`Raspberry Pi 5 Model B Rev 1.0,
-    /// serial 6a7f1c2e, machine-id 3d1219c7c4c5`), `None` when the run's document does not say.
+    /// serial 6a7f1c2e, machine-id 5be0d5c1a77f`), `None` when the run's document does not say.
     pub fn machine(&self) -> Option<String> {
         model::system::Host {
             machine_id: self.machine_id.clone(),
@@ -910,7 +910,7 @@ mod tests {
         }
     }
 
-    const PI_A: &str = "3d1219c7c4c5404aaa1f6d2a48adfda4";
+    const PI_A: &str = "5be0d5c1a77f4e0c9d3b2a61f08e4c27";
     const PI_B: &str = "0f0e0d0c0b0a09080706050403020100";
 
     /// Issue 25 part 3: a history made before the host's identity had columns (the schema
@@ -1023,7 +1023,7 @@ mod tests {
         let rows = s.list().unwrap();
         assert_eq!(
             rows[0].machine().as_deref(),
-            Some("Raspberry Pi 5 Model B Rev 1.0, machine-id 3d1219c7c4c5")
+            Some("Raspberry Pi 5 Model B Rev 1.0, machine-id 5be0d5c1a77f")
         );
         assert_eq!(
             rows[2].machine().as_deref(),
