@@ -96,7 +96,7 @@ impl Host {
     }
 
     /// The host in one line, as reports show it: `rpi5 (Raspberry Pi 5 Model B Rev 1.0,
-    /// serial 6a7f1c2e, machine-id 3d12...)`; what the document lacks is left out. The
+    /// serial 6a7f1c2e, machine-id 5be0...)`; what the document lacks is left out. The
     /// machine-id is shortened to 12 digits, as `git` shortens a commit: enough to tell a lab's
     /// boards apart, and the whole one is in the document.
     pub fn describe(&self) -> Option<String> {
