@@ -225,7 +225,11 @@ pub fn read_frame_within(r: &mut impl Read, max: u32) -> Result<Vec<u8>, ProtoEr
 pub fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, ProtoError> {
     // cJSON stops at a NUL; some writers include one.
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    match serde_json::from_slice::<Value>(&bytes[..end]) {
+    // Through from_str, the reader every document already uses (from_slice would add a
+    // second copy of serde_json's Value parser to the board binaries, 8 kB on x86_64).
+    let text = std::str::from_utf8(&bytes[..end])
+        .map_err(|e| ProtoError::NotJson(format!("not UTF-8 text: {e}")))?;
+    match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(other) => Err(ProtoError::NotJson(format!(
             "a JSON {} where an object was expected",
