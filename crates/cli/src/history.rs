@@ -18,20 +18,15 @@ pub struct HistoryArgs {
     pub db: Option<PathBuf>,
 
     /// List only the runs of this host: its hostname, the first digits (4 or more) of its
-    /// machine-id, or its serial.
-    #[arg(long, value_name = "NAME")]
+    /// machine-id, or its serial (`history --host NAME` or `history list --host NAME`).
+    #[arg(long, value_name = "NAME", global = true)]
     pub host: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
 pub enum HistoryAction {
     /// List the saved runs (the default).
-    List {
-        /// List only the runs of this host: its hostname, the first digits (4 or more) of
-        /// its machine-id, or its serial.
-        #[arg(long, value_name = "NAME")]
-        host: Option<String>,
-    },
+    List,
     /// Print one saved run as `report` does (or its document with --json).
     Show {
         /// The run's id, as `headroom history` lists it (`2` or `#2`).
@@ -83,17 +78,16 @@ pub fn load(input: &str, db: Option<&Path>) -> anyhow::Result<(Document, String)
 
 pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let db = db_path(args.db.as_deref())?;
-    let list = HistoryAction::List { host: None };
-    let action = args.action.as_ref().unwrap_or(&list);
-    if args.host.is_some() && !matches!(action, HistoryAction::List { .. }) {
+    let action = args.action.as_ref().unwrap_or(&HistoryAction::List);
+    if args.host.is_some() && !matches!(action, HistoryAction::List) {
         return Err(crate::console::usage(
             "--host chooses the runs `headroom history` lists; `history show` and `history \
              add` take no --host",
         ));
     }
     match action {
-        HistoryAction::List { host } => {
-            let host = host.as_deref().or(args.host.as_deref());
+        HistoryAction::List => {
+            let host = args.host.as_deref();
             let filter = report::history::Filter { host };
             let rows = match Store::open_existing(&db)? {
                 Some(store) => store.list_where(filter)?,

@@ -120,6 +120,14 @@ pub fn of_document(doc: &Document, origin: &str) -> Result<Vec<Case>, DocumentEr
     Ok(out)
 }
 
+/// A case's name: `first` (the document's kind), then `parts`.
+pub(crate) fn path(first: &str, parts: &[&str]) -> Vec<String> {
+    std::iter::once(first)
+        .chain(parts.iter().copied())
+        .map(String::from)
+        .collect()
+}
+
 fn prefixed(prefix: &str, cases: Vec<Case>) -> impl Iterator<Item = Case> + '_ {
     cases.into_iter().map(move |mut c| {
         c.path.insert(0, prefix.to_string());
@@ -131,12 +139,7 @@ fn prefixed(prefix: &str, cases: Vec<Case>) -> impl Iterator<Item = Case> + '_ {
 /// path and its findings. `downgrade`: the findings (subject, message) about a link the
 /// audit's text marks downgraded.
 fn summary_cases(s: &Summary, downgrade: &[(String, String)]) -> Vec<Case> {
-    let kind = s.kind.as_str().to_string();
-    let p = |parts: &[&str]| -> Vec<String> {
-        std::iter::once(kind.clone())
-            .chain(parts.iter().map(|s| s.to_string()))
-            .collect()
-    };
+    let p = |parts: &[&str]| path(s.kind.as_str(), parts);
     let mut out = Vec::new();
     for t in &s.tests {
         let name = if t.direction.is_empty() || t.name.contains(&t.direction) {

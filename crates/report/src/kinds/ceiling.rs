@@ -872,12 +872,7 @@ pub(crate) fn cases(
     use super::cases::Case;
     use model::units::MB;
     let c: CeilingDocument = doc.view(origin)?;
-    let path = |parts: &[&str]| -> Vec<String> {
-        std::iter::once("ceiling")
-            .chain(parts.iter().copied())
-            .map(String::from)
-            .collect()
-    };
+    let path = |parts: &[&str]| super::cases::path("ceiling", parts);
     let mut out = Vec::new();
     let figure =
         |parts: &[&str], bytes_per_sec: f64| Case::figure(path(parts), bytes_per_sec / MB, "MB/s");

@@ -2,7 +2,7 @@
 //! shaped like `perf stat`'s: the same columns (value, unit, event, multiplexing fraction),
 //! `<not counted>` / `<not supported>`, the elapsed time, `-x SEP` CSV and `-I` lines.
 
-use crate::document::{Document, DocumentError};
+use crate::document::{Document, DocumentError, DocumentKind};
 use crate::summary::{CounterRow, Summary};
 use model::pmu::{EventListing, PmuLink, PmuListing};
 use model::Finding;
@@ -1207,12 +1207,7 @@ pub(crate) fn list_cases(
 ) -> Result<Vec<super::cases::Case>, DocumentError> {
     use super::cases::Case;
     let l: PmuListDocument = doc.view(origin)?;
-    let path = |parts: &[&str]| -> Vec<String> {
-        std::iter::once(crate::document::DocumentKind::PmuList.as_str())
-            .chain(parts.iter().copied())
-            .map(String::from)
-            .collect()
-    };
+    let path = |parts: &[&str]| super::cases::path(DocumentKind::PmuList.as_str(), parts);
     let mut out = Vec::new();
     for p in &l.pmus {
         let at = path(&["pmu", &p.name, "events"]);

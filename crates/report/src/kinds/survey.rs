@@ -8,7 +8,7 @@
 //! its own.
 
 use crate::compare::{compare, CompareError, Comparison};
-use crate::document::{Document, DocumentError};
+use crate::document::{Document, DocumentError, DocumentKind};
 use crate::kinds::audit::AuditDocument;
 use crate::summary::{plural, Summary};
 use crate::table::mb;
@@ -196,12 +196,7 @@ pub(crate) fn plan_cases(
                 )
             };
             super::cases::Case::skip(
-                vec![
-                    crate::document::DocumentKind::SurveyPlan
-                        .as_str()
-                        .to_string(),
-                    p.id.clone(),
-                ],
+                super::cases::path(DocumentKind::SurveyPlan.as_str(), &[&p.id]),
                 why,
             )
         })
