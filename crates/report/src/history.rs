@@ -217,12 +217,16 @@ pub struct Filter<'a> {
 /// hosts by chance (`--host 3` would pick a sixteenth of a lab).
 pub const MACHINE_ID_PREFIX_MIN: usize = 4;
 
+/// The names of the columns of the history's `runs` table.
+fn run_columns(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut st = conn.prepare("SELECT name FROM pragma_table_info('runs')")?;
+    let names = st.query_map([], |r| r.get::<_, String>(0))?;
+    names.collect()
+}
+
 /// Whether the history's `runs` table has every one of [`HOST_COLUMNS`].
 fn has_host_columns(conn: &Connection) -> rusqlite::Result<bool> {
-    let mut st = conn.prepare("SELECT name FROM pragma_table_info('runs')")?;
-    let names = st
-        .query_map([], |r| r.get::<_, String>(0))?
-        .collect::<Result<Vec<_>, _>>()?;
+    let names = run_columns(conn)?;
     Ok(HOST_COLUMNS
         .iter()
         .all(|(c, _)| names.iter().any(|n| n == c)))
@@ -232,10 +236,7 @@ fn has_host_columns(conn: &Connection) -> rusqlite::Result<bool> {
 /// document (rows whose document is damaged keep them empty): in place, in the caller's
 /// write transaction, every row kept.
 fn add_host_columns(conn: &Connection) -> rusqlite::Result<()> {
-    let mut st = conn.prepare("SELECT name FROM pragma_table_info('runs')")?;
-    let names = st
-        .query_map([], |r| r.get::<_, String>(0))?
-        .collect::<Result<Vec<_>, _>>()?;
+    let names = run_columns(conn)?;
     for (column, json_path) in HOST_COLUMNS {
         if names.iter().any(|n| n == column) {
             continue;
@@ -724,8 +725,9 @@ impl Store {
             }
         };
         let [machine_id, model, serial] = HOST_COLUMNS.map(|(c, p)| column(c, p));
-        // --host: the hostname in any case, the machine-id's beginning (hex digits only, so
-        // LIKE's `%` and `_` never come from the user), the serial.
+        // --host: the hostname in any case, the machine-id's beginning (4 or more hex
+        // digits, compared with substr: no pattern character of NAME means anything), the
+        // serial in any case.
         let (condition, args): (String, Vec<String>) = match filter.host {
             None => ("1".into(), Vec::new()),
             Some(name) => {
