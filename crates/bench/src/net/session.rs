@@ -83,6 +83,19 @@ fn rusage() -> (f64, f64) {
     (t(ru.ru_utime), t(ru.ru_stime))
 }
 
+/// The stream threads that run on this host: this end's, and the peer's as many again when
+/// the peer is this host (a loopback address, or the stream's own address).
+fn threads_here(pending: &[PendingStream]) -> usize {
+    let peer_here =
+        pending
+            .first()
+            .is_some_and(|p| match (p.sock.local_addr(), p.sock.peer_addr()) {
+                (Some(l), Some(r)) => r.ip().is_loopback() || r.ip() == l.ip(),
+                _ => false,
+            });
+    pending.len() * if peer_here { 2 } else { 1 }
+}
+
 /// The test while it runs.
 pub struct Session {
     streams: Vec<Running>,
@@ -107,6 +120,11 @@ impl Session {
     ) -> Result<Session, String> {
         let started = Instant::now();
         let mut streams = Vec::with_capacity(pending.len());
+        let recv_len = stream::recv_len(
+            config.len as usize,
+            threads_here(&pending),
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+        );
         for p in pending {
             let counters = Arc::new(Counters::default());
             let stop = Arc::new(AtomicBool::new(false));
@@ -116,6 +134,7 @@ impl Session {
                 rate_bps: config.bitrate_bps,
                 zerocopy: config.zerocopy,
                 udp_counters_64bit: config.udp_counters_64bit,
+                recv_len,
             };
             let sock = p
                 .sock
@@ -571,6 +590,33 @@ mod tests {
                 "received {received} B of {sent} B counted sent"
             );
         }
+    }
+
+    /// Over loopback the peer's stream threads run on this host too; to another host only
+    /// this end's do.
+    #[test]
+    fn the_peers_threads_count_when_the_peer_is_this_host() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let pending: Vec<PendingStream> = (1..=3)
+            .map(|id| PendingStream {
+                id,
+                flow: Flow::ClientToServer,
+                local_sends: false,
+                sock: Sock::Tcp(std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap()),
+            })
+            .collect();
+        assert_eq!(threads_here(&pending), 6);
+        assert_eq!(threads_here(&pending[..1]), 2);
+        assert_eq!(threads_here(&[]), 0);
+        // Not connected: no peer known, only this end's threads.
+        let lone = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let one = [PendingStream {
+            id: 1,
+            flow: Flow::ClientToServer,
+            local_sends: false,
+            sock: Sock::Udp(lone),
+        }];
+        assert_eq!(threads_here(&one), 1);
     }
 
     #[test]

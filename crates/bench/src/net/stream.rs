@@ -125,6 +125,29 @@ pub struct Work {
     pub rate_bps: Option<u64>,
     pub zerocopy: bool,
     pub udp_counters_64bit: bool,
+    /// The most a TCP receiver takes in one read ([`recv_len`]).
+    pub recv_len: usize,
+}
+
+/// The most a TCP receiver read takes when its stream threads outnumber the CPUs.
+pub const BEHIND_RECV_LEN: usize = 512 * 1024;
+
+/// How much a TCP receiver asks for in one read. The block length (at least 64 KiB), as
+/// iperf3 reads, while every stream thread on this host (the peer's too when the peer is
+/// this host) can have a CPU of its own; 512 KiB when they outnumber the CPUs, so a
+/// receiver that is behind takes what has queued in fewer, larger copies. Measured with
+/// `bench net` over loopback on this VM's 2 CPUs, 4 s runs alternating 128 KiB, 256 KiB,
+/// 512 KiB and 1 MiB reads 5 times, medians in Gbit/s: -P 2 26.6, 30.6, 28.8, 27.3; -P 4
+/// 29.7, 30.1, 31.8, 29.5; -P 2 -R 24.7, 26.5, 27.9, 26.6; -P 4 -R 29.6, 28.8, 29.1, 29.3
+/// (1 MiB per stream no longer stays in the CPU's cache). One stream, which has a CPU, moved
+/// less with 512 KiB (medians 13.1 against 14.5 Gbit/s, 6 runs): the receiver then takes
+/// the sender's share of the protocol work while the sender's CPU waits.
+pub fn recv_len(block_len: usize, threads_here: usize, cpus: usize) -> usize {
+    if threads_here > cpus {
+        BEHIND_RECV_LEN.max(block_len)
+    } else {
+        block_len.max(65_536)
+    }
 }
 
 /// How far a paced sender may fall behind its schedule and still catch up.
@@ -214,6 +237,13 @@ impl PageBuf {
         // SAFETY: as in `bytes`, borrowed mutably through `self`.
         unsafe { std::slice::from_raw_parts_mut(self.pages.as_mut_ptr().cast::<u8>(), self.len) }
     }
+
+    /// Every byte of the pages, `len` rounded up to a whole page.
+    fn whole_pages_mut(&mut self) -> &mut [u8] {
+        let len = self.pages.len() * 4096;
+        // SAFETY: the pages are one contiguous, initialised allocation of `len` bytes.
+        unsafe { std::slice::from_raw_parts_mut(self.pages.as_mut_ptr().cast::<u8>(), len) }
+    }
 }
 
 /// Bytes that are not all zero, so compression on the path cannot flatter the numbers.
@@ -301,17 +331,31 @@ fn memfd_with(buf: &[u8]) -> Result<std::fs::File, String> {
     Ok(f)
 }
 
+/// Receives into a page-aligned buffer that each read fills on from where the last one
+/// stopped, wrapping at its end, as iperf3's Nrecv fills a whole block before it starts the
+/// next (net.c). So byte N of the stream always lands at N modulo the buffer's length, and
+/// its offset from where the kernel holds that byte stays the same for the whole stream
+/// (the sender's data fills its pages in order; 0 when the sender's stream thread is new,
+/// as iperf3's and headroom's are). A read to the buffer's start every time moves that
+/// offset with each read's length instead, and the copy out of the socket is up to 3 times
+/// dearer at some offsets: on this VM's AMD EPYC (rep movsb, FSRM) a C receiver fed 2 s
+/// over loopback used 571-633 ms of CPU per GB with its buffer 35, 43 or 51 bytes (modulo
+/// 64) past the sender's, against 151-220 at 11, 27 or 59 (2 runs each); filling, it used
+/// 158-274 ms/GB against 165-308 reading to the start, and moved more in each of 10 paired
+/// runs (3 s each).
 fn tcp_recv(s: &TcpStream, w: Work, c: &Counters, stop: &AtomicBool) -> Result<(), String> {
-    let mut page_buf = PageBuf::zeroed(w.len.max(65_536));
-    let buf = page_buf.bytes_mut();
+    let mut page_buf = PageBuf::zeroed(w.recv_len.max(w.len).max(65_536));
+    let buf = page_buf.whole_pages_mut();
     let _ = s.set_read_timeout(Some(POLL));
     let mut got: u64 = 0;
+    let mut at = 0;
     let mut s = s;
     loop {
-        match s.read(buf) {
+        match s.read(&mut buf[at..]) {
             Ok(0) => return Ok(()),
             Ok(n) => {
                 got += n as u64;
+                at = (at + n) % buf.len();
                 c.bytes.store(got, Ordering::Relaxed);
             }
             Err(e) if is_timeout(&e) => {}
@@ -604,6 +648,7 @@ mod tests {
 #[cfg(test)]
 mod buffer_tests {
     use super::*;
+    use std::io::Write;
 
     /// The stream buffers start on a page boundary whatever their length (see [`PageBuf`]),
     /// and the payload is the same non-zero pattern whatever its length.
@@ -622,5 +667,50 @@ mod buffer_tests {
             );
         }
         assert!(payload(4096).bytes().iter().filter(|&&x| x == 0).count() < 100);
+    }
+
+    /// A receiver counts every byte a sender wrote in odd-sized pieces, through many wraps
+    /// of its buffer, and ends at the end of the stream.
+    #[test]
+    fn a_receiver_counts_every_byte_across_wraps() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let total: usize = 1_000_003;
+        let sender = std::thread::spawn(move || {
+            let mut t = TcpStream::connect(addr).unwrap();
+            let p = payload(7_919);
+            let mut left = total;
+            while left > 0 {
+                let n = left.min(7_919);
+                t.write_all(&p.bytes()[..n]).unwrap();
+                left -= n;
+            }
+        });
+        let (s, _) = l.accept().unwrap();
+        let c = Counters::default();
+        let work = Work {
+            send: false,
+            len: 1_000,
+            rate_bps: None,
+            zerocopy: false,
+            udp_counters_64bit: false,
+            recv_len: recv_len(1_000, 1, 2),
+        };
+        tcp_recv(&s, work, &c, &AtomicBool::new(false)).unwrap();
+        sender.join().unwrap();
+        assert_eq!(c.bytes.load(Ordering::Relaxed), total as u64);
+        assert_eq!(PageBuf::zeroed(65_537).whole_pages_mut().len(), 69_632);
+    }
+
+    /// Reads are the block length while every stream thread has a CPU, larger when they
+    /// outnumber the CPUs, never shorter than the block or 64 KiB.
+    #[test]
+    fn a_receiver_behind_reads_more_at_once() {
+        assert_eq!(recv_len(131_072, 2, 2), 131_072);
+        assert_eq!(recv_len(131_072, 4, 2), BEHIND_RECV_LEN);
+        assert_eq!(recv_len(1_000, 1, 2), 65_536);
+        assert_eq!(recv_len(1_000, 3, 2), BEHIND_RECV_LEN);
+        assert_eq!(recv_len(4 << 20, 8, 2), 4 << 20);
+        assert_eq!(recv_len(131_072, 16, 64), 131_072);
     }
 }
