@@ -793,3 +793,38 @@ fn pci_line_counts_the_links_it_shows() {
         "{text}"
     );
 }
+
+/// Two audits of a dump with no link (an X99's root ports with nothing below them) have
+/// nothing to compare, and compare says so instead of an empty "Same configuration" list;
+/// a dump with links lists them as the same in both.
+#[test]
+fn comparing_a_dump_with_itself() {
+    let Some(fx) = testsupport::fixtures::shared_fixtures() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for (dump, says, not) in [
+        (
+            "linux-pci_intel-x99-haswell-e_rootports.lspci-xxxx",
+            "Nothing to compare: these audit documents record no links, settings or measurements.",
+            "Same configuration",
+        ),
+        (
+            "linux-pci_arm-n1sdp_plx-pex8749_machine.lspci-xxx",
+            "| link PCIe 0000:02:13.0 -> 0000:07:00.0 | 2.5 GT/s x1 |",
+            "Nothing to compare",
+        ),
+    ] {
+        let doc = dir.path().join(format!("{dump}.json"));
+        let out = output_ok(
+            headroom()
+                .args(["audit", "--json", "--lspci"])
+                .arg(fx.join("pci").join(dump)),
+        );
+        std::fs::write(&doc, &out.stdout).unwrap();
+        let c =
+            String::from_utf8(stdout_of(headroom().arg("compare").arg(&doc).arg(&doc))).unwrap();
+        assert!(c.contains(says), "{c}");
+        assert!(!c.contains(not), "{c}");
+    }
+}

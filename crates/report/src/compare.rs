@@ -430,8 +430,19 @@ impl Comparison {
                 })
                 .collect()
         };
+        if self.changes.is_empty() && self.same.is_empty() && self.rows.is_empty() {
+            let _ = writeln!(
+                out,
+                "Nothing to compare: these {} documents record no links, settings or \
+                 measurements.",
+                self.kind
+            );
+            return out;
+        }
         if self.changes.is_empty() {
-            let _ = writeln!(out, "Same configuration in every run:\n");
+            if !self.same.is_empty() {
+                let _ = writeln!(out, "Same configuration in every run:\n");
+            }
         } else {
             let _ = writeln!(
                 out,
