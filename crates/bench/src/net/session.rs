@@ -122,6 +122,7 @@ impl Session {
         let mut streams = Vec::with_capacity(pending.len());
         let recv_len = stream::recv_len(
             config.len as usize,
+            pending.iter().filter(|p| !p.local_sends).count(),
             threads_here(&pending),
             std::thread::available_parallelism().map_or(1, |n| n.get()),
         );

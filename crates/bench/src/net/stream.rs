@@ -132,6 +132,9 @@ pub struct Work {
 /// The most a TCP receiver read takes when its stream threads outnumber the CPUs.
 pub const BEHIND_RECV_LEN: usize = 512 * 1024;
 
+/// The most the larger reads of [`recv_len`] take for one test's receivers together.
+pub const BEHIND_RECV_BUDGET: usize = 8 << 20;
+
 /// How much a TCP receiver asks for in one read. The block length (at least 64 KiB), as
 /// iperf3 reads, while every stream thread on this host (the peer's too when the peer is
 /// this host) can have a CPU of its own; 512 KiB when they outnumber the CPUs, so a
@@ -142,8 +145,12 @@ pub const BEHIND_RECV_LEN: usize = 512 * 1024;
 /// (1 MiB per stream no longer stays in the CPU's cache). One stream, which has a CPU, moved
 /// less with 512 KiB (medians 13.1 against 14.5 Gbit/s, 6 runs): the receiver then takes
 /// the sender's share of the protocol work while the sender's CPU waits.
-pub fn recv_len(block_len: usize, threads_here: usize, cpus: usize) -> usize {
-    if threads_here > cpus {
+///
+/// The larger reads take at most [`BEHIND_RECV_BUDGET`] for the test's receivers together
+/// (16 streams); past that each keeps the block length, so a board's memory is not spent on
+/// many streams that are each slow anyway.
+pub fn recv_len(block_len: usize, receivers: usize, threads_here: usize, cpus: usize) -> usize {
+    if threads_here > cpus && receivers * BEHIND_RECV_LEN <= BEHIND_RECV_BUDGET {
         BEHIND_RECV_LEN.max(block_len)
     } else {
         block_len.max(65_536)
@@ -694,7 +701,7 @@ mod buffer_tests {
             rate_bps: None,
             zerocopy: false,
             udp_counters_64bit: false,
-            recv_len: recv_len(1_000, 1, 2),
+            recv_len: recv_len(1_000, 1, 1, 2),
         };
         tcp_recv(&s, work, &c, &AtomicBool::new(false)).unwrap();
         sender.join().unwrap();
@@ -703,14 +710,17 @@ mod buffer_tests {
     }
 
     /// Reads are the block length while every stream thread has a CPU, larger when they
-    /// outnumber the CPUs, never shorter than the block or 64 KiB.
+    /// outnumber the CPUs (within the budget), never shorter than the block or 64 KiB.
     #[test]
     fn a_receiver_behind_reads_more_at_once() {
-        assert_eq!(recv_len(131_072, 2, 2), 131_072);
-        assert_eq!(recv_len(131_072, 4, 2), BEHIND_RECV_LEN);
-        assert_eq!(recv_len(1_000, 1, 2), 65_536);
-        assert_eq!(recv_len(1_000, 3, 2), BEHIND_RECV_LEN);
-        assert_eq!(recv_len(4 << 20, 8, 2), 4 << 20);
-        assert_eq!(recv_len(131_072, 16, 64), 131_072);
+        assert_eq!(recv_len(131_072, 1, 2, 2), 131_072);
+        assert_eq!(recv_len(131_072, 2, 4, 2), BEHIND_RECV_LEN);
+        assert_eq!(recv_len(1_000, 1, 1, 2), 65_536);
+        assert_eq!(recv_len(1_000, 2, 3, 2), BEHIND_RECV_LEN);
+        assert_eq!(recv_len(4 << 20, 4, 8, 2), 4 << 20);
+        assert_eq!(recv_len(131_072, 16, 32, 64), 131_072);
+        // 16 receivers take 8 MiB at most; 17 keep the block length.
+        assert_eq!(recv_len(131_072, 16, 32, 2), BEHIND_RECV_LEN);
+        assert_eq!(recv_len(131_072, 17, 34, 2), 131_072);
     }
 }
