@@ -74,14 +74,7 @@ pub fn of_document(doc: &Document, origin: &str) -> Result<Vec<Case>, DocumentEr
             let body = super::survey::SurveyBody::of(doc, origin)?;
             let (parts, _) = body.part_docs(origin);
             for p in parts {
-                let cases = if p.document.envelope.kind == DocumentKind::Audit {
-                    let down = super::audit::downgrade_findings(&p.document, origin)?;
-                    let mut cases = summary_cases(&p.summary, &down);
-                    cases.extend(super::audit::cases(&p.document, origin)?);
-                    cases
-                } else {
-                    summary_cases(&p.summary, &[])
-                };
+                let cases = common_cases(&p.document, &p.summary, origin)?;
                 out.extend(prefixed(&p.part.id, cases));
             }
         }
@@ -95,13 +88,8 @@ pub fn of_document(doc: &Document, origin: &str) -> Result<Vec<Case>, DocumentEr
         }
         kind => {
             let s = super::summarize(doc, origin)?;
-            let down = match kind {
-                DocumentKind::Audit => super::audit::downgrade_findings(doc, origin)?,
-                _ => Vec::new(),
-            };
-            out.extend(summary_cases(&s, &down));
+            out.extend(common_cases(doc, &s, origin)?);
             match kind {
-                DocumentKind::Audit => out.extend(super::audit::cases(doc, origin)?),
                 DocumentKind::Ceiling => out.extend(super::ceiling::cases(doc, origin)?),
                 DocumentKind::PmuList => out.extend(super::count::list_cases(doc, origin)?),
                 DocumentKind::SurveyPlan => out.extend(super::survey::plan_cases(doc, origin)?),
@@ -117,6 +105,18 @@ pub fn of_document(doc: &Document, origin: &str) -> Result<Vec<Case>, DocumentEr
             }
         }
     }
+    Ok(out)
+}
+
+/// The cases of `doc`'s summary `s`, and an audit's own after them (its links and AER
+/// counters; its findings on a link the text marks downgraded fail).
+fn common_cases(doc: &Document, s: &Summary, origin: &str) -> Result<Vec<Case>, DocumentError> {
+    if doc.envelope.kind != DocumentKind::Audit {
+        return Ok(summary_cases(s, &[]));
+    }
+    let down = super::audit::downgrade_findings(doc, origin)?;
+    let mut out = summary_cases(s, &down);
+    out.extend(super::audit::cases(doc, origin)?);
     Ok(out)
 }
 
