@@ -305,43 +305,89 @@ fn deadline(part: &PlannedPart) -> Duration {
 /// board, 0.3 s), and the survey to write its document.
 const STOP_BEFORE_END: Duration = Duration::from_secs(1);
 
-fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &PartProgress) -> PartResult {
+/// How long the survey waits for a part it stopped: every wait is bounded, also when the
+/// part cannot end (a process stuck in the kernel does not exit even on SIGKILL: an x86
+/// board under QEMU's multi-threaded TCG hung so, in a soft lockup, while tracepoints were
+/// enabled) or when a process it started keeps its output open.
+#[derive(Clone, Copy, Debug)]
+struct Waits {
+    /// From SIGINT (the part keeps what it measured and removes its files) to SIGKILL.
+    after_int: Duration,
+    /// From SIGKILL to giving up on the process.
+    after_kill: Duration,
+    /// From the process's end to giving up on its output pipes.
+    pipes: Duration,
+}
+
+const WAITS: Waits = Waits {
+    after_int: Duration::from_secs(60),
+    after_kill: Duration::from_secs(10),
+    pipes: Duration::from_secs(5),
+};
+
+/// How a supervised child ended.
+#[derive(Debug, Default)]
+struct ChildEnd {
+    stdout: String,
+    stderr: String,
+    /// Exit code, 128 + the signal; `None` when it did not end or its status is unreadable.
+    code: Option<i32>,
+    /// When it was sent SIGINT.
+    stopped_at: Option<Instant>,
+    /// Still there `after_kill` after SIGKILL: left behind, its pid.
+    unkillable: Option<u32>,
+    /// Its output was still open `pipes` after it ended (a process it started holds it).
+    pipes_held: bool,
+}
+
+/// A thread that reads `pipe` to its end into a buffer the caller can take at any time.
+fn drain<R: Read + Send + 'static>(
+    pipe: Option<R>,
+) -> (
+    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    Option<std::thread::JoinHandle<()>>,
+) {
+    let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let into = std::sync::Arc::clone(&buf);
+    let handle = pipe.map(|mut p| {
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 8192];
+            loop {
+                match p.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        if let Ok(mut b) = into.lock() {
+                            b.extend_from_slice(&chunk[..n]);
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        })
+    });
+    (buf, handle)
+}
+
+/// Run `cmd` with its stdout and stderr captured until it ends. `should_stop(elapsed)` is
+/// asked every 200 ms: once true, the child gets SIGINT, `waits.after_int` later SIGKILL,
+/// and `waits.after_kill` after that it is given up. `tick(elapsed)` runs every 200 ms.
+fn supervise(
+    cmd: &mut Command,
+    waits: Waits,
+    mut should_stop: impl FnMut(Duration) -> bool,
+    mut tick: impl FnMut(Duration),
+) -> std::io::Result<ChildEnd> {
     let started = Instant::now();
-    let child = Command::new(exe)
-        .args(&part.command)
-        .env("NO_COLOR", "1")
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            return PartResult {
-                reason: Some(format!("could not start {}: {e}", exe.display())),
-                ..PartResult::started(part)
-            };
-        }
-    };
-    let out = child.stdout.take().map(|mut s| {
-        std::thread::spawn(move || {
-            let mut v = String::new();
-            let _ = s.read_to_string(&mut v);
-            v
-        })
-    });
-    let err = child.stderr.take().map(|mut s| {
-        std::thread::spawn(move || {
-            let mut v = String::new();
-            let _ = s.read_to_string(&mut v);
-            v
-        })
-    });
-    let limit = deadline(part);
-    let budget_stop = p.budget_end.checked_sub(STOP_BEFORE_END);
-    let mut sent_int: Option<Instant> = None;
-    let mut out_of_budget = false;
-    let mut killed = false;
+        .spawn()?;
+    let (out, out_reader) = drain(child.stdout.take());
+    let (err, err_reader) = drain(child.stderr.take());
+    let mut end = ChildEnd::default();
+    let mut killed: Option<Instant> = None;
     let status = loop {
         match child.try_wait() {
             Ok(Some(st)) => break Some(st),
@@ -349,25 +395,71 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &PartProgress)
             Err(_) => break None,
         }
         let elapsed = started.elapsed();
-        if sent_int.is_none() && budget_stop.is_none_or(|t| Instant::now() >= t) {
-            out_of_budget = true;
-        }
-        let stopping = stop.load(Ordering::Relaxed) || elapsed > limit || out_of_budget;
-        if stopping && sent_int.is_none() {
+        if end.stopped_at.is_none() && should_stop(elapsed) {
             // Ctrl-C in the terminal reaches the child too; a SIGTERM to the survey alone
             // or the deadline does not: pass it on so the part cleans up and keeps its data.
-            // SAFETY: kill with a pid of our own child and a valid signal number.
+            // SAFETY: kill with a pid of our own child (not yet reaped) and a valid signal.
             unsafe {
                 libc::kill(child.id() as libc::pid_t, libc::SIGINT);
             }
-            sent_int = Some(Instant::now());
+            end.stopped_at = Some(Instant::now());
         }
-        if let Some(t) = sent_int {
-            if !killed && t.elapsed() > Duration::from_secs(60) {
+        match (end.stopped_at, killed) {
+            (Some(t), None) if t.elapsed() > waits.after_int => {
                 let _ = child.kill();
-                killed = true;
+                killed = Some(Instant::now());
             }
+            (_, Some(k)) if k.elapsed() > waits.after_kill => {
+                end.unkillable = Some(child.id());
+                break None;
+            }
+            _ => {}
         }
+        tick(elapsed);
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // Its output: to the end, or as far as it came within `waits.pipes`.
+    let readers_done = Instant::now();
+    let readers = [&out_reader, &err_reader];
+    while readers
+        .iter()
+        .any(|r| r.as_ref().is_some_and(|h| !h.is_finished()))
+        && readers_done.elapsed() < waits.pipes
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    end.pipes_held = end.unkillable.is_none()
+        && readers
+            .iter()
+            .any(|r| r.as_ref().is_some_and(|h| !h.is_finished()));
+    let take = |b: &std::sync::Mutex<Vec<u8>>| {
+        b.lock()
+            .map(|v| String::from_utf8_lossy(&v).into_owned())
+            .unwrap_or_default()
+    };
+    end.stdout = take(&out);
+    end.stderr = take(&err);
+    end.code = status.and_then(|s| {
+        use std::os::unix::process::ExitStatusExt;
+        s.code().or(s.signal().map(|sig| 128 + sig))
+    });
+    Ok(end)
+}
+
+fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &PartProgress) -> PartResult {
+    let started = Instant::now();
+    let limit = deadline(part);
+    let budget_stop = p.budget_end.checked_sub(STOP_BEFORE_END);
+    let mut out_of_budget = false;
+    let mut cmd = Command::new(exe);
+    cmd.args(&part.command).env("NO_COLOR", "1");
+    let should_stop = |elapsed: Duration| {
+        if budget_stop.is_none_or(|t| Instant::now() >= t) {
+            out_of_budget = true;
+        }
+        stop.load(Ordering::Relaxed) || elapsed > limit || out_of_budget
+    };
+    let tick = |elapsed: Duration| {
         if p.live {
             let left = (part.seconds() - elapsed.as_secs_f64()).max(0.0) + p.remaining_after;
             crate::console::progress(format_args!(
@@ -380,28 +472,36 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &PartProgress)
                 format_seconds(left)
             ));
         }
-        std::thread::sleep(Duration::from_millis(200));
     };
+    let ended = supervise(&mut cmd, WAITS, should_stop, tick);
     if p.live {
         crate::console::progress_done();
     }
-    let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
-    let stderr = err.and_then(|h| h.join().ok()).unwrap_or_default();
-    let code = status.and_then(|s| {
-        use std::os::unix::process::ExitStatusExt;
-        s.code().or(s.signal().map(|sig| 128 + sig))
-    });
+    let child = match ended {
+        Ok(c) => c,
+        Err(e) => {
+            return PartResult {
+                reason: Some(format!("could not start {}: {e}", exe.display())),
+                ..PartResult::started(part)
+            };
+        }
+    };
     let end = PartEnd {
-        stdout: &stdout,
-        stderr: &stderr,
-        code,
+        stdout: &child.stdout,
+        stderr: &child.stderr,
+        code: child.code,
         took_s: started.elapsed().as_secs_f64(),
         stopped_by_user: stop.load(Ordering::Relaxed),
-        out_of_budget: sent_int
+        out_of_budget: child
+            .stopped_at
             .filter(|_| out_of_budget)
             .map(|t| t.elapsed().as_secs_f64()),
         budget_s: p.budget_s,
         limit_s: limit.as_secs_f64(),
+        unkillable: child
+            .unkillable
+            .map(|pid| (pid, WAITS.after_kill.as_secs_f64())),
+        pipes_held: child.pipes_held.then_some(WAITS.pipes.as_secs_f64()),
     };
     let result = PartResult::of_run(part, end);
     if !p.live {
@@ -420,4 +520,68 @@ fn run_part(exe: &Path, part: &PlannedPart, stop: &AtomicBool, p: &PartProgress)
             .unwrap_or_default()
     ));
     result
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
+    use super::*;
+
+    const SHORT: Waits = Waits {
+        after_int: Duration::from_millis(400),
+        after_kill: Duration::from_secs(10),
+        pipes: Duration::from_millis(600),
+    };
+
+    fn sh(script: &str) -> Command {
+        let mut c = Command::new("/bin/sh");
+        c.args(["-c", script]);
+        c
+    }
+
+    #[test]
+    fn a_part_that_ignores_sigint_is_killed() {
+        let t = Instant::now();
+        let end = supervise(
+            &mut sh("trap '' INT; echo up; exec sleep 30"),
+            SHORT,
+            |_| true,
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!(end.code, Some(128 + libc::SIGKILL));
+        assert!(end.stopped_at.is_some() && end.unkillable.is_none() && !end.pipes_held);
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn output_held_open_by_a_process_the_part_left_is_not_waited_for() {
+        let t = Instant::now();
+        let end = supervise(
+            &mut sh("echo '{}'; echo note >&2; sleep 30 & exit 3"),
+            SHORT,
+            |_| false,
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!(
+            (end.code, end.stdout.as_str(), end.stderr.as_str()),
+            (Some(3), "{}\n", "note\n")
+        );
+        assert!(end.pipes_held && end.stopped_at.is_none());
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn a_part_that_ends_by_itself_keeps_all_its_output() {
+        let end = supervise(
+            &mut sh("head -c 300000 /dev/zero | tr '\\0' x"),
+            SHORT,
+            |_| false,
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!((end.code, end.stdout.len()), (Some(0), 300_000));
+        assert!(!end.pipes_held && end.stopped_at.is_none());
+    }
 }

@@ -279,6 +279,12 @@ pub struct PartEnd<'a> {
     pub budget_s: f64,
     /// The part's time limit, after which it is stopped as failed.
     pub limit_s: f64,
+    /// It was still there this many seconds after SIGKILL (stuck in the kernel) and was left
+    /// behind: its pid and the seconds.
+    pub unkillable: Option<(u32, f64)>,
+    /// Its output was still open this many seconds after it ended: a process it started
+    /// holds it, and what came after is not in the result.
+    pub pipes_held: Option<f64>,
 }
 
 impl PartResult {
@@ -322,6 +328,13 @@ impl PartResult {
             .map(|l| l.trim_end().to_string())
             .filter(|l| !l.is_empty() && !l.contains('\r'))
             .collect();
+        if let Some(s) = end.pipes_held {
+            result.messages.push(format!(
+                "its output was still open {} after it ended (a process it started holds it): \
+                 what it wrote until then is kept",
+                format_seconds(s)
+            ));
+        }
         if !end.stdout.trim().is_empty() {
             match Document::parse(end.stdout, &part.id) {
                 Ok(d) => result.document = Some(d.to_value()),
@@ -340,6 +353,16 @@ impl PartResult {
                 .map(|l| l.trim_start_matches("headroom: ").to_string())
         };
         let (status, reason) = match end.code {
+            _ if end.unkillable.is_some() => (
+                PartStatus::Failed,
+                end.unkillable.map(|(pid, s)| {
+                    format!(
+                        "did not end {} after SIGKILL: it is stuck in the kernel (look in \
+                         `dmesg` for a soft lockup or a hung task); left behind as pid {pid}",
+                        format_seconds(s)
+                    )
+                }),
+            ),
             Some(0) => (PartStatus::Ran, None),
             Some(130) | Some(143) if end.stopped_by_user => (
                 PartStatus::Interrupted,
@@ -1299,6 +1322,8 @@ mod tests {
             out_of_budget: None,
             budget_s: 600.0,
             limit_s: 186.0,
+            unkillable: None,
+            pipes_held: None,
         }
     }
 
@@ -1342,6 +1367,32 @@ mod tests {
         assert_eq!(
             r.reason.as_deref(),
             Some("its exit status could not be read")
+        );
+        let stuck = PartEnd {
+            unkillable: Some((468, 10.0)),
+            ..end(None, "headroom: note: z")
+        };
+        let r = PartResult::of_run(&part, stuck);
+        assert_eq!(r.status, PartStatus::Failed);
+        assert_eq!(
+            r.reason.as_deref(),
+            Some(
+                "did not end 10 s after SIGKILL: it is stuck in the kernel (look in `dmesg` for \
+                 a soft lockup or a hung task); left behind as pid 468"
+            )
+        );
+        let held = PartEnd {
+            pipes_held: Some(5.0),
+            ..end(Some(0), "")
+        };
+        let r = PartResult::of_run(&part, held);
+        assert_eq!(r.status, PartStatus::Ran);
+        assert_eq!(
+            r.messages,
+            [
+                "its output was still open 5 s after it ended (a process it started holds it): \
+              what it wrote until then is kept"
+            ]
         );
         let r = PartResult::not_run(&part, "no disk".into());
         assert_eq!(
