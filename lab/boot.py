@@ -23,6 +23,9 @@ from board import SCRATCH_BYTES, join_props
 # have their own limits in the guest.
 BOARD_SECONDS = 900
 GUEST_IPERF_PORT = 5201
+# Kernel console lines that say why a board stopped answering (soft lockup: KERN_EMERG, on
+# the console even at `dmesg -n 1`).
+KERNEL_ALARMS = ("soft lockup", "hard LOCKUP", "rcu: INFO", "blocked for more than", "Kernel panic", "Oops")
 
 
 # Every child process a boot started (QEMU, host-side servers), for stop_all().
@@ -84,6 +87,15 @@ def prepare_drives(board, workdir):
 
 def qemu_command(board, kernel, initrd, monitor_sock, drive_paths, hostfwd_port, accel):
     cmd = [board.qemu, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot"]
+    if accel == "tcg" and board.arch == "x86_64":
+        # One host thread for every vCPU: x86 Linux patches its code live with int3 (text_poke_bp,
+        # each time a tracepoint such as `bench latency --split`'s is enabled or disabled), and
+        # under multi-threaded TCG (Debian 12's QEMU 7.2) the other vCPU can keep executing the
+        # old int3 in the IPI handler being patched: the guest hangs (an RCU stall on CPU 0 in
+        # exc_int3 from __sysvec_call_function_single, a soft lockup of the patching task). A
+        # guest toggling irq_vectors:call_function_single_entry 400 times hung at once with
+        # thread=multi and finished with thread=single; the lab's survey step hung so in CI.
+        accel = "tcg,thread=single"
     cmd += ["-accel", accel]
     drives = {d.line: d for d in board.drives.values()}
     devices = {d.line: d for d in board.devices}
@@ -174,6 +186,8 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
 
     deadline = start + BOARD_SECONDS
     current = None  # (name, [base64 lines])
+    running = None  # the step last started
+    alarm = None  # the kernel's first emergency line (the console shows only those)
     servers = []
     try:
         while True:
@@ -181,6 +195,10 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
                 line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
             except queue.Empty:
                 result.error = f"the board did not finish within {BOARD_SECONDS} s"
+                if running:
+                    result.error += f", in step {running}"
+                if alarm:
+                    result.error += f"; the kernel said: {alarm}"
                 break
             if line is None:
                 break
@@ -197,6 +215,8 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
                 continue
             i = line.find("@@LAB ")
             if i < 0:
+                if alarm is None and any(a in line for a in KERNEL_ALARMS):
+                    alarm = line.strip()
                 continue
             words = line[i + 6 :].split()
             if not words:
@@ -215,6 +235,7 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
             elif what == "warn":
                 result.warnings.append(" ".join(words[1:]))
             elif what == "run":
+                running = words[1] if len(words) > 1 else None
                 log(f"{board.name}: {' '.join(words[1:3])} ... ({time.monotonic() - start:.0f} s)")
             elif what == "ready":
                 for command, _ in board.monitor:
