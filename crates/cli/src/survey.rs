@@ -530,57 +530,51 @@ mod tests {
     const SHORT: Waits = Waits {
         after_int: Duration::from_millis(400),
         after_kill: Duration::from_secs(10),
-        pipes: Duration::from_millis(600),
+        pipes: Duration::from_secs(2),
     };
 
-    fn sh(script: &str) -> Command {
+    /// `sh -c script` supervised with short waits, stopped at once when `stop` (with SIGINT
+    /// ignored from its start when `deaf`); how it ended and how long the survey waited.
+    fn sh(script: &str, stop: bool, deaf: bool) -> (ChildEnd, Duration) {
+        use std::os::unix::process::CommandExt;
+        let t = Instant::now();
         let mut c = Command::new("/bin/sh");
         c.args(["-c", script]);
-        c
+        if deaf {
+            // SAFETY: signal() is async-signal-safe, as pre_exec requires.
+            unsafe {
+                c.pre_exec(|| {
+                    libc::signal(libc::SIGINT, libc::SIG_IGN);
+                    Ok(())
+                });
+            }
+        }
+        let end = supervise(&mut c, SHORT, |_| stop, |_| {}).unwrap();
+        (end, t.elapsed())
     }
 
     #[test]
     fn a_part_that_ignores_sigint_is_killed() {
-        let t = Instant::now();
-        let end = supervise(
-            &mut sh("trap '' INT; echo up; exec sleep 30"),
-            SHORT,
-            |_| true,
-            |_| {},
-        )
-        .unwrap();
+        let (end, took) = sh("exec sleep 30", true, true);
         assert_eq!(end.code, Some(128 + libc::SIGKILL));
         assert!(end.stopped_at.is_some() && end.unkillable.is_none() && !end.pipes_held);
-        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        assert!(took < Duration::from_secs(10), "{took:?}");
     }
 
     #[test]
     fn output_held_open_by_a_process_the_part_left_is_not_waited_for() {
-        let t = Instant::now();
-        let end = supervise(
-            &mut sh("echo '{}'; echo note >&2; sleep 30 & exit 3"),
-            SHORT,
-            |_| false,
-            |_| {},
-        )
-        .unwrap();
+        let (end, took) = sh("echo '{}'; echo note >&2; sleep 30 & exit 3", false, false);
         assert_eq!(
             (end.code, end.stdout.as_str(), end.stderr.as_str()),
             (Some(3), "{}\n", "note\n")
         );
         assert!(end.pipes_held && end.stopped_at.is_none());
-        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        assert!(took < Duration::from_secs(10), "{took:?}");
     }
 
     #[test]
     fn a_part_that_ends_by_itself_keeps_all_its_output() {
-        let end = supervise(
-            &mut sh("head -c 300000 /dev/zero | tr '\\0' x"),
-            SHORT,
-            |_| false,
-            |_| {},
-        )
-        .unwrap();
+        let (end, _) = sh("head -c 300000 /dev/zero | tr '\\0' x", false, false);
         assert_eq!((end.code, end.stdout.len()), (Some(0), 300_000));
         assert!(!end.pipes_held && end.stopped_at.is_none());
     }
