@@ -23,8 +23,8 @@ from board import SCRATCH_BYTES, join_props
 # have their own limits in the guest.
 BOARD_SECONDS = 900
 GUEST_IPERF_PORT = 5201
-# Kernel console lines that say why a board stopped answering (soft lockup: KERN_EMERG, on
-# the console even at `dmesg -n 1`).
+# Kernel console lines that say why a board stopped answering. The guest's `dmesg -n 1` lets
+# only KERN_EMERG through (a soft lockup, a panic); the others show when it is raised to debug.
 KERNEL_ALARMS = ("soft lockup", "hard LOCKUP", "rcu: INFO", "blocked for more than", "Kernel panic", "Oops")
 
 
@@ -186,7 +186,7 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
 
     deadline = start + BOARD_SECONDS
     current = None  # (name, [base64 lines])
-    running = None  # the step last started
+    running = None  # the step running now
     alarm = None  # the kernel's first emergency line (the console shows only those)
     servers = []
     try:
@@ -228,6 +228,7 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
                 result.booted = True
             elif what == "rc":
                 result.rc[words[1]] = int(words[2])
+                running = None
             elif what == "disk":
                 result.disks[words[1]] = words[2] if len(words) > 2 else None
             elif what == "nic":

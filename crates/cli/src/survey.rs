@@ -420,18 +420,15 @@ fn supervise(
     };
     // Its output: to the end, or as far as it came within `waits.pipes`.
     let readers_done = Instant::now();
-    let readers = [&out_reader, &err_reader];
-    while readers
-        .iter()
-        .any(|r| r.as_ref().is_some_and(|h| !h.is_finished()))
-        && readers_done.elapsed() < waits.pipes
-    {
+    let reading = || {
+        [&out_reader, &err_reader]
+            .iter()
+            .any(|r| r.as_ref().is_some_and(|h| !h.is_finished()))
+    };
+    while reading() && readers_done.elapsed() < waits.pipes {
         std::thread::sleep(Duration::from_millis(20));
     }
-    end.pipes_held = end.unkillable.is_none()
-        && readers
-            .iter()
-            .any(|r| r.as_ref().is_some_and(|h| !h.is_finished()));
+    end.pipes_held = end.unkillable.is_none() && reading();
     let take = |b: &std::sync::Mutex<Vec<u8>>| {
         b.lock()
             .map(|v| String::from_utf8_lossy(&v).into_owned())

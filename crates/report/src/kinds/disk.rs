@@ -388,6 +388,18 @@ mod tests {
             text.contains(&format!("= {:.0} % of the ceiling", got * 100.0)),
             "{text}"
         );
+        // A ceiling of this size shows in MB/s.
+        let usb = PathCeiling {
+            read_bytes_per_sec: 400e6,
+            write_bytes_per_sec: 200e6,
+            ..ceiling
+        };
+        let text =
+            DiskDocument::judge(&result, Some(&usb), None, true, None).text(&Style::new(false));
+        assert!(
+            text.contains("ceiling: USB 2-1 at 5000 Mb/s (read 400.0 MB/s, write 200.0 MB/s)"),
+            "{text}"
+        );
     }
 }
 

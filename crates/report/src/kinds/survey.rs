@@ -343,6 +343,15 @@ impl PartResult {
                     .push(format!("its output is not a document: {e}")),
             }
         }
+        // Failed (as every part starts) and left behind.
+        if let Some((pid, s)) = end.unkillable {
+            result.reason = Some(format!(
+                "did not end {} after SIGKILL: it is stuck in the kernel (look in `dmesg` for a \
+                 soft lockup or a hung task); left behind as pid {pid}",
+                format_seconds(s)
+            ));
+            return result;
+        }
         let last_error = || {
             result
                 .messages
@@ -353,16 +362,6 @@ impl PartResult {
                 .map(|l| l.trim_start_matches("headroom: ").to_string())
         };
         let (status, reason) = match end.code {
-            _ if end.unkillable.is_some() => (
-                PartStatus::Failed,
-                end.unkillable.map(|(pid, s)| {
-                    format!(
-                        "did not end {} after SIGKILL: it is stuck in the kernel (look in \
-                         `dmesg` for a soft lockup or a hung task); left behind as pid {pid}",
-                        format_seconds(s)
-                    )
-                }),
-            ),
             Some(0) => (PartStatus::Ran, None),
             Some(130) | Some(143) if end.stopped_by_user => (
                 PartStatus::Interrupted,
