@@ -120,11 +120,19 @@ impl Session {
     ) -> Result<Session, String> {
         let started = Instant::now();
         let mut streams = Vec::with_capacity(pending.len());
-        let recv_len = stream::recv_len(
-            config.len as usize,
-            pending.iter().filter(|p| !p.local_sends).count(),
+        let (threads, cpus) = (
             threads_here(&pending),
             std::thread::available_parallelism().map_or(1, |n| n.get()),
+        );
+        let senders = pending.iter().filter(|p| p.local_sends).count();
+        let recv_len =
+            stream::recv_len(config.len as usize, pending.len() - senders, threads, cpus);
+        let send_len = stream::send_len(
+            config.len as usize,
+            config.bitrate_bps.is_some_and(|b| b > 0),
+            senders,
+            threads,
+            cpus,
         );
         for p in pending {
             let counters = Arc::new(Counters::default());
@@ -136,6 +144,7 @@ impl Session {
                 zerocopy: config.zerocopy,
                 udp_counters_64bit: config.udp_counters_64bit,
                 recv_len,
+                send_len,
             };
             let sock = p
                 .sock

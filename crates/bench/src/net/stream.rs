@@ -128,13 +128,17 @@ pub struct Work {
     /// The most a TCP receiver takes in one read ([`recv_len`]: at least the block length
     /// and 64 KiB).
     pub recv_len: usize,
+    /// What a TCP sender gives one write ([`send_len`]: the block length, or more).
+    pub send_len: usize,
 }
 
-/// The most a TCP receiver read takes when its stream threads outnumber the CPUs.
-pub const BEHIND_RECV_LEN: usize = 512 * 1024;
+/// The most a TCP read takes, and the least an unpaced TCP write gives, when the stream
+/// threads outnumber the CPUs ([`recv_len`], [`send_len`]).
+pub const BEHIND_LEN: usize = 512 * 1024;
 
-/// The most the larger reads of [`recv_len`] take for one test's receivers together.
-pub const BEHIND_RECV_BUDGET: usize = 8 << 20;
+/// The most the larger reads of [`recv_len`] take for one test's receivers together, and
+/// the larger writes of [`send_len`] for its senders.
+pub const BEHIND_BUDGET: usize = 8 << 20;
 
 /// How much a TCP receiver asks for in one read. The block length (at least 64 KiB), as
 /// iperf3 reads, while every stream thread on this host (the peer's too when the peer is
@@ -147,14 +151,42 @@ pub const BEHIND_RECV_BUDGET: usize = 8 << 20;
 /// less with 512 KiB (medians 13.1 against 14.5 Gbit/s, 6 runs): the receiver then takes
 /// the sender's share of the protocol work while the sender's CPU waits.
 ///
-/// The larger reads take at most [`BEHIND_RECV_BUDGET`] for the test's receivers together
+/// The larger reads take at most [`BEHIND_BUDGET`] for the test's receivers together
 /// (16 streams); past that each keeps the block length, so a board's memory is not spent on
 /// many streams that are each slow anyway.
 pub fn recv_len(block_len: usize, receivers: usize, threads_here: usize, cpus: usize) -> usize {
-    if threads_here > cpus && receivers * BEHIND_RECV_LEN <= BEHIND_RECV_BUDGET {
-        BEHIND_RECV_LEN.max(block_len)
+    if threads_here > cpus && receivers * BEHIND_LEN <= BEHIND_BUDGET {
+        BEHIND_LEN.max(block_len)
     } else {
         block_len.max(65_536)
+    }
+}
+
+/// What an unpaced TCP sender gives one write: the block length (`-l`), as iperf3 writes,
+/// while every stream thread on this host can have a CPU of its own, or while the blocks are
+/// shorter than 64 KiB (a user who asks for small writes measures small writes); when the
+/// threads outnumber the CPUs, [`BEHIND_LEN`] (or the block length when it is longer), so a
+/// sender that has a CPU for one time slice queues more of the stream with each call. The
+/// bytes on the wire are the same stream; a paced sender (`-b`) keeps the block length, the
+/// pacer's step. Measured with `bench net` over loopback on this VM's 2 CPUs, 3 s runs
+/// alternated with iperf3 3.21 (Gbit/s): -P 4 34.1-38.2 with 512 KiB writes against
+/// 27.6-31.2 with 128 KiB and 30.0-33.3 for iperf3 (5 rounds), -P 4 -R 38.5-42.1 against
+/// 28.5-37.6 (4 rounds); -P 2 -R medians 41.0 against 36.2 and -P 2 35.0 against 35.5
+/// (8 rounds each).
+///
+/// The larger writes take at most [`BEHIND_BUDGET`] for the test's senders together.
+pub fn send_len(
+    block_len: usize,
+    paced: bool,
+    senders: usize,
+    threads_here: usize,
+    cpus: usize,
+) -> usize {
+    if !paced && block_len >= 65_536 && threads_here > cpus && senders * BEHIND_LEN <= BEHIND_BUDGET
+    {
+        BEHIND_LEN.max(block_len)
+    } else {
+        block_len
     }
 }
 
@@ -283,7 +315,7 @@ pub fn run(sock: Sock, work: Work, c: &Counters, stop: &AtomicBool) {
 }
 
 fn tcp_send(s: &TcpStream, w: Work, c: &Counters, stop: &AtomicBool) -> Result<(), String> {
-    let payload = payload(w.len);
+    let payload = payload(w.send_len);
     let buf = payload.bytes();
     let _ = s.set_write_timeout(Some(POLL));
     let memfd = if w.zerocopy {
@@ -302,7 +334,7 @@ fn tcp_send(s: &TcpStream, w: Work, c: &Counters, stop: &AtomicBool) -> Result<(
             // SAFETY: sendfile from our memfd (offset pointer to a local) into the socket.
             Some(m) => unsafe {
                 let mut off: libc::off_t = 0;
-                libc::sendfile(fd, m.as_raw_fd(), &mut off, w.len)
+                libc::sendfile(fd, m.as_raw_fd(), &mut off, w.send_len)
             },
             // SAFETY: send() reads `len` bytes of `buf`, which is that long.
             None => unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) },
@@ -355,6 +387,9 @@ fn tcp_recv(s: &TcpStream, w: Work, c: &Counters, stop: &AtomicBool) -> Result<(
     let mut page_buf = PageBuf::zeroed(w.recv_len);
     let buf = page_buf.whole_pages_mut();
     let _ = s.set_read_timeout(Some(POLL));
+    // A paced stream's receiver keeps the kernel's default: wake on every arrival.
+    let paced = w.rate_bps.is_some_and(|r| r > 0);
+    let mut mark = (!paced).then(|| WakeMark::new(buf.len()));
     let mut got: u64 = 0;
     let mut at = 0;
     let mut s = s;
@@ -365,6 +400,9 @@ fn tcp_recv(s: &TcpStream, w: Work, c: &Counters, stop: &AtomicBool) -> Result<(
                 got += n as u64;
                 at = (at + n) % buf.len();
                 c.bytes.store(got, Ordering::Relaxed);
+                if let Some(m) = &mut mark {
+                    m.update(s, got);
+                }
             }
             Err(e) if is_timeout(&e) => {}
             Err(e) => {
@@ -376,6 +414,86 @@ fn tcp_recv(s: &TcpStream, w: Work, c: &Counters, stop: &AtomicBool) -> Result<(
         }
         if stop.load(Ordering::Relaxed) {
             return Ok(());
+        }
+    }
+}
+
+/// How often an unpaced TCP receiver reconsiders its [`wake_mark`].
+const MARK_EVERY: Duration = Duration::from_millis(100);
+
+/// The SO_RCVLOWAT (socket(7)) of an unpaced TCP receiver that has moved `bytes_per_s` over
+/// the last [`MARK_EVERY`]: what the stream brings in 1 ms, at most one read (`read_len`) and
+/// a quarter of the receive buffer the kernel has grown (`rcvbuf`, SO_RCVBUF), in whole
+/// pages; 0 (the kernel's default of waking on every arrival) below 64 KiB. With a mark the
+/// kernel wakes the thread once that much has queued instead of for every segment (its
+/// tcp_data_ready(), since "tcp: avoid extra wakeups for SO_RCVLOWAT users"), and each read
+/// takes a whole buffer; iperf3 sets no mark. Measured with `bench net` over loopback on this VM's 2 CPUs
+/// (3 s runs alternated with iperf3 3.21, Gbit/s): one stream 19.8-23.1 with the mark
+/// against 14.6-18.0 without and 15.5-20.8 for iperf3 (3 rounds each way), CPU per GB 25 %
+/// lower; -P 2 with 512 KiB reads 35.0-38.6 against 27.1-31.8 without (6 rounds).
+///
+/// The bounds keep what a user sees true: a read waits for at most about 1 ms of the
+/// stream (SO_RCVTIMEO ends the wait of a stream that slows down), so an interval's count
+/// is late by that much at most; and a mark within a quarter of the buffer never makes
+/// tcp_set_rcvlowat() (net/ipv4/tcp.c) grow the buffer, which also sets the window clamp to
+/// the mark and would hold back the window of a long link.
+pub fn wake_mark(bytes_per_s: f64, rcvbuf: usize, read_len: usize) -> usize {
+    let mark = ((bytes_per_s / 1000.0) as usize)
+        .min(read_len)
+        .min(rcvbuf / 4)
+        & !4095;
+    if mark < 65_536 {
+        0
+    } else {
+        mark
+    }
+}
+
+/// A receiver's [`wake_mark`], set on its socket as the stream's rate changes.
+struct WakeMark {
+    read_len: usize,
+    since: Instant,
+    bytes_then: u64,
+    set: usize,
+}
+
+impl WakeMark {
+    fn new(read_len: usize) -> WakeMark {
+        WakeMark {
+            read_len,
+            since: Instant::now(),
+            bytes_then: 0,
+            set: 0,
+        }
+    }
+
+    /// After a read that brought the stream's count to `got`: every [`MARK_EVERY`], the mark
+    /// for the rate since the last look.
+    fn update(&mut self, s: &TcpStream, got: u64) {
+        let dt = self.since.elapsed();
+        if dt < MARK_EVERY {
+            return;
+        }
+        let rate = (got - self.bytes_then) as f64 / dt.as_secs_f64();
+        (self.since, self.bytes_then) = (Instant::now(), got);
+        let rcvbuf = socket2::SockRef::from(s).recv_buffer_size().unwrap_or(0);
+        let mark = wake_mark(rate, rcvbuf, self.read_len);
+        if mark == self.set {
+            return;
+        }
+        let v = mark.max(1) as libc::c_int;
+        // SAFETY: setsockopt reads one int.
+        let r = unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVLOWAT,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            self.set = mark;
         }
     }
 }
@@ -705,6 +823,7 @@ mod buffer_tests {
             zerocopy: false,
             udp_counters_64bit: false,
             recv_len: recv_len(1_000, 1, 1, 2),
+            send_len: 1_000,
         };
         tcp_recv(&s, work, &c, &AtomicBool::new(false)).unwrap();
         sender.join().unwrap();
@@ -716,13 +835,51 @@ mod buffer_tests {
     #[test]
     fn a_receiver_behind_reads_more_at_once() {
         assert_eq!(recv_len(131_072, 1, 2, 2), 131_072);
-        assert_eq!(recv_len(131_072, 2, 4, 2), BEHIND_RECV_LEN);
+        assert_eq!(recv_len(131_072, 2, 4, 2), BEHIND_LEN);
         assert_eq!(recv_len(1_000, 1, 1, 2), 65_536);
-        assert_eq!(recv_len(1_000, 2, 3, 2), BEHIND_RECV_LEN);
+        assert_eq!(recv_len(1_000, 2, 3, 2), BEHIND_LEN);
         assert_eq!(recv_len(4 << 20, 4, 8, 2), 4 << 20);
         assert_eq!(recv_len(131_072, 16, 32, 64), 131_072);
         // 16 receivers take 8 MiB at most; 17 keep the block length.
-        assert_eq!(recv_len(131_072, 16, 32, 2), BEHIND_RECV_LEN);
+        assert_eq!(recv_len(131_072, 16, 32, 2), BEHIND_LEN);
         assert_eq!(recv_len(131_072, 17, 34, 2), 131_072);
+    }
+
+    /// Writes are the block length while every stream thread has a CPU, for paced senders
+    /// and for small blocks; larger when the threads outnumber the CPUs (within the budget).
+    #[test]
+    fn a_sender_behind_writes_more_at_once() {
+        assert_eq!(send_len(131_072, false, 1, 2, 2), 131_072);
+        assert_eq!(send_len(131_072, false, 4, 8, 2), BEHIND_LEN);
+        assert_eq!(send_len(131_072, true, 4, 8, 2), 131_072, "paced");
+        assert_eq!(
+            send_len(8_192, false, 4, 8, 2),
+            8_192,
+            "the user asked for small writes"
+        );
+        assert_eq!(send_len(4 << 20, false, 4, 8, 2), 4 << 20);
+        assert_eq!(send_len(131_072, false, 16, 32, 2), BEHIND_LEN);
+        assert_eq!(
+            send_len(131_072, false, 17, 34, 2),
+            131_072,
+            "past the budget"
+        );
+    }
+
+    /// The wake-up mark is 1 ms of the stream, within one read and a quarter of the receive
+    /// buffer, in whole pages, and none below 64 KiB.
+    #[test]
+    fn the_wake_mark_is_a_millisecond_of_the_stream_within_bounds() {
+        // 10 Gbit/s: 1.25 MB in 1 ms, held to the read.
+        assert_eq!(wake_mark(1.25e9, 8 << 20, 131_072), 131_072);
+        assert_eq!(wake_mark(1.25e9, 8 << 20, 524_288), 524_288);
+        // 1 Gbit/s: 125,000 B in 1 ms, down to whole pages.
+        assert_eq!(wake_mark(125e6, 8 << 20, 524_288), 122_880);
+        // A buffer the kernel has not grown (or -w kept small) bounds it.
+        assert_eq!(wake_mark(1.25e9, 131_072, 524_288), 0);
+        assert_eq!(wake_mark(1.25e9, 1 << 20, 524_288), 262_144);
+        // 100 Mbit/s: 12.5 kB in 1 ms, not worth a mark; a stalled stream has none.
+        assert_eq!(wake_mark(12.5e6, 8 << 20, 131_072), 0);
+        assert_eq!(wake_mark(0.0, 8 << 20, 131_072), 0);
     }
 }
