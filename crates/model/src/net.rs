@@ -37,7 +37,9 @@ pub struct NetConfig {
     pub omit_s: u32,
     /// Streams per direction (`-P`).
     pub streams: u32,
-    /// Bytes per write (TCP) or per datagram (UDP) (`-l`).
+    /// The block length (`-l`): bytes per datagram (UDP), or per write (TCP; an unpaced
+    /// stream of 64 KiB blocks or more writes and reads up to 512 KiB at once when its
+    /// threads outnumber the CPUs, bench::net::stream::send_len).
     pub len: u32,
     /// Target rate per stream, bits per second (`-b`); `None`: unlimited.
     #[serde(rename = "bitrate_bits_per_sec", alias = "bitrate_bps")]

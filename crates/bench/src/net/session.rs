@@ -129,7 +129,7 @@ impl Session {
             stream::recv_len(config.len as usize, pending.len() - senders, threads, cpus);
         let send_len = stream::send_len(
             config.len as usize,
-            config.bitrate_bps.is_some_and(|b| b > 0),
+            stream::paced(config.bitrate_bps),
             senders,
             threads,
             cpus,

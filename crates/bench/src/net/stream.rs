@@ -155,10 +155,35 @@ pub const BEHIND_BUDGET: usize = 8 << 20;
 /// (16 streams); past that each keeps the block length, so a board's memory is not spent on
 /// many streams that are each slow anyway.
 pub fn recv_len(block_len: usize, receivers: usize, threads_here: usize, cpus: usize) -> usize {
-    if threads_here > cpus && receivers * BEHIND_LEN <= BEHIND_BUDGET {
+    if behind(receivers, threads_here, cpus) {
         BEHIND_LEN.max(block_len)
     } else {
         block_len.max(65_536)
+    }
+}
+
+/// The stream threads on this host outnumber its CPUs, and `streams` of [`BEHIND_LEN`] each
+/// fit in [`BEHIND_BUDGET`].
+fn behind(streams: usize, threads_here: usize, cpus: usize) -> bool {
+    threads_here > cpus && streams * BEHIND_LEN <= BEHIND_BUDGET
+}
+
+/// A `-b` rate paces the stream (0 is iperf3's "unlimited").
+pub fn paced(rate_bps: Option<u64>) -> bool {
+    rate_bps.is_some_and(|r| r > 0)
+}
+
+/// Sets an int-valued SOL_SOCKET option; whether the kernel took it.
+fn set_socket_int(fd: RawFd, option: libc::c_int, value: libc::c_int) -> bool {
+    // SAFETY: setsockopt reads one int.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            option,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        ) == 0
     }
 }
 
@@ -182,8 +207,7 @@ pub fn send_len(
     threads_here: usize,
     cpus: usize,
 ) -> usize {
-    if !paced && block_len >= 65_536 && threads_here > cpus && senders * BEHIND_LEN <= BEHIND_BUDGET
-    {
+    if !paced && block_len >= 65_536 && behind(senders, threads_here, cpus) {
         BEHIND_LEN.max(block_len)
     } else {
         block_len
@@ -388,8 +412,7 @@ fn tcp_recv(s: &TcpStream, w: Work, c: &Counters, stop: &AtomicBool) -> Result<(
     let buf = page_buf.whole_pages_mut();
     let _ = s.set_read_timeout(Some(POLL));
     // A paced stream's receiver keeps the kernel's default: wake on every arrival.
-    let paced = w.rate_bps.is_some_and(|r| r > 0);
-    let mut mark = (!paced).then(|| WakeMark::new(buf.len()));
+    let mut mark = (!paced(w.rate_bps)).then(|| WakeMark::new(buf.len()));
     let mut got: u64 = 0;
     let mut at = 0;
     let mut s = s;
@@ -427,10 +450,10 @@ const MARK_EVERY: Duration = Duration::from_millis(100);
 /// pages; 0 (the kernel's default of waking on every arrival) below 64 KiB. With a mark the
 /// kernel wakes the thread once that much has queued instead of for every segment (its
 /// tcp_data_ready(), since "tcp: avoid extra wakeups for SO_RCVLOWAT users"), and each read
-/// takes a whole buffer; iperf3 sets no mark. Measured with `bench net` over loopback on this VM's 2 CPUs
-/// (3 s runs alternated with iperf3 3.21, Gbit/s): one stream 19.8-23.1 with the mark
-/// against 14.6-18.0 without and 15.5-20.8 for iperf3 (3 rounds each way), CPU per GB 25 %
-/// lower; -P 2 with 512 KiB reads 35.0-38.6 against 27.1-31.8 without (6 rounds).
+/// takes a whole buffer; iperf3 sets no mark. Measured with `bench net` over loopback on this
+/// VM's 2 CPUs (3 s runs alternated with iperf3 3.21, Gbit/s): one stream 19.8-23.1 with the
+/// mark against 14.6-18.0 without and 15.5-20.8 for iperf3 (3 rounds each way), CPU per GB
+/// 25 % lower; -P 2 with 512 KiB reads 35.0-38.6 against 27.1-31.8 without (6 rounds).
 ///
 /// The bounds keep what a user sees true: a read waits for at most about 1 ms of the
 /// stream (SO_RCVTIMEO ends the wait of a stream that slows down), so an interval's count
@@ -481,18 +504,7 @@ impl WakeMark {
         if mark == self.set {
             return;
         }
-        let v = mark.max(1) as libc::c_int;
-        // SAFETY: setsockopt reads one int.
-        let r = unsafe {
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVLOWAT,
-                (&v as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if r == 0 {
+        if set_socket_int(s.as_raw_fd(), libc::SO_RCVLOWAT, mark.max(1) as libc::c_int) {
             self.set = mark;
         }
     }
@@ -622,19 +634,8 @@ pub fn size_udp_buffers(s: &UdpSocket, window: Option<u32>) {
 /// thread that is not scheduled for a few ms must not turn into datagram loss that the path
 /// did not cause. A no-op when the user gave -w.
 pub fn enlarge_udp_receive_buffer(s: &UdpSocket) {
-    let size: libc::c_int = 4 << 20;
     for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
-        // SAFETY: setsockopt reads one int.
-        let r = unsafe {
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::SOL_SOCKET,
-                opt,
-                (&size as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if r == 0 {
+        if set_socket_int(s.as_raw_fd(), opt, 4 << 20) {
             return;
         }
     }

@@ -486,7 +486,7 @@ pub fn render_text(r: &NetDocument) -> String {
     let c = &m.config;
     let _ = writeln!(
         s,
-        "{} {} stream(s) per direction, {} s (+{} s omitted), {} B per {}{}",
+        "{} {} stream(s) per direction, {} s (+{} s omitted), {} B {}{}",
         match c.protocol {
             Protocol::Tcp => "TCP",
             Protocol::Udp => "UDP",
@@ -495,10 +495,11 @@ pub fn render_text(r: &NetDocument) -> String {
         c.duration_s,
         c.omit_s,
         c.len,
+        // iperf3's "131072 byte blocks": a TCP sender may write more at once (send_len).
         if c.protocol == Protocol::Udp {
-            "datagram"
+            "per datagram"
         } else {
-            "write"
+            "blocks"
         },
         c.bitrate_bps.map_or(String::new(), |b| format!(
             ", offered {} per stream",
