@@ -406,7 +406,7 @@ impl Comparison {
             out,
             "## compare {} — {}\n",
             self.kind,
-            self.origins.join(" vs ")
+            crate::outside::markdown(&self.origins.join(" vs "))
         );
         if self.different_hosts {
             let _ = writeln!(

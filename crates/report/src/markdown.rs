@@ -14,7 +14,12 @@ pub fn table(out: &mut String, columns: &[(&str, bool)], rows: &[Vec<String>]) {
         let cells: Vec<String> = cells.collect();
         format!("| {} |\n", cells.join(" | "))
     };
-    out.push_str(&line(&mut columns.iter().map(|(h, _)| h.to_string())));
+    // Titles can be a document's too (a compared run's name).
+    out.push_str(&line(
+        &mut columns
+            .iter()
+            .map(|(h, _)| crate::outside::markdown_cell(h)),
+    ));
     out.push_str(&line(&mut columns.iter().map(|(_, numeric)| {
         if *numeric { "---:" } else { "---" }.to_string()
     })));
@@ -55,9 +60,9 @@ fn section(out: &mut String, s: &Summary) {
         escape(s.kind.as_str()),
         escape(&s.origin)
     );
-    let facts = s.facts(|t| format!("`{}`", escape(t).replace('`', "'")));
+    let facts = s.facts(escape, |t| format!("`{}`", escape(t).replace('`', "'")));
     if !facts.is_empty() {
-        let _ = writeln!(out, "{}\n", crate::outside::line(&facts.join(" · ")));
+        let _ = writeln!(out, "{}\n", facts.join(" · "));
     }
     if let Some(t) = s.context_table() {
         write_table(out, &t);

@@ -8,7 +8,8 @@
 //!   bidirectional overrides become visible escapes (`\x1b`, `\u{202e}`); whole texts.
 //! - [`line`]: the same for one value that must stay on its line (newline and tab too).
 //! - [`markdown`]: a [`line`] that also cannot end a table cell (`|`), open HTML (`<`) or
-//!   make a heading (a leading `#`).
+//!   make a heading (a leading `#`); [`markdown_cell`] for a table's header.
+//! - [`html`]: a [`terminal`] text with HTML's five special characters as references.
 //!
 //! headroom's own colours never travel as escape sequences: a renderer's
 //! [`crate::terminal::Style`] writes a [`Sgr::mark`] (a private-use character and 128 random
@@ -59,20 +60,49 @@ pub fn line(s: &str) -> Cow<'_, str> {
     escape_where(s, hidden)
 }
 
-/// One value in Markdown (a table cell, a list item): a [`line`] in which `|` cannot end a
-/// cell, `<` cannot open HTML and a leading `#` cannot make a heading.
+/// One value in Markdown (a table cell, a list item, a heading's or a line's words): a
+/// [`line`] in which `|` cannot end a cell, `<` cannot open HTML and a leading `#` cannot make
+/// a heading.
 pub fn markdown(s: &str) -> String {
+    let cell = markdown_cell(s);
+    match cell.strip_prefix('#') {
+        Some(rest) => format!("\\#{rest}"),
+        None => cell,
+    }
+}
+
+/// A value inside a Markdown table's cell (a header's title): a [`line`] in which `|` cannot
+/// end the cell and `<` cannot open HTML; a leading `#` stays (a cell makes no heading).
+pub fn markdown_cell(s: &str) -> String {
     let l = line(s);
     let mut out = String::with_capacity(l.len());
-    for (i, c) in l.chars().enumerate() {
+    for c in l.chars() {
         match c {
             '|' => out.push_str("\\|"),
             '<' => out.push_str("&lt;"),
-            '#' if i == 0 => out.push_str("\\#"),
             c => out.push(c),
         }
     }
     out
+}
+
+/// A value in HTML text or an attribute: every control character but newline and tab
+/// escaped as for [`terminal`] (an HTML file is also read with `cat`), then `&`, `<`, `>`,
+/// `"` and `'` as character references.
+pub fn html(s: &str) -> String {
+    let t = terminal(s);
+    let mut o = String::with_capacity(t.len());
+    for c in t.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
 }
 
 /// headroom's own colours: the only escape sequences its terminal text may hold.
@@ -161,6 +191,15 @@ mod tests {
             "\\# a\\|b &lt;script>\\x0anext"
         );
         assert_eq!(markdown(HOSTILE), "bbr\\x1b[2J\\x1b]0;TITLE\\x07");
+        assert_eq!(markdown_cell("#|<"), "#\\|&lt;");
+    }
+
+    #[test]
+    fn html_text_has_no_markup_and_no_control_character() {
+        assert_eq!(
+            html("<b a='1'>&\"\x1b]0;T\x07\n"),
+            "&lt;b a=&#39;1&#39;&gt;&amp;&quot;\\x1b]0;T\\x07\n"
+        );
     }
 
     #[test]

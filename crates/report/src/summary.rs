@@ -308,15 +308,19 @@ pub(crate) fn hop_line(hop: &Hop) -> String {
 
 impl Summary {
     /// Read what reports need from `doc`; `origin` names it in errors.
-    /// The line under a section's title: host, time, target (`quote` formats the target
-    /// for the output format).
-    pub fn facts(&self, quote: impl Fn(&str) -> String) -> Vec<String> {
+    /// The line under a section's title: host, time, target, each a document's string:
+    /// `text` escapes the host and the time for the output format, `quote` formats the target.
+    pub fn facts(
+        &self,
+        text: impl Fn(&str) -> String,
+        quote: impl Fn(&str) -> String,
+    ) -> Vec<String> {
         let mut facts = Vec::new();
         if let Some(h) = self.host_line() {
-            facts.push(format!("host {h}"));
+            facts.push(format!("host {}", text(&h)));
         }
         if let Some(c) = &self.created {
-            facts.push(c.clone());
+            facts.push(text(c));
         }
         if let Some(t) = &self.target {
             facts.push(format!("target {}", quote(t)));

@@ -403,3 +403,66 @@ fn a_survey_document_reads_back() {
     assert_eq!(again.parts, body.parts);
     assert_eq!(again.plan, body.plan);
 }
+
+/// What a hostile document carries in every string a report shows: a terminal title and a
+/// bell, a screen clearing, a line break that would start a heading or a list of its own, a
+/// table's cell end and HTML.
+const HOSTILE: &str =
+    "x\x1b]0;TITLE\x07\x1b[2J\n# INJECTED | <img src=x onerror=alert(1)>\r\n- INJECTED";
+
+/// `text` as a user would see it: no control character but newline (and tab), no HTML the
+/// hostile strings opened, and in Markdown (`lines`) no line they started.
+fn assert_contained(what: &str, text: &str, lines: bool) {
+    let bad: Vec<char> = text
+        .chars()
+        .filter(|c| c.is_control() && *c != '\n' && *c != '\t')
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{what}: raw control characters {bad:?}:\n{text}"
+    );
+    for line in text.lines().filter(|_| lines) {
+        assert!(
+            !line
+                .trim_start_matches(['#', '-', ' ', '|'])
+                .starts_with("INJECTED"),
+            "{what}: a document's string began a line: {line:?}"
+        );
+    }
+    assert!(!text.contains("<img"), "{what}: a document's HTML:\n{text}");
+}
+
+#[test]
+fn a_hostile_documents_strings_stay_text_in_markdown_and_html() {
+    let mut survey = fixture("survey-rpi5.json");
+    let host = serde_json::json!({
+        "hostname": HOSTILE, "model": HOSTILE, "serial": HOSTILE, "kernel": HOSTILE
+    });
+    survey["host"] = host.clone();
+    survey["created"] = HOSTILE.into();
+    for part in survey["parts"].as_array_mut().unwrap() {
+        if let Some(doc) = part.get_mut("document").filter(|d| d.is_object()) {
+            doc["host"] = host.clone();
+            doc["created"] = HOSTILE.into();
+            if let Some(findings) = doc.get_mut("findings").and_then(Value::as_array_mut) {
+                for f in findings {
+                    f["subject"] = HOSTILE.into();
+                    f["message"] = HOSTILE.into();
+                    f["advice"] = HOSTILE.into();
+                }
+            }
+        }
+    }
+    survey["parts"][1]["id"] = format!("disk {HOSTILE}").into();
+    let audit = survey["parts"][0]["document"].clone();
+    for (name, value) in [("survey", survey), ("audit", audit)] {
+        let doc = Document::from_value(value, name).unwrap();
+        let r = report::kinds::render(&doc, HOSTILE).unwrap();
+        assert_contained(&format!("{name} Markdown"), &r.markdown, true);
+        let html = report::html::render_with_intro(&r.html_intro, &r.summaries).unwrap();
+        // In HTML a line break is a space: only the characters matter.
+        assert_contained(&format!("{name} HTML"), &html, false);
+        // The strings are shown, escaped: the title's ESC and BEL as text.
+        assert!(r.markdown.contains("x\\x1b]0;TITLE\\x07"), "{}", r.markdown);
+    }
+}

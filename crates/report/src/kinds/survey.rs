@@ -1018,9 +1018,11 @@ pub fn markdown(doc: &Document, body: &SurveyBody, origin: &str) -> String {
     let summaries: Vec<Summary> = docs.into_iter().map(|d| d.summary).collect();
     o.push_str(&crate::markdown::render(&summaries));
     for p in problems {
-        o.push_str(&format!("\nNot shown: {p}\n"));
+        o.push_str(&format!("\nNot shown: {}\n", crate::outside::markdown(&p)));
     }
-    o
+    // Every string from the document was escaped where it was put; nothing else may be a
+    // control character either.
+    crate::outside::terminal(&o).into_owned()
 }
 
 /// The survey as one HTML page.
@@ -1043,18 +1045,18 @@ pub fn html(
 pub fn markdown_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String {
     let (summary, conclusions) = body.judge(origin);
     let mut o = String::new();
-    let host = host_of(doc);
-    let _ = writeln!(o, "# headroom survey of {host}\n");
-    let mut facts = vec![origin.to_string()];
+    let md = crate::outside::markdown;
+    let _ = writeln!(o, "# headroom survey of {}\n", md(&host_of(doc)));
+    let mut facts = vec![md(origin)];
     if let Some(c) = &doc.envelope.created {
-        facts.push(c.clone());
+        facts.push(md(c));
     }
-    facts.push(budget_fact(body));
+    facts.push(md(&budget_fact(body)));
     if body.interrupted {
         facts.push("interrupted: partial results".to_string());
     }
     let _ = writeln!(o, "{}\n", facts.join(" · "));
-    let _ = writeln!(o, "{summary}\n");
+    let _ = writeln!(o, "{}\n", md(&summary));
     let _ = writeln!(o, "## Conclusions, by what they cost\n");
     if conclusions.is_empty() {
         let _ = writeln!(o, "No finding.\n");
@@ -1218,7 +1220,7 @@ pub fn compare_surveys(
         "# Surveys compared: {}\n",
         surveys
             .iter()
-            .map(|(n, _)| n.as_str())
+            .map(|(n, _)| crate::outside::markdown(n))
             .collect::<Vec<_>>()
             .join(" vs ")
     );
@@ -1254,7 +1256,7 @@ pub fn compare_surveys(
                 .flatten()
                 .all(|d| d.part.kind == PartKind::Audit)
             {
-                let _ = writeln!(o, "## {id}\n");
+                let _ = writeln!(o, "## {}\n", crate::outside::markdown(id));
                 o.push_str(&compare_links(&all, &audits));
                 o.push('\n');
                 continue;
@@ -1265,7 +1267,12 @@ pub fn compare_surveys(
                     compared.push(c);
                 }
                 Err(e) => {
-                    let _ = writeln!(o, "## {id}\n\nNot compared: {e}");
+                    let _ = writeln!(
+                        o,
+                        "## {}\n\nNot compared: {}",
+                        crate::outside::markdown(id),
+                        crate::outside::markdown(&e.to_string())
+                    );
                 }
             }
             o.push('\n');
@@ -1278,8 +1285,9 @@ pub fn compare_surveys(
                 .collect();
             let _ = writeln!(
                 o,
-                "## {id}\n\nNot compared: no result in {}.\n",
-                missing.join(", ")
+                "## {}\n\nNot compared: no result in {}.\n",
+                crate::outside::markdown(id),
+                crate::outside::markdown(&missing.join(", "))
             );
         }
     }
