@@ -188,7 +188,7 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(lab) = args.format.and_then(Format::lab) {
         let (out, failed) = report::labs::audit(lab, &wrapped()?, manifest.as_ref(), &document)?;
-        crate::out!("{out}")?;
+        crate::console::write_data(&out)?;
         return Ok(ExitCode::from(u8::from(failed)));
     }
     if let (Some(manifest), Some(file)) = (&manifest, &args.expect) {
@@ -207,10 +207,13 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
             _ => Layout::Text,
         };
         let manifest = file.display().to_string();
-        crate::out!(
-            "{}",
-            report::kinds::expect::render(&checks, &wrapped()?, &manifest, layout)
-        )?;
+        let text = matches!(layout, Layout::Text);
+        let out = report::kinds::expect::render(&checks, &wrapped()?, &manifest, layout);
+        if text {
+            crate::out!("{out}")?;
+        } else {
+            crate::console::write_data(&out)?;
+        }
         return Ok(if failed {
             ExitCode::from(1)
         } else {
@@ -222,9 +225,9 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
         let mut m = report::openmetrics::Metrics::new();
         report::kinds::metrics::add_document(&mut m, &doc, "the audit")?;
         if args.format == Some(Format::Openmetrics) {
-            crate::out!("{}", m.openmetrics())?;
+            crate::console::write_data(&m.openmetrics())?;
         } else {
-            crate::out!("{}", m.prometheus())?;
+            crate::console::write_data(&m.prometheus())?;
         }
     } else if args.save_expect.is_some() || args.textfile_dir.is_some() {
         // What was asked for is written; the inventory is not printed as well.

@@ -184,10 +184,22 @@ pub fn set_colour(on: bool) {
 pub fn write_stdout(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
     let text = args.to_string();
     let colour = COLOUR.load(std::sync::atomic::Ordering::Relaxed);
-    let safe = report::outside::for_terminal(&text, colour);
+    write_raw(&report::outside::for_terminal(&text, colour))
+}
+
+/// A machine format on stdout (JSON, the OpenMetrics and Prometheus texts, LAVA lines, KCIDB,
+/// OCPTV), written as it is: each format escapes what it carries in its own syntax
+/// (`report::outside::json`, `report::outside::label_value`, LAVA's name grammar), and the
+/// terminal's escaping on top would break it (`\x1b` in a label value is an escape promtool
+/// rejects, `\u{9b}` in a JSON string is no JSON).
+pub fn write_data(text: &str) -> anyhow::Result<()> {
+    write_raw(text)
+}
+
+fn write_raw(text: &str) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     match stdout
-        .write_all(safe.as_bytes())
+        .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
     {
         Ok(()) => Ok(()),

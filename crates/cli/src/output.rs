@@ -73,7 +73,7 @@ pub fn wrap_at<T: serde::Serialize>(
 /// Print a result document as it is (`report --json` of one input keeps its envelope). A
 /// closed pipe (`| head`) comes back as console::StdoutClosed: main exits 0 quietly.
 pub fn print_document(doc: &report::Document) -> anyhow::Result<()> {
-    crate::out!("{}", doc.to_json_pretty())
+    crate::console::write_data(&doc.to_json_pretty())
 }
 
 /// Write a result document of `kind` to `path` atomically (temp file, then rename).

@@ -153,7 +153,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(format) = args.format {
         if let Some(lab) = format.lab() {
-            crate::out!("{}", report::labs::render(lab, &docs, &[])?)?;
+            crate::console::write_data(&report::labs::render(lab, &docs, &[])?)?;
             // Not a failure (the exit stays 0, as for an empty history), but said: an empty
             // output reads like a run where nothing went wrong.
             for why in report::labs::nothing_to_report(lab, &docs, &names)? {
@@ -178,8 +178,8 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
             }
         }
         match format {
-            crate::output::Format::Openmetrics => crate::out!("{}", m.openmetrics())?,
-            crate::output::Format::Prometheus => crate::out!("{}", m.prometheus())?,
+            crate::output::Format::Openmetrics => crate::console::write_data(&m.openmetrics())?,
+            crate::output::Format::Prometheus => crate::console::write_data(&m.prometheus())?,
             // ocptv (lava and kcidb returned above).
             _ => {
                 return Err(crate::console::usage(

@@ -300,6 +300,63 @@ fn the_audit_names_the_downgraded_link_and_every_aer_counter() {
     }
 }
 
+/// A driver whose name sets the terminal's title (ESC ] 0 ; ... BEL) and holds a C1 CSI:
+/// what a hostile sysfs or a document may carry into a label value.
+const TITLE_DRIVER: &str = "ev\x1b]0;TITLE\x07il\u{9b}2J";
+
+#[test]
+fn a_control_character_in_a_label_is_escaped_in_the_formats_own_syntax() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = hostile_tree(dir.path());
+    let drivers = tree.join("sys/bus/pci/drivers");
+    std::fs::create_dir_all(drivers.join(TITLE_DRIVER)).unwrap();
+    let link = tree.join("sys/devices/pci0000:00/0000:00:1c.0/0000:01:00.0/driver");
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(format!("../../../../bus/pci/drivers/{TITLE_DRIVER}"), &link)
+        .unwrap();
+    let json = dir.path().join("audit.json");
+    let text = stdout(headroom().args(["audit", "--json", "--root"]).arg(&tree));
+    // The JSON on stdout is JSON (a C1 control as `\u009b`), and the name reads back whole.
+    let doc: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("audit --json is not JSON: {e}"));
+    assert!(text.contains(r"\u001b]0;TITLE\u0007il\u009b2J"));
+    let drivers: Vec<&str> = doc["pci"]["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["driver"].as_str())
+        .collect();
+    assert!(drivers.contains(&TITLE_DRIVER), "{drivers:?}");
+    std::fs::write(&json, &text).unwrap();
+    for args in [
+        vec!["audit", "--root", tree.to_str().unwrap(), "--format"],
+        vec!["report", json.to_str().unwrap(), "--format"],
+    ] {
+        for format in ["prometheus", "openmetrics"] {
+            let text = stdout(headroom().args(&args).arg(format));
+            let raw: Vec<char> = text
+                .chars()
+                .filter(|c| c.is_control() && *c != '\n')
+                .collect();
+            assert!(raw.is_empty(), "{args:?} {format}: raw {raw:?} in\n{text}");
+            // The value holds the characters as visible text; its backslashes are the format's
+            // own escape (`\\`), not `\x1b`, which neither format has.
+            assert!(
+                text.contains(r#"driver="ev\\x1b]0;TITLE\\x07il\\u{9b}2J""#),
+                "{args:?} {format}:\n{text}"
+            );
+            if format == "prometheus" && has_promtool() {
+                promtool(&text).unwrap_or_else(|e| panic!("{args:?}: promtool: {e}\n{text}"));
+            }
+            if format == "openmetrics" {
+                if let Some(python) = py_checks() {
+                    openmetrics_parse(&python, &text).unwrap();
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn textfile_dir_writes_one_complete_file_per_kind() {
     let dir = tempfile::tempdir().unwrap();

@@ -330,9 +330,11 @@ impl Document {
         Value::Object(out)
     }
 
-    /// Pretty JSON text with a final newline, as `--json` prints and `--save` writes it.
+    /// Pretty JSON text with a final newline, as `--json` prints and `--save` writes it, with
+    /// the characters a terminal acts on escaped in JSON's syntax ([`crate::outside::json`]).
     pub fn to_json_pretty(&self) -> String {
-        let mut s = serde_json::to_string_pretty(&self.to_value()).unwrap_or_default();
+        let s = serde_json::to_string_pretty(&self.to_value()).unwrap_or_default();
+        let mut s = crate::outside::json(&s).into_owned();
         s.push('\n');
         s
     }

@@ -123,7 +123,8 @@ pub fn documents(docs: &[Document], extra: &[Case]) -> Result<String, DocumentEr
             }
         }
     }
-    let mut out = serde_json::to_string_pretty(&all).unwrap_or_default();
+    let out = serde_json::to_string_pretty(&all).unwrap_or_default();
+    let mut out = crate::outside::json(&out).into_owned();
     out.push('\n');
     Ok(out)
 }

@@ -64,11 +64,14 @@ impl Metrics {
         r
     }
 
+    /// The series' labels: the common ones, then `labels`; every value made safe for a
+    /// reader and a terminal by [`crate::outside::label_value`] before the encoder escapes it.
     fn labels(&self, labels: &[(&str, &str)]) -> Labels {
         self.common
             .iter()
-            .cloned()
-            .chain(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .chain(labels.iter().copied())
+            .map(|(k, v)| (k.to_string(), crate::outside::label_value(v).into_owned()))
             .collect()
     }
 

@@ -105,6 +105,37 @@ pub fn html(s: &str) -> String {
     o
 }
 
+/// A label value of the Prometheus and OpenMetrics texts: every control character but
+/// newline becomes visible text (`\x1b`) in the value itself, which the encoder then writes
+/// with the format's own escapes (`\\x1b`; the newline as `\n`). The exposition holds no
+/// character a terminal acts on, and stays what promtool and Prometheus parse: the terminal's
+/// escaping of the finished text would write `\x1b`, an escape the format does not have.
+pub fn label_value(s: &str) -> Cow<'_, str> {
+    escape_where(s, |c| hidden(c) && c != '\n')
+}
+
+/// A JSON text that a terminal can show: serde_json writes the C0 controls as `\u00XX` but
+/// leaves DEL, the C1 controls and the bidirectional overrides raw (JSON allows them); here
+/// they are `\uXXXX` escapes too. Outside its strings a JSON text is ASCII, so only strings
+/// change, and they read back the same. (The terminal's escaping would write `\u{9b}`, which
+/// is not JSON.)
+pub fn json(s: &str) -> Cow<'_, str> {
+    // Newline and tab only appear between tokens (serde_json escapes them in strings).
+    let bad = |c: char| hidden(c) && c != '\n' && c != '\t';
+    if !s.chars().any(bad) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if bad(c) {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// headroom's own colours: the only escape sequences its terminal text may hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sgr {
@@ -200,6 +231,21 @@ mod tests {
             html("<b a='1'>&\"\x1b]0;T\x07\n"),
             "&lt;b a=&#39;1&#39;&gt;&amp;&quot;\\x1b]0;T\\x07\n"
         );
+    }
+
+    #[test]
+    fn machine_formats_escape_in_their_own_syntax() {
+        assert_eq!(
+            label_value("a\x1b]0;T\x07\nb\u{9b}"),
+            "a\\x1b]0;T\\x07\nb\\u{9b}"
+        );
+        let value = serde_json::json!({ "a": format!("{HOSTILE}\u{9b}\u{202e}\u{7f}\n") });
+        let text = serde_json::to_string_pretty(&value).unwrap();
+        let safe = json(&text);
+        assert!(!safe.chars().any(|c| hidden(c) && c != '\n'), "{safe}");
+        assert_eq!(safe.lines().count(), 3, "{safe}");
+        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back, value);
     }
 
     #[test]

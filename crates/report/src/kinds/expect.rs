@@ -691,7 +691,8 @@ pub fn render(checks: &[Check], doc: &crate::Document, manifest: &str, layout: L
             let mut v = doc.to_value();
             v["expect"] = to_json(checks, manifest);
             // A Value of plain members always serialises.
-            serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+            crate::outside::json(&serde_json::to_string_pretty(&v).unwrap_or_default()).into_owned()
+                + "\n"
         }
         Layout::Ocptv {
             version,
@@ -735,7 +736,7 @@ pub fn ocptv(checks: &[Check], run: &OcptvRun) -> String {
         v["sequenceNumber"] = json!(seq);
         v["timestamp"] = json!(run.timestamp);
         seq += 1;
-        lines.push(v.to_string());
+        lines.push(crate::outside::json(&v.to_string()).into_owned());
     };
     emit(
         json!({"schemaVersion": {"major": 2, "minor": 0}}),
