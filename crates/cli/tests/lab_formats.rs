@@ -161,7 +161,7 @@ fn lava_lines_of_every_document_kind_follow_the_grammar() {
         Some((731.571456, "MB/s".to_string()))
     );
     assert_eq!(
-        find("headroom.disk.link.PCIe_0000_00_00.0_-_0000_01_00.0.not-downgraded").1,
+        find("headroom.disk.link.PCIe_0000_00_00.0_to_0000_01_00.0.not-downgraded").1,
         "fail"
     );
     // Two documents: each one's names start with docN.
@@ -485,7 +485,7 @@ fn ceiling_path_pmu_list_and_plan_give_cases() {
     )
     .unwrap();
     let cases = lava_of(&file);
-    let link = "headroom.path.link.PCIe_0000_00_1c.0_-_0000_01_00.0";
+    let link = "headroom.path.link.PCIe_0000_00_1c.0_to_0000_01_00.0";
     let hop = case(&cases, &format!("{link}.ceiling")).2.clone().unwrap();
     assert_eq!(hop.1, "MB/s");
     assert!(hop.0 > 700.0 && hop.0 < 984.62, "{hop:?}");
@@ -624,15 +624,74 @@ fn a_slot_limited_link_is_not_a_lava_pass() {
         case(&cases, "headroom.pcie.0001_01_00.0.link-at-both-ends-best").1,
         "pass"
     );
-    let findings: Vec<&LavaCase> = cases
+    // "0001:01:00.0 (...) can do 8 GT/s x4 but the port above (...) supports only 5 GT/s x1".
+    assert_eq!(
+        case(
+            &cases,
+            "headroom.audit.finding.0001_01_00.0.can-do-but-the-port-above"
+        )
+        .1,
+        "fail",
+        "{lava}"
+    );
+}
+
+/// The finding names of `lava`: `(subject, what it checks)` -> result.
+fn finding_names(lava: &str) -> std::collections::BTreeMap<String, String> {
+    lava_cases(lava)
+        .into_iter()
+        .filter_map(|(name, result, _)| {
+            Some((
+                name.strip_prefix("headroom.audit.finding.")?.to_string(),
+                result,
+            ))
+        })
+        .collect()
+}
+
+/// A lab tracks a check from run to run by its LAVA name: a finding is named by what it is
+/// about and what it checks, not by its place in the list nor its figures, so the next run,
+/// with one finding fewer and other figures, names the others as before; a link's arrow is
+/// `to` in a name.
+#[test]
+fn lava_names_stay_the_same_when_the_findings_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = own("results/audit-nvme-downgraded.json");
+    let mut next: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&first).unwrap()).unwrap();
+    let findings = next["findings"].as_array_mut().unwrap();
+    let gone = findings.remove(0);
+    assert_eq!(gone["subject"], "0000:01:00.0");
+    for f in findings.iter_mut() {
+        let m = f["message"].as_str().unwrap().replace("1280", "512");
+        f["message"] = m.into();
+    }
+    let next_file = dir.path().join("next.json");
+    std::fs::write(&next_file, next.to_string()).unwrap();
+    let lava = |file: &Path| stdout(headroom().args(["report", "--format", "lava"]).arg(file));
+    let (before, after) = (
+        finding_names(&lava(&first)),
+        finding_names(&lava(&next_file)),
+    );
+    assert_eq!(before.len(), 4, "{before:?}");
+    let expected: std::collections::BTreeMap<String, String> = ["dm-1", "dm-2", "sdc"]
         .iter()
-        .filter(|c| c.0.starts_with("headroom.audit.finding.") && c.0.ends_with(".0001_01_00.0"))
+        .map(|d| {
+            (
+                format!("{d}.max_sectors_kb-is-while-the-device-accepts"),
+                "pass".to_string(),
+            )
+        })
         .collect();
-    let slot = findings
-        .iter()
-        .find(|c| c.0.contains(".info."))
-        .unwrap_or_else(|| panic!("no info finding on 0001:01:00.0 in {lava}"));
-    assert_eq!(slot.1, "fail", "{lava}");
+    assert_eq!(after, expected);
+    assert!(
+        expected.iter().all(|(n, r)| before.get(n) == Some(r)),
+        "{before:?}"
+    );
+    let survey = lava(&own("results/survey-rpi5.json"));
+    let link = "headroom.disk_nvme0n1.disk.link.PCIe_0000_00_00.0_to_0000_01_00.0.not-downgraded";
+    assert!(lava_cases(&survey).iter().any(|c| c.0 == link), "{survey}");
+    assert!(!survey.contains("_-_"), "{survey}");
 }
 
 /// Issue 25 part 3: a lab's history holds runs of many hosts, two boards may share a

@@ -18,9 +18,11 @@ use crate::kinds::cases::{of_document, Case, Outcome};
 /// a figure) take about 60; a name made of a peer's long strings is cut here.
 pub const NAME_MAX: usize = 100;
 
-/// `part` as a piece of a case name: every character outside `[A-Za-z0-9._-]` becomes `_`
-/// (names come from sysfs and from network peers), runs of `_` collapse to one.
+/// `part` as a piece of a case name: an arrow (`0000:00:1c.0 -> 0000:01:00.0`) becomes `to`,
+/// every other character outside `[A-Za-z0-9._-]` becomes `_` (names come from sysfs and
+/// from network peers), runs of `_` collapse to one.
 fn piece(part: &str) -> String {
+    let part = part.replace("->", " to ");
     let mut out = String::new();
     for c in part.chars() {
         let c = if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
@@ -137,6 +139,10 @@ mod tests {
             "pcie.0000_01_00.0"
         );
         assert_eq!(name(&["".into(), "é".into()]), "_._");
+        assert_eq!(
+            name(&["link".into(), "PCIe 0000:00:1c.0 -> 0000:01:00.0".into()]),
+            "link.PCIe_0000_00_1c.0_to_0000_01_00.0"
+        );
         assert_eq!(name(&["a".repeat(500)]).len(), NAME_MAX);
     }
 

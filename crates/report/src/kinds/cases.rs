@@ -10,6 +10,65 @@ use crate::summary::{is_downgraded, Summary};
 use model::finding::Severity;
 use model::units::MB;
 
+/// Units that follow a number in findings' messages: left out of a finding's name with it.
+const UNITS: &[&str] = &[
+    "b", "kib", "mib", "gib", "kb", "mb", "gb", "mb/s", "gb/s", "gt/s", "mbit/s", "us", "ms", "ns",
+    "s", "%", "bytes", "lanes",
+];
+
+/// The most words of a message a finding's name keeps.
+const CHECK_WORDS: usize = 6;
+
+/// What a finding checks, from its message: the statement before its first `: ` or `;`,
+/// without what is in parentheses (device names, lists), numbers and their units, addresses
+/// and arrows, in at most [`CHECK_WORDS`] lower-case words joined by `-`
+/// (`max_sectors_kb is 1280 KiB while the device accepts 32767 KiB: ...` ->
+/// `max_sectors_kb-is-while-the-device-accepts`): the same for the same check whatever it
+/// measured this time.
+pub fn finding_check(message: &str) -> String {
+    let mut statement = String::new();
+    let mut depth = 0usize;
+    let mut chars = message.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth = depth.saturating_sub(1),
+            _ if depth > 0 => {}
+            ';' => break,
+            ':' if chars.peek().is_none_or(|n| n.is_whitespace()) => break,
+            c => statement.push(c),
+        }
+    }
+    let mut words: Vec<String> = Vec::new();
+    let mut after_number = false;
+    for token in statement.split_whitespace() {
+        let token = token.to_lowercase();
+        let token = token.trim_matches(|c: char| !(c.is_alphanumeric() || c == '%'));
+        if token.chars().any(|c| c.is_ascii_digit()) {
+            after_number = true;
+            continue;
+        }
+        let unit = after_number && UNITS.contains(&token);
+        after_number = false;
+        let word: String = token
+            .chars()
+            .filter(|c| c.is_alphanumeric() || matches!(c, '_' | '-'))
+            .collect();
+        if unit || !word.chars().any(char::is_alphabetic) {
+            continue;
+        }
+        words.push(word);
+        if words.len() == CHECK_WORDS {
+            break;
+        }
+    }
+    if words.is_empty() {
+        "finding".to_string()
+    } else {
+        words.join("-")
+    }
+}
+
 /// A case's verdict, in the words both labs share (LAVA's `pass`/`fail`/`skip`, KCIDB's
 /// `PASS`/`FAIL`/`SKIP`, and a measured figure: LAVA `pass` with a measurement, KCIDB `DONE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -238,31 +297,69 @@ fn summary_cases(s: &Summary, downgrade: &[(String, String)]) -> Vec<Case> {
             ));
         }
     }
-    for (i, f) in s.findings.iter().enumerate() {
+    for f in &s.findings {
         // A finding is a check that failed (an error or a warning: it costs performance) or a
         // fact worth knowing (info, a pass). An info finding on a link the audit's text marks
         // `(downgraded)` (a device the slot holds back: "the best the slot allows") fails
         // too: the text shows the loss as a problem, so a lab must not read "pass" there.
-        // Numbered: two findings may share a subject.
+        // Named by what it is about and what it says, without its numbers, so the name stays
+        // the same from run to run while the figures or the other findings change; the
+        // verdict, not the name, carries the severity.
         let subject = if f.subject.is_empty() {
             "run"
         } else {
             f.subject.as_str()
         };
-        let severity = match f.severity {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        };
-        let n = (i + 1).to_string();
         let on_downgraded_link = downgrade
             .iter()
             .any(|(subject, message)| *subject == f.subject && *message == f.message);
         out.push(Case::check(
-            p(&["finding", &n, severity, subject]),
+            p(&["finding", subject, &finding_check(&f.message)]),
             f.severity == Severity::Info && !on_downgraded_link,
             f.message.clone(),
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::finding_check;
+
+    #[test]
+    fn a_findings_name_keeps_what_it_checks_and_drops_what_it_measured() {
+        for (message, check) in [
+            (
+                "max_sectors_kb is 1280 KiB while the device accepts 32767 KiB: larger I/O is \
+                 split into 1280 KiB requests.",
+                "max_sectors_kb-is-while-the-device-accepts",
+            ),
+            (
+                "link 0000:00:1c.0 -> 0000:01:00.0 (Samsung Electronics Co Ltd NVMe SSD \
+                 Controller PM9A1/PM9A3/980PRO) runs below what both ends support: speed 8 GT/s",
+                "link-runs-below-what-both-ends",
+            ),
+            (
+                "the kernel is not real-time (preemption: PREEMPT_DYNAMIC (mode not \
+                 readable)): its worst-case latency is not bounded",
+                "the-kernel-is-not-real-time",
+            ),
+            (
+                "USB 3 device running at 480 Mb/s: it is connected through a USB 2 port",
+                "usb-device-running-at",
+            ),
+            (
+                "MaxPayload is 128 bytes on link a -> b",
+                "maxpayload-is-on-link-a-b",
+            ),
+            ("12 %", "finding"),
+        ] {
+            assert_eq!(finding_check(message), check, "{message}");
+        }
+        // Other figures, the same name.
+        assert_eq!(
+            finding_check("max_sectors_kb is 512 KiB while the device accepts 1024 KiB: x"),
+            finding_check("max_sectors_kb is 1280 KiB while the device accepts 32767 KiB: y")
+        );
+    }
 }
