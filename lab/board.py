@@ -15,6 +15,7 @@ headroom's output.
 """
 
 import os
+import re
 import shlex
 
 ARCHES = {
@@ -23,6 +24,25 @@ ARCHES = {
     "aarch64": ("qemu-system-aarch64", "arm64", "arm64", "ttyAMA0", "aarch64-unknown-linux-musl"),
     "armv7": ("qemu-system-arm", "armhf", "armmp", "ttyAMA0", "armv7-unknown-linux-musleabihf"),
 }
+
+# What a board that names only its devices boots on: the architecture's standard machine (its
+# root complex is what the checker's PCI addresses assume: q35's pcie.0, virt's GPEX) with the
+# lab's CPU, vCPUs and memory, as lab/boards/ use them. QEMU's defaults boot nothing here: the
+# x86_64 default machine (pc, i440FX) has no PCIe and aarch64 and arm have no default machine.
+DEFAULTS = {
+    "x86_64": {"-machine": "q35", "-cpu": "max", "-smp": "2", "-m": "1024"},
+    "aarch64": {"-machine": "virt", "-cpu": "max,pmu=on,pauth-impdef=on", "-smp": "2", "-m": "1024"},
+    # highmem=off: Debian's armmp kernel has no LPAE, so PCIe's windows must sit below 4 GiB.
+    "armv7": {"-machine": "virt,highmem=off", "-cpu": "cortex-a15", "-smp": "2", "-m": "1024"},
+}
+# The machines whose PCI layout the checker knows (-machine TYPE, or a versioned TYPE-x.y).
+MACHINES = {"x86_64": "q35", "aarch64": "virt", "armv7": "virt"}
+
+# QEMU's identifiers (id=): a letter, then letters, digits, '-', '.', '_' (util/id.c, id_wellformed).
+QEMU_ID = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
+# A disk's serial= as the guest's /init compares it: a plain word of at most 20 bytes (NVMe's
+# serial number field, hw/nvme/ctrl.c), no blank, quote or shell syntax.
+SERIAL = re.compile(r"[A-Za-z0-9._,-]{1,20}")
 
 STEPS = ("audit", "path", "disk", "raw", "latency", "count", "survey", "net", "capture")
 # capture (a sysfs fixture tree for headroom's tests) runs only when `run:` names it.
@@ -110,7 +130,10 @@ class Board:
             if not line:
                 continue
             if line.startswith("-"):
-                words = shlex.split(line)
+                try:
+                    words = shlex.split(line)
+                except ValueError as e:
+                    self.fail(n, f"{str(e).lower()} in {line!r}: quote a value whole or not at all")
                 if len(words) > 2:
                     self.fail(n, f"one QEMU option per line, with at most one value: {line!r}")
                 self.args.append((words[0], words[1] if len(words) > 1 else None, n))
@@ -139,6 +162,17 @@ class Board:
                 self.fail(n, f"unknown key {key!r}: the keys are arch, ext4, raw, monitor, run")
         if not self.arch:
             raise BoardError(f"{self.path}: no `arch:` line; add `arch: x86_64`, `arch: aarch64` or `arch: armv7`")
+        given = {o for o, _, _ in self.args}
+        # Line 0: added by the lab, not the board file's.
+        self.args = [(o, v, 0) for o, v in DEFAULTS[self.arch].items() if o not in given] + self.args
+        for o, v, n in self.args:
+            if o == "-machine" and v is not None:
+                head = split_props(v)[0]
+                kind = head.removeprefix("type=")
+                want = MACHINES[self.arch]
+                if kind != want and not kind.startswith(want + "-"):
+                    self.fail(n, f"-machine {head}: the lab checks {self.arch} boards on QEMU's {want} machine "
+                                 f"(its PCI Express layout); write `-machine {want}` or leave the line out")
         self.devices = [Device(v, n) for o, v, n in self.args if o == "-device" and v]
         self.drives = {}
         for o, v, n in self.args:
@@ -147,6 +181,13 @@ class Board:
                 if not d.id or "file" not in d.props:
                     self.fail(n, "a -drive needs id= and file= so a device can name it")
                 self.drives[d.id] = d
+        for d in self.devices + list(self.drives.values()):
+            if d.id is not None and not QEMU_ID.fullmatch(d.id):
+                self.fail(d.line, f"id={d.id!r} is not a QEMU identifier: start with a letter, then letters, digits, '-', '.' or '_'")
+            serial = d.props.get("serial")
+            if serial is not None and not SERIAL.fullmatch(serial):
+                self.fail(d.line, f"serial={serial!r}: the guest finds disks by serial, so it must be 1 to 20 of "
+                                  "A-Z a-z 0-9 . _ , - (no blank, quote or shell syntax)")
         self.by_id = {d.id: d for d in self.devices if d.id}
         for key in ("ext4", "raw"):
             if len(getattr(self, key)) > 1:
@@ -158,6 +199,14 @@ class Board:
                 self.fail(self.drive_lines[drive_id], f"{drive_id!r} is no -drive's id (the board's drives: {known})")
         if self.steps is None:
             self.steps = [s for s in DEFAULT_STEPS if self.step_applies(s)]
+
+    @property
+    def machine(self):
+        """The machine type QEMU boots (`q35`, `virt`), the board's or the lab's default."""
+        for o, v, _ in self.args:
+            if o == "-machine" and v is not None:
+                return split_props(v)[0].removeprefix("type=")
+        return MACHINES[self.arch]
 
     # What the board has, for the steps and the checks.
     def disks(self):
@@ -206,3 +255,9 @@ class Board:
     @property
     def target(self):
         return ARCHES[self.arch][4]
+
+
+def shell_conf(conf):
+    """/lab/conf for the guest's /init, which sources it: `NAME=value` lines, each value quoted
+    for the shell (a value is never code, whatever a board file puts in it)."""
+    return "".join(f"{k}={shlex.quote(v)}\n" for k, v in conf.items())

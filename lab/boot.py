@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 import queue
+import re
 import socket
 import subprocess
 import threading
@@ -25,6 +26,12 @@ BOARD_SECONDS = 900
 GUEST_IPERF_PORT = 5201
 # Kernel console lines that say why a board stopped answering. The guest's `dmesg -n 1` lets
 # only KERN_EMERG through (a soft lockup, a panic); the others show when it is raised to debug.
+# A file the guest sends is written under the board's out/ by the name it gives: a plain name
+# only (no directory, no `..`, no leading dot), so a guest cannot write elsewhere on the host.
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+# The address the host side's servers listen on: QEMU's user network (slirp) connects the
+# guest's 10.0.2.2 to the host's loopback, so nothing else needs to reach them.
+HOST_LOOPBACK = "127.0.0.1"
 KERNEL_ALARMS = ("soft lockup", "hard LOCKUP", "rcu: INFO", "blocked for more than", "Kernel panic", "Oops")
 
 
@@ -133,6 +140,7 @@ class Result:
         self.error = None
         self.booted = False
         self.seconds = None
+        self.qemu = []  # QEMU's own lines (`qemu-system-x86_64: ...`): its errors and warnings
 
 
 def monitor_command(sock_path, command, timeout=10):
@@ -206,12 +214,17 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
                 if line.startswith("@@LAB end "):
                     name, chunks = current
                     try:
-                        result.files[name] = gzip.decompress(base64.b64decode("".join(chunks)))
+                        data = gzip.decompress(base64.b64decode("".join(chunks)))
+                        if name is not None:
+                            result.files[name] = data
                     except (ValueError, OSError) as e:
                         result.warnings.append(f"{name} came back damaged ({e})")
                     current = None
                 else:
                     current[1].append(line.strip())
+                continue
+            if line.startswith(board.qemu + ":"):
+                result.qemu.append(line.strip())
                 continue
             i = line.find("@@LAB ")
             if i < 0:
@@ -223,7 +236,12 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
                 continue
             what = words[0]
             if what == "file":
-                current = (words[1], [])
+                name = words[1] if len(words) > 1 else ""
+                if not PLAIN_NAME.fullmatch(name):
+                    result.warnings.append(f"the guest sent a file named {name!r}: not a plain file name, "
+                                           "not written (the lab writes only NAME under out/)")
+                    name = None
+                current = (name, [])
             elif what == "boot":
                 result.booted = True
             elif what == "rc":
@@ -253,10 +271,7 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
                 answer("go")
             elif what == "net-client":
                 hport, iport = free_port(), free_port()
-                servers = [
-                    ("net-host-server-headroom", start_host([host_headroom, "bench", "net", "--server", "-1", "-p", str(hport), "--json", "--no-save"])),
-                    ("net-host-server-iperf3", start_host(["iperf3", "-s", "-1", "-p", str(iport), "-J"])),
-                ]
+                servers = [(name, start_host(argv)) for name, argv in host_servers(host_headroom, hport, iport)]
                 wait_listening([hport, iport], 30)
                 answer(f"go {hport} {iport}")
             elif what == "done":
@@ -282,6 +297,10 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
     if not result.done and not result.error:
         result.error = (f"QEMU ended (exit code {proc.returncode}) "
                         + ("before the board finished" if result.booted else "before the guest's /init ran"))
+        if result.qemu:
+            # QEMU's refusal is its last line (a device it could not attach says `Warning:` but
+            # stops QEMU all the same).
+            result.error += f"; QEMU said: {result.qemu[-1]}"
     result.seconds = time.monotonic() - start
     out = os.path.join(workdir, "out")
     os.makedirs(out, exist_ok=True)
@@ -289,7 +308,7 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)
     with open(os.path.join(workdir, "result.json"), "w") as f:
-        json.dump({k: getattr(result, k) for k in ("rc", "disks", "nic", "warnings", "done", "booted", "host", "error", "seconds")}, f)
+        json.dump({k: getattr(result, k) for k in ("rc", "disks", "nic", "warnings", "done", "booted", "host", "error", "seconds", "qemu")}, f)
     for name, (rc, stdout, stderr) in result.host.items():
         safe = name.replace(" ", "_").replace("/", "_")
         with open(os.path.join(out, safe + ".host.json"), "w") as f:
@@ -333,6 +352,17 @@ def wait_listening(ports, seconds):
             return True
         time.sleep(0.1)
     return False
+
+
+def host_servers(host_headroom, hport, iport):
+    """[(name, argv)] of the host side's servers for the board's clients: headroom's and
+    iperf3's, each serving one test on the loopback only (the guest reaches it through QEMU's
+    user network; no other machine can)."""
+    return [
+        ("net-host-server-headroom", [host_headroom, "bench", "net", "--server", "-1", "-B", HOST_LOOPBACK,
+                                      "-p", str(hport), "--json", "--no-save"]),
+        ("net-host-server-iperf3", ["iperf3", "-s", "-1", "-B", HOST_LOOPBACK, "-p", str(iport), "-J"]),
+    ]
 
 
 def run_host(argv, timeout):

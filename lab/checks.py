@@ -30,6 +30,16 @@ BRIDGES = ("pcie-root-port", "x3130-upstream", "xio3130-downstream")
 ENDPOINT_LINK = (2.5, 1)
 ROOT_PORT_DEFAULT = ("16", "32")
 CONVENTIONAL_PCI = {"usb-ehci"}
+# The root complex's own bus: q35's and virt's PCI Express root bus. A PCI Express endpoint
+# placed on it is a root-complex integrated endpoint (hw/pci/pcie.c, pcie_endpoint_cap_init:
+# PCI_EXP_TYPE_RC_END on a root bus), which has no link: Linux reads no link speed or width for
+# it (drivers/pci/access.c, pcie_cap_has_lnkctl), and headroom reports none.
+ROOT_BUS = "pcie.0"
+# QEMU refusing a USB device whose speeds the port does not offer (hw/usb/bus.c,
+# usb_device_attach); QEMU says "Warning:" but does not start.
+ATTACH_REFUSED = re.compile(r'Warning: speed mismatch trying to attach usb device "(?P<product>[^"]*)" '
+                            r'\((?P<dev>[\w ]+) speed\) to bus "(?P<bus>[^"]*)", port "(?P<port>[^"]*)" '
+                            r'\((?P<port_speed>[\w ]+) speed\)')
 # Fastest USB speed each device model offers (hw/usb/dev-*.c: desc_device_super/high/full),
 # Mb/s; and each controller's root ports.
 USB_DEVICE_MAX = {"usb-storage": 5000.0, "usb-uas": 5000.0, "usb-hub": 12.0}
@@ -81,6 +91,29 @@ def pci_addresses(board):
 
 def key(d):
     return d.id or f"{d.driver}@{d.line}"
+
+
+def integrated(dev):
+    """A PCI Express endpoint on the root bus: a root-complex integrated endpoint, no link."""
+    return (dev.driver in PCI_DEVICES and dev.driver not in BRIDGES and dev.driver not in CONVENTIONAL_PCI
+            and dev.props.get("bus", ROOT_BUS) == ROOT_BUS)
+
+
+def attach_refusals(board, qemu_lines):
+    """[(device, why)] for each USB device QEMU refused to attach, from QEMU's own lines."""
+    out = []
+    for line in qemu_lines:
+        m = ATTACH_REFUSED.search(line)
+        if not m:
+            continue
+        dev = next((d for d in board.devices if d.props.get("bus") == m["bus"] and d.props.get("port") == m["port"]), None)
+        why = f"QEMU did not attach it, a {m['dev']}-speed device on a {m['port_speed']}-speed port"
+        ctrl = board.by_id.get(m["bus"].split(".")[0])
+        if ctrl is not None and ctrl.driver == "usb-ehci" and "high" in m["port_speed"]:
+            why += (" (an EHCI without companion controllers has only high-speed ports: put the device on a "
+                    "qemu-xhci, or behind a high-speed hub)")
+        out.append((dev, f"{why}; QEMU said: {line}"))
+    return out
 
 
 def root_port_of(board, dev):
@@ -178,6 +211,10 @@ class Checks:
     def run(self):
         b = self.b
         self.ok(self.r.done and not self.r.error, "the board ran every step and powered off", self.r.error)
+        for dev, why in attach_refusals(b, getattr(self.r, "qemu", [])):
+            what = (f"{dev.driver} {dev.id or ''} on {dev.props.get('bus')} port {dev.props.get('port')}".replace("  ", " ")
+                    if dev else "a USB device")
+            self.ok(False, f"QEMU: {what} attaches", why)
         if not self.r.booted:
             return self.out
         for w in self.r.warnings:
@@ -229,8 +266,9 @@ class Checks:
                     self.ok(link(kl["current"]) == want, f"audit: {name} runs at {fmt(want)} (its device's capability)",
                             f"reported {fmt(link(kl['current']))}")
                     self.link_entry(d, bdf, addr[key(child)], cap, want)
-            elif dev.driver in CONVENTIONAL_PCI:
-                self.ok(kl["max"] is None and kl["current"] is None, f"audit: {name} has no PCIe link (conventional PCI)",
+            elif dev.driver in CONVENTIONAL_PCI or integrated(dev):
+                where = "conventional PCI" if dev.driver in CONVENTIONAL_PCI else f"an integrated endpoint on {ROOT_BUS}"
+                self.ok(kl["max"] is None and kl["current"] is None, f"audit: {name} has no PCIe link ({where})",
                         f"capable {fmt(link(kl['max']))}, at {fmt(link(kl['current']))}")
             elif dev.driver != "xio3130-downstream":
                 # Endpoints and switch upstream ports: 2.5 GT/s x1 capable and running. (QEMU's
@@ -339,6 +377,11 @@ class Checks:
             if d is None:
                 continue
             self.path_ends(d, f"path of a file on {drive}'s ext4", dev, addr)
+            if integrated(dev):
+                pcie = [l["name"] for l in d["path"]["links"] if l["kind"] == "pcie"]
+                self.ok(not pcie, f"path of a file on {drive}'s ext4: no PCIe link (an integrated endpoint on {ROOT_BUS})",
+                        f"PCIe links {pcie}")
+                continue
             rp = root_port_of(b, dev)
             bn = bottleneck(d)
             want = min(root_port_cap(rp), ENDPOINT_LINK) if rp else ENDPOINT_LINK

@@ -4,18 +4,29 @@ against the sysfs tree captured inside the x86_64 board (tests/fixtures/sysfs/qe
     python3 -m unittest discover -s lab
 """
 
+import base64
 import glob
+import gzip
+import json
 import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
 import tempfile
 import unittest
+from unittest import mock
 
-from board import Board, BoardError
+from board import Board, BoardError, shell_conf
+import boot
 import checks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 CAPTURED = os.path.join(REPO, "tests", "fixtures", "sysfs", "qemu-q35-lab", "sys", "bus", "pci", "devices")
 # Vendor:device of QEMU 7.2's models (include/hw/pci/pci_ids.h), to tell them apart in the tree.
+HEADROOM = os.path.join(REPO, "target", "debug", "headroom")
 IDS = {"pcie-root-port": "1b36:000c", "nvme": "1b36:0010", "qemu-xhci": "1b36:000d",
        "x3130-upstream": "104c:8232", "xio3130-downstream": "104c:8233", "e1000e": "8086:10d3"}
 
@@ -57,6 +68,152 @@ class Boards(unittest.TestCase):
         self.assertEqual(b.steps, ["audit", "path", "latency", "count", "survey"])
 
 
+    def test_a_serial_or_an_id_cannot_carry_shell_syntax(self):
+        for text, words in [
+            ("arch: x86_64\n-device nvme,id=n,serial=$(reboot)\n", ":2: serial='$(reboot)'"),
+            ("arch: x86_64\n-device usb-storage,drive=d,serial=a;reboot\n", ":2: serial='a;reboot'"),
+            ("arch: x86_64\n-device nvme,serial=" + "x" * 21 + "\n", ":2: serial="),
+            ("arch: x86_64\n-drive file=a,if=none,id=d$x\n", ":2: id='d$x' is not a QEMU identifier"),
+            ("arch: x86_64\n-device nvme,serial='a\n", ":2: no closing quotation"),
+        ]:
+            path = board_text(text)
+            with self.assertRaises(BoardError) as e:
+                Board(path)
+            os.unlink(path)
+            self.assertIn(words, str(e.exception))
+
+    def test_the_guest_conf_holds_values_never_code(self):
+        # /lab/conf is sourced by the guest's /init: a value with quotes and a command
+        # substitution stays the value.
+        value = "a' b $(touch pwned) `id` \"c\""
+        with tempfile.TemporaryDirectory() as d:
+            conf = os.path.join(d, "conf")
+            with open(conf, "w") as f:
+                f.write(shell_conf({"LAB_DISKS": value, "LAB_RAW": ""}))
+            out = subprocess.run(["sh", "-c", '. ./conf; printf %s "$LAB_DISKS"'], cwd=d,
+                                 capture_output=True, text=True, check=True).stdout
+            self.assertEqual(out, value)
+            self.assertEqual(os.listdir(d), ["conf"])
+
+    def test_a_board_of_devices_only_boots_on_the_standard_machine(self):
+        for arch, machine, cpu in [("x86_64", "q35", "max"), ("aarch64", "virt", "max,pmu=on,pauth-impdef=on"),
+                                   ("armv7", "virt,highmem=off", "cortex-a15")]:
+            path = board_text(f"arch: {arch}\n-device pcie-root-port,id=rp1,bus=pcie.0,addr=0x10\n")
+            b = Board(path)
+            os.unlink(path)
+            cmd = boot.qemu_command(b, "vmlinuz", "initrd", "mon.sock", {}, None, "tcg")
+            for opt, value in [("-machine", machine), ("-cpu", cpu), ("-smp", "2"), ("-m", "1024")]:
+                self.assertEqual(cmd[cmd.index(opt) + 1], value, (arch, opt))
+            self.assertEqual(b.machine, machine.split(",")[0])
+        # The board's own choice stays, and a machine the checker does not know is refused.
+        path = board_text("arch: x86_64\n-m 2048\n")
+        cmd = boot.qemu_command(Board(path), "k", "i", "m", {}, None, "tcg")
+        os.unlink(path)
+        self.assertEqual(cmd.count("-m"), 1)
+        self.assertEqual(cmd[cmd.index("-m") + 1], "2048")
+        path = board_text("arch: x86_64\n-machine pc\n")
+        with self.assertRaises(BoardError) as e:
+            Board(path)
+        os.unlink(path)
+        self.assertIn(":2: -machine pc: the lab checks x86_64 boards on QEMU's q35 machine", str(e.exception))
+
+
+def sent(name, data):
+    """What the guest's /init prints to send NAME (lab/guest/init, send())."""
+    text = base64.b64encode(gzip.compress(data)).decode()
+    return [f"@@LAB file {name} {len(data)}"] + [text[i:i + 76] for i in range(0, len(text), 76)] + [f"@@LAB end {name}"]
+
+
+def fake_guest(lines):
+    """A stand-in for QEMU that prints LINES on its console and ends, as a guest would."""
+    return [sys.executable, "-c", "import sys; sys.stdout.write(" + repr("\n".join(lines) + "\n") + ")"]
+
+
+# The smallest bzImage header QEMU's x86 loader takes (arch/x86/boot/header.S: setup_sects,
+# boot_flag 0xAA55, "HdrS", protocol 2.15, LOADED_HIGH, initrd_addr_max): enough for QEMU to go
+# on to create the board's devices, where a board is refused.
+def fake_bzimage(path):
+    b = bytearray(64 * 1024)
+    b[0x1F1] = 4
+    b[0x1FE:0x200] = b"\x55\xaa"
+    b[0x202:0x206] = b"HdrS"
+    struct.pack_into("<H", b, 0x206, 0x020F)
+    b[0x211] = 0x01
+    struct.pack_into("<I", b, 0x22C, 0x7FFFFFFF)
+    with open(path, "wb") as f:
+        f.write(b)
+
+
+class Boot(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.workdir = os.path.join(self.dir, "board")
+        os.makedirs(self.workdir)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def board(self, text):
+        path = os.path.join(self.dir, "b.board")
+        with open(path, "w") as f:
+            f.write(text)
+        return Board(path)
+
+    def test_a_guest_file_is_written_only_by_a_plain_name_under_out(self):
+        outside = os.path.join(self.dir, "absolute.json")
+        lines = (["@@LAB boot 6.1.0 x86_64"] + sent("../escaped.json", b"{}") + sent(outside, b"{}")
+                 + sent(".hidden", b"{}") + sent("audit.json", b'{"kind": "audit"}') + ["@@LAB done"])
+        b = self.board("arch: x86_64\n")
+        with mock.patch.object(boot, "qemu_command", return_value=fake_guest(lines)):
+            r = boot.boot(b, "k", "i", self.workdir, HEADROOM, "tcg", log=lambda *a: None)
+        self.assertTrue(r.done, r.error)
+        self.assertEqual(os.listdir(os.path.join(self.workdir, "out")), ["audit.json"])
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "escaped.json")))
+        self.assertFalse(os.path.exists(outside))
+        self.assertEqual(len([w for w in r.warnings if "not a plain file name" in w]), 3, r.warnings)
+
+    def test_the_host_servers_listen_on_the_loopback_only(self):
+        if not shutil.which("iperf3") or not os.path.exists(HEADROOM):
+            self.skipTest("iperf3 or target/debug/headroom missing")
+        hport, iport = boot.free_port(), boot.free_port()
+        procs = [boot.start_host(argv) for _, argv in boot.host_servers(HEADROOM, hport, iport)]
+        try:
+            self.assertTrue(boot.wait_listening([hport, iport], 30))
+            # /proc/net/tcp: local address HEX_IP:HEX_PORT, state 0A = LISTEN; 0100007F is
+            # 127.0.0.1, 00000000 every interface.
+            listening = {}
+            for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+                with open(table) as f:
+                    for line in f.readlines()[1:]:
+                        fields = line.split()
+                        ip, port = fields[1].rsplit(":", 1)
+                        if fields[3] == "0A" and int(port, 16) in (hport, iport):
+                            listening.setdefault(int(port, 16), set()).add(ip)
+            self.assertEqual(listening, {hport: {"0100007F"}, iport: {"0100007F"}})
+        finally:
+            for p in procs:
+                p.kill()
+                p.communicate()
+
+    def test_a_board_qemu_refuses_says_why_and_which_device(self):
+        if not shutil.which("qemu-system-x86_64"):
+            self.skipTest("qemu-system-x86_64 is not installed")
+        # Only devices: q35 by default. A full-speed hub on an EHCI without companions: QEMU
+        # prints "Warning: speed mismatch" and does not start.
+        b = self.board("arch: x86_64\n-device usb-ehci,id=ehci\n-device usb-hub,id=hub,bus=ehci.0,port=1\n")
+        kernel = os.path.join(self.dir, "bzImage")
+        fake_bzimage(kernel)
+        r = boot.boot(b, kernel, kernel, self.workdir, HEADROOM, "tcg", log=lambda *a: None)
+        with open(os.path.join(self.workdir, "qemu.cmd")) as f:
+            self.assertIn(" -machine q35 ", f.read())
+        self.assertIn("before the guest's /init ran; QEMU said: qemu-system-x86_64: -device usb-hub", r.error)
+        self.assertIn('Warning: speed mismatch trying to attach usb device "QEMU USB Hub"', r.error)
+        failed = [w for ok, w in checks.check(b, r, {}, self.workdir, HEADROOM) if not ok]
+        hub = [w for w in failed if w.startswith("QEMU: usb-hub hub on ehci.0 port 1 attaches: ")]
+        self.assertEqual(len(hub), 1, failed)
+        self.assertIn("a full-speed device on a high-speed port (an EHCI without companion controllers", hub[0])
+
+
 class Predictions(unittest.TestCase):
     def test_pci_addresses_are_those_the_kernel_gave_the_x86_board(self):
         b = Board(os.path.join(HERE, "boards", "x86_64-q35.board"))
@@ -85,6 +242,38 @@ class Predictions(unittest.TestCase):
         speeds = {d.props["serial"]: checks.usb_controller_and_speed(b, d)[1]
                   for d in b.devices if d.driver in ("usb-storage", "usb-uas")}
         self.assertEqual(speeds, {"lab-bot": 5000.0, "lab-uas": 5000.0, "lab-hubdisk": 12.0, "lab-ehcidisk": 480.0})
+
+    def test_a_pcie_endpoint_on_the_root_bus_is_expected_without_a_link(self):
+        # q35's pcie.0 holds the xhci as a root-complex integrated endpoint (no link, as Linux
+        # and headroom say), the NVMe behind a root port has its 2.5 GT/s x1.
+        path = board_text("arch: x86_64\n-device qemu-xhci,id=xhci,bus=pcie.0,addr=0x14\n"
+                          "-device pcie-root-port,id=rp1,bus=pcie.0,addr=0x10,x-speed=8,x-width=4\n"
+                          "-device nvme,id=nvme0,bus=rp1,serial=n\n")
+        b = Board(path)
+        os.unlink(path)
+        addr = checks.pci_addresses(b)
+        none = {"current": None, "max": None}
+        x1 = {"current": {"speed_gts": 2.5, "width": 1}, "max": {"speed_gts": 2.5, "width": 1}}
+        functions = [
+            {"address": addr["xhci"], "class": "0c0330", "driver": "xhci_hcd", "kernel_link": none},
+            {"address": addr["rp1"], "class": "060400", "driver": "pcieport",
+             "kernel_link": {"current": x1["current"], "max": {"speed_gts": 8.0, "width": 4}}},
+            {"address": addr["nvme0"], "class": "010802", "driver": "nvme", "kernel_link": x1},
+        ]
+        link = {"upstream": addr["rp1"], "downstream": addr["nvme0"],
+                "comparison": {"upstream": {"speed_gts": 8.0, "width": 4}, "current": x1["current"],
+                               "downstream": x1["current"]},
+                "downgraded": {"speed": False, "width": False}}
+        audit = {"kind": "audit", "pci": {"functions": functions, "links": [link]}, "findings": [],
+                 "usb": {"devices": []}, "block": {"devices": []}, "net": {"interfaces": []}}
+        r = boot.Result()
+        r.booted, r.done, r.rc, r.files = True, True, {"audit": 0}, {"audit.json": json.dumps(audit).encode()}
+        b.steps = ["audit"]
+        out = checks.check(b, r, {}, tempfile.gettempdir(), HEADROOM)
+        failed = [w for ok, w in out if not ok]
+        self.assertEqual(failed, [])
+        self.assertIn(f"audit: qemu-xhci xhci at {addr['xhci']} has no PCIe link (an integrated endpoint on pcie.0)",
+                      [w for _, w in out])
 
 
 if __name__ == "__main__":
