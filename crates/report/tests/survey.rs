@@ -454,6 +454,9 @@ fn a_hostile_documents_strings_stay_text_in_markdown_and_html() {
         }
     }
     survey["parts"][1]["id"] = format!("disk {HOSTILE}").into();
+    let target = &mut survey["parts"][1]["document"]["target"];
+    target["given"] = HOSTILE.into();
+    target["file"] = HOSTILE.into();
     let audit = survey["parts"][0]["document"].clone();
     for (name, value) in [("survey", survey), ("audit", audit)] {
         let doc = Document::from_value(value, name).unwrap();
