@@ -433,7 +433,7 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
-        crate::out!("{}", report::kinds::disk::fio::json(&doc, plus, now))?;
+        crate::console::write_data(&report::kinds::disk::fio::json(&doc, plus, now))?;
     } else {
         crate::out!("{}", doc.text(&Style::new(global.use_color())))?;
         if let Some(beside) = &doc.counters {

@@ -601,10 +601,7 @@ fn finish(
                 system_info: &system_info,
                 version: &version,
             };
-            crate::out!(
-                "{}",
-                report::kinds::net::iperf3::render(&r.measurement, &host)
-            )?;
+            crate::console::write_data(&report::kinds::net::iperf3::render(&r.measurement, &host))?;
         }
         Output::Text => crate::out!("{}", report::kinds::net::render_text(&r))?,
     }

@@ -132,7 +132,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<ExitCode> 
         HistoryAction::Show { id } => {
             let doc = open_to_read(&db)?.get(*id)?;
             if global.json {
-                crate::out!("{}", doc.to_json_pretty())?;
+                crate::output::print_document(&doc)?;
             } else {
                 // What `report #ID` prints, for every kind (a survey: its summary,
                 // conclusions and parts).

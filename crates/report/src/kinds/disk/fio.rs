@@ -352,9 +352,9 @@ pub fn json(doc: &DiskDocument, plus: bool, unix_ms: u128) -> String {
             }]),
         );
     }
-    let mut text = serde_json::to_string_pretty(&Value::Object(top)).unwrap_or_default();
-    text.push('\n');
-    text
+    let text = serde_json::to_string_pretty(&Value::Object(top)).unwrap_or_default();
+    // A file name's C1 controls as JSON escapes: stdout may be a terminal.
+    crate::outside::json(&text).into_owned() + "\n"
 }
 
 /// Whole seconds as fio echoes a duration option (`5`), else with their fraction (`0.5`).

@@ -530,7 +530,8 @@ pub fn render(m: &NetMeasurement, host: &SystemInfo<'_>) -> String {
     let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
     // A Value always serializes.
     let _ = document(m, host).serialize(&mut ser);
-    String::from_utf8_lossy(&out).into_owned() + "\n"
+    // A peer's strings' C1 controls as JSON escapes: stdout may be a terminal.
+    crate::outside::json(&String::from_utf8_lossy(&out)).into_owned() + "\n"
 }
 
 #[cfg(test)]
