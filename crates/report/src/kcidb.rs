@@ -30,9 +30,11 @@ fn text(s: &str) -> String {
     s.replace('\0', "")
 }
 
-/// A piece of a test's `path`: characters outside `[a-zA-Z0-9_-]` (dots included: they
-/// separate the pieces) become `_`, runs of `_` one.
+/// A piece of a test's `path`: an arrow (`0000:00:1c.0 -> 0000:01:00.0`) becomes `to`, every
+/// other character outside `[a-zA-Z0-9_-]` (dots included: they separate the pieces) `_`,
+/// runs of `_` one.
 fn piece(part: &str) -> String {
+    let part = part.replace("->", " to ");
     let mut out = String::new();
     for c in part.chars() {
         let c = if c.is_ascii_alphanumeric() || matches!(c, '-' | '_') {
@@ -251,6 +253,7 @@ mod tests {
         assert_eq!(piece("0000:01:00.0"), "0000_01_00_0");
         assert_eq!(piece("SEQ1M Q8T1"), "SEQ1M_Q8T1");
         assert_eq!(piece("..."), "_");
+        assert_eq!(piece("PCIe 00:1c.0 -> 01:00.0"), "PCIe_00_1c_0_to_01_00_0");
         assert!(compatible_ok("raspberrypi,5-model-b"));
         assert!(!compatible_ok("a b"));
         assert!(!compatible_ok("a,,b"));
