@@ -72,12 +72,16 @@ pub fn markdown(s: &str) -> String {
 }
 
 /// A value inside a Markdown table's cell (a header's title): a [`line`] in which `|` cannot
-/// end the cell and `<` cannot open HTML; a leading `#` stays (a cell makes no heading).
+/// end the cell, `<` cannot open HTML and a backslash before punctuation stays a backslash
+/// (so `\|` cannot turn the escape of its `|` into a backslash); a leading `#` stays (a cell
+/// makes no heading).
 pub fn markdown_cell(s: &str) -> String {
     let l = line(s);
     let mut out = String::with_capacity(l.len());
-    for c in l.chars() {
+    let mut chars = l.chars().peekable();
+    while let Some(c) = chars.next() {
         match c {
+            '\\' if chars.peek().is_some_and(char::is_ascii_punctuation) => out.push_str("\\\\"),
             '|' => out.push_str("\\|"),
             '<' => out.push_str("&lt;"),
             c => out.push(c),
@@ -223,6 +227,8 @@ mod tests {
         );
         assert_eq!(markdown(HOSTILE), "bbr\\x1b[2J\\x1b]0;TITLE\\x07");
         assert_eq!(markdown_cell("#|<"), "#\\|&lt;");
+        // A backslash of the value cannot escape the escape of its `|`; \x1b stays as it is.
+        assert_eq!(markdown_cell("a\\|b\\x\x1b"), "a\\\\\\|b\\x\\x1b");
     }
 
     #[test]
