@@ -136,7 +136,9 @@ class Board:
                     self.fail(n, f"{str(e).lower()} in {line!r}: quote a value whole or not at all")
                 if len(words) > 2:
                     self.fail(n, f"one QEMU option per line, with at most one value: {line!r}")
-                self.args.append((words[0], words[1] if len(words) > 1 else None, n))
+                # -M is QEMU's short name of -machine.
+                option = "-machine" if words[0] == "-M" else words[0]
+                self.args.append((option, words[1] if len(words) > 1 else None, n))
                 continue
             key, sep, value = line.partition(":")
             key, value = key.strip(), value.strip()

@@ -111,6 +111,11 @@ class Boards(unittest.TestCase):
         os.unlink(path)
         self.assertEqual(cmd.count("-m"), 1)
         self.assertEqual(cmd[cmd.index("-m") + 1], "2048")
+        path = board_text("arch: aarch64\n-M virt-7.2\n")
+        cmd = boot.qemu_command(Board(path), "k", "i", "m", {}, None, "tcg")
+        os.unlink(path)
+        self.assertEqual(cmd[cmd.index("-machine") + 1:].count("-machine"), 0)
+        self.assertEqual(cmd[cmd.index("-machine") + 1], "virt-7.2")
         path = board_text("arch: x86_64\n-machine pc\n")
         with self.assertRaises(BoardError) as e:
             Board(path)
