@@ -2063,7 +2063,11 @@ fn absurd_peer_results_and_a_planted_textfile_entry_do_not_stop_the_server() {
     assert!(server.0.try_wait().unwrap().is_none(), "{}", watch.text());
     assert!(written, "no textfile: {}", watch.text());
     assert_valid_textfile(&prom);
-    assert!(watch.text().contains("other users can write"), "{}", watch.text());
+    assert!(
+        watch.text().contains("other users can write"),
+        "{}",
+        watch.text()
+    );
 
     // Another user's directory where the textfile goes.
     std::fs::remove_file(&prom).unwrap();

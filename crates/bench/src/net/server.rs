@@ -2,11 +2,18 @@
 //! connects meanwhile gets ACCESS_DENIED, as from iperf3. A client that misbehaves ends only
 //! its own test: [`Server::serve_one`] returns an error and the listener stays.
 //!
+//! A test's place is taken only once its client is admitted: the thread that owns the
+//! listener reads each connection's cookie, asks a connection with a new cookie for its
+//! parameters (PARAM_EXCHANGE), and reads and checks them (and the credentials, when the
+//! server asks for them) under [`PARAMS_TIMEOUT`], at most [`MAX_ASKING_PER_ADDRESS`]
+//! connections of one address at once. A peer that sends a cookie and nothing more, or bad
+//! credentials, holds no test's place.
+//!
 //! With [`ServerConfig::clients`] above 1 (a lab's server), up to that many tests run at
-//! once, each in its own thread with its own streams and result: the caller's thread owns
-//! the listener, reads each connection's cookie and hands it to the test it belongs to (a
-//! new cookie starts a test while there is room, else ACCESS_DENIED); the streams of all
-//! tests together are bounded by [`MAX_TOTAL_STREAMS`].
+//! once, each in its own thread with its own streams and result: the caller's thread hands
+//! each data connection to the test its cookie belongs to, and starts an admitted test while
+//! there is room (else ACCESS_DENIED); the streams of all tests together are bounded by
+//! [`MAX_TOTAL_STREAMS`].
 
 use super::proto::{self, Params, ProtoError, Results, State};
 use super::session::{self, PendingStream, Session};
