@@ -589,7 +589,8 @@ fn finish(
         r.find_rate = fr;
     }
     r.counters = counters;
-    keep.keep(report::document::DocumentKind::Net, &r)?;
+    // The result is shown even when keeping it failed (that failure is returned after).
+    let kept = keep.keep(report::document::DocumentKind::Net, &r);
     match output {
         Output::Document => {
             crate::output::print_result(report::document::DocumentKind::Net, &r)?;
@@ -605,6 +606,7 @@ fn finish(
         }
         Output::Text => crate::out!("{}", report::kinds::net::render_text(&r))?,
     }
+    kept?;
     if interrupted && interrupt.signal().is_some() {
         // Stopped here (Ctrl-C, SIGTERM), as every benchmark says it.
         return Err(interrupt.interrupted("the results above are those measured before it"));
@@ -673,13 +675,25 @@ fn run_server(
         "serving iperf3 tests on port {} (Ctrl-C to stop)",
         server.local_addr().map_or(a.port, |s| s.port())
     ));
+    if let Some(w) = a.keep.textfile_dir.as_deref().and_then(|d| {
+        let name = report::kinds::metrics::textfile_name(report::document::DocumentKind::Net);
+        crate::output::textfile_dir_warning(d, &name)
+    }) {
+        crate::console::warn(w);
+    }
+    let all = counters::NetDevSampler::new(SysRoot::system());
     loop {
-        let all = counters::NetDevSampler::new(SysRoot::system());
-        let before = all.snapshot().ok();
+        // The interface's counters from the moment the client connected: what it carried
+        // while the server waited is no test's.
+        let before = Mutex::new(None);
         let beside = Mutex::new(None);
         let served = net::NetRun::ServeOne(&server).run(&interrupt.stop, |p| {
+            if let (Event::Connected { .. }, Ok(mut b)) = (&p.event, before.lock()) {
+                *b = all.snapshot().ok();
+            }
             on_progress(p, output != Output::Text, true, &beside)
         });
+        let before = before.into_inner().ok().flatten();
         match served {
             Err(net::NetError::Interrupted) => return Ok(stopped()),
             Ok(m) => {
@@ -700,7 +714,13 @@ fn run_server(
                 if a.one_off {
                     return code;
                 } else if !interrupt.is_set() {
-                    code?;
+                    // Nothing about one test's result ends the server (other tests may run).
+                    if let Err(e) = code {
+                        crate::console::warn(format_args!(
+                            "the result of the test was not kept in full: {}",
+                            crate::console::sentence(&e)
+                        ));
+                    }
                 } else if server.idle() {
                     return code.and(Ok(stopped()));
                 }

@@ -220,10 +220,30 @@ pub fn check_textfile_dir(dir: &Path, name: &str) -> Result<(), OutputUnusable> 
 /// Write `doc`'s metrics in the Prometheus text format to DIR/`name` atomically (a
 /// temporary `.NAME.XXXXXX.tmp` in DIR, then a rename), as node_exporter's textfile collector
 /// requires: it reads only `*.prom`, so it never sees half a file.
+///
+/// Something other than a regular file under that name (a directory, a link, a FIFO another
+/// user put in a directory they can write) is refused: that file is not written.
 pub fn write_textfile(dir: &Path, name: &str, doc: &report::Document) -> anyhow::Result<()> {
     let mut metrics = report::openmetrics::Metrics::new();
     report::kinds::metrics::add_document(&mut metrics, doc, name)?;
     let path = dir.join(name);
+    if let Ok(m) = std::fs::symlink_metadata(&path) {
+        let t = m.file_type();
+        if !t.is_file() {
+            let what = if t.is_dir() {
+                "a directory"
+            } else if t.is_symlink() {
+                "a symbolic link"
+            } else {
+                "not a regular file"
+            };
+            anyhow::bail!(
+                "--textfile-dir: {} is {what}, where headroom writes a file of metrics: it was \
+                 not written; remove that entry",
+                path.display()
+            );
+        }
+    }
     report::write_atomic(&path, metrics.prometheus().as_bytes()).map_err(|e| {
         anyhow::anyhow!(
             "--textfile-dir: cannot write {}: {}",
@@ -236,6 +256,26 @@ pub fn write_textfile(dir: &Path, name: &str, doc: &report::Document) -> anyhow:
         crate::console::info(format_args!("wrote {}", path.display()));
     }
     Ok(())
+}
+
+/// What a command that writes `--textfile-dir DIR` again and again (a server) says of DIR
+/// once, before its first write: a directory other users can write (mode o+w, or g+w for a
+/// group other than root's) lets any of them put a directory or a link where the file goes
+/// and stop its updates.
+pub fn textfile_dir_warning(dir: &Path, name: &str) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(dir).ok()?;
+    let mode = m.mode();
+    let others = mode & 0o002 != 0 || (mode & 0o020 != 0 && m.gid() != 0);
+    others.then(|| {
+        format!(
+            "--textfile-dir {}: other users can write in it (mode {:o}): one of them can put \
+             a directory or a link where {name} goes and stop its updates; give a directory \
+             only root can write",
+            dir.display(),
+            mode & 0o7777
+        )
+    })
 }
 
 /// The machine-readable formats of a result besides `--json`.

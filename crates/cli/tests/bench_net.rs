@@ -1937,3 +1937,309 @@ fn a_lab_server_serves_four_clients_at_once() {
         }
     }
 }
+
+/// iperf3's state numbers, as the raw clients below speak them.
+const PARAM_EXCHANGE: u8 = 9;
+const CREATE_STREAMS: u8 = 10;
+const ACCESS_DENIED: u8 = 0xff;
+const SERVER_ERROR: u8 = 0xfe;
+
+/// A raw iperf3-protocol connection to the server on `host`:`port` that sent `cookie` (37
+/// bytes, its NUL included); reads time out after 20 s.
+fn raw_connection(host: &str, port: u16, cookie: &[u8]) -> TcpStream {
+    let mut c = TcpStream::connect((host, port)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    c.write_all(cookie).unwrap();
+    c
+}
+
+/// The next state byte the server sends.
+fn next_state(c: &mut TcpStream) -> u8 {
+    let mut b = [0u8; 1];
+    c.read_exact(&mut b).unwrap();
+    b[0]
+}
+
+/// `body` with iperf3's 4-byte length in front.
+fn framed(body: &[u8]) -> Vec<u8> {
+    let mut m = (body.len() as u32).to_be_bytes().to_vec();
+    m.extend_from_slice(body);
+    m
+}
+
+/// A 37-byte cookie (36 characters and a NUL) made of `tag`.
+fn cookie_of(tag: &str) -> Vec<u8> {
+    let mut c: Vec<u8> = tag.bytes().cycle().take(36).collect();
+    c.push(0);
+    c
+}
+
+/// A raw iperf3 client that runs a 1 s TCP test (one stream, client to server) on the
+/// server on `port` under `cookie` and answers the results exchange with `results`, any
+/// JSON; the server's results message.
+fn raw_test_with_results(port: u16, cookie: &[u8], results: &str) -> Value {
+    let mut c = raw_connection("127.0.0.1", port, cookie);
+    assert_eq!(next_state(&mut c), PARAM_EXCHANGE);
+    c.write_all(&framed(
+        br#"{"tcp":true,"time":1,"parallel":1,"len":131072,"client_version":"3.12"}"#,
+    ))
+    .unwrap();
+    assert_eq!(next_state(&mut c), CREATE_STREAMS);
+    let mut d = raw_connection("127.0.0.1", port, cookie);
+    assert_eq!(next_state(&mut c), 1, "TEST_START");
+    assert_eq!(next_state(&mut c), 2, "TEST_RUNNING");
+    let block = vec![0u8; 65536];
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(1) {
+        d.write_all(&block).unwrap();
+    }
+    c.write_all(&[4]).unwrap(); // TEST_END
+    assert_eq!(next_state(&mut c), 13, "EXCHANGE_RESULTS");
+    c.write_all(&framed(results.as_bytes())).unwrap();
+    let mut len = [0u8; 4];
+    c.read_exact(&mut len).unwrap();
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    c.read_exact(&mut body).unwrap();
+    assert_eq!(next_state(&mut c), 14, "DISPLAY_RESULTS");
+    c.write_all(&[16]).unwrap(); // IPERF_DONE
+    serde_json::from_slice(&body).unwrap()
+}
+
+/// Every sample of a Prometheus text file is a finite number (and promtool, when
+/// installed, finds the file valid).
+fn assert_valid_textfile(path: &std::path::Path) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let samples: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .collect();
+    assert!(!samples.is_empty(), "{text}");
+    for l in samples {
+        let v: f64 = l.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(v.is_finite(), "{l}");
+    }
+    if on_path("promtool") {
+        let out = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(std::fs::File::open(path).unwrap())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "promtool: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// A client's result message is any JSON. One that claims an infinite test (start_time
+/// -1.7e308, end_time 1.7e308), more bytes than a stream can carry and absurd CPU does not
+/// stop a lab's server that writes metrics (`--clients 4 --textfile-dir`): what it keeps of
+/// those numbers is what the test could have done, its textfile stays valid, and it serves
+/// the next client. In a textfile directory other users can write (it says so when it
+/// starts), a directory one of them puts where the textfile goes costs that file only: the
+/// server says why it was not written and serves on.
+#[test]
+fn absurd_peer_results_and_a_planted_textfile_entry_do_not_stop_the_server() {
+    let port = free_port();
+    let p = port.to_string();
+    let dir = tempfile::tempdir().unwrap();
+    sh(&format!("chmod 1777 {}", dir.path().display()));
+    let mut s = headroom_cmd();
+    s.args(["bench", "net", "-s", "-p", &p, "-i", "0", "--clients", "4"])
+        .args(["--no-save", "--textfile-dir"])
+        .arg(dir.path());
+    let mut server = spawn(s);
+    let watch = StderrWatch::of(&mut server.0);
+    wait_listening(port);
+    let absurd = r#"{"cpu_util_total":1e308,"cpu_util_user":-1e308,"cpu_util_system":1e308,
+        "sender_has_retransmits":1,"streams":[{"id":1,"bytes":1.7e308,"retransmits":1e300,
+        "jitter":1e308,"errors":-5,"packets":1e308,"start_time":-1.7e308,"end_time":1.7e308}]}"#;
+    let ours = raw_test_with_results(port, &cookie_of("absurd"), absurd);
+    assert!(ours["streams"][0]["bytes"].as_u64().unwrap() > 0, "{ours}");
+    let prom = dir.path().join("headroom-net.prom");
+    let written = wait_until(Duration::from_secs(20), || prom.is_file());
+    assert!(server.0.try_wait().unwrap().is_none(), "{}", watch.text());
+    assert!(written, "no textfile: {}", watch.text());
+    assert_valid_textfile(&prom);
+    assert!(
+        watch.text().contains("other users can write"),
+        "{}",
+        watch.text()
+    );
+
+    // Another user's directory where the textfile goes.
+    std::fs::remove_file(&prom).unwrap();
+    let planted = match testsupport::process::as_nobody(std::path::Path::new("/bin/mkdir")) {
+        Some(mut mkdir) => mkdir.arg(&prom).status().unwrap().success(),
+        None => {
+            std::fs::create_dir(&prom).unwrap();
+            true
+        }
+    };
+    assert!(planted);
+    let out = loopback_client(port, "1", &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        watch.wait_for("is a directory", Duration::from_secs(20)),
+        "{}",
+        watch.text()
+    );
+    assert!(server.0.try_wait().unwrap().is_none(), "{}", watch.text());
+    assert!(prom.is_dir(), "the planted entry is left as it was");
+    // Once it is gone, the next test writes the textfile again.
+    std::fs::remove_dir(&prom).unwrap();
+    let out = loopback_client(port, "1", &[]);
+    assert!(out.status.success());
+    assert!(wait_until(Duration::from_secs(20), || prom.is_file()));
+    assert_valid_textfile(&prom);
+    assert!(server.0.try_wait().unwrap().is_none(), "{}", watch.text());
+}
+
+/// A connection that sends its cookie (the cookie of no running test) and nothing more,
+/// pending `PARAM_EXCHANGE`'s answer.
+fn cookie_only(host: &str, port: u16, tag: &str) -> TcpStream {
+    let mut c = raw_connection(host, port, &cookie_of(tag));
+    assert_eq!(next_state(&mut c), PARAM_EXCHANGE, "{tag}");
+    c
+}
+
+/// With credentials required, connections that send a cookie and nothing more take no
+/// test's place: with two of them open on a lab's server of two places (`--clients 2`),
+/// opened again before each run, an authorized client runs its tests. One address has at
+/// most 8 connections waiting for their parameters at once (the next is refused as busy);
+/// another address is not held up by them. A key of more than 4096 bits is refused when the
+/// server starts (each bad token costs one operation with it).
+#[test]
+fn peers_without_credentials_do_not_lock_out_authorized_users() {
+    if !may_run(on_path("openssl"), "openssl") {
+        return;
+    }
+    let keys = Credentials::new();
+    let port = free_port();
+    let p = port.to_string();
+    let mut s = headroom_cmd();
+    s.args(["bench", "net", "-s", "-p", &p, "-i", "0", "--clients", "2"])
+        .arg("--no-save")
+        .args(keys.server_flags());
+    let mut server = spawn(s);
+    let watch = StderrWatch::of(&mut server.0);
+    wait_listening(port);
+    for round in 0..3 {
+        let squatters: Vec<TcpStream> = (0..2)
+            .map(|i| cookie_only("127.0.0.1", port, &format!("squat{round}{i}")))
+            .collect();
+        let out = headroom()
+            .args([
+                "bench",
+                "net",
+                "127.0.0.1",
+                "-p",
+                &p,
+                "-t",
+                "1",
+                "--no-save",
+            ])
+            .args(keys.client_flags())
+            .env("IPERF3_PASSWORD", "rossi")
+            .timeout(Duration::from_secs(30))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "round {round}: {}\nserver: {}",
+            String::from_utf8_lossy(&out.stderr),
+            watch.text()
+        );
+        drop(squatters);
+    }
+    // Eight from one address wait for their parameters; the ninth is busy; ::1 is not.
+    let held: Vec<TcpStream> = (0..8)
+        .map(|i| cookie_only("127.0.0.1", port, &format!("many{i}")))
+        .collect();
+    let mut ninth = raw_connection("127.0.0.1", port, &cookie_of("ninth"));
+    assert_eq!(next_state(&mut ninth), ACCESS_DENIED);
+    let _other = cookie_only("::1", port, "other");
+    // A silent one is dropped soon, well before a test's 10 s set-up.
+    let mut first = held.into_iter().next().unwrap();
+    let t = Instant::now();
+    let mut rest = Vec::new();
+    let _ = first.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "{rest:?}");
+    assert!(t.elapsed() < Duration::from_secs(8), "{:?}", t.elapsed());
+    assert!(server.0.try_wait().unwrap().is_none(), "{}", watch.text());
+
+    let d = keys.dir.path().display();
+    sh(&format!("openssl genrsa -out {d}/big.pem 4160 2>/dev/null"));
+    let big = keys.path("big.pem");
+    let out = headroom()
+        .args(["bench", "net", "-s", "-p", &free_port().to_string()])
+        .args(["--rsa-private-key-path", &big])
+        .args(["--authorized-users-path", &keys.path("users.csv")])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("4160-bit key") && err.contains("at most 4096"),
+        "{err}"
+    );
+}
+
+/// An authentication token is accepted once: the same token sent again, also while the
+/// first test runs, is refused with iperf3's "test authorization failed" (142).
+#[test]
+fn a_replayed_token_is_refused() {
+    if !may_run(on_path("openssl"), "openssl") {
+        return;
+    }
+    let keys = Credentials::new();
+    let port = free_port();
+    let p = port.to_string();
+    let mut s = headroom_cmd();
+    s.args(["bench", "net", "-s", "-p", &p, "-i", "0", "--clients", "2"])
+        .arg("--no-save")
+        .args(keys.server_flags());
+    let _server = spawn(s);
+    wait_listening(port);
+    // A token as iperf3 3.12 makes it (iperf_auth.c): PKCS#1 v1.5 with the public key.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let token = Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "printf 'user: mario\\npwd:  rossi\\nts:   {now}' | openssl pkeyutl -encrypt \
+                 -pubin -inkey {} -pkeyopt rsa_padding_mode:pkcs1 | base64 -w0",
+                keys.path("public.pem")
+            ),
+        ])
+        .output()
+        .unwrap();
+    let token = String::from_utf8(token.stdout).unwrap();
+    let params = format!(r#"{{"tcp":true,"time":5,"authtoken":"{token}"}}"#);
+    let mut first = raw_connection("127.0.0.1", port, &cookie_of("first"));
+    assert_eq!(next_state(&mut first), PARAM_EXCHANGE);
+    first.write_all(&framed(params.as_bytes())).unwrap();
+    assert_eq!(
+        next_state(&mut first),
+        CREATE_STREAMS,
+        "the token works once"
+    );
+    let mut again = raw_connection("127.0.0.1", port, &cookie_of("again"));
+    assert_eq!(next_state(&mut again), PARAM_EXCHANGE);
+    again.write_all(&framed(params.as_bytes())).unwrap();
+    let mut answer = Vec::new();
+    let _ = again.read_to_end(&mut answer);
+    assert!(answer.len() >= 5, "{answer:?}");
+    assert_eq!(answer[0], SERVER_ERROR);
+    assert_eq!(i32::from_be_bytes(answer[1..5].try_into().unwrap()), 142);
+}

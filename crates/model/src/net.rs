@@ -223,6 +223,78 @@ impl CpuUse {
     }
 }
 
+/// Bounds on the numbers a peer's result message gives for one test: iperf3's result
+/// message is JSON, any number in any field (a start time of -1.7e308 and an end time of
+/// 1.7e308 make an infinite duration), and what headroom keeps of it must be what the test
+/// could physically have done in the time it took here.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PeerBounds {
+    /// Seconds the test took at this end, from its streams' start to the exchange of
+    /// results, with a second of margin for the two clocks' granularity.
+    elapsed_s: f64,
+}
+
+impl PeerBounds {
+    /// The fastest one stream can carry, bytes per second: 1.6 Tbit/s, the fastest Ethernet
+    /// (IEEE 802.3dj), and past what a loopback stream copies.
+    pub const MAX_STREAM_BYTES_PER_S: f64 = 200e9;
+    /// The smallest datagram a UDP stream sends, bytes (iperf3's header: a 32-bit sequence
+    /// number and a timestamp, 12 B).
+    pub const MIN_DATAGRAM: f64 = 12.0;
+    /// The most CPU a process can use, percent of one CPU: 100 % of each of Linux's most
+    /// CPUs (CONFIG_NR_CPUS is at most 8192, arch/x86/Kconfig).
+    pub const MAX_CPU_PERCENT: f64 = 100.0 * 8192.0;
+
+    /// The bounds of a test whose streams ran `elapsed_s` seconds here.
+    pub fn new(elapsed_s: f64) -> PeerBounds {
+        let e = if elapsed_s.is_finite() {
+            elapsed_s.max(0.0)
+        } else {
+            0.0
+        };
+        PeerBounds { elapsed_s: e + 1.0 }
+    }
+
+    /// The seconds from `start` to `end`: at least 0, at most the test's time.
+    pub fn seconds(&self, start: f64, end: f64) -> f64 {
+        let d = end - start;
+        if d.is_nan() {
+            0.0
+        } else {
+            d.clamp(0.0, self.elapsed_s)
+        }
+    }
+
+    /// A stream's bytes: at most what it could carry at [`Self::MAX_STREAM_BYTES_PER_S`].
+    pub fn bytes(&self, bytes: u64) -> u64 {
+        bytes.min((self.elapsed_s * Self::MAX_STREAM_BYTES_PER_S) as u64)
+    }
+
+    /// A stream's packets, losses or retransmits: at most the datagrams of
+    /// [`Self::MIN_DATAGRAM`] bytes it could carry.
+    pub fn count(&self, n: u64) -> u64 {
+        n.min((self.elapsed_s * Self::MAX_STREAM_BYTES_PER_S / Self::MIN_DATAGRAM) as u64)
+    }
+
+    /// A jitter, ms: at least 0, at most the test's time.
+    pub fn jitter_ms(&self, ms: f64) -> f64 {
+        if ms.is_nan() {
+            0.0
+        } else {
+            ms.clamp(0.0, self.elapsed_s * 1e3)
+        }
+    }
+
+    /// A CPU use, percent: at least 0, at most [`Self::MAX_CPU_PERCENT`].
+    pub fn cpu_percent(&self, p: f64) -> f64 {
+        if p.is_nan() {
+            0.0
+        } else {
+            p.clamp(0.0, Self::MAX_CPU_PERCENT)
+        }
+    }
+}
+
 /// Which end of the test headroom was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -693,6 +765,25 @@ mod tests {
             ip: IpVersion::V4,
             transport: Transport::Tcp { timestamps: ts },
         }
+    }
+
+    #[test]
+    fn a_peers_numbers_are_bounded_by_what_the_test_could_do() {
+        let b = PeerBounds::new(10.0);
+        assert_eq!(b.seconds(-1.7e308, 1.7e308), 11.0);
+        assert_eq!(b.seconds(0.0, 10.0), 10.0);
+        assert_eq!(b.seconds(5.0, 1.0), 0.0);
+        assert_eq!(b.seconds(f64::NAN, 1.0), 0.0);
+        assert_eq!(b.bytes(u64::MAX), 2_200_000_000_000);
+        assert_eq!(b.bytes(1_000), 1_000);
+        assert!(b.count(u64::MAX) < u64::MAX / 1000);
+        assert_eq!(b.jitter_ms(f64::INFINITY), 11_000.0);
+        assert_eq!(b.cpu_percent(-1.0), 0.0);
+        assert_eq!(b.cpu_percent(f64::MAX), PeerBounds::MAX_CPU_PERCENT);
+        // The most streams a test has, each at its bound for a day: their sum fits.
+        let day = PeerBounds::new(86_400.0 * 2.0);
+        assert!((day.bytes(u64::MAX) as u128) * 256 < u128::from(u64::MAX));
+        assert_eq!(PeerBounds::new(f64::INFINITY).seconds(0.0, 1e9), 1.0);
     }
 
     #[test]

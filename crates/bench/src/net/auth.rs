@@ -24,12 +24,26 @@ use super::proto::ProtoError;
 use base64::Engine as _;
 use rsa::pkcs1::DecodeRsaPrivateKey;
 use rsa::pkcs8::{DecodePrivateKey, DecodePublicKey};
+use rsa::traits::PublicKeyParts;
 use rsa::{Pkcs1v15Encrypt, RsaPrivateKey, RsaPublicKey};
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// iperf3's default `--time-skew-threshold`, seconds (iperf_api.c).
 pub const DEFAULT_SKEW_S: u32 = 10;
+/// How far a token's time may be ahead of this server's clock, seconds: the time is in
+/// whole seconds, so a client whose clock agrees with this one's to the millisecond can
+/// still be a second ahead. A token from further in the future would stay valid longer than
+/// the skew threshold after it was made.
+pub const MAX_AHEAD_S: i64 = 2;
+/// The largest server key, bits: each token a peer sends costs one private-key operation,
+/// about 8 times the CPU of a 4096-bit key's for an 8192-bit one (80 ms on a 2 GHz core).
+pub const MAX_KEY_BITS: usize = 4096;
+/// The accepted tokens a server remembers (each until its time is past the skew threshold):
+/// a bound on memory whatever the threshold; past it, a token is refused until some expire.
+const MAX_REMEMBERED: usize = 65_536;
 /// The largest key or users file read (a key file is a few kB).
 const MAX_FILE: u64 = 1 << 20;
 /// The environment variable a client's password comes from, as iperf3 reads it.
@@ -131,6 +145,9 @@ pub struct ServerAuth {
     key: RsaPrivateKey,
     users: PathBuf,
     skew_s: u32,
+    /// The tokens accepted (their SHA-256) and the time each stops being valid: a token is
+    /// accepted once, so one seen on the wire cannot be used again.
+    accepted: Arc<Mutex<HashMap<[u8; 32], i64>>>,
 }
 
 /// What a decrypted token says.
@@ -180,6 +197,15 @@ impl ServerAuth {
                     private_key.display()
                 )
             })?;
+        let bits = key.size() * 8;
+        if bits > MAX_KEY_BITS {
+            return Err(format!(
+                "{} is a {bits}-bit key: give one of at most {MAX_KEY_BITS} bits (`openssl \
+                 genrsa -out private.pem 4096`), as every token a client sends costs this \
+                 server one operation with it",
+                private_key.display()
+            ));
+        }
         read_small(users, "authorized users file")?;
         if skew_s == 0 {
             return Err("--time-skew-threshold must be at least 1 second".into());
@@ -188,6 +214,7 @@ impl ServerAuth {
             key,
             users: users.to_path_buf(),
             skew_s,
+            accepted: Arc::default(),
         })
     }
 
@@ -203,6 +230,15 @@ impl ServerAuth {
         let sealed = base64::engine::general_purpose::STANDARD
             .decode(token.trim())
             .map_err(|_| refuse("the token is not base64"))?;
+        // A PKCS#1 ciphertext is as long as the key: anything else is refused before the
+        // private key is used.
+        if sealed.len() != self.key.size() {
+            return Err(refuse(&format!(
+                "the token is {} bytes where this server's key makes {}",
+                sealed.len(),
+                self.key.size()
+            )));
+        }
         let text = self
             .key
             .decrypt_blinded(&mut rand_core::OsRng, Pkcs1v15Encrypt, &sealed)
@@ -211,11 +247,18 @@ impl ServerAuth {
             .ok()
             .and_then(parse_plaintext)
             .ok_or_else(|| refuse("the token is not iperf3's user/pwd/ts text"))?;
-        if (now - c.ts).abs() > i64::from(self.skew_s) {
+        let skew = i64::from(self.skew_s);
+        if now.saturating_sub(c.ts) > skew {
             return Err(refuse(&format!(
-                "the token's time is {} s from this server's (at most {} s allowed)",
-                now - c.ts,
-                self.skew_s
+                "the token's time is {} s behind this server's (at most {skew} s allowed)",
+                now.saturating_sub(c.ts)
+            )));
+        }
+        if c.ts.saturating_sub(now) > MAX_AHEAD_S {
+            return Err(refuse(&format!(
+                "the token's time is {} s ahead of this server's (at most {MAX_AHEAD_S} s \
+                 allowed: set the client's clock)",
+                c.ts.saturating_sub(now)
             )));
         }
         let hash = password_hash(&c.user, &c.password);
@@ -229,11 +272,32 @@ impl ServerAuth {
             let mut fields = line.split(',').filter(|f| !f.is_empty());
             fields.next() == Some(c.user.as_str()) && fields.next() == Some(hash.as_str())
         });
-        if known {
-            Ok(())
-        } else {
-            Err(refuse("unknown user or wrong password"))
+        if !known {
+            return Err(refuse("unknown user or wrong password"));
         }
+        self.remember(&sealed, c.ts.saturating_add(skew), now)
+            .map_err(|e| refuse(&e))
+    }
+
+    /// Accept the token `sealed` once: refused when it was accepted before and has not
+    /// expired (a replay, also of two copies sent at once), or when too many are
+    /// remembered. It is remembered until `expires` (Unix seconds).
+    fn remember(&self, sealed: &[u8], expires: i64, now: i64) -> Result<(), String> {
+        let id: [u8; 32] = Sha256::digest(sealed).into();
+        let mut seen = self.accepted.lock().unwrap_or_else(PoisonError::into_inner);
+        seen.retain(|_, &mut until| until >= now);
+        if seen.contains_key(&id) {
+            return Err("the token was already used (a token is accepted once)".into());
+        }
+        if seen.len() >= MAX_REMEMBERED {
+            return Err(format!(
+                "{MAX_REMEMBERED} tests were authorized within the last {} s: try again \
+                 shortly",
+                self.skew_s
+            ));
+        }
+        seen.insert(id, expires);
+        Ok(())
     }
 }
 
@@ -249,6 +313,86 @@ mod tests {
             password_hash("mario", "rossi"),
             "bf7a49a846d44b454a5d11e7acfaf13d138bbe0b7483aa3e050879700572709b"
         );
+    }
+
+    /// A server and a client of one 1024-bit key (small: only the protocol is tested), with
+    /// `mario`/`rossi` authorized.
+    fn pair(dir: &Path) -> (ServerAuth, ClientAuth) {
+        let key = RsaPrivateKey::new(&mut rand_core::OsRng, 1024).unwrap();
+        let users = dir.join("users.csv");
+        std::fs::write(
+            &users,
+            format!("mario,{}\n", password_hash("mario", "rossi")),
+        )
+        .unwrap();
+        let client = ClientAuth {
+            key: key.to_public_key(),
+            user: "mario".into(),
+            password: "rossi".into(),
+        };
+        let server = ServerAuth {
+            key,
+            users,
+            skew_s: DEFAULT_SKEW_S,
+            accepted: Arc::default(),
+        };
+        (server, client)
+    }
+
+    /// A token seen on the wire cannot be used again while it is valid, not even by two
+    /// copies sent at once; two tokens of one user made in the same second are two tests.
+    #[test]
+    fn a_token_is_accepted_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (server, client) = pair(dir.path());
+        let now = 1_700_000_000;
+        let t = client.token_at(now).unwrap();
+        server.check_at(Some(&t), now).unwrap();
+        let again = server.check_at(Some(&t), now + 1).unwrap_err().to_string();
+        assert!(again.contains("already used"), "{again}");
+        server
+            .check_at(Some(&client.token_at(now).unwrap()), now + 1)
+            .unwrap();
+        // Eight copies of one token at once: one test.
+        let t = client.token_at(now).unwrap();
+        let accepted = std::thread::scope(|sc| {
+            let runs: Vec<_> = (0..8)
+                .map(|_| sc.spawn(|| server.check_at(Some(&t), now + 2).is_ok()))
+                .collect();
+            runs.into_iter()
+                .map(|r| r.join().unwrap())
+                .filter(|&ok| ok)
+                .count()
+        });
+        assert_eq!(accepted, 1);
+    }
+
+    /// A token's time may be up to the skew threshold behind this server's clock, and at
+    /// most [`MAX_AHEAD_S`] ahead of it.
+    #[test]
+    fn a_token_from_the_future_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (server, client) = pair(dir.path());
+        let now = 1_700_000_000;
+        for (ts, ok) in [
+            (now + 9, false),
+            (now + 3, false),
+            (now + 2, true),
+            (now - 10, true),
+            (now - 11, false),
+        ] {
+            let r = server.check_at(Some(&client.token_at(ts).unwrap()), now);
+            assert_eq!(r.is_ok(), ok, "{} s: {r:?}", ts - now);
+        }
+        let e = server
+            .check_at(Some(&client.token_at(now + 9).unwrap()), now)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("9 s ahead"), "{e}");
+        // Not the length of this key's ciphertext: refused before decrypting.
+        let short = base64::engine::general_purpose::STANDARD.encode([7u8; 100]);
+        let e = server.check_at(Some(&short), now).unwrap_err().to_string();
+        assert!(e.contains("100 bytes"), "{e}");
     }
 
     #[test]

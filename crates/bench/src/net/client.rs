@@ -305,20 +305,18 @@ pub fn run_client(
         .map_err(|e| NetError::Setup(e.to_string()))?;
     ctrl.set_read_timeout(Some(CONTROL_TIMEOUT))
         .map_err(|e| NetError::Setup(e.to_string()))?;
-    // The cookie first, as iperf_connect sends it right after connecting: a server drops a
-    // connection without one after a few seconds (headroom's after 3 s), and what the
-    // Connected event starts (the samplers of the interface's device) took longer than that
-    // on an emulated aarch64 board. They still start before any stream sends.
+    // The cookie first, as iperf_connect sends it right after connecting, and the
+    // parameters as soon as they are asked for: a server drops a connection without them
+    // after a few seconds (headroom's after 3 s for the cookie and 5 s for the parameters),
+    // and what the Connected event starts (the samplers of the interface's device) took
+    // longer than that on an emulated aarch64 board. They start once the parameters are
+    // sent, still before any stream sends.
     let cookie = proto::make_cookie();
     ctrl.write_all(&cookie)
         .map_err(|e| ctrl_err(&peer)(e.into()))?;
     let start = test_start(&cookie);
     let interface = test_interface(local.ip(), addr.ip());
-    progress(Event::Connected {
-        peer: &peer,
-        local,
-        interface: interface.as_deref(),
-    });
+    let mut connected = false;
 
     let mut pending = None;
     let mut run = None;
@@ -331,6 +329,13 @@ pub fn run_client(
             State::ParamExchange => {
                 proto::write_json(&mut ctrl, &params_of(cfg)?.to_json())
                     .map_err(ctrl_err(&peer))?;
+                if !std::mem::replace(&mut connected, true) {
+                    progress(Event::Connected {
+                        peer: &peer,
+                        local,
+                        interface: interface.as_deref(),
+                    });
+                }
             }
             State::CreateStreams => pending = Some(create_streams(cfg, &addr, &cookie)?),
             State::TestStart => {}
@@ -498,14 +503,10 @@ fn measurement(
     stopped_by: NetStop,
 ) -> Result<NetMeasurement, String> {
     let mut streams = s.results();
-    let cpu_peer = theirs.map(|r| model::net::CpuUse {
-        total_percent: r.cpu_util_total,
-        user_percent: r.cpu_util_user,
-        system_percent: r.cpu_util_system,
-        wall_s: s.cpu().wall_s,
-    });
+    let bounds = s.peer_bounds();
+    let cpu_peer = theirs.map(|r| session::peer_cpu(r, &bounds, s.cpu().wall_s));
     if let Some(r) = theirs {
-        session::merge_peer(&mut streams, r, cfg.test.protocol)?;
+        session::merge_peer(&mut streams, r, cfg.test.protocol, &bounds)?;
     }
     Ok(NetMeasurement {
         role: Role::Client,

@@ -2,11 +2,18 @@
 //! connects meanwhile gets ACCESS_DENIED, as from iperf3. A client that misbehaves ends only
 //! its own test: [`Server::serve_one`] returns an error and the listener stays.
 //!
+//! A test's place is taken only once its client is admitted: the thread that owns the
+//! listener reads each connection's cookie, asks a connection with a new cookie for its
+//! parameters (PARAM_EXCHANGE), and reads and checks them (and the credentials, when the
+//! server asks for them) under [`PARAMS_TIMEOUT`], at most [`MAX_ASKING_PER_ADDRESS`]
+//! connections of one address at once. A peer that sends a cookie and nothing more, or bad
+//! credentials, holds no test's place.
+//!
 //! With [`ServerConfig::clients`] above 1 (a lab's server), up to that many tests run at
-//! once, each in its own thread with its own streams and result: the caller's thread owns
-//! the listener, reads each connection's cookie and hands it to the test it belongs to (a
-//! new cookie starts a test while there is room, else ACCESS_DENIED); the streams of all
-//! tests together are bounded by [`MAX_TOTAL_STREAMS`].
+//! once, each in its own thread with its own streams and result: the caller's thread hands
+//! each data connection to the test its cookie belongs to, and starts an admitted test while
+//! there is room (else ACCESS_DENIED); the streams of all tests together are bounded by
+//! [`MAX_TOTAL_STREAMS`].
 
 use super::proto::{self, Params, ProtoError, Results, State};
 use super::session::{self, PendingStream, Session};
@@ -40,6 +47,12 @@ pub struct Server {
     inner: Arc<Listening>,
     /// With more than one client at once: the tests running and what they report.
     pool: Option<Pool>,
+    /// The connections heard and not yet admitted, kept from one call of
+    /// [`Server::serve_one`] to the next.
+    arrivals: Mutex<Arrivals>,
+    /// Clients refused after their parameters (refused credentials, parameters iperf3
+    /// refuses), each returned by a call of [`Server::serve_one`].
+    refused: Mutex<Vec<NetError>>,
 }
 
 /// The listening socket and the configuration every test of a server shares.
@@ -133,7 +146,6 @@ struct Pool {
     /// Set when the caller's stop flag is: every test ends (as on iperf3's SIGINT).
     stop: Arc<AtomicBool>,
     tests: Mutex<Vec<Live>>,
-    arrivals: Mutex<Arrivals>,
     reports: Mutex<Receiver<Report>>,
     report: Sender<Report>,
     /// Tests started whose result was not yet returned.
@@ -160,6 +172,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// How long a new connection may take to send its 37-byte cookie before it is dropped (a
 /// stock client sends it right after connecting; idle connections must not hold the server).
 pub const COOKIE_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long a connection that asked for a new test (its cookie is no running test's) may
+/// take to send its parameters and credentials once asked (PARAM_EXCHANGE): a stock client
+/// sends them at once (headroom clients of earlier versions started their samplers first,
+/// which took over 3 s on an emulated board); until they are read and accepted it takes
+/// no test's slot.
+pub const PARAMS_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections from one address asked for their parameters at once: past it, that
+/// address's next connection is refused as busy (peers that send a cookie and nothing more
+/// hold no more than this many places, and none of another address's).
+pub const MAX_ASKING_PER_ADDRESS: usize = 8;
 /// Connections heard at once while no test runs; past it the oldest is dropped.
 const MAX_WAITING: usize = 64;
 /// How often a waiting server looks at its stop flag.
@@ -252,6 +274,8 @@ impl Server {
                     return Ok(Server {
                         inner: Arc::new(Listening { listener, cfg }),
                         pool,
+                        arrivals: Mutex::new(Arrivals::default()),
+                        refused: Mutex::new(Vec::new()),
                     });
                 }
                 Err(e) => {
@@ -299,8 +323,11 @@ impl Server {
         if let Some(pool) = &self.pool {
             return self.serve_next(pool, interrupt, on_event);
         }
-        let mut arrivals = Arrivals::default();
-        let (ctrl, peer_addr, cookie) = loop {
+        let mut arrivals = lock(&self.arrivals);
+        let admitted = loop {
+            if let Some(e) = self.next_refused() {
+                return Err(e);
+            }
             if interrupt.load(Ordering::Relaxed) {
                 return Ok(None);
             }
@@ -314,12 +341,26 @@ impl Server {
             if ready[0] {
                 arrivals.accept(&self.inner.listener);
             }
-            let mut done = arrivals.read(&ready[1..]);
+            let mut admitted = None;
+            for heard in arrivals.read(&ready[1..]) {
+                match heard {
+                    Heard::Cookie(conn) => self.ask(&mut arrivals, conn, on_event),
+                    Heard::Params(conn, frame) => match self.admit(conn, frame) {
+                        Some(a) if admitted.is_none() => admitted = Some(a),
+                        // A second client admitted in the same moment: the first one runs.
+                        Some((s, from, ..)) => {
+                            deny(s);
+                            on_event(Event::Denied {
+                                peer: from.to_string(),
+                            });
+                        }
+                        None => {}
+                    },
+                }
+            }
             arrivals.expire(Instant::now());
-            if !done.is_empty() {
-                let first = done.remove(0);
-                let others = done.into_iter().map(|(s, from, _)| (s, from));
-                for (s, from) in others.chain(arrivals.take_all()) {
+            if let Some(first) = admitted {
+                for (s, from) in arrivals.take_all() {
                     deny(s);
                     on_event(Event::Denied {
                         peer: from.to_string(),
@@ -328,10 +369,54 @@ impl Server {
                 break first;
             }
         };
-        let peer = peer_addr.to_string();
+        drop(arrivals);
         self.inner
-            .run_test(ctrl, &peer, cookie, interrupt, on_event, None)
+            .run_test(admitted, interrupt, on_event, None)
             .map(Some)
+    }
+
+    fn next_refused(&self) -> Option<NetError> {
+        let mut r = lock(&self.refused);
+        (!r.is_empty()).then(|| r.remove(0))
+    }
+
+    /// Ask a connection that wants a new test for its parameters, or refuse it as busy when
+    /// its address has too many asked already.
+    fn ask(&self, arrivals: &mut Arrivals, conn: Identified, on_event: OnEvent<'_>) {
+        let from = conn.1;
+        if let Err(s) = arrivals.ask(conn) {
+            deny(s);
+            on_event(Event::Denied {
+                peer: from.to_string(),
+            });
+        }
+    }
+
+    /// A new test's parameters, checked (with the credentials when the server asks for
+    /// them): the connection and its parameters, or `None` when it was refused (told so,
+    /// and the refusal kept for [`Self::serve_one`] to return).
+    fn admit(
+        &self,
+        (ctrl, from, cookie): Identified,
+        frame: Result<Vec<u8>, ProtoError>,
+    ) -> Option<Admitted> {
+        let checked =
+            frame
+                .and_then(|f| Params::parse(&f))
+                .and_then(|p| match &self.inner.cfg.auth {
+                    Some(a) => a.check(p.authtoken.as_deref()).map(|()| p),
+                    None => Ok(p),
+                });
+        match checked {
+            Ok(p) => Some((ctrl, from, cookie, p)),
+            Err(e) => {
+                refuse(&ctrl, &e);
+                lock(&self.refused).push(NetError::Peer(format!(
+                    "the client {from} was refused: {e}"
+                )));
+                None
+            }
+        }
     }
 
     /// [`Self::serve_one`] of a server with several clients: hear every connection and route
@@ -344,9 +429,12 @@ impl Server {
         on_event: OnEvent<'_>,
     ) -> Result<Option<NetMeasurement>, NetError> {
         let reports = lock(&pool.reports);
-        let mut arrivals = lock(&pool.arrivals);
+        let mut arrivals = lock(&self.arrivals);
         let mut tests = lock(&pool.tests);
         loop {
+            if let Some(e) = self.next_refused() {
+                return Err(e);
+            }
             if interrupt.load(Ordering::Relaxed) {
                 pool.stop.store(true, Ordering::Relaxed);
             }
@@ -392,31 +480,64 @@ impl Server {
             if ready[0] {
                 arrivals.accept(&self.inner.listener);
             }
-            for (s, from, cookie) in arrivals.read(&ready[1..]) {
-                self.route(pool, &mut tests, (s, from, cookie), on_event);
+            for heard in arrivals.read(&ready[1..]) {
+                match heard {
+                    Heard::Cookie(conn) => {
+                        self.route(pool, &mut tests, &mut arrivals, conn, on_event)
+                    }
+                    Heard::Params(conn, frame) => {
+                        if let Some(a) = self.admit(conn, frame) {
+                            self.start(pool, &mut tests, a, on_event);
+                        }
+                    }
+                }
             }
             arrivals.expire(Instant::now());
         }
     }
 
-    /// A connection with its cookie: to its test, or a new test while there is room, or
-    /// refused as busy.
-    fn route(&self, pool: &Pool, tests: &mut Vec<Live>, conn: Identified, on_event: OnEvent<'_>) {
+    /// A connection with its cookie: to its test, or asked for a new test's parameters
+    /// while there is room, or refused as busy.
+    fn route(
+        &self,
+        pool: &Pool,
+        tests: &mut [Live],
+        arrivals: &mut Arrivals,
+        conn: Identified,
+        on_event: OnEvent<'_>,
+    ) {
         let (s, from, cookie) = conn;
+        if let Some(t) = tests.iter().find(|t| t.cookie == cookie) {
+            // A test past opening its streams has dropped its receiver.
+            if let Err(mpsc::SendError(s)) = t.streams.send(s) {
+                deny(s);
+                on_event(Event::Denied {
+                    peer: from.to_string(),
+                });
+            }
+            return;
+        }
+        if tests.len() >= pool.clients {
+            deny(s);
+            on_event(Event::Denied {
+                peer: from.to_string(),
+            });
+            return;
+        }
+        self.ask(arrivals, (s, from, cookie), on_event);
+    }
+
+    /// Start an admitted test in its own thread while there is room, else refuse it as
+    /// busy.
+    fn start(&self, pool: &Pool, tests: &mut Vec<Live>, admitted: Admitted, on_event: OnEvent<'_>) {
+        let (s, from, cookie, params) = admitted;
         let denied = |on_event: OnEvent<'_>| {
             on_event(Event::Denied {
                 peer: from.to_string(),
             })
         };
-        if let Some(t) = tests.iter().find(|t| t.cookie == cookie) {
-            // A test past opening its streams has dropped its receiver.
-            if let Err(mpsc::SendError(s)) = t.streams.send(s) {
-                deny(s);
-                denied(on_event);
-            }
-            return;
-        }
-        if tests.len() >= pool.clients {
+        // Two connections with one cookie both asked: the second is no test.
+        if tests.len() >= pool.clients || tests.iter().any(|t| t.cookie == cookie) {
             deny(s);
             denied(on_event);
             return;
@@ -432,11 +553,8 @@ impl Server {
         let spawned = std::thread::Builder::new()
             .name("net-test".into())
             .spawn(move || {
-                let peer = from.to_string();
                 let r = inner.run_test(
-                    s,
-                    &peer,
-                    cookie,
+                    (s, from, cookie, params),
                     &stop,
                     &mut |e: Event<'_>| {
                         if let Event::Connected { peer, local, .. } = e {
@@ -482,7 +600,6 @@ impl Pool {
             }),
             stop: Arc::new(AtomicBool::new(false)),
             tests: Mutex::new(Vec::new()),
-            arrivals: Mutex::new(Arrivals::default()),
             reports: Mutex::new(reports),
             report,
             unreturned: std::sync::atomic::AtomicUsize::new(0),
@@ -506,18 +623,18 @@ fn deny_waiting(listener: &TcpListener, on_event: OnEvent<'_>) {
 }
 
 impl Listening {
-    /// One test on the control connection `ctrl`. `routed`: a test of a server with several
-    /// clients, which gets its data connections from the serving thread and refuses nobody
-    /// (without it, the test owns the listener and refuses newcomers as busy).
+    /// One test on the control connection of an admitted client. `routed`: a test of a
+    /// server with several clients, which gets its data connections from the serving thread
+    /// and refuses nobody (without it, the test owns the listener and refuses newcomers as
+    /// busy).
     fn run_test(
         &self,
-        ctrl: TcpStream,
-        peer: &str,
-        cookie: [u8; proto::COOKIE_SIZE],
+        (ctrl, from, cookie, params): Admitted,
         interrupt: &AtomicBool,
         on_event: OnEvent<'_>,
         routed: Option<Routed>,
     ) -> Result<NetMeasurement, NetError> {
+        let peer = &from.to_string();
         let listener = routed.is_none().then_some(&self.listener);
         let shared = routed.as_ref().map(|r| Arc::clone(&r.shared));
         let mut routed_streams = routed.map(|r| r.streams);
@@ -556,23 +673,6 @@ impl Listening {
             listener,
             until: setup_until,
             interrupt,
-        };
-        proto::write_state(&mut ctl.writer(), State::ParamExchange).map_err(cerr)?;
-        let parsed = proto::read_frame_within(&mut ctl.reader(on_event), proto::MAX_PARAMS_JSON)
-            .and_then(|f| Params::parse(&f))
-            .and_then(|p| match &self.cfg.auth {
-                Some(a) => a.check(p.authtoken.as_deref()).map(|()| p),
-                None => Ok(p),
-            });
-        let params = match parsed {
-            Ok(p) => p,
-            Err(e) => {
-                refuse(&ctrl, &e);
-                return Err(match e {
-                    ProtoError::Io(_) | ProtoError::Closed => cerr(e),
-                    e => NetError::Peer(format!("the client {peer} was refused: {e}")),
-                });
-            }
         };
         let config = config_of(&params);
         let wanted = streams_in_order(config.direction, config.streams).len() as u32;
@@ -733,6 +833,7 @@ impl Listening {
             }
         };
         let mut streams = s.results();
+        let bounds = s.peer_bounds();
         let mut theirs = None;
         if stopped == NetStop::Completed {
             ctl.until = (Instant::now() + CONTROL_TIMEOUT).min(session_until);
@@ -750,7 +851,8 @@ impl Listening {
             // IPERF_DONE, or the client just closes.
             ctl.until = (Instant::now() + Duration::from_secs(2)).min(session_until);
             let _ = proto::read_state(&mut ctl.reader(on_event));
-            session::merge_peer(&mut streams, &r, config.protocol).map_err(NetError::Peer)?;
+            session::merge_peer(&mut streams, &r, config.protocol, &bounds)
+                .map_err(NetError::Peer)?;
             theirs = Some(r);
         }
         let wall = s.cpu().wall_s;
@@ -763,12 +865,7 @@ impl Listening {
             peer_version: params.client_version,
             streams,
             cpu_local: s.cpu(),
-            cpu_peer: theirs.as_ref().map(|r| model::net::CpuUse {
-                total_percent: r.cpu_util_total,
-                user_percent: r.cpu_util_user,
-                system_percent: r.cpu_util_system,
-                wall_s: wall,
-            }),
+            cpu_peer: theirs.as_ref().map(|r| session::peer_cpu(r, &bounds, wall)),
             congestion_local: s.congestion(),
             congestion_peer: theirs.and_then(|r| r.congestion_used),
             interval_s: self.cfg.interval.as_secs_f64(),
@@ -867,7 +964,11 @@ impl Listening {
                 if let (true, Some(l)) = (listener_ready, listener) {
                     arrivals.accept(l);
                 }
-                for (s, from, c) in arrivals.read(&ready) {
+                // Data connections only send their cookie: none here is asked for more.
+                let cookies = arrivals.read(&ready).into_iter().map(|h| match h {
+                    Heard::Cookie(c) | Heard::Params(c, _) => c,
+                });
+                for (s, from, c) in cookies {
                     if c[..] == cookie[..] && socks.len() < plan.len() {
                         socks.push(s);
                     } else {
@@ -1043,8 +1144,12 @@ impl Read for PatientRead<'_> {
     }
 }
 
-/// Connections accepted and not yet known by their cookie (non-blocking, read as their bytes
-/// come): at most [`MAX_WAITING`] at once, each for at most [`COOKIE_TIMEOUT`].
+/// Connections accepted and not yet admitted (non-blocking, read as their bytes come): at
+/// most [`MAX_WAITING`] at once. Each first sends its cookie, within [`COOKIE_TIMEOUT`]; one
+/// that asks for a new test is then sent PARAM_EXCHANGE ([`Arrivals::ask`]) and has
+/// [`PARAMS_TIMEOUT`] to send its parameters (and credentials), at most
+/// [`MAX_ASKING_PER_ADDRESS`] at once from one address. A test's slot is only taken once
+/// they are read and accepted, so a peer that stops after its cookie holds no one up.
 #[derive(Default)]
 struct Arrivals {
     waiting: Vec<Arrival>,
@@ -1053,16 +1158,61 @@ struct Arrivals {
 struct Arrival {
     sock: TcpStream,
     from: SocketAddr,
+    /// When it was accepted, or asked for its parameters.
     since: Instant,
     got: Vec<u8>,
+    /// Its cookie, once it was asked for its parameters.
+    asking: Option<[u8; proto::COOKIE_SIZE]>,
+}
+
+impl Arrival {
+    fn deadline(&self) -> Instant {
+        self.since
+            + if self.asking.is_some() {
+                PARAMS_TIMEOUT
+            } else {
+                COOKIE_TIMEOUT
+            }
+    }
+
+    /// How many more bytes it must send: the rest of its cookie, or of its framed
+    /// parameters (their length first). `Err`: a length past [`proto::MAX_PARAMS_JSON`].
+    fn wanted(&self) -> Result<usize, ProtoError> {
+        if self.asking.is_none() {
+            return Ok(proto::COOKIE_SIZE - self.got.len());
+        }
+        match self.got.get(..4) {
+            None => Ok(4 - self.got.len()),
+            Some(len) => {
+                let mut l = [0u8; 4];
+                l.copy_from_slice(len);
+                let n = u32::from_be_bytes(l);
+                if n > proto::MAX_PARAMS_JSON {
+                    return Err(ProtoError::TooLong(n, proto::MAX_PARAMS_JSON));
+                }
+                Ok(4 + n as usize - self.got.len())
+            }
+        }
+    }
 }
 
 /// A connection with its whole cookie: the socket, its peer and the cookie.
 type Identified = (TcpStream, SocketAddr, [u8; proto::COOKIE_SIZE]);
 
+/// A connection admitted to a new test, with its parameters.
+type Admitted = (TcpStream, SocketAddr, [u8; proto::COOKIE_SIZE], Params);
+
+/// What a waiting connection completed.
+enum Heard {
+    /// Its cookie.
+    Cookie(Identified),
+    /// Asked for its parameters: their frame, or why it cannot be read.
+    Params(Identified, Result<Vec<u8>, ProtoError>),
+}
+
 impl Arrivals {
-    /// Take the connections the listener holds; past [`MAX_WAITING`] the oldest waiting one
-    /// is dropped for each new one.
+    /// Take the connections the listener holds; past [`MAX_WAITING`] the oldest one still
+    /// sending its cookie (else the oldest) is dropped for each new one.
     fn accept(&mut self, l: &TcpListener) {
         for _ in 0..MAX_WAITING {
             let Ok((sock, from)) = l.accept() else {
@@ -1072,15 +1222,49 @@ impl Arrivals {
                 continue;
             }
             if self.waiting.len() >= MAX_WAITING {
-                self.waiting.remove(0);
+                let oldest = self
+                    .waiting
+                    .iter()
+                    .position(|a| a.asking.is_none())
+                    .unwrap_or(0);
+                self.waiting.remove(oldest);
             }
             self.waiting.push(Arrival {
                 sock,
                 from,
                 since: Instant::now(),
                 got: Vec::with_capacity(proto::COOKIE_SIZE),
+                asking: None,
             });
         }
+    }
+
+    /// Ask a connection that sent the cookie of no running test for its parameters
+    /// (PARAM_EXCHANGE); given back when its address already has [`MAX_ASKING_PER_ADDRESS`]
+    /// connections asked (to be refused as busy).
+    fn ask(&mut self, (sock, from, cookie): Identified) -> Result<(), TcpStream> {
+        let asked = self
+            .waiting
+            .iter()
+            .filter(|a| a.asking.is_some() && a.from.ip() == from.ip())
+            .count();
+        if asked >= MAX_ASKING_PER_ADDRESS {
+            return Err(sock);
+        }
+        // One byte into an empty send buffer: a failure means the peer is gone.
+        if (&sock)
+            .write_all(&[State::ParamExchange.byte() as u8])
+            .is_ok()
+        {
+            self.waiting.push(Arrival {
+                sock,
+                from,
+                since: Instant::now(),
+                got: Vec::new(),
+                asking: Some(cookie),
+            });
+        }
+        Ok(())
     }
 
     fn fds(&self) -> Vec<i32> {
@@ -1088,12 +1272,13 @@ impl Arrivals {
     }
 
     fn next_expiry(&self) -> Option<Instant> {
-        self.waiting.iter().map(|a| a.since + COOKIE_TIMEOUT).min()
+        self.waiting.iter().map(Arrival::deadline).min()
     }
 
     /// Read what the connections marked ready in `ready` (in [`Self::fds`]' order) sent;
-    /// the ones whose cookie is whole leave the set, in order. Closed ones are dropped.
-    fn read(&mut self, ready: &[bool]) -> Vec<Identified> {
+    /// the ones that completed their cookie or their parameters leave the set, in order.
+    /// Closed ones are dropped.
+    fn read(&mut self, ready: &[bool]) -> Vec<Heard> {
         let mut done = Vec::new();
         let mut keep = Vec::with_capacity(self.waiting.len());
         let flags = ready.iter().copied().chain(std::iter::repeat(false));
@@ -1102,18 +1287,34 @@ impl Arrivals {
                 keep.push(a);
                 continue;
             }
-            let mut buf = [0u8; proto::COOKIE_SIZE];
-            let want = proto::COOKIE_SIZE - a.got.len();
-            match a.sock.read(&mut buf[..want]) {
+            let want = match a.wanted() {
+                Ok(n) => n,
+                Err(e) => {
+                    let cookie = a.asking.unwrap_or([0; proto::COOKIE_SIZE]);
+                    done.push(Heard::Params((a.sock, a.from, cookie), Err(e)));
+                    continue;
+                }
+            };
+            let mut buf = [0u8; 4096];
+            let n = want.min(buf.len());
+            match a.sock.read(&mut buf[..n]) {
                 Ok(0) => {}
-                Ok(n) => {
-                    a.got.extend_from_slice(&buf[..n]);
-                    if a.got.len() == proto::COOKIE_SIZE {
-                        let mut c = [0u8; proto::COOKIE_SIZE];
-                        c.copy_from_slice(&a.got);
-                        done.push((a.sock, a.from, c));
-                    } else {
-                        keep.push(a);
+                Ok(k) => {
+                    a.got.extend_from_slice(&buf[..k]);
+                    match (a.asking, a.wanted()) {
+                        (None, Ok(0)) => {
+                            let mut c = [0u8; proto::COOKIE_SIZE];
+                            c.copy_from_slice(&a.got);
+                            done.push(Heard::Cookie((a.sock, a.from, c)));
+                        }
+                        (Some(c), Ok(0)) => {
+                            let frame = a.got.split_off(4);
+                            done.push(Heard::Params((a.sock, a.from, c), Ok(frame)));
+                        }
+                        (Some(c), Err(e)) => {
+                            done.push(Heard::Params((a.sock, a.from, c), Err(e)));
+                        }
+                        _ => keep.push(a),
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => keep.push(a),
@@ -1124,9 +1325,9 @@ impl Arrivals {
         done
     }
 
-    /// Drop the connections that sent no whole cookie in time.
+    /// Drop the connections that did not send their cookie, or their parameters, in time.
     fn expire(&mut self, now: Instant) {
-        self.waiting.retain(|a| now < a.since + COOKIE_TIMEOUT);
+        self.waiting.retain(|a| now < a.deadline());
     }
 
     fn take_all(&mut self) -> Vec<(TcpStream, SocketAddr)> {

@@ -4,7 +4,9 @@
 
 use super::proto::{Results, StreamReport};
 use super::stream::{self, Counters, Snapshot, Sock, Work};
-use model::net::{CpuUse, EndTotals, Flow, Interval, NetConfig, Protocol, StreamResult};
+use model::net::{
+    CpuUse, EndTotals, Flow, Interval, NetConfig, PeerBounds, Protocol, StreamResult,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -302,6 +304,12 @@ impl Session {
         iv
     }
 
+    /// What a peer's result message may claim of this test: what it could physically have
+    /// done since its streams started.
+    pub fn peer_bounds(&self) -> PeerBounds {
+        PeerBounds::new(self.started.elapsed().as_secs_f64())
+    }
+
     /// The first error a stream thread hit, with its stream id.
     pub fn stream_error(&self) -> Option<String> {
         self.streams.iter().find_map(|s| {
@@ -510,12 +518,25 @@ pub fn results_message(
     }
 }
 
-/// Put the peer's result message beside ours; a stream id the peer does not know is an error
-/// as in iperf3 (`IESTREAMID`).
+/// The peer's CPU use from its result message, each figure within `bounds`, over
+/// `wall_s` (this end's wall time).
+pub fn peer_cpu(peer: &Results, bounds: &PeerBounds, wall_s: f64) -> CpuUse {
+    CpuUse {
+        total_percent: bounds.cpu_percent(peer.cpu_util_total),
+        user_percent: bounds.cpu_percent(peer.cpu_util_user),
+        system_percent: bounds.cpu_percent(peer.cpu_util_system),
+        wall_s,
+    }
+}
+
+/// Put the peer's result message beside ours, each number within `bounds` (what the test
+/// could physically have done: a peer's message is any JSON); a stream id the peer does not
+/// know is an error as in iperf3 (`IESTREAMID`).
 pub fn merge_peer(
     streams: &mut [StreamResult],
     peer: &Results,
     protocol: Protocol,
+    bounds: &PeerBounds,
 ) -> Result<(), String> {
     let udp = protocol == Protocol::Udp;
     for r in &peer.streams {
@@ -527,15 +548,16 @@ pub fn merge_peer(
         })?;
         let peer_sends = !s.local_sends;
         s.peer = Some(EndTotals {
-            bytes: r.bytes,
+            bytes: bounds.bytes(r.bytes),
             omitted_bytes: 0,
-            seconds: (r.end_time - r.start_time).max(0.0),
+            seconds: bounds.seconds(r.start_time, r.end_time),
             // iperf3 3.12 sends garbage (i64::MAX) as a UDP sender's retransmits.
-            retransmits: (!udp && peer_sends && r.retransmits >= 0).then_some(r.retransmits as u64),
-            packets: udp.then_some(r.packets),
-            lost_packets: (udp && !peer_sends).then_some(r.errors),
+            retransmits: (!udp && peer_sends && r.retransmits >= 0)
+                .then(|| bounds.count(r.retransmits as u64)),
+            packets: udp.then(|| bounds.count(r.packets)),
+            lost_packets: (udp && !peer_sends).then(|| bounds.count(r.errors)),
             out_of_order: None,
-            jitter_ms: (udp && !peer_sends).then_some(r.jitter_s * 1e3),
+            jitter_ms: (udp && !peer_sends).then(|| bounds.jitter_ms(r.jitter_s * 1e3)),
         });
     }
     Ok(())

@@ -62,6 +62,21 @@ pub struct InterfaceCheck {
     /// Interface bytes / application bytes - 1, for the direction that carried the test
     /// (headers, acknowledgements, and other traffic make it positive).
     pub overhead: Option<f64>,
+    /// Why there is no cross-check: the interface carried more than the test's own packets
+    /// can account for (other traffic shared it), so no percentage is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub void_reason: Option<String>,
+}
+
+/// The most interface bytes a test's own packets make per application byte: each packet
+/// carries at least the smaller of the write length and 536 B (TCP's default MSS, RFC 9293
+/// 3.7.1; a UDP datagram's payload over the smallest IPv4 MTU, 576 B, less its headers) under
+/// at most 114 B of headers (Ethernet 14, IPv6 40, TCP with the most options 60), and is
+/// answered by at most one acknowledgement of as many.
+fn most_interface_bytes_per_app_byte(c: &model::net::NetConfig) -> f64 {
+    const HEADERS: f64 = 14.0 + 40.0 + 60.0;
+    let smallest = c.len.clamp(1, c.mss.unwrap_or(536).clamp(1, 536));
+    1.0 + 2.0 * HEADERS / f64::from(smallest)
 }
 
 /// CPU seconds per GB (10^9 application bytes) at each end.
@@ -264,13 +279,24 @@ impl NetDocument {
             } else {
                 (rx, app_received)
             };
+            let most = app as f64 * most_interface_bytes_per_app_byte(&measurement.config);
+            let void_reason = (app > 0 && iface_bytes as f64 > most).then(|| {
+                format!(
+                    "{interface} carried {iface_bytes} B, more than the {} B the test's own \
+                     packets can make with their headers and acknowledgements: other traffic \
+                     shared it, so its counters do not check the test's",
+                    most.round() as u64
+                )
+            });
             InterfaceCheck {
                 interface,
                 tx_bytes: tx,
                 rx_bytes: rx,
                 app_sent,
                 app_received,
-                overhead: (app > 0).then(|| iface_bytes as f64 / app as f64 - 1.0),
+                overhead: (app > 0 && void_reason.is_none())
+                    .then(|| iface_bytes as f64 / app as f64 - 1.0),
+                void_reason,
             }
         });
         let gb = |bytes: u64| bytes as f64 / model::units::GB;
@@ -695,6 +721,9 @@ pub fn render_text(r: &NetDocument) -> String {
                 o * 100.0
             ))
         );
+        if let Some(why) = &ic.void_reason {
+            let _ = writeln!(s, "no interface cross-check: {why}");
+        }
     }
     if let Some(c) = &r.counters {
         s.push_str(&crate::kinds::count::render_beside(c));
@@ -888,6 +917,41 @@ mod tests {
             stopped_by: NetStop::Completed,
             start: None,
         }
+    }
+
+    /// An interface that carried far more than the test (other traffic on it: +15,762 % on
+    /// lo after three tests in a row) gives no cross-check and says why, with no percentage;
+    /// one within what headers and acknowledgements make keeps its percentage.
+    #[test]
+    fn an_interface_busy_with_other_traffic_checks_nothing() {
+        let app = 100_000_000u64;
+        let busy = NetDocument::new(
+            measurement(Protocol::Tcp, 131_072, app, app),
+            Some(gigabit()),
+            Some(("eth0".into(), app * 158, 1_000_000)),
+            vec![],
+        );
+        let ic = busy.interface_check.as_ref().unwrap();
+        assert_eq!(ic.overhead, None);
+        // In the document as its readers see it.
+        let why = serde_json::to_value(ic).unwrap()["void_reason"].clone();
+        assert!(why.as_str().unwrap().contains("other traffic"), "{why}");
+        let text = render_text(&busy);
+        assert!(
+            text.contains("no interface cross-check: eth0 carried"),
+            "{text}"
+        );
+        assert!(!text.contains("interface +"), "{text}");
+        // Small writes: 40 % of headers and acknowledgements is the test's own.
+        let small = NetDocument::new(
+            measurement(Protocol::Tcp, 536, app, app),
+            Some(gigabit()),
+            Some(("eth0".into(), app * 14 / 10, 1_000_000)),
+            vec![],
+        );
+        let ic = small.interface_check.as_ref().unwrap();
+        assert!(serde_json::to_value(ic).unwrap().get("void_reason").is_none());
+        assert!((ic.overhead.unwrap() - 0.4).abs() < 1e-9);
     }
 
     fn gigabit() -> LinkFacts {
