@@ -784,6 +784,54 @@ fn a_history_is_created_only_where_its_directory_exists_and_is_private() {
     assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
 }
 
+/// Root running with another user's XDG_DATA_HOME (`sudo -E`) saves nothing through that
+/// user's directories: a link they put at `$XDG_DATA_HOME/headroom` (here to a root-owned
+/// directory standing for /etc/cron.d) would make root create the history there. Refused
+/// naming the component the user owns; nothing is created at the link's target.
+#[test]
+fn the_default_history_is_never_reached_through_another_users_names() {
+    let shared = testsupport::process::sticky_dir();
+    let data = shared.path().join("data");
+    let cron = tempfile::tempdir().unwrap();
+    for (program, args) in [
+        ("/usr/bin/mkdir", vec![data.to_str().unwrap().to_string()]),
+        (
+            "/usr/bin/ln",
+            vec![
+                "-s".into(),
+                cron.path().to_str().unwrap().into(),
+                data.join("headroom").to_str().unwrap().into(),
+            ],
+        ),
+    ] {
+        let Some(mut c) = testsupport::process::as_nobody(std::path::Path::new(program)) else {
+            return;
+        };
+        assert!(
+            c.args(&args).status().unwrap().success(),
+            "{program} {args:?}"
+        );
+    }
+    fails_saying(
+        headroom()
+            .env("XDG_DATA_HOME", &data)
+            .args(["history", "add"])
+            .arg(result("rpi5-gen2.json")),
+        1,
+        &format!(
+            "is reached through {}, which is a directory that user 65534 owns",
+            data.display()
+        ),
+    );
+    assert_eq!(std::fs::read_dir(cron.path()).unwrap().count(), 0);
+    // Listing reads nothing through them either.
+    fails_saying(
+        headroom().env("XDG_DATA_HOME", &data).args(["history"]),
+        1,
+        "which is a directory that user 65534 owns",
+    );
+}
+
 /// Issue 22 item 11: a FIFO (or a device, a directory) as `--db`, `report FILE` or `history
 /// add FILE` is refused with one sentence at once; it blocked forever waiting for a writer.
 #[test]

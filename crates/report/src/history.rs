@@ -80,6 +80,19 @@ pub enum HistoryError {
         name: String,
         why: String,
     },
+    #[error(
+        "the history {} is reached through {}, which {why}: that user could point it at any \
+         directory (a link to /etc/cron.d would make headroom create its files there); keep \
+         the history under directories only you and root control (as root, run without \
+         `sudo -E`, which keeps another user's HOME and XDG_DATA_HOME, or give --db)",
+        path.display(),
+        through.display()
+    )]
+    UnsafePath {
+        path: PathBuf,
+        through: PathBuf,
+        why: String,
+    },
     #[error("cannot read the history {}: {error}", path.display())]
     Read {
         path: PathBuf,
@@ -379,10 +392,12 @@ fn directory_of(path: &Path) -> &Path {
 /// SQLite creates its journal beside the database under fixed names (`NAME-wal`,
 /// `NAME-shm`, `NAME-journal`), following links, so another user could plant a link there
 /// and have headroom, often root, write through it (DESIGN: files headroom creates where
-/// others can write have unpredictable names). A missing directory is left to the caller.
+/// others can write have unpredictable names). Every directory on the way there is checked
+/// too ([`check_ancestors`]). A missing directory is left to the caller.
 fn check_directory(path: &Path) -> Result<(), HistoryError> {
     use std::os::unix::fs::MetadataExt;
     let dir = directory_of(path);
+    check_ancestors(path, dir)?;
     let Ok(meta) = std::fs::metadata(dir) else {
         return Ok(());
     };
@@ -408,12 +423,118 @@ fn check_directory(path: &Path) -> Result<(), HistoryError> {
     })
 }
 
+/// Most symbolic links followed on the way to the history (the kernel's own limit is 40).
+const MAX_LINK_HOPS: usize = 40;
+
+/// Refuses a history whose directory `dir` is reached through a name another user controls:
+/// each component from `/` on, links followed as the kernel follows them, must belong to
+/// the user running headroom or to root, and sit in a directory that no other user can
+/// write, or only with the sticky bit (/tmp: there only an entry's owner may rename or
+/// remove it). Otherwise that user could swap the component for a link and move the
+/// history, and the files SQLite makes beside it, anywhere: root running with a user's
+/// HOME or XDG_DATA_HOME (`sudo -E`) created `/etc/cron.d/history.sqlite` through a link
+/// at `~/.local/share/headroom`. Components that do not exist yet are left to the caller
+/// (the default directory is then made by this user, 0700).
+fn check_ancestors(path: &Path, dir: &Path) -> Result<(), HistoryError> {
+    use std::collections::VecDeque;
+    use std::ffi::OsString;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Component;
+    // SAFETY: geteuid(2) and getegid(2) have no arguments and cannot fail.
+    let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let unsafe_path = |through: PathBuf, why: String| HistoryError::UnsafePath {
+        path: path.to_path_buf(),
+        through,
+        why,
+    };
+    let absolute = if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        match std::env::current_dir() {
+            Ok(cwd) => cwd.join(dir),
+            Err(_) => return Ok(()),
+        }
+    };
+    let components = |p: &Path| -> Vec<OsString> {
+        p.components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_os_string()),
+                Component::ParentDir => Some(OsString::from("..")),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut todo: VecDeque<OsString> = components(&absolute).into();
+    let mut current = PathBuf::from("/");
+    let mut hops = 0;
+    while let Some(name) = todo.pop_front() {
+        if name == ".." {
+            current.pop();
+            continue;
+        }
+        let entry = current.join(&name);
+        let meta = match std::fs::symlink_metadata(&entry) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(unsafe_path(entry, format!("cannot be examined ({e})"))),
+        };
+        let parent = std::fs::metadata(&current)
+            .map_err(|e| unsafe_path(current.clone(), format!("cannot be examined ({e})")))?;
+        let others_write = parent.mode() & 0o002 != 0
+            || (parent.mode() & 0o020 != 0 && parent.gid() != egid && parent.gid() != 0);
+        let sticky = parent.mode() & 0o1000 != 0;
+        if meta.uid() != euid && meta.uid() != 0 {
+            let what = if meta.file_type().is_symlink() {
+                "a symbolic link"
+            } else {
+                "a directory"
+            };
+            return Err(unsafe_path(
+                entry,
+                format!("is {what} that user {} owns", meta.uid()),
+            ));
+        }
+        if others_write && !sticky {
+            return Err(unsafe_path(
+                entry,
+                format!(
+                    "is in {}, which other users can write (without the sticky bit, they \
+                     can replace it)",
+                    current.display()
+                ),
+            ));
+        }
+        if meta.file_type().is_symlink() {
+            hops += 1;
+            if hops > MAX_LINK_HOPS {
+                return Err(unsafe_path(
+                    entry,
+                    format!("leads through more than {MAX_LINK_HOPS} links (a link loop?)"),
+                ));
+            }
+            let target = std::fs::read_link(&entry)
+                .map_err(|e| unsafe_path(entry.clone(), format!("cannot be read ({e})")))?;
+            if target.is_absolute() {
+                current = PathBuf::from("/");
+            }
+            for c in components(&target).into_iter().rev() {
+                todo.push_front(c);
+            }
+            continue;
+        }
+        current = entry;
+    }
+    Ok(())
+}
+
 /// Makes the directory of the default history ([`default_path`]) and any missing parent,
 /// readable only by its user (0700): the history says what ran on the machine. Only the
 /// default location is made; a directory given with `--db` must exist.
 pub fn create_default_dir(path: &Path) -> Result<(), HistoryError> {
     use std::os::unix::fs::DirBuilderExt;
     let dir = directory_of(path);
+    // Before anything is made: a missing directory is made through the names that exist.
+    check_ancestors(path, dir)?;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -428,10 +549,12 @@ impl Store {
     /// Open an existing history to read it; `Ok(None)` when there is none at `path`. Reading
     /// never creates a file or directory, and works on a read-only filesystem.
     pub fn open_existing(path: &Path) -> Result<Option<Store>, HistoryError> {
+        // The names on the way first: reading through another user's link would read (and
+        // for a WAL database, write the -shm of) whatever it points at.
+        check_directory(path)?;
         if !check_header(path)? {
             return Ok(None);
         }
-        check_directory(path)?;
         let sql = |error| HistoryError::Sqlite {
             path: path.to_path_buf(),
             error,
