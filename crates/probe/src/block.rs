@@ -359,7 +359,7 @@ pub fn disk_and_partitions(root: &SysRoot, disk: &str) -> Result<Vec<(String, St
         out.push((disk.to_string(), dev));
     }
     let dir = root.path(root.canonical(&base)?);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
+    let Ok(entries) = crate::sysfs::read_dir(&dir) else {
         return Ok(out);
     };
     for entry in entries.flatten() {
@@ -415,7 +415,7 @@ fn holds_of_disk(root: &SysRoot, disk: &str, depth: usize) -> Result<Vec<Hold>, 
             format!("/sys/block/{disk}/{name}/holders")
         };
         let dir = root.path(root.canonical(&rel)?);
-        if let Ok(entries) = std::fs::read_dir(&dir) {
+        if let Ok(entries) = crate::sysfs::read_dir(&dir) {
             let mut holders: Vec<String> = entries
                 .flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -465,7 +465,7 @@ pub fn loops_backed_by_file(root: &SysRoot, dev: u64, ino: u64) -> Result<Vec<Ho
         else {
             continue;
         };
-        let Ok(meta) = std::fs::metadata(root.path(&backing)) else {
+        let Ok(meta) = crate::sysfs::metadata(&root.path(&backing)) else {
             continue;
         };
         if !meta.is_file() || meta.dev() != dev || meta.ino() != ino {
@@ -499,7 +499,7 @@ pub fn loop_backings(root: &SysRoot) -> Result<Vec<(String, String, String)>, Re
         else {
             continue;
         };
-        let Ok(meta) = std::fs::metadata(root.path(&backing)) else {
+        let Ok(meta) = crate::sysfs::metadata(&root.path(&backing)) else {
             continue;
         };
         let number = if meta.file_type().is_block_device() {
