@@ -784,6 +784,41 @@ fn a_history_is_created_only_where_its_directory_exists_and_is_private() {
     assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
 }
 
+/// `history --db FILE` on a file made to look like a history whose `runs` is a view that
+/// counts without end: refused at once with what is wrong (it listed for ever, its memory
+/// growing), and the file is left as it was.
+#[test]
+fn a_history_whose_runs_is_an_endless_view_is_refused_at_once() {
+    use testsupport::process::{output_within, spawn_piped};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch(
+        "PRAGMA application_id = 1751413357;
+         CREATE VIEW runs AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n)
+         SELECT i AS id, NULL AS created, 'h' AS host, 'disk' AS kind, NULL AS target,
+                't' AS test, 'x' AS headline, '{}' AS document, NULL AS machine_id,
+                NULL AS model, NULL AS serial FROM n;",
+    )
+    .unwrap();
+    drop(c);
+    let before = std::fs::read(&db).unwrap();
+    let mut child = spawn_piped(headroom_process().args(["history", "--db"]).arg(&db));
+    let out = output_within(&mut child, std::time::Duration::from_secs(120));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is not a headroom history (its `runs` is a view"),
+        "{err}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+}
+
 /// Root running with another user's XDG_DATA_HOME (`sudo -E`) saves nothing through that
 /// user's directories: a link they put at `$XDG_DATA_HOME/headroom` (here to a root-owned
 /// directory standing for /etc/cron.d) would make root create the history there. Refused
