@@ -549,7 +549,9 @@ fn lspci_input_that_is_not_a_dump_is_an_error() {
     std::fs::write(&random, bytes).unwrap();
     let json = dir.path().join("audit.json");
     std::fs::write(&json, "{\"schema_version\": 1, \"kind\": \"audit\"}\n").unwrap();
-    for file in [&empty, Path::new("/dev/null"), &random, &json] {
+    // (A device such as /dev/null is no file at all: refused before it is read, as every
+    // input is, in results.rs.)
+    for file in [&empty, &random, &json] {
         let out = headroom()
             .args(["audit", "--lspci"])
             .arg(file)

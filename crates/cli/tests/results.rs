@@ -867,10 +867,13 @@ fn the_default_history_is_never_reached_through_another_users_names() {
     );
 }
 
-/// Issue 22 item 11: a FIFO (or a device, a directory) as `--db`, `report FILE` or `history
-/// add FILE` is refused with one sentence at once; it blocked forever waiting for a writer.
+/// Every file a user names as input is opened by one routine: a FIFO, a device or a
+/// directory in its place is refused at once with one sentence naming it, never read (a FIFO
+/// blocked for ever waiting for a writer, /dev/zero never ends). The walk covers each input:
+/// the history (`--db`), result documents (`report`, `compare`, `history add`), `audit
+/// --expect`'s manifest, `audit --lspci`'s dump and `bench net`'s key files.
 #[test]
-fn fifos_devices_and_directories_are_refused_without_blocking() {
+fn every_named_input_refuses_fifos_devices_and_directories_at_once() {
     use testsupport::process::{output_within, spawn_piped};
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("f");
@@ -885,32 +888,75 @@ fn fifos_devices_and_directories_are_refused_without_blocking() {
     let gen2 = gen2.to_str().unwrap();
     let d = db.to_str().unwrap();
     let here = dir.path().to_str().unwrap();
-    for (args, sentence) in [
+    let users = dir.path().join("users.csv");
+    std::fs::write(&users, "# nobody yet\n").unwrap();
+    let u = users.to_str().unwrap();
+    let port = testsupport::net::free_port().to_string();
+    let fifo_said = "is a FIFO (a named pipe), not a file";
+    for (args, sentence, code) in [
         (
             vec!["history", "--db", f],
             "is not a headroom history (it is a FIFO (a named pipe), not a file)",
+            1,
         ),
         (
             vec!["history", "add", "--db", f, gen2],
             "is not a headroom history (it is a FIFO (a named pipe), not a file)",
+            1,
         ),
         (
             vec!["history", "add", "--db", d, f],
             "is a FIFO (a named pipe), not a file: give a result file",
+            1,
         ),
         (
             vec!["report", f],
             "is a FIFO (a named pipe), not a file: give a result file",
+            1,
         ),
-        (
-            vec!["compare", f, gen2],
-            "is a FIFO (a named pipe), not a file",
-        ),
+        (vec!["compare", f, gen2], fifo_said, 1),
+        (vec!["compare", gen2, f], fifo_said, 1),
         (
             vec!["report", "/dev/null"],
             "/dev/null is a device, not a file",
+            1,
         ),
-        (vec!["report", here], "is a directory, not a file"),
+        (vec!["report", here], "is a directory, not a file", 1),
+        (
+            vec!["audit", "--expect", f],
+            "is a FIFO (a named pipe): give the manifest file (TOML)",
+            2,
+        ),
+        (
+            vec!["audit", "--expect", "/dev/zero"],
+            "--expect /dev/zero is a device: give the manifest file (TOML)",
+            2,
+        ),
+        (
+            vec!["audit", "--lspci", f],
+            "is a FIFO (a named pipe), not a file: give the file `lspci -xxx` printed",
+            1,
+        ),
+        (
+            vec!["audit", "--lspci", "/dev/zero"],
+            "the lspci dump /dev/zero is a device, not a file",
+            1,
+        ),
+        (
+            vec![
+                "bench",
+                "net",
+                "-s",
+                "-p",
+                &port,
+                "--rsa-private-key-path",
+                f,
+                "--authorized-users-path",
+                u,
+            ],
+            "the RSA private key",
+            2,
+        ),
     ] {
         let mut c = testsupport::cmd::headroom_process();
         let out = output_within(
@@ -918,10 +964,34 @@ fn fifos_devices_and_directories_are_refused_without_blocking() {
             std::time::Duration::from_secs(20),
         );
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
         assert!(err.contains(sentence), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
+        if args[0] == "bench" {
+            assert!(err.contains(fifo_said), "{args:?}: {err}");
+        }
     }
+    // The client's public key too, before anything is sent.
+    let mut c = testsupport::cmd::headroom_process();
+    c.env("IPERF3_PASSWORD", "rossi").args([
+        "bench",
+        "net",
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--username",
+        "mario",
+        "--rsa-public-key-path",
+        f,
+    ]);
+    let out = output_within(&mut spawn_piped(&mut c), std::time::Duration::from_secs(20));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("the RSA public key {f} {fifo_said}")),
+        "{err}"
+    );
+    assert_ne!(out.status.code(), Some(0), "{err}");
     // Nothing was stored from the FIFO.
     let listed = json_of(&["history", "--json", "--db", d]);
     let listed: Value = serde_json::from_str(&listed).unwrap();

@@ -303,41 +303,24 @@ fn check_header(path: &Path) -> Result<bool, HistoryError> {
         path: path.to_path_buf(),
         why: why.to_string(),
     };
-    // O_NONBLOCK: a FIFO is refused below instead of blocking the open until a writer comes
-    // (a regular file ignores the flag).
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
-        .open(path);
-    let mut f = match opened {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(error) => {
+    let mut f = match crate::input::open(path) {
+        Ok((f, _)) => f,
+        Err(crate::input::InputError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(false)
+        }
+        Err(crate::input::InputError::NotAFile(what)) => {
+            return Err(foreign(&format!("it is {what}, not a file")))
+        }
+        Err(e) => {
             return Err(HistoryError::Read {
                 path: path.to_path_buf(),
-                error,
+                error: match e {
+                    crate::input::InputError::Io(error) => error,
+                    other => std::io::Error::other(other.to_string()),
+                },
             })
         }
     };
-    let kind = f
-        .metadata()
-        .map(|m| m.file_type())
-        .map_err(|error| HistoryError::Read {
-            path: path.to_path_buf(),
-            error,
-        })?;
-    if kind.is_dir() {
-        return Err(foreign("it is a directory"));
-    } else if kind.is_fifo() {
-        return Err(foreign("it is a FIFO (a named pipe), not a file"));
-    } else if kind.is_socket() {
-        return Err(foreign("it is a socket, not a file"));
-    } else if kind.is_char_device() || kind.is_block_device() {
-        return Err(foreign("it is a device, not a file"));
-    } else if !kind.is_file() {
-        return Err(foreign("it is not a regular file"));
-    }
     use std::io::Read;
     let mut head = [0u8; 16];
     let mut n = 0;
