@@ -2,7 +2,6 @@
 //! what both ends can do, and the findings.
 
 use crate::output::GlobalArgs;
-use anyhow::Context;
 use clap::Args;
 use model::root::SysRoot;
 use report::kinds::audit::text;
@@ -100,11 +99,18 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
     let mut inventory;
     let (audit, inv, source, findings) = match &args.lspci {
         Some(file) => {
-            let text = std::fs::read(file).with_context(|| {
-                format!(
-                    "cannot read the lspci dump {}: give the file `lspci -xxx` printed",
-                    file.display()
-                )
+            let text = report::input::read(file, MAX_DUMP_BYTES).map_err(|e| {
+                let show = file.display();
+                match e {
+                    report::input::InputError::Io(e) => anyhow::anyhow!(
+                        "cannot read the lspci dump {show}: {e}: give the file `lspci -xxx` \
+                         printed"
+                    ),
+                    e => anyhow::anyhow!(
+                        "the lspci dump {}",
+                        e.describe(file, "the file `lspci -xxx` printed", MAX_DUMP_BYTES)
+                    ),
+                }
             })?;
             let text = String::from_utf8_lossy(&text);
             let names_root = SysRoot::new("/");
@@ -241,28 +247,27 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The largest `--lspci` dump read: `lspci -xxxx` prints about 13 kB for each function (4 KiB
+/// of config space in hex), so this is thousands of functions.
+const MAX_DUMP_BYTES: u64 = 64 << 20;
+
 /// Read `--expect`'s manifest: bounded in size, one sentence (with the line, from toml) for a
 /// broken one.
 fn read_manifest(file: &std::path::Path) -> anyhow::Result<model::expect::Manifest> {
-    use std::io::Read;
+    use report::input::InputError;
     let show = file.display();
-    let f = std::fs::File::open(file)
-        .with_context(|| format!("--expect {show}: cannot open the manifest"))?;
-    if f.metadata().is_ok_and(|m| m.is_dir()) {
-        anyhow::bail!("--expect {show} is a directory: give the manifest file (TOML)");
-    }
     let max = report::kinds::expect::MAX_MANIFEST_BYTES;
-    let mut bytes = Vec::new();
-    f.take(max + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("--expect {show}: cannot read the manifest"))?;
-    if bytes.len() as u64 > max {
-        anyhow::bail!(
+    let bytes = report::input::read(file, max).map_err(|e| match e {
+        InputError::NotAFile(what) => {
+            anyhow::anyhow!("--expect {show} is {what}: give the manifest file (TOML)")
+        }
+        InputError::TooLarge(_) => anyhow::anyhow!(
             "--expect {show} is larger than {} MiB: not a manifest (give the TOML file \
              --save-expect wrote)",
             max >> 20
-        );
-    }
+        ),
+        InputError::Io(e) => anyhow::anyhow!("--expect {show}: cannot open the manifest: {e}"),
+    })?;
     let text = String::from_utf8(bytes)
         .map_err(|_| anyhow::anyhow!("--expect {show} is not UTF-8 text: not a manifest"))?;
     report::kinds::expect::parse(&text, &format!("--expect {show}")).map_err(anyhow::Error::msg)

@@ -268,6 +268,12 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
     let holds = match (&device, insp.kind) {
         (Some(d), TargetKind::BlockDevice) if writes => probe::block::holds(&root, d)
             .context("cannot tell whether the device is in use, so it is not written")?,
+        // A file written over may back a loop device (a disk image mounted with -o loop).
+        (_, TargetKind::ExistingFile) if writes && args.overwrite => {
+            let (major, minor) = insp.dev;
+            probe::block::loops_backed_by_file(&root, libc::makedev(major, minor), insp.ino)
+                .context("cannot tell whether the file backs a loop device, so it is not written")?
+        }
         _ => Vec::new(),
     };
 

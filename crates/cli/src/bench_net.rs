@@ -621,6 +621,20 @@ fn finish(
     })
 }
 
+/// The text of a key or users file of iperf3's authentication (`what` it is), read as
+/// every input a user names is ([`report::input`]), or the sentence naming it.
+fn read_auth_file(path: &std::path::Path, what: &str) -> Result<String, String> {
+    report::input::read_text(path, net::auth::MAX_FILE).map_err(|e| match e {
+        report::input::InputError::Io(e) => {
+            format!("cannot read the {what} {}: {e}", path.display())
+        }
+        e => format!(
+            "the {what} {}",
+            e.describe(path, &format!("the {what} file"), net::auth::MAX_FILE)
+        ),
+    })
+}
+
 /// The client's credentials (`--username`, `--rsa-public-key-path`), the password from
 /// IPERF3_PASSWORD or, on a terminal, asked for as iperf3 asks (iperf_getpass).
 fn client_auth(a: &NetArgs) -> Result<Option<Arc<net::auth::ClientAuth>>, String> {
@@ -636,7 +650,8 @@ fn client_auth(a: &NetArgs) -> Result<Option<Arc<net::auth::ClientAuth>>, String
             )
         })?,
     };
-    net::auth::ClientAuth::new(key, user, &password).map(|a| Some(Arc::new(a)))
+    let pem = read_auth_file(key, "RSA public key")?;
+    net::auth::ClientAuth::new(key, &pem, user, &password).map(|a| Some(Arc::new(a)))
 }
 
 fn run_server(
@@ -647,7 +662,13 @@ fn run_server(
 ) -> anyhow::Result<ExitCode> {
     let auth = match (&a.rsa_private_key_path, &a.authorized_users_path) {
         (Some(key), Some(users)) => {
-            match net::auth::ServerAuth::new(key, users, a.time_skew_threshold) {
+            let users = users.clone();
+            let read_users: net::auth::ReadUsers =
+                Arc::new(move || read_auth_file(&users, "authorized users file"));
+            let made = read_auth_file(key, "RSA private key").and_then(|pem| {
+                net::auth::ServerAuth::new(key, &pem, read_users, a.time_skew_threshold)
+            });
+            match made {
                 Ok(x) => Some(x),
                 Err(msg) => {
                     return Err(crate::console::usage(msg));

@@ -56,7 +56,7 @@ enum Destination {
 fn output_or_input(value: &Path) -> Result<Destination, String> {
     let text = value.to_string_lossy();
     let is_document = value.is_file()
-        && std::fs::File::open(value).is_ok_and(|f| {
+        && report::input::open(value).is_ok_and(|(f, _)| {
             use std::io::Read;
             let mut head = [0u8; 64];
             let n = f.take(64).read(&mut head).unwrap_or(0);

@@ -549,7 +549,9 @@ fn lspci_input_that_is_not_a_dump_is_an_error() {
     std::fs::write(&random, bytes).unwrap();
     let json = dir.path().join("audit.json");
     std::fs::write(&json, "{\"schema_version\": 1, \"kind\": \"audit\"}\n").unwrap();
-    for file in [&empty, Path::new("/dev/null"), &random, &json] {
+    // (A device such as /dev/null is no file at all: refused before it is read, as every
+    // input is, in results.rs.)
+    for file in [&empty, &random, &json] {
         let out = headroom()
             .args(["audit", "--lspci"])
             .arg(file)
@@ -827,4 +829,79 @@ fn comparing_a_dump_with_itself() {
         assert!(c.contains(says), "{c}");
         assert!(!c.contains(not), "{c}");
     }
+}
+
+/// A captured tree is read as `/` would be in a chroot there: its links resolve inside it,
+/// whoever made them. Another user's capture whose `proc/sys/kernel/hostname` links to a
+/// root-only file (absolute), or whose machine-id climbs out with `..`, shows none of the
+/// host's files; a link inside the tree (an absolute target taken from the tree's root, a
+/// relative one) still reads the tree's own file.
+#[test]
+fn a_captured_tree_is_read_inside_itself_whatever_its_links_say() {
+    use std::os::unix::fs::PermissionsExt;
+    let shared = testsupport::process::sticky_dir();
+    let tree = shared.path().join("capture");
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(repo_tree("usb3-uas-bot-r8152"))
+        .arg(&tree)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let chowned = std::process::Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(&tree)
+        .status()
+        .unwrap();
+    assert!(chowned.success());
+    // Root's private files, outside the tree.
+    let private = tempfile::tempdir().unwrap();
+    let hostname_secret = private.path().join("secret-name");
+    std::fs::write(&hostname_secret, "root-only-secret\n").unwrap();
+    let id_secret = private.path().join("secret-id");
+    std::fs::write(&id_secret, "5be0d5c1a77f4e0c9d3b2a61f08e4c27\n").unwrap();
+    for f in [&hostname_secret, &id_secret] {
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let climb = format!("../../../../../../../../../..{}", id_secret.display());
+    let script = format!(
+        "set -e; cd '{tree}'; mkdir -p proc/sys/kernel etc sys/firmware/devicetree/base;
+         ln -sf '{name}' proc/sys/kernel/hostname;
+         ln -s '{climb}' etc/machine-id;
+         printf 'Captured Board v1\\0' > etc/board-model;
+         ln -s /etc/board-model sys/firmware/devicetree/base/model;
+         printf 'captured-serial\\0' > etc/board-serial;
+         ln -s ../../../../etc/board-serial sys/firmware/devicetree/base/serial-number",
+        tree = tree.display(),
+        name = hostname_secret.display(),
+    );
+    let Some(mut nobody) = testsupport::process::as_nobody(Path::new("/bin/sh")) else {
+        return;
+    };
+    let made = nobody.args(["-c", &script]).output().unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let out = headroom()
+        .args(["audit", "--json", "--root"])
+        .arg(&tree)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!text.contains("root-only-secret"), "{text}");
+    assert!(!text.contains("5be0d5c1a77f"), "{text}");
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let host = &doc["host"];
+    assert_eq!(host["hostname"], Value::Null, "{host}");
+    assert!(host.get("machine_id").is_none(), "{host}");
+    // Links that stay in the tree read the tree's files.
+    assert_eq!(host["model"], "Captured Board v1", "{host}");
+    assert_eq!(host["serial"], "captured-serial", "{host}");
+    // The tree's own devices are audited as before.
+    assert!(doc["usb"]["devices"]
+        .as_array()
+        .is_some_and(|d| d.iter().any(|d| d["name"] == "2-1")));
 }

@@ -537,6 +537,57 @@ fn a_device_backing_a_mounted_loop_device_is_held() {
     );
 }
 
+/// A disk image that a loop device reads (mounted with `mount -o loop`) is held as a mounted
+/// device is: `--overwrite` on it, by its own name or by another path to the same file (a
+/// directory reached through a symbolic link), is refused naming the loop device and where
+/// it is mounted, and the filesystem in the image is left intact.
+#[test]
+fn an_image_file_backing_a_mounted_loop_device_is_held() {
+    if !is_root() || !Path::new("/dev/loop-control").exists() {
+        testsupport::skip::skip("needs root and loop devices (losetup)");
+        return;
+    }
+    let dir = disk_dir();
+    let mut cleanup = Cleanup(Vec::new());
+    let img = dir.path().join("disk.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(32 << 20)
+        .unwrap();
+    sh(&["mkfs.ext4", "-q", "-F", img.to_str().unwrap()]);
+    let dev = cleanup.losetup(&[img.to_str().unwrap()]);
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    cleanup.mount(&[&dev], mnt.to_str().unwrap());
+    std::fs::write(mnt.join("kept.txt"), "the filesystem in the image\n").unwrap();
+    let alias = dir.path().join("alias");
+    std::os::unix::fs::symlink(dir.path(), &alias).unwrap();
+    let loop_name = dev.trim_start_matches("/dev/");
+    for target in [img.clone(), alias.join("disk.img")] {
+        let err = fails_saying(
+            headroom().args(["bench", "disk"]).arg(&target).args([
+                "--overwrite",
+                "--rw",
+                "write",
+                "--size",
+                "4M",
+                "--no-save",
+            ]),
+            1,
+            &format!(
+                "it is the backing file of loop device {loop_name}, and {loop_name} is \
+                 mounted on {}",
+                mnt.display()
+            ),
+        );
+        assert!(err.contains("losetup -d"), "{err}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(mnt.join("kept.txt")).unwrap(),
+        "the filesystem in the image\n"
+    );
+}
+
 #[test]
 fn full_filesystem_is_a_clear_sentence() {
     if !is_root() {

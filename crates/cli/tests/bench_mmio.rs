@@ -704,3 +704,99 @@ fn a_file_truncated_during_the_run_is_a_reported_sigbus_not_a_crash() {
     }
     panic!("the file was always cut before headroom mapped it");
 }
+
+/// `program ARGS` run as user nobody; `None` (skipped) where the tests cannot drop to it.
+fn as_nobody_ran(program: &str, args: &[&str]) -> Option<()> {
+    let out = testsupport::process::as_nobody(Path::new(program))?
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{program} {args:?} as nobody: {out:?}"
+    );
+    Some(())
+}
+
+/// Stores into a file go only into a regular file of the user running headroom with no other
+/// name, opened without following a link: in a sticky world-writable directory (/dev/shm,
+/// /tmp) another user can plant a link to root's file, or a file of their own, under the name
+/// root then gives to `--write`. Neither is mapped; root's file keeps its bytes.
+#[test]
+fn stores_refuse_a_link_or_another_users_file_planted_in_a_shared_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(_links) = testsupport::process::Sysctl::unprotected_symlinks() else {
+        return;
+    };
+    let shared = testsupport::process::sticky_dir();
+    // Root's private file, elsewhere.
+    let victim = bar_file(64 * 1024, |i| (i % 251) as u8);
+    std::fs::set_permissions(victim.path(), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let before = std::fs::read(victim.path()).unwrap();
+    let link = shared.path().join("bar.bin");
+    let link_s = link.to_str().unwrap();
+    let Some(()) = as_nobody_ran(
+        "/usr/bin/ln",
+        &["-s", victim.path().to_str().unwrap(), link_s],
+    ) else {
+        return;
+    };
+    let store = |target: &str| {
+        stderr_of(headroom().args([
+            "bench",
+            "mmio",
+            target,
+            "--write",
+            target,
+            "--width",
+            "64",
+            "--max-sweeps",
+            "1",
+            "--no-save",
+        ]))
+    };
+    let (code, _, stderr) = store(link_s);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "stores to {link_s} are refused: it is a symbolic link"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(victim.path()).unwrap(),
+        before,
+        "root's file was written"
+    );
+    // A file of nobody's own under the name is not written either.
+    let planted = shared.path().join("planted.bin");
+    let planted_s = planted.to_str().unwrap();
+    let Some(()) = as_nobody_ran(
+        "/usr/bin/dd",
+        &[
+            "if=/dev/zero",
+            &format!("of={planted_s}"),
+            "bs=4096",
+            "count=16",
+            "status=none",
+        ],
+    ) else {
+        return;
+    };
+    let (code, _, stderr) = store(planted_s);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("it belongs to user 65534, and headroom writes only into its own"),
+        "{stderr}"
+    );
+    assert!(std::fs::read(&planted).unwrap().iter().all(|&b| b == 0));
+    // Root's own file there is written as asked.
+    let own = shared.path().join("own.bin");
+    std::fs::write(&own, vec![0u8; 64 * 1024]).unwrap();
+    let (code, _, stderr) = store(own.to_str().unwrap());
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        std::fs::read(&own).unwrap().iter().any(|&b| b != 0),
+        "no store landed"
+    );
+}

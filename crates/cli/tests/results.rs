@@ -784,10 +784,96 @@ fn a_history_is_created_only_where_its_directory_exists_and_is_private() {
     assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
 }
 
-/// Issue 22 item 11: a FIFO (or a device, a directory) as `--db`, `report FILE` or `history
-/// add FILE` is refused with one sentence at once; it blocked forever waiting for a writer.
+/// `history --db FILE` on a file made to look like a history whose `runs` is a view that
+/// counts without end: refused at once with what is wrong (it listed for ever, its memory
+/// growing), and the file is left as it was.
 #[test]
-fn fifos_devices_and_directories_are_refused_without_blocking() {
+fn a_history_whose_runs_is_an_endless_view_is_refused_at_once() {
+    use testsupport::process::{output_within, spawn_piped};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch(
+        "PRAGMA application_id = 1751413357;
+         CREATE VIEW runs AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n)
+         SELECT i AS id, NULL AS created, 'h' AS host, 'disk' AS kind, NULL AS target,
+                't' AS test, 'x' AS headline, '{}' AS document, NULL AS machine_id,
+                NULL AS model, NULL AS serial FROM n;",
+    )
+    .unwrap();
+    drop(c);
+    let before = std::fs::read(&db).unwrap();
+    let mut child = spawn_piped(headroom_process().args(["history", "--db"]).arg(&db));
+    let out = output_within(&mut child, std::time::Duration::from_secs(120));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is not a headroom history (its `runs` is a view"),
+        "{err}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+}
+
+/// Root running with another user's XDG_DATA_HOME (`sudo -E`) saves nothing through that
+/// user's directories: a link they put at `$XDG_DATA_HOME/headroom` (here to a root-owned
+/// directory standing for /etc/cron.d) would make root create the history there. Refused
+/// naming the component the user owns; nothing is created at the link's target.
+#[test]
+fn the_default_history_is_never_reached_through_another_users_names() {
+    let shared = testsupport::process::sticky_dir();
+    let data = shared.path().join("data");
+    let cron = tempfile::tempdir().unwrap();
+    for (program, args) in [
+        ("/usr/bin/mkdir", vec![data.to_str().unwrap().to_string()]),
+        (
+            "/usr/bin/ln",
+            vec![
+                "-s".into(),
+                cron.path().to_str().unwrap().into(),
+                data.join("headroom").to_str().unwrap().into(),
+            ],
+        ),
+    ] {
+        let Some(mut c) = testsupport::process::as_nobody(std::path::Path::new(program)) else {
+            return;
+        };
+        assert!(
+            c.args(&args).status().unwrap().success(),
+            "{program} {args:?}"
+        );
+    }
+    fails_saying(
+        headroom()
+            .env("XDG_DATA_HOME", &data)
+            .args(["history", "add"])
+            .arg(result("rpi5-gen2.json")),
+        1,
+        &format!(
+            "is reached through {}, which is a directory that user 65534 owns",
+            data.display()
+        ),
+    );
+    assert_eq!(std::fs::read_dir(cron.path()).unwrap().count(), 0);
+    // Listing reads nothing through them either.
+    fails_saying(
+        headroom().env("XDG_DATA_HOME", &data).args(["history"]),
+        1,
+        "which is a directory that user 65534 owns",
+    );
+}
+
+/// Every file a user names as input is opened by one routine: a FIFO, a device or a
+/// directory in its place is refused at once with one sentence naming it, never read (a FIFO
+/// blocked for ever waiting for a writer, /dev/zero never ends). The walk covers each input:
+/// the history (`--db`), result documents (`report`, `compare`, `history add`), `audit
+/// --expect`'s manifest, `audit --lspci`'s dump and `bench net`'s key files.
+#[test]
+fn every_named_input_refuses_fifos_devices_and_directories_at_once() {
     use testsupport::process::{output_within, spawn_piped};
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("f");
@@ -802,32 +888,75 @@ fn fifos_devices_and_directories_are_refused_without_blocking() {
     let gen2 = gen2.to_str().unwrap();
     let d = db.to_str().unwrap();
     let here = dir.path().to_str().unwrap();
-    for (args, sentence) in [
+    let users = dir.path().join("users.csv");
+    std::fs::write(&users, "# nobody yet\n").unwrap();
+    let u = users.to_str().unwrap();
+    let port = testsupport::net::free_port().to_string();
+    let fifo_said = "is a FIFO (a named pipe), not a file";
+    for (args, sentence, code) in [
         (
             vec!["history", "--db", f],
             "is not a headroom history (it is a FIFO (a named pipe), not a file)",
+            1,
         ),
         (
             vec!["history", "add", "--db", f, gen2],
             "is not a headroom history (it is a FIFO (a named pipe), not a file)",
+            1,
         ),
         (
             vec!["history", "add", "--db", d, f],
             "is a FIFO (a named pipe), not a file: give a result file",
+            1,
         ),
         (
             vec!["report", f],
             "is a FIFO (a named pipe), not a file: give a result file",
+            1,
         ),
-        (
-            vec!["compare", f, gen2],
-            "is a FIFO (a named pipe), not a file",
-        ),
+        (vec!["compare", f, gen2], fifo_said, 1),
+        (vec!["compare", gen2, f], fifo_said, 1),
         (
             vec!["report", "/dev/null"],
             "/dev/null is a device, not a file",
+            1,
         ),
-        (vec!["report", here], "is a directory, not a file"),
+        (vec!["report", here], "is a directory, not a file", 1),
+        (
+            vec!["audit", "--expect", f],
+            "is a FIFO (a named pipe): give the manifest file (TOML)",
+            2,
+        ),
+        (
+            vec!["audit", "--expect", "/dev/zero"],
+            "--expect /dev/zero is a device: give the manifest file (TOML)",
+            2,
+        ),
+        (
+            vec!["audit", "--lspci", f],
+            "is a FIFO (a named pipe), not a file: give the file `lspci -xxx` printed",
+            1,
+        ),
+        (
+            vec!["audit", "--lspci", "/dev/zero"],
+            "the lspci dump /dev/zero is a device, not a file",
+            1,
+        ),
+        (
+            vec![
+                "bench",
+                "net",
+                "-s",
+                "-p",
+                &port,
+                "--rsa-private-key-path",
+                f,
+                "--authorized-users-path",
+                u,
+            ],
+            "the RSA private key",
+            2,
+        ),
     ] {
         let mut c = testsupport::cmd::headroom_process();
         let out = output_within(
@@ -835,10 +964,34 @@ fn fifos_devices_and_directories_are_refused_without_blocking() {
             std::time::Duration::from_secs(20),
         );
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
         assert!(err.contains(sentence), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
+        if args[0] == "bench" {
+            assert!(err.contains(fifo_said), "{args:?}: {err}");
+        }
     }
+    // The client's public key too, before anything is sent.
+    let mut c = testsupport::cmd::headroom_process();
+    c.env("IPERF3_PASSWORD", "rossi").args([
+        "bench",
+        "net",
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--username",
+        "mario",
+        "--rsa-public-key-path",
+        f,
+    ]);
+    let out = output_within(&mut spawn_piped(&mut c), std::time::Duration::from_secs(20));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("the RSA public key {f} {fifo_said}")),
+        "{err}"
+    );
+    assert_ne!(out.status.code(), Some(0), "{err}");
     // Nothing was stored from the FIFO.
     let listed = json_of(&["history", "--json", "--db", d]);
     let listed: Value = serde_json::from_str(&listed).unwrap();

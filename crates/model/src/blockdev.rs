@@ -56,6 +56,14 @@ pub enum Hold {
         backing_file: String,
         used: Vec<String>,
     },
+    /// A regular file that backs loop device `loop_device` (the file
+    /// `/sys/block/LOOP/loop/backing_file` names, matched by device and inode): writing it
+    /// changes what the loop device, and any filesystem mounted from it, reads underneath.
+    /// `used` says what holds the loop device in turn.
+    BacksLoopAsFile {
+        loop_device: String,
+        used: Vec<String>,
+    },
 }
 
 impl fmt::Display for Hold {
@@ -77,6 +85,13 @@ impl fmt::Display for Hold {
                 if backing_file != &format!("/dev/{device}") {
                     write!(f, " (through {backing_file})")?;
                 }
+                if !used.is_empty() {
+                    write!(f, ", and {}", used.join(", "))?;
+                }
+                Ok(())
+            }
+            Hold::BacksLoopAsFile { loop_device, used } => {
+                write!(f, "it is the backing file of loop device {loop_device}")?;
                 if !used.is_empty() {
                     write!(f, ", and {}", used.join(", "))?;
                 }
@@ -106,6 +121,14 @@ mod tests {
         assert_eq!(
             h.to_string(),
             "loop1p2 backs loop device loop3, and loop3 is mounted on /mnt/x"
+        );
+        let h = Hold::BacksLoopAsFile {
+            loop_device: "loop0".into(),
+            used: vec!["loop0 is mounted on /mnt/img".into()],
+        };
+        assert_eq!(
+            h.to_string(),
+            "it is the backing file of loop device loop0, and loop0 is mounted on /mnt/img"
         );
         let d = DeviceNumber {
             major: 259,

@@ -2,8 +2,32 @@
 //! tests and with `--root`. One type for probe (sysfs, procfs discovery) and counters (the
 //! samplers): this module only joins paths; reading them is theirs
 //! (`probe::sysfs::read_attr`, `counters::ReadUnder`).
+//!
+//! A tree read in place of `/` (a capture given with `--root`, a fixture) is also
+//! remembered here ([`tree_of`]), so that whoever reads a path made under it resolves the
+//! path inside the tree, as a process chrooted there would: a symbolic link in the tree
+//! (`etc/hostname -> /etc/shadow`) must not lead out of it to the host's files.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The roots of the trees read in place of `/` by this process: every [`SysRoot`] made but
+/// the live `/`. Each distinct root once, so the list is as long as the trees named.
+static TREES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// The tree (a [`SysRoot`] other than `/`) that `path` was made under, the innermost when
+/// trees nest; `None` for a path of the live system. Compared by components, as written:
+/// paths made by [`SysRoot::path`] start with their root as it was given.
+pub fn tree_of(path: &Path) -> Option<PathBuf> {
+    let trees = TREES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    trees
+        .iter()
+        .filter(|t| path.starts_with(t))
+        .max_by_key(|t| t.components().count())
+        .cloned()
+}
 
 /// A view of the filesystem rooted at a directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -13,7 +37,16 @@ pub struct SysRoot {
 
 impl SysRoot {
     pub fn new(root: impl Into<PathBuf>) -> SysRoot {
-        SysRoot { root: root.into() }
+        let r = SysRoot { root: root.into() };
+        if !r.is_live() {
+            let mut trees = TREES
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !trees.contains(&r.root) {
+                trees.push(r.root.clone());
+            }
+        }
+        r
     }
 
     /// The running system's `/`.
@@ -65,5 +98,22 @@ mod tests {
         assert!(SysRoot::system().is_live() && !r.is_live());
         // A relative --root (`--root .`, `--root fixtures/x`) stays relative.
         assert_eq!(SysRoot::new(".").path("/sys"), PathBuf::from("./sys"));
+    }
+
+    #[test]
+    fn paths_made_under_a_tree_are_known_as_its_own() {
+        let outer = SysRoot::new("/tmp/headroom-tree-a");
+        let inner = SysRoot::new("/tmp/headroom-tree-a/nested");
+        assert_eq!(
+            tree_of(&outer.path("/etc/hostname")).as_deref(),
+            Some(Path::new("/tmp/headroom-tree-a"))
+        );
+        assert_eq!(
+            tree_of(&inner.path("/sys")).as_deref(),
+            Some(Path::new("/tmp/headroom-tree-a/nested"))
+        );
+        // Another directory whose name only begins the same is not in the tree.
+        assert_eq!(tree_of(Path::new("/tmp/headroom-tree-ab/etc")), None);
+        assert_eq!(tree_of(&SysRoot::system().path("/etc/hostname")), None);
     }
 }

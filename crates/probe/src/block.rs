@@ -359,7 +359,7 @@ pub fn disk_and_partitions(root: &SysRoot, disk: &str) -> Result<Vec<(String, St
         out.push((disk.to_string(), dev));
     }
     let dir = root.path(root.canonical(&base)?);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
+    let Ok(entries) = crate::sysfs::read_dir(&dir) else {
         return Ok(out);
     };
     for entry in entries.flatten() {
@@ -415,7 +415,7 @@ fn holds_of_disk(root: &SysRoot, disk: &str, depth: usize) -> Result<Vec<Hold>, 
             format!("/sys/block/{disk}/{name}/holders")
         };
         let dir = root.path(root.canonical(&rel)?);
-        if let Ok(entries) = std::fs::read_dir(&dir) {
+        if let Ok(entries) = crate::sysfs::read_dir(&dir) {
             let mut holders: Vec<String> = entries
                 .flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -449,6 +449,40 @@ fn holds_of_disk(root: &SysRoot, disk: &str, depth: usize) -> Result<Vec<Hold>, 
     Ok(out)
 }
 
+/// The loop devices whose backing file is the regular file `(dev, ino)` (its `st_dev` and
+/// `st_ino`): each bound loop device's `/sys/block/loopN/loop/backing_file` is looked up and
+/// matched by device and inode, not by name, so another name of the same file (a hard link,
+/// a bind mount, a path through a symbolic link) is found as well. What holds each such loop
+/// device in turn (a mount of it) is said with it.
+pub fn loops_backed_by_file(root: &SysRoot, dev: u64, ino: u64) -> Result<Vec<Hold>, ReadError> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    for name in root.list("/sys/block")? {
+        if !name.starts_with("loop") {
+            continue;
+        }
+        let Some(backing) = read_attr(&root.path(format!("/sys/block/{name}/loop/backing_file")))?
+        else {
+            continue;
+        };
+        let Ok(meta) = crate::sysfs::metadata(&root.path(&backing)) else {
+            continue;
+        };
+        if !meta.is_file() || meta.dev() != dev || meta.ino() != ino {
+            continue;
+        }
+        let used = holds_of_disk(root, &name, 1)?
+            .iter()
+            .map(Hold::to_string)
+            .collect();
+        out.push(Hold::BacksLoopAsFile {
+            loop_device: name,
+            used,
+        });
+    }
+    Ok(out)
+}
+
 /// Each bound loop device with its backing file (`/sys/block/loopN/loop/backing_file`,
 /// Documentation/ABI/testing/sysfs-block-loop) and the `MAJ:MIN` of the block device the
 /// backing is (a device node: its `st_rdev`) or lives on (a file: the `st_dev` of its
@@ -465,7 +499,7 @@ pub fn loop_backings(root: &SysRoot) -> Result<Vec<(String, String, String)>, Re
         else {
             continue;
         };
-        let Ok(meta) = std::fs::metadata(root.path(&backing)) else {
+        let Ok(meta) = crate::sysfs::metadata(&root.path(&backing)) else {
             continue;
         };
         let number = if meta.file_type().is_block_device() {

@@ -10,7 +10,7 @@ use model::root::SysRoot;
 pub fn last_level_cache_bytes(root: &SysRoot) -> Option<u64> {
     let dir = root.path("/sys/devices/system/cpu/cpu0/cache");
     let mut best: Option<(u32, u64)> = None;
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+    for entry in crate::sysfs::read_dir(&dir).ok()?.flatten() {
         let p = entry.path();
         let attr = |n: &str| read_attr(&p.join(n)).ok().flatten();
         if attr("type").is_some_and(|t| t.trim() == "Instruction") {

@@ -65,13 +65,171 @@ impl ReadError {
 
 use model::root::SysRoot;
 
-/// Read a whole attribute file as bytes. Missing file: `Ok(None)`.
+/// Read a whole attribute file as bytes (resolved as [`open_read`] does). Missing file:
+/// `Ok(None)`.
 pub fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, ReadError> {
-    match std::fs::read(path) {
+    use std::io::Read;
+    let read = open_read(path).and_then(|mut f| {
+        let mut bytes = Vec::new();
+        f.read_to_end(&mut bytes).map(|_| bytes)
+    });
+    match read {
         Ok(b) => Ok(Some(b)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(ReadError::from_io(path, &e)),
     }
+}
+
+/// Open `path` to read it. A path of a tree read in place of `/` (`--root`, a fixture:
+/// [`model::root::tree_of`]) is resolved inside that tree, as for a process chrooted there:
+/// `..` stops at the tree's root and a link's absolute target starts from it, so a capture
+/// whose `etc/hostname` links to `/etc/shadow` reads the tree's own `etc/shadow` (if any),
+/// never the host's. The kernel does it (openat2(2) with RESOLVE_IN_ROOT, Linux 5.6); an
+/// older kernel gets the same resolution done here ([`resolve_in_tree`]), then the file is
+/// opened without following a link. A path of the live system is opened as it is.
+pub fn open_read(path: &Path) -> io::Result<std::fs::File> {
+    let Some(tree) = model::root::tree_of(path) else {
+        return std::fs::File::open(path);
+    };
+    let rel = path.strip_prefix(&tree).unwrap_or(path);
+    // O_NONBLOCK: a FIFO planted in the tree is opened without waiting for a writer (a
+    // read then finds it empty); regular files and sysfs attributes ignore the flag.
+    let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY | libc::O_NONBLOCK;
+    match openat2_in_root(&tree, rel, flags) {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM)) => {
+            // No openat2 (before Linux 5.6, or a seccomp filter that does not know it).
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(
+                    libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NOCTTY | libc::O_NONBLOCK,
+                )
+                .open(resolve_in_tree(&tree, rel)?)
+        }
+        r => r,
+    }
+}
+
+/// The entries of directory `path`, resolved as [`open_read`] resolves a file.
+pub fn read_dir(path: &Path) -> io::Result<std::fs::ReadDir> {
+    match model::root::tree_of(path) {
+        Some(tree) => std::fs::read_dir(resolve_in_tree(
+            &tree,
+            path.strip_prefix(&tree).unwrap_or(path),
+        )?),
+        None => std::fs::read_dir(path),
+    }
+}
+
+/// What `path` is (links followed), resolved as [`open_read`] resolves a file.
+pub fn metadata(path: &Path) -> io::Result<std::fs::Metadata> {
+    match model::root::tree_of(path) {
+        Some(tree) => std::fs::symlink_metadata(resolve_in_tree(
+            &tree,
+            path.strip_prefix(&tree).unwrap_or(path),
+        )?),
+        None => std::fs::metadata(path),
+    }
+}
+
+/// openat2(2)'s `struct open_how` (include/uapi/linux/openat2.h).
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+/// `rel` opened with `flags` under directory `root`, the kernel resolving every component
+/// inside it (RESOLVE_IN_ROOT) and refusing /proc's magic links (RESOLVE_NO_MAGICLINKS).
+fn openat2_in_root(root: &Path, rel: &Path, flags: libc::c_int) -> io::Result<std::fs::File> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(root)?;
+    let rel = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    let name = std::ffi::CString::new(rel.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let how = OpenHow {
+        flags: flags as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: openat2(2) reads `how` (its size passed with it) and the NUL-terminated name;
+    // both outlive the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: openat2 returned a new descriptor that nothing else owns.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd as libc::c_int) })
+}
+
+/// `rel` resolved inside directory `root` as RESOLVE_IN_ROOT resolves it: each component in
+/// turn, every symbolic link followed, `..` never above `root`, an absolute link target
+/// taken from `root`. The result names no link any more (a missing component is NotFound).
+/// Where the kernel cannot do it itself; the tree's owner could still swap a component
+/// between this and the open that follows, which openat2 leaves no room for.
+pub fn resolve_in_tree(root: &Path, rel: &Path) -> io::Result<PathBuf> {
+    use std::collections::VecDeque;
+    use std::ffi::OsString;
+    use std::path::Component;
+    let parts = |p: &Path| -> Vec<OsString> {
+        p.components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_os_string()),
+                Component::ParentDir => Some(OsString::from("..")),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut todo: VecDeque<OsString> = parts(rel).into();
+    let mut done: Vec<OsString> = Vec::new();
+    let mut hops = 0;
+    while let Some(name) = todo.pop_front() {
+        if name == ".." {
+            done.pop();
+            continue;
+        }
+        let on_disk = done
+            .iter()
+            .fold(root.to_path_buf(), |p, c| p.join(c))
+            .join(&name);
+        if std::fs::symlink_metadata(&on_disk)?
+            .file_type()
+            .is_symlink()
+        {
+            hops += 1;
+            if hops > MAX_LINK_HOPS {
+                return Err(io::Error::from_raw_os_error(libc::ELOOP));
+            }
+            let target = std::fs::read_link(&on_disk)?;
+            if target.is_absolute() {
+                done.clear();
+            }
+            for c in parts(&target).into_iter().rev() {
+                todo.push_front(c);
+            }
+            continue;
+        }
+        done.push(name);
+    }
+    Ok(done.iter().fold(root.to_path_buf(), |p, c| p.join(c)))
 }
 
 /// Read a text attribute, trimmed of surrounding whitespace (sysfs values end in a newline;
@@ -291,7 +449,7 @@ impl SysfsExt for SysRoot {
     /// one that cannot be listed is an error naming it.
     fn list(&self, rel: impl AsRef<Path>) -> Result<Vec<String>, ReadError> {
         let dir = self.path(rel);
-        let entries = match std::fs::read_dir(&dir) {
+        let entries = match read_dir(&dir) {
             Ok(e) => e,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(ReadError::from_io(&dir, &e)),
@@ -316,6 +474,63 @@ pub fn uevent_value(path: &Path, key: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Inside a tree, links resolve as in a chroot there, by the kernel (openat2) and by the
+    /// fallback for kernels without it alike: an absolute target starts at the tree's root,
+    /// `..` stops there, a relative link inside the tree is followed.
+    #[test]
+    fn reads_under_a_tree_stay_inside_it() {
+        use std::os::unix::fs::symlink;
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("secret");
+        std::fs::write(&secret, "host's secret").unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let root = SysRoot::new(d.path().join("tree"));
+        let t = root.root().to_path_buf();
+        std::fs::create_dir_all(t.join("etc")).unwrap();
+        std::fs::create_dir_all(t.join("sys/class")).unwrap();
+        std::fs::create_dir_all(t.join("sys/devices/x")).unwrap();
+        std::fs::write(t.join("etc/own"), "the tree's own").unwrap();
+        std::fs::write(t.join("sys/devices/x/attr"), "attr value").unwrap();
+        symlink(&secret, t.join("etc/absolute")).unwrap();
+        symlink(
+            format!("../../../../../../..{}", secret.display()),
+            t.join("etc/climb"),
+        )
+        .unwrap();
+        symlink("/etc/own", t.join("etc/inside")).unwrap();
+        symlink("../devices/x", t.join("sys/class/x")).unwrap();
+        let via_kernel = |rel: &str| read_attr(&root.path(rel)).unwrap();
+        let via_fallback = |rel: &str| {
+            resolve_in_tree(&t, Path::new(rel))
+                .ok()
+                .and_then(|p| std::fs::read_to_string(p).ok())
+        };
+        // The secret's path inside the tree does not exist: nothing is read.
+        assert_eq!(via_kernel("/etc/absolute"), None);
+        assert_eq!(via_kernel("/etc/climb"), None);
+        assert_eq!(via_fallback("etc/absolute"), None);
+        assert_eq!(via_fallback("etc/climb"), None);
+        assert_eq!(via_kernel("/etc/inside").as_deref(), Some("the tree's own"));
+        assert_eq!(
+            via_fallback("etc/inside").as_deref(),
+            Some("the tree's own")
+        );
+        assert_eq!(
+            via_kernel("/sys/class/x/attr").as_deref(),
+            Some("attr value")
+        );
+        assert_eq!(
+            via_fallback("sys/class/x/attr").as_deref(),
+            Some("attr value")
+        );
+        assert_eq!(root.list("/sys/class/x").unwrap(), ["attr"]);
+        // The live system's paths are read as they are.
+        assert_eq!(
+            read_attr(&secret).unwrap().as_deref(),
+            Some("host's secret")
+        );
+    }
 
     #[test]
     fn hex_values() {

@@ -100,15 +100,12 @@ fn is_placeholder(s: &str) -> bool {
 /// planted in a `--root` tree would block a plain read).
 fn small_file(path: &std::path::Path) -> Option<Vec<u8>> {
     use std::io::Read;
-    if !std::fs::metadata(path).ok()?.is_file() {
+    let f = crate::sysfs::open_read(path).ok()?;
+    if !f.metadata().ok()?.is_file() {
         return None;
     }
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(4096)
-        .read_to_end(&mut bytes)
-        .ok()?;
+    f.take(4096).read_to_end(&mut bytes).ok()?;
     Some(bytes)
 }
 

@@ -106,32 +106,16 @@ pub fn create_stream(path: &Path) -> Result<File, WriteError> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => refuse(
-                "it is a symbolic link, which headroom does not follow (another user could \
-                 point it at any file); give the path of the file itself"
-                    .into(),
-            ),
+            Some(libc::ELOOP) => refuse(model::privilege::SYMLINK_REFUSED.into()),
             _ => err(e),
         })?;
     let meta = f.metadata().map_err(err)?;
     // SAFETY: geteuid(2) has no arguments and cannot fail.
     let euid = unsafe { libc::geteuid() };
-    if !meta.is_file() {
-        return Err(refuse("it is not a regular file".into()));
-    }
-    if meta.uid() != euid {
-        return Err(refuse(format!(
-            "it belongs to user {}, and headroom writes only into its own user's files; \
-             remove it or choose another name",
-            meta.uid()
-        )));
-    }
-    if meta.nlink() > 1 {
-        return Err(refuse(format!(
-            "it has {} names (hard links), and writing it would change the others; remove it \
-             or choose another name",
-            meta.nlink()
-        )));
+    if let Some(why) =
+        model::privilege::why_not_overwritable(meta.is_file(), meta.uid(), meta.nlink(), euid)
+    {
+        return Err(refuse(why));
     }
     f.set_len(0).map_err(err)?;
     Ok(f)

@@ -494,51 +494,13 @@ impl Document {
 /// or is larger than [`MAX_DOCUMENT_BYTES`]. The file is opened without blocking (O_NONBLOCK,
 /// which a regular file ignores), so a FIFO put in its place is refused, not waited on.
 pub fn read_text(path: &Path) -> Result<String, DocumentError> {
-    use std::io::Read;
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    use crate::input::InputError;
     let origin = path.display().to_string();
-    let io = |source| DocumentError::Io {
-        origin: origin.clone(),
-        source,
-    };
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
-        .open(path)
-        .map_err(io)?;
-    let meta = f.metadata().map_err(io)?;
-    let t = meta.file_type();
-    let not_a_file = |what| DocumentError::NotAFile {
-        origin: origin.clone(),
-        what,
-    };
-    if t.is_dir() {
-        return Err(not_a_file("a directory"));
-    } else if t.is_fifo() {
-        return Err(not_a_file("a FIFO (a named pipe)"));
-    } else if t.is_socket() {
-        return Err(not_a_file("a socket"));
-    } else if t.is_char_device() || t.is_block_device() {
-        return Err(not_a_file("a device"));
-    } else if !t.is_file() {
-        return Err(not_a_file("not a regular file"));
-    }
-    let too_large = |bytes| DocumentError::TooLarge {
-        origin: origin.clone(),
-        bytes,
-    };
-    if meta.len() > MAX_DOCUMENT_BYTES {
-        return Err(too_large(meta.len()));
-    }
-    // The file may grow while it is read: never more than the bound and one byte.
-    let mut text = String::new();
-    f.take(MAX_DOCUMENT_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(io)?;
-    if text.len() as u64 > MAX_DOCUMENT_BYTES {
-        return Err(too_large(text.len() as u64));
-    }
-    Ok(text)
+    crate::input::read_text(path, MAX_DOCUMENT_BYTES).map_err(|e| match e {
+        InputError::Io(source) => DocumentError::Io { origin, source },
+        InputError::NotAFile(what) => DocumentError::NotAFile { origin, what },
+        InputError::TooLarge(bytes) => DocumentError::TooLarge { origin, bytes },
+    })
 }
 
 /// Wrap a command's body in a fresh envelope (made now, on `host`) and return the document:

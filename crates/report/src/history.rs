@@ -80,6 +80,19 @@ pub enum HistoryError {
         name: String,
         why: String,
     },
+    #[error(
+        "the history {} is reached through {}, which {why}: that user could point it at any \
+         directory (a link to /etc/cron.d would make headroom create its files there); keep \
+         the history under directories only you and root control (as root, run without \
+         `sudo -E`, which keeps another user's HOME and XDG_DATA_HOME, or give --db)",
+        path.display(),
+        through.display()
+    )]
+    UnsafePath {
+        path: PathBuf,
+        through: PathBuf,
+        why: String,
+    },
     #[error("cannot read the history {}: {error}", path.display())]
     Read {
         path: PathBuf,
@@ -290,41 +303,24 @@ fn check_header(path: &Path) -> Result<bool, HistoryError> {
         path: path.to_path_buf(),
         why: why.to_string(),
     };
-    // O_NONBLOCK: a FIFO is refused below instead of blocking the open until a writer comes
-    // (a regular file ignores the flag).
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
-        .open(path);
-    let mut f = match opened {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(error) => {
+    let mut f = match crate::input::open(path) {
+        Ok((f, _)) => f,
+        Err(crate::input::InputError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(false)
+        }
+        Err(crate::input::InputError::NotAFile(what)) => {
+            return Err(foreign(&format!("it is {what}, not a file")))
+        }
+        Err(e) => {
             return Err(HistoryError::Read {
                 path: path.to_path_buf(),
-                error,
+                error: match e {
+                    crate::input::InputError::Io(error) => error,
+                    other => std::io::Error::other(other.to_string()),
+                },
             })
         }
     };
-    let kind = f
-        .metadata()
-        .map(|m| m.file_type())
-        .map_err(|error| HistoryError::Read {
-            path: path.to_path_buf(),
-            error,
-        })?;
-    if kind.is_dir() {
-        return Err(foreign("it is a directory"));
-    } else if kind.is_fifo() {
-        return Err(foreign("it is a FIFO (a named pipe), not a file"));
-    } else if kind.is_socket() {
-        return Err(foreign("it is a socket, not a file"));
-    } else if kind.is_char_device() || kind.is_block_device() {
-        return Err(foreign("it is a device, not a file"));
-    } else if !kind.is_file() {
-        return Err(foreign("it is not a regular file"));
-    }
     use std::io::Read;
     let mut head = [0u8; 16];
     let mut n = 0;
@@ -379,10 +375,12 @@ fn directory_of(path: &Path) -> &Path {
 /// SQLite creates its journal beside the database under fixed names (`NAME-wal`,
 /// `NAME-shm`, `NAME-journal`), following links, so another user could plant a link there
 /// and have headroom, often root, write through it (DESIGN: files headroom creates where
-/// others can write have unpredictable names). A missing directory is left to the caller.
+/// others can write have unpredictable names). Every directory on the way there is checked
+/// too ([`check_ancestors`]). A missing directory is left to the caller.
 fn check_directory(path: &Path) -> Result<(), HistoryError> {
     use std::os::unix::fs::MetadataExt;
     let dir = directory_of(path);
+    check_ancestors(path, dir)?;
     let Ok(meta) = std::fs::metadata(dir) else {
         return Ok(());
     };
@@ -408,12 +406,118 @@ fn check_directory(path: &Path) -> Result<(), HistoryError> {
     })
 }
 
+/// Most symbolic links followed on the way to the history (the kernel's own limit is 40).
+const MAX_LINK_HOPS: usize = 40;
+
+/// Refuses a history whose directory `dir` is reached through a name another user controls:
+/// each component from `/` on, links followed as the kernel follows them, must belong to
+/// the user running headroom or to root, and sit in a directory that no other user can
+/// write, or only with the sticky bit (/tmp: there only an entry's owner may rename or
+/// remove it). Otherwise that user could swap the component for a link and move the
+/// history, and the files SQLite makes beside it, anywhere: root running with a user's
+/// HOME or XDG_DATA_HOME (`sudo -E`) created `/etc/cron.d/history.sqlite` through a link
+/// at `~/.local/share/headroom`. Components that do not exist yet are left to the caller
+/// (the default directory is then made by this user, 0700).
+fn check_ancestors(path: &Path, dir: &Path) -> Result<(), HistoryError> {
+    use std::collections::VecDeque;
+    use std::ffi::OsString;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Component;
+    // SAFETY: geteuid(2) and getegid(2) have no arguments and cannot fail.
+    let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let unsafe_path = |through: PathBuf, why: String| HistoryError::UnsafePath {
+        path: path.to_path_buf(),
+        through,
+        why,
+    };
+    let absolute = if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        match std::env::current_dir() {
+            Ok(cwd) => cwd.join(dir),
+            Err(_) => return Ok(()),
+        }
+    };
+    let components = |p: &Path| -> Vec<OsString> {
+        p.components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_os_string()),
+                Component::ParentDir => Some(OsString::from("..")),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut todo: VecDeque<OsString> = components(&absolute).into();
+    let mut current = PathBuf::from("/");
+    let mut hops = 0;
+    while let Some(name) = todo.pop_front() {
+        if name == ".." {
+            current.pop();
+            continue;
+        }
+        let entry = current.join(&name);
+        let meta = match std::fs::symlink_metadata(&entry) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(unsafe_path(entry, format!("cannot be examined ({e})"))),
+        };
+        let parent = std::fs::metadata(&current)
+            .map_err(|e| unsafe_path(current.clone(), format!("cannot be examined ({e})")))?;
+        let others_write = parent.mode() & 0o002 != 0
+            || (parent.mode() & 0o020 != 0 && parent.gid() != egid && parent.gid() != 0);
+        let sticky = parent.mode() & 0o1000 != 0;
+        if meta.uid() != euid && meta.uid() != 0 {
+            let what = if meta.file_type().is_symlink() {
+                "a symbolic link"
+            } else {
+                "a directory"
+            };
+            return Err(unsafe_path(
+                entry,
+                format!("is {what} that user {} owns", meta.uid()),
+            ));
+        }
+        if others_write && !sticky {
+            return Err(unsafe_path(
+                entry,
+                format!(
+                    "is in {}, which other users can write (without the sticky bit, they \
+                     can replace it)",
+                    current.display()
+                ),
+            ));
+        }
+        if meta.file_type().is_symlink() {
+            hops += 1;
+            if hops > MAX_LINK_HOPS {
+                return Err(unsafe_path(
+                    entry,
+                    format!("leads through more than {MAX_LINK_HOPS} links (a link loop?)"),
+                ));
+            }
+            let target = std::fs::read_link(&entry)
+                .map_err(|e| unsafe_path(entry.clone(), format!("cannot be read ({e})")))?;
+            if target.is_absolute() {
+                current = PathBuf::from("/");
+            }
+            for c in components(&target).into_iter().rev() {
+                todo.push_front(c);
+            }
+            continue;
+        }
+        current = entry;
+    }
+    Ok(())
+}
+
 /// Makes the directory of the default history ([`default_path`]) and any missing parent,
 /// readable only by its user (0700): the history says what ran on the machine. Only the
 /// default location is made; a directory given with `--db` must exist.
 pub fn create_default_dir(path: &Path) -> Result<(), HistoryError> {
     use std::os::unix::fs::DirBuilderExt;
     let dir = directory_of(path);
+    // Before anything is made: a missing directory is made through the names that exist.
+    check_ancestors(path, dir)?;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -424,20 +528,158 @@ pub fn create_default_dir(path: &Path) -> Result<(), HistoryError> {
         })
 }
 
+/// The longest value (a document, a string) SQLite hands over from the history: a saved
+/// document is at most [`crate::document::MAX_DOCUMENT_BYTES`]; the rest is room for the
+/// JSON SQLite builds around it. A crafted file's larger value is an error, not memory.
+const MAX_VALUE_BYTES: i32 = 2 * (crate::document::MAX_DOCUMENT_BYTES as i32);
+
+/// The most objects (tables, indexes) a history's schema holds; headroom makes two.
+const MAX_SCHEMA_OBJECTS: usize = 16;
+
+/// Readies a connection for a file someone else may have made: defensive mode (the schema
+/// cannot be written as plain data, nor can the file be damaged on purpose through SQL:
+/// SQLITE_DBCONFIG_DEFENSIVE), functions in the schema limited to the innocuous ones
+/// (SQLITE_DBCONFIG_TRUSTED_SCHEMA off, what `PRAGMA trusted_schema=OFF` sets; that pragma
+/// is left out of this build with the other flag pragmas), and no value longer than
+/// [`MAX_VALUE_BYTES`] (https://www.sqlite.org/security.html, "Untrusted SQLite Database
+/// Files").
+fn harden(conn: &Connection) -> rusqlite::Result<()> {
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
+    let mut now: std::os::raw::c_int = 1;
+    // SAFETY: sqlite3_db_config with SQLITE_DBCONFIG_TRUSTED_SCHEMA takes an int (0: off)
+    // and a pointer to an int it writes the new setting to; the handle is this open
+    // connection's.
+    let rc = unsafe {
+        rusqlite::ffi::sqlite3_db_config(
+            conn.handle(),
+            rusqlite::ffi::SQLITE_DBCONFIG_TRUSTED_SCHEMA,
+            0 as std::os::raw::c_int,
+            &mut now as *mut std::os::raw::c_int,
+        )
+    };
+    if rc != rusqlite::ffi::SQLITE_OK || now != 0 {
+        return Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rc),
+            Some("trusted_schema could not be turned off".into()),
+        ));
+    }
+    // SAFETY: sqlite3_limit only sets a number of this open connection (rusqlite wraps it
+    // only with its `limits` feature).
+    unsafe {
+        rusqlite::ffi::sqlite3_limit(
+            conn.handle(),
+            rusqlite::ffi::SQLITE_LIMIT_LENGTH,
+            MAX_VALUE_BYTES,
+        );
+    }
+    Ok(())
+}
+
+/// Refuses a history whose schema holds what headroom never makes: `runs` must be a plain
+/// table with headroom's columns (not a view, which a query could make run without end, nor
+/// a table with computed columns), beside SQLite's own `sqlite_sequence` and indexes of
+/// `runs`; no view, no trigger, no other table. Every query of the history then reads a
+/// table of stored rows, in time and memory bounded by the file.
+fn check_schema(conn: &Connection, path: &Path) -> Result<(), HistoryError> {
+    let foreign = |why: String| HistoryError::Foreign {
+        path: path.to_path_buf(),
+        why,
+    };
+    let sql = |error| HistoryError::Sqlite {
+        path: path.to_path_buf(),
+        error,
+    };
+    let objects: Vec<(String, String, String, Option<String>)> = conn
+        .prepare(&format!(
+            "SELECT type, name, tbl_name, sql FROM sqlite_schema LIMIT {}",
+            MAX_SCHEMA_OBJECTS + 1
+        ))
+        .and_then(|mut st| {
+            st.query_map([], |r| {
+                Ok((
+                    lenient_text(r.get_ref(0)?).unwrap_or_default(),
+                    lenient_text(r.get_ref(1)?).unwrap_or_default(),
+                    lenient_text(r.get_ref(2)?).unwrap_or_default(),
+                    lenient_text(r.get_ref(3)?),
+                ))
+            })?
+            .collect()
+        })
+        .map_err(sql)?;
+    if objects.len() > MAX_SCHEMA_OBJECTS {
+        return Err(foreign(format!(
+            "its schema holds more than {MAX_SCHEMA_OBJECTS} tables, indexes, views or \
+             triggers; a headroom history holds two tables"
+        )));
+    }
+    for (kind, name, table, text) in &objects {
+        let plain_table = text.as_deref().is_some_and(|t| {
+            t.trim_start()
+                .get(..12)
+                .is_some_and(|h| h.eq_ignore_ascii_case("CREATE TABLE"))
+        });
+        match (kind.as_str(), name.as_str()) {
+            ("table", "runs") | ("table", "sqlite_sequence") if plain_table => {}
+            ("index", _) if table == "runs" => {}
+            ("view", "runs") => {
+                return Err(foreign(
+                    "its `runs` is a view, not the table of saved runs headroom makes".into(),
+                ))
+            }
+            _ => {
+                return Err(foreign(format!(
+                    "it holds the {kind} {name:?}, which a headroom history does not"
+                )))
+            }
+        }
+    }
+    let known: Vec<&str> = [
+        "id", "created", "host", "kind", "target", "test", "headline", "document",
+    ]
+    .into_iter()
+    .chain(HOST_COLUMNS.iter().map(|(c, _)| *c))
+    .collect();
+    let columns: Vec<(String, i64)> = conn
+        .prepare("SELECT name, hidden FROM pragma_table_xinfo('runs') LIMIT 64")
+        .and_then(|mut st| {
+            st.query_map([], |r| {
+                Ok((lenient_text(r.get_ref(0)?).unwrap_or_default(), r.get(1)?))
+            })?
+            .collect()
+        })
+        .map_err(sql)?;
+    for (name, hidden) in &columns {
+        if *hidden != 0 {
+            return Err(foreign(format!(
+                "its `runs` table has the computed column {name:?}, which headroom never makes"
+            )));
+        }
+        if !known.contains(&name.as_str()) {
+            return Err(foreign(format!(
+                "its `runs` table has the column {name:?}, which headroom never makes"
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl Store {
     /// Open an existing history to read it; `Ok(None)` when there is none at `path`. Reading
     /// never creates a file or directory, and works on a read-only filesystem.
     pub fn open_existing(path: &Path) -> Result<Option<Store>, HistoryError> {
+        // The names on the way first: reading through another user's link would read (and
+        // for a WAL database, write the -shm of) whatever it points at.
+        check_directory(path)?;
         if !check_header(path)? {
             return Ok(None);
         }
-        check_directory(path)?;
         let sql = |error| HistoryError::Sqlite {
             path: path.to_path_buf(),
             error,
         };
         let read_only = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, read_only).map_err(sql)?;
+        harden(&conn).map_err(sql)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
         // A WAL database needs its `-shm` file; where it is absent and cannot be created
         // (a read-only filesystem: SQLITE_CANTOPEN, code 14) the file is read as immutable.
@@ -454,11 +696,13 @@ impl Store {
                     read_only | OpenFlags::SQLITE_OPEN_URI,
                 )
                 .map_err(sql)?;
+                harden(&conn).map_err(sql)?;
                 Self::check_ours(&conn, path)?;
                 conn
             }
             Err(e) => return Err(e),
         };
+        check_schema(&conn, path)?;
         let host_columns = has_host_columns(&conn).map_err(sql)?;
         Ok(Some(Store {
             conn,
@@ -522,6 +766,7 @@ impl Store {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(sql)?;
+        harden(&conn).map_err(sql)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
         let not_a_db = |e: rusqlite::Error| match e {
             rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase => {
@@ -547,6 +792,7 @@ impl Store {
             if app_id != APPLICATION_ID && (app_id != 0 || tables > 0) {
                 return Err(foreign("it is an SQLite database of another program"));
             }
+            check_schema(&conn, path)?;
             conn.execute_batch(&format!(
                 "PRAGMA application_id = {APPLICATION_ID}; {SCHEMA}"
             ))
@@ -1046,6 +1292,87 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().contains("schema version 9"), "{e}");
         assert!(s.list().unwrap().is_empty());
+    }
+
+    /// A file that claims to be a history (its application_id) but whose schema headroom
+    /// never makes: `runs` as a view that counts without end (a listing of it ran for ever,
+    /// growing), a trigger, a computed column. Refused when opened, to read or to save, with
+    /// what is wrong, and left as it was; nothing is listed from it.
+    #[test]
+    fn a_history_with_a_schema_headroom_never_makes_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let hostile = [
+            (
+                "view.sqlite",
+                "CREATE VIEW runs AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL \
+                 SELECT i + 1 FROM n) SELECT i AS id, NULL AS created, 'h' AS host, \
+                 'disk' AS kind, NULL AS target, 't' AS test, 'x' AS headline, \
+                 printf('%.*c', 100000, 'x') AS document FROM n;",
+                "its `runs` is a view",
+            ),
+            (
+                "trigger.sqlite",
+                "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, created TEXT, \
+                 host TEXT, kind TEXT NOT NULL, target TEXT, test TEXT NOT NULL, \
+                 headline TEXT NOT NULL, document TEXT NOT NULL); \
+                 CREATE TRIGGER grow AFTER INSERT ON runs BEGIN \
+                 INSERT INTO runs (kind, test, headline, document) \
+                 SELECT kind, test, headline, document FROM runs; END;",
+                "it holds the trigger \"grow\"",
+            ),
+            (
+                "computed.sqlite",
+                "CREATE TABLE runs (id INTEGER PRIMARY KEY, created TEXT, host TEXT, \
+                 kind TEXT NOT NULL, target TEXT, test TEXT NOT NULL, \
+                 headline TEXT NOT NULL, document TEXT NOT NULL, \
+                 machine_id TEXT AS (printf('%.*c', 1000000, 'x')));",
+                "computed column \"machine_id\"",
+            ),
+        ];
+        for (name, schema, why) in hostile {
+            let p = dir.path().join(name);
+            let c = Connection::open(&p).unwrap();
+            c.execute_batch(&format!(
+                "PRAGMA application_id = {APPLICATION_ID}; {schema}"
+            ))
+            .unwrap();
+            drop(c);
+            let before = std::fs::read(&p).unwrap();
+            for e in [Store::open_existing(&p).err(), Store::open(&p).err()] {
+                let e = e.unwrap_or_else(|| panic!("{name} was opened")).to_string();
+                assert!(e.contains("is not a headroom history"), "{name}: {e}");
+                assert!(e.contains(why), "{name}: {e}");
+            }
+            assert_eq!(std::fs::read(&p).unwrap(), before, "{name} was written");
+        }
+    }
+
+    /// The connection to a history is made safe for a crafted file: defensive mode on,
+    /// functions in the schema limited to innocuous ones, values bounded.
+    #[test]
+    fn a_history_connection_is_defensive() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("h.sqlite")).unwrap();
+        assert!(s
+            .conn
+            .db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_DEFENSIVE)
+            .unwrap());
+        // SAFETY: a negative value only reads the limit.
+        let limit = unsafe {
+            rusqlite::ffi::sqlite3_limit(s.conn.handle(), rusqlite::ffi::SQLITE_LIMIT_LENGTH, -1)
+        };
+        assert_eq!(limit, MAX_VALUE_BYTES);
+        let mut trusted: std::os::raw::c_int = 1;
+        // SAFETY: -1 only reads the setting into `trusted`.
+        unsafe {
+            rusqlite::ffi::sqlite3_db_config(
+                s.conn.handle(),
+                rusqlite::ffi::SQLITE_DBCONFIG_TRUSTED_SCHEMA,
+                -1 as std::os::raw::c_int,
+                &mut trusted as *mut std::os::raw::c_int,
+            );
+        }
+        assert_eq!(trusted, 0, "trusted_schema is on");
     }
 
     #[test]

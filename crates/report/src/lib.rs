@@ -16,6 +16,7 @@ pub mod efficiency;
 pub mod explain;
 pub mod history;
 pub mod html;
+pub mod input;
 pub mod kcidb;
 pub mod kinds;
 pub mod labs;

@@ -204,3 +204,70 @@ pub fn as_nobody(program: &std::path::Path) -> Option<Command> {
     c.uid(65534).gid(65534).current_dir("/");
     Some(c)
 }
+
+/// A kernel setting (`/proc/sys/...`) changed for a test and put back when dropped, also
+/// when the test fails. Tests of one binary that depend on the same setting hold
+/// [`SYSCTLS`] while it is set, so they never see each other's value.
+pub struct Sysctl {
+    path: std::path::PathBuf,
+    old: String,
+    _held: std::sync::MutexGuard<'static, ()>,
+}
+
+/// Held while a [`Sysctl`] is set.
+pub static SYSCTLS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+impl Sysctl {
+    /// Set `path` to `value`; `None`, skipped ([`crate::skip`]), unless the tests run as root
+    /// and the setting exists.
+    pub fn set(path: &str, value: &str) -> Option<Sysctl> {
+        let held = SYSCTLS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Ok(old) = std::fs::read_to_string(path) else {
+            crate::skip::skip(&format!("{path} cannot be read"));
+            return None;
+        };
+        if std::fs::write(path, value).is_err() {
+            crate::skip::skip(&format!("{path} cannot be set (needs root)"));
+            return None;
+        }
+        Some(Sysctl {
+            path: path.into(),
+            old: old.trim().to_string(),
+            _held: held,
+        })
+    }
+
+    /// `fs.protected_symlinks` at 0, the kernel's own default: root follows a link another
+    /// user planted in a sticky world-writable directory, which is what local-attacker tests
+    /// of links rely on.
+    pub fn unprotected_symlinks() -> Option<Sysctl> {
+        Sysctl::set("/proc/sys/fs/protected_symlinks", "0")
+    }
+}
+
+impl Drop for Sysctl {
+    fn drop(&mut self) {
+        // Best effort: a drop cannot fail the test any more.
+        let _ = std::fs::write(&self.path, &self.old);
+    }
+}
+
+/// A directory every user may create files in and only their owners may remove them from
+/// (mode 1777, like /tmp), on tmpfs (/dev/shm) where there is one; removed when dropped.
+pub fn sticky_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let base = if std::path::Path::new("/dev/shm").is_dir() {
+        std::path::PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
+    let d = tempfile::Builder::new()
+        .prefix("headroom-sticky-")
+        .tempdir_in(base)
+        .unwrap_or_else(|e| panic!("a scratch directory: {e}"));
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o1777))
+        .unwrap_or_else(|e| panic!("chmod 1777: {e}"));
+    d
+}

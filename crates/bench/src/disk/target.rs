@@ -33,6 +33,9 @@ pub struct Inspection {
     /// `major:minor` of the block device under it: the filesystem's device (`st_dev`) for a
     /// file, the device itself (`st_rdev`) for a device node.
     pub dev: (u32, u32),
+    /// The inode of an existing file (0 otherwise): with `dev`, what the file opened for
+    /// writing must still be, and how a loop device backed by it is found.
+    pub ino: u64,
 }
 
 /// Flags that decide what may be done to the target.
@@ -232,18 +235,21 @@ pub fn inspect(given: &Path) -> Result<Inspection, DiskError> {
             file: given.into(),
             kind: TargetKind::BlockDevice,
             dev: dev_pair(m.rdev()),
+            ino: 0,
         }),
         Ok(m) if m.is_dir() => Ok(Inspection {
             given: given.into(),
             file: given.join(temp_name()),
             kind: TargetKind::NewFile,
             dev: dev_pair(m.dev()),
+            ino: 0,
         }),
         Ok(m) if m.is_file() => Ok(Inspection {
             given: given.into(),
             file: given.into(),
             kind: TargetKind::ExistingFile,
             dev: dev_pair(m.dev()),
+            ino: m.ino(),
         }),
         Ok(_) => Err(DiskError::Target(format!(
             "{show} is neither a regular file, a directory nor a block device"
@@ -278,6 +284,7 @@ pub fn inspect(given: &Path) -> Result<Inspection, DiskError> {
                 file: given.into(),
                 kind: TargetKind::NewFile,
                 dev: dev_pair(m.dev()),
+                ino: 0,
             })
         }
         Err(e) => Err(DiskError::Target(format!("{show}: {e}"))),
@@ -465,6 +472,35 @@ pub fn prepare(
                 .map_err(|e| open_error(&show, &e, opts.direct))?;
             if !existing {
                 created.hold(insp.file.clone());
+            } else {
+                // The file opened must be the one inspected (whose loop devices the caller
+                // looked for), and one headroom may write over.
+                let m = f
+                    .metadata()
+                    .map_err(|e| DiskError::Target(format!("{show}: {e}")))?;
+                if dev_pair(m.dev()) != insp.dev || m.ino() != insp.ino {
+                    return Err(DiskError::Target(format!(
+                        "{show} was replaced by another file after it was inspected (someone \
+                         else is changing it): nothing was written; run again"
+                    )));
+                }
+                // SAFETY: geteuid(2) has no arguments and cannot fail.
+                let euid = unsafe { libc::geteuid() };
+                if let Some(why) =
+                    model::privilege::why_not_overwritable(m.is_file(), m.uid(), m.nlink(), euid)
+                {
+                    return Err(DiskError::Target(format!(
+                        "--overwrite refuses {show}: {why}"
+                    )));
+                }
+                if !holds.is_empty() {
+                    let list: Vec<String> = holds.iter().map(|h| h.to_string()).collect();
+                    return Err(DiskError::Target(format!(
+                        "refusing to overwrite {show}: {}; unmount what uses the loop device \
+                         and detach it (losetup -d) first, or give another file",
+                        list.join("; ")
+                    )));
+                }
             }
             // An existing file already as large as the test and without holes has real blocks
             // under every offset: refilling it would only wear the disk and warm its caches.

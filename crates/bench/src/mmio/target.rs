@@ -496,6 +496,13 @@ pub fn open_bar(
 }
 
 /// Check and map `offset..offset + size` of file `p` (named `given`), pages of `page` bytes.
+///
+/// The checks are made on the opened file itself (fstat), never on its name, so nothing can
+/// be swapped in between. Stores go only into a regular file of the user running headroom
+/// with no other name, opened without following a symbolic link (O_NOFOLLOW), or into a
+/// character device (/dev/mem: only root makes device nodes): in a directory others can write
+/// (/tmp, /dev/shm), a link or a file planted under the name would make root write over
+/// another file with test patterns.
 pub fn open_file(
     given: &str,
     p: &Path,
@@ -504,20 +511,51 @@ pub fn open_file(
     size: Option<u64>,
     page: u64,
 ) -> Result<Opened, TargetError> {
-    let meta = std::fs::metadata(p).map_err(|e| {
-        refuse(match e.kind() {
-            std::io::ErrorKind::NotFound => format!(
+    use std::os::unix::fs::MetadataExt;
+    let mut opts = OpenOptions::new();
+    opts.read(true).write(writable);
+    // O_NONBLOCK: a FIFO is refused below instead of blocking the open (a regular file and
+    // the mapping ignore the flag).
+    let nofollow = if writable { libc::O_NOFOLLOW } else { 0 };
+    opts.custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY | nofollow);
+    let fh = opts
+        .open(p)
+        .map_err(|e| match (e.kind(), e.raw_os_error()) {
+            (std::io::ErrorKind::NotFound, _) => refuse(format!(
                 "{given} does not exist: give DDDD:BB:DD.F:BAR, a sysfs resourceN file or an \
-                 existing file"
-            ),
-            _ => format!("{given}: {e}"),
-        })
-    })?;
+             existing file"
+            )),
+            (_, Some(libc::EISDIR)) => usage(format!(
+                "{given} is a directory: give DDDD:BB:DD.F:BAR, a sysfs resourceN file or a file"
+            )),
+            (_, Some(libc::ELOOP)) if writable => refuse(format!(
+                "stores to {given} are refused: {}; nothing was mapped",
+                model::privilege::SYMLINK_REFUSED
+            )),
+            _ => refuse(format!("opening {given}: {e}")),
+        })?;
+    let meta = fh.metadata().map_err(|e| refuse(format!("{given}: {e}")))?;
     let device = meta.file_type().is_char_device();
     if meta.is_dir() {
         return Err(usage(format!(
             "{given} is a directory: give DDDD:BB:DD.F:BAR, a sysfs resourceN file or a file"
         )));
+    }
+    if !device && !meta.is_file() {
+        return Err(usage(format!(
+            "{given} is neither a regular file nor a character device: there is nothing to map"
+        )));
+    }
+    if writable && !device {
+        // SAFETY: geteuid(2) has no arguments and cannot fail.
+        let euid = unsafe { libc::geteuid() };
+        if let Some(why) =
+            model::privilege::why_not_overwritable(true, meta.uid(), meta.nlink(), euid)
+        {
+            return Err(refuse(format!(
+                "stores to {given} are refused: {why}; nothing was mapped"
+            )));
+        }
     }
     let len = if device {
         let Some(s) = size else {
@@ -537,11 +575,6 @@ pub fn open_file(
     if let Err(e) = check_window(usize::try_from(len).unwrap_or(usize::MAX), offset, size, 1) {
         return Err(usage(format!("{given} ({len} bytes): {e}")));
     }
-    let mut opts = OpenOptions::new();
-    opts.read(true).write(writable);
-    let fh = opts
-        .open(p)
-        .map_err(|e| refuse(format!("opening {given}: {e}")))?;
     let map_start = offset & !(page - 1);
     let map_len = offset - map_start + size;
     let map = Mapping::of_file(&fh, map_start, map_len as usize, writable)

@@ -28,7 +28,7 @@ use rsa::traits::PublicKeyParts;
 use rsa::{Pkcs1v15Encrypt, RsaPrivateKey, RsaPublicKey};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// iperf3's default `--time-skew-threshold`, seconds (iperf_api.c).
@@ -45,7 +45,7 @@ pub const MAX_KEY_BITS: usize = 4096;
 /// a bound on memory whatever the threshold; past it, a token is refused until some expire.
 const MAX_REMEMBERED: usize = 65_536;
 /// The largest key or users file read (a key file is a few kB).
-const MAX_FILE: u64 = 1 << 20;
+pub const MAX_FILE: u64 = 1 << 20;
 /// The environment variable a client's password comes from, as iperf3 reads it.
 pub const PASSWORD_ENV: &str = "IPERF3_PASSWORD";
 
@@ -66,26 +66,10 @@ fn now_s() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-/// A file of at most [`MAX_FILE`] bytes, or a sentence naming it and `what` it is.
-fn read_small(path: &Path, what: &str) -> Result<String, String> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!(
-            "the {what} {} is not a regular file",
-            path.display()
-        ));
-    }
-    if meta.len() > MAX_FILE {
-        return Err(format!(
-            "the {what} {} is {} bytes, more than a {what} can be",
-            path.display(),
-            meta.len()
-        ));
-    }
-    std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))
-}
+/// How the server reads its authorized users file, again for every test: the caller's one
+/// routine for the files a user names (cli's, which refuses a FIFO or a device and bounds
+/// the size); the sentence on failure names the file.
+pub type ReadUsers = std::sync::Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
 
 /// The client's credentials, encrypted for the server on each test.
 #[derive(Clone, Debug)]
@@ -96,10 +80,15 @@ pub struct ClientAuth {
 }
 
 impl ClientAuth {
-    /// `--username USER --rsa-public-key-path FILE`, the password from [`PASSWORD_ENV`].
-    pub fn new(public_key: &Path, user: &str, password: &str) -> Result<ClientAuth, String> {
-        let pem = read_small(public_key, "RSA public key")?;
-        let key = RsaPublicKey::from_public_key_pem(&pem).map_err(|e| {
+    /// `--username USER --rsa-public-key-path FILE` (`pem`, the file's text), the password
+    /// from [`PASSWORD_ENV`].
+    pub fn new(
+        public_key: &Path,
+        pem: &str,
+        user: &str,
+        password: &str,
+    ) -> Result<ClientAuth, String> {
+        let key = RsaPublicKey::from_public_key_pem(pem).map_err(|e| {
             format!(
                 "{} is not an RSA public key in PEM (`openssl rsa -in private.pem -pubout` \
                  writes one): {e}",
@@ -140,14 +129,23 @@ impl ClientAuth {
 }
 
 /// The server's key and its authorized users.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ServerAuth {
     key: RsaPrivateKey,
-    users: PathBuf,
+    users: ReadUsers,
     skew_s: u32,
     /// The tokens accepted (their SHA-256) and the time each stops being valid: a token is
     /// accepted once, so one seen on the wire cannot be used again.
     accepted: Arc<Mutex<HashMap<[u8; 32], i64>>>,
+}
+
+impl std::fmt::Debug for ServerAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key.
+        f.debug_struct("ServerAuth")
+            .field("skew_s", &self.skew_s)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What a decrypted token says.
@@ -185,10 +183,15 @@ impl ServerAuth {
     /// `--rsa-private-key-path FILE --authorized-users-path FILE [--time-skew-threshold S]`.
     /// The users file is read again for every test, as iperf3 does, so it can be edited
     /// while the server runs.
-    pub fn new(private_key: &Path, users: &Path, skew_s: u32) -> Result<ServerAuth, String> {
-        let pem = read_small(private_key, "RSA private key")?;
-        let key = RsaPrivateKey::from_pkcs1_pem(&pem)
-            .or_else(|_| RsaPrivateKey::from_pkcs8_pem(&pem))
+    /// `pem` is the private key file's text; `users` reads the users file.
+    pub fn new(
+        private_key: &Path,
+        pem: &str,
+        users: ReadUsers,
+        skew_s: u32,
+    ) -> Result<ServerAuth, String> {
+        let key = RsaPrivateKey::from_pkcs1_pem(pem)
+            .or_else(|_| RsaPrivateKey::from_pkcs8_pem(pem))
             .map_err(|e| {
                 format!(
                     "{} is not an unencrypted RSA private key in PEM (`openssl genrsa -out \
@@ -206,13 +209,13 @@ impl ServerAuth {
                 private_key.display()
             ));
         }
-        read_small(users, "authorized users file")?;
+        users()?;
         if skew_s == 0 {
             return Err("--time-skew-threshold must be at least 1 second".into());
         }
         Ok(ServerAuth {
             key,
-            users: users.to_path_buf(),
+            users,
             skew_s,
             accepted: Arc::default(),
         })
@@ -262,7 +265,7 @@ impl ServerAuth {
             )));
         }
         let hash = password_hash(&c.user, &c.password);
-        let users = read_small(&self.users, "authorized users file").map_err(|e| refuse(&e))?;
+        let users = (self.users)().map_err(|e| refuse(&e))?;
         let known = users.lines().any(|line| {
             let line = line.trim_end_matches('\r');
             if line.is_empty() || line.starts_with('#') {
@@ -330,6 +333,8 @@ mod tests {
             user: "mario".into(),
             password: "rossi".into(),
         };
+        let users: ReadUsers =
+            Arc::new(move || std::fs::read_to_string(&users).map_err(|e| e.to_string()));
         let server = ServerAuth {
             key,
             users,

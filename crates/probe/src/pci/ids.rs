@@ -28,7 +28,7 @@ impl PciNames {
     pub fn load(root: &model::root::SysRoot, vendors: &HashSet<u16>) -> Self {
         for p in PCI_IDS_PATHS {
             let path = root.path(p);
-            if let Ok(bytes) = std::fs::read(&path) {
+            if let Ok(Some(bytes)) = crate::sysfs::read_bytes(&path) {
                 // pci.ids is UTF-8; a damaged file still gives what can be read.
                 let text = match std::str::from_utf8(&bytes) {
                     Ok(t) => std::borrow::Cow::Borrowed(t),

@@ -108,7 +108,7 @@ pub fn parse_mps_policy(cmdline: &str) -> Option<String> {
 pub fn scan(root: &SysRoot) -> SysfsScan {
     let mut out = SysfsScan::default();
     let dir = root.path("/sys/bus/pci/devices");
-    let entries = match std::fs::read_dir(&dir) {
+    let entries = match crate::sysfs::read_dir(&dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if !root.has_sysfs() {
@@ -300,7 +300,7 @@ fn read_function(
 /// The physical slots (Documentation/ABI/testing/sysfs-bus-pci, /sys/bus/pci/slots/NAME/
 /// address: `DDDD:BB:DD`, the device without its function) by name.
 pub fn slots(root: &SysRoot) -> Vec<(String, String)> {
-    let Ok(entries) = std::fs::read_dir(root.path("/sys/bus/pci/slots")) else {
+    let Ok(entries) = crate::sysfs::read_dir(&root.path("/sys/bus/pci/slots")) else {
         return Vec::new();
     };
     let mut out: Vec<(String, String)> = entries
