@@ -108,3 +108,33 @@ fn findings_on_this_vm() {
     assert!(text.contains("7 periods were missed"), "{text}");
     assert!(!text.contains("governor"), "no cpufreq here: {text}");
 }
+
+/// A latency run on a board whose DDR clock scales (devfreq `dmc_ondemand`) is told so, with
+/// how to fix it; a GPU that scales is no finding.
+#[test]
+fn findings_on_a_board_whose_ddr_clock_scales() {
+    let ctx = fixture("rk3588-devfreq");
+    let config = Config {
+        threads: 1,
+        affinity: Affinity::Pinned(vec![4]),
+        ..Config::default()
+    };
+    let f = findings(&config, &ctx, &measurement(true, 0), None);
+    let ddr: Vec<&Finding> = f
+        .iter()
+        .filter(|f| f.message.contains("DDR frequency"))
+        .collect();
+    assert_eq!(ddr.len(), 1, "{f:#?}");
+    assert_eq!(ddr[0].severity, model::Severity::Warning);
+    assert!(
+        ddr[0]
+            .sentence()
+            .starts_with("the DDR frequency scales on dmc (dmc_ondemand): a wake-up"),
+        "{}",
+        ddr[0].sentence()
+    );
+    assert!(ddr[0]
+        .sentence()
+        .contains("/sys/class/devfreq/dmc/governor"));
+    assert!(!messages(&f).contains("gpu"), "{f:#?}");
+}

@@ -154,6 +154,19 @@ pub fn findings(
             ),
         );
     }
+    let scaling_memory = ctx.scaling_memory();
+    if !scaling_memory.is_empty() {
+        push(
+            Severity::Warning,
+            format!(
+                "the DDR frequency scales on {}: a wake-up that lands on a DDR frequency \
+                 change waits for it, and the memory the threads touch runs at a clock that \
+                 follows the load",
+                scaling_memory.join(", ")
+            ),
+            Some(crate::kinds::audit::findings::system::DDR_ADVICE),
+        );
+    }
     let disk_stress = stress.is_some_and(StressSpec::drives_disks);
     for &cpu in cpus {
         let arrived = interrupts
@@ -560,6 +573,7 @@ mod tests {
                 min_khz: Some(400_000),
                 max_khz: Some(1_800_000),
             }],
+            devfreq: Vec::new(),
             smt_active: Some(smt),
             load_average: None,
             irqs: Some(vec![line(41, "eth1", 0), line(45, "nvme0q1", 3)]),
