@@ -728,11 +728,12 @@ impl Instance {
             let _ = f.read_exact(&mut random);
         }
         let pid = std::process::id();
-        let dir = instances.join(format!(
-            "headroom-{pid}-{}-{:016x}",
-            start_time(&SysRoot::new("/"), pid).unwrap_or(0),
-            u64::from_ne_bytes(random)
-        ));
+        let random = u64::from_ne_bytes(random);
+        // Without a readable start time (no /proc), the process id alone names the owner.
+        let dir = instances.join(match start_time(&SysRoot::new("/"), pid) {
+            Some(started) => format!("headroom-{pid}-{started}-{random:016x}"),
+            None => format!("headroom-{pid}-{random:016x}"),
+        });
         // The reaper first: from the moment the instance exists, a SIGKILL cannot leave it.
         let reaper = Reaper::spawn(&dir, restore).ok();
         if let Err(e) = std::fs::create_dir(&dir) {
