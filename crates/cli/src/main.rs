@@ -90,6 +90,9 @@ fn main() -> ExitCode {
         ::counters::trace::remove_instances();
         message(info);
     }));
+    // A run killed with SIGKILL whose reaper could not undo its tracefs instance (killed
+    // too) leaves the instance recording; the next command removes it, whatever it is.
+    ::counters::trace::remove_stale_instances(&model::root::SysRoot::new("/"));
     let cli = match Cli::try_parse_from(model::latency::flags::cyclictest_json_argv(args)) {
         Ok(cli) => cli,
         Err(e) => return console::clap_error(&e),

@@ -521,6 +521,64 @@ fn audit_shows_kernel_context_and_a_scaling_governor() {
         .stdout(predicate::str::contains("PREEMPT_RT"));
 }
 
+/// The SoC's devfreq devices in the system facts, the report (and so the survey's audit part)
+/// and a warning when the DDR clock scales: an RK3588 tree made from the kernel's
+/// sysfs-class-devfreq ABI, every CPU on `performance` and the DDR on `dmc_ondemand`.
+#[test]
+fn audit_shows_devfreq_devices_and_warns_of_a_scaling_ddr_clock() {
+    let root = testsupport::fixtures::own("system/rk3588-devfreq");
+    let doc = audit_json(&root);
+    let devfreq = doc["system"]["devfreq"].as_array().unwrap();
+    assert_eq!(devfreq.len(), 3);
+    assert_eq!(devfreq[0]["name"], "dmc");
+    assert_eq!(devfreq[0]["governor"], "dmc_ondemand");
+    assert_eq!(devfreq[0]["max_hz"], 2_112_000_000u64);
+    let findings = doc["findings"].as_array().unwrap();
+    let ddr: Vec<&Value> = findings
+        .iter()
+        .filter(|f| f["subject"] == "devfreq")
+        .collect();
+    assert_eq!(ddr.len(), 1, "{findings:#?}");
+    assert_eq!(ddr[0]["severity"], "Warning");
+    let message = ddr[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("the DDR frequency scales on dmc (dmc_ondemand)"),
+        "{message}"
+    );
+    assert!(!message.contains("gpu"), "{message}");
+    assert!(ddr[0]["advice"]
+        .as_str()
+        .unwrap()
+        .contains("`performance` to /sys/class/devfreq/dmc/governor"));
+    assert!(
+        !findings.iter().any(|f| f["subject"] == "cpufreq"),
+        "every CPU is on performance: {findings:#?}"
+    );
+    let text =
+        String::from_utf8(stdout_of(headroom().args(["audit", "--root"]).arg(&root))).unwrap();
+    for line in [
+        "  devfreq dmc (DDR): dmc_ondemand 528-2112 MHz (now 1068 MHz)\n",
+        "  devfreq fb000000.gpu: simple_ondemand 300-1000 MHz (now 300 MHz)\n",
+        "  devfreq fdab0000.npu: performance 300-1000 MHz (now 1000 MHz)\n",
+    ] {
+        assert!(text.contains(line), "{line:?} not in:\n{text}");
+    }
+    // The kept document's report lists them in a table of their own.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("audit.json");
+    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let md = report_md(&file);
+    assert!(
+        md.contains("Frequency scaling (devfreq): 3 devices"),
+        "{md}"
+    );
+    assert!(
+        md.lines()
+            .any(|l| l.contains("dmc (DDR)") && l.contains("dmc_ondemand") && l.contains("2112")),
+        "{md}"
+    );
+}
+
 /// An lspci hex dump of `(address, description, config bytes)`, as `lspci -xxxx` prints it.
 fn lspci_dump_text(functions: &[(&str, &str, Vec<u8>)]) -> String {
     let mut out = String::new();

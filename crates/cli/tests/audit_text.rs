@@ -42,6 +42,11 @@ fn rt_board_system_tree() {
 }
 
 #[test]
+fn rk3588_devfreq_system_tree() {
+    insta::assert_snapshot!(audit_text("system/rk3588-devfreq", false));
+}
+
+#[test]
 fn firecracker_vm_system_tree() {
     insta::assert_snapshot!(audit_text("system/firecracker-vm-6.18", false));
 }

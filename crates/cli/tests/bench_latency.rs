@@ -975,3 +975,29 @@ fn vs_cyclictest_prints_a_verdict_and_exits_0_outside_the_target() {
         "{text}"
     );
 }
+
+/// `-h US` is cyclictest's histogram, but `-h` alone prints the help, as every other
+/// subcommand's `-h` does, instead of a usage error.
+#[test]
+fn h_alone_prints_the_help_and_h_with_a_value_is_the_histogram() {
+    let help = stdout_of(headroom().args(["bench", "latency", "--help"]));
+    assert!(String::from_utf8_lossy(&help).contains("Usage: headroom bench latency"));
+    for alone in [&["-h"][..], &["-q", "-h"], &["-h", "-q"]] {
+        let out = output_ok(headroom().args(["bench", "latency"]).args(alone));
+        assert_eq!(out.stdout, help, "{alone:?}");
+    }
+    // With a value: the histogram of a run, as cyclictest prints it.
+    let out = output_ok(headroom().args([
+        "bench",
+        "latency",
+        "-q",
+        "-l",
+        "20",
+        "-h",
+        "50",
+        "--skip-privileged-steps",
+        "--no-save",
+    ]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("# Histogram"), "{text}");
+}

@@ -66,10 +66,10 @@ fn findings_on_the_rt_board() {
     );
     assert!(!text.contains("CPU 3 (performance)"), "{text}");
     assert!(
-        text.contains("measured CPU 3 is the target of device interrupt 45 "),
+        text.contains("device interrupt IRQ 45 ") && text.contains("is routed to measured CPU 3"),
         "{text}"
     );
-    assert!(!text.contains("measured CPU 0 is the target"), "{text}");
+    assert!(!text.contains("routed to measured CPU 0"), "{text}");
     // With a second reading of /proc/interrupts, the interrupts that arrived count.
     let mut after = ctx.irqs.clone().unwrap();
     after
@@ -85,7 +85,7 @@ fn findings_on_the_rt_board() {
         Some(&after),
     ));
     assert!(
-        text.contains("measured CPU 3 took 79 device interrupts during the run (45 "),
+        text.contains("measured CPU 3 took 79 device interrupts during the run (79 from IRQ 45 "),
         "{text}"
     );
 }
@@ -107,4 +107,34 @@ fn findings_on_this_vm() {
     assert!(text.contains("not comparable with cyclictest"), "{text}");
     assert!(text.contains("7 periods were missed"), "{text}");
     assert!(!text.contains("governor"), "no cpufreq here: {text}");
+}
+
+/// A latency run on a board whose DDR clock scales (devfreq `dmc_ondemand`) is told so, with
+/// how to fix it; a GPU that scales is no finding.
+#[test]
+fn findings_on_a_board_whose_ddr_clock_scales() {
+    let ctx = fixture("rk3588-devfreq");
+    let config = Config {
+        threads: 1,
+        affinity: Affinity::Pinned(vec![4]),
+        ..Config::default()
+    };
+    let f = findings(&config, &ctx, &measurement(true, 0), None);
+    let ddr: Vec<&Finding> = f
+        .iter()
+        .filter(|f| f.message.contains("DDR frequency"))
+        .collect();
+    assert_eq!(ddr.len(), 1, "{f:#?}");
+    assert_eq!(ddr[0].severity, model::Severity::Warning);
+    assert!(
+        ddr[0]
+            .sentence()
+            .starts_with("the DDR frequency scales on dmc (dmc_ondemand): a wake-up"),
+        "{}",
+        ddr[0].sentence()
+    );
+    assert!(ddr[0]
+        .sentence()
+        .contains("/sys/class/devfreq/dmc/governor"));
+    assert!(!messages(&f).contains("gpu"), "{f:#?}");
 }

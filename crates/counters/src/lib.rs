@@ -20,6 +20,7 @@ pub mod pcie_pmu;
 pub mod perf;
 pub mod pmu;
 pub mod proc_io;
+pub mod reaper;
 pub mod root_port;
 pub mod timerlat;
 pub mod trace;

@@ -5,8 +5,9 @@
 //!
 //! The tracer runs in a tracefs instance of headroom's own ([`crate::trace::Instance`]);
 //! its CPUs and period are the global `osnoise/cpus` and `osnoise/timerlat_period_us`, which
-//! are written for the run and put back as they were when it ends. Its samples are read from
-//! the instance's `trace_pipe`, one line each.
+//! are written for the run and put back as they were when it ends, by the instance's reaper
+//! ([`crate::reaper`]) when the run is killed. Its samples are read from the instance's
+//! `trace_pipe`, one line each.
 
 use crate::trace::{Instance, TraceError};
 use crate::{ReadUnder, SysRoot};
@@ -109,13 +110,62 @@ fn seconds_to_ns(s: &str) -> Option<u64> {
     Some(secs * 1_000_000_000 + frac_ns)
 }
 
+/// The global osnoise settings changed for a run (`osnoise/cpus`,
+/// `osnoise/timerlat_period_us`) and the instance the tracer runs in: the settings are put
+/// back on drop, or by the instance's reaper when the process is killed.
+pub struct OsnoiseSettings {
+    instance: Instance,
+    /// The settings as they were.
+    saved: Vec<(PathBuf, String)>,
+}
+
+impl OsnoiseSettings {
+    /// Create the tracer's instance and set the tracer's CPUs to `cpus` and its period to
+    /// `period_us`. The settings are read before anything changes and handed to the
+    /// instance's reaper before they are written.
+    pub fn apply(root: &SysRoot, cpus: &[u32], period_us: u64) -> Result<OsnoiseSettings, String> {
+        let (_, dir) = tracefs(root).ok_or("tracefs is not mounted")?;
+        let settings = [
+            ("osnoise/cpus", model::units::format_cpu_list(cpus)),
+            ("osnoise/timerlat_period_us", period_us.to_string()),
+        ];
+        let mut saved = Vec::new();
+        for (file, _) in &settings {
+            let path = dir.join(file);
+            let before = std::fs::read_to_string(&path)
+                .map_err(|e| format!("reading {}: {e}", path.display()))?;
+            saved.push((path, before.trim_end().to_string()));
+        }
+        let instance =
+            Instance::create(root, &dir, &saved).map_err(|e: TraceError| e.to_string())?;
+        for (i, (file, value)) in settings.iter().enumerate() {
+            let path = dir.join(file);
+            if let Err(e) = std::fs::write(&path, value) {
+                restore(&saved[..i]);
+                return Err(format!("setting {} to {value}: {e}", path.display()));
+            }
+        }
+        Ok(OsnoiseSettings { instance, saved })
+    }
+
+    /// The instance the tracer runs in.
+    pub fn instance(&self) -> &Instance {
+        &self.instance
+    }
+}
+
+impl Drop for OsnoiseSettings {
+    /// Put the settings back (before the instance, a field, is removed and its reaper let go).
+    fn drop(&mut self) {
+        restore(&self.saved);
+    }
+}
+
 /// The tracer running for a run.
 pub struct Timerlat {
-    /// The instance's `trace_pipe`, non-blocking (before `instance`: it closes first).
+    /// The instance's `trace_pipe`, non-blocking (before `settings`: it closes first).
     pipe: std::fs::File,
-    instance: Instance,
-    /// The global osnoise settings as they were, put back on drop.
-    saved: Vec<(PathBuf, String)>,
+    settings: OsnoiseSettings,
     partial: String,
 }
 
@@ -123,49 +173,29 @@ impl Timerlat {
     /// Start the tracer on `cpus` with a period of `period_us`.
     pub fn start(root: &SysRoot, cpus: &[u32], period_us: u64) -> Result<Timerlat, String> {
         available(root)?;
-        let (_, dir) = tracefs(root).ok_or("tracefs is not mounted")?;
-        let instance = Instance::create(&dir).map_err(|e: TraceError| e.to_string())?;
-        let mut saved = Vec::new();
-        let cpu_list = model::units::format_cpu_list(cpus);
-        for (file, value) in [
-            ("osnoise/cpus", cpu_list.as_str()),
-            ("osnoise/timerlat_period_us", &period_us.to_string()),
-        ] {
-            let path = dir.join(file);
-            let before = std::fs::read_to_string(&path)
-                .map_err(|e| format!("reading {}: {e}", path.display()))?;
-            std::fs::write(&path, value)
-                .map_err(|e| format!("setting {} to {value}: {e}", path.display()))?;
-            saved.push((path, before.trim_end().to_string()));
-        }
-        let t = |saved| -> Result<Timerlat, String> {
-            instance.write("current_tracer", "timerlat").map_err(|e| {
-                format!(
-                    "starting the timerlat tracer in a tracefs instance: {e} (timerlat runs in \
-                     instances from Linux 5.16)"
-                )
-            })?;
-            let path = instance.dir.join("trace_pipe");
-            let pipe = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(&path)
-                .map_err(|e| format!("opening {}: {e}", path.display()))?;
-            instance
-                .write("tracing_on", "1")
-                .map_err(|e| format!("starting the trace: {e}"))?;
-            Ok(Timerlat {
-                pipe,
-                instance,
-                saved,
-                partial: String::new(),
-            })
-        };
-        let started = t(saved.clone());
-        if started.is_err() {
-            restore(&saved);
-        }
-        started
+        // Dropped on an error below: the settings are put back and the instance removed.
+        let settings = OsnoiseSettings::apply(root, cpus, period_us)?;
+        let instance = settings.instance();
+        instance.write("current_tracer", "timerlat").map_err(|e| {
+            format!(
+                "starting the timerlat tracer in a tracefs instance: {e} (timerlat runs in \
+                 instances from Linux 5.16)"
+            )
+        })?;
+        let path = instance.dir.join("trace_pipe");
+        let pipe = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(|e| format!("opening {}: {e}", path.display()))?;
+        instance
+            .write("tracing_on", "1")
+            .map_err(|e| format!("starting the trace: {e}"))?;
+        Ok(Timerlat {
+            pipe,
+            settings,
+            partial: String::new(),
+        })
     }
 
     /// Move every complete line the tracer wrote since the last call into `out`.
@@ -202,10 +232,10 @@ fn restore(saved: &[(PathBuf, String)]) {
 }
 
 impl Drop for Timerlat {
+    /// Stop the tracer; then the settings are put back and the instance removed (its drop).
     fn drop(&mut self) {
-        let _ = self.instance.write("tracing_on", "0");
-        let _ = self.instance.write("current_tracer", "nop");
-        restore(&self.saved);
+        let _ = self.settings.instance.write("tracing_on", "0");
+        let _ = self.settings.instance.write("current_tracer", "nop");
     }
 }
 

@@ -25,10 +25,12 @@
 //! events"); the measured threads are never held up by the recording.
 //! [`TraceSampler::drain`] empties the buffers from the caller's thread. Memory is bounded:
 //! [`BUFFER_KB`] per measured CPU in the kernel. The instance is removed when the sampler is
-//! dropped, and by [`remove_instances`] from a panic hook; one left by a killed run
-//! (`headroom-PID-*` of a PID that no longer exists) is removed by the next.
+//! dropped, by [`remove_instances`] from a panic hook, and by its reaper
+//! ([`crate::reaper`]) when the run is killed; one left all the same (its reaper killed too)
+//! is removed by the next headroom command ([`remove_stale_instances`]).
 
 use crate::pmu::TRACEFS_EVENTS;
+use crate::reaper::Reaper;
 use crate::{ReadUnder, SysRoot};
 use model::latency::trace::{Comm, EventKind, Irq, Task, TraceEvent};
 use std::collections::HashMap;
@@ -491,7 +493,7 @@ impl TraceSampler {
                 "events/header_page is not in the documented format: {e}"
             ))
         })?;
-        let instance = Instance::create(&tracefs)?;
+        let instance = Instance::create(root, &tracefs, &[])?;
         let setup = |rel: &str, value: &str| {
             instance.write(rel, value).map_err(|e| {
                 TraceError::Other(format!(
@@ -632,40 +634,108 @@ pub fn remove_instances() {
     }
 }
 
-/// A tracefs instance of headroom's own: `instances/headroom-PID-RANDOM`, removed on drop.
+/// A tracefs instance of headroom's own, `instances/headroom-PID-START-RANDOM` (`START`: the
+/// process's start time, so that a later process with the same id is not taken for its
+/// owner), removed on drop, or by its [`Reaper`] when the process ends without dropping it.
 pub struct Instance {
     pub dir: PathBuf,
+    /// Undoes the instance, and the settings put back with it, if this process is killed.
+    reaper: Option<Reaper>,
+}
+
+/// The owner of an instance named `headroom-PID-START-RANDOM` (or, before the start time was
+/// part of the name, `headroom-PID-RANDOM`): its process id and start time.
+pub fn instance_owner(name: &str) -> Option<(u32, Option<u64>)> {
+    let parts: Vec<&str> = name.strip_prefix("headroom-")?.split('-').collect();
+    let pid = parts.first()?.parse().ok()?;
+    match parts.len() {
+        2 => Some((pid, None)),
+        3 => Some((pid, Some(parts[1].parse().ok()?))),
+        _ => None,
+    }
+}
+
+/// When process `pid` started (field 22 of `/proc/PID/stat`, clock ticks after boot; proc(5));
+/// `None` when it is gone.
+pub fn start_time(root: &SysRoot, pid: u32) -> Option<u64> {
+    let stat = root.read(&format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(22 - 3)?.parse().ok()
+}
+
+/// Stop and remove the instances of headroom processes that no longer exist (a run killed
+/// with SIGKILL whose reaper was killed too, or a headroom older than the reaper): every
+/// command that can see tracefs does this as it starts. Their names are returned. Nothing
+/// else is touched: instances of live headroom processes and of other tools stay.
+pub fn remove_stale_instances(root: &SysRoot) -> Vec<String> {
+    let Some(tracefs) = tracefs(root) else {
+        return Vec::new();
+    };
+    let Ok(rd) = std::fs::read_dir(tracefs.join("instances")) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some((pid, started)) = instance_owner(&name) else {
+            continue;
+        };
+        let alive = match (start_time(root, pid), started) {
+            (None, _) => false,
+            (Some(now), Some(then)) => now == then,
+            (Some(_), None) => true,
+        };
+        if alive {
+            continue;
+        }
+        let dir = e.path();
+        for (rel, value) in [
+            ("tracing_on", "0"),
+            ("events/enable", "0"),
+            ("current_tracer", "nop"),
+        ] {
+            // Not created where missing: a fixture's or an older kernel's instance.
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(dir.join(rel))
+            {
+                let _ = std::io::Write::write_all(&mut f, value.as_bytes());
+            }
+        }
+        if std::fs::remove_dir(&dir).is_ok() {
+            removed.push(name);
+        }
+    }
+    removed
 }
 
 impl Instance {
-    /// Create a new instance under `tracefs`, after removing those of headroom runs whose
-    /// process is gone (a run killed with SIGKILL leaves its instance behind).
-    pub fn create(tracefs: &Path) -> Result<Instance, TraceError> {
+    /// Create a new instance under `tracefs` (of `root`), after removing those of headroom
+    /// processes that are gone; `restore`: global files this run is about to change, with
+    /// their values now, which the reaper writes back if the run is killed (the caller puts
+    /// them back itself otherwise, before dropping the instance).
+    pub fn create(
+        root: &SysRoot,
+        tracefs: &Path,
+        restore: &[(PathBuf, String)],
+    ) -> Result<Instance, TraceError> {
+        remove_stale_instances(root);
         let instances = tracefs.join("instances");
-        if let Ok(rd) = std::fs::read_dir(&instances) {
-            for e in rd.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                let pid = name
-                    .strip_prefix("headroom-")
-                    .and_then(|r| r.split('-').next())
-                    .and_then(|p| p.parse::<u32>().ok());
-                if let Some(pid) = pid {
-                    if !Path::new(&format!("/proc/{pid}")).exists() {
-                        let _ = std::fs::remove_dir(e.path());
-                    }
-                }
-            }
-        }
         // Unpredictable: mkdir fails on an existing name, so nobody can hand us theirs.
         let mut random = [0u8; 8];
         if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
             let _ = f.read_exact(&mut random);
         }
-        let dir = instances.join(format!(
-            "headroom-{}-{:016x}",
-            std::process::id(),
-            u64::from_ne_bytes(random)
-        ));
+        let pid = std::process::id();
+        let random = u64::from_ne_bytes(random);
+        // Without a readable start time (no /proc), the process id alone names the owner.
+        let dir = instances.join(match start_time(&SysRoot::new("/"), pid) {
+            Some(started) => format!("headroom-{pid}-{started}-{random:016x}"),
+            None => format!("headroom-{pid}-{random:016x}"),
+        });
+        // The reaper first: from the moment the instance exists, a SIGKILL cannot leave it.
+        let reaper = Reaper::spawn(&dir, restore).ok();
         if let Err(e) = std::fs::create_dir(&dir) {
             return Err(match e.kind() {
                 std::io::ErrorKind::PermissionDenied => TraceError::Permission(format!(
@@ -682,15 +752,25 @@ impl Instance {
         if let Ok(mut l) = CREATED.lock() {
             l.push(dir.clone());
         }
-        Ok(Instance { dir })
+        Ok(Instance { dir, reaper })
     }
 
+    /// Write `value` to the instance's file `rel` (never created: tracefs makes them all).
     pub fn write(&self, rel: &str, value: &str) -> std::io::Result<()> {
-        std::fs::write(self.dir.join(rel), value)
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(self.dir.join(rel))?;
+        std::io::Write::write_all(&mut f, value.as_bytes())
     }
 
     pub fn read(&self, rel: &str) -> std::io::Result<String> {
         std::fs::read_to_string(self.dir.join(rel))
+    }
+
+    /// The process that undoes this instance if this one is killed.
+    pub fn reaper_pid(&self) -> Option<i32> {
+        self.reaper.as_ref().map(Reaper::pid)
     }
 }
 
@@ -702,12 +782,22 @@ impl Drop for Instance {
         for _ in 0..50 {
             match std::fs::remove_dir(&self.dir) {
                 Ok(()) => break,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
-                Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                Err(_) => break,
             }
         }
         if let Ok(mut l) = CREATED.lock() {
             l.retain(|d| d != &self.dir);
+        }
+        if let Some(r) = self.reaper.take() {
+            if self.dir.exists() {
+                // Still held open (a reader on its way out): the reaper retries for longer.
+                r.hand_over();
+            } else {
+                r.release();
+            }
         }
     }
 }

@@ -618,6 +618,7 @@ mod tests {
             cpus_online: Some(vec![0, 1]),
             // CPU 1 listed first: the governor is CPU 0's, not the first one found.
             cpufreq: vec![freq(1, "powersave"), freq(0, "performance")],
+            devfreq: Vec::new(),
             smt_active: None,
             load_average: None,
             irqs: None,

@@ -138,6 +138,12 @@ pub struct SystemContext {
     /// One entry per online CPU that has a cpufreq policy; empty when cpufreq is absent
     /// (virtual machines, kernels without CONFIG_CPU_FREQ).
     pub cpufreq: Vec<CpuFreq>,
+    /// The devices whose clock the kernel's devfreq framework scales (`/sys/class/devfreq`):
+    /// the DDR controller of an SoC, its GPU, its NPU; empty where there are none (virtual
+    /// machines, most PCs) and in documents written before they were recorded; not written
+    /// when empty, so those documents read back as they were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devfreq: Vec<DevFreq>,
     /// `/sys/devices/system/cpu/smt/active` (absent on kernels before 4.19 and some arches).
     pub smt_active: Option<bool>,
     pub load_average: Option<LoadAverage>,
@@ -246,7 +252,71 @@ impl CpuFreq {
     }
 }
 
+/// One devfreq device, `/sys/class/devfreq/NAME` (Documentation/ABI/testing/
+/// sysfs-class-devfreq): its governor and frequencies, in Hz as the kernel writes them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DevFreq {
+    /// The directory's name: `dmc` (Rockchip's DDR controller), `fb000000.gpu`, ...
+    pub name: String,
+    pub governor: Option<String>,
+    pub cur_hz: Option<u64>,
+    pub min_hz: Option<u64>,
+    pub max_hz: Option<u64>,
+    /// `available_frequencies`, as listed.
+    #[serde(default)]
+    pub available_hz: Vec<u64>,
+}
+
+impl DevFreq {
+    /// Whether it clocks the memory: a DDR (dynamic) memory controller, `dmc` on Rockchip,
+    /// Samsung Exynos and MediaTek kernels (`dmc`, `ff610000.dmc`, `memory-controller`).
+    pub fn is_memory(&self) -> bool {
+        let n = self.name.to_ascii_lowercase();
+        n == "dmc"
+            || n.ends_with(".dmc")
+            || n.contains("ddr")
+            || n.contains("memory-controller")
+            || self
+                .governor
+                .as_deref()
+                .is_some_and(|g| g.starts_with("dmc"))
+    }
+
+    /// Whether the frequency can move during a run: a governor other than `performance`,
+    /// `powersave` (the highest and the lowest frequency) or `userspace` (what it is told),
+    /// with a minimum below the maximum.
+    pub fn scales(&self) -> bool {
+        let fixed = matches!(
+            self.governor.as_deref(),
+            Some("performance" | "powersave" | "userspace")
+        );
+        let range = match (self.min_hz, self.max_hz) {
+            (Some(lo), Some(hi)) => lo < hi,
+            _ => true,
+        };
+        !fixed && range && self.governor.is_some()
+    }
+
+    /// `dmc (dmc_ondemand)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({})",
+            self.name,
+            self.governor.as_deref().unwrap_or("?")
+        )
+    }
+}
+
 impl SystemContext {
+    /// The memory controllers whose frequency can move during a run, as `dmc (dmc_ondemand)`.
+    pub fn scaling_memory(&self) -> Vec<String> {
+        self.devfreq
+            .iter()
+            .filter(|d| d.is_memory() && d.scales())
+            .map(DevFreq::describe)
+            .collect()
+    }
+
     /// The CPUs (of `among`, or all of them) whose frequency can move during a run, as
     /// `CPU 0 (schedutil)`.
     pub fn scaling_cpus(&self, among: Option<&[u32]>) -> Vec<String> {

@@ -14,7 +14,7 @@ use model::procfs::{parse_interrupts, parse_loadavg};
 use model::units::parse_cpu_list;
 
 use model::system::{
-    compatible_list, host_text, machine_id, Cmdline, CpuFreq, Host, Kernel, Preemption,
+    compatible_list, host_text, machine_id, Cmdline, CpuFreq, DevFreq, Host, Kernel, Preemption,
     SystemContext,
 };
 
@@ -150,6 +150,18 @@ pub fn uname() -> Option<Uname> {
 
 const OSRELEASE: &str = "/proc/sys/kernel/osrelease";
 
+/// The devfreq class: one directory (a link to the device's) per scaled device.
+const DEVFREQ: &str = "/sys/class/devfreq";
+
+/// A devfreq `available_frequencies` line: frequencies in Hz separated by spaces
+/// (drivers/devfreq/devfreq.c, available_frequencies_show); what is not a number is left
+/// out.
+pub fn parse_frequencies(text: &str) -> Vec<u64> {
+    text.split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect()
+}
+
 /// `uname -a`'s first five fields as iperf3's get_system_info joins them (sysname, nodename,
 /// release, version, machine: uname(2) of this host), `None` when uname fails.
 pub fn uname_line() -> Option<String> {
@@ -203,6 +215,34 @@ pub fn read_context(root: &SysRoot) -> SystemContext {
         });
     }
 
+    // /sys/class/devfreq/NAME (Documentation/ABI/testing/sysfs-class-devfreq), by name.
+    let mut devfreq = Vec::new();
+    let mut names: Vec<String> = std::fs::read_dir(root.path(DEVFREQ))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    for name in names {
+        let base = format!("{DEVFREQ}/{name}");
+        if !root.path(&base).is_dir() {
+            continue;
+        }
+        let hz = |v: Option<String>| v.and_then(|s| s.parse::<u64>().ok());
+        devfreq.push(DevFreq {
+            governor: attr(&format!("{base}/governor")),
+            cur_hz: hz(attr(&format!("{base}/cur_freq"))),
+            min_hz: hz(attr(&format!("{base}/min_freq"))),
+            max_hz: hz(attr(&format!("{base}/max_freq"))),
+            available_hz: attr(&format!("{base}/available_frequencies"))
+                .map(|s| parse_frequencies(&s))
+                .unwrap_or_default(),
+            name,
+        });
+    }
+
     let irqs = attr("/proc/interrupts").map(|text| {
         let mut lines = parse_interrupts(&text);
         for line in &mut lines {
@@ -222,6 +262,7 @@ pub fn read_context(root: &SysRoot) -> SystemContext {
         cmdline,
         cpus_online,
         cpufreq,
+        devfreq,
         smt_active,
         load_average,
         irqs,
@@ -353,6 +394,41 @@ mod tests {
         assert_eq!(c.rcu_nocbs, Some(vec![2, 3]));
         let none = parse_cmdline("quiet -- --isolcpus=1");
         assert_eq!(none.isolcpus, None);
+    }
+
+    /// The devfreq devices of an RK3588 (tests/fixtures/system/rk3588-devfreq, made from the
+    /// kernel's sysfs-class-devfreq ABI): by name, in Hz, the DDR controller told apart.
+    #[test]
+    fn devfreq_devices_of_an_rk3588() {
+        let ctx = read_context(&fixture("rk3588-devfreq"));
+        let names: Vec<&str> = ctx.devfreq.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["dmc", "fb000000.gpu", "fdab0000.npu"]);
+        let dmc = &ctx.devfreq[0];
+        assert_eq!(dmc.governor.as_deref(), Some("dmc_ondemand"));
+        assert_eq!(
+            (dmc.min_hz, dmc.max_hz, dmc.cur_hz),
+            (Some(528_000_000), Some(2_112_000_000), Some(1_068_000_000))
+        );
+        assert_eq!(
+            dmc.available_hz,
+            [528_000_000, 1_068_000_000, 1_560_000_000, 2_112_000_000]
+        );
+        assert!(dmc.is_memory() && dmc.scales());
+        let gpu = &ctx.devfreq[1];
+        assert!(!gpu.is_memory() && gpu.scales());
+        assert!(!ctx.devfreq[2].scales(), "the NPU is held at `performance`");
+        // Only the memory controller counts as memory that scales.
+        assert_eq!(ctx.scaling_memory(), ["dmc (dmc_ondemand)"]);
+        // Every CPU is on `performance`: nothing of cpufreq scales.
+        assert!(ctx.scaling_cpus(None).is_empty());
+        // Machines without devfreq (this VM) list none.
+        assert!(read_context(&fixture("firecracker-vm-6.18"))
+            .devfreq
+            .is_empty());
+        assert_eq!(
+            parse_frequencies("300000000 400000000 x\n"),
+            [300_000_000, 400_000_000]
+        );
     }
 
     #[test]

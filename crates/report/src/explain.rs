@@ -282,7 +282,7 @@ pub fn main_cause(a: &Analysis, measuring_priority: u8) -> (String, u64, String)
     consider(
         "the timer interrupt itself".to_string(),
         a.timer_irq_ns,
-        "none: the kernel's own timer handling".to_string(),
+        "nothing to change: it is the kernel's own timer handling".to_string(),
     );
     for i in &a.irqs {
         consider(
@@ -311,7 +311,7 @@ pub fn main_cause(a: &Analysis, measuring_priority: u8) -> (String, u64, String)
     consider(
         "the thread's own way back to user space after its switch-in".to_string(),
         a.switch_to_user_ns,
-        "none: the system call's return".to_string(),
+        "nothing to change: it is the system call's return".to_string(),
     );
     if a.unaccounted_ns > 0 {
         consider(

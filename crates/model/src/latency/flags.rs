@@ -216,9 +216,13 @@ pub fn config_of(f: &CyclictestFlags, available: &[u32]) -> Result<(Config, Vec<
     Ok((config, notes))
 }
 
-/// cyclictest's `--json=FILE` (or `--json FILE`) after `bench latency` names a file, where
-/// headroom's global `--json` is a switch: turn it into the hidden `--cyclictest-json FILE`
-/// before clap reads the line, so a pasted cyclictest command runs.
+/// The words of `bench latency` that mean one thing to cyclictest and another to clap, made
+/// clap's before it reads the line:
+/// - cyclictest's `--json=FILE` (or `--json FILE`) names a file, where headroom's global
+///   `--json` is a switch: it becomes the hidden `--cyclictest-json FILE`, so a pasted
+///   cyclictest command runs;
+/// - `-h US` is cyclictest's histogram, but `-h` with no value (last, or before another
+///   option) asks for help, as every other subcommand's `-h` does: it becomes `--help`.
 pub fn cyclictest_json_argv(mut args: Vec<OsString>) -> Vec<OsString> {
     let Some(at) = args
         .windows(2)
@@ -229,7 +233,13 @@ pub fn cyclictest_json_argv(mut args: Vec<OsString>) -> Vec<OsString> {
     let mut i = at + 2;
     while i < args.len() {
         let arg = args[i].to_string_lossy().into_owned();
-        if let Some(file) = arg.strip_prefix("--json=") {
+        if arg == "-h"
+            && args
+                .get(i + 1)
+                .is_none_or(|next| next.to_string_lossy().starts_with('-'))
+        {
+            args[i] = "--help".into();
+        } else if let Some(file) = arg.strip_prefix("--json=") {
             args[i] = format!("--cyclictest-json={file}").into();
         } else if arg == "--json"
             && args
@@ -324,6 +334,30 @@ mod tests {
         };
         let (c, _) = config_of(&f, &avail).unwrap();
         assert_eq!((c.threads, c.cpu_of(2)), (4, Some(2)));
+    }
+
+    #[test]
+    fn h_with_a_value_is_the_histogram_and_alone_asks_for_help() {
+        let argv = |line: &str| line.split(' ').map(OsString::from).collect::<Vec<_>>();
+        for (line, want) in [
+            ("headroom bench latency -h", "headroom bench latency --help"),
+            (
+                "headroom bench latency -h -q",
+                "headroom bench latency --help -q",
+            ),
+            (
+                "headroom bench latency -t 2 -h 400 -q",
+                "headroom bench latency -t 2 -h 400 -q",
+            ),
+            (
+                "headroom bench latency -h400",
+                "headroom bench latency -h400",
+            ),
+            // Other commands' -h is clap's help already.
+            ("headroom bench disk -h", "headroom bench disk -h"),
+        ] {
+            assert_eq!(cyclictest_json_argv(argv(line)), argv(want), "{line}");
+        }
     }
 
     #[test]

@@ -69,6 +69,16 @@ pub(crate) fn summarize(
         let key = format!("link PCIe {} -> {}", l.upstream, l.downstream);
         put(s, &key, state);
     }
+    // Each devfreq device's governor and range, so compare shows a DDR clock fixed or freed.
+    for d in a.system.iter().flat_map(|sys| &sys.devfreq) {
+        put(
+            s,
+            &format!("devfreq {}", d.name),
+            crate::kinds::audit::text::devfreq_line(d)
+                .split_once(": ")
+                .map_or(String::new(), |(_, v)| v.to_string()),
+        );
+    }
     for d in a.usb.iter().flat_map(|u| &u.devices) {
         if let Some(speed) = d.speed_mbps {
             let v = d.version.as_deref().unwrap_or("?");
@@ -320,6 +330,40 @@ fn inventory(a: &AuditDocument) -> Vec<(String, Table)> {
                 ("MTU", true),
                 ("Driver", false),
                 ("TCP ceiling (MB/s)", true),
+            ],
+            rows,
+        ));
+    }
+    // The SoC's devfreq devices: a scaling DDR clock moves every DMA result.
+    if let Some(sys) = a.system.as_ref().filter(|s| !s.devfreq.is_empty()) {
+        let mhz = |hz: Option<u64>| opt(hz.map(|hz| (hz / 1_000_000).to_string()));
+        let rows = sys
+            .devfreq
+            .iter()
+            .map(|d| {
+                vec![
+                    if d.is_memory() {
+                        format!("{} (DDR)", d.name)
+                    } else {
+                        d.name.clone()
+                    },
+                    opt(d.governor.clone()),
+                    mhz(d.min_hz),
+                    mhz(d.max_hz),
+                    mhz(d.cur_hz),
+                ]
+            })
+            .collect();
+        out.push(counted_table(
+            "Frequency scaling (devfreq)",
+            ("device", "devices"),
+            "",
+            &[
+                ("Device", false),
+                ("Governor", false),
+                ("Min (MHz)", true),
+                ("Max (MHz)", true),
+                ("Now (MHz)", true),
             ],
             rows,
         ));

@@ -24,6 +24,7 @@ pub fn judge(inv: &mut Inventory) -> Vec<Finding> {
     collect([
         &inv.pci.findings[..],
         &system::cpufreq(&inv.system.scaling_cpus(None)),
+        &system::devfreq(&inv.system.scaling_memory()),
         &inv.usb.findings,
         &inv.block.findings,
         &inv.net.findings,

@@ -131,6 +131,10 @@ pub fn system(ctx: &SystemContext) -> String {
             let _ = writeln!(out, "  cpufreq CPUs {}: {k}", format_cpu_list(&cpus));
         }
     }
+    // devfreq devices (the DDR controller, GPU, NPU), where the SoC has them.
+    for d in &ctx.devfreq {
+        let _ = writeln!(out, "  devfreq {}", devfreq_line(d));
+    }
     if let Some(c) = &ctx.cmdline {
         let list = |v: &Option<Vec<u32>>| {
             v.as_deref()
@@ -519,4 +523,19 @@ fn function_line(audit: &PciAudit, f: &AuditedFunction, style: &Style) -> String
         }
     }
     s
+}
+
+/// One devfreq device as the system facts list it: `dmc (DDR): dmc_ondemand 528-2112 MHz
+/// (now 1068 MHz)`.
+pub fn devfreq_line(d: &model::system::DevFreq) -> String {
+    let mhz = |hz: Option<u64>| hz.map_or("?".into(), |hz| (hz / 1_000_000).to_string());
+    format!(
+        "{}{}: {} {}-{} MHz (now {} MHz)",
+        d.name,
+        if d.is_memory() { " (DDR)" } else { "" },
+        d.governor.as_deref().unwrap_or("?"),
+        mhz(d.min_hz),
+        mhz(d.max_hz),
+        mhz(d.cur_hz)
+    )
 }

@@ -154,6 +154,19 @@ pub fn findings(
             ),
         );
     }
+    let scaling_memory = ctx.scaling_memory();
+    if !scaling_memory.is_empty() {
+        push(
+            Severity::Warning,
+            format!(
+                "the DDR frequency scales on {}: a wake-up that lands on a DDR frequency \
+                 change waits for it, and the memory the threads touch runs at a clock that \
+                 follows the load",
+                scaling_memory.join(", ")
+            ),
+            Some(crate::kinds::audit::findings::system::DDR_ADVICE),
+        );
+    }
     let disk_stress = stress.is_some_and(StressSpec::drives_disks);
     for &cpu in cpus {
         let arrived = interrupts
@@ -161,12 +174,21 @@ pub fn findings(
             .filter(|c| c.count > 0);
         let routed = ctx.irqs_on_cpu(cpu);
         if let Some(c) = arrived {
-            let top: Vec<String> = c
+            // By line, most first: `6 from IRQ 41 virtio3-rx`; beyond four, how many more.
+            let mut by_line: Vec<String> = c
                 .sources
                 .iter()
                 .take(4)
-                .map(|x| format!("{} {}: {}", x.irq, x.name, x.count))
+                .map(|x| format!("{} from IRQ {} {}", x.count, x.irq, x.name))
                 .collect();
+            if c.sources.len() > 4 {
+                let rest = &c.sources[4..];
+                by_line.push(format!(
+                    "{} from {}",
+                    rest.iter().map(|x| x.count).sum::<u64>(),
+                    count(rest.len() as u64, "other line", "other lines")
+                ));
+            }
             // The disks' interrupts under io or hdd workers are the stress's own load: io
             // workers sync every filesystem (a flush request to every disk), hdd workers
             // write and read a file.
@@ -179,10 +201,9 @@ pub fn findings(
             let others = c.count - own_count;
             let wakeups = wakeups_on(m, cpu, cpus.len());
             let mut message = format!(
-                "measured CPU {cpu} took {} during the run ({}{})",
+                "measured CPU {cpu} took {} during the run ({})",
                 count(c.count, "device interrupt", "device interrupts"),
-                top.join(", "),
-                if c.sources.len() > 4 { ", ..." } else { "" }
+                by_line.join(", ")
             );
             if own_count > 0 {
                 let mut disks: Vec<&str> = own
@@ -191,22 +212,42 @@ pub fn findings(
                     .collect();
                 disks.dedup();
                 message.push_str(&format!(
-                    "; {own_count} of them are load this run generated itself: {}, and {} answered \
-                     each with an interrupt",
+                    "; {own_count} of them are load this run generated itself: {}, and {} \
+                     answered each with an interrupt",
                     stress.map_or("", disk_workers),
                     disks.join(", ")
                 ));
             }
             let matter = interrupts_matter(others, wakeups);
             if matter {
-                message.push_str(": their handlers delay wake-ups there");
-            } else {
                 message.push_str(&format!(
-                    "; {} from elsewhere, under one per thousand of its {wakeups} wake-ups, too \
-                     few to move even the p99.9",
-                    if own_count > 0 { "those" } else { "they" }
+                    "; {} {others} delay the wake-ups they land on, each by its handler's time",
+                    if own_count > 0 { "the other" } else { "these" }
+                ));
+            } else if others > 0 {
+                message.push_str(&format!(
+                    "; {} fewer than one per thousand of its {wakeups} wake-ups, too few to \
+                     move even the p99.9",
+                    if own_count > 0 {
+                        format!(
+                            "the other {others} {}",
+                            if others == 1 { "is" } else { "are" }
+                        )
+                    } else {
+                        "that is".to_string()
+                    }
                 ));
             }
+            let advice = if matter {
+                Some(MOVE_INTERRUPTS)
+            } else if own_count > 0 {
+                Some(
+                    "this is the load the stress is meant to add; measure without it by giving \
+                     the stress no io= or hdd= workers",
+                )
+            } else {
+                None
+            };
             push(
                 if matter {
                     Severity::Warning
@@ -214,32 +255,28 @@ pub fn findings(
                     Severity::Info
                 },
                 message,
-                Some(if matter {
-                    MOVE_INTERRUPTS
-                } else if own_count > 0 {
-                    "none for the system: this is the load the stress is meant to add; give \
-                     the stress no io= workers to measure without it"
-                } else {
-                    "none: too few to matter"
-                }),
+                advice,
             );
         } else if !routed.is_empty() {
             let routed: Vec<String> = routed
                 .iter()
-                .map(|l| format!("{} {}", l.irq, l.name))
+                .map(|l| format!("IRQ {} {}", l.irq, l.name))
                 .collect();
             push(
                 Severity::Info,
-                format!(
-                    "measured CPU {cpu} is the target of device {} {} (none arrived during \
-                     the run)",
-                    if routed.len() == 1 {
-                        "interrupt"
-                    } else {
-                        "interrupts"
-                    },
-                    routed.join(", ")
-                ),
+                if routed.len() == 1 {
+                    format!(
+                        "device interrupt {} is routed to measured CPU {cpu} (none arrived \
+                         during the run)",
+                        routed[0]
+                    )
+                } else {
+                    format!(
+                        "device interrupts {} are routed to measured CPU {cpu} (none arrived \
+                         during the run)",
+                        routed.join(", ")
+                    )
+                },
                 Some(MOVE_INTERRUPTS),
             );
         }
@@ -344,7 +381,7 @@ pub fn split(s: &Split, priority: u8) -> Vec<Finding> {
         let mut why = Vec::new();
         if s.lost_events > 0 {
             why.push(format!(
-                "the kernel dropped {} (a full ring buffer)",
+                "the kernel dropped {} from a full ring buffer",
                 count(s.lost_events, "event", "events")
             ));
         }
@@ -377,9 +414,14 @@ pub fn split(s: &Split, priority: u8) -> Vec<Finding> {
             Severity::Warning,
             SUBJECT,
             format!(
-                "{} read an IRQ latency above their thread latency: the kernel's trace clock \
-                 and the threads' CLOCK_MONOTONIC disagree here, so the split is not sound",
-                count(t.irq_above_thread, "wake-up", "wake-ups")
+                "{} an IRQ latency above {} thread latency: the kernel's trace clock and the \
+                 threads' CLOCK_MONOTONIC disagree here, so the split is not sound",
+                count(t.irq_above_thread, "wake-up had", "wake-ups had"),
+                if t.irq_above_thread == 1 {
+                    "its"
+                } else {
+                    "their"
+                }
             ),
         ));
     }
@@ -414,10 +456,11 @@ pub fn split(s: &Split, priority: u8) -> Vec<Finding> {
                 },
                 SUBJECT,
                 format!(
-                    "{which} (thread {}, {} us at {:.3} s) was mostly {} us ({:.0} %): {what}",
+                    "{which} (thread {}, {:.3} s into the run) came {} us late; the largest \
+                     part of that, {} us ({:.0} %), was this: {what}",
                     a.thread,
-                    explain::us2(a.thread_latency_ns as i64),
                     a.at_ns as f64 / 1e9,
+                    explain::us2(a.thread_latency_ns as i64),
                     explain::us2(ns as i64),
                     ns as f64 * 100.0 / a.thread_latency_ns.max(1) as f64
                 ),
@@ -530,6 +573,7 @@ mod tests {
                 min_khz: Some(400_000),
                 max_khz: Some(1_800_000),
             }],
+            devfreq: Vec::new(),
             smt_active: Some(smt),
             load_average: None,
             irqs: Some(vec![line(41, "eth1", 0), line(45, "nvme0q1", 3)]),
@@ -597,14 +641,18 @@ mod tests {
         // 10+20+30+40+50 arrived; the top four are named, most first, the rest elided.
         assert!(
             text.contains(
-                "measured CPU 0 took 150 device interrupts during the run (45 eth5: 50, \
-                 44 eth4: 40, 43 eth3: 30, 42 eth2: 20, ...)"
+                "measured CPU 0 took 150 device interrupts during the run (50 from IRQ 45 \
+                 eth5, 40 from IRQ 44 eth4, 30 from IRQ 43 eth3, 20 from IRQ 42 eth2, 10 from \
+                 1 other line); these 150 delay the wake-ups they land on, each by its \
+                 handler's time"
             ),
             "{text}"
         );
-        assert!(!text.contains("measured CPU 0 is the target"), "{text}");
-        assert!(text
-            .contains("measured CPU 3 is the target of device interrupt 45 nvme0q1 (none arrived"));
+        assert!(!text.contains("routed to measured CPU 0"), "{text}");
+        assert!(text.contains(
+            "device interrupt IRQ 45 nvme0q1 is routed to measured CPU 3 (none arrived during \
+             the run)"
+        ));
         assert!(text.contains(
             "measured without SCHED_FIFO priority 99 (Operation not permitted) and locked \
              memory (Operation not permitted): the latencies include waits"
@@ -622,7 +670,7 @@ mod tests {
         assert!(text.contains("2 wake-ups were above the histogram limit of 400 us"));
         // Without the second reading of /proc/interrupts, only where they are routed.
         let text = messages(&findings(&Config::default(), &ctx, &m, &[0, 3], None, None));
-        assert!(text.contains("measured CPU 0 is the target of device interrupt 41 eth1"));
+        assert!(text.contains("device interrupt IRQ 41 eth1 is routed to measured CPU 0"));
     }
 
     #[test]
@@ -649,10 +697,12 @@ mod tests {
         let f = findings(&Config::default(), &ctx, &m, &[1], Some(&few), None);
         assert_eq!(f.len(), 1, "{f:#?}");
         assert_eq!(f[0].severity, Severity::Info, "7 in 10000 wake-ups: {f:#?}");
-        assert!(
-            f[0].message.contains("too few to move even the p99.9"),
-            "{}",
-            f[0].message
+        // Said as a user reads it, and with nothing to do about it.
+        assert_eq!(
+            f[0].sentence(),
+            "measured CPU 1 took 7 device interrupts during the run (6 from IRQ 41 \
+             virtio3-rx, 1 from IRQ 32 virtio0-stats); that is fewer than one per thousand of \
+             its 10000 wake-ups, too few to move even the p99.9"
         );
         // The stress's io workers: vda's 52837 are its own; the 7 others do not matter.
         let io = StressSpec {
@@ -690,11 +740,16 @@ mod tests {
             "{}",
             f[0].message
         );
-        assert!(f[0]
-            .advice
-            .as_deref()
-            .unwrap()
-            .contains("give the stress no io= workers"));
+        assert_eq!(
+            f[0].sentence(),
+            "measured CPU 1 took 52844 device interrupts during the run (52837 from IRQ 36 \
+             virtio1-req.0, 5 from IRQ 42 virtio3-tx, 2 from IRQ 31 virtio0-stats); 52837 of \
+             them are load this run generated itself: its stress's io workers call sync(), a \
+             flush request to every disk, and vda answered each with an interrupt; the other 7 \
+             are fewer than one per thousand of its 10000 wake-ups, too few to move even the \
+             p99.9; this is the load the stress is meant to add; measure without it by giving \
+             the stress no io= or hdd= workers"
+        );
         // Without io workers the same interrupts are the system's, and a warning.
         let f = findings(&Config::default(), &ctx, &m, &[1], Some(&stressed), None);
         assert_eq!(f[0].severity, Severity::Warning);
@@ -709,9 +764,9 @@ mod tests {
         assert!(
             f[0].message
                 .contains("52837 of them are load this run generated itself")
-                && f[0]
-                    .message
-                    .ends_with(": their handlers delay wake-ups there"),
+                && f[0].message.ends_with(
+                    "; the other 37 delay the wake-ups they land on, each by its handler's time"
+                ),
             "{}",
             f[0].message
         );
@@ -819,9 +874,9 @@ mod tests {
         assert_eq!(f[0].severity, Severity::Warning);
         assert_eq!(
             f[0].message,
-            "the first wake-up at or above --analyze 1000 us (thread 0, 20012.00 us at 3.215 s) \
-             was mostly 19992.00 us (100 %): hog (pid 4242, SCHED_FIFO 60) kept the CPU (it \
-             held the CPU 20001.00 us in all)"
+            "the first wake-up at or above --analyze 1000 us (thread 0, 3.215 s into the run) \
+             came 20012.00 us late; the largest part of that, 19992.00 us (100 %), was this: \
+             hog (pid 4242, SCHED_FIFO 60) kept the CPU (it held the CPU 20001.00 us in all)"
         );
         assert!(f[0]
             .advice
@@ -843,7 +898,7 @@ mod tests {
         assert_eq!(f.len(), 2, "{f:?}");
         assert!(f[0].message.starts_with(
             "3 of 4 wake-ups could not be matched to their timer's events (the kernel dropped \
-             12 events (a full ring buffer))"
+             12 events from a full ring buffer)"
         ));
         assert!(f[1].message.starts_with(
             "--analyze 1000: no wake-up took 1000 us or more (the largest took 5.00 us)"

@@ -24,6 +24,34 @@ pub fn cpufreq(scaling_cpus: &[String]) -> Vec<Finding> {
     )]
 }
 
+/// A DDR controller whose devfreq governor scales (`dmc_ondemand`, `simple_ondemand`) changes
+/// the memory clock with the load, and every transfer to or from memory (DMA of a disk, a NIC,
+/// a PCIe device) with it: the Rockchip PCIe guide's first tuning step fixes the CPU and the
+/// DDR at their highest frequency. `scaling_memory`: the memory controllers whose governor
+/// scales, each as `dmc (dmc_ondemand)` (`model::system::SystemContext::scaling_memory`).
+pub fn devfreq(scaling_memory: &[String]) -> Vec<Finding> {
+    if scaling_memory.is_empty() {
+        return Vec::new();
+    }
+    vec![Finding::new(
+        Severity::Warning,
+        "devfreq",
+        format!(
+            "the DDR frequency scales on {}: the memory clock follows the load, so DMA \
+             throughput and latency results vary from run to run",
+            scaling_memory.join(", ")
+        ),
+    )
+    .with_advice(DDR_ADVICE)]
+}
+
+/// What fixes the DDR clock for a benchmark (devfreq's `performance` governor holds the
+/// highest frequency: Documentation/ABI/testing/sysfs-class-devfreq, drivers/devfreq/
+/// governor_performance.c).
+pub const DDR_ADVICE: &str = "for benchmarks, write `performance` to \
+                              /sys/class/devfreq/dmc/governor (the Rockchip PCIe guide fixes \
+                              the CPU and the DDR at their highest frequency first)";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,129 @@
+//! `headroom bench latency --split` killed with SIGKILL at any moment leaves nothing
+//! recording: its tracefs instance (tracing on, scheduler, timer and interrupt tracepoints
+//! enabled, 4 MiB of ring buffer per measured CPU) is removed by the run's reaper, and in any
+//! case once the next headroom command has started, whatever that command is; the global
+//! tracing settings and the osnoise settings are as they were. Checked by reading tracefs.
+//! Root only, with tracefs mounted.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+use testsupport::cmd::*;
+use testsupport::process::{is_root, signal, wait_exit, wait_until};
+
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// The tracefs files a run must leave as they were: the global tracing switch and enabled
+/// events, and the timerlat tracer's osnoise settings where the kernel has them.
+fn global_settings() -> Vec<(String, String)> {
+    [
+        "tracing_on",
+        "set_event",
+        "current_tracer",
+        "osnoise/cpus",
+        "osnoise/timerlat_period_us",
+    ]
+    .iter()
+    .filter_map(|f| {
+        let v = std::fs::read_to_string(Path::new(TRACEFS).join(f)).ok()?;
+        Some((f.to_string(), v))
+    })
+    .collect()
+}
+
+/// The instances of process `pid` (`headroom-PID-...`).
+fn instances_of(pid: u32) -> Vec<String> {
+    let prefix = format!("headroom-{pid}-");
+    std::fs::read_dir(Path::new(TRACEFS).join("instances"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&prefix))
+        .collect()
+}
+
+/// A small xorshift generator seeded from the clock: the moments of the kills.
+struct Moments(u64);
+
+impl Moments {
+    fn next_ms(&mut self, below: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % below
+    }
+}
+
+#[test]
+fn split_runs_killed_at_random_moments_leave_no_instance_tracepoint_or_setting() {
+    if !testsupport::skip::unless(is_root(), "needs root (tracefs instances are root's)")
+        || !testsupport::skip::unless(
+            Path::new(TRACEFS).join("instances").is_dir(),
+            "needs tracefs mounted at /sys/kernel/tracing",
+        )
+    {
+        return;
+    }
+    let before = global_settings();
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    let mut moments = Moments(seed | 1);
+    let (mut recording, mut reaped) = (0, 0);
+    let runs = 20;
+    for run in 0..runs {
+        let mut child = headroom_process()
+            .args([
+                "bench",
+                "latency",
+                "--split",
+                "-q",
+                "-t",
+                "1",
+                "-D",
+                "10",
+                "--no-save",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // Anywhere from before the instance exists to well into the measurement; the first
+        // run as soon as it records.
+        let t0 = Instant::now();
+        let at = if run == 0 {
+            assert!(
+                wait_until(Duration::from_secs(10), || !instances_of(pid).is_empty()),
+                "--split made no tracefs instance"
+            );
+            t0.elapsed()
+        } else {
+            Duration::from_millis(moments.next_ms(1500))
+        };
+        while t0.elapsed() < at {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let had_instance = !instances_of(pid).is_empty();
+        signal(&child, libc::SIGKILL);
+        wait_exit(&mut child, Duration::from_secs(10));
+        recording += usize::from(had_instance);
+        // The reaper alone, with no other command started.
+        if wait_until(Duration::from_secs(5), || instances_of(pid).is_empty()) {
+            reaped += usize::from(had_instance);
+        }
+        // The next command, whatever it is, starts by removing what is left.
+        output_ok(headroom().args(["ceiling", "pcie", "--gen", "3", "--lanes", "1"]));
+        assert_eq!(
+            instances_of(pid),
+            Vec::<String>::new(),
+            "run {run} killed after {at:?} left its instance behind"
+        );
+        assert_eq!(global_settings(), before, "run {run} killed after {at:?}");
+    }
+    eprintln!(
+        "{runs} --split runs killed: {recording} while their instance existed, {reaped} of \
+         those removed by the run's reaper before the next command started; none left"
+    );
+}
