@@ -89,10 +89,8 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     if let Some(m) = &manifest {
-        if m.pci.is_empty() && m.usb.is_empty() && m.net.is_empty() {
-            crate::console::warn(
-                "the manifest lists no [[pci]], [[usb]] or [[net]] entry: nothing is checked",
-            );
+        if m.is_empty() {
+            crate::console::warn(report::kinds::expect::EMPTY_MANIFEST);
         }
     }
     // A dump has PCI alone; a root has the whole inventory. probe reads, report judges.
@@ -100,9 +98,10 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
     let mut inventory;
     let (audit, inv, source, findings) = match &args.lspci {
         Some(file) => {
-            let text = std::fs::read(file).with_context(|| {
-                format!(
-                    "cannot read the lspci dump {}: give the file `lspci -xxx` printed",
+            // What went wrong first, then what to do.
+            let text = std::fs::read(file).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot read the lspci dump {}: {e}; give the file `lspci -xxx` printed",
                     file.display()
                 )
             })?;
@@ -171,12 +170,13 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
             )
         })?;
         crate::console::info(format_args!(
-            "wrote {}: {} PCI functions, {} USB devices, {} network interfaces expected",
+            "wrote {}: {} expected",
             file.display(),
-            manifest.pci.len(),
-            manifest.usb.len(),
-            manifest.net.len()
+            report::kinds::expect::counts(&manifest)
         ));
+        if manifest.is_empty() {
+            crate::console::warn(report::kinds::expect::EMPTY_MANIFEST);
+        }
     }
     // The machine the audit read: this one, or the tree's with --root; a dump does not say
     // which machine it came from.
