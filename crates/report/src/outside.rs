@@ -59,20 +59,30 @@ pub fn line(s: &str) -> Cow<'_, str> {
     escape_where(s, hidden)
 }
 
-/// One value in Markdown (a table cell, a list item): a [`line`] in which `|` cannot end a
-/// cell, `<` cannot open HTML and a leading `#` cannot make a heading.
+/// One value inside a Markdown line (a table cell, a heading's or a list item's text after
+/// its marker): a [`line`] in which `|` cannot end a cell and `<` cannot open HTML. A `#`
+/// there is text (`#13`, a history id, reads as typed).
 pub fn markdown(s: &str) -> String {
     let l = line(s);
     let mut out = String::with_capacity(l.len());
-    for (i, c) in l.chars().enumerate() {
+    for c in l.chars() {
         match c {
             '|' => out.push_str("\\|"),
             '<' => out.push_str("&lt;"),
-            '#' if i == 0 => out.push_str("\\#"),
             c => out.push(c),
         }
     }
     out
+}
+
+/// A value that begins a Markdown line: a [`markdown`] value in which a leading `#` cannot
+/// make a heading.
+pub fn markdown_line_start(s: &str) -> String {
+    let m = markdown(s);
+    match m.strip_prefix('#') {
+        Some(rest) => format!("\\#{rest}"),
+        None => m,
+    }
 }
 
 /// headroom's own colours: the only escape sequences its terminal text may hold.
@@ -157,9 +167,10 @@ mod tests {
     #[test]
     fn markdown_cells_stay_cells() {
         assert_eq!(
-            markdown("# a|b <script>\nnext"),
+            markdown_line_start("# a|b <script>\nnext"),
             "\\# a\\|b &lt;script>\\x0anext"
         );
+        assert_eq!(markdown("#13"), "#13");
         assert_eq!(markdown(HOSTILE), "bbr\\x1b[2J\\x1b]0;TITLE\\x07");
     }
 
