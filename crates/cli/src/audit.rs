@@ -88,10 +88,8 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     if let Some(m) = &manifest {
-        if m.pci.is_empty() && m.usb.is_empty() && m.net.is_empty() {
-            crate::console::warn(
-                "the manifest lists no [[pci]], [[usb]] or [[net]] entry: nothing is checked",
-            );
+        if m.is_empty() {
+            crate::console::warn(report::kinds::expect::EMPTY_MANIFEST);
         }
     }
     // A dump has PCI alone; a root has the whole inventory. probe reads, report judges.
@@ -99,11 +97,12 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
     let mut inventory;
     let (audit, inv, source, findings) = match &args.lspci {
         Some(file) => {
+            // What went wrong first, then what to do.
             let text = report::input::read(file, MAX_DUMP_BYTES).map_err(|e| {
                 let show = file.display();
                 match e {
                     report::input::InputError::Io(e) => anyhow::anyhow!(
-                        "cannot read the lspci dump {show}: {e}: give the file `lspci -xxx` \
+                        "cannot read the lspci dump {show}: {e}; give the file `lspci -xxx` \
                          printed"
                     ),
                     e => anyhow::anyhow!(
@@ -177,12 +176,13 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
             )
         })?;
         crate::console::info(format_args!(
-            "wrote {}: {} PCI functions, {} USB devices, {} network interfaces expected",
+            "wrote {}: {} expected",
             file.display(),
-            manifest.pci.len(),
-            manifest.usb.len(),
-            manifest.net.len()
+            report::kinds::expect::counts(&manifest)
         ));
+        if manifest.is_empty() {
+            crate::console::warn(report::kinds::expect::EMPTY_MANIFEST);
+        }
     }
     // The machine the audit read: this one, or the tree's with --root; a dump does not say
     // which machine it came from.

@@ -215,7 +215,7 @@ pub enum LatencyEngine {
 /// case-insensitive, as reports write `-D8H`. The one parser of every command
 /// (`model::units::parse_duration`), as clap's value parser.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    model::units::parse_duration(s).map_err(|why| format!("{s:?}: {why}"))
+    model::units::parse_duration(s)
 }
 
 impl LatencyArgs {

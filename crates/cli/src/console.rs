@@ -366,39 +366,63 @@ pub fn clap_error(e: &clap::Error) -> ExitCode {
         }
         _ => {}
     }
-    let text = plain_number_reason(e, e.render().to_string());
+    let text = match flag_value_reason(e) {
+        Some(line) => format!("error: {line}\n\nFor more information, try '--help'.\n"),
+        None => e.render().to_string(),
+    };
     let _ = write!(std::io::stderr().lock(), "headroom: {text}");
     ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
 }
 
-/// A number flag given something else (`-t x`, `-i 1k`): the standard library's reason
-/// ("invalid digit found in string") says nothing of what the flag takes; say it.
-fn plain_number_reason(e: &clap::Error, text: String) -> String {
-    use std::num::IntErrorKind;
-    let Some(source) = std::error::Error::source(e) else {
-        return text;
+/// A flag's value that its parser refused, in the one style of every flag's refusal, whether
+/// clap or the command parsed it: `--duration abc: not a duration: give a number with an
+/// optional unit, e.g. 10s, 500ms, 5m, 2h`. `None` for any other error.
+fn flag_value_reason(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::ValueValidation {
+        return None;
+    }
+    let arg = match e.get(ContextKind::InvalidArg)? {
+        ContextValue::String(a) => a.clone(),
+        _ => return None,
     };
+    let value = match e.get(ContextKind::InvalidValue)? {
+        ContextValue::String(v) => v.clone(),
+        _ => return None,
+    };
+    // `--threads [<N>]`, `--duration <TIME>`, `<TARGET>`: the flag, or the argument's name.
+    let flag = if arg.starts_with('-') {
+        arg.split_whitespace().next().unwrap_or(&arg).to_string()
+    } else {
+        arg
+    };
+    let reason = plain_number_reason(e)?;
+    Some(format!("{flag} {value}: {reason}"))
+}
+
+/// Why a value was refused: a number flag given something else (`-t x`, `-i 1k`) gets what
+/// the flag takes, not the standard library's "invalid digit found in string"; any other
+/// parser's reason as it said it.
+fn plain_number_reason(e: &clap::Error) -> Option<String> {
+    use std::num::IntErrorKind;
+    let source = std::error::Error::source(e)?;
     let reason = if let Some(int) = source.downcast_ref::<std::num::ParseIntError>() {
         match int.kind() {
             IntErrorKind::InvalidDigit => {
-                "not a whole number: give digits only, without a unit or a sign (e.g. 4)"
+                "not a whole number: give digits only, without a unit or a sign, e.g. 4"
             }
-            IntErrorKind::Empty => "empty: give a whole number (e.g. 4)",
+            IntErrorKind::Empty => "empty: give a whole number, e.g. 4",
             IntErrorKind::PosOverflow | IntErrorKind::NegOverflow => {
                 "out of range for this flag: give a smaller number"
             }
-            _ => return text,
+            _ => return Some(source.to_string()),
         }
     } else if source.is::<std::num::ParseFloatError>() {
-        "not a number: give digits, with a decimal point if needed (e.g. 2.5)"
+        "not a number: give digits, with a decimal point if needed, e.g. 2.5"
     } else {
-        return text;
+        return Some(source.to_string()).filter(|s| !s.is_empty());
     };
-    let said = source.to_string();
-    if said.is_empty() {
-        return text;
-    }
-    text.replacen(&said, reason, 1)
+    Some(reason.to_string())
 }
 
 /// An error and its causes as one sentence, `what: why: why`, as anyhow's `{:#}` writes it,

@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 Where the output goes: like perf stat, the counts go to stderr, so the command keeps its stdout. \
 With --json the document goes to stdout, as every headroom command's does, and the command's own \
 stdout is sent to stderr so the two never mix; with -o FILE the counts (or the document) go to \
-FILE and the command keeps its stdout.\n\
+FILE and the command keeps its stdout. Nothing is kept in the history unless --save is given \
+(as perf stat keeps nothing).\n\
 --irq counts the device's interrupts on every CPU, whatever process caused them (system-wide, \
 like /proc/interrupts); a rate per second is given for runs of at least a second, a shorter run \
 gives the count alone.\n\
@@ -64,11 +65,15 @@ pub struct CountArgs {
     /// stdout); the command keeps its stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Do not keep the result in the history database.
+    /// Keep the result in the history database (perf stat keeps nothing; neither does
+    /// count unless asked).
     #[arg(long)]
+    pub save: bool,
+    /// Accepted for scripts written when count kept every run: not saving is the default.
+    #[arg(long, hide = true, conflicts_with = "save")]
     pub no_save: bool,
-    /// History database (default: $XDG_DATA_HOME/headroom/history.sqlite).
-    #[arg(long, value_name = "FILE")]
+    /// History database for --save (default: $XDG_DATA_HOME/headroom/history.sqlite).
+    #[arg(long, value_name = "FILE", requires = "save")]
     pub db: Option<PathBuf>,
     /// Read sysfs and /proc under this directory (a fixture tree) instead of /.
     #[arg(long, value_name = "DIR", default_value = "/")]
@@ -365,8 +370,8 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
             )
             .collect(),
     };
-    // Kept like every measurement (an -a run stopped by Ctrl-C too: it measured).
-    if !a.no_save && doc.events.iter().any(|e| e.status == CountStatus::Counted) {
+    // Kept when asked (an -a run stopped by Ctrl-C too: it measured).
+    if a.save && doc.events.iter().any(|e| e.status == CountStatus::Counted) {
         if let Err(e) =
             crate::output::save_result(report::document::DocumentKind::Count, &doc, a.db.as_deref())
         {

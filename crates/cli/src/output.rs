@@ -295,6 +295,22 @@ pub enum Format {
 }
 
 impl Format {
+    /// The formats `report` prints from result documents (ocptv is the output of
+    /// `audit --expect`'s checks, which no document holds).
+    pub const OF_DOCUMENTS: &'static [Format] = &[
+        Format::Openmetrics,
+        Format::Prometheus,
+        Format::Lava,
+        Format::Kcidb,
+    ];
+
+    /// Its name on the command line (`openmetrics`).
+    pub fn name(self) -> String {
+        self.to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
+    }
+
     /// The board lab's format (`report::labs`), for lava and kcidb.
     pub fn lab(self) -> Option<report::labs::Lab> {
         match self {
@@ -302,6 +318,50 @@ impl Format {
             Format::Kcidb => Some(report::labs::Lab::Kcidb),
             _ => None,
         }
+    }
+}
+
+/// A `--format` value among `formats` only: `--help` lists these, and a format of another
+/// command (`report --format ocptv`) is refused with the list and where it belongs.
+#[derive(Clone)]
+pub struct FormatAmong(pub &'static [Format]);
+
+impl clap::builder::TypedValueParser for FormatAmong {
+    type Value = Format;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Format, clap::Error> {
+        let text = value.to_string_lossy();
+        let list = self
+            .0
+            .iter()
+            .map(|f| f.name())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let why = match Format::from_str(&text, true) {
+            Ok(f) if self.0.contains(&f) => return Ok(f),
+            Ok(Format::Ocptv) => format!(
+                "--format ocptv is the output of `headroom audit --expect MANIFEST`; `{}` prints {list}",
+                cmd.get_bin_name().unwrap_or(cmd.get_name())
+            ),
+            _ => format!("--format {text:?} is none of {list}"),
+        };
+        Err(
+            clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{why}\n"))
+                .with_cmd(cmd),
+        )
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            self.0.iter().filter_map(|f| f.to_possible_value()),
+        ))
     }
 }
 

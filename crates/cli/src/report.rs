@@ -41,7 +41,7 @@ pub struct ReportArgs {
     /// Prometheus text format 0.0.4 (prometheus); or their checks and figures as LAVA
     /// test-case lines (lava) or KCIDB JSON (kcidb). Several inputs are told apart by a
     /// `document` label (1, 2...).
-    #[arg(long, value_enum, conflicts_with_all = ["md", "html"])]
+    #[arg(long, value_parser = crate::output::FormatAmong(crate::output::Format::OF_DOCUMENTS), conflicts_with_all = ["md", "html"])]
     pub format: Option<crate::output::Format>,
 }
 
@@ -180,12 +180,12 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         match format {
             crate::output::Format::Openmetrics => crate::console::write_data(&m.openmetrics())?,
             crate::output::Format::Prometheus => crate::console::write_data(&m.prometheus())?,
-            // ocptv (lava and kcidb returned above).
-            _ => {
-                return Err(crate::console::usage(
-                    "--format ocptv is the output of `audit --expect MANIFEST`; report \
-                     prints openmetrics or prometheus",
-                ))
+            // Refused by its parser; lava and kcidb returned above.
+            other => {
+                return Err(crate::console::usage(format!(
+                    "--format {} is not a format of a result document",
+                    other.name()
+                )))
             }
         }
         return Ok(exit(failed));

@@ -177,7 +177,7 @@ fn windows_outside_the_file_and_bad_values_are_usage_errors() {
         ),
         (vec!["--offset", "8K"], "outside the mapped region"),
         (vec!["--duration", "0s"], "above 0"),
-        (vec!["--size", "lots"], "--size lots: unknown unit"),
+        (vec!["--size", "lots"], "--size lots: not a size"),
     ] {
         let mut cmd = headroom();
         cmd.args(["bench", "mmio", p, "--no-mem", "--no-save"])

@@ -366,9 +366,42 @@ fn json_goes_to_stdout_the_commands_stdout_apart_and_report_reads_it() {
     assert!(md.contains("| task-clock |"), "{md}");
     let db = dir.path().join("history.sqlite");
     let db = db.to_str().unwrap();
-    output_ok(headroom().args(["count", "--db", db, "-e", "cs,page-faults", "--", "true"]));
+    // As perf stat, count keeps nothing unless asked: `count -- true` in a loop must not fill
+    // the history.
+    let own_data = dir.path().join("xdg-data");
+    output_ok(
+        headroom()
+            .env("XDG_DATA_HOME", &own_data)
+            .args(["count", "-e", "cs", "--", "true"]),
+    );
+    let h = stdout_of(headroom().env("XDG_DATA_HOME", &own_data).args(["history"]));
+    assert!(
+        String::from_utf8_lossy(&h).starts_with("no runs saved"),
+        "{}",
+        String::from_utf8_lossy(&h)
+    );
+    let help = String::from_utf8(stdout_of(headroom().args(["count", "--help"]))).unwrap();
+    assert!(
+        help.contains("--save") && help.contains("unless --save is given"),
+        "{help}"
+    );
+    output_ok(headroom().args([
+        "count",
+        "--save",
+        "--db",
+        db,
+        "-e",
+        "cs,page-faults",
+        "--",
+        "true",
+    ]));
     let h = String::from_utf8(stdout_of(headroom().args(["history", "--db", db]))).unwrap();
     assert!(h.contains("count (2 events)") && h.contains("cs: "), "{h}");
+    assert_eq!(
+        h.lines().filter(|l| l.contains("count (")).count(),
+        1,
+        "{h}"
+    );
     let cmp = String::from_utf8(stdout_of(headroom().arg("compare").arg(&a).arg(&b))).unwrap();
     assert!(cmp.contains("| cs (count) |"), "{cmp}");
     assert!(cmp.contains("task-clock (msec)"), "{cmp}");

@@ -560,3 +560,168 @@ fn a_slot_selects_the_function_in_it() {
         "{prom}"
     );
 }
+
+/// The `[[block]]` entries of a saved manifest, each as its text.
+fn block_entries(manifest: &str) -> impl Iterator<Item = &str> {
+    manifest
+        .split("\n[[")
+        .filter_map(|e| e.strip_prefix("block]]"))
+}
+
+/// A captured host whose only devices are disks (util-linux's lsblk tree: NVMe and two SATA
+/// disks, no PCI functions in the capture) got a manifest that expected nothing, so it passed
+/// on any host. Its disks are expected now, keyed by where they sit and by their world-wide
+/// id, with model, transport, size, rotational, scheduler and queue limits checked.
+#[test]
+fn a_host_of_disks_alone_expects_its_disks() {
+    let Some(tree) = testsupport::fixtures::shared("sysfs/ul-fc27-nvme-sata-lvm") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (manifest, saved) = save(&tree, dir.path());
+    assert_eq!(saved.matches("\n[[block]]\n").count(), 3, "{saved}");
+    for line in [
+        "path = \"pci-0000:01:00.0-nvme-1\"",
+        "path = \"pci-0000:00:1f.2-ata1\"",
+        "path = \"pci-0000:00:1f.2-ata2\"",
+        "model = \"KINGSTON SKC1000240G\"",
+        "transport = \"nvme\"",
+        "size_bytes = 240057409536",
+        "rotational = false",
+        "scheduler = \"cfq\"",
+        "max_sectors_kb = 1280",
+        "max_hw_sectors_kb = 32767",
+    ] {
+        assert!(saved.contains(line), "{line} missing in\n{saved}");
+    }
+    // Not keyed by the kernel's name: sda may be sdb after the next boot.
+    assert!(
+        block_entries(&saved).all(|e| !e.contains("\ndevice = ")),
+        "{saved}"
+    );
+    // Loop and dm devices are configuration, not hardware.
+    assert!(
+        !saved.contains("loop0") && !saved.contains("dm-0"),
+        "{saved}"
+    );
+    let out = expect(&tree, &manifest, &[]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("PASS block sda (KINGSTON SH103S3, at pci-0000:00:1f.2-ata1) scheduler: cfq (expected cfq)"),
+        "{t}"
+    );
+    // Another host does not pass it.
+    let Some(other) = testsupport::fixtures::shared("sysfs/this-vm") else {
+        return;
+    };
+    let out = expect(&other, &manifest, &[]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("FAIL block [path pci-0000:00:1f.2-ata1, wwid ")
+            && t.contains("present: no such device"),
+        "{t}"
+    );
+    // A changed disk fails on what changed.
+    let changed = dir.path().join("changed.toml");
+    std::fs::write(
+        &changed,
+        "[[block]]\npath = \"pci-0000:00:1f.2-ata2\"\nscheduler = \"mq-deadline\"\n\
+         rotational = false\nsize_bytes = 80026361856\n",
+    )
+    .unwrap();
+    let out = expect(&tree, &changed, &[]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("FAIL block sdb"), "{t}");
+    assert!(t.contains("scheduler: cfq (expected mq-deadline)"), "{t}");
+    assert!(
+        t.contains("rotational: rotational (expected not rotational)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("PASS block sdb (WDC WD800JD-00MS, at pci-0000:00:1f.2-ata2) size"),
+        "{t}"
+    );
+}
+
+/// The eMMC of a Bay Trail board and its boot areas are expected apart, keyed by the
+/// platform device and the card, not by `mmcblk0` alone.
+#[test]
+fn an_emmc_and_its_boot_areas_are_expected_apart() {
+    let Some(tree) = testsupport::fixtures::shared("sysfs/checkbox-baytrail-emmc-sdhci-acpi")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (manifest, saved) = save(&tree, dir.path());
+    for path in [
+        "path = \"platform-80860F14:00-mmc0:0001\"\n",
+        "path = \"platform-80860F14:00-mmc0:0001-boot0\"\n",
+        "path = \"platform-80860F14:00-mmc0:0001-boot1\"\n",
+        "path = \"platform-80860F14:00-mmc0:0001-rpmb\"\n",
+    ] {
+        assert!(saved.contains(path), "{path} missing in\n{saved}");
+    }
+    assert!(
+        block_entries(&saved).all(|e| !e.contains("\ndevice = ")),
+        "{saved}"
+    );
+    let out = expect(&tree, &manifest, &[]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert_eq!(t.matches("PASS block ").count(), 4, "{t}");
+}
+
+/// A virtio NIC reports no speed while its link is up: a manifest that asks a speed fails
+/// there, saying so, not "speed unknown (link down?)" of an interface the same audit shows
+/// up; a saved manifest asks no speed where there was none.
+#[test]
+fn an_interface_up_without_a_speed_is_not_called_down() {
+    let Some(tree) = testsupport::fixtures::shared("sysfs/this-vm") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (manifest, saved) = save(&tree, dir.path());
+    assert!(!saved.contains("speed_mbps ="), "{saved}");
+    let t = text(&expect(&tree, &manifest, &[]));
+    assert!(
+        t.contains("PASS net eth0 (driver virtio_net) present"),
+        "{t}"
+    );
+    let asks = dir.path().join("speed.toml");
+    std::fs::write(&asks, "[[net]]\ninterface = \"eth0\"\nspeed_mbps = 1000\n").unwrap();
+    let out = expect(&tree, &asks, &[]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains(
+            "FAIL net eth0 (driver virtio_net) speed: no speed reported: the link is up, but its driver virtio_net reports no speed (expected at least 1000 Mb/s)"
+        ),
+        "{t}"
+    );
+    assert!(!t.contains("down"), "{t}");
+}
+
+/// "1 network interfaces expected": the line --save-expect prints counts in words that agree.
+#[test]
+fn the_saved_counts_agree_with_their_numbers() {
+    let Some(tree) = testsupport::fixtures::shared("sysfs/this-vm") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("m.toml");
+    let out = output_ok(
+        headroom()
+            .args(["audit", "--root"])
+            .arg(&tree)
+            .arg("--save-expect")
+            .arg(&manifest),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(": 6 PCI functions, 0 USB devices, 1 disk, 1 network interface expected"),
+        "{err}"
+    );
+}

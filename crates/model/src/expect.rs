@@ -1,5 +1,5 @@
-//! The expected state of a host (`headroom audit --expect MANIFEST`): what each device should
-//! show, written by hand or by `audit --save-expect` on a known-good host, read as TOML.
+//! The expected state of a host (`headroom audit --expect MANIFEST`): what each device (PCI
+//! function, USB device, disk, network interface) should show, written by hand or by `audit --save-expect` on a known-good host, read as TOML.
 //!
 //! Each entry selects devices (every selector given must match; at least one is needed) and
 //! lists checks (each optional). `report::kinds::expect` judges an audit against it; this is
@@ -8,7 +8,7 @@
 use crate::pcie::PcieGen;
 use serde::{Deserialize, Serialize};
 
-/// The whole manifest: PCI functions, USB devices, network interfaces.
+/// The whole manifest: PCI functions, USB devices, disks, network interfaces.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
@@ -17,7 +17,16 @@ pub struct Manifest {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub usb: Vec<UsbExpect>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub block: Vec<BlockExpect>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub net: Vec<NetExpect>,
+}
+
+impl Manifest {
+    /// Whether it has no entry at all (it then checks nothing).
+    pub fn is_empty(&self) -> bool {
+        self.pci.is_empty() && self.usb.is_empty() && self.block.is_empty() && self.net.is_empty()
+    }
 }
 
 /// How a speed or width compares with the expected one.
@@ -114,6 +123,59 @@ pub struct UsbExpect {
     /// Check: a mass-storage device's transport driver, `uas` or `usb-storage`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transport: Option<String>,
+}
+
+/// One disk (a whole block device with hardware below it; partitions and virtual devices
+/// such as loop, dm, md and zram are not hardware).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlockExpect {
+    /// What the disk is, for the reader (not checked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Selector: where the disk sits, from the CPU down, as `headroom audit --save-expect`
+    /// writes it (`pci-0000:00:1f.2-ata1`, `pci-0000:01:00.0-nvme-1`,
+    /// `platform-80860F14:00-mmc0:0001`): stable across boots, as a PCI address is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Selector: the kernel's world-wide identifier (`wwid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wwid: Option<String>,
+    /// Selector: the serial number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    /// Selector: the kernel's name (`sda`, `nvme0n1`): it may change between boots, so use
+    /// it beside `path`, `wwid` or `serial` rather than alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// Check: the model string (`device/model`), exactly (spaces around it ignored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Check: the transport, as `headroom audit` shows it (`nvme`, `ata`, `scsi`, `usb`,
+    /// `mmc`, `virtio`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
+    /// Check: the size in bytes, exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
+    /// Check: whether the kernel sees a rotating disk (`queue/rotational`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotational: Option<bool>,
+    /// Check: the active I/O scheduler (`queue/scheduler`: `none`, `mq-deadline`, `bfq`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
+    /// Check: the largest request the kernel builds, KiB (`queue/max_sectors_kb`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sectors_kb: Option<u64>,
+    /// Check: the largest request the device accepts, KiB (`queue/max_hw_sectors_kb`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_hw_sectors_kb: Option<u64>,
+    /// Check: the logical block size, bytes (`queue/logical_block_size`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logical_block_size: Option<u32>,
+    /// Check: the physical block size, bytes (`queue/physical_block_size`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical_block_size: Option<u32>,
 }
 
 /// One network interface.

@@ -210,7 +210,7 @@ impl Preemption {
             Preemption::Full => "PREEMPT".into(),
             Preemption::Lazy => "PREEMPT_LAZY".into(),
             Preemption::NoneOrVoluntary => "no forced preemption (NONE or VOLUNTARY)".into(),
-            Preemption::Unknown => "unknown".into(),
+            Preemption::Unknown => "preemption model unknown".into(),
         }
     }
 }

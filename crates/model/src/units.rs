@@ -187,6 +187,14 @@ fn parse_decimal(n: &str) -> Option<f64> {
     n.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0)
 }
 
+/// Why a value is not a size (the caller names the flag and the value).
+pub const NOT_A_SIZE: &str =
+    "not a size: give a number with an optional K, M, G or T, e.g. 4k, 64M, 1.5G";
+
+/// Why a value is not a duration (the caller names the flag and the value).
+pub const NOT_A_DURATION: &str =
+    "not a duration: give a number with an optional unit, e.g. 10s, 500ms, 5m, 2h";
+
 /// A size in bytes: `4096`, `4k`, `4K`, `4KB`, `4KiB`, `1m`, `64M`, `1.5G` (binary multiples,
 /// see [`size_multiplier`]). A fraction is read in full (`1.5G` = 1610612736 bytes), where
 /// fio 3.33 stops at the point and silently takes `--size=1.5M` as 1 byte ("size too small
@@ -194,16 +202,15 @@ fn parse_decimal(n: &str) -> Option<f64> {
 /// (`0.3k` is refused).
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let (num, unit) = split_number(s);
+    // The number first: `abc` is not a size at all, not a size in unit "abc".
+    let Some(v) = parse_decimal(num) else {
+        return Err(NOT_A_SIZE.into());
+    };
     let Some(mult) = size_multiplier(unit) else {
         return Err(format!(
-            "unknown unit {unit:?}; use K, M, G or T (each 1024 times the one before; KB and \
-             KiB mean the same) or a number of bytes"
+            "unknown unit {unit:?}: use K, M, G or T (each 1024 times the one before; KB and \
+             KiB mean the same) or a number of bytes, e.g. 4k, 64M"
         ));
-    };
-    let Some(v) = parse_decimal(num) else {
-        return Err(
-            "not a size; write a number with an optional K, M, G or T (4k, 64M, 1.5G)".into(),
-        );
     };
     let bytes = v * mult as f64;
     if bytes >= u64::MAX as f64 {
@@ -238,13 +245,14 @@ pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(366
 /// A duration: `10`, `10s`, `2.5s`, `500ms`, `250us`, `5m`, `1h`, `2d` (see [`seconds_per`]).
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let (num, unit) = split_number(s);
-    let Some(per) = seconds_per(unit) else {
-        return Err(format!("unknown unit {unit:?}; use us, ms, s, m, h or d"));
-    };
+    // The number first: `abc` is not a duration at all, not one in unit "abc".
     let Some(v) = parse_decimal(num) else {
-        return Err(
-            "not a duration; write a number with an optional unit (10s, 500ms, 5m, 2h, 1d)".into(),
-        );
+        return Err(NOT_A_DURATION.into());
+    };
+    let Some(per) = seconds_per(unit) else {
+        return Err(format!(
+            "unknown unit {unit:?}: use us, ms, s, m, h or d, e.g. 10s, 500ms"
+        ));
     };
     std::time::Duration::try_from_secs_f64(v * per)
         .ok()
@@ -257,6 +265,9 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 /// iperf3's unit_atof_rate). A trailing `bit/s`, `bps` or `b/s` is allowed.
 pub fn parse_bit_rate(s: &str) -> Result<f64, String> {
     let (num, unit) = split_number(s);
+    let Some(v) = parse_decimal(num) else {
+        return Err("not a rate: give a number with an optional K, M or G, e.g. 100M, 1.5G".into());
+    };
     let lower = unit.to_ascii_lowercase();
     let prefix = ["bit/s", "bps", "b/s", "bit"]
         .iter()
@@ -270,13 +281,11 @@ pub fn parse_bit_rate(s: &str) -> Result<f64, String> {
         "t" => 1e12,
         _ => {
             return Err(format!(
-                "unknown unit {unit:?}; use K, M, G or T (bits per second, 10^3 steps)"
+                "unknown unit {unit:?}: use K, M, G or T (bits per second, 10^3 steps), e.g. 100M"
             ))
         }
     };
-    parse_decimal(num)
-        .map(|v| v * mult)
-        .ok_or_else(|| "not a rate; write a number with an optional K, M or G (100M, 1.5G)".into())
+    Ok(v * mult)
 }
 
 /// A kernel CPU list (`0-3,8,10-11`, Documentation/admin-guide/kernel-parameters.rst "cpu

@@ -224,6 +224,16 @@ fn read_device(
             .is_none()
             .then(|| read_attr_noting(&root.attr(path.join("device/vendor")), w))
             .flatten(),
+        // Identifiers are optional facts (most disks lack one of the two): a missing or
+        // unreadable one is simply not known, not a warning.
+        serial: disk
+            .is_none()
+            .then(|| first_attr(root, path, &["serial", "device/serial"]))
+            .flatten(),
+        wwid: disk
+            .is_none()
+            .then(|| first_attr(root, path, &["wwid", "device/wwid"]))
+            .flatten(),
         queue: disk.is_none().then(|| read_queue(&dir.join("queue"), w)),
         holders: list("holders", w),
         slaves: list("slaves", w),
@@ -233,6 +243,14 @@ fn read_device(
         mounts: mounted,
         sysfs_path: path.to_path_buf(),
     }
+}
+
+/// The first of the attributes `names` (relative to the disk's directory `path`, maybe through
+/// its `device` link) that holds a value, trimmed.
+fn first_attr(root: &SysRoot, path: &Path, names: &[&str]) -> Option<String> {
+    names
+        .iter()
+        .find_map(|n| read_attr(&root.attr(path.join(n))).ok().flatten())
 }
 
 /// The stacking layer a block device is (dm, md, loop), from its sysfs directory.

@@ -328,7 +328,8 @@ fn collect_links(
                     ceiling_bps: Some(bps),
                     ceiling_other_direction_bps: None,
                     capable_ceiling_bps: capable.and_then(|c| usb::bulk_ceiling_for_sysfs(c, 1)),
-                    basis: "bulk transfers (model::ceiling::usb)".into(),
+                    basis: "bulk transfers (USB 2.0 5.8.4, USB 3.2 8.4: `headroom ceiling usb`)"
+                        .into(),
                     note: (!notes.is_empty()).then(|| notes.join("; ")),
                 });
             }
@@ -349,7 +350,7 @@ fn collect_links(
                         ceiling_bps: Some(bps),
                         ceiling_other_direction_bps: None,
                         capable_ceiling_bps: None,
-                        basis: "data FIS payload after 8b/10b (model::ceiling::sata)".into(),
+                        basis: "data FIS payload after 8b/10b (SATA 3.x 10.5.11: `headroom ceiling sata`)".into(),
                         note: None,
                     });
                 }
@@ -375,7 +376,7 @@ fn collect_links(
                     ceiling_bps: Some(bps),
                     ceiling_other_direction_bps: None,
                     capable_ceiling_bps: None,
-                    basis: "bus clock x width x edges, 512 B blocks (model::ceiling::mmc)".into(),
+                    basis: "bus clock x width x edges, 512 B blocks (JESD84-B51 6.15: `headroom ceiling mmc`)".into(),
                     note: None,
                 });
             }
@@ -496,7 +497,7 @@ fn pcie_link(audit: &PciAudit, a: PciAddress) -> Option<PathLink> {
         ceiling_bps: Some(ceil.current.effective_write_bps),
         ceiling_other_direction_bps: Some(ceil.current.effective_read_bps),
         basis: format!(
-            "effective PCIe write, MPS {} B (model::ceiling::pcie, default assumptions)",
+            "effective PCIe write, MPS {} B (`headroom ceiling pcie`, default assumptions)",
             ceil.current.params.mps
         ),
         note,

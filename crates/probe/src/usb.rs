@@ -38,7 +38,10 @@ pub const USB_IDS_PATHS: [&str; 3] = [
 
 /// Read the whole USB tree under the root.
 pub fn scan(root: &SysRoot) -> UsbInventory {
-    let mut inv = UsbInventory::default();
+    let mut inv = UsbInventory {
+        bus_present: Some(root.path("/sys/bus/usb").is_dir()),
+        ..UsbInventory::default()
+    };
     let names = match root.list("/sys/bus/usb/devices") {
         Ok(n) => n,
         Err(e) => {

@@ -38,6 +38,11 @@ fn escape(s: &str) -> String {
     crate::outside::markdown(s)
 }
 
+/// A string from a document that begins a line.
+fn escape_line_start(s: &str) -> String {
+    crate::outside::markdown_line_start(s)
+}
+
 /// The report of several documents, one section each.
 pub fn render(summaries: &[Summary]) -> String {
     let mut out = String::new();
@@ -145,7 +150,7 @@ fn section(out: &mut String, s: &Summary) {
     if let Some((t, lines)) = &s.mmio {
         let _ = writeln!(out, "### CPU access by width\n");
         for l in lines {
-            let _ = writeln!(out, "{}  ", escape(l));
+            let _ = writeln!(out, "{}  ", escape_line_start(l));
         }
         out.push('\n');
         write_table(out, t);
@@ -161,14 +166,14 @@ fn section(out: &mut String, s: &Summary) {
             write_table(out, &t);
         }
         // The bottleneck named in it came from the document.
-        let _ = writeln!(out, "\n{}", escape(&s.ceiling_sentence()));
+        let _ = writeln!(out, "\n{}", escape_line_start(&s.ceiling_sentence()));
         out.push('\n');
     }
     if !s.threads.is_empty() {
         let _ = writeln!(out, "### Latency\n");
         write_table(out, &s.latency_table());
         for l in &s.latency_lines {
-            let _ = writeln!(out, "\n{}", escape(l));
+            let _ = writeln!(out, "\n{}", escape_line_start(l));
         }
         out.push('\n');
         for (title, t) in &s.split_tables {

@@ -60,14 +60,20 @@ pub fn line(s: &str) -> Cow<'_, str> {
     escape_where(s, hidden)
 }
 
-/// One value in Markdown (a table cell, a list item, a heading's or a line's words): a
-/// [`line`] in which `|` cannot end a cell, `<` cannot open HTML and a leading `#` cannot make
-/// a heading.
+/// One value inside a Markdown line (a table cell, a heading's or a list item's text after
+/// its marker): a [`markdown_cell`]. A `#` there is text (`#13`, a history id, reads as
+/// typed).
 pub fn markdown(s: &str) -> String {
-    let cell = markdown_cell(s);
-    match cell.strip_prefix('#') {
+    markdown_cell(s)
+}
+
+/// A value that begins a Markdown line: a [`markdown`] value in which a leading `#` cannot
+/// make a heading.
+pub fn markdown_line_start(s: &str) -> String {
+    let m = markdown(s);
+    match m.strip_prefix('#') {
         Some(rest) => format!("\\#{rest}"),
-        None => cell,
+        None => m,
     }
 }
 
@@ -222,9 +228,10 @@ mod tests {
     #[test]
     fn markdown_cells_stay_cells() {
         assert_eq!(
-            markdown("# a|b <script>\nnext"),
+            markdown_line_start("# a|b <script>\nnext"),
             "\\# a\\|b &lt;script>\\x0anext"
         );
+        assert_eq!(markdown("#13"), "#13");
         assert_eq!(markdown(HOSTILE), "bbr\\x1b[2J\\x1b]0;TITLE\\x07");
         assert_eq!(markdown_cell("#|<"), "#\\|&lt;");
         // A backslash of the value cannot escape the escape of its `|`; \x1b stays as it is.

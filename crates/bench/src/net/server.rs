@@ -81,9 +81,7 @@ pub fn clients_arg(s: &str) -> Result<usize, String> {
                 s.trim()
             ))
         }
-        Err(_) => Err(format!(
-            "{s:?} is not a number of clients (example: --clients 4)"
-        )),
+        Err(_) => Err("not a number of clients: give a whole number, e.g. --clients 4".into()),
     }
 }
 

@@ -47,6 +47,15 @@ pub struct BlockDevice {
     pub read_only: Option<bool>,
     pub model: Option<String>,
     pub vendor: Option<String>,
+    /// The disk's serial number as the kernel shows it (`serial` of a virtio disk,
+    /// `device/serial` of an NVMe controller or an MMC card), trimmed. Absent in documents
+    /// written before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    /// The kernel's world-wide identifier of the disk (`wwid` of an NVMe namespace,
+    /// `device/wwid` of a SCSI or ATA disk: what /dev/disk/by-id names are made of), trimmed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wwid: Option<String>,
     /// Queue settings (disks only: partitions share their disk's queue).
     pub queue: Option<QueueSettings>,
     /// Devices built on this one (`dm-0`, `md0`).
@@ -97,6 +106,66 @@ pub struct QueueSettings {
     pub write_cache: Option<String>,
 }
 
+impl BlockDevice {
+    /// Where the disk sits, from the CPU down, in the style of udev's `ID_PATH`
+    /// (/dev/disk/by-path): `pci-0000:00:02.0`, `pci-0000:00:1f.2-ata1`,
+    /// `pci-0000:00:1d.7-usb-5-1`, `platform-80860F14:00-mmc0:0001`, with `-nvme-N` for
+    /// namespace N of an NVMe controller and `-boot0`, `-boot1`, `-rpmb` for an eMMC's
+    /// hardware areas. Made only of names that stay the same across boots
+    /// (PCI addresses, platform device names, USB port paths, libata ports, MMC card
+    /// addresses), never of the kernel's disk name; `None` for a device with no hardware below.
+    pub fn bus_key(&self) -> Option<String> {
+        // From the PCI function nearest the disk down (the bridges above it add nothing a
+        // PCI address does not already say), as udev's path_id does.
+        let from = self
+            .bus_path
+            .iter()
+            .position(|h| matches!(h, Hop::Pci { .. }))
+            .map_or(self.bus_path.len(), |i| i + 1);
+        let mut parts: Vec<String> = Vec::new();
+        for h in self.bus_path[..from].iter().rev() {
+            match h {
+                Hop::Pci { address, .. } => parts.push(format!("pci-{address}")),
+                Hop::Platform { name, .. } => parts.push(format!("platform-{name}")),
+                Hop::Usb {
+                    name,
+                    root_hub: false,
+                    ..
+                } => parts.push(format!("usb-{name}")),
+                Hop::Ata { port, .. } => parts.push(port.clone()),
+                Hop::Mmc { host, card, .. } => parts.push(card.clone().unwrap_or(host.clone())),
+                _ => {}
+            }
+        }
+        if parts.is_empty() {
+            return None;
+        }
+        if let Some(ns) = nvme_namespace(&self.name) {
+            parts.push(format!("nvme-{ns}"));
+        }
+        if let Some(area) = mmc_area(&self.name) {
+            parts.push(area.to_string());
+        }
+        Some(parts.join("-"))
+    }
+}
+
+/// The hardware area of an eMMC that the kernel shows as its own disk: `mmcblk0boot1` ->
+/// `boot1`, `mmcblk0rpmb` -> `rpmb` (the user area, `mmcblk0`, has none).
+fn mmc_area(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix("mmcblk")?;
+    let area = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+    (area.starts_with("boot") || area == "rpmb").then_some(area)
+}
+
+/// The namespace number of an NVMe disk name (`nvme0n2` -> 2; `nvme0c1n2`, a path of a
+/// multipath namespace, -> 2).
+fn nvme_namespace(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("nvme")?;
+    let (_, ns) = rest.rsplit_once('n')?;
+    ns.parse().ok()
+}
+
 /// `max_hw_sectors_kb` of a device that sets no limit: UINT_MAX sectors of 512 B in KiB
 /// ((2^32 - 1) / 2, rounded down), what a driver that calls
 /// `blk_queue_max_hw_sectors(q, UINT_MAX)` (virtio-blk and others) shows.
@@ -123,5 +192,91 @@ impl Mount {
     /// `"8:1"`, the form of `/sys/dev/block` names.
     pub fn dev(&self) -> String {
         format!("{}:{}", self.major, self.minor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disk(name: &str, bus_path: Vec<Hop>) -> BlockDevice {
+        BlockDevice {
+            name: name.into(),
+            kind: BlockKind::Disk,
+            dev: None,
+            parent: None,
+            size_bytes: None,
+            removable: None,
+            read_only: None,
+            model: None,
+            vendor: None,
+            serial: None,
+            wwid: None,
+            queue: None,
+            holders: Vec::new(),
+            slaves: Vec::new(),
+            layer: None,
+            transport: Transport::Unknown,
+            bus_path,
+            mounts: Vec::new(),
+            sysfs_path: PathBuf::new(),
+        }
+    }
+
+    fn pci(a: &str) -> Hop {
+        Hop::Pci {
+            address: a.into(),
+            driver: None,
+        }
+    }
+
+    #[test]
+    fn a_disk_is_keyed_by_stable_bus_names_not_by_its_kernel_name() {
+        let nvme = disk(
+            "nvme3n2",
+            vec![pci("0000:01:00.0"), pci("0000:00:01.0"), Hop::Cpu],
+        );
+        assert_eq!(nvme.bus_key().as_deref(), Some("pci-0000:01:00.0-nvme-2"));
+        let sata = disk(
+            "sdc",
+            vec![
+                Hop::Ata {
+                    port: "ata2".into(),
+                    sata_spd: None,
+                    rate_mbps: None,
+                },
+                pci("0000:00:1f.2"),
+                Hop::Cpu,
+            ],
+        );
+        assert_eq!(sata.bus_key().as_deref(), Some("pci-0000:00:1f.2-ata2"));
+        let mmc = |name: &str| {
+            disk(
+                name,
+                vec![
+                    Hop::Mmc {
+                        host: "mmc0".into(),
+                        card: Some("mmc0:0001".into()),
+                        card_type: None,
+                        timing: None,
+                        rate_mbps: None,
+                    },
+                    Hop::Platform {
+                        name: "80860F14:00".into(),
+                        driver: None,
+                    },
+                    Hop::Cpu,
+                ],
+            )
+        };
+        assert_eq!(
+            mmc("mmcblk0").bus_key().as_deref(),
+            Some("platform-80860F14:00-mmc0:0001")
+        );
+        assert_eq!(
+            mmc("mmcblk0boot1").bus_key().as_deref(),
+            Some("platform-80860F14:00-mmc0:0001-boot1")
+        );
+        assert_eq!(disk("loop0", Vec::new()).bus_key(), None);
     }
 }

@@ -21,6 +21,10 @@ pub struct UsbInventory {
     pub findings: Vec<Finding>,
     /// One sentence per thing that could not be read; the rest of the scan went on.
     pub warnings: Vec<String>,
+    /// Whether the root has `/sys/bus/usb` at all (a machine without a USB host controller,
+    /// or a kernel without USB, has none). Absent in documents written before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus_present: Option<bool>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -8,7 +8,7 @@ pub fn positive_seconds(s: &str) -> Result<u32, String> {
         Ok(n) => Err(format!(
             "{n} seconds is not a test length: give 1 to 86400 (iperf3's limit)"
         )),
-        Err(_) => Err(format!("{s:?} is not a number of seconds (example: -t 10)")),
+        Err(_) => Err("not a number of seconds: give a whole number, e.g. -t 10".into()),
     }
 }
 
@@ -23,10 +23,10 @@ pub fn iperf_number(flag: &str, s: &str, base: f64) -> Result<u64, String> {
         _ => (t, 1.0),
     };
     let v: f64 = num.parse().map_err(|_| {
-        format!("{flag} {s:?} is not a number (examples: {flag} 100M, {flag} 128K)")
+        format!("{flag} {s}: not a number: give digits with an optional K, M, G or T, e.g. {flag} 100M, {flag} 128K")
     })?;
     if !(v >= 0.0 && v.is_finite()) {
-        return Err(format!("{flag} {s:?} must not be negative"));
+        return Err(format!("{flag} {s}: must not be negative"));
     }
     Ok((v * mult) as u64)
 }
@@ -46,7 +46,7 @@ mod tests {
         let e = iperf_number("-b", "fast", 1000.0).unwrap_err();
         assert_eq!(
             e,
-            "-b \"fast\" is not a number (examples: -b 100M, -b 128K)"
+            "-b fast: not a number: give digits with an optional K, M, G or T, e.g. -b 100M, -b 128K"
         );
         assert!(iperf_number("-b", "-5M", 1000.0)
             .unwrap_err()

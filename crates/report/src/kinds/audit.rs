@@ -390,7 +390,7 @@ mod om {
     };
     pub const CEILING: Def = Def {
         name: "pcie_link_ceiling",
-        help: "Theoretical ceiling of a PCI Express link (payload, model::ceiling::pcie), bytes per second, by state (current or capable) and direction (write: towards the device, read: completions back)",
+        help: "Theoretical ceiling of a PCI Express link (payload, as `headroom ceiling pcie` computes it), bytes per second, by state (current or capable) and direction (write: towards the device, read: completions back)",
         unit: Some("bytes_per_second"),
     };
     pub const MPS: Def = Def {

@@ -5,7 +5,8 @@
 //! json_spec).
 
 use super::audit::AuditDocument;
-use model::expect::{Manifest, Match, NetExpect, PciExpect, UsbExpect};
+use model::expect::{BlockExpect, Manifest, Match, NetExpect, PciExpect, UsbExpect};
+use model::inventory::block::{BlockDevice, BlockKind};
 use model::inventory::pci::address::PciAddress;
 use model::inventory::pci::AuditedFunction;
 use model::inventory::usb::UsbDevice;
@@ -18,7 +19,7 @@ pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Check {
     pub pass: bool,
-    /// `pci`, `usb` or `net`, and the entry's number in its section (1-based).
+    /// `pci`, `usb`, `block` or `net`, and the entry's number in its section (1-based).
     pub section: &'static str,
     pub entry: usize,
     /// The device checked (`0000:01:00.0`, `2-1`, `eth0`), or the entry's selectors when no
@@ -26,7 +27,9 @@ pub struct Check {
     pub device: String,
     /// What the device is (`Samsung NVMe SSD, driver nvme`), when known.
     pub description: String,
-    /// `present`, `link speed`, `link width`, `MPS`, `AER errors`, `ASPM`, `speed`, `transport`.
+    /// `present`, `link speed`, `link width`, `MPS`, `AER errors`, `ASPM`, `speed`,
+    /// `transport`, `model`, `size`, `rotational`, `scheduler`, `max_sectors_kb`,
+    /// `max_hw_sectors_kb`, `logical block size`, `physical block size`.
     pub check: &'static str,
     pub expected: String,
     pub found: String,
@@ -158,6 +161,29 @@ fn validate(m: &Manifest) -> Result<(), String> {
             }
         }
     }
+    for (i, e) in m.block.iter().enumerate() {
+        let at = format!("[[block]] entry {}", i + 1);
+        if [&e.path, &e.wwid, &e.serial, &e.device]
+            .iter()
+            .all(|s| s.is_none())
+        {
+            return Err(format!(
+                "{at} selects nothing: give path, wwid, serial or device"
+            ));
+        }
+        if let Some(t) = &e.transport {
+            if !BLOCK_TRANSPORTS.contains(&t.as_str()) {
+                return Err(format!(
+                    "{at}: transport {t:?} is none of {}",
+                    BLOCK_TRANSPORTS
+                        .iter()
+                        .map(|t| format!("\"{t}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+    }
     for (i, e) in m.net.iter().enumerate() {
         if e.interface.is_none() && e.driver.is_none() {
             return Err(format!(
@@ -167,6 +193,17 @@ fn validate(m: &Manifest) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The transports a `[[block]]` entry may expect, as `headroom audit` names them.
+const BLOCK_TRANSPORTS: [&str; 6] = ["nvme", "ata", "scsi", "usb", "mmc", "virtio"];
+
+/// The name `headroom audit` shows for a disk's transport (`nvme`, `ata`, `usb`).
+fn transport_name(t: model::path::Transport) -> String {
+    serde_json::to_value(t)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// `disabled`, `L0s`, `L1`, `L0s L1` (any case, `none` for disabled) to (L0s, L1).
@@ -199,9 +236,30 @@ pub fn to_toml(m: &Manifest, source: &str) -> String {
          # given must match) and checks what is given: link_speed_gts and link_width (at least,\n\
          # or link_match = \"exactly\"), mps, aer_errors (the most allowed; 0 = none), aspm\n\
          # (\"disabled\", \"L0s\", \"L1\", \"L0s L1\"), speed_mbps, transport (\"uas\").\n\
+         # A [[block]] entry selects a disk by path (where it sits, from the CPU down), wwid,\n\
+         # serial or device (the kernel's name, which may change between boots) and checks\n\
+         # model, transport, size_bytes, rotational, scheduler, max_sectors_kb,\n\
+         # max_hw_sectors_kb, logical_block_size and physical_block_size, exactly.\n\
          # Delete an entry to stop checking a device; a device that is missing is a FAIL.\n\n{body}"
     )
 }
+
+/// What a saved manifest expects, for the line `--save-expect` prints: `6 PCI functions,
+/// 0 USB devices, 1 disk, 1 network interface`.
+pub fn counts(m: &Manifest) -> String {
+    use crate::summary::plural;
+    [
+        plural(m.pci.len(), "PCI function", "PCI functions"),
+        plural(m.usb.len(), "USB device", "USB devices"),
+        plural(m.block.len(), "disk", "disks"),
+        plural(m.net.len(), "network interface", "network interfaces"),
+    ]
+    .join(", ")
+}
+
+/// The warning for a manifest without an entry: it would pass on any host.
+pub const EMPTY_MANIFEST: &str =
+    "the manifest lists no [[pci]], [[usb]], [[block]] or [[net]] entry: nothing is checked, so it passes on any host";
 
 fn id_of(v: Option<u16>, d: Option<u16>) -> Option<String> {
     Some(format!("{:04x}:{:04x}", v?, d?))
@@ -247,6 +305,36 @@ pub fn manifest_of(a: &AuditDocument) -> Manifest {
             ..UsbExpect::default()
         });
     }
+    let disks: Vec<&BlockDevice> = a
+        .block
+        .iter()
+        .flat_map(|b| &b.devices)
+        .filter(|d| is_hardware_disk(d))
+        .collect();
+    for d in &disks {
+        let path = d.bus_key();
+        let id = d.wwid.clone().or_else(|| d.serial.clone());
+        // The kernel's name only where nothing stable tells two disks apart.
+        let ambiguous = id.is_none()
+            && (path.is_none() || disks.iter().filter(|o| o.bus_key() == path).count() > 1);
+        let q = d.queue.as_ref();
+        m.block.push(BlockExpect {
+            name: Some(describe_disk(d)),
+            path,
+            wwid: d.wwid.clone(),
+            serial: d.wwid.is_none().then(|| d.serial.clone()).flatten(),
+            device: ambiguous.then(|| d.name.clone()),
+            model: d.model.clone(),
+            transport: Some(transport_name(d.transport)),
+            size_bytes: d.size_bytes,
+            rotational: q.and_then(|q| q.rotational),
+            scheduler: q.and_then(|q| q.scheduler.clone()),
+            max_sectors_kb: q.and_then(|q| q.max_sectors_kb),
+            max_hw_sectors_kb: q.and_then(|q| q.max_hw_sectors_kb),
+            logical_block_size: q.and_then(|q| q.logical_block_size),
+            physical_block_size: q.and_then(|q| q.physical_block_size),
+        });
+    }
     for i in a.net.iter().flat_map(|n| &n.interfaces) {
         if i.is_virtual {
             continue;
@@ -259,6 +347,21 @@ pub fn manifest_of(a: &AuditDocument) -> Manifest {
         });
     }
     m
+}
+
+/// A whole disk with hardware below it: what a host's manifest expects (partitions follow
+/// their disk; loop, dm, md, zram and ram devices are configuration, not hardware).
+fn is_hardware_disk(d: &BlockDevice) -> bool {
+    use model::path::Transport;
+    d.kind == BlockKind::Disk && !matches!(d.transport, Transport::Virtual | Transport::Unknown)
+}
+
+/// `sda, KINGSTON SH103S3240G` (the kernel's name now, then the model when known).
+fn describe_disk(d: &BlockDevice) -> String {
+    match &d.model {
+        Some(m) => format!("{}, {}", d.name, m.trim()),
+        None => d.name.clone(),
+    }
 }
 
 fn usb_name(d: &UsbDevice) -> Option<String> {
@@ -458,6 +561,27 @@ pub fn check(m: &Manifest, a: &AuditDocument) -> Vec<Check> {
             }
         }
     }
+    for (i, e) in m.block.iter().enumerate() {
+        let found: Vec<&BlockDevice> = a
+            .block
+            .iter()
+            .flat_map(|b| &b.devices)
+            .filter(|d| d.kind == BlockKind::Disk && block_matches(e, d))
+            .collect();
+        let selectors = selectors_of(&[
+            ("path", &e.path),
+            ("wwid", &e.wwid),
+            ("serial", &e.serial),
+            ("device", &e.device),
+        ]);
+        if found.is_empty() {
+            out.push(missing("block", i + 1, &selectors, e.name.as_deref()));
+            continue;
+        }
+        for d in found {
+            check_disk(&mut out, i + 1, e, d);
+        }
+    }
     for (i, e) in m.net.iter().enumerate() {
         let ifaces: Vec<_> = a
             .net
@@ -494,7 +618,7 @@ pub fn check(m: &Manifest, a: &AuditDocument) -> Vec<Check> {
                 Some(want) => {
                     let (pass, found) = match n.speed_mbps {
                         Some(s) => (compare(e.speed_match, s, want), format!("{s} Mb/s")),
-                        None => (false, "speed unknown (link down?)".into()),
+                        None => (false, no_speed(n)),
                     };
                     out.push(Check {
                         pass,
@@ -509,6 +633,109 @@ pub fn check(m: &Manifest, a: &AuditDocument) -> Vec<Check> {
         }
     }
     out
+}
+
+fn block_matches(e: &BlockExpect, d: &BlockDevice) -> bool {
+    let eq = |want: &Option<String>, have: Option<String>| match want {
+        Some(w) => have.is_some_and(|h| h.trim() == w.trim()),
+        None => true,
+    };
+    eq(&e.path, d.bus_key())
+        && eq(&e.wwid, d.wwid.clone())
+        && eq(&e.serial, d.serial.clone())
+        && eq(&e.device, Some(d.name.clone()))
+}
+
+/// The checks a `[[block]]` entry asks of the disk `d`, each exact.
+fn check_disk(out: &mut Vec<Check>, entry: usize, e: &BlockExpect, d: &BlockDevice) {
+    let base = Check {
+        pass: true,
+        section: "block",
+        entry,
+        device: d.name.clone(),
+        description: match (&d.model, d.bus_key()) {
+            (Some(m), Some(p)) => format!("{}, at {p}", m.trim()),
+            (Some(m), None) => m.trim().to_string(),
+            (None, Some(p)) => format!("at {p}"),
+            (None, None) => String::new(),
+        },
+        check: "present",
+        expected: "present".into(),
+        found: "present".into(),
+    };
+    let q = d.queue.as_ref();
+    let before = out.len();
+    let mut push = |check: &'static str, expected: Option<String>, found: Option<String>| {
+        if let Some(want) = expected {
+            out.push(Check {
+                pass: found.as_deref().map(str::trim) == Some(want.trim()),
+                check,
+                expected: want,
+                found: found.unwrap_or_else(|| "unknown (not in sysfs)".into()),
+                ..base.clone()
+            });
+        }
+    };
+    let kib = |v: Option<u64>| v.map(|v| format!("{v} KiB"));
+    let bytes = |v: Option<u64>| v.map(|v| format!("{v} B"));
+    push("model", e.model.clone(), d.model.clone());
+    push(
+        "transport",
+        e.transport.clone(),
+        Some(transport_name(d.transport)),
+    );
+    push("size", bytes(e.size_bytes), bytes(d.size_bytes));
+    let rota =
+        |r: Option<bool>| r.map(|r| if r { "rotational" } else { "not rotational" }.to_string());
+    push(
+        "rotational",
+        rota(e.rotational),
+        rota(q.and_then(|q| q.rotational)),
+    );
+    push(
+        "scheduler",
+        e.scheduler.clone(),
+        q.and_then(|q| q.scheduler.clone()),
+    );
+    push(
+        "max_sectors_kb",
+        kib(e.max_sectors_kb),
+        kib(q.and_then(|q| q.max_sectors_kb)),
+    );
+    push(
+        "max_hw_sectors_kb",
+        kib(e.max_hw_sectors_kb),
+        kib(q.and_then(|q| q.max_hw_sectors_kb)),
+    );
+    let small = |v: Option<u32>| bytes(v.map(u64::from));
+    push(
+        "logical block size",
+        small(e.logical_block_size),
+        small(q.and_then(|q| q.logical_block_size)),
+    );
+    push(
+        "physical block size",
+        small(e.physical_block_size),
+        small(q.and_then(|q| q.physical_block_size)),
+    );
+    if out.len() == before {
+        out.push(base);
+    }
+}
+
+/// What an interface without a speed shows instead: a link that is down, or one that is up
+/// with a driver that reports no speed (virtio_net, most virtual NICs).
+fn no_speed(n: &model::inventory::net::NetInterface) -> String {
+    match (n.operstate.as_deref(), n.carrier) {
+        (Some("down"), _) | (_, Some(false)) => "no speed: the link is down".into(),
+        (Some("up"), _) | (_, Some(true)) => format!(
+            "no speed reported: the link is up, but {} reports no speed",
+            n.driver
+                .as_deref()
+                .map_or("its driver".to_string(), |d| format!("its driver {d}"))
+        ),
+        _ => "no speed reported".into(),
+    }
 }
 
 fn missing(section: &'static str, entry: usize, selectors: &str, name: Option<&str>) -> Check {

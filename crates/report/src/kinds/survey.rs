@@ -1047,7 +1047,7 @@ pub fn markdown_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String
     let mut o = String::new();
     let md = crate::outside::markdown;
     let _ = writeln!(o, "# headroom survey of {}\n", md(&host_of(doc)));
-    let mut facts = vec![md(origin)];
+    let mut facts = vec![crate::outside::markdown_line_start(origin)];
     if let Some(c) = &doc.envelope.created {
         facts.push(md(c));
     }
@@ -1056,7 +1056,7 @@ pub fn markdown_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String
         facts.push("interrupted: partial results".to_string());
     }
     let _ = writeln!(o, "{}\n", facts.join(" · "));
-    let _ = writeln!(o, "{}\n", md(&summary));
+    let _ = writeln!(o, "{}\n", crate::outside::markdown_line_start(&summary));
     let _ = writeln!(o, "## Conclusions, by what they cost\n");
     if conclusions.is_empty() {
         let _ = writeln!(o, "No finding.\n");

@@ -344,6 +344,8 @@ mod tests {
             read_only: None,
             model: None,
             vendor: None,
+            serial: None,
+            wwid: None,
             queue: Some(model::inventory::block::QueueSettings {
                 max_sectors_kb: Some(max),
                 max_hw_sectors_kb: Some(hw),

@@ -99,7 +99,7 @@ pub fn system(ctx: &SystemContext) -> String {
     let _ = write!(
         out,
         "System: kernel {}, {}",
-        k.release.as_deref().unwrap_or("unknown"),
+        k.release.as_deref().unwrap_or("release unknown"),
         k.preemption.describe()
     );
     if let Some(c) = &ctx.cpus_online {
@@ -158,6 +158,12 @@ pub fn system(ctx: &SystemContext) -> String {
 pub fn usb(usb: &UsbInventory, style: &Style) -> String {
     let mut out = String::new();
     if usb.devices.is_empty() {
+        // Said, not left out: a reader cannot tell a missing section from a forgotten one.
+        let why = match usb.bus_present {
+            Some(false) => "no /sys/bus/usb",
+            _ => "no device in /sys/bus/usb/devices",
+        };
+        let _ = writeln!(out, "\nUSB: none ({why})");
         return out;
     }
     let _ = writeln!(
@@ -200,8 +206,9 @@ fn usb_node(
     .into_iter()
     .flatten()
     .collect();
+    let names = names.join(" ");
     if !names.is_empty() {
-        let _ = write!(line, " {}", names.join(" "));
+        let _ = write!(line, " {names}");
     }
     if d.root_hub {
         if let Some(hc) = &d.host_controller {
@@ -209,9 +216,15 @@ fn usb_node(
                 HostAttachment::Pci { address } => format!("PCI {address}"),
                 HostAttachment::Platform { name } => format!("platform {name}"),
             };
+            // usb.ids names root hubs "2.0 root hub": said once.
+            let what = if names.to_ascii_lowercase().ends_with("root hub") {
+                ""
+            } else {
+                " root hub"
+            };
             let _ = write!(
                 line,
-                " root hub on {} {at}",
+                "{what} on {} {at}",
                 hc.kind.unwrap_or("host controller")
             );
         }
@@ -253,21 +266,27 @@ fn usb_node(
     }
 }
 
-/// The block section, like `lsblk`: disks with size (GiB = 2^30 B), transport, queue
-/// settings the seeds tune, and mounts.
+/// The block section, like `lsblk`: disks with size (GiB = 2^30 B; `?` when the kernel
+/// showed none), transport, queue settings the seeds tune, and mounts. Devices of size 0
+/// (an unattached loop device, an empty card reader) are left out, as lsblk does.
 pub fn block(block: &BlockInventory) -> String {
     let mut out = String::new();
     let disks: Vec<&BlockDevice> = block
         .devices
         .iter()
-        .filter(|d| d.size_bytes.unwrap_or(0) > 0)
+        .filter(|d| d.size_bytes != Some(0))
         .collect();
     if disks.is_empty() {
         return out;
     }
+    let unknown = if disks.iter().any(|d| d.size_bytes.is_none()) {
+        ", ? = not readable"
+    } else {
+        ""
+    };
     let _ = writeln!(
         out,
-        "\nBlock devices (sizes in binary units: GiB = 2^30 B; queue limits in KiB):"
+        "\nBlock devices (sizes in binary units: GiB = 2^30 B{unknown}; queue limits in KiB):"
     );
     let _ = writeln!(
         out,
@@ -307,7 +326,7 @@ pub fn block(block: &BlockInventory) -> String {
             name,
             d.size_bytes
                 .map(model::units::format_capacity)
-                .unwrap_or_else(|| "-".into()),
+                .unwrap_or_else(|| "?".into()),
             tran,
             q.and_then(|q| q.rotational)
                 .map(|r| if r { "1" } else { "0" })

@@ -351,7 +351,7 @@ pub fn render(
     let _ = writeln!(
         s,
         "kernel: {} ({})",
-        k.release.as_deref().unwrap_or("unknown"),
+        k.release.as_deref().unwrap_or("release unknown"),
         k.preemption.describe()
     );
     if let Some(c) = &ctx.cmdline {

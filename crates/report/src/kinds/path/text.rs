@@ -150,9 +150,16 @@ fn render_hops(
                 is_virtual,
             } => format!(
                 "interface {name}{}{}{}{}",
-                speed_mbps.map(|s| format!(" {s} Mb/s")).unwrap_or_default(),
+                match speed_mbps {
+                    Some(s) => format!(" {s} Mb/s"),
+                    None if *is_virtual => String::new(),
+                    // Down, or a driver that has no speed to report (virtio_net).
+                    None => " (no link speed reported)".to_string(),
+                },
+                // sysfs says `unknown` where the driver reports no duplex: nothing to show.
                 duplex
                     .as_deref()
+                    .filter(|d| *d != "unknown")
                     .map(|d| format!(" {d}"))
                     .unwrap_or_default(),
                 driver
