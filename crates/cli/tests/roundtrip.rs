@@ -562,7 +562,7 @@ fn the_pci_section_reads_back_as_written() {
                 .arg(tree(name)),
         ));
     }
-    // Every captured machine and lspci dump, where the shared fixtures are present.
+    // Every captured machine and lspci dump.
     if let Some(shared) = testsupport::fixtures::shared_fixtures() {
         for dir in ["sysfs", "pci"] {
             let mut entries: Vec<PathBuf> = std::fs::read_dir(shared.join(dir))
