@@ -1,5 +1,5 @@
 //! The console (cli's; `report::terminal` draws the texts): data goes to stdout through one writer, everything else to stderr behind one
-//! `headroom:` prefix, and the errors a command returns become the exit codes of DESIGN:
+//! `headroom:` prefix, and the errors a command returns become the exit codes of docs/ARCHITECTURE.md:
 //! 0 success, 1 failure, 2 usage error, 128 + signal when interrupted.
 //!
 //! A closed stdout (`headroom audit | head -1`) is not a failure: the reader has what it

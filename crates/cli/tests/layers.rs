@@ -1,4 +1,4 @@
-//! The layers of ../shared/DESIGN.md hold: each crate depends only along DESIGN's arrows,
+//! The layers of docs/ARCHITECTURE.md hold: each crate depends only along its arrows,
 //! inside a crate no two top-level modules use each other (directly or around a loop), and no
 //! item is passed on under a second name, so a reader finds each thing where its layer puts
 //! it, under one name (issue 12).
@@ -22,7 +22,7 @@ const OURS: [&str; 7] = [
     "headroom",
 ];
 
-/// DESIGN's arrows: what each crate may depend on (not counting dev-dependencies).
+/// The arrows of docs/ARCHITECTURE.md: what each crate may depend on (not counting dev-dependencies).
 fn allowed(krate: &str) -> &'static [&'static str] {
     match krate {
         "model" => &[],
@@ -31,7 +31,7 @@ fn allowed(krate: &str) -> &'static [&'static str] {
         // Dev-only test support (fixture paths, synthetic config space, the command helper):
         // it may use any library crate, and no crate may depend on it outside its tests.
         "testsupport" => &["model", "probe", "bench", "counters", "report"],
-        other => panic!("a crate DESIGN does not draw: {other}"),
+        other => panic!("a crate docs/ARCHITECTURE.md does not draw: {other}"),
     }
 }
 
@@ -74,7 +74,7 @@ fn crates_depend_only_along_designs_arrows() {
         for dep in dependencies(&manifest) {
             assert!(
                 ok.contains(&dep.as_str()),
-                "crate {name} depends on {dep}, against DESIGN's arrows (allowed: {ok:?})"
+                "crate {name} depends on {dep}, against the arrows of docs/ARCHITECTURE.md (allowed: {ok:?})"
             );
         }
         seen += 1;
@@ -358,7 +358,7 @@ fn system_paths_of(krate: &str) -> Vec<String> {
     found
 }
 
-/// DESIGN: cli "never reads /proc or /sys": discovery is probe's, sampling counters', the
+/// ARCHITECTURE: cli "never reads /proc or /sys": discovery is probe's, sampling counters', the
 /// mapping of a BAR bench's (issue 26). Every /proc or /sys path in cli's code is one of theirs.
 #[test]
 fn cli_names_no_proc_or_sys_path() {
@@ -370,7 +370,7 @@ fn cli_names_no_proc_or_sys_path() {
     );
 }
 
-/// DESIGN: report "never touches hardware": the host facts of a document's envelope (its
+/// ARCHITECTURE: report "never touches hardware": the host facts of a document's envelope (its
 /// hostname and kernel) come from probe, passed in by cli (issue 26: `Host::this` read
 /// /proc/sys/kernel from report). Its tests may name sysfs paths in fixtures.
 #[test]
@@ -613,7 +613,7 @@ fn cli_does_not_grow_back() {
     assert!(
         lines <= CLI_LINES_AT_MOST,
         "crates/cli/src has {lines} lines of code (at most {CLI_LINES_AT_MOST}): move rendering, judgement, discovery or sampling down to report, \
-         probe or counters (DESIGN's layers), not into cli"
+         probe or counters (docs/ARCHITECTURE.md), not into cli"
     );
 }
 
@@ -621,4 +621,178 @@ fn cli_does_not_grow_back() {
 fn code_lines_leave_out_blanks_and_comments() {
     let text = "//! module\n\nfn a() {\n    // why\n    /// doc\n    let x = 1; // tail\n}\n";
     assert_eq!(code_lines(text), 3);
+}
+
+fn architecture() -> String {
+    std::fs::read_to_string(workspace().join("docs/ARCHITECTURE.md")).unwrap()
+}
+
+/// The crates under `crates/`, by directory name (`cli` is the package `headroom`).
+fn crate_dirs() -> Vec<(String, PathBuf)> {
+    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(workspace().join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|d| d.join("Cargo.toml").is_file())
+        .map(|d| (d.file_name().unwrap().to_string_lossy().to_string(), d))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The top-level modules of a crate's `src`: each `NAME.rs` but lib.rs and main.rs, and each
+/// directory.
+fn top_modules(src: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(src)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter_map(|p| {
+            let name = p.file_name()?.to_string_lossy().to_string();
+            if p.is_dir() {
+                Some(name)
+            } else {
+                let stem = name.strip_suffix(".rs")?;
+                (stem != "lib" && stem != "main").then(|| stem.to_string())
+            }
+        })
+        .collect()
+}
+
+/// The crates a row `| \`NAME\` | ... |` of the architecture's dependency table names in its
+/// second cell.
+fn drawn_arrows(doc: &str, krate: &str) -> Option<BTreeSet<String>> {
+    let row = doc
+        .lines()
+        .find(|l| l.starts_with(&format!("| `{krate}` |")))?;
+    let cell = row.split('|').nth(2)?;
+    Some(
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// docs/ARCHITECTURE.md draws the arrows this test enforces: its table of what each crate may
+/// depend on is `allowed` here, row by row, so the document and the check cannot drift.
+#[test]
+fn the_architecture_draws_the_arrows_this_test_enforces() {
+    let doc = architecture();
+    for (name, _) in crate_dirs() {
+        let drawn = drawn_arrows(&doc, &name).unwrap_or_else(|| {
+            panic!("docs/ARCHITECTURE.md has no row `| \\`{name}\\` | ...` for crates/{name}")
+        });
+        let enforced: BTreeSet<String> = allowed(&name).iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            drawn, enforced,
+            "docs/ARCHITECTURE.md draws other arrows for {name} than this test enforces"
+        );
+    }
+}
+
+/// The code map of docs/ARCHITECTURE.md names every crate (`crates/NAME`) and every top-level
+/// module of each (`NAME::module`), so a module added without saying where it belongs and
+/// what it must never do fails here, naming what to add.
+#[test]
+fn the_architecture_names_every_crate_and_module() {
+    let doc = architecture();
+    let mut missing = Vec::new();
+    for (name, dir) in crate_dirs() {
+        if !doc.contains(&format!("`crates/{name}`")) {
+            missing.push(format!("`crates/{name}`"));
+        }
+        for module in top_modules(&dir.join("src")) {
+            let named = format!("`{name}::{module}");
+            if !(doc.contains(&format!("{named}`")) || doc.contains(&format!("{named}::"))) {
+                missing.push(format!("{named}`"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/ARCHITECTURE.md's code map does not name {missing:?}: say where each lives and \
+         what it must never do"
+    );
+}
+
+#[test]
+fn a_missing_row_or_arrow_is_found() {
+    let doc = "| `probe` | `model` |\n| `cli` | `model`, `report` |\n";
+    assert_eq!(
+        drawn_arrows(doc, "cli").unwrap(),
+        BTreeSet::from(["model".to_string(), "report".to_string()])
+    );
+    assert_eq!(drawn_arrows(doc, "bench"), None);
+}
+
+/// Every text file the repository holds that the project writes (the captured fixtures are
+/// data, and build output is not the repository's), under `dirs` and the files `files`.
+fn repository_texts(dirs: &[&str], files: &[&str]) -> Vec<(PathBuf, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries {
+            let e = e.unwrap();
+            let p = e.path();
+            let name = p.file_name().unwrap().to_string_lossy();
+            // Fixture trees hold sysfs's symbolic links, loops among them: never followed.
+            let kind = e.file_type().unwrap();
+            if kind.is_symlink() {
+                continue;
+            }
+            if kind.is_dir() {
+                if !matches!(
+                    name.as_ref(),
+                    "target" | "captured" | "__pycache__" | "corpus"
+                ) {
+                    walk(&p, out);
+                }
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    let root = workspace();
+    let mut paths = Vec::new();
+    for d in dirs {
+        walk(&root.join(d), &mut paths);
+    }
+    paths.extend(files.iter().map(|f| root.join(f)));
+    paths
+        .into_iter()
+        .filter_map(|p| {
+            // Binary files (and files that are not there) are not prose.
+            let text = std::fs::read_to_string(&p).ok()?;
+            Some((p, text))
+        })
+        .collect()
+}
+
+/// The repository stands alone: no code, test, script or document reads or points at a
+/// folder beside the clone (the design and the fixtures used to live in one, which a clone
+/// does not have).
+#[test]
+fn nothing_points_outside_the_repository() {
+    // Spelled in pieces, so this file does not find itself.
+    let beside = ["..", "/shared/"].concat();
+    let fixtures_beside = ["shared", "/fixtures"].concat();
+    let texts = repository_texts(
+        &[
+            "crates", "scripts", "bench", "lab", "docs", "tests", ".ci", ".cargo", "fuzz",
+            "contrib",
+        ],
+        &["README.md", "CHANGELOG.md", "Cargo.toml"],
+    );
+    assert!(texts.len() > 100, "read {} files", texts.len());
+    let found: Vec<String> = texts
+        .iter()
+        .flat_map(|(p, text)| {
+            text.lines()
+                .enumerate()
+                .filter(|(_, l)| l.contains(&beside) || l.contains(&fixtures_beside))
+                .map(move |(i, l)| format!("{}:{}: {}", p.display(), i + 1, l.trim()))
+        })
+        .collect();
+    assert!(found.is_empty(), "{}", found.join("\n"));
 }

@@ -378,7 +378,7 @@ fn directory_of(path: &Path) -> &Path {
 /// Refuses a history in a directory other users can write (or that another user owns):
 /// SQLite creates its journal beside the database under fixed names (`NAME-wal`,
 /// `NAME-shm`, `NAME-journal`), following links, so another user could plant a link there
-/// and have headroom, often root, write through it (DESIGN: files headroom creates where
+/// and have headroom, often root, write through it (docs/ARCHITECTURE.md: files headroom creates where
 /// others can write have unpredictable names). A missing directory is left to the caller.
 fn check_directory(path: &Path) -> Result<(), HistoryError> {
     use std::os::unix::fs::MetadataExt;
