@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `headroom bench net --server` against a loop of misbehaving clients interleaved with stock
 # iperf3 clients, on loopback, for DURATION seconds (default 600): garbage, idle connections,
-# huge strings, `iperf3 -P 128 -R`, clients killed mid-test. Checks what issue 22 asks:
+# huge strings, `iperf3 -P 128 -R`, clients killed mid-test. Checks that a server survives them:
 #   - every stock client is served within its own duration + 2 s,
 #   - the server's RSS and open file descriptors stay flat (first minute against the rest),
 #   - the history is unchanged (the server saves nothing unless --save).
@@ -103,7 +103,7 @@ while (( $(date +%s) - start < DURATION )); do
     wait "$idle"
     misbehave huge
     misbehave params
-    # -P 128 -R: the jam of issue 22 item 5 (its own duration is 1 s; setting up 128
+    # -P 128 -R: a client that tries to jam the server (its own duration is 1 s; setting up 128
     # streams on a loaded machine takes seconds: it is judged by the next client).
     timeout 60 iperf3 -c 127.0.0.1 -p "$PORT" -t 1 -P 128 -R >/dev/null 2>&1 || true
     if s=$(stock 1); then served=$((served + 1)); else echo "round $round: iperf3 -t 1 after -P 128 -R took ${s}"; fail=1; fi

@@ -51,7 +51,7 @@ fi
 mkdir -p dist
 
 # The standard library is built from source (the rust-src component) with the binary, so that
-# it carries only what headroom uses (issue 13: at most 4 MB each). Measured on x86_64 musl,
+# it carries only what headroom uses (under 5,000,000 B each). Measured on x86_64 musl,
 # headroom 0.1.0, 2026-11-23, bytes of the stripped binary:
 #   prebuilt std, panic=unwind                                   4,898,768
 #   std from source without its backtrace symbolizer (gimli,
@@ -74,7 +74,7 @@ rustup component list --installed | grep -q '^rust-src' || rustup component add 
 if [[ $(sed -n "/^\[profile.$PROFILE\]/,/^\[/p" Cargo.toml) == *'panic = "abort"'* ]]; then
     std_args=(-Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size)
     # No file and line in panic messages (a panic still prints its message and aborts): the
-    # locations of every possible panic are 54 kB of the x86_64 binary (2026-11-25, s6-size).
+    # locations of every possible panic are 54 kB of the x86_64 binary (2026-11-25).
     # Derived Debug impls print only the type's or variant's name (-Zfmt-debug=shallow): no
     # output of headroom formats a derived Debug beyond a unit variant, whose name it keeps.
     unwind_tables="-C force-unwind-tables=no -Zlocation-detail=none -Zfmt-debug=shallow"
@@ -106,7 +106,7 @@ for target in $TARGETS; do
     # 4,044,984 -> 3,955,064 B and armv7 4,008,312 -> 3,777,440 B: it outlines inside the timed
     # loops of bench mem/mmio (bench::mmio::sweep had 41 calls to outlined code in a symbol
     # build, one per access in the 128-bit store loop), which would change what they measure.
-    # 2026-11-28 (s9-size): for the Rust code too, now that every timed access of those loops
+    # 2026-11-28: for the Rust code too, now that every timed access of those loops
     # is inside an `asm!` block with what it feeds and the pointer it advances (a pass of 16
     # or one: crates/bench/src/mmio/access.rs), which LLVM never outlines; what is left of each
     # loop is its compare and branch. A symbol build (CARGO_PROFILE_DIST_STRIP=false) shows no
@@ -121,7 +121,7 @@ for target in $TARGETS; do
         export "$cflags=${!cflags} -mllvm=-enable-machine-outliner=always"
         # Not on x86_64: built so, its binary hung the x86_64-q35 lab board (Debian 6.1 under
         # TCG) in `survey` twice in a row, both CPUs looping in the kernel, while the same
-        # commit without these two flags held all 93 checks (session 9, 2026-11-28; cause not
+        # commit without these two flags held all 93 checks (2026-11-28; cause not
         # found). armv7 held its 78 checks with them.
         [[ $target == armv7-* ]] && flags="$flags -C llvm-args=-enable-machine-outliner=always -C relocation-model=static"
     fi

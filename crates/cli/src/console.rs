@@ -445,7 +445,7 @@ mod tests {
         assert!(!text.contains("\x1b[2J"), "{text:?}");
     }
 
-    /// Issue 23 item 22: "No such file or directory (os error 2): No such file or directory
+    /// "No such file or directory (os error 2): No such file or directory
     /// (os error 2)" from an error whose message includes its source.
     #[test]
     fn a_cause_the_message_already_says_is_not_repeated() {

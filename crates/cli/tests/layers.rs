@@ -1,7 +1,7 @@
 //! The layers of docs/ARCHITECTURE.md hold: each crate depends only along its arrows,
 //! inside a crate no two top-level modules use each other (directly or around a loop), and no
 //! item is passed on under a second name, so a reader finds each thing where its layer puts
-//! it, under one name (issue 12).
+//! it, under one name.
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -259,7 +259,7 @@ fn second_names(code: &str) -> Vec<String> {
         .collect()
 }
 
-/// One home, one name (issue 12): no crate passes on another crate's type (bench's
+/// One home, one name: no crate passes on another crate's type (bench's
 /// `pub use model::disk::TestSpec` made `bench::disk::TestSpec` a second name for it), and no
 /// module passes on a parent's or a sibling's item; a `pub use` only gathers the module's own
 /// children's items.
@@ -359,7 +359,7 @@ fn system_paths_of(krate: &str) -> Vec<String> {
 }
 
 /// ARCHITECTURE: cli "never reads /proc or /sys": discovery is probe's, sampling counters', the
-/// mapping of a BAR bench's (issue 26). Every /proc or /sys path in cli's code is one of theirs.
+/// mapping of a BAR bench's. Every /proc or /sys path in cli's code is one of theirs.
 #[test]
 fn cli_names_no_proc_or_sys_path() {
     let found = system_paths_of("cli");
@@ -371,7 +371,7 @@ fn cli_names_no_proc_or_sys_path() {
 }
 
 /// ARCHITECTURE: report "never touches hardware": the host facts of a document's envelope (its
-/// hostname and kernel) come from probe, passed in by cli (issue 26: `Host::this` read
+/// hostname and kernel) come from probe, passed in by cli (`Host::this` read
 /// /proc/sys/kernel from report). Its tests may name sysfs paths in fixtures.
 #[test]
 fn report_names_no_proc_or_sys_path() {
@@ -407,7 +407,7 @@ fn a_system_path_is_found_where_there_is_one() {
     );
 }
 
-/// Issue 26 step 4: a test that cannot run here (no root, no tool, no device, no fixture)
+/// A test that cannot run here (no root, no tool, no device, no fixture)
 /// skips through `testsupport::skip`, which fails under CI=true; a test that says "skipped" on
 /// stderr by itself and returns passes in CI without having run (13 did on main).
 #[test]
@@ -478,7 +478,7 @@ fn serde_declarations(text: &str) -> Vec<String> {
     out
 }
 
-/// Issue 26: every document type lives in its kind's module of report (`report::kinds`),
+/// Every document type lives in its kind's module of report (`report::kinds`),
 /// written by cli and read back by report, compare and history through that one type: cli
 /// declares none, so no document has a second declaration to drift from.
 #[test]
@@ -550,7 +550,7 @@ fn type_names(src: &Path) -> BTreeSet<String> {
     out
 }
 
-/// Issue 26: model's types are the vocabulary every crate shares (`LinkKind` is the kind of a
+/// model's types are the vocabulary every crate shares (`LinkKind` is the kind of a
 /// link on a path); cli declaring a type of the same name (its `ceiling` subcommands were a
 /// second `LinkKind`, its trace recorder a second `Recorder`) makes a reader confuse the two.
 #[test]
@@ -571,7 +571,7 @@ fn cli_names_no_type_as_model_does() {
     );
 }
 
-/// One `Host` (issue 26): the machine a document was made on is `model::system::Host`, which
+/// One `Host`: the machine a document was made on is `model::system::Host`, which
 /// probe reads and report writes in every envelope; no other crate declares one.
 #[test]
 fn one_host_type() {
@@ -796,3 +796,4 @@ fn nothing_points_outside_the_repository() {
         .collect();
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
