@@ -797,3 +797,173 @@ fn nothing_points_outside_the_repository() {
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
+/// Where a line names the history of the work rather than what the code does: an issue,
+/// item or session followed by its number (also `issues N and M`), or the tag of a numbered
+/// stretch of work (`s` and its number, a hyphen, a name). Each found as the words that
+/// matched.
+fn history_words(line: &str) -> Vec<String> {
+    let lower = line.to_lowercase();
+    let bytes = lower.as_bytes();
+    let mut found = Vec::new();
+    for word in [
+        "issue ",
+        "issues ",
+        "issue #",
+        "item ",
+        "items ",
+        "session ",
+        "sessions ",
+    ] {
+        let mut from = 0;
+        while let Some(i) = lower[from..].find(word) {
+            let start = from + i;
+            let end = start + word.len();
+            let at_word_start = start == 0 || !bytes[start - 1].is_ascii_alphanumeric();
+            if at_word_start && bytes.get(end).is_some_and(u8::is_ascii_digit) {
+                let digits = lower[end..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .count();
+                found.push(line[start..end + digits].to_string());
+            }
+            from = end;
+        }
+    }
+    // A session's tag: s, one or two digits, a hyphen, a lowercase name.
+    for (i, w) in lower.match_indices('s') {
+        let at_word_start = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        let digits = lower[i + 1..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .count();
+        if at_word_start
+            && (1..=2).contains(&digits)
+            && lower[i + 1 + digits..].starts_with('-')
+            && lower[i + 2 + digits..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_lowercase())
+        {
+            let tag_end = lower[i + 2 + digits..]
+                .find(|c: char| !c.is_ascii_lowercase())
+                .map_or(lower.len(), |n| i + 2 + digits + n);
+            found.push(format!("{w}{}", &line[i + 1..tag_end]));
+        }
+    }
+    found
+}
+
+/// The words of `text` that could be a commit hash: 7 to 40 lowercase hex digits with at
+/// least one letter and one digit, standing alone.
+fn hex_words(text: &str) -> Vec<&str> {
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| {
+            (7..=40).contains(&w.len())
+                && w.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                && w.bytes().any(|b| b.is_ascii_digit())
+                && w.bytes().any(|b| b.is_ascii_alphabetic())
+        })
+        .collect()
+}
+
+/// This repository's commits, by full hash, sorted; `None` where there is no git history
+/// (a source archive).
+fn own_commits() -> Option<Vec<String>> {
+    let out = std::process::Command::new("git")
+        .args(["rev-list", "--all"])
+        .current_dir(workspace())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let mut hashes: Vec<String> = String::from_utf8(out.stdout)
+        .ok()?
+        .lines()
+        .map(str::to_string)
+        .collect();
+    hashes.sort();
+    Some(hashes)
+}
+
+fn is_own_commit(commits: &[String], word: &str) -> bool {
+    let i = commits.partition_point(|h| h.as_str() < word);
+    commits.get(i).is_some_and(|h| h.starts_with(word))
+}
+
+/// Code, tests, scripts and documents say what behaviour they guard, not how the work went:
+/// no issue, item or session number and none of this repository's commit hashes (a hash of
+/// another project's commit, naming where a fixture came from, is provenance and stays).
+/// The captured and hand-made fixture trees are data and are not read; their READMEs and
+/// scripts are.
+#[test]
+fn no_history_of_the_work_in_the_repository() {
+    let mut texts = repository_texts(
+        &[
+            "crates", "scripts", "bench", "lab", "docs", ".ci", ".cargo", "fuzz", "contrib",
+        ],
+        &["README.md", "CHANGELOG.md", "Cargo.toml"],
+    );
+    texts.extend(
+        repository_texts(&["tests"], &[])
+            .into_iter()
+            .filter(|(p, _)| p.extension().is_some_and(|x| x == "md" || x == "py")),
+    );
+    assert!(texts.len() > 100, "read {} files", texts.len());
+    let commits = own_commits();
+    if commits.is_none() {
+        testsupport::skip::skip("no git history here to tell this repository's commits");
+    }
+    let commits = commits.unwrap_or_default();
+    let mut found = Vec::new();
+    for (path, text) in &texts {
+        for (i, line) in text.lines().enumerate() {
+            let mut words = history_words(line);
+            words.extend(
+                hex_words(line)
+                    .into_iter()
+                    .filter(|w| is_own_commit(&commits, w))
+                    .map(|w| format!("commit {w}")),
+            );
+            if !words.is_empty() {
+                found.push(format!("{}:{}: {words:?}", path.display(), i + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "say what the code guards, not the history of the work ({} lines):\n{}",
+        found.len(),
+        found.join("\n")
+    );
+}
+
+#[test]
+fn history_words_are_found_where_there_are_some() {
+    // Numbers put in at run time, so this file does not find its own examples.
+    let (n, m) = (26, 3);
+    assert_eq!(
+        history_words(&format!(
+            "moved here (Issue {n} step 4; item {m}), s{m}-size did it"
+        )),
+        [
+            format!("Issue {n}"),
+            format!("item {m}"),
+            format!("s{m}-size")
+        ]
+    );
+    assert_eq!(
+        history_words(&format!("issues {n} and session {m}")),
+        [format!("issues {n}"), format!("session {m}")]
+    );
+    assert!(
+        history_words("one session of iperf3, the first item, an issue with 3 items, s3c")
+            .is_empty()
+    );
+    assert_eq!(
+        hex_words("at 1a2b3c4, not 0x1af4 nor deadbeefs nor 12345678"),
+        ["1a2b3c4"]
+    );
+    let commits = vec!["1a2b3c4d5e".to_string(), "9f8e7d6c5b".to_string()];
+    assert!(is_own_commit(&commits, "1a2b3c4"));
+    assert!(!is_own_commit(&commits, "1a2b3c5"));
+}
