@@ -2,7 +2,7 @@
 # headroom bench net against iperf3, each tool against its own server, alternating
 # iperf3, headroom, iperf3, headroom ... so drift of a shared machine hits both alike.
 # Cases: loopback with 1, 2 and 4 streams, each both ways (-R: the server sends), and (as
-# root) a veth pair shaped by tbf to 100 Mbit/s (issue 14's link), single stream and -P 2.
+# root) a veth pair shaped by tbf to 100 Mbit/s (overhead 24), single stream and -P 2.
 # Prints per case the medians of the receiver's rate and of the CPU time of both ends per GB
 # moved (user + system seconds of client and server), and the medians of the per-round
 # ratios headroom / iperf3; on the shaped link also headroom's rate / its computed ceiling.

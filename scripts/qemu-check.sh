@@ -5,9 +5,9 @@
 #   e.g. scripts/qemu-check.sh target/debug/headroom \
 #          dist/headroom-0.1.0-aarch64-unknown-linux-musl/headroom qemu-aarch64-static
 #
-# Checks (issue 13): --version; `audit --root` on every shared sysfs tree and `audit --lspci`
-# on every shared dump give the same JSON as the native binary, byte for byte once `created`
-# and `host` (the run's time and machine) are removed; `ceiling` tables equal too; `bench disk`
+# Checks: --version; `audit --root` on every captured sysfs tree and `audit --lspci` on every
+# captured dump (tests/fixtures/captured, or FIXTURES) give the same JSON as the native
+# binary, byte for byte once `created` and `host` (the run's time and machine) are removed; `ceiling` tables equal too; `bench disk`
 # on a small file (io_uring is ENOSYS under qemu-user: psync with a note); `bench latency` for
 # two seconds; `report --html` of both results. Exits 1 at the first difference, saying which.
 set -euo pipefail
@@ -17,12 +17,12 @@ if (($# < 3)); then
     exit 2
 fi
 native=$1 cross=$2 qemu=$3
-fixtures=${4:-${HEADROOM_FIXTURES:-$(cd "$(dirname "$0")/../.." && pwd)/shared/fixtures}}
+fixtures=${4:-${HEADROOM_FIXTURES:-$(cd "$(dirname "$0")/.." && pwd)/tests/fixtures/captured}}
 for f in "$native" "$cross"; do
     [[ -x $f ]] || { echo "qemu-check: $f: not an executable; build it first" >&2; exit 2; }
 done
 command -v "$qemu" >/dev/null || { echo "qemu-check: $qemu not found (apt-get install qemu-user-static)" >&2; exit 2; }
-[[ -d $fixtures/sysfs && -d $fixtures/pci ]] || { echo "qemu-check: no shared fixtures at $fixtures (set HEADROOM_FIXTURES)" >&2; exit 2; }
+[[ -d $fixtures/sysfs && -d $fixtures/pci ]] || { echo "qemu-check: no captured fixtures (sysfs/ and pci/) at $fixtures: give the folder as FIXTURES" >&2; exit 2; }
 command -v jq >/dev/null || { echo "qemu-check: jq not found (apt-get install jq)" >&2; exit 2; }
 
 work=$(mktemp -d)

@@ -6,7 +6,7 @@
 #   e.g. scripts/rt-check.sh dist/headroom-0.1.0-x86_64-unknown-linux-musl/headroom
 #        scripts/rt-check.sh dist/headroom-0.1.0-aarch64-unknown-linux-musl/headroom qemu-aarch64-static
 #
-# Issue 23 item 1: musl's sched_setscheduler() always fails with ENOSYS, so the static board
+# Musl's sched_setscheduler() always fails with ENOSYS, so the static board
 # binaries measured a normal thread as root while the glibc build (the one the tests run) was
 # real-time. This checks the binary users copy to boards: the document must say SCHED_FIFO was
 # done at priority 99, and /proc/PID/task/TID/sched of the measuring thread (the tid the

@@ -1,4 +1,4 @@
-//! Does `bench mem`'s engine add anything to a plain loop? (issue 16: "within 10 % of a plain
+//! Does `bench mem`'s engine add anything to a plain loop? ("within 10 % of a plain
 //! reference loop of the same width".)
 //!
 //!     cargo run --release -p headroom-bench --example mem_vs_loop -- [--rounds 31]

@@ -988,7 +988,7 @@ mod tests {
         );
     }
 
-    /// Issue 23 item 19: `--stress "stress-ng --cpu 2 --cpu-method matrixprod"` was a hard
+    /// `--stress "stress-ng --cpu 2 --cpu-method matrixprod"` was a hard
     /// error; an option headroom does not reproduce is a note saying what runs instead.
     #[test]
     fn a_pasted_option_headroom_does_not_reproduce_is_a_note() {

@@ -332,7 +332,7 @@ pub(crate) fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Resul
     };
     // Refused SCHED_FIFO or mlockall: say so once, now (a run may last hours), and measure;
     // the same findings are in the document and not repeated at the end. (cyclictest stops
-    // here; issue 13 item 3.)
+    // here.)
     let (not_realtime, dma_not_held) = match &session {
         Some(session) => (
             judge::not_realtime(&judge::rt_refused(session.privileges(), config.priority)),

@@ -1,4 +1,4 @@
-//! Counters that run beside a benchmark's engine (DESIGN: the cli starts samplers, runs the
+//! Counters that run beside a benchmark's engine (docs/ARCHITECTURE.md: the cli starts samplers, runs the
 //! engine, stops them), shared by `bench disk` and `bench net`: the interrupts of every
 //! device on the target's path, and the PCIe PMU of its root port when the machine has one,
 //! whose payload bytes are set against the application's (Rx against what the device wrote

@@ -1,5 +1,5 @@
 //! The console (cli's; `report::terminal` draws the texts): data goes to stdout through one writer, everything else to stderr behind one
-//! `headroom:` prefix, and the errors a command returns become the exit codes of DESIGN:
+//! `headroom:` prefix, and the errors a command returns become the exit codes of docs/ARCHITECTURE.md:
 //! 0 success, 1 failure, 2 usage error, 128 + signal when interrupted.
 //!
 //! A closed stdout (`headroom audit | head -1`) is not a failure: the reader has what it
@@ -481,7 +481,7 @@ mod tests {
         assert!(!text.contains("\x1b[2J"), "{text:?}");
     }
 
-    /// Issue 23 item 22: "No such file or directory (os error 2): No such file or directory
+    /// "No such file or directory (os error 2): No such file or directory
     /// (os error 2)" from an error whose message includes its source.
     #[test]
     fn a_cause_the_message_already_says_is_not_repeated() {

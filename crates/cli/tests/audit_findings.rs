@@ -382,7 +382,7 @@ fn a_downgraded_link_names_the_bars_it_carries_and_the_largest_to_measure() {
             .count(),
         1
     );
-    // Issue 22 item 10: with a driver bound, the command asks for --allow-bound and the
+    // With a driver bound, the command asks for --allow-bound and the
     // advice says why (a register read can change the device).
     let drv = dir.path().join("sys/bus/pci/drivers/nvme");
     std::fs::create_dir_all(&drv).unwrap();

@@ -51,7 +51,7 @@ fn firecracker_vm_system_tree() {
     insta::assert_snapshot!(audit_text("system/firecracker-vm-6.18", false));
 }
 
-/// Issue 22 item 4: sysfs strings are from outside too. In a captured tree whose interface
+/// Strings from sysfs are from outside too. In a captured tree whose interface
 /// name, driver name, USB product string and disk model carry escape sequences (headroom's
 /// own bold, red, yellow and reset among them, a title and a bell), `audit` and `path` show
 /// each escaped, with `--color always` as without, on stdout and stderr; the Markdown and

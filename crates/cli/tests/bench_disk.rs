@@ -258,7 +258,7 @@ fn fails_with_code(args: &[&str], sentence: &str, code: i32) {
 fn bad_flags_get_one_clear_sentence() {
     let dir = disk_dir();
     let d = dir.path().to_str().unwrap();
-    // Every bad value is a usage error, exit 2 (issue 11 item 17; it was 1).
+    // Every bad value is a usage error, exit 2 (not a failure, 1).
     let bad: [(&[&str], &str); 11] = [
         (
             &["--bs", "3"],
@@ -484,7 +484,7 @@ fn writing_to_a_mounted_device_is_refused() {
     assert_eq!(entries(&mnt), ["lost+found"]);
 }
 
-/// Issue 22 item 8: a partition that backs a mounted loop device was written with
+/// A partition that backs a mounted loop device was written with
 /// --destructive, destroying the filesystem on top (loop devices appear neither in holders/
 /// nor as an exclusive claim). Two loop devices: a partitioned one (its partition added with
 /// addpart, BLKPG: this kernel has no partition table parsers), whose second partition backs
@@ -754,7 +754,7 @@ fn wait_for_file(dir: &Path) -> bool {
     wait_until(Duration::from_secs(30), || !entries(dir).is_empty())
 }
 
-/// Issue 11 items 4 and 17: one test stopped by SIGINT or SIGTERM while it measures keeps the
+/// One test stopped by SIGINT or SIGTERM while it measures keeps the
 /// seconds it measured (as fio does), marked interrupted, on stdout, in --output and in the
 /// history; the exit code is 128 + the signal.
 #[test]
@@ -810,7 +810,7 @@ fn single_test_interrupted_keeps_its_partial_measurement() {
     }
 }
 
-/// Issue 11 item 3: --output in a missing directory or on a read-only mount is refused before
+/// --output in a missing directory or on a read-only mount is refused before
 /// anything runs (a usage error), and a failure after the run still leaves the results on
 /// stdout and in the history.
 #[test]
@@ -872,7 +872,7 @@ fn output_is_checked_before_the_run_and_results_are_never_lost() {
     assert!(String::from_utf8_lossy(&listed.stdout).contains("disk"));
 }
 
-/// Issue 11 item 2: a /dev path that is no block device is refused instead of benchmarking a
+/// A /dev path that is no block device is refused instead of benchmarking a
 /// new file on devtmpfs (RAM); a bare block device name means the device, as in `path`.
 #[test]
 fn dev_paths_must_be_block_devices_and_bare_names_mean_devices() {
@@ -904,7 +904,7 @@ fn dev_paths_must_be_block_devices_and_bare_names_mean_devices() {
     );
 }
 
-/// Issue 23 item 7: `bench disk /dev/X` read with io_uring showed proc_io_error_percent 100
+/// `bench disk /dev/X` read with io_uring showed proc_io_error_percent 100
 /// while /proc/diskstats agreed: /proc/self/io counts an I/O once per submission, and io_uring
 /// resubmits from its worker every non-blocking I/O the block layer sends back (here: 1 MiB
 /// from 4 KiB pages, 256 segments over the loop device's max_segments 128). The document
@@ -992,7 +992,7 @@ fn a_block_device_is_cross_checked_by_diskstats_where_proc_io_counts_resubmissio
         .contains("the kernel's cross-check is"));
 }
 
-/// Issue 23 item 10: SEQ1M came out twice fio's with no word why: fio's 1 MiB buffers in
+/// SEQ1M came out twice fio's with no word why: fio's 1 MiB buffers in
 /// 4 KiB pages span more than the queue's max_segments, so each I/O becomes two requests;
 /// headroom's huge-page buffers do not. The result says how many requests each I/O took
 /// (/proc/diskstats) and which limit split them, `--buffers pages` measures as fio does, and
@@ -1083,7 +1083,7 @@ fn requests_per_io_and_the_limit_that_split_them_are_in_the_result() {
     );
 }
 
-/// Issue 23 item 13: `--profile rk` ran 5 times with 5 s pauses where the Rockchip guide ran
+/// `--profile rk` ran 5 times with 5 s pauses where the Rockchip guide ran
 /// each fio command once; a plan line says what a run takes before it starts, and interrupt
 /// rates are per second of I/O, not of the pauses between runs.
 #[test]
@@ -1181,7 +1181,7 @@ fn profiles_say_their_runs_and_pauses_and_rates_leave_the_pauses_out() {
     }
 }
 
-/// Issue 23 item 22: `--size 32M` on an existing 8 MiB file recorded size_bytes 33554432; the
+/// `--size 32M` on an existing 8 MiB file recorded size_bytes 33554432; the
 /// document holds the bytes the tests covered, and a note says the file was smaller.
 #[test]
 fn an_existing_file_smaller_than_size_is_recorded_at_its_size() {
@@ -1203,7 +1203,7 @@ fn an_existing_file_smaller_than_size_is_recorded_at_its_size() {
     );
 }
 
-/// Issue 23 item 9: `bench disk vdb` meant as /dev/vda created ./vdb, benchmarked and removed
+/// `bench disk vdb` meant as /dev/vda created ./vdb, benchmarked and removed
 /// it. A bare name that is neither a block device nor an existing file is refused with both
 /// readings and creates nothing; `./vdb` is the new file, and an existing file of that name
 /// is still that file.
@@ -1248,7 +1248,7 @@ fn a_bare_name_that_is_no_device_is_refused_with_both_readings() {
     }
 }
 
-/// Issue 11 item 5: a run killed with SIGKILL leaves its test file; the next run in that
+/// A run killed with SIGKILL leaves its test file; the next run in that
 /// directory recognises it (its process is gone), removes it and says so. A file of a running
 /// process is never touched.
 #[test]
@@ -1294,7 +1294,7 @@ fn stale_test_file_of_a_killed_run_is_removed() {
     assert_eq!(entries(dir.path()), [live]);
 }
 
-/// Issue 22 item 9: the cleanup ran as root over every file named like a test file whose
+/// The cleanup ran as root over every file named like a test file whose
 /// process is gone, whoever owned it. Now it removes only the running user's files made after
 /// the process their name records started, and names the rest without touching them: a file
 /// of user nobody's, one whose name records a start after the file was made, one of an older
@@ -1378,7 +1378,7 @@ fn stale_test_files_of_other_users_or_times_are_reported_not_removed() {
     assert_eq!(left, kept);
 }
 
-/// Issue 11 item 16: tmpfs does no block I/O, so there is no cross-check to show (not
+/// tmpfs does no block I/O, so there is no cross-check to show (not
 /// "-100.00 %"), and a file smaller than one block is not told to "raise --size".
 #[test]
 fn tmpfs_and_small_files_get_the_right_sentence() {
@@ -1422,7 +1422,7 @@ fn tmpfs_and_small_files_get_the_right_sentence() {
     assert!(err.contains("holds only 2048 bytes"), "{err}");
 }
 
-/// Issue 11 item 21: sizes with a fraction and durations with any unit, as in fio and as
+/// Sizes with a fraction and durations with any unit, as in fio and as
 /// `bench latency -D 2h` already took them.
 #[test]
 fn fractional_sizes_and_hours_are_accepted() {

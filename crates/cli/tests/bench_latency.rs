@@ -241,7 +241,7 @@ fn interrupt_loaded_run(signal: i32, name: &str) {
     wait_gone(&workers);
 }
 
-/// Issue 23 item 11: the text on stdout (what a user pastes into a report) said neither
+/// The text on stdout (what a user pastes into a report) said neither
 /// under which load the run measured nor that Ctrl-C cut it short: both went to stderr only.
 #[test]
 fn stdout_says_the_load_and_that_the_run_was_cut_short() {
@@ -287,7 +287,7 @@ fn stdout_says_the_load_and_that_the_run_was_cut_short() {
     assert!(!text.contains("interrupted"), "{text}");
 }
 
-/// Issue 23 item 19: a pasted stress-ng option headroom does not reproduce was a hard error
+/// A pasted stress-ng option headroom does not reproduce was a hard error
 /// where cyclictest's get a note; it gets a note saying what runs instead. `--hdd` (stress-ng's
 /// hdd stressor) runs: its files are written in temp-path and gone after the run, also after
 /// Ctrl-C.
@@ -362,7 +362,7 @@ fn workers_die_with_a_killed_parent() {
 }
 
 /// The one warning of a run without SCHED_FIFO or locked memory: what was refused, why the
-/// numbers are not comparable with cyclictest, how to fix it (issue 13 item 3).
+/// numbers are not comparable with cyclictest, how to fix it.
 fn assert_one_not_realtime_warning(err: &str) {
     let lines: Vec<&str> = err
         .lines()
@@ -523,7 +523,7 @@ fn device_interrupts() -> std::collections::BTreeMap<(u32, u32), u64> {
     out
 }
 
-/// Issue 15 item 4: the interrupts that arrived on the measured CPU during the
+/// The interrupts that arrived on the measured CPU during the
 /// measurement, per source, in the document, the text and the report; never more than
 /// /proc/interrupts counted around the whole command.
 #[test]
@@ -606,7 +606,7 @@ fn interrupts_on_the_measured_cpus_by_source() {
 
 #[test]
 fn the_stress_own_disk_interrupts_are_named_as_its_load() {
-    // Issue 23 item 14: under `--stress io=1` a warning blamed "52876 device interrupts
+    // Under `--stress io=1` a warning blamed "52876 device interrupts
     // (36 virtio1-req.0: 52837, ...)": the io workers' sync() makes every disk interrupt.
     // The document names the disk behind each line and the finding names the load as the
     // run's own.

@@ -244,7 +244,7 @@ fn mapping_a_bar_here_is_refused_by_the_kernel_with_the_reason() {
     }
 }
 
-/// Issue 22 item 10: loads from this machine's virtio block device, bound to virtio-pci, are
+/// Loads from this machine's virtio block device, bound to virtio-pci, are
 /// refused before any mapping without --allow-bound, and the sentence says why: a register
 /// read can change the device (virtio's ISR status clears when read).
 #[test]
@@ -369,7 +369,7 @@ fn assert_terminal_table(text: &str, title: &str, columns: &[&str]) {
 
 #[test]
 fn bench_mem_prints_an_aligned_table_titled_mem() {
-    // Issue 23 item 17: `bench mem` printed "## mmio — this run", a Context table and pipe
+    // `bench mem` printed "## mmio — this run", a Context table and pipe
     // tables on the terminal.
     let (code, text, stderr) = stderr_of(headroom().args([
         "bench",
@@ -457,7 +457,7 @@ fn reports_compare_and_history_read_mmio_results() {
     };
     let text = run("a.json");
     // The seed's shape: one row per access kind, Store and Load MB/s, DRAM beside, as an
-    // aligned terminal table (issue 23 item 17: it printed Markdown on the terminal).
+    // aligned terminal table (it printed Markdown on the terminal).
     assert_terminal_table(
         &text,
         &format!("headroom bench mmio {}", f.path().display()),
@@ -567,7 +567,7 @@ fn state_of(pid: u32) -> Option<char> {
     stat[stat.rfind(')')? + 2..].chars().next()
 }
 
-/// Session 6 (s6-fix) item 3: `bench mem` stopped while it fills its buffer (the default
+/// `bench mem` stopped while it fills its buffer (the default
 /// is four times the last-level cache, 1 GiB here, written before the first width runs)
 /// said "the results above are those measured before it" under an empty table. It is
 /// caught in the fill deterministically: stopped (SIGSTOP) once its buffer is partly

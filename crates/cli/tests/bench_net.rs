@@ -565,7 +565,7 @@ fn veth_pair<'n>(ns: &'n Namespaces, net: &str) -> (&'n str, &'n str) {
     (a, b)
 }
 
-/// Two namespaces joined by a veth, the first one's end shaped by tbf as issue 14 says.
+/// Two namespaces joined by a veth, the first one's end shaped by tbf (100 Mbit/s, overhead 24).
 fn shaped_pair(ns: &Namespaces) -> (&str, &str) {
     let (a, b) = veth_pair(ns, "10.77.0");
     sh(&format!(
@@ -617,7 +617,7 @@ fn shaped_veth_link_reaches_its_computed_ceiling() {
     }
     let ns = Namespaces::new(2);
     let (a, b) = shaped_pair(&ns);
-    // 1448/1538 and 1460/1538 of 100 Mbit/s (issue 14).
+    // 1448/1538 and 1460/1538 of 100 Mbit/s.
     for (ts, expected) in [(1, 100e6 * 1448.0 / 1538.0), (0, 100e6 * 1460.0 / 1538.0)] {
         let doc = shaped_run(a, b, ts);
         let ceiling = doc["ceiling"]["goodput_bytes_per_sec"].as_f64().unwrap() * 8.0;
@@ -627,7 +627,7 @@ fn shaped_veth_link_reaches_its_computed_ceiling() {
         );
         // A rate above the shaped ceiling would be a counting error; a rate below it is this
         // shared machine's load, which a test does not judge (bench/vs-iperf3.sh measures how
-        // close to the ceiling a quiet run gets: within 0.5 % in the issue 14 note).
+        // close to the ceiling a quiet run gets: within 0.5 % on a quiet machine).
         let measured = doc["flows"][0]["summary"]["receiver_bits_per_sec"]
             .as_f64()
             .unwrap();
@@ -890,7 +890,7 @@ fn a_server_killed_mid_test_ends_the_client_with_a_sentence() {
     assert!(err.lines().all(|l| l.starts_with("headroom: ")), "{err}");
 }
 
-/// Issue 26: a client stopped by SIGTERM exits 143, and the one-off server whose test it
+/// A client stopped by SIGTERM exits 143, and the one-off server whose test it
 /// stopped (no signal came to the server, and the peer does not say which one it got) exits
 /// 1, a test that did not run its course, where it said 130 as if it had had a Ctrl-C.
 #[test]
@@ -939,7 +939,7 @@ fn ctrl_c_keeps_the_partial_result() {
     );
 }
 
-/// Session 6 (s6-fix) item 3: a client stopped before its test began (by a server that took
+/// A client stopped before its test began (by a server that took
 /// the connection and says nothing) waited out the 10 s control timeout, then said the
 /// server "stopped answering for 10 s" and exited 130 whatever the signal. It stops at
 /// once, says that nothing was measured, and exits 128 + the signal.
@@ -1044,7 +1044,7 @@ fn runs_in(db: &std::path::Path) -> usize {
     listed["runs"].as_array().unwrap().len()
 }
 
-/// Issue 22 item 3: a server keeps no peer's test in the history unless asked (`--save`).
+/// A server keeps no peer's test in the history unless asked (`--save`).
 #[test]
 fn a_server_keeps_no_peer_run_unless_asked() {
     let dir = tempfile::tempdir().unwrap();
@@ -1087,7 +1087,7 @@ fn send_params(port: u16, params: &[u8]) -> Vec<u8> {
     rest
 }
 
-/// Issue 22 item 3: parameters iperf3 refuses (a zero or absurd duration, 10,000 streams, a
+/// Parameters iperf3 refuses (a zero or absurd duration, 10,000 streams, a
 /// huge length, long strings) get iperf3's SERVER_ERROR and error number, and the server
 /// serves the next client; a stock iperf3 asking for a byte count (time 0) is told why.
 #[test]
@@ -1159,7 +1159,7 @@ fn absurd_parameters_get_iperf3s_error() {
     );
 }
 
-/// Issue 22 item 5: `iperf3 -c -t 1 -P 128 -R` cannot jam the server: the session ends
+/// `iperf3 -c -t 1 -P 128 -R` cannot jam the server: the session ends
 /// within its own deadline, the next client is served at once, and Ctrl-C during such a
 /// test ends the server within a second or two.
 #[test]
@@ -1221,7 +1221,7 @@ fn many_reverse_streams_cannot_jam_the_server() {
     );
 }
 
-/// Issue 22 item 6: idle connections cost a real client nothing: one that sends no cookie
+/// Idle connections cost a real client nothing: one that sends no cookie
 /// is dropped within a few seconds, 18 of them do not delay `iperf3 -t 2`, and a client
 /// arriving during a test is told at once that the server is busy (ACCESS_DENIED).
 #[test]
@@ -1276,7 +1276,7 @@ fn idle_peers_do_not_hold_the_server() {
     drop(idle);
 }
 
-/// Issue 22 item 7: `-B` keeps the server to one address (and the client to one source).
+/// `-B` keeps the server to one address (and the client to one source).
 #[test]
 fn bind_restricts_the_server_to_one_address() {
     let port = free_port();
@@ -1372,7 +1372,7 @@ impl Credentials {
     }
 }
 
-/// Issue 22 item 7: iperf3 3.12's authentication both ways: a stock iperf3 client with
+/// iperf3 3.12's authentication both ways: a stock iperf3 client with
 /// credentials runs a test on a headroom server and is refused with a wrong password or
 /// none; a headroom client with credentials runs one on a stock iperf3 server, and is told
 /// when they are wrong.
@@ -1451,7 +1451,7 @@ fn iperf3_authentication_both_ways() {
     }
 }
 
-/// Issue 23 item 2: on a veth shaped to 200 Mbit/s at the sender's own interface (where
+/// On a veth shaped to 200 Mbit/s at the sender's own interface (where
 /// the qdisc holds datagrams back and nothing is lost), `--find-rate` searches upward and
 /// reports what arrived, never an offered rate the link did not carry.
 #[test]
@@ -1493,7 +1493,7 @@ fn find_rate_reports_what_a_shaped_link_carried() {
     );
 }
 
-/// Issue 23 item 6: a veth shaped at the client's end, a bidirectional test: the shaped
+/// A veth shaped at the client's end, a bidirectional test: the shaped
 /// direction (what the client sends) has the tbf's ceiling, the other none and says why;
 /// the Markdown report puts the ceiling on that row only.
 #[test]
@@ -1543,7 +1543,7 @@ fn each_direction_has_its_own_ceiling() {
         !down.contains(&ceiling_mb) && down.contains("| – |"),
         "{down}"
     );
-    // compare lines the runs' ceilings up by direction (issue 23 items 6 and 16), not one
+    // compare lines the runs' ceilings up by direction, not one
     // "bottleneck" of the run that is only the first direction's.
     let cmp = output_ok(headroom().arg("compare").arg(&file).arg(&file));
     let cmp = String::from_utf8(cmp.stdout).unwrap();
@@ -1556,7 +1556,7 @@ fn each_direction_has_its_own_ceiling() {
     assert!(!cmp.contains("| bottleneck |"), "{cmp}");
 }
 
-/// Issue 22 item 4: strings that came from outside (here a net document's peer, notes and
+/// Strings that came from outside (here a net document's peer, notes and
 /// findings, as a peer or an edited file could make them) reach neither the terminal nor a
 /// Markdown or HTML file as control sequences, and cannot break a Markdown table. Those
 /// include headroom's own colour sequences (bold, red, yellow, reset): with `--color always`
@@ -1617,7 +1617,7 @@ fn a_documents_strings_are_escaped_on_the_terminal_and_in_markdown() {
     );
 }
 
-/// Issue 23 item 16: the audit gives a veth no TCP ceiling from its nominal 10000 Mb/s (one
+/// The audit gives a veth no TCP ceiling from its nominal 10000 Mb/s (one
 /// network ceiling, `model::net::link_ceiling`, for audit and bench net alike).
 #[test]
 fn the_audit_gives_a_virtual_link_no_ceiling() {
@@ -1638,8 +1638,8 @@ fn the_audit_gives_a_virtual_link_no_ceiling() {
     assert!(!va.contains("MB/s TCP"), "{va}");
 }
 
-/// Issue 23 item 16: one network ceiling for audit, path and bench net. On a veth shaped by
-/// a tbf (issue 14's: 100 Mbit/s, overhead 24), `path va` names the shaper as the
+/// One network ceiling for audit, path and bench net. On a veth shaped by
+/// a tbf (100 Mbit/s, overhead 24), `path va` names the shaper as the
 /// bottleneck of what this host sends (its egress) and nothing for what it receives (a
 /// veth's speed is no link); the audit lists the shaper with the ceiling each way; both
 /// agree to the byte with the ceiling bench net measures the same direction against.
@@ -1746,7 +1746,7 @@ fn path_and_audit_name_the_shaper_bench_net_measures_against() {
     let bench = flow["ceiling"]["goodput_bytes_per_sec"].as_f64().unwrap();
     assert_eq!(bench, path_ceiling, "bench net and path");
     assert_eq!(bench, audit_ceiling.goodput_bps, "bench net and audit");
-    // 1448/1538 of 100 Mbit/s (issue 14), the figure all three give.
+    // 1448/1538 of 100 Mbit/s, the figure all three give.
     assert!(
         (bench * 8.0 - 100e6 * 1448.0 / 1538.0).abs() < 1e-3,
         "{bench}"
@@ -1793,7 +1793,7 @@ fn served_by_ports<'d>(served: &'d [Value], client_ports: &[u64], what: &str) ->
     found[0]
 }
 
-/// Issue 25, part 4: a lab's server (`--clients 4`) serves four stock iperf3 clients at
+/// A lab's server (`--clients 4`) serves four stock iperf3 clients at
 /// once, then four headroom clients at once (TCP both ways, several streams, UDP), each
 /// test with its own result equal to what its client reports; a fifth client is refused as
 /// busy with iperf3's own message, and a connection that never speaks holds nobody up.

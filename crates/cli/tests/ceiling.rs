@@ -248,7 +248,7 @@ fn ethernet_goodput() {
         .stderr(contains("`3G` is not an Ethernet rate; use 10M, 100M, 1G"));
 }
 
-/// Issue 23 item 20: the rate as sysfs `speed` (1000) and ethtool (1000Mb/s) print it, and
+/// The rate as sysfs `speed` (1000) and ethtool (1000Mb/s) print it, and
 /// the 200 and 400 Gb/s MAC rates of IEEE 802.3bs.
 #[test]
 fn ethernet_rates_as_sysfs_prints_them_and_up_to_400g() {
@@ -331,7 +331,7 @@ fn ethernet_json_names_bits_and_bytes() {
 
 #[test]
 fn output_names_the_documents_not_our_notes() {
-    // Issue 11 item 19: "seed" is a word of headroom's own notes; users read the name of the
+    // "seed" is a word of headroom's own notes; users read the name of the
     // document (the Rockchip PCIe guide).
     let tree = testsupport::fixtures::own("sysfs/sd-nvme-downgraded-sata");
     let tree = tree.to_str().unwrap();

@@ -315,7 +315,7 @@ fn system_wide_json_is_a_count_document() {
 
 #[test]
 fn json_goes_to_stdout_the_commands_stdout_apart_and_report_reads_it() {
-    // Issue 23 item 4: `headroom count --json -e cs -- true > j.out` left j.out empty (the
+    // `headroom count --json -e cs -- true > j.out` left j.out empty (the
     // document went to stderr). The document is on stdout like every command's; the
     // command's own stdout goes to stderr, so the document stays one JSON document.
     let out = headroom()
@@ -447,7 +447,7 @@ fn interrupts_per_second_of_a_device() {
 
 #[test]
 fn irq_counts_are_system_wide_and_a_short_run_gives_no_rate() {
-    // Issue 23 item 15: `count --irq` over a 1 ms command printed "1591 /sec" (one or two
+    // `count --irq` over a 1 ms command printed "1591 /sec" (one or two
     // interrupts extrapolated) and never said it counts every CPU and every process.
     let Some(bdf) = vda_pci_address() else {
         return;
@@ -510,7 +510,7 @@ fn our_list(text: &str, tag: &str) -> Vec<String> {
 
 #[test]
 fn list_has_the_software_events_and_tracepoints_perf_list_has() {
-    // Issue 23 item 15: `count --list` printed the sysfs PMUs only (9 lines here), while
+    // `count --list` printed the sysfs PMUs only (9 lines here), while
     // every "unknown event" error says "`headroom count --list` lists them".
     let t = String::from_utf8(stdout_of(headroom().args(["count", "--list"]))).unwrap();
     let ours = our_list(&t, "Software event");
@@ -682,7 +682,7 @@ fn bad_input_in_perfs_words() {
 
 #[test]
 fn absurd_event_lists_are_refused_with_the_bound() {
-    // Issue 22 item 15: 100,000 commas and 10,000 copies of one event were accepted silently
+    // 100,000 commas and 10,000 copies of one event were accepted silently
     // (10,000 counters opened for `cs`, 10,000 lines printed).
     let copies = vec!["cs"; 10_000].join(",");
     let err = fails_saying(
@@ -747,7 +747,7 @@ impl Drop for Paranoid {
 
 #[test]
 fn an_unprivileged_user_counts_in_user_space_as_perf_does() {
-    // Issue 22 item 15: as a user with perf_event_paranoid 2 the default events failed
+    // As a user with perf_event_paranoid 2 the default events failed
     // ("No permission to enable task-clock event") where perf stat counts them in user space
     // only (`task-clock:u`); a tracepoint tracefs does not let the user read was "event
     // syntax error" (exit 2).
@@ -945,7 +945,7 @@ fn a_pmu_that_vanished_is_one_sentence_and_the_rest_is_counted() {
 }
 
 /// Ctrl-C or SIGTERM ends a system-wide count with its numbers and exits 128 + the signal
-/// (issue 26: SIGTERM said 130).
+/// (SIGTERM said 130).
 #[test]
 fn ctrl_c_ends_a_system_wide_count_with_its_numbers() {
     for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
@@ -973,7 +973,7 @@ fn ctrl_c_ends_a_system_wide_count_with_its_numbers() {
     }
 }
 
-/// Session 6 (s6-fix) item 2: `-o FILE` was opened after the counted command had started, so
+/// `-o FILE` was opened after the counted command had started, so
 /// a name that cannot be written failed only after the command ran (and did its work, once
 /// for nothing). It is checked first, as every benchmark checks --output: a usage error
 /// (exit 2) with the sentence of `bench --output`, and the command never runs.

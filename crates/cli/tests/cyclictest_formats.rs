@@ -1,4 +1,4 @@
-//! `bench latency -h N` and `--json=FILE` speak cyclictest's formats (issue 27 item 2): the
+//! `bench latency -h N` and `--json=FILE` speak cyclictest's formats: the
 //! histogram text read by a parser written to rt-tests' layout gives the numbers of headroom's
 //! own document, its lines have the shapes of Debian's `cyclictest -h` run here, and the JSON
 //! has every key rt-tests 2.4 writes with the same types.

@@ -1,5 +1,5 @@
-//! `bench disk --output-format fio-json` and `fio-json+` speak fio 3.33's JSON (issue 27 item
-//! 1), proven by what reads fio's: fio-plot (PyPI, in a venv under target/ that .ci/run makes)
+//! `bench disk --output-format fio-json` and `fio-json+` speak fio 3.33's JSON,
+//! proven by what reads fio's: fio-plot (PyPI, in a venv under target/ that .ci/run makes)
 //! draws its graph from a directory of headroom's files, fio's own `fio_jsonplus_clat2csv`
 //! turns headroom's json+ into CSV whose bins sum to the run's I/O count, and the document has
 //! every key fio writes for the same job, with the same types.

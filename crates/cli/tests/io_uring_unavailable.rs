@@ -1,4 +1,4 @@
-//! `bench disk` where the kernel refuses io_uring, as on the boards of issue 13: a seccomp
+//! `bench disk` where the kernel refuses io_uring, as on some boards' kernels: a seccomp
 //! filter in the child makes io_uring_setup(2) fail with EPERM (what `kernel.io_uring_disabled`
 //! and container filters give) or ENOSYS (kernels before 5.1, qemu-user). Unlike the
 //! HEADROOM_DISABLE_IO_URING switch (tests/bench_disk.rs), this goes through the real system

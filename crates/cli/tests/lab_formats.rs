@@ -408,7 +408,7 @@ fn case<'a>(cases: &'a [LavaCase], name: &str) -> &'a LavaCase {
         .unwrap_or_else(|| panic!("no {name} in {cases:#?}"))
 }
 
-/// Issue 25 part 3: the kinds that gave no case (ceiling, path, pmu_list, survey-plan) give
+/// The kinds that gave no case (ceiling, path, pmu_list, survey-plan) give
 /// the figures a lab tracks, each with its value and unit; what could not be had is a skip.
 #[test]
 fn ceiling_path_pmu_list_and_plan_give_cases() {
@@ -581,7 +581,7 @@ fn a_document_with_nothing_to_report_says_so() {
     }
 }
 
-/// Issue 25 part 3: the Raspberry Pi 5 tree's NVMe link runs at 5 GT/s x1, what the slot
+/// The Raspberry Pi 5 tree's NVMe link runs at 5 GT/s x1, what the slot
 /// allows, below the SSD's own 8 GT/s x4. The audit's text marks it `(downgraded)`, and its
 /// finding is info ("the best the slot allows"): LAVA says fail for the link and for that
 /// finding, not pass; the check that both ends' best is reached passes (the slot is the
@@ -694,7 +694,7 @@ fn lava_names_stay_the_same_when_the_findings_change() {
     assert!(!survey.contains("_-_"), "{survey}");
 }
 
-/// Issue 25 part 3: a lab's history holds runs of many hosts, two boards may share a
+/// A lab's history holds runs of many hosts, two boards may share a
 /// hostname. `history` lists each run's machine (model, serial, machine-id), `--host` picks
 /// the runs of one host by hostname, machine-id beginning or serial, and `compare` of two
 /// history ids from boards that share a hostname says they are different hosts.

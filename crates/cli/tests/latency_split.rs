@@ -1,6 +1,5 @@
-//! `headroom bench latency --split` and `--analyze` on this machine, as issue 28's "Must
-//! show" asks: every wake-up of an idle run matched to its timer's events with the IRQ
-//! latency never above the thread latency; a SCHED_FIFO hog above the measuring threads,
+//! `headroom bench latency --split` and `--analyze` on this machine: every wake-up of an idle
+//! run matched to its timer's events with the IRQ latency never above the thread latency; a SCHED_FIFO hog above the measuring threads,
 //! running a known time once a second on a measured CPU, named by the analysis with its
 //! process, priority and a time within 20 % of the known one; loopback traffic's softirqs
 //! named among what delayed the wake-ups, and a loopback burst sent above the measuring

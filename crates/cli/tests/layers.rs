@@ -1,7 +1,7 @@
-//! The layers of ../shared/DESIGN.md hold: each crate depends only along DESIGN's arrows,
+//! The layers of docs/ARCHITECTURE.md hold: each crate depends only along its arrows,
 //! inside a crate no two top-level modules use each other (directly or around a loop), and no
 //! item is passed on under a second name, so a reader finds each thing where its layer puts
-//! it, under one name (issue 12).
+//! it, under one name.
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,7 +22,7 @@ const OURS: [&str; 7] = [
     "headroom",
 ];
 
-/// DESIGN's arrows: what each crate may depend on (not counting dev-dependencies).
+/// The arrows of docs/ARCHITECTURE.md: what each crate may depend on (not counting dev-dependencies).
 fn allowed(krate: &str) -> &'static [&'static str] {
     match krate {
         "model" => &[],
@@ -31,7 +31,7 @@ fn allowed(krate: &str) -> &'static [&'static str] {
         // Dev-only test support (fixture paths, synthetic config space, the command helper):
         // it may use any library crate, and no crate may depend on it outside its tests.
         "testsupport" => &["model", "probe", "bench", "counters", "report"],
-        other => panic!("a crate DESIGN does not draw: {other}"),
+        other => panic!("a crate docs/ARCHITECTURE.md does not draw: {other}"),
     }
 }
 
@@ -74,7 +74,7 @@ fn crates_depend_only_along_designs_arrows() {
         for dep in dependencies(&manifest) {
             assert!(
                 ok.contains(&dep.as_str()),
-                "crate {name} depends on {dep}, against DESIGN's arrows (allowed: {ok:?})"
+                "crate {name} depends on {dep}, against the arrows of docs/ARCHITECTURE.md (allowed: {ok:?})"
             );
         }
         seen += 1;
@@ -259,7 +259,7 @@ fn second_names(code: &str) -> Vec<String> {
         .collect()
 }
 
-/// One home, one name (issue 12): no crate passes on another crate's type (bench's
+/// One home, one name: no crate passes on another crate's type (bench's
 /// `pub use model::disk::TestSpec` made `bench::disk::TestSpec` a second name for it), and no
 /// module passes on a parent's or a sibling's item; a `pub use` only gathers the module's own
 /// children's items.
@@ -358,8 +358,8 @@ fn system_paths_of(krate: &str) -> Vec<String> {
     found
 }
 
-/// DESIGN: cli "never reads /proc or /sys": discovery is probe's, sampling counters', the
-/// mapping of a BAR bench's (issue 26). Every /proc or /sys path in cli's code is one of theirs.
+/// ARCHITECTURE: cli "never reads /proc or /sys": discovery is probe's, sampling counters', the
+/// mapping of a BAR bench's. Every /proc or /sys path in cli's code is one of theirs.
 #[test]
 fn cli_names_no_proc_or_sys_path() {
     let found = system_paths_of("cli");
@@ -370,8 +370,8 @@ fn cli_names_no_proc_or_sys_path() {
     );
 }
 
-/// DESIGN: report "never touches hardware": the host facts of a document's envelope (its
-/// hostname and kernel) come from probe, passed in by cli (issue 26: `Host::this` read
+/// ARCHITECTURE: report "never touches hardware": the host facts of a document's envelope (its
+/// hostname and kernel) come from probe, passed in by cli (`Host::this` read
 /// /proc/sys/kernel from report). Its tests may name sysfs paths in fixtures.
 #[test]
 fn report_names_no_proc_or_sys_path() {
@@ -407,7 +407,7 @@ fn a_system_path_is_found_where_there_is_one() {
     );
 }
 
-/// Issue 26 step 4: a test that cannot run here (no root, no tool, no device, no fixture)
+/// A test that cannot run here (no root, no tool, no device, no fixture)
 /// skips through `testsupport::skip`, which fails under CI=true; a test that says "skipped" on
 /// stderr by itself and returns passes in CI without having run (13 did on main).
 #[test]
@@ -478,7 +478,7 @@ fn serde_declarations(text: &str) -> Vec<String> {
     out
 }
 
-/// Issue 26: every document type lives in its kind's module of report (`report::kinds`),
+/// Every document type lives in its kind's module of report (`report::kinds`),
 /// written by cli and read back by report, compare and history through that one type: cli
 /// declares none, so no document has a second declaration to drift from.
 #[test]
@@ -550,7 +550,7 @@ fn type_names(src: &Path) -> BTreeSet<String> {
     out
 }
 
-/// Issue 26: model's types are the vocabulary every crate shares (`LinkKind` is the kind of a
+/// model's types are the vocabulary every crate shares (`LinkKind` is the kind of a
 /// link on a path); cli declaring a type of the same name (its `ceiling` subcommands were a
 /// second `LinkKind`, its trace recorder a second `Recorder`) makes a reader confuse the two.
 #[test]
@@ -571,7 +571,7 @@ fn cli_names_no_type_as_model_does() {
     );
 }
 
-/// One `Host` (issue 26): the machine a document was made on is `model::system::Host`, which
+/// One `Host`: the machine a document was made on is `model::system::Host`, which
 /// probe reads and report writes in every envelope; no other crate declares one.
 #[test]
 fn one_host_type() {
@@ -613,7 +613,7 @@ fn cli_does_not_grow_back() {
     assert!(
         lines <= CLI_LINES_AT_MOST,
         "crates/cli/src has {lines} lines of code (at most {CLI_LINES_AT_MOST}): move rendering, judgement, discovery or sampling down to report, \
-         probe or counters (DESIGN's layers), not into cli"
+         probe or counters (docs/ARCHITECTURE.md), not into cli"
     );
 }
 
@@ -621,4 +621,349 @@ fn cli_does_not_grow_back() {
 fn code_lines_leave_out_blanks_and_comments() {
     let text = "//! module\n\nfn a() {\n    // why\n    /// doc\n    let x = 1; // tail\n}\n";
     assert_eq!(code_lines(text), 3);
+}
+
+fn architecture() -> String {
+    std::fs::read_to_string(workspace().join("docs/ARCHITECTURE.md")).unwrap()
+}
+
+/// The crates under `crates/`, by directory name (`cli` is the package `headroom`).
+fn crate_dirs() -> Vec<(String, PathBuf)> {
+    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(workspace().join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|d| d.join("Cargo.toml").is_file())
+        .map(|d| (d.file_name().unwrap().to_string_lossy().to_string(), d))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The top-level modules of a crate's `src`: each `NAME.rs` but lib.rs and main.rs, and each
+/// directory.
+fn top_modules(src: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(src)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter_map(|p| {
+            let name = p.file_name()?.to_string_lossy().to_string();
+            if p.is_dir() {
+                Some(name)
+            } else {
+                let stem = name.strip_suffix(".rs")?;
+                (stem != "lib" && stem != "main").then(|| stem.to_string())
+            }
+        })
+        .collect()
+}
+
+/// The crates a row `| \`NAME\` | ... |` of the architecture's dependency table names in its
+/// second cell.
+fn drawn_arrows(doc: &str, krate: &str) -> Option<BTreeSet<String>> {
+    let row = doc
+        .lines()
+        .find(|l| l.starts_with(&format!("| `{krate}` |")))?;
+    let cell = row.split('|').nth(2)?;
+    Some(
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// docs/ARCHITECTURE.md draws the arrows this test enforces: its table of what each crate may
+/// depend on is `allowed` here, row by row, so the document and the check cannot drift.
+#[test]
+fn the_architecture_draws_the_arrows_this_test_enforces() {
+    let doc = architecture();
+    for (name, _) in crate_dirs() {
+        let drawn = drawn_arrows(&doc, &name).unwrap_or_else(|| {
+            panic!("docs/ARCHITECTURE.md has no row `| \\`{name}\\` | ...` for crates/{name}")
+        });
+        let enforced: BTreeSet<String> = allowed(&name).iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            drawn, enforced,
+            "docs/ARCHITECTURE.md draws other arrows for {name} than this test enforces"
+        );
+    }
+}
+
+/// The code map of docs/ARCHITECTURE.md names every crate (`crates/NAME`) and every top-level
+/// module of each (`NAME::module`), so a module added without saying where it belongs and
+/// what it must never do fails here, naming what to add.
+#[test]
+fn the_architecture_names_every_crate_and_module() {
+    let doc = architecture();
+    let mut missing = Vec::new();
+    for (name, dir) in crate_dirs() {
+        if !doc.contains(&format!("`crates/{name}`")) {
+            missing.push(format!("`crates/{name}`"));
+        }
+        for module in top_modules(&dir.join("src")) {
+            let named = format!("`{name}::{module}");
+            if !(doc.contains(&format!("{named}`")) || doc.contains(&format!("{named}::"))) {
+                missing.push(format!("{named}`"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/ARCHITECTURE.md's code map does not name {missing:?}: say where each lives and \
+         what it must never do"
+    );
+}
+
+#[test]
+fn a_missing_row_or_arrow_is_found() {
+    let doc = "| `probe` | `model` |\n| `cli` | `model`, `report` |\n";
+    assert_eq!(
+        drawn_arrows(doc, "cli").unwrap(),
+        BTreeSet::from(["model".to_string(), "report".to_string()])
+    );
+    assert_eq!(drawn_arrows(doc, "bench"), None);
+}
+
+/// Every text file the repository holds that the project writes (the captured fixtures are
+/// data, and build output is not the repository's), under `dirs` and the files `files`.
+fn repository_texts(dirs: &[&str], files: &[&str]) -> Vec<(PathBuf, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries {
+            let e = e.unwrap();
+            let p = e.path();
+            let name = p.file_name().unwrap().to_string_lossy();
+            // Fixture trees hold sysfs's symbolic links, loops among them: never followed.
+            let kind = e.file_type().unwrap();
+            if kind.is_symlink() {
+                continue;
+            }
+            if kind.is_dir() {
+                if !matches!(
+                    name.as_ref(),
+                    "target" | "captured" | "__pycache__" | "corpus"
+                ) {
+                    walk(&p, out);
+                }
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    let root = workspace();
+    let mut paths = Vec::new();
+    for d in dirs {
+        walk(&root.join(d), &mut paths);
+    }
+    paths.extend(files.iter().map(|f| root.join(f)));
+    paths
+        .into_iter()
+        .filter_map(|p| {
+            // Binary files (and files that are not there) are not prose.
+            let text = std::fs::read_to_string(&p).ok()?;
+            Some((p, text))
+        })
+        .collect()
+}
+
+/// The repository stands alone: no code, test, script or document reads or points at a
+/// folder beside the clone (the design and the fixtures used to live in one, which a clone
+/// does not have).
+#[test]
+fn nothing_points_outside_the_repository() {
+    // Spelled in pieces, so this file does not find itself.
+    let beside = ["..", "/shared/"].concat();
+    let fixtures_beside = ["shared", "/fixtures"].concat();
+    let texts = repository_texts(
+        &[
+            "crates", "scripts", "bench", "lab", "docs", "tests", ".ci", ".cargo", "fuzz",
+            "contrib",
+        ],
+        &["README.md", "CHANGELOG.md", "Cargo.toml"],
+    );
+    assert!(texts.len() > 100, "read {} files", texts.len());
+    let found: Vec<String> = texts
+        .iter()
+        .flat_map(|(p, text)| {
+            text.lines()
+                .enumerate()
+                .filter(|(_, l)| l.contains(&beside) || l.contains(&fixtures_beside))
+                .map(move |(i, l)| format!("{}:{}: {}", p.display(), i + 1, l.trim()))
+        })
+        .collect();
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// Where a line names the history of the work rather than what the code does: an issue,
+/// item or session followed by its number (also `issues N and M`), or the tag of a numbered
+/// stretch of work (`s` and its number, a hyphen, a name). Each found as the words that
+/// matched.
+fn history_words(line: &str) -> Vec<String> {
+    let lower = line.to_lowercase();
+    let bytes = lower.as_bytes();
+    let mut found = Vec::new();
+    for word in [
+        "issue ",
+        "issues ",
+        "issue #",
+        "item ",
+        "items ",
+        "session ",
+        "sessions ",
+    ] {
+        let mut from = 0;
+        while let Some(i) = lower[from..].find(word) {
+            let start = from + i;
+            let end = start + word.len();
+            let at_word_start = start == 0 || !bytes[start - 1].is_ascii_alphanumeric();
+            if at_word_start && bytes.get(end).is_some_and(u8::is_ascii_digit) {
+                let digits = lower[end..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .count();
+                found.push(line[start..end + digits].to_string());
+            }
+            from = end;
+        }
+    }
+    // A session's tag: s, one or two digits, a hyphen, a lowercase name.
+    for (i, w) in lower.match_indices('s') {
+        let at_word_start = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        let digits = lower[i + 1..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .count();
+        if at_word_start
+            && (1..=2).contains(&digits)
+            && lower[i + 1 + digits..].starts_with('-')
+            && lower[i + 2 + digits..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_lowercase())
+        {
+            let tag_end = lower[i + 2 + digits..]
+                .find(|c: char| !c.is_ascii_lowercase())
+                .map_or(lower.len(), |n| i + 2 + digits + n);
+            found.push(format!("{w}{}", &line[i + 1..tag_end]));
+        }
+    }
+    found
+}
+
+/// The words of `text` that could be a commit hash: 7 to 40 lowercase hex digits with at
+/// least one letter and one digit, standing alone.
+fn hex_words(text: &str) -> Vec<&str> {
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| {
+            (7..=40).contains(&w.len())
+                && w.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                && w.bytes().any(|b| b.is_ascii_digit())
+                && w.bytes().any(|b| b.is_ascii_alphabetic())
+        })
+        .collect()
+}
+
+/// This repository's commits, by full hash, sorted; `None` where there is no git history
+/// (a source archive).
+fn own_commits() -> Option<Vec<String>> {
+    let out = std::process::Command::new("git")
+        .args(["rev-list", "--all"])
+        .current_dir(workspace())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let mut hashes: Vec<String> = String::from_utf8(out.stdout)
+        .ok()?
+        .lines()
+        .map(str::to_string)
+        .collect();
+    hashes.sort();
+    Some(hashes)
+}
+
+fn is_own_commit(commits: &[String], word: &str) -> bool {
+    let i = commits.partition_point(|h| h.as_str() < word);
+    commits.get(i).is_some_and(|h| h.starts_with(word))
+}
+
+/// Code, tests, scripts and documents say what behaviour they guard, not how the work went:
+/// no issue, item or session number and none of this repository's commit hashes (a hash of
+/// another project's commit, naming where a fixture came from, is provenance and stays).
+/// The captured and hand-made fixture trees are data and are not read; their READMEs and
+/// scripts are.
+#[test]
+fn no_history_of_the_work_in_the_repository() {
+    let mut texts = repository_texts(
+        &[
+            "crates", "scripts", "bench", "lab", "docs", ".ci", ".cargo", "fuzz", "contrib",
+        ],
+        &["README.md", "CHANGELOG.md", "Cargo.toml"],
+    );
+    texts.extend(
+        repository_texts(&["tests"], &[])
+            .into_iter()
+            .filter(|(p, _)| p.extension().is_some_and(|x| x == "md" || x == "py")),
+    );
+    assert!(texts.len() > 100, "read {} files", texts.len());
+    let commits = own_commits();
+    if commits.is_none() {
+        testsupport::skip::skip("no git history here to tell this repository's commits");
+    }
+    let commits = commits.unwrap_or_default();
+    let mut found = Vec::new();
+    for (path, text) in &texts {
+        for (i, line) in text.lines().enumerate() {
+            let mut words = history_words(line);
+            words.extend(
+                hex_words(line)
+                    .into_iter()
+                    .filter(|w| is_own_commit(&commits, w))
+                    .map(|w| format!("commit {w}")),
+            );
+            if !words.is_empty() {
+                found.push(format!("{}:{}: {words:?}", path.display(), i + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "say what the code guards, not the history of the work ({} lines):\n{}",
+        found.len(),
+        found.join("\n")
+    );
+}
+
+#[test]
+fn history_words_are_found_where_there_are_some() {
+    // Numbers put in at run time, so this file does not find its own examples.
+    let (n, m) = (26, 3);
+    assert_eq!(
+        history_words(&format!(
+            "moved here (Issue {n} step 4; item {m}), s{m}-size did it"
+        )),
+        [
+            format!("Issue {n}"),
+            format!("item {m}"),
+            format!("s{m}-size")
+        ]
+    );
+    assert_eq!(
+        history_words(&format!("issues {n} and session {m}")),
+        [format!("issues {n}"), format!("session {m}")]
+    );
+    assert!(
+        history_words("one session of iperf3, the first item, an issue with 3 items, s3c")
+            .is_empty()
+    );
+    assert_eq!(
+        hex_words("at 1a2b3c4, not 0x1af4 nor deadbeefs nor 12345678"),
+        ["1a2b3c4"]
+    );
+    let commits = vec!["1a2b3c4d5e".to_string(), "9f8e7d6c5b".to_string()];
+    assert!(is_own_commit(&commits, "1a2b3c4"));
+    assert!(!is_own_commit(&commits, "1a2b3c5"));
 }

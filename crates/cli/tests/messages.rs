@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used)]
-//! Issue 23 item 22: the messages a new user met that said a thing twice, told root to run as
+//! The messages a new user met that said a thing twice, told root to run as
 //! root, lost the `headroom:` prefix, broke a table, misnamed a device or left commands out.
 
 use std::path::Path;

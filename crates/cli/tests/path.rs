@@ -130,7 +130,7 @@ fn path_in(cwd: &Path, target: &str) -> (Option<i32>, String, String) {
     )
 }
 
-/// Issue 11 item 1: `./file`, `.`, `..` and `./etc` are taken from the current directory, as
+/// `./file`, `.`, `..` and `./etc` are taken from the current directory, as
 /// every other tool takes them; `.` and `..` are directories, not interface names.
 #[test]
 fn relative_targets_are_taken_from_the_current_directory() {
@@ -173,7 +173,7 @@ fn relative_targets_are_taken_from_the_current_directory() {
     assert!(!doc.to_string().contains("/sys/class/net"), "{doc:#}");
 }
 
-/// Issue 11 item 1: anything that is no existing file or directory, no block device and no
+/// Anything that is no existing file or directory, no block device and no
 /// interface is one sentence and exit 1, with nothing on stdout.
 #[test]
 fn unknown_targets_are_an_error() {

@@ -1,4 +1,4 @@
-//! One spelling per rate unit in every document headroom writes (issue 12): bytes per second
+//! One spelling per rate unit in every document headroom writes: bytes per second
 //! in keys ending `_bytes_per_sec` (or `bytes_per_sec`), bits per second in `_bits_per_sec`
 //! (`_mbits_per_sec`, `_gbits_per_sec` with their decimal prefix). No key says `bps`, which
 //! meant bytes in the ceilings and bits in `bench net`. Documents written before still read:

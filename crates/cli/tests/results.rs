@@ -81,7 +81,7 @@ fn report_md_has_the_seed_style_tables() {
 
 #[test]
 fn report_md_and_html_take_an_optional_file_alike() {
-    // Issue 23 item 5: `report run.json --md survey.md` printed the whole report on stdout,
+    // `report run.json --md survey.md` printed the whole report on stdout,
     // then "error: survey.md: no such file, and not a history id", exit 1, and no file.
     let dir = tempfile::tempdir().unwrap();
     let run = result("rpi5-gen3.json");
@@ -142,7 +142,7 @@ fn report_md_and_html_take_an_optional_file_alike() {
 
 #[test]
 fn history_show_prints_what_report_prints_for_every_kind() {
-    // Issue 23 item 12: `history show N` of a survey printed a title and the kernel, and the
+    // `history show N` of a survey printed a title and the kernel, and the
     // listing said "0 findings" beside its conclusions.
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.sqlite");
@@ -189,7 +189,7 @@ fn history_show_prints_what_report_prints_for_every_kind() {
 
 #[test]
 fn compare_shows_a_percentile_above_the_histogram_limit_as_its_bound() {
-    // Issue 23 item 21: the run printed ">200" for a p99 above its histogram's limit, compare
+    // The run printed ">200" for a p99 above its histogram's limit, compare
     // showed "–".
     let dir = tempfile::tempdir().unwrap();
     let mut v: Value =
@@ -222,7 +222,7 @@ fn compare_shows_a_percentile_above_the_histogram_limit_as_its_bound() {
 
 #[test]
 fn a_survey_report_gives_every_conclusion_an_action() {
-    // Issue 23 item 14: the Action column read "–" on every conclusion of a survey.
+    // The Action column read "–" on every conclusion of a survey.
     let md = String::from_utf8(stdout_of(
         headroom().arg("report").arg(result("survey-rpi5.json")),
     ))
@@ -237,7 +237,7 @@ fn a_survey_report_gives_every_conclusion_an_action() {
     for r in rows {
         assert!(!r.ends_with("| – |"), "no action: {r}");
     }
-    // Small devices in the unit they reach, as the terminal shows them (issue 23 item 18).
+    // Small devices in the unit they reach, as the terminal shows them.
     assert!(md.contains("| dm-1 | disk | 1.0 MiB |"), "{md}");
 }
 
@@ -285,7 +285,7 @@ fn compare_prints_the_change_and_fails_above_a_regression() {
 
 #[test]
 fn fail_above_never_fails_on_a_counter() {
-    // Issue 23 item 3: a run 15 % faster "regressed: interrupts of 0000:00:02.0 ... +14.0 %"
+    // A run 15 % faster "regressed: interrupts of 0000:00:02.0 ... +14.0 %"
     // (exit 1). The interrupts are shown, only measured results gate the exit code.
     let dir = tempfile::tempdir().unwrap();
     let with_irq = |name: &str, per_second: f64| {
@@ -661,7 +661,7 @@ fn a_document_missing_a_field_is_named_with_its_place_and_the_rest_goes_on() {
         .stderr(predicate::str::starts_with(sentence));
 }
 
-/// Issue 22 item 1: the atomic writer's temporary file had a name anyone could predict
+/// The atomic writer's temporary file had a name anyone could predict
 /// (`.NAME.PID.tmp`, the pid from /proc/sys/kernel/ns_last_pid) and was opened following
 /// links. As user nobody, links are planted under the names of the next 3,000 pids in a
 /// directory nobody owns, pointing to a file of root's; root then writes a result there
@@ -733,10 +733,10 @@ fn links_planted_for_the_temporary_file_do_not_make_root_overwrite_their_target(
     );
 }
 
-/// Issue 22 item 2: `--db` in a directory that does not exist is one sentence and creates
+/// `--db` in a directory that does not exist is one sentence and creates
 /// nothing (it made every missing parent, as root); the default history's directory is made,
-/// readable by its user only (0700). Item 1's rule for SQLite's journal beside the history
-/// (`-wal`, `-shm`, fixed names): a directory every user can write is refused.
+/// readable by its user only (0700). The atomic writer's rule for SQLite's journal beside the
+/// history (`-wal`, `-shm`, fixed names): a directory every user can write is refused.
 #[test]
 fn a_history_is_created_only_where_its_directory_exists_and_is_private() {
     use std::os::unix::fs::PermissionsExt;
@@ -998,7 +998,7 @@ fn every_named_input_refuses_fifos_devices_and_directories_at_once() {
     assert_eq!(listed["runs"], serde_json::json!([]));
 }
 
-/// Issue 22 item 12: a document past the size bound is refused with a sentence naming the
+/// A document past the size bound is refused with a sentence naming the
 /// bound (a 100 MB one took 57 s and 2 GB); a document whose kind does not fit its body is
 /// refused (a disk run relabelled `audit` read as an audit with no findings), and one of a
 /// kind headroom never writes is not stored by `history add`.
@@ -1046,7 +1046,7 @@ fn documents_too_large_or_of_the_wrong_kind_are_refused() {
     assert_eq!(listed["runs"], serde_json::json!([]), "nothing was stored");
 }
 
-/// Issue 22 item 13: one run whose stored document is damaged (a byte changed on disk)
+/// One run whose stored document is damaged (a byte changed on disk)
 /// made `history` fail with "malformed JSON" naming no run. The others are listed, the
 /// damaged one is named with what is wrong, and `history show` of it says so.
 #[test]
@@ -1098,7 +1098,7 @@ fn a_damaged_run_is_named_and_the_others_are_listed() {
     output_ok(headroom().args(["history", "show", "3", "--db"]).arg(&db));
 }
 
-/// Issue 22 item 14: `bench mem`, `bench mmio` and `bench latency` (and `bench net`) checked
+/// `bench mem`, `bench mmio` and `bench latency` (and `bench net`) checked
 /// `--output` only after their run, which was then lost; every benchmark checks it first, as
 /// `bench disk` did: exit 2 at once, nothing measured.
 #[test]
@@ -1149,7 +1149,7 @@ fn every_benchmark_checks_its_output_before_it_runs() {
     assert!(o.stdout.is_empty());
 }
 
-/// Session 6 (s6-fix) item 5: a directory given where a file is written was answered with
+/// A directory given where a file is written was answered with
 /// "e.g. DIR/run.json" whatever the flag, also for `--md` and `--html`: the example is a
 /// name of the kind the flag writes.
 #[test]

@@ -1,7 +1,7 @@
-//! Issue 12's round trip: each kind of document a command produces (`bench disk --engine
+//! The round trip: each kind of document a command produces (`bench disk --engine
 //! null`, a short `bench latency`, `audit --root FIXTURE`, `path`) is read back by `report`
 //! (Markdown and HTML) and `compare`, which show every value the producer wrote and the same
-//! numbers the terminal showed (issue 11 items 10, 11 and 13).
+//! numbers the terminal showed.
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 
 use serde_json::Value;
@@ -163,7 +163,7 @@ fn bench_disk_null_reads_back_with_every_field() {
             None => assert_eq!(row[cell], "–"),
         }
     }
-    // Latency: every percentile the bench wrote, none above the max (issue 11 item 12).
+    // Latency: every percentile the bench wrote, none above the max.
     let lat = &run["latency"];
     let ns = |k: &str| lat[k].as_f64().unwrap();
     let expect: Vec<String> = [
@@ -229,7 +229,7 @@ fn bench_disk_null_reads_back_with_every_field() {
         )),
         "{c}"
     );
-    // report --json: the document itself, one object (issue 11 item 21).
+    // report --json: the document itself, one object.
     let again: Value = serde_json::from_str(&stdout_of(&["--json", "report", &file])).unwrap();
     assert_eq!(again, doc);
     let both: Value =
@@ -312,7 +312,7 @@ fn bench_latency_reads_back_with_the_terminals_numbers() {
     reads_every_field::<report::views::CommonView>(&doc, &["path"]);
     let (md, html) = reports(dir.path(), file);
     context_complete(&md);
-    // Issue 11 item 11: count, min, avg, p99, p99.9, max, missed and overflow read the same
+    // Count, min, avg, p99, p99.9, max, missed and overflow read the same
     // on the terminal and in the report, thread by thread.
     let rows = terminal_rows(&text);
     assert_eq!(rows.len(), 3, "{text}");
@@ -330,7 +330,7 @@ fn bench_latency_reads_back_with_the_terminals_numbers() {
             term[5]
         );
     }
-    // The load and the length of the run (issue 11 item 13).
+    // The load and the length of the run.
     for f in [
         "| stress | cpu=1 |",
         "| loops | 300 |",
@@ -562,7 +562,7 @@ fn the_pci_section_reads_back_as_written() {
                 .arg(tree(name)),
         ));
     }
-    // Every captured machine and lspci dump, where the shared fixtures are present.
+    // Every captured machine and lspci dump.
     if let Some(shared) = testsupport::fixtures::shared_fixtures() {
         for dir in ["sysfs", "pci"] {
             let mut entries: Vec<PathBuf> = std::fs::read_dir(shared.join(dir))
@@ -622,7 +622,7 @@ fn the_pci_section_reads_back_as_written() {
     assert!(!l.downgraded.any());
 }
 
-/// Issue 26: a document of every kind, written by the binary of the main branch before the
+/// A document of every kind, written by the binary of the main branch before the
 /// document types moved into `report::kinds` (tests/fixtures/results/), is read back through
 /// its kind's type by `report --md`, `report --html`, `compare` and `history show`, which
 /// prints what `report` prints; a ceiling, a count and a survey show their values.

@@ -461,7 +461,7 @@ fn the_network_part_measures_both_directions_against_a_server() {
     );
 }
 
-/// Session 6 (s6-fix) item 4: a budget is a promise. `survey --budget 60s --quick` took
+/// A budget is a promise. `survey --budget 60s --quick` took
 /// 81.3 s on the lab's aarch64 board: the plan was fitted once, up front, and parts that
 /// overran took the later ones' time. A part that overruns here for sure: the network part
 /// against a server that takes the connection and never answers (the client would wait

@@ -1,19 +1,12 @@
 //! The terminal as a user's shell sets it up: stdout a pipe whose reader has gone
-//! (`headroom ... | head -1` once head has its line), and the exit codes of DESIGN.
+//! (`headroom ... | head -1` once head has its line), and the exit codes of docs/ARCHITECTURE.md.
 
 // Helpers of an integration test are test code too; clippy only knows that for #[test] fns.
 #![allow(clippy::unwrap_used)]
 
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::path::PathBuf;
 use std::process::{Output, Stdio};
 use testsupport::cmd::*;
-
-fn shared_fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/sysfs")
-        .join(name)
-}
 
 /// Run headroom with stdout the write end of a pipe whose read end is already closed: every
 /// write gets EPIPE, as after `| head -1` has read its line and exited. Deterministic, where
@@ -42,11 +35,7 @@ fn assert_quiet_success(args: &[&str], out: &Output) {
 
 #[test]
 fn audit_into_a_closed_pipe_exits_0_without_a_panic() {
-    let root = shared_fixture("hwloc-40intel64-4xeth-ib-2pciroots");
-    if !root.is_dir() {
-        testsupport::skip::skip(&format!("{} is not here", root.display()));
-        return;
-    }
+    let root = testsupport::fixtures::captured("sysfs/hwloc-40intel64-4xeth-ib-2pciroots");
     let root = root.to_str().unwrap();
     for args in [
         &["audit", "--root", root][..],

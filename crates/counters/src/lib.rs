@@ -1,4 +1,4 @@
-//! Samplers that run beside an engine (DESIGN.md, `counters` row).
+//! Samplers that run beside an engine (docs/ARCHITECTURE.md, `crates/counters`).
 //!
 //! Each source is one module that parses its file in a small pure function (with a link to
 //! the kernel document that defines the format) and a [`Sampler`]: take a snapshot before

@@ -9,7 +9,7 @@
 //!
 //! Discovery lives here, not in probe, because the PMU list exists to encode events: the
 //! format fields read from sysfs and the perf_event_open attribute built from them are one
-//! piece of knowledge, and counters may not depend on probe (DESIGN's arrows).
+//! piece of knowledge, and counters may not depend on probe (the arrows of docs/ARCHITECTURE.md).
 
 use crate::{Error, ReadUnder, SysRoot};
 use model::units::parse_cpu_list;

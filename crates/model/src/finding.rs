@@ -72,7 +72,7 @@ mod tests {
 
     #[test]
     fn old_latency_findings_read_back() {
-        // As `bench latency` wrote them before it used this type (commit 4e61044).
+        // As `bench latency` wrote them before it used this type (its own finding shape).
         let f: Finding =
             serde_json::from_str(r#"{"severity": "warning", "message": "SMT is on"}"#).unwrap();
         assert_eq!(f, Finding::new(Severity::Warning, "", "SMT is on"));

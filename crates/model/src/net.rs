@@ -717,7 +717,7 @@ mod tests {
 
     #[test]
     fn a_shaper_bounds_only_what_this_host_sends() {
-        // Issue 23 items 6 and 16: a veth shaped to 200 Mbit/s, nominally 10000 Mb/s.
+        // A veth shaped to 200 Mbit/s, nominally 10000 Mb/s.
         let veth = LinkFacts {
             interface: "vb".into(),
             speed_mbps: Some(10_000),
@@ -788,7 +788,7 @@ mod tests {
 
     #[test]
     fn tbf_with_ethernet_overhead_is_the_ethernet_ceiling() {
-        // issue 14: tbf rate 100mbit overhead 24 on a veth: 1448/1538 and 1460/1538 of the rate.
+        // Tbf rate 100mbit overhead 24 on a veth: 1448/1538 and 1460/1538 of the rate.
         let s = Shaper {
             rate_bps: 100e6,
             overhead: 24,

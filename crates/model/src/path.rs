@@ -649,7 +649,7 @@ mod tests {
 
     #[test]
     fn a_shaper_is_the_bottleneck_only_of_what_leaves_the_cpu() {
-        // Issue 23 item 16: an interface's 1000 Mb/s link both ways and a tbf on its egress.
+        // An interface's 1000 Mb/s link both ways and a tbf on its egress.
         let shaper = PathLink {
             kind: LinkKind::Shaper,
             state: PathLinkState::Tbf {

@@ -66,7 +66,7 @@ pub fn format_mb_per_s(bytes_per_sec: f64) -> String {
 }
 
 /// A rate in bytes per second. Bytes and bits are distinct types so a link's bit rate cannot
-/// be printed or compared as bytes (issue 12): convert with [`BitsPerSec::to_bytes`]. In JSON
+/// be printed or compared as bytes: convert with [`BitsPerSec::to_bytes`]. In JSON
 /// a bare number in a field named `..._bytes_per_sec`.
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default, Serialize, Deserialize)]
 #[serde(transparent)]

@@ -624,7 +624,7 @@ mod tests {
         t
     }
 
-    /// Issue 22 item 8: a loop device whose backing is a file on one of the disk's
+    /// A loop device whose backing is a file on one of the disk's
     /// partitions (or the partition itself) holds the disk; what holds the loop device in
     /// turn (mounted) is said. The partition's number is the real `st_dev` of the temporary
     /// directory's filesystem, where the tree keeps the backing file.

@@ -312,7 +312,7 @@ const RECORDED_LINK_MAX: u64 = 4096;
 ///
 /// A recorded link is a regular file whose whole content is a relative path starting with
 /// `../` (no newline inside): what sysfs dumps hold where the copy could not keep symlinks
-/// (the shared fixture trees are stored that way). No sysfs attribute value starts with
+/// (the captured fixture trees are stored that way). No sysfs attribute value starts with
 /// `../`, so on a live system this only ever sees real symlinks.
 pub fn read_link_target(path: &Path) -> Result<Option<PathBuf>, ReadError> {
     let meta = match path.symlink_metadata() {

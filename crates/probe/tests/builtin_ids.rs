@@ -14,7 +14,7 @@ fn usb_tree() -> Option<SysRoot> {
         .join("umockdev-intel-ehci-hubchain-kbd");
     assert!(
         dir.is_dir(),
-        "missing shared fixture tree {}",
+        "missing captured fixture tree {}",
         dir.display()
     );
     assert!(

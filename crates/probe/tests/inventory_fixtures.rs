@@ -1,6 +1,6 @@
 //! USB, block and network inventories and chain resolution on captured and hand-made trees.
 //!
-//! Captured trees (shared/fixtures/sysfs, read in place) are checked against the facts their
+//! Captured trees (tests/fixtures/captured/sysfs) are checked against the facts their
 //! SOURCE.md states and the lsblk/lsusb outputs saved beside them; hand-made trees
 //! (tests/fixtures/sysfs, built by make_trees.py) cover what no capture has: uas at 5000M, a
 //! USB 3 device stuck at 480M, r8152 adapters, an SD card with its timing, a downgraded NVMe
@@ -23,7 +23,7 @@ fn shared(tree: &str) -> Option<SysRoot> {
         .join(tree);
     assert!(
         dir.is_dir(),
-        "missing shared fixture tree {}",
+        "missing captured fixture tree {}",
         dir.display()
     );
     Some(SysRoot::new(dir))
@@ -889,7 +889,7 @@ fn live_temp_file_and_loopback_resolve() {
             "{c:?}"
         );
     }
-    // On this VM: ext4 on vda, virtio, PCI 0000:00:02.0 (see shared this-vm/SOURCE.md).
+    // On this VM: ext4 on vda, virtio, PCI 0000:00:02.0 (see tests/fixtures/captured/sysfs/this-vm/SOURCE.md).
     if maj == 254 && root.path("/sys/block/vda").exists() {
         let n = names(&c);
         assert_eq!(n[1..3], ["disk vda Virtio", "virtio virtio1"], "{n:?}");

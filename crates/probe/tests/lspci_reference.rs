@@ -1,6 +1,6 @@
 //! Checks the config-space decoder against pciutils' own decode of the same bytes.
 //!
-//! Every dump in the shared fixtures `pci/` folder (real hardware, and the pciutils test
+//! Every dump in `tests/fixtures/captured/pci/` (real hardware, and the pciutils test
 //! suite) has beside it `lspci -F DUMP -vvv` from pciutils 3.9.0 (`.lspci.txt`) and 3.14.0
 //! (`.lspci-3.14.txt`). For each function the fields an engineer reads off `lspci -vvv` to
 //! judge a link must agree: LnkCap/LnkSta speed and width with their "(downgraded)" marks,

@@ -9,8 +9,8 @@
 //!
 //! The temporary file is created with O_CREAT|O_EXCL|O_NOFOLLOW under a name with random
 //! characters (the `tempfile` crate's): open(2) then neither follows a symbolic link in its
-//! place nor reuses an existing file, and no other user can guess the name to plant one (issue 22
-//! item 1: a name made of the pid was predictable from /proc/sys/kernel/ns_last_pid, and a
+//! place nor reuses an existing file, and no other user can guess the name to plant one (a
+//! name made of the pid was predictable from /proc/sys/kernel/ns_last_pid, and a
 //! link planted there made root overwrite the file it pointed to). The rename replaces the
 //! target's name itself: a link at the target is replaced, not followed.
 

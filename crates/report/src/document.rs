@@ -468,7 +468,7 @@ impl Document {
     /// headroom prints it ([`Document::to_json_pretty`]).
     ///
     /// Read from the text by serde_json alone, so each view type is compiled once, for one
-    /// deserializer (issue 13: reading through serde_path_to_error and `&Value` cost the
+    /// deserializer (reading through serde_path_to_error and `&Value` cost the
     /// x86_64 board binary 195 kB more). The envelope's fields are in that text too: no
     /// view reads a field named like one (`schema_version`, `kind`, `tool`, `created`,
     /// `host`) at its top level.

@@ -178,7 +178,7 @@ mod tests {
         assert!((efficiency(25_000_000, 1.0, 50, &c).unwrap() - 0.25).abs() < 1e-9);
     }
 
-    /// Issue 23 item 8: 1030 MB/s against a 196 MB/s PCIe ceiling in an emulated board read
+    /// 1030 MB/s against a 196 MB/s PCIe ceiling in an emulated board read
     /// "efficiency 526 %" and nothing else.
     #[test]
     fn above_the_ceiling_is_a_finding_that_says_what_headroom_believes() {

@@ -374,7 +374,7 @@ fn directory_of(path: &Path) -> &Path {
 /// Refuses a history in a directory other users can write (or that another user owns):
 /// SQLite creates its journal beside the database under fixed names (`NAME-wal`,
 /// `NAME-shm`, `NAME-journal`), following links, so another user could plant a link there
-/// and have headroom, often root, write through it (DESIGN: files headroom creates where
+/// and have headroom, often root, write through it (docs/ARCHITECTURE.md: files headroom creates where
 /// others can write have unpredictable names). Every directory on the way there is checked
 /// too ([`check_ancestors`]). A missing directory is left to the caller.
 fn check_directory(path: &Path) -> Result<(), HistoryError> {
@@ -837,7 +837,7 @@ impl Store {
         })
     }
 
-    /// Makes a new history at `path`, in a directory that exists (issue 22 item 2: `--db
+    /// Makes a new history at `path`, in a directory that exists (`--db
     /// /nonexistent/h.sqlite` made `/nonexistent` as root). It is built complete under a
     /// temporary name beside `path` and linked into place only if `path` still does not
     /// exist: no process ever sees a half-made or empty history, and a history another run
@@ -1161,7 +1161,7 @@ mod tests {
     const PI_A: &str = "5be0d5c1a77f4e0c9d3b2a61f08e4c27";
     const PI_B: &str = "0f0e0d0c0b0a09080706050403020100";
 
-    /// Issue 25 part 3: a history made before the host's identity had columns (the schema
+    /// A history made before the host's identity had columns (the schema
     /// of 2026-11-27) is listed with each run's identity read from its document, and is not
     /// written when only read; opened to save, it gains the columns in place, filled from its
     /// documents, every row kept.
@@ -1410,7 +1410,7 @@ mod tests {
         assert_eq!(std::fs::read(&damaged).unwrap(), bytes);
     }
 
-    /// Issue 22 item 2: a history is created only in a directory that exists; the default
+    /// A history is created only in a directory that exists; the default
     /// one's directory is made, 0700.
     #[test]
     fn only_the_default_directory_is_made_and_it_is_private() {
@@ -1434,7 +1434,7 @@ mod tests {
         assert!(Store::open(&p).is_ok());
     }
 
-    /// Issue 22 item 13: a row whose document is not JSON text is listed with what is wrong;
+    /// A row whose document is not JSON text is listed with what is wrong;
     /// the others as usual; getting it says it is damaged.
     #[test]
     fn a_damaged_row_is_listed_with_what_is_wrong() {

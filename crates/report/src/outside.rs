@@ -210,7 +210,7 @@ pub fn for_terminal(s: &str, colour: bool) -> Cow<'_, str> {
 mod tests {
     use super::*;
 
-    // What issue 22 item 4's peer sent: clear the screen, set the window title.
+    // What a hostile peer sends: clear the screen, set the window title.
     const HOSTILE: &str = "bbr\x1b[2J\x1b]0;TITLE\x07";
 
     #[test]

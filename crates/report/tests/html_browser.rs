@@ -278,7 +278,7 @@ fn probe_result(dom: &str) -> &str {
 
 #[test]
 fn tables_fit_the_page_and_labels_stay_in_their_plots() {
-    // Issue 23 item 18: the Block table ran off the page (Mounts off-screen), net plots'
+    // The Block table ran off the page (Mounts off-screen), net plots'
     // legends sat on the bars and the ceiling label ran past the plot, max_hw_sectors_kb
     // read 2147483647 where the terminal says "no limit", a 1 MiB device read "0.0 GiB", and
     // the latency histogram ended at its limit without its overflow count.

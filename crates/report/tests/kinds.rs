@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
 //! Each kind's one document type reads the documents headroom wrote before the types moved
-//! into `report::kinds` (tests/fixtures/results/, written by the binary of the main branch
-//! of session 7) and writes them back field for field: the JSON did not change.
+//! into `report::kinds` (tests/fixtures/results/, written by the binary before
+//! that move) and writes them back field for field: the JSON did not change.
 
 use report::Document;
 use serde::de::DeserializeOwned;
@@ -167,7 +167,7 @@ fn reports_of(doc: &Document, name: &str) -> (String, String) {
     (md, html)
 }
 
-/// Issue 26: `report` on a `count --list --json` document showed its title alone. Now every
+/// `report` on a `count --list --json` document showed its title alone. Now every
 /// PMU with its type, CPUs, terms and events, every event of no sysfs PMU, a PCIe PMU's root
 /// ports, the findings and why the tracepoints are missing are shown, in Markdown and HTML.
 #[test]
@@ -228,7 +228,7 @@ fn a_pmu_list_report_shows_what_count_list_prints() {
     assert!(html.contains("no PMU counts this root port") && html.contains("permission denied"));
 }
 
-/// Issue 26: `report` on a `survey --dry-run --json` document showed its title alone. Now the
+/// `report` on a `survey --dry-run --json` document showed its title alone. Now the
 /// budget and every part, with its time and what it does, the command `survey --dry-run`
 /// prints for it (the same shell line), or why it does not run.
 #[test]

@@ -177,7 +177,7 @@ fn compare_of_latency_runs_calls_more_latency_a_regression() {
 
 #[test]
 fn fail_above_gates_measured_results_never_counters() {
-    // Issue 23 item 3: a run 15 % faster with lower latency "regressed: interrupts of
+    // A run 15 % faster with lower latency "regressed: interrupts of
     // 0000:00:02.0 ... +14.0 %" (exit 1), and a latency compare failed only on "interrupts
     // on CPU 0 +99.8 %". Counters are shown, never gated; a measured result's regression
     // line names its metric with its unit and both values.
@@ -252,7 +252,7 @@ fn fail_above_gates_measured_results_never_counters() {
 
 #[test]
 fn a_percentile_above_the_histogram_limit_compares_as_its_bound() {
-    // Issue 23 item 21: compare showed "–" where the run printed ">200" (a p99 above the
+    // Compare showed "–" where the run printed ">200" (a p99 above the
     // histogram's limit), and the run with it was not known to be worse.
     // Every histogram of the run: each thread's and the total's.
     fn each_histogram(v: &mut serde_json::Value, f: impl Fn(&mut serde_json::Value)) {
@@ -332,7 +332,7 @@ fn a_percentile_above_the_histogram_limit_compares_as_its_bound() {
 
 #[test]
 fn the_block_table_says_what_the_terminal_says() {
-    // Issue 23 item 18: the report's Block table showed max_hw_sectors_kb 2147483647 where the
+    // The report's Block table showed max_hw_sectors_kb 2147483647 where the
     // terminal says "no limit", and a 1 MiB device as "0.0" GiB.
     let s = edited("audit-nvme-downgraded.json", "audit.json", |v| {
         v["block"]["devices"][0]["queue"]["max_hw_sectors_kb"] = 2_147_483_647u64.into();
@@ -356,7 +356,7 @@ fn edited(name: &str, origin: &str, edit: impl Fn(&mut serde_json::Value)) -> Su
 
 #[test]
 fn compare_lists_every_parameter_that_differs_first() {
-    // Issue 11 item 10: O_DIRECT against buffered, another size and a tmpfs target gave
+    // O_DIRECT against buffered, another size and a tmpfs target gave
     // "Same configuration in every run" next to +808 %.
     let a = summary("disk-peak.json");
     let b = edited("disk-peak.json", "buffered.json", |v| {
@@ -423,7 +423,7 @@ fn compare_of_latency_runs_lists_stress_threads_and_duration() {
 
 #[test]
 fn latency_numbers_are_truncated_like_cyclictest_everywhere() {
-    // Issue 11 item 11: 719.8 us was 720 in the report, 719.8 in compare and "max 720" in
+    // 719.8 us was 720 in the report, 719.8 in compare and "max 720" in
     // the history while cyclictest (and the terminal) said 719.
     let s = edited("latency-2-threads.json", "t.json", |v| {
         v["measurement"]["threads"][0]["stats"]["max_ns"] = 719_800.into();
@@ -447,7 +447,7 @@ fn latency_numbers_are_truncated_like_cyclictest_everywhere() {
 
 #[test]
 fn one_of_a_thing_is_singular() {
-    // Issue 11 item 21: "1 threads", "1 findings".
+    // "1 threads", "1 findings".
     let one = edited("latency-2-threads.json", "one.json", |v| {
         let t0 = v["measurement"]["threads"][0].clone();
         v["measurement"]["threads"] = serde_json::json!([t0]);

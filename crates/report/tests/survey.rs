@@ -86,7 +86,7 @@ fn survey_of(disk: Value, later_ns: u64) -> (Document, SurveyBody) {
     (doc, body)
 }
 
-/// Issue 23 item 8: a disk above its ceiling (an emulated board's 1030 MB/s over a 196 MB/s
+/// A disk above its ceiling (an emulated board's 1030 MB/s over a 196 MB/s
 /// PCIe link) read "reaches 526 % of its ceiling", a number to quote; the survey says the
 /// ceiling does not bound it, and ranks no loss for it.
 #[test]
@@ -156,7 +156,7 @@ fn the_summary_names_the_bottleneck_and_the_lost_link() {
 
 #[test]
 fn a_latency_difference_within_the_runs_spread_is_no_conclusion() {
-    // Issue 23 item 14: the top "cost" (+83 us) compared the maxima of two short runs, which
+    // The top "cost" (+83 us) compared the maxima of two short runs, which
     // is noise. The statistic is each run's largest wake-up; a difference is a conclusion
     // only beyond the spread of the threads' maxima within a run (here 979 - 548 = 431 us).
     let (_, body) = survey_with("rpi5-gen2.json", 83_000);
@@ -221,7 +221,7 @@ fn latency_part(stress_io: Option<u32>, interrupts: Value) -> Value {
 
 #[test]
 fn every_conclusion_has_an_action_and_the_survey_names_its_own_load() {
-    // Issue 23 item 14, from a survey of this VM: a garbled summary ("...it shapes what this
+    // A garbled summary ("...it shapes what this
     // end sends ceiling;"), the Action column "–" on all 7 conclusions, a warning blaming
     // "52876 device interrupts (36 virtio1-req.0: 52837, ...)" that headroom's own io
     // stressor caused, and warnings on 1 and 7 interrupts among thousands of wake-ups.
@@ -314,7 +314,7 @@ fn every_conclusion_has_an_action_and_the_survey_names_its_own_load() {
         summary.contains("of the ceiling set by") && !summary.contains(") ceiling"),
         "{summary}"
     );
-    // Session 6 (s6-fix) item 6: the facts were joined with "; ", and the shaper's ceiling
+    // The facts were joined with "; ", and the shaper's ceiling
     // brings a semicolon of its own ("...; it shapes what this end sends; wake-up latency
     // ..."): each fact is now a sentence, and the ceiling's description is in parentheses.
     assert!(

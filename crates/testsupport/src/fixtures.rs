@@ -1,15 +1,17 @@
 //! Where the fixtures are.
 //!
-//! The captured-hardware fixtures live outside the repository, in `../shared/fixtures` beside
-//! the clone (override with `HEADROOM_FIXTURES`). When they are missing, a test skips: it says
-//! so on stderr and appends its name and the reason to [`skip_log`](crate::skip::skip_log) ([`crate::skip`]), so a run that skipped
-//! tests can be told from one that ran them. Under `CI=true` a missing fixture fails the test
-//! instead: a test that silently skips there proves nothing.
+//! Every fixture is in the repository, under `tests/fixtures/`: the hand-made and generated
+//! trees (made by the scripts there) and, in `tests/fixtures/captured/`, the sysfs trees and
+//! `lspci` dumps captured from real machines (their sources and licences in
+//! `tests/fixtures/captured/README.md`). A clone runs every fixture test, so a missing fixture
+//! fails its test with the path it looked for; nothing here skips.
+//!
+//! `HEADROOM_FIXTURES=DIR` reads the captured fixtures from DIR instead (a folder laid out as
+//! `tests/fixtures/captured`: `sysfs/`, `pci/`), to run the same tests on other captures.
 
-use crate::skip::skip;
 use std::path::{Path, PathBuf};
 
-/// The environment variable that points at the shared fixtures folder.
+/// The environment variable that points the captured fixtures at another folder.
 pub const FIXTURES_ENV: &str = "HEADROOM_FIXTURES";
 
 /// The repository's root (this crate is `crates/testsupport`).
@@ -20,8 +22,7 @@ pub fn repo_root() -> PathBuf {
         .map_or_else(|| here.join("../.."), Path::to_path_buf)
 }
 
-/// The repository's own fixtures, `tests/fixtures/REL` (made by the scripts there; always
-/// present in a clone, so a missing one is a failed test, not a skip).
+/// The repository's own fixtures, `tests/fixtures/REL`; a missing one fails the test.
 pub fn own(rel: &str) -> PathBuf {
     let p = repo_root().join("tests/fixtures").join(rel);
     assert!(p.exists(), "missing fixture {}", p.display());
@@ -34,69 +35,78 @@ pub fn own_root(rel: &str) -> model::root::SysRoot {
     model::root::SysRoot::new(own(rel))
 }
 
-/// The shared fixtures folder: `$HEADROOM_FIXTURES`, else `../shared/fixtures` beside the
-/// clone. Whether it exists is not checked here (see [`shared_fixtures`]).
+/// The captured fixtures folder: `$HEADROOM_FIXTURES`, else `tests/fixtures/captured` in the
+/// repository. Whether it exists is not checked here (see [`captured_dir`]).
 pub fn shared_dir() -> PathBuf {
     match std::env::var_os(FIXTURES_ENV) {
         Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => {
-            let root = repo_root();
-            root.parent().unwrap_or(&root).join("shared/fixtures")
-        }
+        _ => repo_root().join("tests/fixtures/captured"),
     }
 }
 
-/// The shared fixtures folder, or `None` when it is missing outside CI (the test is then
-/// reported as skipped). Panics under CI when it is missing.
-pub fn shared_fixtures() -> Option<PathBuf> {
+/// The captured fixtures folder ([`shared_dir`]); a missing one fails the test.
+pub fn captured_dir() -> PathBuf {
     let dir = shared_dir();
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    skip(&format!(
-        "shared fixtures not found at {} (set {FIXTURES_ENV})",
+    assert!(
+        dir.is_dir(),
+        "missing captured fixtures folder {} (tests/fixtures/captured in the repository, or \
+         ${FIXTURES_ENV})",
         dir.display()
-    ));
-    None
+    );
+    dir
 }
 
-/// `REL` inside the shared fixtures (a file or a tree such as `sysfs/this-vm`), or `None`
-/// when it is missing outside CI (reported as skipped). Panics under CI when it is missing.
+/// `REL` inside the captured fixtures (a file or a tree such as `sysfs/this-vm`); a missing
+/// one fails the test.
+pub fn captured(rel: &str) -> PathBuf {
+    let p = captured_dir().join(rel);
+    assert!(p.exists(), "missing captured fixture {}", p.display());
+    p
+}
+
+/// The captured fixtures folder, always `Some` (the tests written when it could be absent
+/// match on it); a missing one fails the test, as in [`captured_dir`].
+pub fn shared_fixtures() -> Option<PathBuf> {
+    Some(captured_dir())
+}
+
+/// `REL` inside the captured fixtures, always `Some`; a missing one fails the test, as in
+/// [`captured`].
 pub fn shared(rel: &str) -> Option<PathBuf> {
-    let p = shared_fixtures()?.join(rel);
-    if p.exists() {
-        return Some(p);
-    }
-    skip(&format!(
-        "shared fixture {} not found (set {FIXTURES_ENV})",
-        p.display()
-    ));
-    None
+    Some(captured(rel))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::skip::{in_ci, skip_log};
 
     #[test]
     fn own_fixtures_are_found_from_any_crate() {
         assert!(own("sysfs").is_dir());
     }
 
+    /// A clone has every captured tree and dump: they are read from the repository, not from
+    /// a folder beside it.
     #[test]
-    fn a_missing_shared_fixture_is_skipped_and_logged_outside_ci() {
-        if in_ci() {
-            return; // there it fails, as it must: not testable from inside the same process
+    fn captured_fixtures_are_in_the_repository() {
+        if std::env::var_os(FIXTURES_ENV).is_some_and(|d| !d.is_empty()) {
+            return; // pointed elsewhere on purpose
         }
-        let name = "no-such-fixture-tree-for-the-skip-test";
-        assert_eq!(shared(&format!("sysfs/{name}")), None);
-        let log = std::fs::read_to_string(skip_log()).unwrap_or_default();
-        assert!(
-            log.lines().any(|l| l
-                .contains("a_missing_shared_fixture_is_skipped_and_logged_outside_ci")
-                && l.contains(name)),
-            "{log}"
-        );
+        let dir = shared_fixtures().unwrap();
+        assert!(dir.starts_with(repo_root()), "{}", dir.display());
+        for rel in [
+            "README.md",
+            "sysfs/this-vm/SOURCE.md",
+            "sysfs/ul-fc27-nvme-sata-lvm/sys/block",
+            "pci/pciutils-tests_cap-phy32.lspci",
+        ] {
+            assert_eq!(shared(rel), Some(dir.join(rel)));
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "missing captured fixture")]
+    fn a_missing_captured_fixture_fails_the_test() {
+        let _ = shared("sysfs/no-such-fixture-tree");
     }
 }

@@ -1,10 +1,8 @@
 //! What headroom's tests share, in one place (a dev-dependency of the other crates only, so no
 //! crate's public API carries test helpers):
 //!
-//! - [`fixtures`]: where the captured-hardware fixtures are (`HEADROOM_FIXTURES`, else
-//!   `../shared/fixtures` beside the clone) and the repository's own `tests/fixtures`; a test
-//!   whose fixtures are missing is skipped with a note and listed in a log, and fails under
-//!   `CI=true`.
+//! - [`fixtures`]: where the fixtures are, all in the repository's `tests/fixtures` (the
+//!   captured-hardware ones in `tests/fixtures/captured`); a missing fixture fails its test.
 //! - [`skip`]: the one way a test that needs root, a tool, a device or a fixture is skipped
 //!   (a failure under `CI=true`).
 //! - [`synth`]: synthetic PCI config space and sysfs trees.

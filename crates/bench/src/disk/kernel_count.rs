@@ -20,7 +20,7 @@ pub struct DeviceCount {
     pub write_requests: u64,
 }
 
-/// The kernel's running byte counters, read around each run (DESIGN: samplers run beside an
+/// The kernel's running byte counters, read around each run (docs/ARCHITECTURE.md: samplers run beside an
 /// engine, the cli starts them). `None` when a counter is not available.
 pub trait KernelCounts: Sync {
     /// Bytes this process (every thread, the io_uring workers included) has caused to be

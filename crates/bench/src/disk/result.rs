@@ -154,7 +154,7 @@ mod tests {
 
     #[test]
     fn percentiles_stay_within_min_and_max() {
-        // Issue 11 item 12: "p50 166.1 vs max 166.0". One sample of 166.05 us: its HDR bucket's
+        // "p50 166.1 vs max 166.0". One sample of 166.05 us: its HDR bucket's
         // highest equivalent value lies above it.
         let mut r = LatencyRecorder::new();
         r.record(Duration::from_nanos(166_050));

@@ -1,5 +1,5 @@
 //! The target of a disk benchmark: a file headroom creates (or an existing one it may read, or
-//! overwrite when told), or a raw block device. Preparation and the safety rules of DESIGN.md:
+//! overwrite when told), or a raw block device. Preparation and the safety rules of docs/ARCHITECTURE.md:
 //!
 //! - a file headroom creates is filled with incompressible data before anything reads it, and
 //!   removed when the [`Target`] is dropped: at the end, on error and on Ctrl-C (the runner

@@ -338,7 +338,7 @@ pub fn open_bar(
             )));
         }
     } else if let (Some(d), false) = (&facts.driver, req.allow_bound) {
-        // Issue 22 item 10: a sweep reads every register of the BAR under the driver's feet.
+        // A sweep reads every register of the BAR under the driver's feet.
         return Err(refuse(format!(
             "{f} is bound to driver {d}, and loads from BAR {} read its registers: a read can \
              change the device (virtio's ISR status clears when read, and the driver loses the \
@@ -712,7 +712,7 @@ mod tests {
         );
     }
 
-    /// Issue 22 item 10: loads from a function with a driver bound are refused before any
+    /// Loads from a function with a driver bound are refused before any
     /// mapping unless --allow-bound, with why; with it they go on (to the missing resource
     /// file of this tree, here).
     #[test]
@@ -760,7 +760,7 @@ mod tests {
         );
     }
 
-    /// Issue 26: the mapping starts on a page of the running kernel, not on a 4 KiB page: an
+    /// The mapping starts on a page of the running kernel, not on a 4 KiB page: an
     /// offset of 0x5010 on a 16 KiB-page arm64 kernel maps from 0x4000 (from 0x5000 the
     /// kernel refuses with EINVAL, explained as a window outside the BAR).
     #[test]

@@ -188,7 +188,7 @@ mod tests {
 
     #[test]
     fn a_start_that_holds_is_searched_upward() {
-        // Issue 23 item 2: -b 100M on loopback held, and the search stopped there.
+        // -b 100M on loopback held, and the search stopped there.
         let f = find_rate(&plan(100e6), path(20e9, false, None)).unwrap();
         assert_eq!(
             offered(&f)[..9],
@@ -227,7 +227,7 @@ mod tests {
 
     #[test]
     fn the_answer_is_what_arrived_not_what_was_offered() {
-        // Issue 23 item 2: shaped to 200 Mbit/s on the sender's own interface, 1 Gbit/s
+        // Shaped to 200 Mbit/s on the sender's own interface, 1 Gbit/s
         // offered loses nothing (the qdisc holds it back) and 194.76 Mbit/s arrive.
         let f = find_rate(&plan(1e9), path(194.76e6, true, None)).unwrap();
         assert_eq!(f.rate_bps(), Some(194.76e6));

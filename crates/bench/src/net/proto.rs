@@ -720,7 +720,7 @@ mod tests {
         assert!(e("[1,2]").contains("array"));
         assert!(e("\u{1}garbage").contains("not JSON"));
         assert!(e(r#"{"tcp":true,"time":"ten"}"#).contains("time"));
-        // iperf3's error numbers go back to the client (issue 22 item 3).
+        // iperf3's error numbers go back to the client.
         let errno = |s: &str| Params::parse(s.as_bytes()).unwrap_err().i_errno();
         assert_eq!(errno(r#"{"tcp":true,"time":0}"#), ierr::IEDURATION);
         assert_eq!(

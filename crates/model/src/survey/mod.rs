@@ -380,7 +380,7 @@ mod tests {
         assert_eq!(o.extra_s(PartKind::Latency), 0.0);
     }
 
-    /// Session 6 (s6-fix) item 4, the aarch64 board of the lab: `survey --budget 60s
+    /// The aarch64 board of the lab: `survey --budget 60s
     /// --quick` planned 60 s and took 81.3 s (the audit 5.5 s for 2, each disk part 3 s or
     /// more beyond its estimate). The same board simulated through the plan functions: the
     /// later parts are fitted into what is left as the survey runs, the disks after the first

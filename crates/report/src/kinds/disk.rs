@@ -332,8 +332,8 @@ mod tests {
         key_paths(&bare, "", &mut b);
         a.retain(|k| !k.starts_with(".ceiling.") && !k.starts_with(".findings["));
         assert_eq!(a, b);
-        // The null engine outruns any ceiling: a finding says it moved no data (issue 23 item
-        // 8), and without a ceiling there is nothing to exceed.
+        // The null engine outruns any ceiling: a finding says it moved no data,
+        // and without a ceiling there is nothing to exceed.
         let above = judged["findings"][0]["message"].as_str().unwrap();
         assert!(
             above.contains("of the ceiling of USB 2-1 at 5000 Mb/s: more than that link can carry")

@@ -996,7 +996,7 @@ mod tests {
         );
     }
 
-    /// Issue 23 item 8: a rate above the ceiling was "above it, so the link facts or the
+    /// A rate above the ceiling was "above it, so the link facts or the
     /// ceiling's basis are wrong": now the one finding of every kind, saying what headroom
     /// believes carried it past the link.
     #[test]
@@ -1144,7 +1144,7 @@ mod tests {
         assert!((c.goodput_bps * 8.0 - 100e6 * 1448.0 / 1514.0).abs() < 1e-3);
     }
 
-    /// Issue 22 item 4: a peer that calls its congestion control and its version escape
+    /// A peer that calls its congestion control and its version escape
     /// sequences (clear the screen, set the terminal's title) is shown them, escaped.
     #[test]
     fn a_peers_strings_reach_the_text_escaped() {

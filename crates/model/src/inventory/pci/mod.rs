@@ -141,7 +141,7 @@ pub struct AuditedFunction {
     /// Config space decoded: header, capability lists, PCI Express capability, AER. Not
     /// read back from a document (`None` there): reports show the link states, ceilings and
     /// findings the audit derived from it, and reading the whole decode back would add its
-    /// code to every binary (issue 13).
+    /// code to every binary.
     #[serde(skip_deserializing)]
     pub config: Option<ConfigSpace>,
     pub kernel_link: KernelLink,

@@ -211,7 +211,7 @@ mod tests {
         }
     }
 
-    /// Issue 23 item 10: virtio-blk (max_segments 254) splits a 1 MiB I/O from 4 KiB pages
+    /// Virtio-blk (max_segments 254) splits a 1 MiB I/O from 4 KiB pages
     /// in two (1016 KiB per request), not one from a huge page.
     #[test]
     fn the_limit_that_splits_an_io_depends_on_the_buffers_memory() {

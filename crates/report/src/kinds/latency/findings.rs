@@ -675,7 +675,7 @@ mod tests {
 
     #[test]
     fn a_few_interrupts_and_the_stress_own_disk_interrupts_are_not_warnings() {
-        // Issue 23 item 14: a survey's stress part warned "measured CPU 1 took 52876 device
+        // A survey's stress part warned "measured CPU 1 took 52876 device
         // interrupts (36 virtio1-req.0: 52837, ...): move them" about the disk interrupts its
         // own io workers caused, and the idle part warned about 7 interrupts in 10000
         // wake-ups.

@@ -177,7 +177,7 @@ pub struct Conditions<'a> {
 /// The text of `bench latency`: cyclictest's header and thread lines, the table with p99 and
 /// p99.9, the largest wake-ups and window maxima, the interrupts on the measured CPUs, the
 /// IRQ/thread split when the run made one, and the context the numbers depend on.
-// The parts of a latency document one by one until it has its own type in report (issue 26).
+// The parts of a latency document one by one until it has its own type in report.
 #[allow(clippy::too_many_arguments)]
 pub fn render(
     config: &Config,

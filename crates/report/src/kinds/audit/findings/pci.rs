@@ -10,7 +10,7 @@ use model::{Finding, LinkState, Severity};
 use std::collections::BTreeMap;
 
 /// What a downgraded link means for the function's memory BARs: every CPU load and store to
-/// them crosses the link (issue 16), so the finding about the link says so (`clause`, to
+/// them crosses the link, so the finding about the link says so (`clause`, to
 /// end its message) and how to measure it (`advice`). `None` without memory BARs.
 struct BarsAcross {
     clause: String,
@@ -53,7 +53,7 @@ fn bars_across(
         ),
     };
     // Loads from a BAR a driver uses read its registers, and a read can change the device
-    // (issue 22 item 10): `bench mmio` asks for --allow-bound then, and the advice says why.
+    //: `bench mmio` asks for --allow-bound then, and the advice says why.
     // A dump does not say whether a driver is bound.
     let (flag, bound) = match (&f.driver, source) {
         (Some(d), _) => (
