@@ -1391,7 +1391,7 @@ mod tests {
             let says = if number {
                 "give 1 to 64"
             } else {
-                "example: --clients 4"
+                "e.g. --clients 4"
             };
             assert!(e.contains(says), "{bad}: {e}");
         }
