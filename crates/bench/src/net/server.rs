@@ -176,8 +176,8 @@ pub const COOKIE_TIMEOUT: Duration = Duration::from_secs(3);
 /// which took over 3 s on an emulated board); until they are read and accepted it takes
 /// no test's slot.
 pub const PARAMS_TIMEOUT: Duration = Duration::from_secs(5);
-/// Connections from one address asked for their parameters at once: past it, that
-/// address's next connection is refused as busy (peers that send a cookie and nothing more
+/// Connections from one address (one IPv6 /64) asked for their parameters at once: past
+/// it, that address's next connection is refused as busy (peers that send a cookie and nothing more
 /// hold no more than this many places, and none of another address's).
 pub const MAX_ASKING_PER_ADDRESS: usize = 8;
 /// Connections heard at once while no test runs; past it the oldest is dropped.
@@ -1194,6 +1194,21 @@ impl Arrival {
     }
 }
 
+/// Whether two peers count as one for [`MAX_ASKING_PER_ADDRESS`]: the same IPv4 address
+/// (also as an IPv4-mapped IPv6 one), or the same IPv6 /64, the block one host or one
+/// site's LAN holds (RFC 4291 2.5.1 interface identifiers are 64 bits).
+fn same_peer(a: IpAddr, b: IpAddr) -> bool {
+    let v4 = |ip: IpAddr| match ip {
+        IpAddr::V4(v) => Some(v),
+        IpAddr::V6(v) => v.to_ipv4_mapped(),
+    };
+    match (v4(a), v4(b), a, b) {
+        (Some(x), Some(y), ..) => x == y,
+        (None, None, IpAddr::V6(x), IpAddr::V6(y)) => x.segments()[..4] == y.segments()[..4],
+        _ => false,
+    }
+}
+
 /// A connection with its whole cookie: the socket, its peer and the cookie.
 type Identified = (TcpStream, SocketAddr, [u8; proto::COOKIE_SIZE]);
 
@@ -1244,7 +1259,7 @@ impl Arrivals {
         let asked = self
             .waiting
             .iter()
-            .filter(|a| a.asking.is_some() && a.from.ip() == from.ip())
+            .filter(|a| a.asking.is_some() && same_peer(a.from.ip(), from.ip()))
             .count();
         if asked >= MAX_ASKING_PER_ADDRESS {
             return Err(sock);
@@ -1379,6 +1394,16 @@ mod tests {
         assert_eq!(pool.shared.streams_in_use.load(Ordering::SeqCst), 0);
         // The intervals one test keeps: a fourth of the bound each.
         assert_eq!(pool.shared.intervals_kept, session::MAX_INTERVALS_KEPT / 4);
+    }
+
+    #[test]
+    fn peers_of_one_address_or_one_ipv6_64_count_as_one() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert!(same_peer(ip("192.0.2.1"), ip("::ffff:192.0.2.1")));
+        assert!(!same_peer(ip("192.0.2.1"), ip("192.0.2.2")));
+        assert!(same_peer(ip("2001:db8:1:2::1"), ip("2001:db8:1:2:ffff::9")));
+        assert!(!same_peer(ip("2001:db8:1:2::1"), ip("2001:db8:1:3::1")));
+        assert!(!same_peer(ip("::1"), ip("127.0.0.1")));
     }
 
     #[test]

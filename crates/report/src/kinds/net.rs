@@ -950,7 +950,10 @@ mod tests {
             vec![],
         );
         let ic = small.interface_check.as_ref().unwrap();
-        assert!(serde_json::to_value(ic).unwrap().get("void_reason").is_none());
+        assert!(serde_json::to_value(ic)
+            .unwrap()
+            .get("void_reason")
+            .is_none());
         assert!((ic.overhead.unwrap() - 0.4).abs() < 1e-9);
     }
 
