@@ -176,11 +176,19 @@ fn a_split_run_killed_with_its_reaper_is_cleaned_up_by_the_next_command() {
             wait_until(Duration::from_secs(10), || !instances_of(pid).is_empty()),
             "--split made no tracefs instance"
         );
-        let reaper = children(pid).into_iter().find(|c| {
-            std::fs::read_to_string(format!("/proc/{c}/comm"))
-                .is_ok_and(|comm| comm.trim_end() == "headroom-reaper")
-        });
-        let reaper = reaper.unwrap_or_else(|| panic!("no reaper among {:?}", children(pid)));
+        // The reaper names itself once it runs.
+        let reaper = || {
+            children(pid).into_iter().find(|c| {
+                std::fs::read_to_string(format!("/proc/{c}/comm"))
+                    .is_ok_and(|comm| comm.trim_end() == "headroom-reaper")
+            })
+        };
+        assert!(
+            wait_until(Duration::from_secs(10), || reaper().is_some()),
+            "no reaper among {:?}",
+            children(pid)
+        );
+        let reaper = reaper().unwrap();
         // SAFETY: kill(2) of a process this test's child started.
         assert_eq!(unsafe { libc::kill(reaper as i32, libc::SIGKILL) }, 0);
         signal(&child, libc::SIGKILL);
