@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 use testsupport::cmd::*;
-use testsupport::process::{is_root, signal, wait_exit, wait_until};
+use testsupport::process::{children, is_root, signal, wait_exit, wait_until};
 
 const TRACEFS: &str = "/sys/kernel/tracing";
 
@@ -54,16 +54,29 @@ impl Moments {
     }
 }
 
-#[test]
-fn split_runs_killed_at_random_moments_leave_no_instance_tracepoint_or_setting() {
-    if !testsupport::skip::unless(is_root(), "needs root (tracefs instances are root's)")
-        || !testsupport::skip::unless(
+/// The tests of this file one at a time: each one's next command removes what the other's
+/// killed runs left.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether the tests can run here: as root, with tracefs mounted (else skipped).
+fn tracefs_here() -> bool {
+    testsupport::skip::unless(is_root(), "needs root (tracefs instances are root's)")
+        && testsupport::skip::unless(
             Path::new(TRACEFS).join("instances").is_dir(),
             "needs tracefs mounted at /sys/kernel/tracing",
         )
-    {
+}
+
+#[test]
+fn split_runs_killed_at_random_moments_leave_no_instance_tracepoint_or_setting() {
+    if !tracefs_here() {
         return;
     }
+    let _one = one_at_a_time();
     let before = global_settings();
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -126,4 +139,66 @@ fn split_runs_killed_at_random_moments_leave_no_instance_tracepoint_or_setting()
         "{runs} --split runs killed: {recording} while their instance existed, {reaped} of \
          those removed by the run's reaper before the next command started; none left"
     );
+}
+
+/// A run killed together with its reaper (both SIGKILL) leaves its instance recording only
+/// until the next headroom command starts, whatever that command is.
+#[test]
+fn a_split_run_killed_with_its_reaper_is_cleaned_up_by_the_next_command() {
+    if !tracefs_here() {
+        return;
+    }
+    let _one = one_at_a_time();
+    let before = global_settings();
+    for next in [
+        &["ceiling", "pcie", "--gen", "3", "--lanes", "1"][..],
+        &["audit", "--json"],
+        &["bench", "latency", "-h"],
+    ] {
+        let mut child = headroom_process()
+            .args([
+                "bench",
+                "latency",
+                "--split",
+                "-q",
+                "-t",
+                "1",
+                "-D",
+                "10",
+                "--no-save",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        assert!(
+            wait_until(Duration::from_secs(10), || !instances_of(pid).is_empty()),
+            "--split made no tracefs instance"
+        );
+        // The reaper names itself once it runs.
+        let reaper = || {
+            children(pid).into_iter().find(|c| {
+                std::fs::read_to_string(format!("/proc/{c}/comm"))
+                    .is_ok_and(|comm| comm.trim_end() == "headroom-reaper")
+            })
+        };
+        assert!(
+            wait_until(Duration::from_secs(10), || reaper().is_some()),
+            "no reaper among {:?}",
+            children(pid)
+        );
+        let reaper = reaper().unwrap();
+        // SAFETY: kill(2) of a process this test's child started.
+        assert_eq!(unsafe { libc::kill(reaper as i32, libc::SIGKILL) }, 0);
+        signal(&child, libc::SIGKILL);
+        wait_exit(&mut child, Duration::from_secs(10));
+        assert!(
+            !instances_of(pid).is_empty(),
+            "the instance went without its reaper: nothing left to test"
+        );
+        output_ok(headroom().args(next));
+        assert_eq!(instances_of(pid), Vec::<String>::new(), "after {next:?}");
+        assert_eq!(global_settings(), before, "after {next:?}");
+    }
 }

@@ -668,12 +668,41 @@ pub fn start_time(root: &SysRoot, pid: u32) -> Option<u64> {
 /// command that can see tracefs does this as it starts. Their names are returned. Nothing
 /// else is touched: instances of live headroom processes and of other tools stay.
 pub fn remove_stale_instances(root: &SysRoot) -> Vec<String> {
-    let Some(tracefs) = tracefs(root) else {
-        return Vec::new();
+    // Only a tracefs already mounted: looking into /sys/kernel/debug/tracing would mount it
+    // (debugfs automounts tracefs there), a change no command that only reads may make.
+    let mounted: Vec<PathBuf> = match root.read("/proc/self/mounts") {
+        Ok(mounts) => tracefs_mounts(&mounts)
+            .into_iter()
+            .map(|m| root.path(&m))
+            .collect(),
+        // A tree without /proc (a fixture): its tracefs directory.
+        Err(_) => tracefs(root).into_iter().collect(),
     };
-    let Ok(rd) = std::fs::read_dir(tracefs.join("instances")) else {
-        return Vec::new();
-    };
+    let mut removed = Vec::new();
+    for tracefs in mounted {
+        let Ok(rd) = std::fs::read_dir(tracefs.join("instances")) else {
+            continue;
+        };
+        removed.extend(remove_stale_in(root, rd));
+    }
+    removed
+}
+
+/// The mount points of tracefs in a `/proc/self/mounts` text (proc(5): device, mount point,
+/// type, ...; a space in a mount point is written `\040`).
+pub fn tracefs_mounts(mounts: &str) -> Vec<String> {
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (_, at, ty) = (f.next()?, f.next()?, f.next()?);
+            (ty == "tracefs").then(|| at.replace("\\040", " "))
+        })
+        .collect()
+}
+
+/// [`remove_stale_instances`] in one `instances` directory.
+fn remove_stale_in(root: &SysRoot, rd: std::fs::ReadDir) -> Vec<String> {
     let mut removed = Vec::new();
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
@@ -1181,6 +1210,19 @@ format:
                      oldest event ts:     0.000000\nnow ts:  8382.547786\n\
                      dropped events: 5\nread events: 0\n";
         assert_eq!(parse_dropped(stats), 10);
+    }
+
+    #[test]
+    fn tracefs_mount_points_are_read_from_the_mount_table() {
+        let mounts = "sysfs /sys sysfs rw,nosuid 0 0\n\
+                      tracefs /sys/kernel/tracing tracefs rw,nosuid,nodev,noexec 0 0\n\
+                      debugfs /sys/kernel/debug debugfs rw 0 0\n\
+                      nodev /mnt/my\\040trace tracefs rw 0 0\n";
+        assert_eq!(
+            tracefs_mounts(mounts),
+            ["/sys/kernel/tracing", "/mnt/my trace"]
+        );
+        assert!(tracefs_mounts("proc /proc proc rw 0 0\n").is_empty());
     }
 
     #[test]

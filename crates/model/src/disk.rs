@@ -394,11 +394,16 @@ pub struct HostFacts {
     /// before it was recorded.
     #[serde(default)]
     pub governor: Option<String>,
+    /// The DDR controller's devfreq device (`/sys/class/devfreq/dmc` on a Rockchip SoC), where
+    /// the SoC has one: a DDR clock that scales moves every DMA result. Absent elsewhere and
+    /// in documents written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ddr: Option<crate::system::DevFreq>,
 }
 
 impl HostFacts {
     /// The facts of the host context a disk result keeps: the kernel release and CPU 0's
-    /// cpufreq governor. `cpus` is the number of CPUs the run could use (it sizes the jobs),
+    /// cpufreq governor, and the DDR controller's devfreq. `cpus` is the number of CPUs the run could use (it sizes the jobs),
     /// `hostname` the machine's name (`/proc/sys/kernel/hostname`), neither of which the host
     /// context holds.
     pub fn from_context(ctx: &SystemContext, cpus: usize, hostname: Option<String>) -> HostFacts {
@@ -411,6 +416,7 @@ impl HostFacts {
                 .iter()
                 .find(|f| f.cpu == 0)
                 .and_then(|f| f.governor.clone()),
+            ddr: ctx.devfreq.iter().find(|d| d.is_memory()).cloned(),
         }
     }
 }
@@ -631,6 +637,7 @@ mod tests {
                 cpus: 2,
                 hostname: Some("board".into()),
                 governor: Some("performance".into()),
+                ddr: None,
             }
         );
         // No cpufreq (a virtual machine) and no release: nothing invented.

@@ -326,7 +326,7 @@ pub fn main_cause(a: &Analysis, measuring_priority: u8) -> (String, u64, String)
 fn blocking_words(b: &Blocking) -> String {
     let held = b
         .held_ns
-        .map(|h| format!(" (it held the CPU {} us in all)", us2(h as i64)))
+        .map(|h| format!(" for {} us in all", us2(h as i64)))
         .unwrap_or_default();
     format!("{} kept the CPU{held}", task(&b.task))
 }

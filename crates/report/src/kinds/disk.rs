@@ -180,6 +180,9 @@ pub(crate) fn summarize(
     let sys = &d.system;
     *kernel = kernel.take().or(sys.kernel.clone());
     *governor = sys.governor.clone();
+    if let Some(ddr) = &sys.ddr {
+        put(s, "DDR governor", ddr.describe());
+    }
     s.hostname = s.hostname.take().or(sys.hostname.clone());
     let p = &d.parameters;
     put(s, "profile", p.profile.clone());
@@ -301,6 +304,45 @@ mod tests {
                 .for_each(|(i, v)| key_paths(v, &format!("{prefix}[{i}]"), out)),
             _ => {}
         }
+    }
+
+    /// A run on a board whose DDR clock scales (devfreq `dmc_ondemand`) says so, with how to
+    /// hold it; one held at `performance` says nothing; the fact is kept for compare.
+    #[test]
+    fn a_run_with_a_scaling_ddr_clock_is_told_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut result = null_result(dir.path());
+        let mut dmc = model::system::DevFreq {
+            name: "dmc".into(),
+            governor: Some("dmc_ondemand".into()),
+            cur_hz: Some(1_068_000_000),
+            min_hz: Some(528_000_000),
+            max_hz: Some(2_112_000_000),
+            available_hz: vec![528_000_000, 1_068_000_000, 1_560_000_000, 2_112_000_000],
+        };
+        result.system.ddr = Some(dmc.clone());
+        let doc = DiskDocument::judge(&result, None, None, true, None);
+        let ddr: Vec<&Finding> = doc
+            .findings
+            .iter()
+            .filter(|f| f.subject == "devfreq")
+            .collect();
+        assert_eq!(ddr.len(), 1, "{:#?}", doc.findings);
+        assert_eq!(
+            ddr[0].sentence(),
+            "the DDR frequency scaled during the run (dmc (dmc_ondemand)): the memory clock \
+             followed the load, so these rates vary from run to run and with what else runs; \
+             for benchmarks, write `performance` to /sys/class/devfreq/dmc/governor (the \
+             Rockchip PCIe guide fixes the CPU and the DDR at their highest frequency first)"
+        );
+        dmc.governor = Some("performance".into());
+        result.system.ddr = Some(dmc);
+        let doc = DiskDocument::judge(&result, None, None, true, None);
+        assert!(
+            !doc.findings.iter().any(|f| f.subject == "devfreq"),
+            "{:#?}",
+            doc.findings
+        );
     }
 
     #[test]

@@ -91,6 +91,20 @@ pub fn findings(
     beyond: &Beyond,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
+    if let Some(ddr) = result.system.ddr.as_ref().filter(|d| d.scales()) {
+        out.push(
+            Finding::new(
+                Severity::Warning,
+                "devfreq",
+                format!(
+                    "the DDR frequency scaled during the run ({}): the memory clock followed \
+                     the load, so these rates vary from run to run and with what else runs",
+                    ddr.describe()
+                ),
+            )
+            .with_advice(crate::kinds::audit::findings::system::DDR_ADVICE),
+        );
+    }
     if let Some(c) = ceiling {
         for (t, e) in judged {
             let (Some(e), Some(best)) = (e, t.best()) else {

@@ -876,7 +876,7 @@ mod tests {
             f[0].message,
             "the first wake-up at or above --analyze 1000 us (thread 0, 3.215 s into the run) \
              came 20012.00 us late; the largest part of that, 19992.00 us (100 %), was this: \
-             hog (pid 4242, SCHED_FIFO 60) kept the CPU (it held the CPU 20001.00 us in all)"
+             hog (pid 4242, SCHED_FIFO 60) kept the CPU for 20001.00 us in all"
         );
         assert!(f[0]
             .advice
