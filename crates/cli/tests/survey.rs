@@ -442,11 +442,13 @@ fn the_network_part_measures_both_directions_against_a_server() {
         assert_eq!(p["status"], "ran", "{p:#}");
         assert_eq!(p["document"]["kind"], "net", "{p:#}");
     }
-    // Everything else was left out by --include, with the reason.
+    // Everything else was left out by --include, with the reason (or by the plan itself:
+    // a RAM disk someone configured on this machine is no storage hardware).
     for p in parts.iter().filter(|p| p["kind"] != "net") {
         assert_eq!(p["status"], "not_run");
+        let why = p["reason"].as_str().unwrap();
         assert!(
-            p["reason"].as_str().unwrap().contains("--include net"),
+            why.contains("--include net") || why.contains("not storage hardware"),
             "{p:#}"
         );
     }
@@ -497,11 +499,12 @@ fn a_part_that_overruns_is_stopped_at_the_end_of_the_budget_and_the_rest_left_ou
             .unwrap_or_else(|| panic!("no {id}: {doc:#}"))
             .clone()
     };
-    // The plan gave each direction 4 s (1 s to start, -t 3).
+    // The plan gave each direction 3.5 s (1 s to start, -t 3) of the 8 s but the survey's
+    // last second, kept for stopping a part that runs late and writing the document.
     let send = part("net 127.0.0.1 send");
     assert_eq!(send["status"], "interrupted", "{send:#}");
-    assert_eq!(send["planned_s"], 4.0, "{send:#}");
-    assert!(send["seconds"].as_f64().unwrap() > 4.0, "{send:#}");
+    assert_eq!(send["planned_s"], 3.5, "{send:#}");
+    assert!(send["seconds"].as_f64().unwrap() > 3.5, "{send:#}");
     let why = send["reason"].as_str().unwrap();
     assert!(
         why.starts_with("stopped at the end of the 8 s budget")
