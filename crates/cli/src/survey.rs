@@ -66,9 +66,10 @@ pub struct SurveyArgs {
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
 
-    /// Also write the report as Markdown to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub md: Option<PathBuf>,
+    /// The report as Markdown instead of text: on stdout, or written to FILE (the text
+    /// still printed).
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    pub md: Option<Option<PathBuf>>,
 
     /// Also write the report as one self-contained HTML file with plots.
     #[arg(long, value_name = "FILE")]
@@ -133,7 +134,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     // minutes of benchmarks is the worst outcome.
     for (flag, file) in [
         ("--output", &args.keep.output),
-        ("--md", &args.md),
+        ("--md", &args.md.clone().flatten()),
         ("--html", &args.html),
     ] {
         if let Some(file) = file {
@@ -252,7 +253,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     let doc = crate::output::wrap(report::document::DocumentKind::Survey, &body)?;
     args.keep
         .keep(report::document::DocumentKind::Survey, &body)?;
-    if let Some(file) = &args.md {
+    if let Some(Some(file)) = &args.md {
         report::write_atomic(
             file,
             report::kinds::survey::markdown(&doc, &body, "survey").as_bytes(),
@@ -268,8 +269,14 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     }
     if global.json {
         crate::output::print_result(report::document::DocumentKind::Survey, &body)?;
-    } else {
+    } else if matches!(args.md, Some(None)) {
         crate::out!("{}", report::kinds::survey::markdown(&doc, &body, "survey"))?;
+    } else {
+        let style = report::terminal::Style::new(global.use_color());
+        crate::out!(
+            "{}",
+            report::kinds::survey::text(&doc, &body, "survey", &style)
+        )?;
     }
     if interrupted {
         return Err(interrupt.interrupted(

@@ -253,11 +253,7 @@ fn usb_node(
 /// settings the seeds tune, and mounts.
 pub fn block(block: &BlockInventory) -> String {
     let mut out = String::new();
-    let disks: Vec<&BlockDevice> = block
-        .devices
-        .iter()
-        .filter(|d| d.size_bytes.unwrap_or(0) > 0)
-        .collect();
+    let disks: Vec<&BlockDevice> = block.devices.iter().filter(|d| super::listed(d)).collect();
     if disks.is_empty() {
         return out;
     }
