@@ -473,7 +473,7 @@ impl Summary {
                 ]
             })
             .collect();
-        Table::new(
+        let table = Table::new(
             &[
                 ("Test", false),
                 ("Measured (MB/s)", true),
@@ -487,14 +487,19 @@ impl Summary {
                 ("diskstats error", true),
             ],
             rows,
-        )
-        // What only a disk run has, left out where no test has it (a network run).
-        .without_empty(&[
-            "IOPS",
-            "CPU per I/O (us)",
-            "proc io error",
-            "diskstats error",
-        ])
+        );
+        // What only a disk run has, left out of another kind's table where no test has it (a
+        // network run); a disk run keeps them, a dash saying the check could not be made.
+        if self.kind == DocumentKind::Disk {
+            table
+        } else {
+            table.without_empty(&[
+                "IOPS",
+                "CPU per I/O (us)",
+                "proc io error",
+                "diskstats error",
+            ])
+        }
     }
 
     /// Per test: the headline run's latency, submission to completion (fio's lat), as
