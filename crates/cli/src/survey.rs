@@ -66,9 +66,10 @@ pub struct SurveyArgs {
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
 
-    /// Also write the report as Markdown to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub md: Option<PathBuf>,
+    /// The report as Markdown instead of text: on stdout, or written to FILE (the text
+    /// still printed).
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    pub md: Option<Option<PathBuf>>,
 
     /// Also write the report as one self-contained HTML file with plots.
     #[arg(long, value_name = "FILE")]
@@ -115,7 +116,10 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     };
     let space = |dir: &Path| live_root.then(|| probe::mounts::free_space(dir)).flatten();
     let defaults = plan::parts(&probe::block::scan(&root), &space, &request);
-    let plan = plan::with_times(fit(budget, defaults.clone()));
+    // The plan as fitted, before the times go into the command lines: what each part is
+    // given at most as the survey runs.
+    let fitted = fit(budget, defaults);
+    let plan = plan::with_times(fitted.clone());
 
     if args.dry_run {
         if global.json {
@@ -130,7 +134,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     // minutes of benchmarks is the worst outcome.
     for (flag, file) in [
         ("--output", &args.keep.output),
-        ("--md", &args.md),
+        ("--md", &args.md.clone().flatten()),
         ("--html", &args.html),
     ] {
         if let Some(file) = file {
@@ -159,10 +163,12 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
         conclusions: Vec::new(),
     };
     let started = Instant::now();
-    // A budget is a promise: the rest of the survey is fitted into what is left of it before
-    // each part (a part that overran leaves less for the later ones, and the parts of its
-    // kind are expected to overrun as much), and a part still running when it ends is
-    // stopped, keeping what it measured.
+    // A budget is a promise, and so is the plan: the rest of the survey is fitted into what
+    // is left of the budget before each part (a part that overran leaves less for the later
+    // ones, and the parts of its kind are expected to overrun as much), never beyond the
+    // times the plan printed (a part that ended early leaves its time unused rather than
+    // lengthening the next ones and squeezing the last), and a part still running when the
+    // budget ends is stopped, keeping what it measured.
     let budget_end = started + Duration::from_secs_f64(budget);
     let mut overruns = Overruns::default();
     let mut estimated = 0.0;
@@ -175,24 +181,22 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
         } else if stop.load(Ordering::Relaxed) {
             not_run("not run: the survey was stopped before it".to_string())
         } else {
-            // The parts from this one on, at their default times (those the plan left out
+            // The parts from this one on, at the times the plan gave them (those it left out
             // stay out), fitted into what is left.
-            let rest: Vec<PlannedPart> = defaults[i..]
-                .iter()
-                .zip(&plan.parts[i..])
-                .map(|(d, p)| PlannedPart {
-                    run: p.run,
-                    reason: p.reason.clone(),
-                    ..d.clone()
-                })
-                .collect();
+            let rest = fitted.parts[i..].to_vec();
             let spent = Spent {
                 budget_s: budget,
                 took_s: started.elapsed().as_secs_f64(),
                 estimated_s: estimated,
             };
             let now = plan::with_times(refit(&spent, rest, &overruns));
-            let this = &now.parts[0];
+            // What this part is given: its unit time fitted now, its fixed time as planned
+            // (the overruns of its kind learned so far only make room for it), so that what
+            // it was given reads against what was planned.
+            let this = &PlannedPart {
+                fixed_s: fitted.parts[i].fixed_s,
+                ..now.parts[0].clone()
+            };
             if this.run {
                 index += 1;
                 let ctx = PartProgress {
@@ -249,7 +253,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     let doc = crate::output::wrap(report::document::DocumentKind::Survey, &body)?;
     args.keep
         .keep(report::document::DocumentKind::Survey, &body)?;
-    if let Some(file) = &args.md {
+    if let Some(Some(file)) = &args.md {
         report::write_atomic(
             file,
             report::kinds::survey::markdown(&doc, &body, "survey").as_bytes(),
@@ -265,8 +269,14 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     }
     if global.json {
         crate::output::print_result(report::document::DocumentKind::Survey, &body)?;
-    } else {
+    } else if matches!(args.md, Some(None)) {
         crate::out!("{}", report::kinds::survey::markdown(&doc, &body, "survey"))?;
+    } else {
+        let style = report::terminal::Style::new(global.use_color());
+        crate::out!(
+            "{}",
+            report::kinds::survey::text(&doc, &body, "survey", &style)
+        )?;
     }
     if interrupted {
         return Err(interrupt.interrupted(
@@ -302,8 +312,8 @@ fn deadline(part: &PlannedPart) -> Duration {
 
 /// How long before the budget's end a part still running is asked to stop: what a part
 /// takes to keep its partial result and remove its test file (a disk part on an emulated
-/// board, 0.3 s), and the survey to write its document.
-const STOP_BEFORE_END: Duration = Duration::from_secs(1);
+/// board, 0.3 s), and the survey to write its document. The plan leaves it free.
+const STOP_BEFORE_END: Duration = Duration::from_secs(model::survey::WRAP_UP_S as u64);
 
 /// How long the survey waits for a part it stopped: every wait is bounded, also when the
 /// part cannot end (a process stuck in the kernel does not exit even on SIGKILL: an x86

@@ -2,8 +2,8 @@
 //! thread: Min/Avg/Max and p99), the path and the findings. The same text is the terminal
 //! output of `headroom report`, so the screen and the file agree.
 
-use crate::summary::{is_downgraded, Summary};
-use crate::table::{dash, Table};
+use crate::summary::Summary;
+use crate::table::Table;
 use std::fmt::Write;
 
 /// One shared table writer: a header row, the separator and the rows, cells escaped.
@@ -59,12 +59,7 @@ pub fn render(summaries: &[Summary]) -> String {
 }
 
 fn section(out: &mut String, s: &Summary) {
-    let _ = writeln!(
-        out,
-        "## {} — {}\n",
-        escape(s.kind.as_str()),
-        escape(&s.origin)
-    );
+    let _ = writeln!(out, "## {}\n", escape(&s.title()));
     let facts = s.facts(escape, |t| format!("`{}`", escape(t).replace('`', "'")));
     if !facts.is_empty() {
         let _ = writeln!(out, "{}\n", facts.join(" · "));
@@ -100,51 +95,9 @@ fn section(out: &mut String, s: &Summary) {
             );
         }
     }
-    if !s.links.is_empty() {
+    if let Some(t) = s.path_table() {
         let _ = writeln!(out, "### Path\n");
-        let rows: Vec<Vec<String>> = s
-            .links
-            .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                let mut mark = Vec::new();
-                mark.extend(crate::summary::bottleneck_marks(s, i));
-                if is_downgraded(l) {
-                    mark.push("downgraded".to_string());
-                }
-                if let Some(n) = &l.note {
-                    if !n.contains("downgraded") {
-                        mark.push(n.clone());
-                    }
-                }
-                vec![
-                    l.name.clone(),
-                    l.state.to_string(),
-                    l.capable_state
-                        .as_ref()
-                        .map_or_else(dash, ToString::to_string),
-                    crate::summary::link_ceiling_mb(l),
-                    if l.basis.is_empty() {
-                        dash()
-                    } else {
-                        l.basis.clone()
-                    },
-                    mark.join(", "),
-                ]
-            })
-            .collect();
-        table(
-            out,
-            &[
-                ("Link", false),
-                ("State", false),
-                ("Capable", false),
-                ("Ceiling (MB/s)", true),
-                ("Basis", false),
-                ("Note", false),
-            ],
-            &rows,
-        );
+        write_table(out, &t);
         out.push('\n');
     }
     if let Some((t, lines)) = &s.mmio {

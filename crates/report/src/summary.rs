@@ -307,6 +307,23 @@ pub(crate) fn hop_line(hop: &Hop) -> String {
 }
 
 impl Summary {
+    /// A section's title: the kind and where the document came from (`disk — run.json`),
+    /// or the origin alone when it already names the kind (a survey's parts: `audit`, `disk
+    /// nvme0n1`, `latency idle`), which would otherwise read `audit — audit`.
+    pub fn title(&self) -> String {
+        let kind = self.kind.as_str();
+        let origin = self.origin.as_str();
+        if origin == kind
+            || origin
+                .strip_prefix(kind)
+                .is_some_and(|r| r.starts_with(' '))
+        {
+            origin.to_string()
+        } else {
+            format!("{kind} — {origin}")
+        }
+    }
+
     /// Read what reports need from `doc`; `origin` names it in errors.
     /// The line under a section's title: host, time, target, each a document's string:
     /// `text` escapes the host and the time for the output format, `quote` formats the target.
@@ -348,6 +365,56 @@ impl Summary {
             .map(|(k, v)| vec![k.clone(), v.clone()])
             .collect();
         (!rows.is_empty()).then(|| Table::new(&[("Context", false), ("Value", false)], rows))
+    }
+
+    /// The path's links, one row each: state, capable state, ceiling, basis and what marks
+    /// it (bottleneck, downgraded); `None` without a path.
+    pub fn path_table(&self) -> Option<Table> {
+        if self.links.is_empty() {
+            return None;
+        }
+        let rows: Vec<Vec<String>> = self
+            .links
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let mut mark = Vec::new();
+                mark.extend(bottleneck_marks(self, i));
+                if is_downgraded(l) {
+                    mark.push("downgraded".to_string());
+                }
+                if let Some(n) = &l.note {
+                    if !n.contains("downgraded") {
+                        mark.push(n.clone());
+                    }
+                }
+                vec![
+                    l.name.clone(),
+                    l.state.to_string(),
+                    l.capable_state
+                        .as_ref()
+                        .map_or_else(dash, ToString::to_string),
+                    link_ceiling_mb(l),
+                    if l.basis.is_empty() {
+                        dash()
+                    } else {
+                        l.basis.clone()
+                    },
+                    mark.join(", "),
+                ]
+            })
+            .collect();
+        Some(Table::new(
+            &[
+                ("Link", false),
+                ("State", false),
+                ("Capable", false),
+                ("Ceiling (MB/s)", true),
+                ("Basis", false),
+                ("Note", false),
+            ],
+            rows,
+        ))
     }
 
     /// Per counted event: value, unit and the multiplexing fraction (perf's columns).
@@ -410,7 +477,7 @@ impl Summary {
                 ]
             })
             .collect();
-        Table::new(
+        let table = Table::new(
             &[
                 ("Test", false),
                 ("Measured (MB/s)", true),
@@ -424,7 +491,19 @@ impl Summary {
                 ("diskstats error", true),
             ],
             rows,
-        )
+        );
+        // What only a disk run has, left out of another kind's table where no test has it (a
+        // network run); a disk run keeps them, a dash saying the check could not be made.
+        if self.kind == DocumentKind::Disk {
+            table
+        } else {
+            table.without_empty(&[
+                "IOPS",
+                "CPU per I/O (us)",
+                "proc io error",
+                "diskstats error",
+            ])
+        }
     }
 
     /// Per test: the headline run's latency, submission to completion (fio's lat), as

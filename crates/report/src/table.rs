@@ -26,4 +26,28 @@ impl Table {
             rows,
         }
     }
+
+    /// The table without the columns named in `optional` whose every cell is a dash: a
+    /// network test has no IOPS, CPU per I/O or /proc/PID/io check, and a column of dashes
+    /// says nothing but "this is a disk's table".
+    pub(crate) fn without_empty(mut self, optional: &[&str]) -> Table {
+        let empty: Vec<usize> = (0..self.columns.len())
+            .filter(|&c| {
+                optional.contains(&self.columns[c].0)
+                    && self
+                        .rows
+                        .iter()
+                        .all(|r| r.get(c).is_none_or(|cell| *cell == dash()))
+            })
+            .collect();
+        let keep = |c: &usize| !empty.contains(c);
+        self.columns = (0..self.columns.len())
+            .filter(keep)
+            .map(|c| self.columns[c])
+            .collect();
+        for r in &mut self.rows {
+            *r = (0..r.len()).filter(keep).map(|c| r[c].clone()).collect();
+        }
+        self
+    }
 }

@@ -469,3 +469,151 @@ fn a_hostile_documents_strings_stay_text_in_markdown_and_html() {
         assert!(r.markdown.contains("x\\x1b]0;TITLE\\x07"), "{}", r.markdown);
     }
 }
+
+/// [`survey`] with its network part run against a server and stopped at the budget's end,
+/// `interrupted_doc` what it measured until then, and a loop device without a medium in the
+/// audit (as every Debian machine has eight).
+fn survey_with_an_interrupted_part() -> (Document, SurveyBody) {
+    let (_, mut body) = survey("rpi5-gen2.json");
+    let net = body.parts.iter_mut().find(|p| p.id == "net").unwrap();
+    *net = PartResult {
+        status: PartStatus::Interrupted,
+        reason: Some(
+            "stopped at the end of the 40 s budget, 3 s into the 4 s it was given (it took 0 s \
+             to stop): what it measured until then is kept"
+                .into(),
+        ),
+        ..ran("net", PartKind::Net, fixture("net-shaped-tcp.json"))
+    };
+    let audit = body.parts.iter_mut().find(|p| p.id == "audit").unwrap();
+    let doc = audit.document.as_mut().unwrap();
+    let devices = doc["block"]["devices"].as_array_mut().unwrap();
+    let mut lo = devices[0].clone();
+    lo["name"] = Value::from("loop0");
+    lo["size_bytes"] = Value::from(0);
+    devices.insert(0, lo);
+    let doc = report::document::wrap(
+        report::document::DocumentKind::Survey,
+        "0.1.0",
+        model::system::Host::default(),
+        &body,
+    )
+    .unwrap();
+    (doc, body)
+}
+
+/// A part stopped at the budget's end measured for less time than planned: its figure
+/// (93.5 Mbit/s here; a stop at the test's start reads 0 Mbit/s) stays in its own section and
+/// is never the summary's or a conclusion's number; the history listing and the parts table
+/// count the parts alike, in the Status column's words.
+#[test]
+fn an_interrupted_part_is_no_conclusion_and_the_counts_agree() {
+    let (doc, body) = survey_with_an_interrupted_part();
+    let (summary, conclusions) = body.judge("survey.json");
+    assert!(!summary.contains("Mbit/s"), "{summary}");
+    assert!(
+        summary.contains("1 of 5 parts did not run to the end: net (interrupted)")
+            && summary.contains(
+                "What the interrupted parts measured before their stop is in their sections, \
+                 and judged nowhere here"
+            ),
+        "{summary}"
+    );
+    assert!(
+        !conclusions.iter().any(|c| c.evidence.starts_with("net")),
+        "{conclusions:#?}"
+    );
+    // Its section still shows what it measured.
+    let md = report::kinds::survey::markdown(&doc, &body, "survey.json");
+    assert!(md.contains("\n## net\n"), "{md}");
+    let (test, _) = body.listing("survey.json");
+    assert_eq!(test, "survey (5 parts: 4 ran, 1 interrupted)");
+    assert!(md.contains("## Parts: 4 ran, 1 interrupted\n"), "{md}");
+    let rows = |status: &str| md.matches(&format!(" | {status} | ")).count();
+    assert_eq!((rows("ran"), rows("interrupted")), (4, 1), "{md}");
+}
+
+/// The report of a survey reads as one document: each part's section titled by the part
+/// (`## audit`, not `## audit — audit`), a network part's throughput without the disk's
+/// columns (IOPS, CPU per I/O, the kernel's I/O checks: all "–"), the audit's block table
+/// without the devices that have no medium (as the terminal's audit), and no "Cost" column
+/// of "not measured" when no conclusion has a cost.
+#[test]
+fn a_survey_report_shows_each_part_as_itself() {
+    let (doc, mut body) = survey_with_an_interrupted_part();
+    body.parts
+        .iter_mut()
+        .find(|p| p.id == "net")
+        .unwrap()
+        .status = PartStatus::Ran;
+    let md = report::kinds::survey::markdown(&doc, &body, "survey.json");
+    for title in [
+        "audit",
+        "disk nvme0n1",
+        "latency idle",
+        "latency stress",
+        "net",
+    ] {
+        assert!(md.contains(&format!("\n## {title}\n")), "{title}: {md}");
+    }
+    assert!(
+        !md.lines()
+            .any(|l| l.starts_with("## ") && l.contains(" — ")),
+        "{md}"
+    );
+    let net = &md[md.find("\n## net\n").unwrap()..];
+    let header = net.lines().find(|l| l.starts_with("| Test |")).unwrap();
+    assert_eq!(
+        header,
+        "| Test | Measured (MB/s) | Mean (MB/s) | Spread (MB/s) | Ceiling (MB/s) | Efficiency |"
+    );
+    // The disk part keeps its columns.
+    let disk = &md[md.find("\n## disk nvme0n1\n").unwrap()..];
+    assert!(disk.contains("| IOPS |"), "{disk}");
+    assert!(!md.contains("| loop0 |"), "{md}");
+    assert!(md.contains("| dm-1 | disk | 1.0 MiB |"), "{md}");
+    // Without the ranked findings (a link lost, a disk below its ceiling, latency added by
+    // load beyond the runs' own spread), no conclusion has a cost.
+    let (_, mut plain) = survey_with("rpi5-gen2.json", 83_000);
+    plain.parts.retain(|p| p.kind == PartKind::Latency);
+    let md = report::kinds::survey::markdown(&doc, &plain, "survey.json");
+    let (_, conclusions) = plain.judge("survey.json");
+    assert!(!conclusions.is_empty() && conclusions.iter().all(|c| c.cost.is_empty()));
+    assert!(
+        md.contains("| # | Subject | Evidence | Action |") && !md.contains("not measured"),
+        "{md}"
+    );
+    let html = report::kinds::survey::html_intro(&doc, &plain, "survey.json");
+    assert!(
+        !html.contains("Cost") && !html.contains("not measured"),
+        "{html}"
+    );
+}
+
+/// On a terminal the survey prints aligned text like every other command, not Markdown: no
+/// `#` headings, no `|` tables.
+#[test]
+fn a_survey_as_text_has_no_markdown() {
+    let (doc, body) = survey_with_an_interrupted_part();
+    let style = report::terminal::Style::new(false);
+    let text = report::kinds::survey::text(&doc, &body, "survey.json", &style);
+    assert!(text.starts_with("headroom survey of"), "{text}");
+    for l in text.lines() {
+        assert!(!l.starts_with('#') && !l.starts_with('|'), "{l}\n{text}");
+    }
+    assert!(text.contains("\nParts: 4 ran, 1 interrupted\n"), "{text}");
+    assert!(
+        text.contains("\nConclusions, by what they cost:\n"),
+        "{text}"
+    );
+    // Every part's own section follows, each under its title.
+    for title in [
+        "audit",
+        "disk nvme0n1",
+        "latency idle",
+        "latency stress",
+        "net",
+    ] {
+        assert!(text.contains(&format!("\n{title}\n")), "{title}: {text}");
+    }
+}

@@ -120,18 +120,28 @@ impl Plan {
     }
 }
 
-/// Fit `parts` into `budget_s` seconds. Parts already marked not to run stay so. Unit times
-/// are scaled by one common factor (at most 1) and never below their floor; when even the
-/// floors do not fit, the part with the lowest priority is left out (with the reason) and
-/// the rest fitted again. Deterministic: ties in priority leave out the later part first.
+/// Seconds at the end of every budget that no part is planned into: the survey stops a part
+/// still running this long before the budget's end, for it to keep what it measured and
+/// remove its test file, and for the survey to write its document. A part planned into them
+/// would be stopped before the end of the time it was given.
+pub const WRAP_UP_S: f64 = 1.0;
+
+/// Fit `parts` into `budget_s` seconds, less [`WRAP_UP_S`]. Parts already marked not to run
+/// stay so. Unit times are scaled by one common factor (at most 1) and never below their
+/// floor; when even the floors do not fit, the part with the lowest priority is left out
+/// (with the reason) and the rest fitted again. Deterministic: ties in priority leave out the
+/// later part first.
 pub fn fit(budget_s: f64, parts: Vec<PlannedPart>) -> Plan {
-    fit_with(budget_s, parts, |budget, p| {
+    let budget = budget_s.max(0.0);
+    let mut plan = fit_with(budget - WRAP_UP_S, parts, |_, p| {
         format!(
             "left out: the budget of {} leaves no room for it (it needs at least {})",
             format_seconds(budget),
             format_seconds(p.min_seconds())
         )
-    })
+    });
+    plan.budget_s = budget;
+    plan
 }
 
 /// What the parts that ran took beyond their estimates (less, when faster), by kind: the
@@ -177,10 +187,11 @@ pub struct Spent {
     pub estimated_s: f64,
 }
 
-/// The parts still to run (`rest`: their default times, the ones left out up front marked
-/// so) fitted into what is left of the budget as [`fit`] fits them up front, each part's
-/// fixed time corrected by what the earlier parts of its kind took beyond their estimates.
-/// A part that no longer fits is left out with a reason that says how the time went.
+/// The parts still to run (`rest`: the times the plan gave them, which are the most they
+/// get, the ones left out up front marked so) fitted into what is left of the budget as
+/// [`fit`] fits them up front, each part's fixed time corrected by what the earlier parts of
+/// its kind took beyond their estimates. A part that no longer fits is left out with a
+/// reason that says how the time went.
 pub fn refit(spent: &Spent, mut rest: Vec<PlannedPart>, overruns: &Overruns) -> Plan {
     let left = (spent.budget_s - spent.took_s).max(0.0);
     for p in rest.iter_mut().filter(|p| p.run) {
@@ -196,7 +207,7 @@ pub fn refit(spent: &Spent, mut rest: Vec<PlannedPart>, overruns: &Overruns) -> 
     } else {
         format!("the parts before it took {}", format_seconds(spent.took_s))
     };
-    fit_with(left, rest, |left, p| {
+    fit_with(left - WRAP_UP_S, rest, |_, p| {
         format!(
             "left out as the survey ran: {before}, and the {} left of the {} budget leave no \
              room for it (it needs at least {})",
@@ -337,9 +348,15 @@ mod tests {
     #[test]
     fn times_scale_down_to_fill_the_budget() {
         // 1 + 6 x 5 = 31 s and 2 x 10 = 20 s do not fit in 30 s; floors (7 + 4 = 11 s) do.
+        // The parts fill it but for the survey's wrap-up.
         let plan = disk_and_latency(30.0, 2.0);
         assert!(plan.scale < 1.0);
-        assert!((plan.seconds() - 30.0).abs() < 0.01, "{}", plan.seconds());
+        assert_eq!(plan.budget_s, 30.0);
+        assert!(
+            (plan.seconds() - (30.0 - WRAP_UP_S)).abs() < 0.01,
+            "{}",
+            plan.seconds()
+        );
         assert!(plan.parts.iter().all(|p| p.run));
     }
 
@@ -415,11 +432,7 @@ mod tests {
         let mut overruns = Overruns::default();
         let mut given = Vec::new();
         for i in 0..defaults.len() {
-            let mut rest = defaults[i..].to_vec();
-            for (r, p) in rest.iter_mut().zip(&plan.parts[i..]) {
-                r.run = p.run;
-                r.reason.clone_from(&p.reason);
-            }
+            let rest = plan.parts[i..].to_vec();
             let spent = Spent {
                 budget_s: budget,
                 took_s: took,

@@ -52,6 +52,13 @@ pub enum Source {
 
 /// The run's facts, tests and rows for every renderer ([`super::summarize`] adds what every kind
 /// shares: the envelope, the path, the counters sampled beside the engine).
+/// Whether a block device is listed, in the terminal's audit and in reports alike: those
+/// with a medium. Unconfigured loop devices and an unused zram0 (size 0) would be a row of
+/// dashes each on almost every machine.
+pub(crate) fn listed(d: &model::inventory::block::BlockDevice) -> bool {
+    d.size_bytes != Some(0)
+}
+
 pub(crate) fn summarize(
     doc: &Document,
     origin: &str,
@@ -241,10 +248,14 @@ fn inventory(a: &AuditDocument) -> Vec<(String, Table)> {
             rows,
         ));
     }
-    if let Some(block) = a.block.as_ref().filter(|b| !b.devices.is_empty()) {
-        let rows: Vec<Vec<String>> = block
-            .devices
-            .iter()
+    let block_rows = a
+        .block
+        .as_ref()
+        .map(|b| b.devices.iter().filter(|d| listed(d)).collect::<Vec<_>>())
+        .unwrap_or_default();
+    if !block_rows.is_empty() {
+        let rows: Vec<Vec<String>> = block_rows
+            .into_iter()
             .map(|d| {
                 let q = d.queue.as_ref();
                 let kb = |v: Option<u64>| opt(v.map(|x| x.to_string()));

@@ -479,19 +479,35 @@ impl SurveyBody {
         (docs, problems)
     }
 
-    /// What a history listing shows of a survey, as (test, result): `survey (4 of 5 parts
-    /// ran)` and `7 conclusions` (what it has; its own findings are its parts').
+    /// How the parts ended, counted in the words of the parts table's Status column, in
+    /// its order: `4 ran, 1 interrupted, 1 not run` (what the history listing and the parts
+    /// table's heading both say, so the two never disagree).
+    pub fn part_counts(&self) -> String {
+        [
+            PartStatus::Ran,
+            PartStatus::Interrupted,
+            PartStatus::Failed,
+            PartStatus::NotRun,
+        ]
+        .into_iter()
+        .filter_map(|status| {
+            let n = self.parts.iter().filter(|p| p.status == status).count();
+            (n > 0).then(|| format!("{n} {}", status.word()))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
+
+    /// What a history listing shows of a survey, as (test, result): `survey (5 parts: 3 ran,
+    /// 1 interrupted, 1 not run)` and `7 conclusions` (what it has; its own findings are its
+    /// parts').
     pub fn listing(&self, origin: &str) -> (String, String) {
-        let ran = self
-            .parts
-            .iter()
-            .filter(|p| p.status == PartStatus::Ran)
-            .count();
         let (_, conclusions) = self.judge(origin);
         (
             format!(
-                "survey ({ran} of {} ran)",
-                plural(self.parts.len(), "part", "parts")
+                "survey ({}: {})",
+                plural(self.parts.len(), "part", "parts"),
+                self.part_counts()
             ),
             plural(conclusions.len(), "conclusion", "conclusions"),
         )
@@ -529,9 +545,13 @@ impl SurveyBody {
         b
     }
 
-    /// Summary paragraph and ranked conclusions, made from the parts' documents.
+    /// Summary paragraph and ranked conclusions, made from the documents of the parts that
+    /// ran to their end. A part stopped early (Ctrl-C, the budget's end) measured for less
+    /// time than planned, or not at all (a network test stopped at its start reads 0
+    /// Mbit/s): its figures stay in its own section and are never a conclusion's number.
     pub fn judge(&self, origin: &str) -> (String, Vec<Conclusion>) {
-        let (docs, _) = self.part_docs(origin);
+        let (mut docs, _) = self.part_docs(origin);
+        docs.retain(|d| d.part.status != PartStatus::Interrupted);
         let mut sentences = Vec::new();
         let mut ranked = Vec::new();
         let mut unranked = Vec::new();
@@ -816,6 +836,18 @@ impl SurveyBody {
                 plural(self.parts.len(), "part", "parts")
             ));
         }
+        if self
+            .parts
+            .iter()
+            .any(|p| p.status == PartStatus::Interrupted && p.document.is_some())
+        {
+            sentences.push(
+                "what the interrupted parts measured before their stop is in their sections, \
+                 and judged nowhere here: a part stopped early measured less than it was \
+                 planned to"
+                    .to_string(),
+            );
+        }
         // Each fact a sentence of its own: joined with "; " they ran together with the
         // semicolons inside them (a shaper's ceiling "...; it shapes what this host sends").
         let summary = if sentences.is_empty() {
@@ -1025,6 +1057,85 @@ pub fn markdown(doc: &Document, body: &SurveyBody, origin: &str) -> String {
     crate::outside::terminal(&o).into_owned()
 }
 
+/// The survey as aligned text, as every command prints on a terminal: the title, the
+/// budget, the summary, the conclusions as a list, the parts as a table, then every part's
+/// section ([`crate::terminal::sections`]).
+pub fn text(
+    doc: &Document,
+    body: &SurveyBody,
+    origin: &str,
+    style: &crate::terminal::Style,
+) -> String {
+    let line = |t: &str| crate::outside::line(t).into_owned();
+    let (summary, conclusions) = body.judge(origin);
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{}",
+        style.bold(&line(&format!("headroom survey of {}", host_of(doc))))
+    );
+    let mut facts = Vec::new();
+    if let Some(c) = &doc.envelope.created {
+        facts.push(c.clone());
+    }
+    facts.push(budget_fact(body));
+    if body.interrupted {
+        facts.push("interrupted: partial results".to_string());
+    }
+    let _ = writeln!(o, "{}\n", line(&facts.join(" · ")));
+    let _ = writeln!(o, "{}", line(&summary));
+    if conclusions.is_empty() {
+        let _ = writeln!(o, "\nConclusions: none");
+    } else {
+        let _ = writeln!(o, "\nConclusions, by what they cost:");
+        for (i, c) in conclusions.iter().enumerate() {
+            let cost = if c.cost.is_empty() {
+                String::new()
+            } else {
+                format!(" (costs {})", c.cost)
+            };
+            let _ = writeln!(
+                o,
+                "  {:>2}. {}{}: {}",
+                i + 1,
+                line(&c.subject),
+                line(&cost),
+                line(&c.evidence)
+            );
+            if let Some(a) = &c.action {
+                let _ = writeln!(o, "      -> {}", line(a));
+            }
+        }
+    }
+    let _ = writeln!(o, "\nParts: {}", body.part_counts());
+    let mut rows = vec![PARTS_COLUMNS
+        .iter()
+        .map(|(name, _)| name.to_string())
+        .collect::<Vec<_>>()];
+    rows.extend(parts_rows(body));
+    let mut table = String::new();
+    crate::terminal::table_aligned(
+        &mut table,
+        &rows,
+        1,
+        |c| !PARTS_COLUMNS.get(c).is_some_and(|(_, numeric)| *numeric),
+        style,
+    );
+    for l in table.lines() {
+        let _ = writeln!(o, "  {l}");
+    }
+    let (docs, problems) = body.part_docs(origin);
+    let summaries: Vec<Summary> = docs.into_iter().map(|d| d.summary).collect();
+    if !summaries.is_empty() {
+        o.push('\n');
+        o.push_str(&crate::terminal::sections::render(&summaries, style));
+    }
+    for p in problems {
+        let _ = writeln!(o, "\nNot shown: {}", line(&p));
+    }
+    o
+}
+
 /// The survey as one HTML page.
 pub fn html(
     doc: &Document,
@@ -1061,40 +1172,48 @@ pub fn markdown_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String
     if conclusions.is_empty() {
         let _ = writeln!(o, "No finding.\n");
     } else {
-        let rows: Vec<Vec<String>> = conclusions
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                vec![
-                    (i + 1).to_string(),
-                    if c.cost.is_empty() {
-                        "not measured".to_string()
-                    } else {
-                        c.cost.clone()
-                    },
-                    c.subject.clone(),
-                    c.evidence.clone(),
-                    c.action.clone().unwrap_or_else(crate::table::dash),
-                ]
-            })
-            .collect();
-        crate::markdown::table(
-            &mut o,
-            &[
-                ("#", true),
-                ("Cost", true),
-                ("Subject", false),
-                ("Evidence", false),
-                ("Action", false),
-            ],
-            &rows,
-        );
+        let t = conclusions_table(&conclusions);
+        crate::markdown::table(&mut o, &t.columns, &t.rows);
         o.push('\n');
     }
-    let _ = writeln!(o, "## Parts\n");
+    let _ = writeln!(o, "## Parts: {}\n", body.part_counts());
     crate::markdown::table(&mut o, &PARTS_COLUMNS, &parts_rows(body));
     o.push('\n');
     o
+}
+
+/// The conclusions as a table, in every format: number, cost, subject, evidence, action. A
+/// cost is what a finding loses in its own unit (MB/s against a ceiling, us of wake-up
+/// latency): most findings have none to put there, so the column is there only when one
+/// has, with a dash for the others.
+fn conclusions_table(conclusions: &[Conclusion]) -> crate::table::Table {
+    let costs = conclusions.iter().any(|c| !c.cost.is_empty());
+    let rows = conclusions
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut row = vec![(i + 1).to_string()];
+            if costs {
+                row.push(if c.cost.is_empty() {
+                    crate::table::dash()
+                } else {
+                    c.cost.clone()
+                });
+            }
+            row.extend([
+                c.subject.clone(),
+                c.evidence.clone(),
+                c.action.clone().unwrap_or_else(crate::table::dash),
+            ]);
+            row
+        })
+        .collect();
+    let mut columns = vec![("#", true)];
+    if costs {
+        columns.push(("Cost", true));
+    }
+    columns.extend([("Subject", false), ("Evidence", false), ("Action", false)]);
+    crate::table::Table::new(&columns, rows)
 }
 
 /// The budget and, once the survey ran, what it took: `budget 1 min, took 58 s`.
@@ -1167,41 +1286,31 @@ pub fn html_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String {
     let _ = writeln!(o, "<p>{}</p>", esc(&budget_fact(body)));
     let _ = writeln!(o, "<p class=\"summary\">{}</p>", esc(&summary));
     let _ = writeln!(o, "<h3>Conclusions, by what they cost</h3>");
-    o.push_str(
-        "<table><thead><tr><th>#</th><th>Cost</th><th>Subject</th><th>Evidence</th>\
-         <th>Action</th></tr></thead><tbody>\n",
-    );
-    for (i, c) in conclusions.iter().enumerate() {
-        let _ = writeln!(
-            o,
-            "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td></tr>",
-            i + 1,
-            esc(if c.cost.is_empty() {
-                "not measured"
-            } else {
-                &c.cost
-            }),
-            esc(&c.subject),
-            esc(&c.evidence),
-            esc(c.action.as_deref().unwrap_or("–"))
-        );
-    }
-    o.push_str("</tbody></table>\n<h3>Parts</h3>\n<table><thead><tr>");
-    for (name, _) in PARTS_COLUMNS {
+    let t = conclusions_table(&conclusions);
+    html_table(&mut o, &t.columns, &t.rows);
+    let _ = writeln!(o, "<h3>Parts: {}</h3>", esc(&body.part_counts()));
+    html_table(&mut o, &PARTS_COLUMNS, &parts_rows(body));
+    o.push_str("</section>\n");
+    o
+}
+
+/// One table of the survey's HTML intro, cells escaped, numbers aligned right.
+fn html_table(o: &mut String, columns: &[(&str, bool)], rows: &[Vec<String>]) {
+    use crate::html::esc;
+    o.push_str("<table><thead><tr>");
+    for (name, _) in columns {
         let _ = write!(o, "<th>{}</th>", esc(name));
     }
     o.push_str("</tr></thead><tbody>\n");
-    for r in parts_rows(body) {
+    for r in rows {
         o.push_str("<tr>");
-        for (cell, (_, numeric)) in r.iter().zip(PARTS_COLUMNS) {
-            let class = if numeric { " class=\"n\"" } else { "" };
+        for (cell, (_, numeric)) in r.iter().zip(columns) {
+            let class = if *numeric { " class=\"n\"" } else { "" };
             let _ = write!(o, "<td{class}>{}</td>", esc(cell));
         }
         o.push_str("</tr>\n");
     }
-    o.push_str("</tbody></table></section>\n");
-    o
+    o.push_str("</tbody></table>\n");
 }
 
 /// Two or more surveys lined up part by part: each part present in every survey is compared

@@ -2,6 +2,8 @@
 //! table writer and the findings list. Each kind's own text lives in its module
 //! (`crate::kinds::<kind>::text`); cli prints.
 
+pub mod sections;
+
 use crate::outside::Sgr;
 use model::{Finding, Severity};
 use std::fmt::Write as _;

@@ -271,11 +271,7 @@ fn usb_node(
 /// (an unattached loop device, an empty card reader) are left out, as lsblk does.
 pub fn block(block: &BlockInventory) -> String {
     let mut out = String::new();
-    let disks: Vec<&BlockDevice> = block
-        .devices
-        .iter()
-        .filter(|d| d.size_bytes != Some(0))
-        .collect();
+    let disks: Vec<&BlockDevice> = block.devices.iter().filter(|d| super::listed(d)).collect();
     if disks.is_empty() {
         return out;
     }

@@ -4,7 +4,6 @@
 //! findings and notes below.
 
 use crate::summary::Summary;
-use crate::table::Table;
 use crate::terminal::Style;
 use std::fmt::Write as _;
 
@@ -22,7 +21,7 @@ pub fn render(s: &Summary, style: &Style) -> String {
             let _ = writeln!(out, "{l}");
         }
         out.push('\n');
-        out.push_str(&table_text(table, style));
+        crate::terminal::sections::table(&mut out, table, style);
     }
     if !s.findings.is_empty() {
         out.push_str(&crate::terminal::findings(&s.findings, |sev| {
@@ -35,28 +34,5 @@ pub fn render(s: &Summary, style: &Style) -> String {
             let _ = writeln!(out, "{} {n}", style.warn("note:"));
         }
     }
-    out
-}
-
-/// A report table on the terminal: each title over its unit (`Store` / `(MB/s)`), numbers
-/// aligned right, the leading text columns left.
-pub fn table_text(t: &Table, style: &Style) -> String {
-    let (titles, units): (Vec<String>, Vec<String>) = t
-        .columns
-        .iter()
-        .map(|(c, _)| match c.split_once(" (") {
-            Some((title, unit)) => (title.to_string(), format!("({unit}")),
-            None => (c.to_string(), String::new()),
-        })
-        .unzip();
-    let mut rows = vec![titles];
-    let two_lines = units.iter().any(|u| !u.is_empty());
-    if two_lines {
-        rows.push(units);
-    }
-    rows.extend(t.rows.iter().cloned());
-    let left = t.columns.iter().take_while(|(_, numeric)| !numeric).count();
-    let mut out = String::new();
-    crate::terminal::table(&mut out, &rows, if two_lines { 2 } else { 1 }, left, style);
     out
 }
