@@ -68,7 +68,7 @@ pub fn section(s: &Summary, style: &Style) -> String {
     let title = line(&s.title());
     let _ = writeln!(out, "{}", style.bold(&title));
     let _ = writeln!(out, "{}", "-".repeat(title.chars().count()));
-    let facts = s.facts(|t| t.to_string());
+    let facts = s.facts(str::to_string, str::to_string);
     if !facts.is_empty() {
         let _ = writeln!(out, "{}", line(&facts.join(" · ")));
     }
