@@ -1029,6 +1029,70 @@ fn requests_per_io_and_the_limit_that_split_them_are_in_the_result() {
     );
 }
 
+/// "QD 32" is fio's iodepth=32: 32 I/Os in flight all the time, less the one being refilled.
+/// On the null engine (no device, so no speed in the way) the result counts 31 to 32 in
+/// flight, and its IOPS times its mean latency (Little's law) is the same, in the document,
+/// in the table and in the fio JSON a user compares with fio's (fewer in flight would show
+/// as a lower latency than fio's at the same IOPS).
+#[test]
+fn queue_depth_32_keeps_32_ios_in_flight_as_fio_and_the_result_says_so() {
+    let dir = disk_dir();
+    let d = dir.path().to_str().unwrap();
+    let args = [
+        "bench",
+        "disk",
+        d,
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--qd",
+        "32",
+        "--size",
+        "8M",
+        "--runtime",
+        "0.5",
+        "--ramp",
+        "0.1",
+        "--time-based",
+        "--engine",
+        "null",
+        "--no-save",
+    ];
+    let doc = json_of(headroom().arg("--json").args(args));
+    let run = &doc["tests"][0]["runs"][0];
+    let f = |v: &Value| v.as_f64().unwrap();
+    let little = f(&run["iops"]) * f(&run["latency"]["mean_ns"]) / 1e9;
+    assert!(
+        (31.0..=32.0).contains(&little),
+        "Little's law: {little}\n{run:#}"
+    );
+    let counted = f(&run["in_flight"]);
+    assert!((31.0..=32.0).contains(&counted), "{run:#}");
+    let text = String::from_utf8(stdout_of(headroom().args(args))).unwrap();
+    assert!(
+        text.contains("In flight") && text.contains("(mean)"),
+        "{text}"
+    );
+    let cells: Vec<String> = text
+        .lines()
+        .find(|l| l.starts_with("RND4K Q32T1"))
+        .unwrap()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    // Test (two words), direction, 3 rates, IOPS, then the mean in flight.
+    let shown: f64 = cells[7].parse().unwrap();
+    assert!((31.0..=32.0).contains(&shown), "{text}");
+    let fio = json_of(headroom().args(args).args(["--output-format", "fio-json"]));
+    let read = &fio["jobs"][0]["read"];
+    let little = f(&read["iops"]) * f(&read["lat_ns"]["mean"]) / 1e9;
+    assert!(
+        (31.0..=32.0).contains(&little),
+        "fio JSON, Little's law: {little}\n{read:#}"
+    );
+}
+
 /// Issue 23 item 13: `--profile rk` ran 5 times with 5 s pauses where the Rockchip guide ran
 /// each fio command once; a plan line says what a run takes before it starts, and interrupt
 /// rates are per second of I/O, not of the pauses between runs.
