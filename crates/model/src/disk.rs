@@ -430,9 +430,10 @@ impl HostFacts {
 #[serde(rename_all = "snake_case")]
 pub enum Buffers {
     /// 2 MiB-aligned, asked to be backed by transparent huge pages (MADV_HUGEPAGE): the I/O the
-    /// device can take, whatever an application's memory looks like (the default).
+    /// device can take, whatever an application's memory looks like (`--buffers huge`).
     HugePages,
-    /// 4 KiB pages (MADV_NOHUGEPAGE), as fio's and most applications' malloc'd buffers.
+    /// 4 KiB pages (MADV_NOHUGEPAGE), as fio's and most applications' malloc'd buffers: what
+    /// fio measures with the same options (the default).
     Pages,
 }
 

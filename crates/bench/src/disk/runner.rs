@@ -313,7 +313,7 @@ fn run_once(
                     spec,
                     region: *region,
                     align: target.mem_align(),
-                    buffers: p.buffers.unwrap_or(model::disk::Buffers::HugePages),
+                    buffers: p.buffers.unwrap_or(model::disk::Buffers::Pages),
                     zero: p.zero_buffers,
                     seed: 0x9E37_79B9_7F4A_7C15 ^ ((j as u64 + 1) << 32) ^ run_no as u64,
                     ramp,

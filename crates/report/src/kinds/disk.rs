@@ -448,7 +448,7 @@ mod text_tests {
     }
 
     /// The table of `bench disk`, byte for byte (pinned before its renderer moved to report;
-    /// since then: the mean I/Os in flight).
+    /// since then: the mean I/Os in flight, and 4 KiB-page buffers by default).
     #[test]
     fn disk_text_is_unchanged() {
         let dir = tempfile::tempdir().unwrap();
@@ -465,7 +465,7 @@ mod text_tests {
             DiskDocument::judge(&r, Some(&ceiling), None, true, None).text(&Style::new(false));
         let expected = "\
 headroom bench disk /mnt/x/headroom-disk.tmp (test file, 1 GiB) on nvme0n1p2 (259:2, disk nvme0n1)
-profile custom, engine null, O_DIRECT, buffers in huge pages, 1 run per test, each up to 5 s or one pass after a 1 s ramp, no pause; MB/s, MiB/s, IOPS, I/Os in flight and latency (submission to completion, fio's lat = slat + clat; clat in --json) of the best run, mean MB/s of all runs
+profile custom, engine null, O_DIRECT, buffers in 4 KiB pages, 1 run per test, each up to 5 s or one pass after a 1 s ramp, no pause; MB/s, MiB/s, IOPS, I/Os in flight and latency (submission to completion, fio's lat = slat + clat; clat in --json) of the best run, mean MB/s of all runs
 
 Test                         Best    Mean     Best    Best  In flight  Lat mean  Lat p50  Lat p99  Lat p99.9  Lat max  CPU/IO    proc io  diskstats  requests
                            (MB/s)  (MB/s)  (MiB/s)  (IOPS)     (mean)      (µs)     (µs)     (µs)       (µs)     (µs)    (µs)  error (%)  error (%)   per I/O

@@ -156,6 +156,12 @@ pub fn render(
         .iter()
         .filter_map(|&(t, e)| Some((t, t.best()?, e)))
         .collect();
+    // Huge-page buffers let a large I/O go down as fewer requests than fio's 4 KiB pages do:
+    // each line measured with them says so, beside its numbers.
+    let memory = match p.buffers {
+        Some(b @ model::disk::Buffers::HugePages) => format!(", {}", b.words()),
+        _ => String::new(),
+    };
     for &(t, b, _) in &rows {
         // The worst cross-check of all runs: one bad run is worth seeing.
         let worst = |f: fn(&RunResult) -> Option<f64>| {
@@ -171,7 +177,7 @@ pub fn render(
             } else {
                 t.spec.label.clone()
             },
-            t.spec.workload.direction(),
+            format!("{}{memory}", t.spec.workload.direction()),
             format!("{:.1}", b.mb_per_s),
             format!("{:.1}", t.mean_mb_per_s),
             format!("{:.1}", b.mib_per_s),
