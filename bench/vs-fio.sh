@@ -2,14 +2,16 @@
 # headroom bench disk against fio on the same file with the same parameters, alternating
 # fio, headroom, fio, headroom ... so drift of a shared machine hits both alike.
 # Prints, per test, the medians and the median of the per-round ratios headroom / fio:
-# IOPS for RND4K Q32T1 read and write, MB/s for SEQ1M Q8T1 read and write, and CPU time per
-# I/O (user + system of the whole process, io_uring workers included; lower is better).
+# IOPS for RND4K Q32T1 read and write, MB/s for SEQ1M Q8T1 read and write, the mean latency
+# (fio's lat_ns, headroom's latency: submission to completion), the I/Os in flight (fio's by
+# Little's law, IOPS x mean latency; headroom's as it counted them), and CPU time per I/O
+# (user + system of the whole process, io_uring workers included; lower is better).
 #
-# Usage: bench/vs-fio.sh [DIR] ; env: ROUNDS (3), RUNTIME (5 s), SIZE (1G), HEADROOM (binary),
+# Usage: bench/vs-fio.sh [DIR] ; env: ROUNDS (5), RUNTIME (5 s), SIZE (1G), HEADROOM (binary),
 # ONLY (a word that picks tests by name, e.g. ONLY=RND4K for the two random tests),
 # ZERO=1 (both write zeros: fio --zero_buffers, headroom --zero), BUFFERS=pages|huge
-# (headroom's --buffers: pages are 4 KiB pages as fio's malloc'd buffers; huge, the default,
-# lets a large I/O go down as one request).
+# (headroom's --buffers: pages, the default, are 4 KiB pages as fio's malloc'd buffers; huge
+# lets a large I/O go down as one request, so SEQ1M may measure above fio).
 # Requests per I/O are the device's own count over each tool's I/Os (fio's disk_util,
 # headroom's /proc/diskstats cross-check): above 1 the block layer split the I/Os (a 1 MiB
 # buffer of 4 KiB pages is 256 segments, more than virtio-blk's max_segments 254).
@@ -25,7 +27,7 @@
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 dir="${1:-/var/tmp}"
-rounds="${ROUNDS:-3}"
+rounds="${ROUNDS:-5}"
 runtime="${RUNTIME:-5}"
 size="${SIZE:-1G}"
 need fio fio
@@ -77,7 +79,7 @@ for ((r = 1; r <= rounds; r++)); do
 done
 
 python3 - "$work" "$rounds" "${tests[@]}" <<'PY'
-import json, statistics, sys
+import json, os, statistics, sys
 work, rounds, tests = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 def fio(path):
     doc = json.load(open(path))
@@ -89,17 +91,23 @@ def fio(path):
     disk = (doc.get("disk_util") or [{}])[0]
     ios = j["read"]["total_ios"] + j["write"]["total_ios"]
     req = (disk.get("read_ios", 0) + disk.get("write_ios", 0)) / max(ios, 1)
-    # fio's bw_bytes is bytes/s; iops per second.
-    return d["iops"], d["bw_bytes"] / 1e6, cpu / max(d["total_ios"], 1) * 1e6, req
+    # fio's bw_bytes is bytes/s; iops per second; lat_ns from submission to completion.
+    lat = d["lat_ns"]["mean"] / 1e3
+    return (d["iops"], d["bw_bytes"] / 1e6, cpu / max(d["total_ios"], 1) * 1e6, req, lat,
+            d["iops"] * lat / 1e6)
 def headroom(path):
     r = json.load(open(path))["tests"][0]["runs"][0]
     c = r["cross_check"]
     req = ((c.get("diskstats_read_requests") or 0) + (c.get("diskstats_write_requests") or 0)) \
         / max(c.get("app_ios") or 0, 1)
-    return r["iops"], r["mb_per_s"], r["cpu_us_per_io"], req
+    lat = r["latency"]["mean_ns"] / 1e3
+    return (r["iops"], r["mb_per_s"], r["cpu_us_per_io"], req, lat,
+            r.get("in_flight") or r["iops"] * lat / 1e6)
 print(f"{'test':<24}{'metric':<7}{'fio':>12}{'headroom':>12}{'ratio':>8}{'min..max':>14}"
+      f"{'lat fio':>10}{'headroom':>10}{'ratio':>8}{'in flight':>11}{'headroom':>10}"
       f"{'CPU/IO fio':>12}{'headroom':>10}{'ratio':>8}{'req/IO fio':>12}{'headroom':>10}")
 print(f"{'':<24}{'':<7}{'(median)':>12}{'(median)':>12}{'h/f':>8}{'ratio':>14}"
+      f"{'(µs)':>10}{'(µs)':>10}{'h/f':>8}{'fio':>11}{'':>10}"
       f"{'(µs)':>12}{'(µs)':>10}{'h/f':>8}{'(median)':>12}{'(median)':>10}")
 for t in tests:
     name, rw, bs, qd, metric = t.split()
@@ -108,11 +116,20 @@ for t in tests:
     k = 0 if metric == "iops" else 1
     ratios = [hh[k] / ff[k] for hh, ff in zip(h, f)]
     cpu = [hh[2] / ff[2] for hh, ff in zip(h, f)]
+    lat = [hh[4] / ff[4] for hh, ff in zip(h, f)]
     unit = "IOPS" if k == 0 else "MB/s"
     print(f"{name + ' ' + rw:<24}{unit:<7}{statistics.median(x[k] for x in f):>12.1f}"
           f"{statistics.median(x[k] for x in h):>12.1f}{statistics.median(ratios):>8.3f}"
           f"{min(ratios):>7.3f}..{max(ratios):<6.3f}"
+          f"{statistics.median(x[4] for x in f):>10.1f}{statistics.median(x[4] for x in h):>10.1f}"
+          f"{statistics.median(lat):>8.3f}"
+          f"{statistics.median(x[5] for x in f):>11.1f}{statistics.median(x[5] for x in h):>10.1f}"
           f"{statistics.median(x[2] for x in f):>12.2f}{statistics.median(x[2] for x in h):>10.2f}"
           f"{statistics.median(cpu):>8.3f}"
           f"{statistics.median(x[3] for x in f):>12.2f}{statistics.median(x[3] for x in h):>10.2f}")
+    if os.environ.get("VERBOSE"):
+        for r, (ff, hh) in enumerate(zip(f, h), 1):
+            print(f"  round {r}: {unit} {ff[k]:.1f} / {hh[k]:.1f} = {hh[k] / ff[k]:.3f}, "
+                  f"lat {ff[4]:.1f} / {hh[4]:.1f} µs, in flight {ff[5]:.1f} / {hh[5]:.1f}, "
+                  f"CPU/IO {ff[2]:.2f} / {hh[2]:.2f} µs")
 PY

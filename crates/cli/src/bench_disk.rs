@@ -97,11 +97,12 @@ pub struct DiskArgs {
     #[arg(long)]
     pub zero: bool,
 
-    /// What the I/O buffers are made of: huge (the default: huge pages, so a large I/O goes
-    /// down as one request when the device allows it) or pages (4 KiB pages, as fio's and
-    /// most applications' buffers: a 1 MiB I/O is 256 pieces of memory, which a queue with
-    /// fewer max_segments splits into more requests).
-    #[arg(long, value_name = "huge|pages", value_parser = parse_buffers)]
+    /// What the I/O buffers are made of: pages (the default: 4 KiB pages, as fio's and most
+    /// applications' buffers: a 1 MiB I/O is 256 pieces of memory, which a queue with fewer
+    /// max_segments splits into more requests) or huge (huge pages, so a large I/O goes down
+    /// as one request when the device allows it: what the device can do, above what fio
+    /// measures; the result says so).
+    #[arg(long, value_name = "pages|huge", value_parser = parse_buffers)]
     pub buffers: Option<model::disk::Buffers>,
 
     /// I/O engine: auto (io_uring, else psync), io_uring, psync, or null (no I/O: measures
@@ -194,13 +195,13 @@ impl DiskArgs {
     }
 }
 
-/// `--buffers huge|pages`.
+/// `--buffers pages|huge`.
 fn parse_buffers(s: &str) -> Result<model::disk::Buffers, String> {
     use model::disk::Buffers;
-    [Buffers::HugePages, Buffers::Pages]
+    [Buffers::Pages, Buffers::HugePages]
         .into_iter()
         .find(|b| b.flag() == s)
-        .ok_or_else(|| format!("{s:?} is not a kind of buffers: use huge or pages"))
+        .ok_or_else(|| format!("{s:?} is not a kind of buffers: use pages or huge"))
 }
 
 /// `headroom bench disk`: a bad value (`--bs 3`) is a usage error, exit 2, as everywhere else

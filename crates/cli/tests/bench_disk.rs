@@ -1039,7 +1039,7 @@ fn requests_per_io_and_the_limit_that_split_them_are_in_the_result() {
             cc.clone(),
         )
     };
-    let pages = run(&["--buffers", "pages"]);
+    let pages = run(&[]);
     assert_eq!(pages["parameters"]["buffers"], "pages");
     assert_eq!(
         pages["target"]["queue"]["max_segments"].as_u64(),
@@ -1064,8 +1064,8 @@ fn requests_per_io_and_the_limit_that_split_them_are_in_the_result() {
             "{findings}"
         );
     }
-    // The default: huge pages, one request per I/O, and a word on applications' pages.
-    let huge = run(&[]);
+    // Huge pages: one request per I/O, and a word on applications' pages.
+    let huge = run(&["--buffers", "huge"]);
     assert_eq!(huge["parameters"]["buffers"], "huge_pages");
     let (r, cc) = per_io(&huge);
     assert_eq!(r, 1.0, "{cc:#}");
@@ -1074,12 +1074,128 @@ fn requests_per_io_and_the_limit_that_split_them_are_in_the_result() {
         findings.contains(&format!(
             "applications whose I/O buffers are 4 KiB pages (fio, dd and most programs) have each \
              I/O of 1 MiB split into up to 2 requests by {name}"
-        )) && findings.contains("--buffers pages measures as they do"),
+        )) && findings.contains("the default, --buffers pages, measures as they do"),
         "{findings}"
     );
     usage_error(
         &[&dev, "--buffers", "small"],
-        "\"small\" is not a kind of buffers: use huge or pages",
+        "\"small\" is not a kind of buffers: use pages or huge",
+    );
+}
+
+/// A 1 MiB I/O from fio's buffers (4 KiB pages) may go down as two requests where one from a
+/// huge page goes down as one, so a tool checked against fio uses 4 KiB pages unless asked:
+/// by default the result says 4 KiB pages and its lines name no other memory; with
+/// `--buffers huge` the header and every line of the table name huge pages.
+#[test]
+fn buffers_are_fios_4k_pages_unless_huge_pages_are_asked_and_then_each_line_says_so() {
+    let dir = disk_dir();
+    let d = dir.path().to_str().unwrap();
+    let args = |buffers: &[&'static str]| -> Vec<String> {
+        [
+            &[
+                "bench", "disk", d, "--rw", "read", "--bs", "1M", "--qd", "2",
+            ][..],
+            &[
+                "--size",
+                "8M",
+                "--runtime",
+                "1",
+                "--engine",
+                "psync",
+                "--no-save",
+            ],
+            buffers,
+        ]
+        .concat()
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let doc = json_of(headroom().arg("--json").args(args(&[])));
+    assert_eq!(
+        doc["parameters"]["buffers"], "pages",
+        "{:#}",
+        doc["parameters"]
+    );
+    let row = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with("SEQ1M Q2T1"))
+            .unwrap_or_else(|| panic!("no SEQ1M Q2T1 line in\n{text}"))
+            .to_string()
+    };
+    let text = String::from_utf8(stdout_of(headroom().args(args(&[])))).unwrap();
+    assert!(text.contains(", buffers in 4 KiB pages,"), "{text}");
+    assert!(!row(&text).contains("huge"), "{text}");
+    assert!(row(&text).contains(" read "), "{text}");
+    let doc = json_of(headroom().arg("--json").args(args(&["--buffers", "huge"])));
+    assert_eq!(doc["parameters"]["buffers"], "huge_pages");
+    let text = String::from_utf8(stdout_of(headroom().args(args(&["--buffers", "huge"])))).unwrap();
+    assert!(text.contains(", buffers in huge pages,"), "{text}");
+    assert!(row(&text).contains(" read, huge pages "), "{text}");
+}
+
+/// "QD 32" is fio's iodepth=32: 32 I/Os in flight all the time, less the one being refilled.
+/// On the null engine (no device, so no speed in the way) the result counts 31 to 32 in
+/// flight, and its IOPS times its mean latency (Little's law) is the same, in the document,
+/// in the table and in the fio JSON a user compares with fio's (fewer in flight would show
+/// as a lower latency than fio's at the same IOPS).
+#[test]
+fn queue_depth_32_keeps_32_ios_in_flight_as_fio_and_the_result_says_so() {
+    let dir = disk_dir();
+    let d = dir.path().to_str().unwrap();
+    let args = [
+        "bench",
+        "disk",
+        d,
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--qd",
+        "32",
+        "--size",
+        "8M",
+        "--runtime",
+        "0.5",
+        "--ramp",
+        "0.1",
+        "--time-based",
+        "--engine",
+        "null",
+        "--no-save",
+    ];
+    let doc = json_of(headroom().arg("--json").args(args));
+    let run = &doc["tests"][0]["runs"][0];
+    let f = |v: &Value| v.as_f64().unwrap();
+    let little = f(&run["iops"]) * f(&run["latency"]["mean_ns"]) / 1e9;
+    assert!(
+        (31.0..=32.0).contains(&little),
+        "Little's law: {little}\n{run:#}"
+    );
+    let counted = f(&run["in_flight"]);
+    assert!((31.0..=32.0).contains(&counted), "{run:#}");
+    let text = String::from_utf8(stdout_of(headroom().args(args))).unwrap();
+    assert!(
+        text.contains("In flight") && text.contains("(mean)"),
+        "{text}"
+    );
+    let cells: Vec<String> = text
+        .lines()
+        .find(|l| l.starts_with("RND4K Q32T1"))
+        .unwrap()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    // Test (two words), direction, 3 rates, IOPS, then the mean in flight.
+    let shown: f64 = cells[7].parse().unwrap();
+    assert!((31.0..=32.0).contains(&shown), "{text}");
+    let fio = json_of(headroom().args(args).args(["--output-format", "fio-json"]));
+    let read = &fio["jobs"][0]["read"];
+    let little = f(&read["iops"]) * f(&read["lat_ns"]["mean"]) / 1e9;
+    assert!(
+        (31.0..=32.0).contains(&little),
+        "fio JSON, Little's law: {little}\n{read:#}"
     );
 }
 

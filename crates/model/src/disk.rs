@@ -304,6 +304,12 @@ pub struct RunResult {
     /// fio. Zero in documents written before it was measured.
     #[serde(default)]
     pub clat: Latency,
+    /// The mean number of I/Os in flight over the measured window, all jobs together: from
+    /// just before each I/O is handed to the kernel to when its completion is taken, as fio
+    /// counts its depth. By Little's law it is `iops` times the mean `latency`; at most
+    /// queue depth x jobs. Absent in documents written before it was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<f64>,
     /// CPU time of this process over the run (job threads and the kernel's io_uring workers).
     pub cpu_user_s: f64,
     pub cpu_system_s: f64,
@@ -430,9 +436,10 @@ impl HostFacts {
 #[serde(rename_all = "snake_case")]
 pub enum Buffers {
     /// 2 MiB-aligned, asked to be backed by transparent huge pages (MADV_HUGEPAGE): the I/O the
-    /// device can take, whatever an application's memory looks like (the default).
+    /// device can take, whatever an application's memory looks like (`--buffers huge`).
     HugePages,
-    /// 4 KiB pages (MADV_NOHUGEPAGE), as fio's and most applications' malloc'd buffers.
+    /// 4 KiB pages (MADV_NOHUGEPAGE), as fio's and most applications' malloc'd buffers: what
+    /// fio measures with the same options (the default).
     Pages,
 }
 

@@ -265,7 +265,7 @@ pub fn build(
         // Seed 004 drops the page cache before each dd; with O_DIRECT there is none to drop.
         drop_caches: profile == Profile::Dd && !direct,
         shown: o.shown.unwrap_or(Shown::Best),
-        buffers: Some(o.buffers.unwrap_or(Buffers::HugePages)),
+        buffers: Some(o.buffers.unwrap_or(Buffers::Pages)),
     };
     validate(&p, &tests)?;
     Ok((p, tests))

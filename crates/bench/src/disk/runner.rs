@@ -313,7 +313,7 @@ fn run_once(
                     spec,
                     region: *region,
                     align: target.mem_align(),
-                    buffers: p.buffers.unwrap_or(model::disk::Buffers::HugePages),
+                    buffers: p.buffers.unwrap_or(model::disk::Buffers::Pages),
                     zero: p.zero_buffers,
                     seed: 0x9E37_79B9_7F4A_7C15 ^ ((j as u64 + 1) << 32) ^ run_no as u64,
                     ramp,
@@ -516,6 +516,11 @@ fn summarize(jobs: &[JobOutcome], c: Counters, fsync_s: Option<f64>) -> (RunResu
         } else {
             Latency::default()
         },
+        in_flight: jobs
+            .iter()
+            .map(JobOutcome::mean_in_flight)
+            .sum::<Option<f64>>()
+            .filter(|_| ios > 0),
         cpu_user_s: user,
         cpu_system_s: sys,
         cpu_us_per_io: (user + sys) * 1e6 / all_ios as f64,
@@ -615,6 +620,8 @@ mod tests {
                     all_write: 0,
                     measure_start: t0,
                     measure_end: t0 + Duration::from_secs(2),
+                    in_flight_ns: 1e9,
+                    in_flight_until: t0 + Duration::from_secs(2),
                     notes: vec![],
                 }
             })
@@ -675,6 +682,11 @@ mod tests {
 
     /// Run `spec` with the null engine on a small prepared file: the runner's own arithmetic.
     fn null_run(spec: TestSpec, time_based: bool, runtime_s: f64) -> RunResult {
+        null_run_after(spec, time_based, runtime_s, 0.0)
+    }
+
+    /// [`null_run`] after a ramp of `ramp_s`, which the measurement leaves out.
+    fn null_run_after(spec: TestSpec, time_based: bool, runtime_s: f64, ramp_s: f64) -> RunResult {
         let dir = tempfile::tempdir().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let opts = target::TargetOptions {
@@ -690,6 +702,7 @@ mod tests {
         parameters.pause_s = 0.0;
         parameters.time_based = time_based;
         parameters.runtime_s = runtime_s;
+        parameters.ramp_s = ramp_s;
         parameters.direct = false;
         let r = DiskRun {
             parameters,
@@ -735,6 +748,36 @@ mod tests {
         assert_eq!((r.bytes, r.ios), (3 * 21 * (64 << 10), 63));
         assert_eq!(r.write_bytes, r.bytes);
         assert_eq!(r.cross_check.app_write_bytes, r.bytes);
+    }
+
+    /// A queue depth of 32 keeps 32 I/Os in flight, as fio's iodepth does: each completion's
+    /// slot is refilled before the next completion is taken, so the count is 31 only while
+    /// one slot is refilled, whatever the machine's speed; the result's IOPS times its mean
+    /// latency (Little's law) is the same number. (Taking a whole batch of completions before
+    /// refilling any would leave slots empty while the others are handled and refilled.)
+    #[test]
+    fn a_queue_depth_of_32_keeps_32_ios_in_flight() {
+        // After a ramp, so the first fill is not measured.
+        let r = null_run_after(
+            TestSpec::new("q", Workload::RANDREAD, 4096, 32, 1),
+            true,
+            0.5,
+            0.1,
+        );
+        let little = r.iops * r.latency.mean_ns / 1e9;
+        assert!((31.0..=32.0).contains(&little), "Little's law: {little}");
+        let counted = r.in_flight.unwrap();
+        assert!((31.0..=32.0).contains(&counted), "counted: {counted}");
+        assert!((little - counted).abs() < 0.3, "{little} vs {counted}");
+        // At depth 1, one at a time: never more.
+        let r = null_run_after(
+            TestSpec::new("q", Workload::RANDREAD, 4096, 1, 1),
+            true,
+            0.5,
+            0.1,
+        );
+        let counted = r.in_flight.unwrap();
+        assert!((0.0..=1.0).contains(&counted), "counted: {counted}");
     }
 
     #[test]

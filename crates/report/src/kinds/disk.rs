@@ -481,6 +481,7 @@ mod text_tests {
         run.latency.p99_ns = 55_555;
         run.latency.p99_9_ns = 99_999;
         run.latency.max_ns = 1_234_567;
+        run.in_flight = Some(31.94);
         run.cpu_us_per_io = 4.25678;
         run.cross_check.proc_io_error_percent = Some(0.5);
         run.cross_check.diskstats_error_percent = None;
@@ -488,7 +489,8 @@ mod text_tests {
         r
     }
 
-    /// The table of `bench disk`, byte for byte (pinned before its renderer moved to report).
+    /// The table of `bench disk`, byte for byte (pinned before its renderer moved to report;
+    /// since then: the mean I/Os in flight, and 4 KiB-page buffers by default).
     #[test]
     fn disk_text_is_unchanged() {
         let dir = tempfile::tempdir().unwrap();
@@ -505,11 +507,11 @@ mod text_tests {
             DiskDocument::judge(&r, Some(&ceiling), None, true, None).text(&Style::new(false));
         let expected = "\
 headroom bench disk /mnt/x/headroom-disk.tmp (test file, 1 GiB) on nvme0n1p2 (259:2, disk nvme0n1)
-profile custom, engine null, O_DIRECT, buffers in huge pages, 1 run per test, each up to 5 s or one pass after a 1 s ramp, no pause; MB/s, MiB/s, IOPS and latency (submission to completion, fio's lat = slat + clat; clat in --json) of the best run, mean MB/s of all runs
+profile custom, engine null, O_DIRECT, buffers in 4 KiB pages, 1 run per test, each up to 5 s or one pass after a 1 s ramp, no pause; MB/s, MiB/s, IOPS, I/Os in flight and latency (submission to completion, fio's lat = slat + clat; clat in --json) of the best run, mean MB/s of all runs
 
-Test                         Best    Mean     Best    Best  Lat mean  Lat p50  Lat p99  Lat p99.9  Lat max  CPU/IO    proc io  diskstats  requests
-                           (MB/s)  (MB/s)  (MiB/s)  (IOPS)      (us)     (us)     (us)       (us)     (us)    (us)  error (%)  error (%)   per I/O
-RND4K Q32T1  mix 70% read  1000.0  1234.6    953.7  244151      12.3     10.0     55.6      100.0   1234.6    4.26      +0.50          -         -
+Test                         Best    Mean     Best    Best  In flight  Lat mean  Lat p50  Lat p99  Lat p99.9  Lat max  CPU/IO    proc io  diskstats  requests
+                           (MB/s)  (MB/s)  (MiB/s)  (IOPS)     (mean)      (us)     (us)     (us)       (us)     (us)    (us)  error (%)  error (%)   per I/O
+RND4K Q32T1  mix 70% read  1000.0  1234.6    953.7  244151       31.9      12.3     10.0     55.6      100.0   1234.6    4.26      +0.50          -         -
 
 ceiling: PCIe 0000:00:1c.0 -> 0000:01:00.0 at 8 GT/s x2 (read 1500.0 MB/s, write 1000.0 MB/s)
   RND4K Q32T1 mix 70% read 1000.0 MB/s = 47 % of the ceiling

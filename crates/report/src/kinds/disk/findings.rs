@@ -150,8 +150,8 @@ pub fn findings(
         };
         let advice = match limit {
             Some((Buffers::Pages, ..)) => {
-                "this is what applications with 4 KiB-page buffers meet; --buffers huge (the \
-                 default) shows what the device does with each I/O in one request"
+                "this is what applications with 4 KiB-page buffers meet, and fio; --buffers \
+                 huge shows what the device does with each I/O in one request"
                     .to_string()
             }
             Some((Buffers::HugePages, _, which)) if which.starts_with("max_sectors_kb") => {
@@ -204,7 +204,7 @@ pub fn findings(
                             format_bytes_binary(limit)
                         ),
                     )
-                    .with_advice("--buffers pages measures as they do"),
+                    .with_advice("the default, --buffers pages, measures as they do"),
                 );
             }
         }

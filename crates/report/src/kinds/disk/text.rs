@@ -100,9 +100,9 @@ pub fn render(
         .unwrap_or_default();
     let _ = writeln!(
         s,
-        "profile {}, engine {}, {}{buffers}, {}; MB/s, MiB/s, IOPS and latency (submission to \
-         completion, fio's lat = slat + clat; clat in --json) of the best run, mean MB/s of all \
-         runs",
+        "profile {}, engine {}, {}{buffers}, {}; MB/s, MiB/s, IOPS, I/Os in flight and latency \
+         (submission to completion, fio's lat = slat + clat; clat in --json) of the best run, \
+         mean MB/s of all runs",
         p.profile,
         p.engine,
         if p.direct { "O_DIRECT" } else { "buffered" },
@@ -116,6 +116,7 @@ pub fn render(
         "Mean",
         "Best",
         "Best",
+        "In flight",
         "Lat mean",
         "Lat p50",
         "Lat p99",
@@ -133,6 +134,7 @@ pub fn render(
         "(MB/s)",
         "(MiB/s)",
         "(IOPS)",
+        "(mean)",
         "(us)",
         "(us)",
         "(us)",
@@ -154,6 +156,12 @@ pub fn render(
         .iter()
         .filter_map(|&(t, e)| Some((t, t.best()?, e)))
         .collect();
+    // Huge-page buffers let a large I/O go down as fewer requests than fio's 4 KiB pages do:
+    // each line measured with them says so, beside its numbers.
+    let memory = match p.buffers {
+        Some(b @ model::disk::Buffers::HugePages) => format!(", {}", b.words()),
+        _ => String::new(),
+    };
     for &(t, b, _) in &rows {
         // The worst cross-check of all runs: one bad run is worth seeing.
         let worst = |f: fn(&RunResult) -> Option<f64>| {
@@ -169,11 +177,12 @@ pub fn render(
             } else {
                 t.spec.label.clone()
             },
-            t.spec.workload.direction(),
+            format!("{}{memory}", t.spec.workload.direction()),
             format!("{:.1}", b.mb_per_s),
             format!("{:.1}", t.mean_mb_per_s),
             format!("{:.1}", b.mib_per_s),
             format!("{:.0}", b.iops),
+            b.in_flight.map_or("-".to_string(), |n| format!("{n:.1}")),
             us(l.mean_ns),
             us(l.p50_ns as f64),
             us(l.p99_ns as f64),
