@@ -8,7 +8,7 @@ iperf3 port. The console protocol is described in lab/guest/init.
 """
 
 import base64
-import gzip
+import zlib
 import json
 import os
 import queue
@@ -29,6 +29,23 @@ GUEST_IPERF_PORT = 5201
 # A file the guest sends is written under the board's out/ by the name it gives: a plain name
 # only (no directory, no `..`, no leading dot), so a guest cannot write elsewhere on the host.
 PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+# The most bytes one file from a guest may take, as sent (base64) and once decompressed: the
+# lab's largest file, a survey's HTML report, is a few MB. A guest is not trusted to stay
+# under it, so a longer stream or a gzip that inflates past it is dropped with a warning.
+MAX_FILE_BYTES = 64 << 20
+
+
+def inflate(chunks, limit):
+    """The gzip data that CHUNKS (base64 lines) carry, or ValueError when it is damaged or
+    inflates past LIMIT bytes (read at most LIMIT + 1 bytes, never the whole bomb)."""
+    z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    data = z.decompress(base64.b64decode("".join(chunks)), limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"it inflates past {limit} B")
+    if not z.eof:
+        raise ValueError("the gzip stream is cut short")
+    return data
+
 # The address the host side's servers listen on: QEMU's user network (slirp) connects the
 # guest's 10.0.2.2 to the host's loopback, so nothing else needs to reach them.
 HOST_LOOPBACK = "127.0.0.1"
@@ -193,7 +210,7 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
         proc.stdin.flush()
 
     deadline = start + BOARD_SECONDS
-    current = None  # (name, [base64 lines])
+    current = None  # [name, [base64 lines] or None once too long, their length]
     running = None  # the step running now
     alarm = None  # the kernel's first emergency line (the console shows only those)
     servers = []
@@ -212,16 +229,21 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
                 break
             if current is not None:
                 if line.startswith("@@LAB end "):
-                    name, chunks = current
+                    name, chunks, _ = current
                     try:
-                        data = gzip.decompress(base64.b64decode("".join(chunks)))
+                        if chunks is None:
+                            raise ValueError(f"it is longer than {MAX_FILE_BYTES} B as sent")
+                        data = inflate(chunks, MAX_FILE_BYTES)
                         if name is not None:
                             result.files[name] = data
-                    except (ValueError, OSError) as e:
-                        result.warnings.append(f"{name} came back damaged ({e})")
+                    except (ValueError, OSError, zlib.error) as e:
+                        result.warnings.append(f"{name} came back damaged or too large ({e}): not written")
                     current = None
-                else:
+                elif current[1] is not None:
                     current[1].append(line.strip())
+                    current[2] += len(line)
+                    if current[2] > MAX_FILE_BYTES:
+                        current[1] = None
                 continue
             if line.startswith(board.qemu + ":"):
                 result.qemu.append(line.strip())
@@ -241,7 +263,7 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
                     result.warnings.append(f"the guest sent a file named {name!r}: not a plain file name, "
                                            "not written (the lab writes only NAME under out/)")
                     name = None
-                current = (name, [])
+                current = [name, [], 0]
             elif what == "boot":
                 result.booted = True
             elif what == "rc":

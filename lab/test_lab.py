@@ -164,6 +164,21 @@ class Boot(unittest.TestCase):
             f.write(text)
         return Board(path)
 
+    def test_a_guest_file_too_large_as_sent_or_inflated_is_dropped_with_a_warning(self):
+        bomb = sent("bomb.json", bytes(4096))  # 4 KiB of zeros: about 40 B as sent
+        long = sent("long.json", os.urandom(3000))  # incompressible: about 4 kB as sent
+        lines = (["@@LAB boot 6.1.0 x86_64"] + bomb + long + sent("audit.json", b"{}")
+                 + ["@@LAB done"])
+        b = self.board("arch: x86_64\n")
+        with mock.patch.object(boot, "qemu_command", return_value=fake_guest(lines)), \
+                mock.patch.object(boot, "MAX_FILE_BYTES", 2048):
+            r = boot.boot(b, "k", "i", self.workdir, HEADROOM, "tcg", log=lambda *a: None)
+        self.assertTrue(r.done, r.error)
+        self.assertEqual(sorted(r.files), ["audit.json"])
+        said = " ".join(r.warnings)
+        self.assertIn("bomb.json came back damaged or too large (it inflates past 2048 B)", said)
+        self.assertIn("long.json came back damaged or too large (it is longer than 2048 B as sent)", said)
+
     def test_a_guest_file_is_written_only_by_a_plain_name_under_out(self):
         outside = os.path.join(self.dir, "absolute.json")
         lines = (["@@LAB boot 6.1.0 x86_64"] + sent("../escaped.json", b"{}") + sent(outside, b"{}")
