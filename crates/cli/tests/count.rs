@@ -128,8 +128,12 @@ fn software_events_agree_with_perf_stat() {
     let perf_elapsed_ms = perf_ms / cpus_utilized;
     let outside_ms = perf_elapsed_ms - ours["elapsed_s"].as_f64().unwrap() * 1e3;
     let share_ms = perf_ms - ours_ms;
+    // The child's CPU between fork and exec falls inside headroom's elapsed time (it starts
+    // just before the fork), so the bound above leaves it out: a fork and an exec take a few
+    // milliseconds of CPU at most, however loaded the machine (CPU time, not time waited).
+    const FORK_EXEC_CPU_MS: f64 = 5.0;
     assert!(
-        share_ms >= -0.01 && share_ms <= 2.0 * outside_ms.max(0.0) + 0.01,
+        share_ms >= -0.01 && share_ms <= 2.0 * outside_ms.max(0.0) + FORK_EXEC_CPU_MS,
         "task-clock: headroom {ours_ms} ms, perf {perf_ms} ms: a share of {share_ms:.3} ms \
          for headroom, which ran {outside_ms:.3} ms outside the workload"
     );
