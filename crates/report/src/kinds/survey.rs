@@ -819,20 +819,26 @@ impl SurveyBody {
         ranked.sort_by(|a, b| b.lost.unwrap_or(0.0).total_cmp(&a.lost.unwrap_or(0.0)));
         ranked.extend(unranked);
 
-        let not_run: Vec<&PartResult> = self
-            .parts
-            .iter()
-            .filter(|p| p.status != PartStatus::Ran)
-            .collect();
-        if !not_run.is_empty() {
-            let list = not_run
+        // Parts that started and stopped short, apart from those never started (left out, no
+        // --net, no room): only the first fell short of what the plan gave them.
+        for (started, verb) in [(true, "did not run to the end"), (false, "did not run")] {
+            let parts: Vec<&PartResult> = self
+                .parts
+                .iter()
+                .filter(|p| p.status != PartStatus::Ran)
+                .filter(|p| (p.status != PartStatus::NotRun) == started)
+                .collect();
+            if parts.is_empty() {
+                continue;
+            }
+            let list = parts
                 .iter()
                 .map(|p| format!("{} ({})", p.id, p.status.word()))
                 .collect::<Vec<_>>()
                 .join(", ");
             sentences.push(format!(
-                "{} of {} did not run to the end: {list}",
-                not_run.len(),
+                "{} of {} {verb}: {list}",
+                parts.len(),
                 plural(self.parts.len(), "part", "parts")
             ));
         }
