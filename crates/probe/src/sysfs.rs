@@ -4,6 +4,12 @@
 //! A missing attribute is normal (old kernel, no such hardware) and reads as `Ok(None)`;
 //! an attribute that exists but cannot be read (EACCES without root, EINVAL for the `speed`
 //! of a down link) is a `ReadError` naming the file, which callers report and step past.
+//!
+//! Under a tree read in place of `/` (`--root`), files are read and directories listed
+//! through [`open_read`] and [`read_dir`] (and [`metadata`] where what a file is matters),
+//! which resolve the path inside the tree as a chroot would: whatever links a capture holds,
+//! no content or name outside it is read. (Plain existence checks, `is_dir()`, still follow
+//! links; they learn one bit.)
 
 use std::fmt;
 use std::io;
