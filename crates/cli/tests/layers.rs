@@ -959,11 +959,16 @@ fn history_words_are_found_where_there_are_some() {
         history_words("one session of iperf3, the first item, an issue with 3 items, s3c")
             .is_empty()
     );
-    assert_eq!(
-        hex_words("at 1a2b3c4, not 0x1af4 nor deadbeefs nor 12345678"),
-        ["1a2b3c4"]
+    // Hashes made at run time too.
+    let (own, other) = (
+        format!("{:x}", 0x1a2b3c4_u32),
+        format!("{:x}", 0x1a2b3c5_u32),
     );
-    let commits = vec!["1a2b3c4d5e".to_string(), "9f8e7d6c5b".to_string()];
-    assert!(is_own_commit(&commits, "1a2b3c4"));
-    assert!(!is_own_commit(&commits, "1a2b3c5"));
+    assert_eq!(
+        hex_words(&format!("at {own}, not 0x1af4 nor deadbeefs nor 12345678")),
+        [own.clone()]
+    );
+    let commits = vec![format!("{own}d5e"), format!("{:x}", 0x9f8e7d6c5b_u64)];
+    assert!(is_own_commit(&commits, &own));
+    assert!(!is_own_commit(&commits, &other));
 }

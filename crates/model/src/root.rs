@@ -29,6 +29,23 @@ pub fn tree_of(path: &Path) -> Option<PathBuf> {
         .cloned()
 }
 
+/// The most symbolic links followed while resolving one path by hand: the kernel's own limit
+/// (`MAXSYMLINKS`, include/linux/namei.h), past which it answers ELOOP.
+pub const MAX_LINK_HOPS: usize = 40;
+
+/// The names a path walks through, in order, for a walk that resolves each one itself (links
+/// followed by the walker): its normal components and its `..`; the root and `.` are left out.
+pub fn walked_names(p: &Path) -> Vec<std::ffi::OsString> {
+    use std::path::Component;
+    p.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A view of the filesystem rooted at a directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SysRoot {
@@ -82,6 +99,15 @@ impl Default for SysRoot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_walk_names_each_step_and_keeps_parent_steps() {
+        assert_eq!(
+            walked_names(Path::new("/a/./b/../c/")),
+            ["a", "b", "..", "c"].map(std::ffi::OsString::from)
+        );
+        assert!(walked_names(Path::new("/")).is_empty());
+    }
 
     #[test]
     fn absolute_paths_land_under_the_root() {

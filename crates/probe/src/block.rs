@@ -467,13 +467,11 @@ fn holds_of_disk(root: &SysRoot, disk: &str, depth: usize) -> Result<Vec<Hold>, 
     Ok(out)
 }
 
-/// The loop devices whose backing file is the regular file `(dev, ino)` (its `st_dev` and
-/// `st_ino`): each bound loop device's `/sys/block/loopN/loop/backing_file` is looked up and
-/// matched by device and inode, not by name, so another name of the same file (a hard link,
-/// a bind mount, a path through a symbolic link) is found as well. What holds each such loop
-/// device in turn (a mount of it) is said with it.
-pub fn loops_backed_by_file(root: &SysRoot, dev: u64, ino: u64) -> Result<Vec<Hold>, ReadError> {
-    use std::os::unix::fs::MetadataExt;
+/// Each bound loop device with its backing file's path (`/sys/block/loopN/loop/backing_file`,
+/// Documentation/ABI/testing/sysfs-block-loop) and what that file is (links followed, inside
+/// the root). A backing that is gone (` (deleted)`) or cannot be looked at is left out:
+/// nothing names it any more.
+fn bound_loops(root: &SysRoot) -> Result<Vec<(String, String, std::fs::Metadata)>, ReadError> {
     let mut out = Vec::new();
     for name in root.list("/sys/block")? {
         if !name.starts_with("loop") {
@@ -483,9 +481,21 @@ pub fn loops_backed_by_file(root: &SysRoot, dev: u64, ino: u64) -> Result<Vec<Ho
         else {
             continue;
         };
-        let Ok(meta) = crate::sysfs::metadata(&root.path(&backing)) else {
-            continue;
-        };
+        if let Ok(meta) = crate::sysfs::metadata(&root.path(&backing)) {
+            out.push((name, backing, meta));
+        }
+    }
+    Ok(out)
+}
+
+/// The loop devices whose backing file is the regular file `(dev, ino)` (its `st_dev` and
+/// `st_ino`): matched by device and inode, not by name, so another name of the same file (a
+/// hard link, a bind mount, a path through a symbolic link) is found as well. What holds
+/// each such loop device in turn (a mount of it) is said with it.
+pub fn loops_backed_by_file(root: &SysRoot, dev: u64, ino: u64) -> Result<Vec<Hold>, ReadError> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    for (name, _, meta) in bound_loops(root)? {
         if !meta.is_file() || meta.dev() != dev || meta.ino() != ino {
             continue;
         }
@@ -501,33 +511,23 @@ pub fn loops_backed_by_file(root: &SysRoot, dev: u64, ino: u64) -> Result<Vec<Ho
     Ok(out)
 }
 
-/// Each bound loop device with its backing file (`/sys/block/loopN/loop/backing_file`,
-/// Documentation/ABI/testing/sysfs-block-loop) and the `MAJ:MIN` of the block device the
-/// backing is (a device node: its `st_rdev`) or lives on (a file: the `st_dev` of its
-/// filesystem). A backing that is gone (` (deleted)`) or cannot be looked at is left out:
-/// nothing names its device any more.
+/// Each bound loop device with its backing file ([`bound_loops`]) and the `MAJ:MIN` of the
+/// block device the backing is (a device node: its `st_rdev`) or lives on (a file: the
+/// `st_dev` of its filesystem).
 pub fn loop_backings(root: &SysRoot) -> Result<Vec<(String, String, String)>, ReadError> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    let mut out = Vec::new();
-    for name in root.list("/sys/block")? {
-        if !name.starts_with("loop") {
-            continue;
-        }
-        let Some(backing) = read_attr(&root.path(format!("/sys/block/{name}/loop/backing_file")))?
-        else {
-            continue;
-        };
-        let Ok(meta) = crate::sysfs::metadata(&root.path(&backing)) else {
-            continue;
-        };
-        let number = if meta.file_type().is_block_device() {
-            meta.rdev()
-        } else {
-            meta.dev()
-        };
-        let (major, minor) = model::blockdev::split_dev(number);
-        out.push((name, backing, format!("{major}:{minor}")));
-    }
+    let mut out: Vec<_> = bound_loops(root)?
+        .into_iter()
+        .map(|(name, backing, meta)| {
+            let number = if meta.file_type().is_block_device() {
+                meta.rdev()
+            } else {
+                meta.dev()
+            };
+            let (major, minor) = model::blockdev::split_dev(number);
+            (name, backing, format!("{major}:{minor}"))
+        })
+        .collect();
     out.sort();
     Ok(out)
 }

@@ -11,6 +11,7 @@
 //! no content or name outside it is read. (Plain existence checks, `is_dir()`, still follow
 //! links; they learn one bit.)
 
+use model::root::{walked_names, SysRoot, MAX_LINK_HOPS};
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -69,8 +70,6 @@ impl ReadError {
     }
 }
 
-use model::root::SysRoot;
-
 /// Read a whole attribute file as bytes (resolved as [`open_read`] does). Missing file:
 /// `Ok(None)`.
 pub fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, ReadError> {
@@ -116,24 +115,26 @@ pub fn open_read(path: &Path) -> io::Result<std::fs::File> {
     }
 }
 
+/// `path` resolved inside the tree it was made under (no link left in it), or `None` for a
+/// path of the live system, which is used as it is.
+fn resolved_in_its_tree(path: &Path) -> io::Result<Option<PathBuf>> {
+    model::root::tree_of(path)
+        .map(|tree| resolve_in_tree(&tree, path.strip_prefix(&tree).unwrap_or(path)))
+        .transpose()
+}
+
 /// The entries of directory `path`, resolved as [`open_read`] resolves a file.
 pub fn read_dir(path: &Path) -> io::Result<std::fs::ReadDir> {
-    match model::root::tree_of(path) {
-        Some(tree) => std::fs::read_dir(resolve_in_tree(
-            &tree,
-            path.strip_prefix(&tree).unwrap_or(path),
-        )?),
+    match resolved_in_its_tree(path)? {
+        Some(inside) => std::fs::read_dir(inside),
         None => std::fs::read_dir(path),
     }
 }
 
 /// What `path` is (links followed), resolved as [`open_read`] resolves a file.
 pub fn metadata(path: &Path) -> io::Result<std::fs::Metadata> {
-    match model::root::tree_of(path) {
-        Some(tree) => std::fs::symlink_metadata(resolve_in_tree(
-            &tree,
-            path.strip_prefix(&tree).unwrap_or(path),
-        )?),
+    match resolved_in_its_tree(path)? {
+        Some(inside) => std::fs::symlink_metadata(inside),
         None => std::fs::metadata(path),
     }
 }
@@ -194,17 +195,7 @@ fn openat2_in_root(root: &Path, rel: &Path, flags: libc::c_int) -> io::Result<st
 pub fn resolve_in_tree(root: &Path, rel: &Path) -> io::Result<PathBuf> {
     use std::collections::VecDeque;
     use std::ffi::OsString;
-    use std::path::Component;
-    let parts = |p: &Path| -> Vec<OsString> {
-        p.components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(n.to_os_string()),
-                Component::ParentDir => Some(OsString::from("..")),
-                _ => None,
-            })
-            .collect()
-    };
-    let mut todo: VecDeque<OsString> = parts(rel).into();
+    let mut todo: VecDeque<OsString> = walked_names(rel).into();
     let mut done: Vec<OsString> = Vec::new();
     let mut hops = 0;
     while let Some(name) = todo.pop_front() {
@@ -228,7 +219,7 @@ pub fn resolve_in_tree(root: &Path, rel: &Path) -> io::Result<PathBuf> {
             if target.is_absolute() {
                 done.clear();
             }
-            for c in parts(&target).into_iter().rev() {
+            for c in walked_names(&target).into_iter().rev() {
                 todo.push_front(c);
             }
             continue;
@@ -346,9 +337,6 @@ fn parse_recorded_link(text: &str) -> Option<PathBuf> {
     (t.starts_with("../") && !t.contains('\n') && !t.contains('\0')).then(|| PathBuf::from(t))
 }
 
-/// Most links followed while resolving one path (the kernel's own limit is 40).
-const MAX_LINK_HOPS: usize = 40;
-
 /// What probe reads through a [`SysRoot`] beyond joining paths (which is `model::root`'s):
 /// links resolved as the kernel would, attributes behind links, directory listings.
 pub trait SysfsExt {
@@ -375,17 +363,9 @@ impl SysfsExt for SysRoot {
     fn canonical(&self, rel: impl AsRef<Path>) -> Result<PathBuf, ReadError> {
         use std::collections::VecDeque;
         use std::ffi::OsString;
-        use std::path::Component;
 
         let rel = rel.as_ref();
-        let mut todo: VecDeque<OsString> = rel
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(n.to_os_string()),
-                Component::ParentDir => Some(OsString::from("..")),
-                _ => None,
-            })
-            .collect();
+        let mut todo: VecDeque<OsString> = walked_names(rel).into();
         let mut done: Vec<OsString> = Vec::new();
         let mut hops = 0;
         while let Some(name) = todo.pop_front() {
@@ -425,12 +405,8 @@ impl SysfsExt for SysRoot {
                 if target.is_absolute() {
                     done.clear();
                 }
-                for c in target.components().rev() {
-                    match c {
-                        Component::Normal(n) => todo.push_front(n.to_os_string()),
-                        Component::ParentDir => todo.push_front(OsString::from("..")),
-                        _ => {}
-                    }
+                for c in walked_names(&target).into_iter().rev() {
+                    todo.push_front(c);
                 }
             }
         }

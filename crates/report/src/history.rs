@@ -406,9 +406,6 @@ fn check_directory(path: &Path) -> Result<(), HistoryError> {
     })
 }
 
-/// Most symbolic links followed on the way to the history (the kernel's own limit is 40).
-const MAX_LINK_HOPS: usize = 40;
-
 /// Refuses a history whose directory `dir` is reached through a name another user controls:
 /// each component from `/` on, links followed as the kernel follows them, must belong to
 /// the user running headroom or to root, and sit in a directory that no other user can
@@ -419,10 +416,10 @@ const MAX_LINK_HOPS: usize = 40;
 /// at `~/.local/share/headroom`. Components that do not exist yet are left to the caller
 /// (the default directory is then made by this user, 0700).
 fn check_ancestors(path: &Path, dir: &Path) -> Result<(), HistoryError> {
+    use model::root::{walked_names, MAX_LINK_HOPS};
     use std::collections::VecDeque;
     use std::ffi::OsString;
     use std::os::unix::fs::MetadataExt;
-    use std::path::Component;
     // SAFETY: geteuid(2) and getegid(2) have no arguments and cannot fail.
     let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
     let unsafe_path = |through: PathBuf, why: String| HistoryError::UnsafePath {
@@ -438,16 +435,7 @@ fn check_ancestors(path: &Path, dir: &Path) -> Result<(), HistoryError> {
             Err(_) => return Ok(()),
         }
     };
-    let components = |p: &Path| -> Vec<OsString> {
-        p.components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(n.to_os_string()),
-                Component::ParentDir => Some(OsString::from("..")),
-                _ => None,
-            })
-            .collect()
-    };
-    let mut todo: VecDeque<OsString> = components(&absolute).into();
+    let mut todo: VecDeque<OsString> = walked_names(&absolute).into();
     let mut current = PathBuf::from("/");
     let mut hops = 0;
     while let Some(name) = todo.pop_front() {
@@ -500,7 +488,7 @@ fn check_ancestors(path: &Path, dir: &Path) -> Result<(), HistoryError> {
             if target.is_absolute() {
                 current = PathBuf::from("/");
             }
-            for c in components(&target).into_iter().rev() {
+            for c in walked_names(&target).into_iter().rev() {
                 todo.push_front(c);
             }
             continue;
