@@ -966,7 +966,7 @@ fn history_words_are_found_where_there_are_some() {
     );
     assert_eq!(
         hex_words(&format!("at {own}, not 0x1af4 nor deadbeefs nor 12345678")),
-        [own.clone()]
+        std::slice::from_ref(&own)
     );
     let commits = vec![format!("{own}d5e"), format!("{:x}", 0x9f8e7d6c5b_u64)];
     assert!(is_own_commit(&commits, &own));
