@@ -3,13 +3,29 @@
 use super::DiskError;
 use model::disk::Buffers;
 
-/// `queue_depth` buffers of `block_size` bytes in one allocation aligned for O_DIRECT.
+/// What the buffers hold before the first I/O.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Content {
+    /// Incompressible pseudo-random bytes from this seed (what write tests write).
+    Random(u64),
+    /// Zeros, written by the process (write tests with `--zero`).
+    Zeros,
+    /// Left as the kernel maps them (zeros, no page touched) for read-only tests: the pages
+    /// come into being when the engine pins them or the first read fills them, in one pass
+    /// of the kernel, as fio's untouched read buffers do.
+    Untouched,
+}
+
+/// `queue_depth` buffers of `block_size` bytes in one mapping aligned for O_DIRECT.
 ///
 /// Owned through a raw pointer (not a `Vec`) because the kernel writes into a slot while the
 /// I/O is in flight: no Rust reference to a slot's bytes exists while its I/O is queued.
 pub struct IoBuffers {
+    /// The mapping as made by mmap (unmapped on drop).
+    map: *mut u8,
+    map_len: usize,
+    /// The first slot: `map` rounded up to the alignment asked for.
     ptr: *mut u8,
-    layout: std::alloc::Layout,
     block_size: usize,
     count: usize,
 }
@@ -19,64 +35,95 @@ pub struct IoBuffers {
 unsafe impl Send for IoBuffers {}
 
 impl IoBuffers {
-    /// Allocate `count` slots of `block_size` bytes aligned to `align` (a power of two) in
-    /// `memory`, each filled with incompressible pseudo-random bytes, or zeros when `zero`.
+    /// Map `count` slots of `block_size` bytes aligned to `align` (a power of two) in
+    /// `memory`, holding `content`.
+    ///
+    /// The slots are a fresh anonymous mapping of their own rather than the allocator's heap:
+    /// an allocator may hand back memory the process used and freed before, whose pages lie
+    /// scattered in physical memory; fresh pages faulted in order are mostly physically
+    /// adjacent, and the block layer gives adjacent pages to the device as one segment. How
+    /// scattered a buffer's pages are changes a sequential test's MB/s on a VM's disk by up
+    /// to 2x, so it must be what fio's buffers get, not what the process did before.
     pub fn new(
         count: usize,
         block_size: usize,
         align: usize,
         memory: Buffers,
-        zero: bool,
-        seed: u64,
+        content: Content,
     ) -> Result<Self, DiskError> {
         let total = count
             .checked_mul(block_size)
             .filter(|t| *t > 0)
             .ok_or_else(|| DiskError::BadParameter("buffer size overflows".into()))?;
-        // Huge pages: the whole allocation rounded up to 2 MiB (at most 2 MiB more per job),
-        // aligned to 2 MiB and asked to be backed by huge pages (MADV_HUGEPAGE), so a 1 MiB
-        // buffer is physically contiguous: the kernel maps it as a few segments of
-        // max_segment_size instead of 256 pages, which a device with max_segments 254
-        // (virtio-blk) or 128 (loop) splits into two requests. Pages: 4 KiB pages, also where
-        // transparent huge pages are `always` (MADV_NOHUGEPAGE), as an application's malloc'd
-        // buffers are under the usual `madvise` setting.
+        // Huge pages: the slots start on a 2 MiB boundary and the mapping is asked to be
+        // backed by huge pages (MADV_HUGEPAGE), so a 1 MiB buffer is physically contiguous:
+        // the kernel maps it as a few segments of max_segment_size instead of 256 pages, which
+        // a device with max_segments 254 (virtio-blk) or 128 (loop) splits into two requests.
+        // Pages: 4 KiB pages, also where transparent huge pages are `always`
+        // (MADV_NOHUGEPAGE), as an application's malloc'd buffers are under the usual
+        // `madvise` setting.
         let huge = memory == Buffers::HugePages;
-        let (size, align) = if huge {
-            (total.div_ceil(HUGE_PAGE) * HUGE_PAGE, align.max(HUGE_PAGE))
+        let align = if huge {
+            align.max(HUGE_PAGE)
         } else {
-            (total, align.max(4096))
+            align.max(PAGE)
         };
-        let layout = std::alloc::Layout::from_size_align(size, align)
-            .map_err(|e| DiskError::BadParameter(format!("buffer alignment {align}: {e}")))?;
-        // SAFETY: `layout` has a non-zero size (checked above).
-        let ptr = unsafe { std::alloc::alloc(layout) };
-        if ptr.is_null() {
-            return Err(DiskError::BadParameter(format!(
+        let too_big = || {
+            DiskError::BadParameter(format!(
                 "cannot allocate {total} bytes of I/O buffers: lower --qd, --jobs or --bs"
-            )));
+            ))
+        };
+        let size = total.div_ceil(PAGE).checked_mul(PAGE).ok_or_else(too_big)?;
+        // mmap aligns to a page; a larger alignment is made by mapping `align` more and
+        // starting at the first aligned address inside.
+        let map_len = size
+            .checked_add(if align > PAGE { align } else { 0 })
+            .ok_or_else(too_big)?;
+        // SAFETY: a new private anonymous mapping; no existing memory is affected.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return Err(too_big());
         }
+        let map = map.cast::<u8>();
+        let ptr = map.wrapping_add((align - (map as usize) % align) % align);
         let advice = if huge {
             libc::MADV_HUGEPAGE
         } else {
             libc::MADV_NOHUGEPAGE
         };
-        // SAFETY: the range is the allocation (page-aligned: align >= 4096, and size a multiple
-        // of it for huge pages; madvise rounds the end up to a page for pages, which stays
-        // inside the allocator's page); madvise only changes how it is backed (an error, e.g.
-        // THP compiled out, leaves ordinary pages: nothing to handle).
+        // SAFETY: the range is inside the mapping (ptr + size <= map + map_len); madvise only
+        // changes how it is backed (an error, e.g. THP compiled out, leaves ordinary pages:
+        // nothing to handle).
         unsafe { libc::madvise(ptr.cast(), size, advice) };
-        // SAFETY: the allocation holds `size` bytes; it is initialised here before any read.
-        unsafe { std::ptr::write_bytes(ptr, 0, size) };
         let mut b = IoBuffers {
+            map,
+            map_len,
             ptr,
-            layout,
             block_size,
             count,
         };
-        if !zero {
-            let mut rng = Rng::new(seed);
-            for slot in 0..count {
-                rng.fill(b.slot_mut(slot));
+        // An anonymous mapping reads as zeros: initialised before any read, touched or not.
+        match content {
+            Content::Untouched => {}
+            Content::Zeros => {
+                // SAFETY: the slots lie inside the mapping; writing zeros faults the pages in
+                // order (what a writer's buffers look like after its first fill).
+                unsafe { std::ptr::write_bytes(b.ptr, 0, total) }
+            }
+            Content::Random(seed) => {
+                let mut rng = Rng::new(seed);
+                for slot in 0..count {
+                    rng.fill(b.slot_mut(slot));
+                }
             }
         }
         Ok(b)
@@ -131,13 +178,17 @@ impl IoBuffers {
 
 impl Drop for IoBuffers {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout, freed once.
-        unsafe { std::alloc::dealloc(self.ptr, self.layout) }
+        // SAFETY: mapped in `new` with this length, unmapped once; no I/O is in flight (the
+        // engine that borrowed the buffers is gone).
+        unsafe { libc::munmap(self.map.cast(), self.map_len) };
     }
 }
 
 /// The x86-64 and arm64 (4 KiB granule) transparent huge page size.
 const HUGE_PAGE: usize = 2 << 20;
+
+/// The base page size of x86-64, arm64 (4 KiB granule) and armv7 kernels.
+const PAGE: usize = 4096;
 
 /// xorshift64* (Vigna 2016): fast, good enough for offsets and incompressible data, and
 /// reproducible from a seed. Not for secrets.
@@ -188,9 +239,32 @@ mod tests {
         assert!(seen.iter().all(|s| *s));
     }
 
+    /// Pages of the mapping that are in memory (mincore), for the buffers' `len` bytes.
+    fn resident_pages(b: &IoBuffers, len: usize) -> usize {
+        let pages = len.div_ceil(PAGE);
+        let mut vec = vec![0u8; pages];
+        // SAFETY: the range lies inside the mapping; `vec` has one byte per page.
+        let rc = unsafe { libc::mincore(b.slot_ptr(0).cast(), len, vec.as_mut_ptr()) };
+        assert_eq!(rc, 0, "mincore: {}", std::io::Error::last_os_error());
+        vec.iter().filter(|v| **v & 1 == 1).count()
+    }
+
+    /// A read test's buffers are a fresh mapping the process never touches: their pages are
+    /// made by the kernel in one pass when the engine pins them or the first read lands, as
+    /// fio's are, not reused from what the process freed before (scattered pages that a VM's
+    /// disk reads at up to half the MB/s).
+    #[test]
+    fn read_buffers_are_left_for_the_kernel_and_write_buffers_are_filled() {
+        let untouched =
+            IoBuffers::new(4, 1 << 20, 4096, Buffers::Pages, Content::Untouched).unwrap();
+        assert_eq!(resident_pages(&untouched, 4 << 20), 0);
+        let filled = IoBuffers::new(4, 1 << 20, 4096, Buffers::Pages, Content::Random(1)).unwrap();
+        assert_eq!(resident_pages(&filled, 4 << 20), 1024);
+    }
+
     #[test]
     fn random_buffers_do_not_compress_and_scramble_changes_every_sector() {
-        let b = IoBuffers::new(2, 4096, 4096, Buffers::Pages, false, 7).unwrap();
+        let b = IoBuffers::new(2, 4096, 4096, Buffers::Pages, Content::Random(7)).unwrap();
         let before = b.slot_copy(0);
         // No 8-byte word repeats in a random 4 KiB buffer.
         let mut words: Vec<&[u8]> = before.chunks(8).collect();
@@ -204,7 +278,10 @@ mod tests {
             assert_eq!(x[8..], y[8..]);
         }
         assert!(b.slot_ptr(0) as usize % 4096 == 0);
-        let z = IoBuffers::new(1, 512, 512, Buffers::HugePages, true, 7).unwrap();
-        assert!(z.slot_ptr(0) as usize % 4096 == 0);
+        let z = IoBuffers::new(1, 512, 512, Buffers::HugePages, Content::Zeros).unwrap();
+        assert!(z.slot_ptr(0) as usize % (2 << 20) == 0);
+        assert_eq!(z.slot_copy(0), vec![0; 512]);
+        let u = IoBuffers::new(3, 8192, 4096, Buffers::Pages, Content::Untouched).unwrap();
+        assert_eq!(u.slot_copy(2), vec![0; 8192]);
     }
 }

@@ -10,7 +10,7 @@
 //! how many were in flight over the measured window; by Little's law it is the IOPS times the
 //! mean latency.
 
-use super::buffers::{IoBuffers, Rng};
+use super::buffers::{Content, IoBuffers, Rng};
 use super::engine::{Completion, Engine, EngineWorker, IoUnit, Queued};
 use super::result::{DirectionRecorder, LatencyRecorder};
 use super::{DiskError, Op};
@@ -306,14 +306,14 @@ pub(super) fn run_job(
     let spec = plan.spec;
     let bs = spec.block_size;
     let qd = spec.queue_depth.max(1);
-    let buffers = IoBuffers::new(
-        qd as usize,
-        bs as usize,
-        plan.align,
-        plan.buffers,
-        plan.zero,
-        plan.seed,
-    )?;
+    let content = if spec.workload.read_percent >= 100 {
+        Content::Untouched
+    } else if plan.zero {
+        Content::Zeros
+    } else {
+        Content::Random(plan.seed)
+    };
+    let buffers = IoBuffers::new(qd as usize, bs as usize, plan.align, plan.buffers, content)?;
     let blocks = plan.region.len / bs;
     if blocks == 0 {
         return Err(DiskError::BadParameter(format!(

@@ -36,7 +36,7 @@ pub mod runner;
 pub mod target;
 pub mod workload;
 
-pub use buffers::{IoBuffers, Rng};
+pub use buffers::{Content, IoBuffers, Rng};
 pub use engine::{
     choose_engine, engine_by_name, engines, Completion, Engine, EngineCaps, EngineWorker, IoUnit,
     Queued, WAIT_SLICE,

@@ -811,8 +811,7 @@ impl Target {
             CHUNK as usize,
             align,
             model::disk::Buffers::HugePages,
-            false,
-            0x5EED,
+            super::buffers::Content::Random(0x5EED),
         )?;
         let mut rng = super::Rng::new(size);
         let show = self.info.file.display().to_string();
