@@ -16,12 +16,9 @@ use std::time::{Duration, Instant};
 use testsupport::cmd::*;
 use testsupport::process::is_root;
 
-/// The tests of this file measure the same CPUs at real-time priorities: one at a time, or
-/// each one's load and threads would be in the others' numbers.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
+/// One at a time, with every other test that uses tracefs (`testsupport::tracefs_lock`).
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+    testsupport::tracefs_lock()
 }
 
 fn root_or_skip() -> bool {

@@ -639,6 +639,76 @@ fn crate_dirs() -> Vec<(String, PathBuf)> {
     out
 }
 
+/// What is wrong with a crate's integration tests being one binary: a crate with more than one
+/// file in `tests/` builds them as modules of `tests/main.rs` (`autotests = false` and one
+/// `[[test]]`), and every file there is one of its modules (with `autotests = false`, a file
+/// left out would silently never run).
+fn test_binary_faults(manifest: &str, test_files: &[String], main_rs: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    if test_files.len() <= 1 && main_rs.is_none() {
+        return out;
+    }
+    if !manifest.lines().any(|l| l.trim() == "autotests = false") {
+        out.push(
+            "a test binary per file: set `autotests = false` and one [[test]] at tests/main.rs"
+                .into(),
+        );
+    }
+    if !manifest.contains("path = \"tests/main.rs\"") {
+        out.push("no [[test]] target with path = \"tests/main.rs\"".into());
+    }
+    let declared: BTreeSet<&str> = main_rs
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("mod ")?.strip_suffix(';'))
+        .collect();
+    for f in test_files {
+        if !declared.contains(f.as_str()) {
+            out.push(format!(
+                "tests/{f}.rs is not a module of tests/main.rs: it would never run"
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn each_crates_integration_tests_link_as_one_binary() {
+    let mut faults = Vec::new();
+    for (name, dir) in crate_dirs() {
+        let tests = dir.join("tests");
+        let Ok(entries) = std::fs::read_dir(&tests) else {
+            continue;
+        };
+        let mut files: Vec<String> = entries
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+            .map(|p| p.file_stem().unwrap().to_string_lossy().to_string())
+            .filter(|f| f != "main")
+            .collect();
+        files.sort();
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        let main_rs = std::fs::read_to_string(tests.join("main.rs")).ok();
+        for f in test_binary_faults(&manifest, &files, main_rs.as_deref()) {
+            faults.push(format!("crates/{name}: {f}"));
+        }
+    }
+    assert!(faults.is_empty(), "{faults:#?}");
+}
+
+#[test]
+fn a_test_file_outside_the_one_binary_is_found() {
+    let files = vec!["a".to_string(), "b".to_string()];
+    let manifest = "[package]\nautotests = false\n[[test]]\nname = \"integration\"\npath = \"tests/main.rs\"\n";
+    assert!(test_binary_faults(manifest, &files, Some("mod a;\nmod b;\n")).is_empty());
+    assert_eq!(
+        test_binary_faults(manifest, &files, Some("mod a;\n")),
+        ["tests/b.rs is not a module of tests/main.rs: it would never run"]
+    );
+    assert_eq!(test_binary_faults("[package]\n", &files, None).len(), 4);
+    assert!(test_binary_faults("[package]\n", &files[..1], None).is_empty());
+}
+
 /// The top-level modules of a crate's `src`: each `NAME.rs` but lib.rs and main.rs, and each
 /// directory.
 fn top_modules(src: &Path) -> BTreeSet<String> {

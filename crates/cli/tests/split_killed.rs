@@ -54,12 +54,9 @@ impl Moments {
     }
 }
 
-/// The tests of this file one at a time: each one's next command removes what the other's
-/// killed runs left.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
+/// One at a time, with every other test that uses tracefs (`testsupport::tracefs_lock`).
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+    testsupport::tracefs_lock()
 }
 
 /// Whether the tests can run here: as root, with tracefs mounted (else skipped).

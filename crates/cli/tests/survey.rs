@@ -184,9 +184,11 @@ fn disk_dirs() -> Vec<PathBuf> {
         .collect()
 }
 
-/// The surveys of this file write in the same directories and count the test files there:
-/// one at a time.
-static ONE_SURVEY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// The surveys of this file write in the same directories and count the test files there, and
+/// their latency parts use tracefs: one at a time, with every test that uses tracefs.
+fn one_survey() -> std::sync::MutexGuard<'static, ()> {
+    testsupport::tracefs_lock()
+}
 
 #[test]
 fn a_short_survey_runs_and_reads_back_in_report_and_compare() {
@@ -195,7 +197,7 @@ fn a_short_survey_runs_and_reads_back_in_report_and_compare() {
         testsupport::skip::skip("not root: the survey's latency parts need SCHED_FIFO");
         return;
     }
-    let _one = ONE_SURVEY.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_survey();
     let dirs = disk_dirs();
     let before: Vec<Vec<String>> = dirs.iter().map(|d| test_files(d)).collect();
     let tmp = tempfile::tempdir().unwrap();
@@ -303,7 +305,7 @@ fn ctrl_c_at_random_points_keeps_a_valid_partial_document_and_leaves_nothing() {
         testsupport::skip::skip("not root (CI runs as root)");
         return;
     }
-    let _one = ONE_SURVEY.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_survey();
     let dirs = disk_dirs();
     let before: Vec<Vec<String>> = dirs.iter().map(|d| test_files(d)).collect();
     let tmp = tempfile::tempdir().unwrap();

@@ -82,6 +82,14 @@ fn killed_run() {
     std::thread::sleep(Duration::from_secs(30));
 }
 
+/// The harness's name of test `f` of this file (its module path inside the test binary).
+fn test_name(f: &str) -> String {
+    match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::{f}"),
+        None => f.to_string(),
+    }
+}
+
 #[test]
 fn a_killed_timerlat_run_has_its_settings_put_back_and_its_instance_removed() {
     let tree = tracefs_tree();
@@ -89,7 +97,7 @@ fn a_killed_timerlat_run_has_its_settings_put_back_and_its_instance_removed() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "killed_run",
+            &test_name("killed_run"),
             "--nocapture",
             "--test-threads",
             "1",

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::summary as from_fixture;
 // The rest of what the tests share: fixture paths and values, survey parts.
 use common::*;

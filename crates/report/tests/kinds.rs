@@ -7,7 +7,7 @@ use report::Document;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-mod common;
+use crate::common;
 use common::fixture;
 
 /// `name`'s body read through `T` and written again is the body as the file has it.

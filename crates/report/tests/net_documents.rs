@@ -5,7 +5,7 @@
 use report::compare::compare;
 use report::{Document, Summary};
 
-mod common;
+use crate::common;
 use common::{fixture_value, summary};
 
 #[test]

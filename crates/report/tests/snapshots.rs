@@ -5,7 +5,7 @@ use report::compare::compare;
 use report::{Document, Summary};
 use std::path::PathBuf;
 
-mod common;
+use crate::common;
 use common::{fixture, summary};
 
 #[test]

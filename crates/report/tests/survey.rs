@@ -7,7 +7,7 @@ use report::kinds::survey::{PartResult, PartStatus, SurveyBody};
 use report::Document;
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{fixture_value as fixture, planned, ran};
 
 /// A board with a downgraded NVMe link (the audit fixture), the Raspberry Pi 5 dd run at

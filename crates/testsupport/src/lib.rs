@@ -11,6 +11,7 @@
 //! - [`mount`]: a scratch tmpfs, read-only on demand.
 //! - [`process`]: bounded waits for and signals to the `headroom` processes a test starts.
 //! - [`latency`]: latency measurements and findings for the unit tests that judge and render them.
+//! - [`tracefs_lock`]: the lock of the tests that use tracefs and the osnoise tracer.
 //! - [`disk`]: a real disk measurement (the null engine on a small file) for the tests that
 //!   judge and render one.
 
@@ -23,3 +24,14 @@ pub mod net;
 pub mod process;
 pub mod skip;
 pub mod synth;
+
+static TRACEFS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Held by every test that uses tracefs and the osnoise tracer's settings (`bench latency
+/// --split`, the survey's latency parts, split runs killed mid-way), whichever file of its
+/// crate's one test binary it is in: the kernel has one set of tracer settings, the cleanup
+/// checks see every headroom instance, and runs at real-time priority on the same CPUs would
+/// be in each other's numbers.
+pub fn tracefs_lock() -> std::sync::MutexGuard<'static, ()> {
+    TRACEFS.lock().unwrap_or_else(|e| e.into_inner())
+}
