@@ -78,53 +78,21 @@ if [[ $(sed -n "/^\[profile.$PROFILE\]/,/^\[/p" Cargo.toml) == *'panic = "abort"
     # Derived Debug impls print only the type's or variant's name (-Zfmt-debug=shallow): no
     # output of headroom formats a derived Debug beyond a unit variant, whose name it keeps.
     unwind_tables="-C force-unwind-tables=no -Zlocation-detail=none -Zfmt-debug=shallow"
-    outline=yes
 else
     std_args=(-Zbuild-std=std,panic_unwind -Zbuild-std-features=panic-unwind,optimize_for_size)
     unwind_tables=
-    outline=
 fi
 
 for target in $TARGETS; do
     flags="-C link-self-contained=no $unwind_tables"
     [[ $target == armv7-* ]] && flags="--cfg=io_uring_skip_arch_check $flags"
-    [[ $target == thumbv7* ]] && flags="--cfg=io_uring_skip_arch_check -C relocation-model=static $flags"
+    [[ $target == thumbv7* ]] && flags="--cfg=io_uring_skip_arch_check $flags"
     var=CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<<"$target")_RUSTFLAGS
     # The C parts (SQLite) without unwind tables (74 KB of the x86_64 binary): no Rust panic
     # unwinds through C frames (an unwind out of an `extern "C"` function aborts, and rusqlite
     # catches panics in its callbacks), and nothing unwinds C itself. cc-rs reads CFLAGS_<target>.
     cflags=CFLAGS_$(tr -- - _ <<<"$target")
     export "$cflags=${!cflags:-} -fno-asynchronous-unwind-tables -fno-unwind-tables"
-    # LLVM's machine outliner (repeated instruction sequences become one called function, the
-    # reverse of inlining) for SQLite's C code on x86_64 and armv7: sqlite3.o's text on x86_64
-    # 608,352 -> 592,456 B; the binaries 11,988 B (x86_64) and 27,028 B (armv7) smaller
-    # (2026-11-28). LLVM runs it by itself at -Oz for AArch64 only; that,
-    # not relocations, is why aarch64's binary is 670 kB smaller (all three are plain static
-    # executables, ELF type EXEC, with no dynamic relocations; x86_64's .text 3,199,933 B
-    # against aarch64's 2,545,284 B). `-mllvm=` in one word: cargo-zigbuild's wrapper reads a
-    # separate `-enable-...` as zig's `-e`. NOT for the Rust code, though it would take x86_64
-    # 4,044,984 -> 3,955,064 B and armv7 4,008,312 -> 3,777,440 B: it outlines inside the timed
-    # loops of bench mem/mmio (bench::mmio::sweep had 41 calls to outlined code in a symbol
-    # build, one per access in the 128-bit store loop), which would change what they measure.
-    # 2026-11-28: for the Rust code too, now that every timed access of those loops
-    # is inside an `asm!` block with what it feeds and the pointer it advances (a pass of 16
-    # or one: crates/bench/src/mmio/access.rs), which LLVM never outlines; what is left of each
-    # loop is its compare and branch. A symbol build (CARGO_PROFILE_DIST_STRIP=false) shows no
-    # call to OUTLINED_FUNCTION_* inside sweep's loops on x86_64, armv7 and aarch64 (where LLVM
-    # outlines by itself at opt-level "z"; its timed loops had no call before either).
-    # Measured one step at a time on x86_64, symbol builds stripped by llvm-strip (about 2 kB
-    # under dist.sh's own stripping): 4,380,128 B; the outliner over the Rust code 4,275,856 B.
-    # And -C relocation-model=static: the binaries are plain static executables anyway (ELF
-    # EXEC, nothing to relocate: see the thumbv7neon target), so the code needs no
-    # position-independent addressing: 4,233,408 B.
-    if [[ -n $outline && ($target == x86_64-* || $target == armv7-*) ]]; then
-        export "$cflags=${!cflags} -mllvm=-enable-machine-outliner=always"
-        # Not on x86_64: built so, its binary hung the x86_64-q35 lab board (Debian 6.1 under
-        # TCG) in `survey` twice in a row, both CPUs looping in the kernel, while the same
-        # commit without these two flags held all 93 checks (2026-11-28; cause not
-        # found). armv7 held its 78 checks with them.
-        [[ $target == armv7-* ]] && flags="$flags -C llvm-args=-enable-machine-outliner=always -C relocation-model=static"
-    fi
     build=(env RUSTC_BOOTSTRAP=1 "$var=$flags"
         cargo zigbuild --locked --profile "$PROFILE" --target "$target" -p headroom "${std_args[@]}")
     say "building $target ($PROFILE profile)"

@@ -3,12 +3,13 @@
 //! and 32-bit ARM: a pass of UNROLL accesses written out (`.irp`) is one block, a single
 //! access (the rest of a sweep, the memcpy loops) another.
 //!
-//! Why: the board binaries are built with LLVM's machine outliner (`scripts/dist.sh`), which
-//! replaces instruction sequences that repeat across the program with calls to one shared copy
-//! (`OUTLINED_FUNCTION_*`). Left as Rust, the written-out passes repeat the same few
-//! instructions sixteen times: a build with the outliner on put 41 such calls in the 128-bit
-//! store loop alone, and with only the accesses in `asm!` it still moved the two counter
-//! updates of four store loops into a call, once per pass. LLVM never outlines inline assembly
+//! Why: LLVM's machine outliner, which it runs by itself at opt-level "z" on AArch64 (the
+//! board binaries' level), replaces instruction sequences that repeat across the program with
+//! calls to one shared copy (`OUTLINED_FUNCTION_*`). Left as Rust, the written-out passes
+//! repeat the same few instructions sixteen times: a build with the outliner on put 41 such
+//! calls in the 128-bit store loop alone, and with only the accesses in `asm!` it still moved
+//! the two counter updates of four store loops into a call, once per pass. LLVM never outlines
+//! inline assembly
 //! (`TargetInstrInfo::getOutliningType` marks it illegal), and what is left of each loop
 //! around a block is its compare and branch, which it cannot move either (one instruction
 //! before a branch is never worth a call). So the timed loops hold accesses, not calls and
