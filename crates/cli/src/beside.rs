@@ -1,5 +1,6 @@
-//! Counters that run beside a benchmark's engine (docs/ARCHITECTURE.md: the cli starts samplers, runs the
-//! engine, stops them), shared by `bench disk` and `bench net`: the interrupts of every
+//! The side samplers that run beside a benchmark's engine, started and stopped by the driver
+//! (`crate::driver::Run::sides`): each is one entry of [`SIDE_SAMPLERS`] and one field of
+//! [`SideResults`]. The one registered now counts, for `bench disk` and `bench net`, the interrupts of every
 //! device on the target's path, and the PCIe PMU of its root port when the machine has one,
 //! whose payload bytes are set against the application's (Rx against what the device wrote
 //! to memory: a disk read, a received packet; Tx against what it read: a disk write, a sent
@@ -13,6 +14,83 @@ use counters::Sampler;
 use model::procfs::IrqLine;
 use model::root::SysRoot;
 use report::kinds::count::{IrqRate, PmuBytes};
+
+/// What the side samplers sample beside an engine: the hardware its target crosses.
+pub enum SideTarget<'a> {
+    /// The PCI functions of the target's path, from the target towards the CPU.
+    Path(&'a [String]),
+    /// A network interface: its device, and the PCI functions of its path.
+    Interface(&'a str),
+}
+
+/// The bytes the benchmark moved, which side samplers set their counts against: `rx` the
+/// device wrote to memory (a disk read, received packets), `tx` it read (a disk write, sent
+/// packets); `busy_s`, the seconds the workload ran when it paused between runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Moved {
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+    pub busy_s: Option<f64>,
+}
+
+/// What the side samplers found, for the benchmark's document.
+#[derive(Debug, Default)]
+pub struct SideResults {
+    /// The interrupts of the path's devices and its root port's PMU (`crate::beside`).
+    pub counters: Option<report::kinds::count::BesideCounters>,
+}
+
+/// A sampler running beside an engine.
+pub trait SideSampler: Send {
+    /// Stop, and put what was sampled into `out`.
+    fn stop(self: Box<Self>, moved: &Moved, out: &mut SideResults);
+}
+
+/// How a side sampler starts for a target (`None`: nothing to sample there).
+pub type StartSide = fn(SysRoot, &SideTarget<'_>) -> Option<Box<dyn SideSampler>>;
+
+/// Every side sampler, started in this order beside every benchmark that names its target's
+/// hardware; a new one is one entry here and a field of [`SideResults`].
+pub const SIDE_SAMPLERS: &[StartSide] = &[start_counters];
+
+/// The side samplers of one run.
+pub struct Sides(Vec<Box<dyn SideSampler>>);
+
+impl Sides {
+    /// Start every registered sampler for `target` (the driver's `Run::sides`).
+    pub fn start(root: SysRoot, target: &SideTarget<'_>) -> Sides {
+        Sides(
+            SIDE_SAMPLERS
+                .iter()
+                .filter_map(|start| start(root.clone(), target))
+                .collect(),
+        )
+    }
+
+    /// Stop them all and gather what they sampled.
+    pub fn stop(self, moved: &Moved) -> SideResults {
+        let mut out = SideResults::default();
+        for s in self.0 {
+            s.stop(moved, &mut out);
+        }
+        out
+    }
+}
+
+/// The counters sampler's registration: the interrupts and the root port's PMU of the
+/// target's path, or of a network interface's device.
+fn start_counters(root: SysRoot, target: &SideTarget<'_>) -> Option<Box<dyn SideSampler>> {
+    Some(Box::new(match target {
+        SideTarget::Path(pci) => Beside::start(root, pci),
+        SideTarget::Interface(i) => Beside::for_interface(root, i),
+    }))
+}
+
+impl SideSampler for Beside {
+    fn stop(self: Box<Self>, moved: &Moved, out: &mut SideResults) {
+        out.counters = Some(self.finish(moved.rx_bytes, moved.tx_bytes, moved.busy_s));
+    }
+}
 
 /// Samplers started before an engine runs; [`Beside::finish`] stops them.
 pub struct Beside {
