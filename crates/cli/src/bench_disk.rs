@@ -5,9 +5,10 @@ use crate::beside::{Moved, SideTarget};
 use crate::driver::{Benchmark, Ended, Outcome, Run, Stopped};
 use crate::output::{GlobalArgs, KeepArgs};
 use anyhow::Context;
-use bench::disk::{self, profiles, target, DiskError, Profile, Progress};
+use bench::disk::{self, target, DiskError, Progress};
 use clap::Args;
 use counters::Sampler;
+use model::disk::profiles::{self, Profile};
 use model::disk::{DiskResult, HostFacts, TargetKind};
 use model::root::SysRoot;
 use report::document::DocumentKind;
@@ -158,41 +159,26 @@ fn parse_output_format(s: &str) -> Result<OutputFormat, String> {
 }
 
 impl DiskArgs {
-    fn overrides(&self) -> Result<profiles::Overrides, DiskError> {
-        let bad =
-            |f: &str, v: &str, why: String| DiskError::BadParameter(format!("{f} {v}: {why}"));
-        let size = |f: &str, v: &Option<String>| {
-            v.as_deref()
-                .map(|s| model::units::parse_size(s).map_err(|why| bad(f, s, why)))
-                .transpose()
-        };
-        let time = |f: &str, v: &Option<String>| {
-            v.as_deref()
-                .map(|s| {
-                    model::units::parse_duration(s)
-                        .map(|d| d.as_secs_f64())
-                        .map_err(|why| bad(f, s, why))
-                })
-                .transpose()
-        };
-        Ok(profiles::Overrides {
+    /// The flags that override the profile, as given: model reads and checks them.
+    fn overrides(&self) -> profiles::Overrides {
+        profiles::Overrides {
             rw: self.rw.clone(),
             rwmixread: self.rwmixread,
-            block_size: size("--bs", &self.bs)?,
+            block_size: self.bs.clone(),
             queue_depth: self.qd,
             jobs: self.jobs,
-            size: size("--size", &self.size)?,
-            runtime_s: time("--runtime", &self.runtime)?,
-            ramp_s: time("--ramp", &self.ramp)?,
+            size: self.size.clone(),
+            runtime: self.runtime.clone(),
+            ramp: self.ramp.clone(),
             runs: self.runs,
-            pause_s: time("--pause", &self.pause)?,
+            pause: self.pause.clone(),
             direct: self.direct.map(|d| d == 1),
             time_based: self.time_based,
             fsync_end: self.fsync_end,
             zero: self.zero,
             shown: None,
             buffers: self.buffers,
-        })
+        }
     }
 }
 
@@ -260,12 +246,12 @@ impl Benchmark for DiskArgs {
         }
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let profile = match &self.profile {
-            Some(p) => Profile::parse(p)?,
+            Some(p) => Profile::parse(p).map_err(DiskError::BadParameter)?,
             None => Profile::Custom,
         };
-        let overrides = self.overrides()?;
         let (engine, engine_note) = disk::choose_engine(&self.engine)?;
-        let (parameters, tests) = profiles::build(profile, &overrides, engine.name(), cpus)?;
+        let (parameters, tests) = profiles::build(profile, &self.overrides(), engine.name(), cpus)
+            .map_err(DiskError::BadParameter)?;
         Ok(DiskPlan {
             parameters,
             tests,

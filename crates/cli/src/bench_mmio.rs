@@ -6,7 +6,7 @@
 
 use crate::driver::{Benchmark, Ended, Outcome, Run, Stopped};
 use crate::output::{GlobalArgs, KeepArgs};
-use bench::mem::{self, MemConfig, MemRun};
+use bench::mem::{MemConfig, MemRun};
 use bench::mmio::target::{self, MmioTarget};
 use bench::mmio::{self, MmioRun};
 use clap::Args;
@@ -168,25 +168,14 @@ fn fail(r: Refusal) -> anyhow::Error {
     }
 }
 
-/// Bytes: `4096`, `64K`, `1M`, or `0x1000`.
+/// A size or offset, checked by model (a usage error).
 fn parse_bytes(flag: &str, s: &str) -> Result<u64, Refusal> {
-    if let Some(hex) = s.trim().strip_prefix("0x") {
-        return u64::from_str_radix(hex, 16)
-            .map_err(|_| usage(format!("{flag} {s}: not a hex number")));
-    }
-    model::units::parse_size(s).map_err(|why| usage(format!("{flag} {s}: {why}")))
+    model::mmio::parse_bytes(flag, s).map_err(usage)
 }
 
+/// A run's time bound, checked by model (a usage error).
 fn parse_time(flag: &str, s: &str) -> Result<Duration, Refusal> {
-    let secs = model::units::parse_duration(s)
-        .map_err(|why| usage(format!("{flag} {s}: {why}")))?
-        .as_secs_f64();
-    if secs <= 0.0 || secs > 3600.0 {
-        return Err(usage(format!(
-            "{flag} {s}: give a time above 0 and at most 1h"
-        )));
-    }
-    Ok(Duration::from_secs_f64(secs))
+    model::mmio::parse_run_time(flag, s).map_err(usage)
 }
 
 /// The progress line of a run: what is measured, redrawn as each step begins.
@@ -235,10 +224,10 @@ impl Benchmark for MemArgs {
             .map(|s| parse_bytes("--size", s))
             .transpose()
             .map_err(fail)?
-            .unwrap_or_else(|| mem::buffer_for_llc(llc));
+            .unwrap_or_else(|| model::mmio::buffer_for_llc(llc));
         let available = probe::memory::available_bytes(&root);
         let size = a.size.as_deref().unwrap_or_default();
-        let notes = match mem::check_buffer(buffer, size, a.threads, available, llc) {
+        let notes = match model::mmio::check_buffer(buffer, size, a.threads, available, llc) {
             Ok(note) => note.into_iter().collect(),
             Err(why) => return Err(fail(usage(why))),
         };
@@ -459,7 +448,7 @@ impl Benchmark for MmioArgs {
             let mut access = cfg.clone();
             access.prefault = true;
             let mc = MemConfig {
-                buffer_bytes: mem::buffer_for_llc(llc),
+                buffer_bytes: model::mmio::buffer_for_llc(llc),
                 access,
                 copy: false,
             };
