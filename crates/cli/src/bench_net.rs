@@ -7,8 +7,8 @@ use crate::output::{GlobalArgs, KeepArgs};
 use bench::net::{self, ClientConfig, Event, Family, NetProgress, Server, ServerConfig};
 use clap::Args;
 use counters::Sampler;
-use model::net::args::{iperf_number, positive_seconds};
-use model::net::{Direction, Flow, LinkFacts, NetConfig, NetMeasurement, NetStop, Protocol};
+use model::net::args::{config_of, positive_seconds, NetFlags};
+use model::net::{Flow, LinkFacts, NetConfig, NetMeasurement, NetStop};
 use model::root::SysRoot;
 use report::document::DocumentKind;
 use report::kinds::count::BesideCounters;
@@ -219,103 +219,26 @@ pub struct NetArgs {
     pub keep: crate::output::KeepArgs,
 }
 
-/// The engine configuration a command line asks for, and notes on what headroom chose.
-pub fn build_test(a: &NetArgs) -> Result<(NetConfig, Vec<String>), String> {
-    let mut notes = Vec::new();
-    let protocol = if a.udp { Protocol::Udp } else { Protocol::Tcp };
-    let bitrate_bps = match &a.bitrate {
-        Some(b) => {
-            let v = iperf_number("-b", b, 1000.0)?;
-            if v == 0 {
-                notes.push("-b 0: unlimited rate, as iperf3".to_string());
-                None
-            } else {
-                Some(v)
-            }
-        }
-        None if a.udp => Some(net::DEFAULT_UDP_RATE),
-        None => None,
-    };
-    let len = match &a.length {
-        Some(l) => {
-            let v = iperf_number("-l", l, 1024.0)?;
-            let (min, max) = if a.udp {
-                (
-                    if a.udp_counters_64bit { 16 } else { 12 },
-                    u64::from(net::proto::MAX_UDP_BLOCKSIZE),
-                )
-            } else {
-                (1, u64::from(net::proto::MAX_BLOCKSIZE))
-            };
-            if v < min || v > max {
-                return Err(format!("-l {l}: give {min} to {max} bytes"));
-            }
-            v as u32
-        }
-        None => 0,
-    };
-    let window = match &a.window {
-        Some(w) => {
-            let v = iperf_number("-w", w, 1024.0)?;
-            if v == 0 || v > 512 * 1024 * 1024 {
-                return Err(format!("-w {w}: give 1 byte to 512M (iperf3's limit)"));
-            }
-            Some(v as u32)
-        }
-        None => None,
-    };
-    if let Some(m) = a.mss {
-        if !(88..=net::proto::MAX_MSS).contains(&m) {
-            return Err(format!("-M {m}: give 88 to {} bytes", net::proto::MAX_MSS));
-        }
+/// The flags that shape the test, for `model::net::args::config_of`.
+pub fn flags(a: &NetArgs) -> NetFlags {
+    NetFlags {
+        udp: a.udp,
+        bitrate: a.bitrate.clone(),
+        length: a.length.clone(),
+        window: a.window.clone(),
+        mss: a.mss,
+        udp_counters_64bit: a.udp_counters_64bit,
+        interval: a.interval,
+        find_rate: a.find_rate,
+        loss_threshold: a.loss_threshold,
+        format: a.format.clone(),
+        time: a.time,
+        omit: a.omit,
+        parallel: a.parallel,
+        reverse: a.reverse,
+        bidir: a.bidir,
+        zerocopy: a.zerocopy,
     }
-    if a.interval != 0.0 && !(0.1..=60.0).contains(&a.interval) {
-        return Err(format!(
-            "-i {}: give 0.1 to 60 seconds, or 0 for no interval reports",
-            a.interval
-        ));
-    }
-    if a.find_rate && !a.udp {
-        return Err("--find-rate steps a UDP rate: add -u".to_string());
-    }
-    if !(a.loss_threshold > 0.0 && a.loss_threshold < 100.0) {
-        return Err(format!(
-            "--loss-threshold {}: give a percentage above 0 and below 100",
-            a.loss_threshold
-        ));
-    }
-    if let Some(f) = &a.format {
-        notes.push(format!(
-            "-f {f}: headroom prints rates in Mbit/s (10^6 bit/s) and keeps bytes/s in --json"
-        ));
-    }
-    let duration_s = match (a.time, a.find_rate) {
-        (Some(t), _) => t,
-        (None, true) => 3,
-        (None, false) => 10,
-    };
-    Ok((
-        NetConfig {
-            protocol,
-            direction: if a.bidir {
-                Direction::Bidir
-            } else if a.reverse {
-                Direction::Reverse
-            } else {
-                Direction::Forward
-            },
-            duration_s,
-            omit_s: a.omit,
-            streams: a.parallel,
-            len,
-            bitrate_bps,
-            window,
-            mss: a.mss,
-            zerocopy: a.zerocopy,
-            udp_counters_64bit: a.udp_counters_64bit,
-        },
-        notes,
-    ))
 }
 
 fn interval_of(a: &NetArgs, duration_s: u32) -> Duration {
@@ -388,7 +311,7 @@ impl Benchmark for NetArgs {
             ));
         }
         let output = self.output(global)?;
-        let (test, notes) = build_test(self).map_err(crate::console::usage)?;
+        let (test, notes) = config_of(&flags(self)).map_err(crate::console::usage)?;
         Ok(NetPlan {
             test,
             notes,
@@ -805,6 +728,7 @@ fn run_server(
 mod tests {
     use super::*;
     use clap::Parser;
+    use model::net::{Direction, Protocol};
 
     #[derive(Parser, Debug)]
     struct T {
@@ -820,20 +744,20 @@ mod tests {
     fn pasted_iperf3_lines() {
         let a = parse("iperf3 -c 10.0.0.2 -u -b 100M -l 1448 -P 2 -R -t 5 -O 1 -i 0.5").unwrap();
         assert_eq!(a.host, vec!["iperf3".to_string()]);
-        let (t, notes) = build_test(&a).unwrap();
+        let (t, notes) = config_of(&flags(&a)).unwrap();
         assert_eq!(t.protocol, Protocol::Udp);
         assert_eq!(t.direction, Direction::Reverse);
         assert_eq!((t.streams, t.duration_s, t.omit_s, t.len), (2, 5, 1, 1448));
         assert_eq!(t.bitrate_bps, Some(100_000_000));
         assert!(notes.is_empty());
-        let (t, _) = build_test(&parse("h -w 4M -l 128K --bidir -Z").unwrap()).unwrap();
+        let (t, _) = config_of(&flags(&parse("h -w 4M -l 128K --bidir -Z").unwrap())).unwrap();
         assert_eq!((t.window, t.len), (Some(4 << 20), 131_072));
         assert_eq!(t.direction, Direction::Bidir);
         assert!(t.zerocopy);
         // UDP without -b: iperf3's 1 Mbit/s (1024 x 1024 bit/s).
-        let (t, _) = build_test(&parse("h -u").unwrap()).unwrap();
+        let (t, _) = config_of(&flags(&parse("h -u").unwrap())).unwrap();
         assert_eq!(t.bitrate_bps, Some(1_048_576));
-        let (t, notes) = build_test(&parse("h -u -b 0").unwrap()).unwrap();
+        let (t, notes) = config_of(&flags(&parse("h -u -b 0").unwrap())).unwrap();
         assert_eq!(t.bitrate_bps, None);
         assert!(notes[0].contains("unlimited"));
     }
@@ -844,7 +768,7 @@ mod tests {
         assert!(e.contains("0"), "{e}");
         let e = parse("h -t -1").unwrap_err().to_string();
         assert!(e.contains("not a test length") || e.contains("-1"), "{e}");
-        let err = |l: &str| build_test(&parse(l).unwrap()).unwrap_err();
+        let err = |l: &str| config_of(&flags(&parse(l).unwrap())).unwrap_err();
         assert!(err("h -b fast").contains("not a number"));
         assert!(err("h -u -l 4").contains("give 12 to 65507"));
         assert!(err("h --find-rate").contains("add -u"));
