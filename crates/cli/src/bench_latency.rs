@@ -4,6 +4,7 @@
 //! numbers depend on) from `report::kinds::latency::text` and `report::kinds::latency::findings`; this
 //! module keeps the flags, the run (signals, load, samplers) and the writer.
 
+use crate::beside::{Moved, SideTarget};
 use crate::console;
 use crate::driver::{Benchmark, Ended, Outcome, Run, Stopped};
 use crate::output::{GlobalArgs, KeepArgs};
@@ -492,8 +493,7 @@ impl Benchmark for LatencyArgs {
         });
         // /proc/interrupts just before and after the measurement: what arrived on the measured
         // CPUs while the threads measured.
-        let irq_sampler = counters::InterruptsSampler::new(root.clone());
-        let irqs_before = irq_sampler.snapshot().ok();
+        let sides = run.sides(&SideTarget::Cpus(&cpus));
         let started_unix_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
@@ -523,7 +523,7 @@ impl Benchmark for LatencyArgs {
                 .map(|m| (m, None))
                 .map_err(anyhow::Error::msg),
         };
-        let irqs_after = irq_sampler.snapshot().ok();
+        let interrupts = sides.stop(&Moved::default()).cpu_interrupts;
         let tracepoints = splitting.map(crate::split::Splitting::finish);
         sample(&mut load_samples);
         if let (Some(l), Some(r)) = (load.as_mut(), stress_record.as_mut()) {
@@ -536,14 +536,13 @@ impl Benchmark for LatencyArgs {
                 config: &config,
                 notes: &notes,
                 context: &context,
-                root: &root,
                 cpus: &cpus,
                 started_unix_ms,
                 stress_spec: stress_spec.as_ref(),
                 stress: stress_record.as_ref(),
                 load_samples: &load_samples,
                 measurement,
-                irqs: (irq_sampler, irqs_before, irqs_after),
+                interrupts,
                 split: timerlat.or(tracepoints),
                 stopped_by_signal: run.signal(),
                 shown: [not_realtime, dma_not_held],
@@ -561,19 +560,14 @@ struct Measured<'a> {
     config: &'a Config,
     notes: &'a [String],
     context: &'a SystemContext,
-    root: &'a SysRoot,
     cpus: &'a [u32],
     started_unix_ms: u128,
     stress_spec: Option<&'a StressSpec>,
     stress: Option<&'a StressRecord>,
     load_samples: &'a [LoadSample],
     measurement: Measurement,
-    /// The /proc/interrupts sampler and its readings before and after the measurement.
-    irqs: (
-        counters::InterruptsSampler,
-        Option<<counters::InterruptsSampler as Sampler>::Snapshot>,
-        Option<<counters::InterruptsSampler as Sampler>::Snapshot>,
-    ),
+    /// What arrived on the measured CPUs while the threads measured (a side sampler).
+    interrupts: Option<MeasuredInterrupts>,
     split: Option<Split>,
     /// The signal that stopped the run, if one did.
     stopped_by_signal: Option<i32>,
@@ -587,33 +581,19 @@ fn finish_latency(a: &LatencyArgs, r: Measured) -> anyhow::Result<Outcome<Latenc
         config,
         notes,
         context,
-        root,
         cpus,
         started_unix_ms,
         stress_spec,
         stress,
         load_samples,
         measurement,
-        irqs: (irq_sampler, irqs_before, irqs_after),
+        interrupts,
         split,
         stopped_by_signal,
         shown,
     } = r;
     let interrupted = measurement.stopped_by == StopReason::Interrupted;
 
-    let interrupts = irqs_before.zip(irqs_after).map(|(before, after)| {
-        let delta = irq_sampler.delta(&before, &after);
-        let elapsed_s = delta.elapsed.as_secs_f64();
-        let mut m = MeasuredInterrupts::new(cpus, elapsed_s, |cpu| delta.on_cpu(cpu));
-        // Only a line that fired is named (the disks are looked up for it).
-        if m.cpus.iter().any(|c| c.count > 0) {
-            m.mark_block_devices(&counters::interrupts::storage_irqs(
-                root,
-                &probe::block::disk_hardware(root),
-            ));
-        }
-        m
-    });
     let by = stopped_by_signal.map_or("a signal".to_string(), console::signal_name);
     let findings = judge::of_run(
         judge::Run {
