@@ -147,7 +147,7 @@ mod tests {
         };
         let insp = disk::target::inspect(dir.path()).unwrap();
         let target = disk::target::prepare(insp, None, None, &[], &opts, &never, None).unwrap();
-        let mut parameters = disk::profiles::test_parameters();
+        let mut parameters = disk::test_parameters();
         parameters.runs = 1;
         parameters.pause_s = 0.0;
         parameters.ramp_s = 0.0;

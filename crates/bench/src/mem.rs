@@ -11,47 +11,6 @@ use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-/// The buffer size for a last-level cache of `llc_bytes`: four times it (a sweep then evicts
-/// what the previous one cached), at least 64 MiB, rounded to whole MiB.
-pub fn buffer_for_llc(llc_bytes: Option<u64>) -> u64 {
-    let min = 64u64 << 20;
-    let want = llc_bytes.map_or(min, |l| l.saturating_mul(4)).max(min);
-    want.div_ceil(1 << 20) << 20
-}
-
-/// Check a buffer of `buffer` bytes (`given` as the user wrote `--size`) for `threads`
-/// threads: it is populated up front, so never more than half of the `available` memory
-/// (MemAvailable: a typo such as `--size 100G` cannot push the machine into swap or the OOM
-/// killer), and at least 16 bytes per thread. A buffer that fits the last-level cache gets a
-/// note: its speeds are the cache's.
-pub fn check_buffer(
-    buffer: u64,
-    given: &str,
-    threads: u32,
-    available: Option<u64>,
-    llc: Option<u64>,
-) -> Result<Option<String>, String> {
-    if let Some(avail) = available.filter(|&m| buffer > m / 2) {
-        return Err(format!(
-            "--size {given}: a buffer above half of the {} MiB of available memory (MemAvailable \
-             in /proc/meminfo) is refused; give a smaller --size",
-            avail >> 20
-        ));
-    }
-    if buffer < 16 * u64::from(threads) {
-        return Err(format!(
-            "--size {buffer}: the buffer needs at least 16 bytes per thread"
-        ));
-    }
-    Ok(llc.filter(|&l| buffer <= l).map(|l| {
-        format!(
-            "the {buffer}-byte buffer fits in the {} KiB last-level cache: these are cache \
-             speeds, not DRAM's",
-            l >> 10
-        )
-    }))
-}
-
 #[derive(Clone, Debug)]
 pub struct MemConfig {
     pub buffer_bytes: u64,
@@ -179,55 +138,6 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn a_buffer_is_checked_against_memory_threads_and_cache() {
-        let gib = 1u64 << 30;
-        let e = check_buffer(64 * gib, "64G", 1, Some(8 * gib), None).unwrap_err();
-        assert!(
-            e.starts_with("--size 64G: a buffer above half of the 8192 MiB"),
-            "{e}"
-        );
-        let e = check_buffer(32, "32", 4, None, None).unwrap_err();
-        assert!(e.contains("16 bytes per thread"), "{e}");
-        assert_eq!(
-            check_buffer(gib, "1G", 4, Some(8 * gib), Some(32 << 20)),
-            Ok(None)
-        );
-        let note = check_buffer(1 << 20, "1M", 4, None, Some(32 << 20)).unwrap();
-        assert!(note
-            .unwrap()
-            .contains("fits in the 32768 KiB last-level cache"));
-    }
-
-    /// The plain loops a user would write to measure DRAM: volatile reads summed, or volatile
-    /// writes of the index, `sweeps` times over the buffer; (MB/s, sum of what was read).
-    fn reference<T: Copy + Into<u64>>(
-        map: &Mapping,
-        sweeps: u64,
-        op: AccessOp,
-        of: impl Fn(u64) -> T,
-    ) -> (f64, u64) {
-        let p = map.as_ptr().cast::<T>();
-        let n = map.len() / std::mem::size_of::<T>();
-        let start = Instant::now();
-        let mut sum = 0u64;
-        for _ in 0..sweeps {
-            for i in 0..n {
-                // SAFETY: i < n elements of the mapping.
-                unsafe {
-                    match op {
-                        AccessOp::Load => {
-                            sum = sum.wrapping_add(std::ptr::read_volatile(p.add(i)).into())
-                        }
-                        AccessOp::Store => std::ptr::write_volatile(p.add(i), of(i as u64)),
-                    }
-                }
-            }
-        }
-        let ns = start.elapsed().as_nanos() as u64;
-        (mb_per_s(sweeps * map.len() as u64, ns), sum)
-    }
-
-    #[test]
     fn the_engine_adds_nothing_to_a_plain_loop() {
         // Timing is never asserted (a shared machine); the counts and the sums are. The
         // ratios are printed: `cargo test -p headroom-bench --lib engine_adds -- --nocapture`.
@@ -273,12 +183,32 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_buffer_outgrows_the_cache() {
-        // This VM's 32 MiB L3 (/sys/devices/system/cpu/cpu0/cache/index3/size).
-        assert_eq!(buffer_for_llc(Some(32 << 20)), 128 << 20);
-        assert_eq!(buffer_for_llc(Some(1 << 20)), 64 << 20);
-        assert_eq!(buffer_for_llc(None), 64 << 20);
-        assert_eq!(buffer_for_llc(Some(3 << 19)), 64 << 20);
+    /// The plain loops a user would write to measure DRAM: volatile reads summed, or volatile
+    /// writes of the index, `sweeps` times over the buffer; (MB/s, sum of what was read).
+    fn reference<T: Copy + Into<u64>>(
+        map: &Mapping,
+        sweeps: u64,
+        op: AccessOp,
+        of: impl Fn(u64) -> T,
+    ) -> (f64, u64) {
+        let p = map.as_ptr().cast::<T>();
+        let n = map.len() / std::mem::size_of::<T>();
+        let start = Instant::now();
+        let mut sum = 0u64;
+        for _ in 0..sweeps {
+            for i in 0..n {
+                // SAFETY: i < n elements of the mapping.
+                unsafe {
+                    match op {
+                        AccessOp::Load => {
+                            sum = sum.wrapping_add(std::ptr::read_volatile(p.add(i)).into())
+                        }
+                        AccessOp::Store => std::ptr::write_volatile(p.add(i), of(i as u64)),
+                    }
+                }
+            }
+        }
+        let ns = start.elapsed().as_nanos() as u64;
+        (mb_per_s(sweeps * map.len() as u64, ns), sum)
     }
 }

@@ -32,7 +32,7 @@ proptest! {
         );
         if let Ok(p) = Params::parse(text.as_bytes()) {
             prop_assert!(p.parallel >= 1 && p.parallel <= proto::MAX_STREAMS);
-            prop_assert!(p.len.is_none_or(|l| l <= proto::MAX_BLOCKSIZE));
+            prop_assert!(p.len.is_none_or(|l| l <= model::net::args::MAX_BLOCKSIZE));
         }
         let _ = Results::parse(text.as_bytes());
     }

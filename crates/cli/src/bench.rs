@@ -1,7 +1,6 @@
 //! `headroom bench ...`: the benchmarks' flags and their dispatch; each benchmark's run is in
 //! its own module (`bench_disk`, `bench_latency`, `bench_net`, `bench_mmio`).
 
-use crate::console;
 use crate::output::GlobalArgs;
 use bench::stress;
 use clap::{Args, Subcommand};
@@ -41,29 +40,9 @@ pub enum BenchCommand {
     },
 }
 
-impl BenchCommand {
-    /// Where the benchmark keeps its result (`--output`, `--no-save`, `--db`).
-    fn keep(&self) -> Option<crate::output::KeepArgs> {
-        match self {
-            BenchCommand::Disk(a) => Some(a.keep.clone()),
-            BenchCommand::Latency(a) => Some(a.keep()),
-            BenchCommand::Net(a) => Some(a.keep.clone()),
-            BenchCommand::Mmio(a) => Some(a.keep.clone()),
-            BenchCommand::Mem(a) => Some(a.keep.clone()),
-            BenchCommand::StressWorker { .. } => None,
-        }
-    }
-}
-
 pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<ExitCode> {
-    // Every benchmark checks where its result goes before it runs, so a missing or
-    // read-only directory does not lose a run (a usage error, exit 2).
-    if let Some(keep) = args.command.keep() {
-        keep.check_output().map_err(|e| console::usage(e.0))?;
-    }
-    if let BenchCommand::Latency(a) = &args.command {
-        a.check_cyclictest_json().map_err(|e| console::usage(e.0))?;
-    }
+    // Each runs through the driver (crate::driver), which checks where its result goes
+    // before anything runs.
     match &args.command {
         BenchCommand::Disk(a) => crate::bench_disk::run_disk(global, a),
         BenchCommand::Latency(a) => crate::bench_latency::run_latency(global, a),

@@ -1,17 +1,19 @@
 //! `headroom bench disk PATH`: storage throughput, IOPS and latency, CrystalDiskMark's test
 //! sets or fio's flags, with the kernel's count of the same bytes beside each number.
 
-use crate::output::GlobalArgs;
+use crate::beside::{Moved, SideTarget};
+use crate::driver::{Benchmark, Ended, Outcome, Run, Stopped};
+use crate::output::{GlobalArgs, KeepArgs};
 use anyhow::Context;
-use bench::disk::{self, profiles, target, DiskError, Profile, Progress};
-use bench::Bench;
+use bench::disk::{self, target, DiskError, Progress};
 use clap::Args;
 use counters::Sampler;
+use model::disk::profiles::{self, Profile};
 use model::disk::{DiskResult, HostFacts, TargetKind};
 use model::root::SysRoot;
+use report::document::DocumentKind;
 use report::kinds::disk::DiskDocument;
 use report::terminal::Style;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -157,41 +159,26 @@ fn parse_output_format(s: &str) -> Result<OutputFormat, String> {
 }
 
 impl DiskArgs {
-    fn overrides(&self) -> Result<profiles::Overrides, DiskError> {
-        let bad =
-            |f: &str, v: &str, why: String| DiskError::BadParameter(format!("{f} {v}: {why}"));
-        let size = |f: &str, v: &Option<String>| {
-            v.as_deref()
-                .map(|s| model::units::parse_size(s).map_err(|why| bad(f, s, why)))
-                .transpose()
-        };
-        let time = |f: &str, v: &Option<String>| {
-            v.as_deref()
-                .map(|s| {
-                    model::units::parse_duration(s)
-                        .map(|d| d.as_secs_f64())
-                        .map_err(|why| bad(f, s, why))
-                })
-                .transpose()
-        };
-        Ok(profiles::Overrides {
+    /// The flags that override the profile, as given: model reads and checks them.
+    fn overrides(&self) -> profiles::Overrides {
+        profiles::Overrides {
             rw: self.rw.clone(),
             rwmixread: self.rwmixread,
-            block_size: size("--bs", &self.bs)?,
+            block_size: self.bs.clone(),
             queue_depth: self.qd,
             jobs: self.jobs,
-            size: size("--size", &self.size)?,
-            runtime_s: time("--runtime", &self.runtime)?,
-            ramp_s: time("--ramp", &self.ramp)?,
+            size: self.size.clone(),
+            runtime: self.runtime.clone(),
+            ramp: self.ramp.clone(),
             runs: self.runs,
-            pause_s: time("--pause", &self.pause)?,
+            pause: self.pause.clone(),
             direct: self.direct.map(|d| d == 1),
             time_based: self.time_based,
             fsync_end: self.fsync_end,
             zero: self.zero,
             shown: None,
             buffers: self.buffers,
-        })
+        }
     }
 }
 
@@ -205,10 +192,10 @@ fn parse_buffers(s: &str) -> Result<model::disk::Buffers, String> {
 }
 
 /// `headroom bench disk`: a bad value (`--bs 3`) is a usage error, exit 2, as everywhere else
-/// (`--output` in a missing directory too, checked before every benchmark by `bench::run`); a
-/// target that cannot be used, exit 1.
+/// (`--output` in a missing directory too, checked by the driver before the run); a target that
+/// cannot be used, exit 1.
 pub fn run_disk(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode> {
-    match disk_command(global, args) {
+    match crate::driver::drive(global, args) {
         Err(e) if is_usage_error(&e) => Err(crate::console::usage(crate::console::sentence(&e))),
         other => other,
     }
@@ -221,259 +208,290 @@ fn is_usage_error(e: &anyhow::Error) -> bool {
     )
 }
 
-fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode> {
-    if global.json && args.output_format != OutputFormat::Normal {
-        return Err(DiskError::BadParameter(
-            "--json prints headroom's document and --output-format fio's JSON, both on stdout: \
-             give one (--output FILE keeps headroom's document beside fio's)"
-                .into(),
-        )
-        .into());
-    }
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let profile = match &args.profile {
-        Some(p) => Profile::parse(p)?,
-        None => Profile::Custom,
-    };
-    let overrides = args.overrides()?;
-    let (engine, engine_note) = disk::choose_engine(&args.engine)?;
-    let (parameters, tests) = profiles::build(profile, &overrides, engine.name(), cpus)?;
+/// What the flags ask for: the tests, their parameters and the engine.
+pub struct DiskPlan {
+    parameters: model::disk::Parameters,
+    tests: Vec<model::disk::TestSpec>,
+    engine: &'static dyn disk::Engine,
+    engine_note: Option<String>,
+    cpus: usize,
+}
 
-    // Where the target lives, at the block level; holds matter only for a device.
-    let root = SysRoot::new("/");
-    let given = probe::path::disk_target(&root, &args.path).map_err(DiskError::Target)?;
-    let insp = target::inspect(&given)?;
-    if insp.file != insp.given {
-        // A directory: the test files of runs that were killed (SIGKILL, a crash) are removed.
-        let dir = insp.given.clone();
-        for removed in target::remove_stale_files(&dir) {
-            crate::console::info(removed);
-        }
-    }
-    let (device, device_note) = match probe::block::by_number(&root, insp.dev.0, insp.dev.1) {
-        Ok(Some(d)) => (Some(d), None),
-        Ok(None) => (
-            None,
-            Some(format!(
-                "device {}:{} is not a block device in /sys/dev/block (tmpfs, overlayfs or a \
-                 network filesystem?): no /proc/diskstats cross-check",
-                insp.dev.0, insp.dev.1
-            )),
-        ),
-        Err(e) => (
-            None,
-            Some(format!("the block device could not be resolved: {e}")),
-        ),
-    };
-    let writes = tests.iter().any(|t| t.workload.writes());
-    let holds = match (&device, insp.kind) {
-        (Some(d), TargetKind::BlockDevice) if writes => probe::block::holds(&root, d)
-            .context("cannot tell whether the device is in use, so it is not written")?,
-        // A file written over may back a loop device (a disk image mounted with -o loop).
-        (_, TargetKind::ExistingFile) if writes && args.overwrite => {
-            let (major, minor) = insp.dev;
-            probe::block::loops_backed_by_file(&root, libc::makedev(major, minor), insp.ino)
-                .context("cannot tell whether the file backs a loop device, so it is not written")?
-        }
-        _ => Vec::new(),
-    };
+/// Said when a stop came before the first test ended.
+const NOTHING_MEASURED: &str =
+    "interrupted before anything was measured; the test file headroom created was removed";
 
-    // SIGINT and SIGTERM both stop the run (the test file is removed on the way out); the
-    // exit code is 128 + the signal.
-    let interrupt = crate::console::Interrupt::install()?;
-    let stop = &interrupt.stop;
-    let interrupted_code = || interrupt.exit_code();
-    let live = std::io::stderr().is_terminal();
-    let fill_progress = |done: u64, total: u64| {
-        if live && (done == total || done % (64 << 20) == 0) {
-            crate::console::progress(format_args!(
-                "preparing the test file: {} of {} MiB",
-                done >> 20,
-                total >> 20
-            ));
+impl Benchmark for DiskArgs {
+    type Document = DiskDocument;
+    type Kept = DiskDocument;
+    type Setup = DiskPlan;
+    const KIND: DocumentKind = DocumentKind::Disk;
+
+    fn kept(doc: &DiskDocument) -> &DiskDocument {
+        doc
+    }
+
+    fn keep(&self) -> KeepArgs {
+        self.keep.clone()
+    }
+
+    fn plan(&self, global: &GlobalArgs) -> anyhow::Result<DiskPlan> {
+        if global.json && self.output_format != OutputFormat::Normal {
+            return Err(DiskError::BadParameter(
+                "--json prints headroom's document and --output-format fio's JSON, both on \
+                 stdout: give one (--output FILE keeps headroom's document beside fio's)"
+                    .into(),
+            )
+            .into());
         }
-    };
-    let opts = target::TargetOptions {
-        size: parameters.size_bytes,
-        direct: parameters.direct,
-        writes,
-        overwrite: args.overwrite,
-        destructive: args.destructive,
-    };
-    let prepared = target::prepare(
-        insp,
-        device,
-        device_note,
-        &holds,
-        &opts,
-        stop,
-        Some(&fill_progress),
-    );
-    let mut target = match prepared {
-        Ok(t) => t,
-        Err(DiskError::Interrupted) => {
-            interrupted_before_measuring(live);
-            return Ok(interrupted_code());
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let profile = match &self.profile {
+            Some(p) => Profile::parse(p).map_err(DiskError::BadParameter)?,
+            None => Profile::Custom,
+        };
+        let (engine, engine_note) = disk::choose_engine(&self.engine)?;
+        let (parameters, tests) = profiles::build(profile, &self.overrides(), engine.name(), cpus)
+            .map_err(DiskError::BadParameter)?;
+        Ok(DiskPlan {
+            parameters,
+            tests,
+            engine,
+            engine_note,
+            cpus,
+        })
+    }
+
+    fn run(&self, plan: DiskPlan, run: &Run<'_>) -> anyhow::Result<Outcome<DiskDocument>> {
+        let DiskPlan {
+            parameters,
+            tests,
+            engine,
+            engine_note,
+            cpus,
+        } = plan;
+        // Where the target lives, at the block level; holds matter only for a device.
+        let root = SysRoot::new("/");
+        let given = probe::path::disk_target(&root, &self.path).map_err(DiskError::Target)?;
+        let insp = target::inspect(&given)?;
+        if insp.file != insp.given {
+            // A directory: the test files of runs that were killed (SIGKILL, a crash) are
+            // removed.
+            let dir = insp.given.clone();
+            for removed in target::remove_stale_files(&dir) {
+                crate::console::info(removed);
+            }
         }
-        Err(e) => return Err(e.into()),
-    };
-    // The limits that decide how many requests an I/O becomes (requests per I/O, findings).
-    let queue = target
-        .block_device()
-        .and_then(|d| probe::block::queue_of(&root, &d.disk));
-    target.set_queue(queue);
-    crate::console::info(report::kinds::disk::text::plan_line(&parameters, &tests));
-    let progress = |p: &Progress| {
-        if live {
-            crate::console::progress(report::kinds::disk::text::progress_line(
+        let (device, device_note) = match probe::block::by_number(&root, insp.dev.0, insp.dev.1) {
+            Ok(Some(d)) => (Some(d), None),
+            Ok(None) => (
+                None,
+                Some(format!(
+                    "device {}:{} is not a block device in /sys/dev/block (tmpfs, overlayfs or \
+                     a network filesystem?): no /proc/diskstats cross-check",
+                    insp.dev.0, insp.dev.1
+                )),
+            ),
+            Err(e) => (
+                None,
+                Some(format!("the block device could not be resolved: {e}")),
+            ),
+        };
+        let writes = tests.iter().any(|t| t.workload.writes());
+        let holds = match (&device, insp.kind) {
+            (Some(d), TargetKind::BlockDevice) if writes => probe::block::holds(&root, d)
+                .context("cannot tell whether the device is in use, so it is not written")?,
+            // A file written over may back a loop device (a disk image mounted with -o loop).
+            (_, TargetKind::ExistingFile) if writes && self.overwrite => {
+                let (major, minor) = insp.dev;
+                probe::block::loops_backed_by_file(&root, libc::makedev(major, minor), insp.ino)
+                    .context(
+                        "cannot tell whether the file backs a loop device, so it is not written",
+                    )?
+            }
+            _ => Vec::new(),
+        };
+        let fill_progress = |done: u64, total: u64| {
+            if done == total || done % (64 << 20) == 0 {
+                run.progress(format_args!(
+                    "preparing the test file: {} of {} MiB",
+                    done >> 20,
+                    total >> 20
+                ));
+            }
+        };
+        let opts = target::TargetOptions {
+            size: parameters.size_bytes,
+            direct: parameters.direct,
+            writes,
+            overwrite: self.overwrite,
+            destructive: self.destructive,
+        };
+        // A stop (SIGINT, SIGTERM) removes the test file on the way out.
+        let prepared = target::prepare(
+            insp,
+            device,
+            device_note,
+            &holds,
+            &opts,
+            run.stop(),
+            Some(&fill_progress),
+        );
+        let mut target = match prepared {
+            Ok(t) => t,
+            Err(DiskError::Interrupted) => return Ok(nothing_measured(run)),
+            Err(e) => return Err(e.into()),
+        };
+        // The limits that decide how many requests an I/O becomes (requests per I/O,
+        // findings).
+        let queue = target
+            .block_device()
+            .and_then(|d| probe::block::queue_of(&root, &d.disk));
+        target.set_queue(queue);
+        crate::console::info(report::kinds::disk::text::plan_line(&parameters, &tests));
+        let progress = |p: &Progress| {
+            run.progress(report::kinds::disk::text::progress_line(
                 p.test,
                 (p.run, p.runs),
                 &p.phase,
                 p.elapsed.as_secs_f64(),
                 p.bytes_per_sec,
             ));
-        }
-    };
-    // Measured / ceiling: the path from the target to the CPU and its bottleneck link,
-    // resolved once the test file exists.
-    let audit = probe::pci::audit_sysfs(&root);
-    let path = probe::path::resolve(&root, &given, &audit);
-    let ceiling = match &path {
-        Ok(p) => p.ceiling(),
-        Err(why) => Err(why.clone()),
-    };
-    let path = path.ok();
-    // An emulated or paravirtual device on the path: its link state is the emulator's.
-    let emulated = path
-        .as_ref()
-        .and_then(|p| report::efficiency::emulated_on_path(p, &audit));
-    // The null engine does no I/O: its rate is headroom's own overhead (a finding says so).
-    let diskless = engine.caps().diskless;
-    // Write after each test, atomically: an interrupted run keeps what it measured.
-    let output_failed = AtomicBool::new(false);
-    let write_partial = |partial: &DiskResult| {
-        if let Some(out) = &args.keep.output {
-            let doc = DiskDocument::judge(
-                partial,
-                ceiling.as_ref().ok(),
-                path.as_ref(),
-                diskless,
-                emulated.clone(),
-            );
-            if let Err(e) =
-                crate::output::write_result(out, report::document::DocumentKind::Disk, &doc)
-            {
+        };
+        // Measured / ceiling: the path from the target to the CPU and its bottleneck link,
+        // resolved once the test file exists.
+        let audit = probe::pci::audit_sysfs(&root);
+        let path = probe::path::resolve(&root, &given, &audit);
+        let ceiling = match &path {
+            Ok(p) => p.ceiling(),
+            Err(why) => Err(why.clone()),
+        };
+        let path = path.ok();
+        // An emulated or paravirtual device on the path: its link state is the emulator's.
+        let emulated = path
+            .as_ref()
+            .and_then(|p| report::efficiency::emulated_on_path(p, &audit));
+        // The null engine does no I/O: its rate is headroom's own overhead (a finding says so).
+        let diskless = engine.caps().diskless;
+        // Written after each test, atomically: an interrupted run keeps what it measured.
+        let output_failed = AtomicBool::new(false);
+        let write_partial = |partial: &DiskResult| {
+            let doc = || {
+                DiskDocument::judge(
+                    partial,
+                    ceiling.as_ref().ok(),
+                    path.as_ref(),
+                    diskless,
+                    emulated.clone(),
+                )
+            };
+            if self.keep.output.is_none() {
+                return;
+            }
+            if let Err(e) = run.write_partial(&self.keep, Self::KIND, &doc()) {
                 if !output_failed.swap(true, Ordering::Relaxed) {
                     crate::console::warn(crate::console::sentence(&e));
                 }
             }
-        }
-    };
-    let kernel_counts = KernelCounters::default();
-    let run = disk::DiskRun {
-        parameters,
-        tests,
-        engine,
-        after_test: Some(&write_partial),
-        kernel_counts: Some(&kernel_counts),
-        target: &target,
-        system: host(&root, cpus),
-    };
-    // Interrupts of the path's devices and its root port's PMU, beside the engine.
-    let beside = crate::beside::Beside::start(
-        root.clone(),
-        &path
+        };
+        let kernel_counts = KernelCounters::default();
+        let disk_run = disk::DiskRun {
+            parameters,
+            tests,
+            engine,
+            after_test: Some(&write_partial),
+            kernel_counts: Some(&kernel_counts),
+            target: &target,
+            system: host(&root, cpus),
+        };
+        // Interrupts of the path's devices and its root port's PMU, beside the engine.
+        let pci = path
             .as_ref()
             .map(|p| p.chain.pci_addresses())
-            .unwrap_or_default(),
-    );
-    let outcome = run.run(stop, progress);
-    // Remove the test file before anything is printed, whatever the outcome.
-    drop(target);
-    if live {
-        crate::console::progress_done();
-    }
-    let mut result = match outcome {
-        Ok(r) => r,
-        Err(DiskError::Interrupted) => {
-            interrupted_before_measuring(live);
-            return Ok(interrupted_code());
+            .unwrap_or_default();
+        let sides = run.sides(&SideTarget::Path(&pci));
+        let outcome = run.engine(disk_run, progress);
+        // Remove the test file before anything is printed, whatever the outcome.
+        drop(target);
+        run.progress_done();
+        let mut result = match outcome {
+            Ok(r) => r,
+            Err(DiskError::Interrupted) => return Ok(nothing_measured(run)),
+            Err(e) => return Err(e.into()),
+        };
+        if let Some(n) = engine_note {
+            result.notes.insert(0, n);
         }
-        Err(e) => return Err(e.into()),
-    };
-    if let Some(n) = engine_note {
-        result.notes.insert(0, n);
-    }
-    if let Err(why) = &ceiling {
-        result
-            .notes
-            .push(format!("no ceiling, no efficiency: {why}"));
-    }
-    let runs = result.tests.iter().flat_map(|t| &t.runs);
-    let (app_r, app_w) = runs.fold((0, 0), |(r, w), run| {
-        (
-            r + run.cross_check.app_read_bytes,
-            w + run.cross_check.app_write_bytes,
-        )
-    });
-    // With pauses between runs (CrystalDiskMark's profiles), interrupt rates are per second of
-    // the runs (ramp and measured time), not of the pauses, in which the device idles.
-    let runs: Vec<&model::disk::RunResult> = result.tests.iter().flat_map(|t| &t.runs).collect();
-    let busy = (result.parameters.pause_s > 0.0 && runs.len() > 1).then(|| {
-        runs.iter()
-            .map(|r| r.seconds + result.parameters.ramp_s)
-            .sum()
-    });
-    let beside = beside.finish(app_r, app_w, busy);
-    let mut doc = DiskDocument::judge(
-        &result,
-        ceiling.as_ref().ok(),
-        path.as_ref(),
-        diskless,
-        emulated,
-    );
-    doc.counters = Some(beside);
-    // The results reach stdout first: whatever happens to --output or the history after.
-    if global.json {
-        crate::output::print_result(report::document::DocumentKind::Disk, &doc)?;
-    } else if let OutputFormat::Fio { plus } = args.output_format {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
-        crate::console::write_data(&report::kinds::disk::fio::json(&doc, plus, now))?;
-    } else {
-        crate::out!("{}", doc.text(&Style::new(global.use_color())))?;
-        if let Some(beside) = &doc.counters {
-            crate::out!("{}", report::kinds::count::render_beside(beside))?;
+        if let Err(why) = &ceiling {
+            result
+                .notes
+                .push(format!("no ceiling, no efficiency: {why}"));
         }
-    }
-    let kept = if result.tests.is_empty() {
-        Ok(())
-    } else {
-        args.keep.keep(report::document::DocumentKind::Disk, &doc)
-    };
-    if result.interrupted {
-        crate::console::info(
-            "interrupted: the results above are those measured before the stop; the test file \
-             headroom created was removed",
+        let runs: Vec<&model::disk::RunResult> =
+            result.tests.iter().flat_map(|t| &t.runs).collect();
+        let (rx_bytes, tx_bytes) = runs.iter().fold((0, 0), |(r, w), run| {
+            (
+                r + run.cross_check.app_read_bytes,
+                w + run.cross_check.app_write_bytes,
+            )
+        });
+        // With pauses between runs (CrystalDiskMark's profiles), interrupt rates are per
+        // second of the runs (ramp and measured time), not of the pauses, in which the device
+        // idles.
+        let busy_s = (result.parameters.pause_s > 0.0 && runs.len() > 1).then(|| {
+            runs.iter()
+                .map(|r| r.seconds + result.parameters.ramp_s)
+                .sum()
+        });
+        let sides = sides.stop(&Moved {
+            rx_bytes,
+            tx_bytes,
+            busy_s,
+        });
+        let mut doc = DiskDocument::judge(
+            &result,
+            ceiling.as_ref().ok(),
+            path.as_ref(),
+            diskless,
+            emulated,
         );
+        doc.counters = sides.counters;
+        Ok(Outcome::Ended(Ended {
+            doc,
+            measured: !result.tests.is_empty(),
+            stopped: result.interrupted.then(|| {
+                Stopped::Said(
+                    "interrupted: the results above are those measured before the stop; the \
+                     test file headroom created was removed"
+                        .into(),
+                )
+            }),
+            failed: false,
+        }))
     }
-    // A result that could not be kept is the run's failure (exit 1), said once by
-    // console::exit_code.
-    kept?;
-    if result.interrupted {
-        return Ok(interrupted_code());
+
+    fn print(&self, ended: &Ended<DiskDocument>, run: &Run<'_>) -> anyhow::Result<()> {
+        let doc = &ended.doc;
+        if run.global.json {
+            crate::output::print_result(Self::KIND, doc)?;
+        } else if let OutputFormat::Fio { plus } = self.output_format {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis());
+            crate::console::write_data(&report::kinds::disk::fio::json(doc, plus, now))?;
+        } else {
+            crate::out!("{}", doc.text(&Style::new(run.global.use_color())))?;
+            if let Some(beside) = &doc.counters {
+                crate::out!("{}", report::kinds::count::render_beside(beside))?;
+            }
+        }
+        Ok(())
     }
-    Ok(ExitCode::SUCCESS)
 }
 
-fn interrupted_before_measuring(live: bool) {
-    if live {
-        crate::console::progress_done();
-    }
-    crate::console::info(
-        "interrupted before anything was measured; the test file headroom created was removed",
-    );
+/// A stop before the first test ended: nothing to keep or show.
+fn nothing_measured(run: &Run<'_>) -> Outcome<DiskDocument> {
+    run.progress_done();
+    Outcome::Nothing(Stopped::Said(NOTHING_MEASURED.into()))
 }
 
 /// The host facts printed beside the numbers, from `probe::system` and the host name.

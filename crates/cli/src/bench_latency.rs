@@ -4,8 +4,10 @@
 //! numbers depend on) from `report::kinds::latency::text` and `report::kinds::latency::findings`; this
 //! module keeps the flags, the run (signals, load, samplers) and the writer.
 
+use crate::beside::{Moved, SideTarget};
 use crate::console;
-use crate::output::GlobalArgs;
+use crate::driver::{Benchmark, Ended, Outcome, Run, Stopped};
+use crate::output::{GlobalArgs, KeepArgs};
 use anyhow::Context as _;
 use bench::latency::{self, Session};
 use bench::stress::{self, Launcher, Load};
@@ -19,10 +21,10 @@ use model::stress::StressSpec;
 use model::system::SystemContext;
 use model::{Finding, Severity};
 use probe::system;
+use report::document::DocumentKind;
 use report::kinds::latency::findings as judge;
 use report::kinds::latency::text::cyclictest_line;
 use report::kinds::latency::{LatencyDocument, StressRecord};
-use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -219,12 +221,6 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 impl LatencyArgs {
-    /// Where the run is kept (`--output`, the history), and whether cyclictest's
-    /// `--json=FILE` can be written: checked before the run, as `--output` is.
-    pub(crate) fn keep(&self) -> crate::output::KeepArgs {
-        self.keep.clone()
-    }
-
     /// cyclictest's `--json=FILE` cannot be written: found before the run (a usage error).
     pub(crate) fn check_cyclictest_json(&self) -> Result<(), crate::output::OutputUnusable> {
         match &self.cyclictest_json {
@@ -261,292 +257,343 @@ pub fn flags(a: &LatencyArgs) -> CyclictestFlags {
 }
 
 pub(crate) fn run_latency(global: &GlobalArgs, a: &LatencyArgs) -> anyhow::Result<ExitCode> {
-    let available = latency::available_cpus();
-    let (mut config, mut notes) = config_of(&flags(a), &available).map_err(console::usage)?;
-    let stress_spec = a
-        .stress
-        .as_deref()
-        .map(stress::parse_spec)
-        .transpose()
-        .map_err(|msg| console::usage(format!("--stress: {msg}")))?;
-    // Pasted stress-ng options headroom does not reproduce: a note each, as cyclictest's.
-    notes.extend(stress_spec.iter().flat_map(|s| s.notes.iter().cloned()));
-    for n in &notes {
-        console::note(n);
+    crate::driver::drive(global, a)
+}
+
+/// What the flags ask for, checked, with what was set up before the run: the tracepoint
+/// recorder of --split.
+pub struct LatencyPlan {
+    config: Config,
+    notes: Vec<String>,
+    stress_spec: Option<StressSpec>,
+    root: SysRoot,
+    context: SystemContext,
+    cpus: Vec<u32>,
+    timerlat: bool,
+    recorder: Option<crate::split::TraceRecorder>,
+}
+
+/// A latency run's document, with what its text needs besides.
+pub struct LatencyRun {
+    document: LatencyDocument,
+    config: Config,
+    context: SystemContext,
+    /// The findings already said when the run started, not repeated at its end.
+    shown: [Option<Finding>; 2],
+}
+
+impl Benchmark for LatencyArgs {
+    type Document = LatencyRun;
+    type Kept = LatencyDocument;
+    type Setup = LatencyPlan;
+    const KIND: DocumentKind = DocumentKind::Latency;
+
+    fn kept(run: &LatencyRun) -> &LatencyDocument {
+        &run.document
     }
-    let keep = a.keep();
-    let root = SysRoot::new("/");
-    let context = system::read_context(&root);
-    let cpus = latency::measured_cpus(&config);
-    let timerlat = a.engine == LatencyEngine::Timerlat;
-    if timerlat {
-        // The kernel's own measurement, where it has the tracer; else which is missing.
-        counters::timerlat::available(&root).map_err(|why| {
-            anyhow::Error::msg(format!(
-                "--engine timerlat: {why}; measure with the timer loop (the default engine), \
-                 and --split for the IRQ/thread split from tracepoints"
-            ))
-        })?;
-        if a.split || a.analyze.is_some() {
-            let n = "--engine timerlat gives the IRQ/thread split itself; --split and --analyze \
-                     follow the timer loop's wake-ups and are not used with it"
-                .to_string();
-            console::note(&n);
-            notes.push(n);
+
+    fn keep(&self) -> KeepArgs {
+        self.keep.clone()
+    }
+
+    /// `--output`, `--textfile-dir`, and cyclictest's `--json=FILE`.
+    fn check_outputs(&self) -> Result<(), crate::output::OutputUnusable> {
+        self.keep.check_output()?;
+        self.check_cyclictest_json()
+    }
+
+    fn plan(&self, _global: &GlobalArgs) -> anyhow::Result<LatencyPlan> {
+        let a = self;
+
+        let available = latency::available_cpus();
+        let (mut config, mut notes) = config_of(&flags(a), &available).map_err(console::usage)?;
+        let stress_spec = a
+            .stress
+            .as_deref()
+            .map(stress::parse_spec)
+            .transpose()
+            .map_err(|msg| console::usage(format!("--stress: {msg}")))?;
+        // Pasted stress-ng options headroom does not reproduce: a note each, as cyclictest's.
+        notes.extend(stress_spec.iter().flat_map(|s| s.notes.iter().cloned()));
+        for n in &notes {
+            console::note(n);
         }
-    }
-    // --split / --analyze: the tracepoints of the measured CPUs, recorded from before the
-    // threads start; where they cannot be, say why and measure as without it.
-    let recorder = if !timerlat && (a.split || a.analyze.is_some()) {
-        match crate::split::TraceRecorder::open(&root, &cpus) {
-            Ok(r) => {
-                if let Some(n) = r.missing_note() {
-                    console::note(&n);
-                    notes.push(n);
-                }
-                Some(r)
-            }
-            Err(why) => {
-                let n = format!("--split: {why}; measuring without the split");
-                console::warn(&n);
+        let root = SysRoot::new("/");
+        let context = system::read_context(&root);
+        let cpus = latency::measured_cpus(&config);
+        let timerlat = a.engine == LatencyEngine::Timerlat;
+        if timerlat {
+            // The kernel's own measurement, where it has the tracer; else which is missing.
+            counters::timerlat::available(&root).map_err(|why| {
+                anyhow::Error::msg(format!(
+                    "--engine timerlat: {why}; measure with the timer loop (the default engine), \
+                     and --split for the IRQ/thread split from tracepoints"
+                ))
+            })?;
+            if a.split || a.analyze.is_some() {
+                let n =
+                    "--engine timerlat gives the IRQ/thread split itself; --split and --analyze \
+                         follow the timer loop's wake-ups and are not used with it"
+                        .to_string();
+                console::note(&n);
                 notes.push(n);
-                None
             }
         }
-    } else {
-        None
-    };
-    config.record_wakeups = recorder.is_some();
-    config.stop_above = recorder.as_ref().and(a.analyze).map(Duration::from_micros);
-
-    // SIGINT (Ctrl-C) and SIGTERM stop the measurement (and with it the load); what was
-    // measured is printed and kept, marked interrupted, and the exit code is 128 + signal.
-    let signals = console::Interrupt::install()?;
-    let interrupt = &signals.stop;
-
-    // The timer loop's threads, set up and parked; the timerlat tracer's are the kernel's.
-    let session = if timerlat {
-        None
-    } else {
-        Some(Session::prepare(config.clone()).map_err(anyhow::Error::msg)?)
-    };
-    // Refused SCHED_FIFO or mlockall: say so once, now (a run may last hours), and measure;
-    // the same findings are in the document and not repeated at the end. (cyclictest stops
-    // here.)
-    let (not_realtime, dma_not_held) = match &session {
-        Some(session) => (
-            judge::not_realtime(&judge::rt_refused(session.privileges(), config.priority)),
-            judge::dma_latency_not_held(&session.privileges().cpu_dma_latency_held),
-        ),
-        None => (None, None),
-    };
-    if let Some(f) = &not_realtime {
-        console::warn(f.sentence());
-    }
-    if let Some(f) = &dma_not_held {
-        console::note(f.sentence());
-    }
-
-    let session_fifo = session
-        .as_ref()
-        .is_some_and(|s| s.privileges().sched_fifo.is_done());
-    let started = Instant::now();
-    let mut stress_record = None;
-    let mut load = None;
-    if let Some(spec) = &stress_spec {
-        let launcher = Launcher {
-            program: std::env::current_exe().context("finding headroom's own binary")?,
-            args: vec!["bench".into(), "stress-worker".into()],
+        // --split / --analyze: the tracepoints of the measured CPUs, recorded from before the
+        // threads start; where they cannot be, say why and measure as without it.
+        let recorder = if !timerlat && (a.split || a.analyze.is_some()) {
+            match crate::split::TraceRecorder::open(&root, &cpus) {
+                Ok(r) => {
+                    if let Some(n) = r.missing_note() {
+                        console::note(&n);
+                        notes.push(n);
+                    }
+                    Some(r)
+                }
+                Err(why) => {
+                    let n = format!("--split: {why}; measuring without the split");
+                    console::warn(&n);
+                    notes.push(n);
+                    None
+                }
+            }
+        } else {
+            None
         };
-        // The workers stop by themselves a little after the longest the run can take.
-        let bound = config
-            .limits
-            .duration
-            .unwrap_or(Duration::from_secs(86_400))
-            + Duration::from_secs(30);
-        let l = Load::start(spec, &launcher, bound)?;
-        if !global.json {
-            console::info(format_args!(
-                "stress: {} ({})",
-                spec.describe(),
-                spec.interpretation
-            ));
-        }
-        stress_record = Some(StressRecord {
-            spec: spec.clone(),
-            pids: l.pids(),
-            stop: None,
-        });
-        load = Some(l);
-        // Let the workers reach full speed before measuring (stress-ng runs first in the
-        // seed's procedure); interruptible.
-        let settle = Instant::now();
-        while settle.elapsed() < Duration::from_millis(500) && !interrupt.load(Ordering::SeqCst) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        config.record_wakeups = recorder.is_some();
+        config.stop_above = recorder.as_ref().and(a.analyze).map(Duration::from_micros);
+        Ok(LatencyPlan {
+            config,
+            notes,
+            stress_spec,
+            root,
+            context,
+            cpus,
+            timerlat,
+            recorder,
+        })
     }
 
-    let load_sampler = counters::LoadAverageSampler::new(root.clone());
-    let mut load_samples = Vec::new();
-    let sample = |samples: &mut Vec<LoadSample>| {
-        if let Ok(l) = load_sampler.snapshot() {
-            samples.push(LoadSample {
-                at_s: started.elapsed().as_secs_f64(),
-                load: l.value,
+    fn run(&self, plan: LatencyPlan, run: &Run<'_>) -> anyhow::Result<Outcome<LatencyRun>> {
+        let a = self;
+        let global = run.global;
+        let LatencyPlan {
+            config,
+            notes,
+            stress_spec,
+            root,
+            context,
+            cpus,
+            timerlat,
+            recorder,
+        } = plan;
+        // SIGINT (Ctrl-C) and SIGTERM stop the measurement (and with it the load); what was
+        // measured is printed and kept, marked interrupted, and the exit code is 128 + signal.
+        let interrupt = run.stop();
+
+        // The timer loop's threads, set up and parked; the timerlat tracer's are the kernel's.
+        let session = if timerlat {
+            None
+        } else {
+            Some(Session::prepare(config.clone()).map_err(anyhow::Error::msg)?)
+        };
+        // Refused SCHED_FIFO or mlockall: say so once, now (a run may last hours), and measure;
+        // the same findings are in the document and not repeated at the end. (cyclictest stops
+        // here.)
+        let (not_realtime, dma_not_held) = match &session {
+            Some(session) => (
+                judge::not_realtime(&judge::rt_refused(session.privileges(), config.priority)),
+                judge::dma_latency_not_held(&session.privileges().cpu_dma_latency_held),
+            ),
+            None => (None, None),
+        };
+        if let Some(f) = &not_realtime {
+            console::warn(f.sentence());
+        }
+        if let Some(f) = &dma_not_held {
+            console::note(f.sentence());
+        }
+
+        let session_fifo = session
+            .as_ref()
+            .is_some_and(|s| s.privileges().sched_fifo.is_done());
+        let started = Instant::now();
+        let mut stress_record = None;
+        let mut load = None;
+        if let Some(spec) = &stress_spec {
+            let launcher = Launcher {
+                program: std::env::current_exe().context("finding headroom's own binary")?,
+                args: vec!["bench".into(), "stress-worker".into()],
+            };
+            // The workers stop by themselves a little after the longest the run can take.
+            let bound = config
+                .limits
+                .duration
+                .unwrap_or(Duration::from_secs(86_400))
+                + Duration::from_secs(30);
+            let l = Load::start(spec, &launcher, bound)?;
+            if !global.json {
+                console::info(format_args!(
+                    "stress: {} ({})",
+                    spec.describe(),
+                    spec.interpretation
+                ));
+            }
+            stress_record = Some(StressRecord {
+                spec: spec.clone(),
+                pids: l.pids(),
+                stop: None,
             });
+            load = Some(l);
+            // Let the workers reach full speed before measuring (stress-ng runs first in the
+            // seed's procedure); interruptible.
+            let settle = Instant::now();
+            while settle.elapsed() < Duration::from_millis(500) && !interrupt.load(Ordering::SeqCst)
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
-    };
-    sample(&mut load_samples);
 
-    // The split drains the threads' wake-ups and the kernel's buffers as they measure.
-    let mut splitting = recorder
-        .zip(session.as_ref().and_then(Session::wakeups))
-        .map(|(r, tap)| {
-            r.start(
-                tap,
-                latency::rt::now_ns(libc::CLOCK_MONOTONIC),
-                config.histogram_limit_us,
-                a.analyze.map(|us| us.saturating_mul(1000)),
-            )
+        let load_sampler = counters::LoadAverageSampler::new(root.clone());
+        let mut load_samples = Vec::new();
+        let sample = |samples: &mut Vec<LoadSample>| {
+            if let Ok(l) = load_sampler.snapshot() {
+                samples.push(LoadSample {
+                    at_s: started.elapsed().as_secs_f64(),
+                    load: l.value,
+                });
+            }
+        };
+        sample(&mut load_samples);
+
+        // The split drains the threads' wake-ups and the kernel's buffers as they measure.
+        let mut splitting = recorder
+            .zip(session.as_ref().and_then(Session::wakeups))
+            .map(|(r, tap)| {
+                r.start(
+                    tap,
+                    latency::rt::now_ns(libc::CLOCK_MONOTONIC),
+                    config.histogram_limit_us,
+                    a.analyze.map(|us| us.saturating_mul(1000)),
+                )
+            });
+        let live_display = !a.quiet && run.live;
+        let shown_priority = if session_fifo { config.priority } else { 0 };
+        let intervals: Vec<u64> = (0..config.threads)
+            .map(|i| config.interval_of(i).as_micros() as u64)
+            .collect();
+        let mut drawn = 0usize;
+        let mut drawn_max = Vec::new();
+        let mut last_load = Instant::now();
+        // Without a display, wake only for the load-average samples (and the split's drains).
+        let every = Duration::from_millis(if live_display || splitting.is_some() {
+            100
+        } else {
+            1000
         });
-    let live_display = !a.quiet && std::io::stderr().is_terminal();
-    let shown_priority = if session_fifo { config.priority } else { 0 };
-    let intervals: Vec<u64> = (0..config.threads)
-        .map(|i| config.interval_of(i).as_micros() as u64)
-        .collect();
-    let mut drawn = 0usize;
-    let mut drawn_max = Vec::new();
-    let mut last_load = Instant::now();
-    // Without a display, wake only for the load-average samples (and the split's drains).
-    let every = Duration::from_millis(if live_display || splitting.is_some() {
-        100
-    } else {
-        1000
-    });
-    // /proc/interrupts just before and after the measurement: what arrived on the measured
-    // CPUs while the threads measured.
-    let irq_sampler = counters::InterruptsSampler::new(root.clone());
-    let irqs_before = irq_sampler.snapshot().ok();
-    let started_unix_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    let measured = match session {
-        // --engine timerlat: the tracer measures until the limits or the stop flag.
-        None => crate::split::measure_timerlat(&root, &config, &cpus, interrupt),
-        Some(session) => session
-            .run(interrupt, every, |live| {
-                if let Some(sp) = splitting.as_mut() {
-                    sp.tick(latency::rt::now_ns(libc::CLOCK_MONOTONIC));
-                }
-                if last_load.elapsed() >= Duration::from_secs(5) {
-                    last_load = Instant::now();
-                    sample(&mut load_samples);
-                }
-                // -M: redraw only when a thread reaches a new maximum (cyclictest's refresh_on_max).
-                let maxima: Vec<u64> = live.iter().map(|l| l.max_ns).collect();
-                let redraw = !a.refresh_on_max || maxima != drawn_max;
-                if live_display && redraw {
-                    drawn_max = maxima;
-                    let lines = live
-                        .iter()
-                        .map(|l| cyclictest_line(l, shown_priority, intervals[l.thread], a.nsecs));
-                    drawn = console::redraw(drawn, lines);
-                }
-            })
-            .map(|m| (m, None))
-            .map_err(anyhow::Error::msg),
-    };
-    let irqs_after = irq_sampler.snapshot().ok();
-    let tracepoints = splitting.map(crate::split::Splitting::finish);
-    sample(&mut load_samples);
-    if let (Some(l), Some(r)) = (load.as_mut(), stress_record.as_mut()) {
-        r.stop = Some(l.stop());
+        // /proc/interrupts just before and after the measurement: what arrived on the measured
+        // CPUs while the threads measured.
+        let sides = run.sides(&SideTarget::Cpus(&cpus));
+        let started_unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let measured = match session {
+            // --engine timerlat: the tracer measures until the limits or the stop flag.
+            None => crate::split::measure_timerlat(&root, &config, &cpus, interrupt),
+            Some(session) => session
+                .run(interrupt, every, |live| {
+                    if let Some(sp) = splitting.as_mut() {
+                        sp.tick(latency::rt::now_ns(libc::CLOCK_MONOTONIC));
+                    }
+                    if last_load.elapsed() >= Duration::from_secs(5) {
+                        last_load = Instant::now();
+                        sample(&mut load_samples);
+                    }
+                    // -M: redraw only when a thread reaches a new maximum (cyclictest's refresh_on_max).
+                    let maxima: Vec<u64> = live.iter().map(|l| l.max_ns).collect();
+                    let redraw = !a.refresh_on_max || maxima != drawn_max;
+                    if live_display && redraw {
+                        drawn_max = maxima;
+                        let lines = live.iter().map(|l| {
+                            cyclictest_line(l, shown_priority, intervals[l.thread], a.nsecs)
+                        });
+                        drawn = run.redraw(drawn, lines);
+                    }
+                })
+                .map(|m| (m, None))
+                .map_err(anyhow::Error::msg),
+        };
+        let interrupts = sides.stop(&Moved::default()).cpu_interrupts;
+        let tracepoints = splitting.map(crate::split::Splitting::finish);
+        sample(&mut load_samples);
+        if let (Some(l), Some(r)) = (load.as_mut(), stress_record.as_mut()) {
+            r.stop = Some(l.stop());
+        }
+        let (measurement, timerlat) = measured?;
+        finish_latency(
+            a,
+            Measured {
+                config: &config,
+                notes: &notes,
+                context: &context,
+                cpus: &cpus,
+                started_unix_ms,
+                stress_spec: stress_spec.as_ref(),
+                stress: stress_record.as_ref(),
+                load_samples: &load_samples,
+                measurement,
+                interrupts,
+                split: timerlat.or(tracepoints),
+                stopped_by_signal: run.signal(),
+                shown: [not_realtime, dma_not_held],
+            },
+        )
     }
-    let (measurement, timerlat) = measured?;
-    finish_latency(
-        global,
-        a,
-        Run {
-            config: &config,
-            notes: &notes,
-            context: &context,
-            keep,
-            root: &root,
-            cpus: &cpus,
-            started_unix_ms,
-            stress_spec: stress_spec.as_ref(),
-            stress: stress_record.as_ref(),
-            load_samples: &load_samples,
-            measurement,
-            irqs: (irq_sampler, irqs_before, irqs_after),
-            split: timerlat.or(tracepoints),
-            stopped_by_signal: signals.signal(),
-            shown: (&not_realtime, &dma_not_held),
-        },
-    )
+
+    fn print(&self, ended: &Ended<LatencyRun>, run: &Run<'_>) -> anyhow::Result<()> {
+        print_latency(self, &ended.doc, ended.measured, run)
+    }
 }
 
 /// What a latency run measured, for [`finish_latency`].
-struct Run<'a> {
+struct Measured<'a> {
     config: &'a Config,
     notes: &'a [String],
     context: &'a SystemContext,
-    keep: crate::output::KeepArgs,
-    root: &'a SysRoot,
     cpus: &'a [u32],
     started_unix_ms: u128,
     stress_spec: Option<&'a StressSpec>,
     stress: Option<&'a StressRecord>,
     load_samples: &'a [LoadSample],
     measurement: Measurement,
-    /// The /proc/interrupts sampler and its readings before and after the measurement.
-    irqs: (
-        counters::InterruptsSampler,
-        Option<<counters::InterruptsSampler as Sampler>::Snapshot>,
-        Option<<counters::InterruptsSampler as Sampler>::Snapshot>,
-    ),
+    /// What arrived on the measured CPUs while the threads measured (a side sampler).
+    interrupts: Option<MeasuredInterrupts>,
     split: Option<Split>,
     /// The signal that stopped the run, if one did.
     stopped_by_signal: Option<i32>,
     /// The findings already printed when the run started.
-    shown: (&'a Option<Finding>, &'a Option<Finding>),
+    shown: [Option<Finding>; 2],
 }
 
-/// Judge, keep, print: the end of every latency run, whichever engine measured.
-fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Result<ExitCode> {
-    let Run {
+/// Judge: the end of every latency run, whichever engine measured.
+fn finish_latency(a: &LatencyArgs, r: Measured) -> anyhow::Result<Outcome<LatencyRun>> {
+    let Measured {
         config,
         notes,
         context,
-        keep,
-        root,
         cpus,
         started_unix_ms,
         stress_spec,
         stress,
         load_samples,
         measurement,
-        irqs: (irq_sampler, irqs_before, irqs_after),
+        interrupts,
         split,
         stopped_by_signal,
-        shown: (not_realtime, dma_not_held),
+        shown,
     } = r;
-    let (config, context, root) = (config, context, root);
     let interrupted = measurement.stopped_by == StopReason::Interrupted;
 
-    let interrupts = irqs_before.zip(irqs_after).map(|(before, after)| {
-        let delta = irq_sampler.delta(&before, &after);
-        let elapsed_s = delta.elapsed.as_secs_f64();
-        let mut m = MeasuredInterrupts::new(cpus, elapsed_s, |cpu| delta.on_cpu(cpu));
-        // Only a line that fired is named (the disks are looked up for it).
-        if m.cpus.iter().any(|c| c.count > 0) {
-            m.mark_block_devices(&counters::interrupts::storage_irqs(
-                root,
-                &probe::block::disk_hardware(root),
-            ));
-        }
-        m
-    });
     let by = stopped_by_signal.map_or("a signal".to_string(), console::signal_name);
     let findings = judge::of_run(
         judge::Run {
@@ -569,20 +616,52 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
         context: Some(context.clone()),
         stress: stress.cloned(),
         load_average: load_samples.to_vec(),
-        measurement: measurement.clone(),
-        interrupts: interrupts.clone(),
-        split: split.clone(),
-        findings: findings.clone(),
+        measurement,
+        interrupts,
+        split,
+        findings,
     };
-    let measured = measurement.total.count > 0;
-    if measured {
-        keep.keep(report::document::DocumentKind::Latency, &document)?;
-    }
+    let measured = document.measurement.total.count > 0;
+    let stopped = stopped_by_signal.map(|_| {
+        Stopped::Interrupted(if !measured {
+            "nothing was measured".to_string()
+        } else if a.keep.no_save {
+            "the results above are those measured before it".to_string()
+        } else {
+            "the results above are those measured before it; kept in the history marked \
+             interrupted"
+                .to_string()
+        })
+    });
+    Ok(Outcome::Ended(Ended {
+        doc: LatencyRun {
+            document,
+            config: config.clone(),
+            context: context.clone(),
+            shown,
+        },
+        measured,
+        stopped,
+        failed: false,
+    }))
+}
+
+/// cyclictest's `--json=FILE`, the result on stdout, and the findings on stderr.
+fn print_latency(
+    a: &LatencyArgs,
+    r: &LatencyRun,
+    measured: bool,
+    run: &Run<'_>,
+) -> anyhow::Result<()> {
+    let document = &r.document;
+    let measurement = &document.measurement;
+    let (config, context) = (&r.config, &r.context);
+    let interrupted = document.interrupted;
     // cyclictest's --json=FILE: its document, written whatever stdout shows.
     let cyclictest_json = a.cyclictest_json.as_ref().filter(|_| measured);
     if let Some(file) = cyclictest_json {
         let uname = system::uname().unwrap_or_default();
-        let run = report::kinds::latency::cyclictest::JsonRun {
+        let cyclictest_run = report::kinds::latency::cyclictest::JsonRun {
             cmdline: std::env::args_os()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect::<Vec<_>>()
@@ -593,12 +672,12 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
             machine: uname.machine,
             return_code: 0,
         };
-        let text = report::kinds::latency::cyclictest::json(&document, &run);
+        let text = report::kinds::latency::cyclictest::json(document, &cyclictest_run);
         report::atomic::write_atomic(file, text.as_bytes())
             .map_err(|e| anyhow::anyhow!("cannot write --json={}: {}", file.display(), e.source))?;
     }
-    if global.json {
-        crate::output::print_result(report::document::DocumentKind::Latency, &document)?;
+    if run.global.json {
+        crate::output::print_result(DocumentKind::Latency, document)?;
     } else if a.histogram_us.is_some() || a.histofall_us.is_some() {
         // -h/-H: cyclictest's histogram text, as scripts that parse it expect.
         let how = report::kinds::latency::cyclictest::HistogramText {
@@ -607,14 +686,15 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
         };
         crate::out!(
             "{}",
-            report::kinds::latency::cyclictest::histogram_text(&measurement, how)
+            report::kinds::latency::cyclictest::histogram_text(measurement, how)
         )?;
     } else {
-        let by = stopped_by_signal
+        let by = run
+            .signal()
             .filter(|_| interrupted)
             .map(console::signal_name);
         let conditions = report::kinds::latency::text::Conditions {
-            stress: stress_spec,
+            stress: document.stress.as_ref().map(|s| &s.spec),
             interrupted_by: by.as_deref(),
         };
         crate::out!(
@@ -622,10 +702,10 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
             report::kinds::latency::text::render(
                 config,
                 context,
-                &measurement,
-                load_samples.last(),
-                interrupts.as_ref(),
-                split.as_ref(),
+                measurement,
+                document.load_average.last(),
+                document.interrupts.as_ref(),
+                document.split.as_ref(),
                 conditions,
                 a.nsecs
             )
@@ -633,9 +713,10 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
     }
     // What the numbers depend on: warnings on stderr, where a user looks for them (the
     // document carries them too).
-    for f in findings
+    for f in document
+        .findings
         .iter()
-        .filter(|f| ![not_realtime, dma_not_held].contains(&&Some((*f).clone())))
+        .filter(|f| !r.shown.contains(&Some((*f).clone())))
     {
         match f.severity {
             Severity::Info => console::note(f.sentence()),
@@ -643,19 +724,7 @@ fn finish_latency(global: &GlobalArgs, a: &LatencyArgs, r: Run) -> anyhow::Resul
             Severity::Error => console::error(f.sentence()),
         }
     }
-    if let Some(signal) = stopped_by_signal {
-        let kept = if !measured {
-            "nothing was measured".to_string()
-        } else if keep.no_save {
-            "the results above are those measured before it".to_string()
-        } else {
-            "the results above are those measured before it; kept in the history marked \
-             interrupted"
-                .to_string()
-        };
-        return Err(console::Interrupted { signal, kept }.into());
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 #[cfg(test)]

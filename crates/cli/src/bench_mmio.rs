@@ -4,20 +4,19 @@
 //! This file parses the flags, has `bench::mmio::target` check and map the region (read-only
 //! unless `--write` names the exact BDF:BAR) and hands the mapping to `bench::mmio`.
 
-use crate::output::GlobalArgs;
-use bench::mem::{self, MemConfig, MemRun};
+use crate::driver::{Benchmark, Ended, Outcome, Run, Stopped};
+use crate::output::{GlobalArgs, KeepArgs};
+use bench::mem::{MemConfig, MemRun};
 use bench::mmio::target::{self, MmioTarget};
 use bench::mmio::{self, MmioRun};
-use bench::Bench;
 use clap::Args;
 use model::mmio::{AccessOp, AccessWidth};
 use model::root::SysRoot;
 use probe::pci::bar;
+use report::document::DocumentKind;
 use report::kinds::mmio::{Memory, MmioDocument, Parameters};
-use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// What `--help` and the notes of a BAR run say about loads (one text for both).
@@ -169,121 +168,153 @@ fn fail(r: Refusal) -> anyhow::Error {
     }
 }
 
-/// Bytes: `4096`, `64K`, `1M`, or `0x1000`.
+/// A size or offset, checked by model (a usage error).
 fn parse_bytes(flag: &str, s: &str) -> Result<u64, Refusal> {
-    if let Some(hex) = s.trim().strip_prefix("0x") {
-        return u64::from_str_radix(hex, 16)
-            .map_err(|_| usage(format!("{flag} {s}: not a hex number")));
-    }
-    model::units::parse_size(s).map_err(|why| usage(format!("{flag} {s}: {why}")))
+    model::mmio::parse_bytes(flag, s).map_err(usage)
 }
 
+/// A run's time bound, checked by model (a usage error).
 fn parse_time(flag: &str, s: &str) -> Result<Duration, Refusal> {
-    let secs = model::units::parse_duration(s)
-        .map_err(|why| usage(format!("{flag} {s}: {why}")))?
-        .as_secs_f64();
-    if secs <= 0.0 || secs > 3600.0 {
-        return Err(usage(format!(
-            "{flag} {s}: give a time above 0 and at most 1h"
-        )));
-    }
-    Ok(Duration::from_secs_f64(secs))
+    model::mmio::parse_run_time(flag, s).map_err(usage)
 }
 
 /// The progress line of a run: what is measured, redrawn as each step begins.
-fn progress(live: bool, what: &str) -> impl Fn(&mmio::Progress) + Sync + '_ {
-    move |_| {
-        if live {
-            crate::console::progress(format_args!("measuring {what}"));
-        }
-    }
+fn progress<'a>(run: &'a Run<'_>, what: &'a str) -> impl Fn(&mmio::Progress) + Sync + 'a {
+    move |_| run.progress(format_args!("measuring {what}"))
 }
 
 pub fn run_mem(global: &GlobalArgs, a: &MemArgs) -> anyhow::Result<ExitCode> {
-    let duration = match parse_time("--duration", &a.duration) {
-        Ok(d) => d,
-        Err(r) => return Err(fail(r)),
-    };
-    let root = SysRoot::new("/");
-    let llc = probe::memory::last_level_cache_bytes(&root);
-    let buffer = match a
-        .size
-        .as_deref()
-        .map(|s| parse_bytes("--size", s))
-        .transpose()
-    {
-        Ok(s) => s.unwrap_or_else(|| mem::buffer_for_llc(llc)),
-        Err(r) => return Err(fail(r)),
-    };
-    let available = probe::memory::available_bytes(&root);
-    let size = a.size.as_deref().unwrap_or_default();
-    let notes = match mem::check_buffer(buffer, size, a.threads, available, llc) {
-        Ok(note) => note.into_iter().collect(),
-        Err(why) => return Err(fail(usage(why))),
-    };
-    let interrupt = crate::console::Interrupt::install()?;
-    let stop = &interrupt.stop;
-    let live = std::io::stderr().is_terminal();
-    let mut access = mmio::Config::new(a.width.clone(), a.op.clone(), duration);
-    access.threads = a.threads;
-    access.max_sweeps = a.max_sweeps;
-    let cfg = MemConfig {
-        buffer_bytes: buffer,
-        access,
-        copy: !a.no_copy,
-    };
-    let outcome = MemRun { config: cfg }
-        .run(stop, progress(live, "DRAM"))
-        .map_err(anyhow::Error::new)?;
-    if live {
-        crate::console::progress_done();
-    }
-    let doc = MmioDocument {
-        parameters: Parameters {
-            widths: a.width.clone(),
-            ops: a.op.clone(),
-            threads: a.threads,
-            duration_s: duration.as_secs_f64(),
-            simd: mmio::instruction_128().into(),
-        },
-        region: None,
-        results: Vec::new(),
-        errors: outcome.errors,
-        memory: Some(Memory {
-            buffer_bytes: outcome.buffer_bytes,
-            llc_bytes: llc,
-            results: outcome.results,
-            copy: outcome.copy,
-        }),
-        path: None,
-        findings: Vec::new(),
-        notes,
-        interrupted: stop.load(Ordering::Relaxed),
-    };
-    finish(global, &a.keep, &doc, &interrupt)
+    crate::driver::drive(global, a)
 }
 
-/// Print (text or JSON), keep, and the exit code (128 + `signal` when a signal stopped the
-/// run).
-fn finish(
-    global: &GlobalArgs,
-    keep: &crate::output::KeepArgs,
-    doc: &MmioDocument,
-    interrupt: &crate::console::Interrupt,
-) -> anyhow::Result<ExitCode> {
+pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
+    crate::driver::drive(global, a)
+}
+
+/// What `bench mem`'s flags ask for.
+pub struct MemPlan {
+    duration: Duration,
+    buffer: u64,
+    llc: Option<u64>,
+    notes: Vec<String>,
+}
+
+impl Benchmark for MemArgs {
+    type Document = MmioDocument;
+    type Kept = MmioDocument;
+    type Setup = MemPlan;
+    const KIND: DocumentKind = DocumentKind::Mmio;
+
+    fn kept(doc: &MmioDocument) -> &MmioDocument {
+        doc
+    }
+
+    fn keep(&self) -> KeepArgs {
+        self.keep.clone()
+    }
+
+    fn plan(&self, _global: &GlobalArgs) -> anyhow::Result<MemPlan> {
+        let a = self;
+        let duration = parse_time("--duration", &a.duration).map_err(fail)?;
+        let root = SysRoot::new("/");
+        let llc = probe::memory::last_level_cache_bytes(&root);
+        let buffer = a
+            .size
+            .as_deref()
+            .map(|s| parse_bytes("--size", s))
+            .transpose()
+            .map_err(fail)?
+            .unwrap_or_else(|| model::mmio::buffer_for_llc(llc));
+        let available = probe::memory::available_bytes(&root);
+        let size = a.size.as_deref().unwrap_or_default();
+        let notes = match model::mmio::check_buffer(buffer, size, a.threads, available, llc) {
+            Ok(note) => note.into_iter().collect(),
+            Err(why) => return Err(fail(usage(why))),
+        };
+        Ok(MemPlan {
+            duration,
+            buffer,
+            llc,
+            notes,
+        })
+    }
+
+    fn run(&self, plan: MemPlan, run: &Run<'_>) -> anyhow::Result<Outcome<MmioDocument>> {
+        let a = self;
+        let MemPlan {
+            duration,
+            buffer,
+            llc,
+            notes,
+        } = plan;
+        let mut access = mmio::Config::new(a.width.clone(), a.op.clone(), duration);
+        access.threads = a.threads;
+        access.max_sweeps = a.max_sweeps;
+        let cfg = MemConfig {
+            buffer_bytes: buffer,
+            access,
+            copy: !a.no_copy,
+        };
+        let outcome = run
+            .engine(MemRun { config: cfg }, progress(run, "DRAM"))
+            .map_err(anyhow::Error::new)?;
+        run.progress_done();
+        let doc = MmioDocument {
+            parameters: Parameters {
+                widths: a.width.clone(),
+                ops: a.op.clone(),
+                threads: a.threads,
+                duration_s: duration.as_secs_f64(),
+                simd: mmio::instruction_128().into(),
+            },
+            region: None,
+            results: Vec::new(),
+            errors: outcome.errors,
+            memory: Some(Memory {
+                buffer_bytes: outcome.buffer_bytes,
+                llc_bytes: llc,
+                results: outcome.results,
+                copy: outcome.copy,
+            }),
+            path: None,
+            findings: Vec::new(),
+            notes,
+            interrupted: run.is_stopped(),
+        };
+        Ok(Outcome::Ended(ended(doc)))
+    }
+
+    fn print(&self, ended: &Ended<MmioDocument>, run: &Run<'_>) -> anyhow::Result<()> {
+        print(ended, run)
+    }
+}
+
+/// How a run that made `doc` ended: 128 + the signal when one stopped it, 1 when nothing was
+/// measured.
+fn ended(doc: MmioDocument) -> Ended<MmioDocument> {
     let measured =
         !doc.results.is_empty() || doc.memory.as_ref().is_some_and(|m| !m.results.is_empty());
-    if measured {
-        keep.keep(report::document::DocumentKind::Mmio, doc)?;
+    Ended {
+        measured,
+        stopped: doc
+            .interrupted
+            .then(|| Stopped::Interrupted(doc.stopped_with(measured))),
+        failed: !measured,
+        doc,
     }
-    if global.json {
-        crate::output::print_result(report::document::DocumentKind::Mmio, doc)?;
-    } else if measured || !doc.interrupted {
-        // Stopped before the first width ran, the tables would be empty: the sentence below
-        // says what happened instead.
-        let wrapped = crate::output::wrap(report::document::DocumentKind::Mmio, doc)?;
+}
+
+/// The result as text or JSON, and the errors of the widths that did not run.
+fn print(ended: &Ended<MmioDocument>, run: &Run<'_>) -> anyhow::Result<()> {
+    let doc = &ended.doc;
+    if run.global.json {
+        crate::output::print_result(DocumentKind::Mmio, doc)?;
+    } else if ended.measured || !doc.interrupted {
+        // Stopped before the first width ran, the tables would be empty: the sentence of the
+        // stop says what happened instead.
+        let wrapped = crate::output::wrap(DocumentKind::Mmio, doc)?;
         let summary = report::kinds::summarize(&wrapped, "this run")?;
-        let style = report::terminal::Style::new(global.use_color());
+        let style = report::terminal::Style::new(run.global.use_color());
         let text = report::kinds::mmio::text::render(&summary, &style);
         // Through the one terminal writer (a file name or sysfs string shown escaped); a
         // closed stdout (`| head`) still lets the run end as it should.
@@ -296,13 +327,7 @@ fn finish(
     for e in &doc.errors {
         crate::console::warn(format_args!("{} {}: {}", e.width.label(), e.op, e.message));
     }
-    if doc.interrupted {
-        return Err(interrupt.interrupted(doc.stopped_with(measured)));
-    }
-    if !measured {
-        return Ok(ExitCode::from(1));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// A refusal of bench::mmio::target as this command's.
@@ -313,144 +338,177 @@ fn refusal(e: target::TargetError) -> Refusal {
     }
 }
 
-pub fn run_mmio(global: &GlobalArgs, a: &MmioArgs) -> anyhow::Result<ExitCode> {
-    let root = SysRoot::new("/");
-    let target = match MmioTarget::parse(&a.target) {
-        Ok(t) => t,
-        Err(e) => return Err(fail(refusal(e))),
-    };
-    let writable = a.write.is_some();
-    let ops = match target.operations(&a.target, a.write.as_deref(), &a.op) {
-        Ok(ops) => ops,
-        Err(e) => return Err(fail(refusal(e))),
-    };
-    let (duration, offset, size) = match (
-        parse_time("--duration", &a.duration),
-        parse_bytes("--offset", &a.offset),
-        a.size
-            .as_deref()
-            .map(|s| parse_bytes("--size", s))
-            .transpose(),
-    ) {
-        (Ok(d), Ok(o), Ok(s)) => (d, o, s),
-        (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return Err(fail(r)),
-    };
-    let page = target::page_size();
-    let opened = match &target {
-        MmioTarget::Bar { addr, file } => {
-            let facts = bar::function_facts(&root, &addr.function);
-            let req = target::BarRequest {
-                file: file.clone(),
-                wc: a.wc,
-                writable,
-                allow_bound: a.allow_bound,
-                offset,
-                size,
-            };
-            target::open_bar(&a.target, &root, *addr, facts.as_ref(), &req, page)
-        }
-        MmioTarget::File(p) => target::open_file(&a.target, p, writable, offset, size, page),
-    };
-    let opened = match opened {
-        Ok(o) => o,
-        Err(e) => return Err(fail(refusal(e))),
-    };
-    let region = opened.region.clone();
-    let interrupt = crate::console::Interrupt::install()?;
-    let stop = &interrupt.stop;
-    let live = std::io::stderr().is_terminal();
-    let mut cfg = mmio::Config::new(a.width.clone(), ops.clone(), duration);
-    cfg.threads = a.threads;
-    cfg.max_sweeps = a.max_sweeps;
-    // Never read a BAR beyond the accesses asked: no prefault sweep on device memory.
-    cfg.prefault = region.kind != "bar";
-    let mut notes = vec![format!(
-        "every access is volatile, naturally aligned and exactly its width; 128-bit by {}; \
-         memcpy is a loop of those 128-bit accesses, never the C library's memcpy",
-        mmio::instruction_128()
-    )];
-    if region.kind == "bar" {
-        notes.push(SIDE_EFFECTS.to_string());
+/// What `bench mmio`'s flags ask for: the region, opened and mapped, and how to sweep it.
+pub struct MmioPlan {
+    target: MmioTarget,
+    ops: Vec<AccessOp>,
+    duration: Duration,
+    opened: target::Opened,
+}
+
+impl Benchmark for MmioArgs {
+    type Document = MmioDocument;
+    type Kept = MmioDocument;
+    type Setup = MmioPlan;
+    const KIND: DocumentKind = DocumentKind::Mmio;
+
+    fn kept(doc: &MmioDocument) -> &MmioDocument {
+        doc
     }
-    let run = MmioRun {
-        config: cfg.clone(),
-        map: &opened.map,
-        offset: opened.window_in_map,
-        size: region.window_bytes,
-    };
-    let measured = match run.run(stop, progress(live, &region.given)) {
-        Ok(m) => m,
-        Err(e) => return Err(fail(refuse(format!("{}: {e}", a.target)))),
-    };
-    let (results, errors) = (measured.results, measured.errors);
-    let llc = probe::memory::last_level_cache_bytes(&root);
-    notes.extend(report::kinds::mmio::findings::region_notes(
-        &region, &results, llc,
-    ));
-    let memory = if a.no_mem || stop.load(Ordering::Relaxed) {
-        None
-    } else {
-        let mut access = cfg.clone();
-        access.prefault = true;
-        let mc = MemConfig {
-            buffer_bytes: mem::buffer_for_llc(llc),
-            access,
-            copy: false,
+
+    fn keep(&self) -> KeepArgs {
+        self.keep.clone()
+    }
+
+    fn plan(&self, _global: &GlobalArgs) -> anyhow::Result<MmioPlan> {
+        let a = self;
+        let root = SysRoot::new("/");
+        let target = MmioTarget::parse(&a.target).map_err(|e| fail(refusal(e)))?;
+        let writable = a.write.is_some();
+        let ops = target
+            .operations(&a.target, a.write.as_deref(), &a.op)
+            .map_err(|e| fail(refusal(e)))?;
+        let (duration, offset, size) = match (
+            parse_time("--duration", &a.duration),
+            parse_bytes("--offset", &a.offset),
+            a.size
+                .as_deref()
+                .map(|s| parse_bytes("--size", s))
+                .transpose(),
+        ) {
+            (Ok(d), Ok(o), Ok(s)) => (d, o, s),
+            (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return Err(fail(r)),
         };
-        match (MemRun { config: mc }).run(stop, progress(live, "DRAM")) {
-            Ok(o) => Some(Memory {
-                buffer_bytes: o.buffer_bytes,
-                llc_bytes: llc,
-                results: o.results,
-                copy: None,
-            }),
-            Err(e) => {
-                notes.push(format!("the DRAM yardstick did not run: {e}"));
-                None
+        let page = target::page_size();
+        let opened = match &target {
+            MmioTarget::Bar { addr, file } => {
+                let facts = bar::function_facts(&root, &addr.function);
+                let req = target::BarRequest {
+                    file: file.clone(),
+                    wc: a.wc,
+                    writable,
+                    allow_bound: a.allow_bound,
+                    offset,
+                    size,
+                };
+                target::open_bar(&a.target, &root, *addr, facts.as_ref(), &req, page)
             }
+            MmioTarget::File(p) => target::open_file(&a.target, p, writable, offset, size, page),
         }
-    };
-    if live {
-        crate::console::progress_done();
-    }
-    let function = match &target {
-        MmioTarget::Bar { addr, .. } => Some(addr.function.to_string()),
-        MmioTarget::File(_) => None,
-    };
-    let (path, findings) = match function {
-        Some(t) => {
-            // A function whose path cannot be resolved has no link to judge: no finding.
-            match probe::path::resolve(&root, Path::new(&t), &probe::pci::audit_sysfs(&root)) {
-                Ok(p) => {
-                    let bar = region.bar.as_deref().unwrap_or_default();
-                    let findings = report::kinds::mmio::findings::downgraded_links(bar, &p);
-                    (Some(p), findings)
-                }
-                Err(why) => {
-                    notes.push(format!("the function's path is unknown: {why}"));
-                    (None, Vec::new())
-                }
-            }
-        }
-        None => (None, Vec::new()),
-    };
-    let doc = MmioDocument {
-        parameters: Parameters {
-            widths: a.width.clone(),
+        .map_err(|e| fail(refusal(e)))?;
+        Ok(MmioPlan {
+            target,
             ops,
-            threads: a.threads,
-            duration_s: duration.as_secs_f64(),
-            simd: mmio::instruction_128().into(),
-        },
-        region: Some(region),
-        results,
-        errors,
-        memory,
-        path,
-        findings,
-        notes,
-        interrupted: stop.load(Ordering::Relaxed),
-    };
-    drop(opened.map);
-    finish(global, &a.keep, &doc, &interrupt)
+            duration,
+            opened,
+        })
+    }
+
+    fn run(&self, plan: MmioPlan, run: &Run<'_>) -> anyhow::Result<Outcome<MmioDocument>> {
+        let a = self;
+        let MmioPlan {
+            target,
+            ops,
+            duration,
+            opened,
+        } = plan;
+        let root = SysRoot::new("/");
+        let region = opened.region.clone();
+        let mut cfg = mmio::Config::new(a.width.clone(), ops.clone(), duration);
+        cfg.threads = a.threads;
+        cfg.max_sweeps = a.max_sweeps;
+        // Never read a BAR beyond the accesses asked: no prefault sweep on device memory.
+        cfg.prefault = region.kind != "bar";
+        let mut notes = vec![format!(
+            "every access is volatile, naturally aligned and exactly its width; 128-bit by {}; \
+             memcpy is a loop of those 128-bit accesses, never the C library's memcpy",
+            mmio::instruction_128()
+        )];
+        if region.kind == "bar" {
+            notes.push(SIDE_EFFECTS.to_string());
+        }
+        let mmio_run = MmioRun {
+            config: cfg.clone(),
+            map: &opened.map,
+            offset: opened.window_in_map,
+            size: region.window_bytes,
+        };
+        let measured = match run.engine(mmio_run, progress(run, &region.given)) {
+            Ok(m) => m,
+            Err(e) => return Err(fail(refuse(format!("{}: {e}", a.target)))),
+        };
+        let (results, errors) = (measured.results, measured.errors);
+        let llc = probe::memory::last_level_cache_bytes(&root);
+        notes.extend(report::kinds::mmio::findings::region_notes(
+            &region, &results, llc,
+        ));
+        let memory = if a.no_mem || run.is_stopped() {
+            None
+        } else {
+            let mut access = cfg.clone();
+            access.prefault = true;
+            let mc = MemConfig {
+                buffer_bytes: model::mmio::buffer_for_llc(llc),
+                access,
+                copy: false,
+            };
+            match run.engine(MemRun { config: mc }, progress(run, "DRAM")) {
+                Ok(o) => Some(Memory {
+                    buffer_bytes: o.buffer_bytes,
+                    llc_bytes: llc,
+                    results: o.results,
+                    copy: None,
+                }),
+                Err(e) => {
+                    notes.push(format!("the DRAM yardstick did not run: {e}"));
+                    None
+                }
+            }
+        };
+        run.progress_done();
+        let function = match &target {
+            MmioTarget::Bar { addr, .. } => Some(addr.function.to_string()),
+            MmioTarget::File(_) => None,
+        };
+        let (path, findings) = match function {
+            Some(t) => {
+                // A function whose path cannot be resolved has no link to judge: no finding.
+                match probe::path::resolve(&root, Path::new(&t), &probe::pci::audit_sysfs(&root)) {
+                    Ok(p) => {
+                        let bar = region.bar.as_deref().unwrap_or_default();
+                        let findings = report::kinds::mmio::findings::downgraded_links(bar, &p);
+                        (Some(p), findings)
+                    }
+                    Err(why) => {
+                        notes.push(format!("the function's path is unknown: {why}"));
+                        (None, Vec::new())
+                    }
+                }
+            }
+            None => (None, Vec::new()),
+        };
+        let doc = MmioDocument {
+            parameters: Parameters {
+                widths: a.width.clone(),
+                ops,
+                threads: a.threads,
+                duration_s: duration.as_secs_f64(),
+                simd: mmio::instruction_128().into(),
+            },
+            region: Some(region),
+            results,
+            errors,
+            memory,
+            path,
+            findings,
+            notes,
+            interrupted: run.is_stopped(),
+        };
+        drop(opened.map);
+        Ok(Outcome::Ended(ended(doc)))
+    }
+
+    fn print(&self, ended: &Ended<MmioDocument>, run: &Run<'_>) -> anyhow::Result<()> {
+        print(ended, run)
+    }
 }

@@ -1,19 +1,19 @@
 //! `headroom bench net`: iperf3's test with iperf3's flags and protocol, judged against the
 //! link's ceiling. `--server` is iperf3 `-s`; a HOST (or `-c HOST`) is iperf3 `-c`.
 
-use crate::beside::Beside;
-use crate::output::GlobalArgs;
+use crate::beside::{Moved, SideTarget, Sides};
+use crate::driver::{Benchmark, Ended, Outcome, Run, Stopped};
+use crate::output::{GlobalArgs, KeepArgs};
 use bench::net::{self, ClientConfig, Event, Family, NetProgress, Server, ServerConfig};
-use bench::{Bench, Stop};
 use clap::Args;
 use counters::Sampler;
-use model::net::args::{iperf_number, positive_seconds};
-use model::net::{Direction, Flow, LinkFacts, NetConfig, NetMeasurement, NetStop, Protocol};
+use model::net::args::{config_of, positive_seconds, NetFlags};
+use model::net::{Flow, LinkFacts, NetConfig, NetMeasurement, NetStop};
 use model::root::SysRoot;
+use report::document::DocumentKind;
 use report::kinds::count::BesideCounters;
 use report::kinds::net::{FindRate, NetDocument, RateStep};
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -219,103 +219,26 @@ pub struct NetArgs {
     pub keep: crate::output::KeepArgs,
 }
 
-/// The engine configuration a command line asks for, and notes on what headroom chose.
-pub fn build_test(a: &NetArgs) -> Result<(NetConfig, Vec<String>), String> {
-    let mut notes = Vec::new();
-    let protocol = if a.udp { Protocol::Udp } else { Protocol::Tcp };
-    let bitrate_bps = match &a.bitrate {
-        Some(b) => {
-            let v = iperf_number("-b", b, 1000.0)?;
-            if v == 0 {
-                notes.push("-b 0: unlimited rate, as iperf3".to_string());
-                None
-            } else {
-                Some(v)
-            }
-        }
-        None if a.udp => Some(net::DEFAULT_UDP_RATE),
-        None => None,
-    };
-    let len = match &a.length {
-        Some(l) => {
-            let v = iperf_number("-l", l, 1024.0)?;
-            let (min, max) = if a.udp {
-                (
-                    if a.udp_counters_64bit { 16 } else { 12 },
-                    u64::from(net::proto::MAX_UDP_BLOCKSIZE),
-                )
-            } else {
-                (1, u64::from(net::proto::MAX_BLOCKSIZE))
-            };
-            if v < min || v > max {
-                return Err(format!("-l {l}: give {min} to {max} bytes"));
-            }
-            v as u32
-        }
-        None => 0,
-    };
-    let window = match &a.window {
-        Some(w) => {
-            let v = iperf_number("-w", w, 1024.0)?;
-            if v == 0 || v > 512 * 1024 * 1024 {
-                return Err(format!("-w {w}: give 1 byte to 512M (iperf3's limit)"));
-            }
-            Some(v as u32)
-        }
-        None => None,
-    };
-    if let Some(m) = a.mss {
-        if !(88..=net::proto::MAX_MSS).contains(&m) {
-            return Err(format!("-M {m}: give 88 to {} bytes", net::proto::MAX_MSS));
-        }
+/// The flags that shape the test, for `model::net::args::config_of`.
+pub fn flags(a: &NetArgs) -> NetFlags {
+    NetFlags {
+        udp: a.udp,
+        bitrate: a.bitrate.clone(),
+        length: a.length.clone(),
+        window: a.window.clone(),
+        mss: a.mss,
+        udp_counters_64bit: a.udp_counters_64bit,
+        interval: a.interval,
+        find_rate: a.find_rate,
+        loss_threshold: a.loss_threshold,
+        format: a.format.clone(),
+        time: a.time,
+        omit: a.omit,
+        parallel: a.parallel,
+        reverse: a.reverse,
+        bidir: a.bidir,
+        zerocopy: a.zerocopy,
     }
-    if a.interval != 0.0 && !(0.1..=60.0).contains(&a.interval) {
-        return Err(format!(
-            "-i {}: give 0.1 to 60 seconds, or 0 for no interval reports",
-            a.interval
-        ));
-    }
-    if a.find_rate && !a.udp {
-        return Err("--find-rate steps a UDP rate: add -u".to_string());
-    }
-    if !(a.loss_threshold > 0.0 && a.loss_threshold < 100.0) {
-        return Err(format!(
-            "--loss-threshold {}: give a percentage above 0 and below 100",
-            a.loss_threshold
-        ));
-    }
-    if let Some(f) = &a.format {
-        notes.push(format!(
-            "-f {f}: headroom prints rates in Mbit/s (10^6 bit/s) and keeps bytes/s in --json"
-        ));
-    }
-    let duration_s = match (a.time, a.find_rate) {
-        (Some(t), _) => t,
-        (None, true) => 3,
-        (None, false) => 10,
-    };
-    Ok((
-        NetConfig {
-            protocol,
-            direction: if a.bidir {
-                Direction::Bidir
-            } else if a.reverse {
-                Direction::Reverse
-            } else {
-                Direction::Forward
-            },
-            duration_s,
-            omit_s: a.omit,
-            streams: a.parallel,
-            len,
-            bitrate_bps,
-            window,
-            mss: a.mss,
-            zerocopy: a.zerocopy,
-            udp_counters_64bit: a.udp_counters_64bit,
-        },
-        notes,
-    ))
 }
 
 fn interval_of(a: &NetArgs, duration_s: u32) -> Duration {
@@ -337,99 +260,163 @@ enum Output {
 }
 
 pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
-    // clap's `requires = "server"` is met by --server's default (false): say it here.
-    if !a.server && (a.one_off || a.clients.is_some() || a.save) {
-        return Err(crate::console::usage(
-            "-1, --clients and --save are server options: add --server (-s), or leave them out",
-        ));
-    }
-    let output = match (global.json, a.iperf3_json) {
-        (true, true) => {
-            return Err(crate::console::usage(
+    crate::driver::drive(global, a)
+}
+
+/// What the flags ask for: the test, the notes on what headroom chose, and what stdout shows.
+pub struct NetPlan {
+    test: NetConfig,
+    notes: Vec<String>,
+    output: Output,
+}
+
+impl NetArgs {
+    /// What stdout shows, or why the flags cannot both be given.
+    fn output(&self, global: &GlobalArgs) -> anyhow::Result<Output> {
+        match (global.json, self.iperf3_json) {
+            (true, true) => Err(crate::console::usage(
                 "give -J (iperf3's JSON) or --json (headroom's document), not both",
-            ))
+            )),
+            (true, false) => Ok(Output::Document),
+            (false, true) => Ok(Output::Iperf3),
+            (false, false) => Ok(Output::Text),
         }
-        (true, false) => Output::Document,
-        (false, true) => Output::Iperf3,
-        (false, false) => Output::Text,
-    };
-    // A JSON document on stdout: no interval lines on stderr either, as iperf3 -J.
-    let json = output != Output::Text;
-    let (test, notes) = match build_test(a) {
-        Ok(t) => t,
-        Err(msg) => {
-            return Err(crate::console::usage(msg));
+    }
+}
+
+impl Benchmark for NetArgs {
+    type Document = NetDocument;
+    type Kept = NetDocument;
+    type Setup = NetPlan;
+    const KIND: DocumentKind = DocumentKind::Net;
+
+    fn kept(doc: &NetDocument) -> &NetDocument {
+        doc
+    }
+
+    fn keep(&self) -> KeepArgs {
+        // A server keeps a client's test only when asked (--save): peers are strangers.
+        KeepArgs {
+            no_save: self.keep.no_save || (self.server && !self.save),
+            ..self.keep.clone()
         }
-    };
-    let interrupt = crate::console::Interrupt::install()?;
-    if a.server {
-        return run_server(a, output, &interrupt, a.interval);
     }
-    let mut words: Vec<&str> = a.host.iter().map(String::as_str).collect();
-    if matches!(words.first(), Some(&"iperf3") | Some(&"iperf")) {
-        words.remove(0);
-    }
-    let host = match (a.client.as_deref(), words.as_slice()) {
-        (Some(h), []) => h.to_string(),
-        (None, [h]) => h.to_string(),
-        (None, []) => {
+
+    fn plan(&self, global: &GlobalArgs) -> anyhow::Result<NetPlan> {
+        // clap's `requires = "server"` is met by --server's default (false): say it here.
+        if !self.server && (self.one_off || self.clients.is_some() || self.save) {
             return Err(crate::console::usage(
-                "give the server to test against (HOST or -c HOST), or --server to be one",
+                "-1, --clients and --save are server options: add --server (-s), or leave them \
+                 out",
             ));
         }
-        _ => {
-            return Err(crate::console::usage(
-                "give one server, as HOST or as -c HOST",
-            ));
-        }
-    };
-    for n in &notes {
-        crate::console::note(format_args!("{n}"));
+        let output = self.output(global)?;
+        let (test, notes) = config_of(&flags(self)).map_err(crate::console::usage)?;
+        Ok(NetPlan {
+            test,
+            notes,
+            output,
+        })
     }
-    let auth = match client_auth(a) {
-        Ok(x) => x,
-        Err(msg) => {
-            return Err(crate::console::usage(msg));
+
+    fn run(&self, plan: NetPlan, run: &Run<'_>) -> anyhow::Result<Outcome<NetDocument>> {
+        let a = self;
+        let NetPlan {
+            test,
+            notes,
+            output,
+        } = plan;
+        // A JSON document on stdout: no interval lines on stderr either, as iperf3 -J.
+        let json = output != Output::Text;
+        if a.server {
+            return Ok(Outcome::Done(run_server(self, output, run, a.interval)));
         }
-    };
-    let cfg = ClientConfig {
-        host,
-        port: a.port,
-        bind: a.bind,
-        family: if a.v4 {
-            Family::V4
-        } else if a.v6 {
-            Family::V6
-        } else {
-            Family::Any
-        },
-        interval: interval_of(a, test.duration_s),
-        test,
-        connect_timeout: Duration::from_millis(a.connect_timeout_ms.max(1)),
-        congestion: a.congestion.clone(),
-        auth,
-    };
-    let outcome = if a.find_rate {
-        find_rate(&cfg, a.loss_threshold, &interrupt.stop, json)
-    } else {
-        one_test(&cfg, &interrupt.stop, json).map(|t| (t, None))
-    };
-    let (tested, fr) = match outcome {
-        Ok(x) => x,
-        // Stopped before a test (or a trial of the search) ended: no measurement to show.
-        Err(_) if interrupt.is_set() => {
-            return Err(interrupt.interrupted(if a.find_rate {
-                "nothing was measured: no test of the search had ended"
+        let mut words: Vec<&str> = a.host.iter().map(String::as_str).collect();
+        if matches!(words.first(), Some(&"iperf3") | Some(&"iperf")) {
+            words.remove(0);
+        }
+        let host = match (a.client.as_deref(), words.as_slice()) {
+            (Some(h), []) => h.to_string(),
+            (None, [h]) => h.to_string(),
+            (None, []) => {
+                return Err(crate::console::usage(
+                    "give the server to test against (HOST or -c HOST), or --server to be one",
+                ));
+            }
+            _ => {
+                return Err(crate::console::usage(
+                    "give one server, as HOST or as -c HOST",
+                ));
+            }
+        };
+        for n in &notes {
+            crate::console::note(format_args!("{n}"));
+        }
+        let auth = client_auth(a).map_err(crate::console::usage)?;
+        let cfg = ClientConfig {
+            host,
+            port: a.port,
+            bind: a.bind,
+            family: if a.v4 {
+                Family::V4
+            } else if a.v6 {
+                Family::V6
             } else {
-                "nothing was measured: the test had not begun"
-            }));
+                Family::Any
+            },
+            interval: interval_of(a, test.duration_s),
+            test,
+            connect_timeout: Duration::from_millis(a.connect_timeout_ms.max(1)),
+            congestion: a.congestion.clone(),
+            auth,
+        };
+        let outcome = if a.find_rate {
+            find_rate(&cfg, a.loss_threshold, run, json)
+        } else {
+            one_test(&cfg, run, json).map(|t| (t, None))
+        };
+        let (tested, fr) = match outcome {
+            Ok(x) => x,
+            // Stopped before a test (or a trial of the search) ended: no measurement to show.
+            Err(_) if run.is_stopped() => {
+                return Ok(Outcome::Nothing(Stopped::Interrupted(
+                    if a.find_rate {
+                        "nothing was measured: no test of the search had ended"
+                    } else {
+                        "nothing was measured: the test had not begun"
+                    }
+                    .into(),
+                )));
+            }
+            Err(e) => {
+                return Err(anyhow::Error::msg(e.to_string()));
+            }
+        };
+        Ok(Outcome::Ended(ended(tested, fr, notes, run)))
+    }
+
+    fn print(&self, ended: &Ended<NetDocument>, run: &Run<'_>) -> anyhow::Result<()> {
+        let r = &ended.doc;
+        match self.output(run.global)? {
+            Output::Document => {
+                crate::output::print_result(Self::KIND, r)?;
+            }
+            Output::Iperf3 => {
+                let system_info = probe::system::uname_line().unwrap_or_default();
+                let version = format!("headroom {}", env!("CARGO_PKG_VERSION"));
+                let host = report::kinds::net::iperf3::SystemInfo {
+                    system_info: &system_info,
+                    version: &version,
+                };
+                crate::console::write_data(&report::kinds::net::iperf3::render(
+                    &r.measurement,
+                    &host,
+                ))?;
+            }
+            Output::Text => crate::out!("{}", report::kinds::net::render_text(r))?,
         }
-        Err(e) => {
-            return Err(anyhow::Error::msg(e.to_string()));
-        }
-    };
-    let code = finish(tested, fr, notes, output, &a.keep, &interrupt)?;
-    Ok(code)
+        Ok(())
+    }
 }
 
 /// The interface's name and its sent and received bytes during the test.
@@ -440,7 +427,13 @@ type Tested = (NetMeasurement, IfaceBytes, Option<BesideCounters>);
 /// What a progress report shows, and the counters it starts: once the control connection
 /// is up the interface is known, and the samplers of its device start before any stream
 /// sends (a server says who connected).
-fn on_progress(p: &NetProgress<'_>, json: bool, server: bool, beside: &Mutex<Option<Beside>>) {
+fn on_progress(
+    p: &NetProgress<'_>,
+    json: bool,
+    server: bool,
+    run: &Run<'_>,
+    sides: &Mutex<Option<Sides>>,
+) {
     match &p.event {
         Event::Connected {
             peer, interface, ..
@@ -448,8 +441,8 @@ fn on_progress(p: &NetProgress<'_>, json: bool, server: bool, beside: &Mutex<Opt
             if server {
                 crate::console::info(format_args!("test from {peer}"));
             }
-            if let (Some(i), Ok(mut b)) = (interface, beside.lock()) {
-                *b = Some(Beside::for_interface(SysRoot::system(), i));
+            if let (Some(i), Ok(mut b)) = (interface, sides.lock()) {
+                *b = Some(run.sides(&SideTarget::Interface(i)));
             }
         }
         Event::Interval { end_s, flow, bps } if !json => {
@@ -463,12 +456,17 @@ fn on_progress(p: &NetProgress<'_>, json: bool, server: bool, beside: &Mutex<Opt
     }
 }
 
-/// Stop the samplers of `beside` and set the test's bytes against their counts: the device
-/// wrote what was received to memory (Rx) and read what was sent (Tx).
-fn finish_beside(beside: Mutex<Option<Beside>>, m: &NetMeasurement) -> Option<BesideCounters> {
-    let b = beside.into_inner().ok().flatten()?;
+/// Stop the side samplers and set the test's bytes against their counts: the device wrote
+/// what was received to memory (Rx) and read what was sent (Tx).
+fn stop_sides(sides: Mutex<Option<Sides>>, m: &NetMeasurement) -> Option<BesideCounters> {
+    let s = sides.into_inner().ok().flatten()?;
     let (sent, received) = report::kinds::net::app_bytes(m);
-    Some(b.finish(received, sent, None))
+    s.stop(&Moved {
+        rx_bytes: received,
+        tx_bytes: sent,
+        busy_s: None,
+    })
+    .counters
 }
 
 /// The /proc/net/dev delta of the test's interface.
@@ -484,16 +482,18 @@ fn iface_bytes(
     Some((name, s.tx_bytes, s.rx_bytes))
 }
 
-fn one_test(cfg: &ClientConfig, stop: &Stop, json: bool) -> Result<Tested, String> {
+fn one_test(cfg: &ClientConfig, run: &Run<'_>, json: bool) -> Result<Tested, String> {
     // The interface is known once connected; sample every interface and keep the test's.
     let all = counters::NetDevSampler::new(SysRoot::system());
     let before = all.snapshot().ok();
-    let beside = Mutex::new(None);
-    let m = net::NetRun::Client(cfg.clone())
-        .run(stop, |p| on_progress(p, json, false, &beside))
+    let sides = Mutex::new(None);
+    let m = run
+        .engine(net::NetRun::Client(cfg.clone()), |p| {
+            on_progress(p, json, false, run, &sides)
+        })
         .map_err(|e| e.to_string())?;
     let iface = iface_bytes(&all, before.as_ref(), &m);
-    let counters = finish_beside(beside, &m);
+    let counters = stop_sides(sides, &m);
     Ok((m, iface, counters))
 }
 
@@ -503,7 +503,7 @@ fn one_test(cfg: &ClientConfig, stop: &Stop, json: bool) -> Result<Tested, Strin
 fn find_rate(
     cfg: &ClientConfig,
     threshold: f64,
-    interrupt: &Stop,
+    run: &Run<'_>,
     json: bool,
 ) -> Result<(Tested, Option<FindRate>), String> {
     use net::find_rate::{Plan, Trial};
@@ -513,12 +513,12 @@ fn find_rate(
     // The link facts of the test's interface, read once.
     let mut facts: Option<Option<LinkFacts>> = None;
     let found = net::find_rate::find_rate(&plan, |offered| -> Result<Option<Trial>, String> {
-        if interrupt.load(Ordering::Relaxed) {
+        if run.is_stopped() {
             return Ok(None);
         }
         let mut c = cfg.clone();
         c.test.bitrate_bps = Some(net::find_rate::stream_rate(offered, cfg.test.streams));
-        let t = one_test(&c, interrupt, true)?;
+        let t = one_test(&c, run, true)?;
         if t.0.stopped_by == NetStop::Interrupted {
             return Ok(None);
         }
@@ -570,14 +570,13 @@ fn find_rate(
     Ok((tested.swap_remove(keep), Some(fr)))
 }
 
-fn finish(
+/// A test's document, and how it ended.
+fn ended(
     (m, iface, counters): Tested,
     fr: Option<FindRate>,
     mut notes: Vec<String>,
-    output: Output,
-    keep: &crate::output::KeepArgs,
-    interrupt: &crate::console::Interrupt,
-) -> anyhow::Result<ExitCode> {
+    run: &Run<'_>,
+) -> Ended<NetDocument> {
     let interrupted = m.stopped_by == NetStop::Interrupted;
     let (facts, more) = match &m.interface {
         Some(i) => probe::path::net_link_facts(&SysRoot::system(), i),
@@ -589,36 +588,17 @@ fn finish(
         r.find_rate = fr;
     }
     r.counters = counters;
-    // The result is shown even when keeping it failed (that failure is returned after).
-    let kept = keep.keep(report::document::DocumentKind::Net, &r);
-    match output {
-        Output::Document => {
-            crate::output::print_result(report::document::DocumentKind::Net, &r)?;
-        }
-        Output::Iperf3 => {
-            let system_info = probe::system::uname_line().unwrap_or_default();
-            let version = format!("headroom {}", env!("CARGO_PKG_VERSION"));
-            let host = report::kinds::net::iperf3::SystemInfo {
-                system_info: &system_info,
-                version: &version,
-            };
-            crate::console::write_data(&report::kinds::net::iperf3::render(&r.measurement, &host))?;
-        }
-        Output::Text => crate::out!("{}", report::kinds::net::render_text(&r))?,
+    // Stopped here (Ctrl-C, SIGTERM), as every benchmark says it. A test the peer stopped
+    // (its Ctrl-C or SIGTERM, which it does not name): no signal came here, so not 128 + a
+    // signal: the test did not run its course, a failure (a server serves on).
+    let signalled = interrupted && run.signal().is_some();
+    Ended {
+        doc: r,
+        measured: true,
+        stopped: signalled
+            .then(|| Stopped::Interrupted("the results above are those measured before it".into())),
+        failed: interrupted && !signalled,
     }
-    kept?;
-    if interrupted && interrupt.signal().is_some() {
-        // Stopped here (Ctrl-C, SIGTERM), as every benchmark says it.
-        return Err(interrupt.interrupted("the results above are those measured before it"));
-    }
-    // A test the peer stopped (its Ctrl-C or SIGTERM, which it does not name): no signal came
-    // here, so not 128 + a signal: the test did not run its course, a failure (a server
-    // serves on).
-    Ok(if interrupted {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
 }
 
 /// The text of a key or users file of iperf3's authentication (`what` it is), read as
@@ -657,7 +637,7 @@ fn client_auth(a: &NetArgs) -> Result<Option<Arc<net::auth::ClientAuth>>, String
 fn run_server(
     a: &NetArgs,
     output: Output,
-    interrupt: &crate::console::Interrupt,
+    run: &Run<'_>,
     interval: f64,
 ) -> anyhow::Result<ExitCode> {
     let auth = match (&a.rsa_private_key_path, &a.authorized_users_path) {
@@ -677,13 +657,8 @@ fn run_server(
         }
         _ => None,
     };
-    // A server keeps a client's test only when asked (--save): peers are strangers.
-    let keep = crate::output::KeepArgs {
-        no_save: !a.save,
-        ..a.keep.clone()
-    };
     // 128 + the signal that stopped this server (130 for Ctrl-C, 143 for SIGTERM).
-    let stopped = || interrupt.exit_code();
+    let stopped = || run.exit_code();
     let server = Server::bind(ServerConfig {
         port: a.port,
         bind: a.bind,
@@ -707,12 +682,12 @@ fn run_server(
         // The interface's counters from the moment the client connected: what it carried
         // while the server waited is no test's.
         let before = Mutex::new(None);
-        let beside = Mutex::new(None);
-        let served = net::NetRun::ServeOne(&server).run(&interrupt.stop, |p| {
+        let sides = Mutex::new(None);
+        let served = run.engine(net::NetRun::ServeOne(&server), |p| {
             if let (Event::Connected { .. }, Ok(mut b)) = (&p.event, before.lock()) {
                 *b = all.snapshot().ok();
             }
-            on_progress(p, output != Output::Text, true, &beside)
+            on_progress(p, output != Output::Text, true, run, &sides)
         });
         let before = before.into_inner().ok().flatten();
         match served {
@@ -722,19 +697,12 @@ fn run_server(
                 let iface = (!server.overlapping())
                     .then(|| iface_bytes(&all, before.as_ref(), &m))
                     .flatten();
-                let counters = finish_beside(beside, &m);
-                let code = finish(
-                    (m, iface, counters),
-                    None,
-                    Vec::new(),
-                    output,
-                    &keep,
-                    interrupt,
-                );
+                let counters = stop_sides(sides, &m);
+                let code = run.finish(a, ended((m, iface, counters), None, Vec::new(), run));
                 // After a stop, every test's result is shown before the server ends.
                 if a.one_off {
                     return code;
-                } else if !interrupt.is_set() {
+                } else if !run.is_stopped() {
                     // Nothing about one test's result ends the server (other tests may run).
                     if let Err(e) = code {
                         crate::console::warn(format_args!(
@@ -760,6 +728,7 @@ fn run_server(
 mod tests {
     use super::*;
     use clap::Parser;
+    use model::net::{Direction, Protocol};
 
     #[derive(Parser, Debug)]
     struct T {
@@ -775,20 +744,20 @@ mod tests {
     fn pasted_iperf3_lines() {
         let a = parse("iperf3 -c 10.0.0.2 -u -b 100M -l 1448 -P 2 -R -t 5 -O 1 -i 0.5").unwrap();
         assert_eq!(a.host, vec!["iperf3".to_string()]);
-        let (t, notes) = build_test(&a).unwrap();
+        let (t, notes) = config_of(&flags(&a)).unwrap();
         assert_eq!(t.protocol, Protocol::Udp);
         assert_eq!(t.direction, Direction::Reverse);
         assert_eq!((t.streams, t.duration_s, t.omit_s, t.len), (2, 5, 1, 1448));
         assert_eq!(t.bitrate_bps, Some(100_000_000));
         assert!(notes.is_empty());
-        let (t, _) = build_test(&parse("h -w 4M -l 128K --bidir -Z").unwrap()).unwrap();
+        let (t, _) = config_of(&flags(&parse("h -w 4M -l 128K --bidir -Z").unwrap())).unwrap();
         assert_eq!((t.window, t.len), (Some(4 << 20), 131_072));
         assert_eq!(t.direction, Direction::Bidir);
         assert!(t.zerocopy);
         // UDP without -b: iperf3's 1 Mbit/s (1024 x 1024 bit/s).
-        let (t, _) = build_test(&parse("h -u").unwrap()).unwrap();
+        let (t, _) = config_of(&flags(&parse("h -u").unwrap())).unwrap();
         assert_eq!(t.bitrate_bps, Some(1_048_576));
-        let (t, notes) = build_test(&parse("h -u -b 0").unwrap()).unwrap();
+        let (t, notes) = config_of(&flags(&parse("h -u -b 0").unwrap())).unwrap();
         assert_eq!(t.bitrate_bps, None);
         assert!(notes[0].contains("unlimited"));
     }
@@ -799,7 +768,7 @@ mod tests {
         assert!(e.contains("0"), "{e}");
         let e = parse("h -t -1").unwrap_err().to_string();
         assert!(e.contains("not a test length") || e.contains("-1"), "{e}");
-        let err = |l: &str| build_test(&parse(l).unwrap()).unwrap_err();
+        let err = |l: &str| config_of(&flags(&parse(l).unwrap())).unwrap_err();
         assert!(err("h -b fast").contains("not a number"));
         assert!(err("h -u -l 4").contains("give 12 to 65507"));
         assert!(err("h --find-rate").contains("add -u"));

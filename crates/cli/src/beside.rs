@@ -1,18 +1,148 @@
-//! Counters that run beside a benchmark's engine (docs/ARCHITECTURE.md: the cli starts samplers, runs the
-//! engine, stops them), shared by `bench disk` and `bench net`: the interrupts of every
-//! device on the target's path, and the PCIe PMU of its root port when the machine has one,
-//! whose payload bytes are set against the application's (Rx against what the device wrote
-//! to memory: a disk read, a received packet; Tx against what it read: a disk write, a sent
-//! packet). Where no PMU can count the path, one note says why, in the words of `count
-//! --list`'s finding.
+//! The side samplers that run beside a benchmark's engine, started and stopped by the driver
+//! (`crate::driver::Run::sides`): each is one entry of [`SIDE_SAMPLERS`] and one field of
+//! [`SideResults`]. Registered: [`Beside`], which counts, for `bench disk` and `bench net`,
+//! the interrupts of every device on the target's path, and the PCIe PMU of its root port
+//! when the machine has one, whose payload bytes are set against the application's (Rx
+//! against what the device wrote to memory: a disk read, a received packet; Tx against what
+//! it read: a disk write, a sent packet; where no PMU can count the path, one note says why,
+//! in the words of `count --list`'s finding); and [`InterruptsOnCpus`], the interrupts on the
+//! CPUs `bench latency` measures on.
 
 use counters::event::Pmus;
 use counters::pcie_pmu;
 use counters::root_port::{self, PayloadCounters};
 use counters::Sampler;
+use model::latency::MeasuredInterrupts;
 use model::procfs::IrqLine;
 use model::root::SysRoot;
 use report::kinds::count::{IrqRate, PmuBytes};
+
+/// What the side samplers sample beside an engine: the hardware its target crosses.
+pub enum SideTarget<'a> {
+    /// The PCI functions of the target's path, from the target towards the CPU.
+    Path(&'a [String]),
+    /// A network interface: its device, and the PCI functions of its path.
+    Interface(&'a str),
+    /// The CPUs a benchmark measures on (bench latency's threads).
+    Cpus(&'a [u32]),
+}
+
+/// The bytes the benchmark moved, which side samplers set their counts against: `rx` the
+/// device wrote to memory (a disk read, received packets), `tx` it read (a disk write, sent
+/// packets); `busy_s`, the seconds the workload ran when it paused between runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Moved {
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+    pub busy_s: Option<f64>,
+}
+
+/// What the side samplers found, for the benchmark's document.
+#[derive(Debug, Default)]
+pub struct SideResults {
+    /// The interrupts of the path's devices and its root port's PMU ([`Beside`]).
+    pub counters: Option<report::kinds::count::BesideCounters>,
+    /// What arrived on the measured CPUs ([`InterruptsOnCpus`]).
+    pub cpu_interrupts: Option<MeasuredInterrupts>,
+}
+
+/// A sampler running beside an engine.
+pub trait SideSampler: Send {
+    /// Stop, and put what was sampled into `out`.
+    fn stop(self: Box<Self>, moved: &Moved, out: &mut SideResults);
+}
+
+/// How a side sampler starts for a target (`None`: nothing to sample there).
+pub type StartSide = fn(SysRoot, &SideTarget<'_>) -> Option<Box<dyn SideSampler>>;
+
+/// Every side sampler, started in this order beside every benchmark that names its target's
+/// hardware; a new one is one entry here and a field of [`SideResults`].
+pub const SIDE_SAMPLERS: &[StartSide] = &[start_counters, start_cpu_interrupts];
+
+/// The side samplers of one run.
+pub struct Sides(Vec<Box<dyn SideSampler>>);
+
+impl Sides {
+    /// Start every registered sampler for `target` (the driver's `Run::sides`).
+    pub fn start(root: SysRoot, target: &SideTarget<'_>) -> Sides {
+        Sides(
+            SIDE_SAMPLERS
+                .iter()
+                .filter_map(|start| start(root.clone(), target))
+                .collect(),
+        )
+    }
+
+    /// Stop them all and gather what they sampled.
+    pub fn stop(self, moved: &Moved) -> SideResults {
+        let mut out = SideResults::default();
+        for s in self.0 {
+            s.stop(moved, &mut out);
+        }
+        out
+    }
+}
+
+/// The counters sampler's registration: the interrupts and the root port's PMU of the
+/// target's path, or of a network interface's device.
+fn start_counters(root: SysRoot, target: &SideTarget<'_>) -> Option<Box<dyn SideSampler>> {
+    Some(Box::new(match target {
+        SideTarget::Path(pci) => Beside::start(root, pci),
+        SideTarget::Interface(i) => Beside::for_interface(root, i),
+        SideTarget::Cpus(_) => return None,
+    }))
+}
+
+/// /proc/interrupts when the measurement starts and when it stops: what arrived on the
+/// measured CPUs while the threads measured, each line that fired named, the disks' among
+/// them marked.
+pub struct InterruptsOnCpus {
+    root: SysRoot,
+    sampler: counters::InterruptsSampler,
+    before: Option<counters::Stamped<Vec<IrqLine>>>,
+    cpus: Vec<u32>,
+}
+
+/// The registration of [`InterruptsOnCpus`], for the CPUs a benchmark measures on.
+fn start_cpu_interrupts(root: SysRoot, target: &SideTarget<'_>) -> Option<Box<dyn SideSampler>> {
+    let SideTarget::Cpus(cpus) = target else {
+        return None;
+    };
+    let sampler = counters::InterruptsSampler::new(root.clone());
+    let before = sampler.snapshot().ok();
+    Some(Box::new(InterruptsOnCpus {
+        root,
+        sampler,
+        before,
+        cpus: cpus.to_vec(),
+    }))
+}
+
+impl SideSampler for InterruptsOnCpus {
+    fn stop(self: Box<Self>, _moved: &Moved, out: &mut SideResults) {
+        let after = self.sampler.snapshot().ok();
+        let Some((before, after)) = self.before.as_ref().zip(after) else {
+            return;
+        };
+        let delta = self.sampler.delta(before, &after);
+        let elapsed_s = delta.elapsed.as_secs_f64();
+        let mut m = MeasuredInterrupts::new(&self.cpus, elapsed_s, |cpu| delta.on_cpu(cpu));
+        // Only a line that fired is named (the disks are looked up for it).
+        if m.cpus.iter().any(|c| c.count > 0) {
+            m.mark_block_devices(&counters::interrupts::storage_irqs(
+                &self.root,
+                &probe::block::disk_hardware(&self.root),
+            ));
+        }
+        out.cpu_interrupts = Some(m);
+    }
+}
+
+impl SideSampler for Beside {
+    fn stop(self: Box<Self>, moved: &Moved, out: &mut SideResults) {
+        out.counters = Some(self.finish(moved.rx_bytes, moved.tx_bytes, moved.busy_s));
+    }
+}
 
 /// Samplers started before an engine runs; [`Beside::finish`] stops them.
 pub struct Beside {

@@ -170,7 +170,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let interrupt = crate::console::Interrupt::install()?;
+    let interrupt = crate::driver::Interrupt::install()?;
     let stop = &interrupt.stop;
 
     // With --json on stdout, the command's stdout goes to stderr: the document stays one

@@ -20,6 +20,7 @@ mod ceiling;
 mod compare;
 mod console;
 mod count;
+mod driver;
 mod history;
 mod output;
 mod path;

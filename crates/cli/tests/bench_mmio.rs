@@ -404,6 +404,37 @@ fn bench_mem_prints_an_aligned_table_titled_mem() {
     assert!(text.contains("DRAM memcpy (C library"), "{text}");
 }
 
+/// A result that cannot be kept is still shown: the textfile directory passes the check made
+/// before the run, but a directory stands where the metrics file goes, so writing it fails
+/// after minutes of measuring; the table reaches stdout first, then the failure (exit 1).
+#[test]
+fn bench_mem_shows_a_result_it_could_not_keep() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("headroom-mmio.prom")).unwrap();
+    let (code, text, stderr) = stderr_of(headroom().args([
+        "bench",
+        "mem",
+        "--size",
+        "16M",
+        "--width",
+        "64",
+        "--duration",
+        "100ms",
+        "--no-save",
+        "--textfile-dir",
+        dir.path().to_str().unwrap(),
+    ]));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        text.contains("DRAM load"),
+        "the table was not shown: {text:?}"
+    );
+    assert!(
+        stderr.contains("headroom-mmio.prom is a directory"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn bench_mem_measures_every_width_and_memcpy_on_a_buffer_beyond_the_cache() {
     let v = json_of(headroom().args([

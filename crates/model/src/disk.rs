@@ -7,6 +7,10 @@
 //! `clat` beside `lat`, a run or a whole bench cut short, the CPU frequency governor, the
 //! reason a target does no block I/O); every other field has been in every document since
 //! the first.
+//!
+//! [`profiles`]: the test sets and fio's flags that make a run's tests, checked.
+
+pub mod profiles;
 
 use crate::blockdev::DeviceNumber;
 use crate::system::SystemContext;

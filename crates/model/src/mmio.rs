@@ -229,6 +229,67 @@ pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
     Some(sorted[rank - 1])
 }
 
+/// A size or offset of `bench mmio` and `bench mem` as given (`4096`, `64K`, `1M`, `0x1000`),
+/// or the sentence naming `flag`.
+pub fn parse_bytes(flag: &str, s: &str) -> Result<u64, String> {
+    if let Some(hex) = s.trim().strip_prefix("0x") {
+        return u64::from_str_radix(hex, 16).map_err(|_| format!("{flag} {s}: not a hex number"));
+    }
+    crate::units::parse_size(s).map_err(|why| format!("{flag} {s}: {why}"))
+}
+
+/// The upper bound of each run (`1s`, `500ms`, `2m`): above 0 and at most 1 h.
+pub fn parse_run_time(flag: &str, s: &str) -> Result<std::time::Duration, String> {
+    let secs = crate::units::parse_duration(s)
+        .map_err(|why| format!("{flag} {s}: {why}"))?
+        .as_secs_f64();
+    if secs <= 0.0 || secs > 3600.0 {
+        return Err(format!("{flag} {s}: give a time above 0 and at most 1h"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+/// The buffer size for a last-level cache of `llc_bytes`: four times it (a sweep then evicts
+/// what the previous one cached), at least 64 MiB, rounded to whole MiB.
+pub fn buffer_for_llc(llc_bytes: Option<u64>) -> u64 {
+    let min = 64u64 << 20;
+    let want = llc_bytes.map_or(min, |l| l.saturating_mul(4)).max(min);
+    want.div_ceil(1 << 20) << 20
+}
+
+/// Check a buffer of `buffer` bytes (`given` as the user wrote `--size`) for `threads`
+/// threads: it is populated up front, so never more than half of the `available` memory
+/// (MemAvailable: a typo such as `--size 100G` cannot push the machine into swap or the OOM
+/// killer), and at least 16 bytes per thread. A buffer that fits the last-level cache gets a
+/// note: its speeds are the cache's.
+pub fn check_buffer(
+    buffer: u64,
+    given: &str,
+    threads: u32,
+    available: Option<u64>,
+    llc: Option<u64>,
+) -> Result<Option<String>, String> {
+    if let Some(avail) = available.filter(|&m| buffer > m / 2) {
+        return Err(format!(
+            "--size {given}: a buffer above half of the {} MiB of available memory (MemAvailable \
+             in /proc/meminfo) is refused; give a smaller --size",
+            avail >> 20
+        ));
+    }
+    if buffer < 16 * u64::from(threads) {
+        return Err(format!(
+            "--size {buffer}: the buffer needs at least 16 bytes per thread"
+        ));
+    }
+    Ok(llc.filter(|&l| buffer <= l).map(|l| {
+        format!(
+            "the {buffer}-byte buffer fits in the {} KiB last-level cache: these are cache \
+             speeds, not DRAM's",
+            l >> 10
+        )
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -259,5 +320,52 @@ mod tests {
         assert_eq!(quantile(&v, 0.99), Some(99.0));
         assert_eq!(quantile(&[7.0], 0.99), Some(7.0));
         assert_eq!(quantile(&[], 0.5), None);
+    }
+
+    #[test]
+    fn a_buffer_is_checked_against_memory_threads_and_cache() {
+        let gib = 1u64 << 30;
+        let e = check_buffer(64 * gib, "64G", 1, Some(8 * gib), None).unwrap_err();
+        assert!(
+            e.starts_with("--size 64G: a buffer above half of the 8192 MiB"),
+            "{e}"
+        );
+        let e = check_buffer(32, "32", 4, None, None).unwrap_err();
+        assert!(e.contains("16 bytes per thread"), "{e}");
+        assert_eq!(
+            check_buffer(gib, "1G", 4, Some(8 * gib), Some(32 << 20)),
+            Ok(None)
+        );
+        let note = check_buffer(1 << 20, "1M", 4, None, Some(32 << 20)).unwrap();
+        assert!(note
+            .unwrap()
+            .contains("fits in the 32768 KiB last-level cache"));
+    }
+
+    #[test]
+    fn the_buffer_outgrows_the_cache() {
+        // This VM's 32 MiB L3 (/sys/devices/system/cpu/cpu0/cache/index3/size).
+        assert_eq!(buffer_for_llc(Some(32 << 20)), 128 << 20);
+        assert_eq!(buffer_for_llc(Some(1 << 20)), 64 << 20);
+        assert_eq!(buffer_for_llc(None), 64 << 20);
+        assert_eq!(buffer_for_llc(Some(3 << 19)), 64 << 20);
+    }
+
+    #[test]
+    fn bytes_and_times_name_the_flag() {
+        assert_eq!(parse_bytes("--offset", "0x1000"), Ok(4096));
+        assert_eq!(parse_bytes("--size", "64K"), Ok(64 << 10));
+        assert_eq!(
+            parse_bytes("--offset", "0xZZ"),
+            Err("--offset 0xZZ: not a hex number".to_string())
+        );
+        assert_eq!(
+            parse_run_time("--duration", "500ms"),
+            Ok(std::time::Duration::from_millis(500))
+        );
+        assert_eq!(
+            parse_run_time("--duration", "2h"),
+            Err("--duration 2h: give a time above 0 and at most 1h".to_string())
+        );
     }
 }

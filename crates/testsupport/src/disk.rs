@@ -2,8 +2,9 @@
 //! null ioengine: no I/O, headroom's own overhead) on a small test file.
 #![allow(clippy::unwrap_used)] // a panic in a test helper is a failed test
 
-use bench::disk::{self, profiles, target, Profile, Progress};
+use bench::disk::{self, target, Progress};
 use bench::Bench;
+use model::disk::profiles::{self, Profile};
 use model::disk::{DiskResult, HostFacts};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -15,8 +16,8 @@ pub fn null_result(dir: &Path) -> DiskResult {
     let overrides = profiles::Overrides {
         rw: Some("randrw".into()),
         rwmixread: Some(70),
-        size: Some(1 << 20),
-        runtime_s: Some(0.05),
+        size: Some("1M".into()),
+        runtime: Some("50ms".into()),
         ..Default::default()
     };
     let (engine, _) = disk::choose_engine("null").unwrap();

@@ -20,8 +20,8 @@
 //! - [`job`]: one job thread keeping `queue_depth` I/Os in flight.
 //! - [`runner`]: tests, runs, job threads, progress and the kernel's counts around each run.
 //! - [`result`]: the latency recorders, summarized into `model::disk::Latency`.
-//! - [`profiles`] (test sets and fio's flags), [`target`] (the file or device),
-//!   [`kernel_count`] (what the kernel counted).
+//! - [`target`] (the file or device), [`kernel_count`] (what the kernel counted); the test
+//!   sets and fio's flags that make a run's tests are `model::disk::profiles`.
 
 pub mod buffers;
 pub mod engine;
@@ -29,7 +29,6 @@ pub mod io_uring;
 pub mod job;
 pub mod kernel_count;
 pub mod null;
-pub mod profiles;
 pub mod psync;
 pub mod result;
 pub mod runner;
@@ -42,19 +41,18 @@ pub use engine::{
     Queued, WAIT_SLICE,
 };
 pub use job::{Region, HUNG_AFTER};
-pub use profiles::Profile;
 pub use runner::{DiskRun, Progress};
 pub use target::{remove_created_files, Target};
 pub use workload::Op;
 
-/// Smallest and largest block size accepted: one 512 B sector (the smallest logical block a
-/// Linux block device has) to 64 MiB (fio accepts more, but no device gains from it).
-pub const MIN_BLOCK_SIZE: u64 = 512;
-pub const MAX_BLOCK_SIZE: u64 = 64 << 20;
-/// Largest queue depth per job: io_uring rings accept 32768 entries (IORING_MAX_ENTRIES), but
-/// NVMe queues stop at 1023 usable entries (NVMe 1.4 §4.1.3: 64 Ki entries max, Linux caps
-/// `io_queue_depth` at 1024), so deeper queues only wait in software.
-pub const MAX_QUEUE_DEPTH: u32 = 1024;
+/// Parameters for unit tests elsewhere in the crate: CrystalDiskMark's peak set.
+#[cfg(test)]
+pub(crate) fn test_parameters() -> model::disk::Parameters {
+    use model::disk::profiles::{build, Overrides, Profile};
+    build(Profile::Peak, &Overrides::default(), "psync", 2)
+        .expect("peak builds")
+        .0
+}
 
 /// Everything that can go wrong, as one sentence for the user.
 #[derive(Debug, thiserror::Error)]

@@ -587,7 +587,7 @@ fn sample_progress<T>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{null, profiles};
+    use super::super::null;
     use super::*;
     use model::disk::{Pattern, Workload};
 
@@ -697,7 +697,7 @@ mod tests {
         };
         let insp = target::inspect(dir.path()).unwrap();
         let t = target::prepare(insp, None, None, &[], &opts, &stop, None).unwrap();
-        let mut parameters = profiles::test_parameters();
+        let mut parameters = crate::disk::test_parameters();
         parameters.runs = 1;
         parameters.pause_s = 0.0;
         parameters.time_based = time_based;

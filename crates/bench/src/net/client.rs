@@ -293,7 +293,7 @@ pub fn run_client(
             Protocol::Udp => sock
                 .mss()
                 .ok()
-                .filter(|&m| m > 0 && m <= proto::MAX_UDP_BLOCKSIZE)
+                .filter(|&m| m > 0 && m <= model::net::args::MAX_UDP_BLOCKSIZE)
                 .unwrap_or(super::DEFAULT_UDP_LEN),
         };
     }

@@ -75,7 +75,7 @@ impl Plan {
     /// below any link worth searching), in all streams together.
     pub fn for_test(bitrate_bps: Option<u64>, streams: u32, threshold_percent: f64) -> Plan {
         let per_stream = bitrate_bps
-            .filter(|&b| b != super::DEFAULT_UDP_RATE)
+            .filter(|&b| b != model::net::args::DEFAULT_UDP_RATE)
             .unwrap_or(1_000_000_000) as f64;
         Plan::new(per_stream * f64::from(streams.max(1)), threshold_percent)
     }
@@ -270,7 +270,7 @@ mod tests {
 
     #[test]
     fn the_search_starts_from_b_or_a_gigabit_per_stream() {
-        let p = Plan::for_test(Some(super::super::DEFAULT_UDP_RATE), 2, 1.0);
+        let p = Plan::for_test(Some(model::net::args::DEFAULT_UDP_RATE), 2, 1.0);
         assert_eq!(p.start_bps, 2e9);
         assert_eq!(Plan::for_test(Some(300_000_000), 2, 1.0).start_bps, 6e8);
         assert_eq!(Plan::for_test(None, 1, 1.0).start_bps, 1e9);

@@ -155,8 +155,6 @@ impl Bench for NetRun<'_> {
 pub const DEFAULT_PORT: u16 = 5201;
 /// iperf3's TCP block (DEFAULT_TCP_BLKSIZE, 128 KiB).
 pub const DEFAULT_TCP_LEN: u32 = 128 * 1024;
-/// iperf3's UDP rate without -b (iperf.h: UDP_RATE, 1 Mbit/s).
-pub const DEFAULT_UDP_RATE: u64 = 1024 * 1024;
 /// iperf3's UDP datagram when the control connection's MSS is unknown (DEFAULT_UDP_BLKSIZE).
 pub const DEFAULT_UDP_LEN: u32 = 1460;
 

@@ -16,6 +16,7 @@
 //! Everything read from the peer goes through the parsers here, which never panic and bound
 //! what they accept (fuzzed: fuzz/fuzz_targets/net_control.rs).
 
+use model::net::args::{MAX_BLOCKSIZE, MAX_MSS, MAX_UDP_BLOCKSIZE};
 use serde_json::{json, Map, Value};
 use std::io::{Read, Write};
 
@@ -281,15 +282,12 @@ pub struct Params {
     pub authtoken: Option<String>,
 }
 
-/// Limits of iperf3 3.12 (iperf.h: MAX_TIME 86400 s, MAX_STREAMS 128, MAX_BLOCKSIZE 1 MiB,
-/// MAX_UDP_BLOCKSIZE 65507, MAX_MSS 9 KiB).
+/// Limits of iperf3 3.12 (iperf.h: MAX_TIME 86400 s, MAX_STREAMS 128; MAX_BLOCKSIZE,
+/// MAX_UDP_BLOCKSIZE and MAX_MSS are `model::net::args`', the flags' limits).
 pub const MAX_TIME: u32 = 86_400;
 /// The longest -O a server accepts (iperf.h of later releases: MAX_OMIT_TIME, 600 s).
 pub const MAX_OMIT: u32 = 600;
 pub const MAX_STREAMS: u32 = 128;
-pub const MAX_BLOCKSIZE: u32 = 1 << 20;
-pub const MAX_UDP_BLOCKSIZE: u32 = 65_507;
-pub const MAX_MSS: u32 = 9 * 1024;
 /// The smallest UDP datagram that holds iperf3's header (sec, usec, 32-bit count).
 pub const MIN_UDP_LEN_32: u32 = 12;
 pub const MIN_UDP_LEN_64: u32 = 16;

@@ -1,4 +1,5 @@
-//! Test sets (`--profile`) and the fio-style flags that override them.
+//! Test sets (`--profile`) and the fio-style flags that override them: `bench disk`'s one
+//! configuration, its values checked here (each refusal one sentence naming the flag).
 //!
 //! CrystalDiskMark 8's sets and defaults (1 GiB, 5 runs of 5 s, 5 s interval, best run shown)
 //! are from its documentation and settings dialog (crystalmark.info, CrystalDiskMark 8.0
@@ -8,9 +9,17 @@
 //! `dd` is the block-size sweep of seed 004 (4K, 64K, 128K, 512K over a 1 GiB file, caches
 //! dropped before each run), with 1M added as the size where USB disks usually saturate.
 
-use super::{DiskError, MAX_BLOCK_SIZE, MAX_QUEUE_DEPTH, MIN_BLOCK_SIZE};
-use model::disk::{Buffers, Parameters, Pattern, Shown, TestSpec, Workload};
-use model::units::size_label;
+use super::{Buffers, Parameters, Pattern, Shown, TestSpec, Workload};
+use crate::units::{parse_duration, parse_size, size_label};
+
+/// Smallest and largest block size accepted: one 512 B sector (the smallest logical block a
+/// Linux block device has) to 64 MiB (fio accepts more, but no device gains from it).
+pub const MIN_BLOCK_SIZE: u64 = 512;
+pub const MAX_BLOCK_SIZE: u64 = 64 << 20;
+/// Largest queue depth per job: io_uring rings accept 32768 entries (IORING_MAX_ENTRIES), but
+/// NVMe queues stop at 1023 usable entries (NVMe 1.4 §4.1.3: 64 Ki entries max, Linux caps
+/// `io_queue_depth` at 1024), so deeper queues only wait in software.
+pub const MAX_QUEUE_DEPTH: u32 = 1024;
 
 /// A named test set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +40,7 @@ pub enum Profile {
 impl Profile {
     pub const NAMES: [&'static str; 7] = ["cdm", "cdm-nvme", "peak", "real", "rk", "dd", "survey"];
 
-    pub fn parse(s: &str) -> Result<Profile, DiskError> {
+    pub fn parse(s: &str) -> Result<Profile, String> {
         Ok(match s {
             "cdm" => Profile::Cdm,
             "cdm-nvme" => Profile::CdmNvme,
@@ -41,10 +50,10 @@ impl Profile {
             "dd" => Profile::Dd,
             "survey" => Profile::Survey,
             _ => {
-                return Err(DiskError::BadParameter(format!(
+                return Err(format!(
                     "--profile {s}: no such profile; choose one of {}",
                     Profile::NAMES.join(", ")
-                )))
+                ))
             }
         })
     }
@@ -89,18 +98,21 @@ impl Profile {
 }
 
 /// Flags given on the command line; each one set overrides the profile's value for every test.
+/// Sizes (`4k`, `1M`) and times (`10`, `2.5s`, `500ms`) are as the user wrote them: [`build`]
+/// reads and checks them.
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
     pub rw: Option<String>,
     pub rwmixread: Option<u8>,
-    pub block_size: Option<u64>,
+    /// `--bs`.
+    pub block_size: Option<String>,
     pub queue_depth: Option<u32>,
     pub jobs: Option<u32>,
-    pub size: Option<u64>,
-    pub runtime_s: Option<f64>,
-    pub ramp_s: Option<f64>,
+    pub size: Option<String>,
+    pub runtime: Option<String>,
+    pub ramp: Option<String>,
     pub runs: Option<u32>,
-    pub pause_s: Option<f64>,
+    pub pause: Option<String>,
     pub direct: Option<bool>,
     pub time_based: bool,
     pub fsync_end: bool,
@@ -110,13 +122,13 @@ pub struct Overrides {
 }
 
 /// The workload named by fio's `--rw` (`rw`/`randrw` take `--rwmixread`, default 50).
-pub fn parse_rw(s: &str, mix: Option<u8>) -> Result<Workload, DiskError> {
+pub fn parse_rw(s: &str, mix: Option<u8>) -> Result<Workload, String> {
     use Pattern::{Random, Sequential};
     let mix = mix.unwrap_or(50);
     if mix > 100 {
-        return Err(DiskError::BadParameter(format!(
+        return Err(format!(
             "--rwmixread {mix}: a percentage of reads must be 0 to 100"
-        )));
+        ));
     }
     let (pattern, read_percent) = match s {
         "read" => (Sequential, 100),
@@ -126,10 +138,10 @@ pub fn parse_rw(s: &str, mix: Option<u8>) -> Result<Workload, DiskError> {
         "rw" | "readwrite" => (Sequential, mix),
         "randrw" => (Random, mix),
         _ => {
-            return Err(DiskError::BadParameter(format!(
+            return Err(format!(
                 "--rw {s}: not a workload; use read, write, randread, randwrite, rw or randrw \
                  (fio's names)"
-            )))
+            ))
         }
     };
     Ok(Workload {
@@ -138,14 +150,49 @@ pub fn parse_rw(s: &str, mix: Option<u8>) -> Result<Workload, DiskError> {
     })
 }
 
+/// A size or time flag's value read, or the sentence naming the flag.
+fn read<T>(
+    flag: &str,
+    given: &Option<String>,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, String> {
+    given
+        .as_deref()
+        .map(|s| parse(s).map_err(|why| format!("{flag} {s}: {why}")))
+        .transpose()
+}
+
+/// The sizes and times of `o` read: `--bs`, `--size`, `--runtime`, `--ramp`, `--pause`.
+struct Read {
+    block_size: Option<u64>,
+    size: Option<u64>,
+    runtime_s: Option<f64>,
+    ramp_s: Option<f64>,
+    pause_s: Option<f64>,
+}
+
+impl Overrides {
+    fn read(&self) -> Result<Read, String> {
+        let secs = |s: &str| parse_duration(s).map(|d| d.as_secs_f64());
+        Ok(Read {
+            block_size: read("--bs", &self.block_size, parse_size)?,
+            size: read("--size", &self.size, parse_size)?,
+            runtime_s: read("--runtime", &self.runtime, secs)?,
+            ramp_s: read("--ramp", &self.ramp, secs)?,
+            pause_s: read("--pause", &self.pause, secs)?,
+        })
+    }
+}
+
 /// The tests and parameters of `profile` with `o` applied on top, checked.
 pub fn build(
     profile: Profile,
     o: &Overrides,
     engine: &str,
     cpus: usize,
-) -> Result<(Parameters, Vec<TestSpec>), DiskError> {
+) -> Result<(Parameters, Vec<TestSpec>), String> {
     const GIB: u64 = 1 << 30;
+    let v = o.read()?;
     // CrystalDiskMark 8 defaults: 5 runs, 5 s each, 5 s interval, 1 GiB, best shown.
     let (mut runs, mut runtime, mut pause, mut time_based) = match profile {
         Profile::Dd => (1, 30.0, 0.0, false),
@@ -155,8 +202,8 @@ pub fn build(
         _ => (5, 5.0, 5.0, true),
     };
     runs = o.runs.unwrap_or(runs);
-    runtime = o.runtime_s.unwrap_or(runtime);
-    pause = o.pause_s.unwrap_or(pause);
+    runtime = v.runtime_s.unwrap_or(runtime);
+    pause = v.pause_s.unwrap_or(pause);
     time_based |= o.time_based;
     let direct = o.direct.unwrap_or(true);
     let mut tests = Vec::new();
@@ -167,24 +214,24 @@ pub fn build(
     // fio ignores rwmixread for a workload that does not mix; a user who gave it meant a mix.
     if let Some(mix) = o.rwmixread {
         if !matches!(o.rw.as_deref(), Some("rw" | "readwrite" | "randrw")) {
-            return Err(DiskError::BadParameter(format!(
+            return Err(format!(
                 "--rwmixread {mix}: only a mixed workload has a read share; add --rw rw or \
                  --rw randrw, or drop --rwmixread"
-            )));
+            ));
         }
     }
     // --jobs is bounded by the CPUs (4 per CPU); a profile's own job count (CrystalDiskMark's
     // T16) is kept as defined, since its numbers are compared with the original's.
     let max_jobs = (cpus.max(1) * 4) as u32;
     if let Some(j) = o.jobs.filter(|j| !(1..=max_jobs).contains(j)) {
-        return Err(DiskError::BadParameter(format!(
+        return Err(format!(
             "--jobs {j}: jobs must be between 1 and {max_jobs} (4 per CPU)"
-        )));
+        ));
     }
     match profile {
         Profile::Custom => {
             let w = rw.unwrap_or(Workload::READ);
-            let bs = o.block_size.unwrap_or(if w.pattern == Pattern::Random {
+            let bs = v.block_size.unwrap_or(if w.pattern == Pattern::Random {
                 4096
             } else {
                 1 << 20
@@ -200,7 +247,7 @@ pub fn build(
                     continue;
                 }
                 for bs in [4u64 << 10, 64 << 10, 128 << 10, 512 << 10, 1 << 20] {
-                    let bs = o.block_size.unwrap_or(bs);
+                    let bs = v.block_size.unwrap_or(bs);
                     let label = format!("dd {}", size_label(bs));
                     tests.push(TestSpec::new(
                         &label,
@@ -210,7 +257,7 @@ pub fn build(
                         o.jobs.unwrap_or(1),
                     ));
                 }
-                if o.block_size.is_some() {
+                if v.block_size.is_some() {
                     tests.dedup();
                 }
             }
@@ -229,7 +276,7 @@ pub fn build(
                         Some(r) if r.read_percent != w.read_percent => continue,
                         _ => w,
                     };
-                    let bs = o.block_size.unwrap_or(bs);
+                    let bs = v.block_size.unwrap_or(bs);
                     let qd = o.queue_depth.unwrap_or(qd);
                     let jobs = o.jobs.unwrap_or(jobs);
                     tests.push(TestSpec::new(
@@ -244,21 +291,21 @@ pub fn build(
         }
     }
     if tests.is_empty() {
-        return Err(DiskError::BadParameter(format!(
+        return Err(format!(
             "--rw {} selects no test of profile {}; use read or write with a profile",
             o.rw.as_deref().unwrap_or(""),
             profile.name()
-        )));
+        ));
     }
     let p = Parameters {
         profile: profile.name().to_string(),
         engine: engine.to_string(),
         direct,
         zero_buffers: o.zero,
-        size_bytes: o.size.unwrap_or(GIB),
+        size_bytes: v.size.unwrap_or(GIB),
         runs,
         runtime_s: runtime,
-        ramp_s: o.ramp_s.unwrap_or(0.0),
+        ramp_s: v.ramp_s.unwrap_or(0.0),
         pause_s: pause,
         time_based,
         fsync_end: o.fsync_end,
@@ -272,8 +319,8 @@ pub fn build(
 }
 
 /// Refuse what cannot run, with the flag, the value and the allowed range.
-pub fn validate(p: &Parameters, tests: &[TestSpec]) -> Result<(), DiskError> {
-    let bad = |m: String| Err(DiskError::BadParameter(m));
+pub fn validate(p: &Parameters, tests: &[TestSpec]) -> Result<(), String> {
+    let bad = |m: String| Err(m);
     // A hard bound for any source of jobs: one thread per job.
     let max_jobs = 1024;
     for t in tests {
@@ -326,16 +373,9 @@ pub fn validate(p: &Parameters, tests: &[TestSpec]) -> Result<(), DiskError> {
     Ok(())
 }
 
-/// Parameters for unit tests elsewhere in the crate.
-#[cfg(test)]
-pub(crate) fn test_parameters() -> Parameters {
-    build(Profile::Peak, &Overrides::default(), "psync", 2)
-        .expect("peak builds")
-        .0
-}
-
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn labels(p: Profile) -> Vec<String> {
@@ -397,7 +437,7 @@ mod tests {
         let o = Overrides {
             rw: Some("read".into()),
             queue_depth: Some(4),
-            size: Some(64 << 20),
+            size: Some("64M".into()),
             ..Default::default()
         };
         let (p, t) = build(Profile::Peak, &o, "io_uring", 2).unwrap();
@@ -428,9 +468,9 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_flag_and_the_range() {
-        let mk = |bs: Option<u64>, qd: Option<u32>, jobs: Option<u32>| {
+        let mk = |bs: Option<&str>, qd: Option<u32>, jobs: Option<u32>| {
             let o = Overrides {
-                block_size: bs,
+                block_size: bs.map(str::to_string),
                 queue_depth: qd,
                 jobs,
                 ..Default::default()
@@ -440,11 +480,11 @@ mod tests {
                 .to_string()
         };
         assert_eq!(
-            mk(Some(3), None, None),
+            mk(Some("3"), None, None),
             "--bs 3: block size must be between 512 bytes and 64 MiB"
         );
         assert_eq!(
-            mk(Some(1000), None, None),
+            mk(Some("1000"), None, None),
             "--bs 1000: block size must be a multiple of 512 bytes (the sector size)"
         );
         assert_eq!(
@@ -455,9 +495,13 @@ mod tests {
             mk(None, None, Some(9)),
             "--jobs 9: jobs must be between 1 and 8 (4 per CPU)"
         );
-        assert!(parse_rw("trim", None)
-            .unwrap_err()
-            .to_string()
-            .contains("fio's names"));
+        assert!(parse_rw("trim", None).unwrap_err().contains("fio's names"));
+        // A size or time as written, read here: the flag and the reason.
+        let o = Overrides {
+            runtime: Some("2x".into()),
+            ..Default::default()
+        };
+        let e = build(Profile::Custom, &o, "psync", 2).unwrap_err();
+        assert!(e.starts_with("--runtime 2x: "), "{e}");
     }
 }
