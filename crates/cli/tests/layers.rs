@@ -783,13 +783,32 @@ fn crate_dirs() -> Vec<(String, PathBuf)> {
     out
 }
 
-/// What is wrong with a crate's integration tests being one binary: a crate with more than one
-/// file in `tests/` builds them as modules of `tests/main.rs` (`autotests = false` and one
-/// `[[test]]`), and every file there is one of its modules (with `autotests = false`, a file
-/// left out would silently never run).
-fn test_binary_faults(manifest: &str, test_files: &[String], main_rs: Option<&str>) -> Vec<String> {
+/// The files of `tests/` that are the roots of a crate's test binaries (`path = "tests/X.rs"`
+/// of its `[[test]]` targets).
+fn test_roots(manifest: &str) -> Vec<String> {
+    manifest
+        .lines()
+        .filter_map(|l| {
+            let v = l
+                .trim()
+                .strip_prefix("path = \"tests/")?
+                .strip_suffix(".rs\"")?;
+            (!v.contains('/')).then(|| v.to_string())
+        })
+        .collect()
+}
+
+/// What is wrong with a crate's integration tests being few binaries: a crate with more than
+/// one file in `tests/` builds them as modules of declared roots (`autotests = false` and a
+/// `[[test]]` per root, `tests/main.rs` the first), and every other file there is a module of
+/// one root (with `autotests = false`, a file left out would silently never run).
+fn test_binary_faults(
+    manifest: &str,
+    test_files: &[String],
+    roots: &[(String, String)],
+) -> Vec<String> {
     let mut out = Vec::new();
-    if test_files.len() <= 1 && main_rs.is_none() {
+    if test_files.len() <= 1 && roots.is_empty() {
         return out;
     }
     if !manifest.lines().any(|l| l.trim() == "autotests = false") {
@@ -798,18 +817,18 @@ fn test_binary_faults(manifest: &str, test_files: &[String], main_rs: Option<&st
                 .into(),
         );
     }
-    if !manifest.contains("path = \"tests/main.rs\"") {
+    if !roots.iter().any(|(name, _)| name == "main") {
         out.push("no [[test]] target with path = \"tests/main.rs\"".into());
     }
-    let declared: BTreeSet<&str> = main_rs
-        .unwrap_or_default()
-        .lines()
+    let declared: BTreeSet<&str> = roots
+        .iter()
+        .flat_map(|(_, text)| text.lines())
         .filter_map(|l| l.trim().strip_prefix("mod ")?.strip_suffix(';'))
         .collect();
     for f in test_files {
-        if !declared.contains(f.as_str()) {
+        if !declared.contains(f.as_str()) && !roots.iter().any(|(name, _)| name == f) {
             out.push(format!(
-                "tests/{f}.rs is not a module of tests/main.rs: it would never run"
+                "tests/{f}.rs is not a module of a test binary's root: it would never run"
             ));
         }
     }
@@ -817,7 +836,7 @@ fn test_binary_faults(manifest: &str, test_files: &[String], main_rs: Option<&st
 }
 
 #[test]
-fn each_crates_integration_tests_link_as_one_binary() {
+fn each_crates_integration_tests_link_as_few_binaries() {
     let mut faults = Vec::new();
     for (name, dir) in crate_dirs() {
         let tests = dir.join("tests");
@@ -828,12 +847,18 @@ fn each_crates_integration_tests_link_as_one_binary() {
             .map(|e| e.unwrap().path())
             .filter(|p| p.extension().is_some_and(|e| e == "rs"))
             .map(|p| p.file_stem().unwrap().to_string_lossy().to_string())
-            .filter(|f| f != "main")
             .collect();
         files.sort();
         let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
-        let main_rs = std::fs::read_to_string(tests.join("main.rs")).ok();
-        for f in test_binary_faults(&manifest, &files, main_rs.as_deref()) {
+        let roots: Vec<(String, String)> = test_roots(&manifest)
+            .into_iter()
+            .map(|r| {
+                let text =
+                    std::fs::read_to_string(tests.join(format!("{r}.rs"))).unwrap_or_default();
+                (r, text)
+            })
+            .collect();
+        for f in test_binary_faults(&manifest, &files, &roots) {
             faults.push(format!("crates/{name}: {f}"));
         }
     }
@@ -841,16 +866,25 @@ fn each_crates_integration_tests_link_as_one_binary() {
 }
 
 #[test]
-fn a_test_file_outside_the_one_binary_is_found() {
-    let files = vec!["a".to_string(), "b".to_string()];
-    let manifest = "[package]\nautotests = false\n[[test]]\nname = \"integration\"\npath = \"tests/main.rs\"\n";
-    assert!(test_binary_faults(manifest, &files, Some("mod a;\nmod b;\n")).is_empty());
+fn a_test_file_outside_the_test_binaries_is_found() {
+    let files: Vec<String> = ["a", "b", "c", "main", "x"].map(String::from).to_vec();
+    let manifest = "[package]\nautotests = false\n[[test]]\nname = \"integration\"\n\
+                    path = \"tests/main.rs\"\n[[test]]\nname = \"x\"\npath = \"tests/x.rs\"\n";
+    assert_eq!(test_roots(manifest), ["main", "x"]);
+    let roots = |main: &str| {
+        vec![
+            ("main".to_string(), main.to_string()),
+            ("x".to_string(), "mod c;\n".to_string()),
+        ]
+    };
+    assert!(test_binary_faults(manifest, &files, &roots("mod a;\nmod b;\n")).is_empty());
     assert_eq!(
-        test_binary_faults(manifest, &files, Some("mod a;\n")),
-        ["tests/b.rs is not a module of tests/main.rs: it would never run"]
+        test_binary_faults(manifest, &files, &roots("mod a;\n")),
+        ["tests/b.rs is not a module of a test binary's root: it would never run"]
     );
-    assert_eq!(test_binary_faults("[package]\n", &files, None).len(), 4);
-    assert!(test_binary_faults("[package]\n", &files[..1], None).is_empty());
+    let two: Vec<String> = files[..2].to_vec();
+    assert_eq!(test_binary_faults("[package]\n", &two, &[]).len(), 4);
+    assert!(test_binary_faults("[package]\n", &two[..1], &[]).is_empty());
 }
 
 /// The top-level modules of a crate's `src`: each `NAME.rs` but lib.rs and main.rs, and each

@@ -73,7 +73,10 @@ impl IoBuffers {
                 "cannot allocate {total} bytes of I/O buffers: lower --qd, --jobs or --bs"
             ))
         };
-        let size = total.div_ceil(PAGE).checked_mul(PAGE).ok_or_else(too_big)?;
+        // A huge page backs only a whole 2 MiB-aligned range of a mapping advised so: the
+        // advised range is rounded up to 2 MiB (at most 2 MiB more per job).
+        let unit = if huge { HUGE_PAGE } else { PAGE };
+        let size = total.div_ceil(unit).checked_mul(unit).ok_or_else(too_big)?;
         // mmap aligns to a page; a larger alignment is made by mapping `align` more and
         // starting at the first aligned address inside.
         let map_len = size
