@@ -104,7 +104,7 @@ mask_time() {
 # interrupted, and whether a period was missed, is the machine's doing, not the binary's).
 mask_numbers() {
     sed -E -e 's/headroom-disk\.[^ "/]*\.tmp/NAME/g' -e 's/("cookie": ?)"[^"]*"/\1"NAME"/g' \
-        -e 's/[0-9]+([.,][0-9]+)*/N/g' -e 's/ +/ /g' -e 's#N [KMGkmu]/#N /#g' |
+        -e 's/[0-9]+([.,][0-9]+)*/N/g' -e 's/ +/ /g' -e 's#([ ,])[KMGkmu]/#\1/#g' |
         grep -Eiv 'interrupt|missed|overflow|^# Thread N:' || true
 }
 

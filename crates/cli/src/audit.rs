@@ -228,8 +228,8 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
     }
     if matches!(args.format, Some(Format::Openmetrics | Format::Prometheus)) {
         let doc = wrapped()?;
-        let mut m = report::openmetrics::Metrics::new();
-        report::kinds::metrics::add_document(&mut m, &doc, "the audit")?;
+        let mut m = report::export::openmetrics::Metrics::new();
+        report::kinds::add_metrics(&mut m, &doc, "the audit")?;
         if args.format == Some(Format::Openmetrics) {
             crate::console::write_data(&m.openmetrics())?;
         } else {

@@ -13,7 +13,7 @@ use anyhow::Context;
 use clap::Args;
 use model::root::SysRoot;
 use model::survey::{fit, format_seconds, plan, refit, Overruns, PartKind, PlannedPart, Spent};
-use report::kinds::survey::{PartEnd, PartResult, PartStatus, SurveyBody};
+use report::kinds::survey::{PartEnd, PartResult, PartStatus, SurveyDocument};
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -154,7 +154,7 @@ pub fn run(global: &GlobalArgs, args: &SurveyArgs) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe()
         .context("cannot find headroom's own executable to run the survey's parts")?;
 
-    let mut body = SurveyBody {
+    let mut body = SurveyDocument {
         plan: plan.clone(),
         parts: Vec::new(),
         interrupted: false,

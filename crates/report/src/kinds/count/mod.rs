@@ -3,6 +3,8 @@
 //! `<not counted>` / `<not supported>`, the elapsed time, `-x SEP` CSV and `-I` lines.
 
 use crate::document::{Document, DocumentError, DocumentKind};
+use crate::export::cases::Case;
+use crate::export::Export;
 use crate::summary::{CounterRow, Summary};
 use model::pmu::{EventListing, PmuLink, PmuListing};
 use model::Finding;
@@ -734,6 +736,79 @@ pub(crate) fn summarize(
     Ok(())
 }
 
+/// `headroom count` as every report reads it.
+pub struct CountKind;
+
+impl super::Kind for CountKind {
+    fn kind(&self) -> DocumentKind {
+        DocumentKind::Count
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["events"]
+    }
+
+    fn exports(&self) -> &'static [Export] {
+        &[
+            Export::OpenMetrics,
+            Export::Lava,
+            Export::Kcidb,
+            Export::PerfCsv,
+            Export::PerfJson,
+        ]
+    }
+
+    fn summarize(
+        &self,
+        doc: &Document,
+        origin: &str,
+        s: &mut Summary,
+        _facts: &mut super::RunFacts,
+    ) -> Result<(), DocumentError> {
+        summarize(doc, origin, s)
+    }
+
+    /// Its events are its result, not counters sampled beside an engine.
+    fn counters_beside(&self) -> bool {
+        false
+    }
+}
+
+/// `count --list` as every report reads it.
+pub struct PmuListKind;
+
+impl super::Kind for PmuListKind {
+    fn kind(&self) -> DocumentKind {
+        DocumentKind::PmuList
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["pmus"]
+    }
+
+    fn summarize(
+        &self,
+        doc: &Document,
+        origin: &str,
+        s: &mut Summary,
+        _facts: &mut super::RunFacts,
+    ) -> Result<(), DocumentError> {
+        summarize_list(doc, origin, s)
+    }
+
+    /// Its summary's cases, then one per PMU found.
+    fn cases_of(
+        &self,
+        doc: &Document,
+        s: &Summary,
+        origin: &str,
+    ) -> Result<Vec<Case>, DocumentError> {
+        let mut out = crate::export::cases::summary_cases(s, &[]);
+        out.extend(list_cases(doc, origin)?);
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1196,7 +1271,7 @@ mod beside_tests {
     }
 }
 
-/// A PMU list as board labs take it ([`super::cases`]): per PMU the number of events it
+/// A PMU list as board labs take it ([`crate::export::cases`]): per PMU the number of events it
 /// names in sysfs (a figure; a skip, with why, for a PMU that names none and counts only by
 /// its format terms: `breakpoint`, `software`), then the events of no sysfs PMU by kind (a
 /// skip with the reason where the tracepoints could not be listed). A lab tracks them to see
@@ -1204,10 +1279,10 @@ mod beside_tests {
 pub(crate) fn list_cases(
     doc: &Document,
     origin: &str,
-) -> Result<Vec<super::cases::Case>, DocumentError> {
-    use super::cases::Case;
+) -> Result<Vec<crate::export::cases::Case>, DocumentError> {
+    use crate::export::cases::Case;
     let l: PmuListDocument = doc.view(origin)?;
-    let path = |parts: &[&str]| super::cases::path(DocumentKind::PmuList.as_str(), parts);
+    let path = |parts: &[&str]| crate::export::cases::path(DocumentKind::PmuList.as_str(), parts);
     let mut out = Vec::new();
     for p in &l.pmus {
         let at = path(&["pmu", &p.name, "events"]);

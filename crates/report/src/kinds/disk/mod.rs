@@ -6,7 +6,9 @@ pub mod findings;
 /// Its terminal text.
 pub mod text;
 
+use crate::document::DocumentKind;
 use crate::document::{Document, DocumentError};
+use crate::export::Export;
 use crate::kinds::count::BesideCounters;
 use crate::summary::{put, seconds, yes_no, CeilingRow, Summary, TestRow};
 use crate::terminal::Style;
@@ -283,6 +285,39 @@ pub(crate) fn summarize(
         });
     }
     Ok(())
+}
+
+/// `bench disk` as every report reads it.
+pub struct DiskKind;
+
+impl super::Kind for DiskKind {
+    fn kind(&self) -> DocumentKind {
+        DocumentKind::Disk
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["parameters", "tests"]
+    }
+
+    fn exports(&self) -> &'static [Export] {
+        &[
+            Export::OpenMetrics,
+            Export::Lava,
+            Export::Kcidb,
+            Export::FioJson,
+            Export::FioJsonPlus,
+        ]
+    }
+
+    fn summarize(
+        &self,
+        doc: &Document,
+        origin: &str,
+        s: &mut Summary,
+        facts: &mut super::RunFacts,
+    ) -> Result<(), DocumentError> {
+        summarize(doc, origin, s, &mut facts.kernel, &mut facts.governor)
+    }
 }
 
 #[cfg(test)]

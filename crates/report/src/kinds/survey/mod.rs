@@ -9,6 +9,8 @@
 
 use crate::compare::{compare, CompareError, Comparison};
 use crate::document::{Document, DocumentError, DocumentKind};
+use crate::export::cases::Case;
+use crate::export::openmetrics::Metrics;
 use crate::kinds::audit::AuditDocument;
 use crate::summary::{plural, Summary};
 use crate::table::mb;
@@ -165,14 +167,14 @@ pub(crate) fn summarize_plan(
     Ok(())
 }
 
-/// A survey plan as board labs take it ([`super::cases`]): one skip case per part, as LAVA
+/// A survey plan as board labs take it ([`crate::export::cases`]): one skip case per part, as LAVA
 /// shows a test that has not run yet, named by the part's id (`survey-plan.disk_nvme0n1`, the
 /// name the survey's own result gives the part's cases), with what it will do and for how
 /// long, or why it will not run.
 pub(crate) fn plan_cases(
     doc: &Document,
     origin: &str,
-) -> Result<Vec<super::cases::Case>, DocumentError> {
+) -> Result<Vec<crate::export::cases::Case>, DocumentError> {
     let plan: Plan = doc.view(origin)?;
     Ok(plan
         .parts
@@ -195,8 +197,8 @@ pub(crate) fn plan_cases(
                     p.reason.as_deref().unwrap_or("left out of the plan")
                 )
             };
-            super::cases::Case::skip(
-                super::cases::path(DocumentKind::SurveyPlan.as_str(), &[&p.id]),
+            crate::export::cases::Case::skip(
+                crate::export::cases::path(DocumentKind::SurveyPlan.as_str(), &[&p.id]),
                 why,
             )
         })
@@ -410,7 +412,7 @@ impl PartResult {
 
 /// The body of a survey document.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SurveyBody {
+pub struct SurveyDocument {
     pub plan: Plan,
     pub parts: Vec<PartResult>,
     /// True when the survey was stopped before its end (Ctrl-C, SIGTERM).
@@ -449,9 +451,9 @@ pub struct PartDoc<'a> {
     pub summary: Summary,
 }
 
-impl SurveyBody {
+impl SurveyDocument {
     /// Read a survey document's body; `origin` names it in errors.
-    pub fn of(doc: &Document, origin: &str) -> Result<SurveyBody, DocumentError> {
+    pub fn of(doc: &Document, origin: &str) -> Result<SurveyDocument, DocumentError> {
         doc.view(origin)
     }
 
@@ -515,7 +517,7 @@ impl SurveyBody {
 
     /// The body with its summary and conclusions made from the parts so far, and every part
     /// of the plan not reached yet listed as not run (`interrupted`: the survey was stopped).
-    pub fn finished(&self, interrupted: bool) -> SurveyBody {
+    pub fn finished(&self, interrupted: bool) -> SurveyDocument {
         let mut b = self.clone();
         b.interrupted = interrupted;
         // Parts the survey did not reach yet (an interrupted or partial document).
@@ -1050,7 +1052,7 @@ fn host_of(doc: &Document) -> String {
 }
 
 /// The survey as Markdown: its own intro, then every part's section.
-pub fn markdown(doc: &Document, body: &SurveyBody, origin: &str) -> String {
+pub fn markdown(doc: &Document, body: &SurveyDocument, origin: &str) -> String {
     let mut o = markdown_intro(doc, body, origin);
     let (docs, problems) = body.part_docs(origin);
     let summaries: Vec<Summary> = docs.into_iter().map(|d| d.summary).collect();
@@ -1068,7 +1070,7 @@ pub fn markdown(doc: &Document, body: &SurveyBody, origin: &str) -> String {
 /// section ([`crate::terminal::sections`]).
 pub fn text(
     doc: &Document,
-    body: &SurveyBody,
+    body: &SurveyDocument,
     origin: &str,
     style: &crate::terminal::Style,
 ) -> String {
@@ -1145,7 +1147,7 @@ pub fn text(
 /// The survey as one HTML page.
 pub fn html(
     doc: &Document,
-    body: &SurveyBody,
+    body: &SurveyDocument,
     origin: &str,
 ) -> Result<String, crate::html::PlotError> {
     let intro = html_intro(doc, body, origin);
@@ -1158,8 +1160,8 @@ pub fn html(
 // The plan
 
 /// The survey's own part of a report (title, summary, conclusions, parts), in Markdown; the
-/// parts' sections follow it (`markdown::render` of [`SurveyBody::part_docs`]).
-pub fn markdown_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String {
+/// parts' sections follow it (`markdown::render` of [`SurveyDocument::part_docs`]).
+pub fn markdown_intro(doc: &Document, body: &SurveyDocument, origin: &str) -> String {
     let (summary, conclusions) = body.judge(origin);
     let mut o = String::new();
     let md = crate::outside::markdown;
@@ -1223,7 +1225,7 @@ fn conclusions_table(conclusions: &[Conclusion]) -> crate::table::Table {
 }
 
 /// The budget and, once the survey ran, what it took: `budget 1 min, took 58 s`.
-fn budget_fact(body: &SurveyBody) -> String {
+fn budget_fact(body: &SurveyDocument) -> String {
     let budget = format!("budget {}", format_seconds(body.plan.budget_s));
     let stopping = body
         .parts
@@ -1253,7 +1255,7 @@ const PARTS_COLUMNS: [(&str, bool); 5] = [
     ("What, or why not", false),
 ];
 
-fn parts_rows(body: &SurveyBody) -> Vec<Vec<String>> {
+fn parts_rows(body: &SurveyDocument) -> Vec<Vec<String>> {
     let secs = |s: Option<f64>| s.map_or_else(crate::table::dash, |s| format!("{s:.1}"));
     body.parts
         .iter()
@@ -1283,7 +1285,7 @@ fn parts_rows(body: &SurveyBody) -> Vec<Vec<String>> {
 }
 
 /// The survey's own part of an HTML report, to put before the parts' sections.
-pub fn html_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String {
+pub fn html_intro(doc: &Document, body: &SurveyDocument, origin: &str) -> String {
     use crate::html::esc;
     let (summary, conclusions) = body.judge(origin);
     let mut o = String::new();
@@ -1323,7 +1325,7 @@ fn html_table(o: &mut String, columns: &[(&str, bool)], rows: &[Vec<String>]) {
 /// as its kind is (`compare`), and a part missing from some is named. The Markdown, and the
 /// comparisons of the parts (what `compare --fail-above` gates).
 pub fn compare_surveys(
-    surveys: &[(String, SurveyBody)],
+    surveys: &[(String, SurveyDocument)],
 ) -> Result<(String, Vec<Comparison>), CompareError> {
     let mut compared = Vec::new();
     let mut o = String::new();
@@ -1410,6 +1412,91 @@ pub fn compare_surveys(
         o.pop();
     }
     Ok((o, compared))
+}
+
+/// `headroom survey` as every report reads it: its parts, each as its own kind shows it.
+pub struct SurveyKind;
+
+impl super::Kind for SurveyKind {
+    fn kind(&self) -> DocumentKind {
+        DocumentKind::Survey
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["plan", "parts"]
+    }
+
+    /// Its own intro (summary, conclusions) and its parts' sections.
+    fn render(&self, doc: &Document, origin: &str) -> Result<super::Rendered, DocumentError> {
+        let body = SurveyDocument::of(doc, origin)?;
+        let (parts, _) = body.part_docs(origin);
+        Ok(super::Rendered {
+            markdown: markdown(doc, &body, origin),
+            html_intro: html_intro(doc, &body, origin),
+            summaries: parts.into_iter().map(|p| p.summary).collect(),
+        })
+    }
+
+    /// Its parts' cases, each prefixed by the part's id.
+    fn cases(&self, doc: &Document, origin: &str) -> Result<Vec<Case>, DocumentError> {
+        let body = SurveyDocument::of(doc, origin)?;
+        let (parts, _) = body.part_docs(origin);
+        let mut out = Vec::new();
+        for p in parts {
+            let kind = super::of(p.document.kind());
+            let cases = kind.cases_of(&p.document, &p.summary, origin)?;
+            out.extend(crate::export::cases::prefixed(&p.part.id, cases));
+        }
+        Ok(out)
+    }
+
+    /// Its parts' metrics, each with a `part` label.
+    fn metrics(&self, m: &mut Metrics, doc: &Document, origin: &str) -> Result<(), DocumentError> {
+        let body = SurveyDocument::of(doc, origin)?;
+        let (parts, _) = body.part_docs(origin);
+        for p in parts {
+            let kind = super::of(p.document.kind());
+            m.with_label("part", &p.part.id, |m| {
+                kind.metrics_of(m, &p.document, &p.summary, origin)
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// `survey --dry-run` as every report reads it.
+pub struct SurveyPlanKind;
+
+impl super::Kind for SurveyPlanKind {
+    fn kind(&self) -> DocumentKind {
+        DocumentKind::SurveyPlan
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["parts"]
+    }
+
+    fn summarize(
+        &self,
+        doc: &Document,
+        origin: &str,
+        s: &mut Summary,
+        _facts: &mut super::RunFacts,
+    ) -> Result<(), DocumentError> {
+        summarize_plan(doc, origin, s)
+    }
+
+    /// Its summary's cases, then one per planned part.
+    fn cases_of(
+        &self,
+        doc: &Document,
+        s: &Summary,
+        origin: &str,
+    ) -> Result<Vec<Case>, DocumentError> {
+        let mut out = crate::export::cases::summary_cases(s, &[]);
+        out.extend(plan_cases(doc, origin)?);
+        Ok(out)
+    }
 }
 
 #[cfg(test)]

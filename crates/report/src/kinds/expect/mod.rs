@@ -53,11 +53,11 @@ impl Check {
 
 /// The checks as board-lab cases (`--format lava`, `kcidb`): `expect.pci.1.0000:01:00.0.link
 /// speed`, a pass or a fail, with the check's line as the comment.
-pub fn cases(checks: &[Check]) -> Vec<super::cases::Case> {
+pub fn cases(checks: &[Check]) -> Vec<crate::export::cases::Case> {
     checks
         .iter()
         .map(|c| {
-            super::cases::Case::check(
+            crate::export::cases::Case::check(
                 vec![
                     "expect".into(),
                     c.section.into(),

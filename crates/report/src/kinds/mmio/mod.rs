@@ -8,6 +8,7 @@ pub mod findings;
 /// Its terminal text.
 pub mod text;
 
+use crate::document::DocumentKind;
 use crate::document::{Document, DocumentError};
 use crate::summary::{Summary, TestRow};
 use crate::table::{dash, mb, Table};
@@ -286,6 +287,29 @@ impl MmioDocument {
             }
         }
         out
+    }
+}
+
+/// `bench mmio` as every report reads it.
+pub struct MmioKind;
+
+impl super::Kind for MmioKind {
+    fn kind(&self) -> DocumentKind {
+        DocumentKind::Mmio
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["parameters", "results"]
+    }
+
+    fn summarize(
+        &self,
+        doc: &Document,
+        origin: &str,
+        s: &mut Summary,
+        _facts: &mut super::RunFacts,
+    ) -> Result<(), DocumentError> {
+        summarize(doc, origin, s)
     }
 }
 

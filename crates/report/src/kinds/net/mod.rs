@@ -5,7 +5,9 @@
 //! Rates are printed in Mbit/s (10^6 bit/s, iperf3's unit) and kept in the document in bytes
 //! per second like every other headroom rate.
 
+use crate::document::DocumentKind;
 use crate::document::{Document, DocumentError};
+use crate::export::Export;
 use crate::summary::{put, serde_name, CeilingRow, RateSeries, Summary, TestRow};
 use crate::table::mb;
 use model::ceiling::eth::{IpVersion, Transport};
@@ -840,6 +842,38 @@ pub(crate) fn summarize(
         });
     }
     Ok(())
+}
+
+/// `bench net` as every report reads it.
+pub struct NetKind;
+
+impl super::Kind for NetKind {
+    fn kind(&self) -> DocumentKind {
+        DocumentKind::Net
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["measurement"]
+    }
+
+    fn exports(&self) -> &'static [Export] {
+        &[
+            Export::OpenMetrics,
+            Export::Lava,
+            Export::Kcidb,
+            Export::Iperf3Json,
+        ]
+    }
+
+    fn summarize(
+        &self,
+        doc: &Document,
+        origin: &str,
+        s: &mut Summary,
+        _facts: &mut super::RunFacts,
+    ) -> Result<(), DocumentError> {
+        summarize(doc, origin, s)
+    }
 }
 
 #[cfg(test)]

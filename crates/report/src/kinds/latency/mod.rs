@@ -6,7 +6,9 @@ pub mod findings;
 /// Its terminal text.
 pub mod text;
 
+use crate::document::DocumentKind;
 use crate::document::{Document, DocumentError};
+use crate::export::Export;
 use crate::summary::{plural, put, seconds, step_words, CounterRow, IrqRow, Summary, ThreadRow};
 use crate::table::Table;
 use model::latency::split::Split;
@@ -357,6 +359,39 @@ fn split_tables(sp: &model::latency::split::Split) -> Vec<(String, Table)> {
         ));
     }
     out
+}
+
+/// `bench latency` as every report reads it.
+pub struct LatencyKind;
+
+impl super::Kind for LatencyKind {
+    fn kind(&self) -> DocumentKind {
+        DocumentKind::Latency
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["measurement"]
+    }
+
+    fn exports(&self) -> &'static [Export] {
+        &[
+            Export::OpenMetrics,
+            Export::Lava,
+            Export::Kcidb,
+            Export::CyclictestHistogram,
+            Export::CyclictestJson,
+        ]
+    }
+
+    fn summarize(
+        &self,
+        doc: &Document,
+        origin: &str,
+        s: &mut Summary,
+        facts: &mut super::RunFacts,
+    ) -> Result<(), DocumentError> {
+        summarize(doc, origin, s, &mut facts.kernel, &mut facts.governor)
+    }
 }
 
 #[cfg(test)]
