@@ -43,6 +43,40 @@ pub struct AuditDocument {
     pub findings: Vec<Finding>,
 }
 
+impl AuditDocument {
+    /// The audit of a whole inventory read under `root` (`/`, or a captured tree), judged:
+    /// each section's findings filled, and every finding in one list, most severe first.
+    pub fn of_inventory(
+        mut inventory: model::inventory::Inventory,
+        root: PathBuf,
+    ) -> AuditDocument {
+        let findings = findings::judge(&mut inventory);
+        AuditDocument {
+            source: Some(Source::Root(root)),
+            pci: inventory.pci,
+            system: Some(inventory.system),
+            usb: Some(inventory.usb),
+            block: Some(inventory.block),
+            net: Some(inventory.net),
+            findings,
+        }
+    }
+
+    /// The audit of the PCI functions of an `lspci -xxx` dump read from `file`, judged.
+    pub fn of_dump(mut pci: PciAudit, file: PathBuf) -> AuditDocument {
+        let findings = findings::judge_pci(&mut pci);
+        AuditDocument {
+            source: Some(Source::LspciDump(file)),
+            pci,
+            system: None,
+            usb: None,
+            block: None,
+            net: None,
+            findings,
+        }
+    }
+}
+
 /// Where an audit read its facts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
