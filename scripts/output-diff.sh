@@ -4,6 +4,10 @@
 #
 #   scripts/output-diff.sh [REF] [--no-live]
 #
+# When main has moved on since the branch was made, give the branch's base
+# (`scripts/output-diff.sh $(git merge-base main HEAD)`): main's own changes are not the
+# working tree's.
+#
 # Both binaries run over the same inputs, and every output is compared:
 #   - saved documents (tests/fixtures/results/*.json, one at a time and all together):
 #     `report` (Markdown), `report --html`, `report --json`, `report --format
@@ -57,6 +61,7 @@ build_new() {
     cp "$target/debug/headroom" "$work/bin/new"
 }
 
+src=""
 build_base() {
     if [ -x "$cache/headroom" ]; then
         return
@@ -71,6 +76,7 @@ build_base() {
     fi
     git worktree remove --force "$src/tree"
     rm -rf "$src"
+    src=""
     [ -x "$cache/headroom" ] || {
         echo "output-diff: the build of $ref failed" >&2
         exit 1
@@ -80,6 +86,10 @@ build_base() {
 work=$(mktemp -d /var/tmp/headroom-output-diff.XXXXXX)
 cleanup() {
     rm -rf "$work"
+    if [ -n "$src" ]; then
+        git worktree remove --force "$src/tree" 2>/dev/null || true
+        rm -rf "$src"
+    fi
 }
 trap cleanup EXIT INT TERM
 

@@ -441,6 +441,56 @@ fn a_loop_below_the_top_level_is_found() {
     assert_eq!(nested_loop(src), None);
 }
 
+/// Everything about a result kind lives in its module of `report::kinds`; outside it, a few
+/// files wire it in (docs/ARCHITECTURE.md, "How to add a result kind"), so a new kind (a
+/// `watch`, a `bench video`) touches at most seven. Counted for `bench mmio`'s kind: the
+/// files of report's and cli's sources and of docs/ that name it outside `kinds/mmio/`.
+#[test]
+fn a_kind_is_wired_in_at_seven_files_at_most() {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs" || x == "md") {
+                out.push(p);
+            }
+        }
+    }
+    let root = workspace();
+    let own = root.join("crates/report/src/kinds/mmio");
+    let names = [
+        "DocumentKind::Mmio",
+        "kinds::mmio",
+        "MmioKind",
+        "bench_mmio",
+        "mod mmio",
+    ];
+    let mut files = Vec::new();
+    for dir in ["crates/report/src", "crates/cli/src", "docs"] {
+        walk(&root.join(dir), &mut files);
+    }
+    let mut wired: Vec<String> = files
+        .iter()
+        .filter(|f| !f.starts_with(&own))
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            names.iter().any(|n| text.contains(n))
+        })
+        .map(|f| f.strip_prefix(&root).unwrap().display().to_string())
+        .collect();
+    wired.sort();
+    assert!(
+        wired.contains(&"crates/report/src/kinds/mod.rs".to_string()),
+        "the count finds no registration: {wired:?}"
+    );
+    assert!(
+        wired.len() <= 7,
+        "the mmio kind is named in {} files outside its module: {wired:?}",
+        wired.len()
+    );
+}
+
 /// The `pub use` lines of a module's code that pass on an item from outside the module's own
 /// children (another crate's, a parent's or a sibling's), which would give that item a second
 /// name: `pub use child::Item` is allowed, `pub use model::disk::TestSpec` or

@@ -26,6 +26,7 @@ pub mod summary;
 pub mod table;
 pub mod terminal;
 pub mod views;
+pub mod words;
 
 pub use atomic::write_atomic;
 pub use document::{Document, DocumentError, Envelope};

@@ -223,6 +223,7 @@ pub fn summarize(doc: &Document, origin: &str) -> Result<Summary, DocumentError>
         context: Vec::new(),
         ceiling: None,
         tests: Vec::new(),
+        every_throughput_column: false,
         threads: Vec::new(),
         series: Vec::new(),
         counters: Vec::new(),
@@ -236,9 +237,7 @@ pub fn summarize(doc: &Document, origin: &str) -> Result<Summary, DocumentError>
         chain_stopped: None,
         histogram_limit_us: None,
         latency_lines: Vec::new(),
-        inventory: Vec::new(),
-        mmio: None,
-        split_tables: Vec::new(),
+        parts: Vec::new(),
     };
     let kind = of(env.kind);
     let mut facts = RunFacts {

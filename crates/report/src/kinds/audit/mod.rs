@@ -10,8 +10,9 @@ use crate::document::DocumentKind;
 use crate::document::{Document, DocumentError};
 use crate::export::cases::Case;
 use crate::export::openmetrics::Metrics;
-use crate::summary::{counted_table, put, serde_name, yes_no, InterfaceCeiling, Summary};
+use crate::summary::{counted_table, put, InterfaceCeiling, Summary};
 use crate::table::{dash, mb, Table};
+use crate::words::{serde_name, yes_no};
 use model::inventory::block::BlockInventory;
 use model::inventory::net::NetInventory;
 use model::inventory::pci::PciAudit;
@@ -102,7 +103,10 @@ pub(crate) fn summarize(
     s: &mut Summary,
 ) -> Result<(), DocumentError> {
     let a: AuditDocument = doc.view(origin)?;
-    s.inventory = inventory(&a);
+    s.parts = inventory(&a)
+        .into_iter()
+        .map(|t| crate::summary::Part::table(crate::summary::Place::Listing, t))
+        .collect();
     // Each link's state, so compare shows a link that retrained or moved.
     for l in &a.pci.links {
         let c = &l.comparison;

@@ -684,7 +684,7 @@ pub(crate) fn summarize(
                     ]
                 })
                 .collect();
-            s.inventory.push(counted_table(
+            s.list(counted_table(
                 "PCIe",
                 ("ceiling", "ceilings"),
                 unit,
@@ -718,7 +718,7 @@ pub(crate) fn summarize(
                     ]);
                 }
             }
-            s.inventory.push(counted_table(
+            s.list(counted_table(
                 "USB",
                 ("ceiling", "ceilings"),
                 " (MB/s = 10^6 B/s, per endpoint and direction)",
@@ -746,7 +746,7 @@ pub(crate) fn summarize(
                     ]
                 })
                 .collect();
-            s.inventory.push(counted_table(
+            s.list(counted_table(
                 "Rockchip USB guide, table 1-2",
                 ("figure", "figures"),
                 " (printed as MBps), checked",
@@ -773,7 +773,7 @@ pub(crate) fn summarize(
                     ]
                 })
                 .collect();
-            s.inventory.push(counted_table(
+            s.list(counted_table(
                 "SATA",
                 ("link", "links"),
                 unit,
@@ -812,7 +812,7 @@ pub(crate) fn summarize(
                     ]
                 })
                 .collect();
-            s.inventory.push(counted_table(
+            s.list(counted_table(
                 "Ethernet",
                 ("ceiling", "ceilings"),
                 unit,
@@ -844,7 +844,7 @@ pub(crate) fn summarize(
                     ]
                 })
                 .collect();
-            s.inventory.push(counted_table(
+            s.list(counted_table(
                 "eMMC and SD",
                 ("mode", "modes"),
                 unit,

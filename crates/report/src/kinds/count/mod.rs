@@ -657,7 +657,7 @@ pub(crate) fn summarize_list(
             ]
         })
         .collect();
-    s.inventory.push(crate::summary::counted_table(
+    s.list(crate::summary::counted_table(
         "PMUs",
         ("PMU", "PMUs"),
         "",
@@ -680,7 +680,7 @@ pub(crate) fn summarize_list(
     ] {
         rows.extend(names.iter().map(|n| vec![n.clone(), tag.to_string()]));
     }
-    s.inventory.push(crate::summary::counted_table(
+    s.list(crate::summary::counted_table(
         "Events of no sysfs PMU",
         ("event", "events"),
         "",

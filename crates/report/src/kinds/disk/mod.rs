@@ -10,8 +10,9 @@ use crate::document::DocumentKind;
 use crate::document::{Document, DocumentError};
 use crate::export::Export;
 use crate::kinds::count::BesideCounters;
-use crate::summary::{put, seconds, yes_no, CeilingRow, Summary, TestRow};
+use crate::summary::{put, CeilingRow, Summary, TestRow};
 use crate::terminal::Style;
+use crate::words::{seconds, yes_no};
 use model::ceiling::PathCeiling;
 use model::disk::{DiskResult, HostFacts, Parameters, TargetInfo, TestResult};
 use model::path::TargetPath;
@@ -316,6 +317,7 @@ impl super::Kind for DiskKind {
         s: &mut Summary,
         facts: &mut super::RunFacts,
     ) -> Result<(), DocumentError> {
+        s.every_throughput_column = true;
         summarize(doc, origin, s, &mut facts.kernel, &mut facts.governor)
     }
 }

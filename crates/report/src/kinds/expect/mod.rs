@@ -247,7 +247,7 @@ pub fn to_toml(m: &Manifest, source: &str) -> String {
 /// What a saved manifest expects, for the line `--save-expect` prints: `6 PCI functions,
 /// 0 USB devices, 1 disk, 1 network interface`.
 pub fn counts(m: &Manifest) -> String {
-    use crate::summary::plural;
+    use crate::words::plural;
     [
         plural(m.pci.len(), "PCI function", "PCI functions"),
         plural(m.usb.len(), "USB device", "USB devices"),

@@ -9,8 +9,9 @@ pub mod text;
 use crate::document::DocumentKind;
 use crate::document::{Document, DocumentError};
 use crate::export::Export;
-use crate::summary::{plural, put, seconds, step_words, CounterRow, IrqRow, Summary, ThreadRow};
+use crate::summary::{put, CounterRow, IrqRow, Summary, ThreadRow};
 use crate::table::Table;
+use crate::words::{plural, seconds, step_words};
 use model::latency::split::Split;
 use model::latency::{Config, LoadSample, MeasuredInterrupts, Measurement};
 use model::stress::{StopReport, StressSpec};
@@ -269,7 +270,11 @@ pub(crate) fn summarize(
                 plural(sp.total.wakeups, "wake-up", "wake-ups")
             ),
         );
-        s.split_tables = split_tables(sp);
+        s.parts.extend(
+            split_tables(sp)
+                .into_iter()
+                .map(|t| crate::summary::Part::table(crate::summary::Place::UnderLatency, t)),
+        );
     }
     Ok(())
 }

@@ -93,7 +93,12 @@ pub(crate) fn summarize(
             c.mb_per_s,
         ));
     }
-    s.mmio = Some((m.table(), m.describe()));
+    s.parts.push(crate::summary::Part {
+        place: crate::summary::Place::Measured,
+        title: "CPU access by width".to_string(),
+        lines: m.describe(),
+        table: m.table(),
+    });
     Ok(())
 }
 

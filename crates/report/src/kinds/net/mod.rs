@@ -8,8 +8,9 @@
 use crate::document::DocumentKind;
 use crate::document::{Document, DocumentError};
 use crate::export::Export;
-use crate::summary::{put, serde_name, CeilingRow, RateSeries, Summary, TestRow};
+use crate::summary::{put, CeilingRow, RateSeries, Summary, TestRow};
 use crate::table::mb;
+use crate::words::serde_name;
 use model::ceiling::eth::{IpVersion, Transport};
 use model::net::{
     link_ceiling, Flow, GoodputParams, LinkFacts, NetMeasurement, NetStop, Protocol, Way,

@@ -6,7 +6,8 @@ pub mod text;
 
 use crate::document::{Document, DocumentError, DocumentKind};
 use crate::export::cases::Case;
-use crate::summary::{hop_line, put, CeilingRow, Summary};
+use crate::summary::{put, CeilingRow, Summary};
+use crate::words::hop_line;
 use model::path::{Hop, TargetPath};
 use model::units::MB;
 use serde::{Deserialize, Serialize};

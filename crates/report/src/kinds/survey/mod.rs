@@ -12,8 +12,9 @@ use crate::document::{Document, DocumentError, DocumentKind};
 use crate::export::cases::Case;
 use crate::export::openmetrics::Metrics;
 use crate::kinds::audit::AuditDocument;
-use crate::summary::{plural, Summary};
+use crate::summary::Summary;
 use crate::table::mb;
+use crate::words::plural;
 use model::survey::{format_seconds, PartKind, Plan, PlannedPart};
 use model::units::MB;
 use model::Severity;
@@ -151,7 +152,7 @@ pub(crate) fn summarize_plan(
             vec![number, p.id.clone(), time, what, command]
         })
         .collect();
-    s.inventory.push(crate::summary::counted_table(
+    s.list(crate::summary::counted_table(
         "Plan",
         ("part", "parts"),
         "",
