@@ -110,12 +110,13 @@ mask_time() {
 # The rule NUMBERS (live runs only): every run of digits, with its decimals, reads N, and a
 # run of spaces one space (columns are as wide as their numbers); the random names of a run
 # (its test file, iperf3's cookie) read NAME; a rate's SI prefix (perf's `K/sec`) is dropped;
-# lines naming interrupts, missed periods or overflows are left out (which device
-# interrupted, and whether a period was missed, is the machine's doing, not the binary's).
+# lines naming interrupts, missed periods, overflows or a voided cross-check are left out
+# (which device interrupted, whether a period was missed, whether other traffic shared the
+# loopback while the kernel counted it, is the machine's doing, not the binary's).
 mask_numbers() {
     sed -E -e 's/headroom-disk\.[^ "/]*\.tmp/NAME/g' -e 's/("cookie": ?)"[^"]*"/\1"NAME"/g' \
         -e 's/[0-9]+([.,][0-9]+)*/N/g' -e 's/ +/ /g' -e 's#([ ,])[KMGkmu]/#\1/#g' |
-        grep -Eiv 'interrupt|missed|overflow|^# Thread N:' || true
+        grep -Eiv 'interrupt|missed|overflow|^# Thread N:|"(overhead|void_reason)"' || true
 }
 
 # The rule ORDER (OpenMetrics and Prometheus text): the samples of a family are compared as

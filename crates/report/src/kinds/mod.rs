@@ -117,6 +117,29 @@ pub trait Kind: Sync {
     }
 }
 
+/// A kind's one document type (the body cli writes and every reader reads back), tied to the
+/// name its documents carry; its [`Kind`] says `kind()` through it.
+pub trait KindDocument: serde::Serialize + serde::de::DeserializeOwned {
+    /// The `kind` its documents carry.
+    const KIND: DocumentKind;
+
+    /// The body of `doc`, a document of this kind, read through this type ([`Document::view`]);
+    /// `origin` names it in errors.
+    fn read(doc: &Document, origin: &str) -> Result<Self, DocumentError> {
+        doc.view(origin)
+    }
+
+    /// This body in the envelope of a document made now by headroom `tool_version` on `host`:
+    /// what `--json` prints and `--save` stores.
+    fn wrap(
+        &self,
+        tool_version: &str,
+        host: model::system::Host,
+    ) -> Result<Document, DocumentError> {
+        crate::document::wrap(Self::KIND, tool_version, host, self)
+    }
+}
+
 /// Facts of the run that a kind's document may know better than the envelope: they head the
 /// summary's context, in this order.
 #[derive(Clone, Debug, Default)]

@@ -102,7 +102,7 @@ pub(crate) fn summarize(
     origin: &str,
     s: &mut Summary,
 ) -> Result<(), DocumentError> {
-    let a: AuditDocument = doc.view(origin)?;
+    let a = <AuditDocument as super::KindDocument>::read(doc, origin)?;
     s.parts = inventory(&a)
         .into_iter()
         .map(|t| crate::summary::Part::table(crate::summary::Place::Listing, t))
@@ -478,7 +478,7 @@ mod om {
 /// and network link speeds. Labels name the device as a user finds it: `address`, `device`
 /// (lspci's name), `driver`, and for a link its `upstream` port.
 pub fn metrics(m: &mut Metrics, doc: &Document, origin: &str) -> Result<(), DocumentError> {
-    let a: AuditDocument = doc.view(origin)?;
+    let a = <AuditDocument as super::KindDocument>::read(doc, origin)?;
     let function = |addr: &model::inventory::pci::address::PciAddress| {
         a.pci.functions.iter().find(|f| &f.address == addr)
     };
@@ -622,7 +622,7 @@ pub fn downgrade_findings(
     doc: &Document,
     origin: &str,
 ) -> Result<Vec<(String, String)>, DocumentError> {
-    let a: AuditDocument = doc.view(origin)?;
+    let a = <AuditDocument as super::KindDocument>::read(doc, origin)?;
     let mut out = Vec::new();
     for l in a
         .pci
@@ -663,7 +663,7 @@ pub fn cases(
     origin: &str,
 ) -> Result<Vec<crate::export::cases::Case>, DocumentError> {
     use crate::export::cases::Case;
-    let a: AuditDocument = doc.view(origin)?;
+    let a = <AuditDocument as super::KindDocument>::read(doc, origin)?;
     let mut out = Vec::new();
     for l in &a.pci.links {
         let address = l.downstream.to_string();
@@ -731,7 +731,7 @@ pub struct AuditKind;
 
 impl super::Kind for AuditKind {
     fn kind(&self) -> DocumentKind {
-        DocumentKind::Audit
+        <AuditDocument as super::KindDocument>::KIND
     }
 
     fn fields(&self) -> &'static [&'static str] {
@@ -777,4 +777,8 @@ impl super::Kind for AuditKind {
     fn textfile_name(&self) -> String {
         "headroom.prom".to_string()
     }
+}
+
+impl super::KindDocument for AuditDocument {
+    const KIND: DocumentKind = DocumentKind::Audit;
 }

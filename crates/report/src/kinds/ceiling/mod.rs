@@ -662,7 +662,7 @@ pub(crate) fn summarize(
     use crate::table::mb;
     use model::units::MB;
     let rate = |bps: f64| mb(bps / MB);
-    let c: CeilingDocument = doc.view(origin)?;
+    let c = <CeilingDocument as super::KindDocument>::read(doc, origin)?;
     let unit = " (MB/s = 10^6 B/s, per direction)";
     match c {
         CeilingDocument::Pcie(p) => {
@@ -874,7 +874,7 @@ pub(crate) fn cases(
 ) -> Result<Vec<crate::export::cases::Case>, crate::document::DocumentError> {
     use crate::export::cases::Case;
     use model::units::MB;
-    let c: CeilingDocument = doc.view(origin)?;
+    let c = <CeilingDocument as super::KindDocument>::read(doc, origin)?;
     let path = |parts: &[&str]| crate::export::cases::path("ceiling", parts);
     let mut out = Vec::new();
     let figure =
@@ -950,7 +950,7 @@ pub struct CeilingKind;
 
 impl super::Kind for CeilingKind {
     fn kind(&self) -> DocumentKind {
-        DocumentKind::Ceiling
+        <CeilingDocument as super::KindDocument>::KIND
     }
 
     fn fields(&self) -> &'static [&'static str] {
@@ -978,4 +978,8 @@ impl super::Kind for CeilingKind {
         out.extend(cases(doc, origin)?);
         Ok(out)
     }
+}
+
+impl super::KindDocument for CeilingDocument {
+    const KIND: DocumentKind = DocumentKind::Ceiling;
 }

@@ -179,7 +179,7 @@ pub(crate) fn summarize(
     kernel: &mut Option<String>,
     governor: &mut Option<String>,
 ) -> Result<(), DocumentError> {
-    let d: DiskDocument = doc.view(origin)?;
+    let d = <DiskDocument as super::KindDocument>::read(doc, origin)?;
     let sys = &d.system;
     *kernel = kernel.take().or(sys.kernel.clone());
     *governor = sys.governor.clone();
@@ -293,7 +293,7 @@ pub struct DiskKind;
 
 impl super::Kind for DiskKind {
     fn kind(&self) -> DocumentKind {
-        DocumentKind::Disk
+        <DiskDocument as super::KindDocument>::KIND
     }
 
     fn fields(&self) -> &'static [&'static str] {
@@ -320,6 +320,10 @@ impl super::Kind for DiskKind {
         s.every_throughput_column = true;
         summarize(doc, origin, s, &mut facts.kernel, &mut facts.governor)
     }
+}
+
+impl super::KindDocument for DiskDocument {
+    const KIND: DocumentKind = DocumentKind::Disk;
 }
 
 #[cfg(test)]

@@ -80,7 +80,7 @@ pub(crate) fn summarize(
     kernel: &mut Option<String>,
     governor: &mut Option<String>,
 ) -> Result<(), DocumentError> {
-    let l: LatencyDocument = doc.view(origin)?;
+    let l = <LatencyDocument as super::KindDocument>::read(doc, origin)?;
     if let Some(ctx) = &l.context {
         *kernel = kernel.take().or(ctx.kernel.release.clone());
         let preemption = ctx.kernel.preemption.name();
@@ -371,7 +371,7 @@ pub struct LatencyKind;
 
 impl super::Kind for LatencyKind {
     fn kind(&self) -> DocumentKind {
-        DocumentKind::Latency
+        <LatencyDocument as super::KindDocument>::KIND
     }
 
     fn fields(&self) -> &'static [&'static str] {
@@ -397,6 +397,10 @@ impl super::Kind for LatencyKind {
     ) -> Result<(), DocumentError> {
         summarize(doc, origin, s, &mut facts.kernel, &mut facts.governor)
     }
+}
+
+impl super::KindDocument for LatencyDocument {
+    const KIND: DocumentKind = DocumentKind::Latency;
 }
 
 #[cfg(test)]

@@ -70,7 +70,7 @@ pub(crate) fn summarize(
     origin: &str,
     s: &mut Summary,
 ) -> Result<(), DocumentError> {
-    let m: MmioDocument = doc.view(origin)?;
+    let m = <MmioDocument as super::KindDocument>::read(doc, origin)?;
     s.target = m.region.as_ref().map(|r| r.given.clone());
     // One test per (where, width, operation), so compare and the history line
     // them up like any throughput.
@@ -300,7 +300,7 @@ pub struct MmioKind;
 
 impl super::Kind for MmioKind {
     fn kind(&self) -> DocumentKind {
-        DocumentKind::Mmio
+        <MmioDocument as super::KindDocument>::KIND
     }
 
     fn fields(&self) -> &'static [&'static str] {
@@ -316,6 +316,10 @@ impl super::Kind for MmioKind {
     ) -> Result<(), DocumentError> {
         summarize(doc, origin, s)
     }
+}
+
+impl super::KindDocument for MmioDocument {
+    const KIND: DocumentKind = DocumentKind::Mmio;
 }
 
 #[cfg(test)]

@@ -60,7 +60,7 @@ pub struct PathKind;
 
 impl super::Kind for PathKind {
     fn kind(&self) -> DocumentKind {
-        DocumentKind::Path
+        <PathDocument as super::KindDocument>::KIND
     }
 
     fn fields(&self) -> &'static [&'static str] {
@@ -86,4 +86,8 @@ impl super::Kind for PathKind {
         }
         Ok(out)
     }
+}
+
+impl super::KindDocument for PathDocument {
+    const KIND: DocumentKind = DocumentKind::Path;
 }
