@@ -9,7 +9,8 @@
 # working tree's.
 #
 # Both binaries run over the same inputs, and every output is compared:
-#   - saved documents (tests/fixtures/results/*.json, one at a time and all together):
+#   - saved documents (tests/fixtures/results/*.json, one at a time and all together, and a
+#     `compare --json` and a `report --json` of them):
 #     `report` (Markdown), `report --html`, `report --json`, `report --format
 #     openmetrics|prometheus|lava|kcidb`, and `compare` of the pairs (text and --json);
 #   - captured trees (tests/fixtures/sysfs/*, tests/fixtures/captured/sysfs/*): `audit --root`
@@ -216,6 +217,16 @@ for pair in "rpi5-gen2 rpi5-gen3" "net-shaped-tcp net-shaped-tcp-2" "latency-2-t
     set -- $pair
     compare "compare $1 $2" time -- compare "$results/$1.json" "$results/$2.json"
     compare "compare --json $1 $2" time -- --json compare "$results/$1.json" "$results/$2.json"
+done
+
+# Documents made of other documents (kinds `compare` and `report`), as the base binary writes
+# them, rendered by both.
+NO_COLOR=1 "$base" --json compare "$results/rpi5-gen2.json" "$results/rpi5-gen3.json" \
+    >"$work/derived-compare.json" 2>/dev/null || true
+NO_COLOR=1 "$base" --json report "$results/disk-peak.json" "$results/latency-2-threads.json" \
+    "$results/survey-rpi5.json" "$results/audit-nvme-downgraded.json" >"$work/derived-report.json" 2>/dev/null || true
+for doc in "$work"/derived-*.json; do
+    documents "$doc"
 done
 
 # Captured trees.

@@ -48,12 +48,10 @@ pub fn nothing_to_report(
             .cloned()
             .unwrap_or_else(|| format!("input {}", i + 1));
         if crate::kinds::cases(doc, &name)?.is_empty() {
-            use crate::document::DocumentKind;
-            let hint = match doc.kind() {
-                DocumentKind::Compare | DocumentKind::History | DocumentKind::Report => {
-                    "; give the result documents it was made from instead"
-                }
-                _ => "",
+            let hint = if crate::kinds::of(doc.kind()).made_of_other_documents() {
+                "; give the result documents it was made from instead"
+            } else {
+                ""
             };
             out.push(format!(
                 "{name}: this {} document has no check or measured figure: nothing to report \

@@ -39,6 +39,10 @@ impl Kind for ReportKind {
         &["documents"]
     }
 
+    fn made_of_other_documents(&self) -> bool {
+        true
+    }
+
     /// Its documents' cases, prefixed `doc1`, `doc2`, ...
     fn cases(&self, doc: &Document, origin: &str) -> Result<Vec<Case>, DocumentError> {
         let mut out = Vec::new();
@@ -72,6 +76,10 @@ impl Kind for CompareKind {
     fn fields(&self) -> &'static [&'static str] {
         &["rows"]
     }
+
+    fn made_of_other_documents(&self) -> bool {
+        true
+    }
 }
 
 /// `history --json`.
@@ -84,5 +92,9 @@ impl Kind for HistoryKind {
 
     fn fields(&self) -> &'static [&'static str] {
         &["database"]
+    }
+
+    fn made_of_other_documents(&self) -> bool {
+        true
     }
 }

@@ -110,6 +110,12 @@ pub trait Kind: Sync {
         Ok(())
     }
 
+    /// Whether its documents hold other documents' results (`report`, `compare`, `history`):
+    /// a lab takes the figures from those documents themselves.
+    fn made_of_other_documents(&self) -> bool {
+        false
+    }
+
     /// The file `--textfile-dir` writes its metrics to: `headroom-KIND.prom`, so the latest
     /// result of each kind stands beside the others in the collector.
     fn textfile_name(&self) -> String {
