@@ -5,7 +5,7 @@ use crate::output::GlobalArgs;
 use clap::Args;
 use model::root::SysRoot;
 use report::kinds::audit::text;
-use report::kinds::audit::{AuditDocument, Source};
+use report::kinds::audit::AuditDocument;
 use report::kinds::expect::Layout;
 use report::terminal::Style;
 use std::path::PathBuf;
@@ -92,10 +92,9 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
             crate::console::warn(report::kinds::expect::EMPTY_MANIFEST);
         }
     }
-    // A dump has PCI alone; a root has the whole inventory. probe reads, report judges.
-    let mut dump_audit;
-    let mut inventory;
-    let (audit, inv, source, findings) = match &args.lspci {
+    // A dump has PCI alone; a root has the whole inventory. probe reads, report judges and
+    // assembles the document.
+    let document = match &args.lspci {
         Some(file) => {
             // What went wrong first, then what to do.
             let text = report::input::read(file, MAX_DUMP_BYTES).map_err(|e| {
@@ -113,10 +112,12 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
             })?;
             let text = String::from_utf8_lossy(&text);
             let names_root = SysRoot::new("/");
-            dump_audit = probe::pci::audit_dump(&text, &names_root)
+            let dump = probe::pci::audit_dump(&text, &names_root)
                 .map_err(|e| anyhow::anyhow!("--lspci {}: {e}", file.display()))?;
-            let findings = report::kinds::audit::findings::judge_pci(&mut dump_audit);
-            (&dump_audit, None, Source::LspciDump(file.clone()), findings)
+            for w in &dump.warnings {
+                crate::console::warn(w);
+            }
+            AuditDocument::of_dump(dump, file.clone())
         }
         None => {
             if !args.root.is_dir() {
@@ -125,41 +126,20 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
                     args.root.display()
                 );
             }
-            inventory = probe::inventory::scan(&SysRoot::new(&args.root));
-            let findings = report::kinds::audit::findings::judge(&mut inventory);
-            (
-                &inventory.pci,
-                Some(&inventory),
-                Source::Root(args.root.clone()),
-                findings,
-            )
+            let inventory = probe::inventory::scan(&SysRoot::new(&args.root));
+            for w in inventory.warnings() {
+                crate::console::warn(w);
+            }
+            if !inventory.found_anything() {
+                anyhow::bail!(
+                    "--root {}: no PCI function, USB device, block device, network interface \
+                     or kernel information found there; give the directory that contains sys/ \
+                     and proc/ (a captured tree, or / for this machine)",
+                    args.root.display()
+                );
+            }
+            AuditDocument::of_inventory(inventory, args.root.clone())
         }
-    };
-    let warnings: Vec<&String> = match inv {
-        Some(inv) => inv.warnings().collect(),
-        None => audit.warnings.iter().collect(),
-    };
-    for w in warnings {
-        crate::console::warn(w);
-    }
-    if let Some(inv) = inv {
-        if !inv.found_anything() {
-            anyhow::bail!(
-                "--root {}: no PCI function, USB device, block device, network interface or \
-                 kernel information found there; give the directory that contains sys/ and \
-                 proc/ (a captured tree, or / for this machine)",
-                args.root.display()
-            );
-        }
-    }
-    let document = AuditDocument {
-        source: Some(source),
-        pci: audit.clone(),
-        system: inv.map(|i| i.system.clone()),
-        usb: inv.map(|i| i.usb.clone()),
-        block: inv.map(|i| i.block.clone()),
-        net: inv.map(|i| i.net.clone()),
-        findings,
     };
     let described = match &args.lspci {
         Some(f) => format!("the lspci dump {}", f.display()),
@@ -228,8 +208,8 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
     }
     if matches!(args.format, Some(Format::Openmetrics | Format::Prometheus)) {
         let doc = wrapped()?;
-        let mut m = report::openmetrics::Metrics::new();
-        report::kinds::metrics::add_document(&mut m, &doc, "the audit")?;
+        let mut m = report::export::openmetrics::Metrics::new();
+        report::kinds::add_metrics(&mut m, &doc, "the audit")?;
         if args.format == Some(Format::Openmetrics) {
             crate::console::write_data(&m.openmetrics())?;
         } else {

@@ -672,7 +672,7 @@ fn run_server(
         server.local_addr().map_or(a.port, |s| s.port())
     ));
     if let Some(w) = a.keep.textfile_dir.as_deref().and_then(|d| {
-        let name = report::kinds::metrics::textfile_name(report::document::DocumentKind::Net);
+        let name = report::kinds::textfile_name(report::document::DocumentKind::Net);
         crate::output::textfile_dir_warning(d, &name)
     }) {
         crate::console::warn(w);

@@ -57,7 +57,7 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
         for (doc, origin) in &loaded {
             bodies.push((
                 origin.clone(),
-                report::kinds::survey::SurveyBody::of(doc, origin)?,
+                report::kinds::survey::SurveyDocument::of(doc, origin)?,
             ));
         }
         let (markdown, parts) = report::kinds::survey::compare_surveys(&bodies)?;

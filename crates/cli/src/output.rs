@@ -173,9 +173,7 @@ impl KeepArgs {
         if let Some(dir) = &self.textfile_dir {
             let metrics = wrap(kind, body)
                 .map_err(anyhow::Error::from)
-                .and_then(|doc| {
-                    write_textfile(dir, &report::kinds::metrics::textfile_name(kind), &doc)
-                });
+                .and_then(|doc| write_textfile(dir, &report::kinds::textfile_name(kind), &doc));
             if written.is_ok() {
                 written = metrics;
             }
@@ -224,8 +222,8 @@ pub fn check_textfile_dir(dir: &Path, name: &str) -> Result<(), OutputUnusable> 
 /// Something other than a regular file under that name (a directory, a link, a FIFO another
 /// user put in a directory they can write) is refused: that file is not written.
 pub fn write_textfile(dir: &Path, name: &str, doc: &report::Document) -> anyhow::Result<()> {
-    let mut metrics = report::openmetrics::Metrics::new();
-    report::kinds::metrics::add_document(&mut metrics, doc, name)?;
+    let mut metrics = report::export::openmetrics::Metrics::new();
+    report::kinds::add_metrics(&mut metrics, doc, name)?;
     let path = dir.join(name);
     if let Ok(m) = std::fs::symlink_metadata(&path) {
         let t = m.file_type();

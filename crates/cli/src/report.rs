@@ -161,16 +161,16 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
             }
             return Ok(exit(failed));
         }
-        let mut m = report::openmetrics::Metrics::new();
+        let mut m = report::export::openmetrics::Metrics::new();
         let several = docs.len() > 1;
         for (i, doc) in docs.iter().enumerate() {
             let origin = format!("input {}", i + 1);
             let added = if several {
                 m.with_label("document", &(i + 1).to_string(), |m| {
-                    report::kinds::metrics::add_document(m, doc, &origin)
+                    report::kinds::add_metrics(m, doc, &origin)
                 })
             } else {
-                report::kinds::metrics::add_document(&mut m, doc, &origin)
+                report::kinds::add_metrics(&mut m, doc, &origin)
             };
             if let Err(e) = added {
                 crate::console::error(crate::console::sentence(&anyhow::Error::from(e)));

@@ -15,7 +15,7 @@ use clap::Args;
 use model::root::SysRoot;
 use model::survey::{fit, format_seconds, plan, refit, Overruns, PartKind, PlannedPart, Spent};
 use report::document::DocumentKind;
-use report::kinds::survey::{PartEnd, PartResult, PartStatus, SurveyBody};
+use report::kinds::survey::{PartEnd, PartResult, PartStatus, SurveyDocument};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::sync::atomic::Ordering;
@@ -156,12 +156,12 @@ struct Survey<'a> {
 }
 
 impl Benchmark for Survey<'_> {
-    type Document = SurveyBody;
-    type Kept = SurveyBody;
+    type Document = SurveyDocument;
+    type Kept = SurveyDocument;
     type Setup = ();
     const KIND: DocumentKind = DocumentKind::Survey;
 
-    fn kept(doc: &SurveyBody) -> &SurveyBody {
+    fn kept(doc: &SurveyDocument) -> &SurveyDocument {
         doc
     }
 
@@ -193,7 +193,7 @@ impl Benchmark for Survey<'_> {
         Ok(())
     }
 
-    fn run(&self, _plan: (), run: &Run<'_>) -> anyhow::Result<Outcome<SurveyBody>> {
+    fn run(&self, _plan: (), run: &Run<'_>) -> anyhow::Result<Outcome<SurveyDocument>> {
         let Survey {
             args,
             plan,
@@ -207,7 +207,7 @@ impl Benchmark for Survey<'_> {
         let exe = std::env::current_exe()
             .context("cannot find headroom's own executable to run the survey's parts")?;
 
-        let mut body = SurveyBody {
+        let mut body = SurveyDocument {
             plan: plan.clone(),
             parts: Vec::new(),
             interrupted: false,
@@ -315,7 +315,7 @@ impl Benchmark for Survey<'_> {
         }))
     }
 
-    fn print(&self, ended: &Ended<SurveyBody>, run: &Run<'_>) -> anyhow::Result<()> {
+    fn print(&self, ended: &Ended<SurveyDocument>, run: &Run<'_>) -> anyhow::Result<()> {
         let args = self.args;
         let body = &ended.doc;
         let doc = crate::output::wrap(DocumentKind::Survey, body)?;

@@ -1,5 +1,6 @@
 //! The layers of docs/ARCHITECTURE.md hold: each crate depends only along its arrows,
-//! inside a crate no two top-level modules use each other (directly or around a loop), and no
+//! inside a crate no two modules of one parent (the top-level ones, or the children of any
+//! module) use each other (directly or around a loop), and no
 //! item is passed on under a second name, so a reader finds each thing where its layer puts
 //! it, under one name.
 #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
@@ -224,6 +225,270 @@ fn a_loop_is_found_where_there_is_one() {
     let mut one_way = uses.clone();
     one_way.get_mut("c").unwrap().clear();
     assert_eq!(find_loop(&one_way), None);
+}
+
+/// The module path of the source file `file` under `src`: `kinds::disk` for `kinds/disk.rs`
+/// and `kinds/disk/mod.rs`, empty for the crate's root (`lib.rs`, `main.rs`).
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap();
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| {
+            c.as_os_str()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_string()
+        })
+        .collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The paths the code of a file in module `here` names through `crate::` or `super::`, each
+/// made absolute (`super::cases::Case` in `kinds::audit` is `kinds::cases::Case`); a group
+/// (`crate::kinds::{audit, cases::Case}`) gives one path per member.
+fn named_paths(text: &str, here: &[String]) -> Vec<Vec<String>> {
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut out = Vec::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &text[i..];
+        let start_ok = i == 0
+            || !(bytes[i - 1].is_ascii_alphanumeric()
+                || bytes[i - 1] == b'_'
+                || bytes[i - 1] == b':');
+        let (mut base, mut j) = if start_ok && rest.starts_with("crate::") {
+            (Vec::new(), i + 7)
+        } else if start_ok && rest.starts_with("super::") {
+            let mut b = here.to_vec();
+            b.pop();
+            (b, i + 7)
+        } else {
+            i += rest.chars().next().map_or(1, char::len_utf8);
+            continue;
+        };
+        while text[j..].starts_with("super::") {
+            base.pop();
+            j += 7;
+        }
+        loop {
+            let name = ident(&text[j..]);
+            if name.is_empty() {
+                break;
+            }
+            base.push(name.clone());
+            j += name.len();
+            if text[j..].starts_with("::") {
+                j += 2;
+            } else {
+                break;
+            }
+        }
+        if text[j..].starts_with('{') {
+            // One level of a group: each member's first names.
+            let end = text[j..].find('}').map_or(text.len(), |e| j + e);
+            for member in text[j + 1..end].split(',') {
+                let mut path = base.clone();
+                for name in member.trim().split("::") {
+                    let name = ident(name.trim());
+                    if name.is_empty() {
+                        break;
+                    }
+                    path.push(name);
+                }
+                out.push(path);
+            }
+            j = end;
+        } else {
+            out.push(base);
+        }
+        i = j.max(i + 1);
+    }
+    out
+}
+
+/// For each module of a crate (by its path; the root is empty), which of its children uses
+/// which other: a child uses a sibling when its code or any of its descendants' names the
+/// sibling or anything inside it. Uses of an ancestor or a descendant are not between
+/// siblings and are left out.
+fn sibling_uses(src: &Path) -> BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> {
+    let files = rust_files(src);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_path(src, f)).collect();
+    let mut out: BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for m in &modules {
+        if let Some((last, parent)) = m.split_last() {
+            out.entry(parent.to_vec())
+                .or_default()
+                .entry(last.clone())
+                .or_default();
+        }
+    }
+    for f in &files {
+        let here = module_path(src, f);
+        for named in named_paths(&code(f), &here) {
+            // The module it names: the longest prefix that is a module of the crate.
+            let Some(target) = (0..=named.len())
+                .rev()
+                .map(|n| named[..n].to_vec())
+                .find(|p| modules.contains(p))
+            else {
+                continue;
+            };
+            let common = here.iter().zip(&target).take_while(|(a, b)| a == b).count();
+            if common == here.len() || common == target.len() {
+                continue;
+            }
+            out.entry(here[..common].to_vec())
+                .or_default()
+                .entry(here[common].clone())
+                .or_default()
+                .insert(target[common].clone());
+        }
+    }
+    out
+}
+
+/// A loop of modules of one parent each using the next, at any depth of `src`'s modules, as
+/// their full paths.
+fn nested_loop(src: &Path) -> Option<Vec<String>> {
+    sibling_uses(src).into_iter().find_map(|(parent, uses)| {
+        find_loop(&uses).map(|l| {
+            l.into_iter()
+                .map(|m| {
+                    let mut p = parent.clone();
+                    p.push(m);
+                    p.join("::")
+                })
+                .collect()
+        })
+    })
+}
+
+/// No two modules of one parent use each other around a loop, at any depth: a kind's module
+/// that names a shared module of `kinds` which names that kind back (`kinds::cases` and
+/// `kinds::audit` did) is as much a tangle as two top-level modules that do.
+#[test]
+fn no_module_loop_at_any_depth() {
+    let crates = workspace().join("crates");
+    let mut parents = 0;
+    for entry in std::fs::read_dir(&crates).unwrap() {
+        let src = entry.unwrap().path().join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        parents += sibling_uses(&src).len();
+        if let Some(l) = nested_loop(&src) {
+            panic!(
+                "{}: modules of one parent use each other in a loop: {}",
+                src.display(),
+                l.join(" -> ")
+            );
+        }
+    }
+    assert!(parents > 10, "read only {parents} parent modules");
+}
+
+#[test]
+fn a_loop_below_the_top_level_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    let write = |rel: &str, text: &str| {
+        let p = src.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write("lib.rs", "pub mod kinds;\n");
+    write(
+        "kinds/mod.rs",
+        "pub mod audit;\npub mod cases;\npub mod disk;\n",
+    );
+    write(
+        "kinds/cases.rs",
+        "pub fn of() { crate::kinds::audit::cases(); }\n",
+    );
+    write(
+        "kinds/audit/mod.rs",
+        "use super::cases::Case;\npub mod text;\n",
+    );
+    write(
+        "kinds/audit/text.rs",
+        "use crate::kinds::{disk, cases::Case};\n",
+    );
+    write("kinds/disk.rs", "use super::super::kinds::cases;\n");
+    assert_eq!(
+        nested_loop(src).unwrap().join(" -> "),
+        "kinds::audit -> kinds::cases -> kinds::audit"
+    );
+    // One way only: no loop.
+    write("kinds/cases.rs", "pub struct Case;\n");
+    assert_eq!(nested_loop(src), None);
+    // A child naming its parent, or a parent its child, is no loop between siblings.
+    write(
+        "kinds/mod.rs",
+        "pub mod audit;\npub mod cases;\npub fn f() { audit::g(); }\n",
+    );
+    write("kinds/audit/text.rs", "use super::super::summarize;\n");
+    assert_eq!(nested_loop(src), None);
+}
+
+/// Everything about a result kind lives in its module of `report::kinds`; outside it, a few
+/// files wire it in (docs/ARCHITECTURE.md, "How to add a result kind"), so a new kind (a
+/// `watch`, a `bench video`) touches at most seven. Counted for `bench mmio`'s kind: the
+/// files of report's and cli's sources and of docs/ that name it outside `kinds/mmio/`.
+#[test]
+fn a_kind_is_wired_in_at_seven_files_at_most() {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs" || x == "md") {
+                out.push(p);
+            }
+        }
+    }
+    let root = workspace();
+    let own = root.join("crates/report/src/kinds/mmio");
+    let names = [
+        "DocumentKind::Mmio",
+        "kinds::mmio",
+        "MmioKind",
+        "bench_mmio",
+        "mod mmio",
+    ];
+    let mut files = Vec::new();
+    for dir in ["crates/report/src", "crates/cli/src", "docs"] {
+        walk(&root.join(dir), &mut files);
+    }
+    let mut wired: Vec<String> = files
+        .iter()
+        .filter(|f| !f.starts_with(&own))
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            names.iter().any(|n| text.contains(n))
+        })
+        .map(|f| f.strip_prefix(&root).unwrap().display().to_string())
+        .collect();
+    wired.sort();
+    assert!(
+        wired.contains(&"crates/report/src/kinds/mod.rs".to_string()),
+        "the count finds no registration: {wired:?}"
+    );
+    assert!(
+        wired.len() <= 7,
+        "the mmio kind is named in {} files outside its module: {wired:?}",
+        wired.len()
+    );
 }
 
 /// The `pub use` lines of a module's code that pass on an item from outside the module's own

@@ -447,7 +447,7 @@ impl Comparison {
             let _ = writeln!(
                 out,
                 "### What changed ({})\n",
-                crate::summary::plural(self.changes.len(), "setting", "settings")
+                crate::words::plural(self.changes.len(), "setting", "settings")
             );
             table(&mut out, &header, &settings(&self.changes));
             out.push('\n');

@@ -103,27 +103,6 @@ impl DocumentKind {
             DocumentKind::History => "history",
         }
     }
-
-    /// The body fields the kind's producer always writes: a document without one of them is
-    /// not one headroom wrote as it is (a disk document relabelled `audit` would otherwise
-    /// read as an audit of nothing).
-    pub fn fields(self) -> &'static [&'static str] {
-        match self {
-            DocumentKind::Audit => &["pci"],
-            DocumentKind::Path => &["path"],
-            DocumentKind::Ceiling => &["link"],
-            DocumentKind::Disk => &["parameters", "tests"],
-            DocumentKind::Latency | DocumentKind::Net => &["measurement"],
-            DocumentKind::Mmio => &["parameters", "results"],
-            DocumentKind::Count => &["events"],
-            DocumentKind::PmuList => &["pmus"],
-            DocumentKind::Survey => &["plan", "parts"],
-            DocumentKind::SurveyPlan => &["parts"],
-            DocumentKind::Report => &["documents"],
-            DocumentKind::Compare => &["rows"],
-            DocumentKind::History => &["database"],
-        }
-    }
 }
 
 impl std::fmt::Display for DocumentKind {
@@ -436,31 +415,6 @@ impl Document {
         self.envelope.kind
     }
 
-    /// Whether the body fits the envelope's kind: it has the fields the kind's producer
-    /// always writes ([`DocumentKind::fields`]); `origin` names the document in errors.
-    pub fn check_kind(&self, origin: &str) -> Result<(), DocumentError> {
-        let kind = self.kind();
-        match kind.fields().iter().find(|f| !self.body.contains_key(**f)) {
-            None => Ok(()),
-            Some(missing) => {
-                let mut has: Vec<&str> = self.body.keys().map(String::as_str).take(8).collect();
-                if self.body.len() > has.len() {
-                    has.push("...");
-                }
-                Err(DocumentError::KindMismatch {
-                    origin: origin.to_string(),
-                    kind,
-                    missing,
-                    has: if has.is_empty() {
-                        "no field".to_string()
-                    } else {
-                        has.join(", ")
-                    },
-                })
-            }
-        }
-    }
-
     /// Read the body through a typed view; `origin` names the document in errors.
     /// A field that is missing or of another type is named with its line and column
     /// (``missing field `runs` at line 12 column 3``): in the text the document was read
@@ -638,33 +592,6 @@ mod tests {
         assert!(e.contains("it holds an array"), "{e}");
         let e = Document::parse("hello", "h.txt").unwrap_err().to_string();
         assert!(e.starts_with("h.txt is not JSON"), "{e}");
-    }
-
-    #[test]
-    fn a_body_that_does_not_fit_its_kind_is_refused() {
-        let disk = json!({"parameters": {}, "system": {}, "target": {}, "tests": []});
-        let doc = wrap(DocumentKind::Audit, "0.1.0", Host::default(), &disk).unwrap();
-        let e = doc.check_kind("d.json").unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "d.json says it is of kind `audit`, but it lacks `pci`, which every audit document \
-             has (it has parameters, system, target, tests): give the document as headroom \
-             wrote it"
-        );
-        assert!(wrap(DocumentKind::Disk, "0.1.0", Host::default(), &disk)
-            .unwrap()
-            .check_kind("d")
-            .is_ok());
-        let e = Document::parse(
-            r#"{"schema_version": 2, "kind": "nonsense", "tests": []}"#,
-            "n.json",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.starts_with("n.json is not a headroom result document (its kind `nonsense`"),
-            "{e}"
-        );
     }
 
     #[test]

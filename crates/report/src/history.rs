@@ -893,7 +893,8 @@ impl Store {
         let s = crate::kinds::summarize(&doc, "the document to save")?;
         // What the listing shows: a survey counts its parts and conclusions.
         let (test, headline) = if doc.kind() == crate::document::DocumentKind::Survey {
-            crate::kinds::survey::SurveyBody::of(&doc, "the document to save")?.listing("survey")
+            crate::kinds::survey::SurveyDocument::of(&doc, "the document to save")?
+                .listing("survey")
         } else {
             (s.test_label(), s.headline())
         };

@@ -1,10 +1,10 @@
 //! Board labs' formats (`--format lava`, `--format kcidb`): which writer, and an audit's
-//! `--expect` checks as cases beside its own. The writers are [`crate::lava`] and
-//! [`crate::kcidb`]; the cases [`crate::kinds::cases`].
+//! `--expect` checks as cases beside its own. The writers are [`crate::export::lava`] and
+//! [`crate::export::kcidb`]; each kind's cases come through [`crate::kinds::cases`].
 
 use crate::document::{Document, DocumentError};
+use crate::export::cases::Case;
 use crate::kinds::audit::AuditDocument;
-use crate::kinds::cases::Case;
 
 /// A board lab's format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,8 +28,8 @@ impl Lab {
 /// `docs` (with `extra` cases first) in `lab`'s format.
 pub fn render(lab: Lab, docs: &[Document], extra: &[Case]) -> Result<String, DocumentError> {
     match lab {
-        Lab::Lava => crate::lava::documents(docs, extra),
-        Lab::Kcidb => crate::kcidb::documents(docs, extra),
+        Lab::Lava => crate::export::lava::documents(docs, extra, &crate::kinds::cases),
+        Lab::Kcidb => crate::export::kcidb::documents(docs, extra, &crate::kinds::cases),
     }
 }
 
@@ -47,13 +47,11 @@ pub fn nothing_to_report(
             .get(i)
             .cloned()
             .unwrap_or_else(|| format!("input {}", i + 1));
-        if crate::kinds::cases::of_document(doc, &name)?.is_empty() {
-            use crate::document::DocumentKind;
-            let hint = match doc.kind() {
-                DocumentKind::Compare | DocumentKind::History | DocumentKind::Report => {
-                    "; give the result documents it was made from instead"
-                }
-                _ => "",
+        if crate::kinds::cases(doc, &name)?.is_empty() {
+            let hint = if crate::kinds::of(doc.kind()).made_of_other_documents() {
+                "; give the result documents it was made from instead"
+            } else {
+                ""
             };
             out.push(format!(
                 "{name}: this {} document has no check or measured figure: nothing to report \

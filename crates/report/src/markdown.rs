@@ -2,7 +2,7 @@
 //! thread: Min/Avg/Max and p99), the path and the findings. The same text is the terminal
 //! output of `headroom report`, so the screen and the file agree.
 
-use crate::summary::Summary;
+use crate::summary::{Place, Summary};
 use crate::table::Table;
 use std::fmt::Write;
 
@@ -68,9 +68,9 @@ fn section(out: &mut String, s: &Summary) {
         write_table(out, &t);
         out.push('\n');
     }
-    for (title, t) in &s.inventory {
-        let _ = writeln!(out, "### {title}\n");
-        write_table(out, t);
+    for p in s.parts_at(Place::Listing) {
+        let _ = writeln!(out, "### {}\n", p.title);
+        write_table(out, &p.table);
         out.push('\n');
     }
     if !s.hops.is_empty() {
@@ -100,14 +100,17 @@ fn section(out: &mut String, s: &Summary) {
         write_table(out, &t);
         out.push('\n');
     }
-    if let Some((t, lines)) = &s.mmio {
-        let _ = writeln!(out, "### CPU access by width\n");
-        for l in lines {
-            let _ = writeln!(out, "{}  ", escape_line_start(l));
+    let mut measured = s.parts_at(Place::Measured).peekable();
+    if measured.peek().is_some() {
+        for p in measured {
+            let _ = writeln!(out, "### {}\n", p.title);
+            for l in &p.lines {
+                let _ = writeln!(out, "{}  ", escape_line_start(l));
+            }
+            out.push('\n');
+            write_table(out, &p.table);
+            out.push('\n');
         }
-        out.push('\n');
-        write_table(out, t);
-        out.push('\n');
     } else if !s.tests.is_empty() {
         let _ = writeln!(out, "### Throughput\n");
         write_table(out, &s.throughput_table());
@@ -129,9 +132,9 @@ fn section(out: &mut String, s: &Summary) {
             let _ = writeln!(out, "\n{}", escape_line_start(l));
         }
         out.push('\n');
-        for (title, t) in &s.split_tables {
-            let _ = writeln!(out, "#### {}\n", escape(title));
-            write_table(out, t);
+        for p in s.parts_at(Place::UnderLatency) {
+            let _ = writeln!(out, "#### {}\n", escape(&p.title));
+            write_table(out, &p.table);
             out.push('\n');
         }
     }

@@ -3,8 +3,8 @@
 
 use crate::document::DocumentKind;
 use crate::table::{dash, mb, Table};
-use model::latency::Step;
-use model::path::{Hop, LinkKind, PathLink};
+use crate::words::{lat_us, percent, plural};
+use model::path::{LinkKind, PathLink};
 use model::units::{tenths_us, whole_us, MB};
 use model::Finding;
 
@@ -157,6 +157,10 @@ pub struct Summary {
     pub context: Vec<(String, String)>,
     pub ceiling: Option<CeilingRow>,
     pub tests: Vec<TestRow>,
+    /// Whether the throughput table keeps every column, a dash where a test lacks a figure
+    /// (a disk run: the check could not be made), instead of leaving out the columns no test
+    /// has (IOPS, CPU per I/O, the kernel's counts: a network run has none).
+    pub every_throughput_column: bool,
     pub threads: Vec<ThreadRow>,
     /// Rates over time (net), plotted with the ceiling line.
     pub series: Vec<RateSeries>,
@@ -179,17 +183,45 @@ pub struct Summary {
     /// What the terminal prints under its latency table: the largest wake-ups and the
     /// maxima per window.
     pub latency_lines: Vec<String>,
-    /// An audit's inventory: PCI functions and links, USB devices, block devices, network
-    /// interfaces, each a titled table as the terminal lists them.
-    pub inventory: Vec<(String, Table)>,
+    /// The parts a kind adds to what every kind has, each shown at its place.
+    pub parts: Vec<Part>,
     /// The events of a `count` document (and the interrupt rates it measured).
     pub counters: Vec<CounterRow>,
-    /// Kind `mmio`: the per-width table (region beside DRAM) and the lines saying what was
-    /// measured.
-    pub mmio: Option<(Table, Vec<String>)>,
-    /// `bench latency --split`: what delayed the wake-ups over the run and the explained
-    /// wake-up, each a titled table.
-    pub split_tables: Vec<(String, Table)>,
+}
+
+/// Where in a report a kind's [`Part`] is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// After the context: what the document lists (an audit's inventory, a ceiling's
+    /// configurations, a plan's parts).
+    Listing,
+    /// In place of the throughput table: a measure of the kind's own (an MMIO run's access
+    /// widths beside DRAM's).
+    Measured,
+    /// Under the latency table: what explains it (a split run's tables).
+    UnderLatency,
+}
+
+/// A titled part of a report that a kind adds: lines saying what it is, then its table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Part {
+    pub place: Place,
+    /// Headroom's own words (`PCI: 2 functions`, `CPU access by width`).
+    pub title: String,
+    pub lines: Vec<String>,
+    pub table: Table,
+}
+
+impl Part {
+    /// A titled table at `place`.
+    pub fn table(place: Place, (title, table): (String, Table)) -> Part {
+        Part {
+            place,
+            title,
+            lines: Vec::new(),
+            table,
+        }
+    }
 }
 
 /// One counted event as reports show it.
@@ -206,107 +238,22 @@ pub struct CounterRow {
     pub status: String,
 }
 
-/// A 0..1 ratio as a percentage with one decimal.
-pub(crate) fn percent(ratio: f64) -> String {
-    format!("{:.1} %", ratio * 100.0)
-}
-
-/// A disk latency in us with one decimal, as `bench disk` prints it.
-pub(crate) fn lat_us(ns: f64) -> String {
-    format!("{:.1}", ns / 1000.0)
-}
-
-/// Seconds as a user types them: `5 s`, `0.3 s`.
-pub(crate) fn seconds(s: f64) -> String {
-    format!("{s} s")
-}
-
 /// A fact of the run's own making (a parameter, the target), after kernel and governor.
 pub(crate) fn put(s: &mut Summary, key: &str, value: String) {
     s.context.push((key.to_string(), value));
 }
 
-/// A privileged step as the terminal words it: `yes`, `not requested`, `no (why)`.
-pub(crate) fn step_words(st: &model::latency::Step) -> String {
-    match st {
-        Step::Done => "yes".to_string(),
-        Step::NotRequested => "not requested".to_string(),
-        Step::Refused(why) => format!("no ({why})"),
-    }
-}
-
-/// A unit enum variant by the name the document gives it (`nvme`, `bulk_only`, `disk`).
-pub(crate) fn serde_name<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|x| x.as_str().map(str::to_string))
-        .unwrap_or_else(dash)
-}
-
-pub(crate) fn yes_no(b: bool) -> String {
-    if b { "yes" } else { "no" }.to_string()
-}
-
-/// `1 thread`, `2 threads`: the count with its noun in the right number. The one helper
-/// for every renderer, the findings and the terminal (any unsigned count: `usize`, `u64`).
-pub fn plural<N: Copy + PartialEq + From<u8> + std::fmt::Display>(
-    n: N,
-    one: &str,
-    many: &str,
-) -> String {
-    format!("{n} {}", if n == N::from(1) { one } else { many })
-}
-
-/// One hop of a path chain as a line: its kind, then every field it has, in the
-/// producer's order (`disk: vda, virtio, rotational`); a filesystem as `headroom path`
-/// words it.
-pub(crate) fn hop_line(hop: &Hop) -> String {
-    use serde_json::Value;
-    let Ok(Value::Object(hop)) = serde_json::to_value(hop) else {
-        return "hop".to_string();
-    };
-    let kind = hop
-        .get("hop")
-        .and_then(Value::as_str)
-        .unwrap_or("hop")
-        .replace('_', " ");
-    fn flat(key: &str, v: &Value, out: &mut Vec<String>) {
-        match v {
-            Value::Null | Value::Bool(false) => {}
-            Value::Bool(true) => out.push(key.replace('_', " ")),
-            Value::String(s) => out.push(s.clone()),
-            Value::Number(n) => out.push(format!("{} {n}", key.replace('_', " "))),
-            Value::Array(a) => {
-                for x in a {
-                    flat(key, x, out);
-                }
-            }
-            Value::Object(m) => {
-                for (k, x) in m {
-                    flat(k, x, out);
-                }
-            }
-        }
-    }
-    let text = |k: &str| hop.get(k).and_then(Value::as_str);
-    if let (Some(fs), Some(src), Some(at)) = (text("fs_type"), text("source"), text("mount_point"))
-    {
-        // As `headroom path` words it.
-        let dev = text("dev").map(|d| format!(" ({d})")).unwrap_or_default();
-        return format!("{kind}: {fs} on {src}{dev} mounted at {at}");
-    }
-    let mut parts = Vec::new();
-    for (k, v) in hop.iter().filter(|(k, _)| *k != "hop") {
-        flat(k, v, &mut parts);
-    }
-    if parts.is_empty() {
-        kind
-    } else {
-        format!("{kind}: {}", parts.join(", "))
-    }
-}
-
 impl Summary {
+    /// A titled table the document lists, shown after the context ([`Place::Listing`]).
+    pub fn list(&mut self, table: (String, Table)) {
+        self.parts.push(Part::table(Place::Listing, table));
+    }
+
+    /// The kind's parts shown at `place`, in order.
+    pub fn parts_at(&self, place: Place) -> impl Iterator<Item = &Part> {
+        self.parts.iter().filter(move |p| p.place == place)
+    }
+
     /// A section's title: the kind and where the document came from (`disk — run.json`),
     /// or the origin alone when it already names the kind (a survey's parts: `audit`, `disk
     /// nvme0n1`, `latency idle`), which would otherwise read `audit — audit`.
@@ -494,7 +441,7 @@ impl Summary {
         );
         // What only a disk run has, left out of another kind's table where no test has it (a
         // network run); a disk run keeps them, a dash saying the check could not be made.
-        if self.kind == DocumentKind::Disk {
+        if self.every_throughput_column {
             table
         } else {
             table.without_empty(&[

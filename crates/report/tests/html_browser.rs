@@ -361,7 +361,7 @@ fn tables_fit_the_page_and_labels_stay_in_their_plots() {
 #[test]
 fn a_survey_renders_in_chromium() {
     use model::survey::{fit, PartKind};
-    use report::kinds::survey::SurveyBody;
+    use report::kinds::survey::SurveyDocument;
     let Some(chromium) = chromium() else { return };
     let parts = [
         ("audit", PartKind::Audit, "audit-nvme-downgraded.json"),
@@ -375,7 +375,7 @@ fn a_survey_renders_in_chromium() {
             .map(|(id, kind, _)| planned(id, *kind))
             .collect(),
     );
-    let body = SurveyBody {
+    let body = SurveyDocument {
         plan,
         parts: parts
             .iter()

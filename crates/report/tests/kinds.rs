@@ -140,7 +140,7 @@ fn survey_and_plan_documents_read_back_unchanged() {
     let p = same_through::<model::survey::Plan>("survey-plan-sd-nvme.json");
     assert!(!p.parts.is_empty());
     // A survey written with its parts' documents inside: every part reads back as written.
-    let s = same_through::<report::kinds::survey::SurveyBody>("survey-rpi5.json");
+    let s = same_through::<report::kinds::survey::SurveyDocument>("survey-rpi5.json");
     assert!(!s.parts.is_empty() && !s.plan.parts.is_empty());
 }
 

@@ -3,7 +3,7 @@
 //! ranked conclusions, Markdown (insta snapshot) and compare of a before/after pair.
 
 use model::survey::{fit, PartKind};
-use report::kinds::survey::{PartResult, PartStatus, SurveyBody};
+use report::kinds::survey::{PartResult, PartStatus, SurveyDocument};
 use report::Document;
 use serde_json::Value;
 
@@ -12,18 +12,18 @@ use common::{fixture_value as fixture, planned, ran};
 
 /// A board with a downgraded NVMe link (the audit fixture), the Raspberry Pi 5 dd run at
 /// `disk` (Gen 2 or Gen 3), latency idle and under load, and a network part not run.
-fn survey(disk: &str) -> (Document, SurveyBody) {
+fn survey(disk: &str) -> (Document, SurveyDocument) {
     survey_with(disk, 600_000)
 }
 
 /// As [`survey`], the worst wake-up of every thread `later_ns` later under load than idle
 /// (the idle run's threads' maxima spread 431 us: 979 and 548 us).
-fn survey_with(disk: &str, later_ns: u64) -> (Document, SurveyBody) {
+fn survey_with(disk: &str, later_ns: u64) -> (Document, SurveyDocument) {
     survey_of(fixture(disk), later_ns)
 }
 
 /// The same survey around any disk document.
-fn survey_of(disk: Value, later_ns: u64) -> (Document, SurveyBody) {
+fn survey_of(disk: Value, later_ns: u64) -> (Document, SurveyDocument) {
     let idle = fixture("latency-2-threads.json");
     let mut load = idle.clone();
     for t in load["measurement"]["threads"].as_array_mut().unwrap() {
@@ -40,7 +40,7 @@ fn survey_of(disk: Value, later_ns: u64) -> (Document, SurveyBody) {
     plan_parts[4].run = false;
     plan_parts[4].reason = Some("not run: no --net HOST given".into());
     let plan = fit(600.0, plan_parts);
-    let body = SurveyBody {
+    let body = SurveyDocument {
         plan,
         parts: vec![
             ran(
@@ -263,7 +263,7 @@ fn every_conclusion_has_an_action_and_the_survey_names_its_own_load() {
         ("latency stress", PartKind::Latency),
         ("net 10.0.0.2", PartKind::Net),
     ];
-    let body = SurveyBody {
+    let body = SurveyDocument {
         plan: fit(600.0, ids.iter().map(|(id, k)| planned(id, *k)).collect()),
         parts: vec![
             ran(
@@ -403,7 +403,7 @@ fn a_survey_document_reads_back() {
     let text = doc.to_json_pretty();
     let back = Document::parse(&text, "survey.json").unwrap();
     assert_eq!(back.kind(), report::document::DocumentKind::Survey);
-    let again = SurveyBody::of(&back, "survey.json").unwrap();
+    let again = SurveyDocument::of(&back, "survey.json").unwrap();
     assert_eq!(again.parts, body.parts);
     assert_eq!(again.plan, body.plan);
 }
@@ -477,7 +477,7 @@ fn a_hostile_documents_strings_stay_text_in_markdown_and_html() {
 /// [`survey`] with its network part run against a server and stopped at the budget's end,
 /// `interrupted_doc` what it measured until then, and a loop device without a medium in the
 /// audit (as every Debian machine has eight).
-fn survey_with_an_interrupted_part() -> (Document, SurveyBody) {
+fn survey_with_an_interrupted_part() -> (Document, SurveyDocument) {
     let (_, mut body) = survey("rpi5-gen2.json");
     let net = body.parts.iter_mut().find(|p| p.id == "net").unwrap();
     *net = PartResult {

@@ -1,27 +1,230 @@
 //! One module per result kind: the kind's one document type (written by cli, read back by
-//! report, compare and history), its judgement, its summary and its text.
+//! report, compare and history), its judgement, its summary, its text and the peers' layouts
+//! of its run; each says what it is to every report through one [`Kind`], and [`KINDS`] is
+//! where every kind is found. Every document-wide operation here (its summary, its report,
+//! its labs' cases, its metrics) asks the document's kind.
+//!
+//! To add a kind: its module here (`mod.rs` with the document type and its `Kind`,
+//! `findings.rs`, `text.rs`), its line in [`KINDS`], its name in
+//! [`crate::document::DocumentKind`] (docs/ARCHITECTURE.md, "How to add a result kind").
 
 pub mod audit;
-pub mod cases;
 pub mod ceiling;
 pub mod count;
+pub mod derived;
 pub mod disk;
 pub mod expect;
 pub mod latency;
-pub mod metrics;
 pub mod mmio;
 pub mod net;
 pub mod path;
 pub mod survey;
 
 use crate::document::{Document, DocumentError, DocumentKind};
+use crate::export::cases::{summary_cases, Case};
+use crate::export::openmetrics::Metrics;
+use crate::export::Export;
 use crate::summary::{link_state, CounterRow, Summary};
 use crate::views::CommonView;
 
-/// What every renderer shows of `doc` (the terminal, Markdown, HTML, compare, the history),
-/// made once: what every kind shares (the envelope, the path, the counters sampled beside an
-/// engine, the context's order) here, the rest by the kind's own `summarize`; `origin` names
-/// the document in errors.
+/// What a result kind is to every report, implemented in the kind's own module by a unit
+/// struct listed in [`KINDS`]. Only `kind` and `fields` are required: the rest has what
+/// most kinds want (a summary of what every kind shares, one Markdown section, the cases
+/// and metrics read from the summary).
+pub trait Kind: Sync {
+    /// The name its documents carry in the envelope's `kind`.
+    fn kind(&self) -> DocumentKind;
+
+    /// The body fields its producer always writes: a document without one of them is not one
+    /// headroom wrote as it is (a disk document relabelled `audit` would otherwise read as an
+    /// audit of nothing).
+    fn fields(&self) -> &'static [&'static str];
+
+    /// The outside formats its documents can be written in.
+    fn exports(&self) -> &'static [Export] {
+        crate::export::EVERY_DOCUMENT
+    }
+
+    /// Its own facts in `s` (its tests, threads, context, sections), beside what [`summarize`]
+    /// fills for every kind; the kernel and the governor it knows go in `facts`.
+    fn summarize(
+        &self,
+        _doc: &Document,
+        _origin: &str,
+        _s: &mut Summary,
+        _facts: &mut RunFacts,
+    ) -> Result<(), DocumentError> {
+        Ok(())
+    }
+
+    /// Whether the counters sampled beside an engine (`counters` in the body) are shown as
+    /// such; `count`'s own events are its result, not counters beside it.
+    fn counters_beside(&self) -> bool {
+        true
+    }
+
+    /// The document as `report` and `history show` show it: one Markdown section.
+    fn render(&self, doc: &Document, origin: &str) -> Result<Rendered, DocumentError> {
+        let s = summarize(doc, origin)?;
+        Ok(Rendered {
+            markdown: crate::markdown::render(std::slice::from_ref(&s)),
+            html_intro: String::new(),
+            summaries: vec![s],
+        })
+    }
+
+    /// Its checks and figures for a board lab ([`crate::export::cases`]): those of its summary
+    /// ([`Kind::cases_of`]).
+    fn cases(&self, doc: &Document, origin: &str) -> Result<Vec<Case>, DocumentError> {
+        let s = summarize(doc, origin)?;
+        self.cases_of(doc, &s, origin)
+    }
+
+    /// The cases of `doc` whose summary is `s`: what every kind's summary has, and the kind's
+    /// own checks after them.
+    fn cases_of(
+        &self,
+        _doc: &Document,
+        s: &Summary,
+        _origin: &str,
+    ) -> Result<Vec<Case>, DocumentError> {
+        Ok(summary_cases(s, &[]))
+    }
+
+    /// Its metrics ([`crate::export::metrics`]): those of its summary ([`Kind::metrics_of`]).
+    fn metrics(&self, m: &mut Metrics, doc: &Document, origin: &str) -> Result<(), DocumentError> {
+        let s = summarize(doc, origin)?;
+        self.metrics_of(m, doc, &s, origin)
+    }
+
+    /// The metrics of `doc` whose summary is `s`: what every kind's summary has, and the
+    /// kind's own after them.
+    fn metrics_of(
+        &self,
+        m: &mut Metrics,
+        doc: &Document,
+        s: &Summary,
+        _origin: &str,
+    ) -> Result<(), DocumentError> {
+        crate::export::metrics::add_summary(m, doc, s);
+        Ok(())
+    }
+
+    /// Whether its documents hold other documents' results (`report`, `compare`, `history`):
+    /// a lab takes the figures from those documents themselves.
+    fn made_of_other_documents(&self) -> bool {
+        false
+    }
+
+    /// The file `--textfile-dir` writes its metrics to: `headroom-KIND.prom`, so the latest
+    /// result of each kind stands beside the others in the collector.
+    fn textfile_name(&self) -> String {
+        format!("headroom-{}.prom", self.kind().as_str())
+    }
+}
+
+/// A kind's one document type (the body cli writes and every reader reads back), tied to the
+/// name its documents carry; its [`Kind`] says `kind()` through it.
+pub trait KindDocument: serde::Serialize + serde::de::DeserializeOwned {
+    /// The `kind` its documents carry.
+    const KIND: DocumentKind;
+
+    /// The body of `doc`, a document of this kind, read through this type ([`Document::view`]);
+    /// `origin` names it in errors.
+    fn read(doc: &Document, origin: &str) -> Result<Self, DocumentError> {
+        doc.view(origin)
+    }
+
+    /// This body in the envelope of a document made now by headroom `tool_version` on `host`:
+    /// what `--json` prints and `--save` stores.
+    fn wrap(
+        &self,
+        tool_version: &str,
+        host: model::system::Host,
+    ) -> Result<Document, DocumentError> {
+        crate::document::wrap(Self::KIND, tool_version, host, self)
+    }
+}
+
+/// Facts of the run that a kind's document may know better than the envelope: they head the
+/// summary's context, in this order.
+#[derive(Clone, Debug, Default)]
+pub struct RunFacts {
+    pub kernel: Option<String>,
+    pub governor: Option<String>,
+}
+
+/// Every kind headroom writes, each once.
+pub static KINDS: &[&dyn Kind] = &[
+    &audit::AuditKind,
+    &path::PathKind,
+    &ceiling::CeilingKind,
+    &disk::DiskKind,
+    &latency::LatencyKind,
+    &net::NetKind,
+    &mmio::MmioKind,
+    &count::CountKind,
+    &count::PmuListKind,
+    &survey::SurveyKind,
+    &survey::SurveyPlanKind,
+    &derived::ReportKind,
+    &derived::CompareKind,
+    &derived::HistoryKind,
+];
+
+/// The kind of documents of `kind`.
+pub fn of(kind: DocumentKind) -> &'static dyn Kind {
+    match KINDS.iter().find(|k| k.kind() == kind) {
+        Some(k) => *k,
+        // Every DocumentKind is in KINDS (the test `every_kind_is_registered_once`).
+        None => &derived::HistoryKind,
+    }
+}
+
+/// Whether the body of `doc` fits its envelope's kind: it has the fields the kind's producer
+/// always writes ([`Kind::fields`]); `origin` names the document in errors.
+pub fn check_kind(doc: &Document, origin: &str) -> Result<(), DocumentError> {
+    let kind = doc.kind();
+    match of(kind)
+        .fields()
+        .iter()
+        .find(|f| !doc.body.contains_key(**f))
+    {
+        None => Ok(()),
+        Some(missing) => {
+            let mut has: Vec<&str> = doc.body.keys().map(String::as_str).take(8).collect();
+            if doc.body.len() > has.len() {
+                has.push("...");
+            }
+            Err(DocumentError::KindMismatch {
+                origin: origin.to_string(),
+                kind,
+                missing,
+                has: if has.is_empty() {
+                    "no field".to_string()
+                } else {
+                    has.join(", ")
+                },
+            })
+        }
+    }
+}
+
+/// The cases of `doc` for a board lab (`origin` names it in errors), as its kind gives them.
+pub fn cases(doc: &Document, origin: &str) -> Result<Vec<Case>, DocumentError> {
+    of(doc.kind()).cases(doc, origin)
+}
+
+/// Add the metrics of `doc` (`origin` names it in errors) to `m`, as its kind gives them.
+pub fn add_metrics(m: &mut Metrics, doc: &Document, origin: &str) -> Result<(), DocumentError> {
+    of(doc.kind()).metrics(m, doc, origin)
+}
+
+/// The file `--textfile-dir` writes for a document of `kind`.
+pub fn textfile_name(kind: DocumentKind) -> String {
+    of(kind).textfile_name()
+}
+
 /// `unix_s` in UTC, laid out as a peer prints its dates (`layout`: fio's ctime, rt-tests'
 /// RFC 2822, iperf3's RFC 1123); empty when the time is out of range.
 pub(crate) fn utc(unix_s: i64, layout: &(impl time::formatting::Formattable + ?Sized)) -> String {
@@ -31,8 +234,12 @@ pub(crate) fn utc(unix_s: i64, layout: &(impl time::formatting::Formattable + ?S
         .unwrap_or_default()
 }
 
+/// What every renderer shows of `doc` (the terminal, Markdown, HTML, compare, the history),
+/// made once: what every kind shares (the envelope, the path, the counters sampled beside an
+/// engine, the context's order) here, the rest by its kind's [`Kind::summarize`]; `origin`
+/// names the document in errors.
 pub fn summarize(doc: &Document, origin: &str) -> Result<Summary, DocumentError> {
-    doc.check_kind(origin)?;
+    check_kind(doc, origin)?;
     let common: CommonView = doc.view(origin)?;
     let env = &doc.envelope;
     let mut s = Summary {
@@ -45,6 +252,7 @@ pub fn summarize(doc: &Document, origin: &str) -> Result<Summary, DocumentError>
         context: Vec::new(),
         ceiling: None,
         tests: Vec::new(),
+        every_throughput_column: false,
         threads: Vec::new(),
         series: Vec::new(),
         counters: Vec::new(),
@@ -58,31 +266,14 @@ pub fn summarize(doc: &Document, origin: &str) -> Result<Summary, DocumentError>
         chain_stopped: None,
         histogram_limit_us: None,
         latency_lines: Vec::new(),
-        inventory: Vec::new(),
-        mmio: None,
-        split_tables: Vec::new(),
+        parts: Vec::new(),
     };
-    let mut kernel = env.host.as_ref().and_then(|h| h.kernel.clone());
-    let mut governor = None;
-    match env.kind {
-        DocumentKind::Disk => disk::summarize(doc, origin, &mut s, &mut kernel, &mut governor)?,
-        DocumentKind::Latency => {
-            latency::summarize(doc, origin, &mut s, &mut kernel, &mut governor)?
-        }
-        DocumentKind::Audit => audit::summarize(doc, origin, &mut s)?,
-        DocumentKind::Net => net::summarize(doc, origin, &mut s)?,
-        DocumentKind::Count => count::summarize(doc, origin, &mut s)?,
-        DocumentKind::Mmio => mmio::summarize(doc, origin, &mut s)?,
-        // Their facts are the path's and the envelope's (below), or none a report shows.
-        DocumentKind::Ceiling => ceiling::summarize(doc, origin, &mut s)?,
-        DocumentKind::PmuList => count::summarize_list(doc, origin, &mut s)?,
-        DocumentKind::SurveyPlan => survey::summarize_plan(doc, origin, &mut s)?,
-        DocumentKind::Path
-        | DocumentKind::Survey
-        | DocumentKind::Report
-        | DocumentKind::Compare
-        | DocumentKind::History => {}
-    }
+    let kind = of(env.kind);
+    let mut facts = RunFacts {
+        kernel: env.host.as_ref().and_then(|h| h.kernel.clone()),
+        governor: None,
+    };
+    kind.summarize(doc, origin, &mut s, &mut facts)?;
     // Counters a benchmark sampled beside its engine (bench disk, bench net): the
     // interrupt rates of its path and the root port's PMU bytes.
     #[derive(serde::Deserialize)]
@@ -90,7 +281,7 @@ pub fn summarize(doc: &Document, origin: &str) -> Result<Summary, DocumentError>
         #[serde(default)]
         counters: Option<count::BesideCounters>,
     }
-    if env.kind != DocumentKind::Count {
+    if kind.counters_beside() {
         if let Ok(BesideView { counters: Some(b) }) = doc.view::<BesideView>(origin) {
             // What could not be sampled (no device interrupts, no PMU on the path).
             for n in &b.notes {
@@ -140,10 +331,10 @@ pub fn summarize(doc: &Document, origin: &str) -> Result<Summary, DocumentError>
         path::summarize(&mut s, p);
     }
     let mut ctx = Vec::new();
-    if let Some(k) = kernel {
+    if let Some(k) = facts.kernel {
         ctx.push(("kernel".to_string(), k));
     }
-    if let Some(g) = governor {
+    if let Some(g) = facts.governor {
         ctx.push(("governor".to_string(), g));
     }
     if let Some(c) = &s.ceiling {
@@ -165,23 +356,51 @@ pub struct Rendered {
     pub summaries: Vec<Summary>,
 }
 
-/// `doc` (named `origin`) as `report` and `history show` show it: a survey brings its own intro and its parts'
-/// sections, any other document one section.
+/// `doc` (named `origin`) as `report` and `history show` show it, as its kind renders it
+/// ([`Kind::render`]).
 pub fn render(doc: &Document, origin: &str) -> Result<Rendered, DocumentError> {
-    if doc.kind() == DocumentKind::Survey {
-        let body = survey::SurveyBody::of(doc, origin)?;
-        let (parts, _) = body.part_docs(origin);
-        Ok(Rendered {
-            markdown: survey::markdown(doc, &body, origin),
-            html_intro: survey::html_intro(doc, &body, origin),
-            summaries: parts.into_iter().map(|p| p.summary).collect(),
-        })
-    } else {
-        let s = summarize(doc, origin)?;
-        Ok(Rendered {
-            markdown: crate::markdown::render(std::slice::from_ref(&s)),
-            html_intro: String::new(),
-            summaries: vec![s],
-        })
+    of(doc.kind()).render(doc, origin)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::document::wrap;
+    use model::system::Host;
+    use serde_json::json;
+
+    #[test]
+    fn a_body_that_does_not_fit_its_kind_is_refused() {
+        let disk = json!({"parameters": {}, "system": {}, "target": {}, "tests": []});
+        let doc = wrap(DocumentKind::Audit, "0.1.0", Host::default(), &disk).unwrap();
+        let e = check_kind(&doc, "d.json").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "d.json says it is of kind `audit`, but it lacks `pci`, which every audit document \
+             has (it has parameters, system, target, tests): give the document as headroom \
+             wrote it"
+        );
+        let doc = wrap(DocumentKind::Disk, "0.1.0", Host::default(), &disk).unwrap();
+        assert!(check_kind(&doc, "d").is_ok());
+        let e = Document::parse(
+            r#"{"schema_version": 2, "kind": "nonsense", "tests": []}"#,
+            "n.json",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("n.json is not a headroom result document (its kind `nonsense`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn every_kind_is_registered_once() {
+        for k in DocumentKind::ALL {
+            let n = KINDS.iter().filter(|r| r.kind() == k).count();
+            assert_eq!(n, 1, "{k} is registered {n} times");
+        }
+        assert_eq!(KINDS.len(), DocumentKind::ALL.len());
     }
 }

@@ -2,7 +2,7 @@
 //! facts, tables, findings and notes, from the same [`Summary`]), laid out as every command
 //! prints on a terminal. A survey prints its parts so.
 
-use crate::summary::Summary;
+use crate::summary::{Place, Summary};
 use crate::table::Table;
 use crate::terminal::Style;
 use std::fmt::Write as _;
@@ -82,8 +82,8 @@ pub fn section(s: &Summary, style: &Style) -> String {
         out.push('\n');
         crate::terminal::table_aligned(&mut out, &context, 0, |_| true, style);
     }
-    for (title, t) in &s.inventory {
-        titled(&mut out, title, t, style);
+    for p in s.parts_at(Place::Listing) {
+        titled(&mut out, &p.title, &p.table, style);
     }
     if !s.hops.is_empty() {
         let _ = writeln!(out, "\nChain:");
@@ -107,13 +107,16 @@ pub fn section(s: &Summary, style: &Style) -> String {
     if let Some(t) = s.path_table() {
         titled(&mut out, "Path", &t, style);
     }
-    if let Some((t, lines)) = &s.mmio {
-        let _ = writeln!(out, "\nCPU access by width:");
-        for l in lines {
-            let _ = writeln!(out, "  {}", line(l));
+    let mut measured = s.parts_at(Place::Measured).peekable();
+    if measured.peek().is_some() {
+        for p in measured {
+            let _ = writeln!(out, "\n{}:", p.title);
+            for l in &p.lines {
+                let _ = writeln!(out, "  {}", line(l));
+            }
+            out.push('\n');
+            indented(&mut out, &p.table, style);
         }
-        out.push('\n');
-        indented(&mut out, t, style);
     } else if !s.tests.is_empty() {
         titled(&mut out, "Throughput", &s.throughput_table(), style);
         if let Some(t) = s.disk_latency_table() {
@@ -131,8 +134,8 @@ pub fn section(s: &Summary, style: &Style) -> String {
         for l in &s.latency_lines {
             let _ = writeln!(out, "\n{}", line(l));
         }
-        for (title, t) in &s.split_tables {
-            titled(&mut out, title, t, style);
+        for p in s.parts_at(Place::UnderLatency) {
+            titled(&mut out, &p.title, &p.table, style);
         }
     }
     if !s.counters.is_empty() {

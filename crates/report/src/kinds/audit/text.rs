@@ -2,8 +2,8 @@
 //! the USB tree, the block table, the network list (each from `model::inventory`) and the
 //! findings list.
 
-use crate::summary::plural as count;
 use crate::terminal::Style;
+use crate::words::plural as count;
 use model::inventory::block::{BlockDevice, BlockInventory, MAX_HW_SECTORS_KB_NO_LIMIT};
 use model::inventory::net::{Attachment, NetInventory};
 use model::inventory::pci::address::PciAddress;

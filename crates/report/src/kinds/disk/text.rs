@@ -31,7 +31,7 @@ pub fn plan(p: &Parameters) -> String {
     };
     format!(
         "{} per test, each {bound}{ramp}{pause}",
-        crate::summary::plural(p.runs, "run", "runs")
+        crate::words::plural(p.runs, "run", "runs")
     )
 }
 
@@ -42,7 +42,7 @@ pub fn plan_line(p: &Parameters, tests: &[model::disk::TestSpec]) -> String {
     let most = runs * (p.ramp_s + p.runtime_s) + (runs - 1.0).max(0.0) * p.pause_s;
     format!(
         "plan: {}, {}: at most {}",
-        crate::summary::plural(tests.len(), "test", "tests"),
+        crate::words::plural(tests.len(), "test", "tests"),
         plan(p),
         model::survey::format_seconds(most)
     )

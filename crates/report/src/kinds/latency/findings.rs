@@ -6,7 +6,7 @@
 //! these functions read their model types and say what they mean.
 
 use crate::explain;
-use crate::summary::plural as count;
+use crate::words::plural as count;
 use model::latency::split::Split;
 use model::latency::{Config, MeasuredInterrupts, Measurement, Privileges, Step};
 use model::stress::StressSpec;

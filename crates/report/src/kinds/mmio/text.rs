@@ -3,7 +3,7 @@
 //! the units under the titles, like every other bench; what was measured above it, the
 //! findings and notes below.
 
-use crate::summary::Summary;
+use crate::summary::{Place, Summary};
 use crate::terminal::Style;
 use std::fmt::Write as _;
 
@@ -16,12 +16,12 @@ pub fn render(s: &Summary, style: &Style) -> String {
         None => "headroom bench mem".to_string(),
     };
     let _ = writeln!(out, "{}", style.bold(&title));
-    if let Some((table, lines)) = &s.mmio {
-        for l in lines {
+    if let Some(p) = s.parts_at(Place::Measured).next() {
+        for l in &p.lines {
             let _ = writeln!(out, "{l}");
         }
         out.push('\n');
-        crate::terminal::sections::table(&mut out, table, style);
+        crate::terminal::sections::table(&mut out, &p.table, style);
     }
     if !s.findings.is_empty() {
         out.push_str(&crate::terminal::findings(&s.findings, |sev| {

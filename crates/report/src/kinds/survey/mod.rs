@@ -7,11 +7,19 @@
 //! through [`Summary`] like every other renderer, so a part reads the same in a survey as on
 //! its own.
 
+pub mod text;
+pub use text::{html, html_intro, markdown, markdown_intro, plan_text, text};
+pub mod findings;
+
 use crate::compare::{compare, CompareError, Comparison};
 use crate::document::{Document, DocumentError, DocumentKind};
+use crate::export::cases::Case;
+use crate::export::openmetrics::Metrics;
 use crate::kinds::audit::AuditDocument;
-use crate::summary::{plural, Summary};
+use crate::summary::Summary;
 use crate::table::mb;
+use crate::words::plural;
+use findings::{as_sentence, audit_links, compare_links, disk_action, self_generated_load};
 use model::survey::{format_seconds, PartKind, Plan, PlannedPart};
 use model::units::MB;
 use model::Severity;
@@ -41,60 +49,6 @@ pub fn shell_line(words: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// The plan as the user reads it before the survey starts (and alone with `survey
-/// --dry-run`); `live`: planned for this machine (else for a captured tree, which cannot run
-/// here).
-pub fn plan_text(plan: &Plan, live: bool) -> String {
-    let run: Vec<&model::survey::PlannedPart> = plan.parts.iter().filter(|p| p.run).collect();
-    let mut o = String::new();
-    if !live {
-        o.push_str("Plan only: the tree was captured on another machine; run the survey there.\n");
-    }
-    o += &format!(
-        "Survey plan: {} {} to run, about {} of a {} budget, writing {} MiB\n",
-        run.len(),
-        if run.len() == 1 { "part" } else { "parts" },
-        format_seconds(plan.seconds()),
-        format_seconds(plan.budget_s),
-        plan.writes_bytes() >> 20
-    );
-    if plan.scale < 1.0 {
-        o.push_str(&format!(
-            "  (times shortened to {:.0} % of their defaults to fit the budget)\n",
-            plan.scale * 100.0
-        ));
-    }
-    let width = plan.parts.iter().map(|p| p.id.len()).max().unwrap_or(0);
-    let mut n = 0;
-    for p in &plan.parts {
-        if p.run {
-            n += 1;
-            o.push_str(&format!(
-                "  {n:>2}. {:<width$}  {:>7}  {}\n",
-                p.id,
-                format_seconds(p.seconds()),
-                p.what
-            ));
-            if let Some(r) = &p.reason {
-                o.push_str(&format!("      {:<width$}           {r}\n", ""));
-            }
-            o.push_str(&format!(
-                "      {:<width$}           $ headroom {}\n",
-                "",
-                shell_line(&p.command)
-            ));
-        } else {
-            o.push_str(&format!(
-                "   -  {:<width$}  {:>7}  {}\n",
-                p.id,
-                "",
-                p.reason.as_deref().unwrap_or("not run")
-            ));
-        }
-    }
-    o
 }
 
 /// What a report shows of a survey plan: the budget and what the plan takes of it, and every
@@ -149,7 +103,7 @@ pub(crate) fn summarize_plan(
             vec![number, p.id.clone(), time, what, command]
         })
         .collect();
-    s.inventory.push(crate::summary::counted_table(
+    s.list(crate::summary::counted_table(
         "Plan",
         ("part", "parts"),
         "",
@@ -165,14 +119,14 @@ pub(crate) fn summarize_plan(
     Ok(())
 }
 
-/// A survey plan as board labs take it ([`super::cases`]): one skip case per part, as LAVA
+/// A survey plan as board labs take it ([`crate::export::cases`]): one skip case per part, as LAVA
 /// shows a test that has not run yet, named by the part's id (`survey-plan.disk_nvme0n1`, the
 /// name the survey's own result gives the part's cases), with what it will do and for how
 /// long, or why it will not run.
 pub(crate) fn plan_cases(
     doc: &Document,
     origin: &str,
-) -> Result<Vec<super::cases::Case>, DocumentError> {
+) -> Result<Vec<crate::export::cases::Case>, DocumentError> {
     let plan: Plan = doc.view(origin)?;
     Ok(plan
         .parts
@@ -195,8 +149,8 @@ pub(crate) fn plan_cases(
                     p.reason.as_deref().unwrap_or("left out of the plan")
                 )
             };
-            super::cases::Case::skip(
-                super::cases::path(DocumentKind::SurveyPlan.as_str(), &[&p.id]),
+            crate::export::cases::Case::skip(
+                crate::export::cases::path(DocumentKind::SurveyPlan.as_str(), &[&p.id]),
                 why,
             )
         })
@@ -410,7 +364,7 @@ impl PartResult {
 
 /// The body of a survey document.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SurveyBody {
+pub struct SurveyDocument {
     pub plan: Plan,
     pub parts: Vec<PartResult>,
     /// True when the survey was stopped before its end (Ctrl-C, SIGTERM).
@@ -449,9 +403,9 @@ pub struct PartDoc<'a> {
     pub summary: Summary,
 }
 
-impl SurveyBody {
+impl SurveyDocument {
     /// Read a survey document's body; `origin` names it in errors.
-    pub fn of(doc: &Document, origin: &str) -> Result<SurveyBody, DocumentError> {
+    pub fn of(doc: &Document, origin: &str) -> Result<SurveyDocument, DocumentError> {
         doc.view(origin)
     }
 
@@ -515,7 +469,7 @@ impl SurveyBody {
 
     /// The body with its summary and conclusions made from the parts so far, and every part
     /// of the plan not reached yet listed as not run (`interrupted`: the survey was stopped).
-    pub fn finished(&self, interrupted: bool) -> SurveyBody {
+    pub fn finished(&self, interrupted: bool) -> SurveyDocument {
         let mut b = self.clone();
         b.interrupted = interrupted;
         // Parts the survey did not reach yet (an interrupted or partial document).
@@ -869,177 +823,6 @@ impl SurveyBody {
     }
 }
 
-/// `s` as a sentence: its first letter capitalised, a full stop at its end.
-fn as_sentence(s: &str) -> String {
-    let mut chars = s.chars();
-    let mut o: String = match chars.next() {
-        Some(c) => c.to_uppercase().chain(chars).collect(),
-        None => return String::new(),
-    };
-    if !o.ends_with('.') {
-        o.push('.');
-    }
-    o
-}
-
-/// The interrupts the stress part's own disk workers (io, hdd) caused on the measured CPUs, in words
-/// (`its io workers made vda interrupt 52837 times on the measured CPUs: load the survey
-/// generated itself`), when they caused any: the latency document names the disk behind
-/// each line, and its stress spec says whether io or hdd workers ran.
-fn self_generated_load(docs: &[PartDoc<'_>]) -> Option<String> {
-    let d = docs.iter().find(|d| d.part.id == "latency stress")?;
-    let view: crate::kinds::latency::LatencyDocument = d.document.view("latency stress").ok()?;
-    let spec = &view.stress.as_ref()?.spec;
-    let workers = match (spec.io > 0, spec.hdd > 0) {
-        (false, false) => return None,
-        (true, false) => "io workers",
-        (false, true) => "hdd workers",
-        (true, true) => "io and hdd workers",
-    };
-    let mut disks: Vec<(String, u64)> = Vec::new();
-    for src in view
-        .interrupts
-        .iter()
-        .flat_map(|i| &i.cpus)
-        .flat_map(|c| &c.sources)
-    {
-        if let Some(disk) = &src.block_device {
-            match disks.iter_mut().find(|(d, _)| d == disk) {
-                Some((_, n)) => *n += src.count,
-                None => disks.push((disk.clone(), src.count)),
-            }
-        }
-    }
-    let total: u64 = disks.iter().map(|(_, n)| n).sum();
-    (total > 0).then(|| {
-        let names: Vec<&str> = disks.iter().map(|(d, _)| d.as_str()).collect();
-        format!(
-            "its {workers} made {} interrupt {total} times on the measured CPUs: load the \
-             survey generated itself",
-            names.join(", ")
-        )
-    })
-}
-
-/// What to do about a storage device at efficiency `eff` of its path's bottleneck.
-fn disk_action(s: &Summary, eff: f64) -> String {
-    let link = s.bottleneck.and_then(|i| s.links.get(i));
-    let below = link.and_then(|l| {
-        l.capable_state
-            .as_ref()
-            .filter(|c| **c != l.state)
-            .map(|c| (l.name.clone(), l.state.clone(), c.clone()))
-    });
-    match below {
-        // Near a ceiling that is itself lowered: the link state is the lever (seed 003).
-        Some((name, now, capable)) if eff >= 0.7 => format!(
-            "the link limits it and runs below its capability: {name} at {now} of {capable}; \
-             raise the link speed or width"
-        ),
-        _ if eff >= 0.9 => "none: the device runs near the ceiling of its path".to_string(),
-        _ => "the link is not the limit: the device itself, its filesystem or the I/O size \
-              is; see the part's findings"
-            .to_string(),
-    }
-}
-
-/// A link of an audit document that runs below what both its ends support.
-struct LostLink {
-    address: String,
-    device: String,
-    now: String,
-    capable: String,
-    loss_bps: f64,
-    loss_percent: f64,
-}
-
-/// The links of an audit document that lose bandwidth against what both ends support.
-fn audit_links(doc: &Document) -> Vec<LostLink> {
-    let Ok(AuditDocument { pci, .. }) = doc.view::<AuditDocument>("audit") else {
-        return Vec::new();
-    };
-    pci.links
-        .iter()
-        // Below half a percent is rounding of the model, not a lost link.
-        .filter(|l| l.ceiling.loss_percent >= 0.5)
-        .map(|l| {
-            let f = pci.functions.iter().find(|f| f.address == l.downstream);
-            let name = f
-                .map(|f| {
-                    [f.names.vendor.as_deref(), f.names.device.as_deref()]
-                        .into_iter()
-                        .flatten()
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                })
-                .filter(|n| !n.is_empty());
-            LostLink {
-                address: l.downstream.to_string(),
-                device: match name {
-                    Some(n) => format!("{} ({n})", l.downstream),
-                    None => l.downstream.to_string(),
-                },
-                now: l.comparison.current.to_string(),
-                capable: l.comparison.common.to_string(),
-                loss_bps: l.ceiling.loss_bps,
-                loss_percent: l.ceiling.loss_percent,
-            }
-        })
-        .collect()
-}
-
-/// The PCI Express links of audits side by side: each link's state in every survey, the
-/// ones that changed first (the seed-003 Gen 2 -> Gen 3 before/after).
-fn compare_links(all: &[(String, Vec<PartDoc<'_>>)], audits: &[&Document]) -> String {
-    let states: Vec<Vec<(String, String)>> = audits
-        .iter()
-        .map(|d| {
-            let Ok(view) = d.view::<AuditDocument>("audit") else {
-                return Vec::new();
-            };
-            view.pci
-                .links
-                .iter()
-                .map(|l| (l.downstream.to_string(), l.comparison.current.to_string()))
-                .collect()
-        })
-        .collect();
-    let mut addresses: Vec<String> = states.iter().flatten().map(|(a, _)| a.clone()).collect();
-    addresses.sort();
-    addresses.dedup();
-    if addresses.is_empty() {
-        return "No PCI Express link in these audits.\n".to_string();
-    }
-    let mut rows: Vec<(bool, Vec<String>)> = addresses
-        .iter()
-        .map(|a| {
-            let cells: Vec<String> = states
-                .iter()
-                .map(|s| {
-                    s.iter()
-                        .find(|(x, _)| x == a)
-                        .map_or_else(crate::table::dash, |(_, st)| st.clone())
-                })
-                .collect();
-            let changed = cells.windows(2).any(|w| w[0] != w[1]);
-            let mut row = vec![a.clone()];
-            row.extend(cells);
-            row.push(if changed { "changed" } else { "" }.to_string());
-            (changed, row)
-        })
-        .collect();
-    rows.sort_by_key(|(changed, _)| !changed);
-    let mut columns: Vec<(&str, bool)> = vec![("Link (device)", false)];
-    for (name, _) in all {
-        columns.push((name.as_str(), false));
-    }
-    columns.push(("", false));
-    let mut o = String::new();
-    let rows: Vec<Vec<String>> = rows.into_iter().map(|(_, r)| r).collect();
-    crate::markdown::table(&mut o, &columns, &rows);
-    o
-}
-
 /// The machine a survey was made on, as its envelope names it.
 fn host_of(doc: &Document) -> String {
     doc.envelope
@@ -1049,281 +832,11 @@ fn host_of(doc: &Document) -> String {
         .unwrap_or_else(|| "this machine".to_string())
 }
 
-/// The survey as Markdown: its own intro, then every part's section.
-pub fn markdown(doc: &Document, body: &SurveyBody, origin: &str) -> String {
-    let mut o = markdown_intro(doc, body, origin);
-    let (docs, problems) = body.part_docs(origin);
-    let summaries: Vec<Summary> = docs.into_iter().map(|d| d.summary).collect();
-    o.push_str(&crate::markdown::render(&summaries));
-    for p in problems {
-        o.push_str(&format!("\nNot shown: {}\n", crate::outside::markdown(&p)));
-    }
-    // Every string from the document was escaped where it was put; nothing else may be a
-    // control character either.
-    crate::outside::terminal(&o).into_owned()
-}
-
-/// The survey as aligned text, as every command prints on a terminal: the title, the
-/// budget, the summary, the conclusions as a list, the parts as a table, then every part's
-/// section ([`crate::terminal::sections`]).
-pub fn text(
-    doc: &Document,
-    body: &SurveyBody,
-    origin: &str,
-    style: &crate::terminal::Style,
-) -> String {
-    let line = |t: &str| crate::outside::line(t).into_owned();
-    let (summary, conclusions) = body.judge(origin);
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "{}",
-        style.bold(&line(&format!("headroom survey of {}", host_of(doc))))
-    );
-    let mut facts = Vec::new();
-    if let Some(c) = &doc.envelope.created {
-        facts.push(c.clone());
-    }
-    facts.push(budget_fact(body));
-    if body.interrupted {
-        facts.push("interrupted: partial results".to_string());
-    }
-    let _ = writeln!(o, "{}\n", line(&facts.join(" · ")));
-    let _ = writeln!(o, "{}", line(&summary));
-    if conclusions.is_empty() {
-        let _ = writeln!(o, "\nConclusions: none");
-    } else {
-        let _ = writeln!(o, "\nConclusions, by what they cost:");
-        for (i, c) in conclusions.iter().enumerate() {
-            let cost = if c.cost.is_empty() {
-                String::new()
-            } else {
-                format!(" (costs {})", c.cost)
-            };
-            let _ = writeln!(
-                o,
-                "  {:>2}. {}{}: {}",
-                i + 1,
-                line(&c.subject),
-                line(&cost),
-                line(&c.evidence)
-            );
-            if let Some(a) = &c.action {
-                let _ = writeln!(o, "      -> {}", line(a));
-            }
-        }
-    }
-    let _ = writeln!(o, "\nParts: {}", body.part_counts());
-    let mut rows = vec![PARTS_COLUMNS
-        .iter()
-        .map(|(name, _)| name.to_string())
-        .collect::<Vec<_>>()];
-    rows.extend(parts_rows(body));
-    let mut table = String::new();
-    crate::terminal::table_aligned(
-        &mut table,
-        &rows,
-        1,
-        |c| !PARTS_COLUMNS.get(c).is_some_and(|(_, numeric)| *numeric),
-        style,
-    );
-    for l in table.lines() {
-        let _ = writeln!(o, "  {l}");
-    }
-    let (docs, problems) = body.part_docs(origin);
-    let summaries: Vec<Summary> = docs.into_iter().map(|d| d.summary).collect();
-    if !summaries.is_empty() {
-        o.push('\n');
-        o.push_str(&crate::terminal::sections::render(&summaries, style));
-    }
-    for p in problems {
-        let _ = writeln!(o, "\nNot shown: {}", line(&p));
-    }
-    o
-}
-
-/// The survey as one HTML page.
-pub fn html(
-    doc: &Document,
-    body: &SurveyBody,
-    origin: &str,
-) -> Result<String, crate::html::PlotError> {
-    let intro = html_intro(doc, body, origin);
-    let (docs, _) = body.part_docs(origin);
-    let summaries: Vec<Summary> = docs.into_iter().map(|d| d.summary).collect();
-    crate::html::render_with_intro(&intro, &summaries)
-}
-
-// ---------------------------------------------------------------------------------------
-// The plan
-
-/// The survey's own part of a report (title, summary, conclusions, parts), in Markdown; the
-/// parts' sections follow it (`markdown::render` of [`SurveyBody::part_docs`]).
-pub fn markdown_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String {
-    let (summary, conclusions) = body.judge(origin);
-    let mut o = String::new();
-    let md = crate::outside::markdown;
-    let _ = writeln!(o, "# headroom survey of {}\n", md(&host_of(doc)));
-    let mut facts = vec![crate::outside::markdown_line_start(origin)];
-    if let Some(c) = &doc.envelope.created {
-        facts.push(md(c));
-    }
-    facts.push(md(&budget_fact(body)));
-    if body.interrupted {
-        facts.push("interrupted: partial results".to_string());
-    }
-    let _ = writeln!(o, "{}\n", facts.join(" · "));
-    let _ = writeln!(o, "{}\n", crate::outside::markdown_line_start(&summary));
-    let _ = writeln!(o, "## Conclusions, by what they cost\n");
-    if conclusions.is_empty() {
-        let _ = writeln!(o, "No finding.\n");
-    } else {
-        let t = conclusions_table(&conclusions);
-        crate::markdown::table(&mut o, &t.columns, &t.rows);
-        o.push('\n');
-    }
-    let _ = writeln!(o, "## Parts: {}\n", body.part_counts());
-    crate::markdown::table(&mut o, &PARTS_COLUMNS, &parts_rows(body));
-    o.push('\n');
-    o
-}
-
-/// The conclusions as a table, in every format: number, cost, subject, evidence, action. A
-/// cost is what a finding loses in its own unit (MB/s against a ceiling, us of wake-up
-/// latency): most findings have none to put there, so the column is there only when one
-/// has, with a dash for the others.
-fn conclusions_table(conclusions: &[Conclusion]) -> crate::table::Table {
-    let costs = conclusions.iter().any(|c| !c.cost.is_empty());
-    let rows = conclusions
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let mut row = vec![(i + 1).to_string()];
-            if costs {
-                row.push(if c.cost.is_empty() {
-                    crate::table::dash()
-                } else {
-                    c.cost.clone()
-                });
-            }
-            row.extend([
-                c.subject.clone(),
-                c.evidence.clone(),
-                c.action.clone().unwrap_or_else(crate::table::dash),
-            ]);
-            row
-        })
-        .collect();
-    let mut columns = vec![("#", true)];
-    if costs {
-        columns.push(("Cost", true));
-    }
-    columns.extend([("Subject", false), ("Evidence", false), ("Action", false)]);
-    crate::table::Table::new(&columns, rows)
-}
-
-/// The budget and, once the survey ran, what it took: `budget 1 min, took 58 s`.
-fn budget_fact(body: &SurveyBody) -> String {
-    let budget = format!("budget {}", format_seconds(body.plan.budget_s));
-    let stopping = body
-        .parts
-        .iter()
-        .find_map(|p| Some((p, p.stopping_s?)))
-        .filter(|(_, s)| *s >= 0.5)
-        .map(|(p, s)| {
-            format!(
-                " ({} took {} to stop after the budget's end)",
-                p.id,
-                format_seconds(s)
-            )
-        })
-        .unwrap_or_default();
-    match body.seconds {
-        Some(s) => format!("{budget}, took {}{stopping}", format_seconds(s)),
-        None => budget,
-    }
-}
-
-/// The parts table's columns (name, numeric), in Markdown and HTML alike.
-const PARTS_COLUMNS: [(&str, bool); 5] = [
-    ("Part", false),
-    ("Status", false),
-    ("Planned (s)", true),
-    ("Took (s)", true),
-    ("What, or why not", false),
-];
-
-fn parts_rows(body: &SurveyBody) -> Vec<Vec<String>> {
-    let secs = |s: Option<f64>| s.map_or_else(crate::table::dash, |s| format!("{s:.1}"));
-    body.parts
-        .iter()
-        .map(|p| {
-            let planned = body.plan.parts.iter().find(|x| x.id == p.id);
-            let what = match (&p.reason, planned) {
-                (Some(r), _) => r.clone(),
-                (None, Some(x)) => x.what.clone(),
-                (None, None) => String::new(),
-            };
-            // Planned, and what it was given when that differs (fitted into what was left).
-            let plan = match (p.planned_s, p.given_s) {
-                (Some(a), Some(g)) if (a - g).abs() >= 0.05 => {
-                    format!("{a:.1}, given {g:.1}")
-                }
-                (a, _) => secs(a),
-            };
-            vec![
-                p.id.clone(),
-                p.status.word().to_string(),
-                plan,
-                secs(p.seconds),
-                what,
-            ]
-        })
-        .collect()
-}
-
-/// The survey's own part of an HTML report, to put before the parts' sections.
-pub fn html_intro(doc: &Document, body: &SurveyBody, origin: &str) -> String {
-    use crate::html::esc;
-    let (summary, conclusions) = body.judge(origin);
-    let mut o = String::new();
-    let host = host_of(doc);
-    let _ = writeln!(o, "<section><h2>Survey of {}</h2>", esc(&host));
-    let _ = writeln!(o, "<p>{}</p>", esc(&budget_fact(body)));
-    let _ = writeln!(o, "<p class=\"summary\">{}</p>", esc(&summary));
-    let _ = writeln!(o, "<h3>Conclusions, by what they cost</h3>");
-    let t = conclusions_table(&conclusions);
-    html_table(&mut o, &t.columns, &t.rows);
-    let _ = writeln!(o, "<h3>Parts: {}</h3>", esc(&body.part_counts()));
-    html_table(&mut o, &PARTS_COLUMNS, &parts_rows(body));
-    o.push_str("</section>\n");
-    o
-}
-
-/// One table of the survey's HTML intro, cells escaped, numbers aligned right.
-fn html_table(o: &mut String, columns: &[(&str, bool)], rows: &[Vec<String>]) {
-    use crate::html::esc;
-    o.push_str("<table><thead><tr>");
-    for (name, _) in columns {
-        let _ = write!(o, "<th>{}</th>", esc(name));
-    }
-    o.push_str("</tr></thead><tbody>\n");
-    for r in rows {
-        o.push_str("<tr>");
-        for (cell, (_, numeric)) in r.iter().zip(columns) {
-            let class = if *numeric { " class=\"n\"" } else { "" };
-            let _ = write!(o, "<td{class}>{}</td>", esc(cell));
-        }
-        o.push_str("</tr>\n");
-    }
-    o.push_str("</tbody></table>\n");
-}
-
 /// Two or more surveys lined up part by part: each part present in every survey is compared
 /// as its kind is (`compare`), and a part missing from some is named. The Markdown, and the
 /// comparisons of the parts (what `compare --fail-above` gates).
 pub fn compare_surveys(
-    surveys: &[(String, SurveyBody)],
+    surveys: &[(String, SurveyDocument)],
 ) -> Result<(String, Vec<Comparison>), CompareError> {
     let mut compared = Vec::new();
     let mut o = String::new();
@@ -1410,6 +923,95 @@ pub fn compare_surveys(
         o.pop();
     }
     Ok((o, compared))
+}
+
+/// `headroom survey` as every report reads it: its parts, each as its own kind shows it.
+pub struct SurveyKind;
+
+impl super::Kind for SurveyKind {
+    fn kind(&self) -> DocumentKind {
+        <SurveyDocument as super::KindDocument>::KIND
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["plan", "parts"]
+    }
+
+    /// Its own intro (summary, conclusions) and its parts' sections.
+    fn render(&self, doc: &Document, origin: &str) -> Result<super::Rendered, DocumentError> {
+        let body = SurveyDocument::of(doc, origin)?;
+        let (parts, _) = body.part_docs(origin);
+        Ok(super::Rendered {
+            markdown: markdown(doc, &body, origin),
+            html_intro: html_intro(doc, &body, origin),
+            summaries: parts.into_iter().map(|p| p.summary).collect(),
+        })
+    }
+
+    /// Its parts' cases, each prefixed by the part's id.
+    fn cases(&self, doc: &Document, origin: &str) -> Result<Vec<Case>, DocumentError> {
+        let body = SurveyDocument::of(doc, origin)?;
+        let (parts, _) = body.part_docs(origin);
+        let mut out = Vec::new();
+        for p in parts {
+            let kind = super::of(p.document.kind());
+            let cases = kind.cases_of(&p.document, &p.summary, origin)?;
+            out.extend(crate::export::cases::prefixed(&p.part.id, cases));
+        }
+        Ok(out)
+    }
+
+    /// Its parts' metrics, each with a `part` label.
+    fn metrics(&self, m: &mut Metrics, doc: &Document, origin: &str) -> Result<(), DocumentError> {
+        let body = SurveyDocument::of(doc, origin)?;
+        let (parts, _) = body.part_docs(origin);
+        for p in parts {
+            let kind = super::of(p.document.kind());
+            m.with_label("part", &p.part.id, |m| {
+                kind.metrics_of(m, &p.document, &p.summary, origin)
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// `survey --dry-run` as every report reads it.
+pub struct SurveyPlanKind;
+
+impl super::Kind for SurveyPlanKind {
+    fn kind(&self) -> DocumentKind {
+        DocumentKind::SurveyPlan
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["parts"]
+    }
+
+    fn summarize(
+        &self,
+        doc: &Document,
+        origin: &str,
+        s: &mut Summary,
+        _facts: &mut super::RunFacts,
+    ) -> Result<(), DocumentError> {
+        summarize_plan(doc, origin, s)
+    }
+
+    /// Its summary's cases, then one per planned part.
+    fn cases_of(
+        &self,
+        doc: &Document,
+        s: &Summary,
+        origin: &str,
+    ) -> Result<Vec<Case>, DocumentError> {
+        let mut out = crate::export::cases::summary_cases(s, &[]);
+        out.extend(plan_cases(doc, origin)?);
+        Ok(out)
+    }
+}
+
+impl super::KindDocument for SurveyDocument {
+    const KIND: DocumentKind = DocumentKind::Survey;
 }
 
 #[cfg(test)]

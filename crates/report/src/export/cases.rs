@@ -2,10 +2,11 @@
 //! per check (a finding, a PCIe link against what its ends can do, an `--expect` check) with a
 //! verdict, and one per measured figure (throughput, efficiency, IOPS, latency) with its value
 //! and unit. [`crate::lava`] writes them as LAVA test-case lines, [`crate::kcidb`] as KCIDB
-//! tests. What each kind measures is read from the [`Summary`] every report reads; the
-//! audit's links from its own module ([`super::audit::cases`]).
+//! tests. What every kind measures is read here from the [`Summary`] every report reads
+//! ([`summary_cases`]); what a kind checks beyond it, its own module adds through its
+//! [`crate::kinds::Kind`].
 
-use crate::document::{Document, DocumentError, DocumentKind};
+use crate::document::{Document, DocumentError};
 use crate::summary::{is_downgraded, Summary};
 use model::finding::Severity;
 use model::units::MB;
@@ -124,70 +125,20 @@ impl Case {
     }
 }
 
-/// The cases of `doc` (`origin` names it in errors). A survey's parts are prefixed by the
-/// part's id, a `report` document's documents by `doc1`, `doc2`, ...
-pub fn of_document(doc: &Document, origin: &str) -> Result<Vec<Case>, DocumentError> {
-    let mut out = Vec::new();
-    match doc.envelope.kind {
-        DocumentKind::Survey => {
-            let body = super::survey::SurveyBody::of(doc, origin)?;
-            let (parts, _) = body.part_docs(origin);
-            for p in parts {
-                let cases = common_cases(&p.document, &p.summary, origin)?;
-                out.extend(prefixed(&p.part.id, cases));
-            }
-        }
-        DocumentKind::Report => {
-            let inner = doc.body.get("documents").and_then(|d| d.as_array());
-            for (i, v) in inner.into_iter().flatten().enumerate() {
-                let name = format!("{origin} #{}", i + 1);
-                let d = Document::from_value(v.clone(), &name)?;
-                out.extend(prefixed(&format!("doc{}", i + 1), of_document(&d, &name)?));
-            }
-        }
-        kind => {
-            let s = super::summarize(doc, origin)?;
-            out.extend(common_cases(doc, &s, origin)?);
-            match kind {
-                DocumentKind::Ceiling => out.extend(super::ceiling::cases(doc, origin)?),
-                DocumentKind::PmuList => out.extend(super::count::list_cases(doc, origin)?),
-                DocumentKind::SurveyPlan => out.extend(super::survey::plan_cases(doc, origin)?),
-                // A path that has no link with a ceiling (virtio, tmpfs) says why, as a skip:
-                // the figure a lab tracks could not be had.
-                DocumentKind::Path if s.ceiling.is_none() => out.push(Case::skip(
-                    vec!["path".into(), "ceiling".into()],
-                    s.no_ceiling_reason
-                        .clone()
-                        .unwrap_or_else(|| "no link on this path has a ceiling".into()),
-                )),
-                _ => {}
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// The cases of `doc`'s summary `s`, and an audit's own after them (its links and AER
-/// counters; its findings on a link the text marks downgraded fail).
-fn common_cases(doc: &Document, s: &Summary, origin: &str) -> Result<Vec<Case>, DocumentError> {
-    if doc.envelope.kind != DocumentKind::Audit {
-        return Ok(summary_cases(s, &[]));
-    }
-    let down = super::audit::downgrade_findings(doc, origin)?;
-    let mut out = summary_cases(s, &down);
-    out.extend(super::audit::cases(doc, origin)?);
-    Ok(out)
-}
+/// How a writer of several documents gets each one's cases (`origin` names it in errors):
+/// [`crate::kinds::cases`], which asks the document's kind.
+pub type CasesOf<'a> = &'a dyn Fn(&Document, &str) -> Result<Vec<Case>, DocumentError>;
 
 /// A case's name: `first` (the document's kind), then `parts`.
-pub(crate) fn path(first: &str, parts: &[&str]) -> Vec<String> {
+pub fn path(first: &str, parts: &[&str]) -> Vec<String> {
     std::iter::once(first)
         .chain(parts.iter().copied())
         .map(String::from)
         .collect()
 }
 
-fn prefixed(prefix: &str, cases: Vec<Case>) -> impl Iterator<Item = Case> + '_ {
+/// `cases` with `prefix` (a survey's part, `doc2`) first in each path.
+pub fn prefixed(prefix: &str, cases: Vec<Case>) -> impl Iterator<Item = Case> + '_ {
     cases.into_iter().map(move |mut c| {
         c.path.insert(0, prefix.to_string());
         c
@@ -197,7 +148,7 @@ fn prefixed(prefix: &str, cases: Vec<Case>) -> impl Iterator<Item = Case> + '_ {
 /// What every kind has: its tests' figures, its timer threads' latencies, the links of its
 /// path and its findings. `downgrade`: the findings (subject, message) about a link the
 /// audit's text marks downgraded.
-fn summary_cases(s: &Summary, downgrade: &[(String, String)]) -> Vec<Case> {
+pub fn summary_cases(s: &Summary, downgrade: &[(String, String)]) -> Vec<Case> {
     let p = |parts: &[&str]| path(s.kind.as_str(), parts);
     let mut out = Vec::new();
     for t in &s.tests {

@@ -6,9 +6,13 @@ pub mod findings;
 /// Its terminal text.
 pub mod text;
 
+use crate::document::DocumentKind;
 use crate::document::{Document, DocumentError};
-use crate::summary::{counted_table, put, serde_name, yes_no, InterfaceCeiling, Summary};
+use crate::export::cases::Case;
+use crate::export::openmetrics::Metrics;
+use crate::summary::{counted_table, put, InterfaceCeiling, Summary};
 use crate::table::{dash, mb, Table};
+use crate::words::{serde_name, yes_no};
 use model::inventory::block::BlockInventory;
 use model::inventory::net::NetInventory;
 use model::inventory::pci::PciAudit;
@@ -40,6 +44,40 @@ pub struct AuditDocument {
     pub findings: Vec<Finding>,
 }
 
+impl AuditDocument {
+    /// The audit of a whole inventory read under `root` (`/`, or a captured tree), judged:
+    /// each section's findings filled, and every finding in one list, most severe first.
+    pub fn of_inventory(
+        mut inventory: model::inventory::Inventory,
+        root: PathBuf,
+    ) -> AuditDocument {
+        let findings = findings::judge(&mut inventory);
+        AuditDocument {
+            source: Some(Source::Root(root)),
+            pci: inventory.pci,
+            system: Some(inventory.system),
+            usb: Some(inventory.usb),
+            block: Some(inventory.block),
+            net: Some(inventory.net),
+            findings,
+        }
+    }
+
+    /// The audit of the PCI functions of an `lspci -xxx` dump read from `file`, judged.
+    pub fn of_dump(mut pci: PciAudit, file: PathBuf) -> AuditDocument {
+        let findings = findings::judge_pci(&mut pci);
+        AuditDocument {
+            source: Some(Source::LspciDump(file)),
+            pci,
+            system: None,
+            usb: None,
+            block: None,
+            net: None,
+            findings,
+        }
+    }
+}
+
 /// Where an audit read its facts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -64,8 +102,11 @@ pub(crate) fn summarize(
     origin: &str,
     s: &mut Summary,
 ) -> Result<(), DocumentError> {
-    let a: AuditDocument = doc.view(origin)?;
-    s.inventory = inventory(&a);
+    let a = <AuditDocument as super::KindDocument>::read(doc, origin)?;
+    s.parts = inventory(&a)
+        .into_iter()
+        .map(|t| crate::summary::Part::table(crate::summary::Place::Listing, t))
+        .collect();
     // Each link's state, so compare shows a link that retrained or moved.
     for l in &a.pci.links {
         let c = &l.comparison;
@@ -383,7 +424,7 @@ fn inventory(a: &AuditDocument) -> Vec<(String, Table)> {
 }
 
 mod om {
-    use crate::openmetrics::Def;
+    use crate::export::openmetrics::Def;
     pub const SPEED: Def = Def {
         name: "pcie_link_speed",
         help: "PCI Express link speed per lane, transfers per second: `current` now, `capable` the best both ends support, `upstream_max`/`downstream_max` each end's own (LnkCap)",
@@ -436,12 +477,8 @@ mod om {
 /// maximum), the downgraded flag, its ceilings and MPS; per function its AER counters; USB
 /// and network link speeds. Labels name the device as a user finds it: `address`, `device`
 /// (lspci's name), `driver`, and for a link its `upstream` port.
-pub fn metrics(
-    m: &mut crate::openmetrics::Metrics,
-    doc: &Document,
-    origin: &str,
-) -> Result<(), DocumentError> {
-    let a: AuditDocument = doc.view(origin)?;
+pub fn metrics(m: &mut Metrics, doc: &Document, origin: &str) -> Result<(), DocumentError> {
+    let a = <AuditDocument as super::KindDocument>::read(doc, origin)?;
     let function = |addr: &model::inventory::pci::address::PciAddress| {
         a.pci.functions.iter().find(|f| &f.address == addr)
     };
@@ -585,7 +622,7 @@ pub fn downgrade_findings(
     doc: &Document,
     origin: &str,
 ) -> Result<Vec<(String, String)>, DocumentError> {
-    let a: AuditDocument = doc.view(origin)?;
+    let a = <AuditDocument as super::KindDocument>::read(doc, origin)?;
     let mut out = Vec::new();
     for l in a
         .pci
@@ -615,15 +652,18 @@ fn below_device(l: &model::inventory::pci::AuditedLink) -> bool {
     c.current.gen < c.downstream.gen || c.current.width < c.downstream.width
 }
 
-/// An audit's own cases for a board lab ([`super::cases`]): per PCIe link a check that it
+/// An audit's own cases for a board lab ([`crate::export::cases`]): per PCIe link a check that it
 /// runs at what its device can do (`link-not-downgraded`: the text's `(downgraded)` mark,
 /// the slot's limit included) and one that it runs at what both ends can do
 /// (`link-at-both-ends-best`: a downgrade the slot does not explain, the audit's warning),
 /// with its speed, width and ceiling as figures; per function with AER counters a check that
 /// none counted an error.
-pub fn cases(doc: &Document, origin: &str) -> Result<Vec<super::cases::Case>, DocumentError> {
-    use super::cases::Case;
-    let a: AuditDocument = doc.view(origin)?;
+pub fn cases(
+    doc: &Document,
+    origin: &str,
+) -> Result<Vec<crate::export::cases::Case>, DocumentError> {
+    use crate::export::cases::Case;
+    let a = <AuditDocument as super::KindDocument>::read(doc, origin)?;
     let mut out = Vec::new();
     for l in &a.pci.links {
         let address = l.downstream.to_string();
@@ -655,7 +695,7 @@ pub fn cases(doc: &Document, origin: &str) -> Result<Vec<super::cases::Case>, Do
         ));
         let figure = |what: &str, value: f64, unit: &'static str| Case {
             path: p(what),
-            outcome: super::cases::Outcome::Measured,
+            outcome: crate::export::cases::Outcome::Measured,
             measurement: Some((value, unit)),
             comment: None,
         };
@@ -684,4 +724,61 @@ pub fn cases(doc: &Document, origin: &str) -> Result<Vec<super::cases::Case>, Do
         ));
     }
     Ok(out)
+}
+
+/// The audit as every report reads it.
+pub struct AuditKind;
+
+impl super::Kind for AuditKind {
+    fn kind(&self) -> DocumentKind {
+        <AuditDocument as super::KindDocument>::KIND
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["pci"]
+    }
+
+    fn summarize(
+        &self,
+        doc: &Document,
+        origin: &str,
+        s: &mut Summary,
+        _facts: &mut super::RunFacts,
+    ) -> Result<(), DocumentError> {
+        summarize(doc, origin, s)
+    }
+
+    /// Its summary's cases (a finding on a link the text marks downgraded fails), then its
+    /// links' and AER counters' own.
+    fn cases_of(
+        &self,
+        doc: &Document,
+        s: &Summary,
+        origin: &str,
+    ) -> Result<Vec<Case>, DocumentError> {
+        let down = downgrade_findings(doc, origin)?;
+        let mut out = crate::export::cases::summary_cases(s, &down);
+        out.extend(cases(doc, origin)?);
+        Ok(out)
+    }
+
+    fn metrics_of(
+        &self,
+        m: &mut Metrics,
+        doc: &Document,
+        s: &Summary,
+        origin: &str,
+    ) -> Result<(), DocumentError> {
+        crate::export::metrics::add_summary(m, doc, s);
+        metrics(m, doc, origin)
+    }
+
+    /// `headroom.prom`: the host's links and AER counters, beside each benchmark's file.
+    fn textfile_name(&self) -> String {
+        "headroom.prom".to_string()
+    }
+}
+
+impl super::KindDocument for AuditDocument {
+    const KIND: DocumentKind = DocumentKind::Audit;
 }

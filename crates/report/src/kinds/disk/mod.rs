@@ -6,10 +6,13 @@ pub mod findings;
 /// Its terminal text.
 pub mod text;
 
+use crate::document::DocumentKind;
 use crate::document::{Document, DocumentError};
+use crate::export::Export;
 use crate::kinds::count::BesideCounters;
-use crate::summary::{put, seconds, yes_no, CeilingRow, Summary, TestRow};
+use crate::summary::{put, CeilingRow, Summary, TestRow};
 use crate::terminal::Style;
+use crate::words::{seconds, yes_no};
 use model::ceiling::PathCeiling;
 use model::disk::{DiskResult, HostFacts, Parameters, TargetInfo, TestResult};
 use model::path::TargetPath;
@@ -176,7 +179,7 @@ pub(crate) fn summarize(
     kernel: &mut Option<String>,
     governor: &mut Option<String>,
 ) -> Result<(), DocumentError> {
-    let d: DiskDocument = doc.view(origin)?;
+    let d = <DiskDocument as super::KindDocument>::read(doc, origin)?;
     let sys = &d.system;
     *kernel = kernel.take().or(sys.kernel.clone());
     *governor = sys.governor.clone();
@@ -283,6 +286,44 @@ pub(crate) fn summarize(
         });
     }
     Ok(())
+}
+
+/// `bench disk` as every report reads it.
+pub struct DiskKind;
+
+impl super::Kind for DiskKind {
+    fn kind(&self) -> DocumentKind {
+        <DiskDocument as super::KindDocument>::KIND
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["parameters", "tests"]
+    }
+
+    fn exports(&self) -> &'static [Export] {
+        &[
+            Export::OpenMetrics,
+            Export::Lava,
+            Export::Kcidb,
+            Export::FioJson,
+            Export::FioJsonPlus,
+        ]
+    }
+
+    fn summarize(
+        &self,
+        doc: &Document,
+        origin: &str,
+        s: &mut Summary,
+        facts: &mut super::RunFacts,
+    ) -> Result<(), DocumentError> {
+        s.every_throughput_column = true;
+        summarize(doc, origin, s, &mut facts.kernel, &mut facts.governor)
+    }
+}
+
+impl super::KindDocument for DiskDocument {
+    const KIND: DocumentKind = DocumentKind::Disk;
 }
 
 #[cfg(test)]

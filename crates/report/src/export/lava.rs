@@ -1,5 +1,5 @@
 //! LAVA test-case lines (`--format lava`): one `lava-test-case` command per check and per
-//! measured figure of a document ([`crate::kinds::cases`]), what Linaro's test-definitions
+//! measured figure of a document ([`super::cases`]), what Linaro's test-definitions
 //! emit for fio, cyclictest and iperf, so a LAVA job runs headroom's output as its test
 //! shell does (`headroom audit --format lava | sh` inside LAVA; `contrib/lava/headroom.yaml`).
 //!
@@ -11,8 +11,8 @@
 //! `t0-max-latency`), and at most [`NAME_MAX`] bytes. VALUE is a decimal number; UNITS a word
 //! without whitespace or quotes (`MB/s`, `us`, `%`).
 
+use super::cases::{Case, CasesOf, Outcome};
 use crate::document::{Document, DocumentError};
-use crate::kinds::cases::{of_document, Case, Outcome};
 
 /// The longest case name written, in bytes: headroom's longest paths (a survey part, a test,
 /// a figure) take about 60; a name made of a peer's long strings is cut here.
@@ -84,7 +84,11 @@ pub fn lines(prefix: &str, cases: &[Case]) -> String {
 /// The lines of several documents (`report --format lava A.json B.json`, or an audit with
 /// `extra` cases: its `--expect` checks first); with several, each document's names start with
 /// `docN`, as in a `report` document.
-pub fn documents(docs: &[Document], extra: &[Case]) -> Result<String, DocumentError> {
+pub fn documents(
+    docs: &[Document],
+    extra: &[Case],
+    of_document: CasesOf,
+) -> Result<String, DocumentError> {
     let mut cases = extra.to_vec();
     for (i, doc) in docs.iter().enumerate() {
         let origin = format!("input {}", i + 1);

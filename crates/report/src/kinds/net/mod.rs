@@ -5,9 +5,17 @@
 //! Rates are printed in Mbit/s (10^6 bit/s, iperf3's unit) and kept in the document in bytes
 //! per second like every other headroom rate.
 
+pub mod text;
+pub use text::{interval_line, render_text, trial_line};
+pub mod findings;
+pub use findings::findings;
+
+use crate::document::DocumentKind;
 use crate::document::{Document, DocumentError};
-use crate::summary::{put, serde_name, CeilingRow, RateSeries, Summary, TestRow};
+use crate::export::Export;
+use crate::summary::{put, CeilingRow, RateSeries, Summary, TestRow};
 use crate::table::mb;
+use crate::words::serde_name;
 use model::ceiling::eth::{IpVersion, Transport};
 use model::net::{
     link_ceiling, Flow, GoodputParams, LinkFacts, NetMeasurement, NetStop, Protocol, Way,
@@ -183,26 +191,6 @@ fn transfers(f: &LinkFacts, m: &NetMeasurement) -> Result<(GoodputParams, String
     ))
 }
 
-/// The line `bench net` prints on stderr at the end of each interval (`-i`): `[   1.00 s]
-/// client to server       941.52 Mbit/s`.
-pub fn interval_line(end_s: f64, flow: Flow, bps: f64) -> String {
-    format!(
-        "[{end_s:7.2} s] {:<17} {:>10.2} Mbit/s",
-        flow.label(),
-        bps / 1e6
-    )
-}
-
-/// The line `bench net --find-rate` prints after each trial: what was offered, what arrived
-/// and the loss.
-pub fn trial_line(offered_bps: f64, received_bps: f64, loss_percent: f64) -> String {
-    format!(
-        "find-rate: offered {:.2} Mbit/s, received {:.2} Mbit/s, loss {loss_percent:.3} %",
-        offered_bps / 1e6,
-        received_bps / 1e6
-    )
-}
-
 /// The ceiling of the direction `flow` of this test, or why it has none: the link's ceiling
 /// ([`model::net::link_ceiling`]) the way this end sees that flow (it sends the flow, or
 /// receives it).
@@ -340,405 +328,6 @@ pub fn app_bytes(m: &NetMeasurement) -> (u64, u64) {
     (sum(true), sum(false))
 }
 
-/// What the numbers depend on, as sentences.
-pub fn findings(r: &NetDocument) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let subject = r
-        .link
-        .as_ref()
-        .map_or_else(|| r.measurement.peer.clone(), |l| l.interface.clone());
-    let mut push = |sev, msg: String, advice: Option<&str>| {
-        let f = Finding::new(sev, subject.clone(), msg);
-        out.push(match advice {
-            Some(a) => f.with_advice(a),
-            None => f,
-        });
-    };
-    if let Some(l) = &r.link {
-        if l.duplex.as_deref() == Some("half") {
-            push(
-                Severity::Warning,
-                format!(
-                    "{} runs half duplex: both directions share the link and collisions cost more",
-                    l.interface
-                ),
-                Some("check the cable and the autonegotiation of both ends (ethtool)"),
-            );
-        }
-        if let (Some(mtu), false) = (l.mtu, l.is_loopback) {
-            if mtu < 1500 && !l.is_virtual {
-                push(
-                    Severity::Info,
-                    format!(
-                        "the MTU of {} is {mtu}, below Ethernet's 1500: more headers per byte",
-                        l.interface
-                    ),
-                    None,
-                );
-            }
-        }
-        if let (Some(usb), Some(speed)) = (l.usb_speed_mbps, l.speed_mbps) {
-            if usb <= 480.0 && speed >= 1000 {
-                push(
-                    Severity::Warning,
-                    format!(
-                        "the {speed} Mb/s adapter {} sits on a USB {usb} Mb/s link, below its line rate",
-                        l.interface
-                    ),
-                    Some("plug it into a USB 3 port"),
-                );
-            }
-        }
-        for n in &l.notes {
-            push(Severity::Info, n.clone(), None);
-        }
-    }
-    // What can carry a rate past this path's ceiling, as far as the link facts tell.
-    let beyond = crate::efficiency::Beyond {
-        emulated: r
-            .link
-            .as_ref()
-            .filter(|l| l.driver.as_deref() == Some("virtio_net"))
-            .map(|l| format!("{} is a virtio (paravirtual) interface", l.interface)),
-        cache: r.link.as_ref().and_then(|l| l.shaper.as_ref()).map(|_| {
-            "the shaper's token bucket lets a burst through at the line rate before it limits"
-                .to_string()
-        }),
-        nominal_link: r
-            .link
-            .as_ref()
-            .filter(|l| l.is_virtual && l.shaper.is_none())
-            .map(|l| {
-                format!(
-                    "{} is a virtual link with no hardware below it",
-                    l.interface
-                )
-            }),
-        ..Default::default()
-    };
-    for v in &r.flows {
-        // 1 % above: a shaper's burst and the measured window's edges move a rate that much.
-        if let (Some(e), Some(c), Some(rx)) = (v.efficiency, &r.ceiling, v.summary.receiver_bps) {
-            let above = crate::efficiency::above_ceiling(
-                &subject,
-                &format!("{} {}", v.flow.label(), mbit(rx)),
-                e,
-                &c.basis,
-                &beyond,
-            );
-            if let Some(f) = above.filter(|_| e > 1.01) {
-                push(f.severity, f.message, f.advice.as_deref());
-            }
-        }
-        if let (Some(retr), Some(e)) = (v.summary.retransmits, v.efficiency) {
-            if retr > 0 && e < 0.9 {
-                push(
-                    Severity::Info,
-                    format!(
-                        "{}: {retr} TCP retransmissions and {:.1} % of the ceiling: losses on the \
-                         path cut the rate",
-                        v.flow.label(),
-                        e * 100.0
-                    ),
-                    None,
-                );
-            }
-        }
-        if let Some(loss) = v.summary.loss_percent() {
-            if loss > 1.0 {
-                push(
-                    Severity::Warning,
-                    format!(
-                        "{}: {loss:.2} % of the UDP datagrams were lost: the offered rate is above \
-                         what the path carries",
-                        v.flow.label()
-                    ),
-                    Some("lower -b, or let --find-rate find the highest rate without loss"),
-                );
-            }
-        }
-        if let Some(gap) = v.bytes_gap {
-            if gap.abs() > 0.01 {
-                push(
-                    Severity::Info,
-                    format!(
-                        "{}: the receiver counted {:.1} % {} bytes than the sender (bytes in \
-                         flight when the measured time began or ended{})",
-                        v.flow.label(),
-                        gap.abs() * 100.0,
-                        if gap > 0.0 { "fewer" } else { "more" },
-                        if r.measurement.config.protocol == Protocol::Udp {
-                            ", or lost datagrams"
-                        } else {
-                            ""
-                        }
-                    ),
-                    None,
-                );
-            }
-        }
-    }
-    if let Some(ic) = &r.interface_check {
-        if let Some(o) = ic.overhead {
-            if o < -0.01 {
-                push(
-                    Severity::Warning,
-                    format!(
-                        "{} counted {:.1} % fewer bytes than the test moved: the traffic did not \
-                         all take this interface",
-                        ic.interface,
-                        -o * 100.0
-                    ),
-                    None,
-                );
-            }
-        }
-    }
-    if r.measurement.stopped_by == NetStop::Interrupted {
-        push(
-            Severity::Info,
-            "the test was interrupted: partial results".into(),
-            None,
-        );
-    }
-    out
-}
-
-/// The terminal text: iperf3's summary lines per direction, then the ceiling, efficiency,
-/// CPU, the interface cross-check and the findings.
-pub fn render_text(r: &NetDocument) -> String {
-    let m = &r.measurement;
-    let mut s = String::new();
-    let c = &m.config;
-    let _ = writeln!(
-        s,
-        "{} {} stream(s) per direction, {} s (+{} s omitted), {} B {}{}",
-        match c.protocol {
-            Protocol::Tcp => "TCP",
-            Protocol::Udp => "UDP",
-        },
-        c.streams,
-        c.duration_s,
-        c.omit_s,
-        c.len,
-        // iperf3's "131072 byte blocks": a TCP sender may write more at once (send_len).
-        if c.protocol == Protocol::Udp {
-            "per datagram"
-        } else {
-            "blocks"
-        },
-        c.bitrate_bps.map_or(String::new(), |b| format!(
-            ", offered {} per stream",
-            mbit(b as f64)
-        ))
-    );
-    let _ = writeln!(
-        s,
-        "{} {} <-> {} (interface {})",
-        match m.role {
-            model::net::Role::Client => "client",
-            model::net::Role::Server => "server",
-        },
-        m.local,
-        m.peer,
-        m.interface.as_deref().unwrap_or("unknown")
-    );
-    if let Some(v) = &m.peer_version {
-        let _ = writeln!(s, "the peer says it is {}", crate::outside::line(v));
-    }
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "{:<17} {:<9} {:>8} {:>14} {:>16} {:>8} {:>16} {:>10}",
-        "direction", "end", "seconds", "bytes", "rate", "retr", "lost/total", "jitter"
-    );
-    for v in &r.flows {
-        for (end, sender) in [("sender", true), ("receiver", false)] {
-            let streams: Vec<_> = m.streams.iter().filter(|x| x.flow == v.flow).collect();
-            let ends: Vec<_> = streams
-                .iter()
-                .filter_map(|x| if sender { x.sender() } else { x.receiver() })
-                .collect();
-            if ends.is_empty() {
-                continue;
-            }
-            let secs = ends.iter().map(|e| e.seconds).fold(0.0, f64::max);
-            let bytes: u64 = ends.iter().map(|e| e.bytes).sum();
-            let rate = if secs > 0.0 {
-                bytes as f64 * 8.0 / secs
-            } else {
-                0.0
-            };
-            let retr = if sender {
-                v.summary.retransmits.map_or("-".into(), |x| x.to_string())
-            } else {
-                "-".into()
-            };
-            let (lost, jitter) = if !sender && c.protocol == Protocol::Udp {
-                (
-                    format!(
-                        "{}/{} ({:.2}%)",
-                        v.summary.lost_packets.unwrap_or(0),
-                        v.summary.packets.unwrap_or(0),
-                        v.summary.loss_percent().unwrap_or(0.0)
-                    ),
-                    v.summary
-                        .jitter_ms
-                        .map_or("-".into(), |j| format!("{j:.3} ms")),
-                )
-            } else {
-                ("-".into(), "-".into())
-            };
-            let _ = writeln!(
-                s,
-                "{:<17} {:<9} {:>8.2} {:>14} {:>16} {:>8} {:>16} {:>10}",
-                v.flow.label(),
-                end,
-                secs,
-                bytes,
-                mbit(rate),
-                retr,
-                lost,
-                jitter
-            );
-        }
-    }
-    for st in m.streams.iter().filter(|x| x.rtt_us.is_some()) {
-        let cwnd = st
-            .intervals
-            .last()
-            .and_then(|i| i.cwnd_bytes)
-            .map_or(String::new(), |c| format!(", cwnd {} KB", c / 1000));
-        let _ = writeln!(
-            s,
-            "stream {} ({}): rtt {} us (var {} us), mss {} B, path MTU {} B{cwnd}",
-            st.id,
-            st.flow.label(),
-            st.rtt_us.unwrap_or(0),
-            st.rttvar_us.unwrap_or(0),
-            st.snd_mss.map_or("?".into(), |x| x.to_string()),
-            st.pmtu.map_or("?".into(), |x| x.to_string()),
-        );
-    }
-    let _ = writeln!(s);
-    for v in &r.flows {
-        match (&v.ceiling, &v.no_ceiling_reason) {
-            (Some(ceil), _) => {
-                let _ = writeln!(
-                    s,
-                    "ceiling {}: {} ({})",
-                    v.flow.label(),
-                    mbit(ceil.goodput_bps * 8.0),
-                    ceil.basis
-                );
-                if let (Some(e), Some(rx)) = (v.efficiency, v.summary.receiver_bps) {
-                    let _ = writeln!(
-                        s,
-                        "efficiency {}: {} / {} = {:.1} %",
-                        v.flow.label(),
-                        mbit(rx),
-                        mbit(ceil.goodput_bps * 8.0),
-                        e * 100.0
-                    );
-                }
-            }
-            (None, Some(why)) => {
-                let _ = writeln!(s, "ceiling {}: none ({why})", v.flow.label());
-            }
-            (None, None) => {}
-        }
-    }
-    if let Some(fr) = &r.find_rate {
-        match fr.rate_bps {
-            Some(b) => {
-                let _ = writeln!(
-                    s,
-                    "find-rate: highest rate received with loss under {} %: {}{}",
-                    fr.threshold_percent,
-                    mbit(b),
-                    r.flows.first().and_then(|v| v.ceiling.as_ref()).map_or(
-                        String::new(),
-                        |c| format!(
-                            " ({:.1} % of the ceiling)",
-                            b / (c.goodput_bps * 8.0) * 100.0
-                        )
-                    )
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    s,
-                    "find-rate: every rate tried lost more than {} %",
-                    fr.threshold_percent
-                );
-            }
-        }
-        for st in &fr.steps {
-            let _ = writeln!(
-                s,
-                "  offered {:>16}  received {:>16}  loss {:>6.3} %",
-                mbit(st.offered_bps),
-                mbit(st.received_bps),
-                st.loss_percent
-            );
-        }
-    }
-    let cpu = |c: &model::net::CpuUse, per_gb: Option<f64>| {
-        format!(
-            "{:.1} % (user {:.1} %, system {:.1} %){}",
-            c.total_percent,
-            c.user_percent,
-            c.system_percent,
-            per_gb.map_or(String::new(), |g| format!(", {g:.3} CPU-s per GB"))
-        )
-    };
-    let _ = writeln!(
-        s,
-        "CPU here: {}",
-        cpu(&m.cpu_local, r.cpu_per_gb.local_s_per_gb)
-    );
-    if let Some(p) = &m.cpu_peer {
-        let _ = writeln!(s, "CPU peer: {}", cpu(p, r.cpu_per_gb.peer_s_per_gb));
-    }
-    if let Some(cc) = &m.congestion_local {
-        let _ = writeln!(
-            s,
-            "congestion control: {cc} here, {} at the peer",
-            crate::outside::line(m.congestion_peer.as_deref().unwrap_or("unknown"))
-        );
-    }
-    if let Some(ic) = &r.interface_check {
-        let _ = writeln!(
-            s,
-            "{} counters: {} B sent, {} B received; the test's payload: {} B sent, {} B received{}",
-            ic.interface,
-            ic.tx_bytes,
-            ic.rx_bytes,
-            ic.app_sent,
-            ic.app_received,
-            ic.overhead.map_or(String::new(), |o| format!(
-                " (interface {:+.2} %: headers, ACKs, other traffic)",
-                o * 100.0
-            ))
-        );
-        if let Some(why) = &ic.void_reason {
-            let _ = writeln!(s, "no interface cross-check: {why}");
-        }
-    }
-    if let Some(c) = &r.counters {
-        s.push_str(&crate::kinds::count::render_beside(c));
-    }
-    for n in &r.notes {
-        let _ = writeln!(s, "note: {n}");
-    }
-    for f in &r.findings {
-        let _ = writeln!(s, "{}: {}", f.severity, f.message);
-    }
-    // The peer's strings (version, congestion control) and the link's names came from
-    // outside: nothing in this text is a control sequence.
-    crate::outside::terminal(&s).into_owned()
-}
-
 /// The run's facts, tests and rows for every renderer ([`super::summarize`] adds what every kind
 /// shares: the envelope, the path, the counters sampled beside the engine).
 pub(crate) fn summarize(
@@ -746,7 +335,7 @@ pub(crate) fn summarize(
     origin: &str,
     s: &mut Summary,
 ) -> Result<(), DocumentError> {
-    let n: NetDocument = doc.view(origin)?;
+    let n = <NetDocument as super::KindDocument>::read(doc, origin)?;
     let m = &n.measurement;
     let c = &m.config;
     let proto = serde_name(&c.protocol).to_uppercase();
@@ -840,6 +429,42 @@ pub(crate) fn summarize(
         });
     }
     Ok(())
+}
+
+/// `bench net` as every report reads it.
+pub struct NetKind;
+
+impl super::Kind for NetKind {
+    fn kind(&self) -> DocumentKind {
+        <NetDocument as super::KindDocument>::KIND
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["measurement"]
+    }
+
+    fn exports(&self) -> &'static [Export] {
+        &[
+            Export::OpenMetrics,
+            Export::Lava,
+            Export::Kcidb,
+            Export::Iperf3Json,
+        ]
+    }
+
+    fn summarize(
+        &self,
+        doc: &Document,
+        origin: &str,
+        s: &mut Summary,
+        _facts: &mut super::RunFacts,
+    ) -> Result<(), DocumentError> {
+        summarize(doc, origin, s)
+    }
+}
+
+impl super::KindDocument for NetDocument {
+    const KIND: DocumentKind = DocumentKind::Net;
 }
 
 #[cfg(test)]

@@ -4,7 +4,10 @@
 /// Its terminal text.
 pub mod text;
 
-use crate::summary::{hop_line, put, CeilingRow, Summary};
+use crate::document::{Document, DocumentError, DocumentKind};
+use crate::export::cases::Case;
+use crate::summary::{put, CeilingRow, Summary};
+use crate::words::hop_line;
 use model::path::{Hop, TargetPath};
 use model::units::MB;
 use serde::{Deserialize, Serialize};
@@ -49,4 +52,42 @@ pub(crate) fn summarize(s: &mut Summary, p: TargetPath) {
     s.links = p.links;
     s.bottleneck = p.bottleneck;
     s.no_ceiling_reason = p.no_bottleneck_reason;
+}
+
+/// `headroom path` as every report reads it: its facts are the path's, which every kind's
+/// summary shows.
+pub struct PathKind;
+
+impl super::Kind for PathKind {
+    fn kind(&self) -> DocumentKind {
+        <PathDocument as super::KindDocument>::KIND
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["path"]
+    }
+
+    /// Its summary's cases; a path that has no link with a ceiling (virtio, tmpfs) says why,
+    /// as a skip: the figure a lab tracks could not be had.
+    fn cases_of(
+        &self,
+        _doc: &Document,
+        s: &Summary,
+        _origin: &str,
+    ) -> Result<Vec<Case>, DocumentError> {
+        let mut out = crate::export::cases::summary_cases(s, &[]);
+        if s.ceiling.is_none() {
+            out.push(Case::skip(
+                vec!["path".into(), "ceiling".into()],
+                s.no_ceiling_reason
+                    .clone()
+                    .unwrap_or_else(|| "no link on this path has a ceiling".into()),
+            ));
+        }
+        Ok(out)
+    }
+}
+
+impl super::KindDocument for PathDocument {
+    const KIND: DocumentKind = DocumentKind::Path;
 }

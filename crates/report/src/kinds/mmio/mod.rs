@@ -8,6 +8,7 @@ pub mod findings;
 /// Its terminal text.
 pub mod text;
 
+use crate::document::DocumentKind;
 use crate::document::{Document, DocumentError};
 use crate::summary::{Summary, TestRow};
 use crate::table::{dash, mb, Table};
@@ -69,7 +70,7 @@ pub(crate) fn summarize(
     origin: &str,
     s: &mut Summary,
 ) -> Result<(), DocumentError> {
-    let m: MmioDocument = doc.view(origin)?;
+    let m = <MmioDocument as super::KindDocument>::read(doc, origin)?;
     s.target = m.region.as_ref().map(|r| r.given.clone());
     // One test per (where, width, operation), so compare and the history line
     // them up like any throughput.
@@ -92,7 +93,12 @@ pub(crate) fn summarize(
             c.mb_per_s,
         ));
     }
-    s.mmio = Some((m.table(), m.describe()));
+    s.parts.push(crate::summary::Part {
+        place: crate::summary::Place::Measured,
+        title: "CPU access by width".to_string(),
+        lines: m.describe(),
+        table: m.table(),
+    });
     Ok(())
 }
 
@@ -287,6 +293,33 @@ impl MmioDocument {
         }
         out
     }
+}
+
+/// `bench mmio` as every report reads it.
+pub struct MmioKind;
+
+impl super::Kind for MmioKind {
+    fn kind(&self) -> DocumentKind {
+        <MmioDocument as super::KindDocument>::KIND
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["parameters", "results"]
+    }
+
+    fn summarize(
+        &self,
+        doc: &Document,
+        origin: &str,
+        s: &mut Summary,
+        _facts: &mut super::RunFacts,
+    ) -> Result<(), DocumentError> {
+        summarize(doc, origin, s)
+    }
+}
+
+impl super::KindDocument for MmioDocument {
+    const KIND: DocumentKind = DocumentKind::Mmio;
 }
 
 #[cfg(test)]

@@ -15,8 +15,8 @@
 //! - ids: `headroom:` then the host's identity, the run's time and kind and a hash of the
 //!   document, so runs of many hosts, and two runs of one host, never share an id.
 
+use super::cases::{Case, CasesOf, Outcome};
 use crate::document::{Document, DocumentError};
-use crate::kinds::cases::{Case, Outcome};
 use serde_json::{json, Map, Value};
 
 /// KCIDB's `origin`: the CI system that submits (the schema: `^[a-z0-9_]+$`).
@@ -107,7 +107,11 @@ fn start_time(doc: &Document) -> Option<String> {
 /// One KCIDB I/O document of several result documents (each its own checkout, build and
 /// tests, with its own host), `extra` cases (an audit's `--expect` checks) with the first;
 /// pretty JSON and a newline.
-pub fn documents(docs: &[Document], extra: &[Case]) -> Result<String, DocumentError> {
+pub fn documents(
+    docs: &[Document],
+    extra: &[Case],
+    of_document: CasesOf,
+) -> Result<String, DocumentError> {
     let mut all = json!({
         "version": {"major": SCHEMA.0, "minor": SCHEMA.1},
         "checkouts": [], "builds": [], "tests": [],
@@ -115,7 +119,7 @@ pub fn documents(docs: &[Document], extra: &[Case]) -> Result<String, DocumentEr
     for (i, doc) in docs.iter().enumerate() {
         let origin = format!("input {}", i + 1);
         let mut cases = if i == 0 { extra.to_vec() } else { Vec::new() };
-        cases.extend(crate::kinds::cases::of_document(doc, &origin)?);
+        cases.extend(of_document(doc, &origin)?);
         let one = render(doc, &cases);
         for key in ["checkouts", "builds", "tests"] {
             if let (Some(Value::Array(to)), Some(Value::Array(from))) =

@@ -3,6 +3,9 @@
 //! one JSON document. The arithmetic lives in `model::ceiling`; cli parses the arguments into
 //! the queries below and prints what they make.
 
+use crate::document::{Document, DocumentError, DocumentKind};
+use crate::export::cases::Case;
+use crate::summary::Summary;
 use model::ceiling::pcie::{self, AssumptionSet, CompletionSize, PcieCeiling, TlpParams};
 use model::ceiling::{eth, mmc, sata, usb};
 use model::pcie::{LinkState, PcieGen};
@@ -659,7 +662,7 @@ pub(crate) fn summarize(
     use crate::table::mb;
     use model::units::MB;
     let rate = |bps: f64| mb(bps / MB);
-    let c: CeilingDocument = doc.view(origin)?;
+    let c = <CeilingDocument as super::KindDocument>::read(doc, origin)?;
     let unit = " (MB/s = 10^6 B/s, per direction)";
     match c {
         CeilingDocument::Pcie(p) => {
@@ -681,7 +684,7 @@ pub(crate) fn summarize(
                     ]
                 })
                 .collect();
-            s.inventory.push(counted_table(
+            s.list(counted_table(
                 "PCIe",
                 ("ceiling", "ceilings"),
                 unit,
@@ -715,7 +718,7 @@ pub(crate) fn summarize(
                     ]);
                 }
             }
-            s.inventory.push(counted_table(
+            s.list(counted_table(
                 "USB",
                 ("ceiling", "ceilings"),
                 " (MB/s = 10^6 B/s, per endpoint and direction)",
@@ -743,7 +746,7 @@ pub(crate) fn summarize(
                     ]
                 })
                 .collect();
-            s.inventory.push(counted_table(
+            s.list(counted_table(
                 "Rockchip USB guide, table 1-2",
                 ("figure", "figures"),
                 " (printed as MBps), checked",
@@ -770,7 +773,7 @@ pub(crate) fn summarize(
                     ]
                 })
                 .collect();
-            s.inventory.push(counted_table(
+            s.list(counted_table(
                 "SATA",
                 ("link", "links"),
                 unit,
@@ -809,7 +812,7 @@ pub(crate) fn summarize(
                     ]
                 })
                 .collect();
-            s.inventory.push(counted_table(
+            s.list(counted_table(
                 "Ethernet",
                 ("ceiling", "ceilings"),
                 unit,
@@ -841,7 +844,7 @@ pub(crate) fn summarize(
                     ]
                 })
                 .collect();
-            s.inventory.push(counted_table(
+            s.list(counted_table(
                 "eMMC and SD",
                 ("mode", "modes"),
                 unit,
@@ -860,7 +863,7 @@ pub(crate) fn summarize(
     Ok(())
 }
 
-/// The ceilings as board labs take them ([`super::cases`]): one measured figure per link (or
+/// The ceilings as board labs take them ([`crate::export::cases`]): one measured figure per link (or
 /// mode, speed and transfer) and ceiling the document holds, in MB/s (10^6 B/s), named by
 /// the link and the assumptions that make it (`ceiling.pcie.8GT-x1.rockchip.mps128.mrrs512.
 /// effective-read`). A USB transfer type the speed does not allow is a skip with the reason.
@@ -868,11 +871,11 @@ pub(crate) fn summarize(
 pub(crate) fn cases(
     doc: &crate::document::Document,
     origin: &str,
-) -> Result<Vec<super::cases::Case>, crate::document::DocumentError> {
-    use super::cases::Case;
+) -> Result<Vec<crate::export::cases::Case>, crate::document::DocumentError> {
+    use crate::export::cases::Case;
     use model::units::MB;
-    let c: CeilingDocument = doc.view(origin)?;
-    let path = |parts: &[&str]| super::cases::path("ceiling", parts);
+    let c = <CeilingDocument as super::KindDocument>::read(doc, origin)?;
+    let path = |parts: &[&str]| crate::export::cases::path("ceiling", parts);
     let mut out = Vec::new();
     let figure =
         |parts: &[&str], bytes_per_sec: f64| Case::figure(path(parts), bytes_per_sec / MB, "MB/s");
@@ -940,4 +943,43 @@ pub(crate) fn cases(
         }
     }
     Ok(out)
+}
+
+/// `headroom ceiling` as every report reads it.
+pub struct CeilingKind;
+
+impl super::Kind for CeilingKind {
+    fn kind(&self) -> DocumentKind {
+        <CeilingDocument as super::KindDocument>::KIND
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["link"]
+    }
+
+    fn summarize(
+        &self,
+        doc: &Document,
+        origin: &str,
+        s: &mut Summary,
+        _facts: &mut super::RunFacts,
+    ) -> Result<(), DocumentError> {
+        summarize(doc, origin, s)
+    }
+
+    /// Its summary's cases, then each configuration's ceiling.
+    fn cases_of(
+        &self,
+        doc: &Document,
+        s: &Summary,
+        origin: &str,
+    ) -> Result<Vec<Case>, DocumentError> {
+        let mut out = crate::export::cases::summary_cases(s, &[]);
+        out.extend(cases(doc, origin)?);
+        Ok(out)
+    }
+}
+
+impl super::KindDocument for CeilingDocument {
+    const KIND: DocumentKind = DocumentKind::Ceiling;
 }

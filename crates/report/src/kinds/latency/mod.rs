@@ -6,9 +6,12 @@ pub mod findings;
 /// Its terminal text.
 pub mod text;
 
+use crate::document::DocumentKind;
 use crate::document::{Document, DocumentError};
-use crate::summary::{plural, put, seconds, step_words, CounterRow, IrqRow, Summary, ThreadRow};
+use crate::export::Export;
+use crate::summary::{put, CounterRow, IrqRow, Summary, ThreadRow};
 use crate::table::Table;
+use crate::words::{plural, seconds, step_words};
 use model::latency::split::Split;
 use model::latency::{Config, LoadSample, MeasuredInterrupts, Measurement};
 use model::stress::{StopReport, StressSpec};
@@ -77,7 +80,7 @@ pub(crate) fn summarize(
     kernel: &mut Option<String>,
     governor: &mut Option<String>,
 ) -> Result<(), DocumentError> {
-    let l: LatencyDocument = doc.view(origin)?;
+    let l = <LatencyDocument as super::KindDocument>::read(doc, origin)?;
     if let Some(ctx) = &l.context {
         *kernel = kernel.take().or(ctx.kernel.release.clone());
         let preemption = ctx.kernel.preemption.name();
@@ -267,7 +270,11 @@ pub(crate) fn summarize(
                 plural(sp.total.wakeups, "wake-up", "wake-ups")
             ),
         );
-        s.split_tables = split_tables(sp);
+        s.parts.extend(
+            split_tables(sp)
+                .into_iter()
+                .map(|t| crate::summary::Part::table(crate::summary::Place::UnderLatency, t)),
+        );
     }
     Ok(())
 }
@@ -357,6 +364,43 @@ fn split_tables(sp: &model::latency::split::Split) -> Vec<(String, Table)> {
         ));
     }
     out
+}
+
+/// `bench latency` as every report reads it.
+pub struct LatencyKind;
+
+impl super::Kind for LatencyKind {
+    fn kind(&self) -> DocumentKind {
+        <LatencyDocument as super::KindDocument>::KIND
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["measurement"]
+    }
+
+    fn exports(&self) -> &'static [Export] {
+        &[
+            Export::OpenMetrics,
+            Export::Lava,
+            Export::Kcidb,
+            Export::CyclictestHistogram,
+            Export::CyclictestJson,
+        ]
+    }
+
+    fn summarize(
+        &self,
+        doc: &Document,
+        origin: &str,
+        s: &mut Summary,
+        facts: &mut super::RunFacts,
+    ) -> Result<(), DocumentError> {
+        summarize(doc, origin, s, &mut facts.kernel, &mut facts.governor)
+    }
+}
+
+impl super::KindDocument for LatencyDocument {
+    const KIND: DocumentKind = DocumentKind::Latency;
 }
 
 #[cfg(test)]

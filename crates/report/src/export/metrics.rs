@@ -1,11 +1,11 @@
-//! The metrics of any result document (`--format openmetrics`, `--textfile-dir`): what each
-//! kind measures is its own module's (`audit::metrics` for the PCI links and AER counters);
-//! what every benchmark has (measured rate, ceiling, efficiency, latency percentiles, the
-//! path's links, counted events, the run's time) is read here from the [`Summary`] every
-//! report reads. [`crate::openmetrics`] encodes them.
+//! The metrics every result document has (`--format openmetrics`, `--textfile-dir`): what
+//! every benchmark has (measured rate, ceiling, efficiency, latency percentiles, the path's
+//! links, counted events, the run's time) is read here from the [`Summary`] every report
+//! reads; what a kind measures beyond it (the audit's PCI links and AER counters) its own
+//! module adds through its [`crate::kinds::Kind`]. [`super::openmetrics`] encodes them.
 
-use crate::document::{Document, DocumentError, DocumentKind};
-use crate::openmetrics::{Def, Metrics};
+use super::openmetrics::{Def, Metrics};
+use crate::document::Document;
 use crate::summary::{is_downgraded, Summary};
 use model::units::MB;
 
@@ -70,58 +70,6 @@ const EVENT: Def = Def {
     unit: None,
 };
 
-/// The file `--textfile-dir` writes for a document of `kind`: `headroom.prom` for an audit
-/// (the host's links and AER counters), `headroom-KIND.prom` for the others, so the latest
-/// result of each benchmark and the audit stand side by side in the collector.
-pub fn textfile_name(kind: DocumentKind) -> String {
-    match kind {
-        DocumentKind::Audit => "headroom.prom".to_string(),
-        k => format!("headroom-{}.prom", k.as_str()),
-    }
-}
-
-/// Add the metrics of `doc` (`origin` names it in errors): its kind's own, and the run's
-/// time and findings. A survey adds each part's document with a `part` label; a `report`
-/// document each of its documents with a `document` label.
-pub fn add_document(m: &mut Metrics, doc: &Document, origin: &str) -> Result<(), DocumentError> {
-    let kind = doc.envelope.kind;
-    match kind {
-        DocumentKind::Survey => {
-            let body = super::survey::SurveyBody::of(doc, origin)?;
-            let (parts, _) = body.part_docs(origin);
-            for p in parts {
-                m.with_label("part", &p.part.id, |m| {
-                    add_summary(m, &p.document, &p.summary);
-                    if p.document.envelope.kind == DocumentKind::Audit {
-                        super::audit::metrics(m, &p.document, origin)
-                    } else {
-                        Ok(())
-                    }
-                })?;
-            }
-        }
-        DocumentKind::Report => {
-            let inner = doc.body.get("documents").and_then(|d| d.as_array());
-            for (i, v) in inner.into_iter().flatten().enumerate() {
-                let name = format!("{origin} #{}", i + 1);
-                let d = Document::from_value(v.clone(), &name)?;
-                m.with_label("document", &(i + 1).to_string(), |m| {
-                    add_document(m, &d, &name)
-                })?;
-            }
-            return Ok(());
-        }
-        _ => {
-            let s = super::summarize(doc, origin)?;
-            add_summary(m, doc, &s);
-            if kind == DocumentKind::Audit {
-                super::audit::metrics(m, doc, origin)?;
-            }
-        }
-    }
-    Ok(())
-}
-
 /// The run's time in seconds since the epoch, from the envelope's RFC 3339 `created`.
 fn created_seconds(doc: &Document) -> Option<f64> {
     let created = doc.envelope.created.as_deref()?;
@@ -131,7 +79,7 @@ fn created_seconds(doc: &Document) -> Option<f64> {
 }
 
 /// What every kind has, read from the summary every report reads.
-fn add_summary(m: &mut Metrics, doc: &Document, s: &Summary) {
+pub fn add_summary(m: &mut Metrics, doc: &Document, s: &Summary) {
     let kind = s.kind.as_str();
     if let Some(t) = created_seconds(doc) {
         m.gauge(&RUN_TIME, &[("kind", kind)], t);

@@ -2,7 +2,18 @@
 //! shaped like `perf stat`'s: the same columns (value, unit, event, multiplexing fraction),
 //! `<not counted>` / `<not supported>`, the elapsed time, `-x SEP` CSV and `-I` lines.
 
+pub mod perf;
+pub use perf::{
+    csv_line, interval_header, interval_lines, json_line, render_csv, render_json_lines, LineFormat,
+};
+pub mod text;
+pub use text::{event_line, render_beside, render_list, render_text};
+pub mod findings;
+pub use findings::{no_pmu_note, no_root_port_note, root_port_pmu_findings, RootPortFact};
+
 use crate::document::{Document, DocumentError, DocumentKind};
+use crate::export::cases::Case;
+use crate::export::Export;
 use crate::summary::{CounterRow, Summary};
 use model::pmu::{EventListing, PmuLink, PmuListing};
 use model::Finding;
@@ -142,32 +153,6 @@ pub struct CountDocument {
     pub findings: Vec<Finding>,
     #[serde(default)]
     pub notes: Vec<String>,
-}
-
-/// perf's value column: counts as integers, scaled values (clocks in msec, MiB, ...) with
-/// two decimals (tools/perf/util/stat-display.c: "%18.0f" / "%18.2f").
-fn value_text(e: &CountedEvent) -> String {
-    match e.status {
-        CountStatus::NotCounted => "<not counted>".into(),
-        CountStatus::NotSupported => "<not supported>".into(),
-        CountStatus::Counted => {
-            let v = e.value.unwrap_or(0.0);
-            if e.unit.is_some() {
-                format!("{v:.2}")
-            } else {
-                format!("{v:.0}")
-            }
-        }
-    }
-}
-
-fn unit_width(events: &[CountedEvent]) -> usize {
-    events
-        .iter()
-        .filter_map(|e| e.unit.as_ref().map(String::len))
-        .max()
-        .unwrap_or(0)
-        .max(4)
 }
 
 /// The generic events perf derives a metric from other than "/sec"
@@ -349,250 +334,6 @@ fn running_pct(e: &CountedEvent) -> f64 {
     }
 }
 
-/// One event line as perf prints it: value right-aligned in 18 columns, the unit, the
-/// name in 32, the metric (`# 0.011 CPUs utilized`), and `(62.50%)` when the counter ran
-/// part of the time. Blanks at the end are left off.
-pub fn event_line(e: &CountedEvent, unit_w: usize, m: &Metric) -> String {
-    let mut line = format!(
-        "{:>18} {:<uw$} {:<32}{}",
-        value_text(e),
-        e.unit.as_deref().unwrap_or(""),
-        e.name,
-        metric_column(m),
-        uw = unit_w
-    );
-    if let (CountStatus::Counted, Some(p)) = (e.status, e.running_percent) {
-        if p < 100.0 {
-            line.push_str(&format!("  ({p:.2}%)"));
-        }
-    }
-    line.trim_end().to_string()
-}
-
-/// The whole `perf stat` block.
-pub fn render_text(d: &CountDocument) -> String {
-    let w = unit_width(&d.events);
-    let base = MetricBase::of(&d.events, d.elapsed_s);
-    let mut out = format!("\n Performance counter stats for {}:\n\n", d.target);
-    for e in &d.events {
-        out.push_str(&event_line(e, w, &metric(e, &base)));
-        out.push('\n');
-    }
-    if !d.interrupts.is_empty() {
-        out.push('\n');
-        // /proc/interrupts counts a device's interrupts on every CPU, whoever caused them.
-        for r in &d.interrupts {
-            out.push_str(&format!(
-                "{:>18} {:<w$} interrupts of {}, system-wide (IRQ {}{})  {}\n",
-                r.count,
-                "",
-                r.device,
-                irq_list(&r.irqs),
-                if r.names.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", r.names.join(", "))
-                },
-                r.rate_comment()
-            ));
-        }
-    }
-    out.push_str(&format!("\n{:>18.9} seconds time elapsed\n", d.elapsed_s));
-    if let (Some(u), Some(s)) = (d.user_s, d.sys_s) {
-        out.push_str(&format!(
-            "\n{u:>18.9} seconds user\n{s:>18.9} seconds sys\n"
-        ));
-    }
-    out.push('\n');
-    out
-}
-
-/// perf's CSV (`-x SEP`): value, unit, event, run time (ns), percent running, the metric's
-/// number (as the text column prints it, blanks and `%` left off) and unit, or two empty
-/// fields (print_metric_csv).
-pub fn csv_line(e: &CountedEvent, sep: &str, m: &Metric) -> String {
-    let (mv, mu) = match m {
-        Metric::Value { text, unit, .. } => {
-            let t = text.trim_start();
-            let end = t
-                .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
-                .unwrap_or(t.len());
-            (t[..end].to_string(), unit.clone())
-        }
-        _ => (String::new(), String::new()),
-    };
-    [
-        value_text(e).as_str(),
-        e.unit.as_deref().unwrap_or(""),
-        &e.name,
-        &e.running_ns.to_string(),
-        &format!("{:.2}", running_pct(e)),
-        &mv,
-        &mu,
-    ]
-    .join(sep)
-}
-
-pub fn render_csv(d: &CountDocument, sep: &str) -> String {
-    let base = MetricBase::of(&d.events, d.elapsed_s);
-    d.events
-        .iter()
-        .map(|e| csv_line(e, sep, &metric(e, &base)) + "\n")
-        .collect()
-}
-
-/// A string as JSON writes it (perf prints event names raw; a name with a quote stays
-/// valid JSON here).
-fn json_str(s: &str) -> String {
-    serde_json::Value::from(s).to_string()
-}
-
-/// One line of `perf stat -j` (perf 6.1's print_*_json in stat-display.c): `interval` first
-/// with `-I`, the counter value as a string (`"%f"`, or `<not counted>`), its unit, the
-/// event, the run time in ns, the percent running, and the metric (0 and `"(null)"` where
-/// perf derives none; `""` for an event without a count).
-pub fn json_line(e: &CountedEvent, m: &Metric, interval_s: Option<f64>) -> String {
-    let counter = match e.status {
-        CountStatus::NotCounted => "<not counted>".to_string(),
-        CountStatus::NotSupported => "<not supported>".to_string(),
-        CountStatus::Counted => format!("{:.6}", e.value.unwrap_or(0.0)),
-    };
-    let (mv, mu) = match m {
-        Metric::Value { value, unit, .. } => (*value, unit.as_str()),
-        Metric::Named(u) => (0.0, *u),
-        Metric::Absent => (0.0, "(null)"),
-        Metric::NoCount => (0.0, ""),
-    };
-    let mut line = String::from("{");
-    if let Some(t) = interval_s {
-        line.push_str(&format!("\"interval\" : {t:.9}, "));
-    }
-    line.push_str(&format!(
-        "\"counter-value\" : {}, \"unit\" : {}, \"event\" : {}, \"event-runtime\" : {}, \
-         \"pcnt-running\" : {:.2}, \"metric-value\" : {mv:.6}, \"metric-unit\" : {}}}",
-        json_str(&counter),
-        json_str(e.unit.as_deref().unwrap_or("")),
-        json_str(&e.name),
-        e.running_ns,
-        running_pct(e),
-        json_str(mu)
-    ));
-    line
-}
-
-/// `perf stat -j`: one JSON object per event and line.
-pub fn render_json_lines(d: &CountDocument) -> String {
-    let base = MetricBase::of(&d.events, d.elapsed_s);
-    d.events
-        .iter()
-        .map(|e| json_line(e, &metric(e, &base), None) + "\n")
-        .collect()
-}
-
-/// How an interval's lines are written: perf's text, `-x SEP` or `-j`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LineFormat<'a> {
-    Text,
-    Csv(&'a str),
-    Json,
-}
-
-impl<'a> LineFormat<'a> {
-    /// The format perf stat picks from its flags: `-j` (JSON lines) over `-x SEP` (CSV)
-    /// over its text.
-    pub fn of(json_lines: bool, separator: Option<&'a str>) -> LineFormat<'a> {
-        match (json_lines, separator) {
-            (true, _) => LineFormat::Json,
-            (false, Some(s)) => LineFormat::Csv(s),
-            (false, None) => LineFormat::Text,
-        }
-    }
-}
-
-/// perf's `-I` header.
-pub fn interval_header() -> String {
-    "#           time             counts unit events\n".to_string()
-}
-
-/// The lines of one `-I` interval (`     1.000177283                 98      cs`), `time
-/// SEP csv_line` with `-x`, or JSON lines with `interval` first; metrics over `period_s`,
-/// the `-I` period (perf sets the wall time of every interval to it, the last one too).
-pub fn interval_lines(i: &CountInterval, format: LineFormat<'_>, period_s: f64) -> String {
-    let w = unit_width(&i.events);
-    let base = MetricBase::of(&i.events, period_s);
-    i.events
-        .iter()
-        .map(|e| {
-            let m = metric(e, &base);
-            match format {
-                LineFormat::Csv(s) => format!("{:>16.9}{s}{}\n", i.time_s, csv_line(e, s, &m)),
-                LineFormat::Text => format!("{:>16.9} {}\n", i.time_s, event_line(e, w, &m)),
-                LineFormat::Json => json_line(e, &m, Some(i.time_s)) + "\n",
-            }
-        })
-        .collect()
-}
-
-pub fn render_list(pmus: &[PmuListing], events: &EventListing, findings: &[Finding]) -> String {
-    let mut out = String::new();
-    for p in pmus {
-        out.push_str(&format!("{} (type {})", p.name, p.type_id));
-        if let Some(c) = &p.cpumask {
-            out.push_str(&format!(
-                ", counts on CPU {}",
-                model::units::format_cpu_list(c)
-            ));
-        }
-        if let Some(l) = &p.link {
-            if l.root_ports.is_empty() {
-                out.push_str(&format!(", PCIe {}: {}", l.family, l.covers));
-            } else {
-                out.push_str(&format!(
-                    ", PCIe {}: root port {} ({})",
-                    l.family,
-                    l.root_ports.join(", "),
-                    l.covers
-                ));
-            }
-        }
-        out.push('\n');
-        if !p.formats.is_empty() {
-            out.push_str(&format!("  terms: {}\n", p.formats.join(", ")));
-        }
-        for e in &p.events {
-            out.push_str(&format!("  {}/{}/\n", p.name, e));
-        }
-    }
-    // perf list's sections and tags, so a line reads the same in both.
-    let section = |out: &mut String, names: &[String], tag: &str| {
-        for n in names {
-            out.push_str(&format!("  {n:<50} [{tag}]\n"));
-        }
-    };
-    out.push_str("\nsoftware events (any process, no PMU needed)\n");
-    section(&mut out, &events.software, "Software event");
-    out.push_str("\ngeneric hardware events (where the CPU's PMU has them)\n");
-    section(&mut out, &events.hardware, "Hardware event");
-    match &events.tracepoints_missing {
-        Some(why) => out.push_str(&format!("\ntracepoints: {why}\n")),
-        None => {
-            out.push_str(&format!(
-                "\ntracepoints ({}; count one as SYSTEM:NAME)\n",
-                events.tracepoints.len()
-            ));
-            section(&mut out, &events.tracepoints, "Tracepoint event");
-        }
-    }
-    for f in findings {
-        out.push_str(&format!("\n{}: {}: {}", f.severity, f.subject, f.message));
-        if let Some(a) = &f.advice {
-            out.push_str(&format!(" ({a})"));
-        }
-        out.push('\n');
-    }
-    out
-}
-
 /// What `headroom count --list --json` writes (the envelope aside, kind `pmu_list`): the
 /// PMUs with their events and formats, the other event sources, and the findings on the
 /// root ports' PMUs.
@@ -613,7 +354,7 @@ pub(crate) fn summarize_list(
     origin: &str,
     s: &mut Summary,
 ) -> Result<(), DocumentError> {
-    let l: PmuListDocument = doc.view(origin)?;
+    let l = <PmuListDocument as super::KindDocument>::read(doc, origin)?;
     let dash = crate::table::dash;
     let rows = l
         .pmus
@@ -655,7 +396,7 @@ pub(crate) fn summarize_list(
             ]
         })
         .collect();
-    s.inventory.push(crate::summary::counted_table(
+    s.list(crate::summary::counted_table(
         "PMUs",
         ("PMU", "PMUs"),
         "",
@@ -678,7 +419,7 @@ pub(crate) fn summarize_list(
     ] {
         rows.extend(names.iter().map(|n| vec![n.clone(), tag.to_string()]));
     }
-    s.inventory.push(crate::summary::counted_table(
+    s.list(crate::summary::counted_table(
         "Events of no sysfs PMU",
         ("event", "events"),
         "",
@@ -698,7 +439,7 @@ pub(crate) fn summarize(
     origin: &str,
     s: &mut Summary,
 ) -> Result<(), DocumentError> {
-    let c: CountDocument = doc.view(origin)?;
+    let c = <CountDocument as super::KindDocument>::read(doc, origin)?;
     s.target = Some(c.target.trim_matches('\'').to_string());
     s.context.push(("scope".into(), c.scope.replace('_', " ")));
     for e in &c.events {
@@ -732,6 +473,87 @@ pub(crate) fn summarize(
         });
     }
     Ok(())
+}
+
+/// `headroom count` as every report reads it.
+pub struct CountKind;
+
+impl super::Kind for CountKind {
+    fn kind(&self) -> DocumentKind {
+        <CountDocument as super::KindDocument>::KIND
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["events"]
+    }
+
+    fn exports(&self) -> &'static [Export] {
+        &[
+            Export::OpenMetrics,
+            Export::Lava,
+            Export::Kcidb,
+            Export::PerfCsv,
+            Export::PerfJson,
+        ]
+    }
+
+    fn summarize(
+        &self,
+        doc: &Document,
+        origin: &str,
+        s: &mut Summary,
+        _facts: &mut super::RunFacts,
+    ) -> Result<(), DocumentError> {
+        summarize(doc, origin, s)
+    }
+
+    /// Its events are its result, not counters sampled beside an engine.
+    fn counters_beside(&self) -> bool {
+        false
+    }
+}
+
+/// `count --list` as every report reads it.
+pub struct PmuListKind;
+
+impl super::Kind for PmuListKind {
+    fn kind(&self) -> DocumentKind {
+        <PmuListDocument as super::KindDocument>::KIND
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["pmus"]
+    }
+
+    fn summarize(
+        &self,
+        doc: &Document,
+        origin: &str,
+        s: &mut Summary,
+        _facts: &mut super::RunFacts,
+    ) -> Result<(), DocumentError> {
+        summarize_list(doc, origin, s)
+    }
+
+    /// Its summary's cases, then one per PMU found.
+    fn cases_of(
+        &self,
+        doc: &Document,
+        s: &Summary,
+        origin: &str,
+    ) -> Result<Vec<Case>, DocumentError> {
+        let mut out = crate::export::cases::summary_cases(s, &[]);
+        out.extend(list_cases(doc, origin)?);
+        Ok(out)
+    }
+}
+
+impl super::KindDocument for CountDocument {
+    const KIND: DocumentKind = DocumentKind::Count;
+}
+
+impl super::KindDocument for PmuListDocument {
+    const KIND: DocumentKind = DocumentKind::PmuList;
 }
 
 #[cfg(test)]
@@ -882,81 +704,6 @@ mod tests {
     }
 }
 
-/// A root port as the audit found it, for the PMU findings.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RootPortFact {
-    /// `0000:00:1c.0`.
-    pub address: String,
-    pub vendor_id: Option<u16>,
-}
-
-/// PCI vendor IDs whose DesignWare root ports dwc_pcie_pmu binds (its dwc_pcie_vendor_ids
-/// table: PCI_VENDOR_ID_ALIBABA 0x1ded, _AMPERE 0x1def, _QCOM 0x17cb in
-/// include/linux/pci_ids.h; Rockchip 0x1d87 joined the list in 2025).
-const DWC_RAS_DES_VENDORS: [(u16, &str); 4] = [
-    (0x1ded, "Alibaba"),
-    (0x1def, "Ampere"),
-    (0x17cb, "Qualcomm"),
-    (0x1d87, "Rockchip"),
-];
-
-/// One finding per root port that no PMU counts, with the likely reason.
-/// `kernel` is the release (`6.1.0-27-amd64`), for the "older than the driver" reason.
-pub fn root_port_pmu_findings(
-    ports: &[RootPortFact],
-    links: &[PmuLink],
-    kernel: Option<&str>,
-) -> Vec<Finding> {
-    use model::Severity;
-    let counted = |a: &str| links.iter().any(|l| l.root_ports.iter().any(|p| p == a));
-    let any_pcie_pmu = !links.is_empty();
-    // dwc_pcie_pmu appeared in Linux 6.8 (drivers/perf/dwc_pcie_pmu.c, merged for v6.8).
-    let old_kernel = kernel
-        .and_then(|k| {
-            let mut it = k.split(|c: char| !c.is_ascii_digit());
-            Some((
-                it.next()?.parse::<u32>().ok()?,
-                it.next()?.parse::<u32>().ok()?,
-            ))
-        })
-        .is_some_and(|v| v < (6, 8));
-    ports
-        .iter()
-        .filter(|p| !counted(&p.address))
-        .map(|p| {
-            let vendor = p
-                .vendor_id
-                .and_then(|v| DWC_RAS_DES_VENDORS.iter().find(|(id, _)| *id == v));
-            let reason = if old_kernel {
-                format!(
-                    "the kernel ({}) is older than dwc_pcie_pmu (Linux 6.8), the driver of \
-                     DesignWare root-port PMUs",
-                    kernel.unwrap_or("?")
-                )
-            } else if let Some((_, name)) = vendor {
-                if any_pcie_pmu {
-                    format!("a {name} root port should have a dwc_rootport PMU: dwc_pcie_pmu did not bind it (RAS DES capability absent or of another revision)")
-                } else {
-                    format!("no PCIe PMU driver is loaded: `modprobe dwc_pcie_pmu` (CONFIG_DWC_PCIE_PMU) counts {name} DesignWare root ports")
-                }
-            } else {
-                format!(
-                    "its vendor ({}) is not in dwc_pcie_pmu's RAS DES list (Alibaba, Ampere, \
-                     Qualcomm; Rockchip since 2025), and no other PCIe PMU driver \
-                     (hisi_pcie_pmu, Intel uncore IIO) covers it",
-                    p.vendor_id.map_or("unknown".to_string(), |v| format!("{v:04x}"))
-                )
-            };
-            Finding::new(
-                Severity::Info,
-                format!("root port {}", p.address),
-                format!("no PMU counts this root port's traffic, so benchmarks cannot check the bus carried their bytes: {reason}"),
-            )
-            .with_advice("the kernel's count of the bytes (/proc/diskstats, /proc/net/dev) remains the cross-check")
-        })
-        .collect()
-}
-
 /// What was counted, as perf stat names it in `Performance counter stats for ...`: the
 /// command (`'sleep 1'`), the CPUs given with -C (`'CPU(s) 0-3'`), or `'system wide'` (-a).
 pub fn target_of(command: &[String], cpus: Option<&[u32]>, all_cpus: bool) -> String {
@@ -964,93 +711,6 @@ pub fn target_of(command: &[String], cpus: Option<&[u32]>, all_cpus: bool) -> St
         (false, None, _) => format!("'{}'", command.join(" ")),
         (_, Some(c), false) => format!("'CPU(s) {}'", model::units::format_cpu_list(c)),
         _ => "'system wide'".to_string(),
-    }
-}
-
-/// Why no PMU counts the path of PCI function `device`, in one sentence: the finding of
-/// `count --list` for the root port above it (`port`, which `links` may count), or that the
-/// path has no root port at all (a function on a root bus).
-pub fn no_pmu_note(
-    device: &str,
-    port: Option<RootPortFact>,
-    links: &[PmuLink],
-    kernel: Option<&str>,
-) -> Option<String> {
-    let Some(port) = port else {
-        return Some(no_root_port_note(device));
-    };
-    root_port_pmu_findings(&[port], links, kernel)
-        .first()
-        .map(|f| format!("{}: {}", f.subject, f.message))
-}
-
-/// Why no PMU counts a path whose PCI function `device` sits on a root bus with no root
-/// port above it: the PCIe PMUs count at root ports (dwc_rootport, hisi_pcie) or at the
-/// root-bus stacks of Intel's IIO, none of which a root-complex integrated or paravirtual
-/// function (this VM's virtio) has.
-pub fn no_root_port_note(device: &str) -> String {
-    format!(
-        "{device}: no PMU counts this device's traffic, so benchmarks cannot check the bus \
-         carried their bytes: it sits on a root bus with no root port above it (an integrated \
-         or paravirtual function), and PCIe PMUs count at root ports; the kernel's count of the \
-         bytes (/proc/diskstats, /proc/net/dev) remains the cross-check"
-    )
-}
-
-#[cfg(test)]
-mod finding_tests {
-    use super::*;
-
-    #[test]
-    fn a_root_port_without_pmu_says_why() {
-        let ports = vec![
-            RootPortFact {
-                address: "0000:00:1c.0".into(),
-                vendor_id: Some(0x8086),
-            },
-            RootPortFact {
-                address: "0000:30:03.0".into(),
-                vendor_id: Some(0x1ded),
-            },
-            RootPortFact {
-                address: "0000:00:00.0".into(),
-                vendor_id: Some(0x1d87),
-            },
-        ];
-        let links = vec![PmuLink {
-            pmu: "dwc_rootport_3018".into(),
-            family: "dwc_rootport".into(),
-            root_ports: vec!["0000:30:03.0".into()],
-            covers: String::new(),
-        }];
-        let f = root_port_pmu_findings(&ports, &links, Some("6.12.1"));
-        assert_eq!(f.len(), 2, "the counted port has no finding");
-        assert!(
-            f[0].message
-                .contains("vendor (8086) is not in dwc_pcie_pmu's RAS DES list"),
-            "{}",
-            f[0].message
-        );
-        assert!(
-            f[1].message
-                .contains("a Rockchip root port should have a dwc_rootport PMU"),
-            "{}",
-            f[1].message
-        );
-        let old = root_port_pmu_findings(&ports[..1], &[], Some("6.1.0-27-amd64"));
-        assert!(
-            old[0]
-                .message
-                .contains("older than dwc_pcie_pmu (Linux 6.8)"),
-            "{}",
-            old[0].message
-        );
-        let none = root_port_pmu_findings(&ports[2..], &[], Some("6.12"));
-        assert!(
-            none[0].message.contains("`modprobe dwc_pcie_pmu`"),
-            "{}",
-            none[0].message
-        );
     }
 }
 
@@ -1099,57 +759,6 @@ pub fn error_percent(counted: f64, app: u64) -> Option<f64> {
     (app > 0).then(|| (counted - app as f64) / app as f64 * 100.0)
 }
 
-/// IRQ numbers as /proc/interrupts names them, comma-separated (`36,37`).
-fn irq_list(irqs: &[u32]) -> String {
-    irqs.iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// The lines a benchmark prints under its table.
-pub fn render_beside(b: &BesideCounters) -> String {
-    let mut out = String::new();
-    for r in &b.interrupts {
-        out.push_str(&format!(
-            "Interrupts: {} (IRQ {}{}): {} during the run, {:.1} /s\n",
-            r.device,
-            irq_list(&r.irqs),
-            if r.names.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", r.names.join(", "))
-            },
-            r.count,
-            r.per_second
-        ));
-    }
-    if let Some(p) = &b.pmu {
-        let side = |what: &str, bytes: Option<f64>, app: u64, err: Option<f64>| match bytes {
-            Some(v) => format!(
-                "{what} {v:.0} B vs application {app} B{}",
-                err.map(|e| format!(" ({e:+.2} %)")).unwrap_or_default()
-            ),
-            None => format!("{what} –"),
-        };
-        out.push_str(&format!(
-            "PCIe PMU {} (root port {}): {}; {}{}\n",
-            p.pmu,
-            p.root_port,
-            side("Rx", p.rx_bytes, p.app_read_bytes, p.read_error_percent),
-            side("Tx", p.tx_bytes, p.app_write_bytes, p.write_error_percent),
-            p.reason
-                .as_ref()
-                .map(|r| format!(" ({r})"))
-                .unwrap_or_default()
-        ));
-    }
-    for n in &b.notes {
-        out.push_str(&format!("Counters: {n}\n"));
-    }
-    out
-}
-
 #[cfg(test)]
 mod beside_tests {
     use super::*;
@@ -1196,7 +805,7 @@ mod beside_tests {
     }
 }
 
-/// A PMU list as board labs take it ([`super::cases`]): per PMU the number of events it
+/// A PMU list as board labs take it ([`crate::export::cases`]): per PMU the number of events it
 /// names in sysfs (a figure; a skip, with why, for a PMU that names none and counts only by
 /// its format terms: `breakpoint`, `software`), then the events of no sysfs PMU by kind (a
 /// skip with the reason where the tracepoints could not be listed). A lab tracks them to see
@@ -1204,10 +813,10 @@ mod beside_tests {
 pub(crate) fn list_cases(
     doc: &Document,
     origin: &str,
-) -> Result<Vec<super::cases::Case>, DocumentError> {
-    use super::cases::Case;
-    let l: PmuListDocument = doc.view(origin)?;
-    let path = |parts: &[&str]| super::cases::path(DocumentKind::PmuList.as_str(), parts);
+) -> Result<Vec<crate::export::cases::Case>, DocumentError> {
+    use crate::export::cases::Case;
+    let l = <PmuListDocument as super::KindDocument>::read(doc, origin)?;
+    let path = |parts: &[&str]| crate::export::cases::path(DocumentKind::PmuList.as_str(), parts);
     let mut out = Vec::new();
     for p in &l.pmus {
         let at = path(&["pmu", &p.name, "events"]);
