@@ -1068,7 +1068,15 @@ fn requests_per_io_and_the_limit_that_split_them_are_in_the_result() {
     let huge = run(&["--buffers", "huge"]);
     assert_eq!(huge["parameters"]["buffers"], "huge_pages");
     let (r, cc) = per_io(&huge);
-    assert_eq!(r, 1.0, "{cc:#}");
+    // Where the kernel had no free 2 MiB blocks for some buffers (memory fragmented by other
+    // work), the result says so, and those I/Os split as from 4 KiB pages.
+    let notes = huge["notes"].to_string();
+    if notes.contains("--buffers huge: ") {
+        assert!(notes.contains("MiB of buffers are huge pages"), "{notes}");
+        assert!((1.0..=2.0).contains(&r), "{cc:#}");
+    } else {
+        assert_eq!(r, 1.0, "{cc:#}");
+    }
     let findings = huge["findings"].to_string();
     assert!(
         findings.contains(&format!(

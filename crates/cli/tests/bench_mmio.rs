@@ -419,7 +419,7 @@ fn bench_mem_shows_a_result_it_could_not_keep() {
         "--width",
         "64",
         "--duration",
-        "100ms",
+        "1s",
         "--no-save",
         "--textfile-dir",
         dir.path().to_str().unwrap(),
@@ -427,7 +427,7 @@ fn bench_mem_shows_a_result_it_could_not_keep() {
     assert_eq!(code, 1, "{stderr}");
     assert!(
         text.contains("DRAM load"),
-        "the table was not shown: {text:?}"
+        "the table was not shown: {text:?}\n{stderr}"
     );
     assert!(
         stderr.contains("headroom-mmio.prom is a directory"),

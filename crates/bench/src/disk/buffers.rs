@@ -115,6 +115,12 @@ impl IoBuffers {
             count,
         };
         // An anonymous mapping reads as zeros: initialised before any read, touched or not.
+        // Huge pages are touched here all the same, so that whether the kernel had free 2 MiB
+        // blocks for them is known before the first I/O (`huge_page_bytes`).
+        let content = match content {
+            Content::Untouched if huge => Content::Zeros,
+            c => c,
+        };
         match content {
             Content::Untouched => {}
             Content::Zeros => {
@@ -130,6 +136,19 @@ impl IoBuffers {
             }
         }
         Ok(b)
+    }
+
+    /// Bytes of the slots' mapping backed by huge pages, from /proc/self/smaps
+    /// (`AnonHugePages` of the mapping that starts at the first slot); `None` when smaps cannot
+    /// be read or holds no such mapping.
+    pub fn huge_page_bytes(&self) -> Option<u64> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        anon_huge_bytes(&smaps, self.ptr as usize)
+    }
+
+    /// The slots' bytes (what the huge pages should cover).
+    pub fn len(&self) -> usize {
+        self.block_size * self.count
     }
 
     /// The start of slot `i` (for the kernel).
@@ -187,6 +206,28 @@ impl Drop for IoBuffers {
     }
 }
 
+/// `AnonHugePages` (in bytes) of the mapping of `smaps` (the text of /proc/PID/smaps) that
+/// starts at address `start`.
+fn anon_huge_bytes(smaps: &str, start: usize) -> Option<u64> {
+    let mut in_it = false;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or_default();
+        if let Some((from, _)) = first.split_once('-') {
+            if from.chars().all(|c| c.is_ascii_hexdigit()) && !from.is_empty() {
+                in_it = usize::from_str_radix(from, 16).ok() == Some(start);
+                continue;
+            }
+        }
+        if in_it {
+            if let Some(v) = line.strip_prefix("AnonHugePages:") {
+                let kib: u64 = v.trim().trim_end_matches("kB").trim().parse().ok()?;
+                return Some(kib * 1024);
+            }
+        }
+    }
+    None
+}
+
 /// The x86-64 and arm64 (4 KiB granule) transparent huge page size.
 const HUGE_PAGE: usize = 2 << 20;
 
@@ -240,6 +281,24 @@ mod tests {
             seen[v as usize] = true;
         }
         assert!(seen.iter().all(|s| *s));
+    }
+
+    #[test]
+    fn huge_page_bytes_are_read_from_the_mapping_that_starts_at_the_slots() {
+        let smaps = "7f0000000000-7f0000200000 rw-p 00000000 00:00 0 \n\
+                     Size:               2048 kB\n\
+                     AnonHugePages:         0 kB\n\
+                     7f0000200000-7f0002200000 rw-p 00000000 00:00 0 \n\
+                     Size:              32768 kB\n\
+                     AnonHugePages:     30720 kB\n\
+                     VmFlags: rd wr mr mw me ac hg\n";
+        assert_eq!(anon_huge_bytes(smaps, 0x7f00_0020_0000), Some(30 << 20));
+        assert_eq!(anon_huge_bytes(smaps, 0x7f00_0000_0000), Some(0));
+        assert_eq!(anon_huge_bytes(smaps, 0x1000), None);
+        // This process's own buffers: the mapping is found (how much is huge depends on the
+        // free 2 MiB blocks of the moment).
+        let b = IoBuffers::new(2, 1 << 20, 4096, Buffers::HugePages, Content::Untouched).unwrap();
+        assert!(b.huge_page_bytes().is_some_and(|h| h <= 2 << 20));
     }
 
     /// Pages of the mapping that are in memory (mincore), for the buffers' `len` bytes.

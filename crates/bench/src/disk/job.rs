@@ -378,6 +378,20 @@ pub(super) fn run_job(
             notes: worker.notes(),
         },
     };
+    if plan.buffers == model::disk::Buffers::HugePages {
+        let want = buffers.len() as u64;
+        match buffers.huge_page_bytes() {
+            Some(got) if got >= want => {}
+            Some(got) => job.out.notes.push(format!(
+                "--buffers huge: {} of this job's {} MiB of buffers are huge pages (the kernel \
+                 had no more free 2 MiB blocks); the rest are 4 KiB pages, which a device \
+                 splits as it does fio's",
+                mib(got),
+                mib(want)
+            )),
+            None => {}
+        }
+    }
     if plan.ramp.is_zero() {
         job.check_ramp(job_start, ramp_end);
     }
@@ -534,4 +548,11 @@ fn io_error(op: Op, result: i64, bs: u64) -> DiskError {
             "a {what} of {bs} bytes transferred only {result} bytes (end of device or file?)"
         ))
     }
+}
+
+/// Bytes as MiB with up to one decimal ("1", "1.5").
+fn mib(bytes: u64) -> String {
+    let m = bytes as f64 / f64::from(1u32 << 20);
+    let t = format!("{m:.1}");
+    t.strip_suffix(".0").map(str::to_string).unwrap_or(t)
 }
