@@ -224,6 +224,10 @@ pub struct Filter<'a> {
     /// `--host NAME`: the hostname (any case, as DNS names are), a machine-id's first
     /// digits (at least 4) or the serial.
     pub host: Option<&'a str>,
+    /// `--kind KIND`: runs of this kind only (`disk`, `latency`, `survey`...).
+    pub kind: Option<&'a str>,
+    /// `--since`: runs made at or after this time (RFC 3339 in UTC).
+    pub since: Option<&'a str>,
 }
 
 /// The fewest digits of a machine-id `--host` takes as its beginning: fewer would match
@@ -977,6 +981,16 @@ impl Store {
                 )
             }
         };
+        // --kind and --since (RFC 3339 in UTC, as documents write their time: compared as
+        // text).
+        let (mut condition, mut args) = (condition, args);
+        for (column, value) in [("kind", filter.kind), ("created", filter.since)] {
+            if let Some(v) = value {
+                let op = if column == "kind" { "=" } else { ">=" };
+                condition = format!("({condition}) AND {column} {op} ?{}", args.len() + 1);
+                args.push(v.to_string());
+            }
+        }
         let mut st = self
             .conn
             .prepare(&format!(
@@ -1199,6 +1213,7 @@ mod tests {
         let picked = read
             .list_where(Filter {
                 host: Some("0f0e0d"),
+                ..Default::default()
             })
             .unwrap();
         assert_eq!(picked.iter().map(|r| r.id).collect::<Vec<_>>(), [2]);
@@ -1242,11 +1257,14 @@ mod tests {
         s.insert(&doc_on(host("pc", None, Some("7XK2QK3")), 3.0))
             .unwrap();
         let picked = |name: &str| -> Vec<i64> {
-            s.list_where(Filter { host: Some(name) })
-                .unwrap()
-                .iter()
-                .map(|r| r.id)
-                .collect()
+            s.list_where(Filter {
+                host: Some(name),
+                ..Default::default()
+            })
+            .unwrap()
+            .iter()
+            .map(|r| r.id)
+            .collect()
         };
         assert_eq!(picked("RaspberryPi"), [1, 2]);
         assert_eq!(picked("5BE0"), [1]);

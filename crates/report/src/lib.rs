@@ -15,6 +15,7 @@ pub mod document;
 pub mod efficiency;
 pub mod explain;
 pub mod history;
+pub mod history_pg;
 pub mod html;
 pub mod input;
 pub mod kcidb;
