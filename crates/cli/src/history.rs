@@ -67,7 +67,7 @@ fn run_id(text: &str) -> Result<i64, String> {
 
 /// The history at `db` to read from; an error sentence when there is none (reading never
 /// creates one).
-fn open_to_read(db: &Path) -> anyhow::Result<History> {
+pub fn open_to_read(db: &Path) -> anyhow::Result<History> {
     if let Some(url) = lab_url(db) {
         return Ok(History::Lab(Box::new(LabStore::connect(url)?)));
     }

@@ -154,7 +154,7 @@ fn document(board: usize, kernel: &str, run: usize, mb_s: f64) -> String {
     v["host"] = serde_json::json!({
         "hostname": format!("board-{board:03}"),
         "kernel": kernel,
-        "machine_id": format!("{:032x}", 0x5be0_d5c1_0000_u64 + board as u64),
+        "machine_id": format!("{board:04x}5be0d5c1a77f{:016x}", 0),
         "model": "Radxa ROCK 3A",
         "serial": format!("SN{board:05}"),
     });
@@ -193,9 +193,13 @@ fn a_hundred_boards_pushing_at_once_lose_nothing_and_duplicate_nothing() {
                 let mut pushed_all = false;
                 for r in 0..RUNS {
                     let kernel = if r < RUNS / 2 { "6.1.0" } else { "6.6.0" };
-                    spool
-                        .insert(&document(b, kernel, r, 100.0 + r as f64))
-                        .unwrap();
+                    // Every board is faster on 6.6.0, but board 42 loses nearly half its rate.
+                    let mb_s = if b == 42 && r == RUNS - 1 {
+                        60.0
+                    } else {
+                        100.0 + r as f64
+                    };
+                    spool.insert(&document(b, kernel, r, mb_s)).unwrap();
                     pushed_all = LabStore::open(url).and_then(|mut l| l.push(&spool)).is_ok();
                     if !pushed_all {
                         failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -255,6 +259,27 @@ fn a_hundred_boards_pushing_at_once_lose_nothing_and_duplicate_nothing() {
     let again = LabStore::open(&url).unwrap().push(&spool).unwrap();
     assert_eq!((again.sent, again.already), (0, 20));
     assert_eq!(count(&mut c, "SELECT count(*) FROM runs"), 2000);
+
+    // Each board's newest run on 6.1.0 against its newest on 6.6.0: the injected regression
+    // is the first line of the table, and the only regression.
+    let home = tempfile::tempdir().unwrap();
+    let (code, out, err) = run(headroom_for(home.path()).args([
+        "compare", "--group", "kernel", "6.1.0", "6.6.0", "--db", &url,
+    ]));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("1 of 400 results regressed beyond their runs' spread on 6.6.0"),
+        "{out}"
+    );
+    let first = out
+        .lines()
+        .find(|l| l.starts_with("| board-"))
+        .unwrap_or_default();
+    assert!(
+        first.starts_with("| board-042 (002a5be0d5c1) | dd 100M write (MB/s) |")
+            && first.contains("| 109.0 | 60.0 | -45.0 % | regression |"),
+        "{out}"
+    );
 }
 
 fn run(cmd: &mut assert_cmd::Command) -> (i32, String, String) {
@@ -306,6 +331,10 @@ fn a_lab_imports_lists_and_compares_runs_of_several_boards() {
             .unwrap();
         }
     }
+    // A board whose hostname carries a terminal escape and HTML: it reaches no terminal raw.
+    let mut hostile: Value = serde_json::from_str(&document(9, "6.6.0", 0, 1.0)).unwrap();
+    hostile["host"]["hostname"] = "evil\u{1b}]0;pwned\u{7}<script>x</script>|".into();
+    std::fs::write(docs.join("hostile.json"), hostile.to_string()).unwrap();
     let url = server.url("lab", "lab");
     let import = |expect: &str| {
         let (code, out, err) = run(headroom_for(home.path()).args([
@@ -318,7 +347,7 @@ fn a_lab_imports_lists_and_compares_runs_of_several_boards() {
         assert_eq!(code, 0, "{out}{err}");
         assert_eq!(
             out.lines().filter(|l| l.contains(expect)).count(),
-            6,
+            7,
             "{out}"
         );
     };
@@ -339,6 +368,10 @@ fn a_lab_imports_lists_and_compares_runs_of_several_boards() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.matches("board-002").count(), 2, "{out}");
     assert!(!out.contains("board-001"), "{out}");
+    let (code, out, err) = run(headroom_for(home.path()).args(["history", "--db", &url]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("evil"), "{out}");
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
     let (_, out, _) =
         run(headroom_for(home.path()).args(["history", "--db", &url, "--kind", "latency"]));
     assert!(out.contains("matches --kind or --since"), "{out}");
@@ -405,5 +438,5 @@ fn a_lab_imports_lists_and_compares_runs_of_several_boards() {
     );
     assert!(LabStore::open(&server.admin_url("lab")).is_err());
     let mut c = server.client("lab").unwrap();
-    assert_eq!(count(&mut c, "SELECT count(*) FROM runs"), 6);
+    assert_eq!(count(&mut c, "SELECT count(*) FROM runs"), 7);
 }

@@ -147,6 +147,9 @@ pub struct RunRow {
     pub model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub serial: Option<String>,
+    /// The kernel release the run was made on (`uname -r`), where its document says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
     pub kind: String,
     pub target: Option<String>,
     pub test: String,
@@ -999,7 +1002,10 @@ impl Store {
                             coalesce(json_extract(document, '$.interrupted'), 0) = 1
                         ELSE 0 END,
                         {DAMAGE},
-                        {machine_id}, {model}, {serial}
+                        {machine_id}, {model}, {serial},
+                        CASE WHEN {VALID} THEN coalesce(json_extract(document, '$.host.kernel'),
+                                                        json_extract(document, '$.system.kernel'))
+                        END
                  FROM runs WHERE {condition} ORDER BY id"
             ))
             .map_err(|e| self.sql(e))?;
@@ -1012,6 +1018,7 @@ impl Store {
                     machine_id: lenient_text(r.get_ref(9)?),
                     model: lenient_text(r.get_ref(10)?),
                     serial: lenient_text(r.get_ref(11)?),
+                    kernel: lenient_text(r.get_ref(12)?),
                     kind: lenient_text(r.get_ref(3)?).unwrap_or_default(),
                     target: lenient_text(r.get_ref(4)?),
                     test: lenient_text(r.get_ref(5)?).unwrap_or_default(),
@@ -1542,6 +1549,32 @@ mod tests {
         assert!(!s.insert(&v.to_string()).unwrap().new);
         assert_eq!(s.list().unwrap().len(), 1);
         assert!(s.insert(&doc(395.0)).unwrap().new);
+    }
+
+    /// `history --kind KIND --since WHEN` on an SQLite history, as on a lab's database.
+    #[test]
+    fn runs_are_picked_by_kind_and_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("h.sqlite")).unwrap();
+        s.insert(&doc(1.0)).unwrap();
+        let count = |kind: Option<&str>, since: Option<&str>| {
+            s.list_where(Filter {
+                host: None,
+                kind,
+                since,
+            })
+            .unwrap()
+            .len()
+        };
+        assert_eq!(count(Some("disk"), None), 1);
+        assert_eq!(count(Some("latency"), None), 0);
+        assert_eq!(count(Some("disk"), Some("2000-01-01T00:00:00Z")), 1);
+        assert_eq!(count(None, Some("2999-01-01T00:00:00Z")), 0);
+        // The kernel from the document's host, else from its system context.
+        assert_eq!(
+            s.list().unwrap()[0].kernel.as_deref(),
+            Some("6.6.51+rpt-rpi-2712")
+        );
     }
 
     #[test]

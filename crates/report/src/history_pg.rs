@@ -696,6 +696,150 @@ impl Columns {
     }
 }
 
+/// The board a run comes from, as `compare --group` tells boards apart: its machine-id, else
+/// its serial, else its hostname.
+fn board_key(r: &RunRow) -> Option<String> {
+    r.machine_id
+        .clone()
+        .or_else(|| r.serial.clone())
+        .or_else(|| r.host.clone())
+}
+
+/// The board as `compare --group` names it: the hostname, and the machine-id's first 12
+/// digits where there is one (boards of a lab often share a hostname).
+fn board_label(r: &RunRow) -> String {
+    let host = r.host.clone().unwrap_or_else(|| "-".into());
+    match &r.machine_id {
+        Some(id) => format!("{host} ({})", id.get(..12).unwrap_or(id)),
+        None => host,
+    }
+}
+
+/// For `compare --group kernel A B`: each board's newest run on kernel `a` and its newest
+/// run on kernel `b` (of the same kind and test), as (board, run on a, run on b), in the
+/// boards' order. Boards without a run on both are left out; damaged runs are not used.
+pub fn kernel_pairs(rows: &[RunRow], a: &str, b: &str) -> Vec<(String, i64, i64)> {
+    let mut newest: BTreeMap<(String, String, String, bool), &RunRow> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.damaged.is_none()) {
+        let on_b = match r.kernel.as_deref() {
+            Some(k) if k == a => false,
+            Some(k) if k == b => true,
+            _ => continue,
+        };
+        let Some(board) = board_key(r) else { continue };
+        let key = (board, r.kind.clone(), r.test.clone(), on_b);
+        let newer = |old: &&RunRow| (&r.created, r.id) > (&old.created, old.id);
+        if newest.get(&key).is_none_or(newer) {
+            newest.insert(key, r);
+        }
+    }
+    newest
+        .iter()
+        .filter(|((_, _, _, on_b), _)| !on_b)
+        .filter_map(|((board, kind, test, _), ra)| {
+            let rb = newest.get(&(board.clone(), kind.clone(), test.clone(), true))?;
+            Some((board_label(ra), ra.id, rb.id))
+        })
+        .collect()
+}
+
+/// One measured result of one board, on kernel A and on kernel B.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct BoardChange {
+    pub board: String,
+    pub metric: String,
+    pub unit: &'static str,
+    pub base: String,
+    pub value: String,
+    /// Percent from kernel A's value to kernel B's.
+    pub percent: Option<f64>,
+    /// Worse on kernel B by more than both runs' own spread (or without repetitions to
+    /// know a spread).
+    pub regression: bool,
+    /// Worse on kernel B, but within the runs' spread.
+    pub within_spread: bool,
+}
+
+/// Every measured result of each board's pair of runs (see [`kernel_pairs`]), regressions
+/// first, the largest first.
+pub fn kernel_changes(boards: &[(String, crate::compare::Comparison)]) -> Vec<BoardChange> {
+    let mut out = Vec::new();
+    for (board, c) in boards {
+        for row in c
+            .rows
+            .iter()
+            .filter(|r| r.kind == crate::compare::RowKind::Measured)
+        {
+            let d = row.delta(1);
+            let worse = d.is_some_and(|d| d.regression);
+            let beyond = d.is_some_and(|d| d.significant != Some(false));
+            out.push(BoardChange {
+                board: board.clone(),
+                metric: row.metric.clone(),
+                unit: row.unit,
+                base: row.value_text(0),
+                value: row.value_text(1),
+                percent: d.map(|d| d.percent),
+                regression: worse && beyond,
+                within_spread: worse && !beyond,
+            });
+        }
+    }
+    // Regressions first, the largest change first; then the rest by board.
+    out.sort_by(|x, y| {
+        y.regression.cmp(&x.regression).then_with(|| {
+            if x.regression {
+                let size = |c: &BoardChange| c.percent.map_or(0.0, f64::abs);
+                size(y).total_cmp(&size(x))
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+    });
+    out
+}
+
+/// `compare --group kernel`'s text: one line per board and result, regressions first.
+pub fn kernel_changes_markdown(a: &str, b: &str, changes: &[BoardChange]) -> String {
+    use crate::outside::markdown_cell as cell;
+    let mut out = format!(
+        "## compare --group kernel — {} vs {}\n\n",
+        crate::outside::markdown(a),
+        crate::outside::markdown(b)
+    );
+    let regressions = changes.iter().filter(|c| c.regression).count();
+    out.push_str(&format!(
+        "{regressions} of {} results regressed beyond their runs' spread on {}.\n\n",
+        changes.len(),
+        crate::outside::markdown(b)
+    ));
+    out.push_str(&format!(
+        "| Board | Result | {} | {} | Change | |\n|---|---|---:|---:|---:|---|\n",
+        cell(a),
+        cell(b)
+    ));
+    for c in changes {
+        let verdict = if c.regression {
+            "regression"
+        } else if c.within_spread {
+            "within spread"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "| {} | {} ({}) | {} | {} | {} | {verdict} |\n",
+            cell(&c.board),
+            cell(&c.metric),
+            c.unit,
+            c.base,
+            c.value,
+            c.percent
+                .map_or_else(crate::table::dash, |p| format!("{p:+.1} %")),
+        ));
+    }
+    out
+}
+
 #[cfg(feature = "postgres")]
 mod client;
 #[cfg(feature = "postgres")]

@@ -327,7 +327,7 @@ impl LabStore {
             .query(
                 "SELECT id, to_char(created AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),
                         hostname, machine_id, model, serial, kind, target, test, headline,
-                        interrupted
+                        interrupted, kernel
                  FROM runs
                  WHERE ($1 = '' OR lower(hostname) = lower($1) OR lower(serial) = lower($1)
                         OR ($2 != '' AND left(machine_id, length($2)) = $2))
@@ -351,6 +351,7 @@ impl LabStore {
                 test: r.get(8),
                 headline: r.get(9),
                 interrupted: r.get(10),
+                kernel: r.get(11),
                 damaged: None,
             })
             .collect())
