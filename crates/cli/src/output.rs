@@ -170,13 +170,14 @@ pub fn save_result<T: serde::Serialize>(
     let kept = local.insert(&doc.to_json_pretty())?;
     let pushed = report::history_pg::LabStore::open(url).and_then(|mut lab| lab.push(&local));
     if let Err(e) = pushed {
-        anyhow::bail!(
-            "{e}; the run is kept as #{} in the local history {}: `headroom history push --db \
-             {}` sends it, as the next run does",
+        // Not lost: kept locally, and sent by the next push.
+        crate::console::warn(format_args!(
+            "the run is kept as #{} in the local history {}, not yet in the lab's: {e}; \
+             `headroom history push --db {}` sends it, as the next run does",
             kept.id,
             local.path().display(),
             report::history_pg::redact_url(url)
-        );
+        ));
     }
     Ok(kept.id)
 }

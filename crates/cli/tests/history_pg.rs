@@ -440,3 +440,65 @@ fn a_lab_imports_lists_and_compares_runs_of_several_boards() {
     let mut c = server.client("lab").unwrap();
     assert_eq!(count(&mut c, "SELECT count(*) FROM runs"), 7);
 }
+
+/// A run made while the lab's database is down is kept in the local history with a warning,
+/// and `history push` sends it once the database is back; pushing again sends nothing.
+#[test]
+fn a_run_made_while_the_database_is_down_is_pushed_later() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    server.sql("postgres", "CREATE DATABASE lab");
+    let home = tempfile::tempdir().unwrap();
+    let url = server.admin_url("lab");
+    let count_run = || {
+        run(headroom_for(home.path()).args([
+            "count",
+            "--save",
+            "--db",
+            &url,
+            "-e",
+            "task-clock",
+            "--",
+            "true",
+        ]))
+    };
+    let (code, _, err) = count_run();
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    let listed = |url: &str| {
+        let (code, out, err) = run(headroom_for(home.path()).args(["history", "--db", url]));
+        assert_eq!(code, 0, "{err}");
+        out.lines()
+            .filter(|l| l.contains("count (1 event)"))
+            .count()
+    };
+    assert_eq!(listed(&url), 1);
+
+    server.pg_ctl("stop");
+    let (code, _, err) = count_run();
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning: the run is kept as #2 in the local history")
+            && err.contains("`headroom history push --db postgresql://lab:***@/lab?host="),
+        "{err}"
+    );
+    assert!(!err.contains(ADMIN_PASSWORD), "{err}");
+
+    server.pg_ctl("start");
+    let push = || run(headroom_for(home.path()).args(["history", "push", "--db", &url]));
+    let (code, out, err) = push();
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("1 runs sent to postgresql://lab@/lab?host="),
+        "{out}"
+    );
+    assert!(out.trim_end().ends_with(", 1 already there"), "{out}");
+    assert_eq!(listed(&url), 2);
+    let (_, out, _) = push();
+    assert!(
+        out.starts_with("0 runs sent") && out.contains(", 2 already there"),
+        "{out}"
+    );
+    assert_eq!(listed(&url), 2);
+}
