@@ -7,6 +7,7 @@ use report::history::Store;
 use report::history_pg::{History, LabStore};
 use serde_json::Value;
 use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 use testsupport::cmd::headroom;
 
@@ -18,11 +19,20 @@ const ADMIN_PASSWORD: &str = "lab-Secret-7";
 struct Server {
     dir: tempfile::TempDir,
     port: u16,
+    /// `listen_addresses`: none (the socket only), or loopback for TLS.
+    listen: &'static str,
 }
 
 impl Server {
     /// initdb and start as nobody; `None` (skipped) without the server's binaries or root.
     fn start() -> Option<Server> {
+        let server = Self::init()?;
+        server.pg_ctl("start");
+        Some(server)
+    }
+
+    /// initdb as nobody, not started.
+    fn init() -> Option<Server> {
         if !testsupport::skip::unless(
             Path::new(PG_BIN).join("initdb").is_file(),
             "PostgreSQL 15's server (Debian's postgresql package) is not installed",
@@ -56,7 +66,112 @@ impl Server {
             String::from_utf8_lossy(&out.stderr)
         );
         // A port of its own: the socket's name has it; the directory is the test's.
-        let server = Server { port: 5432, dir };
+        Some(Server {
+            port: 5432,
+            dir,
+            listen: "",
+        })
+    }
+
+    /// A server that takes connections on loopback only over TLS (`hostssl`), with a
+    /// certificate for `localhost` that the test's own CA signed (`ca.crt` in its directory);
+    /// `None` (skipped) without openssl.
+    fn start_tls() -> Option<Server> {
+        if !testsupport::skip::unless(testsupport::process::on_path("openssl"), "openssl") {
+            return None;
+        }
+        let mut server = Self::init()?;
+        let d = server.dir.path().to_path_buf();
+        let openssl = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(&d)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        openssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=headroom test CA",
+        ]);
+        openssl(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=localhost",
+        ]);
+        std::fs::write(
+            d.join("ext"),
+            "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n",
+        )
+        .unwrap();
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "ext",
+        ]);
+        for f in ["server.crt", "server.key"] {
+            std::os::unix::fs::chown(d.join(f), Some(65534), Some(65534)).unwrap();
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(d.join("server.key"), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
+        let data = d.join("data");
+        let mut conf = std::fs::read_to_string(data.join("postgresql.conf")).unwrap();
+        conf.push_str(&format!(
+            "ssl = on\nssl_cert_file = '{0}/server.crt'\nssl_key_file = '{0}/server.key'\n",
+            d.display()
+        ));
+        std::fs::write(data.join("postgresql.conf"), conf).unwrap();
+        // Loopback connections only with TLS.
+        let hba = std::fs::read_to_string(data.join("pg_hba.conf")).unwrap();
+        let hba: String = hba
+            .lines()
+            .map(|l| match l.strip_prefix("host ") {
+                Some(rest) => format!("hostssl {rest}\n"),
+                None => format!("{l}\n"),
+            })
+            .collect();
+        std::fs::write(data.join("pg_hba.conf"), hba).unwrap();
+        server.port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        server.listen = "127.0.0.1";
         server.pg_ctl("start");
         Some(server)
     }
@@ -72,9 +187,10 @@ impl Server {
                 .arg(self.dir.path().join("log"))
                 .arg("-o")
                 .arg(format!(
-                    "-k {} -p {} -c listen_addresses='' -c max_connections=150 -c fsync=off",
+                    "-k {} -p {} -c listen_addresses='{}' -c max_connections=150 -c fsync=off",
                     self.dir.path().display(),
-                    self.port
+                    self.port,
+                    self.listen
                 ));
         }
         c.arg(action);
@@ -501,4 +617,50 @@ fn a_run_made_while_the_database_is_down_is_pushed_later() {
         "{out}"
     );
     assert_eq!(listed(&url), 2);
+}
+
+/// TLS as libpq's sslmode asks, against a server that takes loopback connections only over
+/// TLS: `require` encrypts without a root certificate, `verify-full` checks the certificate
+/// against `sslrootcert` and the host's name, `disable` is turned away; each refusal is one
+/// sentence naming the database without its password.
+#[test]
+fn tls_follows_sslmode() {
+    let Some(server) = Server::start_tls() else {
+        return;
+    };
+    let ca = server.dir.path().join("ca.crt");
+    let url = |host: &str, mode: &str| {
+        format!(
+            "postgresql://lab:{ADMIN_PASSWORD}@{host}:{}/postgres?sslmode={mode}&sslrootcert={}",
+            server.port,
+            ca.display()
+        )
+    };
+    let connects = |u: &str| LabStore::connect(u).map(|_| ()).map_err(|e| e.to_string());
+    // Encrypted without checking whom it talks to, as libpq's require does.
+    let plain_require = format!(
+        "postgresql://lab:{ADMIN_PASSWORD}@localhost:{}/postgres?sslmode=require",
+        server.port
+    );
+    assert_eq!(connects(&plain_require), Ok(()));
+    assert_eq!(connects(&url("localhost", "verify-full")), Ok(()));
+    // The certificate names localhost, not 127.0.0.1.
+    let e = connects(&url("127.0.0.1", "verify-full")).unwrap_err();
+    assert!(
+        e.starts_with("cannot connect to the history postgresql://lab@127.0.0.1:"),
+        "{e}"
+    );
+    assert!(e.contains("certificate"), "{e}");
+    assert!(!e.contains(ADMIN_PASSWORD), "{e}");
+    // Without the lab's CA the system's roots do not know it.
+    let e = connects(&format!(
+        "postgresql://lab:{ADMIN_PASSWORD}@localhost:{}/postgres?sslmode=verify-full&sslrootcert=system",
+        server.port
+    ))
+    .unwrap_err();
+    assert!(e.contains("certificate"), "{e}");
+    // Unencrypted is refused by the server's pg_hba.conf.
+    let e = connects(&url("localhost", "disable")).unwrap_err();
+    assert!(e.contains("no encryption"), "{e}");
+    assert!(!e.contains(ADMIN_PASSWORD), "{e}");
 }
