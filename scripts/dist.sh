@@ -3,7 +3,8 @@
 #   dist/headroom-<version>-<target>/headroom       (the binary, stripped)
 #   dist/headroom-<version>-<target>.tar.gz         (binary + README + the ids' licence)
 #   dist/SHA256SUMS
-# for x86_64, aarch64 and 32-bit ARM (ARMv7 hard-float) musl, every feature on (SQLite bundled,
+# for x86_64, aarch64 and 32-bit ARM (ARMv7 hard-float) musl, every feature on but the PostgreSQL
+# client (a lab's history: boards bring their documents to it with `history import`; SQLite bundled,
 # io_uring, plots, the built-in pci.ids/usb.ids). Each must stay under 5,000,000 B: the script
 # ends with scripts/size-check.sh, which fails naming a binary that reached it. Sizes and what
 # makes them small: docs/boards.md.
@@ -94,7 +95,8 @@ for target in $TARGETS; do
     cflags=CFLAGS_$(tr -- - _ <<<"$target")
     export "$cflags=${!cflags:-} -fno-asynchronous-unwind-tables -fno-unwind-tables"
     build=(env RUSTC_BOOTSTRAP=1 "$var=$flags"
-        cargo zigbuild --locked --profile "$PROFILE" --target "$target" -p headroom "${std_args[@]}")
+        cargo zigbuild --locked --profile "$PROFILE" --target "$target" -p headroom
+        --no-default-features --features builtin-ids "${std_args[@]}")
     say "building $target ($PROFILE profile)"
     start=$SECONDS
     "${build[@]}" >&2

@@ -9,9 +9,20 @@ use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// Result documents (files written by `--json`, or history ids); the first is the base.
+    /// Result documents (files written by `--json`, history ids, or HOST:latest for a host's
+    /// newest run); the first is the base. With --group kernel: the two kernel releases.
     #[arg(required = true, num_args = 2.., value_name = "RUN")]
     pub runs: Vec<String>,
+
+    /// `kernel`: each board's newest run on the first kernel release given against its newest
+    /// run on the second, from the history (--db); regressions beyond each run's own spread
+    /// are listed first.
+    #[arg(long, value_name = "kernel", value_parser = ["kernel"])]
+    pub group: Option<String>,
+
+    /// With --group: only runs of this kind (disk, latency, net...).
+    #[arg(long, value_name = "KIND", requires = "group")]
+    pub kind: Option<String>,
 
     /// Exit 1 when a measured result (MB/s, IOPS, a latency) is worse than the first run's by
     /// more than PCT percent, in the direction that is worse, and by more than the runs' own
@@ -19,8 +30,9 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PCT")]
     pub fail_above: Option<f64>,
 
-    /// The history database for ids (default: $XDG_DATA_HOME/headroom/history.sqlite).
-    #[arg(long, value_name = "FILE")]
+    /// The history for ids: an SQLite FILE or postgresql://USER@HOST/DB (default:
+    /// HEADROOM_DB, else $XDG_DATA_HOME/headroom/history.sqlite).
+    #[arg(long, value_name = "FILE|URL")]
     pub db: Option<PathBuf>,
 }
 
@@ -29,6 +41,9 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
         if !(p.is_finite() && p >= 0.0) {
             anyhow::bail!("--fail-above {p}: give a percentage of 0 or more");
         }
+    }
+    if args.group.is_some() {
+        return by_kernel(global, args);
     }
     let mut loaded = Vec::new();
     for input in &args.runs {
@@ -75,6 +90,50 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
         crate::out!("{}", c.to_markdown())?;
     }
     Ok(gate(std::slice::from_ref(&c), args.fail_above))
+}
+
+/// `compare --group kernel A B`: each board's newest run on A against its newest on B.
+fn by_kernel(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    let [a, b] = args.runs.as_slice() else {
+        return Err(crate::console::usage(
+            "compare --group kernel takes two kernel releases (uname -r), the base first",
+        ));
+    };
+    let mut store = crate::history::open_to_read(&crate::output::db_path(args.db.as_deref())?)?;
+    let rows = store.list_where(report::history::Filter {
+        kind: args.kind.as_deref(),
+        ..Default::default()
+    })?;
+    let mut boards = Vec::new();
+    for (board, id_a, id_b) in report::history_pg::kernel_pairs(&rows, a, b) {
+        let (doc_a, doc_b) = (store.get(id_a)?, store.get(id_b)?);
+        let pair = [
+            report::kinds::summarize(&doc_a, &format!("#{id_a}"))?,
+            report::kinds::summarize(&doc_b, &format!("#{id_b}"))?,
+        ];
+        boards.push((board, report::compare::compare(&pair)?));
+    }
+    if boards.is_empty() {
+        anyhow::bail!(
+            "no board in {} has runs on both kernel {a:?} and kernel {b:?}: `headroom history` \
+             lists the runs",
+            store.name()
+        );
+    }
+    let changes = report::history_pg::kernel_changes(&boards);
+    if global.json {
+        crate::output::print_result(
+            report::document::DocumentKind::Compare,
+            &serde_json::json!({"group": "kernel", "base": a, "other": b, "changes": changes}),
+        )?;
+    } else {
+        crate::out!(
+            "{}",
+            report::history_pg::kernel_changes_markdown(a, b, &changes)
+        )?;
+    }
+    let comparisons: Vec<_> = boards.into_iter().map(|(_, c)| c).collect();
+    Ok(gate(&comparisons, args.fail_above))
 }
 
 /// `--fail-above PCT`: each measured result that regressed beyond it, one line with its

@@ -72,8 +72,9 @@ pub struct CountArgs {
     /// Accepted for scripts written when count kept every run: not saving is the default.
     #[arg(long, hide = true, conflicts_with = "save")]
     pub no_save: bool,
-    /// History database for --save (default: $XDG_DATA_HOME/headroom/history.sqlite).
-    #[arg(long, value_name = "FILE", requires = "save")]
+    /// History database for --save: an SQLite FILE or postgresql://USER@HOST/DB (default:
+    /// HEADROOM_DB, else $XDG_DATA_HOME/headroom/history.sqlite).
+    #[arg(long, value_name = "FILE|URL", requires = "save")]
     pub db: Option<PathBuf>,
     /// Read sysfs and /proc under this directory (a fixture tree) instead of /.
     #[arg(long, value_name = "DIR", default_value = "/")]

@@ -106,10 +106,11 @@ impl std::fmt::Display for OutputUnusable {
 
 impl std::error::Error for OutputUnusable {}
 
-/// The database to use: `--db`, else the default location.
+/// The database to use: `--db`, else `HEADROOM_DB`, else the default location.
 pub fn db_path(db: Option<&Path>) -> anyhow::Result<PathBuf> {
-    match db {
-        Some(p) => Ok(p.to_path_buf()),
+    let env = std::env::var_os("HEADROOM_DB").filter(|v| !v.is_empty());
+    match db.map(Path::to_path_buf).or(env.map(PathBuf::from)) {
+        Some(p) => Ok(p),
         None => report::history::default_path().ok_or_else(|| {
             anyhow::anyhow!(
                 "no place for the history: neither XDG_DATA_HOME nor HOME is set; give --db FILE"
@@ -118,25 +119,67 @@ pub fn db_path(db: Option<&Path>) -> anyhow::Result<PathBuf> {
     }
 }
 
-/// The history to save in: `--db FILE` (whose directory must exist), else the default one,
-/// whose directory is made (0700) when missing.
-pub fn open_to_save(db: Option<&Path>) -> anyhow::Result<report::history::Store> {
-    let path = db_path(db)?;
-    if db.is_none() {
-        report::history::create_default_dir(&path)?;
-    }
+/// The lab database's URL when `db` (from [`db_path`]) names one.
+pub fn lab_url(db: &Path) -> Option<&str> {
+    db.to_str().filter(|d| report::history_pg::is_url(d))
+}
+
+/// The local SQLite history to save in: `--db FILE` (whose directory must exist), else the
+/// default one, whose directory is made (0700) when missing.
+pub fn open_local(db: Option<&Path>) -> anyhow::Result<report::history::Store> {
+    let path = match db {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let p = db_path(None)?;
+            report::history::create_default_dir(&p)?;
+            p
+        }
+    };
     Ok(report::history::Store::open(&path)?)
 }
 
-/// Keep a result document of `kind` in the history database (`db`, or the default one);
-/// returns its id.
+/// The history to save in: a lab's PostgreSQL database (`--db postgresql://...` or
+/// `HEADROOM_DB`), else the local SQLite history ([`open_local`]).
+pub fn open_to_save(db: Option<&Path>) -> anyhow::Result<report::history_pg::History> {
+    use report::history_pg::{History, LabStore};
+    let path = db_path(db)?;
+    Ok(match lab_url(&path) {
+        Some(url) => History::Lab(Box::new(LabStore::open(url)?)),
+        None if db.is_none() && std::env::var_os("HEADROOM_DB").is_none() => {
+            History::Local(open_local(None)?)
+        }
+        None => History::Local(open_local(Some(&path))?),
+    })
+}
+
+/// Keep a result document of `kind` in the history database (`db`, or the default one).
+/// Runs for a lab's database are kept in the local history first, which is their spool:
+/// then the lab's database gets this run and any it missed; where it cannot be reached,
+/// the run stays in the local history, for `history push` or the next run.
 pub fn save_result<T: serde::Serialize>(
     kind: DocumentKind,
     body: &T,
     db: Option<&std::path::Path>,
 ) -> anyhow::Result<i64> {
     let doc = wrap(kind, body)?;
-    Ok(open_to_save(db)?.insert(&doc.to_json_pretty())?.id)
+    let path = db_path(db)?;
+    let Some(url) = lab_url(&path) else {
+        return Ok(open_to_save(db)?.insert(&doc.to_json_pretty())?.id);
+    };
+    let local = open_local(None)?;
+    let kept = local.insert(&doc.to_json_pretty())?;
+    let pushed = report::history_pg::LabStore::open(url).and_then(|mut lab| lab.push(&local));
+    if let Err(e) = pushed {
+        // Not lost: kept locally, and sent by the next push.
+        crate::console::warn(format_args!(
+            "the run is kept as #{} in the local history {}, not yet in the lab's: {e}; \
+             `headroom history push --db {}` sends it, as the next run does",
+            kept.id,
+            local.path().display(),
+            report::history_pg::redact_url(url)
+        ));
+    }
+    Ok(kept.id)
 }
 
 /// Options every benchmark shares for keeping its result.
@@ -151,8 +194,11 @@ pub struct KeepArgs {
     #[arg(long)]
     pub no_save: bool,
 
-    /// History database (default: $XDG_DATA_HOME/headroom/history.sqlite).
-    #[arg(long, value_name = "FILE")]
+    /// History database: an SQLite FILE, or a lab's PostgreSQL database as
+    /// postgresql://USER@HOST/DB (libpq's conventions: PGPASSWORD, ~/.pgpass, PGSERVICE...;
+    /// not in the board binaries). Default: HEADROOM_DB, else
+    /// $XDG_DATA_HOME/headroom/history.sqlite.
+    #[arg(long, value_name = "FILE|URL")]
     pub db: Option<std::path::PathBuf>,
 
     /// Also write the result's metrics to DIR/headroom-KIND.prom (`headroom-disk.prom`...),

@@ -33,8 +33,9 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
     pub html: Option<Option<PathBuf>>,
 
-    /// The history database for ids (default: $XDG_DATA_HOME/headroom/history.sqlite).
-    #[arg(long, value_name = "FILE")]
+    /// The history for ids and HOST:latest: an SQLite FILE or postgresql://USER@HOST/DB
+    /// (default: HEADROOM_DB, else $XDG_DATA_HOME/headroom/history.sqlite).
+    #[arg(long, value_name = "FILE|URL")]
     pub db: Option<PathBuf>,
 
     /// The documents' metrics on stdout: OpenMetrics 1.0 text (openmetrics) or the

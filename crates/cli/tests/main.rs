@@ -13,6 +13,7 @@ mod cyclictest_formats;
 mod docs;
 mod expect;
 mod fio_formats;
+mod history_pg;
 mod io_uring_unavailable;
 mod lab_formats;
 mod latency_findings;

@@ -147,6 +147,9 @@ pub struct RunRow {
     pub model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub serial: Option<String>,
+    /// The kernel release the run was made on (`uname -r`), where its document says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
     pub kind: String,
     pub target: Option<String>,
     pub test: String,
@@ -224,6 +227,10 @@ pub struct Filter<'a> {
     /// `--host NAME`: the hostname (any case, as DNS names are), a machine-id's first
     /// digits (at least 4) or the serial.
     pub host: Option<&'a str>,
+    /// `--kind KIND`: runs of this kind only (`disk`, `latency`, `survey`...).
+    pub kind: Option<&'a str>,
+    /// `--since`: runs made at or after this time (RFC 3339 in UTC).
+    pub since: Option<&'a str>,
 }
 
 /// The fewest digits of a machine-id `--host` takes as its beginning: fewer would match
@@ -978,6 +985,16 @@ impl Store {
                 )
             }
         };
+        // --kind and --since (RFC 3339 in UTC, as documents write their time: compared as
+        // text).
+        let (mut condition, mut args) = (condition, args);
+        for (column, value) in [("kind", filter.kind), ("created", filter.since)] {
+            if let Some(v) = value {
+                let op = if column == "kind" { "=" } else { ">=" };
+                condition = format!("({condition}) AND {column} {op} ?{}", args.len() + 1);
+                args.push(v.to_string());
+            }
+        }
         let mut st = self
             .conn
             .prepare(&format!(
@@ -986,7 +1003,10 @@ impl Store {
                             coalesce(json_extract(document, '$.interrupted'), 0) = 1
                         ELSE 0 END,
                         {DAMAGE},
-                        {machine_id}, {model}, {serial}
+                        {machine_id}, {model}, {serial},
+                        CASE WHEN {VALID} THEN coalesce(json_extract(document, '$.host.kernel'),
+                                                        json_extract(document, '$.system.kernel'))
+                        END
                  FROM runs WHERE {condition} ORDER BY id"
             ))
             .map_err(|e| self.sql(e))?;
@@ -999,6 +1019,7 @@ impl Store {
                     machine_id: lenient_text(r.get_ref(9)?),
                     model: lenient_text(r.get_ref(10)?),
                     serial: lenient_text(r.get_ref(11)?),
+                    kernel: lenient_text(r.get_ref(12)?),
                     kind: lenient_text(r.get_ref(3)?).unwrap_or_default(),
                     target: lenient_text(r.get_ref(4)?),
                     test: lenient_text(r.get_ref(5)?).unwrap_or_default(),
@@ -1200,6 +1221,7 @@ mod tests {
         let picked = read
             .list_where(Filter {
                 host: Some("0f0e0d"),
+                ..Default::default()
             })
             .unwrap();
         assert_eq!(picked.iter().map(|r| r.id).collect::<Vec<_>>(), [2]);
@@ -1243,11 +1265,14 @@ mod tests {
         s.insert(&doc_on(host("pc", None, Some("7XK2QK3")), 3.0))
             .unwrap();
         let picked = |name: &str| -> Vec<i64> {
-            s.list_where(Filter { host: Some(name) })
-                .unwrap()
-                .iter()
-                .map(|r| r.id)
-                .collect()
+            s.list_where(Filter {
+                host: Some(name),
+                ..Default::default()
+            })
+            .unwrap()
+            .iter()
+            .map(|r| r.id)
+            .collect()
         };
         assert_eq!(picked("RaspberryPi"), [1, 2]);
         assert_eq!(picked("5BE0"), [1]);
@@ -1525,6 +1550,32 @@ mod tests {
         assert!(!s.insert(&v.to_string()).unwrap().new);
         assert_eq!(s.list().unwrap().len(), 1);
         assert!(s.insert(&doc(395.0)).unwrap().new);
+    }
+
+    /// `history --kind KIND --since WHEN` on an SQLite history, as on a lab's database.
+    #[test]
+    fn runs_are_picked_by_kind_and_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("h.sqlite")).unwrap();
+        s.insert(&doc(1.0)).unwrap();
+        let count = |kind: Option<&str>, since: Option<&str>| {
+            s.list_where(Filter {
+                host: None,
+                kind,
+                since,
+            })
+            .unwrap()
+            .len()
+        };
+        assert_eq!(count(Some("disk"), None), 1);
+        assert_eq!(count(Some("latency"), None), 0);
+        assert_eq!(count(Some("disk"), Some("2000-01-01T00:00:00Z")), 1);
+        assert_eq!(count(None, Some("2999-01-01T00:00:00Z")), 0);
+        // The kernel from the document's host, else from its system context.
+        assert_eq!(
+            s.list().unwrap()[0].kernel.as_deref(),
+            Some("6.6.51+rpt-rpi-2712")
+        );
     }
 
     #[test]

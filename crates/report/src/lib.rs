@@ -16,6 +16,7 @@ pub mod efficiency;
 pub mod explain;
 pub mod export;
 pub mod history;
+pub mod history_pg;
 pub mod html;
 pub mod input;
 pub mod kinds;

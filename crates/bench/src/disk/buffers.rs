@@ -147,7 +147,7 @@ impl IoBuffers {
     }
 
     /// The slots' bytes (what the huge pages should cover).
-    pub fn len(&self) -> usize {
+    pub fn total_bytes(&self) -> usize {
         self.block_size * self.count
     }
 

@@ -379,7 +379,7 @@ pub(super) fn run_job(
         },
     };
     if plan.buffers == model::disk::Buffers::HugePages {
-        let want = buffers.len() as u64;
+        let want = buffers.total_bytes() as u64;
         match buffers.huge_page_bytes() {
             Some(got) if got >= want => {}
             Some(got) => job.out.notes.push(format!(
