@@ -64,10 +64,12 @@ pub enum DocumentKind {
     /// `history --json`.
     #[serde(rename = "history")]
     History,
+    #[serde(rename = "watch")]
+    Watch,
 }
 
 impl DocumentKind {
-    pub const ALL: [DocumentKind; 14] = [
+    pub const ALL: [DocumentKind; 15] = [
         DocumentKind::Audit,
         DocumentKind::Path,
         DocumentKind::Ceiling,
@@ -82,6 +84,7 @@ impl DocumentKind {
         DocumentKind::Report,
         DocumentKind::Compare,
         DocumentKind::History,
+        DocumentKind::Watch,
     ];
 
     /// The name documents carry in `kind`.
@@ -101,6 +104,7 @@ impl DocumentKind {
             DocumentKind::Report => "report",
             DocumentKind::Compare => "compare",
             DocumentKind::History => "history",
+            DocumentKind::Watch => "watch",
         }
     }
 
@@ -122,6 +126,7 @@ impl DocumentKind {
             DocumentKind::Report => &["documents"],
             DocumentKind::Compare => &["rows"],
             DocumentKind::History => &["database"],
+            DocumentKind::Watch => &["parameters", "devices"],
         }
     }
 }

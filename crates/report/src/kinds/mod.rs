@@ -13,6 +13,7 @@ pub mod mmio;
 pub mod net;
 pub mod path;
 pub mod survey;
+pub mod watch;
 
 use crate::document::{Document, DocumentError, DocumentKind};
 use crate::summary::{link_state, CounterRow, Summary};
@@ -77,6 +78,7 @@ pub fn summarize(doc: &Document, origin: &str) -> Result<Summary, DocumentError>
         DocumentKind::Ceiling => ceiling::summarize(doc, origin, &mut s)?,
         DocumentKind::PmuList => count::summarize_list(doc, origin, &mut s)?,
         DocumentKind::SurveyPlan => survey::summarize_plan(doc, origin, &mut s)?,
+        DocumentKind::Watch => watch::summarize(doc, origin, &mut s)?,
         DocumentKind::Path
         | DocumentKind::Survey
         | DocumentKind::Report

@@ -1,0 +1,173 @@
+//! `headroom watch` over a time series of sysfs trees (tests/fixtures/watch/series.txt,
+//! derived from the board lab's capture): the line a user reads for each change (downtrain
+//! with what the NVMe's path loses, AER errors by name, retrain back up, a flapping network
+//! link, counters reset by a driver reload, a device that leaves and comes back), the
+//! summary per device and the findings; and the command itself on a captured tree.
+#![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
+
+use model::root::SysRoot;
+use model::watch::Watcher;
+use report::kinds::watch::{findings, text};
+
+use std::path::Path;
+
+/// `from` copied into `to`, links as links.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let t = e.file_type().unwrap();
+        if t.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if t.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+fn remove(p: &Path) {
+    match std::fs::symlink_metadata(p) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(p).unwrap(),
+        Ok(_) => std::fs::remove_file(p).unwrap(),
+        Err(e) => panic!("{}: {e}", p.display()),
+    }
+}
+
+/// One line of series.txt applied to the tree at `root` (the capture at `base`).
+fn apply(root: &Path, base: &Path, line: &str) {
+    let mut words = line.splitn(3, ' ');
+    let (op, path) = (words.next().unwrap(), words.next().unwrap());
+    let rest = words.next().unwrap_or("");
+    let at = root.join(path);
+    match op {
+        "write" => std::fs::write(&at, format!("{}\n", rest.replace("\\n", "\n"))).unwrap(),
+        "setbits" => {
+            let (offset, mask) = rest.split_once(' ').unwrap();
+            let mut bytes = std::fs::read(&at).unwrap();
+            bytes[usize::from_str_radix(offset, 16).unwrap()] |=
+                u8::from_str_radix(mask, 16).unwrap();
+            std::fs::write(&at, bytes).unwrap();
+        }
+        "remove" => remove(&at),
+        "restore" => {
+            let src = base.join(path);
+            let t = std::fs::symlink_metadata(&src).unwrap().file_type();
+            if t.is_symlink() {
+                std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &at).unwrap();
+            } else if t.is_dir() {
+                copy_tree(&src, &at);
+            } else {
+                std::fs::copy(&src, &at).unwrap();
+            }
+        }
+        other => panic!("series.txt: unknown operation {other}"),
+    }
+}
+
+/// The steps of series.txt: each one's name and lines.
+fn steps() -> Vec<(String, Vec<String>)> {
+    let text = std::fs::read_to_string(testsupport::fixtures::own("watch/series.txt")).unwrap();
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        match line.strip_prefix("step ") {
+            Some(name) => out.push((name.to_string(), Vec::new())),
+            None => out.last_mut().unwrap().1.push(line.to_string()),
+        }
+    }
+    out
+}
+
+/// 2026-12-06 12:00:00 UTC: the series' first sample; one step a second after it.
+const START_UNIX_MS: i64 = 1_796_558_400_000;
+
+#[test]
+fn a_series_of_trees_reads_as_the_changes_a_user_sees() {
+    let base = testsupport::fixtures::own("sysfs/qemu-q35-lab");
+    let scratch = tempfile::tempdir().unwrap();
+    let tree = scratch.path().join("root");
+    copy_tree(&base, &tree);
+    let root = SysRoot::new(&tree);
+    let mut watch: Option<(probe::watch::Sampler, Watcher)> = None;
+    let mut lines = Vec::new();
+    for (i, (_, edits)) in steps().iter().enumerate() {
+        for e in edits {
+            apply(&tree, &base, e);
+        }
+        let (sampler, watcher) = watch.get_or_insert_with(|| {
+            let audit = probe::pci::audit_sysfs(&root);
+            (
+                probe::watch::Sampler::new(&root, None),
+                Watcher::new(1000, probe::watch::contexts(&root, &audit)),
+            )
+        });
+        let at = i as u64 * 1000;
+        let sample = sampler.sample();
+        for c in watcher.observe(&sample, at, START_UNIX_MS + at as i64) {
+            lines.push(text::change_line(&c));
+        }
+    }
+    // The ceilings are `headroom ceiling pcie`'s effective write at MPS 128 B (the link's
+    // MPS in the capture), default assumptions: 3228.7 MB/s at 8 GT/s x4, 802 at 5 GT/s x2.
+    let expected = [
+        "12:00:01 0000:00:12.0 Link Bandwidth Management Status set: the link retrained or changed speed since the bit was last cleared",
+        "12:00:01 0000:05:00.0 8GT/s x4 -> 5GT/s x2 (retrained, below its 8GT/s x4): /dev/nvme0n1's ceiling falls from 3229 to 802 MB/s",
+        "12:00:02 0000:00:12.0 +13 correctable AER errors: RxErr +12, BadTLP +1",
+        "12:00:03 0000:05:00.0 5GT/s x2 -> 8GT/s x4 (retrained): /dev/nvme0n1's ceiling rises from 802 to 3229 MB/s",
+        "12:00:04 eth0 carrier changed 4 times (the link went down or up)",
+        "12:00:05 0000:00:12.0 correctable AER counters went down (the function was reset or enumerated again): counting on from their new values",
+        "12:00:05 0000:00:12.0 +2 correctable AER errors: RxErr +2",
+        "12:00:06 0000:00:12.0 8GT/s x4 -> link down (link down): /dev/nvme0n1 is cut off (its ceiling was 3229 MB/s)",
+        "12:00:06 0000:05:00.0 left (removed, or its link dropped and the kernel removed it): /dev/nvme0n1 is cut off (its ceiling was 3229 MB/s)",
+        "12:00:06 usb 2-1 left",
+        "12:00:07 0000:00:12.0 link down -> 8GT/s x4 (link up): /dev/nvme0n1 is back, its ceiling 3229 MB/s",
+        "12:00:07 0000:05:00.0 arrived (8GT/s x4)",
+    ];
+    assert_eq!(lines, expected, "\n{}", lines.join("\n"));
+
+    // The summary counts every error once across the reset, and each event on its device.
+    let (_, watcher) = watch.unwrap();
+    let r = watcher.result();
+    assert_eq!((r.samples, r.changes.len()), (8, expected.len()));
+    let port = watcher.device("0000:00:12.0").unwrap();
+    let count = |name: &str| {
+        port.errors
+            .iter()
+            .find(|e| e.error == name)
+            .map(|e| e.count)
+    };
+    assert_eq!((count("RxErr"), count("BadTLP")), (Some(14), Some(1)));
+    assert_eq!((port.counter_resets, port.link_status_events), (1, 1));
+    let nvme = watcher.device("0000:05:00.0").unwrap();
+    assert_eq!(
+        (
+            nvme.link_changes,
+            nvme.departures,
+            nvme.arrivals,
+            nvme.present
+        ),
+        (2, 1, 1, true)
+    );
+    assert_eq!(
+        nvme.lowest.map(|l| l.to_string()).as_deref(),
+        Some("5 GT/s x2")
+    );
+    assert_eq!(watcher.device("eth0").unwrap().carrier_changes, 4);
+    assert_eq!(watcher.device("usb 2-1").unwrap().departures, 1);
+    let said: Vec<String> = findings::collect(&r)
+        .iter()
+        .map(|f| f.message.clone())
+        .collect();
+    for sentence in [
+        "0000:05:00.0 left once during the watch and came back: a surprise removal, a hot unplug or a link that dropped",
+        "15 correctable AER errors (RxErr 14, BadTLP 1) on 0000:00:12.0 during the watch, at 8GT/s x4: each one is a replayed or repaired transfer; a link that keeps counting them is marginal at its speed",
+        "eth0's carrier changed 4 times during the watch: the link went down and up",
+    ] {
+        assert!(said.iter().any(|s| s == sentence), "{sentence}\nnot among\n{}", said.join("\n"));
+    }
+}
