@@ -118,7 +118,7 @@ pub fn run(global: &GlobalArgs, args: &WatchArgs) -> anyhow::Result<ExitCode> {
             watcher.late();
         }
         let sample = sampler.sample();
-        if watcher.result().samples == 0 {
+        if watcher.samples() == 0 {
             crate::console::info(text::plan(
                 sample.pci.len(),
                 sample.usb.len(),
@@ -140,13 +140,7 @@ pub fn run(global: &GlobalArgs, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         }
         if let Some(dir) = args.textfile_dir.as_deref().filter(|_| !textfile_failed) {
             let mut m = report::openmetrics::Metrics::new();
-            let result = watcher.result();
-            report::kinds::watch::metrics(
-                &mut m,
-                watcher.functions(),
-                watcher.interfaces(),
-                &result,
-            );
+            report::kinds::watch::metrics(&mut m, &watcher);
             if let Err(e) = crate::output::write_metrics(dir, TEXTFILE, &m) {
                 // Said once; the watch goes on without its textfile.
                 crate::console::warn(crate::console::sentence(&e));

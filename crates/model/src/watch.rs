@@ -445,15 +445,14 @@ impl Watcher {
             return false;
         };
         all.iter().any(|o| {
-            let below = self
-                .contexts
-                .values()
-                .find(|x| x.address.to_string() == o.device)
-                .and_then(|x| x.parent)
-                .is_some_and(|p| p.to_string() == c.device);
-            below
-                && matches!(&o.kind, ChangeKind::PciLink { before: b, after: a, .. }
-                    if b == before && a == after)
+            matches!(&o.kind, ChangeKind::PciLink { before: b, after: a, .. }
+                if b == before && a == after)
+                && o.device
+                    .parse::<PciAddress>()
+                    .ok()
+                    .and_then(|a| self.contexts.get(&a))
+                    .and_then(|x| x.parent)
+                    .is_some_and(|p| p.to_string() == c.device)
         })
     }
 
@@ -474,16 +473,16 @@ impl Watcher {
         // The link state each function whose link changed had before this sample.
         let mut before_states: BTreeMap<PciAddress, Option<LinkState>> = BTreeMap::new();
         for f in &sample.pci {
+            let previous = self.pci.get(&f.address);
+            if previous == Some(f) {
+                continue;
+            }
             let device = f.address.to_string();
             let (paths, parent) = self
                 .contexts
                 .get(&f.address)
                 .map(|c| (c.paths.clone(), c.parent.map(|p| p.to_string())))
                 .unwrap_or_default();
-            let previous = self.pci.get(&f.address);
-            if previous == Some(f) {
-                continue;
-            }
             let mut changes = Vec::new();
             let mut link_changed = false;
             match previous {
@@ -582,12 +581,19 @@ impl Watcher {
             }
             out.append(&mut made);
         }
-        let gone: Vec<PciAddress> = self
-            .pci
-            .keys()
-            .filter(|a| !sample.pci.iter().any(|f| &f.address == *a))
-            .copied()
-            .collect();
+        // Every function of the sample is in `self.pci` by now: one that left is what is
+        // more (the set is made only then; a watch samples the same functions for days).
+        let gone: Vec<PciAddress> = if self.pci.len() > sample.pci.len() {
+            let present: std::collections::BTreeSet<PciAddress> =
+                sample.pci.iter().map(|f| f.address).collect();
+            self.pci
+                .keys()
+                .filter(|a| !present.contains(a))
+                .copied()
+                .collect()
+        } else {
+            Vec::new()
+        };
         for a in gone {
             let Some(p) = self.pci.remove(&a) else {
                 continue;
@@ -744,6 +750,16 @@ impl Watcher {
             devices_dropped: self.devices_dropped,
             timeline: self.timeline.clone(),
         }
+    }
+
+    /// The samples taken so far.
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// The samples taken late so far.
+    pub fn late_samples(&self) -> u64 {
+        self.late_samples
     }
 
     /// The counts of the last sample of each PCI function (for metrics).

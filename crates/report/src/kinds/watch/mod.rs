@@ -13,7 +13,7 @@ use crate::openmetrics::{Def, Metrics};
 use crate::summary::{CounterRow, Summary};
 use crate::table::Table;
 use model::inventory::pci::address::PciAddress;
-use model::watch::{AerSeverity, FunctionSample, NetSample, WatchResult};
+use model::watch::{AerSeverity, WatchResult, Watcher};
 use model::Finding;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -163,13 +163,8 @@ pub fn pcidevice_labels(a: &PciAddress) -> [(&'static str, String); 4] {
 /// The metrics of a running watch, from its last sample and its counts: the links' current
 /// and maximum speed and width, the kernel's AER counters by severity and name, link changes,
 /// carrier changes and the watch's own sample counts.
-pub fn metrics<'a>(
-    m: &mut Metrics,
-    functions: impl Iterator<Item = &'a FunctionSample>,
-    interfaces: impl Iterator<Item = &'a NetSample>,
-    result: &WatchResult,
-) {
-    for f in functions {
+pub fn metrics(m: &mut Metrics, watcher: &Watcher) {
+    for f in watcher.functions() {
         let labels = pcidevice_labels(&f.address);
         let base: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let t_per_s = |l: Option<model::LinkState>| l.map_or(-1.0, |l| l.gen.gts() * 1e9);
@@ -179,11 +174,7 @@ pub fn metrics<'a>(
         m.gauge(&om::CURRENT_WIDTH, &base, lanes(f.current));
         m.gauge(&om::MAX_WIDTH, &base, lanes(f.max));
         let device = f.address.to_string();
-        let changes = result
-            .devices
-            .iter()
-            .find(|d| d.device == device)
-            .map_or(0, |d| d.link_changes);
+        let changes = watcher.device(&device).map_or(0, |d| d.link_changes);
         m.counter(&om::LINK_CHANGES, &base, changes);
         if let Some(aer) = &f.aer {
             for sev in AerSeverity::ALL {
@@ -195,11 +186,11 @@ pub fn metrics<'a>(
             }
         }
     }
-    for n in interfaces {
+    for n in watcher.interfaces() {
         if let Some(c) = n.carrier_changes {
             m.counter(&om::CARRIER, &[("device", n.name.as_str())], c);
         }
     }
-    m.counter(&om::SAMPLES, &[], result.samples);
-    m.counter(&om::LATE, &[], result.late_samples);
+    m.counter(&om::SAMPLES, &[], watcher.samples());
+    m.counter(&om::LATE, &[], watcher.late_samples());
 }
