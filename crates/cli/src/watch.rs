@@ -87,10 +87,10 @@ pub fn run(global: &GlobalArgs, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         .map(|d| millis("--for", d))
         .transpose()?;
     if let Some(o) = &args.output {
-        crate::output::check_writable("--output", o)?;
+        crate::output::check_writable("--output", o).map_err(|e| crate::console::usage(e.0))?;
     }
     if let Some(dir) = &args.textfile_dir {
-        crate::output::check_textfile_dir(dir, TEXTFILE)?;
+        crate::output::check_textfile_dir(dir, TEXTFILE).map_err(|e| crate::console::usage(e.0))?;
         if let Some(w) = crate::output::textfile_dir_warning(dir, TEXTFILE) {
             crate::console::warn(w);
         }

@@ -171,3 +171,217 @@ fn a_series_of_trees_reads_as_the_changes_a_user_sees() {
         assert!(said.iter().any(|s| s == sentence), "{sentence}\nnot among\n{}", said.join("\n"));
     }
 }
+
+/// A copy of the lab board's tree whose NVMe link (port `0000:00:12.0`, endpoint
+/// `0000:05:00.0`) can train at x4, running at x4.
+fn nvme_at_x4(dir: &Path) -> std::path::PathBuf {
+    let tree = dir.join("root");
+    copy_tree(&testsupport::fixtures::own("sysfs/qemu-q35-lab"), &tree);
+    for f in [
+        "sys/devices/pci0000:00/0000:00:12.0",
+        "sys/devices/pci0000:00/0000:00:12.0/0000:05:00.0",
+    ] {
+        std::fs::write(tree.join(f).join("max_link_width"), "4\n").unwrap();
+        std::fs::write(tree.join(f).join("current_link_width"), "4\n").unwrap();
+    }
+    tree
+}
+
+fn promtool(text: &str) -> Result<(), String> {
+    let out = testsupport::cmd::fed(
+        std::process::Command::new("promtool").args(["check", "metrics"]),
+        text.as_bytes(),
+    );
+    out.status
+        .success()
+        .then_some(())
+        .ok_or_else(|| String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn sigterm_ends_the_watch_with_its_summary_document_and_a_textfile_never_half_written() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let tree = nvme_at_x4(dir.path());
+    let textfiles = dir.path().join("textfile");
+    std::fs::create_dir(&textfiles).unwrap();
+    let doc = dir.path().join("watch.json");
+    let mut cmd = testsupport::cmd::headroom_process();
+    cmd.args(["watch", "--interval", "50ms", "--no-save", "--root"])
+        .arg(&tree)
+        .arg("-o")
+        .arg(&doc)
+        .arg("--textfile-dir")
+        .arg(&textfiles);
+    let mut child = testsupport::process::spawn_piped(&mut cmd);
+    let stderr = testsupport::process::StderrWatch::of(&mut child);
+    assert!(
+        stderr.wait_for("watching 13 PCI functions", Duration::from_secs(30)),
+        "{}",
+        stderr.text()
+    );
+    // The NVMe's link retrains to x1 while node_exporter reads the textfile: every read is
+    // a whole file.
+    for f in [
+        "sys/devices/pci0000:00/0000:00:12.0",
+        "sys/devices/pci0000:00/0000:00:12.0/0000:05:00.0",
+    ] {
+        std::fs::write(tree.join(f).join("current_link_width"), "1\n").unwrap();
+    }
+    let prom = textfiles.join("headroom-watch.prom");
+    let x1 = "headroom_pcidevice_current_link_width{segment=\"0000\",bus=\"05\",device=\"00\",function=\"0\"} 1";
+    let mut reads = 0;
+    let seen = testsupport::process::wait_until(Duration::from_secs(30), || {
+        let Ok(text) = std::fs::read_to_string(&prom) else {
+            return false;
+        };
+        reads += 1;
+        assert!(
+            text.contains("\nheadroom_watch_late_samples_total ") && text.ends_with("\n"),
+            "read {reads} saw a partial file:\n{text}"
+        );
+        text.contains(x1)
+    });
+    assert!(seen, "{}", stderr.text());
+    testsupport::process::signal(&child, libc::SIGTERM);
+    let out = testsupport::process::output_within(&mut child, Duration::from_secs(30));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(143), "{stdout}\n{}", stderr.text());
+    assert!(
+        stdout.contains(
+            " 0000:05:00.0 2.5GT/s x4 -> 2.5GT/s x1 (retrained, below its 2.5GT/s x4): \
+             /dev/nvme0n1's ceiling falls from 794 to 196 MB/s"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("headroom watch: "), "{stdout}");
+    assert!(stdout.contains("Findings:"), "{stdout}");
+    // Said once, at the start, not again in the summary.
+    assert_eq!(
+        stderr
+            .text()
+            .matches("no pci:pcie_link_event tracepoint")
+            .count()
+            + stdout.matches("no pci:pcie_link_event tracepoint").count(),
+        1
+    );
+    // The document is written and read back by report.
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&doc).unwrap()).unwrap();
+    assert_eq!(v["kind"], "watch");
+    assert_eq!(v["interrupted"], true);
+    let md = testsupport::cmd::report_md(&doc);
+    assert!(
+        md.contains("| 0000:05:00.0 | 2.5GT/s x4 -> 2.5GT/s x1 |"),
+        "{md}"
+    );
+    // Only the textfile is left in its directory (no temporary file), and promtool takes it.
+    let names: Vec<_> = std::fs::read_dir(&textfiles)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["headroom-watch.prom"]);
+    let text = std::fs::read_to_string(&prom).unwrap();
+    if testsupport::skip::unless(
+        testsupport::process::on_path("promtool"),
+        "promtool (Debian's prometheus package) is not installed",
+    ) {
+        promtool(&text).unwrap_or_else(|e| panic!("promtool: {e}\n{text}"));
+    }
+    assert!(text.contains(
+        "headroom_pcidevice_aer_errors_total{segment=\"0000\",bus=\"00\",device=\"12\",function=\"0\",severity=\"correctable\",error=\"RxErr\"} 0"
+    ), "{text}");
+}
+
+#[test]
+fn bad_values_and_targets_get_one_sentence() {
+    let root = testsupport::fixtures::own("sysfs/qemu-q35-lab");
+    let root = root.to_str().unwrap();
+    for (args, sentence) in [
+        (
+            vec!["--interval", "0"],
+            "--interval 0: must be at least 1ms; give e.g. --interval 1s",
+        ),
+        (vec!["--interval", "soon"], "--interval soon: "),
+        (vec!["--for", "forever"], "--for forever: "),
+        (vec!["no-such-device"], "no-such-device"),
+        (
+            vec!["--textfile-dir", "no-such-dir"],
+            "--textfile-dir no-such-dir: no such directory",
+        ),
+    ] {
+        let mut cmd = testsupport::cmd::headroom();
+        cmd.args(["watch", "--no-save", "--root", root]).args(&args);
+        let err = testsupport::cmd::fails_saying(&mut cmd, 2, sentence);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn targets_limit_the_watch_to_their_paths() {
+    let root = testsupport::fixtures::own("sysfs/qemu-q35-lab");
+    let mut cmd = testsupport::cmd::headroom();
+    cmd.args([
+        "watch",
+        "nvme0n1",
+        "--for",
+        "1ms",
+        "--no-save",
+        "--json",
+        "--root",
+    ])
+    .arg(&root);
+    let v = testsupport::cmd::json_of(&mut cmd);
+    let devices: Vec<&str> = v["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["device"].as_str().unwrap())
+        .collect();
+    assert_eq!(devices, ["0000:00:12.0", "0000:05:00.0"]);
+}
+
+#[test]
+fn without_root_the_link_status_bits_are_one_sentence_and_the_rest_is_watched() {
+    // What the kernel gives a user without root: the first 64 bytes of config space
+    // (drivers/pci/pci-sysfs.c), here cut in a copy of the tree.
+    let dir = tempfile::tempdir().unwrap();
+    let tree = nvme_at_x4(dir.path());
+    for f in [
+        "sys/devices/pci0000:00/0000:00:12.0/config",
+        "sys/devices/pci0000:00/0000:00:12.0/0000:05:00.0/config",
+    ] {
+        let bytes = std::fs::read(tree.join(f)).unwrap();
+        std::fs::write(tree.join(f), &bytes[..64]).unwrap();
+    }
+    let mut cmd = testsupport::cmd::headroom();
+    cmd.args(["watch", "nvme0n1", "--for", "1ms", "--no-save", "--root"])
+        .arg(&tree);
+    let out = testsupport::cmd::output_ok(&mut cmd);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("which only root can read; run as root to see them")
+            .count(),
+        1,
+        "{err}"
+    );
+    // And as user nobody on this machine: what it can read, exit 0.
+    let bin = assert_cmd::cargo::cargo_bin("headroom");
+    if let Some(mut nobody) = testsupport::process::as_nobody(&bin) {
+        let out = nobody
+            .args([
+                "watch",
+                "--for",
+                "200ms",
+                "--interval",
+                "100ms",
+                "--no-save",
+            ])
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

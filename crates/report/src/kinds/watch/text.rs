@@ -183,10 +183,14 @@ pub fn plan(functions: usize, usb: usize, net: usize, interval_ms: u64) -> Strin
 pub fn duration(r: &WatchResult, interval_ms: u64) -> String {
     let secs = |ms: u64| {
         let s = ms as f64 / 1000.0;
-        if s >= 120.0 {
+        if ms < 1000 {
+            format!("{ms} ms")
+        } else if s < 120.0 {
+            format!("{s:.1} s")
+        } else if s < 7200.0 {
             format!("{:.0} min", s / 60.0)
         } else {
-            format!("{s} s")
+            format!("{:.1} h", s / 3600.0)
         }
     };
     let late = if r.late_samples > 0 {
