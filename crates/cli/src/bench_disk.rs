@@ -379,7 +379,8 @@ fn disk_command(global: &GlobalArgs, args: &DiskArgs) -> anyhow::Result<ExitCode
         target: &target,
         system: host(&root, cpus),
     };
-    // Interrupts of the path's devices and its root port's PMU, beside the engine.
+    // Interrupts of the path's devices, its root port's PMU and its links, beside the engine.
+    crate::beside::watch_links(!args.keep.no_watch);
     let beside = crate::beside::Beside::start(
         root.clone(),
         &path

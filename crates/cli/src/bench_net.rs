@@ -337,6 +337,7 @@ enum Output {
 }
 
 pub fn run_net(global: &GlobalArgs, a: &NetArgs) -> anyhow::Result<ExitCode> {
+    crate::beside::watch_links(!a.keep.no_watch);
     // clap's `requires = "server"` is met by --server's default (false): say it here.
     if !a.server && (a.one_off || a.clients.is_some() || a.save) {
         return Err(crate::console::usage(

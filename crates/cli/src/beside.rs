@@ -13,6 +13,19 @@ use counters::Sampler;
 use model::procfs::IrqLine;
 use model::root::SysRoot;
 use report::kinds::count::{IrqRate, PmuBytes};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether the samplers watch the path's links (AER errors, link changes): on unless the
+/// benchmark was given `--no-watch`.
+static WATCH_LINKS: AtomicBool = AtomicBool::new(true);
+
+/// Set by a benchmark from its `--no-watch` before it starts its samplers.
+pub fn watch_links(on: bool) {
+    WATCH_LINKS.store(on, Ordering::Relaxed);
+}
+
+/// The interval of a benchmark's link watch.
+const LINK_WATCH_MS: u64 = 1000;
 
 /// Samplers started before an engine runs; [`Beside::finish`] stops them.
 pub struct Beside {
@@ -20,6 +33,7 @@ pub struct Beside {
     irq_before: Option<counters::Stamped<Vec<IrqLine>>>,
     devices: Vec<(String, Vec<u32>)>,
     pmu: Option<PayloadCounters>,
+    links: Option<probe::watch::Background>,
     notes: Vec<String>,
 }
 
@@ -106,6 +120,12 @@ impl Beside {
         mut notes: Vec<String>,
     ) -> Beside {
         let pmu = Self::open_pmu(&root, pci, &mut notes);
+        let links = if WATCH_LINKS.load(Ordering::Relaxed) && !pci.is_empty() {
+            let pci: Vec<_> = pci.iter().filter_map(|a| a.parse().ok()).collect();
+            probe::watch::Background::start(&root, &pci, LINK_WATCH_MS)
+        } else {
+            None
+        };
         let irq_sampler = counters::InterruptsSampler::new(root.clone());
         let irq_before = irq_sampler.snapshot().ok();
         if let Some(p) = &pmu {
@@ -116,6 +136,7 @@ impl Beside {
             irq_before,
             devices,
             pmu,
+            links,
             notes,
         }
     }
@@ -163,6 +184,11 @@ impl Beside {
                 ));
             }
         }
+        // The device wrote what was read from a disk or received (Rx) and read what was
+        // written or sent (Tx).
+        out.links = self.links.and_then(|l| l.finish()).map(|w| {
+            report::kinds::watch::beside::PathWatch::new(w.result(), app_rx_bytes, app_tx_bytes)
+        });
         if let Some(counters) = self.pmu {
             let count = counters.stop();
             let error =

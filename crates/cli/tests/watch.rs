@@ -385,3 +385,86 @@ fn without_root_the_link_status_bits_are_one_sentence_and_the_rest_is_watched() 
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[test]
+fn bench_disk_records_the_links_of_its_path_unless_told_not_to() {
+    let dir = testsupport::cmd::disk_dir("watch-bench");
+    let run = |extra: &[&str]| {
+        let mut cmd = testsupport::cmd::headroom();
+        cmd.args(["bench", "disk"])
+            .arg(dir.path())
+            .args(testsupport::cmd::SMALL_DISK_RUN)
+            .args(["--profile", "dd", "--no-save", "--json"])
+            .args(extra);
+        testsupport::cmd::json_of(&mut cmd)
+    };
+    let v = run(&[]);
+    let path_pci: Vec<String> = v["path"]["chain"]["hops"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|h| h["address"].as_str().map(str::to_string))
+        .collect();
+    if !testsupport::skip::unless(
+        !path_pci.is_empty(),
+        "the test disk's path crosses no PCI function",
+    ) {
+        return;
+    }
+    let links = &v["counters"]["links"];
+    let watched: Vec<&str> = links["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["device"].as_str().unwrap())
+        .collect();
+    let mut want: Vec<&str> = path_pci.iter().map(String::as_str).collect();
+    want.sort_unstable();
+    assert_eq!(watched, want, "{links}");
+    assert!(links["samples"].as_u64().unwrap() >= 2, "{links}");
+    assert!(
+        links["read_bytes"].as_u64().unwrap() + links["write_bytes"].as_u64().unwrap() > 0,
+        "{links}"
+    );
+    assert!(run(&["--no-watch"])["counters"]["links"].is_null());
+}
+
+#[test]
+fn errors_during_a_benchmark_are_a_finding_with_errors_per_gb() {
+    // A bench disk document whose path's root port counted 12 Receiver Errors while 5.2 GB
+    // were written (the Raspberry Pi 5 at Gen 3 of the seed), as report reads it.
+    let file = testsupport::fixtures::own("results/disk-null-dd.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    v["counters"]["links"] = serde_json::json!({
+        "samples": 6,
+        "interval_ms": 1000,
+        "devices": [{
+            "device": "0000:00:00.0",
+            "first": {"speed_gts": 8.0, "width": 1},
+            "last": {"speed_gts": 8.0, "width": 1},
+            "lowest": {"speed_gts": 8.0, "width": 1},
+            "capable": {"speed_gts": 8.0, "width": 1},
+            "link_changes": 0, "link_downs": 0,
+            "errors": [{"severity": "correctable", "error": "RxErr", "count": 12}],
+            "has_aer": true,
+            "errors_at": {"speed_gts": 8.0, "width": 1},
+            "counter_resets": 0, "link_status_events": 0, "arrivals": 0, "departures": 0,
+            "present": true, "carrier_changes": 0, "speed_changes": 0
+        }],
+        "read_bytes": 0,
+        "write_bytes": 5_200_000_000u64
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("disk.json");
+    std::fs::write(&doc, v.to_string()).unwrap();
+    let md = testsupport::cmd::report_md(&doc);
+    assert!(
+        md.contains(
+            "12 correctable RxErr on 0000:00:00.0 during 5.2 GB of writes at 8GT/s x1, 2.31 per \
+             GB: the link is marginal at this speed"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("| AER errors on the path | 12 |"), "{md}");
+}

@@ -231,6 +231,9 @@ pub struct DeviceSummary {
     pub link_downs: u64,
     /// AER errors counted during the run, by severity and name.
     pub errors: Vec<ErrorCount>,
+    /// PCI functions: whether the kernel counts AER errors for it (`aer_dev_*` files).
+    #[serde(default)]
+    pub has_aer: bool,
     /// The link when errors were last counted.
     #[serde(default)]
     pub errors_at: Option<LinkState>,
@@ -545,6 +548,7 @@ impl Watcher {
                 s.present = true;
                 s.paths = paths;
                 s.parent = parent;
+                s.has_aer |= f.aer.is_some();
                 if s.first.is_none() && first {
                     s.first = f.current;
                 }

@@ -242,6 +242,62 @@ impl Sampler {
     }
 }
 
+/// A watch of some PCI functions by a thread of its own, beside a benchmark: a sample every
+/// `interval_ms` (a few small sysfs reads each), one at the start and one at the stop, so that
+/// a link that retrains during the run and comes back is seen, and every AER error counted.
+pub struct Background {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<model::watch::Watcher>,
+}
+
+impl Background {
+    /// Start watching the functions `pci` under `root`.
+    pub fn start(root: &SysRoot, pci: &[PciAddress], interval_ms: u64) -> Option<Background> {
+        use std::sync::atomic::Ordering;
+        let audit = crate::pci::audit_sysfs(root);
+        let only = Only {
+            pci: pci.iter().copied().collect(),
+            ..Only::default()
+        };
+        let mut sampler = Sampler::new(root, Some(only));
+        let mut watcher = model::watch::Watcher::new(interval_ms, contexts(root, &audit));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = std::sync::Arc::clone(&stop);
+        let start = std::time::Instant::now();
+        let mut take = move |watcher: &mut model::watch::Watcher| {
+            let at = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let unix = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            watcher.observe(&sampler.sample(), at, unix);
+        };
+        take(&mut watcher);
+        let thread = std::thread::Builder::new()
+            .name("link watch".into())
+            .spawn(move || {
+                let mut next = interval_ms;
+                // Bounded by the stop flag, checked every 50 ms.
+                while !stopped.load(Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    if start.elapsed().as_millis() >= u128::from(next) {
+                        take(&mut watcher);
+                        next += interval_ms;
+                    }
+                }
+                take(&mut watcher);
+                watcher
+            })
+            .ok()?;
+        Some(Background { stop, thread })
+    }
+
+    /// Take the last sample and stop: what was seen.
+    pub fn finish(self) -> Option<model::watch::Watcher> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().ok()
+    }
+}
+
 /// The Link Status bits of a function's PCI Express capability in `config` (at least its
 /// first 256 bytes): Link Status is at offset 0x12 of the capability, LBMS bit 14 and LABS
 /// bit 15 (PCIe Base Spec 6.0 section 7.5.3.8). `None` without the capability.

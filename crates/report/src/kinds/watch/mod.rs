@@ -3,6 +3,8 @@
 //! summary every renderer reads, and the run's metrics for node_exporter's textfile
 //! collector.
 
+/// The watch of a benchmark's path: errors per GB moved, and its findings.
+pub mod beside;
 /// Its judgement: the findings of a run, as pure functions of its facts.
 pub mod findings;
 /// Its terminal text: one line per change, the summary per device.
