@@ -282,6 +282,10 @@ pub struct TimelinePoint {
     pub at_ms: u64,
     pub device: String,
     pub link: Option<LinkState>,
+    /// The link's ceiling at that state, bytes per second (effective write at its MPS; 0 while
+    /// the link is down), where its parameters are known.
+    #[serde(default)]
+    pub ceiling_bytes_per_sec: Option<f64>,
     /// Errors counted since the watch began: correctable, nonfatal, fatal.
     pub errors: [u64; 3],
 }
@@ -733,10 +737,15 @@ impl Watcher {
             .get(&device)
             .map(|s| AerSeverity::ALL.map(|sev| s.errors_of(sev)))
             .unwrap_or_default();
+        let ceiling_bytes_per_sec = self
+            .contexts
+            .get(&address)
+            .map(|c| link.map_or(0.0, |l| link_ceiling_bps(l, &c.params)));
         self.timeline.push(TimelinePoint {
             at_ms: self.last_ms,
             device,
             link,
+            ceiling_bytes_per_sec,
             errors,
         });
     }

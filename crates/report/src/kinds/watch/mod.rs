@@ -12,7 +12,7 @@ pub mod text;
 
 use crate::document::{Document, DocumentError};
 use crate::openmetrics::{Def, Metrics};
-use crate::summary::{CounterRow, Summary};
+use crate::summary::{CounterRow, RateSeries, Summary};
 use crate::table::Table;
 use model::inventory::pci::address::PciAddress;
 use model::watch::{AerSeverity, WatchResult, Watcher};
@@ -84,6 +84,28 @@ pub(crate) fn summarize(
         }
         row("departures", d.departures);
         row("carrier changes", d.carrier_changes);
+    }
+    // The HTML report's plot over time: the link ceiling of each function whose link changed.
+    let start = w.result.timeline.first().map_or(0, |p| p.at_ms);
+    let end_s = w.result.duration_ms as f64 / 1000.0;
+    for d in w.result.devices.iter().filter(|d| d.link_changes > 0) {
+        let mut points: Vec<(f64, f64)> = Vec::new();
+        for p in w.result.timeline.iter().filter(|p| p.device == d.device) {
+            let (Some(v), t) = (p.ceiling_bytes_per_sec, (p.at_ms - start) as f64 / 1000.0) else {
+                continue;
+            };
+            if let Some(&(_, before)) = points.last() {
+                points.push((t, before));
+            }
+            points.push((t, v / model::units::MB));
+        }
+        if let Some(&(_, last)) = points.last() {
+            points.push((end_s, last));
+            s.series.push(RateSeries {
+                name: format!("{} link ceiling", d.device),
+                points,
+            });
+        }
     }
     let rows = text::device_rows(&w.result);
     s.inventory.push((
