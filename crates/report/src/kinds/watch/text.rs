@@ -171,11 +171,16 @@ pub fn late_note(late: u64, interval_ms: u64) -> String {
 
 /// The plan line of a run.
 pub fn plan(functions: usize, usb: usize, net: usize, interval_ms: u64) -> String {
+    let n = |count: usize, one: &str, many: &str| {
+        format!("{count} {}", if count == 1 { one } else { many })
+    };
     format!(
-        "watching {functions} PCI functions, {usb} USB devices and {net} network interfaces \
-         every {interval_ms} ms (Ctrl-C stops it and prints the summary); times in UTC; a \
-         path's ceiling is the effective PCIe write at each link's MPS, as `headroom path` \
-         gives it (MB/s = 10^6 B/s)"
+        "watching {}, {} and {} every {interval_ms} ms (Ctrl-C stops it and prints the \
+         summary); times in UTC; a path's ceiling is the effective PCIe write at each link's \
+         MPS, as `headroom path` gives it (MB/s = 10^6 B/s)",
+        n(functions, "PCI function", "PCI functions"),
+        n(usb, "USB device", "USB devices"),
+        n(net, "network interface", "network interfaces")
     )
 }
 
