@@ -349,8 +349,8 @@ pub fn link_event_tracepoint(root: &SysRoot) -> Option<&'static str> {
     ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
         .iter()
         .any(|t| {
-            root.path(format!("{t}/events/pci/pcie_link_event"))
-                .is_dir()
+            sysfs::metadata(&root.path(format!("{t}/events/pci/pcie_link_event")))
+                .is_ok_and(|m| m.is_dir())
         })
         .then_some("pci:pcie_link_event")
 }
@@ -407,6 +407,19 @@ pub fn contexts(root: &SysRoot, audit: &PciAudit) -> Vec<FunctionContext> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_link_event_tracepoint_is_found_where_the_kernel_has_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SysRoot::new(dir.path());
+        assert_eq!(link_event_tracepoint(&root), None);
+        std::fs::create_dir_all(
+            dir.path()
+                .join("sys/kernel/tracing/events/pci/pcie_link_event"),
+        )
+        .unwrap();
+        assert_eq!(link_event_tracepoint(&root), Some("pci:pcie_link_event"));
+    }
 
     #[test]
     fn link_status_bits_of_a_captured_config_space() {
