@@ -403,7 +403,8 @@ impl Benchmark for DiskArgs {
             target: &target,
             system: host(&root, cpus),
         };
-        // Interrupts of the path's devices and its root port's PMU, beside the engine.
+        // The side samplers of the path (its devices' interrupts, its root port's PMU, its
+        // links' AER errors and changes), beside the engine.
         let pci = path
             .as_ref()
             .map(|p| p.chain.pci_addresses())
@@ -454,7 +455,7 @@ impl Benchmark for DiskArgs {
             diskless,
             emulated,
         );
-        doc.counters = sides.counters;
+        doc.counters = sides.beside_counters();
         Ok(Outcome::Ended(Ended {
             doc,
             measured: !result.tests.is_empty(),

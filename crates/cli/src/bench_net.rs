@@ -466,7 +466,7 @@ fn stop_sides(sides: Mutex<Option<Sides>>, m: &NetMeasurement) -> Option<BesideC
         tx_bytes: sent,
         busy_s: None,
     })
-    .counters
+    .beside_counters()
 }
 
 /// The /proc/net/dev delta of the test's interface.

@@ -5,8 +5,9 @@
 //! when the machine has one, whose payload bytes are set against the application's (Rx
 //! against what the device wrote to memory: a disk read, a received packet; Tx against what
 //! it read: a disk write, a sent packet; where no PMU can count the path, one note says why,
-//! in the words of `count --list`'s finding); and [`InterruptsOnCpus`], the interrupts on the
-//! CPUs `bench latency` measures on.
+//! in the words of `count --list`'s finding); [`LinkWatch`], the AER errors and link changes
+//! of the PCI functions on that path (not with `--no-watch`); and [`InterruptsOnCpus`], the
+//! interrupts on the CPUs `bench latency` measures on.
 
 use counters::event::Pmus;
 use counters::pcie_pmu;
@@ -15,7 +16,19 @@ use counters::Sampler;
 use model::latency::MeasuredInterrupts;
 use model::procfs::IrqLine;
 use model::root::SysRoot;
-use report::kinds::count::{IrqRate, PmuBytes};
+use report::kinds::count::{BesideCounters, IrqRate, PmuBytes};
+use report::kinds::watch::beside::PathWatch;
+
+/// The interval of a benchmark's link watch ([`LinkWatch`]).
+const LINK_WATCH_MS: u64 = 1000;
+
+/// What a benchmark's flags say of its side samplers (the driver's `Run::sides` passes them).
+#[derive(Clone, Copy, Debug)]
+pub struct SideFlags {
+    /// Watch the AER errors and link changes of the target's path ([`LinkWatch`]): on unless
+    /// `--no-watch` was given.
+    pub watch_links: bool,
+}
 
 /// What the side samplers sample beside an engine: the hardware its target crosses.
 pub enum SideTarget<'a> {
@@ -44,6 +57,21 @@ pub struct SideResults {
     pub counters: Option<report::kinds::count::BesideCounters>,
     /// What arrived on the measured CPUs ([`InterruptsOnCpus`]).
     pub cpu_interrupts: Option<MeasuredInterrupts>,
+    /// The AER errors and link changes of the path's PCI functions ([`LinkWatch`]).
+    pub links: Option<PathWatch>,
+}
+
+impl SideResults {
+    /// What the document keeps of the path's samplers under `counters`: the interrupts and
+    /// the PMU's bytes, with the links' watch beside them.
+    pub fn beside_counters(self) -> Option<BesideCounters> {
+        let mut counters = match (self.counters, &self.links) {
+            (None, None) => return None,
+            (c, _) => c.unwrap_or_default(),
+        };
+        counters.links = self.links;
+        Some(counters)
+    }
 }
 
 /// A sampler running beside an engine.
@@ -53,22 +81,23 @@ pub trait SideSampler: Send {
 }
 
 /// How a side sampler starts for a target (`None`: nothing to sample there).
-pub type StartSide = fn(SysRoot, &SideTarget<'_>) -> Option<Box<dyn SideSampler>>;
+pub type StartSide = fn(SysRoot, &SideTarget<'_>, SideFlags) -> Option<Box<dyn SideSampler>>;
 
 /// Every side sampler, started in this order beside every benchmark that names its target's
 /// hardware; a new one is one entry here and a field of [`SideResults`].
-pub const SIDE_SAMPLERS: &[StartSide] = &[start_counters, start_cpu_interrupts];
+pub const SIDE_SAMPLERS: &[StartSide] = &[start_counters, start_link_watch, start_cpu_interrupts];
 
 /// The side samplers of one run.
 pub struct Sides(Vec<Box<dyn SideSampler>>);
 
 impl Sides {
-    /// Start every registered sampler for `target` (the driver's `Run::sides`).
-    pub fn start(root: SysRoot, target: &SideTarget<'_>) -> Sides {
+    /// Start every registered sampler for `target`, as `flags` say (the driver's
+    /// `Run::sides`).
+    pub fn start(root: SysRoot, target: &SideTarget<'_>, flags: SideFlags) -> Sides {
         Sides(
             SIDE_SAMPLERS
                 .iter()
-                .filter_map(|start| start(root.clone(), target))
+                .filter_map(|start| start(root.clone(), target, flags))
                 .collect(),
         )
     }
@@ -85,12 +114,67 @@ impl Sides {
 
 /// The counters sampler's registration: the interrupts and the root port's PMU of the
 /// target's path, or of a network interface's device.
-fn start_counters(root: SysRoot, target: &SideTarget<'_>) -> Option<Box<dyn SideSampler>> {
+fn start_counters(
+    root: SysRoot,
+    target: &SideTarget<'_>,
+    _flags: SideFlags,
+) -> Option<Box<dyn SideSampler>> {
     Some(Box::new(match target {
         SideTarget::Path(pci) => Beside::start(root, pci),
         SideTarget::Interface(i) => Beside::for_interface(root, i),
         SideTarget::Cpus(_) => return None,
     }))
+}
+
+/// The AER errors and link changes of the PCI functions on a target's path while the engine
+/// runs: `probe::watch` samples them each second, and the bytes the benchmark moved are set
+/// against the errors (errors per GB) when it stops.
+pub struct LinkWatch(probe::watch::Background);
+
+/// The registration of [`LinkWatch`]: the PCI functions of the target's path, or of a
+/// network interface's device; not with `--no-watch`, nor for a path with no PCI function.
+fn start_link_watch(
+    root: SysRoot,
+    target: &SideTarget<'_>,
+    flags: SideFlags,
+) -> Option<Box<dyn SideSampler>> {
+    if !flags.watch_links {
+        return None;
+    }
+    let pci = match target {
+        SideTarget::Path(pci) => pci.to_vec(),
+        SideTarget::Interface(i) => interface_pci(&root, i),
+        SideTarget::Cpus(_) => return None,
+    };
+    let pci: Vec<_> = pci.iter().filter_map(|a| a.parse().ok()).collect();
+    if pci.is_empty() {
+        return None;
+    }
+    probe::watch::Background::start(&root, &pci, LINK_WATCH_MS)
+        .map(|b| Box::new(LinkWatch(b)) as Box<dyn SideSampler>)
+}
+
+impl SideSampler for LinkWatch {
+    fn stop(self: Box<Self>, moved: &Moved, out: &mut SideResults) {
+        // The device wrote what was read from a disk or received (Rx) and read what was
+        // written or sent (Tx).
+        out.links = self
+            .0
+            .finish()
+            .map(|w| PathWatch::new(w.result(), moved.rx_bytes, moved.tx_bytes));
+    }
+}
+
+/// The PCI functions of network interface `iface`'s path, from its device towards the CPU
+/// (none for a virtual interface).
+fn interface_pci(root: &SysRoot, iface: &str) -> Vec<String> {
+    probe::path::resolve(
+        root,
+        std::path::Path::new(iface),
+        &probe::pci::audit_sysfs(root),
+    )
+    .map(|p| p.chain.pci_addresses())
+    .unwrap_or_default()
 }
 
 /// /proc/interrupts when the measurement starts and when it stops: what arrived on the
@@ -104,7 +188,11 @@ pub struct InterruptsOnCpus {
 }
 
 /// The registration of [`InterruptsOnCpus`], for the CPUs a benchmark measures on.
-fn start_cpu_interrupts(root: SysRoot, target: &SideTarget<'_>) -> Option<Box<dyn SideSampler>> {
+fn start_cpu_interrupts(
+    root: SysRoot,
+    target: &SideTarget<'_>,
+    _flags: SideFlags,
+) -> Option<Box<dyn SideSampler>> {
     let SideTarget::Cpus(cpus) = target else {
         return None;
     };
@@ -217,14 +305,7 @@ impl Beside {
     /// and the lines named after it), those of the other PCI functions on its path, and the
     /// root port's PMU of that path.
     pub fn for_interface(root: SysRoot, iface: &str) -> Beside {
-        let sys = root.clone();
-        let pci = probe::path::resolve(
-            &sys,
-            std::path::Path::new(iface),
-            &probe::pci::audit_sysfs(&sys),
-        )
-        .map(|p| p.chain.pci_addresses())
-        .unwrap_or_default();
+        let pci = interface_pci(&root, iface);
         let (devices, notes) = counters::interrupts::interface_devices(&root, iface, &pci);
         Self::start_with(root, &pci, devices, notes)
     }

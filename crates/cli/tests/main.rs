@@ -26,3 +26,4 @@ mod roundtrip;
 mod size_check;
 mod survey;
 mod terminal;
+mod watch;
