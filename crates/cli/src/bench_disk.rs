@@ -119,6 +119,9 @@ pub struct DiskArgs {
     #[command(flatten)]
     pub keep: crate::output::KeepArgs,
 
+    #[command(flatten)]
+    pub sides: crate::beside::SideArgs,
+
     /// Allow write tests on a raw block device (destroys its data; refused while mounted).
     #[arg(long)]
     pub destructive: bool,
@@ -233,6 +236,10 @@ impl Benchmark for DiskArgs {
 
     fn keep(&self) -> KeepArgs {
         self.keep.clone()
+    }
+
+    fn side_flags(&self) -> crate::beside::SideFlags {
+        self.sides.flags()
     }
 
     fn plan(&self, global: &GlobalArgs) -> anyhow::Result<DiskPlan> {

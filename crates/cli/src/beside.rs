@@ -30,6 +30,30 @@ pub struct SideFlags {
     pub watch_links: bool,
 }
 
+impl Default for SideFlags {
+    fn default() -> SideFlags {
+        SideFlags { watch_links: true }
+    }
+}
+
+/// The flags of the side samplers, for a benchmark whose target has a path of PCI functions
+/// (`bench disk`, `bench net`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SideArgs {
+    /// Do not watch the AER errors and link changes of the target's path during the run.
+    #[arg(long)]
+    pub no_watch: bool,
+}
+
+impl SideArgs {
+    /// What these flags say of the side samplers.
+    pub fn flags(&self) -> SideFlags {
+        SideFlags {
+            watch_links: !self.no_watch,
+        }
+    }
+}
+
 /// What the side samplers sample beside an engine: the hardware its target crosses.
 pub enum SideTarget<'a> {
     /// The PCI functions of the target's path, from the target towards the CPU.
@@ -400,6 +424,38 @@ impl Beside {
 mod tests {
     #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
     use super::*;
+
+    /// The links of a benchmark's path are watched by a side sampler of its own: started for
+    /// the path's PCI functions, its errors set against the bytes moved, kept under the
+    /// document's counters; `--no-watch` leaves it out, and a target without PCI functions
+    /// (the CPUs bench latency measures on) has none.
+    #[test]
+    fn the_links_of_a_path_are_watched_unless_no_watch_is_given() {
+        let tree = testsupport::fixtures::own("sysfs/qemu-q35-lab");
+        let root = SysRoot::new(&tree);
+        let pci = ["0000:05:00.0".to_string(), "0000:00:12.0".to_string()];
+        let moved = Moved {
+            rx_bytes: 2_000_000_000,
+            tx_bytes: 0,
+            busy_s: None,
+        };
+        let path = SideTarget::Path(&pci);
+        let on = Sides::start(root.clone(), &path, SideArgs::default().flags()).stop(&moved);
+        let links = on.links.clone().unwrap();
+        let mut watched: Vec<&str> = links.devices.iter().map(|d| d.device.as_str()).collect();
+        watched.sort_unstable();
+        assert_eq!(watched, ["0000:00:12.0", "0000:05:00.0"]);
+        assert!(links.samples >= 2, "{links:?}");
+        assert_eq!((links.read_bytes, links.write_bytes), (2_000_000_000, 0));
+        assert_eq!(links.errors_per_gb(), Some(0.0));
+        assert_eq!(on.beside_counters().unwrap().links, Some(links));
+        let off = SideArgs { no_watch: true }.flags();
+        let off = Sides::start(root.clone(), &path, off).stop(&moved);
+        assert!(off.links.is_none());
+        assert!(off.beside_counters().unwrap().links.is_none());
+        let cpus = Sides::start(root, &SideTarget::Cpus(&[0]), SideFlags::default());
+        assert!(cpus.stop(&moved).links.is_none());
+    }
 
     #[test]
     fn this_vms_virtio_nic_has_lines_and_no_root_port() {

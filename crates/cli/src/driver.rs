@@ -43,6 +43,12 @@ pub trait Benchmark {
     /// The result document of what a run made.
     fn kept(doc: &Self::Document) -> &Self::Kept;
 
+    /// What the flags say of the side samplers beside the engine (`--no-watch`); every one
+    /// runs by default.
+    fn side_flags(&self) -> SideFlags {
+        SideFlags::default()
+    }
+
     /// Whether every place a result goes can be written, checked before the plan is made
     /// (a usage error): `--output` and `--textfile-dir` unless the command writes more.
     fn check_outputs(&self) -> Result<(), OutputUnusable> {
@@ -100,9 +106,7 @@ pub fn drive<B: Benchmark>(global: &GlobalArgs, bench: &B) -> anyhow::Result<Exi
         global,
         interrupt,
         live: std::io::stderr().is_terminal(),
-        side_flags: SideFlags {
-            watch_links: !bench.keep().no_watch,
-        },
+        side_flags: bench.side_flags(),
     };
     match bench.run(plan, &run)? {
         Outcome::Ended(ended) => run.finish(bench, ended),

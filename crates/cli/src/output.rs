@@ -155,10 +155,6 @@ pub struct KeepArgs {
     #[arg(long, value_name = "FILE")]
     pub db: Option<std::path::PathBuf>,
 
-    /// Do not watch the AER errors and link changes of the target's path during the run.
-    #[arg(long)]
-    pub no_watch: bool,
-
     /// Also write the result's metrics to DIR/headroom-KIND.prom (`headroom-disk.prom`...),
     /// atomically, for node_exporter's textfile collector (--collector.textfile.directory).
     #[arg(long, value_name = "DIR")]

@@ -104,7 +104,6 @@ impl WatchArgs {
             output: self.output.clone(),
             no_save: self.no_save,
             db: self.db.clone(),
-            no_watch: false,
             textfile_dir: None,
         }
     }
