@@ -50,10 +50,12 @@ impl PathWatch {
             .sum()
     }
 
-    /// Errors per GB (10^9 B) moved, when bytes moved.
+    /// Errors per GB (10^9 B) moved, when bytes moved and a function of the path counts AER
+    /// errors (none counted on a path without AER counters is no rate, not zero).
     pub fn errors_per_gb(&self) -> Option<f64> {
         let bytes = self.read_bytes + self.write_bytes;
-        (bytes > 0).then(|| self.errors() as f64 / (bytes as f64 / 1e9))
+        let counted = self.errors() > 0 || self.devices.iter().any(|d| d.has_aer);
+        (bytes > 0 && counted).then(|| self.errors() as f64 / (bytes as f64 / 1e9))
     }
 
     /// `5.2 GB of writes`, `1.0 GB of reads and writes`.
@@ -215,5 +217,28 @@ mod tests {
              2.31 per GB: the link is marginal at this speed"
         );
         assert_eq!(w.errors_per_gb().map(|v| (v * 100.0).round()), Some(231.0));
+    }
+
+    /// A path whose functions count no AER errors (virtio, a function without the AER
+    /// capability) has no error rate: none is a count the kernel never made, not zero errors.
+    #[test]
+    fn a_path_without_aer_counters_has_no_error_rate() {
+        let function = |has_aer| DeviceSummary {
+            device: "0000:00:04.0".into(),
+            has_aer,
+            present: true,
+            ..DeviceSummary::default()
+        };
+        let mut w = PathWatch {
+            samples: 3,
+            interval_ms: 1000,
+            devices: vec![function(false)],
+            changes: Vec::new(),
+            read_bytes: 4_000_000,
+            write_bytes: 0,
+        };
+        assert_eq!(w.errors_per_gb(), None);
+        w.devices.push(function(true));
+        assert_eq!(w.errors_per_gb(), Some(0.0));
     }
 }
