@@ -105,7 +105,15 @@ pub trait SideSampler: Send {
 }
 
 /// How a side sampler starts for a target (`None`: nothing to sample there).
-pub type StartSide = fn(SysRoot, &SideTarget<'_>, SideFlags) -> Option<Box<dyn SideSampler>>;
+pub type StartSide = fn(SysRoot, &Resolved<'_>, SideFlags) -> Option<Box<dyn SideSampler>>;
+
+/// A target as the side samplers see it: the target, and the PCI functions of its path
+/// (from the target towards the CPU; none for the CPUs or a virtual interface), resolved once
+/// for them all.
+pub struct Resolved<'a> {
+    pub target: &'a SideTarget<'a>,
+    pub pci: Vec<String>,
+}
 
 /// Every side sampler, started in this order beside every benchmark that names its target's
 /// hardware; a new one is one entry here and a field of [`SideResults`].
@@ -118,10 +126,18 @@ impl Sides {
     /// Start every registered sampler for `target`, as `flags` say (the driver's
     /// `Run::sides`).
     pub fn start(root: SysRoot, target: &SideTarget<'_>, flags: SideFlags) -> Sides {
+        let resolved = Resolved {
+            target,
+            pci: match target {
+                SideTarget::Path(pci) => pci.to_vec(),
+                SideTarget::Interface(i) => interface_pci(&root, i),
+                SideTarget::Cpus(_) => Vec::new(),
+            },
+        };
         Sides(
             SIDE_SAMPLERS
                 .iter()
-                .filter_map(|start| start(root.clone(), target, flags))
+                .filter_map(|start| start(root.clone(), &resolved, flags))
                 .collect(),
         )
     }
@@ -140,12 +156,12 @@ impl Sides {
 /// target's path, or of a network interface's device.
 fn start_counters(
     root: SysRoot,
-    target: &SideTarget<'_>,
+    target: &Resolved<'_>,
     _flags: SideFlags,
 ) -> Option<Box<dyn SideSampler>> {
-    Some(Box::new(match target {
-        SideTarget::Path(pci) => Beside::start(root, pci),
-        SideTarget::Interface(i) => Beside::for_interface(root, i),
+    Some(Box::new(match target.target {
+        SideTarget::Path(_) => Beside::start(root, &target.pci),
+        SideTarget::Interface(i) => Beside::for_interface(root, i, &target.pci),
         SideTarget::Cpus(_) => return None,
     }))
 }
@@ -159,18 +175,13 @@ pub struct LinkWatch(probe::watch::Background);
 /// network interface's device; not with `--no-watch`, nor for a path with no PCI function.
 fn start_link_watch(
     root: SysRoot,
-    target: &SideTarget<'_>,
+    target: &Resolved<'_>,
     flags: SideFlags,
 ) -> Option<Box<dyn SideSampler>> {
     if !flags.watch_links {
         return None;
     }
-    let pci = match target {
-        SideTarget::Path(pci) => pci.to_vec(),
-        SideTarget::Interface(i) => interface_pci(&root, i),
-        SideTarget::Cpus(_) => return None,
-    };
-    let pci: Vec<_> = pci.iter().filter_map(|a| a.parse().ok()).collect();
+    let pci: Vec<_> = target.pci.iter().filter_map(|a| a.parse().ok()).collect();
     if pci.is_empty() {
         return None;
     }
@@ -214,10 +225,10 @@ pub struct InterruptsOnCpus {
 /// The registration of [`InterruptsOnCpus`], for the CPUs a benchmark measures on.
 fn start_cpu_interrupts(
     root: SysRoot,
-    target: &SideTarget<'_>,
+    target: &Resolved<'_>,
     _flags: SideFlags,
 ) -> Option<Box<dyn SideSampler>> {
-    let SideTarget::Cpus(cpus) = target else {
+    let SideTarget::Cpus(cpus) = target.target else {
         return None;
     };
     let sampler = counters::InterruptsSampler::new(root.clone());
@@ -325,13 +336,12 @@ impl Beside {
         Self::start_with(root, pci, devices, Vec::new())
     }
 
-    /// Start sampling for network interface `iface`: its device's interrupt lines (MSI/MSI-X
-    /// and the lines named after it), those of the other PCI functions on its path, and the
-    /// root port's PMU of that path.
-    pub fn for_interface(root: SysRoot, iface: &str) -> Beside {
-        let pci = interface_pci(&root, iface);
-        let (devices, notes) = counters::interrupts::interface_devices(&root, iface, &pci);
-        Self::start_with(root, &pci, devices, notes)
+    /// Start sampling for network interface `iface`, whose path has the PCI functions `pci`:
+    /// its device's interrupt lines (MSI/MSI-X and the lines named after it), those of the
+    /// other PCI functions on its path, and the root port's PMU of that path.
+    pub fn for_interface(root: SysRoot, iface: &str, pci: &[String]) -> Beside {
+        let (devices, notes) = counters::interrupts::interface_devices(&root, iface, pci);
+        Self::start_with(root, pci, devices, notes)
     }
 
     fn start_with(
@@ -462,7 +472,7 @@ mod tests {
         // Live: eth0 of this VM is virtio on a root-bus function, so its lines are found and
         // no PMU can count it; `lo` has no device. Elsewhere only what exists is checked.
         let root = SysRoot::system();
-        let lo = Beside::for_interface(root.clone(), "lo").finish(0, 0, None);
+        let lo = Beside::for_interface(root.clone(), "lo", &[]).finish(0, 0, None);
         assert!(lo.interrupts.is_empty());
         assert_eq!(
             lo.notes,
@@ -472,7 +482,8 @@ mod tests {
             testsupport::skip::skip("the eth0 part needs an eth0 with a device");
             return;
         };
-        let b = Beside::for_interface(root, "eth0").finish(0, 0, None);
+        let b = Beside::for_interface(root.clone(), "eth0", &interface_pci(&root, "eth0"))
+            .finish(0, 0, None);
         let own = &b.interrupts[0];
         assert!(own.device.starts_with("eth0"), "{own:?}");
         if dev.to_string_lossy().contains("/virtio") {
