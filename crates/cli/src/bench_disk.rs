@@ -119,6 +119,9 @@ pub struct DiskArgs {
     #[command(flatten)]
     pub keep: crate::output::KeepArgs,
 
+    #[command(flatten)]
+    pub sides: crate::beside::SideArgs,
+
     /// Allow write tests on a raw block device (destroys its data; refused while mounted).
     #[arg(long)]
     pub destructive: bool,
@@ -233,6 +236,10 @@ impl Benchmark for DiskArgs {
 
     fn keep(&self) -> KeepArgs {
         self.keep.clone()
+    }
+
+    fn side_flags(&self) -> crate::beside::SideFlags {
+        self.sides.flags()
     }
 
     fn plan(&self, global: &GlobalArgs) -> anyhow::Result<DiskPlan> {
@@ -403,7 +410,8 @@ impl Benchmark for DiskArgs {
             target: &target,
             system: host(&root, cpus),
         };
-        // Interrupts of the path's devices and its root port's PMU, beside the engine.
+        // The side samplers of the path (its devices' interrupts, its root port's PMU, its
+        // links' AER errors and changes), beside the engine.
         let pci = path
             .as_ref()
             .map(|p| p.chain.pci_addresses())
@@ -454,7 +462,7 @@ impl Benchmark for DiskArgs {
             diskless,
             emulated,
         );
-        doc.counters = sides.counters;
+        doc.counters = sides.beside_counters();
         Ok(Outcome::Ended(Ended {
             doc,
             measured: !result.tests.is_empty(),

@@ -217,6 +217,9 @@ pub struct NetArgs {
 
     #[command(flatten)]
     pub keep: crate::output::KeepArgs,
+
+    #[command(flatten)]
+    pub sides: crate::beside::SideArgs,
 }
 
 /// The flags that shape the test, for `model::net::args::config_of`.
@@ -292,6 +295,10 @@ impl Benchmark for NetArgs {
 
     fn kept(doc: &NetDocument) -> &NetDocument {
         doc
+    }
+
+    fn side_flags(&self) -> crate::beside::SideFlags {
+        self.sides.flags()
     }
 
     fn keep(&self) -> KeepArgs {
@@ -466,7 +473,7 @@ fn stop_sides(sides: Mutex<Option<Sides>>, m: &NetMeasurement) -> Option<BesideC
         tx_bytes: sent,
         busy_s: None,
     })
-    .counters
+    .beside_counters()
 }
 
 /// The /proc/net/dev delta of the test's interface.

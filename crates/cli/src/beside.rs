@@ -5,8 +5,9 @@
 //! when the machine has one, whose payload bytes are set against the application's (Rx
 //! against what the device wrote to memory: a disk read, a received packet; Tx against what
 //! it read: a disk write, a sent packet; where no PMU can count the path, one note says why,
-//! in the words of `count --list`'s finding); and [`InterruptsOnCpus`], the interrupts on the
-//! CPUs `bench latency` measures on.
+//! in the words of `count --list`'s finding); [`LinkWatch`], the AER errors and link changes
+//! of the PCI functions on that path (not with `--no-watch`); and [`InterruptsOnCpus`], the
+//! interrupts on the CPUs `bench latency` measures on.
 
 use counters::event::Pmus;
 use counters::pcie_pmu;
@@ -15,7 +16,43 @@ use counters::Sampler;
 use model::latency::MeasuredInterrupts;
 use model::procfs::IrqLine;
 use model::root::SysRoot;
-use report::kinds::count::{IrqRate, PmuBytes};
+use report::kinds::count::{BesideCounters, IrqRate, PmuBytes};
+use report::kinds::watch::beside::PathWatch;
+
+/// The interval of a benchmark's link watch ([`LinkWatch`]).
+const LINK_WATCH_MS: u64 = 1000;
+
+/// What a benchmark's flags say of its side samplers (the driver's `Run::sides` passes them).
+#[derive(Clone, Copy, Debug)]
+pub struct SideFlags {
+    /// Watch the AER errors and link changes of the target's path ([`LinkWatch`]): on unless
+    /// `--no-watch` was given.
+    pub watch_links: bool,
+}
+
+impl Default for SideFlags {
+    fn default() -> SideFlags {
+        SideFlags { watch_links: true }
+    }
+}
+
+/// The flags of the side samplers, for a benchmark whose target has a path of PCI functions
+/// (`bench disk`, `bench net`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SideArgs {
+    /// Do not watch the AER errors and link changes of the target's path during the run.
+    #[arg(long)]
+    pub no_watch: bool,
+}
+
+impl SideArgs {
+    /// What these flags say of the side samplers.
+    pub fn flags(&self) -> SideFlags {
+        SideFlags {
+            watch_links: !self.no_watch,
+        }
+    }
+}
 
 /// What the side samplers sample beside an engine: the hardware its target crosses.
 pub enum SideTarget<'a> {
@@ -44,6 +81,21 @@ pub struct SideResults {
     pub counters: Option<report::kinds::count::BesideCounters>,
     /// What arrived on the measured CPUs ([`InterruptsOnCpus`]).
     pub cpu_interrupts: Option<MeasuredInterrupts>,
+    /// The AER errors and link changes of the path's PCI functions ([`LinkWatch`]).
+    pub links: Option<PathWatch>,
+}
+
+impl SideResults {
+    /// What the document keeps of the path's samplers under `counters`: the interrupts and
+    /// the PMU's bytes, with the links' watch beside them.
+    pub fn beside_counters(self) -> Option<BesideCounters> {
+        let mut counters = match (self.counters, &self.links) {
+            (None, None) => return None,
+            (c, _) => c.unwrap_or_default(),
+        };
+        counters.links = self.links;
+        Some(counters)
+    }
 }
 
 /// A sampler running beside an engine.
@@ -53,22 +105,39 @@ pub trait SideSampler: Send {
 }
 
 /// How a side sampler starts for a target (`None`: nothing to sample there).
-pub type StartSide = fn(SysRoot, &SideTarget<'_>) -> Option<Box<dyn SideSampler>>;
+pub type StartSide = fn(SysRoot, &Resolved<'_>, SideFlags) -> Option<Box<dyn SideSampler>>;
+
+/// A target as the side samplers see it: the target, and the PCI functions of its path
+/// (from the target towards the CPU; none for the CPUs or a virtual interface), resolved once
+/// for them all.
+pub struct Resolved<'a> {
+    pub target: &'a SideTarget<'a>,
+    pub pci: Vec<String>,
+}
 
 /// Every side sampler, started in this order beside every benchmark that names its target's
 /// hardware; a new one is one entry here and a field of [`SideResults`].
-pub const SIDE_SAMPLERS: &[StartSide] = &[start_counters, start_cpu_interrupts];
+pub const SIDE_SAMPLERS: &[StartSide] = &[start_counters, start_link_watch, start_cpu_interrupts];
 
 /// The side samplers of one run.
 pub struct Sides(Vec<Box<dyn SideSampler>>);
 
 impl Sides {
-    /// Start every registered sampler for `target` (the driver's `Run::sides`).
-    pub fn start(root: SysRoot, target: &SideTarget<'_>) -> Sides {
+    /// Start every registered sampler for `target`, as `flags` say (the driver's
+    /// `Run::sides`).
+    pub fn start(root: SysRoot, target: &SideTarget<'_>, flags: SideFlags) -> Sides {
+        let resolved = Resolved {
+            target,
+            pci: match target {
+                SideTarget::Path(pci) => pci.to_vec(),
+                SideTarget::Interface(i) => interface_pci(&root, i),
+                SideTarget::Cpus(_) => Vec::new(),
+            },
+        };
         Sides(
             SIDE_SAMPLERS
                 .iter()
-                .filter_map(|start| start(root.clone(), target))
+                .filter_map(|start| start(root.clone(), &resolved, flags))
                 .collect(),
         )
     }
@@ -85,12 +154,62 @@ impl Sides {
 
 /// The counters sampler's registration: the interrupts and the root port's PMU of the
 /// target's path, or of a network interface's device.
-fn start_counters(root: SysRoot, target: &SideTarget<'_>) -> Option<Box<dyn SideSampler>> {
-    Some(Box::new(match target {
-        SideTarget::Path(pci) => Beside::start(root, pci),
-        SideTarget::Interface(i) => Beside::for_interface(root, i),
+fn start_counters(
+    root: SysRoot,
+    target: &Resolved<'_>,
+    _flags: SideFlags,
+) -> Option<Box<dyn SideSampler>> {
+    Some(Box::new(match target.target {
+        SideTarget::Path(_) => Beside::start(root, &target.pci),
+        SideTarget::Interface(i) => Beside::for_interface(root, i, &target.pci),
         SideTarget::Cpus(_) => return None,
     }))
+}
+
+/// The AER errors and link changes of the PCI functions on a target's path while the engine
+/// runs: `probe::watch` samples them each second, and the bytes the benchmark moved are set
+/// against the errors (errors per GB) when it stops.
+pub struct LinkWatch(probe::watch::Background);
+
+/// The registration of [`LinkWatch`]: the PCI functions of the target's path, or of a
+/// network interface's device; not with `--no-watch`, nor for a path with no PCI function.
+fn start_link_watch(
+    root: SysRoot,
+    target: &Resolved<'_>,
+    flags: SideFlags,
+) -> Option<Box<dyn SideSampler>> {
+    if !flags.watch_links {
+        return None;
+    }
+    let pci: Vec<_> = target.pci.iter().filter_map(|a| a.parse().ok()).collect();
+    if pci.is_empty() {
+        return None;
+    }
+    probe::watch::Background::start(&root, &pci, LINK_WATCH_MS)
+        .map(|b| Box::new(LinkWatch(b)) as Box<dyn SideSampler>)
+}
+
+impl SideSampler for LinkWatch {
+    fn stop(self: Box<Self>, moved: &Moved, out: &mut SideResults) {
+        // The device wrote what was read from a disk or received (Rx) and read what was
+        // written or sent (Tx).
+        out.links = self
+            .0
+            .finish()
+            .map(|w| PathWatch::new(w.result(), moved.rx_bytes, moved.tx_bytes));
+    }
+}
+
+/// The PCI functions of network interface `iface`'s path, from its device towards the CPU
+/// (none for a virtual interface).
+fn interface_pci(root: &SysRoot, iface: &str) -> Vec<String> {
+    probe::path::resolve(
+        root,
+        std::path::Path::new(iface),
+        &probe::pci::audit_sysfs(root),
+    )
+    .map(|p| p.chain.pci_addresses())
+    .unwrap_or_default()
 }
 
 /// /proc/interrupts when the measurement starts and when it stops: what arrived on the
@@ -104,8 +223,12 @@ pub struct InterruptsOnCpus {
 }
 
 /// The registration of [`InterruptsOnCpus`], for the CPUs a benchmark measures on.
-fn start_cpu_interrupts(root: SysRoot, target: &SideTarget<'_>) -> Option<Box<dyn SideSampler>> {
-    let SideTarget::Cpus(cpus) = target else {
+fn start_cpu_interrupts(
+    root: SysRoot,
+    target: &Resolved<'_>,
+    _flags: SideFlags,
+) -> Option<Box<dyn SideSampler>> {
+    let SideTarget::Cpus(cpus) = target.target else {
         return None;
     };
     let sampler = counters::InterruptsSampler::new(root.clone());
@@ -213,20 +336,12 @@ impl Beside {
         Self::start_with(root, pci, devices, Vec::new())
     }
 
-    /// Start sampling for network interface `iface`: its device's interrupt lines (MSI/MSI-X
-    /// and the lines named after it), those of the other PCI functions on its path, and the
-    /// root port's PMU of that path.
-    pub fn for_interface(root: SysRoot, iface: &str) -> Beside {
-        let sys = root.clone();
-        let pci = probe::path::resolve(
-            &sys,
-            std::path::Path::new(iface),
-            &probe::pci::audit_sysfs(&sys),
-        )
-        .map(|p| p.chain.pci_addresses())
-        .unwrap_or_default();
-        let (devices, notes) = counters::interrupts::interface_devices(&root, iface, &pci);
-        Self::start_with(root, &pci, devices, notes)
+    /// Start sampling for network interface `iface`, whose path has the PCI functions `pci`:
+    /// its device's interrupt lines (MSI/MSI-X and the lines named after it), those of the
+    /// other PCI functions on its path, and the root port's PMU of that path.
+    pub fn for_interface(root: SysRoot, iface: &str, pci: &[String]) -> Beside {
+        let (devices, notes) = counters::interrupts::interface_devices(&root, iface, pci);
+        Self::start_with(root, pci, devices, notes)
     }
 
     fn start_with(
@@ -320,12 +435,44 @@ mod tests {
     #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
     use super::*;
 
+    /// The links of a benchmark's path are watched by a side sampler of its own: started for
+    /// the path's PCI functions, its errors set against the bytes moved, kept under the
+    /// document's counters; `--no-watch` leaves it out, and a target without PCI functions
+    /// (the CPUs bench latency measures on) has none.
+    #[test]
+    fn the_links_of_a_path_are_watched_unless_no_watch_is_given() {
+        let tree = testsupport::fixtures::own("sysfs/qemu-q35-lab");
+        let root = SysRoot::new(&tree);
+        let pci = ["0000:05:00.0".to_string(), "0000:00:12.0".to_string()];
+        let moved = Moved {
+            rx_bytes: 2_000_000_000,
+            tx_bytes: 0,
+            busy_s: None,
+        };
+        let path = SideTarget::Path(&pci);
+        let on = Sides::start(root.clone(), &path, SideArgs::default().flags()).stop(&moved);
+        let links = on.links.clone().unwrap();
+        let mut watched: Vec<&str> = links.devices.iter().map(|d| d.device.as_str()).collect();
+        watched.sort_unstable();
+        assert_eq!(watched, ["0000:00:12.0", "0000:05:00.0"]);
+        assert!(links.samples >= 2, "{links:?}");
+        assert_eq!((links.read_bytes, links.write_bytes), (2_000_000_000, 0));
+        assert_eq!(links.errors_per_gb(), Some(0.0));
+        assert_eq!(on.beside_counters().unwrap().links, Some(links));
+        let off = SideArgs { no_watch: true }.flags();
+        let off = Sides::start(root.clone(), &path, off).stop(&moved);
+        assert!(off.links.is_none());
+        assert!(off.beside_counters().unwrap().links.is_none());
+        let cpus = Sides::start(root, &SideTarget::Cpus(&[0]), SideFlags::default());
+        assert!(cpus.stop(&moved).links.is_none());
+    }
+
     #[test]
     fn this_vms_virtio_nic_has_lines_and_no_root_port() {
         // Live: eth0 of this VM is virtio on a root-bus function, so its lines are found and
         // no PMU can count it; `lo` has no device. Elsewhere only what exists is checked.
         let root = SysRoot::system();
-        let lo = Beside::for_interface(root.clone(), "lo").finish(0, 0, None);
+        let lo = Beside::for_interface(root.clone(), "lo", &[]).finish(0, 0, None);
         assert!(lo.interrupts.is_empty());
         assert_eq!(
             lo.notes,
@@ -335,7 +482,8 @@ mod tests {
             testsupport::skip::skip("the eth0 part needs an eth0 with a device");
             return;
         };
-        let b = Beside::for_interface(root, "eth0").finish(0, 0, None);
+        let b = Beside::for_interface(root.clone(), "eth0", &interface_pci(&root, "eth0"))
+            .finish(0, 0, None);
         let own = &b.interrupts[0];
         assert!(own.device.starts_with("eth0"), "{own:?}");
         if dev.to_string_lossy().contains("/virtio") {

@@ -14,7 +14,7 @@
 //!   `--db`), printing it, and the exit code;
 //! - the child processes of the survey's parts ([`supervise`]), with bounded waits.
 
-use crate::beside::{SideTarget, Sides};
+use crate::beside::{SideFlags, SideTarget, Sides};
 use crate::console;
 use crate::output::{GlobalArgs, KeepArgs, OutputUnusable};
 use model::root::SysRoot;
@@ -42,6 +42,12 @@ pub trait Benchmark {
 
     /// The result document of what a run made.
     fn kept(doc: &Self::Document) -> &Self::Kept;
+
+    /// What the flags say of the side samplers beside the engine (`--no-watch`); every one
+    /// runs by default.
+    fn side_flags(&self) -> SideFlags {
+        SideFlags::default()
+    }
 
     /// Whether every place a result goes can be written, checked before the plan is made
     /// (a usage error): `--output` and `--textfile-dir` unless the command writes more.
@@ -100,6 +106,7 @@ pub fn drive<B: Benchmark>(global: &GlobalArgs, bench: &B) -> anyhow::Result<Exi
         global,
         interrupt,
         live: std::io::stderr().is_terminal(),
+        side_flags: bench.side_flags(),
     };
     match bench.run(plan, &run)? {
         Outcome::Ended(ended) => run.finish(bench, ended),
@@ -115,6 +122,8 @@ pub struct Run<'a> {
     interrupt: Interrupt,
     /// Whether stderr is a terminal: progress is drawn only there.
     pub live: bool,
+    /// What the benchmark's flags say of its side samplers (`--no-watch`).
+    side_flags: SideFlags,
 }
 
 impl Run<'_> {
@@ -173,9 +182,10 @@ impl Run<'_> {
         }
     }
 
-    /// Start the side samplers beside an engine, for the hardware its target crosses.
+    /// Start the side samplers beside an engine, for the hardware its target crosses, as the
+    /// benchmark's flags say (`--no-watch`).
     pub fn sides(&self, target: &SideTarget<'_>) -> Sides {
-        Sides::start(SysRoot::system(), target)
+        Sides::start(SysRoot::system(), target, self.side_flags)
     }
 
     /// Write a partial result to `--output` atomically (after each test of a run, so a stop

@@ -27,6 +27,7 @@ mod path;
 mod report;
 mod split;
 mod survey;
+mod watch;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -75,6 +76,9 @@ enum Command {
     /// Count events of any PMU while a command runs, like `perf stat` (PCIe PMUs joined
     /// to their root ports; interrupts per second of a device with --irq).
     Count(count::CountArgs),
+    /// Link health over time: PCIe link speed and width, AER errors, USB and network links
+    /// sampled at an interval, one line per change with what it costs the paths through it.
+    Watch(watch::WatchArgs),
 }
 
 fn main() -> ExitCode {
@@ -110,6 +114,7 @@ fn main() -> ExitCode {
         Some(Command::History(args)) => history::run(&cli.global, &args),
         Some(Command::Survey(args)) => survey::run(&cli.global, &args),
         Some(Command::Count(args)) => count::run(&cli.global, &args),
+        Some(Command::Watch(args)) => watch::run(&cli.global, &args),
     };
     match result {
         Ok(code) => code,

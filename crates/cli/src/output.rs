@@ -270,6 +270,21 @@ pub fn check_textfile_dir(dir: &Path, name: &str) -> Result<(), OutputUnusable> 
 pub fn write_textfile(dir: &Path, name: &str, doc: &report::Document) -> anyhow::Result<()> {
     let mut metrics = report::export::openmetrics::Metrics::new();
     report::kinds::add_metrics(&mut metrics, doc, name)?;
+    write_metrics(dir, name, &metrics)?;
+    // Said to a person at a terminal; a timer or cron job running it stays quiet.
+    if std::io::stderr().is_terminal() {
+        crate::console::info(format_args!("wrote {}", dir.join(name).display()));
+    }
+    Ok(())
+}
+
+/// Write `metrics` to DIR/`name` as [`write_textfile`] does, saying nothing (a command that
+/// rewrites it every interval).
+pub fn write_metrics(
+    dir: &Path,
+    name: &str,
+    metrics: &report::export::openmetrics::Metrics,
+) -> anyhow::Result<()> {
     let path = dir.join(name);
     if let Ok(m) = std::fs::symlink_metadata(&path) {
         let t = m.file_type();
@@ -294,12 +309,7 @@ pub fn write_textfile(dir: &Path, name: &str, doc: &report::Document) -> anyhow:
             path.display(),
             e.source
         )
-    })?;
-    // Said to a person at a terminal; a timer or cron job running it stays quiet.
-    if std::io::stderr().is_terminal() {
-        crate::console::info(format_args!("wrote {}", path.display()));
-    }
-    Ok(())
+    })
 }
 
 /// What a command that writes `--textfile-dir DIR` again and again (a server) says of DIR

@@ -27,3 +27,4 @@ mod roundtrip;
 mod size_check;
 mod survey;
 mod terminal;
+mod watch;

@@ -607,3 +607,140 @@ fn prometheus_scrapes_the_textfile_through_node_exporter() {
     assert_eq!(sum.len(), 1);
     assert_eq!(sum[0]["value"][1], "6");
 }
+
+/// While `headroom watch --textfile-dir` runs, a Prometheus server scraping node_exporter's
+/// textfile collector sees the AER errors the kernel counts, by function, severity and name,
+/// under node_exporter's pcidevice labels.
+#[test]
+fn prometheus_sees_the_errors_a_running_watch_counts() {
+    let tools = ["prometheus", "prometheus-node-exporter"];
+    if !testsupport::skip::unless(
+        tools.iter().all(|t| testsupport::process::on_path(t)),
+        "prometheus and prometheus-node-exporter (Debian) are not installed",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("root");
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(own("sysfs/qemu-q35-lab"))
+        .arg(&tree)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let textfiles = dir.path().join("textfiles");
+    std::fs::create_dir(&textfiles).unwrap();
+    let mut watch = testsupport::cmd::headroom_process();
+    watch
+        .args([
+            "watch",
+            "--interval",
+            "200ms",
+            "--for",
+            "5m",
+            "--no-save",
+            "--root",
+        ])
+        .arg(&tree)
+        .arg("--textfile-dir")
+        .arg(&textfiles);
+    let watch = Service::start("headroom watch", &mut watch, dir.path().join("watch.log"));
+    let exporter_port = testsupport::net::free_port();
+    let exporter = Service::start(
+        "node_exporter",
+        Command::new("prometheus-node-exporter")
+            .arg(format!("--web.listen-address=127.0.0.1:{exporter_port}"))
+            .arg("--collector.disable-defaults")
+            .arg("--collector.textfile")
+            .arg(format!(
+                "--collector.textfile.directory={}",
+                textfiles.display()
+            )),
+        dir.path().join("node_exporter.log"),
+    );
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  \
+             - job_name: node\n    static_configs:\n      - targets: ['127.0.0.1:{exporter_port}']\n"
+        ),
+    )
+    .unwrap();
+    let prometheus_port = testsupport::net::free_port();
+    let prometheus = Service::start(
+        "prometheus",
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prometheus_port}")),
+        dir.path().join("prometheus.log"),
+    );
+    // The root port 0000:00:12.0 counts errors while the watch runs.
+    let port = tree.join("sys/devices/pci0000:00/0000:00:12.0");
+    std::fs::write(
+        port.join("aer_dev_correctable"),
+        "RxErr 12\nBadTLP 1\nBadDLLP 0\nRollover 0\nTimeout 0\nNonFatalErr 0\nCorrIntErr 0\n\
+         HeaderOF 0\nTOTAL_ERR_COR 13\n",
+    )
+    .unwrap();
+    let nonfatal = std::fs::read_to_string(port.join("aer_dev_nonfatal"))
+        .unwrap()
+        .replace("CmpltTO 0", "CmpltTO 2")
+        .replace("TOTAL_ERR_NONFATAL 0", "TOTAL_ERR_NONFATAL 2");
+    std::fs::write(port.join("aer_dev_nonfatal"), nonfatal).unwrap();
+    // Bounded: Prometheus starts, scrapes every second; 90 s is far more than it needs.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut seen = Vec::new();
+    while Instant::now() < deadline {
+        seen = query(prometheus_port, "headroom_pcidevice_aer_errors_total > 0")
+            .iter()
+            .map(|r| {
+                let m = &r["metric"];
+                let label = |k: &str| m[k].as_str().unwrap_or_default().to_string();
+                (
+                    format!(
+                        "{}:{}:{}.{}",
+                        label("segment"),
+                        label("bus"),
+                        label("device"),
+                        label("function")
+                    ),
+                    label("severity"),
+                    label("error"),
+                    r["value"][1].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect();
+        if seen.len() == 3 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    seen.sort();
+    let want =
+        |s: &str, e: &str, n: &str| ("0000:00:12.0".to_string(), s.into(), e.into(), n.into());
+    assert_eq!(
+        seen,
+        [
+            want("correctable", "BadTLP", "1"),
+            want("correctable", "RxErr", "12"),
+            want("nonfatal", "CmpltTO", "2"),
+        ],
+        "{}\n{}\n{}",
+        prometheus.log(),
+        exporter.log(),
+        watch.log()
+    );
+    let width = query(
+        prometheus_port,
+        "headroom_pcidevice_current_link_width{bus=\"05\",device=\"00\",function=\"0\"}",
+    );
+    assert_eq!(width.len(), 1, "{width:?}");
+    assert_eq!(width[0]["value"][1], "1");
+    drop(watch);
+}

@@ -647,6 +647,7 @@ fn a_document_of_every_kind_reads_back_everywhere() {
         ("pmu_list", "pmu-list.json"),
         ("survey", "survey-rpi5.json"),
         ("survey-plan", "survey-plan-sd-nvme.json"),
+        ("watch", "watch-q35-retrain.json"),
     ];
     for (i, (kind, name)) in kinds.iter().enumerate() {
         let file = testsupport::fixtures::own(&format!("results/{name}"));
@@ -709,6 +710,12 @@ fn a_document_of_every_kind_reads_back_everywhere() {
                 .iter()
                 .map(|c| format!("{:.1}", c["goodput_bytes_per_sec"].as_f64().unwrap() / 1e6))
                 .collect(),
+            // The devices something happened to, and their counts.
+            "watch-q35-retrain.json" => vec![
+                "0000:05:00.0".into(),
+                "correctable AER errors of 0000:00:12.0".into(),
+                "carrier changes of eth0".into(),
+            ],
             "count-true.json" => doc["events"]
                 .as_array()
                 .unwrap()

@@ -22,3 +22,4 @@ pub mod qdisc;
 pub mod system;
 pub mod usb;
 mod walk;
+pub mod watch;

@@ -64,10 +64,12 @@ pub enum DocumentKind {
     /// `history --json`.
     #[serde(rename = "history")]
     History,
+    #[serde(rename = "watch")]
+    Watch,
 }
 
 impl DocumentKind {
-    pub const ALL: [DocumentKind; 14] = [
+    pub const ALL: [DocumentKind; 15] = [
         DocumentKind::Audit,
         DocumentKind::Path,
         DocumentKind::Ceiling,
@@ -82,6 +84,7 @@ impl DocumentKind {
         DocumentKind::Report,
         DocumentKind::Compare,
         DocumentKind::History,
+        DocumentKind::Watch,
     ];
 
     /// The name documents carry in `kind`.
@@ -101,6 +104,7 @@ impl DocumentKind {
             DocumentKind::Report => "report",
             DocumentKind::Compare => "compare",
             DocumentKind::History => "history",
+            DocumentKind::Watch => "watch",
         }
     }
 }
@@ -653,7 +657,8 @@ mod tests {
                 "survey-plan",
                 "report",
                 "compare",
-                "history"
+                "history",
+                "watch"
             ]
         );
         for (k, name) in DocumentKind::ALL.iter().zip(&names) {
@@ -667,7 +672,7 @@ mod tests {
         assert_eq!(
             "Disk".parse::<DocumentKind>().unwrap_err().to_string(),
             "its kind `Disk` is none headroom writes: audit, path, ceiling, disk, latency, net, \
-             mmio, count, pmu_list, survey, survey-plan, report, compare, history"
+             mmio, count, pmu_list, survey, survey-plan, report, compare, history, watch"
         );
     }
 }

@@ -60,6 +60,7 @@ fn with_counters(received: u64, rx_bytes: f64, irq_per_s: f64) -> Summary {
     use report::kinds::count::{error_percent, BesideCounters, IrqRate, PmuBytes};
     let mut v = fixture_value("net-shaped-tcp.json");
     let counters = BesideCounters {
+        links: None,
         interrupts: vec![IrqRate {
             device: "eth0 0000:31:00.0".into(),
             irqs: vec![37, 38, 39],

@@ -19,6 +19,7 @@ pub mod mmio;
 pub mod net;
 pub mod path;
 pub mod survey;
+pub mod watch;
 
 use crate::document::{Document, DocumentError, DocumentKind};
 use crate::export::cases::{summary_cases, Case};
@@ -170,6 +171,7 @@ pub static KINDS: &[&dyn Kind] = &[
     &derived::ReportKind,
     &derived::CompareKind,
     &derived::HistoryKind,
+    &watch::WatchKind,
 ];
 
 /// The kind of documents of `kind`.
@@ -283,6 +285,23 @@ pub fn summarize(doc: &Document, origin: &str) -> Result<Summary, DocumentError>
     }
     if kind.counters_beside() {
         if let Ok(BesideView { counters: Some(b) }) = doc.view::<BesideView>(origin) {
+            // The path's AER errors and link changes during the run.
+            if let Some(w) = &b.links {
+                for f in watch::beside::collect(w) {
+                    if !s.findings.contains(&f) {
+                        s.findings.push(f);
+                    }
+                }
+                if let Some(per_gb) = w.errors_per_gb() {
+                    s.counters.push(CounterRow {
+                        name: "AER errors on the path".into(),
+                        value: Some(w.errors() as f64),
+                        unit: String::new(),
+                        running_percent: None,
+                        status: format!("{per_gb:.2} per GB moved"),
+                    });
+                }
+            }
             // What could not be sampled (no device interrupts, no PMU on the path).
             for n in &b.notes {
                 if !s.notes.contains(n) {

@@ -753,6 +753,9 @@ pub struct BesideCounters {
     /// What could not be sampled, one sentence each.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// AER errors and link changes of the path's PCI functions during the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub links: Option<super::watch::beside::PathWatch>,
 }
 
 pub fn error_percent(counted: f64, app: u64) -> Option<f64> {
@@ -769,6 +772,7 @@ mod beside_tests {
         let rx = 536_910_432.0 * 16.0;
         let app = 8_192 * 1_048_576;
         let b = BesideCounters {
+            links: None,
             interrupts: vec![IrqRate {
                 device: "0000:01:00.0".into(),
                 irqs: vec![40, 41],

@@ -193,6 +193,9 @@ pub fn render_beside(b: &BesideCounters) -> String {
                 .unwrap_or_default()
         ));
     }
+    if let Some(w) = &b.links {
+        out.push_str(&crate::kinds::watch::beside::render(w));
+    }
     for n in &b.notes {
         out.push_str(&format!("Counters: {n}\n"));
     }

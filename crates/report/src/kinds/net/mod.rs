@@ -667,6 +667,7 @@ mod tests {
         // This end sent (Tx) and received nothing: the PMU's Tx is set against what was sent.
         assert_eq!(app_bytes(&r.measurement), (2_000_000, 0));
         r.counters = Some(crate::kinds::count::BesideCounters {
+            links: None,
             interrupts: vec![crate::kinds::count::IrqRate {
                 device: "eth0 0000:00:03.0".into(),
                 irqs: vec![37, 38, 39],
