@@ -731,7 +731,8 @@ mod tests {
                 "survey-plan",
                 "report",
                 "compare",
-                "history"
+                "history",
+                "watch"
             ]
         );
         for (k, name) in DocumentKind::ALL.iter().zip(&names) {
@@ -745,7 +746,7 @@ mod tests {
         assert_eq!(
             "Disk".parse::<DocumentKind>().unwrap_err().to_string(),
             "its kind `Disk` is none headroom writes: audit, path, ceiling, disk, latency, net, \
-             mmio, count, pmu_list, survey, survey-plan, report, compare, history"
+             mmio, count, pmu_list, survey, survey-plan, report, compare, history, watch"
         );
     }
 }
