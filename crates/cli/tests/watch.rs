@@ -468,3 +468,35 @@ fn errors_during_a_benchmark_are_a_finding_with_errors_per_gb() {
     );
     assert!(md.contains("| AER errors on the path | 12 |"), "{md}");
 }
+
+#[test]
+fn error_names_from_a_hostile_tree_are_escaped_in_the_textfile() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = nvme_at_x4(dir.path());
+    std::fs::write(
+        tree.join("sys/devices/pci0000:00/0000:00:12.0/aer_dev_correctable"),
+        "Rx\"Err\\\x1b[31m 3\nTOTAL_ERR_COR 3\n",
+    )
+    .unwrap();
+    let textfiles = dir.path().join("textfile");
+    std::fs::create_dir(&textfiles).unwrap();
+    let mut cmd = testsupport::cmd::headroom();
+    cmd.args(["watch", "--for", "1ms", "--no-save", "--root"])
+        .arg(&tree)
+        .arg("--textfile-dir")
+        .arg(&textfiles);
+    testsupport::cmd::output_ok(&mut cmd);
+    let text = std::fs::read_to_string(textfiles.join("headroom-watch.prom")).unwrap();
+    assert!(!text.contains('\x1b'), "{text:?}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("headroom_pcidevice_aer_errors_total{") && l.ends_with(" 3"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("error=\"Rx\\\"Err\\\\"), "{line}");
+    if testsupport::skip::unless(
+        testsupport::process::on_path("promtool"),
+        "promtool (Debian's prometheus package) is not installed",
+    ) {
+        promtool(&text).unwrap_or_else(|e| panic!("promtool: {e}\n{text}"));
+    }
+}

@@ -189,6 +189,8 @@ pub enum ChangeKind {
         before: Option<u64>,
         after: Option<u64>,
     },
+    NetArrived,
+    NetLeft,
 }
 
 /// One change, when it was seen and what it costs the paths through the device.
@@ -684,6 +686,7 @@ impl Watcher {
                         s.arrivals += 1;
                         s.present = true;
                     }
+                    out.push(plain_change(n.name.clone(), ChangeKind::NetArrived));
                 }
                 continue;
             };
@@ -712,8 +715,20 @@ impl Watcher {
                 out.push(plain_change(n.name.clone(), kind));
             }
         }
-        self.net
-            .retain(|name, _| sample.net.iter().any(|n| &n.name == name));
+        let gone: Vec<String> = self
+            .net
+            .keys()
+            .filter(|name| !sample.net.iter().any(|n| &&n.name == name))
+            .cloned()
+            .collect();
+        for name in gone {
+            self.net.remove(&name);
+            if let Some(s) = self.summary(&name) {
+                s.departures += 1;
+                s.present = false;
+            }
+            out.push(plain_change(name, ChangeKind::NetLeft));
+        }
     }
 
     /// Add a timeline point for `address`; when the timeline is full, keep every other point
@@ -945,6 +960,26 @@ mod tests {
         let d = w.device("0000:01:00.0").unwrap();
         assert_eq!(d.link_changes, 1);
         assert_eq!(d.lowest, Some(LinkState::new(PcieGen::Gen2, 1)));
+    }
+
+    #[test]
+    fn a_network_interface_that_leaves_and_comes_back_is_two_lines() {
+        let eth = |carrier| Sample {
+            net: vec![NetSample {
+                name: "eth1".into(),
+                carrier_changes: Some(carrier),
+                speed_mbps: Some(1000),
+            }],
+            ..Sample::default()
+        };
+        let mut w = Watcher::new(1000, Vec::new());
+        assert!(w.observe(&eth(2), 0, 0).is_empty());
+        let gone = w.observe(&Sample::default(), 1000, 1000);
+        assert_eq!(gone[0].kind, ChangeKind::NetLeft);
+        let back = w.observe(&eth(0), 2000, 2000);
+        assert_eq!(back[0].kind, ChangeKind::NetArrived);
+        let d = w.device("eth1").unwrap();
+        assert_eq!((d.departures, d.arrivals, d.present), (1, 1, true));
     }
 
     #[test]

@@ -134,6 +134,8 @@ pub fn change_line(c: &Change) -> String {
             "carrier changed {changes} time{} (the link went down or up)",
             if *changes == 1 { "" } else { "s" }
         ),
+        ChangeKind::NetArrived => "arrived".to_string(),
+        ChangeKind::NetLeft => "left".to_string(),
         ChangeKind::NetSpeed { before, after } => {
             let s = |v: &Option<u64>| v.map_or("no link".to_string(), |v| format!("{v} Mb/s"));
             format!("{} -> {}", s(before), s(after))
