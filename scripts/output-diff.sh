@@ -30,10 +30,10 @@
 # between two runs of the same command: a JSON `"created": "..."` value, KCIDB's `start_time`
 # and ids made from it, OpenMetrics' `run_timestamp` sample, OCPTV's `timestamp`.
 #
-# The binary at REF is built once per commit in a temporary worktree, into this worktree's
-# target directory (its crates are keyed by their path, so nothing of the working tree's build
-# is replaced; the binary is copied out right after), and kept in
-# /var/tmp/headroom-output-diff/COMMIT/. Exit 0: no difference; 1: the differences are printed
+# The binary at REF is built once per commit in a temporary worktree, into a target directory
+# of its own (target/output-diff-ref: cargo keys a workspace's crates by their path inside the
+# workspace, so a build of another checkout into this worktree's target would replace its
+# crates and leave them looking up to date), and kept in /var/tmp/headroom-output-diff/COMMIT/. Exit 0: no difference; 1: the differences are printed
 # (a unified diff per output, at most 40 lines each) with the total.
 set -eu -o pipefail
 
@@ -55,6 +55,7 @@ cd "$top"
 commit=$(git rev-parse --verify "$ref^{commit}")
 cache=/var/tmp/headroom-output-diff/$commit
 target=$top/target
+ref_target=$top/target/output-diff-ref
 
 build_new() {
     nice -n 10 cargo build -q -p headroom >&2
@@ -70,9 +71,9 @@ build_base() {
     src=$(mktemp -d /var/tmp/headroom-output-diff-src.XXXXXX)
     git worktree add -q --detach "$src/tree" "$commit"
     echo "output-diff: building $ref ($commit) in $src/tree" >&2
-    if (cd "$src/tree" && CARGO_TARGET_DIR=$target nice -n 10 cargo build -q -p headroom >&2); then
+    if (cd "$src/tree" && CARGO_TARGET_DIR=$ref_target nice -n 10 cargo build -q -p headroom >&2); then
         mkdir -p "$cache"
-        cp "$target/debug/headroom" "$cache/headroom.tmp"
+        cp "$ref_target/debug/headroom" "$cache/headroom.tmp"
         mv "$cache/headroom.tmp" "$cache/headroom"
     fi
     git worktree remove --force "$src/tree"
