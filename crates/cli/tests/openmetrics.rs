@@ -170,6 +170,7 @@ fn every_document_kind_passes_promtool_and_the_openmetrics_parser() {
         "report",
         "survey",
         "survey-plan",
+        "watch",
     ];
     assert_eq!(kinds, every.iter().map(|k| k.to_string()).collect());
 }
