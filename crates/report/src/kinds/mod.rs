@@ -81,15 +81,37 @@ pub trait Kind: Sync {
         self.cases_of(doc, &s, origin)
     }
 
-    /// The cases of `doc` whose summary is `s`: what every kind's summary has, and the kind's
-    /// own checks after them.
+    /// The cases of `doc` whose summary is `s`: what every kind's summary has, then the
+    /// kind's own checks ([`Kind::own_cases`]).
     fn cases_of(
         &self,
-        _doc: &Document,
+        doc: &Document,
         s: &Summary,
+        origin: &str,
+    ) -> Result<Vec<Case>, DocumentError> {
+        let mut out = summary_cases(s, &self.downgraded_links(doc, origin)?);
+        out.extend(self.own_cases(doc, s, origin)?);
+        Ok(out)
+    }
+
+    /// The findings of links that run below what both ends support, as (subject, statement):
+    /// their cases fail as the link's own does (see [`summary_cases`]). None but an audit's.
+    fn downgraded_links(
+        &self,
+        _doc: &Document,
+        _origin: &str,
+    ) -> Result<Vec<(String, String)>, DocumentError> {
+        Ok(Vec::new())
+    }
+
+    /// The kind's own checks and figures, after its summary's; none by default.
+    fn own_cases(
+        &self,
+        _doc: &Document,
+        _s: &Summary,
         _origin: &str,
     ) -> Result<Vec<Case>, DocumentError> {
-        Ok(summary_cases(s, &[]))
+        Ok(Vec::new())
     }
 
     /// Its metrics ([`crate::export::metrics`]): those of its summary ([`Kind::metrics_of`]).

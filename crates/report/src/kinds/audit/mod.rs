@@ -748,18 +748,23 @@ impl super::Kind for AuditKind {
         summarize(doc, origin, s)
     }
 
-    /// Its summary's cases (a finding on a link the text marks downgraded fails), then its
-    /// links' and AER counters' own.
-    fn cases_of(
+    /// A finding on a link the text marks downgraded fails as the link does.
+    fn downgraded_links(
         &self,
         doc: &Document,
-        s: &Summary,
+        origin: &str,
+    ) -> Result<Vec<(String, String)>, DocumentError> {
+        downgrade_findings(doc, origin)
+    }
+
+    /// Its links' and AER counters' checks.
+    fn own_cases(
+        &self,
+        doc: &Document,
+        _s: &Summary,
         origin: &str,
     ) -> Result<Vec<Case>, DocumentError> {
-        let down = downgrade_findings(doc, origin)?;
-        let mut out = crate::export::cases::summary_cases(s, &down);
-        out.extend(cases(doc, origin)?);
-        Ok(out)
+        cases(doc, origin)
     }
 
     fn metrics_of(

@@ -967,16 +967,14 @@ impl super::Kind for CeilingKind {
         summarize(doc, origin, s)
     }
 
-    /// Its summary's cases, then each configuration's ceiling.
-    fn cases_of(
+    /// Each configuration's ceiling.
+    fn own_cases(
         &self,
         doc: &Document,
-        s: &Summary,
+        _s: &Summary,
         origin: &str,
     ) -> Result<Vec<Case>, DocumentError> {
-        let mut out = crate::export::cases::summary_cases(s, &[]);
-        out.extend(cases(doc, origin)?);
-        Ok(out)
+        cases(doc, origin)
     }
 }
 

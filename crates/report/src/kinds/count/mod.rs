@@ -535,16 +535,14 @@ impl super::Kind for PmuListKind {
         summarize_list(doc, origin, s)
     }
 
-    /// Its summary's cases, then one per PMU found.
-    fn cases_of(
+    /// One per PMU found.
+    fn own_cases(
         &self,
         doc: &Document,
-        s: &Summary,
+        _s: &Summary,
         origin: &str,
     ) -> Result<Vec<Case>, DocumentError> {
-        let mut out = crate::export::cases::summary_cases(s, &[]);
-        out.extend(list_cases(doc, origin)?);
-        Ok(out)
+        list_cases(doc, origin)
     }
 }
 

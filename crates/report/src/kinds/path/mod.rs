@@ -67,15 +67,15 @@ impl super::Kind for PathKind {
         &["path"]
     }
 
-    /// Its summary's cases; a path that has no link with a ceiling (virtio, tmpfs) says why,
+    /// A path that has no link with a ceiling (virtio, tmpfs) says why,
     /// as a skip: the figure a lab tracks could not be had.
-    fn cases_of(
+    fn own_cases(
         &self,
         _doc: &Document,
         s: &Summary,
         _origin: &str,
     ) -> Result<Vec<Case>, DocumentError> {
-        let mut out = crate::export::cases::summary_cases(s, &[]);
+        let mut out = Vec::new();
         if s.ceiling.is_none() {
             out.push(Case::skip(
                 vec!["path".into(), "ceiling".into()],

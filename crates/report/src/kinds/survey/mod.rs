@@ -997,16 +997,14 @@ impl super::Kind for SurveyPlanKind {
         summarize_plan(doc, origin, s)
     }
 
-    /// Its summary's cases, then one per planned part.
-    fn cases_of(
+    /// One per planned part.
+    fn own_cases(
         &self,
         doc: &Document,
-        s: &Summary,
+        _s: &Summary,
         origin: &str,
     ) -> Result<Vec<Case>, DocumentError> {
-        let mut out = crate::export::cases::summary_cases(s, &[]);
-        out.extend(plan_cases(doc, origin)?);
-        Ok(out)
+        plan_cases(doc, origin)
     }
 }
 
