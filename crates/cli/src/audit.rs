@@ -4,7 +4,8 @@
 use crate::output::GlobalArgs;
 use clap::Args;
 use model::root::SysRoot;
-use report::kinds::audit::text;
+use report::kinds::{KindDocument as _, Text};
+
 use report::kinds::audit::AuditDocument;
 use report::kinds::expect::Layout;
 use report::terminal::Style;
@@ -222,7 +223,14 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
     } else {
         let style = Style::new(global.use_color());
         let host = read_from.map(|r| probe::system::host(&SysRoot::new(r)));
-        crate::out!("{}", text::render(&document, host.as_ref(), &style))?;
+        crate::out!(
+            "{}",
+            document.text(&Text {
+                style,
+                host: host.as_ref(),
+                ..Text::default()
+            })
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -13,6 +13,7 @@ use model::disk::{DiskResult, HostFacts, TargetKind};
 use model::root::SysRoot;
 use report::document::DocumentKind;
 use report::kinds::disk::DiskDocument;
+use report::kinds::{KindDocument as _, Text};
 use report::terminal::Style;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -487,7 +488,13 @@ impl Benchmark for DiskArgs {
                 .map_or(0, |d| d.as_millis());
             crate::console::write_data(&report::kinds::disk::fio::json(doc, plus, now))?;
         } else {
-            crate::out!("{}", doc.text(&Style::new(run.global.use_color())))?;
+            crate::out!(
+                "{}",
+                doc.text(&Text {
+                    style: Style::new(run.global.use_color()),
+                    ..Text::default()
+                })
+            )?;
             if let Some(beside) = &doc.counters {
                 crate::out!("{}", report::kinds::count::render_beside(beside))?;
             }

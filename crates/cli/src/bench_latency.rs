@@ -25,6 +25,7 @@ use report::document::DocumentKind;
 use report::kinds::latency::findings as judge;
 use report::kinds::latency::text::cyclictest_line;
 use report::kinds::latency::{LatencyDocument, StressRecord};
+use report::kinds::{KindDocument as _, Text};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -276,8 +277,6 @@ pub struct LatencyPlan {
 /// A latency run's document, with what its text needs besides.
 pub struct LatencyRun {
     document: LatencyDocument,
-    config: Config,
-    context: SystemContext,
     /// The findings already said when the run started, not repeated at its end.
     shown: [Option<Finding>; 2],
 }
@@ -634,12 +633,7 @@ fn finish_latency(a: &LatencyArgs, r: Measured) -> anyhow::Result<Outcome<Latenc
         })
     });
     Ok(Outcome::Ended(Ended {
-        doc: LatencyRun {
-            document,
-            config: config.clone(),
-            context: context.clone(),
-            shown,
-        },
+        doc: LatencyRun { document, shown },
         measured,
         stopped,
         failed: false,
@@ -655,7 +649,6 @@ fn print_latency(
 ) -> anyhow::Result<()> {
     let document = &r.document;
     let measurement = &document.measurement;
-    let (config, context) = (&r.config, &r.context);
     let interrupted = document.interrupted;
     // cyclictest's --json=FILE: its document, written whatever stdout shows.
     let cyclictest_json = a.cyclictest_json.as_ref().filter(|_| measured);
@@ -693,22 +686,14 @@ fn print_latency(
             .signal()
             .filter(|_| interrupted)
             .map(console::signal_name);
-        let conditions = report::kinds::latency::text::Conditions {
-            stress: document.stress.as_ref().map(|s| &s.spec),
-            interrupted_by: by.as_deref(),
-        };
         crate::out!(
             "{}",
-            report::kinds::latency::text::render(
-                config,
-                context,
-                measurement,
-                document.load_average.last(),
-                document.interrupts.as_ref(),
-                document.split.as_ref(),
-                conditions,
-                a.nsecs
-            )
+            document.text(&Text {
+                style: report::terminal::Style::new(run.global.use_color()),
+                nanoseconds: a.nsecs,
+                stopped_by: by.as_deref(),
+                ..Text::default()
+            })
         )?;
     }
     // What the numbers depend on: warnings on stderr, where a user looks for them (the

@@ -15,6 +15,7 @@ use model::root::SysRoot;
 use probe::pci::bar;
 use report::document::DocumentKind;
 use report::kinds::mmio::{Memory, MmioDocument, Parameters};
+use report::kinds::{KindDocument as _, Text};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -312,10 +313,10 @@ fn print(ended: &Ended<MmioDocument>, run: &Run<'_>) -> anyhow::Result<()> {
     } else if ended.measured || !doc.interrupted {
         // Stopped before the first width ran, the tables would be empty: the sentence of the
         // stop says what happened instead.
-        let wrapped = crate::output::wrap(DocumentKind::Mmio, doc)?;
-        let summary = report::kinds::summarize(&wrapped, "this run")?;
-        let style = report::terminal::Style::new(run.global.use_color());
-        let text = report::kinds::mmio::text::render(&summary, &style);
+        let text = doc.text(&Text {
+            style: report::terminal::Style::new(run.global.use_color()),
+            ..Text::default()
+        });
         // Through the one terminal writer (a file name or sysfs string shown escaped); a
         // closed stdout (`| head`) still lets the run end as it should.
         if let Err(e) = crate::out!("{text}") {

@@ -13,6 +13,7 @@ use model::root::SysRoot;
 use report::document::DocumentKind;
 use report::kinds::count::BesideCounters;
 use report::kinds::net::{FindRate, NetDocument, RateStep};
+use report::kinds::{KindDocument as _, Text};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -420,7 +421,7 @@ impl Benchmark for NetArgs {
                     &host,
                 ))?;
             }
-            Output::Text => crate::out!("{}", report::kinds::net::render_text(r))?,
+            Output::Text => crate::out!("{}", r.text(&Text::default()))?,
         }
         Ok(())
     }

@@ -14,6 +14,7 @@ use model::root::SysRoot;
 use report::kinds::count::{
     CountDocument, CountInterval, CountStatus, CountedEvent, LineFormat, RootPortFact,
 };
+use report::kinds::{KindDocument as _, Text};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -388,7 +389,7 @@ pub fn run(global: &GlobalArgs, a: &CountArgs) -> anyhow::Result<ExitCode> {
         match format {
             LineFormat::Csv(s) => report::kinds::count::render_csv(&doc, s),
             LineFormat::Json => report::kinds::count::render_json_lines(&doc),
-            LineFormat::Text => report::kinds::count::render_text(&doc),
+            LineFormat::Text => doc.text(&Text::default()),
         }
     } else {
         String::new()
@@ -499,21 +500,16 @@ fn list(global: &GlobalArgs, root: &SysRoot) -> anyhow::Result<ExitCode> {
     let events = counters::list::events(root);
     let kernel = probe::system::kernel_release(root);
     let findings = report::kinds::count::root_port_pmu_findings(&facts, &links, kernel.as_deref());
+    let listing = report::kinds::count::PmuListDocument {
+        pmus: listing,
+        events,
+        findings,
+    };
     if global.json {
-        crate::output::print_result(
-            report::document::DocumentKind::PmuList,
-            &report::kinds::count::PmuListDocument {
-                pmus: listing,
-                events,
-                findings,
-            },
-        )?;
+        crate::output::print_result(report::document::DocumentKind::PmuList, &listing)?;
     } else {
         // Through the one terminal writer: PMU, event and tracepoint names come from sysfs.
-        crate::out!(
-            "{}",
-            report::kinds::count::render_list(&listing, &events, &findings)
-        )?;
+        crate::out!("{}", listing.text(&Text::default()))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,7 @@ use crate::output::GlobalArgs;
 use clap::Args;
 use model::root::SysRoot;
 use report::kinds::path::PathDocument;
+use report::kinds::{KindDocument as _, Text};
 use report::terminal::Style;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -52,9 +53,17 @@ pub fn run(global: &GlobalArgs, args: &PathArgs) -> anyhow::Result<ExitCode> {
                 .map(|f| f.display_name())
                 .unwrap_or_default()
         };
+        let document = PathDocument {
+            root: args.root.clone(),
+            path,
+        };
         crate::out!(
             "{}",
-            report::kinds::path::text::render(&path, &pci_name, &Style::new(global.use_color()))
+            document.text(&Text {
+                style: Style::new(global.use_color()),
+                pci_names: Some(&pci_name),
+                ..Text::default()
+            })
         )?;
     }
     Ok(ExitCode::SUCCESS)

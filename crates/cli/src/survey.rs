@@ -16,6 +16,7 @@ use model::root::SysRoot;
 use model::survey::{fit, format_seconds, plan, refit, Overruns, PartKind, PlannedPart, Spent};
 use report::document::DocumentKind;
 use report::kinds::survey::{PartEnd, PartResult, PartStatus, SurveyDocument};
+use report::kinds::{KindDocument as _, Text};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::sync::atomic::Ordering;
@@ -338,10 +339,14 @@ impl Benchmark for Survey<'_> {
         } else if matches!(args.md, Some(None)) {
             crate::out!("{}", report::kinds::survey::markdown(&doc, body, "survey"))?;
         } else {
-            let style = report::terminal::Style::new(run.global.use_color());
             crate::out!(
                 "{}",
-                report::kinds::survey::text(&doc, body, "survey", &style)
+                body.text(&Text {
+                    style: report::terminal::Style::new(run.global.use_color()),
+                    host: doc.envelope.host.as_ref(),
+                    created: doc.envelope.created.as_deref(),
+                    ..Text::default()
+                })
             )?;
         }
         Ok(())

@@ -11,6 +11,7 @@ use model::root::SysRoot;
 use model::watch::{Schedule, Watcher};
 use report::document::DocumentKind;
 use report::kinds::watch::{findings, text, Parameters, WatchDocument};
+use report::kinds::{KindDocument as _, Text};
 use report::terminal::Style;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -286,7 +287,10 @@ impl Benchmark for WatchArgs {
             };
             crate::out!(
                 "\n{}",
-                text::render(&unsaid, &Style::new(run.global.use_color()))
+                unsaid.text(&Text {
+                    style: Style::new(run.global.use_color()),
+                    ..Text::default()
+                })
             )?;
         }
         Ok(())

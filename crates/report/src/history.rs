@@ -898,13 +898,7 @@ impl Store {
     pub fn insert(&self, document_json: &str) -> Result<Saved, HistoryError> {
         let doc = Document::parse(document_json, "the document to save")?;
         let s = crate::kinds::summarize(&doc, "the document to save")?;
-        // What the listing shows: a survey counts its parts and conclusions.
-        let (test, headline) = if doc.kind() == crate::document::DocumentKind::Survey {
-            crate::kinds::survey::SurveyDocument::of(&doc, "the document to save")?
-                .listing("survey")
-        } else {
-            (s.test_label(), s.headline())
-        };
+        let (test, headline) = crate::kinds::listing(&doc, &s, "the document to save")?;
         // IMMEDIATE takes the write lock first (waiting in the busy handler), so the insert
         // never has to upgrade a stale read snapshot, which SQLite refuses without waiting.
         let tx = rusqlite::Transaction::new_unchecked(

@@ -650,11 +650,7 @@ struct Columns {
 impl Columns {
     fn of(doc: &Document, origin: &str) -> Result<Columns, crate::document::DocumentError> {
         let s = crate::kinds::summarize(doc, origin)?;
-        let (test, headline) = if doc.kind() == crate::document::DocumentKind::Survey {
-            crate::kinds::survey::SurveyDocument::of(doc, origin)?.listing("survey")
-        } else {
-            (s.test_label(), s.headline())
-        };
+        let (test, headline) = crate::kinds::listing(doc, &s, origin)?;
         let host = s.host.clone().unwrap_or_default();
         let kernel = host.kernel.clone().or_else(|| {
             s.context

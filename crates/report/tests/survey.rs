@@ -4,6 +4,7 @@
 
 use model::survey::{fit, PartKind};
 use report::kinds::survey::{PartResult, PartStatus, SurveyDocument};
+use report::kinds::KindDocument;
 use report::Document;
 use serde_json::Value;
 
@@ -599,8 +600,11 @@ fn a_survey_report_shows_each_part_as_itself() {
 #[test]
 fn a_survey_as_text_has_no_markdown() {
     let (doc, body) = survey_with_an_interrupted_part();
-    let style = report::terminal::Style::new(false);
-    let text = report::kinds::survey::text(&doc, &body, "survey.json", &style);
+    let text = body.text(&report::kinds::Text {
+        host: doc.envelope.host.as_ref(),
+        created: doc.envelope.created.as_deref(),
+        ..Default::default()
+    });
     assert!(text.starts_with("headroom survey of"), "{text}");
     for l in text.lines() {
         assert!(!l.starts_with('#') && !l.starts_with('|'), "{l}\n{text}");

@@ -26,6 +26,7 @@ use crate::export::cases::{summary_cases, Case};
 use crate::export::openmetrics::Metrics;
 use crate::export::Export;
 use crate::summary::{link_state, CounterRow, Summary};
+use crate::terminal::Style;
 use crate::views::CommonView;
 
 /// What a result kind is to every report, implemented in the kind's own module by a unit
@@ -133,6 +134,17 @@ pub trait Kind: Sync {
         Ok(())
     }
 
+    /// What a history's listing shows of `doc` (whose summary is `s`): its test and its
+    /// headline; by default the summary's.
+    fn listing(
+        &self,
+        _doc: &Document,
+        s: &Summary,
+        _origin: &str,
+    ) -> Result<(String, String), DocumentError> {
+        Ok((s.test_label(), s.headline()))
+    }
+
     /// Whether its documents hold other documents' results (`report`, `compare`, `history`):
     /// a lab takes the figures from those documents themselves.
     fn made_of_other_documents(&self) -> bool {
@@ -158,6 +170,10 @@ pub trait KindDocument: serde::Serialize + serde::de::DeserializeOwned {
         doc.view(origin)
     }
 
+    /// The document as its command prints it on a terminal: what `how` adds is what only the
+    /// command line and the terminal know (colour, the host, `-N`, the signal that stopped it).
+    fn text(&self, how: &Text<'_>) -> String;
+
     /// This body in the envelope of a document made now by headroom `tool_version` on `host`:
     /// what `--json` prints and `--save` stores.
     fn wrap(
@@ -166,6 +182,38 @@ pub trait KindDocument: serde::Serialize + serde::de::DeserializeOwned {
         host: model::system::Host,
     ) -> Result<Document, DocumentError> {
         crate::document::wrap(Self::KIND, tool_version, host, self)
+    }
+}
+
+/// How a document's terminal text is drawn ([`KindDocument::text`]): the same for every kind;
+/// a kind reads what its layout needs and leaves the rest.
+#[derive(Clone, Copy, Default)]
+pub struct Text<'a> {
+    /// Colour where stdout is a terminal that wants it.
+    pub style: Style,
+    /// The machine the document describes (with `--root`, the captured tree's), for the kinds
+    /// whose text heads with it.
+    pub host: Option<&'a model::system::Host>,
+    /// When the run ended (the envelope's `created`).
+    pub created: Option<&'a str>,
+    /// Latencies in nanoseconds (`-N`, cyclictest's `--nsecs`).
+    pub nanoseconds: bool,
+    /// The signal that stopped the run early, as a user reads it (`SIGINT (Ctrl-C)`).
+    pub stopped_by: Option<&'a str>,
+    /// What lspci calls the PCI function at an address (from the ids database), for the kinds
+    /// that name the functions they cross.
+    pub pci_names: Option<&'a dyn Fn(&str) -> String>,
+}
+
+/// The text of a document whose kind has no layout of its own for it: its summary's sections,
+/// as a survey shows its parts ([`crate::terminal::sections`]).
+pub fn summary_text<D: KindDocument>(doc: &D, how: &Text<'_>) -> String {
+    let host = how.host.cloned().unwrap_or_default();
+    let summary = crate::document::wrap(D::KIND, env!("CARGO_PKG_VERSION"), host, doc)
+        .and_then(|d| summarize(&d, "this run"));
+    match summary {
+        Ok(s) => crate::terminal::sections::render(std::slice::from_ref(&s), &how.style),
+        Err(e) => format!("this {} document cannot be shown: {e}\n", D::KIND.as_str()),
     }
 }
 
@@ -237,6 +285,16 @@ pub fn check_kind(doc: &Document, origin: &str) -> Result<(), DocumentError> {
 /// The cases of `doc` for a board lab (`origin` names it in errors), as its kind gives them.
 pub fn cases(doc: &Document, origin: &str) -> Result<Vec<Case>, DocumentError> {
     of(doc.kind()).cases(doc, origin)
+}
+
+/// The test and headline a history lists for `doc` (whose summary is `s`), as its kind
+/// gives them.
+pub fn listing(
+    doc: &Document,
+    s: &Summary,
+    origin: &str,
+) -> Result<(String, String), DocumentError> {
+    of(doc.kind()).listing(doc, s, origin)
 }
 
 /// Add the metrics of `doc` (`origin` names it in errors) to `m`, as its kind gives them.

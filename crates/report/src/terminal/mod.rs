@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 /// The text carries [`Sgr`] marks, not escape sequences: only the terminal writer
 /// ([`crate::outside::for_terminal`]) makes them colours, after it has escaped every control
 /// character of the text, so a string from outside inside a styled text stays text.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Style {
     color: bool,
 }

@@ -786,4 +786,8 @@ impl super::Kind for AuditKind {
 
 impl super::KindDocument for AuditDocument {
     const KIND: DocumentKind = DocumentKind::Audit;
+
+    fn text(&self, how: &super::Text<'_>) -> String {
+        text::render(self, how.host, &how.style)
+    }
 }

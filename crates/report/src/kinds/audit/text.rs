@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 /// PCI functions, USB, block and network devices (those a `--root` scan found; a dump has
 /// PCI alone), then the findings. `host` is the machine the audit read (with `--root`, the
 /// tree's); a line only when it says something.
-pub fn render(
+pub(crate) fn render(
     doc: &super::AuditDocument,
     host: Option<&model::system::Host>,
     style: &Style,

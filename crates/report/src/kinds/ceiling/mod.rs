@@ -980,4 +980,10 @@ impl super::Kind for CeilingKind {
 
 impl super::KindDocument for CeilingDocument {
     const KIND: DocumentKind = DocumentKind::Ceiling;
+
+    /// A document read back: its summary. `headroom ceiling` prints the tables its query
+    /// shapes (the generations, lanes, transfers or frame sizes asked for, in `--unit`).
+    fn text(&self, how: &super::Text<'_>) -> String {
+        super::summary_text(self, how)
+    }
 }

@@ -7,7 +7,7 @@ pub use perf::{
     csv_line, interval_header, interval_lines, json_line, render_csv, render_json_lines, LineFormat,
 };
 pub mod text;
-pub use text::{event_line, render_beside, render_list, render_text};
+pub use text::{event_line, render_beside};
 pub mod findings;
 pub use findings::{no_pmu_note, no_root_port_note, root_port_pmu_findings, RootPortFact};
 
@@ -548,15 +548,24 @@ impl super::Kind for PmuListKind {
 
 impl super::KindDocument for CountDocument {
     const KIND: DocumentKind = DocumentKind::Count;
+
+    fn text(&self, _how: &super::Text<'_>) -> String {
+        text::render_text(self)
+    }
 }
 
 impl super::KindDocument for PmuListDocument {
     const KIND: DocumentKind = DocumentKind::PmuList;
+
+    fn text(&self, _how: &super::Text<'_>) -> String {
+        text::render_list(&self.pmus, &self.events, &self.findings)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kinds::count::text::render_text;
 
     fn ev(name: &str, value: f64, unit: Option<&str>, pct: f64) -> CountedEvent {
         CountedEvent {

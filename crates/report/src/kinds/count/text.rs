@@ -51,7 +51,7 @@ pub fn event_line(e: &CountedEvent, unit_w: usize, m: &Metric) -> String {
 }
 
 /// The whole `perf stat` block.
-pub fn render_text(d: &CountDocument) -> String {
+pub(crate) fn render_text(d: &CountDocument) -> String {
     let w = unit_width(&d.events);
     let base = MetricBase::of(&d.events, d.elapsed_s);
     let mut out = format!("\n Performance counter stats for {}:\n\n", d.target);
@@ -88,7 +88,11 @@ pub fn render_text(d: &CountDocument) -> String {
     out
 }
 
-pub fn render_list(pmus: &[PmuListing], events: &EventListing, findings: &[Finding]) -> String {
+pub(crate) fn render_list(
+    pmus: &[PmuListing],
+    events: &EventListing,
+    findings: &[Finding],
+) -> String {
     let mut out = String::new();
     for p in pmus {
         out.push_str(&format!("{} (type {})", p.name, p.type_id));

@@ -11,7 +11,7 @@ use crate::document::{Document, DocumentError};
 use crate::export::Export;
 use crate::kinds::count::BesideCounters;
 use crate::summary::{put, CeilingRow, Summary, TestRow};
-use crate::terminal::Style;
+
 use crate::words::{seconds, yes_no};
 use model::ceiling::PathCeiling;
 use model::disk::{DiskResult, HostFacts, Parameters, TargetInfo, TestResult};
@@ -153,20 +153,6 @@ impl DiskDocument {
             findings,
             counters: None,
         }
-    }
-
-    /// The CrystalDiskMark-like table of `bench disk` ([`crate::kinds::disk::text`]).
-    pub fn text(&self, style: &Style) -> String {
-        let tests: Vec<_> = self.tests.iter().map(|t| (&t.test, t.efficiency)).collect();
-        crate::kinds::disk::text::render(
-            &self.parameters,
-            &self.target,
-            &tests,
-            self.ceiling.as_ref(),
-            &self.findings,
-            &self.notes,
-            style,
-        )
     }
 }
 
@@ -324,12 +310,27 @@ impl super::Kind for DiskKind {
 
 impl super::KindDocument for DiskDocument {
     const KIND: DocumentKind = DocumentKind::Disk;
+
+    /// The CrystalDiskMark-like table of `bench disk` ([`crate::kinds::disk::text`]).
+    fn text(&self, how: &super::Text<'_>) -> String {
+        let tests: Vec<_> = self.tests.iter().map(|t| (&t.test, t.efficiency)).collect();
+        crate::kinds::disk::text::render(
+            &self.parameters,
+            &self.target,
+            &tests,
+            self.ceiling.as_ref(),
+            &self.findings,
+            &self.notes,
+            &how.style,
+        )
+    }
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
     use super::*;
+    use crate::kinds::KindDocument as _;
     use testsupport::disk::null_result;
 
     fn key_paths(v: &serde_json::Value, prefix: &str, out: &mut Vec<String>) {
@@ -461,8 +462,8 @@ mod tests {
             "{got} vs {expect}"
         );
         // The terminal shows the same judgement.
-        let text =
-            DiskDocument::judge(&result, Some(&ceiling), None, true, None).text(&Style::new(false));
+        let text = DiskDocument::judge(&result, Some(&ceiling), None, true, None)
+            .text(&crate::kinds::Text::default());
         assert!(
             text.contains("ceiling: USB 2-1 at 5000 Mb/s (read 0.0 MB/s, write 0.0 MB/s)"),
             "{text}"
@@ -477,8 +478,8 @@ mod tests {
             write_bytes_per_sec: 200e6,
             ..ceiling
         };
-        let text =
-            DiskDocument::judge(&result, Some(&usb), None, true, None).text(&Style::new(false));
+        let text = DiskDocument::judge(&result, Some(&usb), None, true, None)
+            .text(&crate::kinds::Text::default());
         assert!(
             text.contains("ceiling: USB 2-1 at 5000 Mb/s (read 400.0 MB/s, write 200.0 MB/s)"),
             "{text}"
@@ -490,6 +491,7 @@ mod tests {
 mod text_tests {
     #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
     use super::*;
+    use crate::kinds::KindDocument as _;
     use testsupport::disk::null_result;
 
     /// A measured result with every number the table shows set by hand, so the text is known.
@@ -544,8 +546,8 @@ mod text_tests {
         };
         // 70 % reads at 1000 MB/s on a full-duplex link: reads saturate first, at
         // 1500 / 0.7 = 2142.9 MB/s in total, so 47 %.
-        let text =
-            DiskDocument::judge(&r, Some(&ceiling), None, true, None).text(&Style::new(false));
+        let text = DiskDocument::judge(&r, Some(&ceiling), None, true, None)
+            .text(&crate::kinds::Text::default());
         let expected = "\
 headroom bench disk /mnt/x/headroom-disk.tmp (test file, 1 GiB) on nvme0n1p2 (259:2, disk nvme0n1)
 profile custom, engine null, O_DIRECT, buffers in 4 KiB pages, 1 run per test, each up to 5 s or one pass after a 1 s ramp, no pause; MB/s, MiB/s, IOPS, I/Os in flight and latency (submission to completion, fio's lat = slat + clat; clat in --json) of the best run, mean MB/s of all runs

@@ -66,7 +66,7 @@ pub fn progress_line(
 
 /// The text of `bench disk`: `tests` with their efficiency against `ceiling` (tests without
 /// a run are left out), the findings (`crate::kinds::disk::findings`), then the notes.
-pub fn render(
+pub(crate) fn render(
     p: &Parameters,
     t: &TargetInfo,
     tests: &[(&TestResult, Option<f64>)],

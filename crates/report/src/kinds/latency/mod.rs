@@ -401,17 +401,55 @@ impl super::Kind for LatencyKind {
 
 impl super::KindDocument for LatencyDocument {
     const KIND: DocumentKind = DocumentKind::Latency;
+
+    fn text(&self, how: &super::Text<'_>) -> String {
+        match (&self.config, &self.context) {
+            (Some(config), Some(ctx)) => text::render(self, config, ctx, how),
+            // Written without the run's configuration or context: what every kind's
+            // summary shows.
+            _ => super::summary_text(self, how),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
-    use crate::kinds::latency::text::render;
+    use super::LatencyDocument;
+    use crate::kinds::{KindDocument, Text};
     use model::latency::{
         self, Affinity, Config, CpuInterrupts, LoadSample, MeasuredInterrupts, Measurement, Step,
     };
     use model::procfs::LoadAverage;
     use std::time::Duration;
+
+    /// The text of a latency document made of these parts, as `bench latency` prints it.
+    fn text_of(
+        config: &Config,
+        ctx: &model::system::SystemContext,
+        m: &Measurement,
+        load: Option<&LoadSample>,
+        interrupts: Option<&MeasuredInterrupts>,
+        nanoseconds: bool,
+    ) -> String {
+        let doc = LatencyDocument {
+            config: Some(config.clone()),
+            context: Some(ctx.clone()),
+            measurement: m.clone(),
+            load_average: load.into_iter().cloned().collect(),
+            interrupts: interrupts.cloned(),
+            started_unix_ms: 0,
+            interrupted: false,
+            notes: Vec::new(),
+            stress: None,
+            split: None,
+            findings: Vec::new(),
+        };
+        doc.text(&Text {
+            nanoseconds,
+            ..Text::default()
+        })
+    }
 
     /// One thread's stats: `n` wake-ups at `at_us`, one spike of `spike_us` at 1.5 s.
     fn stats(thread: usize, n: u64, at_us: usize, spike_us: u64) -> latency::Stats {
@@ -500,26 +538,15 @@ mod tests {
                 tasks: 311,
             },
         };
-        insta::assert_snapshot!(render(
-            &config,
-            &ctx,
-            &m,
-            Some(&load),
-            None,
-            None,
-            Default::default(),
-            false
-        ));
+        insta::assert_snapshot!(text_of(&config, &ctx, &m, Some(&load), None, false));
         insta::assert_snapshot!(
             "text_of_a_two_thread_run_in_ns",
-            render(
+            text_of(
                 &config,
                 &ctx,
                 &testsupport::latency::measurement(Step::Refused("EPERM".into()), 3),
                 None,
                 None,
-                None,
-                Default::default(),
                 true
             )
         );
@@ -541,16 +568,7 @@ mod tests {
                 ),
             ],
         };
-        let text = render(
-            &config,
-            &ctx,
-            &m,
-            Some(&load),
-            Some(&interrupts),
-            None,
-            Default::default(),
-            false,
-        );
+        let text = text_of(&config, &ctx, &m, Some(&load), Some(&interrupts), false);
         insta::assert_snapshot!("text_of_a_two_thread_run_with_interrupts", text);
         assert!(text.contains(
             "interrupts on CPU 3: 242.0/s (51 eth0-rx-0 200.0/s, 45 nvme0q1 39.5/s, \

@@ -4,9 +4,7 @@
 
 use crate::explain;
 use model::latency::split::{Split, SplitSource, SplitStats};
-use model::latency::{
-    Config, CpuInterrupts, Live, LoadSample, MeasuredInterrupts, Measurement, Stats, Step,
-};
+use model::latency::{Config, CpuInterrupts, Live, Stats, Step};
 use model::stress::StressSpec;
 use model::system::SystemContext;
 use model::units::format_cpu_list;
@@ -163,32 +161,23 @@ pub fn split_text(s: &Split, limit: u32) -> String {
     out
 }
 
-/// Under what a run measured and how it ended: the lines a pasted report must carry (they
-/// used to go to stderr only).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Conditions<'a> {
-    /// The background load (`--stress`), `None` for an idle run.
-    pub stress: Option<&'a StressSpec>,
-    /// The signal that stopped the run before its duration or loop count, as a user reads it
-    /// (`SIGINT (Ctrl-C)`).
-    pub interrupted_by: Option<&'a str>,
-}
-
-/// The text of `bench latency`: cyclictest's header and thread lines, the table with p99 and
-/// p99.9, the largest wake-ups and window maxima, the interrupts on the measured CPUs, the
-/// IRQ/thread split when the run made one, and the context the numbers depend on.
-// The parts of a latency document one by one until it has its own type in report.
-#[allow(clippy::too_many_arguments)]
-pub fn render(
+/// The text of `bench latency` ([`super::LatencyDocument`]'s `text`): cyclictest's header
+/// and thread lines, the table with p99 and p99.9, the largest wake-ups and window maxima, the
+/// interrupts on the measured CPUs, the IRQ/thread split when the run made one, and the
+/// context the numbers depend on; under what the run measured and how it ended (the load,
+/// the signal that stopped it) heads it, so a pasted report carries it.
+pub(crate) fn render(
+    doc: &super::LatencyDocument,
     config: &Config,
     ctx: &SystemContext,
-    m: &Measurement,
-    load: Option<&LoadSample>,
-    interrupts: Option<&MeasuredInterrupts>,
-    split: Option<&Split>,
-    conditions: Conditions,
-    nsecs: bool,
+    how: &crate::kinds::Text<'_>,
 ) -> String {
+    let m = &doc.measurement;
+    let load = doc.load_average.last();
+    let interrupts = doc.interrupts.as_ref();
+    let split = doc.split.as_ref();
+    let stress: Option<&StressSpec> = doc.stress.as_ref().map(|s| &s.spec);
+    let nsecs = how.nanoseconds;
     let mut s = String::new();
     // The cyclictest header and lines, so the output reads like the seed's reports.
     if m.privileges.cpu_dma_latency_held.is_done() {
@@ -211,7 +200,7 @@ pub fn render(
             let _ = writeln!(s, "policy: {policy}");
         }
     }
-    match conditions.stress {
+    match stress {
         Some(st) => {
             let _ = writeln!(
                 s,
@@ -225,7 +214,7 @@ pub fn render(
             let _ = writeln!(s, "load: none (idle; --stress adds one)");
         }
     }
-    if let Some(by) = conditions.interrupted_by {
+    if let Some(by) = how.stopped_by {
         let asked = config
             .limits
             .duration

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 /// The text of `bench mmio` (a region was measured) or `bench mem` (DRAM only), from the
 /// run's summary.
-pub fn render(s: &Summary, style: &Style) -> String {
+pub(crate) fn render(s: &Summary, style: &Style) -> String {
     let mut out = String::new();
     let title = match &s.target {
         Some(t) => format!("headroom bench mmio {t}"),

@@ -6,7 +6,7 @@
 //! per second like every other headroom rate.
 
 pub mod text;
-pub use text::{interval_line, render_text, trial_line};
+pub use text::{interval_line, trial_line};
 pub mod findings;
 pub use findings::findings;
 
@@ -465,11 +465,16 @@ impl super::Kind for NetKind {
 
 impl super::KindDocument for NetDocument {
     const KIND: DocumentKind = DocumentKind::Net;
+
+    fn text(&self, _how: &super::Text<'_>) -> String {
+        text::render_text(self)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kinds::net::text::render_text;
     use model::net::{CpuUse, Direction, EndTotals, NetConfig, Role, Shaper, StreamResult};
 
     /// The report of a TCP (128 KiB writes) or UDP (1448 B datagrams) run that moved `bytes`

@@ -26,7 +26,7 @@ pub fn trial_line(offered_bps: f64, received_bps: f64, loss_percent: f64) -> Str
 
 /// The terminal text: iperf3's summary lines per direction, then the ceiling, efficiency,
 /// CPU, the interface cross-check and the findings.
-pub fn render_text(r: &NetDocument) -> String {
+pub(crate) fn render_text(r: &NetDocument) -> String {
     let m = &r.measurement;
     let mut s = String::new();
     let c = &m.config;

@@ -90,4 +90,12 @@ impl super::Kind for PathKind {
 
 impl super::KindDocument for PathDocument {
     const KIND: DocumentKind = DocumentKind::Path;
+
+    fn text(&self, how: &super::Text<'_>) -> String {
+        text::render(
+            &self.path,
+            how.pci_names.unwrap_or(&|_| String::new()),
+            &how.style,
+        )
+    }
 }

@@ -7,7 +7,11 @@ use model::units::format_mb_per_s;
 use std::fmt::Write as _;
 
 /// The chain, one hop per line, indented per layer branch; then the bottleneck.
-pub fn render(path: &TargetPath, pci_name: &dyn Fn(&str) -> String, style: &Style) -> String {
+pub(crate) fn render(
+    path: &TargetPath,
+    pci_name: &dyn Fn(&str) -> String,
+    style: &Style,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", style.bold(&path.chain.target));
     render_hops(&mut out, &path.chain.hops, path, pci_name, "  ", 0);

@@ -8,7 +8,7 @@
 //! its own.
 
 pub mod text;
-pub use text::{html, html_intro, markdown, markdown_intro, plan_text, text};
+pub use text::{html, html_intro, markdown, markdown_intro, plan_text};
 pub mod findings;
 
 use crate::compare::{compare, CompareError, Comparison};
@@ -933,6 +933,16 @@ impl super::Kind for SurveyKind {
         <SurveyDocument as super::KindDocument>::KIND
     }
 
+    /// A survey counts its parts and conclusions.
+    fn listing(
+        &self,
+        doc: &Document,
+        _s: &Summary,
+        origin: &str,
+    ) -> Result<(String, String), DocumentError> {
+        Ok(SurveyDocument::of(doc, origin)?.listing(origin))
+    }
+
     fn fields(&self) -> &'static [&'static str] {
         &["plan", "parts"]
     }
@@ -1010,6 +1020,10 @@ impl super::Kind for SurveyPlanKind {
 
 impl super::KindDocument for SurveyDocument {
     const KIND: DocumentKind = DocumentKind::Survey;
+
+    fn text(&self, how: &super::Text<'_>) -> String {
+        text::text(self, how)
+    }
 }
 
 #[cfg(test)]

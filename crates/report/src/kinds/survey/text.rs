@@ -75,23 +75,24 @@ pub fn markdown(doc: &Document, body: &SurveyDocument, origin: &str) -> String {
 /// The survey as aligned text, as every command prints on a terminal: the title, the
 /// budget, the summary, the conclusions as a list, the parts as a table, then every part's
 /// section ([`crate::terminal::sections`]).
-pub fn text(
-    doc: &Document,
-    body: &SurveyDocument,
-    origin: &str,
-    style: &crate::terminal::Style,
-) -> String {
+pub(crate) fn text(body: &SurveyDocument, how: &crate::kinds::Text<'_>) -> String {
+    let (origin, style) = ("survey", &how.style);
     let line = |t: &str| crate::outside::line(t).into_owned();
     let (summary, conclusions) = body.judge(origin);
     let mut o = String::new();
     let _ = writeln!(
         o,
         "{}",
-        style.bold(&line(&format!("headroom survey of {}", host_of(doc))))
+        style.bold(&line(&format!(
+            "headroom survey of {}",
+            how.host
+                .and_then(model::system::Host::describe)
+                .unwrap_or_else(|| "this machine".to_string())
+        )))
     );
     let mut facts = Vec::new();
-    if let Some(c) = &doc.envelope.created {
-        facts.push(c.clone());
+    if let Some(c) = how.created {
+        facts.push(c.to_string());
     }
     facts.push(budget_fact(body));
     if body.interrupted {

@@ -146,6 +146,10 @@ impl super::Kind for WatchKind {
 
 impl super::KindDocument for WatchDocument {
     const KIND: DocumentKind = DocumentKind::Watch;
+
+    fn text(&self, how: &super::Text<'_>) -> String {
+        text::render(self, &how.style)
+    }
 }
 
 mod om {

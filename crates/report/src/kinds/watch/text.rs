@@ -256,7 +256,7 @@ pub(crate) fn device_rows(r: &WatchResult) -> Vec<Vec<String>> {
 
 /// The end of a run: what was watched, the devices something happened to, the findings and
 /// the notes.
-pub fn render(doc: &WatchDocument, style: &Style) -> String {
+pub(crate) fn render(doc: &WatchDocument, style: &Style) -> String {
     let mut out = String::new();
     let r = &doc.result;
     let _ = writeln!(
