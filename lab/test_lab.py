@@ -338,6 +338,12 @@ class Acting(unittest.TestCase):
             ("0000:04:00.0", "correctable", "BadDLLP"): 2, ("0000:04:00.0", "correctable", "Timeout"): 1,
         })
         self.assertEqual(checks.replugged(b, "watch"), [("xhci", "rp1")])
+        # On virt no firmware sets SERR#: QEMU's monitor reaches the kernel with nothing.
+        a = Board(os.path.join(HERE, "boards", "aarch64-virt.board"))
+        want, at, _ = checks.injected(a, "watch")
+        self.assertEqual(want, {("0000:00:0b.0", "nonfatal", "ECRC"): 1, ("0000:04:00.0", "correctable", "BadDLLP"): 2,
+                                ("0000:04:00.0", "correctable", "Timeout"): 1})
+        self.assertEqual(at, {"0000:00:08.0", "0000:00:0b.0", "0000:04:00.0"})
         want, _, _ = checks.injected(b, "watch-disk")
         self.assertEqual(want, {("0000:00:12.0", "correctable", "RxErr"): 2, ("0000:00:12.0", "correctable", "BadTLP"): 1})
 
