@@ -8,6 +8,9 @@
     ext4: nvme0d          the lab makes this drive ext4; the board benches a file on it
     raw: spare0d          a spare disk the board benches with --destructive
     monitor: pcie_aer_inject_error rp1 BAD_TLP     sent to QEMU's monitor once the guest is up
+    during watch: pcie_aer_inject_error rp4 MALF_TLP   sent while `headroom watch` runs
+    during watch: aer_inject nic0 BAD_DLLP         injected by the guest's kernel (aer_inject)
+    during watch-disk: pcie_aer_inject_error rp3 RCVR  sent while `bench disk` runs
     run: audit path disk raw latency count survey net   what runs inside (default: all that apply)
 
 Everything the checker expects is derived from these lines (see checks.py), never from
@@ -17,6 +20,7 @@ headroom's output.
 import os
 import re
 import shlex
+import struct
 
 ARCHES = {
     # arch: (qemu binary, Debian architecture, kernel flavour, serial console, rust target)
@@ -44,7 +48,20 @@ QEMU_ID = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 # serial number field, hw/nvme/ctrl.c), no blank, quote or shell syntax.
 SERIAL = re.compile(r"[A-Za-z0-9._,-]{1,20}")
 
-STEPS = ("audit", "path", "disk", "raw", "latency", "count", "survey", "net", "capture")
+STEPS = ("audit", "path", "disk", "raw", "latency", "count", "survey", "net", "watch", "watch-disk", "capture")
+# Steps that run while the host acts on the board (`during STEP:` lines): `headroom watch`, and
+# `bench disk` on the ext4 with its link watch.
+DURING_STEPS = ("watch", "watch-disk")
+# QEMU 7.2's names of AER errors (hw/pci/pcie_aer.c, pcie_aer_error_list; the Linux aer-inject
+# tool's names): name -> (bit of the Uncorrectable or Correctable Error Status register, correctable).
+AER_ERRORS = {
+    "DLP": (4, False), "SDN": (5, False), "POISON_TLP": (12, False), "FCP": (13, False),
+    "COMP_TIME": (14, False), "COMP_ABORT": (15, False), "UNX_COMP": (16, False), "RX_OVER": (17, False),
+    "MALF_TLP": (18, False), "ECRC": (19, False), "UNSUP": (20, False), "ACSV": (21, False),
+    "INTN": (22, False), "MCBTLP": (23, False), "ATOP_EBLOCKED": (24, False), "TLP_PRF_BLOCKED": (25, False),
+    "RCVR": (0, True), "BAD_TLP": (6, True), "BAD_DLLP": (7, True), "REP_ROLL": (8, True),
+    "REP_TIMER": (12, True), "ADV_NONFATAL": (13, True), "INTERNAL": (14, True), "HL_OVERFLOW": (15, True),
+}
 # capture (a sysfs fixture tree for headroom's tests) runs only when `run:` names it.
 DEFAULT_STEPS = STEPS[:-1]
 
@@ -106,6 +123,7 @@ class Board:
         self.arch = None
         self.args = []  # [(option, value or None, line number)]
         self.monitor = []  # [(command, line number)]
+        self.during = {}  # step -> [(command, line number)], in the board file's order
         self.ext4 = []  # drive ids
         self.raw = []
         self.steps = None
@@ -143,13 +161,25 @@ class Board:
             key, sep, value = line.partition(":")
             key, value = key.strip(), value.strip()
             if not sep:
-                self.fail(n, f"expected `-option value`, `arch:`, `ext4:`, `raw:`, `monitor:` or `run:`, found {line!r}")
+                self.fail(n, f"expected `-option value`, `arch:`, `ext4:`, `raw:`, `monitor:`, `during STEP:` or `run:`, found {line!r}")
             if key == "arch":
                 if value not in ARCHES:
                     self.fail(n, f"arch {value!r} is not one of {', '.join(ARCHES)}")
                 self.arch = value
             elif key == "monitor":
                 self.monitor.append((value, n))
+            elif key.startswith("during"):
+                step = key.removeprefix("during").strip()
+                if step not in DURING_STEPS:
+                    self.fail(n, f"`during {step}:` names no step the host acts during; write "
+                                 f"{' or '.join(f'`during {s}:`' for s in DURING_STEPS)}")
+                words = value.split()
+                if not words:
+                    self.fail(n, f"`during {step}:` needs a command: a QEMU monitor command or `aer_inject DEVICE ERROR`")
+                if words[0] == "aer_inject" and (len(words) != 3 or words[2] not in AER_ERRORS):
+                    self.fail(n, f"`aer_inject DEVICE ERROR` takes a device id and one of QEMU's error names "
+                                 f"({', '.join(AER_ERRORS)}), found {value!r}")
+                self.during.setdefault(step, []).append((value, n))
             elif key in ("ext4", "raw"):
                 for drive_id in value.split():
                     getattr(self, key).append(drive_id)
@@ -161,7 +191,7 @@ class Board:
                     self.fail(n, f"unknown step {' '.join(bad)}; steps are {' '.join(STEPS)}")
                 self.steps = steps
             else:
-                self.fail(n, f"unknown key {key!r}: the keys are arch, ext4, raw, monitor, run")
+                self.fail(n, f"unknown key {key!r}: the keys are arch, ext4, raw, monitor, during STEP, run")
         if not self.arch:
             raise BoardError(f"{self.path}: no `arch:` line; add `arch: x86_64`, `arch: aarch64` or `arch: armv7`")
         given = {o for o, _, _ in self.args}
@@ -199,6 +229,11 @@ class Board:
             if drive_id not in self.drives:
                 known = ", ".join(self.drives) or "none"
                 self.fail(self.drive_lines[drive_id], f"{drive_id!r} is no -drive's id (the board's drives: {known})")
+        for step, commands in self.during.items():
+            for command, n in commands:
+                words = command.split()
+                if words[0] == "aer_inject" and words[1] not in self.by_id:
+                    self.fail(n, f"aer_inject {words[1]}: no -device has id={words[1]}")
         if self.steps is None:
             self.steps = [s for s in DEFAULT_STEPS if self.step_applies(s)]
 
@@ -236,6 +271,10 @@ class Board:
             return bool(self.raw)
         if step == "net":
             return bool(self.nics()) and self.user_netdev() is not None
+        if step == "watch":
+            return "watch" in self.during
+        if step == "watch-disk":
+            return "watch-disk" in self.during and bool(self.ext4)
         return True
 
     @property
@@ -263,3 +302,17 @@ def shell_conf(conf):
     """/lab/conf for the guest's /init, which sources it: `NAME=value` lines, each value quoted
     for the shell (a value is never code, whatever a board file puts in it)."""
     return "".join(f"{k}={shlex.quote(v)}\n" for k, v in conf.items())
+
+
+def aer_inject_record(bdf, error):
+    """What the guest writes to the kernel's /dev/aer_inject to inject ERROR (one of
+    AER_ERRORS) at the function BDF (`0000:03:00.0`): a `struct aer_error_inj`
+    (drivers/pci/pcie/aer_inject.c: u8 bus, dev, fn; u32 uncor_status, cor_status,
+    header_log0..3, domain; natural alignment, 32 bytes, little-endian on the lab's
+    architectures), as the octal escapes busybox printf turns into those bytes."""
+    domain, bus, devfn = bdf.split(":")
+    dev, fn = devfn.split(".")
+    bit, correctable = AER_ERRORS[error]
+    uncor, cor = (0, 1 << bit) if correctable else (1 << bit, 0)
+    data = struct.pack("<BBBxIIIIIII", int(bus, 16), int(dev, 16), int(fn, 16), uncor, cor, 0, 0, 0, 0, int(domain, 16))
+    return "".join(f"\\{b:03o}" for b in data)

@@ -18,7 +18,8 @@ import subprocess
 import threading
 import time
 
-from board import SCRATCH_BYTES, join_props
+from board import SCRATCH_BYTES, aer_inject_record, join_props
+import checks
 
 # Whole-board limit: TCG boots an arm64 kernel in about a minute on a shared core; the steps
 # have their own limits in the guest.
@@ -182,6 +183,56 @@ def monitor_command(sock_path, command, timeout=10):
         return buf.decode(errors="replace")
 
 
+# Between two AER errors injected at a board, so that the guest's kernel takes each one on its
+# own (two errors of one name pending at once are one count in the kernel's aer_dev_* files).
+AER_PAUSE_SECONDS = 1.0
+# How long a device QEMU was asked to remove may take to go: Linux's pciehp waits 5 s after
+# the attention button (QEMU presses it for device_del) before it powers the slot off.
+UNPLUG_SECONDS = 30
+
+
+def next_line(lines, timeout):
+    """The guest's next `@@LAB` line (its words), or None after TIMEOUT s or at QEMU's end."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            return None
+        if line is None:
+            lines.put(None)
+            return None
+        i = line.find("@@LAB ")
+        if i >= 0:
+            return line[i + 6 :].split()
+    return None
+
+
+def inject(board, step, monitor_sock, answer, next_guest_line, result):
+    """Act on the board while its step STEP runs: each `during STEP:` line in the board file's
+    order. A QEMU monitor command is sent to the monitor (after `device_del ID`, until QEMU no
+    longer lists ID); `aer_inject DEVICE ERROR` is a record the guest writes to its kernel's
+    /dev/aer_inject: the host answers `aer ESCAPES` and waits for the guest's `injected`."""
+    addr = checks.pci_addresses(board)
+    for command, _ in board.during.get(step, []):
+        words = command.split()
+        if words[0] == "aer_inject":
+            answer(f"aer {aer_inject_record(addr[words[1]], words[2])}")
+            reply = next_guest_line(30)
+            said = " ".join(reply or ["nothing within 30 s"])
+            result.host[f"during {step}: {command}"] = (0 if reply == ["injected"] else 1, said, "")
+            time.sleep(AER_PAUSE_SECONDS)
+            continue
+        reply = monitor_command(monitor_sock, command)
+        result.host[f"during {step}: {command}"] = (0, reply, "")
+        if words[0] == "pcie_aer_inject_error":
+            time.sleep(AER_PAUSE_SECONDS)
+        elif words[0] == "device_del" and len(words) > 1:
+            deadline = time.monotonic() + UNPLUG_SECONDS
+            while f'id "{words[1]}"' in monitor_command(monitor_sock, "info pci") and time.monotonic() < deadline:
+                time.sleep(0.5)
+
+
 def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
     """Boot BOARD, answer its console, and return a Result. The serial log is workdir/serial.log."""
     result = Result()
@@ -282,6 +333,10 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
                 for command, _ in board.monitor:
                     reply = monitor_command(monitor_sock, command)
                     result.host[f"monitor {command}"] = (0, reply, "")
+                answer("go")
+            elif what == "inject":
+                step = words[1] if len(words) > 1 else ""
+                inject(board, step, monitor_sock, answer, lambda t: next_line(lines, t), result)
                 answer("go")
             elif what == "net-server":
                 client = words[1]

@@ -10,6 +10,8 @@ import os
 import re
 import subprocess
 
+from board import AER_ERRORS, Device
+
 # -device driver -> (PCI class prefix, Linux driver). Class codes from QEMU's hw/ sources
 # (hw/nvme/ctrl.c, hw/net/e1000e.c, hw/usb/hcd-xhci-pci.c, hw/usb/hcd-ehci-pci.c,
 # hw/pci-bridge/*), drivers from Linux 6.1. All are PCI Express but usb-ehci, a conventional PCI
@@ -45,9 +47,27 @@ ATTACH_REFUSED = re.compile(r'Warning: speed mismatch trying to attach usb devic
 USB_DEVICE_MAX = {"usb-storage": 5000.0, "usb-uas": 5000.0, "usb-hub": 12.0}
 USB_CONTROLLER_MAX = {"qemu-xhci": 5000.0, "usb-ehci": 480.0}
 USB_TRANSPORT = {"usb-storage": ("bulk_only", "usb-storage"), "usb-uas": ("uas", "uas")}
-# pcie_aer_inject_error's correctable error names (hw/pci/pcie_aer.c, pcie_aer_err_msg).
-AER_CORRECTABLE = {"RCVR", "BAD_TLP", "BAD_DLLP", "REPLAY_NUM_ROLLOVER", "REPLAY_TIMER_TIMEOUT",
-                   "ADVISORY_NONFATAL", "CORR_INTERNAL", "HDR_LOG_OVERFLOW"}
+# pcie_aer_inject_error's correctable error names (hw/pci/pcie_aer.c, pcie_aer_error_list).
+AER_CORRECTABLE = {name for name, (_, correctable) in AER_ERRORS.items() if correctable}
+# The names Linux 6.1 counts AER errors by in aer_dev_correctable, aer_dev_nonfatal and
+# aer_dev_fatal, by status bit (drivers/pci/pcie/aer.c: aer_correctable_error_string,
+# aer_uncorrectable_error_string; the bits are the PCIe Base Spec's, section 7.8.4.2 and 7.8.4.5).
+KERNEL_CORRECTABLE = {0: "RxErr", 6: "BadTLP", 7: "BadDLLP", 8: "Rollover", 12: "Timeout", 13: "NonFatalErr",
+                      14: "CorrIntErr", 15: "HeaderOF"}
+KERNEL_UNCORRECTABLE = {0: "Undefined", 4: "DLP", 5: "SDES", 12: "TLP", 13: "FCP", 14: "CmpltTO", 15: "CmpltAbrt",
+                        16: "UnxCmplt", 17: "RxOF", 18: "MalfTLP", 19: "ECRC", 20: "UnsupReq", 21: "ACSViol",
+                        22: "UncorrIntErr", 23: "BlockedTLP", 24: "AtomicOpBlocked", 25: "TLPBlockedErr",
+                        26: "PoisonTLPBlocked"}
+# The uncorrectable errors QEMU 7.2's Uncorrectable Error Severity register makes fatal at reset
+# (include/hw/pci/pcie_regs.h, PCI_ERR_UNC_SEVERITY_DEFAULT: DLP, SDN, FCP, RX_OVER, MALF_TLP,
+# INTN); the others are nonfatal. Both injections take the severity from that register (QEMU's
+# pcie_aer_inject_error, the kernel's aer_inject), and nothing in the lab's guests changes it.
+FATAL_BITS = {4, 5, 13, 17, 18, 22}
+# Whether a board's functions have SERR# Enable set in their Command register when the kernel
+# starts: QEMU sends an uncorrectable error message only then (hw/pci/pcie_aer.c,
+# pcie_aer_msg_alldev). SeaBIOS sets it on every q35 function (src/fw/pciinit.c,
+# pci_bios_init_device); virt boots the kernel with no firmware, and Linux leaves it clear.
+SERR_ENABLED = {"x86_64": True, "aarch64": False, "armv7": False}
 # Slots QEMU's machines fill before the board's devices (hw/i386/pc_q35.c: host bridge 00.0,
 # ICH9 LPC/SATA/SMBus 1f.x; hw/arm/virt.c: the GPEX host bridge 00.0).
 MACHINE_SLOTS = {"x86_64": {0, 0x1F}, "aarch64": {0}, "armv7": {0}}
@@ -146,6 +166,60 @@ def root_port_cap(d):
     return (float(speed.replace("_", ".")), int(width))
 
 
+def injected(board, step):
+    """{(BDF, severity, kernel's error name): count} of the AER errors the board's `during STEP:`
+    lines inject, as the kernel counts them on the function they name (each error of QEMU's name
+    is one status bit; its severity is the -c flag's or the severity register's), the functions
+    errors were injected at, and the lines whose errors cannot be predicted (an error given as a
+    number, an advisory one). QEMU 7.2 sends no error message for a correctable error injected
+    through its monitor (hw/pci/pcie_aer.c: pcie_aer_msg_alldev lets only uncorrectable
+    messages through, and those only with SERR# enabled), so the kernel counts none of those:
+    only the status bit is set."""
+    addr = pci_addresses(board)
+    out, at, unknown = {}, set(), []
+    for command, _ in board.during.get(step, []):
+        words = command.split()
+        if words[0] not in ("pcie_aer_inject_error", "aer_inject"):
+            continue
+        args = [w for w in words[1:] if not w.startswith("-")]
+        if len(args) < 2 or args[1] not in AER_ERRORS or "-a" in words or args[0] not in addr:
+            unknown.append(command)
+            continue
+        bit, correctable = AER_ERRORS[args[1]]
+        at.add(addr[args[0]])
+        if words[0] == "pcie_aer_inject_error" and (correctable or not SERR_ENABLED[board.arch]):
+            continue
+        if correctable:
+            severity, name = "correctable", KERNEL_CORRECTABLE[bit]
+        else:
+            severity, name = ("fatal" if bit in FATAL_BITS else "nonfatal"), KERNEL_UNCORRECTABLE[bit]
+        k = (addr[args[0]], severity, name)
+        out[k] = out.get(k, 0) + 1
+    return out, at, unknown
+
+
+def replugged(board, step):
+    """[(device id, its root port's id)] of the devices the `during STEP:` lines remove
+    (device_del) and add again (a later device_add with the same id=)."""
+    out, removed = [], []
+    for command, _ in board.during.get(step, []):
+        words = command.split()
+        if words[0] == "device_del" and len(words) > 1:
+            removed.append(words[1])
+        elif words[0] == "device_add" and len(words) > 1:
+            d = Device(words[1], 0)
+            if d.id in removed:
+                dev = board.by_id.get(d.id, d)
+                rp = root_port_of(board, dev)
+                out.append((d.id, rp.id if rp else None))
+    return out
+
+
+def counted(devices):
+    """{(device, severity, error): count} of a watch's device summaries."""
+    return {(d["device"], e["severity"], e["error"]): e["count"] for d in devices for e in d.get("errors", []) if e["count"]}
+
+
 def link(d):
     return (d["speed_gts"], d["width"]) if d else None
 
@@ -185,8 +259,8 @@ class Checks:
         self.out.append((bool(cond), what if cond or not why else f"{what}: {why}"))
         return bool(cond)
 
-    def doc(self, name, kind):
-        """The document NAME.json, checked to parse with KIND and its command to exit 0."""
+    def doc(self, name, kind, rc_ok=0):
+        """The document NAME.json, checked to parse with KIND and its command to exit RC_OK."""
         if name in self.docs:
             return self.docs[name]
         data = self.r.files.get(f"{name}.json")
@@ -203,7 +277,7 @@ class Checks:
             self.ok(False, f"{name}: JSON parses", f"{e} ({why})")
             self.docs[name] = None
             return None
-        self.ok(d.get("kind") == kind and rc == 0, f"{name}: exit 0, a `{kind}` document",
+        self.ok(d.get("kind") == kind and rc == rc_ok, f"{name}: exit {rc_ok}, a `{kind}` document",
                 f"kind {d.get('kind')!r}, {why}")
         self.docs[name] = d
         return d
@@ -235,6 +309,10 @@ class Checks:
             self.survey()
         if "net" in b.steps:
             self.net()
+        if "watch" in b.steps:
+            self.watch()
+        if "watch-disk" in b.steps and b.ext4:
+            self.watch_disk()
         return self.out
 
     # --- audit: PCI functions, links, AER, USB, NIC
@@ -484,6 +562,88 @@ class Checks:
         for server in ("headroom", "iperf3"):
             rc, stdout, stderr = self.r.host.get(f"net-host-server-{server}", (None, "", "not run"))
             self.ok(rc == 0, f"net: host {server} server ended cleanly", f"exit {rc}, {stderr.strip()[-200:]}")
+
+
+    # --- the host acting while a step runs
+    def host_acted(self, step):
+        """Every `during STEP:` command was taken: QEMU's monitor answered without an error, the
+        guest wrote every aer_inject record."""
+        for command, _ in self.b.during.get(step, []):
+            rc, reply, _ = self.r.host.get(f"during {step}: {command}", (None, "not sent", ""))
+            bad = rc != 0 or any(w in reply for w in ("Error", "error:", "invalid", "not found", "failed"))
+            self.ok(not bad, f"{step}: `{command}` taken", f"{reply.strip()[-200:]}")
+
+    def watch(self):
+        """`headroom watch` while the host injected AER errors and removed and added a device:
+        each error counted exactly, by name and severity, on the function it was injected at,
+        none on another; the device seen leaving and arriving, its link down and up."""
+        self.host_acted("watch")
+        # Stopped by SIGINT as by Ctrl-C: exit 130, the document of the watch until then.
+        d = self.doc("watch", "watch", rc_ok=130)
+        if d is None:
+            return
+        self.ok(d.get("interrupted") is True, "watch: stopped by SIGINT, says so in its document")
+        want, at, unknown = injected(self.b, "watch")
+        for command in unknown:
+            self.ok(False, f"watch: `{command}`: the lab predicts the counts of QEMU's named errors only")
+        got = counted(d["devices"])
+        for bdf in sorted(at):
+            mine = {k: v for k, v in want.items() if k[0] == bdf}
+            seen = {k: v for k, v in got.items() if k[0] == bdf}
+            self.ok(seen == mine, f"watch: {bdf} counted " + (", ".join(f"{v} {s} {n}" for (_, s, n), v in sorted(mine.items()))
+                                                              or "none (what QEMU's monitor injected there reaches no kernel)"),
+                    f"counted {', '.join(f'{v} {s} {n}' for (_, s, n), v in sorted(seen.items())) or 'none'}")
+        others = {k: v for k, v in got.items() if k[0] not in at}
+        self.ok(not others, "watch: no AER error counted on a function nothing was injected at",
+                f"counted {others}")
+        addr = pci_addresses(self.b)
+        summary = {x["device"]: x for x in d["devices"]}
+        changes = d.get("changes", [])
+        for dev_id, rp_id in replugged(self.b, "watch"):
+            bdf = addr.get(dev_id)
+            s = summary.get(bdf, {})
+            mine = [c for c in changes if c["device"] == bdf]
+            kinds = [c["type"] for c in mine]
+            self.ok(s.get("departures", 0) >= 1 and s.get("arrivals", 0) >= 1 and "pci_left" in kinds
+                    and "pci_arrived" in kinds[kinds.index("pci_left"):],
+                    f"watch: {dev_id} ({bdf}) on {rp_id} seen leaving, then arriving again",
+                    f"departures {s.get('departures')}, arrivals {s.get('arrivals')}, changes {kinds}")
+            # Its link as the function sees it: gone with it, back at the endpoint's 2.5 GT/s
+            # x1. (QEMU 7.2 leaves the root port's own Link Status as it was when its slot
+            # empties, so the port's side shows no change.)
+            back = [c.get("link") for c in mine if c["type"] == "pci_arrived"]
+            self.ok(s.get("link_downs", 0) >= 1 and back and link(back[-1]) == ENDPOINT_LINK,
+                    f"watch: {dev_id}'s link seen going down with it and up again at {fmt(ENDPOINT_LINK)}",
+                    f"link downs {s.get('link_downs')}, arrived with {[fmt(link(l)) for l in back]}")
+
+    def watch_disk(self):
+        """`bench disk` on the ext4 while the host injected AER errors at its path's root port:
+        the document's link watch counts them exactly and a finding gives errors per GB."""
+        self.host_acted("watch-disk")
+        d = self.doc("watch-disk", "disk")
+        if d is None:
+            return
+        links = (d.get("counters") or {}).get("links")
+        if not self.ok(links, "watch-disk: the document has the path's link watch", "no counters.links"):
+            return
+        want, _, unknown = injected(self.b, "watch-disk")
+        for command in unknown:
+            self.ok(False, f"watch-disk: `{command}`: the lab predicts the counts of QEMU's named errors only")
+        got = counted(links["devices"])
+        self.ok(got == want, "watch-disk: the link watch counted " + ", ".join(f"{v} {s} {n} on {b}" for (b, s, n), v in sorted(want.items())),
+                f"counted {', '.join(f'{v} {s} {n} on {b}' for (b, s, n), v in sorted(got.items())) or 'none'}")
+        # The findings of the path's watch are the report's (made when the document is read):
+        # `headroom report` on the host says them.
+        src = os.path.join(self.workdir, "out", "watch-disk.json")
+        p = subprocess.run([self.host_bin, "report", "--color", "never", src], capture_output=True, text=True, timeout=120)
+        moved = links.get("read_bytes", 0) + links.get("write_bytes", 0)
+        for bdf in sorted({k[0] for k in want}):
+            n = sum(v for k, v in want.items() if k[0] == bdf)
+            per_gb = f"{n / (moved / 1e9):.2f} per GB" if moved else "no bytes moved"
+            said = [l.strip() for l in p.stdout.splitlines() if f"on {bdf} during" in l]
+            self.ok(p.returncode == 0 and any(per_gb in l for l in said),
+                    f"watch-disk: `report` gives {bdf}'s {n} errors as {per_gb} of the {moved} B written",
+                    f"exit {p.returncode}, its lines on {bdf}: {said} {p.stderr.strip()[-200:]}")
 
 
 def net_bytes(d):

@@ -19,6 +19,8 @@ import subprocess
 MODULES = [
     "nvme", "xhci_pci", "xhci_plat_hcd", "ehci_pci", "ehci_platform", "usb_storage", "uas",
     "sd_mod", "e1000e", "ext4", "crc32c_generic",
+    # /dev/aer_inject: AER errors a board injects from inside (`during STEP: aer_inject ...`).
+    "aer_inject",
 ]
 
 

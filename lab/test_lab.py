@@ -18,6 +18,7 @@ import tempfile
 import unittest
 from unittest import mock
 
+import board as board_module
 from board import Board, BoardError, shell_conf
 import boot
 import checks
@@ -42,7 +43,45 @@ class Boards(unittest.TestCase):
     def test_every_board_in_the_repo_parses_and_runs_every_default_step(self):
         for path in glob.glob(os.path.join(HERE, "boards", "*.board")):
             b = Board(path)
-            self.assertEqual(b.steps, ["audit", "path", "disk", "raw", "latency", "count", "survey", "net"], path)
+            acting = ["watch", "watch-disk"] if b.during else []
+            self.assertEqual(b.steps, ["audit", "path", "disk", "raw", "latency", "count", "survey", "net"] + acting, path)
+
+    def test_during_lines_are_kept_in_order_per_step_and_checked(self):
+        path = board_text("arch: x86_64\n-device pcie-root-port,id=rp1\n-drive file=a,if=none,id=d\n"
+                          "-device nvme,bus=rp1,drive=d,serial=n\next4: d\n"
+                          "during watch: pcie_aer_inject_error rp1 MALF_TLP\nduring watch-disk: aer_inject rp1 RCVR\n"
+                          "during watch: device_del x  # a comment\n")
+        b = Board(path)
+        os.unlink(path)
+        self.assertEqual(b.during, {"watch": [("pcie_aer_inject_error rp1 MALF_TLP", 6), ("device_del x", 8)],
+                                    "watch-disk": [("aer_inject rp1 RCVR", 7)]})
+        self.assertEqual(b.steps[-2:], ["watch", "watch-disk"])
+        for text, words in [
+            ("arch: x86_64\nduring bench: device_del x\n", ":2: `during bench:` names no step"),
+            ("arch: x86_64\nduring watch:\n", ":2: `during watch:` needs a command"),
+            ("arch: x86_64\n-device pcie-root-port,id=rp1\nduring watch: aer_inject rp1 RECEIVER\n",
+             ":3: `aer_inject DEVICE ERROR` takes a device id and one of QEMU's error names"),
+            ("arch: x86_64\nduring watch: aer_inject rp9 RCVR\n", ":2: aer_inject rp9: no -device has id=rp9"),
+        ]:
+            path = board_text(text)
+            with self.assertRaises(BoardError) as e:
+                Board(path)
+            self.assertIn(words, str(e.exception))
+            os.unlink(path)
+
+    def test_an_aer_inject_record_is_the_kernels_struct_as_busybox_printf_writes_it(self):
+        from board import aer_inject_record
+        escapes = aer_inject_record("0000:04:00.0", "BAD_DLLP")
+        data = bytes(int(o, 8) for o in escapes.split("\\")[1:])
+        # struct aer_error_inj: u8 bus, dev, fn (+1 pad); u32 uncor_status, cor_status,
+        # header_log0..3, domain.
+        self.assertEqual(struct.unpack("<BBBxIIIIIII", data), (4, 0, 0, 0, 1 << 7, 0, 0, 0, 0, 0))
+        self.assertEqual(struct.unpack("<BBBxII", bytes(int(o, 8) for o in aer_inject_record(
+            "0000:00:13.0", "ECRC").split("\\")[1:])[:12]), (0, 0x13, 0, 1 << 19, 0))
+        busybox = sorted(glob.glob(os.path.join(REPO, "target", "lab", "cache", "busybox-static_*_amd64", "bin", "busybox")))
+        if busybox and os.uname().machine == "x86_64":
+            out = subprocess.run([busybox[-1], "printf", escapes], capture_output=True, check=True).stdout
+            self.assertEqual(out, data)
 
     def test_a_bad_line_is_named_with_its_number(self):
         for text, words in [
@@ -232,6 +271,81 @@ class Boot(unittest.TestCase):
         hub = [w for w in failed if w.startswith("QEMU: usb-hub hub on ehci.0 port 1 attaches: ")]
         self.assertEqual(len(hub), 1, failed)
         self.assertIn("a full-speed device on a high-speed port (an EHCI without companion controllers", hub[0])
+
+
+def acting_guest(record):
+    """A stand-in for QEMU whose guest asks the host to act during its watch step, writes the
+    host's answers to RECORD and says `injected` for each aer_inject record, as /init does."""
+    code = f"""
+import sys
+print("@@LAB boot 6.1.0 x86_64", flush=True)
+print("@@LAB inject watch", flush=True)
+with open({record!r}, "w") as out:
+    for line in sys.stdin:
+        out.write(line)
+        out.flush()
+        if line.startswith("aer "):
+            print("@@LAB injected", flush=True)
+        elif line.strip() == "go":
+            break
+print("@@LAB done", flush=True)
+"""
+    return [sys.executable, "-c", code]
+
+
+class Acting(unittest.TestCase):
+    def test_the_host_acts_in_the_board_files_order_while_the_step_runs(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        workdir, record = os.path.join(d, "board"), os.path.join(d, "answers")
+        os.makedirs(workdir)
+        path = os.path.join(d, "b.board")
+        with open(path, "w") as f:
+            f.write("arch: x86_64\n-device pcie-root-port,id=rp1,addr=0x10\n-device qemu-xhci,id=hp,bus=rp1\n"
+                    "during watch: pcie_aer_inject_error rp1 MALF_TLP\nduring watch: aer_inject hp BAD_TLP\n"
+                    "during watch: device_del hp\nduring watch: device_add qemu-xhci,id=hp,bus=rp1\n")
+        b = Board(path)
+        sent = []
+        # The unplugged device is listed by `info pci` once more, then gone.
+        listed = iter(['  Bus  1, device   0, function 0:\n    USB controller: PCI device 1b36:000d\n      id "hp"\n', ""])
+
+        def monitor(sock, command, timeout=10):
+            sent.append(command)
+            return next(listed) if command == "info pci" else "OK\n"
+
+        with mock.patch.object(boot, "qemu_command", return_value=acting_guest(record)), \
+                mock.patch.object(boot, "monitor_command", side_effect=monitor), \
+                mock.patch.object(boot, "AER_PAUSE_SECONDS", 0), mock.patch.object(boot.time, "sleep"):
+            r = boot.boot(b, "k", "i", workdir, HEADROOM, "tcg", log=lambda *a: None)
+        self.assertTrue(r.done, r.error)
+        self.assertEqual(sent, ["pcie_aer_inject_error rp1 MALF_TLP", "device_del hp", "info pci", "info pci",
+                                "device_add qemu-xhci,id=hp,bus=rp1"])
+        with open(record) as f:
+            answers = f.read().splitlines()
+        # The aer_inject record of 0000:01:00.0 (the xhci behind the port), then go.
+        self.assertEqual(answers, ["aer " + board_module.aer_inject_record("0000:01:00.0", "BAD_TLP"), "go"])
+        self.assertEqual(r.host["during watch: aer_inject hp BAD_TLP"][0], 0)
+
+    def test_the_counts_expected_from_what_the_x86_board_injects(self):
+        b = Board(os.path.join(HERE, "boards", "x86_64-q35.board"))
+        want, at, unknown = checks.injected(b, "watch")
+        self.assertEqual(unknown, [])
+        # rp1's correctable error through QEMU's monitor: the kernel is never told.
+        self.assertEqual(at, {"0000:00:10.0", "0000:00:13.0", "0000:04:00.0"})
+        self.assertEqual(want, {
+            ("0000:00:13.0", "nonfatal", "CmpltAbrt"): 2, ("0000:00:13.0", "nonfatal", "UnxCmplt"): 1,
+            ("0000:00:13.0", "fatal", "MalfTLP"): 1, ("0000:00:13.0", "nonfatal", "ECRC"): 1,
+            ("0000:04:00.0", "correctable", "BadDLLP"): 2, ("0000:04:00.0", "correctable", "Timeout"): 1,
+        })
+        self.assertEqual(checks.replugged(b, "watch"), [("xhci", "rp1")])
+        # On virt no firmware sets SERR#: QEMU's monitor reaches the kernel with nothing.
+        a = Board(os.path.join(HERE, "boards", "aarch64-virt.board"))
+        want, at, _ = checks.injected(a, "watch")
+        self.assertEqual(want, {("0000:00:0b.0", "nonfatal", "ECRC"): 1, ("0000:04:00.0", "correctable", "BadDLLP"): 2,
+                                ("0000:04:00.0", "correctable", "Timeout"): 1})
+        self.assertEqual(at, {"0000:00:08.0", "0000:00:0b.0", "0000:04:00.0"})
+        want, _, _ = checks.injected(b, "watch-disk")
+        self.assertEqual(want, {("0000:00:12.0", "correctable", "RxErr"): 2, ("0000:00:12.0", "correctable", "BadTLP"): 1})
 
 
 class Predictions(unittest.TestCase):

@@ -4,6 +4,7 @@
 //! This file parses the flags, has `bench::mmio::target` check and map the region (read-only
 //! unless `--write` names the exact BDF:BAR) and hands the mapping to `bench::mmio`.
 
+use crate::beside::{Moved, SideTarget};
 use crate::driver::{Benchmark, Ended, Outcome, Run, Stopped};
 use crate::output::{GlobalArgs, KeepArgs};
 use bench::mem::{MemConfig, MemRun};
@@ -96,6 +97,9 @@ pub struct MmioArgs {
     /// Stop each run after N sweeps of the window (for tests).
     #[arg(long, hide = true, value_name = "N")]
     pub max_sweeps: Option<u64>,
+
+    #[command(flatten)]
+    pub sides: crate::beside::SideArgs,
 
     #[command(flatten)]
     pub keep: crate::output::KeepArgs,
@@ -281,6 +285,7 @@ impl Benchmark for MemArgs {
             findings: Vec::new(),
             notes,
             interrupted: run.is_stopped(),
+            counters: None,
         };
         Ok(Outcome::Ended(ended(doc)))
     }
@@ -361,6 +366,10 @@ impl Benchmark for MmioArgs {
         self.keep.clone()
     }
 
+    fn side_flags(&self) -> crate::beside::SideFlags {
+        self.sides.flags()
+    }
+
     fn plan(&self, _global: &GlobalArgs) -> anyhow::Result<MmioPlan> {
         let a = self;
         let root = SysRoot::new("/");
@@ -434,7 +443,37 @@ impl Benchmark for MmioArgs {
             offset: opened.window_in_map,
             size: region.window_bytes,
         };
-        let measured = match run.engine(mmio_run, progress(run, &region.given)) {
+        // The BAR's function and the functions above it: their links' AER errors and changes
+        // are watched while the engine runs (not with --no-watch).
+        let function = match &target {
+            MmioTarget::Bar { addr, .. } => Some(addr.function.to_string()),
+            MmioTarget::File(_) => None,
+        };
+        let resolved = function.as_ref().map(|t| {
+            probe::path::resolve(&root, Path::new(t), &probe::pci::audit_sysfs(&root))
+        });
+        let pci = match &resolved {
+            Some(Ok(p)) => p.chain.pci_addresses(),
+            _ => Vec::new(),
+        };
+        let sides = run.sides(&SideTarget::Path(&pci));
+        let measured = run.engine(mmio_run, progress(run, &region.given));
+        let bytes = |op: AccessOp| -> u64 {
+            measured.as_ref().map_or(0, |m| {
+                m.results
+                    .iter()
+                    .filter(|r| r.op == op)
+                    .map(|r| r.bytes)
+                    .sum()
+            })
+        };
+        // Loads carry the device's data to the CPU, stores the CPU's to the device.
+        let sides = sides.stop(&Moved {
+            rx_bytes: bytes(AccessOp::Load),
+            tx_bytes: bytes(AccessOp::Store),
+            busy_s: None,
+        });
+        let measured = match measured {
             Ok(m) => m,
             Err(e) => return Err(fail(refuse(format!("{}: {e}", a.target)))),
         };
@@ -467,14 +506,10 @@ impl Benchmark for MmioArgs {
             }
         };
         run.progress_done();
-        let function = match &target {
-            MmioTarget::Bar { addr, .. } => Some(addr.function.to_string()),
-            MmioTarget::File(_) => None,
-        };
-        let (path, findings) = match function {
-            Some(t) => {
+        let (path, findings) = match resolved {
+            Some(resolved) => {
                 // A function whose path cannot be resolved has no link to judge: no finding.
-                match probe::path::resolve(&root, Path::new(&t), &probe::pci::audit_sysfs(&root)) {
+                match resolved {
                     Ok(p) => {
                         let bar = region.bar.as_deref().unwrap_or_default();
                         let findings = report::kinds::mmio::findings::downgraded_links(bar, &p);
@@ -504,6 +539,7 @@ impl Benchmark for MmioArgs {
             findings,
             notes,
             interrupted: run.is_stopped(),
+            counters: sides.beside_counters(),
         };
         drop(opened.map);
         Ok(Outcome::Ended(ended(doc)))
@@ -511,5 +547,31 @@ impl Benchmark for MmioArgs {
 
     fn print(&self, ended: &Ended<MmioDocument>, run: &Run<'_>) -> anyhow::Result<()> {
         print(ended, run)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a panic in a test is a failed assertion
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct T {
+        #[command(flatten)]
+        a: MmioArgs,
+    }
+
+    /// `bench mmio` on a BAR watches the links of the BAR's path beside the engine, as `bench
+    /// disk` and `bench net` do theirs (the side sampler itself is pinned in beside.rs);
+    /// `--no-watch` turns it off.
+    #[test]
+    fn the_bars_links_are_watched_unless_no_watch_is_given() {
+        let parse = |extra: &[&str]| {
+            let argv = ["t", "0000:01:00.0:0"].iter().chain(extra).copied();
+            T::try_parse_from(argv).unwrap().a
+        };
+        assert!(parse(&[]).side_flags().watch_links);
+        assert!(!parse(&["--no-watch"]).side_flags().watch_links);
     }
 }

@@ -70,6 +70,16 @@ fn millis(flag: &str, value: &str) -> anyhow::Result<u64> {
     Ok(ms)
 }
 
+/// How long to sleep next on the way to `end` (since the start) when `elapsed` has gone by: at
+/// most 100 ms, so that a signal ends the run at once; `None` once `end` is reached. The clock
+/// is read once: a sample that overran `end` (a slow machine) ends the wait, never a
+/// subtraction below zero.
+fn sleep_slice(end: Duration, elapsed: Duration) -> Option<Duration> {
+    end.checked_sub(elapsed)
+        .filter(|left| !left.is_zero())
+        .map(|left| left.min(Duration::from_millis(100)))
+}
+
 fn unix_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -230,8 +240,11 @@ impl Benchmark for WatchArgs {
             // Sleep to the next due time in slices, so that a signal ends the run at once.
             let due = Duration::from_millis(schedule.due_ms());
             let end = for_ms.map_or(due, |f| due.min(Duration::from_millis(f)));
-            while !run.is_stopped() && start.elapsed() < end {
-                std::thread::sleep((end - start.elapsed()).min(Duration::from_millis(100)));
+            while !run.is_stopped() {
+                let Some(slice) = sleep_slice(end, start.elapsed()) else {
+                    break;
+                };
+                std::thread::sleep(slice);
             }
             if run.is_stopped() {
                 break;
@@ -294,5 +307,22 @@ impl Benchmark for WatchArgs {
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sample that ends after the next one was due (a busy or emulated machine: it happened
+    /// on the board lab's x86_64 board) leaves no time to sleep: the wait ends, the watch
+    /// goes on, nothing panics on a negative duration.
+    #[test]
+    fn the_wait_for_the_next_sample_ends_when_a_sample_overran_it() {
+        let ms = Duration::from_millis;
+        assert_eq!(sleep_slice(ms(1000), ms(1001)), None);
+        assert_eq!(sleep_slice(ms(1000), ms(1000)), None);
+        assert_eq!(sleep_slice(ms(1000), ms(950)), Some(ms(50)));
+        assert_eq!(sleep_slice(ms(1000), ms(0)), Some(ms(100)));
     }
 }

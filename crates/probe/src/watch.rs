@@ -33,6 +33,9 @@ pub struct Sampler {
     dirs: BTreeMap<PciAddress, PathBuf>,
     /// USB devices and network interfaces by their class or bus path.
     named: BTreeMap<String, PathBuf>,
+    /// Errors counted from the AER status registers of functions the kernel keeps no
+    /// `aer_dev_*` counters for.
+    status: BTreeMap<PciAddress, StatusCounts>,
     /// Said once per run: what a sample could not read, and why.
     notes: Vec<String>,
     new_notes: Vec<String>,
@@ -43,6 +46,8 @@ pub struct Sampler {
 const UNPRIVILEGED_CONFIG_BYTES: usize = 64;
 /// The capabilities list lives in the first 256 bytes (PCI Local Bus Spec 3.0 section 6.7).
 const CONVENTIONAL_CONFIG: u64 = 256;
+/// Extended configuration space, where the AER capability is (PCIe Base Spec 6.0 section 7.8.4).
+const EXTENDED_CONFIG: u64 = 4096;
 
 impl Sampler {
     pub fn new(root: &SysRoot, only: Option<Only>) -> Sampler {
@@ -51,6 +56,7 @@ impl Sampler {
             only,
             dirs: BTreeMap::new(),
             named: BTreeMap::new(),
+            status: BTreeMap::new(),
             notes: Vec::new(),
             new_notes: Vec::new(),
         }
@@ -150,6 +156,11 @@ impl Sampler {
         } else {
             None
         };
+        // Without the kernel's counters, the AER status registers in config space (root).
+        let aer = match aer {
+            None if current.is_some() || max.is_some() => self.status_counts(address, &at),
+            a => a,
+        };
         Some(FunctionSample {
             address,
             current,
@@ -176,6 +187,29 @@ impl Sampler {
             return None;
         }
         link_status_bits(&bytes)
+    }
+
+    /// The AER errors counted so far from `address`'s status registers, where it has an AER
+    /// capability and its extended config space is readable.
+    fn status_counts(&mut self, address: PciAddress, at: &std::path::Path) -> Option<AerCounters> {
+        let mut bytes = Vec::with_capacity(EXTENDED_CONFIG as usize);
+        sysfs::open_read(&at.join("config"))
+            .and_then(|f| f.take(EXTENDED_CONFIG).read_to_end(&mut bytes))
+            .ok()?;
+        if bytes.len() <= CONVENTIONAL_CONFIG as usize {
+            return None;
+        }
+        let aer = crate::pci::config::decode(&bytes).aer?;
+        self.note(
+            "the kernel keeps no AER counters (aer_dev_*) for some functions: their AER status \
+             registers in config space are read instead, and an error counts when its status \
+             bit goes from clear to set; while nothing clears the bit (the kernel's AER driver \
+             would), later errors of the same kind are not seen"
+                .to_string(),
+        );
+        let counts = self.status.entry(address).or_default();
+        counts.observe(&aer);
+        Some(counts.counters())
     }
 
     /// The directory of `/sys/{dir}/{name}` (a link on a live system, a recorded one in a
@@ -239,6 +273,74 @@ impl Sampler {
             });
         }
         out
+    }
+}
+
+/// The AER errors of one function counted from its status registers (PCIe Base Spec 6.0
+/// sections 7.8.4.2, Uncorrectable Error Status, and 7.8.4.5, Correctable Error Status): the
+/// bits are sticky until software writes 1 to clear them, so an error is one bit going from
+/// clear to set between two samples. A bit set at the first sample counts once (the baseline
+/// the watch starts from). Masked errors are left out, as the kernel leaves them out of its
+/// counters; an uncorrectable error is fatal when its bit is set in the Uncorrectable Error
+/// Severity register.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatusCounts {
+    correctable: u32,
+    uncorrectable: u32,
+    counts: BTreeMap<(model::watch::AerSeverity, &'static str), u64>,
+}
+
+impl StatusCounts {
+    /// Take in the registers of one sample.
+    pub fn observe(&mut self, aer: &model::inventory::pci::config::Aer) {
+        use model::inventory::pci::config::{CORRECTABLE_ERROR_BITS, UNCORRECTABLE_ERROR_BITS};
+        use model::watch::AerSeverity;
+        let cor = aer.correctable_status.raw & !aer.correctable_mask.raw;
+        let uncor = aer.uncorrectable_status.raw & !aer.uncorrectable_mask.raw;
+        for &(bit, name) in &CORRECTABLE_ERROR_BITS {
+            let b = 1u32 << bit;
+            if cor & b != 0 && self.correctable & b == 0 {
+                *self
+                    .counts
+                    .entry((AerSeverity::Correctable, name))
+                    .or_default() += 1;
+            }
+        }
+        for &(bit, name) in &UNCORRECTABLE_ERROR_BITS {
+            let b = 1u32 << bit;
+            if uncor & b != 0 && self.uncorrectable & b == 0 {
+                let severity = if aer.uncorrectable_severity.raw & b != 0 {
+                    AerSeverity::Fatal
+                } else {
+                    AerSeverity::Nonfatal
+                };
+                *self.counts.entry((severity, name)).or_default() += 1;
+            }
+        }
+        self.correctable = cor;
+        self.uncorrectable = uncor;
+    }
+
+    /// The counts so far, as the kernel's counters would give them (every name of the
+    /// registers, 0 for those never set).
+    pub fn counters(&self) -> AerCounters {
+        use model::inventory::pci::config::{CORRECTABLE_ERROR_BITS, UNCORRECTABLE_ERROR_BITS};
+        use model::watch::AerSeverity;
+        let of = |severity: AerSeverity, table: &[(u8, &'static str)]| {
+            table
+                .iter()
+                .map(|&(_, name)| {
+                    let n = self.counts.get(&(severity, name)).copied().unwrap_or(0);
+                    (name.to_string(), n)
+                })
+                .collect()
+        };
+        AerCounters {
+            correctable: of(AerSeverity::Correctable, &CORRECTABLE_ERROR_BITS),
+            nonfatal: of(AerSeverity::Nonfatal, &UNCORRECTABLE_ERROR_BITS),
+            fatal: of(AerSeverity::Fatal, &UNCORRECTABLE_ERROR_BITS),
+            ..AerCounters::default()
+        }
     }
 }
 
@@ -419,6 +521,85 @@ mod tests {
         )
         .unwrap();
         assert_eq!(link_event_tracepoint(&root), Some("pci:pcie_link_event"));
+    }
+
+    /// A function without the kernel's AER counters: the Samsung PM174X NVMe of pciutils'
+    /// tests/cap-phy32 (tests/fixtures/captured/pci/pciutils-tests_cap-phy32.lspci; AER at
+    /// 0x100, lspci: UESvrt DLP+ CmpltTO-, CESta AdvNonFatalErr+ masked by CEMsk), then the
+    /// same dump with RxErr, CmpltTO (nonfatal) and DLP (fatal) set in its status registers.
+    #[test]
+    fn aer_status_registers_count_errors_where_sysfs_has_no_counters() {
+        use model::watch::{AerSeverity, ChangeKind, Watcher};
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/captured/pci/pciutils-tests_cap-phy32.lspci"
+        ))
+        .unwrap();
+        let mut config = crate::pci::dump::parse_lspci_dump(&text).functions[0]
+            .config
+            .clone();
+        assert_eq!(config.len(), 4096);
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("sys/bus/pci/devices/0000:2e:00.0");
+        std::fs::create_dir_all(&f).unwrap();
+        for (name, value) in [
+            ("current_link_speed", "16.0 GT/s PCIe"),
+            ("current_link_width", "2"),
+            ("max_link_speed", "32.0 GT/s PCIe"),
+            ("max_link_width", "2"),
+        ] {
+            std::fs::write(f.join(name), format!("{value}\n")).unwrap();
+        }
+        let root = SysRoot::new(dir.path());
+        let mut sampler = Sampler::new(&root, None);
+        let mut watcher = Watcher::new(1000, Vec::new());
+        let mut notes = Vec::new();
+        let mut step = |config: &[u8], at: u64| {
+            std::fs::write(f.join("config"), config).unwrap();
+            let sample = sampler.sample();
+            notes.extend(sampler.take_notes());
+            watcher.observe(&sample, at, 0)
+        };
+        // The baseline: AdvNonFatalErr is set but masked, so nothing is counted.
+        assert!(step(&config, 0).is_empty());
+        // Uncorrectable Error Status at 0x104: DLP bit 4, CmpltTO bit 14; Correctable Error
+        // Status at 0x110: RxErr bit 0 (PCIe Base Spec 6.0 sections 7.8.4.2 and 7.8.4.5).
+        config[0x104] |= 1 << 4;
+        config[0x105] |= 1 << (14 - 8);
+        config[0x110] |= 1;
+        let errors =
+            |changes: Vec<model::watch::Change>| -> Vec<(AerSeverity, Vec<(String, u64)>)> {
+                changes
+                    .into_iter()
+                    .filter_map(|c| match c.kind {
+                        ChangeKind::Aer { severity, errors } => Some((severity, errors)),
+                        _ => None,
+                    })
+                    .collect()
+            };
+        let one = |n: &str| vec![(n.to_string(), 1)];
+        assert_eq!(
+            errors(step(&config, 1000)),
+            [
+                (AerSeverity::Correctable, one("RxErr")),
+                (AerSeverity::Nonfatal, one("CmpltTO")),
+                (AerSeverity::Fatal, one("DLP")),
+            ]
+        );
+        // Still set: the same errors, not new ones.
+        assert!(errors(step(&config, 2000)).is_empty());
+        // Cleared (written 1 to) and set again: one more.
+        config[0x110] &= !1;
+        assert!(errors(step(&config, 3000)).is_empty());
+        config[0x110] |= 1;
+        assert_eq!(
+            errors(step(&config, 4000)),
+            [(AerSeverity::Correctable, one("RxErr"))]
+        );
+        assert!(
+            notes.iter().any(|n| n.contains("AER status registers")),
+            "{notes:?}"
+        );
     }
 
     #[test]

@@ -164,6 +164,9 @@ pub struct Summary {
     pub threads: Vec<ThreadRow>,
     /// Rates over time (net), plotted with the ceiling line.
     pub series: Vec<RateSeries>,
+    /// Counts over time (a watch's cumulative AER errors by device and severity), plotted
+    /// beside the rates; the points' second member is a count.
+    pub counts_over_time: Vec<RateSeries>,
     pub links: Vec<PathLink>,
     /// The link with the smallest ceiling towards the CPU (reads, what arrives), and away
     /// from it (writes, what is sent: a shaper on an interface's egress) where it is another.

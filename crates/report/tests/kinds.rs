@@ -271,3 +271,40 @@ fn a_survey_plan_report_shows_what_survey_dry_run_prints() {
     // A path with a space is quoted as a shell reads it.
     assert!(md.contains("headroom bench disk '/media/sd card' --profile survey"));
 }
+
+/// A watch's HTML timeline: the link ceiling of each function whose link changed, and beside
+/// it a plot of the AER errors counted since the watch began, one line per device and
+/// severity, climbing to the run's count (13 correctable errors on the NVMe's root port).
+#[test]
+fn a_watch_report_plots_cumulative_errors_by_severity_beside_the_links() {
+    let name = "watch-q35-retrain.json";
+    let doc = Document::read(&fixture(name)).unwrap();
+    let s = report::kinds::summarize(&doc, name).unwrap();
+    let errors: Vec<(&str, f64)> = s
+        .counts_over_time
+        .iter()
+        .map(|x| (x.name.as_str(), x.points.last().unwrap().1))
+        .collect();
+    assert_eq!(
+        errors,
+        [("0000:00:12.0 correctable AER errors", 13.0)],
+        "{:?}",
+        s.counts_over_time
+    );
+    let first = s.counts_over_time[0].points[0];
+    assert_eq!(
+        first,
+        (0.0, 0.0),
+        "the line starts from the watch's baseline"
+    );
+    let (_, html) = reports_of(&doc, name);
+    let plots: Vec<&str> = html.split("<figure>").skip(1).collect();
+    let link = plots.iter().position(|p| p.contains("link ceiling"));
+    let counts = plots.iter().position(|p| {
+        p.contains("Cumulative AER errors") && p.contains("0000:00:12.0 correctable AER errors")
+    });
+    assert!(
+        matches!((link, counts), (Some(l), Some(c)) if c == l + 1),
+        "the errors' plot follows the links' plot: {link:?} {counts:?}"
+    );
+}

@@ -337,6 +337,7 @@ pub fn summarize(doc: &Document, origin: &str) -> Result<Summary, DocumentError>
         every_throughput_column: false,
         threads: Vec::new(),
         series: Vec::new(),
+        counts_over_time: Vec::new(),
         counters: Vec::new(),
         links: Vec::new(),
         bottleneck: None,

@@ -35,6 +35,10 @@ pub struct MmioDocument {
     pub notes: Vec<String>,
     #[serde(default)]
     pub interrupted: bool,
+    /// A BAR's path sampled beside the engine: its links' AER errors and changes (not with
+    /// `--no-watch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<super::count::BesideCounters>,
 }
 
 /// The time per access is a batch's time over its accesses (one sweep of a chunk of the

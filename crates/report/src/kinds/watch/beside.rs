@@ -58,7 +58,8 @@ impl PathWatch {
         (bytes > 0 && counted).then(|| self.errors() as f64 / (bytes as f64 / 1e9))
     }
 
-    /// `5.2 GB of writes`, `1.0 GB of reads and writes`.
+    /// `5.2 GB of writes`, `1.0 GB of reads and writes`; below a GB in MB (`33.6 MB of
+    /// writes`), which a short run moves and `0.0 GB` would hide.
     fn moved(&self) -> String {
         let what = match (self.read_bytes > 0, self.write_bytes > 0) {
             (true, true) => "reads and writes",
@@ -66,6 +67,9 @@ impl PathWatch {
             _ => "writes",
         };
         let gb = (self.read_bytes + self.write_bytes) as f64 / 1e9;
+        if gb < 1.0 {
+            return format!("{:.1} MB of {what}", gb * 1e3);
+        }
         format!("{gb:.1} GB of {what}")
     }
 }
@@ -217,6 +221,16 @@ mod tests {
              2.31 per GB: the link is marginal at this speed"
         );
         assert_eq!(w.errors_per_gb().map(|v| (v * 100.0).round()), Some(231.0));
+        // A short run moves less than a GB: its bytes in MB, not `0.0 GB`.
+        let short = PathWatch {
+            write_bytes: 33_554_432,
+            ..w.clone()
+        };
+        assert_eq!(
+            collect(&short)[0].message,
+            "12 correctable RxErr on 0000:00:00.0 during 33.6 MB of writes at 8GT/s x1, \
+             357.63 per GB: the link is marginal at this speed"
+        );
     }
 
     /// A path whose functions count no AER errors (virtio, a function without the AER

@@ -107,6 +107,29 @@ pub(crate) fn summarize(
             });
         }
     }
+    // Beside it: the errors counted since the watch began, by device and severity.
+    for d in &w.result.devices {
+        for (i, sev) in AerSeverity::ALL.into_iter().enumerate() {
+            if d.errors_of(sev) == 0 {
+                continue;
+            }
+            let mut points: Vec<(f64, f64)> = Vec::new();
+            for p in w.result.timeline.iter().filter(|p| p.device == d.device) {
+                let t = (p.at_ms - start) as f64 / 1000.0;
+                if let Some(&(_, before)) = points.last() {
+                    points.push((t, before));
+                }
+                points.push((t, p.errors[i] as f64));
+            }
+            if let Some(&(_, last)) = points.last() {
+                points.push((end_s, last));
+                s.counts_over_time.push(RateSeries {
+                    name: format!("{} {} AER errors", d.device, sev.label()),
+                    points,
+                });
+            }
+        }
+    }
     let rows = text::device_rows(&w.result);
     s.list((
         format!(
