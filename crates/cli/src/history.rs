@@ -15,7 +15,7 @@ pub struct HistoryArgs {
     pub action: Option<HistoryAction>,
 
     /// The history: an SQLite FILE, or a lab's PostgreSQL database as
-    /// postgresql://USER@HOST/DB (default: HEADROOM_DB, else
+    /// postgresql://USER@HOST/DB or "host=HOST dbname=DB user=USER" (default: HEADROOM_DB, else
     /// $XDG_DATA_HOME/headroom/history.sqlite).
     #[arg(long, value_name = "FILE|URL", global = true)]
     pub db: Option<PathBuf>,
