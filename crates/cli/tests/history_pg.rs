@@ -698,6 +698,60 @@ fn libpqs_key_value_form_and_postgres_scheme_reach_the_lab() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.matches("board-005").count(), 1, "{out}");
 
+    // `compare --kind`: a board's newest run of that kind, though a run of another kind came
+    // after it.
+    let path =
+        testsupport::fixtures::repo_root().join("tests/fixtures/results/latency-2-threads.json");
+    let mut latency: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    latency["host"] =
+        serde_json::from_str::<Value>(&document(5, "6.6.0", 0, 1.0)).unwrap()["host"].clone();
+    latency["created"] = "2026-12-09T00:00:00Z".into();
+    std::fs::write(home.path().join("latency.json"), latency.to_string()).unwrap();
+    std::fs::write(
+        home.path().join("other.json"),
+        document(6, "6.6.0", 0, 200.0),
+    )
+    .unwrap();
+    let (code, out, err) = run(headroom_for(home.path())
+        .env("PGPASSWORD", ADMIN_PASSWORD)
+        .args([
+            "history",
+            "add",
+            "latency.json",
+            "other.json",
+            "--db",
+            &short,
+        ])
+        .current_dir(home.path()));
+    assert_eq!(code, 0, "{out}{err}");
+    let compare = |kind: &[&str]| {
+        run(headroom_for(home.path())
+            .env("PGPASSWORD", ADMIN_PASSWORD)
+            .args([
+                "compare",
+                "board-005:latest",
+                "board-006:latest",
+                "--db",
+                &short,
+            ])
+            .args(kind))
+    };
+    let (code, _, err) = compare(&[]);
+    assert_eq!(
+        code, 1,
+        "the newest runs are a latency and a disk run: {err}"
+    );
+    let (code, out, err) = compare(&["--kind", "disk"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("250.0") && out.contains("200.0"), "{out}");
+    let (code, _, err) = compare(&["--kind", "net"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("board-005:latest: the history postgresql://lab@/lab?host=")
+            && err.contains("holds no run of kind net of a host named \"board-005\""),
+        "{err}"
+    );
+
     // The password given in the string itself: it works, and what names the database in the
     // output has `***` in its place.
     let with_password = format!("{keywords} password='{ADMIN_PASSWORD}'");
