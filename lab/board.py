@@ -17,6 +17,7 @@ Everything the checker expects is derived from these lines (see checks.py), neve
 headroom's output.
 """
 
+import hashlib
 import os
 import re
 import shlex
@@ -64,6 +65,11 @@ AER_ERRORS = {
 }
 # capture (a sysfs fixture tree for headroom's tests) runs only when `run:` names it.
 DEFAULT_STEPS = STEPS[:-1]
+
+# What a hostname holds in the lab: the board's name with any other byte made `-`, at most
+# HOST_NAME_MAX (64) bytes (sethostname(2)).
+NOT_IN_HOSTNAME = re.compile(r"[^A-Za-z0-9._-]")
+HOST_NAME_MAX = 64
 
 # Scratch images the lab creates for a -drive whose file= does not exist.
 SCRATCH_BYTES = 256 << 20
@@ -276,6 +282,21 @@ class Board:
         if step == "watch-disk":
             return "watch-disk" in self.during and bool(self.ext4)
         return True
+
+    # The board's identity, set by the guest's /init before anything runs: the boards' runs meet
+    # in one history (lab/history.py), which tells boards apart by hostname and machine-id.
+    @property
+    def hostname(self):
+        """The hostname the board runs under: its name (the board file's), with any byte a
+        hostname should not hold made `-`."""
+        return NOT_IN_HOSTNAME.sub("-", self.name)[:HOST_NAME_MAX] or "board"
+
+    @property
+    def machine_id(self):
+        """The board's /etc/machine-id (machine-id(5): 32 lowercase hex digits): derived from
+        its name, so two boards never share one and a board keeps its own from boot to boot,
+        as a real board does."""
+        return hashlib.sha256(f"headroom lab board {self.name}".encode()).hexdigest()[:32]
 
     @property
     def qemu(self):

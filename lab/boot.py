@@ -151,6 +151,7 @@ class Result:
         self.files = {}  # name -> bytes
         self.rc = {}  # step -> exit code
         self.disks = {}  # serial -> block device name
+        self.kernel = None  # the release the guest's busybox `uname -r` says it booted
         self.nic = None
         self.warnings = []
         self.done = False
@@ -317,6 +318,7 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
                 current = [name, [], 0]
             elif what == "boot":
                 result.booted = True
+                result.kernel = words[1] if len(words) > 1 else None
             elif what == "rc":
                 result.rc[words[1]] = int(words[2])
                 running = None
@@ -385,7 +387,7 @@ def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)
     with open(os.path.join(workdir, "result.json"), "w") as f:
-        json.dump({k: getattr(result, k) for k in ("rc", "disks", "nic", "warnings", "done", "booted", "host", "error", "seconds", "qemu")}, f)
+        json.dump({k: getattr(result, k) for k in ("rc", "disks", "nic", "warnings", "done", "booted", "kernel", "host", "error", "seconds", "qemu")}, f)
     for name, (rc, stdout, stderr) in result.host.items():
         safe = name.replace(" ", "_").replace("/", "_")
         with open(os.path.join(out, safe + ".host.json"), "w") as f:

@@ -22,6 +22,7 @@ import board as board_module
 from board import Board, BoardError, shell_conf
 import boot
 import checks
+import history
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -408,6 +409,98 @@ class Predictions(unittest.TestCase):
         self.assertEqual(failed, [])
         self.assertIn(f"audit: qemu-xhci xhci at {addr['xhci']} has no PCIe link (an integrated endpoint on pcie.0)",
                       [w for _, w in out])
+
+
+def with_host(doc, hostname, machine_id, kernel):
+    """DOC with every envelope's host (the survey's and its parts') made the board's."""
+    if isinstance(doc, dict):
+        if isinstance(doc.get("host"), dict):
+            doc["host"].update(hostname=hostname, machine_id=machine_id, kernel=kernel)
+        for v in doc.values():
+            with_host(v, hostname, machine_id, kernel)
+    elif isinstance(doc, list):
+        for v in doc:
+            with_host(v, hostname, machine_id, kernel)
+    return doc
+
+
+class History(unittest.TestCase):
+    def test_each_board_runs_under_a_hostname_and_machine_id_of_its_own(self):
+        boards = [Board(p) for p in sorted(glob.glob(os.path.join(HERE, "boards", "*.board")))]
+        ids = [b.machine_id for b in boards]
+        self.assertEqual(len(set(ids)), len(boards))
+        self.assertEqual(len({b.hostname for b in boards}), len(boards))
+        for b in boards:
+            self.assertRegex(b.machine_id, r"^[0-9a-f]{32}$")
+            self.assertEqual(b.hostname, b.name)
+            self.assertEqual(Board(b.path).machine_id, b.machine_id, "the same board, the same machine-id")
+        path = board_text("arch: x86_64\n")
+        odd = os.path.join(os.path.dirname(path), "lab board;$(reboot).board")
+        os.rename(path, odd)
+        try:
+            b = Board(odd)
+        finally:
+            os.unlink(odd)
+        self.assertEqual(b.hostname, "lab-board---reboot-")
+        conf = shell_conf({"LAB_HOSTNAME": b.hostname})
+        self.assertEqual(conf, "LAB_HOSTNAME=lab-board---reboot-\n")
+
+    def test_only_the_boards_own_documents_of_steps_that_ended_well_are_imported(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        os.makedirs(os.path.join(d, "out"))
+        for n in ("audit.json", "audit.err", "survey.json", "latency.json", "net-host-client-iperf3.host.json"):
+            open(os.path.join(d, "out", n), "w").close()
+        docs = history.documents(d, {"audit": 0, "survey": 0, "latency": 1})
+        self.assertEqual([os.path.basename(p) for p in docs], ["audit.json", "survey.json"])
+        self.assertEqual(history.documents(os.path.join(d, "none"), {}), [])
+
+    def test_a_compare_row_is_read_cell_by_cell(self):
+        md = "| Setting | a | b |\n| --- | --- | --- |\n| host | x86_64-q35 (machine-id 1) | evil \\| x |\n"
+        self.assertEqual(history.table_row(md, "host"), ["host", "x86_64-q35 (machine-id 1)", "evil | x"])
+        self.assertIsNone(history.table_row(md, "kernel"))
+
+    def test_boards_documents_meet_in_one_postgresql_history_and_compare_side_by_side(self):
+        # The lab's step end to end against Debian's server, with captured documents standing
+        # in for two boards' (their host made each board's).
+        try:
+            history.server_bin()
+            ready = os.access(HEADROOM, os.X_OK)
+        except history.Skipped:
+            ready = False
+        if not ready:
+            if os.environ.get("CI") == "true":
+                self.fail("PostgreSQL's server (postgresql) and target/debug/headroom are needed under CI")
+            self.skipTest("PostgreSQL's server or target/debug/headroom is missing")
+        fixtures = os.path.join(REPO, "tests", "fixtures", "results")
+        came_back = []
+        for name, kernel in (("x86_64-q35", "6.1.0-57-amd64"), ("aarch64-virt", "6.1.0-50-arm64")):
+            b = Board(os.path.join(HERE, "boards", f"{name}.board"))
+            wd = tempfile.mkdtemp()
+            self.addCleanup(shutil.rmtree, wd)
+            os.makedirs(os.path.join(wd, "out"))
+            for step, fixture in (("survey", "survey-rpi5.json"), ("disk", "rpi5-gen3.json"), ("raw", "rpi5-gen2.json")):
+                with open(os.path.join(fixtures, fixture)) as f:
+                    doc = with_host(json.load(f), b.hostname, b.machine_id, kernel)
+                with open(os.path.join(wd, "out", f"{step}.json"), "w") as f:
+                    json.dump(doc, f)
+            r = boot.Result()
+            r.kernel, r.rc = kernel, {"survey": 0, "disk": 0, "raw": 1}
+            came_back.append((b, r, wd))
+        before = set(glob.glob(os.path.join(tempfile.gettempdir(), "headroom-lab-*")))
+        out = history.check(came_back, HEADROOM)
+        self.assertEqual([w for ok, w in out if not ok], [])
+        said = "\n".join(w for _, w in out)
+        self.assertIn("history: x86_64-q35's 2 documents imported with `history import`", said)
+        self.assertIn("history --kind survey: aarch64-virt's survey as host aarch64-virt", said)
+        self.assertIn("compare: each board's column has its own kernel, 6.1.0-57-amd64, 6.1.0-50-arm64", said)
+        # The server is stopped and its directory gone.
+        self.assertEqual(set(glob.glob(os.path.join(tempfile.gettempdir(), "headroom-lab-*"))), before)
+
+        # Two boards that report each other's identity fail, naming the board.
+        came_back[0][1].kernel = "6.1.0-50-arm64"
+        failed = [w for ok, w in history.check(came_back, HEADROOM) if not ok]
+        self.assertTrue(any(w.startswith("history --kind survey: x86_64-q35's survey") for w in failed), failed)
 
 
 if __name__ == "__main__":

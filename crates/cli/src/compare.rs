@@ -20,8 +20,9 @@ pub struct CompareArgs {
     #[arg(long, value_name = "kernel", value_parser = ["kernel"])]
     pub group: Option<String>,
 
-    /// With --group: only runs of this kind (disk, latency, net...).
-    #[arg(long, value_name = "KIND", requires = "group")]
+    /// Only runs of this kind (disk, latency, net, survey...): HOST:latest is that host's
+    /// newest run of the kind; with --group, the runs paired.
+    #[arg(long, value_name = "KIND")]
     pub kind: Option<String>,
 
     /// Exit 1 when a measured result (MB/s, IOPS, a latency) is worse than the first run's by
@@ -47,7 +48,7 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<ExitCode> 
     }
     let mut loaded = Vec::new();
     for input in &args.runs {
-        let (doc, origin) = crate::history::load(input, args.db.as_deref())?;
+        let (doc, origin) = crate::history::load(input, args.db.as_deref(), args.kind.as_deref())?;
         if doc.envelope.kind == report::document::DocumentKind::Report {
             anyhow::bail!(
                 "{origin} holds several documents (`report --json` of several inputs): compare \

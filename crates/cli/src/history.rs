@@ -15,7 +15,7 @@ pub struct HistoryArgs {
     pub action: Option<HistoryAction>,
 
     /// The history: an SQLite FILE, or a lab's PostgreSQL database as
-    /// postgresql://USER@HOST/DB (default: HEADROOM_DB, else
+    /// postgresql://USER@HOST/DB or "host=HOST dbname=DB user=USER" (default: HEADROOM_DB, else
     /// $XDG_DATA_HOME/headroom/history.sqlite).
     #[arg(long, value_name = "FILE|URL", global = true)]
     pub db: Option<PathBuf>,
@@ -82,8 +82,12 @@ pub fn open_to_read(db: &Path) -> anyhow::Result<History> {
 }
 
 /// A run named on the command line: an existing file, else a history id (`12` or `#12`),
-/// else `HOST:latest`, the newest run of that host in the history.
-pub fn load(input: &str, db: Option<&Path>) -> anyhow::Result<(Document, String)> {
+/// else `HOST:latest`, the newest run of that host in the history (of `kind` when given).
+pub fn load(
+    input: &str,
+    db: Option<&Path>,
+    kind: Option<&str>,
+) -> anyhow::Result<(Document, String)> {
     let path = Path::new(input);
     if path.exists() {
         return Ok((Document::read(path)?, input.to_string()));
@@ -92,6 +96,7 @@ pub fn load(input: &str, db: Option<&Path>) -> anyhow::Result<(Document, String)
         let mut store = open_to_read(&db_path(db)?)?;
         let rows = store.list_where(report::history::Filter {
             host: Some(host),
+            kind,
             ..Default::default()
         })?;
         let newest = rows
@@ -99,9 +104,11 @@ pub fn load(input: &str, db: Option<&Path>) -> anyhow::Result<(Document, String)
             .filter(|r| r.damaged.is_none())
             .max_by(|a, b| a.created.cmp(&b.created).then(a.id.cmp(&b.id)));
         let Some(row) = newest else {
+            let of_kind = kind.map(|k| format!(" of kind {k}")).unwrap_or_default();
             anyhow::bail!(
-                "{input}: the history {} holds no run of a host named {host:?} (its hostname, \
-                 machine-id or serial): `headroom history` lists the runs with their hosts",
+                "{input}: the history {} holds no run{of_kind} of a host named {host:?} (its \
+                 hostname, machine-id or serial): `headroom history` lists the runs with their \
+                 hosts",
                 store.name()
             );
         };

@@ -195,8 +195,8 @@ pub struct KeepArgs {
     pub no_save: bool,
 
     /// History database: an SQLite FILE, or a lab's PostgreSQL database as
-    /// postgresql://USER@HOST/DB (libpq's conventions: PGPASSWORD, ~/.pgpass, PGSERVICE...;
-    /// not in the board binaries). Default: HEADROOM_DB, else
+    /// postgresql://USER@HOST/DB or "host=HOST dbname=DB user=USER" (libpq's conventions:
+    /// PGPASSWORD, ~/.pgpass, PGSERVICE...; not in the board binaries). Default: HEADROOM_DB, else
     /// $XDG_DATA_HOME/headroom/history.sqlite.
     #[arg(long, value_name = "FILE|URL")]
     pub db: Option<std::path::PathBuf>,

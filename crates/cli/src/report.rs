@@ -108,7 +108,7 @@ pub fn run(global: &GlobalArgs, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let mut intros = String::new();
     let mut summaries = Vec::new();
     for input in &inputs {
-        let loaded = crate::history::load(input, args.db.as_deref())
+        let loaded = crate::history::load(input, args.db.as_deref(), None)
             .and_then(|(doc, origin)| unpack(doc, &origin));
         let loaded = match loaded {
             Ok(x) => x,

@@ -664,3 +664,237 @@ fn tls_follows_sslmode() {
     assert!(e.contains("no encryption"), "{e}");
     assert!(!e.contains(ADMIN_PASSWORD), "{e}");
 }
+
+/// libpq's key=value connection string and the `postgres://` scheme name the lab's database
+/// as `postgresql://` does; a password in either form is never printed, neither in an error
+/// nor in what `history --json` says of the database.
+#[test]
+fn libpqs_key_value_form_and_postgres_scheme_reach_the_lab() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    server.sql("postgres", "CREATE DATABASE lab");
+    let home = tempfile::tempdir().unwrap();
+    let doc = home.path().join("run.json");
+    std::fs::write(&doc, document(5, "6.6.0", 0, 250.0)).unwrap();
+    let dir = server.dir.path().display().to_string();
+    let keywords = format!(
+        "host={dir} port={} dbname=lab user=lab sslmode=disable",
+        server.port
+    );
+    let (code, out, err) = run(headroom_for(home.path())
+        .env("PGPASSWORD", ADMIN_PASSWORD)
+        .args(["history", "add", doc.to_str().unwrap(), "--db", &keywords]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(": saved as #1"), "{out}");
+
+    let short = format!(
+        "postgres://lab@/lab?host={dir}&port={}&sslmode=disable",
+        server.port
+    );
+    let (code, out, err) = run(headroom_for(home.path())
+        .env("PGPASSWORD", ADMIN_PASSWORD)
+        .args(["history", "--db", &short]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.matches("board-005").count(), 1, "{out}");
+
+    // `compare --kind`: a board's newest run of that kind, though a run of another kind came
+    // after it.
+    let path =
+        testsupport::fixtures::repo_root().join("tests/fixtures/results/latency-2-threads.json");
+    let mut latency: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    latency["host"] =
+        serde_json::from_str::<Value>(&document(5, "6.6.0", 0, 1.0)).unwrap()["host"].clone();
+    latency["created"] = "2026-12-09T00:00:00Z".into();
+    std::fs::write(home.path().join("latency.json"), latency.to_string()).unwrap();
+    std::fs::write(
+        home.path().join("other.json"),
+        document(6, "6.6.0", 0, 200.0),
+    )
+    .unwrap();
+    let (code, out, err) = run(headroom_for(home.path())
+        .env("PGPASSWORD", ADMIN_PASSWORD)
+        .args([
+            "history",
+            "add",
+            "latency.json",
+            "other.json",
+            "--db",
+            &short,
+        ])
+        .current_dir(home.path()));
+    assert_eq!(code, 0, "{out}{err}");
+    let compare = |kind: &[&str]| {
+        run(headroom_for(home.path())
+            .env("PGPASSWORD", ADMIN_PASSWORD)
+            .args([
+                "compare",
+                "board-005:latest",
+                "board-006:latest",
+                "--db",
+                &short,
+            ])
+            .args(kind))
+    };
+    let (code, _, err) = compare(&[]);
+    assert_eq!(
+        code, 1,
+        "the newest runs are a latency and a disk run: {err}"
+    );
+    let (code, out, err) = compare(&["--kind", "disk"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("250.0") && out.contains("200.0"), "{out}");
+    let (code, _, err) = compare(&["--kind", "net"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("board-005:latest: the history postgresql://lab@/lab?host=")
+            && err.contains("holds no run of kind net of a host named \"board-005\""),
+        "{err}"
+    );
+
+    // The password given in the string itself: it works, and what names the database in the
+    // output has `***` in its place.
+    let with_password = format!("{keywords} password='{ADMIN_PASSWORD}'");
+    let (code, out, err) =
+        run(headroom_for(home.path()).args(["history", "--json", "--db", &with_password]));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("password=***") && out.contains("board-005"),
+        "{out}"
+    );
+    assert!(
+        !out.contains(ADMIN_PASSWORD) && !err.contains(ADMIN_PASSWORD),
+        "{out}{err}"
+    );
+
+    // A wrong password in the key=value form: one sentence naming the database without it.
+    for db in [
+        format!("{keywords} password=Wr0ngHunter2"),
+        format!(
+            "postgres://lab:Wr0ngHunter2@/lab?host={dir}&port={}",
+            server.port
+        ),
+    ] {
+        let (code, out, err) = run(headroom_for(home.path()).args(["history", "--db", &db]));
+        assert_eq!(code, 1, "{out}{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.contains("cannot connect to the history postgresql://lab@/lab?host="),
+            "{err}"
+        );
+        assert!(
+            !err.contains("Wr0ngHunter2") && !out.contains("Wr0ngHunter2"),
+            "{err}"
+        );
+    }
+    // An unknown parameter is named; the password beside it is not.
+    let (code, _, err) = run(headroom_for(home.path()).args([
+        "history",
+        "--db",
+        &format!("{keywords} password=Wr0ngHunter2 colour=blue"),
+    ]));
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("\"colour\"") && err.contains("password=***"),
+        "{err}"
+    );
+    assert!(!err.contains("Wr0ngHunter2"), "{err}");
+}
+
+/// A document one board stored, whose host strings carry terminal escapes and HTML, reaches
+/// another board's reader of the lab's database (`history`, `history show`, `report` as text
+/// and HTML, `compare HOST:latest`) only escaped: no escape byte on a terminal, no tag in
+/// the HTML.
+#[test]
+fn a_hostile_document_in_the_lab_cannot_inject_into_another_boards_output() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    server.sql("postgres", "CREATE DATABASE lab");
+    let home = tempfile::tempdir().unwrap();
+    let url = server.admin_url("lab");
+    let mut hostile: Value = serde_json::from_str(&document(9, "6.6.0", 0, 1.0)).unwrap();
+    hostile["host"]["hostname"] = "evil\u{1b}]0;pwned\u{7}<script>alert(1)</script>|".into();
+    hostile["host"]["model"] = "<img src=x onerror=alert(2)>\u{1b}[2J\u{1b}[31mRK3588".into();
+    hostile["host"]["serial"] = "\u{9b}31mSN\r\nforged line".into();
+    hostile["target"]["given"] = "/mnt/\u{1b}[8mhidden<b>x</b>".into();
+    let docs = home.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::write(docs.join("evil.json"), hostile.to_string()).unwrap();
+    std::fs::write(docs.join("good.json"), document(1, "6.6.0", 0, 300.0)).unwrap();
+    // The hostile board's import, as its job in the lab would make it.
+    let (code, out, err) = run(headroom_for(home.path()).args([
+        "history",
+        "import",
+        docs.to_str().unwrap(),
+        "--db",
+        &url,
+    ]));
+    assert_eq!(code, 0, "{out}{err}");
+
+    let raw = |what: &str, text: &str| {
+        for bad in ['\u{1b}', '\u{7}', '\u{9b}', '\r'] {
+            assert!(!text.contains(bad), "{what} holds {bad:?} raw: {text:?}");
+        }
+    };
+    // The other board's engineer reads the database.
+    let reader = |args: &[&str]| {
+        let (code, out, err) = run(headroom_for(home.path()).args(args));
+        raw(&format!("{args:?} stdout"), &out);
+        raw(&format!("{args:?} stderr"), &err);
+        (code, out, err)
+    };
+    let (code, out, _) = reader(&["history", "--db", &url]);
+    assert_eq!(code, 0);
+    assert!(out.contains("evil") && out.contains("board-001"), "{out}");
+    let id = out
+        .lines()
+        .find(|l| l.contains("evil"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let (code, out, err) = reader(&["history", "show", &id, "--db", &url]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("RK3588"), "{out}");
+    assert!(!out.contains("<script>") && !out.contains("<img"), "{out}");
+    let (code, out, err) = reader(&["report", &id, "--db", &url]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("<script>") && !out.contains("<img"), "{out}");
+
+    let html = home.path().join("evil.html");
+    let (code, _, err) = reader(&[
+        "report",
+        &id,
+        "--db",
+        &url,
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    raw("the HTML report", &page);
+    assert!(page.contains("evil"), "the hostname is shown");
+    for tag in ["<script>alert", "<img src=x", "<b>x</b>"] {
+        assert!(!page.contains(tag), "{tag} in the HTML report");
+    }
+    assert!(
+        page.contains("&lt;script&gt;alert(1)"),
+        "escaped, not dropped"
+    );
+
+    // Side by side with a good board, by machine-id (the hostname is not a name to type).
+    let (code, out, err) = reader(&[
+        "compare",
+        "00095be0:latest",
+        "board-001:latest",
+        "--db",
+        &url,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("evil") && out.contains("board-001"), "{out}");
+    assert!(!out.contains("<script>") && !out.contains("<img"), "{out}");
+    assert!(
+        !out.lines().any(|l| l.starts_with("forged line")),
+        "a line of the document's own: {out}"
+    );
+}

@@ -35,6 +35,14 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS runs (
      serial TEXT
  );";
 
+/// The version of the history's schema this headroom makes and reads, kept in the file's
+/// `PRAGMA user_version` (https://www.sqlite.org/pragma.html#pragma_user_version), as the lab's
+/// PostgreSQL history keeps its own (`history_pg::SCHEMA_VERSION`): 1, the first `runs`; 2, with
+/// the host's identity ([`HOST_COLUMNS`]). A history of an older headroom (0 when it was made
+/// before the version was kept) is brought up to date when opened to save; a history of a
+/// newer headroom is refused, untouched, by this one.
+pub const SCHEMA_VERSION: i32 = 2;
+
 /// The host's identity columns of `runs` that came after its first version, each with where
 /// a saved document keeps it (`model::system::Host` in the envelope's `host`).
 const HOST_COLUMNS: [(&str, &str); 3] = [
@@ -118,6 +126,12 @@ pub enum HistoryError {
     },
     #[error("there is no run {id} in the history {}: `headroom history` lists them", path.display())]
     NoSuchRun { path: PathBuf, id: i64 },
+    #[error(
+        "the history {} has schema version {found}, newer than this headroom knows \
+         ({SCHEMA_VERSION}): upgrade headroom to use it; it was left untouched",
+        path.display()
+    )]
+    Newer { path: PathBuf, found: i32 },
     #[error(
         "run {id} in the history {} is damaged: {what}; the other runs are intact \
          (`headroom history` lists them)",
@@ -250,6 +264,25 @@ fn has_host_columns(conn: &Connection) -> rusqlite::Result<bool> {
     Ok(HOST_COLUMNS
         .iter()
         .all(|(c, _)| names.iter().any(|n| n == c)))
+}
+
+/// Refuses a history whose schema a newer headroom made (its `user_version` above
+/// [`SCHEMA_VERSION`]): before its tables are looked at, whose new columns this headroom would
+/// call foreign.
+fn check_version(conn: &Connection, path: &Path) -> Result<(), HistoryError> {
+    let found: i32 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(|error| HistoryError::Sqlite {
+            path: path.to_path_buf(),
+            error,
+        })?;
+    if found > SCHEMA_VERSION {
+        return Err(HistoryError::Newer {
+            path: path.to_path_buf(),
+            found,
+        });
+    }
+    Ok(())
 }
 
 /// Adds the [`HOST_COLUMNS`] a history of an older headroom lacks, filled from each run's
@@ -697,6 +730,7 @@ impl Store {
             }
             Err(e) => return Err(e),
         };
+        check_version(&conn, path)?;
         check_schema(&conn, path)?;
         let host_columns = has_host_columns(&conn).map_err(sql)?;
         Ok(Some(Store {
@@ -787,15 +821,17 @@ impl Store {
             if app_id != APPLICATION_ID && (app_id != 0 || tables > 0) {
                 return Err(foreign("it is an SQLite database of another program"));
             }
+            check_version(&conn, path)?;
             check_schema(&conn, path)?;
             conn.execute_batch(&format!(
                 "PRAGMA application_id = {APPLICATION_ID}; {SCHEMA}"
             ))
             .map_err(sql)?;
-            // A history of an older headroom gains the host's identity, in the same
-            // transaction: all of it or nothing.
+            // A history of an older headroom gains the host's identity (version 2), in the
+            // same transaction as its new version: all of it or nothing.
             add_host_columns(&conn).map_err(sql)?;
-            conn.execute_batch("COMMIT").map_err(sql)
+            conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}; COMMIT"))
+                .map_err(sql)
         })();
         if let Err(e) = claimed {
             // Nothing was written: the transaction is dropped as it was.
@@ -862,7 +898,8 @@ impl Store {
             };
             let conn = Connection::open(tmp.path()).map_err(sql)?;
             conn.execute_batch(&format!(
-                "PRAGMA application_id = {APPLICATION_ID}; {SCHEMA}"
+                "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = \
+                 {SCHEMA_VERSION}; {SCHEMA}"
             ))
             .map_err(sql)?;
             // WAL is kept in the file; a filesystem without shared memory answers "delete",
@@ -1244,6 +1281,88 @@ mod tests {
         // Opening it again changes nothing more.
         let s = Store::open(&p).unwrap();
         assert_eq!(s.list().unwrap().len(), 5);
+    }
+
+    fn user_version(p: &Path) -> i32 {
+        Connection::open(p)
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    /// The schema's version is kept in the file: a new history has this headroom's; a history
+    /// of version 1 (made before the version was kept: 0 in the file) is brought to it when
+    /// opened to save, its runs kept; a history a newer headroom made is refused with a
+    /// sentence, to read and to save, and left byte for byte as it was.
+    #[test]
+    fn the_schema_version_upgrades_an_older_history_and_refuses_a_newer_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let new = dir.path().join("new.sqlite");
+        Store::open(&new).unwrap().insert(&doc(1.0)).unwrap();
+        assert_eq!(user_version(&new), SCHEMA_VERSION);
+
+        let p = dir.path().join("v1.sqlite");
+        let c = Connection::open(&p).unwrap();
+        c.execute_batch(&format!(
+            "PRAGMA application_id = {APPLICATION_ID};
+             CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, created TEXT, host TEXT,
+                 kind TEXT NOT NULL, target TEXT, test TEXT NOT NULL, headline TEXT NOT NULL,
+                 document TEXT NOT NULL);"
+        ))
+        .unwrap();
+        c.execute(
+            "INSERT INTO runs (created, host, kind, test, headline, document)
+             VALUES ('2026-11-27T10:00:00Z', 'raspberrypi', 'disk', 'dd 1M', 'x', ?1)",
+            [doc_on(host("raspberrypi", Some(PI_A), None), 1.0)],
+        )
+        .unwrap();
+        drop(c);
+        assert_eq!(user_version(&p), 0);
+        // Reading leaves it as it is.
+        assert_eq!(
+            Store::open_existing(&p)
+                .unwrap()
+                .unwrap()
+                .list()
+                .unwrap()
+                .len(),
+            1
+        );
+        assert_eq!(user_version(&p), 0);
+        let s = Store::open(&p).unwrap();
+        assert_eq!(s.list().unwrap()[0].machine_id.as_deref(), Some(PI_A));
+        drop(s);
+        assert_eq!(user_version(&p), SCHEMA_VERSION);
+
+        // A newer headroom's history, with a column this one does not know.
+        let c = Connection::open(&p).unwrap();
+        c.execute_batch(&format!(
+            "ALTER TABLE runs ADD COLUMN energy_j REAL; PRAGMA user_version = {};",
+            SCHEMA_VERSION + 1
+        ))
+        .unwrap();
+        drop(c);
+        let before = std::fs::read(&p).unwrap();
+        let want = format!(
+            "the history {} has schema version {}, newer than this headroom knows ({}): \
+             upgrade headroom to use it; it was left untouched",
+            p.display(),
+            SCHEMA_VERSION + 1,
+            SCHEMA_VERSION
+        );
+        let e = Store::open(&p)
+            .err()
+            .expect("a newer history opened to save");
+        assert_eq!(e.to_string(), want);
+        let e = Store::open_existing(&p)
+            .err()
+            .expect("a newer history opened to read");
+        assert_eq!(e.to_string(), want);
+        assert_eq!(
+            std::fs::read(&p).unwrap(),
+            before,
+            "a newer history was written"
+        );
     }
 
     /// `--host`: a hostname in any case, a machine-id's first 4 or more digits, a serial in

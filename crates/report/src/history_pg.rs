@@ -22,9 +22,113 @@ use std::path::{Path, PathBuf};
 /// The URL schemes libpq takes for a connection string.
 const URL_SCHEMES: [&str; 2] = ["postgresql://", "postgres://"];
 
-/// Whether `--db` names a PostgreSQL database rather than an SQLite file.
+/// The parameters a connection string may give, by libpq's names.
+const KNOWN_PARAMS: [&str; 12] = [
+    "host",
+    "port",
+    "user",
+    "dbname",
+    "password",
+    "sslmode",
+    "sslrootcert",
+    "connect_timeout",
+    "passfile",
+    "service",
+    "application_name",
+    "options",
+];
+
+/// Whether `--db` names a PostgreSQL database rather than an SQLite file: libpq's URL
+/// (`postgresql://` or `postgres://`), or its key=value form (`host=db.lab dbname=headroom`),
+/// told from a file name by its first word, a parameter libpq knows followed by `=`.
 pub fn is_url(db: &str) -> bool {
-    URL_SCHEMES.iter().any(|s| db.starts_with(s))
+    URL_SCHEMES.iter().any(|s| db.starts_with(s)) || is_keywords(db)
+}
+
+/// Whether `db` begins as libpq's key=value connection string does.
+fn is_keywords(db: &str) -> bool {
+    let t = db.trim_start();
+    let key_len = t
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        .count();
+    KNOWN_PARAMS.contains(&&t[..key_len]) && t[key_len..].trim_start().starts_with('=')
+}
+
+/// One parameter of a key=value connection string: its key, its value (unquoted), and where
+/// its value's text lies in the string (for [`redact_url`]).
+struct Keyword {
+    key: String,
+    value: String,
+    span: std::ops::Range<usize>,
+}
+
+/// libpq's key=value connection string (https://www.postgresql.org/docs/15/libpq-connect.html,
+/// 34.1.1.1): `key = value` pairs separated by blanks, a value in single quotes when it holds
+/// blanks, `\'` and `\\` escaping inside. `Err` says what is wrong, never the value.
+fn keywords(text: &str) -> Result<Vec<Keyword>, String> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let skip_blanks = |i: &mut usize| {
+        while *i < b.len() && b[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    };
+    loop {
+        skip_blanks(&mut i);
+        if i >= b.len() {
+            return Ok(out);
+        }
+        let start = i;
+        while i < b.len() && b[i] != b'=' && !b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let key = text[start..i].to_string();
+        skip_blanks(&mut i);
+        if i >= b.len() || b[i] != b'=' {
+            return Err(format!("{key:?} is not followed by = and a value"));
+        }
+        i += 1;
+        skip_blanks(&mut i);
+        let mut value = Vec::new();
+        let from = i;
+        if i < b.len() && b[i] == b'\'' {
+            i += 1;
+            loop {
+                match b.get(i) {
+                    None => return Err(format!("the value of {key} has no closing quote")),
+                    Some(b'\'') => {
+                        i += 1;
+                        break;
+                    }
+                    Some(b'\\') if i + 1 < b.len() => {
+                        value.push(b[i + 1]);
+                        i += 2;
+                    }
+                    Some(&c) => {
+                        value.push(c);
+                        i += 1;
+                    }
+                }
+            }
+        } else {
+            while i < b.len() && !b[i].is_ascii_whitespace() {
+                if b[i] == b'\\' && i + 1 < b.len() {
+                    i += 1;
+                }
+                value.push(b[i]);
+                i += 1;
+            }
+        }
+        let value =
+            String::from_utf8(value).map_err(|_| format!("the value of {key} is not UTF-8"))?;
+        out.push(Keyword {
+            key,
+            value,
+            span: from..i,
+        });
+    }
 }
 
 /// A run's id in every history: the SHA-256 of its document as headroom writes it (64 hex
@@ -77,7 +181,7 @@ const MIGRATION_LOCK: i64 = 0x6864_726d;
 pub enum LabError {
     #[error(
         "{db}: {what}; give --db (or HEADROOM_DB) as postgresql://USER@HOST:PORT/DATABASE \
-         (libpq's URL form)"
+         (libpq's URL form) or as \"host=HOST dbname=DATABASE user=USER\" (its key=value form)"
     )]
     BadUrl { db: String, what: String },
     #[error("the PostgreSQL service {service:?} is in none of {files}: define it there or name the database with a postgresql:// URL")]
@@ -180,9 +284,35 @@ fn percent_decode(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// The parameters a `postgresql://[user[:password]@][host][:port][/dbname][?key=value&...]`
-/// URL gives, by libpq's names.
+/// The parameters a connection string gives, by libpq's names: a
+/// `postgresql://[user[:password]@][host][:port][/dbname][?key=value&...]` URL, or the
+/// key=value form.
 fn parse_url(url: &str) -> Result<BTreeMap<String, String>, LabError> {
+    if is_keywords(url) {
+        let bad = |what: String| LabError::BadUrl {
+            db: redact_url(url),
+            what,
+        };
+        let mut params = BTreeMap::new();
+        for k in keywords(url).map_err(bad)? {
+            if !KNOWN_PARAMS.contains(&k.key.as_str()) {
+                return Err(bad(format!(
+                    "headroom does not know the parameter {:?} (it takes {})",
+                    k.key,
+                    KNOWN_PARAMS.join(", ")
+                )));
+            }
+            if k.key == "host" && k.value.contains(',') {
+                return Err(bad(
+                    "it names several hosts; headroom connects to one: name the primary".into(),
+                ));
+            }
+            if !k.value.is_empty() {
+                params.insert(k.key, k.value);
+            }
+        }
+        return Ok(params);
+    }
     let scheme = URL_SCHEMES
         .iter()
         .find(|s| url.starts_with(*s))
@@ -234,24 +364,10 @@ fn parse_url(url: &str) -> Result<BTreeMap<String, String>, LabError> {
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         let key = percent_decode(k).ok_or_else(|| bad("a parameter has a broken %-escape"))?;
-        const KNOWN: [&str; 12] = [
-            "host",
-            "port",
-            "user",
-            "dbname",
-            "password",
-            "sslmode",
-            "sslrootcert",
-            "connect_timeout",
-            "passfile",
-            "service",
-            "application_name",
-            "options",
-        ];
-        if !KNOWN.contains(&key.as_str()) {
+        if !KNOWN_PARAMS.contains(&key.as_str()) {
             return Err(bad(&format!(
                 "headroom does not know the parameter {key:?} (it takes {})",
-                KNOWN.join(", ")
+                KNOWN_PARAMS.join(", ")
             )));
         }
         set(&key, v)?;
@@ -259,9 +375,27 @@ fn parse_url(url: &str) -> Result<BTreeMap<String, String>, LabError> {
     Ok(params)
 }
 
-/// `url` with its password, in the authority or as `?password=`, replaced by `***`: the
-/// only form of a URL any message shows.
+/// `url` with its password, in the authority or as `?password=` (or `password=` of the
+/// key=value form), replaced by `***`: the only form of a connection string any message
+/// shows.
 pub fn redact_url(url: &str) -> String {
+    if is_keywords(url) {
+        return match keywords(url) {
+            Ok(words) => {
+                let mut out = url.to_string();
+                for k in words.iter().rev().filter(|k| k.key == "password") {
+                    out.replace_range(k.span.clone(), "***");
+                }
+                out
+            }
+            // Not readable as parameters: nothing of it is shown past the first that may be
+            // a password.
+            Err(_) => match url.find("password") {
+                Some(at) => format!("{}password=***", &url[..at]),
+                None => url.to_string(),
+            },
+        };
+    }
     let Some(scheme) = URL_SCHEMES.iter().find(|s| url.starts_with(*s)) else {
         return url.to_string();
     };
@@ -947,6 +1081,59 @@ mod tests {
         assert_eq!(i.sslmode, "require");
         assert_eq!(i.connect_timeout, 3);
         assert_eq!(i.name(), "postgresql://lab@db.lab:6543/headroom");
+    }
+
+    #[test]
+    fn libpqs_key_value_form_and_the_short_scheme_name_a_database_too() {
+        let i = ConnInfo::resolve(
+            "host=db.lab port = 6543 dbname='head room' user=lab password='it\\'s s3cret' \
+             sslmode=require",
+            &env(&[("PGUSER", "other")]),
+        )
+        .unwrap();
+        assert_eq!(
+            (i.host.as_str(), i.port, i.user.as_str(), i.dbname.as_str()),
+            ("db.lab", 6543, "lab", "head room")
+        );
+        assert_eq!(i.password.as_deref(), Some("it's s3cret"));
+        assert_eq!(i.sslmode, "require");
+        assert_eq!(i.name(), "postgresql://lab@db.lab:6543/head room");
+        let short = ConnInfo::resolve("postgres://lab@db.lab/headroom", &env(&[])).unwrap();
+        assert_eq!((short.host.as_str(), short.port), ("db.lab", 5432));
+        // What names a database, and what stays an SQLite file.
+        for db in [
+            "postgres://x/y",
+            "postgresql:///lab",
+            "dbname=lab",
+            " host = /run/pg",
+        ] {
+            assert!(is_url(db), "{db}");
+        }
+        for db in [
+            "history.sqlite",
+            "/var/lib/h=1.sqlite",
+            "hosts=x",
+            "./host=x",
+            "",
+        ] {
+            assert!(!is_url(db), "{db}");
+        }
+        // A broken or unknown parameter is one sentence without the password.
+        for bad in [
+            "host=db password=hunter2 colour=blue",
+            "host=db password='hunter2",
+            "host=db password=hunter2 dbname",
+            "host=a,b password=hunter2",
+        ] {
+            let e = ConnInfo::resolve(bad, &env(&[])).unwrap_err().to_string();
+            assert!(!e.contains("hunter2"), "{e}");
+            assert!(e.contains("password=***"), "{e}");
+            assert!(e.contains("key=value"), "{e}");
+        }
+        assert_eq!(
+            redact_url("host=db password = 'a b' user=x password=c"),
+            "host=db password = *** user=x password=***"
+        );
     }
 
     #[test]
