@@ -1,6 +1,7 @@
 //! The USB inventory: `/sys/bus/usb/devices` as a tree of hubs and devices, as
 //! `probe::usb` reads it (attributes: the kernel's Documentation/ABI/*/sysfs-bus-usb).
 
+use crate::ceiling::usb_endpoint::{Reserved, UsbEndpoint};
 use crate::path::StorageTransport;
 use crate::Finding;
 use serde::{Deserialize, Serialize};
@@ -69,7 +70,7 @@ pub struct UsbDevice {
     pub sysfs_path: PathBuf,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UsbInterface {
     /// `5-1:1.0` (configuration 1, interface 0).
     pub name: String,
@@ -83,6 +84,41 @@ pub struct UsbInterface {
     pub class_name: Option<&'static str>,
     /// `None`: no driver bound.
     pub driver: Option<String>,
+    /// The endpoints of the current alternate setting (from the device's raw `descriptors`),
+    /// each periodic one with the bandwidth it reserves at the device's speed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<InterfaceEndpoint>,
+    /// The interface's other alternate settings, when it has more than one (a UVC or audio
+    /// streaming interface: one per bandwidth the driver may choose).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_alt_settings: Vec<AltSettingEndpoints>,
+}
+
+/// One endpoint as its descriptors declare it, and what it reserves at the device's speed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InterfaceEndpoint {
+    #[serde(flatten)]
+    pub endpoint: UsbEndpoint,
+    /// Interrupt and isochronous endpoints: the bandwidth the host reserves for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved: Option<Reserved>,
+}
+
+/// An alternate setting that is not the current one, with its endpoints.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AltSettingEndpoints {
+    pub alt_setting: u8,
+    pub endpoints: Vec<InterfaceEndpoint>,
+}
+
+impl InterfaceEndpoint {
+    /// `ep` with what it reserves at `speed` (`None` when the speed is not known).
+    pub fn at(speed: Option<crate::ceiling::usb::UsbSpeed>, ep: UsbEndpoint) -> Self {
+        InterfaceEndpoint {
+            reserved: speed.and_then(|s| crate::ceiling::usb_endpoint::reserved(s, &ep)),
+            endpoint: ep,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
