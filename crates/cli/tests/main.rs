@@ -27,4 +27,5 @@ mod roundtrip;
 mod size_check;
 mod survey;
 mod terminal;
+mod usb_endpoints;
 mod watch;

@@ -201,13 +201,22 @@ fn service_interval(speed: UsbSpeed, ep: &UsbEndpoint) -> Option<(f64, String)> 
         )),
         (UsbSpeed::Low | UsbSpeed::Full, TransferType::Isochronous) => Some((
             f64::from(power) * FRAME_US,
-            format!("every 2^({b}-1) = {power} frames of 1 ms"),
+            every(b, power, "frame", "1 ms"),
         )),
         (_, TransferType::Interrupt | TransferType::Isochronous) => Some((
             f64::from(power) * MICROFRAME_US,
-            format!("every 2^({b}-1) = {power} microframes of 125 us"),
+            every(b, power, "microframe", "125 us"),
         )),
         _ => None,
+    }
+}
+
+/// `every microframe of 125 us (bInterval 1)`, `every 2^(4-1) = 8 frames of 1 ms`.
+fn every(b: u8, power: u32, unit: &str, length: &str) -> String {
+    if power == 1 {
+        format!("every {unit} of {length} (bInterval 1)")
+    } else {
+        format!("every 2^({b}-1) = {power} {unit}s of {length}")
     }
 }
 

@@ -4,11 +4,12 @@
 
 use crate::terminal::Style;
 use crate::words::plural as count;
+use model::ceiling::usb::TransferType;
 use model::inventory::block::{BlockDevice, BlockInventory, MAX_HW_SECTORS_KB_NO_LIMIT};
 use model::inventory::net::{Attachment, NetInventory};
 use model::inventory::pci::address::PciAddress;
 use model::inventory::pci::{AuditedFunction, PciAudit};
-use model::inventory::usb::{HostAttachment, UsbDevice, UsbInventory};
+use model::inventory::usb::{HostAttachment, InterfaceEndpoint, UsbDevice, UsbInventory};
 use model::system::SystemContext;
 use model::units::{format_cpu_list, MB};
 use std::collections::BTreeMap;
@@ -249,6 +250,11 @@ fn usb_node(
         }
     }
     let _ = writeln!(out, "  {line}");
+    if !d.root_hub {
+        for l in endpoint_lines(d) {
+            let _ = writeln!(out, "  {prefix}    {l}");
+        }
+    }
     if depth > 16 {
         return;
     }
@@ -264,6 +270,131 @@ fn usb_node(
             );
         }
     }
+}
+
+/// One line per interface with interrupt or isochronous endpoints in its current alternate
+/// setting (each endpoint's reserved bandwidth), or whose other alternate settings have some
+/// (a UVC or audio streaming interface idle in alternate setting 0).
+pub fn endpoint_lines(d: &UsbDevice) -> Vec<String> {
+    let mut lines = Vec::new();
+    for i in &d.interfaces {
+        let periodic: Vec<&InterfaceEndpoint> = i
+            .endpoints
+            .iter()
+            .filter(|e| e.reserved.is_some())
+            .collect();
+        let most = i
+            .other_alt_settings
+            .iter()
+            .filter_map(|a| {
+                let r = isochronous_total(&a.endpoints)?;
+                Some((a.alt_setting, r))
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        if periodic.is_empty() && most.is_none() {
+            continue;
+        }
+        let mut line = crate::outside::line(&i.name).into_owned();
+        if let Some(c) = i.class_name {
+            let _ = write!(line, " {c}");
+        }
+        if let Some(a) = i.alt_setting {
+            let _ = write!(line, " alt {a}");
+        }
+        line.push(':');
+        if periodic.is_empty() {
+            line.push_str(" nothing reserved");
+        }
+        let each: Vec<String> = periodic.iter().map(|e| endpoint_words(e)).collect();
+        if !each.is_empty() {
+            let _ = write!(line, " {}", each.join("; "));
+        }
+        if let Some((alt, bps)) = most {
+            let current = isochronous_total(&i.endpoints).unwrap_or(0.0);
+            if bps > current {
+                let _ = write!(
+                    line,
+                    " (alt {alt} would reserve {} isochronous)",
+                    rate_words(bps)
+                );
+            }
+        }
+        lines.push(line);
+    }
+    lines
+}
+
+/// What an alternate setting's isochronous endpoints reserve together, bytes/s.
+fn isochronous_total(endpoints: &[InterfaceEndpoint]) -> Option<f64> {
+    let v: Vec<f64> = endpoints
+        .iter()
+        .filter(|e| e.endpoint.transfer == TransferType::Isochronous)
+        .filter_map(|e| Some(e.reserved.as_ref()?.bytes_per_second))
+        .collect();
+    (!v.is_empty()).then(|| v.iter().sum())
+}
+
+/// `isochronous IN 0x81 3 x 1020 B every 1 microframes of 125 us = 24.48 MB/s reserved`.
+fn endpoint_words(e: &InterfaceEndpoint) -> String {
+    let ep = &e.endpoint;
+    let mut w = format!(
+        "{} {} 0x{:02x}",
+        ep.transfer.label(),
+        ep.direction.label(),
+        ep.address
+    );
+    if let Some(r) = &e.reserved {
+        let maxp = u32::from(ep.max_packet);
+        let bytes = if r.packets_per_interval > 1
+            && r.bytes_per_interval == r.packets_per_interval * maxp
+        {
+            format!("{} x {maxp}", r.packets_per_interval)
+        } else {
+            r.bytes_per_interval.to_string()
+        };
+        let _ = write!(
+            w,
+            " {bytes} B per {} = {} reserved",
+            interval_words(r.interval_us),
+            rate_words(r.bytes_per_second)
+        );
+        if ep.transfer == TransferType::Interrupt {
+            let _ = write!(
+                w,
+                ", {} transfers/s",
+                trim_float(f64::from(r.packets_per_interval) * 1e6 / r.interval_us)
+            );
+        }
+        if let Some(o) = &r.out_of_spec {
+            let _ = write!(w, " (out of spec: {o})");
+        }
+    }
+    w
+}
+
+/// 125 us, 1 ms, 16 ms.
+pub fn interval_words(us: f64) -> String {
+    if us >= 1000.0 {
+        format!("{} ms", trim_float(us / 1000.0))
+    } else {
+        format!("{} us", trim_float(us))
+    }
+}
+
+/// A reserved rate in the unit that keeps it readable (10^6 and 10^3 B/s).
+pub fn rate_words(bps: f64) -> String {
+    if bps >= 1e6 {
+        format!("{:.2} MB/s", bps / MB)
+    } else if bps >= 1e3 {
+        format!("{:.1} kB/s", bps / 1e3)
+    } else {
+        format!("{} B/s", trim_float(bps))
+    }
+}
+
+fn trim_float(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// The block section, like `lsblk`: disks with size (GiB = 2^30 B; `?` when the kernel
