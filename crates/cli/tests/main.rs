@@ -28,4 +28,5 @@ mod size_check;
 mod survey;
 mod terminal;
 mod usb_endpoints;
+mod usb_gadget;
 mod watch;

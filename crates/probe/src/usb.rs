@@ -43,6 +43,7 @@ pub const USB_IDS_PATHS: [&str; 3] = [
 pub fn scan(root: &SysRoot) -> UsbInventory {
     let mut inv = UsbInventory {
         bus_present: Some(root.path("/sys/bus/usb").is_dir()),
+        device_side: crate::gadget::scan(root),
         ..UsbInventory::default()
     };
     let names = match root.list("/sys/bus/usb/devices") {

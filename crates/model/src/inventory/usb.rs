@@ -1,6 +1,7 @@
 //! The USB inventory: `/sys/bus/usb/devices` as a tree of hubs and devices, as
 //! `probe::usb` reads it (attributes: the kernel's Documentation/ABI/*/sysfs-bus-usb).
 
+use super::gadget::DeviceSide;
 use crate::ceiling::usb_endpoint::{Reserved, UsbEndpoint};
 use crate::path::StorageTransport;
 use crate::Finding;
@@ -26,6 +27,10 @@ pub struct UsbInventory {
     /// or a kernel without USB, has none). Absent in documents written before it was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bus_present: Option<bool>,
+    /// The device side: USB device controllers and configfs gadgets (a board that is itself a
+    /// USB device), read whether or not the root has a USB host.
+    #[serde(default, skip_serializing_if = "DeviceSide::is_empty")]
+    pub device_side: DeviceSide,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
