@@ -116,6 +116,15 @@ pub struct AltSettingEndpoints {
     pub endpoints: Vec<InterfaceEndpoint>,
 }
 
+impl UsbInterface {
+    /// What the current alternate setting's isochronous endpoints reserve together at
+    /// `speed` (`None`: it has none, as alternate setting 0 of an idle UVC interface).
+    pub fn isochronous_reserved(&self, speed: crate::ceiling::usb::UsbSpeed) -> Option<Reserved> {
+        let eps: Vec<UsbEndpoint> = self.endpoints.iter().map(|e| e.endpoint.clone()).collect();
+        crate::ceiling::usb_endpoint::isochronous_reserved(speed, &eps)
+    }
+}
+
 impl InterfaceEndpoint {
     /// `ep` with what it reserves at `speed` (`None` when the speed is not known).
     pub fn at(speed: Option<crate::ceiling::usb::UsbSpeed>, ep: UsbEndpoint) -> Self {
