@@ -109,3 +109,50 @@ fn path_of_a_luns_backing_file_names_the_gadget_and_the_storage_under_it() {
     );
     assert!(doc["path"].get("backs_gadget_luns").is_none(), "{doc}");
 }
+
+/// The board lab's capture of dummy_hcd with its gadget bound (Debian's 6.1 kernel): the
+/// host side's view of the HID function's endpoint, from its real descriptors, agrees with
+/// the ceiling the gadget side works out from f_hid's bInterval; u_ether's addresses, which
+/// the kernel shows with their string's NUL, read as plain addresses.
+#[test]
+fn both_ends_of_the_labs_captured_gadget_agree() {
+    let tree = testsupport::fixtures::own("sysfs/qemu-dummy-hcd-gadget");
+    let text =
+        String::from_utf8(stdout_of(headroom().arg("audit").arg("--root").arg(&tree))).unwrap();
+    assert!(
+        text.contains("UDC dummy_udc.0 [dummy_udc] configured, high-speed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1-1 480M (USB 2.00) Linux Foundation Multifunction Composite Gadget"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "Human Interface Device alt 0: interrupt IN 0x8a 8 B per 1 ms = 8.0 kB/s reserved, \
+             1000 transfers/s"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("at most 1000 reports/s (8.0 kB/s"), "{text}");
+    assert!(
+        text.contains("lun.0 backed by /mnt/ext4/lun0.img (removable)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("device address b2:97:5e:6f:02:d2, host address 8a:e5:37:23:32:13\n"),
+        "{text}"
+    );
+    let text = String::from_utf8(stdout_of(
+        headroom()
+            .arg("path")
+            .arg("--root")
+            .arg(&tree)
+            .arg("/mnt/ext4/lun0.img"),
+    ))
+    .unwrap();
+    assert!(
+        text.contains("backs USB gadget g1's mass_storage.0 lun.0 on UDC dummy_udc.0"),
+        "{text}"
+    );
+}

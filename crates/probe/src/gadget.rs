@@ -217,7 +217,13 @@ fn gadget_at(root: &SysRoot, rel: &Path, name: &str, w: &mut Vec<String>) -> Gad
 /// A function directory (`mass_storage.0`) read by its type, the part before the dot.
 fn function_kind(root: &SysRoot, rel: &Path, name: &str, w: &mut Vec<String>) -> FunctionKind {
     let dir = root.path(rel);
-    let text = |f: &str, w: &mut Vec<String>| read_attr_noting(&dir.join(f), w);
+    // u_ether's `dev_addr` and `host_addr` (drivers/usb/gadget/function/u_ether_configfs.h)
+    // end in the string's NUL before the newline, as Debian's 6.1 kernel shows them.
+    let text = |f: &str, w: &mut Vec<String>| {
+        read_attr_noting(&dir.join(f), w)
+            .map(|v| v.trim_end_matches(['\0', '\n', ' ']).to_string())
+            .filter(|v| !v.is_empty())
+    };
     let num = |f: &str, w: &mut Vec<String>| text(f, w).and_then(|v| v.parse::<u32>().ok());
     let kind = name.split('.').next().unwrap_or(name);
     match kind {
