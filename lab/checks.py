@@ -512,10 +512,10 @@ class Checks:
                     f"controllers {side.get('controllers')}")
             g = next((g for g in side.get("gadgets", []) if g["name"] == GADGET_NAME), {})
             funcs = {f["name"]: f["kind"] for f in g.get("functions", [])}
-            luns = funcs.get("mass_storage.0", {}).get("luns", [])
+            luns = funcs.get("mass_storage.0", {}).get("mass_storage", {}).get("luns", [])
             self.ok(any(l.get("file") == lun_file for l in luns),
                     f"gadget: audit shows mass_storage.0's LUN backed by {lun_file}", f"luns {luns}")
-            hid = funcs.get("hid.usb0", {}).get("reserved") or {}
+            hid = funcs.get("hid.usb0", {}).get("hid", {}).get("reserved") or {}
             self.ok(abs(hid.get("bytes_per_sec", 0) - HID_REPORT * HS_HID_REPORTS_PER_S) < 1e-6,
                     f"gadget: the HID function's ceiling is {HS_HID_REPORTS_PER_S:.0f} reports/s of {HID_REPORT} B",
                     f"reserved {hid}")

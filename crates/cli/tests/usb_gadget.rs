@@ -66,7 +66,7 @@ fn the_audit_shows_the_udc_and_the_gadgets_functions() {
         .iter()
         .find(|f| f["name"] == "hid.usb0")
         .unwrap();
-    assert_eq!(hid["kind"]["reserved"]["bytes_per_sec"], 8000.0);
+    assert_eq!(hid["kind"]["hid"]["reserved"]["bytes_per_sec"], 8000.0);
 }
 
 #[test]

@@ -339,6 +339,7 @@ fn add_reserved(kind: &mut FunctionKind, speed: Option<UsbSpeed>) {
                         .unwrap_or(u16::MAX),
                 }),
                 ssp_bytes_per_interval: None,
+                reserved: None,
             };
             *r = reserved(speed, &ep);
         }
@@ -362,6 +363,7 @@ fn add_reserved(kind: &mut FunctionKind, speed: Option<UsbSpeed>) {
                     bytes_per_interval: (*len).min(1024) as u16,
                 }),
                 ssp_bytes_per_interval: None,
+                reserved: None,
             };
             *interval = Some(b);
             *r = reserved(speed, &ep);

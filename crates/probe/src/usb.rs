@@ -14,11 +14,11 @@ use crate::sysfs::{link_name, parse_hex_u32, read_attr_noting, read_bytes, read_
 use model::root::SysRoot;
 
 use model::ceiling::usb::UsbSpeed;
-use model::ceiling::usb_endpoint::{alternate_settings, AlternateSetting};
+use model::ceiling::usb_endpoint::{alternate_settings, AlternateSetting, UsbEndpoint};
 use model::inventory::pci::address::PciAddress;
 use model::inventory::usb::{
-    AltSettingEndpoints, HostAttachment, HostController, InterfaceEndpoint, MassStorage, UsbDevice,
-    UsbInterface, UsbInventory,
+    AltSettingEndpoints, HostAttachment, HostController, MassStorage, UsbDevice, UsbInterface,
+    UsbInventory,
 };
 use model::path::StorageTransport;
 use std::collections::HashMap;
@@ -314,7 +314,7 @@ fn interface_endpoints(
     number: Option<u8>,
     current: Option<u8>,
     speed: Option<UsbSpeed>,
-) -> (Vec<InterfaceEndpoint>, Vec<AltSettingEndpoints>) {
+) -> (Vec<UsbEndpoint>, Vec<AltSettingEndpoints>) {
     let (Some(number), Some(configuration)) = (number, interface_configuration(name)) else {
         return (Vec::new(), Vec::new());
     };
@@ -322,10 +322,10 @@ fn interface_endpoints(
         .iter()
         .filter(|a| a.configuration == configuration && a.interface == number)
         .collect();
-    let with_bandwidth = |a: &AlternateSetting| -> Vec<InterfaceEndpoint> {
+    let with_bandwidth = |a: &AlternateSetting| -> Vec<UsbEndpoint> {
         a.endpoints
             .iter()
-            .map(|e| InterfaceEndpoint::at(speed, e.clone()))
+            .map(|e| e.clone().at_speed(speed))
             .collect()
     };
     let current = current.unwrap_or(0);

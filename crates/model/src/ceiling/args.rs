@@ -187,6 +187,7 @@ pub fn endpoint_from_flags(
         interval,
         ss_companion,
         ssp_bytes_per_interval: ssp,
+        reserved: None,
     })
 }
 

@@ -76,7 +76,7 @@ impl SsCompanion {
 }
 
 /// One endpoint descriptor with the companions that follow it, as declared.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UsbEndpoint {
     /// bEndpointAddress: number in bits 3..0, direction in bit 7.
     pub address: u8,
@@ -95,6 +95,10 @@ pub struct UsbEndpoint {
     /// dwBytesPerInterval of the SuperSpeedPlus isochronous companion, when one follows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ssp_bytes_per_interval: Option<u32>,
+    /// What it reserves at the device's speed (interrupt and isochronous endpoints, once
+    /// [`UsbEndpoint::at_speed`] has worked it out; the descriptors themselves say nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved: Option<Reserved>,
 }
 
 impl UsbEndpoint {
@@ -126,7 +130,14 @@ impl UsbEndpoint {
             interval: d[6],
             ss_companion: None,
             ssp_bytes_per_interval: None,
+            reserved: None,
         })
+    }
+
+    /// The endpoint with what it reserves at `speed` (`None` when the speed is not known).
+    pub fn at_speed(mut self, speed: Option<UsbSpeed>) -> UsbEndpoint {
+        self.reserved = speed.and_then(|s| reserved(s, &self));
+        self
     }
 
     /// The endpoint number (bEndpointAddress bits 3..0).
@@ -416,7 +427,7 @@ pub fn isochronous_reserved(speed: UsbSpeed, endpoints: &[UsbEndpoint]) -> Optio
 }
 
 /// One alternate setting of an interface, from the raw descriptors.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AlternateSetting {
     /// bConfigurationValue of the configuration it belongs to.
     pub configuration: u8,

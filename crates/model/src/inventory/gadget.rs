@@ -124,7 +124,7 @@ pub struct GadgetFunction {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "function", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum FunctionKind {
     /// f_mass_storage: its logical units.
     MassStorage { luns: Vec<Lun> },

@@ -92,46 +92,25 @@ pub struct UsbInterface {
     /// The endpoints of the current alternate setting (from the device's raw `descriptors`),
     /// each periodic one with the bandwidth it reserves at the device's speed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub endpoints: Vec<InterfaceEndpoint>,
+    pub endpoints: Vec<UsbEndpoint>,
     /// The interface's other alternate settings, when it has more than one (a UVC or audio
     /// streaming interface: one per bandwidth the driver may choose).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_alt_settings: Vec<AltSettingEndpoints>,
 }
 
-/// One endpoint as its descriptors declare it, and what it reserves at the device's speed.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct InterfaceEndpoint {
-    #[serde(flatten)]
-    pub endpoint: UsbEndpoint,
-    /// Interrupt and isochronous endpoints: the bandwidth the host reserves for it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reserved: Option<Reserved>,
-}
-
 /// An alternate setting that is not the current one, with its endpoints.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AltSettingEndpoints {
     pub alt_setting: u8,
-    pub endpoints: Vec<InterfaceEndpoint>,
+    pub endpoints: Vec<UsbEndpoint>,
 }
 
 impl UsbInterface {
     /// What the current alternate setting's isochronous endpoints reserve together at
     /// `speed` (`None`: it has none, as alternate setting 0 of an idle UVC interface).
     pub fn isochronous_reserved(&self, speed: crate::ceiling::usb::UsbSpeed) -> Option<Reserved> {
-        let eps: Vec<UsbEndpoint> = self.endpoints.iter().map(|e| e.endpoint.clone()).collect();
-        crate::ceiling::usb_endpoint::isochronous_reserved(speed, &eps)
-    }
-}
-
-impl InterfaceEndpoint {
-    /// `ep` with what it reserves at `speed` (`None` when the speed is not known).
-    pub fn at(speed: Option<crate::ceiling::usb::UsbSpeed>, ep: UsbEndpoint) -> Self {
-        InterfaceEndpoint {
-            reserved: speed.and_then(|s| crate::ceiling::usb_endpoint::reserved(s, &ep)),
-            endpoint: ep,
-        }
+        crate::ceiling::usb_endpoint::isochronous_reserved(speed, &self.endpoints)
     }
 }
 

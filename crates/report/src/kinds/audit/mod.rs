@@ -305,9 +305,9 @@ fn inventory(a: &AuditDocument) -> Vec<(String, Table)> {
                     opt(i.alt_setting.map(|a| a.to_string())),
                     format!(
                         "{} {} 0x{:02x}",
-                        e.endpoint.transfer.label(),
-                        e.endpoint.direction.label(),
-                        e.endpoint.address
+                        e.transfer.label(),
+                        e.direction.label(),
+                        e.address
                     ),
                     format!(
                         "{} B per {}",

@@ -5,12 +5,13 @@
 use crate::terminal::Style;
 use crate::words::plural as count;
 use model::ceiling::usb::TransferType;
+use model::ceiling::usb_endpoint::UsbEndpoint;
 use model::inventory::block::{BlockDevice, BlockInventory, MAX_HW_SECTORS_KB_NO_LIMIT};
 use model::inventory::gadget::{DeviceSide, FunctionKind};
 use model::inventory::net::{Attachment, NetInventory};
 use model::inventory::pci::address::PciAddress;
 use model::inventory::pci::{AuditedFunction, PciAudit};
-use model::inventory::usb::{HostAttachment, InterfaceEndpoint, UsbDevice, UsbInventory};
+use model::inventory::usb::{HostAttachment, UsbDevice, UsbInventory};
 use model::system::SystemContext;
 use model::units::{format_cpu_list, MB};
 use std::collections::BTreeMap;
@@ -463,7 +464,7 @@ fn usb_node(
 pub fn endpoint_lines(d: &UsbDevice) -> Vec<String> {
     let mut lines = Vec::new();
     for i in &d.interfaces {
-        let periodic: Vec<&InterfaceEndpoint> = i
+        let periodic: Vec<&UsbEndpoint> = i
             .endpoints
             .iter()
             .filter(|e| e.reserved.is_some())
@@ -510,18 +511,18 @@ pub fn endpoint_lines(d: &UsbDevice) -> Vec<String> {
 }
 
 /// What an alternate setting's isochronous endpoints reserve together, bytes/s.
-fn isochronous_total(endpoints: &[InterfaceEndpoint]) -> Option<f64> {
+fn isochronous_total(endpoints: &[UsbEndpoint]) -> Option<f64> {
     let v: Vec<f64> = endpoints
         .iter()
-        .filter(|e| e.endpoint.transfer == TransferType::Isochronous)
+        .filter(|e| e.transfer == TransferType::Isochronous)
         .filter_map(|e| Some(e.reserved.as_ref()?.bytes_per_second))
         .collect();
     (!v.is_empty()).then(|| v.iter().sum())
 }
 
 /// `isochronous IN 0x81 3 x 1020 B every 1 microframes of 125 us = 24.48 MB/s reserved`.
-fn endpoint_words(e: &InterfaceEndpoint) -> String {
-    let ep = &e.endpoint;
+fn endpoint_words(e: &UsbEndpoint) -> String {
+    let ep = e;
     let mut w = format!(
         "{} {} 0x{:02x}",
         ep.transfer.label(),
