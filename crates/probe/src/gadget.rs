@@ -10,9 +10,7 @@ use crate::sysfs::SysfsExt;
 use crate::sysfs::{link_name, parse_hex_u32, read_attr_noting, read_link_target};
 use model::ceiling::usb::{TransferType, UsbSpeed};
 use model::ceiling::usb_endpoint::{reserved, Direction, SsCompanion, UsbEndpoint};
-use model::inventory::gadget::{
-    DeviceSide, FunctionKind, Gadget, GadgetConfig, GadgetFunction, Lun, Udc,
-};
+use model::inventory::gadget::{DeviceSide, FunctionKind, Gadget, GadgetFunction, Lun, Udc};
 use model::path::BackedLun;
 use model::root::SysRoot;
 use std::path::{Path, PathBuf};
@@ -161,6 +159,7 @@ fn gadget_at(root: &SysRoot, rel: &Path, name: &str, w: &mut Vec<String>) -> Gad
     let strings = dir.join("strings/0x409");
     let string = |f: &str, w: &mut Vec<String>| read_attr_noting(&strings.join(f), w);
     let mut configs = Vec::new();
+    let mut linked_functions: Vec<String> = Vec::new();
     for c in root
         .list(rel.join("configs"))
         .unwrap_or_default()
@@ -168,7 +167,7 @@ fn gadget_at(root: &SysRoot, rel: &Path, name: &str, w: &mut Vec<String>) -> Gad
         .take(MAX_ENTRIES)
     {
         let cdir = rel.join("configs").join(&c);
-        let functions = root
+        let functions: Vec<String> = root
             .list(&cdir)
             .unwrap_or_default()
             .into_iter()
@@ -178,12 +177,8 @@ fn gadget_at(root: &SysRoot, rel: &Path, name: &str, w: &mut Vec<String>) -> Gad
                 matches!(read_link_target(&root.path(cdir.join(f))), Ok(Some(_)))
             })
             .collect();
-        configs.push(GadgetConfig {
-            max_power_ma: read_attr_noting(&root.path(cdir.join("MaxPower")), w)
-                .and_then(|v| v.parse().ok()),
-            name: c,
-            functions,
-        });
+        linked_functions.extend(functions);
+        configs.push(c);
     }
     let mut functions = Vec::new();
     for f in root
@@ -192,7 +187,7 @@ fn gadget_at(root: &SysRoot, rel: &Path, name: &str, w: &mut Vec<String>) -> Gad
         .into_iter()
         .take(MAX_ENTRIES)
     {
-        let linked = configs.iter().any(|c| c.functions.contains(&f));
+        let linked = linked_functions.contains(&f);
         let kind = function_kind(root, &rel.join("functions").join(&f), &f, w);
         functions.push(GadgetFunction {
             name: f,

@@ -17,8 +17,7 @@ use model::ceiling::usb::UsbSpeed;
 use model::ceiling::usb_endpoint::{alternate_settings, AlternateSetting, UsbEndpoint};
 use model::inventory::pci::address::PciAddress;
 use model::inventory::usb::{
-    AltSettingEndpoints, HostAttachment, HostController, MassStorage, UsbDevice, UsbInterface,
-    UsbInventory,
+    HostAttachment, HostController, MassStorage, UsbDevice, UsbInterface, UsbInventory,
 };
 use model::path::StorageTransport;
 use std::collections::HashMap;
@@ -314,7 +313,7 @@ fn interface_endpoints(
     number: Option<u8>,
     current: Option<u8>,
     speed: Option<UsbSpeed>,
-) -> (Vec<UsbEndpoint>, Vec<AltSettingEndpoints>) {
+) -> (Vec<UsbEndpoint>, Vec<AlternateSetting>) {
     let (Some(number), Some(configuration)) = (number, interface_configuration(name)) else {
         return (Vec::new(), Vec::new());
     };
@@ -337,9 +336,9 @@ fn interface_endpoints(
     let others = if mine.len() > 1 {
         mine.iter()
             .filter(|a| a.alt_setting != current)
-            .map(|a| AltSettingEndpoints {
-                alt_setting: a.alt_setting,
+            .map(|a| AlternateSetting {
                 endpoints: with_bandwidth(a),
+                ..(*a).clone()
             })
             .collect()
     } else {

@@ -100,17 +100,9 @@ pub struct Gadget {
     pub manufacturer: Option<String>,
     pub product: Option<String>,
     pub serial: Option<String>,
-    pub configs: Vec<GadgetConfig>,
+    /// Its configurations (`c.1`).
+    pub configs: Vec<String>,
     pub functions: Vec<GadgetFunction>,
-}
-
-/// One configuration (`configs/c.1`) and the functions linked into it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct GadgetConfig {
-    pub name: String,
-    pub max_power_ma: Option<u32>,
-    /// The function directories linked into it (`mass_storage.0`).
-    pub functions: Vec<String>,
 }
 
 /// One function instance (`functions/TYPE.INSTANCE`).

@@ -2,7 +2,7 @@
 //! `probe::usb` reads it (attributes: the kernel's Documentation/ABI/*/sysfs-bus-usb).
 
 use super::gadget::DeviceSide;
-use crate::ceiling::usb_endpoint::{Reserved, UsbEndpoint};
+use crate::ceiling::usb_endpoint::{AlternateSetting, Reserved, UsbEndpoint};
 use crate::path::StorageTransport;
 use crate::Finding;
 use serde::{Deserialize, Serialize};
@@ -96,14 +96,7 @@ pub struct UsbInterface {
     /// The interface's other alternate settings, when it has more than one (a UVC or audio
     /// streaming interface: one per bandwidth the driver may choose).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub other_alt_settings: Vec<AltSettingEndpoints>,
-}
-
-/// An alternate setting that is not the current one, with its endpoints.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct AltSettingEndpoints {
-    pub alt_setting: u8,
-    pub endpoints: Vec<UsbEndpoint>,
+    pub other_alt_settings: Vec<AlternateSetting>,
 }
 
 impl UsbInterface {
