@@ -73,6 +73,16 @@ SERR_ENABLED = {"x86_64": True, "aarch64": False, "armv7": False}
 MACHINE_SLOTS = {"x86_64": {0, 0x1F}, "aarch64": {0}, "armv7": {0}}
 
 
+# The gadget lab/guest/init configures: its name, ids and HID report length.
+GADGET_NAME, GADGET_VID, GADGET_PID, HID_REPORT = "g1", 0x1D6B, 0x0104, 8
+# USB 2.0 section 5.8.4 (table 5-10): 13 bulk transactions of 512 B fit a 7500 B high-speed
+# microframe (55 B of protocol each), 8000 microframes a second.
+USB2_HS_BULK = (7500 // (512 + 55)) * 512 * 8000
+# f_hid's high-speed interrupt endpoint (drivers/usb/gadget/function/f_hid.c, Linux 6.1):
+# bInterval 4, every 2^(4-1) microframes of 125 us (USB 2.0 table 9-13): one report each.
+HS_HID_REPORTS_PER_S = 1 / (2 ** (4 - 1) * 125e-6)
+
+
 def parse_addr(text):
     """QEMU's addr=: "0x10", "10", "10.1" (slot.function, hexadecimal)."""
     slot, _, func = text.partition(".")
@@ -313,6 +323,8 @@ class Checks:
             self.watch()
         if "watch-disk" in b.steps and b.ext4:
             self.watch_disk()
+        if "gadget" in b.steps:
+            self.gadget()
         return self.out
 
     # --- audit: PCI functions, links, AER, USB, NIC
@@ -644,6 +656,67 @@ class Checks:
             self.ok(p.returncode == 0 and any(per_gb in l for l in said),
                     f"watch-disk: `report` gives {bdf}'s {n} errors as {per_gb} of the {moved} B written",
                     f"exit {p.returncode}, its lines on {bdf}: {said} {p.stderr.strip()[-200:]}")
+    # --- gadget: dummy_hcd's device controller and the configfs gadget lab/guest/init made
+    def gadget(self):
+        d = self.doc("gadget-audit", "audit")
+        lun_file = "/mnt/ext4/lun0.img" if self.b.ext4 else "/tmp/lun0.img"
+        if d is not None:
+            side = d["usb"].get("device_side", {})
+            udcs = [c for c in side.get("controllers", []) if c["name"].startswith("dummy_udc")]
+            udc = udcs[0] if udcs else {}
+            self.ok(udc.get("state") == "configured" and udc.get("current_speed") == "high-speed"
+                    and udc.get("gadget") == GADGET_NAME,
+                    f"gadget: audit shows UDC dummy_udc configured at high-speed with gadget {GADGET_NAME}",
+                    f"controllers {side.get('controllers')}")
+            g = next((g for g in side.get("gadgets", []) if g["name"] == GADGET_NAME), {})
+            funcs = {f["name"]: f["kind"] for f in g.get("functions", [])}
+            luns = funcs.get("mass_storage.0", {}).get("mass_storage", {}).get("luns", [])
+            self.ok(any(l.get("file") == lun_file for l in luns),
+                    f"gadget: audit shows mass_storage.0's LUN backed by {lun_file}", f"luns {luns}")
+            hid = funcs.get("hid.usb0", {}).get("hid", {}).get("reserved") or {}
+            self.ok(abs(hid.get("bytes_per_sec", 0) - HID_REPORT * HS_HID_REPORTS_PER_S) < 1e-6,
+                    f"gadget: the HID function's ceiling is {HS_HID_REPORTS_PER_S:.0f} reports/s of {HID_REPORT} B",
+                    f"reserved {hid}")
+            host = [u for u in d["usb"]["devices"] if u.get("vendor_id") == GADGET_VID
+                    and u.get("product_id") == GADGET_PID and not u["root_hub"]]
+            dev = host[0] if host else {}
+            self.ok(dev.get("speed_mbits_per_sec") == 480.0,
+                    "gadget: the host side sees the gadget as a USB 2.0 high-speed device (480 Mb/s)",
+                    f"devices {[(u['name'], u.get('speed_mbits_per_sec')) for u in host]}")
+            classes = {i.get("class") for i in dev.get("interfaces", [])}
+            self.ok({0x08, 0x02, 0x03} <= classes,
+                    "gadget: its interfaces are mass storage, communications (NCM) and HID",
+                    f"classes {sorted(c for c in classes if c is not None)}")
+        p = self.doc("gadget-path-disk", "path")
+        if p is not None:
+            hops = json.dumps(p["path"]["chain"]["hops"])
+            self.ok("dummy_hcd" in hops, "gadget: path of the host side's disk names the dummy_hcd chain",
+                    "no dummy_hcd in its hops")
+            bn = bottleneck(p)
+            self.ok(bn is not None and usb_speed(bn) == 480.0
+                    and abs(bn["ceiling_bytes_per_sec"] - USB2_HS_BULK) < 1,
+                    f"gadget: the disk's bottleneck is its 480 Mb/s USB link at {USB2_HS_BULK / 1e6:.3f} MB/s",
+                    f"bottleneck {bn and (bn['name'], bn['state'], bn['ceiling_bytes_per_sec'])}")
+        p = self.doc("gadget-path-lun", "path")
+        if p is not None:
+            backs = p["path"].get("backs_gadget_luns", [])
+            self.ok(any(l["gadget"] == GADGET_NAME and abs((l.get("usb_bulk_ceiling_bps") or 0) - USB2_HS_BULK) < 1
+                        for l in backs),
+                    f"gadget: path of {lun_file} says it backs the gadget's LUN, USB ceiling {USB2_HS_BULK / 1e6:.3f} MB/s",
+                    f"backs {backs}")
+        d = self.doc("gadget-disk", "disk")
+        if d is not None:
+            c = (d.get("ceiling") or {}).get("read_bytes_per_sec")
+            self.ok(c is not None and abs(c - USB2_HS_BULK) < 1,
+                    f"gadget: bench disk on the gadget's disk is judged against the USB 2.0 bulk ceiling {USB2_HS_BULK / 1e6:.3f} MB/s",
+                    f"ceiling {d.get('ceiling')}")
+        d = self.doc("gadget-net", "net")
+        if d is not None:
+            c = (d.get("ceiling") or {}).get("goodput_bytes_per_sec")
+            self.ok(net_bytes(d) > 0, "gadget: bench net moved data from the host side to the gadget's NCM interface")
+            self.ok(c is not None and 0 < c <= USB2_HS_BULK + 1,
+                    f"gadget: bench net over NCM is judged against a ceiling within the USB 2.0 bulk {USB2_HS_BULK / 1e6:.3f} MB/s",
+                    f"ceiling {d.get('ceiling')}, no_ceiling_reason {d.get('no_ceiling_reason')}")
 
 
 def net_bytes(d):

@@ -23,6 +23,16 @@ MODULES = [
     "aer_inject",
 ]
 
+# The gadget step's modules, loaded only by that step (after every other step has read the
+# board): dummy_hcd (a software USB device controller wired to a software host controller),
+# configfs and libcomposite for a configfs gadget, the mass-storage, NCM and HID functions, and
+# the host side's NCM driver (usb-storage and sd_mod come with MODULES). Debian 12's amd64,
+# arm64 and armmp 6.1 kernels build all of them as modules.
+GADGET_MODULES = [
+    "dummy_hcd", "configfs", "libcomposite", "usb_f_mass_storage", "usb_f_ncm", "usb_f_hid",
+    "cdc_ncm",
+]
+
 
 class ImageError(Exception):
     pass
@@ -205,6 +215,12 @@ def initramfs(out, busybox_bin, headroom_bin, moddir, modules, init_script, conf
         c.copy(f"lib/modules/{name}", os.path.join(moddir, rel))
         names.append(name)
     c.file("lab/modules", ("\n".join(names) + "\n").encode())
+    # The gadget step's own modules (and what they need beyond the board's), in order.
+    gadget = [m for m in modules_in_order(moddir, [os.path.basename(m)[:-3] for m in modules] + GADGET_MODULES)
+              if os.path.basename(m) not in names]
+    for rel in gadget:
+        c.copy(f"lib/modules/{os.path.basename(rel)}", os.path.join(moddir, rel))
+    c.file("lab/gadget-modules", "".join(os.path.basename(r) + "\n" for r in gadget).encode())
     # A few files a real root has, so the probes read what they would on a board.
     c.file("etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
     c.file("etc/group", b"root:x:0:\n")

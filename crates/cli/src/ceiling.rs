@@ -8,8 +8,8 @@
 use crate::output::GlobalArgs;
 use clap::{Args, Subcommand, ValueEnum};
 use model::ceiling::args::{
-    parse_addr, parse_eth_rate, parse_gen, parse_mps, parse_mrrs, parse_rcb, parse_sata_rate,
-    parse_usb_speed, parse_width,
+    endpoint_from_flags, parse_addr, parse_eth_rate, parse_gen, parse_mps, parse_mrrs, parse_rcb,
+    parse_sata_rate, parse_usb_speed, parse_w_max_packet, parse_width,
 };
 use model::ceiling::pcie::{CompletionSize, TlpParams};
 use model::ceiling::{eth, usb};
@@ -119,6 +119,28 @@ pub struct UsbArgs {
     /// Transfer types to print (control, interrupt, bulk, isochronous); all when absent.
     #[arg(long, value_delimiter = ',', value_enum)]
     pub transfer: Vec<TransferArg>,
+
+    /// One endpoint's wMaxPacketSize as lsusb -v prints it (0x13fc, 3x1020, 1024): adds what
+    /// that interrupt or isochronous endpoint reserves at each speed.
+    #[arg(long, value_parser = parse_w_max_packet)]
+    pub max_packet: Option<u16>,
+
+    /// The endpoint's bInterval (with --max-packet).
+    #[arg(long, default_value_t = 1, requires = "max_packet")]
+    pub interval: u32,
+
+    /// SuperSpeed burst, bMaxBurst + 1 (1-16; with --max-packet).
+    #[arg(long, requires = "max_packet")]
+    pub burst: Option<u32>,
+
+    /// SuperSpeed isochronous Mult, bursts per service interval (1-3; with --max-packet).
+    #[arg(long, requires = "max_packet")]
+    pub mult: Option<u32>,
+
+    /// wBytesPerInterval of the SuperSpeed companion, or above 65535 the dwBytesPerInterval
+    /// of a SuperSpeedPlus isochronous companion (with --max-packet).
+    #[arg(long, requires = "max_packet")]
+    pub bytes_per_interval: Option<u32>,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,7 +289,25 @@ fn usb_command(global: &GlobalArgs, a: &UsbArgs, unit: RateUnit) -> anyhow::Resu
     } else {
         a.transfer.iter().map(|t| t.model()).collect()
     };
-    let body = UsbCeilings::new(&speeds, &transfers);
+    let mut body = UsbCeilings::new(&speeds, &transfers);
+    if let Some(w) = a.max_packet {
+        let [transfer] = transfers[..] else {
+            return Err(crate::console::usage(
+                "--max-packet describes one endpoint: add --transfer interrupt or --transfer \
+                 isochronous",
+            ));
+        };
+        let ep = endpoint_from_flags(
+            transfer,
+            w,
+            a.interval,
+            a.burst,
+            a.mult,
+            a.bytes_per_interval,
+        )
+        .map_err(crate::console::usage)?;
+        body = body.with_endpoint(ep);
+    }
     if global.json {
         return print_document(CeilingDocument::Usb(body));
     }

@@ -27,4 +27,6 @@ mod roundtrip;
 mod size_check;
 mod survey;
 mod terminal;
+mod usb_endpoints;
+mod usb_gadget;
 mod watch;

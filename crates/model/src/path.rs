@@ -413,6 +413,26 @@ pub struct TargetPath {
     /// it have none: [`TargetPath::bottleneck_from_cpu_link`] finds it in their links.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bottleneck_from_cpu: Option<usize>,
+    /// The USB gadget logical units this file backs: a host reading that gadget's disk gets
+    /// at most what this path delivers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backs_gadget_luns: Vec<BackedLun>,
+}
+
+/// A USB gadget's mass-storage logical unit whose backing file is the target.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BackedLun {
+    pub gadget: String,
+    pub function: String,
+    pub lun: String,
+    pub read_only: Option<bool>,
+    /// The UDC the gadget is bound to, its state and speed as the kernel words them.
+    pub udc: Option<String>,
+    pub udc_state: Option<String>,
+    pub udc_speed: Option<String>,
+    /// The bulk ceiling of the UDC's current speed, bytes/s: what the host side can read at
+    /// most, whatever the storage.
+    pub usb_bulk_ceiling_bps: Option<f64>,
 }
 
 impl LinkKind {
@@ -617,6 +637,7 @@ mod tests {
             bottleneck_from_cpu: TargetPath::find_bottleneck_from_cpu(&links),
             links,
             no_bottleneck_reason: Some("virtio is paravirtual".into()),
+            backs_gadget_luns: Vec::new(),
         }
     }
 

@@ -15,6 +15,7 @@ pub mod sysfs;
 pub mod block;
 pub mod bus;
 pub mod chain;
+pub mod gadget;
 pub mod memory;
 pub mod mounts;
 pub mod net;

@@ -200,8 +200,12 @@ fn on_devtmpfs(abs: &Path) -> bool {
 /// that [`classify`] refuses, or that does not exist on the live system, is an error in one
 /// sentence.
 pub fn resolve(root: &SysRoot, target: &Path, audit: &PciAudit) -> Result<TargetPath, String> {
+    let mut backs_gadget_luns = Vec::new();
     let walk_from: PathBuf = match classify(root, target)? {
-        Named::File(p) => p,
+        Named::File(p) => {
+            backs_gadget_luns = crate::gadget::luns_backed_by(root, &p);
+            p
+        }
         Named::BlockDevice(name) | Named::Interface(name) | Named::PciFunction(name) => {
             PathBuf::from(name)
         }
@@ -261,6 +265,7 @@ pub fn resolve(root: &SysRoot, target: &Path, audit: &PciAudit) -> Result<Target
         bottleneck,
         no_bottleneck_reason,
         bottleneck_from_cpu,
+        backs_gadget_luns,
     })
 }
 

@@ -13,6 +13,8 @@ use crate::sysfs::SysfsExt;
 use crate::sysfs::{link_name, parse_hex_u32, read_attr_noting, read_bytes, read_parsed_noting};
 use model::root::SysRoot;
 
+use model::ceiling::usb::UsbSpeed;
+use model::ceiling::usb_endpoint::{alternate_settings, AlternateSetting, UsbEndpoint};
 use model::inventory::pci::address::PciAddress;
 use model::inventory::usb::{
     HostAttachment, HostController, MassStorage, UsbDevice, UsbInterface, UsbInventory,
@@ -40,6 +42,7 @@ pub const USB_IDS_PATHS: [&str; 3] = [
 pub fn scan(root: &SysRoot) -> UsbInventory {
     let mut inv = UsbInventory {
         bus_present: Some(root.path("/sys/bus/usb").is_dir()),
+        device_side: crate::gadget::scan(root),
         ..UsbInventory::default()
     };
     let names = match root.list("/sys/bus/usb/devices") {
@@ -176,6 +179,13 @@ pub(crate) fn device_at(
         .map(|n| n.to_string_lossy().into_owned())
         .filter(|n| !root_hub && is_device_name(n));
 
+    let speed_mbps = read_parsed_noting(&dir.join("speed"), parse_speed, warnings);
+    let rx_lanes = num("rx_lanes", warnings);
+    let speed = speed_mbps
+        .and_then(|s| UsbSpeed::from_sysfs(s, u8::try_from(rx_lanes.unwrap_or(1)).unwrap_or(1)));
+    let raw = read_descriptors(&dir, warnings);
+    let alts = raw.as_deref().map(alternate_settings).unwrap_or_default();
+
     let mut interfaces = Vec::new();
     // Root hub usbN holds interface N-0:1.0; device 5-1 holds 5-1:1.0.
     let prefix = match (root_hub, bus) {
@@ -191,24 +201,30 @@ pub(crate) fn device_at(
         }
         let idir = dir.join(&entry);
         let class = hex8(&idir.join("bInterfaceClass"), warnings);
+        let number = hex8(&idir.join("bInterfaceNumber"), warnings);
+        let alt_setting = read_parsed_noting(
+            &idir.join("bAlternateSetting"),
+            |s| s.trim().parse().ok(),
+            warnings,
+        );
+        let (endpoints, other_alt_settings) =
+            interface_endpoints(&alts, &entry, number, alt_setting, speed);
         interfaces.push(UsbInterface {
-            number: hex8(&idir.join("bInterfaceNumber"), warnings),
-            alt_setting: read_parsed_noting(
-                &idir.join("bAlternateSetting"),
-                |s| s.trim().parse().ok(),
-                warnings,
-            ),
+            number,
+            alt_setting,
             class,
             subclass: hex8(&idir.join("bInterfaceSubClass"), warnings),
             protocol: hex8(&idir.join("bInterfaceProtocol"), warnings),
             class_name: class.and_then(class_name),
             driver: link_or_warn(&idir.join("driver"), warnings),
             name: entry,
+            endpoints,
+            other_alt_settings,
         });
     }
     interfaces.sort_by_key(|i| (i.number, i.name.clone()));
 
-    let storage = mass_storage(&dir, &interfaces, warnings);
+    let storage = mass_storage(&interfaces, raw.as_deref());
     UsbDevice {
         bus,
         ports,
@@ -216,8 +232,8 @@ pub(crate) fn device_at(
         parent,
         children: Vec::new(),
         devnum: num("devnum", warnings),
-        speed_mbps: read_parsed_noting(&dir.join("speed"), parse_speed, warnings),
-        rx_lanes: num("rx_lanes", warnings),
+        speed_mbps,
+        rx_lanes,
         tx_lanes: num("tx_lanes", warnings),
         version: read_attr_noting(&dir.join("version"), warnings),
         vendor_id,
@@ -244,11 +260,7 @@ fn link_or_warn(path: &Path, warnings: &mut Vec<String>) -> Option<String> {
     })
 }
 
-fn mass_storage(
-    dir: &Path,
-    interfaces: &[UsbInterface],
-    warnings: &mut Vec<String>,
-) -> Option<MassStorage> {
+fn mass_storage(interfaces: &[UsbInterface], raw: Option<&[u8]>) -> Option<MassStorage> {
     let iface = interfaces
         .iter()
         .find(|i| i.class == Some(CLASS_MASS_STORAGE))?;
@@ -259,61 +271,80 @@ fn mass_storage(
         (None, Some(PROTOCOL_BULK_ONLY)) => StorageTransport::BulkOnly,
         _ => StorageTransport::Other,
     };
-    let uas_offered = match read_bytes(&dir.join("descriptors")) {
-        Ok(Some(raw)) => Some(offers_uas(&raw)),
-        Ok(None) => None,
-        Err(e) => {
-            warnings.push(e.to_string());
-            None
-        }
-    };
     Some(MassStorage {
         interface: iface.name.clone(),
         transport,
         driver: iface.driver.clone(),
-        uas_offered,
+        uas_offered: raw.map(offers_uas),
     })
+}
+
+/// The device's raw `descriptors` file (`None`, said once, when it cannot be read).
+fn read_descriptors(dir: &Path, warnings: &mut Vec<String>) -> Option<Vec<u8>> {
+    match read_bytes(&dir.join("descriptors")) {
+        Ok(raw) => raw,
+        Err(e) => {
+            warnings.push(e.to_string());
+            None
+        }
+    }
 }
 
 /// Whether raw descriptors (the sysfs `descriptors` file: the device descriptor followed by
 /// the configuration descriptors with all their alternate settings, USB 2.0 spec 9.6) hold
 /// a mass-storage interface with the UAS protocol.
 pub fn offers_uas(raw: &[u8]) -> bool {
-    interface_descriptors(raw).any(|d| d.class == CLASS_MASS_STORAGE && d.protocol == PROTOCOL_UAS)
+    alternate_settings(raw)
+        .iter()
+        .any(|d| d.class == CLASS_MASS_STORAGE && d.protocol == PROTOCOL_UAS)
 }
 
-/// One interface descriptor (USB 2.0 spec table 9-12).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct InterfaceDescriptor {
-    pub number: u8,
-    pub alt_setting: u8,
-    pub class: u8,
-    pub subclass: u8,
-    pub protocol: u8,
+/// The configuration value in an interface's sysfs name (`5-1:1.0` -> 1; Documentation/ABI/
+/// stable/sysfs-bus-usb: `BUS-PORT[.PORT...]:CONFIG.INTERFACE`).
+pub fn interface_configuration(name: &str) -> Option<u8> {
+    name.split_once(':')?.1.split_once('.')?.0.parse().ok()
 }
 
-/// Walk descriptors by their bLength; stop at a malformed one.
-pub fn interface_descriptors(raw: &[u8]) -> impl Iterator<Item = InterfaceDescriptor> + '_ {
-    // bDescriptorType 4 = INTERFACE (USB 2.0 spec table 9-5); it is 9 bytes long.
-    const INTERFACE: u8 = 4;
-    let mut at = 0usize;
-    std::iter::from_fn(move || loop {
-        let d = raw.get(at..)?;
-        let len = usize::from(*d.first()?);
-        if len < 2 || d.len() < len {
-            return None;
-        }
-        at += len;
-        if d[1] == INTERFACE && len >= 9 {
-            return Some(InterfaceDescriptor {
-                number: d[2],
-                alt_setting: d[3],
-                class: d[5],
-                subclass: d[6],
-                protocol: d[7],
-            });
-        }
-    })
+/// The current alternate setting's endpoints of one interface (by its sysfs name, number and
+/// `bAlternateSetting`), and its other alternate settings when it has more than one.
+fn interface_endpoints(
+    alts: &[AlternateSetting],
+    name: &str,
+    number: Option<u8>,
+    current: Option<u8>,
+    speed: Option<UsbSpeed>,
+) -> (Vec<UsbEndpoint>, Vec<AlternateSetting>) {
+    let (Some(number), Some(configuration)) = (number, interface_configuration(name)) else {
+        return (Vec::new(), Vec::new());
+    };
+    let mine: Vec<&AlternateSetting> = alts
+        .iter()
+        .filter(|a| a.configuration == configuration && a.interface == number)
+        .collect();
+    let with_bandwidth = |a: &AlternateSetting| -> Vec<UsbEndpoint> {
+        a.endpoints
+            .iter()
+            .map(|e| e.clone().at_speed(speed))
+            .collect()
+    };
+    let current = current.unwrap_or(0);
+    let endpoints = mine
+        .iter()
+        .find(|a| a.alt_setting == current)
+        .map(|a| with_bandwidth(a))
+        .unwrap_or_default();
+    let others = if mine.len() > 1 {
+        mine.iter()
+            .filter(|a| a.alt_setting != current)
+            .map(|a| AlternateSetting {
+                endpoints: with_bandwidth(a),
+                ..(*a).clone()
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    (endpoints, others)
 }
 
 /// The controller of the bus a device sits on: the first ancestor directory that is not a
@@ -515,7 +546,7 @@ mod tests {
         raw.extend([7, 5, 0x81, 2, 0, 4, 0]);
         raw.extend([7, 5, 0x02, 2, 0, 4, 0]);
         raw.extend([9, 4, 0, 1, 4, 8, 6, 0x62, 0]);
-        let ifs: Vec<_> = interface_descriptors(&raw).collect();
+        let ifs = alternate_settings(&raw);
         assert_eq!(ifs.len(), 2);
         assert_eq!(ifs[1].alt_setting, 1);
         assert!(offers_uas(&raw));
@@ -524,5 +555,12 @@ mod tests {
         // A truncated descriptor ends the walk instead of reading past the end.
         raw.extend([9, 4, 0]);
         assert!(!offers_uas(&raw));
+    }
+
+    #[test]
+    fn configuration_of_an_interface_name() {
+        assert_eq!(interface_configuration("5-1.4:2.3"), Some(2));
+        assert_eq!(interface_configuration("1-0:1.0"), Some(1));
+        assert_eq!(interface_configuration("5-1"), None);
     }
 }

@@ -97,6 +97,100 @@ pub fn parse_usb_speed(s: &str) -> Result<usb::UsbSpeed, String> {
     })
 }
 
+/// wMaxPacketSize as lsusb prints it: the field (`0x13fc`, bits 12..11 the additional
+/// transactions, USB 2.0 table 9-13), its decode (`3x1020`, `3x 1020`), or bytes (`1024`).
+pub fn parse_w_max_packet(s: &str) -> Result<u16, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let bad = || {
+        format!(
+            "`{s}` is not a wMaxPacketSize; give it as lsusb -v prints it: 0x13fc, 3x1020 or 1024 (packets of at most 1024 B, 1 to 3 per microframe)"
+        )
+    };
+    let field = if let Some(hex) = t.strip_prefix("0x") {
+        u16::from_str_radix(hex, 16).map_err(|_| bad())?
+    } else if let Some((n, b)) = t.split_once('x') {
+        let n: u16 = n.trim().parse().map_err(|_| bad())?;
+        let b: u16 = b
+            .trim()
+            .trim_end_matches("bytes")
+            .trim()
+            .parse()
+            .map_err(|_| bad())?;
+        if !(1..=3).contains(&n) || b > 0x7ff {
+            return Err(bad());
+        }
+        ((n - 1) << 11) | b
+    } else {
+        t.parse().map_err(|_| bad())?
+    };
+    // Bits 15..13 are reserved, 12..11 = 11 is reserved, and no speed allows packets above
+    // 1024 B (USB 2.0 table 9-13, USB 3.2 9.6.6).
+    if field >> 13 != 0 || (field >> 11) & 3 == 3 || field & 0x7ff > 1024 || field & 0x7ff == 0 {
+        return Err(bad());
+    }
+    Ok(field)
+}
+
+/// One periodic endpoint described by the fields of its descriptors, for `headroom ceiling
+/// usb`: bInterval 1 to 255, the SuperSpeed companion's burst (bMaxBurst + 1, 1 to 16) and
+/// Mult (1 to 3 bursts, isochronous only), and a wBytesPerInterval (at most 65535) or a
+/// SuperSpeedPlus dwBytesPerInterval (larger).
+pub fn endpoint_from_flags(
+    transfer: usb::TransferType,
+    w_max_packet: u16,
+    interval: u32,
+    burst: Option<u32>,
+    mult: Option<u32>,
+    bytes_per_interval: Option<u32>,
+) -> Result<super::usb_endpoint::UsbEndpoint, String> {
+    use super::usb_endpoint::{Direction, SsCompanion, UsbEndpoint};
+    if !matches!(
+        transfer,
+        usb::TransferType::Interrupt | usb::TransferType::Isochronous
+    ) {
+        return Err("an endpoint's reserved bandwidth needs --transfer interrupt or --transfer isochronous (bulk and control endpoints reserve none)"
+            .into());
+    }
+    let interval = u8::try_from(interval)
+        .ok()
+        .filter(|v| *v >= 1)
+        .ok_or_else(|| format!("--interval {interval} is not a bInterval; use 1 to 255"))?;
+    if let Some(b) = burst.filter(|b| !(1..=16).contains(b)) {
+        return Err(format!(
+            "--burst {b} is not a SuperSpeed burst; use 1 to 16 (bMaxBurst + 1, USB 3.2 9.6.7)"
+        ));
+    }
+    if let Some(m) = mult.filter(|m| !(1..=3).contains(m)) {
+        return Err(format!(
+            "--mult {m} is not a SuperSpeed Mult; use 1 to 3 (USB 3.2 9.6.7)"
+        ));
+    }
+    if mult.is_some() && transfer != usb::TransferType::Isochronous {
+        return Err("--mult applies to isochronous endpoints only (USB 3.2 9.6.7)".into());
+    }
+    // At SuperSpeed every endpoint has a companion: without --bytes-per-interval its
+    // wBytesPerInterval is what its packets carry (burst x Mult x wMaxPacketSize).
+    let (burst, mult) = (burst.unwrap_or(1), mult.unwrap_or(1));
+    let ssp = bytes_per_interval.filter(|b| *b > u32::from(u16::MAX));
+    let packets_carry = burst * mult * u32::from(w_max_packet & 0x7ff);
+    let ss_companion = Some(SsCompanion {
+        max_burst: (burst - 1) as u8,
+        attributes: (mult - 1) as u8 | if ssp.is_some() { 0x80 } else { 0 },
+        bytes_per_interval: u16::try_from(bytes_per_interval.unwrap_or(packets_carry)).unwrap_or(0),
+    });
+    Ok(UsbEndpoint {
+        address: 0x81,
+        transfer,
+        direction: Direction::In,
+        max_packet: w_max_packet & 0x7ff,
+        additional_transactions: ((w_max_packet >> 11) & 3) as u8,
+        interval,
+        ss_companion,
+        ssp_bytes_per_interval: ssp,
+        reserved: None,
+    })
+}
+
 pub fn parse_sata_rate(s: &str) -> Result<f64, String> {
     let allowed = "use 1.5, 3 or 6 (Gb/s)";
     let v: f64 = s
@@ -156,6 +250,13 @@ mod tests {
             .unwrap_err()
             .contains("32 (3DW headers) or 64"));
         assert!(parse_usb_speed("fast").unwrap_err().contains("usb4-40"));
+        // wMaxPacketSize as lsusb -v prints it.
+        assert_eq!(parse_w_max_packet("0x13fc"), Ok(0x13fc));
+        assert_eq!(parse_w_max_packet("3x 1020"), Ok(0x13fc));
+        assert_eq!(parse_w_max_packet("1024"), Ok(1024));
+        assert!(parse_w_max_packet("0x1c00").is_err()); // bits 12..11 = 11: reserved
+        assert!(parse_w_max_packet("4x1024").unwrap_err().contains("lsusb"));
+        assert!(parse_w_max_packet("2048").is_err());
         assert!(parse_sata_rate("12")
             .unwrap_err()
             .contains("SATA has no 12 Gb/s link"));

@@ -14,6 +14,7 @@ pub mod mmc;
 pub mod pcie;
 pub mod sata;
 pub mod usb;
+pub mod usb_endpoint;
 
 use serde::{Deserialize, Serialize};
 

@@ -4,6 +4,7 @@
 //! reads a file.
 
 pub mod block;
+pub mod gadget;
 pub mod net;
 pub mod pci;
 pub mod usb;

@@ -1,6 +1,8 @@
 //! The USB inventory: `/sys/bus/usb/devices` as a tree of hubs and devices, as
 //! `probe::usb` reads it (attributes: the kernel's Documentation/ABI/*/sysfs-bus-usb).
 
+use super::gadget::DeviceSide;
+use crate::ceiling::usb_endpoint::{AlternateSetting, Reserved, UsbEndpoint};
 use crate::path::StorageTransport;
 use crate::Finding;
 use serde::{Deserialize, Serialize};
@@ -25,6 +27,10 @@ pub struct UsbInventory {
     /// or a kernel without USB, has none). Absent in documents written before it was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bus_present: Option<bool>,
+    /// The device side: USB device controllers and configfs gadgets (a board that is itself a
+    /// USB device), read whether or not the root has a USB host.
+    #[serde(default, skip_serializing_if = "DeviceSide::is_empty")]
+    pub device_side: DeviceSide,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -69,7 +75,7 @@ pub struct UsbDevice {
     pub sysfs_path: PathBuf,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UsbInterface {
     /// `5-1:1.0` (configuration 1, interface 0).
     pub name: String,
@@ -83,6 +89,22 @@ pub struct UsbInterface {
     pub class_name: Option<&'static str>,
     /// `None`: no driver bound.
     pub driver: Option<String>,
+    /// The endpoints of the current alternate setting (from the device's raw `descriptors`),
+    /// each periodic one with the bandwidth it reserves at the device's speed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<UsbEndpoint>,
+    /// The interface's other alternate settings, when it has more than one (a UVC or audio
+    /// streaming interface: one per bandwidth the driver may choose).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_alt_settings: Vec<AlternateSetting>,
+}
+
+impl UsbInterface {
+    /// What the current alternate setting's isochronous endpoints reserve together at
+    /// `speed` (`None`: it has none, as alternate setting 0 of an idle UVC interface).
+    pub fn isochronous_reserved(&self, speed: crate::ceiling::usb::UsbSpeed) -> Option<Reserved> {
+        crate::ceiling::usb_endpoint::isochronous_reserved(speed, &self.endpoints)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

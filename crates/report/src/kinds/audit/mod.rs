@@ -289,6 +289,80 @@ fn inventory(a: &AuditDocument) -> Vec<(String, Table)> {
             rows,
         ));
     }
+    // Each interrupt and isochronous endpoint of the current alternate settings, with the
+    // bandwidth it reserves.
+    let endpoint_rows: Vec<Vec<String>> = a
+        .usb
+        .iter()
+        .flat_map(|u| &u.devices)
+        .filter(|d| !d.root_hub)
+        .flat_map(|d| &d.interfaces)
+        .flat_map(|i| {
+            i.endpoints.iter().filter_map(move |e| {
+                let r = e.reserved.as_ref()?;
+                Some(vec![
+                    i.name.clone(),
+                    opt(i.alt_setting.map(|a| a.to_string())),
+                    format!(
+                        "{} {} 0x{:02x}",
+                        e.transfer.label(),
+                        e.direction.label(),
+                        e.address
+                    ),
+                    format!(
+                        "{} B per {}",
+                        r.bytes_per_interval,
+                        text::interval_words(r.interval_us)
+                    ),
+                    format!("{:.3}", r.bytes_per_second / MB),
+                ])
+            })
+        })
+        .collect();
+    if !endpoint_rows.is_empty() {
+        out.push(counted_table(
+            "USB reserved bandwidth",
+            ("endpoint", "endpoints"),
+            "",
+            &[
+                ("Interface", false),
+                ("Alt", true),
+                ("Endpoint", false),
+                ("Per service interval", false),
+                ("Reserved (MB/s)", true),
+            ],
+            endpoint_rows,
+        ));
+    }
+    let udc_rows: Vec<Vec<String>> = a
+        .usb
+        .iter()
+        .flat_map(|u| &u.device_side.controllers)
+        .map(|c| {
+            vec![
+                c.name.clone(),
+                opt(c.state.clone()),
+                opt(c.current_speed.clone()),
+                opt(c.maximum_speed.clone()),
+                opt(c.gadget.clone()),
+            ]
+        })
+        .collect();
+    if !udc_rows.is_empty() {
+        out.push(counted_table(
+            "USB device controllers",
+            ("controller", "controllers"),
+            "",
+            &[
+                ("UDC", false),
+                ("State", false),
+                ("Speed", false),
+                ("Maximum", false),
+                ("Gadget", false),
+            ],
+            udc_rows,
+        ));
+    }
     let block_rows = a
         .block
         .as_ref()

@@ -4,7 +4,10 @@
 
 use crate::terminal::Style;
 use crate::words::plural as count;
+use model::ceiling::usb::TransferType;
+use model::ceiling::usb_endpoint::UsbEndpoint;
 use model::inventory::block::{BlockDevice, BlockInventory, MAX_HW_SECTORS_KB_NO_LIMIT};
+use model::inventory::gadget::{DeviceSide, FunctionKind};
 use model::inventory::net::{Attachment, NetInventory};
 use model::inventory::pci::address::PciAddress;
 use model::inventory::pci::{AuditedFunction, PciAudit};
@@ -164,6 +167,7 @@ pub fn usb(usb: &UsbInventory, style: &Style) -> String {
             _ => "no device in /sys/bus/usb/devices",
         };
         let _ = writeln!(out, "\nUSB: none ({why})");
+        out.push_str(&device_side(&usb.device_side));
         return out;
     }
     let _ = writeln!(
@@ -176,7 +180,190 @@ pub fn usb(usb: &UsbInventory, style: &Style) -> String {
     for d in usb.devices.iter().filter(|d| d.parent.is_none()) {
         usb_node(&mut out, &by_name, d, "", 0, style);
     }
+    out.push_str(&device_side(&usb.device_side));
     out
+}
+
+/// The device side: each USB device controller with its state and speed, each configfs
+/// gadget with its functions (a LUN's backing file, a network function's interface, a HID
+/// function's reports-per-second ceiling, a UVC function's reserved bandwidth).
+pub fn device_side(side: &DeviceSide) -> String {
+    let mut out = String::new();
+    if side.controllers.is_empty() && side.gadgets.is_empty() {
+        return out;
+    }
+    let o = |s: &str| crate::outside::line(s).into_owned();
+    let _ = write!(
+        out,
+        "\nUSB device side: {}, {}",
+        count(
+            side.controllers.len() as u64,
+            "device controller",
+            "device controllers"
+        ),
+        count(side.gadgets.len() as u64, "gadget", "gadgets")
+    );
+    if let Some(c) = &side.configfs {
+        let _ = write!(out, " (configfs at {})", o(&c.to_string_lossy()));
+    }
+    out.push('\n');
+    for c in &side.controllers {
+        let mut line = format!("  UDC {}", o(&c.name));
+        if let Some(d) = &c.driver {
+            let _ = write!(line, " [{}]", o(d));
+        }
+        let _ = write!(
+            line,
+            " {}",
+            o(c.state.as_deref().unwrap_or("state unknown"))
+        );
+        if let Some(s) = &c.current_speed {
+            let _ = write!(line, ", {}", o(s));
+        }
+        if let Some(m) = &c.maximum_speed {
+            let _ = write!(line, " (at most {})", o(m));
+        }
+        if c.is_otg == Some(true) {
+            line.push_str(", OTG");
+        }
+        match &c.gadget {
+            Some(g) => {
+                let _ = write!(line, ", gadget {}", o(g));
+            }
+            None => line.push_str(", no gadget bound"),
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    for g in &side.gadgets {
+        let mut line = format!("  gadget {}", o(&g.name));
+        if let (Some(v), Some(p)) = (g.vendor_id, g.product_id) {
+            let _ = write!(line, " {v:04x}:{p:04x}");
+        }
+        let names: Vec<String> = [g.manufacturer.as_deref(), g.product.as_deref()]
+            .into_iter()
+            .flatten()
+            .map(o)
+            .collect();
+        if !names.is_empty() {
+            let _ = write!(line, " {}", names.join(" "));
+        }
+        match &g.udc {
+            Some(u) => {
+                let _ = write!(line, " on {}", o(u));
+            }
+            None => line.push_str(" (bound to no UDC)"),
+        }
+        let _ = writeln!(out, "{line}");
+        for f in &g.functions {
+            let mut line = format!("    {} {}", o(&f.name), o(f.kind.label()));
+            if !f.linked {
+                line.push_str(" (in no configuration)");
+            }
+            line.push(':');
+            function_words(&mut line, &f.kind);
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    out
+}
+
+fn function_words(line: &mut String, kind: &FunctionKind) {
+    let o = |s: &str| crate::outside::line(s).into_owned();
+    match kind {
+        FunctionKind::MassStorage { luns } => {
+            if luns.is_empty() {
+                line.push_str(" no LUN");
+            }
+            let each: Vec<String> = luns
+                .iter()
+                .map(|l| {
+                    let mut w = format!(
+                        " {} {}",
+                        o(&l.name),
+                        l.file
+                            .as_ref()
+                            .map(|f| format!("backed by {}", o(&f.to_string_lossy())))
+                            .unwrap_or_else(|| "no medium".to_string())
+                    );
+                    let flags: Vec<&str> = [
+                        (l.ro == Some(true)).then_some("read-only"),
+                        (l.removable == Some(true)).then_some("removable"),
+                        (l.cdrom == Some(true)).then_some("CD-ROM"),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                    if !flags.is_empty() {
+                        let _ = write!(w, " ({})", flags.join(", "));
+                    }
+                    w
+                })
+                .collect();
+            line.push_str(&each.join(";"));
+        }
+        FunctionKind::Net {
+            ifname,
+            dev_addr,
+            host_addr,
+            ..
+        } => {
+            let _ = write!(
+                line,
+                " interface {}",
+                o(ifname.as_deref().unwrap_or("unknown"))
+            );
+            if let Some(a) = dev_addr {
+                let _ = write!(line, ", device address {}", o(a));
+            }
+            if let Some(a) = host_addr {
+                let _ = write!(line, ", host address {}", o(a));
+            }
+        }
+        FunctionKind::Uvc {
+            streaming_maxpacket,
+            reserved,
+            ..
+        } => {
+            if let Some(m) = streaming_maxpacket {
+                let _ = write!(line, " streaming_maxpacket {m} B");
+            }
+            match reserved {
+                Some(r) => {
+                    let _ = write!(
+                        line,
+                        ", {} reserved ({})",
+                        rate_words(r.bytes_per_second),
+                        r.basis
+                    );
+                }
+                None => line.push_str(", nothing reserved until a UDC runs it"),
+            }
+        }
+        FunctionKind::Hid {
+            report_length,
+            interval,
+            reserved,
+            ..
+        } => {
+            if let Some(l) = report_length {
+                let _ = write!(line, " reports of {l} B");
+            }
+            if let Some(i) = interval {
+                let _ = write!(line, ", bInterval {i}");
+            }
+            if let Some(r) = reserved {
+                let per_s = f64::from(r.packets_per_interval) * 1e6 / r.interval_us;
+                let _ = write!(
+                    line,
+                    ": at most {} reports/s ({}, one every {})",
+                    trim_float(per_s),
+                    rate_words(r.bytes_per_second),
+                    interval_words(r.interval_us / f64::from(r.packets_per_interval.max(1)))
+                );
+            }
+        }
+        FunctionKind::Other { .. } => line.push_str(" not described"),
+    }
 }
 
 fn usb_node(
@@ -249,6 +436,11 @@ fn usb_node(
         }
     }
     let _ = writeln!(out, "  {line}");
+    if !d.root_hub {
+        for l in endpoint_lines(d) {
+            let _ = writeln!(out, "  {prefix}    {l}");
+        }
+    }
     if depth > 16 {
         return;
     }
@@ -264,6 +456,131 @@ fn usb_node(
             );
         }
     }
+}
+
+/// One line per interface with interrupt or isochronous endpoints in its current alternate
+/// setting (each endpoint's reserved bandwidth), or whose other alternate settings have some
+/// (a UVC or audio streaming interface idle in alternate setting 0).
+pub fn endpoint_lines(d: &UsbDevice) -> Vec<String> {
+    let mut lines = Vec::new();
+    for i in &d.interfaces {
+        let periodic: Vec<&UsbEndpoint> = i
+            .endpoints
+            .iter()
+            .filter(|e| e.reserved.is_some())
+            .collect();
+        let most = i
+            .other_alt_settings
+            .iter()
+            .filter_map(|a| {
+                let r = isochronous_total(&a.endpoints)?;
+                Some((a.alt_setting, r))
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        if periodic.is_empty() && most.is_none() {
+            continue;
+        }
+        let mut line = crate::outside::line(&i.name).into_owned();
+        if let Some(c) = i.class_name {
+            let _ = write!(line, " {c}");
+        }
+        if let Some(a) = i.alt_setting {
+            let _ = write!(line, " alt {a}");
+        }
+        line.push(':');
+        if periodic.is_empty() {
+            line.push_str(" nothing reserved");
+        }
+        let each: Vec<String> = periodic.iter().map(|e| endpoint_words(e)).collect();
+        if !each.is_empty() {
+            let _ = write!(line, " {}", each.join("; "));
+        }
+        if let Some((alt, bps)) = most {
+            let current = isochronous_total(&i.endpoints).unwrap_or(0.0);
+            if bps > current {
+                let _ = write!(
+                    line,
+                    " (alt {alt} would reserve {} isochronous)",
+                    rate_words(bps)
+                );
+            }
+        }
+        lines.push(line);
+    }
+    lines
+}
+
+/// What an alternate setting's isochronous endpoints reserve together, bytes/s.
+fn isochronous_total(endpoints: &[UsbEndpoint]) -> Option<f64> {
+    let v: Vec<f64> = endpoints
+        .iter()
+        .filter(|e| e.transfer == TransferType::Isochronous)
+        .filter_map(|e| Some(e.reserved.as_ref()?.bytes_per_second))
+        .collect();
+    (!v.is_empty()).then(|| v.iter().sum())
+}
+
+/// `isochronous IN 0x81 3 x 1020 B every 1 microframes of 125 us = 24.48 MB/s reserved`.
+fn endpoint_words(e: &UsbEndpoint) -> String {
+    let ep = e;
+    let mut w = format!(
+        "{} {} 0x{:02x}",
+        ep.transfer.label(),
+        ep.direction.label(),
+        ep.address
+    );
+    if let Some(r) = &e.reserved {
+        let maxp = u32::from(ep.max_packet);
+        let bytes = if r.packets_per_interval > 1
+            && r.bytes_per_interval == r.packets_per_interval * maxp
+        {
+            format!("{} x {maxp}", r.packets_per_interval)
+        } else {
+            r.bytes_per_interval.to_string()
+        };
+        let _ = write!(
+            w,
+            " {bytes} B per {} = {} reserved",
+            interval_words(r.interval_us),
+            rate_words(r.bytes_per_second)
+        );
+        if ep.transfer == TransferType::Interrupt {
+            let _ = write!(
+                w,
+                ", {} transfers/s",
+                trim_float(f64::from(r.packets_per_interval) * 1e6 / r.interval_us)
+            );
+        }
+        if let Some(o) = &r.out_of_spec {
+            let _ = write!(w, " (out of spec: {o})");
+        }
+    }
+    w
+}
+
+/// 125 us, 1 ms, 16 ms.
+pub fn interval_words(us: f64) -> String {
+    if us >= 1000.0 {
+        format!("{} ms", trim_float(us / 1000.0))
+    } else {
+        format!("{} us", trim_float(us))
+    }
+}
+
+/// A reserved rate in the unit that keeps it readable (10^6 and 10^3 B/s).
+pub fn rate_words(bps: f64) -> String {
+    if bps >= 1e6 {
+        format!("{:.2} MB/s", bps / MB)
+    } else if bps >= 1e3 {
+        format!("{:.1} kB/s", bps / 1e3)
+    } else {
+        format!("{} B/s", trim_float(bps))
+    }
+}
+
+fn trim_float(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// The block section, like `lsblk`: disks with size (GiB = 2^30 B; `?` when the kernel

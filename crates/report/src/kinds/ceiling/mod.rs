@@ -7,6 +7,7 @@ use crate::document::{Document, DocumentError, DocumentKind};
 use crate::export::cases::Case;
 use crate::summary::Summary;
 use model::ceiling::pcie::{self, AssumptionSet, CompletionSize, PcieCeiling, TlpParams};
+use model::ceiling::usb_endpoint::{Reserved, UsbEndpoint};
 use model::ceiling::{eth, mmc, sata, usb};
 use model::pcie::{LinkState, PcieGen};
 use model::units::{BitsPerSec, RateUnit};
@@ -59,6 +60,24 @@ pub struct UsbCeilings {
     pub rate_unit: ByteRate,
     pub speeds: Vec<UsbRow>,
     pub guide_table_1_2: Vec<usb::GuideFigure>,
+    /// One endpoint described by its descriptors' fields (`--max-packet`...), and what it
+    /// reserves at each speed asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<EndpointCeilings>,
+}
+
+/// What one periodic endpoint reserves at each speed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EndpointCeilings {
+    pub endpoint: UsbEndpoint,
+    pub speeds: Vec<EndpointAtSpeed>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EndpointAtSpeed {
+    pub speed: usb::UsbSpeed,
+    /// `None`: this speed has no such endpoint (USB4 carries a USB 3.x speed).
+    pub reserved: Option<Reserved>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -352,7 +371,22 @@ impl UsbCeilings {
             rate_unit: ByteRate::BytesPerSec,
             speeds,
             guide_table_1_2: usb::guide_table_1_2(),
+            endpoint: None,
         }
+    }
+
+    /// The same, with what `endpoint` reserves at each of its speeds.
+    pub fn with_endpoint(mut self, endpoint: UsbEndpoint) -> UsbCeilings {
+        let speeds = self
+            .speeds
+            .iter()
+            .map(|r| EndpointAtSpeed {
+                speed: r.speed,
+                reserved: model::ceiling::usb_endpoint::reserved(r.speed, &endpoint),
+            })
+            .collect();
+        self.endpoint = Some(EndpointCeilings { endpoint, speeds });
+        self
     }
 
     /// The table of `transfers` per speed, how each is derived, and the guide's figures.
@@ -403,6 +437,9 @@ impl UsbCeilings {
             }
         }
 
+        if let Some(e) = &self.endpoint {
+            endpoint_text(&mut out, e, unit)?;
+        }
         writeln!(out)?;
         writeln!(
             out,
@@ -437,6 +474,55 @@ impl UsbCeilings {
         out.push_str(&g.render());
         Ok(out)
     }
+}
+
+/// What the described endpoint reserves at each speed, with its derivation.
+fn endpoint_text(
+    out: &mut String,
+    e: &EndpointCeilings,
+    unit: RateUnit,
+) -> Result<(), std::fmt::Error> {
+    let ep = &e.endpoint;
+    let w = (u16::from(ep.additional_transactions) << 11) | ep.max_packet;
+    writeln!(out)?;
+    write!(
+        out,
+        "This {} endpoint (wMaxPacketSize 0x{w:04x}, bInterval {}",
+        ep.transfer.label(),
+        ep.interval
+    )?;
+    if let Some(c) = ep.ss_companion {
+        write!(out, ", bMaxBurst {}", c.max_burst)?;
+        if ep.transfer == usb::TransferType::Isochronous {
+            write!(out, ", Mult {}", c.mult())?;
+        }
+        if c.bytes_per_interval > 0 {
+            write!(out, ", wBytesPerInterval {}", c.bytes_per_interval)?;
+        }
+    }
+    if let Some(b) = ep.ssp_bytes_per_interval {
+        write!(out, ", dwBytesPerInterval {b}")?;
+    }
+    writeln!(out, ") reserves, {}:", unit.label())?;
+    for at in &e.speeds {
+        match &at.reserved {
+            Some(r) => {
+                write!(
+                    out,
+                    "  {}: {} ({})",
+                    at.speed.label(),
+                    num(r.bytes_per_second, unit),
+                    r.basis
+                )?;
+                if let Some(o) = &r.out_of_spec {
+                    write!(out, "; out of spec: {o}")?;
+                }
+                writeln!(out)?;
+            }
+            None => writeln!(out, "  {}: -", at.speed.label())?,
+        }
+    }
+    Ok(())
 }
 
 // ---- SATA ----

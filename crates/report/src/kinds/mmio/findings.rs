@@ -94,6 +94,7 @@ mod tests {
             bottleneck: Some(0),
             no_bottleneck_reason: None,
             bottleneck_from_cpu: Some(0),
+            backs_gadget_luns: Vec::new(),
         }
     }
 

@@ -18,6 +18,9 @@ pub(crate) fn render(
     if let Some(s) = &path.chain.stopped {
         let _ = writeln!(out, "  {} {s}", style.warn("stopped:"));
     }
+    for l in &path.backs_gadget_luns {
+        let _ = writeln!(out, "  {}", backed_lun_words(l));
+    }
     let _ = writeln!(out);
     let why = path.no_bottleneck_reason.as_deref().unwrap_or("unknown");
     let to_cpu = path.bottleneck_link();
@@ -43,6 +46,41 @@ pub(crate) fn render(
         );
     }
     out
+}
+
+/// `backs USB gadget g1's mass_storage.0 lun.0 (UDC dummy_udc.0, configured, high-speed:
+/// bulk ceiling 53.2 MB/s): the host reads that USB disk at most as fast as this path`.
+pub fn backed_lun_words(l: &model::path::BackedLun) -> String {
+    let o = |s: &str| crate::outside::line(s).into_owned();
+    let mut w = format!(
+        "backs USB gadget {}'s {} {}",
+        o(&l.gadget),
+        o(&l.function),
+        o(&l.lun)
+    );
+    if l.read_only == Some(true) {
+        w.push_str(" (read-only)");
+    }
+    match &l.udc {
+        Some(udc) => {
+            let facts: Vec<String> = [l.udc_state.as_deref(), l.udc_speed.as_deref()]
+                .into_iter()
+                .flatten()
+                .map(o)
+                .chain(
+                    l.usb_bulk_ceiling_bps
+                        .map(|c| format!("bulk ceiling {:.1} MB/s", c / model::units::MB)),
+                )
+                .collect();
+            let _ = write!(w, " on UDC {}", o(udc));
+            if !facts.is_empty() {
+                let _ = write!(w, " ({})", facts.join(", "));
+            }
+            w.push_str(": the host reads that USB disk at most as fast as this path and that link");
+        }
+        None => w.push_str(" (the gadget is bound to no UDC)"),
+    }
+    w
 }
 
 /// How a path's two directions are called: towards the CPU and away from it.
