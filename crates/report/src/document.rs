@@ -66,10 +66,12 @@ pub enum DocumentKind {
     History,
     #[serde(rename = "watch")]
     Watch,
+    #[serde(rename = "video")]
+    Video,
 }
 
 impl DocumentKind {
-    pub const ALL: [DocumentKind; 15] = [
+    pub const ALL: [DocumentKind; 16] = [
         DocumentKind::Audit,
         DocumentKind::Path,
         DocumentKind::Ceiling,
@@ -85,6 +87,7 @@ impl DocumentKind {
         DocumentKind::Compare,
         DocumentKind::History,
         DocumentKind::Watch,
+        DocumentKind::Video,
     ];
 
     /// The name documents carry in `kind`.
@@ -105,6 +108,7 @@ impl DocumentKind {
             DocumentKind::Compare => "compare",
             DocumentKind::History => "history",
             DocumentKind::Watch => "watch",
+            DocumentKind::Video => "video",
         }
     }
 }
