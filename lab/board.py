@@ -44,7 +44,7 @@ QEMU_ID = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 # serial number field, hw/nvme/ctrl.c), no blank, quote or shell syntax.
 SERIAL = re.compile(r"[A-Za-z0-9._,-]{1,20}")
 
-STEPS = ("audit", "path", "disk", "raw", "latency", "count", "survey", "net", "capture")
+STEPS = ("audit", "path", "disk", "raw", "latency", "count", "survey", "net", "video", "capture")
 # capture (a sysfs fixture tree for headroom's tests) runs only when `run:` names it.
 DEFAULT_STEPS = STEPS[:-1]
 

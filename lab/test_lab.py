@@ -42,7 +42,7 @@ class Boards(unittest.TestCase):
     def test_every_board_in_the_repo_parses_and_runs_every_default_step(self):
         for path in glob.glob(os.path.join(HERE, "boards", "*.board")):
             b = Board(path)
-            self.assertEqual(b.steps, ["audit", "path", "disk", "raw", "latency", "count", "survey", "net"], path)
+            self.assertEqual(b.steps, ["audit", "path", "disk", "raw", "latency", "count", "survey", "net", "video"], path)
 
     def test_a_bad_line_is_named_with_its_number(self):
         for text, words in [
@@ -65,7 +65,7 @@ class Boards(unittest.TestCase):
         os.unlink(path)
         self.assertEqual(b.arch, "armv7")
         self.assertEqual(b.devices[0].props, {"id": "n", "serial": "a,b"})
-        self.assertEqual(b.steps, ["audit", "path", "latency", "count", "survey"])
+        self.assertEqual(b.steps, ["audit", "path", "latency", "count", "survey", "video"])
 
 
     def test_a_serial_or_an_id_cannot_carry_shell_syntax(self):
