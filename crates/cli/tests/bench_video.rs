@@ -76,3 +76,48 @@ fn bad_flags_are_usage_errors() {
         fails_saying(&mut cmd, 2, says);
     }
 }
+
+/// The audit lists video nodes with their card, driver and bus; `path /dev/videoN` ends at a
+/// UVC camera's USB chain, and names vivid's platform device (tests/fixtures/sysfs/uvc-camera).
+#[test]
+fn audit_and_path_show_video_devices() {
+    let root = testsupport::fixtures::own("sysfs/uvc-camera");
+    let root = root.to_str().unwrap();
+    let out = testsupport::cmd::stdout_of(headroom().args(["audit", "--root", root]));
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("Video devices:\n  /dev/video0  Logitech StreamCam [uvcvideo] on usb 1-4\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  /dev/video2  vivid-000-vid-cap [vivid] on platform\n"),
+        "{text}"
+    );
+    let doc = testsupport::cmd::json_of(headroom().args(["audit", "--json", "--root", root]));
+    assert_eq!(doc["video"][1]["name"], "video1");
+    let path = String::from_utf8(testsupport::cmd::stdout_of(headroom().args([
+        "path",
+        "--root",
+        root,
+        "/dev/video0",
+    ])))
+    .unwrap();
+    let hops: Vec<&str> = path.lines().skip(1).take(5).map(str::trim).collect();
+    assert!(
+        hops[0].starts_with("video video0 Logitech StreamCam [uvcvideo]"),
+        "{path}"
+    );
+    assert!(hops[1].starts_with("USB 1-4 480M"), "{path}");
+    assert_eq!(hops[4], "CPU", "{path}");
+    let vivid = String::from_utf8(testsupport::cmd::stdout_of(headroom().args([
+        "path",
+        "--root",
+        root,
+        "/dev/video2",
+    ])))
+    .unwrap();
+    assert!(
+        vivid.contains("  platform vivid.0 [vivid]\n  CPU\n"),
+        "{vivid}"
+    );
+}

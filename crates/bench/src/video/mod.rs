@@ -137,6 +137,32 @@ impl Device {
         })
     }
 
+    /// What the audit shows of a node: QUERYCAP and, for a capture device, its formats;
+    /// opened read-only (nothing is set, nothing streams).
+    pub fn query(path: &Path) -> Result<(DeviceCaps, Vec<FormatDesc>), VideoError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+            .open(path)
+            .map_err(|os| VideoError::Open {
+                path: path.to_path_buf(),
+                hint: hint(&os),
+                os,
+            })?;
+        let d = Device {
+            fd: OwnedFd::from(f),
+            path: path.to_path_buf(),
+        };
+        let caps = d.caps()?;
+        let formats = if caps.captures() {
+            d.formats()?
+        } else {
+            Vec::new()
+        };
+        Ok((caps, formats))
+    }
+
     fn raw(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
@@ -189,6 +215,7 @@ impl Device {
     /// --list-formats-ext`); each enumeration is bounded.
     pub fn formats(&self) -> Result<Vec<FormatDesc>, VideoError> {
         let mut out = Vec::new();
+        let mut budget = MAX_ENTRIES;
         for index in 0..MAX_ENUM {
             let mut d: v4l2_fmtdesc = zeroed();
             d.index = index;
@@ -201,15 +228,19 @@ impl Device {
                 description: c_string(&d.description),
                 compressed: d.flags & FMT_FLAG_COMPRESSED != 0,
                 emulated: d.flags & FMT_FLAG_EMULATED != 0,
-                sizes: self.sizes(d.pixelformat),
+                sizes: self.sizes(d.pixelformat, &mut budget),
             });
         }
         Ok(out)
     }
 
-    fn sizes(&self, pixelformat: u32) -> Vec<SizeDesc> {
+    fn sizes(&self, pixelformat: u32, budget: &mut usize) -> Vec<SizeDesc> {
         let mut out = Vec::new();
         for index in 0..MAX_ENUM {
+            if *budget == 0 {
+                break;
+            }
+            *budget -= 1;
             let mut s: v4l2_frmsizeenum = zeroed();
             s.index = index;
             s.pixel_format = pixelformat;
@@ -222,7 +253,7 @@ impl Device {
                 let size = FrameSize { width, height };
                 out.push(SizeDesc::Discrete {
                     size,
-                    intervals: self.intervals(pixelformat, size),
+                    intervals: self.intervals(pixelformat, size, budget),
                 });
             } else {
                 // SAFETY: continuous and stepwise sizes fill the stepwise member.
@@ -247,9 +278,18 @@ impl Device {
         out
     }
 
-    fn intervals(&self, pixelformat: u32, size: FrameSize) -> Vec<IntervalDesc> {
+    fn intervals(
+        &self,
+        pixelformat: u32,
+        size: FrameSize,
+        budget: &mut usize,
+    ) -> Vec<IntervalDesc> {
         let mut out = Vec::new();
         for index in 0..MAX_ENUM {
+            if *budget == 0 {
+                break;
+            }
+            *budget -= 1;
             let mut i: v4l2_frmivalenum = zeroed();
             i.index = index;
             i.pixel_format = pixelformat;
@@ -301,6 +341,10 @@ impl Device {
                 pix.height = s.height;
             }
             pix.field = FIELD_ANY;
+            // The driver's minimum for the new format: G_FMT's bytesperline is the last
+            // format's, and a driver keeps a larger one asked of it as padding (vivid does).
+            pix.bytesperline = 0;
+            pix.sizeimage = 0;
             self.ioctl("VIDIOC_S_FMT", VIDIOC_S_FMT, &mut f)?;
         }
         // SAFETY: as above.
@@ -382,6 +426,10 @@ impl Device {
 
 /// The most entries one enumeration reads (formats, sizes of a format, intervals of a size).
 const MAX_ENUM: u32 = 256;
+/// The most sizes and intervals a listing reads in all: a driver answering every index would
+/// otherwise make 256 x 256 x 256 entries (vivid's ~40 formats, 6 sizes and up to 12
+/// intervals each are about 2,000).
+const MAX_ENTRIES: usize = 16_384;
 /// One poll's wait: the stop flag is read at least this often.
 const POLL_SLICE_MS: i32 = 200;
 /// The longest frame interval the histogram holds; longer ones count at this value.
