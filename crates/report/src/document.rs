@@ -662,7 +662,8 @@ mod tests {
                 "report",
                 "compare",
                 "history",
-                "watch"
+                "watch",
+                "video"
             ]
         );
         for (k, name) in DocumentKind::ALL.iter().zip(&names) {
@@ -676,7 +677,7 @@ mod tests {
         assert_eq!(
             "Disk".parse::<DocumentKind>().unwrap_err().to_string(),
             "its kind `Disk` is none headroom writes: audit, path, ceiling, disk, latency, net, \
-             mmio, count, pmu_list, survey, survey-plan, report, compare, history, watch"
+             mmio, count, pmu_list, survey, survey-plan, report, compare, history, watch, video"
         );
     }
 }

@@ -225,7 +225,7 @@ impl VideoDocument {
                 ("Format", false),
                 ("Size", false),
                 ("Frame rates (fps)", false),
-                ("", false),
+                ("Kind", false),
             ],
             rows,
         )
