@@ -220,6 +220,24 @@ pub struct v4l2_frmivalenum {
     pub reserved: [u32; 2],
 }
 
+// The sizes videodev2.h gives, on every target this builds for (a wrong size would be a
+// different ioctl to the kernel): checked when compiling, so a 32-bit board binary that would
+// ask the wrong VIDIOC_DQBUF does not build.
+const _: () = {
+    use std::mem::size_of;
+    let wide = size_of::<usize>() == 8;
+    assert!(size_of::<v4l2_buffer>() == if wide { 88 } else { 80 });
+    assert!(size_of::<v4l2_format>() == if wide { 208 } else { 204 });
+    assert!(size_of::<v4l2_streamparm>() == 204);
+    assert!(size_of::<v4l2_capability>() == 104);
+    assert!(size_of::<v4l2_requestbuffers>() == 20);
+    assert!(size_of::<v4l2_fmtdesc>() == 64);
+    assert!(size_of::<v4l2_frmsizeenum>() == 44);
+    assert!(size_of::<v4l2_frmivalenum>() == 52);
+    assert!(std::mem::offset_of!(v4l2_buffer, m) == 64);
+    assert!(std::mem::offset_of!(v4l2_buffer, sequence) == 56);
+};
+
 /// `_IOC(dir, 'V', nr, size)` of the asm-generic ioctl encoding (x86, arm, arm64).
 const fn ioc(dir: u32, nr: u32, size: usize) -> u32 {
     (dir << 30) | ((size as u32) << 16) | ((b'V' as u32) << 8) | nr
