@@ -121,3 +121,24 @@ fn audit_and_path_show_video_devices() {
         "{vivid}"
     );
 }
+
+/// A capture in a lab's formats: its rate, drops and interval as figures, its findings as
+/// failed cases (a vivid capture from the board lab, tests/fixtures/results).
+#[test]
+fn a_capture_reads_as_lab_cases() {
+    let file = testsupport::fixtures::own("results/video-vivid-yuyv.json");
+    let out = testsupport::cmd::stdout_of(headroom().args([
+        "report",
+        "--format",
+        "lava",
+        file.to_str().unwrap(),
+    ]));
+    let text = String::from_utf8(out).unwrap();
+    for line in [
+        "lava-test-case headroom.video.YUYV_640x480.fps --result pass --measurement 23.071103 --units fps",
+        "lava-test-case headroom.video.YUYV_640x480.dropped --result pass --measurement 4 --units frames",
+        "lava-test-case headroom.video.finding.dev_video0.frames-drop --result fail",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
+    }
+}

@@ -9,6 +9,7 @@ pub mod findings;
 pub mod text;
 
 use crate::document::{Document, DocumentError, DocumentKind};
+use crate::export::cases::Case;
 use crate::summary::{CeilingRow, Part, Place, Summary, TestRow};
 use crate::table::{dash, Table};
 use model::units::MB;
@@ -256,6 +257,28 @@ fn interval_words(i: &IntervalDesc) -> String {
 /// `bench video` as every report reads it.
 pub struct VideoKind;
 
+/// A capture's own figures for a lab: the rate delivered, the frames dropped, the interval's
+/// p99 and max, under the format captured.
+fn cases(doc: &Document, origin: &str) -> Result<Vec<Case>, DocumentError> {
+    let v = <VideoDocument as super::KindDocument>::read(doc, origin)?;
+    let (Some(c), Some(label)) = (&v.capture, v.format_label()) else {
+        return Ok(Vec::new());
+    };
+    let label = label.replace(' ', "_");
+    let path =
+        |what: &str| crate::export::cases::path(DocumentKind::Video.as_str(), &[&label, what]);
+    let mut out = Vec::new();
+    if let Some(fps) = c.fps {
+        out.push(Case::figure(path("fps"), fps, "fps"));
+    }
+    out.push(Case::figure(path("dropped"), c.dropped as f64, "frames"));
+    if c.intervals.count > 0 {
+        out.push(Case::figure(path("interval-p99"), c.intervals.p99_us, "us"));
+        out.push(Case::figure(path("interval-max"), c.intervals.max_us, "us"));
+    }
+    Ok(out)
+}
+
 impl super::Kind for VideoKind {
     fn kind(&self) -> DocumentKind {
         <VideoDocument as super::KindDocument>::KIND
@@ -263,6 +286,15 @@ impl super::Kind for VideoKind {
 
     fn fields(&self) -> &'static [&'static str] {
         &["device", "parameters"]
+    }
+
+    fn own_cases(
+        &self,
+        doc: &Document,
+        _s: &Summary,
+        origin: &str,
+    ) -> Result<Vec<Case>, DocumentError> {
+        cases(doc, origin)
     }
 
     fn summarize(
