@@ -226,7 +226,17 @@ impl Benchmark for VideoArgs {
             }
         };
         run.progress_done();
-        node.formats = device.formats().unwrap_or_default();
+        // The formats it offers, without their sizes and rates: what the findings' advice
+        // needs (a compressed one), not a listing in every capture's document.
+        node.formats = device
+            .formats()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|f| model::video::FormatDesc {
+                sizes: Vec::new(),
+                ..f
+            })
+            .collect();
         drop(device);
         let usb = usb.into_inner().flatten();
         let n = &measured.negotiated;
