@@ -712,7 +712,9 @@ impl Bench for CaptureRun<'_> {
         let stream = Stream::start(dev, self.config.buffers)?;
         let cpu0 = crate::disk::kernel_count::process_cpu();
         let on = Instant::now();
-        let mut waited = Duration::ZERO;
+        // The last frame's time (STREAMON's before the first): a device that delivers none
+        // for FRAME_TIMEOUT ends the capture, however poll and DQBUF answer meanwhile.
+        let mut last_frame = Instant::now();
         let mut last_report = on;
         let interrupted = loop {
             if stop.load(Ordering::Relaxed) {
@@ -732,14 +734,19 @@ impl Bench for CaptureRun<'_> {
             };
             // SAFETY: one valid pollfd.
             let n = unsafe { libc::poll(&mut pfd, 1, POLL_SLICE_MS) };
+            if last_frame.elapsed() >= FRAME_TIMEOUT {
+                return Err(VideoError::NoFrames {
+                    path: dev.path.clone(),
+                    timeout: FRAME_TIMEOUT,
+                });
+            }
             if n <= 0 {
-                waited += Duration::from_millis(POLL_SLICE_MS as u64);
-                if waited >= FRAME_TIMEOUT {
-                    return Err(VideoError::NoFrames {
-                        path: dev.path.clone(),
-                        timeout: FRAME_TIMEOUT,
-                    });
-                }
+                continue;
+            }
+            if pfd.revents & libc::POLLIN == 0 {
+                // POLLERR without data (the queue was emptied, the device went away): wait
+                // out the slice instead of asking DQBUF again at once.
+                std::thread::sleep(Duration::from_millis(POLL_SLICE_MS as u64));
                 continue;
             }
             let mut b = buffer(0);
@@ -755,7 +762,7 @@ impl Bench for CaptureRun<'_> {
                     })
                 }
             }
-            waited = Duration::ZERO;
+            last_frame = Instant::now();
             tally.frame(&b, monotonic_ns());
             dev.ioctl("VIDIOC_QBUF", VIDIOC_QBUF, &mut b)?;
             if tally.frames == 1 || last_report.elapsed() >= Duration::from_millis(250) {
