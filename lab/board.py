@@ -49,7 +49,7 @@ QEMU_ID = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 # serial number field, hw/nvme/ctrl.c), no blank, quote or shell syntax.
 SERIAL = re.compile(r"[A-Za-z0-9._,-]{1,20}")
 
-STEPS = ("audit", "path", "disk", "raw", "latency", "count", "survey", "net", "watch", "watch-disk", "gadget", "capture")
+STEPS = ("audit", "path", "disk", "raw", "latency", "count", "survey", "net", "video", "watch", "watch-disk", "gadget", "capture")
 # Steps that run while the host acts on the board (`during STEP:` lines): `headroom watch`, and
 # `bench disk` on the ext4 with its link watch.
 DURING_STEPS = ("watch", "watch-disk")

@@ -71,6 +71,26 @@ SERR_ENABLED = {"x86_64": True, "aarch64": False, "armv7": False}
 # Slots QEMU's machines fill before the board's devices (hw/i386/pc_q35.c: host bridge 00.0,
 # ICH9 LPC/SATA/SMBus 1f.x; hw/arm/virt.c: the GPEX host bridge 00.0).
 MACHINE_SLOTS = {"x86_64": {0, 0x1F}, "aarch64": {0}, "armv7": {0}}
+# vivid's webcam input, its first capture node with the module's defaults (Linux 6.1,
+# drivers/media/test-drivers/vivid/vivid-vid-cap.c): webcam_sizes, webcam_intervals (time per
+# frame), and a size at index i offers the first 2 * (6 - i) intervals (vidioc_enum_frameintervals).
+VIVID_WEBCAM_SIZES = [(320, 180), (640, 360), (640, 480), (1280, 720), (1920, 1080), (3840, 2160)]
+VIVID_WEBCAM_INTERVALS = [(1, 1), (1, 2), (1, 4), (1, 5), (1, 10), (2, 25), (1, 15), (1, 25), (1, 30),
+                          (1, 40), (1, 50), (1, 60)]
+# Bytes per pixel of the packed formats asked (the V4L2 uAPI's pixfmt-packed-yuv.rst, pixfmt-rgb.rst).
+BYTES_PER_PIXEL = {"YUYV": 2, "RGB3": 3}
+# What lab/guest/init's video step asks: (document, FOURCC, width, height, fps, frames).
+VIDEO_RUNS = [("video-yuyv", "YUYV", 640, 480, 25, 50), ("video-rgb3", "RGB3", 320, 180, 30, 60)]
+# vivid paces its frames by the clock at the interval set and numbers every frame it makes; one
+# its thread could not make in time is skipped in the sequence numbers (vivid-kthread-cap.c), so
+# the delivered rate times frames-and-gaps over frames is the rate set, within the pacing's
+# jiffy granularity over a 2 s capture.
+VIDEO_RATE_TOLERANCE = 0.05
+
+
+def fourcc(code):
+    """The V4L2 pixel format code of four characters (v4l2_fourcc: the first in the low byte)."""
+    return int.from_bytes(code.ljust(4).encode(), "little")
 
 
 # The gadget lab/guest/init configures: its name, ids and HID report length.
@@ -319,6 +339,8 @@ class Checks:
             self.survey()
         if "net" in b.steps:
             self.net()
+        if "video" in b.steps:
+            self.video()
         if "watch" in b.steps:
             self.watch()
         if "watch-disk" in b.steps and b.ext4:
@@ -574,6 +596,67 @@ class Checks:
         for server in ("headroom", "iperf3"):
             rc, stdout, stderr = self.r.host.get(f"net-host-server-{server}", (None, "", "not run"))
             self.ok(rc == 0, f"net: host {server} server ended cleanly", f"exit {rc}, {stderr.strip()[-200:]}")
+
+    # --- video: vivid's webcam, by what vivid and V4L2 document
+    def video(self):
+        for name, code, w, h, fps, frames in VIDEO_RUNS:
+            d = self.doc(name, "video")
+            if d is None:
+                continue
+            n, c = d.get("negotiated") or {}, d.get("capture") or {}
+            dev = d.get("device", {})
+            self.ok((dev.get("caps") or {}).get("driver") == "vivid" and dev.get("bus") == "platform",
+                    f"{name}: captured from vivid, a platform device", f"device {dev}")
+            got = (n.get("fourcc"), (n.get("size") or {}).get("width"), (n.get("size") or {}).get("height"), n.get("fps"))
+            self.ok(got == (fourcc(code), w, h, {"num": fps, "den": 1}),
+                    f"{name}: vivid set {code} {w}x{h} at {fps} fps as asked", f"negotiated {n}")
+            frame = w * h * BYTES_PER_PIXEL[code]
+            self.ok(n.get("bytesperline") == w * BYTES_PER_PIXEL[code] and n.get("sizeimage") == frame,
+                    f"{name}: {w * BYTES_PER_PIXEL[code]} B per line, {frame} B per frame", f"negotiated {n}")
+            self.ok(c.get("frames") == frames and c.get("bytes") == frames * frame,
+                    f"{name}: {frames} full frames captured", f"frames {c.get('frames')}, bytes {c.get('bytes')}")
+            self.ok(c.get("clock") == "monotonic", f"{name}: frame times are the driver's monotonic timestamps",
+                    f"clock {c.get('clock')}")
+            first, last, dropped = c.get("first_sequence"), c.get("last_sequence"), c.get("dropped")
+            self.ok(first is not None and last is not None and last - first + 1 == frames + dropped,
+                    f"{name}: frames and drops account for every sequence number",
+                    f"sequence {first}..{last}, {c.get('frames')} frames, {dropped} dropped")
+            rate = c.get("fps")
+            made = rate * (frames + dropped) / frames if rate and dropped is not None else None
+            self.ok(made is not None and abs(made / fps - 1) <= VIDEO_RATE_TOLERANCE,
+                    f"{name}: vivid made frames at {fps} fps (delivered {rate and round(rate, 2)} fps, {dropped} dropped)",
+                    f"rate {made}")
+        d = self.doc("video-formats", "video")
+        if d is not None:
+            fmts = {f["fourcc"]: f for f in d["device"].get("formats", [])}
+            self.ok(all(fourcc(code) in fmts for code in BYTES_PER_PIXEL),
+                    "video --list-formats: vivid offers YUYV and RGB3", f"formats {sorted(fmts)}")
+            sizes = [s for s in fmts.get(fourcc("YUYV"), {}).get("sizes", []) if s.get("type") == "discrete"]
+            want = [((sw, sh), VIVID_WEBCAM_INTERVALS[: 2 * (len(VIVID_WEBCAM_SIZES) - i)])
+                    for i, (sw, sh) in enumerate(VIVID_WEBCAM_SIZES)]
+            got = [((s["size"]["width"], s["size"]["height"]), [(iv["num"], iv["den"]) for iv in s["intervals"]])
+                   for s in sizes]
+            self.ok(got == want, "video --list-formats: YUYV's sizes and frame intervals are vivid's webcam's",
+                    f"got {got}")
+        if self.r.files.get("video-vs-v4l2-ctl.json") is not None:
+            d = self.doc("video-vs-v4l2-ctl", "vs-v4l2-ctl")
+            if d is not None:
+                rounds = d.get("rounds", [])
+                self.ok(rounds and all(r["headroom_fps"] and r["v4l2_ctl_fps"] for r in rounds),
+                        f"video vs v4l2-ctl: both captured in each of {len(rounds)} rounds", f"rounds {rounds}")
+                ratio = d.get("ratio")
+                self.ok(ratio is not None and abs(ratio - 1) <= 0.01,
+                        f"video vs v4l2-ctl: headroom's fps within 1 % of v4l2-ctl --stream-mmap's "
+                        f"(median {d.get('headroom_median_fps')} / {d.get('v4l2_ctl_median_fps')} fps)",
+                        f"ratio {ratio}")
+        else:
+            self.ok(False, "video vs v4l2-ctl: ran in the board", "no v4l2-ctl in the image")
+        d = self.doc("path-video", "path")
+        if d is not None:
+            hops = d["path"]["chain"]["hops"]
+            kinds = [(h["hop"], h.get("name")) for h in hops]
+            self.ok(kinds[:2] == [("video", "video0"), ("platform", "vivid.0")] and kinds[-1][0] == "cpu",
+                    "path /dev/video0: vivid's node on its platform device, then the CPU", f"hops {kinds}")
 
 
     # --- the host acting while a step runs

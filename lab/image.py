@@ -21,6 +21,8 @@ MODULES = [
     "sd_mod", "e1000e", "ext4", "crc32c_generic",
     # /dev/aer_inject: AER errors a board injects from inside (`during STEP: aer_inject ...`).
     "aer_inject",
+    # A virtual V4L2 capture device (drivers/media/test-drivers/vivid) for `bench video`.
+    "vivid",
 ]
 
 # The gadget step's modules, loaded only by that step (after every other step has read the
@@ -32,6 +34,15 @@ GADGET_MODULES = [
     "dummy_hcd", "configfs", "libcomposite", "usb_f_mass_storage", "usb_f_ncm", "usb_f_hid",
     "cdc_ncm",
 ]
+
+# v4l2-ctl, the peer of `bench video`, with the shared libraries it loads (`readelf -d`:
+# libv4l2, libstdc++, libm, libgcc_s, libc; libv4l2 loads libv4lconvert, which loads libjpeg),
+# from Debian's packages for the board's architecture, run through the packages' own dynamic
+# loader (the initramfs has no /lib of a C library).
+V4L2_CTL_PACKAGES = ["v4l-utils", "libv4l-0", "libv4lconvert0", "libjpeg62-turbo", "libstdc++6",
+                     "libgcc-s1", "libc6"]
+V4L2_CTL_LIBS = ("libv4l2.so.0", "libv4lconvert.so.0", "libjpeg.so.62", "libstdc++.so.6",
+                 "libm.so.6", "libgcc_s.so.1", "libc.so.6", "ld-linux")
 
 
 class ImageError(Exception):
@@ -64,6 +75,7 @@ def resolve(boards):
             raise ImageError(f"apt knows no {meta}:{arch}: {hint(arch)} (the lab fetches Debian's kernels with apt-get download)")
         wanted.append((dep, arch))
     wanted += sorted({("busybox-static", b.deb_arch) for b in boards})
+    wanted += sorted({(p, b.deb_arch) for b in boards if "video" in b.steps for p in V4L2_CTL_PACKAGES})
     versions = {}
     text = apt_query("policy", *[f"{p}:{a}" for p, a in wanted])
     for (pkg, arch), block in zip(wanted, split_blocks(text, [f"{p}:{a}" if a != host_arch() else p for p, a in wanted])):
@@ -124,6 +136,34 @@ def kernel(board, versions, cache):
 def busybox(board, versions, cache):
     d = fetch("busybox-static", board.deb_arch, versions[("busybox-static", board.deb_arch)], cache)
     return os.path.join(d, "bin", "busybox")
+
+
+def v4l2_ctl(board, versions, cache):
+    """{name in the image: file} of v4l2-ctl, its libraries and the dynamic loader (`ld.so`),
+    or {} when the board runs no video step."""
+    if "video" not in board.steps:
+        return {}
+    out = {}
+    for pkg in V4L2_CTL_PACKAGES:
+        d = fetch(pkg, board.deb_arch, versions[(pkg, board.deb_arch)], cache)
+        for root, _, names in os.walk(d):
+            for n in names:
+                path = os.path.join(root, n)
+                # An absolute link (/lib64/ld-linux-x86-64.so.2) would name the host's file.
+                if os.path.islink(path) and os.path.isabs(os.readlink(path)):
+                    continue
+                if n == "v4l2-ctl" and root.endswith("/bin"):
+                    out["v4l2-ctl"] = path
+                elif n.startswith("ld-linux") and ".so" in n:
+                    out.setdefault("ld.so", path)
+                else:
+                    for lib in V4L2_CTL_LIBS:
+                        if n == lib:
+                            out[n] = path
+    missing = [n for n in ("v4l2-ctl", "ld.so") + V4L2_CTL_LIBS[:-1] if n not in out]
+    if missing:
+        raise ImageError(f"the {board.deb_arch} packages {' '.join(V4L2_CTL_PACKAGES)} lack {' '.join(missing)}")
+    return out
 
 
 def modinfo_depends(path):
@@ -197,8 +237,9 @@ class Cpio:
         self.f.close()
 
 
-def initramfs(out, busybox_bin, headroom_bin, moddir, modules, init_script, conf):
-    """Write the board's initramfs (gzip-compressed newc cpio) to OUT."""
+def initramfs(out, busybox_bin, headroom_bin, moddir, modules, init_script, conf, peers=None):
+    """Write the board's initramfs (gzip-compressed newc cpio) to OUT; PEERS ({name: file},
+    from v4l2_ctl) go to /opt/v4l, with the script comparing the two under /opt/bench."""
     raw = out + ".cpio"
     c = Cpio(raw)
     for d in ("bin", "sbin", "dev", "proc", "sys", "tmp", "mnt", "root", "lab", "lib", "lib/modules", "etc"):
@@ -221,6 +262,14 @@ def initramfs(out, busybox_bin, headroom_bin, moddir, modules, init_script, conf
     for rel in gadget:
         c.copy(f"lib/modules/{os.path.basename(rel)}", os.path.join(moddir, rel))
     c.file("lab/gadget-modules", "".join(os.path.basename(r) + "\n" for r in gadget).encode())
+    if peers:
+        c.dir("opt")
+        c.dir("opt/v4l")
+        c.dir("opt/bench")
+        for name, src in sorted(peers.items()):
+            c.copy(f"opt/v4l/{name}", src, 0o755)
+        bench = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "vs-v4l2-ctl.sh")
+        c.copy("opt/bench/vs-v4l2-ctl.sh", bench, 0o755)
     # A few files a real root has, so the probes read what they would on a board.
     c.file("etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
     c.file("etc/group", b"root:x:0:\n")

@@ -45,7 +45,7 @@ class Boards(unittest.TestCase):
         for path in glob.glob(os.path.join(HERE, "boards", "*.board")):
             b = Board(path)
             acting = ["watch", "watch-disk"] if b.during else []
-            self.assertEqual(b.steps, ["audit", "path", "disk", "raw", "latency", "count", "survey", "net"] + acting + ["gadget"], path)
+            self.assertEqual(b.steps, ["audit", "path", "disk", "raw", "latency", "count", "survey", "net", "video"] + acting + ["gadget"], path)
 
     def test_during_lines_are_kept_in_order_per_step_and_checked(self):
         path = board_text("arch: x86_64\n-device pcie-root-port,id=rp1\n-drive file=a,if=none,id=d\n"
@@ -105,7 +105,7 @@ class Boards(unittest.TestCase):
         os.unlink(path)
         self.assertEqual(b.arch, "armv7")
         self.assertEqual(b.devices[0].props, {"id": "n", "serial": "a,b"})
-        self.assertEqual(b.steps, ["audit", "path", "latency", "count", "survey", "gadget"])
+        self.assertEqual(b.steps, ["audit", "path", "latency", "count", "survey", "video", "gadget"])
 
 
     def test_a_serial_or_an_id_cannot_carry_shell_syntax(self):

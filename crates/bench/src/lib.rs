@@ -7,6 +7,7 @@
 //! - [`mmio`]: CPU loads and stores on a mapped PCI BAR or file, by width.
 //! - [`mem`]: the same on a DRAM buffer larger than the last-level cache, the yardstick.
 //! - [`stress`]: CPU, sync() and memory load, stress-ng's recipes without stress-ng.
+//! - [`video`]: V4L2 streaming capture with mmap buffers, what `v4l2-ctl --stream-mmap` does.
 //!
 //! # One run shape
 //!
@@ -45,6 +46,7 @@ pub mod mem;
 pub mod mmio;
 pub mod net;
 pub mod stress;
+pub mod video;
 
 /// The shared stop flag: set by the caller (Ctrl-C, SIGTERM, a deadline), read by the engine.
 pub type Stop = Arc<AtomicBool>;

@@ -127,7 +127,17 @@ pub fn run(global: &GlobalArgs, args: &AuditArgs) -> anyhow::Result<ExitCode> {
                     args.root.display()
                 );
             }
-            let inventory = probe::inventory::scan(&SysRoot::new(&args.root));
+            let mut inventory = probe::inventory::scan(&SysRoot::new(&args.root));
+            // The running system's video nodes say what they are when asked (QUERYCAP, the
+            // formats); a captured tree has only its sysfs.
+            if SysRoot::new(&args.root).is_live() {
+                for n in &mut inventory.video {
+                    match bench::video::Device::query(std::path::Path::new(&n.dev)) {
+                        Ok((caps, formats)) => (n.caps, n.formats) = (Some(caps), formats),
+                        Err(e) => n.unreadable = Some(e.to_string()),
+                    }
+                }
+            }
             for w in inventory.warnings() {
                 crate::console::warn(w);
             }

@@ -1,5 +1,5 @@
 //! `headroom bench ...`: the benchmarks' flags and their dispatch; each benchmark's run is in
-//! its own module (`bench_disk`, `bench_latency`, `bench_net`, `bench_mmio`).
+//! its own module (`bench_disk`, `bench_latency`, `bench_net`, `bench_mmio`, `bench_video`).
 
 use crate::output::GlobalArgs;
 use bench::stress;
@@ -32,6 +32,10 @@ pub enum BenchCommand {
     /// The DRAM yardstick of `bench mmio`: the same widths and a memcpy on a buffer larger
     /// than the last-level cache.
     Mem(crate::bench_mmio::MemArgs),
+    /// V4L2 capture like `v4l2-ctl --stream-mmap`: delivered frame rate, frame intervals,
+    /// drops, bytes per second and CPU, judged against what the format needs and the USB
+    /// bandwidth a camera reserved; --list-formats lists what the device offers.
+    Video(crate::bench_video::VideoArgs),
     /// A worker of `--stress` (started by headroom itself).
     #[command(hide = true, name = "stress-worker")]
     StressWorker {
@@ -49,6 +53,7 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<ExitCode> {
         BenchCommand::Net(a) => crate::bench_net::run_net(global, a),
         BenchCommand::Mmio(a) => crate::bench_mmio::run_mmio(global, a),
         BenchCommand::Mem(a) => crate::bench_mmio::run_mem(global, a),
+        BenchCommand::Video(a) => crate::bench_video::run_video(global, a),
         BenchCommand::StressWorker { args } => {
             let w = stress::WorkerArgs::from_args(args).map_err(anyhow::Error::msg)?;
             stress::worker_main(&w).map_err(anyhow::Error::msg)?;

@@ -15,6 +15,7 @@ mod bench_disk;
 mod bench_latency;
 mod bench_mmio;
 mod bench_net;
+mod bench_video;
 mod beside;
 mod ceiling;
 mod compare;

@@ -990,6 +990,7 @@ fn benchmarks_run_through_the_driver() {
         "bench_net.rs",
         "bench_latency.rs",
         "bench_mmio.rs",
+        "bench_video.rs",
         "survey.rs",
     ] {
         let text = &code[file];

@@ -7,6 +7,7 @@ mod bench_disk;
 mod bench_latency;
 mod bench_mmio;
 mod bench_net;
+mod bench_video;
 mod ceiling;
 mod count;
 mod cyclictest_formats;

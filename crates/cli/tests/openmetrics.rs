@@ -136,7 +136,7 @@ fn every_document_kind_passes_promtool_and_the_openmetrics_parser() {
         // Each kind's own figures are there.
         let names = sample_names(&prom);
         let must: &[&str] = match kind.as_str() {
-            "disk" | "net" | "mmio" => &["headroom_throughput_bytes_per_second"],
+            "disk" | "net" | "mmio" | "video" => &["headroom_throughput_bytes_per_second"],
             "latency" => &["headroom_wakeup_latency_seconds", "headroom_wakeups_total"],
             "count" => &["headroom_event_value"],
             "audit" if input.to_string_lossy().contains("nvme") => &[
@@ -170,6 +170,7 @@ fn every_document_kind_passes_promtool_and_the_openmetrics_parser() {
         "report",
         "survey",
         "survey-plan",
+        "video",
         "watch",
     ];
     assert_eq!(kinds, every.iter().map(|k| k.to_string()).collect());

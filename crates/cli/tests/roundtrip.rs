@@ -648,6 +648,7 @@ fn a_document_of_every_kind_reads_back_everywhere() {
         ("survey", "survey-rpi5.json"),
         ("survey-plan", "survey-plan-sd-nvme.json"),
         ("watch", "watch-q35-retrain.json"),
+        ("video", "video-vivid-yuyv.json"),
     ];
     for (i, (kind, name)) in kinds.iter().enumerate() {
         let file = testsupport::fixtures::own(&format!("results/{name}"));
@@ -710,6 +711,12 @@ fn a_document_of_every_kind_reads_back_everywhere() {
                 .iter()
                 .map(|c| format!("{:.1}", c["goodput_bytes_per_sec"].as_f64().unwrap() / 1e6))
                 .collect(),
+            // The rate delivered and the drops, as the capture's table words them.
+            "video-vivid-yuyv.json" => vec![
+                format!("{:.2}", doc["capture"]["fps"].as_f64().unwrap()),
+                "frames dropped".into(),
+                "frames drop: 4 of 54 frames missing".into(),
+            ],
             // The devices something happened to, and their counts.
             "watch-q35-retrain.json" => vec![
                 "0000:05:00.0".into(),

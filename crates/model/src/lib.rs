@@ -21,6 +21,7 @@ pub mod stress;
 pub mod survey;
 pub mod system;
 pub mod units;
+pub mod video;
 pub mod watch;
 
 pub use finding::{Finding, Severity};

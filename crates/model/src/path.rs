@@ -152,6 +152,12 @@ pub enum Hop {
         name: String,
         driver: Option<String>,
     },
+    /// A V4L2 device node (`video0`) and the card its driver names.
+    Video {
+        name: String,
+        card: Option<String>,
+        driver: Option<String>,
+    },
     Cpu,
 }
 

@@ -83,6 +83,9 @@ impl Resolver<'_> {
             return self.block(&text, 0);
         }
         if let Some(dev) = text.strip_prefix("/dev/") {
+            if let Some(walk) = self.video(dev) {
+                return walk;
+            }
             if let Some(name) = self.dev_node_name(target, dev) {
                 return self.block(&name, 0);
             }
@@ -107,6 +110,24 @@ impl Resolver<'_> {
             );
         }
         self.file(target, 0)
+    }
+
+    /// The walk from V4L2 node `name` (`video0`), when sysfs lists it: the node, then the
+    /// device it belongs to (a USB camera's interface, a platform device) up to the CPU.
+    fn video(&mut self, name: &str) -> Option<Walk> {
+        let node = crate::video::node_of(self.root, Path::new(name))?;
+        let class = self
+            .root
+            .canonical(format!("{}/{name}", crate::video::CLASS_DIR))
+            .ok()?;
+        let mut hops = vec![Hop::Video {
+            name: node.name,
+            card: node.title,
+            driver: node.driver,
+        }];
+        let (hw, stopped) = walk::hardware(self.root, &class, &mut self.warnings);
+        hops.extend(hw);
+        Some((hops, stopped))
     }
 
     /// The walk from PCI function `text` (optionally `:BAR`), when it exists here.

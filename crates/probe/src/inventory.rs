@@ -16,6 +16,8 @@ pub fn scan(root: &SysRoot) -> Inventory {
         usb: crate::usb::scan(root),
         block: crate::block::scan(root),
         net: crate::net::scan(root),
+        // A class directory that cannot be listed is no video device to show.
+        video: crate::video::nodes(root).unwrap_or_default(),
     }
 }
 

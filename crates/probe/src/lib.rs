@@ -22,5 +22,6 @@ pub mod net;
 pub mod qdisc;
 pub mod system;
 pub mod usb;
+pub mod video;
 mod walk;
 pub mod watch;

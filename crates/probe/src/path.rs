@@ -31,6 +31,8 @@ pub enum Named {
     /// An existing PCI function (`0000:01:00.0`, `01:00.0`), or one of its BARs as `bench
     /// mmio` names them (`0000:01:00.0:2`), given as written.
     PciFunction(String),
+    /// A V4L2 device node by its kernel name (`video0`), given by a node in /dev.
+    VideoDevice(String),
 }
 
 /// What `given` names, the way every command reads a target: a file or directory when it
@@ -77,6 +79,14 @@ pub fn classify(root: &SysRoot, given: &Path) -> Result<Named, String> {
     }
     if !live {
         let abs = Path::new("/").join(given);
+        if let Some(name) = abs
+            .strip_prefix("/dev")
+            .ok()
+            .and_then(|r| r.to_str())
+            .filter(|n| exists(&format!("{}/{n}", crate::video::CLASS_DIR)))
+        {
+            return Ok(Named::VideoDevice(name.to_string()));
+        }
         if let Ok(rest) = abs.strip_prefix("/dev") {
             let name = rest.file_name().map(|n| n.to_string_lossy().into_owned());
             return match name.filter(|n| crate::block::locate(root, n).is_ok()) {
@@ -110,6 +120,23 @@ pub fn classify(root: &SysRoot, given: &Path) -> Result<Named, String> {
             }
             if t.is_dir() || t.is_file() {
                 return Ok(Named::File(abs));
+            }
+            if t.is_char_device() {
+                // A V4L2 node (/dev/video0, or a /dev/v4l/by-id link to one): its kernel
+                // name from the device number.
+                let (major, minor) = model::blockdev::split_dev(m.rdev());
+                let node = root
+                    .canonical(format!("/sys/dev/char/{major}:{minor}"))
+                    .ok()
+                    .filter(|p| {
+                        p.parent()
+                            .and_then(|d| d.file_name())
+                            .is_some_and(|d| d == "video4linux")
+                    })
+                    .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+                if let Some(name) = node {
+                    return Ok(Named::VideoDevice(name));
+                }
             }
             let what = if t.is_char_device() {
                 "a character device"
@@ -209,6 +236,7 @@ pub fn resolve(root: &SysRoot, target: &Path, audit: &PciAudit) -> Result<Target
         Named::BlockDevice(name) | Named::Interface(name) | Named::PciFunction(name) => {
             PathBuf::from(name)
         }
+        Named::VideoDevice(name) => PathBuf::from(format!("/dev/{name}")),
         Named::Missing { bare: true, .. } => {
             let t = target.display();
             return Err(format!(

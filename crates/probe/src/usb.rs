@@ -347,6 +347,63 @@ fn interface_endpoints(
     (endpoints, others)
 }
 
+/// One endpoint descriptor (USB 2.0 spec table 9-13) with the SuperSpeed endpoint companion
+/// that follows it (USB 3.2 spec 9.6.7), and the configuration and alternate setting it is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EndpointDescriptor {
+    pub configuration: u8,
+    pub interface: u8,
+    pub alt_setting: u8,
+    pub address: u8,
+    /// bmAttributes: bits 1..0 the transfer type (0 control, 1 isochronous, 2 bulk, 3
+    /// interrupt).
+    pub attributes: u8,
+    /// wMaxPacketSize as in the descriptor (bits 12..11: additional transactions).
+    pub max_packet_size: u16,
+    pub interval: u8,
+    /// The companion's bMaxBurst, bmAttributes and wBytesPerInterval.
+    pub companion: Option<(u8, u8, u16)>,
+}
+
+/// Every endpoint of every configuration and alternate setting in raw descriptors (the
+/// sysfs `descriptors` file), walked by bLength; stops at a malformed one.
+pub fn endpoint_descriptors(raw: &[u8]) -> Vec<EndpointDescriptor> {
+    // bDescriptorType (USB 2.0 table 9-5, USB 3.2 table 9-6): CONFIGURATION 2, INTERFACE 4,
+    // ENDPOINT 5, SUPERSPEED_USB_ENDPOINT_COMPANION 0x30.
+    let (mut configuration, mut interface, mut alt_setting) = (0u8, 0u8, 0u8);
+    let mut out: Vec<EndpointDescriptor> = Vec::new();
+    let mut at = 0usize;
+    while let Some(d) = raw.get(at..) {
+        let Some(&len) = d.first() else { break };
+        let len = usize::from(len);
+        if len < 2 || d.len() < len {
+            break;
+        }
+        at += len;
+        match d[1] {
+            2 if len >= 9 => configuration = d[5],
+            4 if len >= 9 => (interface, alt_setting) = (d[2], d[3]),
+            5 if len >= 7 => out.push(EndpointDescriptor {
+                configuration,
+                interface,
+                alt_setting,
+                address: d[2],
+                attributes: d[3],
+                max_packet_size: u16::from_le_bytes([d[4], d[5]]),
+                interval: d[6],
+                companion: None,
+            }),
+            0x30 if len >= 6 => {
+                if let Some(ep) = out.last_mut() {
+                    ep.companion = Some((d[2], d[3], u16::from_le_bytes([d[4], d[5]])));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// The controller of the bus a device sits on: the first ancestor directory that is not a
 /// USB device or interface.
 fn host_controller(

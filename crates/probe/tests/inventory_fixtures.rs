@@ -78,6 +78,7 @@ fn short(h: &Hop) -> String {
         Hop::Virtio { name, .. } => format!("virtio {name}"),
         Hop::Pci { address, .. } => format!("pci {address}"),
         Hop::Platform { name, .. } => format!("platform {name}"),
+        Hop::Video { name, .. } => format!("video {name}"),
         Hop::Cpu => "cpu".to_string(),
     }
 }

@@ -6,3 +6,4 @@ mod inventory_fixtures;
 mod kernel_variety;
 mod lspci_reference;
 mod pci_properties;
+mod video;

@@ -66,10 +66,12 @@ pub enum DocumentKind {
     History,
     #[serde(rename = "watch")]
     Watch,
+    #[serde(rename = "video")]
+    Video,
 }
 
 impl DocumentKind {
-    pub const ALL: [DocumentKind; 15] = [
+    pub const ALL: [DocumentKind; 16] = [
         DocumentKind::Audit,
         DocumentKind::Path,
         DocumentKind::Ceiling,
@@ -85,6 +87,7 @@ impl DocumentKind {
         DocumentKind::Compare,
         DocumentKind::History,
         DocumentKind::Watch,
+        DocumentKind::Video,
     ];
 
     /// The name documents carry in `kind`.
@@ -105,6 +108,7 @@ impl DocumentKind {
             DocumentKind::Compare => "compare",
             DocumentKind::History => "history",
             DocumentKind::Watch => "watch",
+            DocumentKind::Video => "video",
         }
     }
 }
@@ -658,7 +662,8 @@ mod tests {
                 "report",
                 "compare",
                 "history",
-                "watch"
+                "watch",
+                "video"
             ]
         );
         for (k, name) in DocumentKind::ALL.iter().zip(&names) {
@@ -672,7 +677,7 @@ mod tests {
         assert_eq!(
             "Disk".parse::<DocumentKind>().unwrap_err().to_string(),
             "its kind `Disk` is none headroom writes: audit, path, ceiling, disk, latency, net, \
-             mmio, count, pmu_list, survey, survey-plan, report, compare, history, watch"
+             mmio, count, pmu_list, survey, survey-plan, report, compare, history, watch, video"
         );
     }
 }

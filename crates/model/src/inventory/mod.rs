@@ -23,6 +23,8 @@ pub struct Inventory {
     pub usb: UsbInventory,
     pub block: BlockInventory,
     pub net: NetInventory,
+    /// V4L2 video nodes (`/sys/class/video4linux`).
+    pub video: Vec<crate::video::VideoNode>,
 }
 
 impl Inventory {

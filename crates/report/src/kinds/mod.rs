@@ -19,6 +19,7 @@ pub mod mmio;
 pub mod net;
 pub mod path;
 pub mod survey;
+pub mod video;
 pub mod watch;
 
 use crate::document::{Document, DocumentError, DocumentKind};
@@ -242,6 +243,7 @@ pub static KINDS: &[&dyn Kind] = &[
     &derived::CompareKind,
     &derived::HistoryKind,
     &watch::WatchKind,
+    &video::VideoKind,
 ];
 
 /// The kind of documents of `kind`.

@@ -39,6 +39,10 @@ pub struct AuditDocument {
     pub block: Option<BlockInventory>,
     #[serde(default)]
     pub net: Option<NetInventory>,
+    /// V4L2 video nodes: the card, driver and bus, and what QUERYCAP and the format
+    /// enumeration said of each that could be opened.
+    #[serde(default)]
+    pub video: Option<Vec<model::video::VideoNode>>,
     /// Every finding of every section, most severe first.
     #[serde(default)]
     pub findings: Vec<Finding>,
@@ -59,6 +63,7 @@ impl AuditDocument {
             usb: Some(inventory.usb),
             block: Some(inventory.block),
             net: Some(inventory.net),
+            video: Some(inventory.video),
             findings,
         }
     }
@@ -73,6 +78,7 @@ impl AuditDocument {
             usb: None,
             block: None,
             net: None,
+            video: None,
             findings,
         }
     }
@@ -456,6 +462,23 @@ fn inventory(a: &AuditDocument) -> Vec<(String, Table)> {
                 ("MTU", true),
                 ("Driver", false),
                 ("TCP ceiling (MB/s)", true),
+            ],
+            rows,
+        ));
+    }
+    if let Some(v) = a.video.as_ref().filter(|v| !v.is_empty()) {
+        let rows = v.iter().map(text::video_row).collect();
+        out.push(counted_table(
+            "Video",
+            ("device", "devices"),
+            "",
+            &[
+                ("Node", false),
+                ("Card", false),
+                ("Driver", false),
+                ("Bus", false),
+                ("Capabilities", false),
+                ("Formats", false),
             ],
             rows,
         ));

@@ -43,6 +43,19 @@ pub(crate) fn render(
     if let Some(n) = &doc.net {
         out.push_str(&net(n));
     }
+    if let Some(v) = doc.video.as_ref().filter(|v| !v.is_empty()) {
+        let _ = writeln!(out, "\nVideo devices:");
+        for n in v {
+            let r = video_row(n);
+            let mut line = format!("  {:<12} {} [{}] on {}", r[0], r[1], r[2], r[3]);
+            for (what, v) in [("", &r[4]), ("formats ", &r[5])] {
+                if *v != crate::table::dash() {
+                    let _ = write!(line, "; {what}{v}");
+                }
+            }
+            let _ = writeln!(out, "{line}");
+        }
+    }
     out.push_str(&crate::terminal::findings(&doc.findings, |s| {
         style.severity(s)
     }));
@@ -870,4 +883,43 @@ pub fn devfreq_line(d: &model::system::DevFreq) -> String {
         mhz(d.max_hz),
         mhz(d.cur_hz)
     )
+}
+
+/// One video node as the audit lists it: node, card, driver, bus (with the USB device),
+/// capabilities and formats (what QUERYCAP and the enumeration said, or why they could not).
+pub fn video_row(n: &model::video::VideoNode) -> Vec<String> {
+    let dash = crate::table::dash;
+    let card = n
+        .caps
+        .as_ref()
+        .map(|c| c.card.clone())
+        .or_else(|| n.title.clone())
+        .unwrap_or_else(dash);
+    let bus = match (&n.bus, &n.usb_device) {
+        (Some(b), Some(u)) => format!("{b} {u}"),
+        (Some(b), None) => b.clone(),
+        _ => dash(),
+    };
+    let caps = match (&n.caps, &n.unreadable) {
+        (Some(c), _) => c.capability_names().join(", "),
+        (None, Some(why)) => format!("not read: {why}"),
+        (None, None) => dash(),
+    };
+    let formats = if n.formats.is_empty() {
+        dash()
+    } else {
+        n.formats
+            .iter()
+            .map(|f| f.fourcc.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    vec![
+        n.dev.clone(),
+        card,
+        n.driver.clone().unwrap_or_else(dash),
+        bus,
+        caps,
+        formats,
+    ]
 }

@@ -283,6 +283,14 @@ fn render_hops(
                     .map(|d| format!(" [{d}]"))
                     .unwrap_or_default()
             ),
+            Hop::Video { name, card, driver } => format!(
+                "video {name}{}{}",
+                card.as_deref().map(|c| format!(" {c}")).unwrap_or_default(),
+                driver
+                    .as_deref()
+                    .map(|d| format!(" [{d}]"))
+                    .unwrap_or_default()
+            ),
             Hop::Cpu => "CPU".to_string(),
         };
         let _ = writeln!(out, "{indent}{line}{}", link_suffix(h, path));
