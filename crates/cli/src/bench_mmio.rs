@@ -449,9 +449,9 @@ impl Benchmark for MmioArgs {
             MmioTarget::Bar { addr, .. } => Some(addr.function.to_string()),
             MmioTarget::File(_) => None,
         };
-        let resolved = function.as_ref().map(|t| {
-            probe::path::resolve(&root, Path::new(t), &probe::pci::audit_sysfs(&root))
-        });
+        let resolved = function
+            .as_ref()
+            .map(|t| probe::path::resolve(&root, Path::new(t), &probe::pci::audit_sysfs(&root)));
         let pci = match &resolved {
             Some(Ok(p)) => p.chain.pci_addresses(),
             _ => Vec::new(),

@@ -13,6 +13,7 @@ use model::root::SysRoot;
 use model::video::{UsbStreaming, VideoConfig, VideoFlags, VideoNode};
 use report::document::DocumentKind;
 use report::kinds::video::{findings, VideoDocument};
+use report::kinds::KindDocument as _;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::OnceLock;
@@ -142,10 +143,10 @@ fn show(global: &GlobalArgs, doc: &VideoDocument) -> anyhow::Result<()> {
     if global.json {
         return crate::output::print_result(DocumentKind::Video, doc);
     }
-    let wrapped = crate::output::wrap(DocumentKind::Video, doc)?;
-    let summary = report::kinds::summarize(&wrapped, "this run")?;
-    let style = report::terminal::Style::new(global.use_color());
-    let text = report::kinds::video::text::render(&summary, &style);
+    let text = doc.text(&report::kinds::Text {
+        style: report::terminal::Style::new(global.use_color()),
+        ..Default::default()
+    });
     // Through the one terminal writer (the card and format names shown escaped); a closed
     // stdout (`| head`) still lets the run end as it should.
     if let Err(e) = crate::out!("{text}") {

@@ -209,11 +209,23 @@ pub struct Text<'a> {
 /// The text of a document whose kind has no layout of its own for it: its summary's sections,
 /// as a survey shows its parts ([`crate::terminal::sections`]).
 pub fn summary_text<D: KindDocument>(doc: &D, how: &Text<'_>) -> String {
+    text_of_summary(doc, how, |s, style| {
+        crate::terminal::sections::render(std::slice::from_ref(s), style)
+    })
+}
+
+/// The text `layout` draws from the summary of `doc` (the kinds whose tables are their
+/// summary's).
+pub(crate) fn text_of_summary<D: KindDocument>(
+    doc: &D,
+    how: &Text<'_>,
+    layout: impl Fn(&Summary, &Style) -> String,
+) -> String {
     let host = how.host.cloned().unwrap_or_default();
     let summary = crate::document::wrap(D::KIND, env!("CARGO_PKG_VERSION"), host, doc)
         .and_then(|d| summarize(&d, "this run"));
     match summary {
-        Ok(s) => crate::terminal::sections::render(std::slice::from_ref(&s), &how.style),
+        Ok(s) => layout(&s, &how.style),
         Err(e) => format!("this {} document cannot be shown: {e}\n", D::KIND.as_str()),
     }
 }

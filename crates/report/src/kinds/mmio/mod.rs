@@ -327,13 +327,7 @@ impl super::KindDocument for MmioDocument {
 
     /// The tables of every width's throughput and latency, from the document's summary.
     fn text(&self, how: &super::Text<'_>) -> String {
-        let host = how.host.cloned().unwrap_or_default();
-        match crate::document::wrap(Self::KIND, env!("CARGO_PKG_VERSION"), host, self)
-            .and_then(|d| super::summarize(&d, "this run"))
-        {
-            Ok(s) => text::render(&s, &how.style),
-            Err(e) => format!("this mmio document cannot be shown: {e}\n"),
-        }
+        super::text_of_summary(self, how, text::render)
     }
 }
 

@@ -51,6 +51,11 @@ pub struct VideoDocument {
 
 impl super::KindDocument for VideoDocument {
     const KIND: DocumentKind = DocumentKind::Video;
+
+    /// The capture's table and findings, from the document's summary.
+    fn text(&self, how: &super::Text<'_>) -> String {
+        super::text_of_summary(self, how, text::render)
+    }
 }
 
 /// The rate a capture is judged at: what the driver says it streams, else what was

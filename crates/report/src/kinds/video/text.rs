@@ -6,7 +6,7 @@ use crate::terminal::Style;
 use std::fmt::Write as _;
 
 /// The text of a capture, or of a format listing, from the run's summary.
-pub fn render(s: &Summary, style: &Style) -> String {
+pub(crate) fn render(s: &Summary, style: &Style) -> String {
     let mut out = String::new();
     let title = format!(
         "headroom bench video {}",
