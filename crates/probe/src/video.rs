@@ -45,9 +45,10 @@ fn attr(root: &SysRoot, rel: impl AsRef<Path>) -> Option<String> {
     read_attr(&root.attr(rel)).ok().flatten()
 }
 
+/// The name a sysfs link points to (`uvcvideo`, `usb`), read from the link itself: its
+/// target need not exist (a captured tree may hold the link without the driver's directory).
 fn link_name(root: &SysRoot, rel: String) -> Option<String> {
-    let p = root.canonical(rel).ok()?;
-    Some(p.file_name()?.to_string_lossy().into_owned())
+    crate::sysfs::link_name(&root.path(rel)).ok().flatten()
 }
 
 fn node(root: &SysRoot, name: &str) -> VideoNode {
