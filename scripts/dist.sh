@@ -4,8 +4,9 @@
 #   dist/headroom-<version>-<target>.tar.gz         (binary + README + the ids' licence)
 #   dist/SHA256SUMS
 # for x86_64, aarch64 and 32-bit ARM (ARMv7 hard-float) musl, every feature on but the PostgreSQL
-# client (a lab's history: boards bring their documents to it with `history import`; SQLite bundled,
-# io_uring, plots, the built-in pci.ids/usb.ids). Each must stay under 5,000,000 B: the script
+# client (a lab's history: boards bring their documents to it with `history import`) and
+# iperf3's RSA authentication in bench net (SQLite bundled, io_uring, plots, the built-in
+# pci.ids/usb.ids are in). Each must stay under 5,000,000 B: the script
 # ends with scripts/size-check.sh, which fails naming a binary that reached it. Sizes and what
 # makes them small: docs/boards.md.
 #

@@ -57,7 +57,8 @@ pub struct NetArgs {
     pub save: bool,
 
     /// Client: the user name of iperf3's authentication (the password from the
-    /// IPERF3_PASSWORD environment variable, else asked on the terminal).
+    /// IPERF3_PASSWORD environment variable, else asked on the terminal). Not in the board
+    /// binaries of scripts/dist.sh, which refuse it with one sentence.
     #[arg(
         long = "username",
         value_name = "USER",
@@ -629,6 +630,9 @@ fn client_auth(a: &NetArgs) -> Result<Option<Arc<net::auth::ClientAuth>>, String
     let (Some(user), Some(key)) = (&a.username, &a.rsa_public_key_path) else {
         return Ok(None);
     };
+    if let Some(why) = net::auth::unavailable() {
+        return Err(why.to_string());
+    }
     let password = match std::env::var(net::auth::PASSWORD_ENV) {
         Ok(p) => p,
         Err(_) => crate::console::ask_password("Password: ").map_err(|e| {
@@ -649,6 +653,11 @@ fn run_server(
     interval: f64,
 ) -> anyhow::Result<ExitCode> {
     let auth = match (&a.rsa_private_key_path, &a.authorized_users_path) {
+        (Some(_), Some(_)) if net::auth::unavailable().is_some() => {
+            return Err(crate::console::usage(
+                net::auth::unavailable().unwrap_or_default(),
+            ));
+        }
         (Some(key), Some(users)) => {
             let users = users.clone();
             let read_users: net::auth::ReadUsers =

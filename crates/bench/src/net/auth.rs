@@ -21,14 +21,21 @@
 //! with blinding, and a token is only worth the few seconds of the skew threshold.
 
 use super::proto::ProtoError;
+#[cfg(feature = "net-auth")]
 use base64::Engine as _;
+#[cfg(feature = "net-auth")]
 use rsa::pkcs1::DecodeRsaPrivateKey;
+#[cfg(feature = "net-auth")]
 use rsa::pkcs8::{DecodePrivateKey, DecodePublicKey};
+#[cfg(feature = "net-auth")]
 use rsa::traits::PublicKeyParts;
+#[cfg(feature = "net-auth")]
 use rsa::{Pkcs1v15Encrypt, RsaPrivateKey, RsaPublicKey};
 use sha2::{Digest, Sha256};
+#[cfg(feature = "net-auth")]
 use std::collections::HashMap;
 use std::path::Path;
+#[cfg(feature = "net-auth")]
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// iperf3's default `--time-skew-threshold`, seconds (iperf_api.c).
@@ -43,12 +50,14 @@ pub const MAX_AHEAD_S: i64 = 2;
 pub const MAX_KEY_BITS: usize = 4096;
 /// The accepted tokens a server remembers (each until its time is past the skew threshold):
 /// a bound on memory whatever the threshold; past it, a token is refused until some expire.
+#[cfg(feature = "net-auth")]
 const MAX_REMEMBERED: usize = 65_536;
 /// The largest key or users file read (a key file is a few kB).
 pub const MAX_FILE: u64 = 1 << 20;
 /// The environment variable a client's password comes from, as iperf3 reads it.
 pub const PASSWORD_ENV: &str = "IPERF3_PASSWORD";
 
+#[cfg(feature = "net-auth")]
 /// `auth_text_format` of iperf_auth.c.
 fn plaintext(user: &str, password: &str, ts: i64) -> String {
     format!("user: {user}\npwd:  {password}\nts:   {ts}")
@@ -60,10 +69,58 @@ pub fn password_hash(user: &str, password: &str) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+#[cfg(feature = "net-auth")]
 fn now_s() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Why iperf3's authentication cannot be used here, when this headroom was built without it
+/// (the board binaries leave it out); `None` when it can.
+pub fn unavailable() -> Option<&'static str> {
+    if cfg!(feature = "net-auth") {
+        None
+    } else {
+        Some(
+            "this headroom was built without iperf3's authentication (the board binaries \
+             leave it out to stay under 5,000,000 B): run bench net with --username or \
+             --rsa-private-key-path from a build that has it (`cargo build --release`)",
+        )
+    }
+}
+
+/// A build without iperf3's authentication has no credentials: no value of these types
+/// exists, and their constructors say why.
+#[cfg(not(feature = "net-auth"))]
+#[derive(Clone, Debug)]
+pub enum ClientAuth {}
+
+#[cfg(not(feature = "net-auth"))]
+impl ClientAuth {
+    pub fn new(_: &Path, _: &str, _: &str, _: &str) -> Result<ClientAuth, String> {
+        Err(unavailable().unwrap_or_default().to_string())
+    }
+
+    pub fn token(&self) -> Result<String, String> {
+        match *self {}
+    }
+}
+
+/// See [`ClientAuth`]: no server key without iperf3's authentication.
+#[cfg(not(feature = "net-auth"))]
+#[derive(Clone, Debug)]
+pub enum ServerAuth {}
+
+#[cfg(not(feature = "net-auth"))]
+impl ServerAuth {
+    pub fn new(_: &Path, _: &str, _: ReadUsers, _: u32) -> Result<ServerAuth, String> {
+        Err(unavailable().unwrap_or_default().to_string())
+    }
+
+    pub fn check(&self, _: Option<&str>) -> Result<(), ProtoError> {
+        match *self {}
+    }
 }
 
 /// How the server reads its authorized users file, again for every test: the caller's one
@@ -71,6 +128,7 @@ fn now_s() -> i64 {
 /// the size); the sentence on failure names the file.
 pub type ReadUsers = std::sync::Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
 
+#[cfg(feature = "net-auth")]
 /// The client's credentials, encrypted for the server on each test.
 #[derive(Clone, Debug)]
 pub struct ClientAuth {
@@ -79,6 +137,7 @@ pub struct ClientAuth {
     password: String,
 }
 
+#[cfg(feature = "net-auth")]
 impl ClientAuth {
     /// `--username USER --rsa-public-key-path FILE` (`pem`, the file's text), the password
     /// from [`PASSWORD_ENV`].
@@ -128,6 +187,7 @@ impl ClientAuth {
     }
 }
 
+#[cfg(feature = "net-auth")]
 /// The server's key and its authorized users.
 #[derive(Clone)]
 pub struct ServerAuth {
@@ -139,6 +199,7 @@ pub struct ServerAuth {
     accepted: Arc<Mutex<HashMap<[u8; 32], i64>>>,
 }
 
+#[cfg(feature = "net-auth")]
 impl std::fmt::Debug for ServerAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the key.
@@ -148,6 +209,7 @@ impl std::fmt::Debug for ServerAuth {
     }
 }
 
+#[cfg(feature = "net-auth")]
 /// What a decrypted token says.
 #[derive(Debug, PartialEq)]
 struct Credentials {
@@ -156,6 +218,7 @@ struct Credentials {
     ts: i64,
 }
 
+#[cfg(feature = "net-auth")]
 /// Parse `auth_text_format` as sscanf does: each literal word in turn, `%s` a run of
 /// non-white-space characters, `%ld` a signed decimal; white space in the format matches
 /// any white space.
@@ -179,6 +242,7 @@ fn parse_plaintext(text: &str) -> Option<Credentials> {
     Some(Credentials { user, password, ts })
 }
 
+#[cfg(feature = "net-auth")]
 impl ServerAuth {
     /// `--rsa-private-key-path FILE --authorized-users-path FILE [--time-skew-threshold S]`.
     /// The users file is read again for every test, as iperf3 does, so it can be edited
@@ -305,6 +369,7 @@ impl ServerAuth {
 }
 
 #[cfg(test)]
+#[cfg(feature = "net-auth")]
 mod tests {
     use super::*;
 
@@ -418,5 +483,27 @@ mod tests {
             parse_plaintext("user: a\npwd:  b\nts:   -5x").unwrap().ts,
             -5
         );
+    }
+}
+
+#[cfg(test)]
+#[cfg(not(feature = "net-auth"))]
+mod without_auth {
+    use super::*;
+
+    /// A build without iperf3's authentication (the board binaries) says so in one sentence
+    /// when credentials are asked for, on either side.
+    #[test]
+    fn credentials_are_refused_with_one_sentence() {
+        let why = unavailable().expect("a build without net-auth says why");
+        assert!(
+            why.contains("built without iperf3's authentication"),
+            "{why}"
+        );
+        let client = ClientAuth::new(Path::new("key.pem"), "", "mario", "rossi");
+        assert_eq!(client.err().as_deref(), Some(why));
+        let users: ReadUsers = std::sync::Arc::new(|| Ok(String::new()));
+        let server = ServerAuth::new(Path::new("key.pem"), "", users, DEFAULT_SKEW_S);
+        assert_eq!(server.err().as_deref(), Some(why));
     }
 }
