@@ -366,42 +366,33 @@ pub struct EndpointDescriptor {
 }
 
 /// Every endpoint of every configuration and alternate setting in raw descriptors (the
-/// sysfs `descriptors` file), walked by bLength; stops at a malformed one.
+/// sysfs `descriptors` file), as the one descriptor walk reads them
+/// ([`model::ceiling::usb_endpoint::alternate_settings`]), with the numbers as declared.
 pub fn endpoint_descriptors(raw: &[u8]) -> Vec<EndpointDescriptor> {
-    // bDescriptorType (USB 2.0 table 9-5, USB 3.2 table 9-6): CONFIGURATION 2, INTERFACE 4,
-    // ENDPOINT 5, SUPERSPEED_USB_ENDPOINT_COMPANION 0x30.
-    let (mut configuration, mut interface, mut alt_setting) = (0u8, 0u8, 0u8);
-    let mut out: Vec<EndpointDescriptor> = Vec::new();
-    let mut at = 0usize;
-    while let Some(d) = raw.get(at..) {
-        let Some(&len) = d.first() else { break };
-        let len = usize::from(len);
-        if len < 2 || d.len() < len {
-            break;
-        }
-        at += len;
-        match d[1] {
-            2 if len >= 9 => configuration = d[5],
-            4 if len >= 9 => (interface, alt_setting) = (d[2], d[3]),
-            5 if len >= 7 => out.push(EndpointDescriptor {
-                configuration,
-                interface,
-                alt_setting,
-                address: d[2],
-                attributes: d[3],
-                max_packet_size: u16::from_le_bytes([d[4], d[5]]),
-                interval: d[6],
-                companion: None,
-            }),
-            0x30 if len >= 6 => {
-                if let Some(ep) = out.last_mut() {
-                    ep.companion = Some((d[2], d[3], u16::from_le_bytes([d[4], d[5]])));
-                }
-            }
-            _ => {}
-        }
-    }
-    out
+    use model::ceiling::usb::TransferType;
+    model::ceiling::usb_endpoint::alternate_settings(raw)
+        .into_iter()
+        .flat_map(|a| {
+            a.endpoints.into_iter().map(move |e| EndpointDescriptor {
+                configuration: a.configuration,
+                interface: a.interface,
+                alt_setting: a.alt_setting,
+                address: e.address,
+                // bmAttributes bits 1..0 (USB 2.0 table 9-13).
+                attributes: match e.transfer {
+                    TransferType::Control => 0,
+                    TransferType::Isochronous => 1,
+                    TransferType::Bulk => 2,
+                    TransferType::Interrupt => 3,
+                },
+                max_packet_size: e.max_packet | (u16::from(e.additional_transactions) << 11),
+                interval: e.interval,
+                companion: e
+                    .ss_companion
+                    .map(|c| (c.max_burst, c.attributes, c.bytes_per_interval)),
+            })
+        })
+        .collect()
 }
 
 /// The controller of the bus a device sits on: the first ancestor directory that is not a

@@ -2,7 +2,7 @@
 //! facts, tables, findings and notes, from the same [`Summary`]), laid out as every command
 //! prints on a terminal. A survey prints its parts so.
 
-use crate::summary::{Place, Summary};
+use crate::summary::{Part, Place, Summary};
 use crate::table::Table;
 use crate::terminal::Style;
 use std::fmt::Write as _;
@@ -150,6 +150,37 @@ pub fn section(s: &Summary, style: &Style) -> String {
         out.push('\n');
         for n in &s.notes {
             let _ = writeln!(out, "{} {}", style.warn("note:"), line(n));
+        }
+    }
+    out
+}
+
+/// A benchmark's text made of its summary's parts: `title` in bold, each part's lines and
+/// table, then the summary's findings and notes (`bench mmio`, `bench video`).
+pub(crate) fn parts_text<'a>(
+    title: &str,
+    parts: impl Iterator<Item = &'a Part>,
+    s: &Summary,
+    style: &Style,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", style.bold(title));
+    for p in parts {
+        for l in &p.lines {
+            let _ = writeln!(out, "{l}");
+        }
+        out.push('\n');
+        table(&mut out, &p.table, style);
+    }
+    if !s.findings.is_empty() {
+        out.push_str(&crate::terminal::findings(&s.findings, |sev| {
+            style.severity(sev)
+        }));
+    }
+    if !s.notes.is_empty() {
+        out.push('\n');
+        for n in &s.notes {
+            let _ = writeln!(out, "{} {n}", style.warn("note:"));
         }
     }
     out
