@@ -190,6 +190,10 @@ AER_PAUSE_SECONDS = 1.0
 # How long a device QEMU was asked to remove may take to go: Linux's pciehp waits 5 s after
 # the attention button (QEMU presses it for device_del) before it powers the slot off.
 UNPLUG_SECONDS = 30
+# How long a removed device's slot stays empty before the next command (a `device_add` of it):
+# a guest whose kernel removes and enumerates again within one interval of a watch (200 ms)
+# would show the watch no departure at all.
+EMPTY_SLOT_SECONDS = 2.0
 
 
 def next_line(lines, timeout):
@@ -232,6 +236,7 @@ def inject(board, step, monitor_sock, answer, next_guest_line, result):
             deadline = time.monotonic() + UNPLUG_SECONDS
             while f'id "{words[1]}"' in monitor_command(monitor_sock, "info pci") and time.monotonic() < deadline:
                 time.sleep(0.5)
+            time.sleep(EMPTY_SLOT_SECONDS)
 
 
 def boot(board, kernel, initrd, workdir, host_headroom, accel, log=print):

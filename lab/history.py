@@ -46,14 +46,26 @@ def server_bin():
     return found[-1]
 
 
+def is_document(path):
+    """Whether PATH holds a headroom result document (an object with `schema_version` and
+    `kind`), not a peer's or a script's JSON that a step also brings back."""
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(d, dict) and "schema_version" in d and "kind" in d
+
+
 def documents(workdir, rc):
     """The board's own documents under WORKDIR/out: every NAME.json of a step that exited 0
-    (not the host side's *.host.json), in name order."""
+    (not the host side's *.host.json) that is a headroom result document, in name order."""
     out = os.path.join(workdir, "out")
     if not os.path.isdir(out):
         return []
     names = sorted(n for n in os.listdir(out) if n.endswith(".json") and not n.endswith(".host.json"))
-    return [os.path.join(out, n) for n in names if rc.get(n.removesuffix(".json")) == 0]
+    return [p for p in (os.path.join(out, n) for n in names if rc.get(n.removesuffix(".json")) == 0)
+            if is_document(p)]
 
 
 def table_row(markdown, first):

@@ -449,9 +449,14 @@ class History(unittest.TestCase):
         d = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, d)
         os.makedirs(os.path.join(d, "out"))
-        for n in ("audit.json", "audit.err", "survey.json", "latency.json", "net-host-client-iperf3.host.json"):
-            open(os.path.join(d, "out", n), "w").close()
-        docs = history.documents(d, {"audit": 0, "survey": 0, "latency": 1})
+        doc = '{"schema_version": 1, "kind": "audit"}'
+        for n, text in (("audit.json", doc), ("audit.err", ""), ("survey.json", doc), ("latency.json", doc),
+                        ("net-host-client-iperf3.host.json", doc),
+                        # A script's JSON a step brings back (bench/vs-v4l2-ctl.sh's) is no document.
+                        ("video-vs-v4l2-ctl.json", '{"rounds": 3}'), ("broken.json", "{")):
+            with open(os.path.join(d, "out", n), "w") as f:
+                f.write(text)
+        docs = history.documents(d, {"audit": 0, "survey": 0, "latency": 1, "video-vs-v4l2-ctl": 0, "broken": 0})
         self.assertEqual([os.path.basename(p) for p in docs], ["audit.json", "survey.json"])
         self.assertEqual(history.documents(os.path.join(d, "none"), {}), [])
 
