@@ -653,12 +653,10 @@ fn run_server(
     interval: f64,
 ) -> anyhow::Result<ExitCode> {
     let auth = match (&a.rsa_private_key_path, &a.authorized_users_path) {
-        (Some(_), Some(_)) if net::auth::unavailable().is_some() => {
-            return Err(crate::console::usage(
-                net::auth::unavailable().unwrap_or_default(),
-            ));
-        }
         (Some(key), Some(users)) => {
+            if let Some(why) = net::auth::unavailable() {
+                return Err(crate::console::usage(why));
+            }
             let users = users.clone();
             let read_users: net::auth::ReadUsers =
                 Arc::new(move || read_auth_file(&users, "authorized users file"));

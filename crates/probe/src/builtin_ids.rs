@@ -39,7 +39,7 @@ macro_rules! builtin_ids_summary {
             $crate::builtin_pci_ids_version!(),
             ", usb.ids ",
             $crate::builtin_usb_ids_version!(),
-            " (Debian 12; used when the system has none)"
+            " (Debian 12, pci.ids without its subsystem lines; used when the system has none)"
         )
     };
 }

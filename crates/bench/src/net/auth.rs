@@ -79,15 +79,11 @@ fn now_s() -> i64 {
 /// Why iperf3's authentication cannot be used here, when this headroom was built without it
 /// (the board binaries leave it out); `None` when it can.
 pub fn unavailable() -> Option<&'static str> {
-    if cfg!(feature = "net-auth") {
-        None
-    } else {
-        Some(
-            "this headroom was built without iperf3's authentication (the board binaries \
-             leave it out to stay under 5,000,000 B): run bench net with --username or \
-             --rsa-private-key-path from a build that has it (`cargo build --release`)",
-        )
-    }
+    (!cfg!(feature = "net-auth")).then_some(
+        "this headroom was built without iperf3's authentication (the board binaries leave it \
+         out to stay under 5,000,000 B): run bench net with --username or \
+         --rsa-private-key-path from a build that has it (`cargo build --release`)",
+    )
 }
 
 /// A build without iperf3's authentication has no credentials: no value of these types
@@ -99,7 +95,7 @@ pub enum ClientAuth {}
 #[cfg(not(feature = "net-auth"))]
 impl ClientAuth {
     pub fn new(_: &Path, _: &str, _: &str, _: &str) -> Result<ClientAuth, String> {
-        Err(unavailable().unwrap_or_default().to_string())
+        Err(unavailable().unwrap_or_default().into())
     }
 
     pub fn token(&self) -> Result<String, String> {
@@ -115,7 +111,7 @@ pub enum ServerAuth {}
 #[cfg(not(feature = "net-auth"))]
 impl ServerAuth {
     pub fn new(_: &Path, _: &str, _: ReadUsers, _: u32) -> Result<ServerAuth, String> {
-        Err(unavailable().unwrap_or_default().to_string())
+        Err(unavailable().unwrap_or_default().into())
     }
 
     pub fn check(&self, _: Option<&str>) -> Result<(), ProtoError> {
